@@ -1,0 +1,113 @@
+//! Jobs: the unit of work a worker leases. A job is named by a short key from which any machine
+//! regenerates exactly the same search, so the job table stays O(jobs) and never lists sub-problems.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::kernel;
+use crate::partition::{d4, mirror, Plan, Strategy};
+
+/// The key of a job within its plan: mirror, the prefix columns; d4, `[w, e, prefix columns...]`.
+/// Written as dot-separated numbers (`"3.7.1"`); this text is the job's stable id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct JobKey(pub Vec<u8>);
+
+impl fmt::Display for JobKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|c| c.to_string()).collect();
+        f.write_str(&parts.join("."))
+    }
+}
+
+impl FromStr for JobKey {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<JobKey> {
+        if s.len() > 200 {
+            return Err(Error::UnknownJob(format!("{}...", &s[..32])));
+        }
+        s.split('.').map(|p| p.parse::<u8>().map_err(|_| Error::UnknownJob(s.to_string()))).collect::<Result<_>>().map(JobKey)
+    }
+}
+
+/// What computing one job produced. Counts are per job and fit `u64`; run totals are `u128`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobResult {
+    /// Sum over the job's sub-problems of `weight * completions`.
+    pub total: u64,
+    /// Eight times the job's share of the unique-solution count (Burnside); `None` for `mirror`.
+    pub unique8: Option<u64>,
+    /// Search-tree nodes visited: two honest workers report the same number.
+    pub nodes: u64,
+}
+
+/// A validated job of a plan, ready to compute.
+#[derive(Debug, Clone)]
+pub struct Job {
+    plan: Plan,
+    key: JobKey,
+}
+
+impl Job {
+    /// Checks that `key` names a job of `plan`.
+    pub fn new(plan: Plan, key: JobKey) -> Result<Job> {
+        let n = plan.n();
+        let bad = || Error::UnknownJob(key.to_string());
+        match plan.strategy() {
+            Strategy::Mirror => {
+                let cols = &key.0;
+                if cols.len() != plan.depth() as usize || cols.iter().any(|&c| c >= n) || mirror::weight(n, cols) == 0 {
+                    return Err(bad());
+                }
+                mirror_board(n, cols).ok_or_else(bad)?;
+            }
+            Strategy::D4 => {
+                let [w, e, prefix @ ..] = key.0.as_slice() else { return Err(bad()) };
+                if prefix.len() != plan.depth() as usize {
+                    return Err(bad());
+                }
+                let group = d4::Group::new(n, *w, *e).ok_or_else(bad)?;
+                group.problem(prefix).ok_or_else(bad)?;
+            }
+        }
+        Ok(Job { plan, key })
+    }
+
+    /// The job's key.
+    pub fn key(&self) -> &JobKey {
+        &self.key
+    }
+
+    /// The plan the job belongs to.
+    pub fn plan(&self) -> Plan {
+        self.plan
+    }
+
+    /// Computes the job. Pure and deterministic: the same job gives the same result everywhere.
+    pub fn run(&self) -> JobResult {
+        let n = self.plan.n();
+        match self.plan.strategy() {
+            Strategy::Mirror => {
+                let board = mirror_board(n, &self.key.0).expect("validated in Job::new");
+                let s = kernel::count(&board.into());
+                JobResult { total: s.count * mirror::weight(n, &self.key.0) as u64, unique8: None, nodes: s.nodes }
+            }
+            Strategy::D4 => {
+                let [w, e, prefix @ ..] = self.key.0.as_slice() else { unreachable!("validated in Job::new") };
+                let group = d4::Group::new(n, *w, *e).expect("validated in Job::new");
+                let (total, unique8, nodes) = group.run(prefix).expect("validated in Job::new");
+                JobResult { total, unique8: Some(unique8), nodes }
+            }
+        }
+    }
+}
+
+fn mirror_board(n: u8, cols: &[u8]) -> Option<crate::PartialBoard> {
+    let mut board = crate::PartialBoard::empty(n as u32).ok()?;
+    for (r, &c) in cols.iter().enumerate() {
+        board.try_place(r as u32, c as u32).ok()?;
+    }
+    Some(board)
+}

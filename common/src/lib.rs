@@ -1,0 +1,18 @@
+//! Pure counting core of nqueens-cluster: boards, the 8 symmetries, the two partition strategies, jobs and
+//! the search kernel. No async, no I/O: everything here is deterministic and testable in isolation.
+
+pub mod baseline;
+pub mod board;
+pub mod error;
+pub mod job;
+pub mod kernel;
+pub mod partition;
+pub mod symmetry;
+pub mod tally;
+
+pub use board::PartialBoard;
+pub use error::{Error, Result};
+pub use job::{Job, JobKey, JobResult};
+pub use partition::{Plan, Strategy, SubProblem, Summary};
+pub use symmetry::{Symmetry, SymmetrySet};
+pub use tally::Tally;

@@ -1,0 +1,214 @@
+//! The `d4` partition: sub-problems are the canonical ring placements of [`ring`](super::ring), and a job
+//! is a *group* of them sharing the west and east sides, optionally split further by the queens of the
+//! first few searched rows.
+//!
+//! Why groups: fixing all four ring queens and searching each sub-problem alone re-searches the same inner
+//! placements under many north/south choices. A group fixes the west queen (the smallest side, `w`) and
+//! the opposite east queen, and lets the search place the north and south queens itself, restricted to
+//! the rows that can still be canonical (every side at distance >= `w` from its corner). At each
+//! completion the ring tuple is read off and its class weight looked up (0 for a non-canonical tuple).
+//! The search runs in a frame where east is row 0 and west is row N-1 (the anti-transpose of the board),
+//! so it starts next to the most constrained fixed queen and descends toward the smallest side.
+//! `BENCHMARKS.md` compares the tree sizes of the alternatives.
+
+use crate::board::{attacks, PartialBoard};
+use crate::job::JobKey;
+use crate::kernel::{self, Leaf, Path, Problem};
+use crate::partition::ring::{self, Ring};
+use crate::partition::SubProblem;
+use crate::symmetry::Symmetry;
+
+/// Default number of searched rows a job key fixes beyond its group, by N (see the module docs).
+pub fn default_split(n: u8) -> u8 {
+    match n {
+        0..=20 => 0,
+        21..=22 => 1,
+        23..=24 => 2,
+        25..=26 => 3,
+        _ => 4,
+    }
+}
+
+/// The sub-problems: canonical ring placements in lexicographic order.
+pub fn subproblems(n: u8) -> impl Iterator<Item = SubProblem> {
+    ring::rings(n).map(|r| SubProblem { board: r.board, weight: r.weight(), stabiliser: r.stabiliser })
+}
+
+/// One group: the fixed west and east sides, with everything its search needs.
+#[derive(Debug, Clone)]
+pub struct Group {
+    n: u8,
+    w: u8,
+    e: u8,
+    /// The search frame's pre-placed queens: east on row 0, west on row N-1.
+    frame: PartialBoard,
+    forbid: [u32; 32],
+    /// Class weight by (frame row of the column-(N-1) queen) * 32 + (frame row of the column-0 queen).
+    weights: Vec<u8>,
+    /// The ring behind each non-zero weight that has a non-trivial stabiliser.
+    symmetric: Vec<(usize, Ring)>,
+}
+
+impl Group {
+    /// The group of west side `w` and east side `e`, or `None` if no canonical ring has them.
+    pub fn new(n: u8, w: u8, e: u8) -> Option<Group> {
+        let m = n - 1;
+        if w > m / 2 || e > m {
+            return None;
+        }
+        let mut weights = vec![0u8; 32 * 32];
+        let mut symmetric = Vec::new();
+        let mut any = false;
+        // In the frame, north's queen (0, a) of the board lies at (m - a, m) and south's at (s, 0).
+        for north in 0..n {
+            for south in 0..n {
+                if let Some(r) = ring::canonical(n, [w, north, e, south]) {
+                    let idx = (m - north) as usize * 32 + south as usize;
+                    weights[idx] = r.weight();
+                    if r.stabiliser.len() > 1 {
+                        symmetric.push((idx, r));
+                    }
+                    any = true;
+                }
+            }
+        }
+        if !any {
+            return None;
+        }
+        let mut frame = PartialBoard::empty(n as u32).expect("valid n");
+        frame.try_place(0, (m - e) as u32).ok()?;
+        if n > 1 {
+            frame.try_place(m as u32, w as u32).ok()?;
+        }
+        // Canonical means every side is at distance >= w from its corner: the side columns' queens lie
+        // on rows w..=m-w.
+        let mut forbid = [0u32; 32];
+        for (r, f) in forbid.iter_mut().enumerate().take(n as usize) {
+            if (r as u8) < w || (r as u8) > m - w {
+                *f = 1 | 1 << m;
+            }
+            // With west in a corner (w = 0), the reflection in the anti-diagonal ties west with south;
+            // the canonical side of the tie has north <= N-1-e: column N-1's queen on a row >= e.
+            if w == 0 && (r as u8) < e {
+                *f |= 1 << m;
+            }
+        }
+        Some(Group { n, w, e, frame, forbid, weights, symmetric })
+    }
+
+    /// The rows a job key's prefix fixes, in search order.
+    fn prefix_rows(&self, split: u8) -> std::ops::Range<u8> {
+        1..1 + split
+    }
+
+    /// Whether `col` is allowed on frame row `row` given the queens already on `board`.
+    fn allowed(&self, board: &PartialBoard, row: u8, col: u8) -> bool {
+        self.forbid[row as usize] & (1 << col) == 0 && board.queens().all(|q| !attacks(q, (row, col)))
+    }
+
+    /// The search problem of the job with prefix `cols` (checked).
+    pub fn problem(&self, cols: &[u8]) -> Option<Problem> {
+        let mut board = self.frame;
+        for (row, &c) in self.prefix_rows(cols.len() as u8).zip(cols) {
+            if c >= self.n || !self.allowed(&board, row, c) {
+                return None;
+            }
+            board.set_unchecked(row, c);
+        }
+        Some(Problem { board, forbid: self.forbid })
+    }
+
+    /// Every valid prefix of `split` rows, in lexicographic order.
+    pub fn prefixes(&self, split: u8) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut cols = Vec::new();
+        self.extend(split, self.frame, &mut cols, &mut out);
+        out
+    }
+
+    fn extend(&self, split: u8, board: PartialBoard, cols: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
+        if cols.len() == split as usize {
+            out.push(cols.clone());
+            return;
+        }
+        let row = 1 + cols.len() as u8;
+        for c in 0..self.n {
+            if self.allowed(&board, row, c) {
+                let mut next = board;
+                next.set_unchecked(row, c);
+                cols.push(c);
+                self.extend(split, next, cols, out);
+                cols.pop();
+            }
+        }
+    }
+
+    /// Searches the job with prefix `cols`: `(weighted total, weighted unique * 8, nodes)`.
+    pub fn run(&self, cols: &[u8]) -> Option<(u64, u64, u64)> {
+        let problem = self.problem(cols)?;
+        let m = self.n - 1;
+        let side = |col: u8| problem.board.queens().find(|&(_, c)| c == col).map_or(u8::MAX, |(r, _)| r);
+        let mut leaf = GroupLeaf { group: self, m, right: side(m), left: side(0), total: 0, unique8: 0 };
+        let search = kernel::search(&problem, &mut leaf);
+        Some((leaf.total, leaf.unique8, search.nodes))
+    }
+}
+
+/// Reads the ring tuple of each completion and adds its class weight.
+struct GroupLeaf<'a> {
+    group: &'a Group,
+    m: u8,
+    right: u8,
+    left: u8,
+    total: u64,
+    unique8: u64,
+}
+
+impl Leaf for GroupLeaf<'_> {
+    const NEEDS_PATH: bool = true;
+
+    #[inline]
+    fn leaf(&mut self, path: &Path<'_>) {
+        let (mut right, mut left) = (self.right, self.left);
+        for (r, c) in path.queens() {
+            if c == 0 {
+                left = r;
+            }
+            if c == self.m {
+                right = r;
+            }
+        }
+        let idx = right as usize * 32 + left as usize;
+        let weight = self.group.weights[idx] as u64;
+        if weight == 0 {
+            return;
+        }
+        self.total += weight;
+        // Burnside: a completion fixed by k symmetries of its ring's stabiliser S adds weight * k, and the
+        // run's unique count is the sum over completions of weight * k / 8.
+        let mut fixed_by = 1;
+        if let Some((_, ring)) = self.group.symmetric.iter().find(|(i, _)| *i == idx) {
+            let board = Symmetry::AntiTranspose.apply_board(&path.complete(&self.group.frame));
+            fixed_by = ring.stabiliser.non_identity().iter().filter(|g| g.apply_board(&board) == board).count() as u64 + 1;
+        }
+        self.unique8 += weight * fixed_by;
+    }
+}
+
+/// All groups of `n`, in lexicographic order of `(w, e)`.
+pub fn groups(n: u8) -> impl Iterator<Item = Group> {
+    let m = n - 1;
+    (0..=m / 2).flat_map(move |w| (0..n).filter_map(move |e| Group::new(n, w, e)))
+}
+
+/// All job keys of `n` at split depth `split`: `[w, e, prefix columns...]`.
+pub fn jobs(n: u8, split: u8) -> impl Iterator<Item = JobKey> {
+    groups(n).flat_map(move |g| {
+        let (w, e) = (g.w, g.e);
+        g.prefixes(split).into_iter().map(move |p| {
+            let mut key = vec![w, e];
+            key.extend(p);
+            JobKey(key)
+        })
+    })
+}

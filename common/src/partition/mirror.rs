@@ -1,0 +1,76 @@
+//! The `mirror` partition: every placement of the first `depth` rows whose first-row queen lies in the
+//! left half (weight 2); for odd N a first-row queen in the middle column needs the second-row queen in
+//! the left half (weight 2). One job per prefix.
+
+use crate::board::{attacks, PartialBoard};
+use crate::job::JobKey;
+use crate::partition::SubProblem;
+use crate::symmetry::SymmetrySet;
+
+/// Smallest prefix depth: 2 rows, so that the odd-N middle column can be expressed as a partial board.
+pub fn min_depth(n: u8) -> u8 {
+    n.min(2)
+}
+
+/// Default prefix depth: deep enough for a few hundred jobs at N = 16, a few million at N = 27.
+pub fn default_depth(n: u8) -> u8 {
+    let d = match n {
+        0..=11 => 2,
+        12..=19 => 3,
+        20..=24 => 4,
+        _ => 5,
+    };
+    d.min(n)
+}
+
+/// Weight of a prefix, or 0 if the mirror leaves it out.
+pub fn weight(n: u8, cols: &[u8]) -> u8 {
+    let half = n / 2;
+    match cols {
+        [] => 0,
+        [_] if n == 1 => 1,
+        [c0, ..] if *c0 < half => 2,
+        [c0, c1, ..] if n % 2 == 1 && *c0 == half && *c1 < half => 2,
+        _ => 0,
+    }
+}
+
+/// All sub-problems at `depth`, in lexicographic order of their columns.
+pub fn subproblems(n: u8, depth: u8) -> impl Iterator<Item = SubProblem> {
+    let mut out = Vec::new();
+    let mut cols = Vec::with_capacity(depth as usize);
+    extend(n, depth, &mut cols, &mut out);
+    out.into_iter()
+}
+
+fn extend(n: u8, depth: u8, cols: &mut Vec<u8>, out: &mut Vec<SubProblem>) {
+    let row = cols.len() as u8;
+    if row == depth {
+        let weight = weight(n, cols);
+        if weight > 0 {
+            let mut board = PartialBoard::empty(n as u32).expect("checked n");
+            for (r, &c) in cols.iter().enumerate() {
+                board.try_place(r as u32, c as u32).expect("non-attacking prefix");
+            }
+            out.push(SubProblem { board, weight, stabiliser: SymmetrySet::TRIVIAL });
+        }
+        return;
+    }
+    for c in 0..n {
+        if cols.iter().enumerate().any(|(r, &q)| attacks((r as u8, q), (row, c))) {
+            continue;
+        }
+        // Prune prefixes the mirror leaves out as soon as their first rows decide it.
+        if (row == 0 && c > n / 2) || (row == 1 && weight(n, &[cols[0], c]) == 0 && n > 1) {
+            continue;
+        }
+        cols.push(c);
+        extend(n, depth, cols, out);
+        cols.pop();
+    }
+}
+
+/// The job key of a prefix board.
+pub fn key(board: &PartialBoard, depth: u8) -> JobKey {
+    JobKey((0..depth).map(|r| board.col(r).expect("prefix rows are filled")).collect())
+}

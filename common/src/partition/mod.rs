@@ -1,0 +1,163 @@
+//! Partition strategies: how the search space of one N is split into weighted partial boards
+//! (sub-problems), and how sub-problems are grouped into jobs.
+
+pub mod d4;
+pub mod mirror;
+pub mod ring;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::board::PartialBoard;
+use crate::error::{check_n, Error, Result};
+use crate::job::{Job, JobKey};
+use crate::symmetry::SymmetrySet;
+
+/// How the search space is split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// One queen on each outer line, one placement per class of the 8 symmetries (the default).
+    #[default]
+    D4,
+    /// A prefix of rows, halved by the left/right mirror.
+    Mirror,
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Strategy::D4 => "d4",
+            Strategy::Mirror => "mirror",
+        })
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Strategy> {
+        match s {
+            "d4" => Ok(Strategy::D4),
+            "mirror" => Ok(Strategy::Mirror),
+            other => Err(Error::UnknownStrategy(other.to_string())),
+        }
+    }
+}
+
+/// A weighted partial board: the run's total is the sum of `weight * completions` over sub-problems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubProblem {
+    /// The pre-placed queens.
+    pub board: PartialBoard,
+    /// How many boards of the full search space this one stands for.
+    pub weight: u8,
+    /// The symmetries mapping the sub-problem to itself (only meaningful for `d4`).
+    pub stabiliser: SymmetrySet,
+}
+
+/// The partition of one N under one strategy: a checked, deterministic description of its jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    n: u8,
+    strategy: Strategy,
+    depth: u8,
+}
+
+/// What `plan` reports about a partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Board size.
+    pub n: u8,
+    /// Strategy.
+    pub strategy: Strategy,
+    /// Number of sub-problems (weighted partial boards).
+    pub subproblems: u64,
+    /// Sub-problems by weight.
+    pub by_weight: BTreeMap<u8, u64>,
+    /// Number of jobs.
+    pub jobs: u64,
+    /// Rows each job pre-places beyond its group (mirror: the prefix depth; d4: the split depth).
+    pub depth: u8,
+}
+
+impl Plan {
+    /// The plan for `n` with the strategy's default job depth.
+    pub fn new(n: u32, strategy: Strategy) -> Result<Plan> {
+        let n = check_n(n)?;
+        let depth = match strategy {
+            Strategy::Mirror => mirror::default_depth(n),
+            Strategy::D4 => d4::default_split(n),
+        };
+        Ok(Plan { n, strategy, depth })
+    }
+
+    /// The plan with an explicit job depth (mirror: rows in the prefix; d4: inner rows per job key).
+    pub fn with_depth(n: u32, strategy: Strategy, depth: u8) -> Result<Plan> {
+        let n = check_n(n)?;
+        let ok = match strategy {
+            Strategy::Mirror => (mirror::min_depth(n)..=n).contains(&depth),
+            Strategy::D4 => depth <= n.saturating_sub(3),
+        };
+        if !ok {
+            return Err(Error::InvalidSetting(format!("depth {depth} is not valid for {strategy} at N = {n}")));
+        }
+        Ok(Plan { n, strategy, depth })
+    }
+
+    /// Board size.
+    pub fn n(&self) -> u8 {
+        self.n
+    }
+
+    /// Strategy.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
+    /// Job depth (see [`Plan::with_depth`]).
+    pub fn depth(&self) -> u8 {
+        self.depth
+    }
+
+    /// The sub-problems, in a deterministic order.
+    pub fn subproblems(&self) -> Box<dyn Iterator<Item = SubProblem>> {
+        match self.strategy {
+            Strategy::Mirror => Box::new(mirror::subproblems(self.n, self.depth)),
+            Strategy::D4 => Box::new(d4::subproblems(self.n)),
+        }
+    }
+
+    /// The jobs' keys, in a deterministic order (the same on every call and every machine).
+    pub fn jobs(&self) -> Box<dyn Iterator<Item = JobKey>> {
+        match self.strategy {
+            Strategy::Mirror => {
+                let depth = self.depth;
+                Box::new(mirror::subproblems(self.n, depth).map(move |s| mirror::key(&s.board, depth)))
+            }
+            Strategy::D4 => Box::new(d4::jobs(self.n, self.depth)),
+        }
+    }
+
+    /// The job named by `key`, checked to belong to this plan.
+    pub fn job(&self, key: &JobKey) -> Result<Job> {
+        Job::new(*self, key.clone())
+    }
+
+    /// Counts sub-problems and jobs without computing anything.
+    pub fn summary(&self) -> Summary {
+        let mut by_weight = BTreeMap::new();
+        let mut subproblems = 0;
+        for s in self.subproblems() {
+            *by_weight.entry(s.weight).or_insert(0) += 1;
+            subproblems += 1;
+        }
+        let jobs = match self.strategy {
+            Strategy::Mirror => subproblems,
+            Strategy::D4 => self.jobs().count() as u64,
+        };
+        Summary { n: self.n, strategy: self.strategy, subproblems, by_weight, jobs, depth: self.depth }
+    }
+}
