@@ -12,7 +12,11 @@ pub fn mirror_count(n: u8) -> (u64, u64) {
         let mut count = 0;
         nodes += 1;
         recurse(full, bit, bit << 1, bit >> 1, &mut count, &mut nodes);
-        total += if n % 2 == 1 && c == n / 2 { count } else { 2 * count };
+        total += if n % 2 == 1 && c == n / 2 {
+            count
+        } else {
+            2 * count
+        };
     }
     (total, nodes)
 }
@@ -27,6 +31,13 @@ fn recurse(full: u32, cols: u32, left: u32, right: u32, count: &mut u64, nodes: 
         let bit = free & free.wrapping_neg();
         free ^= bit;
         *nodes += 1;
-        recurse(full, cols | bit, (left | bit) << 1, (right | bit) >> 1, count, nodes);
+        recurse(
+            full,
+            cols | bit,
+            (left | bit) << 1,
+            (right | bit) >> 1,
+            count,
+            nodes,
+        );
     }
 }

@@ -34,7 +34,10 @@ impl PartialBoard {
     /// An empty board of size `n` (checked to be in range).
     pub fn empty(n: u32) -> Result<Self> {
         let n = check_n(n)?;
-        Ok(PartialBoard { n, cols: [EMPTY; 32] })
+        Ok(PartialBoard {
+            n,
+            cols: [EMPTY; 32],
+        })
     }
 
     /// Builds a board from `(row, col)` queens, rejecting off-board, doubled or attacking queens.
@@ -117,9 +120,18 @@ mod tests {
     fn rejects_attacks_and_bad_sizes() {
         assert_eq!(PartialBoard::empty(0), Err(Error::NOutOfRange(0)));
         assert_eq!(PartialBoard::empty(33), Err(Error::NOutOfRange(33)));
-        assert!(matches!(PartialBoard::from_queens(8, &[(0, 0), (1, 1)]), Err(Error::Attack(..))));
-        assert!(matches!(PartialBoard::from_queens(8, &[(0, 0), (3, 0)]), Err(Error::Attack(..))));
-        assert!(matches!(PartialBoard::from_queens(8, &[(0, 8)]), Err(Error::OffBoard { .. })));
+        assert!(matches!(
+            PartialBoard::from_queens(8, &[(0, 0), (1, 1)]),
+            Err(Error::Attack(..))
+        ));
+        assert!(matches!(
+            PartialBoard::from_queens(8, &[(0, 0), (3, 0)]),
+            Err(Error::Attack(..))
+        ));
+        assert!(matches!(
+            PartialBoard::from_queens(8, &[(0, 8)]),
+            Err(Error::OffBoard { .. })
+        ));
         let b = PartialBoard::from_queens(8, &[(0, 0), (1, 2)]).unwrap();
         assert_eq!(b.len(), 2);
         assert_eq!(b.column_mask(), 0b101);

@@ -28,7 +28,13 @@ impl FromStr for JobKey {
         if s.len() > 200 {
             return Err(Error::UnknownJob(format!("{}...", &s[..32])));
         }
-        s.split('.').map(|p| p.parse::<u8>().map_err(|_| Error::UnknownJob(s.to_string()))).collect::<Result<_>>().map(JobKey)
+        s.split('.')
+            .map(|p| {
+                p.parse::<u8>()
+                    .map_err(|_| Error::UnknownJob(s.to_string()))
+            })
+            .collect::<Result<_>>()
+            .map(JobKey)
     }
 }
 
@@ -58,13 +64,18 @@ impl Job {
         match plan.strategy() {
             Strategy::Mirror => {
                 let cols = &key.0;
-                if cols.len() != plan.depth() as usize || cols.iter().any(|&c| c >= n) || mirror::weight(n, cols) == 0 {
+                if cols.len() != plan.depth() as usize
+                    || cols.iter().any(|&c| c >= n)
+                    || mirror::weight(n, cols) == 0
+                {
                     return Err(bad());
                 }
                 mirror_board(n, cols).ok_or_else(bad)?;
             }
             Strategy::D4 => {
-                let [w, e, prefix @ ..] = key.0.as_slice() else { return Err(bad()) };
+                let [w, e, prefix @ ..] = key.0.as_slice() else {
+                    return Err(bad());
+                };
                 if prefix.len() != plan.depth() as usize {
                     return Err(bad());
                 }
@@ -92,13 +103,23 @@ impl Job {
             Strategy::Mirror => {
                 let board = mirror_board(n, &self.key.0).expect("validated in Job::new");
                 let s = kernel::count(&board.into());
-                JobResult { total: s.count * mirror::weight(n, &self.key.0) as u64, unique8: None, nodes: s.nodes }
+                JobResult {
+                    total: s.count * mirror::weight(n, &self.key.0) as u64,
+                    unique8: None,
+                    nodes: s.nodes,
+                }
             }
             Strategy::D4 => {
-                let [w, e, prefix @ ..] = self.key.0.as_slice() else { unreachable!("validated in Job::new") };
+                let [w, e, prefix @ ..] = self.key.0.as_slice() else {
+                    unreachable!("validated in Job::new")
+                };
                 let group = d4::Group::new(n, *w, *e).expect("validated in Job::new");
                 let (total, unique8, nodes) = group.run(prefix).expect("validated in Job::new");
-                JobResult { total, unique8: Some(unique8), nodes }
+                JobResult {
+                    total,
+                    unique8: Some(unique8),
+                    nodes,
+                }
             }
         }
     }

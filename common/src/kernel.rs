@@ -20,7 +20,10 @@ pub struct Problem {
 impl Problem {
     /// A problem with no constraint beyond the board's queens.
     pub fn new(board: PartialBoard) -> Problem {
-        Problem { board, forbid: [0; 32] }
+        Problem {
+            board,
+            forbid: [0; 32],
+        }
     }
 }
 
@@ -59,7 +62,11 @@ impl Path<'_> {
     pub fn queens(&self) -> impl Iterator<Item = (u8, u8)> + '_ {
         let depth = self.rows.len();
         self.rows.iter().enumerate().map(move |(i, &r)| {
-            let bit = if i + 1 == depth { self.last } else { self.bits[i] };
+            let bit = if i + 1 == depth {
+                self.last
+            } else {
+                self.bits[i]
+            };
             (r, bit.trailing_zeros() as u8)
         })
     }
@@ -101,7 +108,11 @@ pub fn search<L: Leaf>(problem: &Problem, leaf: &mut L) -> Search {
     }
     let rows = &rows[..depth];
     if depth == 0 {
-        leaf.leaf(&Path { rows, bits: &[0; 32], last: 0 });
+        leaf.leaf(&Path {
+            rows,
+            bits: &[0; 32],
+            last: 0,
+        });
         return Search { count: 1, nodes: 0 };
     }
     // Diagonal windows as seen from the first empty row: `d1` bit c is column c (bits >= n are queens
@@ -153,7 +164,11 @@ fn run<L: Leaf>(
     let f0 = free(0, cols0, d1_0, d2_0);
     if depth == 1 {
         if f0 != 0 {
-            leaf.leaf(&Path { rows, bits: &bits, last: f0 });
+            leaf.leaf(&Path {
+                rows,
+                bits: &bits,
+                last: f0,
+            });
         }
         return (f0.count_ones() as u64, f0.count_ones() as u64);
     }
@@ -193,7 +208,11 @@ fn run<L: Leaf>(
         if lvl + 1 == last {
             // One column is left, so `nf` has a single bit: a completion.
             count += 1;
-            leaf.leaf(&Path { rows, bits: &bits, last: nf });
+            leaf.leaf(&Path {
+                rows,
+                bits: &bits,
+                last: nf,
+            });
             continue;
         }
         nodes += nf.count_ones() as u64;

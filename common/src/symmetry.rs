@@ -127,16 +127,29 @@ mod tests {
                     .map(|s| h.apply(n, g.apply(n, s)))
                     .collect();
                 let found = Symmetry::ALL.iter().any(|k| {
-                    (0..n).flat_map(|r| (0..n).map(move |c| (r, c))).map(|s| k.apply(n, s)).eq(composed.iter().copied())
+                    (0..n)
+                        .flat_map(|r| (0..n).map(move |c| (r, c)))
+                        .map(|s| k.apply(n, s))
+                        .eq(composed.iter().copied())
                 });
                 assert!(found, "{g:?} then {h:?} is not in the group");
             }
         }
         for (r, c) in [(0, 0), (1, 3), (6, 2)] {
-            assert_eq!(Symmetry::Rot90.apply(n, Symmetry::Rot270.apply(n, (r, c))), (r, c));
-            assert_eq!(Symmetry::Rot90.apply(n, Symmetry::Rot90.apply(n, (r, c))), Symmetry::Rot180.apply(n, (r, c)));
+            assert_eq!(
+                Symmetry::Rot90.apply(n, Symmetry::Rot270.apply(n, (r, c))),
+                (r, c)
+            );
+            assert_eq!(
+                Symmetry::Rot90.apply(n, Symmetry::Rot90.apply(n, (r, c))),
+                Symmetry::Rot180.apply(n, (r, c))
+            );
             for g in &Symmetry::ALL[4..] {
-                assert_eq!(g.apply(n, g.apply(n, (r, c))), (r, c), "{g:?} is an involution");
+                assert_eq!(
+                    g.apply(n, g.apply(n, (r, c))),
+                    (r, c),
+                    "{g:?} is an involution"
+                );
             }
         }
     }

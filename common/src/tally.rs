@@ -22,19 +22,47 @@ pub struct Tally {
 impl Tally {
     /// An empty tally for a strategy that does (`with_unique`) or does not count unique solutions.
     pub fn new(with_unique: bool) -> Tally {
-        Tally { unique8: with_unique.then_some(0), ..Tally::default() }
+        Tally {
+            unique8: with_unique.then_some(0),
+            ..Tally::default()
+        }
     }
 
     /// Adds one job's result; on overflow nothing is changed and an error is returned.
     pub fn add(&mut self, r: &JobResult) -> Result<()> {
-        let total = self.total.checked_add(r.total as u128).ok_or(Error::Overflow("total"))?;
-        let unique8 = match (self.unique8, r.unique8) {
-            (Some(u), Some(x)) => Some(u.checked_add(x as u128).ok_or(Error::Overflow("unique"))?),
+        let one = Tally {
+            total: r.total as u128,
+            unique8: r.unique8.map(u128::from),
+            nodes: r.nodes as u128,
+            jobs: 1,
+        };
+        self.merge(&one)
+    }
+
+    /// Adds another tally (for example one compute thread's), checked like [`Tally::add`].
+    pub fn merge(&mut self, other: &Tally) -> Result<()> {
+        let total = self
+            .total
+            .checked_add(other.total)
+            .ok_or(Error::Overflow("total"))?;
+        let unique8 = match (self.unique8, other.unique8) {
+            (Some(u), Some(x)) => Some(u.checked_add(x).ok_or(Error::Overflow("unique"))?),
             _ => None,
         };
-        let nodes = self.nodes.checked_add(r.nodes as u128).ok_or(Error::Overflow("nodes"))?;
-        let jobs = self.jobs.checked_add(1).ok_or(Error::Overflow("jobs"))?;
-        *self = Tally { total, unique8, nodes, jobs };
+        let nodes = self
+            .nodes
+            .checked_add(other.nodes)
+            .ok_or(Error::Overflow("nodes"))?;
+        let jobs = self
+            .jobs
+            .checked_add(other.jobs)
+            .ok_or(Error::Overflow("jobs"))?;
+        *self = Tally {
+            total,
+            unique8,
+            nodes,
+            jobs,
+        };
         Ok(())
     }
 
@@ -44,7 +72,9 @@ impl Tally {
         match self.unique8 {
             None => Ok(None),
             Some(u) if u % 8 == 0 => Ok(Some(u / 8)),
-            Some(u) => Err(Error::InvalidSetting(format!("unique-count numerator {u} is not a multiple of 8"))),
+            Some(u) => Err(Error::InvalidSetting(format!(
+                "unique-count numerator {u} is not a multiple of 8"
+            ))),
         }
     }
 }
@@ -58,7 +88,11 @@ mod tests {
         let mut t = Tally::new(true);
         t.total = u128::MAX - 1;
         let before = t;
-        let r = JobResult { total: 5, unique8: Some(8), nodes: 1 };
+        let r = JobResult {
+            total: 5,
+            unique8: Some(8),
+            nodes: 1,
+        };
         assert_eq!(t.add(&r), Err(Error::Overflow("total")));
         assert_eq!(t, before);
     }
@@ -66,11 +100,26 @@ mod tests {
     #[test]
     fn unique_needs_a_multiple_of_eight() {
         let mut t = Tally::new(true);
-        t.add(&JobResult { total: 16, unique8: Some(12), nodes: 0 }).unwrap();
+        t.add(&JobResult {
+            total: 16,
+            unique8: Some(12),
+            nodes: 0,
+        })
+        .unwrap();
         assert!(t.unique().is_err());
-        t.add(&JobResult { total: 8, unique8: Some(4), nodes: 0 }).unwrap();
+        t.add(&JobResult {
+            total: 8,
+            unique8: Some(4),
+            nodes: 0,
+        })
+        .unwrap();
         assert_eq!(t.unique().unwrap(), Some(2));
-        t.add(&JobResult { total: 2, unique8: None, nodes: 0 }).unwrap();
+        t.add(&JobResult {
+            total: 2,
+            unique8: None,
+            nodes: 0,
+        })
+        .unwrap();
         assert_eq!(t.unique().unwrap(), None);
     }
 }

@@ -31,7 +31,11 @@ pub fn default_split(n: u8) -> u8 {
 
 /// The sub-problems: canonical ring placements in lexicographic order.
 pub fn subproblems(n: u8) -> impl Iterator<Item = SubProblem> {
-    ring::rings(n).map(|r| SubProblem { board: r.board, weight: r.weight(), stabiliser: r.stabiliser })
+    ring::rings(n).map(|r| SubProblem {
+        board: r.board,
+        weight: r.weight(),
+        stabiliser: r.stabiliser,
+    })
 }
 
 /// One group: the fixed west and east sides, with everything its search needs.
@@ -93,7 +97,15 @@ impl Group {
                 *f |= 1 << m;
             }
         }
-        Some(Group { n, w, e, frame, forbid, weights, symmetric })
+        Some(Group {
+            n,
+            w,
+            e,
+            frame,
+            forbid,
+            weights,
+            symmetric,
+        })
     }
 
     /// The rows a job key's prefix fixes, in search order.
@@ -103,7 +115,8 @@ impl Group {
 
     /// Whether `col` is allowed on frame row `row` given the queens already on `board`.
     fn allowed(&self, board: &PartialBoard, row: u8, col: u8) -> bool {
-        self.forbid[row as usize] & (1 << col) == 0 && board.queens().all(|q| !attacks(q, (row, col)))
+        self.forbid[row as usize] & (1 << col) == 0
+            && board.queens().all(|q| !attacks(q, (row, col)))
     }
 
     /// The search problem of the job with prefix `cols` (checked).
@@ -115,7 +128,10 @@ impl Group {
             }
             board.set_unchecked(row, c);
         }
-        Some(Problem { board, forbid: self.forbid })
+        Some(Problem {
+            board,
+            forbid: self.forbid,
+        })
     }
 
     /// Every valid prefix of `split` rows, in lexicographic order.
@@ -147,8 +163,22 @@ impl Group {
     pub fn run(&self, cols: &[u8]) -> Option<(u64, u64, u64)> {
         let problem = self.problem(cols)?;
         let m = self.n - 1;
-        let side = |col: u8| problem.board.queens().find(|&(_, c)| c == col).map_or(u8::MAX, |(r, _)| r);
-        let mut leaf = GroupLeaf { group: self, m, right: side(m), left: side(0), total: 0, unique8: 0 };
+        let side = |col: u8| {
+            problem
+                .board
+                .queens()
+                .find(|&(_, c)| c == col)
+                .map_or(u8::MAX, |(r, _)| r)
+        };
+        let mut leaf = GroupLeaf {
+            group: self,
+            board: problem.board,
+            m,
+            right: side(m),
+            left: side(0),
+            total: 0,
+            unique8: 0,
+        };
         let search = kernel::search(&problem, &mut leaf);
         Some((leaf.total, leaf.unique8, search.nodes))
     }
@@ -157,6 +187,8 @@ impl Group {
 /// Reads the ring tuple of each completion and adds its class weight.
 struct GroupLeaf<'a> {
     group: &'a Group,
+    /// The searched board: the group's frame plus the job's prefix.
+    board: PartialBoard,
     m: u8,
     right: u8,
     left: u8,
@@ -188,8 +220,14 @@ impl Leaf for GroupLeaf<'_> {
         // run's unique count is the sum over completions of weight * k / 8.
         let mut fixed_by = 1;
         if let Some((_, ring)) = self.group.symmetric.iter().find(|(i, _)| *i == idx) {
-            let board = Symmetry::AntiTranspose.apply_board(&path.complete(&self.group.frame));
-            fixed_by = ring.stabiliser.non_identity().iter().filter(|g| g.apply_board(&board) == board).count() as u64 + 1;
+            let board = Symmetry::AntiTranspose.apply_board(&path.complete(&self.board));
+            fixed_by = ring
+                .stabiliser
+                .non_identity()
+                .iter()
+                .filter(|g| g.apply_board(&board) == board)
+                .count() as u64
+                + 1;
         }
         self.unique8 += weight * fixed_by;
     }

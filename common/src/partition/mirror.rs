@@ -50,14 +50,24 @@ fn extend(n: u8, depth: u8, cols: &mut Vec<u8>, out: &mut Vec<SubProblem>) {
         if weight > 0 {
             let mut board = PartialBoard::empty(n as u32).expect("checked n");
             for (r, &c) in cols.iter().enumerate() {
-                board.try_place(r as u32, c as u32).expect("non-attacking prefix");
+                board
+                    .try_place(r as u32, c as u32)
+                    .expect("non-attacking prefix");
             }
-            out.push(SubProblem { board, weight, stabiliser: SymmetrySet::TRIVIAL });
+            out.push(SubProblem {
+                board,
+                weight,
+                stabiliser: SymmetrySet::TRIVIAL,
+            });
         }
         return;
     }
     for c in 0..n {
-        if cols.iter().enumerate().any(|(r, &q)| attacks((r as u8, q), (row, c))) {
+        if cols
+            .iter()
+            .enumerate()
+            .any(|(r, &q)| attacks((r as u8, q), (row, c)))
+        {
             continue;
         }
         // Prune prefixes the mirror leaves out as soon as their first rows decide it.
@@ -72,5 +82,9 @@ fn extend(n: u8, depth: u8, cols: &mut Vec<u8>, out: &mut Vec<SubProblem>) {
 
 /// The job key of a prefix board.
 pub fn key(board: &PartialBoard, depth: u8) -> JobKey {
-    JobKey((0..depth).map(|r| board.col(r).expect("prefix rows are filled")).collect())
+    JobKey(
+        (0..depth)
+            .map(|r| board.col(r).expect("prefix rows are filled"))
+            .collect(),
+    )
 }

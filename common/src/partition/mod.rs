@@ -102,7 +102,9 @@ impl Plan {
             Strategy::D4 => depth <= n.saturating_sub(3),
         };
         if !ok {
-            return Err(Error::InvalidSetting(format!("depth {depth} is not valid for {strategy} at N = {n}")));
+            return Err(Error::InvalidSetting(format!(
+                "depth {depth} is not valid for {strategy} at N = {n}"
+            )));
         }
         Ok(Plan { n, strategy, depth })
     }
@@ -123,7 +125,7 @@ impl Plan {
     }
 
     /// The sub-problems, in a deterministic order.
-    pub fn subproblems(&self) -> Box<dyn Iterator<Item = SubProblem>> {
+    pub fn subproblems(&self) -> Box<dyn Iterator<Item = SubProblem> + Send> {
         match self.strategy {
             Strategy::Mirror => Box::new(mirror::subproblems(self.n, self.depth)),
             Strategy::D4 => Box::new(d4::subproblems(self.n)),
@@ -131,11 +133,13 @@ impl Plan {
     }
 
     /// The jobs' keys, in a deterministic order (the same on every call and every machine).
-    pub fn jobs(&self) -> Box<dyn Iterator<Item = JobKey>> {
+    pub fn jobs(&self) -> Box<dyn Iterator<Item = JobKey> + Send> {
         match self.strategy {
             Strategy::Mirror => {
                 let depth = self.depth;
-                Box::new(mirror::subproblems(self.n, depth).map(move |s| mirror::key(&s.board, depth)))
+                Box::new(
+                    mirror::subproblems(self.n, depth).map(move |s| mirror::key(&s.board, depth)),
+                )
             }
             Strategy::D4 => Box::new(d4::jobs(self.n, self.depth)),
         }
@@ -158,6 +162,13 @@ impl Plan {
             Strategy::Mirror => subproblems,
             Strategy::D4 => self.jobs().count() as u64,
         };
-        Summary { n: self.n, strategy: self.strategy, subproblems, by_weight, jobs, depth: self.depth }
+        Summary {
+            n: self.n,
+            strategy: self.strategy,
+            subproblems,
+            by_weight,
+            jobs,
+            depth: self.depth,
+        }
     }
 }

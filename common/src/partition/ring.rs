@@ -105,7 +105,11 @@ pub fn canonical(n: u8, t: [u8; 4]) -> Option<Ring> {
             }
         }
     }
-    Some(Ring { t, board, stabiliser })
+    Some(Ring {
+        t,
+        board,
+        stabiliser,
+    })
 }
 
 /// All canonical ring placements of an `n` x `n` board, in lexicographic order of `t`.
@@ -113,7 +117,9 @@ pub fn rings(n: u8) -> impl Iterator<Item = Ring> {
     let m = n - 1;
     // The first side is the smallest of all 8 images' first sides, so it lies in the left half.
     (0..=m / 2).flat_map(move |w| {
-        (0..=m).flat_map(move |a| (0..=m).flat_map(move |b| (0..=m).filter_map(move |c| canonical(n, [w, a, b, c]))))
+        (0..=m).flat_map(move |a| {
+            (0..=m).flat_map(move |b| (0..=m).filter_map(move |c| canonical(n, [w, a, b, c])))
+        })
     })
 }
 
@@ -128,10 +134,19 @@ mod tests {
             let m = n - 1;
             for i in 0..(n as usize).pow(4) {
                 let p = n as usize;
-                let t = [(i / (p * p * p)) as u8, (i / (p * p) % p) as u8, (i / p % p) as u8, (i % p) as u8];
-                let Some(board) = ring_board(n, t) else { continue };
-                let mut from_boards: Vec<[u8; 4]> =
-                    Symmetry::ALL.iter().map(|g| ring_tuple(&g.apply_board(&board)).unwrap()).collect();
+                let t = [
+                    (i / (p * p * p)) as u8,
+                    (i / (p * p) % p) as u8,
+                    (i / p % p) as u8,
+                    (i % p) as u8,
+                ];
+                let Some(board) = ring_board(n, t) else {
+                    continue;
+                };
+                let mut from_boards: Vec<[u8; 4]> = Symmetry::ALL
+                    .iter()
+                    .map(|g| ring_tuple(&g.apply_board(&board)).unwrap())
+                    .collect();
                 let mut from_formula = images(n, t).to_vec();
                 from_boards.sort();
                 from_formula.sort();
@@ -147,7 +162,12 @@ mod tests {
             let p = n as usize;
             let all = (0..p.pow(4))
                 .filter(|&i| {
-                    let t = [(i / (p * p * p)) as u8, (i / (p * p) % p) as u8, (i / p % p) as u8, (i % p) as u8];
+                    let t = [
+                        (i / (p * p * p)) as u8,
+                        (i / (p * p) % p) as u8,
+                        (i / p % p) as u8,
+                        (i % p) as u8,
+                    ];
                     ring_board(n, t).is_some()
                 })
                 .count();

@@ -1,0 +1,56 @@
+//! Job keys: stable ids, round trips through text, and rejection of keys a plan does not contain.
+
+use nqueens_common::{Error, JobKey, Plan, Strategy};
+
+#[test]
+fn job_ids_are_deterministic_and_round_trip() {
+    for strategy in [Strategy::D4, Strategy::Mirror] {
+        let plan = Plan::new(13, strategy).unwrap();
+        let a: Vec<String> = plan.jobs().map(|k| k.to_string()).collect();
+        let b: Vec<String> = Plan::new(13, strategy)
+            .unwrap()
+            .jobs()
+            .map(|k| k.to_string())
+            .collect();
+        assert_eq!(a, b);
+        let mut sorted = a.clone();
+        sorted.dedup();
+        assert_eq!(sorted.len(), a.len(), "ids are unique");
+        for id in &a {
+            let key: JobKey = id.parse().unwrap();
+            let job = plan.job(&key).unwrap();
+            assert_eq!(
+                job.run(),
+                plan.job(&key).unwrap().run(),
+                "a job computes the same result twice"
+            );
+        }
+    }
+}
+
+#[test]
+fn keys_outside_the_plan_are_rejected() {
+    let d4 = Plan::new(10, Strategy::D4).unwrap();
+    for bad in ["", "1", "9.0", "5.5", "1.2.3", "0.255", "abc", "1..2"] {
+        match bad.parse::<JobKey>() {
+            Ok(key) => assert!(
+                matches!(d4.job(&key), Err(Error::UnknownJob(_))),
+                "{bad:?} accepted"
+            ),
+            Err(e) => assert!(matches!(e, Error::UnknownJob(_))),
+        }
+    }
+    let mirror = Plan::new(10, Strategy::Mirror).unwrap();
+    for bad in ["0.1", "9.0", "0.0", "0.2.4", "5.1"] {
+        let key: JobKey = bad.parse().unwrap();
+        assert!(mirror.job(&key).is_err(), "{bad:?} accepted");
+    }
+}
+
+#[test]
+fn out_of_range_n_is_rejected() {
+    assert_eq!(Plan::new(0, Strategy::D4), Err(Error::NOutOfRange(0)));
+    assert_eq!(Plan::new(33, Strategy::Mirror), Err(Error::NOutOfRange(33)));
+    assert!(Plan::with_depth(8, Strategy::Mirror, 1).is_err());
+    assert!("spiral".parse::<Strategy>().is_err());
+}

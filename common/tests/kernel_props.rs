@@ -1,0 +1,84 @@
+//! Property test: for random partial boards (and random forbidden squares) on small N, the kernel's count
+//! equals a brute-force count over all permutations.
+
+use nqueens_common::kernel::{self, Problem};
+use nqueens_common::PartialBoard;
+use proptest::prelude::*;
+
+/// Completions by brute force: every permutation that extends the board, avoids forbidden squares and
+/// has no two queens on a diagonal.
+fn brute_force(problem: &Problem) -> u64 {
+    let n = problem.board.n() as usize;
+    let mut perm: Vec<usize> = (0..n).collect();
+    let mut count = 0;
+    permute(&mut perm, 0, &mut |p| {
+        let fits = (0..n).all(|r| match problem.board.col(r as u8) {
+            Some(c) => c as usize == p[r],
+            None => problem.forbid[r] & (1 << p[r]) == 0,
+        });
+        let safe = (0..n).all(|a| (a + 1..n).all(|b| p[a].abs_diff(p[b]) != b - a));
+        if fits && safe {
+            count += 1;
+        }
+    });
+    count
+}
+
+fn permute(p: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize])) {
+    if k == p.len() {
+        f(p);
+        return;
+    }
+    for i in k..p.len() {
+        p.swap(k, i);
+        permute(p, k + 1, f);
+        p.swap(k, i);
+    }
+}
+
+fn problems() -> impl Strategy<Value = Problem> {
+    (1u32..=8)
+        .prop_flat_map(|n| {
+            let queens = proptest::collection::vec((0..n, 0..n), 0..=n as usize);
+            let forbid = proptest::collection::vec(0u32..(1 << n), n as usize);
+            (Just(n), queens, forbid, proptest::bool::weighted(0.3))
+        })
+        .prop_map(|(n, queens, forbid_masks, use_forbid)| {
+            // Keep the queens that fit; the result is a valid partial board.
+            let mut board = PartialBoard::empty(n).unwrap();
+            for (r, c) in queens {
+                if board.col(r as u8).is_none() {
+                    let _ = board.try_place(r, c);
+                }
+            }
+            let mut forbid = [0u32; 32];
+            if use_forbid {
+                for (r, m) in forbid_masks.into_iter().enumerate() {
+                    // Sparse masks: forbid about a quarter of the squares.
+                    forbid[r] = m & m.rotate_left(1);
+                }
+            }
+            Problem { board, forbid }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+    #[test]
+    fn kernel_count_equals_brute_force(problem in problems()) {
+        let search = kernel::count(&problem);
+        prop_assert_eq!(search.count, brute_force(&problem), "{:?}", problem.board);
+        // Every completion of an incomplete board is a leaf of the search tree.
+        let complete = problem.board.len() == problem.board.n() as usize;
+        prop_assert!(complete || search.nodes >= search.count);
+    }
+}
+
+#[test]
+fn a_complete_board_has_one_completion_and_an_attacked_row_none() {
+    let full = PartialBoard::from_queens(4, &[(0, 1), (1, 3), (2, 0), (3, 2)]).unwrap();
+    assert_eq!(kernel::count(&full.into()).count, 1);
+    // Row 1 has no free square: every column is attacked by the queens on rows 0 and 2.
+    let dead = PartialBoard::from_queens(4, &[(0, 0), (2, 3)]).unwrap();
+    assert_eq!(kernel::count(&dead.into()).count, 0);
+}

@@ -1,0 +1,94 @@
+//! Counts against the published tables (OEIS A000170 and A002562, copied from `shared/reference/` into
+//! `tests/data/`), under both strategies, and the two strategies against each other.
+
+use nqueens_common::{Plan, Strategy, Tally};
+
+fn reference() -> Vec<(u32, u128, u128)> {
+    include_str!("data/solution-counts.tsv")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn count(n: u32, strategy: Strategy, depth: Option<u8>) -> Tally {
+    let plan = match depth {
+        Some(d) => Plan::with_depth(n, strategy, d).unwrap(),
+        None => Plan::new(n, strategy).unwrap(),
+    };
+    let mut tally = Tally::new(strategy == Strategy::D4);
+    for key in plan.jobs() {
+        tally.add(&plan.job(&key).unwrap().run()).unwrap();
+    }
+    tally
+}
+
+#[test]
+fn totals_and_unique_counts_for_n_1_to_15() {
+    let table = reference();
+    assert_eq!(table.len(), 27, "the reference table lists N = 1..27");
+    for &(n, total, unique) in table.iter().filter(|r| r.0 <= 15) {
+        let d4 = count(n, Strategy::D4, None);
+        assert_eq!(d4.total, total, "d4 total, N = {n}");
+        assert_eq!(d4.unique().unwrap(), Some(unique), "d4 unique, N = {n}");
+        let mirror = count(n, Strategy::Mirror, None);
+        assert_eq!(mirror.total, total, "mirror total, N = {n}");
+        assert_eq!(mirror.unique().unwrap(), None);
+    }
+}
+
+#[test]
+fn job_depth_changes_the_split_not_the_count() {
+    for n in [8u32, 11, 12] {
+        let base = count(n, Strategy::D4, Some(0));
+        for depth in 1..=3 {
+            let split = count(n, Strategy::D4, Some(depth));
+            assert_eq!(
+                (split.total, split.unique8),
+                (base.total, base.unique8),
+                "d4 N = {n} depth {depth}"
+            );
+        }
+        let shallow = count(n, Strategy::Mirror, Some(2));
+        for depth in 3..=5 {
+            assert_eq!(
+                count(n, Strategy::Mirror, Some(depth)).total,
+                shallow.total,
+                "mirror N = {n} depth {depth}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_two_strategies_agree_and_d4_searches_fewer_nodes() {
+    for n in [12u32, 14] {
+        let d4 = count(n, Strategy::D4, None);
+        let mirror = count(n, Strategy::Mirror, None);
+        assert_eq!(d4.total, mirror.total);
+        assert!(
+            d4.nodes * 2 < mirror.nodes,
+            "N = {n}: d4 {} nodes, mirror {}",
+            d4.nodes,
+            mirror.nodes
+        );
+    }
+}
+
+#[test]
+fn d4_sub_problem_classes_account_for_every_ring_placement() {
+    // Small N by hand: N = 4 has the classes of (1,1,1,1)-style rings only.
+    for n in [4u32, 5, 8] {
+        let summary = Plan::new(n, Strategy::D4).unwrap().summary();
+        let by_weight: u64 = summary.by_weight.values().sum();
+        assert_eq!(by_weight, summary.subproblems);
+        assert!(summary.jobs > 0);
+    }
+}

@@ -1,0 +1,136 @@
+//! `nqueens bench`: times the production kernel against the plain recursive mirror baseline in the same
+//! process, so that the ratio holds even on a shared machine whose absolute speed drifts.
+
+use std::time::Instant;
+
+use clap::Args;
+use nqueens_common::{baseline, Job, JobResult, Plan, Strategy};
+use nqueens_worker::run_jobs;
+use serde::Serialize;
+
+/// Arguments of `nqueens bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Board sizes to time.
+    #[arg(default_values_t = [16u32])]
+    pub n: Vec<u32>,
+    /// Thread counts for the d4 count.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
+    pub threads: Vec<usize>,
+    /// Skip the baseline (it is the slowest row).
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// Print one JSON object per row instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One measured row.
+#[derive(Debug, Serialize)]
+struct Row {
+    n: u32,
+    what: String,
+    threads: usize,
+    total: String,
+    nodes: String,
+    seconds: f64,
+    mnodes_per_s: f64,
+    /// Baseline seconds divided by this row's seconds.
+    speedup: Option<f64>,
+}
+
+/// Runs the benchmark and prints its rows.
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    if !args.json {
+        println!(
+            "{:>3} {:<22} {:>7} {:>18} {:>15} {:>9} {:>10} {:>8}",
+            "N", "what", "threads", "total", "nodes", "seconds", "Mnodes/s", "speedup"
+        );
+    }
+    for &n in &args.n {
+        let mut base_secs = None;
+        if !args.no_baseline {
+            nqueens_common::error::check_n(n)?;
+            let start = Instant::now();
+            let (total, nodes) = baseline::mirror_count(n as u8);
+            let secs = start.elapsed().as_secs_f64();
+            base_secs = Some(secs);
+            print_row(
+                args.json,
+                &row(
+                    n,
+                    "baseline recursive",
+                    1,
+                    total as u128,
+                    nodes as u128,
+                    secs,
+                    base_secs,
+                ),
+            )?;
+        }
+        let mut runs: Vec<(Strategy, usize)> =
+            args.threads.iter().map(|&t| (Strategy::D4, t)).collect();
+        runs.push((Strategy::Mirror, 1));
+        for (strategy, threads) in runs {
+            let plan = Plan::new(n, strategy)?;
+            let start = Instant::now();
+            let jobs = plan
+                .jobs()
+                .map(move |k| plan.job(&k).expect("the plan's own keys are valid"));
+            let tally = run_jobs(
+                jobs,
+                threads,
+                strategy == Strategy::D4,
+                &|_: &Job, _: &JobResult| {},
+            )?;
+            let secs = start.elapsed().as_secs_f64();
+            print_row(
+                args.json,
+                &row(
+                    n,
+                    &format!("count --strategy {strategy}"),
+                    threads,
+                    tally.total,
+                    tally.nodes,
+                    secs,
+                    base_secs,
+                ),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn row(
+    n: u32,
+    what: &str,
+    threads: usize,
+    total: u128,
+    nodes: u128,
+    seconds: f64,
+    base: Option<f64>,
+) -> Row {
+    Row {
+        n,
+        what: what.to_string(),
+        threads,
+        total: total.to_string(),
+        nodes: nodes.to_string(),
+        seconds,
+        mnodes_per_s: nodes as f64 / seconds / 1e6,
+        speedup: base.map(|b| b / seconds),
+    }
+}
+
+fn print_row(json: bool, r: &Row) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(r)?);
+    } else {
+        let speedup = r.speedup.map_or("-".to_string(), |s| format!("{s:.2}x"));
+        println!(
+            "{:>3} {:<22} {:>7} {:>18} {:>15} {:>9.3} {:>10.1} {:>8}",
+            r.n, r.what, r.threads, r.total, r.nodes, r.seconds, r.mnodes_per_s, speedup
+        );
+    }
+    Ok(())
+}

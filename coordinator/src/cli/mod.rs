@@ -1,0 +1,93 @@
+//! Command-line interface of `nqueens`: the argument structs (clap derive) and the dispatch.
+
+mod bench;
+mod count;
+mod plan;
+
+use clap::{Args, Parser, Subcommand};
+use nqueens_common::{Error, Plan, Strategy};
+
+/// Count the solutions of the N-queens problem exactly.
+#[derive(Debug, Parser)]
+#[command(name = "nqueens", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Count all solutions and the unique ones (up to rotation and reflection).
+    Count(CountArgs),
+    /// Show how the search space is split into sub-problems and jobs, without computing.
+    Plan(PlanArgs),
+    /// Time the kernel against the plain recursive mirror baseline, side by side.
+    Bench(bench::BenchArgs),
+}
+
+/// Board size and partition, shared by `count` and `plan`.
+#[derive(Debug, Args)]
+pub struct PartitionArgs {
+    /// Board size, 1 to 32.
+    pub n: u32,
+    /// Partition strategy: d4 (8 symmetries, default) or mirror (left/right only).
+    #[arg(long, default_value = "d4")]
+    pub strategy: String,
+    /// Job depth: rows of each job's prefix (mirror) or extra searched rows per job key (d4).
+    #[arg(long)]
+    pub depth: Option<u8>,
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl PartitionArgs {
+    /// The checked plan these arguments describe.
+    pub fn plan(&self) -> Result<Plan, Error> {
+        let strategy: Strategy = self.strategy.parse()?;
+        match self.depth {
+            Some(d) => Plan::with_depth(self.n, strategy, d),
+            None => Plan::new(self.n, strategy),
+        }
+    }
+}
+
+/// Arguments of `nqueens count`.
+#[derive(Debug, Args)]
+pub struct CountArgs {
+    #[command(flatten)]
+    pub partition: PartitionArgs,
+    /// Compute threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// Arguments of `nqueens plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub partition: PartitionArgs,
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Count(args) => count::run(&args),
+        Command::Plan(args) => plan::run(&args),
+        Command::Bench(args) => bench::run(&args),
+    }
+}
+
+/// Exit code for an error: 2 for bad input (as for command-line syntax errors), 1 otherwise.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    match e.downcast_ref::<Error>() {
+        Some(Error::NOutOfRange(_) | Error::UnknownStrategy(_) | Error::InvalidSetting(_)) => 2,
+        _ => 1,
+    }
+}
+
+/// The default number of compute threads: every core.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

@@ -1,0 +1,3 @@
+//! The `nqueens` command: planning and counting, locally today, through the coordinator tomorrow.
+
+pub mod cli;

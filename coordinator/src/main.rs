@@ -1,0 +1,12 @@
+//! `nqueens`: parse the command line, run the command, turn errors into one line and an exit code.
+
+use clap::Parser;
+use nqueens_coordinator::cli::{self, Cli};
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = cli::run(cli) {
+        eprintln!("error: {e:#}");
+        std::process::exit(cli::exit_code(&e));
+    }
+}
