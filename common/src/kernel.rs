@@ -1,12 +1,20 @@
-//! The search kernel: an iterative bitmask depth-first search that counts the completions of a partial board.
+//! The search kernel: an iterative bitmask depth-first search that counts the completions of partial boards.
 //!
-//! The empty rows are searched top to bottom. Columns are a `u32` mask; the two diagonal directions are
-//! `u64` windows wide enough that queens of pre-filled rows *below* the current row are in the masks from
-//! the start and slide into view as the search descends. The lowest free square is taken with
-//! `x & x.wrapping_neg()`, a child is pushed only if its row has a free square, and the last row is settled
-//! by a mask test. No allocation, no I/O, no error path: problems are validated before they get here.
+//! Rows are searched top to bottom from the first empty row to the last; a pre-filled row in between is a
+//! level with one allowed square. Columns and the two diagonal directions are `u32` masks shifted one step
+//! per row; queens on rows below the current one become per-row forbidden squares before the search
+//! starts. The lowest free square is taken with `x & x.wrapping_neg()` and the last row is settled by a
+//! mask test.
+//!
+//! The loop is branch-free: each step either places a queen or backs up one level, decided by arithmetic,
+//! so the processor never has to guess the shape of the tree. [`LANES`] independent searches are stepped
+//! in turn to give it independent work to overlap. No allocation in the loop, no I/O, no error path:
+//! problems are validated before they get here.
 
 use crate::board::PartialBoard;
+
+/// Independent searches stepped side by side (see BENCHMARKS.md).
+pub const LANES: usize = 3;
 
 /// A partial board to complete, with squares the search must not use beyond those the queens attack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +33,25 @@ impl Problem {
             forbid: [0; 32],
         }
     }
+
+    /// The problems that place one more queen on the first empty row, in column order: together they
+    /// have exactly the completions of `self`. A complete board is returned as it is.
+    pub fn split(&self) -> Vec<Problem> {
+        let Some(row) = self.board.empty_rows().next() else {
+            return vec![*self];
+        };
+        (0..self.board.n())
+            .filter(|&c| self.forbid[row as usize] & (1 << c) == 0)
+            .filter_map(|c| {
+                let mut board = self.board;
+                board.try_place(row as u32, c as u32).ok()?;
+                Some(Problem {
+                    board,
+                    forbid: self.forbid,
+                })
+            })
+            .collect()
+    }
 }
 
 impl From<PartialBoard> for Problem {
@@ -33,194 +60,306 @@ impl From<PartialBoard> for Problem {
     }
 }
 
-/// What one search produced.
+/// One search of a batch and the weight of each of its completions.
+#[derive(Debug, Clone, Copy)]
+pub struct Unit {
+    pub problem: Problem,
+    pub weight: u64,
+}
+
+/// What a batch of searches produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Totals {
+    /// Completions found.
+    pub count: u64,
+    /// Sum of the completions' weights.
+    pub weighted: u64,
+    /// Queens placed by the searches (pre-filled rows inside the searched range included), leaves included.
+    pub nodes: u64,
+}
+
+/// What one unweighted search produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Search {
     /// Number of completions.
     pub count: u64,
-    /// Queens placed by the search: every node of the search tree below the board, leaves included.
+    /// Queens placed by the search.
     pub nodes: u64,
-}
-
-/// Called at each completion with the search's state.
-pub trait Leaf {
-    /// Whether the search must record each level's placed column bit (for [`Path`]).
-    const NEEDS_PATH: bool;
-    /// A completion was found; `path` tells where the search placed its queens.
-    fn leaf(&mut self, path: &Path<'_>);
-}
-
-/// The queens the search placed for one completion.
-pub struct Path<'a> {
-    rows: &'a [u8],
-    bits: &'a [u32; 32],
-    last: u32,
-}
-
-impl Path<'_> {
-    /// The `(row, column)` of every queen the search placed, in search order.
-    pub fn queens(&self) -> impl Iterator<Item = (u8, u8)> + '_ {
-        let depth = self.rows.len();
-        self.rows.iter().enumerate().map(move |(i, &r)| {
-            let bit = if i + 1 == depth {
-                self.last
-            } else {
-                self.bits[i]
-            };
-            (r, bit.trailing_zeros() as u8)
-        })
-    }
-
-    /// The board completed by this path.
-    pub fn complete(&self, board: &PartialBoard) -> PartialBoard {
-        let mut full = *board;
-        for (r, c) in self.queens() {
-            full.set_unchecked(r, c);
-        }
-        full
-    }
-}
-
-/// A leaf that only counts.
-pub struct CountOnly;
-
-impl Leaf for CountOnly {
-    const NEEDS_PATH: bool = false;
-    #[inline(always)]
-    fn leaf(&mut self, _: &Path<'_>) {}
 }
 
 /// Counts the completions of a problem and the nodes of its search tree.
 pub fn count(problem: &Problem) -> Search {
-    search(problem, &mut CountOnly)
+    let split = problem.split();
+    // The queens the split placed are nodes of the search tree too.
+    let placed = if problem.board.empty_rows().next().is_some() {
+        split.len() as u64
+    } else {
+        0
+    };
+    let t = run(split.into_iter().map(|p| Unit {
+        problem: p,
+        weight: 1,
+    }));
+    Search {
+        count: t.count,
+        nodes: t.nodes + placed,
+    }
 }
 
-/// Searches a problem, calling `leaf` at every completion.
-pub fn search<L: Leaf>(problem: &Problem, leaf: &mut L) -> Search {
-    let board = &problem.board;
+/// Calls `visit` with every completion of a problem, and returns the count. A plain recursive bitmask
+/// search for the few callers that need the boards (symmetric sub-problems, tests), not the batch path.
+pub fn completions(problem: &Problem, visit: &mut dyn FnMut(&PartialBoard)) -> Search {
+    let board = problem.board;
     let n = board.n();
     let full = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
-    let mut rows = [0u8; 32];
-    let mut depth = 0;
-    for r in board.empty_rows() {
-        rows[depth] = r;
-        depth += 1;
-    }
-    let rows = &rows[..depth];
-    if depth == 0 {
-        leaf.leaf(&Path {
-            rows,
-            bits: &[0; 32],
-            last: 0,
-        });
+    let Some(first) = board.empty_rows().next() else {
+        visit(&board);
         return Search { count: 1, nodes: 0 };
-    }
-    // Diagonal windows as seen from the first empty row: `d1` bit c is column c (bits >= n are queens
-    // further right that slide left as rows descend); `d2` bit c + 32 is column c.
-    let r0 = rows[0] as u32;
-    let (mut cols, mut d1, mut d2) = (0u32, 0u64, 0u64);
-    for (r, c) in board.queens() {
-        let (r, c) = (r as u32, c as u32);
-        cols |= 1 << c;
-        // Shift each diagonal to where it crosses row r0; those that left the board for good are dropped.
-        if r > r0 {
-            d1 |= 1u64 << (c + (r - r0));
-            d2 |= 1u64 << (c + 32 - (r - r0));
-        } else {
-            if c >= r0 - r {
-                d1 |= 1u64 << (c - (r0 - r));
+    };
+    let s = match compile(problem, full) {
+        Ok(s) => s,
+        // One empty row: place each of its free squares.
+        Err(_) => {
+            let mut found = 0;
+            for c in 0..n {
+                let mut b = board;
+                if problem.forbid[first as usize] & (1 << c) == 0
+                    && b.try_place(first as u32, c as u32).is_ok()
+                {
+                    visit(&b);
+                    found += 1;
+                }
             }
-            d2 |= 1u64.checked_shl(c + 32 + (r0 - r)).unwrap_or(0);
+            return Search {
+                count: found,
+                nodes: found,
+            };
         }
+    };
+    struct Walk<'a> {
+        s: &'a Setup,
+        full: u32,
+        first: u8,
+        board: PartialBoard,
+        visit: &'a mut dyn FnMut(&PartialBoard),
+        nodes: u64,
     }
-    let mut forbid = [0u32; 32];
-    let mut gap = [0u8; 32];
-    for (i, &r) in rows.iter().enumerate() {
-        forbid[i] = problem.forbid[r as usize];
-        gap[i] = rows.get(i + 1).map_or(0, |&next| next - r);
+    fn go(w: &mut Walk<'_>, v: usize, c: u32, l: u32, r: u32) -> u64 {
+        let mut f = !(c | l | r | w.s.forbid[v]) & w.full;
+        let mut found = 0;
+        while f != 0 {
+            let bit = f & f.wrapping_neg();
+            f ^= bit;
+            w.nodes += 1;
+            w.board
+                .set_unchecked(w.first + v as u8, bit.trailing_zeros() as u8);
+            if v + 1 == w.s.depth {
+                (w.visit)(&w.board);
+                found += 1;
+            } else {
+                found += go(w, v + 1, c | bit, (l | bit) << 1, (r | bit) >> 1);
+            }
+        }
+        found
     }
-    let (count, nodes) = run(rows, full, cols, d1, d2, &forbid, &gap, leaf);
-    Search { count, nodes }
+    let mut walk = Walk {
+        s: &s,
+        full,
+        first,
+        board,
+        visit,
+        nodes: 0,
+    };
+    let count = go(&mut walk, 0, s.c0, s.l0, s.r0);
+    Search {
+        count,
+        nodes: walk.nodes,
+    }
 }
 
-/// The depth-first search proper over `rows.len() >= 1` levels; returns `(completions, nodes)`.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn run<L: Leaf>(
-    rows: &[u8],
-    full: u32,
-    cols0: u32,
-    d1_0: u64,
-    d2_0: u64,
-    forbid: &[u32; 32],
-    gap: &[u8; 32],
-    leaf: &mut L,
-) -> (u64, u64) {
-    let free = |lvl: usize, cols: u32, d1: u64, d2: u64| {
-        !(cols | d1 as u32 | (d2 >> 32) as u32 | forbid[lvl]) & full
+/// A unit translated into masks.
+struct Setup {
+    /// Levels, one per row from the first empty row to the last (at least 2).
+    depth: usize,
+    c0: u32,
+    l0: u32,
+    r0: u32,
+    forbid: [u32; 33],
+}
+
+/// The masks of a unit, or its completions and nodes when it has at most one empty row.
+fn compile(p: &Problem, full: u32) -> Result<Setup, Search> {
+    let board = &p.board;
+    let (Some(first), Some(last)) = (board.empty_rows().next(), board.empty_rows().last()) else {
+        return Err(Search { count: 1, nodes: 0 });
     };
-    let depth = rows.len();
-    let mut bits = [0u32; 32];
-    let f0 = free(0, cols0, d1_0, d2_0);
-    if depth == 1 {
-        if f0 != 0 {
-            leaf.leaf(&Path {
-                rows,
-                bits: &bits,
-                last: f0,
-            });
-        }
-        return (f0.count_ones() as u64, f0.count_ones() as u64);
+    let mut s = Setup {
+        depth: (last - first + 1) as usize,
+        c0: 0,
+        l0: 0,
+        r0: 0,
+        forbid: [0; 33],
+    };
+    for i in 0..s.depth {
+        s.forbid[i] = p.forbid[first as usize + i] & full;
     }
-    let last = depth - 1;
-    let mut cols = [0u32; 32];
-    let mut d1 = [0u64; 32];
-    let mut d2 = [0u64; 32];
-    let mut frees = [0u32; 32];
-    let (mut count, mut nodes) = (0u64, f0.count_ones() as u64);
-    cols[0] = cols0;
-    d1[0] = d1_0;
-    d2[0] = d2_0;
-    frees[0] = f0;
-    let mut lvl = 0usize;
-    loop {
-        let f = frees[lvl];
-        if f == 0 {
-            if lvl == 0 {
-                break;
-            }
-            lvl -= 1;
+    for (qr, qc) in board.queens() {
+        let (qc, d) = (qc as u32, qr.abs_diff(first) as u32);
+        if qr < first {
+            s.c0 |= 1 << qc;
+            s.l0 |= 1u32.checked_shl(qc + d).unwrap_or(0);
+            s.r0 |= if qc >= d { 1 << (qc - d) } else { 0 };
             continue;
         }
+        for i in 0..s.depth {
+            let d = (first + i as u8).abs_diff(qr) as u32;
+            let diag =
+                1u32.checked_shl(qc + d).unwrap_or(0) | if qc >= d { 1 << (qc - d) } else { 0 };
+            s.forbid[i] |= (1 << qc | diag) & full;
+        }
+    }
+    // A pre-filled row inside the searched range is a level that allows its queen's square only.
+    for (qr, qc) in board.queens().filter(|&(r, _)| r > first && r < last) {
+        s.forbid[(qr - first) as usize] = full & !(1 << qc);
+    }
+    if s.depth == 1 {
+        let f = !(s.c0 | s.l0 | s.r0 | s.forbid[0]) & full;
+        return Err(Search {
+            count: f.count_ones() as u64,
+            nodes: f.count_ones() as u64,
+        });
+    }
+    Ok(s)
+}
+
+/// The stacks of `LANES` searches, one array per field so that each step touches few cache lines.
+struct Lanes {
+    full: u32,
+    /// The second-to-last level of each lane's search.
+    end: [usize; LANES],
+    weight: [u64; LANES],
+    c: [[u32; 33]; LANES],
+    l: [[u32; 33]; LANES],
+    r: [[u32; 33]; LANES],
+    f: [[u32; 33]; LANES],
+    forbid: [[u32; 33]; LANES],
+}
+
+impl Lanes {
+    fn load(&mut self, k: usize, s: &Setup, weight: u64) {
+        self.end[k] = s.depth - 2;
+        self.weight[k] = weight;
+        self.c[k][0] = s.c0;
+        self.l[k][0] = s.l0;
+        self.r[k][0] = s.r0;
+        self.f[k][0] = !(s.c0 | s.l0 | s.r0 | s.forbid[0]) & self.full;
+        self.forbid[k] = s.forbid;
+    }
+
+    /// One step of lane `k` at level `lvl`: place the next queen of that level, or back up one level.
+    /// Returns false when the lane's search is over. The level and counters live in the caller's
+    /// locals so that they stay in registers.
+    #[inline(always)]
+    fn step(&mut self, k: usize, lvl: &mut isize, count: &mut u64, nodes: &mut u64) -> bool {
+        // Levels stay below 31 (boards have at most 32 rows); the mask only spares bounds checks.
+        let v = *lvl as usize & 31;
+        let f = self.f[k][v];
         let bit = f & f.wrapping_neg();
-        frees[lvl] = f ^ bit;
-        if L::NEEDS_PATH {
-            bits[lvl] = bit;
-        }
-        let g = gap[lvl];
-        let c = cols[lvl] | bit;
-        let a = (d1[lvl] | bit as u64) >> g;
-        let b = (d2[lvl] | (bit as u64) << 32) << g;
-        let nf = free(lvl + 1, c, a, b);
-        if nf == 0 {
-            continue;
-        }
-        if lvl + 1 == last {
-            // One column is left, so `nf` has a single bit: a completion.
-            count += 1;
-            leaf.leaf(&Path {
-                rows,
-                bits: &bits,
-                last: nf,
-            });
-            continue;
-        }
-        nodes += nf.count_ones() as u64;
-        lvl += 1;
-        cols[lvl] = c;
-        d1[lvl] = a;
-        d2[lvl] = b;
-        frees[lvl] = nf;
+        self.f[k][v] = f ^ bit;
+        let c = self.c[k][v] | bit;
+        let l = (self.l[k][v] | bit) << 1;
+        let r = (self.r[k][v] | bit) >> 1;
+        let nf = !(c | l | r | self.forbid[k][v + 1]) & self.full;
+        let has = f != 0;
+        let end = v == self.end[k];
+        // Below the second-to-last level one column is left: `nf` is the completion, if any.
+        let leaf = (has & end & (nf != 0)) as u64;
+        *count += leaf;
+        *nodes += has as u64 + leaf;
+        self.c[k][v + 1] = c;
+        self.l[k][v + 1] = l;
+        self.r[k][v + 1] = r;
+        self.f[k][v + 1] = nf;
+        *lvl += (has & (nf != 0) & !end) as isize - !has as isize;
+        *lvl >= 0
     }
-    (count, nodes + count)
+}
+
+/// Searches every unit (all of the same board size) and sums what they produced.
+pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
+    let mut t = Totals::default();
+    let mut units = units.peekable();
+    let Some(first) = units.peek() else { return t };
+    let n = first.problem.board.n();
+    let full = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+    let mut lanes = Box::new(Lanes {
+        full,
+        end: [0; LANES],
+        weight: [0; LANES],
+        c: [[0; 33]; LANES],
+        l: [[0; 33]; LANES],
+        r: [[0; 33]; LANES],
+        f: [[0; 33]; LANES],
+        forbid: [[0; 33]; LANES],
+    });
+    let (mut lvl, mut count, mut nodes) = ([-1isize; LANES], [0u64; LANES], 0u64);
+    // Loads the next unit that needs a search into lane `k`; false when none is left.
+    let mut refill = |lanes: &mut Lanes, k: usize, t: &mut Totals| -> bool {
+        for u in units.by_ref() {
+            debug_assert_eq!(u.problem.board.n(), n, "one board size per batch");
+            match compile(&u.problem, full) {
+                Ok(s) => {
+                    lanes.load(k, &s, u.weight);
+                    return true;
+                }
+                Err(done) => {
+                    t.count += done.count;
+                    t.weighted += done.count * u.weight;
+                    t.nodes += done.nodes;
+                }
+            }
+        }
+        false
+    };
+    let mut live = 0;
+    for k in 0..LANES {
+        if refill(&mut lanes, k, &mut t) {
+            lvl[k] = 0;
+            live += 1;
+        }
+    }
+    let harvest = |lanes: &Lanes, k: usize, count: &mut u64, t: &mut Totals| {
+        t.count += *count;
+        t.weighted += *count * lanes.weight[k];
+        *count = 0;
+    };
+    // All lanes busy: step them in turn (a fixed, unrolled round), then refill the lanes that are over.
+    while live == LANES {
+        let mut all = true;
+        for k in 0..LANES {
+            all &= lanes.step(k, &mut lvl[k], &mut count[k], &mut nodes);
+        }
+        if all {
+            continue;
+        }
+        for k in 0..LANES {
+            if lvl[k] < 0 {
+                harvest(&lanes, k, &mut count[k], &mut t);
+                if refill(&mut lanes, k, &mut t) {
+                    lvl[k] = 0;
+                } else {
+                    live -= 1;
+                }
+            }
+        }
+    }
+    // The tail: fewer units than lanes are left; finish each lane on its own.
+    for k in 0..LANES {
+        if lvl[k] >= 0 {
+            while lanes.step(k, &mut lvl[k], &mut count[k], &mut nodes) {}
+            harvest(&lanes, k, &mut count[k], &mut t);
+        }
+    }
+    t.nodes += nodes;
+    t
 }

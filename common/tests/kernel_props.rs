@@ -71,6 +71,22 @@ proptest! {
         // Every completion of an incomplete board is a leaf of the search tree.
         let complete = problem.board.len() == problem.board.n() as usize;
         prop_assert!(complete || search.nodes >= search.count);
+        let mut visited = 0;
+        let walked = kernel::completions(&problem, &mut |b| {
+            assert_eq!(b.len(), b.n() as usize, "a completion is a full board");
+            visited += 1;
+        });
+        prop_assert_eq!((walked.count, visited), (search.count, search.count));
+    }
+
+    /// A batch of problems through the interleaved lanes sums to the weighted brute-force counts.
+    #[test]
+    fn batches_sum_weighted_counts(problems in proptest::collection::vec(problems(), 0..12), size in 4u32..=7) {
+        let same: Vec<Problem> = problems.into_iter().filter(|p| p.board.n() as u32 == size).collect();
+        let expected: u64 = same.iter().enumerate().map(|(i, p)| (i as u64 + 1) * brute_force(p)).sum();
+        let units = same.iter().enumerate().map(|(i, p)| kernel::Unit { problem: *p, weight: i as u64 + 1 });
+        let totals = kernel::run(units);
+        prop_assert_eq!(totals.weighted, expected);
     }
 }
 
