@@ -14,7 +14,7 @@
 use crate::board::PartialBoard;
 
 /// Independent searches stepped side by side (see BENCHMARKS.md).
-pub const LANES: usize = 3;
+pub const LANES: usize = 5;
 
 /// A partial board to complete, with squares the search must not use beyond those the queens attack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
