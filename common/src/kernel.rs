@@ -322,9 +322,9 @@ pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
         false
     };
     let mut live = 0;
-    for k in 0..LANES {
+    for (k, level) in lvl.iter_mut().enumerate() {
         if refill(&mut lanes, k, &mut t) {
-            lvl[k] = 0;
+            *level = 0;
             live += 1;
         }
     }
