@@ -28,6 +28,9 @@ pub enum Error {
     /// A partition setting outside what the strategy supports.
     #[error("invalid partition setting: {0}")]
     InvalidSetting(String),
+    /// Results that cannot all be right (for example a unique-count sum that is not a multiple of 8).
+    #[error("inconsistent results: {0}")]
+    Inconsistent(String),
     /// An exact counter would overflow.
     #[error("counter overflow while adding {0}")]
     Overflow(&'static str),

@@ -26,7 +26,10 @@ impl FromStr for JobKey {
     type Err = Error;
     fn from_str(s: &str) -> Result<JobKey> {
         if s.len() > 200 {
-            return Err(Error::UnknownJob(format!("{}...", &s[..32])));
+            return Err(Error::UnknownJob(format!(
+                "{}...",
+                s.chars().take(32).collect::<String>()
+            )));
         }
         s.split('.')
             .map(|p| {

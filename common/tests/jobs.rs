@@ -31,7 +31,18 @@ fn job_ids_are_deterministic_and_round_trip() {
 #[test]
 fn keys_outside_the_plan_are_rejected() {
     let d4 = Plan::new(10, Strategy::D4).unwrap();
-    for bad in ["", "1", "9.0", "5.5", "1.2.3", "0.255", "abc", "1..2"] {
+    let long_multibyte = "é".repeat(150);
+    for bad in [
+        "",
+        "1",
+        "9.0",
+        "5.5",
+        "1.2.3",
+        "0.255",
+        "abc",
+        "1..2",
+        long_multibyte.as_str(),
+    ] {
         match bad.parse::<JobKey>() {
             Ok(key) => assert!(
                 matches!(d4.job(&key), Err(Error::UnknownJob(_))),
