@@ -72,7 +72,7 @@ impl Tally {
         match self.unique8 {
             None => Ok(None),
             Some(u) if u % 8 == 0 => Ok(Some(u / 8)),
-            Some(u) => Err(Error::InvalidSetting(format!(
+            Some(u) => Err(Error::Inconsistent(format!(
                 "unique-count numerator {u} is not a multiple of 8"
             ))),
         }
