@@ -48,13 +48,6 @@ fn plan_and_count_report_the_same_partition() {
         let count = json(&["count", "12", "--strategy", strategy, "--json"]);
         assert_eq!(plan["subproblems"], count["subproblems"], "{strategy}");
         assert_eq!(plan["jobs"], count["jobs"], "{strategy}");
-        let by_weight: u64 = plan["by_weight"]
-            .as_object()
-            .unwrap()
-            .values()
-            .map(|v| v.as_u64().unwrap())
-            .sum();
-        assert_eq!(by_weight, plan["subproblems"].as_u64().unwrap());
     }
 }
 

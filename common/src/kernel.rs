@@ -112,29 +112,9 @@ pub fn completions(problem: &Problem, visit: &mut dyn FnMut(&PartialBoard)) -> S
     let board = problem.board;
     let n = board.n();
     let full = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
-    let Some(first) = board.empty_rows().next() else {
+    let (Some(first), Some(s)) = (board.empty_rows().next(), compile(problem, full)) else {
         visit(&board);
         return Search { count: 1, nodes: 0 };
-    };
-    let s = match compile(problem, full) {
-        Ok(s) => s,
-        // One empty row: place each of its free squares.
-        Err(_) => {
-            let mut found = 0;
-            for c in 0..n {
-                let mut b = board;
-                if problem.forbid[first as usize] & (1 << c) == 0
-                    && b.try_place(first as u32, c as u32).is_ok()
-                {
-                    visit(&b);
-                    found += 1;
-                }
-            }
-            return Search {
-                count: found,
-                nodes: found,
-            };
-        }
     };
     struct Walk<'a> {
         s: &'a Setup,
@@ -179,7 +159,7 @@ pub fn completions(problem: &Problem, visit: &mut dyn FnMut(&PartialBoard)) -> S
 
 /// A unit translated into masks.
 struct Setup {
-    /// Levels, one per row from the first empty row to the last (at least 2).
+    /// Levels, one per row from the first empty row to the last.
     depth: usize,
     c0: u32,
     l0: u32,
@@ -187,12 +167,10 @@ struct Setup {
     forbid: [u32; 33],
 }
 
-/// The masks of a unit, or its completions and nodes when it has at most one empty row.
-fn compile(p: &Problem, full: u32) -> Result<Setup, Search> {
+/// The masks of a unit; `None` for a complete board.
+fn compile(p: &Problem, full: u32) -> Option<Setup> {
     let board = &p.board;
-    let (Some(first), Some(last)) = (board.empty_rows().next(), board.empty_rows().last()) else {
-        return Err(Search { count: 1, nodes: 0 });
-    };
+    let (first, last) = (board.empty_rows().next()?, board.empty_rows().last()?);
     let mut s = Setup {
         depth: (last - first + 1) as usize,
         c0: 0,
@@ -222,14 +200,7 @@ fn compile(p: &Problem, full: u32) -> Result<Setup, Search> {
     for (qr, qc) in board.queens().filter(|&(r, _)| r > first && r < last) {
         s.forbid[(qr - first) as usize] = full & !(1 << qc);
     }
-    if s.depth == 1 {
-        let f = !(s.c0 | s.l0 | s.r0 | s.forbid[0]) & full;
-        return Err(Search {
-            count: f.count_ones() as u64,
-            nodes: f.count_ones() as u64,
-        });
-    }
-    Ok(s)
+    Some(s)
 }
 
 /// The stacks of `LANES` searches, one array per field so that each step touches few cache lines.
@@ -307,17 +278,21 @@ pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let mut refill = |lanes: &mut Lanes, k: usize, t: &mut Totals| -> bool {
         for u in units.by_ref() {
             debug_assert_eq!(u.problem.board.n(), n, "one board size per batch");
-            match compile(&u.problem, full) {
-                Ok(s) => {
+            let done = match compile(&u.problem, full) {
+                Some(s) if s.depth >= 2 => {
                     lanes.load(k, &s, u.weight);
                     return true;
                 }
-                Err(done) => {
-                    t.count += done.count;
-                    t.weighted += done.count * u.weight;
-                    t.nodes += done.nodes;
+                // One empty row: its free squares are the completions (and the nodes).
+                Some(s) => {
+                    let f = (!(s.c0 | s.l0 | s.r0 | s.forbid[0]) & full).count_ones() as u64;
+                    Search { count: f, nodes: f }
                 }
-            }
+                None => Search { count: 1, nodes: 0 },
+            };
+            t.count += done.count;
+            t.weighted += done.count * u.weight;
+            t.nodes += done.nodes;
         }
         false
     };

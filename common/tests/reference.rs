@@ -82,13 +82,38 @@ fn the_two_strategies_agree_and_d4_searches_fewer_nodes() {
     }
 }
 
+/// The d4 sub-problems are the orbits of ring placements under the 8 symmetries, counted here
+/// independently: every valid ring board is mapped to the smallest tuple among its transformed boards.
 #[test]
-fn d4_sub_problem_classes_account_for_every_ring_placement() {
-    // Small N by hand: N = 4 has the classes of (1,1,1,1)-style rings only.
-    for n in [4u32, 5, 8] {
-        let summary = Plan::new(n, Strategy::D4).unwrap().summary();
-        let by_weight: u64 = summary.by_weight.values().sum();
-        assert_eq!(by_weight, summary.subproblems);
-        assert!(summary.jobs > 0);
+fn d4_sub_problems_are_the_orbits_of_ring_placements() {
+    use nqueens_common::partition::ring;
+    use nqueens_common::Symmetry;
+    use std::collections::{BTreeMap, BTreeSet};
+    for n in 4u8..=9 {
+        let p = n as usize;
+        let mut orbits: BTreeMap<[u8; 4], BTreeSet<[u8; 4]>> = BTreeMap::new();
+        for i in 0..p.pow(4) {
+            let t = [
+                (i / (p * p * p)) as u8,
+                (i / (p * p) % p) as u8,
+                (i / p % p) as u8,
+                (i % p) as u8,
+            ];
+            let Some(board) = ring::ring_board(n, t) else {
+                continue;
+            };
+            let images: BTreeSet<[u8; 4]> = Symmetry::ALL
+                .iter()
+                .map(|g| ring::ring_tuple(&g.apply_board(&board)).unwrap())
+                .collect();
+            orbits.insert(*images.first().unwrap(), images);
+        }
+        let mut by_weight = BTreeMap::new();
+        for members in orbits.values() {
+            *by_weight.entry(members.len() as u8).or_insert(0u64) += 1;
+        }
+        let summary = Plan::new(n as u32, Strategy::D4).unwrap().summary();
+        assert_eq!(summary.subproblems, orbits.len() as u64, "N = {n}");
+        assert_eq!(summary.by_weight, by_weight, "N = {n}");
     }
 }

@@ -45,10 +45,8 @@ pub struct Group {
     /// The search frame's pre-placed queens: east on row 0, west on row N-1.
     frame: PartialBoard,
     forbid: [u32; 32],
-    /// Class weight by (frame row of the column-(N-1) queen) * 32 + (frame row of the column-0 queen).
-    weights: Vec<u8>,
-    /// The ring behind each non-zero weight that has a non-trivial stabiliser.
-    symmetric: Vec<(usize, Ring)>,
+    /// The group's canonical rings, with the frame rows of their column-(N-1) and column-0 queens.
+    rings: Vec<(u8, u8, Ring)>,
 }
 
 impl Group {
@@ -58,23 +56,14 @@ impl Group {
         if w > m / 2 || e > m {
             return None;
         }
-        let mut weights = vec![0u8; 32 * 32];
-        let mut symmetric = Vec::new();
-        let mut any = false;
         // In the frame, north's queen (0, a) of the board lies at (m - a, m) and south's at (s, 0).
-        for north in 0..n {
-            for south in 0..n {
-                if let Some(r) = ring::canonical(n, [w, north, e, south]) {
-                    let idx = (m - north) as usize * 32 + south as usize;
-                    weights[idx] = r.weight();
-                    if r.stabiliser.len() > 1 {
-                        symmetric.push((idx, r));
-                    }
-                    any = true;
-                }
-            }
-        }
-        if !any {
+        let rings: Vec<(u8, u8, Ring)> = (0..n)
+            .flat_map(|north| (0..n).map(move |south| (north, south)))
+            .filter_map(|(north, south)| {
+                Some((m - north, south, ring::canonical(n, [w, north, e, south])?))
+            })
+            .collect();
+        if rings.is_empty() {
             return None;
         }
         let mut frame = PartialBoard::empty(n as u32).expect("valid n");
@@ -101,8 +90,7 @@ impl Group {
             e,
             frame,
             forbid,
-            weights,
-            symmetric,
+            rings,
         })
     }
 
@@ -167,31 +155,27 @@ impl Group {
         let m = self.n - 1;
         let mut plain = Vec::new();
         let mut symmetric = Vec::new();
-        for right in 0..self.n {
-            for left in 0..self.n {
-                let idx = right as usize * 32 + left as usize;
-                let weight = self.weights[idx];
-                if weight == 0 {
-                    continue;
-                }
-                let mut board = base.board;
-                // A side queen may already stand there (a corner or the prefix); a clash rules the ring out.
-                if board.try_place(right as u32, m as u32).is_err()
-                    || board.try_place(left as u32, 0).is_err()
-                {
-                    continue;
-                }
-                let unit = Problem {
-                    board,
-                    forbid: base.forbid,
-                };
-                match self.symmetric.iter().find(|(i, _)| *i == idx) {
-                    Some((_, ring)) => symmetric.push((unit, weight as u64, ring)),
-                    None => plain.extend(unit.split().into_iter().map(|p| Unit {
-                        problem: p,
-                        weight: weight as u64,
-                    })),
-                }
+        for &(right, left, ref ring) in &self.rings {
+            let mut board = base.board;
+            // A side queen may already stand there (a corner or the prefix); a clash rules the ring out.
+            if board.try_place(right as u32, m as u32).is_err()
+                || board.try_place(left as u32, 0).is_err()
+            {
+                continue;
+            }
+            let unit = Problem {
+                board,
+                forbid: base.forbid,
+            };
+            let weight = ring.weight() as u64;
+            if ring.stabiliser.len() > 1 {
+                symmetric.push((unit, weight, ring));
+            } else {
+                plain.extend(
+                    unit.split()
+                        .into_iter()
+                        .map(|problem| Unit { problem, weight }),
+                );
             }
         }
         let t = kernel::run(plain.into_iter());
