@@ -7,6 +7,7 @@ pub mod error;
 pub mod job;
 pub mod kernel;
 pub mod partition;
+pub mod proto;
 pub mod symmetry;
 pub mod tally;
 

@@ -1,3 +1,16 @@
-//! The `nqueens` command: planning and counting, locally today, through the coordinator tomorrow.
+//! The coordinator of nqueens-cluster and the `nqueens` command: the job store (sled), the lease state
+//! machine, the gRPC service, progress reporting, and the embedded local mode.
 
 pub mod cli;
+mod committer;
+pub mod error;
+pub mod grpc;
+mod leases;
+mod live;
+pub mod progress;
+pub mod server;
+pub mod service;
+pub mod store;
+
+pub use error::{Error, Result};
+pub use service::{Config, Coordinator};

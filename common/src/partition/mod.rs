@@ -150,6 +150,22 @@ impl Plan {
         Job::new(*self, key.clone())
     }
 
+    /// The number of jobs and a 64-bit FNV-1a hash of their keys in order. Stored with a run, it lets a
+    /// coordinator refuse to resume a run whose job list this build would enumerate differently.
+    pub fn fingerprint(&self) -> (u64, u64) {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut jobs = 0;
+        for key in self.jobs() {
+            // The length first, so that two different key lists never hash the same byte stream.
+            for &b in std::iter::once(&(key.0.len() as u8)).chain(&key.0) {
+                hash = (hash ^ b as u64).wrapping_mul(PRIME);
+            }
+            jobs += 1;
+        }
+        (jobs, hash)
+    }
+
     /// Counts sub-problems and jobs without computing anything.
     pub fn summary(&self) -> Summary {
         let mut by_weight = BTreeMap::new();

@@ -1,0 +1,49 @@
+//! The coordinator's one error type. The store and the lease logic speak it; the gRPC layer alone turns it
+//! into a `tonic::Status` (see `grpc::status`).
+
+use thiserror::Error;
+
+/// Why a coordinator operation failed.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// Bad input from a client: nothing was changed.
+    #[error(transparent)]
+    Input(#[from] nqueens_common::Error),
+    /// A request that is malformed or over a limit: nothing was changed.
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// No run has this id.
+    #[error("unknown run {0:?}")]
+    UnknownRun(String),
+    /// A report for a job that was never leased under the lease it names.
+    #[error("job {job} of run {run} was never leased under lease {lease}")]
+    NotLeased {
+        run: String,
+        job: String,
+        lease: u64,
+    },
+    /// The store on disk disagrees with itself (the startup audit, or a plan that changed).
+    #[error("store is inconsistent: {0}")]
+    Corrupt(String),
+    /// The embedded database failed.
+    #[error("store: {0}")]
+    Store(#[from] sled::Error),
+    /// Results were applied but could not be made durable: they are not acknowledged.
+    #[error("could not make results durable: {0}")]
+    Durability(String),
+    /// The coordinator is shutting down.
+    #[error("coordinator is shutting down")]
+    ShuttingDown,
+}
+
+impl From<sled::transaction::TransactionError<Error>> for Error {
+    fn from(e: sled::transaction::TransactionError<Error>) -> Error {
+        match e {
+            sled::transaction::TransactionError::Abort(e) => e,
+            sled::transaction::TransactionError::Storage(e) => Error::Store(e),
+        }
+    }
+}
+
+/// Result alias of the coordinator.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,250 @@
+//! The gRPC service: decodes requests, calls the [`Coordinator`], encodes answers. The one place where
+//! coordinator errors become `tonic::Status` codes.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use nqueens_common::proto::{self, coordinator_server};
+use nqueens_common::{proto::strategy_from_wire, JobResult};
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+use crate::error::Error;
+use crate::service::{Coordinator, Report, RunView};
+use crate::store::Outcome;
+
+/// The tonic service over a coordinator.
+#[derive(Clone)]
+pub struct CoordinatorService {
+    coordinator: Coordinator,
+}
+
+impl CoordinatorService {
+    /// The service for `coordinator`.
+    pub fn new(coordinator: Coordinator) -> CoordinatorService {
+        CoordinatorService { coordinator }
+    }
+}
+
+/// The status code and message for a coordinator error.
+pub fn status(e: Error) -> Status {
+    use nqueens_common::Error as Input;
+    match &e {
+        Error::Input(Input::UnknownJob(_)) | Error::UnknownRun(_) => {
+            Status::not_found(e.to_string())
+        }
+        Error::Input(Input::Overflow(_) | Input::Inconsistent(_)) => {
+            Status::internal(e.to_string())
+        }
+        Error::Input(_) | Error::Invalid(_) => Status::invalid_argument(e.to_string()),
+        Error::NotLeased { .. } => Status::failed_precondition(e.to_string()),
+        Error::ShuttingDown => Status::unavailable(e.to_string()),
+        Error::Corrupt(_) | Error::Store(_) | Error::Durability(_) => {
+            Status::internal(e.to_string())
+        }
+    }
+}
+
+/// The wire form of a run's status.
+pub fn run_status(v: &RunView) -> proto::RunStatus {
+    proto::RunStatus {
+        run: v.id(),
+        n: v.meta.n as u32,
+        strategy: proto::Strategy::from(v.meta.strategy) as i32,
+        depth: v.meta.depth as u32,
+        state: if v.is_done() {
+            proto::RunState::Done
+        } else {
+            proto::RunState::Running
+        } as i32,
+        jobs_total: v.meta.jobs_total,
+        jobs_done: v.tally.jobs,
+        jobs_leased: v.jobs_leased,
+        total: v.tally.total.to_string(),
+        unique: v.unique().map(|u| u.to_string()),
+        nodes: v.tally.nodes.to_string(),
+        active_workers: v.active_workers,
+        created_unix: v.meta.created_unix,
+        finished_unix: v.meta.finished_unix,
+        jobs_per_second: v.jobs_per_second,
+        eta_seconds: v.eta_seconds,
+    }
+}
+
+fn millis(d: Duration) -> u32 {
+    d.as_millis().min(u32::MAX as u128) as u32
+}
+
+type WatchStream = Pin<Box<dyn Stream<Item = Result<proto::RunStatus, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl coordinator_server::Coordinator for CoordinatorService {
+    async fn create_run(
+        &self,
+        req: Request<proto::CreateRunRequest>,
+    ) -> Result<Response<proto::RunStatus>, Status> {
+        let r = req.into_inner();
+        let strategy = strategy_from_wire(r.strategy).map_err(|e| status(e.into()))?;
+        let view = self
+            .coordinator
+            .create_run(r.n, strategy, r.depth, r.reuse)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(run_status(&view)))
+    }
+
+    async fn list_runs(
+        &self,
+        _: Request<proto::ListRunsRequest>,
+    ) -> Result<Response<proto::ListRunsResponse>, Status> {
+        let runs = self.coordinator.runs().iter().map(run_status).collect();
+        Ok(Response::new(proto::ListRunsResponse { runs }))
+    }
+
+    async fn get_run(
+        &self,
+        req: Request<proto::GetRunRequest>,
+    ) -> Result<Response<proto::RunStatus>, Status> {
+        let view = self
+            .coordinator
+            .run(&req.into_inner().run)
+            .map_err(status)?;
+        Ok(Response::new(run_status(&view)))
+    }
+
+    type WatchRunStream = WatchStream;
+
+    async fn watch_run(
+        &self,
+        req: Request<proto::WatchRunRequest>,
+    ) -> Result<Response<WatchStream>, Status> {
+        let r = req.into_inner();
+        let coordinator = self.coordinator.clone();
+        coordinator.run(&r.run).map_err(status)?;
+        let interval = match r.interval_ms {
+            0 => Duration::from_secs(1),
+            ms => Duration::from_millis(ms.clamp(10, 3_600_000) as u64),
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            let mut changes = coordinator.subscribe();
+            loop {
+                changes.borrow_and_update();
+                let view = match coordinator.run(&r.run) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        let _ = tx.send(Err(status(e))).await;
+                        return;
+                    }
+                };
+                if tx.send(Ok(run_status(&view))).await.is_err() || view.is_done() {
+                    return;
+                }
+                tokio::time::sleep(interval).await;
+                tokio::select! {
+                    r = changes.changed() => if r.is_err() { return },
+                    _ = tokio::time::sleep(interval.max(Duration::from_secs(5))) => {}
+                    _ = tx.closed() => return,
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+
+    async fn lease(
+        &self,
+        req: Request<proto::LeaseRequest>,
+    ) -> Result<Response<proto::LeaseResponse>, Status> {
+        let r = req.into_inner();
+        let grant = self
+            .coordinator
+            .lease(&r.worker_id, &r.worker_name, r.threads, r.capacity)
+            .map_err(status)?;
+        let leases = grant
+            .leases
+            .iter()
+            .map(|g| proto::JobLease {
+                lease_id: g.id,
+                run: g.run.to_string(),
+                n: g.plan.n() as u32,
+                strategy: proto::Strategy::from(g.plan.strategy()) as i32,
+                depth: g.plan.depth() as u32,
+                job: g.key.to_string(),
+            })
+            .collect();
+        Ok(Response::new(proto::LeaseResponse {
+            leases,
+            lease_timeout_ms: millis(grant.lease_timeout),
+            retry_after_ms: millis(grant.retry_after),
+            idle: grant.idle,
+        }))
+    }
+
+    async fn report(
+        &self,
+        req: Request<proto::ReportRequest>,
+    ) -> Result<Response<proto::ReportResponse>, Status> {
+        let r = req.into_inner();
+        let reports = r
+            .results
+            .into_iter()
+            .map(|x| Report {
+                lease: x.lease_id,
+                run: x.run,
+                n: x.n,
+                job: x.job,
+                result: JobResult {
+                    total: x.total,
+                    unique8: x.unique8,
+                    nodes: x.nodes,
+                },
+            })
+            .collect();
+        let outcomes = self
+            .coordinator
+            .report(&r.worker_id, reports)
+            .await
+            .map_err(status)?;
+        let outcomes = outcomes
+            .iter()
+            .map(|o| {
+                let wire = match o {
+                    Outcome::Accepted => proto::Outcome::Accepted,
+                    Outcome::Duplicate => proto::Outcome::Duplicate,
+                    Outcome::Mismatch { .. } => proto::Outcome::Mismatch,
+                };
+                wire as i32
+            })
+            .collect();
+        Ok(Response::new(proto::ReportResponse { outcomes }))
+    }
+
+    async fn heartbeat(
+        &self,
+        req: Request<proto::HeartbeatRequest>,
+    ) -> Result<Response<proto::HeartbeatResponse>, Status> {
+        let r = req.into_inner();
+        let lost = self
+            .coordinator
+            .heartbeat(&r.worker_id, &r.lease_ids)
+            .map_err(status)?;
+        Ok(Response::new(proto::HeartbeatResponse {
+            lost,
+            lease_timeout_ms: millis(self.coordinator.lease_timeout()),
+        }))
+    }
+
+    async fn release(
+        &self,
+        req: Request<proto::ReleaseRequest>,
+    ) -> Result<Response<proto::ReleaseResponse>, Status> {
+        let r = req.into_inner();
+        let released = self
+            .coordinator
+            .release(&r.worker_id, &r.lease_ids)
+            .map_err(status)?;
+        Ok(Response::new(proto::ReleaseResponse { released }))
+    }
+}

@@ -1,0 +1,214 @@
+//! The lease table, in memory only: which worker holds which job until when. On restart every leased job
+//! is simply pending again (the worst case is recomputation, never loss or double counting).
+//!
+//! A lease id is `epoch << 40 | sequence`: a report naming a lease of this incarnation must name the job
+//! that lease was for; a lease of an earlier incarnation cannot be checked and is accepted (results are
+//! deterministic, and a job already done is compared, never added).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use nqueens_common::JobKey;
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+
+const SEQ_BITS: u32 = 40;
+
+/// One active lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub id: u64,
+    pub run: u64,
+    pub key: JobKey,
+    pub worker: String,
+    pub deadline: Instant,
+}
+
+type JobId = (u64, JobKey);
+
+/// Every lease of this incarnation whose job is not done yet.
+#[derive(Debug)]
+pub struct Leases {
+    timeout: Duration,
+    epoch: u64,
+    next_seq: u64,
+    active: HashMap<u64, Lease>,
+    by_job: HashMap<JobId, u64>,
+    /// Expired or released leases of jobs not done yet: a late result under them is still accepted.
+    past: HashMap<u64, JobId>,
+    past_by_job: HashMap<JobId, Vec<u64>>,
+}
+
+impl Leases {
+    /// An empty table for one incarnation.
+    pub fn new(epoch: u64, timeout: Duration) -> Leases {
+        Leases {
+            timeout,
+            epoch,
+            next_seq: 1,
+            active: HashMap::new(),
+            by_job: HashMap::new(),
+            past: HashMap::new(),
+            past_by_job: HashMap::new(),
+        }
+    }
+
+    /// How long a lease lives without a heartbeat.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Leases a job to a worker until `now + timeout`.
+    pub fn issue(&mut self, run: u64, key: JobKey, worker: &str, now: Instant) -> u64 {
+        let id = (self.epoch << SEQ_BITS) | self.next_seq;
+        self.next_seq += 1;
+        self.by_job.insert((run, key.clone()), id);
+        self.active.insert(
+            id,
+            Lease {
+                id,
+                run,
+                key,
+                worker: worker.to_string(),
+                deadline: now + self.timeout,
+            },
+        );
+        id
+    }
+
+    /// Whether the job is leased right now.
+    pub fn is_leased(&self, run: u64, key: &JobKey) -> bool {
+        self.by_job.contains_key(&(run, key.clone()))
+    }
+
+    /// Number of active leases of a run.
+    pub fn count(&self, run: u64) -> u64 {
+        self.active.values().filter(|l| l.run == run).count() as u64
+    }
+
+    /// Extends the worker's leases; returns the ids that are not (or no longer) its.
+    pub fn heartbeat(&mut self, worker: &str, ids: &[u64], now: Instant) -> Vec<u64> {
+        let mut lost = Vec::new();
+        for id in ids {
+            match self.active.get_mut(id) {
+                Some(l) if l.worker == worker => l.deadline = now + self.timeout,
+                _ => lost.push(*id),
+            }
+        }
+        lost
+    }
+
+    /// Ends every lease whose deadline has passed; returns them so their jobs can be leased again.
+    pub fn expire(&mut self, now: Instant) -> Vec<Lease> {
+        let ids: Vec<u64> = self
+            .active
+            .values()
+            .filter(|l| l.deadline <= now)
+            .map(|l| l.id)
+            .collect();
+        ids.into_iter().filter_map(|id| self.end(id)).collect()
+    }
+
+    /// Ends the worker's leases among `ids` (handed back unstarted); returns them.
+    pub fn release(&mut self, worker: &str, ids: &[u64]) -> Vec<Lease> {
+        let mine: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|id| self.active.get(id).is_some_and(|l| l.worker == worker))
+            .collect();
+        mine.into_iter().filter_map(|id| self.end(id)).collect()
+    }
+
+    fn end(&mut self, id: u64) -> Option<Lease> {
+        let lease = self.active.remove(&id)?;
+        let job = (lease.run, lease.key.clone());
+        self.by_job.remove(&job);
+        self.past.insert(id, job.clone());
+        self.past_by_job.entry(job).or_default().push(id);
+        Some(lease)
+    }
+
+    /// Checks that a result for `(run, key)` may name lease `id`.
+    pub fn check_report(&self, id: u64, run: u64, key: &JobKey) -> Result<()> {
+        let named = match self.active.get(&id) {
+            Some(l) => Some((l.run, &l.key)),
+            None => self.past.get(&id).map(|(r, k)| (*r, k)),
+        };
+        let ok = match named {
+            Some((r, k)) => r == run && k == key,
+            None => id >> SEQ_BITS < self.epoch && id >> SEQ_BITS > 0,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::NotLeased {
+                run: run.to_string(),
+                job: key.to_string(),
+                lease: id,
+            })
+        }
+    }
+
+    /// Forgets every lease of a job that is now done; returns its active lease, if any.
+    pub fn settle(&mut self, run: u64, key: &JobKey) -> Option<Lease> {
+        let job = (run, key.clone());
+        for id in self.past_by_job.remove(&job).unwrap_or_default() {
+            self.past.remove(&id);
+        }
+        let id = self.by_job.remove(&job)?;
+        self.active.remove(&id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> JobKey {
+        s.parse().unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn heartbeats_keep_a_lease_and_silence_ends_it() {
+        let mut t = Leases::new(3, Duration::from_secs(10));
+        let now = Instant::now();
+        let id = t.issue(1, key("0.1"), "w", now);
+        assert!(t.is_leased(1, &key("0.1")));
+        for s in 1..=5 {
+            assert!(t
+                .heartbeat("w", &[id], now + Duration::from_secs(8 * s))
+                .is_empty());
+        }
+        assert!(t.expire(now + Duration::from_secs(45)).is_empty());
+        assert_eq!(t.heartbeat("other", &[id], now), vec![id]);
+        let gone = t.expire(now + Duration::from_secs(51));
+        assert_eq!(gone.len(), 1);
+        assert!(!t.is_leased(1, &key("0.1")));
+        // A late report under the expired lease is still recognised, for its own job only.
+        assert!(t.check_report(id, 1, &key("0.1")).is_ok());
+        assert!(t.check_report(id, 1, &key("0.2")).is_err());
+        t.settle(1, &key("0.1"));
+        assert!(t.check_report(id, 1, &key("0.1")).is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn leases_of_earlier_epochs_are_accepted_unknown_ones_are_not() {
+        let t = Leases::new(3, Duration::from_secs(10));
+        assert!(t.check_report((2 << SEQ_BITS) | 7, 1, &key("0.1")).is_ok());
+        assert!(t.check_report((3 << SEQ_BITS) | 7, 1, &key("0.1")).is_err());
+        assert!(t.check_report((9 << SEQ_BITS) | 7, 1, &key("0.1")).is_err());
+        assert!(t.check_report(7, 1, &key("0.1")).is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn release_only_ends_the_workers_own_leases() {
+        let mut t = Leases::new(1, Duration::from_secs(10));
+        let now = Instant::now();
+        let a = t.issue(1, key("1.2"), "a", now);
+        let b = t.issue(1, key("1.3"), "b", now);
+        assert_eq!(t.release("a", &[a, b]).len(), 1);
+        assert!(t.is_leased(1, &key("1.3")));
+        assert_eq!(t.count(1), 1);
+    }
+}

@@ -1,0 +1,70 @@
+//! The progress log: one line per running run at a steady interval (jobs done/total, percent, partial
+//! total, rates, ETA, active workers), for the people who watch a months-long run through its logs.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::service::{Coordinator, RunView};
+
+/// Logs a progress line for every running run every `interval`, until `stop`.
+pub async fn log_every(coordinator: Coordinator, interval: Duration, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(interval.max(Duration::from_millis(100)));
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.cancelled() => return,
+        }
+        for view in coordinator.runs().iter().filter(|v| !v.is_done()) {
+            log_line(view);
+        }
+    }
+}
+
+/// An ETA as `1d 2h 3m 4s` (or `unknown`).
+pub fn format_eta(seconds: Option<f64>) -> String {
+    let Some(s) = seconds.filter(|s| s.is_finite()) else {
+        return "unknown".to_string();
+    };
+    let s = s.round() as u64;
+    let (d, h, m, s) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
+fn log_line(v: &RunView) {
+    tracing::info!(
+        run = v.meta.id,
+        n = v.meta.n,
+        jobs_done = v.tally.jobs,
+        jobs_total = v.meta.jobs_total,
+        percent = format!("{:.2}", v.percent()),
+        total = %v.tally.total,
+        jobs_per_s = format!("{:.2}", v.jobs_per_second),
+        solutions_per_s = format!("{:.0}", v.solutions_per_second),
+        eta = %format_eta(v.eta_seconds),
+        leased = v.jobs_leased,
+        workers = v.active_workers,
+        "progress"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_eta;
+
+    #[test]
+    fn etas_read_naturally() {
+        assert_eq!(format_eta(None), "unknown");
+        assert_eq!(format_eta(Some(f64::INFINITY)), "unknown");
+        assert_eq!(format_eta(Some(42.4)), "42s");
+        assert_eq!(format_eta(Some(125.0)), "2m 5s");
+        assert_eq!(format_eta(Some(7322.0)), "2h 2m");
+        assert_eq!(format_eta(Some(2.0 * 86_400.0 + 3.0 * 3600.0)), "2d 3h");
+    }
+}

@@ -1,0 +1,67 @@
+//! Serving a coordinator: the gRPC service with standard health checking and server reflection on a bound
+//! listener, plus the background tasks (lease expiry, the progress log) that live as long as the server.
+
+use std::future::Future;
+use std::time::Duration;
+
+use nqueens_common::proto::coordinator_server::CoordinatorServer;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::grpc::CoordinatorService;
+use crate::progress;
+use crate::service::Coordinator;
+
+/// Largest request the server decodes (a full report batch is far smaller).
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Serves `coordinator` on `listener` until `shutdown` completes, logging progress every
+/// `progress_interval`. Tests and `main` share this: they differ only in the listener and the shutdown.
+pub async fn serve(
+    listener: TcpListener,
+    coordinator: Coordinator,
+    progress_interval: Duration,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), tonic::transport::Error> {
+    let background = CancellationToken::new();
+    let _stop_background = background.clone().drop_guard();
+    tokio::spawn(expire_leases(coordinator.clone(), background.clone()));
+    tokio::spawn(progress::log_every(
+        coordinator.clone(),
+        progress_interval,
+        background.clone(),
+    ));
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<CoordinatorServer<CoordinatorService>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(nqueens_common::proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .expect("the embedded descriptor sets are valid");
+    let service = CoordinatorServer::new(CoordinatorService::new(coordinator))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES);
+    tonic::transport::Server::builder()
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(service)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await
+}
+
+/// Ends silent workers' leases, checking a few times per lease timeout.
+async fn expire_leases(coordinator: Coordinator, stop: CancellationToken) {
+    let every =
+        (coordinator.lease_timeout() / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => coordinator.expire_leases(),
+            _ = stop.cancelled() => return,
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Leasing: handing jobs to workers, heartbeats that keep them, hand-backs, and expiry of leases whose
+//! worker went silent (their jobs are leased again).
+
+use std::time::Duration;
+
+use nqueens_common::{JobKey, Plan};
+use tokio::time::Instant;
+
+use super::{truncate, Coordinator};
+use crate::error::{Error, Result};
+
+/// Most jobs one lease request may ask for.
+pub const MAX_CAPACITY: u32 = 4096;
+/// Most lease ids one heartbeat or release may name.
+pub const MAX_IDS: usize = 16_384;
+/// Longest worker id or name.
+const MAX_ID_LEN: usize = 128;
+
+/// One leased job.
+#[derive(Debug, Clone)]
+pub struct Granted {
+    pub id: u64,
+    pub run: u64,
+    pub plan: Plan,
+    pub key: JobKey,
+}
+
+/// The answer to a lease request.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    pub leases: Vec<Granted>,
+    pub lease_timeout: Duration,
+    /// When nothing was leased: how long to wait before asking again.
+    pub retry_after: Duration,
+    /// No run is running.
+    pub idle: bool,
+}
+
+/// Checks a worker id or name from the network.
+pub(crate) fn check_worker(what: &str, id: &str) -> Result<()> {
+    if id.is_empty() || id.len() > MAX_ID_LEN || id.chars().any(char::is_control) {
+        return Err(Error::Invalid(format!(
+            "{what} {:?} must be 1 to {MAX_ID_LEN} printable characters",
+            truncate(id)
+        )));
+    }
+    Ok(())
+}
+
+fn check_ids(ids: &[u64]) -> Result<()> {
+    if ids.len() > MAX_IDS {
+        return Err(Error::Invalid(format!(
+            "{} lease ids in one request; at most {MAX_IDS}",
+            ids.len()
+        )));
+    }
+    Ok(())
+}
+
+impl Coordinator {
+    /// Leases up to `capacity` jobs, from the oldest running run first.
+    pub fn lease(&self, worker: &str, name: &str, threads: u32, capacity: u32) -> Result<Grant> {
+        check_worker("worker id", worker)?;
+        check_worker("worker name", name)?;
+        if !(1..=MAX_CAPACITY).contains(&capacity) {
+            return Err(Error::Invalid(format!(
+                "capacity {capacity} is out of range: 1 to {MAX_CAPACITY}"
+            )));
+        }
+        let now = Instant::now();
+        let mut guard = self.state();
+        let state = &mut *guard;
+        if state.workers.hello(worker, name, threads, now) {
+            tracing::info!(worker, name, threads, "worker joined");
+        }
+        let mut leases = Vec::new();
+        let mut running = 0;
+        for run in state.runs.values_mut().filter(|r| !r.meta.is_done()) {
+            running += 1;
+            while leases.len() < capacity as usize {
+                let Some(key) = run.next_job(&self.shared.store, &state.leases)? else {
+                    break;
+                };
+                let id = state.leases.issue(run.meta.id, key.clone(), worker, now);
+                leases.push(Granted {
+                    id,
+                    run: run.meta.id,
+                    plan: run.plan,
+                    key,
+                });
+            }
+        }
+        let lease_timeout = state.leases.timeout();
+        drop(guard);
+        if !leases.is_empty() {
+            tracing::debug!(worker, jobs = leases.len(), "leased");
+            self.changed();
+        }
+        Ok(Grant {
+            leases,
+            lease_timeout,
+            retry_after: (lease_timeout / 8)
+                .clamp(Duration::from_millis(50), Duration::from_secs(2)),
+            idle: running == 0,
+        })
+    }
+
+    /// Extends the worker's leases; returns those that are no longer its.
+    pub fn heartbeat(&self, worker: &str, ids: &[u64]) -> Result<Vec<u64>> {
+        check_worker("worker id", worker)?;
+        check_ids(ids)?;
+        let now = Instant::now();
+        let mut state = self.state();
+        state.workers.touch(worker, 0, now);
+        Ok(state.leases.heartbeat(worker, ids, now))
+    }
+
+    /// Takes back leases the worker did not start; returns how many were its.
+    pub fn release(&self, worker: &str, ids: &[u64]) -> Result<u32> {
+        check_worker("worker id", worker)?;
+        check_ids(ids)?;
+        let mut guard = self.state();
+        let state = &mut *guard;
+        state.workers.touch(worker, 0, Instant::now());
+        let released = state.leases.release(worker, ids);
+        for lease in &released {
+            if let Some(run) = state.runs.get_mut(&lease.run) {
+                run.requeue(lease.key.clone());
+            }
+        }
+        drop(guard);
+        if !released.is_empty() {
+            tracing::info!(worker, jobs = released.len(), "leases handed back");
+            self.changed();
+        }
+        Ok(released.len() as u32)
+    }
+
+    /// Ends the leases whose worker stopped heartbeating and puts their jobs back in line.
+    pub fn expire_leases(&self) {
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let expired = state.leases.expire(Instant::now());
+        for lease in &expired {
+            tracing::info!(
+                worker = %lease.worker,
+                run = lease.run,
+                job = %lease.key,
+                lease = lease.id,
+                "lease expired"
+            );
+            if let Some(run) = state.runs.get_mut(&lease.run) {
+                run.requeue(lease.key.clone());
+            }
+        }
+        drop(guard);
+        if !expired.is_empty() {
+            self.changed();
+        }
+    }
+}

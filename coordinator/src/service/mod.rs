@@ -1,0 +1,210 @@
+//! The coordinator's logic, independent of the wire: runs, leases, reports and status views over the store.
+//! The gRPC layer and the embedded local mode both call this, so they share one behaviour.
+
+mod lease;
+mod report;
+mod view;
+mod workers;
+
+pub use lease::{Grant, Granted};
+pub use report::Report;
+pub use view::RunView;
+pub use workers::WorkerView;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use nqueens_common::{Plan, Strategy};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::committer::Committer;
+use crate::error::{Error, Result};
+use crate::leases::Leases;
+use crate::live::LiveRun;
+use crate::store::Store;
+use workers::Workers;
+
+/// Coordinator settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// How long a lease lives without a heartbeat.
+    pub lease_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            lease_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The coordinator: cheap to clone, shared by every connection.
+#[derive(Clone)]
+pub struct Coordinator {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    store: Store,
+    committer: Committer,
+    state: Mutex<State>,
+    /// Bumped after every change a status watcher may want to see.
+    changes: watch::Sender<u64>,
+}
+
+struct State {
+    runs: BTreeMap<u64, LiveRun>,
+    leases: Leases,
+    workers: Workers,
+}
+
+impl Coordinator {
+    /// Audits the store, checks that this build plans every unfinished run the way it was planned, and
+    /// loads the runs. A store that fails either check is refused.
+    pub fn open(store: Store, config: Config) -> Result<Coordinator> {
+        let audit = store.audit()?;
+        let now = Instant::now();
+        let mut runs = BTreeMap::new();
+        for (meta, line) in store.runs()?.into_iter().zip(audit) {
+            if !meta.is_done() {
+                let (jobs, hash) = meta.plan()?.fingerprint();
+                if jobs != meta.jobs_total || format!("{hash:016x}") != meta.fingerprint {
+                    return Err(Error::Corrupt(format!(
+                        "run {} was planned with a different job list ({} jobs, fingerprint {}) than this build gives ({jobs} jobs, {hash:016x}); resume it with the build that created it",
+                        meta.id, meta.jobs_total, meta.fingerprint
+                    )));
+                }
+            }
+            tracing::info!(
+                run = meta.id,
+                n = meta.n,
+                strategy = %meta.strategy,
+                jobs_done = line.tally.jobs,
+                jobs_total = meta.jobs_total,
+                total = %line.tally.total,
+                state = if meta.is_done() { "done" } else { "running" },
+                "run loaded, audit passed"
+            );
+            runs.insert(meta.id, LiveRun::new(meta, line.tally, now)?);
+        }
+        let committer = Committer::start(store.clone())
+            .map_err(|e| Error::Durability(format!("cannot start the commit thread: {e}")))?;
+        Ok(Coordinator {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    runs,
+                    leases: Leases::new(store.epoch(), config.lease_timeout),
+                    workers: Workers::default(),
+                }),
+                store,
+                committer,
+                changes: watch::channel(0).0,
+            }),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the store inconsistent (the store is only changed
+        // by transactions), so a poisoned lock is still usable.
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn changed(&self) {
+        self.shared.changes.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    /// A receiver that wakes up after every change of any run's progress.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.shared.changes.subscribe()
+    }
+
+    /// How long a lease lives without a heartbeat.
+    pub fn lease_timeout(&self) -> Duration {
+        self.state().leases.timeout()
+    }
+
+    /// Creates a run, or with `reuse` returns the newest existing run with the same plan.
+    pub async fn create_run(
+        &self,
+        n: u32,
+        strategy: Strategy,
+        depth: Option<u32>,
+        reuse: bool,
+    ) -> Result<RunView> {
+        let plan = match depth {
+            None => Plan::new(n, strategy)?,
+            Some(d) => {
+                let d = u8::try_from(d)
+                    .map_err(|_| Error::Invalid(format!("depth {d} is out of range")))?;
+                Plan::with_depth(n, strategy, d)?
+            }
+        };
+        if reuse {
+            let state = self.state();
+            if let Some(run) = state.runs.values().rev().find(|r| r.plan == plan) {
+                return Ok(self.view(&state, run));
+            }
+        }
+        let store = self.shared.store.clone();
+        let meta = tokio::task::spawn_blocking(move || store.create_run(plan))
+            .await
+            .map_err(|_| Error::ShuttingDown)??;
+        tracing::info!(
+            run = meta.id,
+            n = meta.n,
+            strategy = %meta.strategy,
+            depth = meta.depth,
+            jobs_total = meta.jobs_total,
+            "run created"
+        );
+        let tally = self.shared.store.tally(meta.id)?;
+        let id = meta.id;
+        let mut state = self.state();
+        state
+            .runs
+            .insert(id, LiveRun::new(meta, tally, Instant::now())?);
+        let view = self.view(&state, &state.runs[&id]);
+        drop(state);
+        self.changed();
+        Ok(view)
+    }
+
+    /// Every run, oldest first.
+    pub fn runs(&self) -> Vec<RunView> {
+        let state = self.state();
+        state.runs.values().map(|r| self.view(&state, r)).collect()
+    }
+
+    /// One run, by the id clients use.
+    pub fn run(&self, id: &str) -> Result<RunView> {
+        let state = self.state();
+        let run = lookup(&state, id)?;
+        Ok(self.view(&state, run))
+    }
+
+    /// The workers seen in this incarnation.
+    pub fn workers(&self) -> Vec<WorkerView> {
+        let state = self.state();
+        state.workers.views(Instant::now(), state.leases.timeout())
+    }
+}
+
+/// Looks up a run by its client-facing id.
+fn lookup<'a>(state: &'a State, id: &str) -> Result<&'a LiveRun> {
+    id.parse::<u64>()
+        .ok()
+        .and_then(|id| state.runs.get(&id))
+        .ok_or_else(|| Error::UnknownRun(truncate(id)))
+}
+
+/// Cuts client-supplied text to a length fit for an error message or a log line.
+pub(crate) fn truncate(s: &str) -> String {
+    if s.len() <= 64 {
+        s.to_string()
+    } else {
+        format!("{}...", s.chars().take(32).collect::<String>())
+    }
+}

@@ -1,0 +1,142 @@
+//! Reports: a worker's results, validated as a whole (one bad result rejects the batch and changes
+//! nothing), committed and flushed, then applied to the in-memory state. A result for a job already done
+//! is compared with the stored one, never added.
+
+use nqueens_common::error::check_n;
+use nqueens_common::{JobKey, JobResult, Strategy};
+use tokio::time::Instant;
+
+use super::lease::check_worker;
+use super::{lookup, truncate, Coordinator};
+use crate::error::{Error, Result};
+use crate::store::{Incoming, Outcome};
+
+/// Most results in one report.
+pub const MAX_BATCH: usize = 4096;
+
+/// One result as a worker reports it (unchecked).
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub lease: u64,
+    pub run: String,
+    /// The run's N, as the worker believes it.
+    pub n: u32,
+    pub job: String,
+    pub result: JobResult,
+}
+
+impl Coordinator {
+    /// Validates, commits durably, and applies a batch of results; one outcome per result, in order.
+    pub async fn report(&self, worker: &str, reports: Vec<Report>) -> Result<Vec<Outcome>> {
+        check_worker("worker id", worker)?;
+        if reports.len() > MAX_BATCH {
+            return Err(Error::Invalid(format!(
+                "{} results in one report; at most {MAX_BATCH}",
+                reports.len()
+            )));
+        }
+        let batch = self.validate(worker, &reports)?;
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let committed = self.shared.committer.commit(batch.clone()).await?;
+        let now = Instant::now();
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let mut accepted = 0;
+        for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
+            match outcome {
+                Outcome::Accepted => {
+                    accepted += 1;
+                    state.leases.settle(inc.run, &inc.key);
+                }
+                Outcome::Duplicate => {
+                    tracing::debug!(worker, run = inc.run, job = %inc.key, "duplicate result")
+                }
+                Outcome::Mismatch { stored } => tracing::error!(
+                    worker,
+                    run = inc.run,
+                    job = %inc.key,
+                    lease = inc.lease,
+                    reported_total = inc.result.total,
+                    stored_total = stored.total,
+                    reported_nodes = inc.result.nodes,
+                    stored_nodes = stored.nodes,
+                    "result differs from the stored result of a done job; kept the stored one"
+                ),
+            }
+        }
+        state.workers.touch(worker, accepted, now);
+        for (run, tally) in &committed.tallies {
+            if let Some(live) = state.runs.get_mut(run) {
+                live.update(*tally, now);
+            }
+        }
+        for meta in committed.finished {
+            let id = meta.id;
+            if let Some(live) = state.runs.get_mut(&id) {
+                live.finish(meta);
+                let unique = live.tally.unique();
+                tracing::info!(
+                    run = id,
+                    n = live.meta.n,
+                    strategy = %live.meta.strategy,
+                    total = %live.tally.total,
+                    unique = %match unique {
+                        Ok(Some(u)) => u.to_string(),
+                        Ok(None) => "-".to_string(),
+                        Err(e) => e.to_string(),
+                    },
+                    nodes = %live.tally.nodes,
+                    "run finished"
+                );
+            }
+        }
+        drop(guard);
+        self.changed();
+        Ok(committed.outcomes)
+    }
+
+    /// Checks every result of a report against the runs, the plans and the leases.
+    fn validate(&self, worker: &str, reports: &[Report]) -> Result<Vec<Incoming>> {
+        let state = self.state();
+        reports
+            .iter()
+            .map(|r| {
+                let run = lookup(&state, &r.run)?;
+                check_n(r.n)?;
+                if r.n != run.meta.n as u32 {
+                    return Err(Error::Invalid(format!(
+                        "result for run {} says N = {}, but the run is N = {}",
+                        run.meta.id, r.n, run.meta.n
+                    )));
+                }
+                let key: JobKey = r.job.parse()?;
+                run.plan.job(&key)?;
+                if r.result.unique8.is_some() != (run.meta.strategy == Strategy::D4) {
+                    return Err(Error::Invalid(format!(
+                        "result for job {} of run {} {} a unique count",
+                        truncate(&r.job),
+                        run.meta.id,
+                        if r.result.unique8.is_some() {
+                            "has"
+                        } else {
+                            "lacks"
+                        }
+                    )));
+                }
+                // A job already done only gets its result compared, whatever lease it names.
+                if !self.shared.store.is_settled(run.meta.id, &key)? {
+                    state.leases.check_report(r.lease, run.meta.id, &key)?;
+                }
+                Ok(Incoming {
+                    run: run.meta.id,
+                    key,
+                    result: r.result,
+                    worker: worker.to_string(),
+                    lease: r.lease,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,62 @@
+//! The startup audit: every run's stored totals must equal the sum of its stored results, and every result
+//! must have its job marked done. A store that fails it is not served.
+
+use nqueens_common::Tally;
+
+use super::records::{job_key, run_key};
+use super::Store;
+use crate::error::{Error, Result};
+
+/// The audit of one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditLine {
+    pub run: u64,
+    /// The sum of the stored results (equal to the stored totals, or the audit fails).
+    pub tally: Tally,
+}
+
+impl Store {
+    /// Recomputes every run's totals from its results; an error names the first disagreement.
+    pub fn audit(&self) -> Result<Vec<AuditLine>> {
+        let mut lines = Vec::new();
+        for meta in self.runs()? {
+            let stored = self.tally(meta.id)?;
+            let mut sum = Tally::new(stored.unique8.is_some());
+            for item in self.results(meta.id) {
+                let (key, record) = item?;
+                if !self.jobs.contains_key(job_key(meta.id, &key))? {
+                    return Err(Error::Corrupt(format!(
+                        "run {}: job {key} has a result but is not marked done",
+                        meta.id
+                    )));
+                }
+                sum.add(&record.result)?;
+            }
+            let marked = self.jobs.scan_prefix(run_key(meta.id)).count() as u64;
+            if sum != stored || marked != stored.jobs {
+                return Err(Error::Corrupt(format!(
+                    "run {}: stored totals {stored:?} ({marked} jobs marked done) but the results sum to {sum:?}",
+                    meta.id
+                )));
+            }
+            if meta.is_done() != (stored.jobs == meta.jobs_total) {
+                return Err(Error::Corrupt(format!(
+                    "run {}: {} of {} jobs done but the run is {}",
+                    meta.id,
+                    stored.jobs,
+                    meta.jobs_total,
+                    if meta.is_done() {
+                        "marked done"
+                    } else {
+                        "not marked done"
+                    }
+                )));
+            }
+            lines.push(AuditLine {
+                run: meta.id,
+                tally: sum,
+            });
+        }
+        Ok(lines)
+    }
+}

@@ -1,0 +1,178 @@
+//! The job store: runs, job states, results and totals in sled, in separate trees.
+//!
+//! - `runs`: run id -> [`RunMeta`]; `totals`: run id -> [`Tally`] (exact u128 sums);
+//! - `jobs`: run id ++ job key -> [`JobRecord`] (absent: pending); `results`: same key -> [`ResultRecord`];
+//! - `meta`: the next run id and the coordinator's epoch (incremented at every open, so that lease ids of
+//!   an earlier incarnation are recognisable).
+//!
+//! A job's pending list is never stored: it is the plan's deterministic job list minus the jobs with a
+//! record, so the store grows with results, not with the size of the plan. Results are committed by
+//! [`Store::commit`] in one transaction over all four trees; callers flush before acknowledging.
+
+mod audit;
+mod commit;
+mod records;
+
+pub use audit::AuditLine;
+pub use commit::{Committed, Incoming, Outcome};
+pub use records::{now_unix, JobRecord, JobState, ResultRecord, RunMeta};
+
+use std::path::Path;
+
+use nqueens_common::{JobKey, Plan, Tally};
+use sled::transaction::{ConflictableTransactionError, Transactional};
+
+use crate::error::{Error, Result};
+use records::{decode, encode, job_key, run_key, split_job_key};
+
+const NEXT_RUN: &[u8] = b"next_run";
+const EPOCH: &[u8] = b"epoch";
+
+/// The coordinator's persistent state.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    runs: sled::Tree,
+    jobs: sled::Tree,
+    results: sled::Tree,
+    totals: sled::Tree,
+    meta: sled::Tree,
+    epoch: u64,
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir` and starts a new epoch.
+    pub fn open(dir: &Path) -> Result<Store> {
+        let db = sled::Config::new().path(dir).open().map_err(|e| match e {
+            sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => Error::Invalid(
+                format!("{} is in use by another nqueens process", dir.display()),
+            ),
+            other => Error::Store(other),
+        })?;
+        Store::with_db(db)
+    }
+
+    /// A store that lives in memory and a temporary directory (tests).
+    pub fn temporary() -> Result<Store> {
+        Store::with_db(sled::Config::new().temporary(true).open()?)
+    }
+
+    fn with_db(db: sled::Db) -> Result<Store> {
+        let meta = db.open_tree("meta")?;
+        let epoch = read_u64(&meta, EPOCH)?.map_or(Ok(1), |e| {
+            e.checked_add(1)
+                .ok_or_else(|| Error::Corrupt("epoch overflow".into()))
+        })?;
+        meta.insert(EPOCH, &epoch.to_be_bytes())?;
+        db.flush()?;
+        Ok(Store {
+            runs: db.open_tree("runs")?,
+            jobs: db.open_tree("jobs")?,
+            results: db.open_tree("results")?,
+            totals: db.open_tree("totals")?,
+            meta,
+            db,
+            epoch,
+        })
+    }
+
+    /// This incarnation's epoch (1 for a new store, then one more at every open).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Creates a run for `plan`, durably, and returns it.
+    pub fn create_run(&self, plan: Plan) -> Result<RunMeta> {
+        let (jobs_total, fingerprint) = plan.fingerprint();
+        let strategy = plan.strategy();
+        let with_unique = strategy == nqueens_common::Strategy::D4;
+        let meta = (&self.meta, &self.runs, &self.totals).transaction(|(meta, runs, totals)| {
+            let id = match meta.get(NEXT_RUN)? {
+                Some(v) => u64::from_be_bytes(v.as_ref().try_into().map_err(|_| {
+                    ConflictableTransactionError::Abort(Error::Corrupt("next_run".into()))
+                })?),
+                None => 1,
+            };
+            meta.insert(NEXT_RUN, &(id + 1).to_be_bytes())?;
+            let run = RunMeta {
+                id,
+                n: plan.n(),
+                strategy,
+                depth: plan.depth(),
+                jobs_total,
+                fingerprint: format!("{fingerprint:016x}"),
+                created_unix: now_unix(),
+                finished_unix: None,
+            };
+            runs.insert(&run_key(id), encode(&run))?;
+            totals.insert(&run_key(id), encode(&Tally::new(with_unique)))?;
+            Ok(run)
+        })?;
+        self.flush()?;
+        Ok(meta)
+    }
+
+    /// Every run, oldest first.
+    pub fn runs(&self) -> Result<Vec<RunMeta>> {
+        self.runs
+            .iter()
+            .values()
+            .map(|v| decode("run", &v?))
+            .collect()
+    }
+
+    /// One run, if it exists.
+    pub fn run(&self, id: u64) -> Result<Option<RunMeta>> {
+        self.runs
+            .get(run_key(id))?
+            .map(|v| decode("run", &v))
+            .transpose()
+    }
+
+    /// A run's stored totals.
+    pub fn tally(&self, run: u64) -> Result<Tally> {
+        let v = self
+            .totals
+            .get(run_key(run))?
+            .ok_or_else(|| Error::Corrupt(format!("run {run} has no totals")))?;
+        decode("totals", &v)
+    }
+
+    /// Whether a job has left `pending` (it has a record).
+    pub fn is_settled(&self, run: u64, key: &JobKey) -> Result<bool> {
+        Ok(self.jobs.contains_key(job_key(run, key))?)
+    }
+
+    /// A job's accepted result, if any.
+    pub fn result(&self, run: u64, key: &JobKey) -> Result<Option<ResultRecord>> {
+        self.results
+            .get(job_key(run, key))?
+            .map(|v| decode("result", &v))
+            .transpose()
+    }
+
+    /// A run's accepted results, in key order.
+    pub fn results(&self, run: u64) -> impl Iterator<Item = Result<(JobKey, ResultRecord)>> {
+        self.results.scan_prefix(run_key(run)).map(|kv| {
+            let (k, v) = kv?;
+            let (_, key) = split_job_key(&k)?;
+            Ok((key, decode("result", &v)?))
+        })
+    }
+
+    /// Makes everything written so far durable (fsync).
+    pub fn flush(&self) -> Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+fn read_u64(tree: &sled::Tree, key: &[u8]) -> Result<Option<u64>> {
+    tree.get(key)?
+        .map(|v| {
+            v.as_ref().try_into().map(u64::from_be_bytes).map_err(|_| {
+                Error::Corrupt(format!("{} is not a u64", String::from_utf8_lossy(key)))
+            })
+        })
+        .transpose()
+}

@@ -1,0 +1,102 @@
+//! What the store keeps, and how it is laid out: the records (JSON, so that a store can be read with any
+//! tool) and the keys (big-endian run ids, so that a tree's order is creation order).
+
+use nqueens_common::{JobKey, JobResult, Plan, Strategy};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// A run: one N, one partition, its job count and the fingerprint of its job list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// The run's id (a counter, shown as decimal).
+    pub id: u64,
+    pub n: u8,
+    pub strategy: Strategy,
+    pub depth: u8,
+    /// Number of jobs of the plan.
+    pub jobs_total: u64,
+    /// Hash of the plan's job keys in order: a build whose planner differs refuses to resume the run.
+    pub fingerprint: String,
+    /// Seconds since the Unix epoch.
+    pub created_unix: u64,
+    /// Set in the transaction that commits the last job.
+    pub finished_unix: Option<u64>,
+}
+
+impl RunMeta {
+    /// The plan of the run (checked again: a store is input too).
+    pub fn plan(&self) -> Result<Plan> {
+        Ok(Plan::with_depth(self.n as u32, self.strategy, self.depth)?)
+    }
+
+    /// Whether every job has a result.
+    pub fn is_done(&self) -> bool {
+        self.finished_unix.is_some()
+    }
+}
+
+/// The state of a job that left `pending` (a job without a record is pending).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    /// Its result is counted in the run's totals.
+    Done,
+}
+
+/// A job's record in the `jobs` tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub state: JobState,
+}
+
+/// An accepted result, in the `results` tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultRecord {
+    pub result: JobResult,
+    /// The worker that computed it.
+    pub worker: String,
+    /// The lease it was reported under.
+    pub lease: u64,
+    /// When it was committed, in seconds since the Unix epoch.
+    pub at_unix: u64,
+}
+
+/// The `runs` and `totals` key of a run.
+pub fn run_key(run: u64) -> [u8; 8] {
+    run.to_be_bytes()
+}
+
+/// The `jobs` and `results` key of a job: the run id, then the job key's numbers. All keys of one run
+/// have the same length, so a run's jobs are one contiguous, prefix-free range.
+pub fn job_key(run: u64, key: &JobKey) -> Vec<u8> {
+    let mut k = Vec::with_capacity(8 + key.0.len());
+    k.extend_from_slice(&run.to_be_bytes());
+    k.extend_from_slice(&key.0);
+    k
+}
+
+/// The run id and job key of a `jobs` or `results` key.
+pub fn split_job_key(k: &[u8]) -> Result<(u64, JobKey)> {
+    let (run, key) = k
+        .split_first_chunk::<8>()
+        .ok_or_else(|| Error::Corrupt(format!("job key of {} bytes", k.len())))?;
+    Ok((u64::from_be_bytes(*run), JobKey(key.to_vec())))
+}
+
+/// Decodes a stored record.
+pub fn decode<T: for<'de> Deserialize<'de>>(what: &str, bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Corrupt(format!("undecodable {what}: {e}")))
+}
+
+/// Encodes a record.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("records serialize to JSON")
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
