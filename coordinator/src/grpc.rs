@@ -160,7 +160,13 @@ impl coordinator_server::Coordinator for CoordinatorService {
         let r = req.into_inner();
         let grant = self
             .coordinator
-            .lease(&r.worker_id, &r.worker_name, r.threads, r.capacity)
+            .lease(
+                &r.worker_id,
+                &r.worker_name,
+                r.threads,
+                r.capacity,
+                r.run.as_deref(),
+            )
             .map_err(status)?;
         let leases = grant
             .leases

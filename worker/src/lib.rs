@@ -1,6 +1,14 @@
-//! Worker side of nqueens-cluster. Today: the compute pool that runs jobs on dedicated threads, used by
-//! `nqueens count`; the network client loop (lease, report, heartbeat) builds on it.
+//! Worker side of nqueens-cluster: the client loop that leases, computes, journals, reports and
+//! heartbeats (`client`), the compute pool on dedicated threads (`compute`, and `pool` for local batch
+//! runs), and the journal of unacknowledged results.
 
+pub mod client;
+pub mod compute;
+pub mod error;
+pub mod journal;
 pub mod pool;
+pub mod setup;
 
+pub use client::{run, Summary, WorkerConfig};
+pub use error::{Error, Result};
 pub use pool::{run_jobs, Progress};

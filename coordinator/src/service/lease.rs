@@ -6,7 +6,7 @@ use std::time::Duration;
 use nqueens_common::{JobKey, Plan};
 use tokio::time::Instant;
 
-use super::{truncate, Coordinator};
+use super::{lookup, truncate, Coordinator};
 use crate::error::{Error, Result};
 
 /// Most jobs one lease request may ask for.
@@ -58,8 +58,15 @@ fn check_ids(ids: &[u64]) -> Result<()> {
 }
 
 impl Coordinator {
-    /// Leases up to `capacity` jobs, from the oldest running run first.
-    pub fn lease(&self, worker: &str, name: &str, threads: u32, capacity: u32) -> Result<Grant> {
+    /// Leases up to `capacity` jobs, from the oldest running run first (or from `only` that run).
+    pub fn lease(
+        &self,
+        worker: &str,
+        name: &str,
+        threads: u32,
+        capacity: u32,
+        only: Option<&str>,
+    ) -> Result<Grant> {
         check_worker("worker id", worker)?;
         check_worker("worker name", name)?;
         if !(1..=MAX_CAPACITY).contains(&capacity) {
@@ -69,13 +76,15 @@ impl Coordinator {
         }
         let now = Instant::now();
         let mut guard = self.state();
+        let only = only.map(|id| lookup(&guard, id).map(|r| r.meta.id)).transpose()?;
         let state = &mut *guard;
         if state.workers.hello(worker, name, threads, now) {
             tracing::info!(worker, name, threads, "worker joined");
         }
         let mut leases = Vec::new();
         let mut running = 0;
-        for run in state.runs.values_mut().filter(|r| !r.meta.is_done()) {
+        for run in state.runs.values_mut().filter(|r| !r.meta.is_done() && only.is_none_or(|id| id == r.meta.id))
+        {
             running += 1;
             while leases.len() < capacity as usize {
                 let Some(key) = run.next_job(&self.shared.store, &state.leases)? else {

@@ -1,0 +1,418 @@
+//! The worker's client loop: lease batches sized to the compute threads, compute them on the pool,
+//! journal and report results, heartbeat held leases, and ride out coordinator outages with exponential
+//! backoff (computing what it holds meanwhile). On shutdown it hands back the jobs it has not started,
+//! finishes the running ones and reports them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+use nqueens_common::proto::{self, coordinator_client::CoordinatorClient};
+use nqueens_common::{proto::strategy_from_wire, JobKey, JobResult, Plan};
+use tokio::sync::mpsc;
+use tokio::time::{sleep_until, Instant};
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+use crate::compute::{ComputePool, Task};
+use crate::error::{Error, Result};
+use crate::journal::{Finished, Journal};
+
+/// Most results in one report.
+const REPORT_BATCH: usize = 1024;
+
+/// What a worker needs to know.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The coordinator's address (`http://host:port`, or `host:port`).
+    pub coordinator: String,
+    /// Compute threads.
+    pub threads: usize,
+    /// A human name, shown in status and logs.
+    pub name: String,
+    /// Where to journal unacknowledged results (none: results in flight are lost on a crash and
+    /// simply recomputed after their leases expire).
+    pub journal: Option<PathBuf>,
+    /// Only lease jobs of this run.
+    pub run: Option<String>,
+    /// Stop once there is nothing to lease and nothing in flight.
+    pub exit_when_idle: bool,
+}
+
+/// What a worker did before it stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Jobs computed.
+    pub jobs: u64,
+    /// Search nodes of those jobs.
+    pub nodes: u128,
+    /// Results the coordinator accepted as new.
+    pub accepted: u64,
+}
+
+/// A channel to the coordinator that connects lazily and reconnects by itself on every call.
+pub fn connect(address: &str) -> Result<CoordinatorClient<Channel>> {
+    let url = if address.contains("://") {
+        address.to_string()
+    } else {
+        format!("http://{address}")
+    };
+    let endpoint = Endpoint::from_shared(url.clone())
+        .map_err(|e| Error::Address(address.to_string(), e.to_string()))?
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(60))
+        .tcp_nodelay(true);
+    Ok(CoordinatorClient::new(endpoint.connect_lazy()))
+}
+
+/// Whether a failed call is worth retrying later (the coordinator is down, restarting or overloaded).
+fn transient(s: &Status) -> bool {
+    matches!(
+        s.code(),
+        Code::Unavailable
+            | Code::Unknown
+            | Code::DeadlineExceeded
+            | Code::ResourceExhausted
+            | Code::Aborted
+            | Code::Cancelled
+            | Code::Internal
+    )
+}
+
+/// The worker's state between two turns of its loop.
+struct Worker {
+    config: WorkerConfig,
+    id: String,
+    client: CoordinatorClient<Channel>,
+    pool: ComputePool<proto::JobLease>,
+    journal: Option<Journal>,
+    /// Leases held: queued, running, or finished but not yet acknowledged.
+    held: HashMap<u64, proto::JobLease>,
+    /// Finished results not yet acknowledged, in order.
+    unreported: Vec<Finished>,
+    backoff: Option<(Instant, backon::ExponentialBackoff)>,
+    next_lease: Instant,
+    next_heartbeat: Instant,
+    heartbeat_every: Duration,
+    idle: bool,
+    summary: Summary,
+}
+
+/// Runs a worker until `shutdown` is cancelled (then hands back, finishes and reports), or, with
+/// `exit_when_idle`, until there is nothing left to lease.
+pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Summary> {
+    let (tx, mut results) = mpsc::unbounded_channel();
+    let journal = config.journal.as_deref().map(Journal::open).transpose()?;
+    let unreported = journal.as_ref().map(Journal::pending).unwrap_or_default();
+    if !unreported.is_empty() {
+        tracing::info!(results = unreported.len(), "re-sending journaled results");
+    }
+    let now = Instant::now();
+    let mut w = Worker {
+        id: format!(
+            "{}-{}-{:x}",
+            config.name,
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        ),
+        client: connect(&config.coordinator)?,
+        pool: ComputePool::new(config.threads, tx),
+        journal,
+        held: HashMap::new(),
+        unreported,
+        backoff: None,
+        next_lease: now,
+        next_heartbeat: now + Duration::from_secs(10),
+        heartbeat_every: Duration::from_secs(10),
+        idle: false,
+        summary: Summary::default(),
+        config,
+    };
+    tracing::info!(worker = %w.id, coordinator = %w.config.coordinator, threads = w.config.threads, "worker started");
+    let mut draining = false;
+    loop {
+        while let Ok(done) = results.try_recv() {
+            w.finished(done)?;
+        }
+        if w.connected() {
+            w.turn(draining).await?;
+        }
+        let in_flight = w.pool.load();
+        if draining && in_flight == 0 && (w.unreported.is_empty() || !w.connected()) {
+            break;
+        }
+        if w.config.exit_when_idle && w.idle && in_flight == 0 && w.unreported.is_empty() {
+            break;
+        }
+        let wake = w.next_wake(draining);
+        tokio::select! {
+            Some(done) = results.recv() => w.finished(done)?,
+            _ = sleep_until(wake) => {}
+            _ = shutdown.cancelled(), if !draining => {
+                draining = true;
+                w.hand_back().await;
+            }
+        }
+    }
+    if !w.unreported.is_empty() {
+        tracing::warn!(results = w.unreported.len(), "stopping with unacknowledged results; the journal keeps them for the next start");
+    }
+    tracing::info!(jobs = w.summary.jobs, accepted = w.summary.accepted, nodes = %w.summary.nodes, "worker stopped");
+    Ok(w.summary)
+}
+
+impl Worker {
+    fn connected(&self) -> bool {
+        self.backoff
+            .as_ref()
+            .is_none_or(|(at, _)| Instant::now() >= *at)
+    }
+
+    /// Notes a transient failure and schedules the next attempt.
+    fn failed(&mut self, what: &str, status: &Status) {
+        let (_, backoff) = self.backoff.get_or_insert_with(|| {
+            let b = ExponentialBuilder::default()
+                .with_min_delay(Duration::from_millis(100))
+                .with_max_delay(Duration::from_secs(10))
+                .with_jitter()
+                .without_max_times()
+                .build();
+            (Instant::now(), b)
+        });
+        let delay = backoff.next().unwrap_or(Duration::from_secs(10));
+        tracing::warn!(call = what, code = ?status.code(), error = %status.message(), retry_in_ms = delay.as_millis() as u64, "coordinator unreachable");
+        self.backoff.as_mut().expect("just set").0 = Instant::now() + delay;
+    }
+
+    fn succeeded(&mut self) {
+        if self.backoff.take().is_some() {
+            tracing::info!("coordinator reachable again");
+        }
+    }
+
+    fn next_wake(&self, draining: bool) -> Instant {
+        if let Some((at, _)) = &self.backoff {
+            return *at;
+        }
+        let mut wake = self.next_heartbeat;
+        if !draining && self.pool.load() < self.target() {
+            wake = wake.min(self.next_lease);
+        }
+        wake.max(Instant::now() + Duration::from_millis(1))
+    }
+
+    /// Jobs to keep queued or running: two per thread, so no thread waits for a lease round trip.
+    fn target(&self) -> usize {
+        self.config.threads.max(1) * 2
+    }
+
+    /// Journals a finished job and queues its report.
+    fn finished(&mut self, (task, result): (Task<proto::JobLease>, JobResult)) -> Result<()> {
+        let lease = task.lease;
+        let f = Finished {
+            lease: lease.lease_id,
+            run: lease.run,
+            n: lease.n,
+            job: lease.job,
+            total: result.total,
+            unique8: result.unique8,
+            nodes: result.nodes,
+        };
+        if let Some(j) = self.journal.as_mut() {
+            j.record(std::slice::from_ref(&f))?;
+        }
+        self.summary.jobs += 1;
+        self.summary.nodes += result.nodes as u128;
+        self.unreported.push(f);
+        Ok(())
+    }
+
+    /// One round of talking to the coordinator: report, heartbeat, lease.
+    async fn turn(&mut self, draining: bool) -> Result<()> {
+        while !self.unreported.is_empty() {
+            let n = self.unreported.len().min(REPORT_BATCH);
+            let batch: Vec<Finished> = self.unreported[..n].to_vec();
+            match self.report(&batch).await {
+                Ok(()) => {
+                    self.unreported.drain(..n);
+                    self.succeeded();
+                }
+                Err(s) => {
+                    self.failed("report", &s);
+                    return Ok(());
+                }
+            }
+        }
+        if Instant::now() >= self.next_heartbeat {
+            if let Err(s) = self.heartbeat().await {
+                self.failed("heartbeat", &s);
+                return Ok(());
+            }
+            self.succeeded();
+        }
+        let want = self.target().saturating_sub(self.pool.load());
+        if !draining && want > 0 && Instant::now() >= self.next_lease {
+            match self.lease(want).await {
+                Ok(()) => self.succeeded(),
+                Err(s) if transient(&s) => self.failed("lease", &s),
+                Err(s) => return Err(Error::Refused(s.message().to_string())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports a batch; a batch refused for bad input is retried one by one, and a single result the
+    /// coordinator refuses for good is logged and dropped (it would be refused forever).
+    async fn report(&mut self, batch: &[Finished]) -> std::result::Result<(), Status> {
+        match self.send_report(batch).await {
+            Err(s) if !transient(&s) && batch.len() > 1 => {
+                for one in batch {
+                    Box::pin(self.report(std::slice::from_ref(one))).await?;
+                }
+                Ok(())
+            }
+            Err(s) if !transient(&s) => {
+                tracing::error!(run = %batch[0].run, job = %batch[0].job, lease = batch[0].lease, code = ?s.code(), error = %s.message(), "coordinator refused a result; dropping it");
+                self.acknowledged(batch, 0).map_err(|e| Status::internal(e.to_string()))
+            }
+            other => other,
+        }
+    }
+
+    async fn send_report(&mut self, batch: &[Finished]) -> std::result::Result<(), Status> {
+        let results = batch
+            .iter()
+            .map(|f| proto::JobResult {
+                lease_id: f.lease,
+                run: f.run.clone(),
+                n: f.n,
+                job: f.job.clone(),
+                total: f.total,
+                unique8: f.unique8,
+                nodes: f.nodes,
+            })
+            .collect();
+        let reply = self
+            .client
+            .report(proto::ReportRequest {
+                worker_id: self.id.clone(),
+                results,
+            })
+            .await?
+            .into_inner();
+        let accepted = reply
+            .outcomes
+            .iter()
+            .filter(|&&o| o == proto::Outcome::Accepted as i32)
+            .count() as u64;
+        for (f, &o) in batch.iter().zip(&reply.outcomes) {
+            if o == proto::Outcome::Mismatch as i32 {
+                tracing::error!(run = %f.run, job = %f.job, total = f.total, "coordinator holds a different result for this job");
+            }
+        }
+        self.acknowledged(batch, accepted)
+            .map_err(|e| Status::internal(e.to_string()))
+    }
+
+    fn acknowledged(&mut self, batch: &[Finished], accepted: u64) -> Result<()> {
+        let ids: Vec<u64> = batch.iter().map(|f| f.lease).collect();
+        if let Some(j) = self.journal.as_mut() {
+            j.ack(&ids)?;
+        }
+        for id in &ids {
+            self.held.remove(id);
+        }
+        self.summary.accepted += accepted;
+        Ok(())
+    }
+
+    async fn heartbeat(&mut self) -> std::result::Result<(), Status> {
+        let lease_ids: Vec<u64> = self.held.keys().copied().collect();
+        let reply = self
+            .client
+            .heartbeat(proto::HeartbeatRequest {
+                worker_id: self.id.clone(),
+                lease_ids,
+            })
+            .await?
+            .into_inner();
+        if !reply.lost.is_empty() {
+            tracing::debug!(lost = reply.lost.len(), "leases no longer ours; finishing them anyway");
+        }
+        self.set_timeout(reply.lease_timeout_ms);
+        Ok(())
+    }
+
+    fn set_timeout(&mut self, lease_timeout_ms: u32) {
+        self.heartbeat_every = (Duration::from_millis(lease_timeout_ms as u64) / 3)
+            .max(Duration::from_millis(10));
+        self.next_heartbeat = Instant::now() + self.heartbeat_every;
+    }
+
+    async fn lease(&mut self, capacity: usize) -> std::result::Result<(), Status> {
+        let reply = self
+            .client
+            .lease(proto::LeaseRequest {
+                worker_id: self.id.clone(),
+                worker_name: self.config.name.clone(),
+                threads: self.config.threads as u32,
+                capacity: capacity as u32,
+                run: self.config.run.clone(),
+            })
+            .await?
+            .into_inner();
+        self.idle = reply.idle && reply.leases.is_empty();
+        if reply.leases.is_empty() {
+            self.next_lease =
+                Instant::now() + Duration::from_millis(reply.retry_after_ms.clamp(10, 60_000) as u64);
+        } else if self.held.is_empty() {
+            self.set_timeout(reply.lease_timeout_ms);
+        }
+        for lease in reply.leases {
+            match job_of(&lease) {
+                Ok(job) => {
+                    self.held.insert(lease.lease_id, lease.clone());
+                    self.pool.submit(Task { lease, job });
+                }
+                // Not ours to compute: its lease expires and a sound worker takes it.
+                Err(e) => tracing::error!(run = %lease.run, job = %lease.job, error = %e, "coordinator sent a job this worker cannot build"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes back the unstarted jobs and returns their leases to the coordinator (best effort).
+    async fn hand_back(&mut self) {
+        let unstarted = self.pool.take_unstarted();
+        let lease_ids: Vec<u64> = unstarted.iter().map(|t| t.lease.lease_id).collect();
+        for id in &lease_ids {
+            self.held.remove(id);
+        }
+        tracing::info!(handed_back = lease_ids.len(), running = self.pool.load(), "shutting down: handing back unstarted jobs, finishing running ones");
+        if lease_ids.is_empty() {
+            return;
+        }
+        let req = proto::ReleaseRequest {
+            worker_id: self.id.clone(),
+            lease_ids,
+        };
+        if let Err(s) = self.client.release(req).await {
+            tracing::warn!(error = %s.message(), "could not hand back leases; they will expire");
+        }
+    }
+}
+
+/// The job a lease names, rebuilt from its plan and key.
+fn job_of(lease: &proto::JobLease) -> nqueens_common::Result<nqueens_common::Job> {
+    let strategy = strategy_from_wire(lease.strategy)?;
+    let depth = u8::try_from(lease.depth).map_err(|_| {
+        nqueens_common::Error::InvalidSetting(format!("depth {}", lease.depth))
+    })?;
+    let plan = Plan::with_depth(lease.n, strategy, depth)?;
+    let key: JobKey = lease.job.parse()?;
+    plan.job(&key)
+}

@@ -1,0 +1,28 @@
+//! The worker library's one error type.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// Why the worker stopped.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// The counting core rejected something (a job the coordinator sent, or an overflow).
+    #[error(transparent)]
+    Core(#[from] nqueens_common::Error),
+    /// The coordinator address is not a valid URL.
+    #[error("invalid coordinator address {0:?}: {1}")]
+    Address(String, String),
+    /// The journal file could not be read or written.
+    #[error("journal {path}: {1}", path = .0.display())]
+    Journal(PathBuf, std::io::Error),
+    /// Another worker holds the journal's lock.
+    #[error("journal {} is in use by another worker; give each worker its own --name or --journal", .0.display())]
+    JournalInUse(PathBuf),
+    /// The coordinator refused the worker for good (for example a bad worker name).
+    #[error("the coordinator refused this worker: {0}")]
+    Refused(String),
+}
+
+/// Result alias of the worker library.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,84 @@
+//! Process setup shared by both binaries: logging (`RUST_LOG`, text or JSON), the default data directory,
+//! and the shutdown signal (SIGTERM or Ctrl-C once: stop gracefully; twice: exit at once).
+
+use std::path::PathBuf;
+
+use tokio_util::sync::CancellationToken;
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Logs to stderr at the level `RUST_LOG` gives (default `info`).
+pub fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
+
+/// Where nqueens keeps its state unless told otherwise: `$NQUEENS_DATA`, else `$XDG_DATA_HOME/nqueens`,
+/// else `$HOME/.local/share/nqueens`, else `./nqueens-data`.
+pub fn default_data_dir() -> PathBuf {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    env("NQUEENS_DATA")
+        .or_else(|| env("XDG_DATA_HOME").map(|d| d.join("nqueens")))
+        .or_else(|| env("HOME").map(|h| h.join(".local/share/nqueens")))
+        .unwrap_or_else(|| PathBuf::from("nqueens-data"))
+}
+
+/// This machine's host name (for worker names).
+pub fn host_name() -> String {
+    let name = gethostname::gethostname().to_string_lossy().into_owned();
+    if name.is_empty() {
+        "worker".to_string()
+    } else {
+        name
+    }
+}
+
+/// A token cancelled by the first SIGTERM or Ctrl-C; a second one exits the process at once.
+pub fn shutdown_on_signals() -> CancellationToken {
+    let token = CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        for i in 0.. {
+            wait_for_signal().await;
+            if i == 0 {
+                tracing::info!("shutdown requested; again to exit at once");
+                t.cancel();
+            } else {
+                std::process::exit(130);
+            }
+        }
+    });
+    token
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).expect("install a SIGTERM handler");
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
