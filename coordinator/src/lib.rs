@@ -7,6 +7,7 @@ pub mod error;
 pub mod grpc;
 mod leases;
 mod live;
+pub mod local;
 pub mod progress;
 pub mod server;
 pub mod service;

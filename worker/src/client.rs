@@ -159,7 +159,10 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
         }
     }
     if !w.unreported.is_empty() {
-        tracing::warn!(results = w.unreported.len(), "stopping with unacknowledged results; the journal keeps them for the next start");
+        tracing::warn!(
+            results = w.unreported.len(),
+            "stopping with unacknowledged results; the journal keeps them for the next start"
+        );
     }
     tracing::info!(jobs = w.summary.jobs, accepted = w.summary.accepted, nodes = %w.summary.nodes, "worker stopped");
     Ok(w.summary)
@@ -240,6 +243,9 @@ impl Worker {
                 Ok(()) => {
                     self.unreported.drain(..n);
                     self.succeeded();
+                    // A report frees capacity and may finish a run: ask for work (or learn that there
+                    // is none) right away.
+                    self.next_lease = Instant::now();
                 }
                 Err(s) => {
                     self.failed("report", &s);
@@ -277,7 +283,8 @@ impl Worker {
             }
             Err(s) if !transient(&s) => {
                 tracing::error!(run = %batch[0].run, job = %batch[0].job, lease = batch[0].lease, code = ?s.code(), error = %s.message(), "coordinator refused a result; dropping it");
-                self.acknowledged(batch, 0).map_err(|e| Status::internal(e.to_string()))
+                self.acknowledged(batch, 0)
+                    .map_err(|e| Status::internal(e.to_string()))
             }
             other => other,
         }
@@ -341,15 +348,18 @@ impl Worker {
             .await?
             .into_inner();
         if !reply.lost.is_empty() {
-            tracing::debug!(lost = reply.lost.len(), "leases no longer ours; finishing them anyway");
+            tracing::debug!(
+                lost = reply.lost.len(),
+                "leases no longer ours; finishing them anyway"
+            );
         }
         self.set_timeout(reply.lease_timeout_ms);
         Ok(())
     }
 
     fn set_timeout(&mut self, lease_timeout_ms: u32) {
-        self.heartbeat_every = (Duration::from_millis(lease_timeout_ms as u64) / 3)
-            .max(Duration::from_millis(10));
+        self.heartbeat_every =
+            (Duration::from_millis(lease_timeout_ms as u64) / 3).max(Duration::from_millis(10));
         self.next_heartbeat = Instant::now() + self.heartbeat_every;
     }
 
@@ -367,8 +377,8 @@ impl Worker {
             .into_inner();
         self.idle = reply.idle && reply.leases.is_empty();
         if reply.leases.is_empty() {
-            self.next_lease =
-                Instant::now() + Duration::from_millis(reply.retry_after_ms.clamp(10, 60_000) as u64);
+            self.next_lease = Instant::now()
+                + Duration::from_millis(reply.retry_after_ms.clamp(10, 60_000) as u64);
         } else if self.held.is_empty() {
             self.set_timeout(reply.lease_timeout_ms);
         }
@@ -379,7 +389,9 @@ impl Worker {
                     self.pool.submit(Task { lease, job });
                 }
                 // Not ours to compute: its lease expires and a sound worker takes it.
-                Err(e) => tracing::error!(run = %lease.run, job = %lease.job, error = %e, "coordinator sent a job this worker cannot build"),
+                Err(e) => {
+                    tracing::error!(run = %lease.run, job = %lease.job, error = %e, "coordinator sent a job this worker cannot build")
+                }
             }
         }
         Ok(())
@@ -392,7 +404,11 @@ impl Worker {
         for id in &lease_ids {
             self.held.remove(id);
         }
-        tracing::info!(handed_back = lease_ids.len(), running = self.pool.load(), "shutting down: handing back unstarted jobs, finishing running ones");
+        tracing::info!(
+            handed_back = lease_ids.len(),
+            running = self.pool.load(),
+            "shutting down: handing back unstarted jobs, finishing running ones"
+        );
         if lease_ids.is_empty() {
             return;
         }
@@ -409,9 +425,8 @@ impl Worker {
 /// The job a lease names, rebuilt from its plan and key.
 fn job_of(lease: &proto::JobLease) -> nqueens_common::Result<nqueens_common::Job> {
     let strategy = strategy_from_wire(lease.strategy)?;
-    let depth = u8::try_from(lease.depth).map_err(|_| {
-        nqueens_common::Error::InvalidSetting(format!("depth {}", lease.depth))
-    })?;
+    let depth = u8::try_from(lease.depth)
+        .map_err(|_| nqueens_common::Error::InvalidSetting(format!("depth {}", lease.depth)))?;
     let plan = Plan::with_depth(lease.n, strategy, depth)?;
     let key: JobKey = lease.job.parse()?;
     plan.job(&key)

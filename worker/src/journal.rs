@@ -51,7 +51,8 @@ impl Journal {
             .create(true)
             .open(path)
             .map_err(io)?;
-        file.try_lock().map_err(|_| Error::JournalInUse(path.to_path_buf()))?;
+        file.try_lock()
+            .map_err(|_| Error::JournalInUse(path.to_path_buf()))?;
         let mut pending = BTreeMap::new();
         for (i, line) in BufReader::new(&file).lines().enumerate() {
             let line = line.map_err(io)?;
@@ -63,7 +64,9 @@ impl Journal {
                 Ok(Entry::Acked(ids)) => ids.iter().for_each(|id| {
                     pending.remove(id);
                 }),
-                Err(e) => tracing::warn!(path = %path.display(), line = i + 1, error = %e, "skipping an unreadable journal line"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), line = i + 1, error = %e, "skipping an unreadable journal line")
+                }
             }
         }
         let mut journal = Journal {

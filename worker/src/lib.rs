@@ -2,6 +2,7 @@
 //! heartbeats (`client`), the compute pool on dedicated threads (`compute`, and `pool` for local batch
 //! runs), and the journal of unacknowledged results.
 
+pub mod cli;
 pub mod client;
 pub mod compute;
 pub mod error;

@@ -15,10 +15,10 @@ pub enum LogFormat {
     Json,
 }
 
-/// Logs to stderr at the level `RUST_LOG` gives (default `info`).
-pub fn init_logging(format: LogFormat) {
+/// Logs to stderr at the level `RUST_LOG` gives (default `default_level`, e.g. `info`).
+pub fn init_logging(format: LogFormat, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -32,7 +32,11 @@ pub fn init_logging(format: LogFormat) {
 /// Where nqueens keeps its state unless told otherwise: `$NQUEENS_DATA`, else `$XDG_DATA_HOME/nqueens`,
 /// else `$HOME/.local/share/nqueens`, else `./nqueens-data`.
 pub fn default_data_dir() -> PathBuf {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     env("NQUEENS_DATA")
         .or_else(|| env("XDG_DATA_HOME").map(|d| d.join("nqueens")))
         .or_else(|| env("HOME").map(|h| h.join(".local/share/nqueens")))

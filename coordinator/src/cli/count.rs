@@ -1,13 +1,14 @@
-//! `nqueens count`: plan, compute every job on local threads with a progress bar, print the totals.
+//! `nqueens count`: counts through the embedded coordinator over the on-disk store (resuming an earlier,
+//! interrupted count of the same plan), with a progress bar, and prints the totals.
 
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use nqueens_common::{Job, JobResult, Strategy};
-use nqueens_worker::run_jobs;
+use nqueens_common::Strategy;
 use serde::Serialize;
 
 use super::{default_threads, CountArgs};
+use crate::local::{self, LocalCount};
 
 /// The result of a count, as printed with `--json`.
 #[derive(Debug, Serialize)]
@@ -21,16 +22,28 @@ pub struct CountOutput {
     pub unique: Option<String>,
     pub subproblems: u64,
     pub jobs: u64,
+    /// Jobs that were already done in the store when this count started (a resumed count).
+    pub jobs_resumed: u64,
     pub threads: usize,
-    /// Search-tree nodes visited.
+    /// The run's id in the store.
+    pub run: String,
+    /// The store's directory.
+    pub data: String,
+    /// Search-tree nodes visited (by this and earlier invocations).
     pub nodes: String,
     pub seconds: f64,
 }
 
 /// Counts and prints.
 pub fn run(args: &CountArgs) -> anyhow::Result<()> {
+    // A local count speaks through its progress bar and result; warnings and errors still show.
+    nqueens_worker::setup::init_logging(Default::default(), "warn");
     let plan = args.partition.plan()?;
     let threads = args.threads.unwrap_or_else(default_threads).max(1);
+    let data = args
+        .data
+        .clone()
+        .unwrap_or_else(nqueens_worker::setup::default_data_dir);
     let start = Instant::now();
     let summary = plan.summary();
     let bar = ProgressBar::new(summary.jobs);
@@ -39,21 +52,29 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
             .expect("valid template")
             .progress_chars("=> "),
     );
-    let jobs = plan
-        .jobs()
-        .map(move |k| plan.job(&k).expect("the plan's own keys are valid"));
-    let progress = |_: &Job, _: &JobResult| bar.inc(1);
-    let tally = run_jobs(jobs, threads, plan.strategy() == Strategy::D4, &progress)?;
+    let opts = LocalCount {
+        n: plan.n() as u32,
+        strategy: plan.strategy(),
+        depth: Some(plan.depth() as u32),
+        threads,
+        data: data.clone(),
+    };
+    let runtime = super::runtime()?;
+    let outcome = runtime.block_on(local::count(opts, |v| bar.set_position(v.tally.jobs)))?;
     bar.finish_and_clear();
+    let view = &outcome.view;
     let out = CountOutput {
         n: plan.n(),
         strategy: plan.strategy(),
-        total: tally.total.to_string(),
-        unique: tally.unique()?.map(|u| u.to_string()),
+        total: view.tally.total.to_string(),
+        unique: view.tally.unique()?.map(|u| u.to_string()),
         subproblems: summary.subproblems,
         jobs: summary.jobs,
+        jobs_resumed: outcome.jobs_resumed,
         threads,
-        nodes: tally.nodes.to_string(),
+        run: view.id(),
+        data: data.display().to_string(),
+        nodes: view.tally.nodes.to_string(),
         seconds: start.elapsed().as_secs_f64(),
     };
     if args.partition.json {
@@ -65,15 +86,14 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
             .map(|u| format!(", {u} unique"))
             .unwrap_or_default();
         println!("N = {}: {} solutions{unique}", out.n, out.total);
+        let resumed = match out.jobs_resumed {
+            0 => String::new(),
+            k if k == out.jobs => " (all jobs were already done: answered from the store)".into(),
+            k => format!(" (resumed: {k} jobs were already done)"),
+        };
         eprintln!(
-            "strategy {}, {} sub-problems in {} jobs, {} threads, {} nodes in {:.3} s ({:.0} Mnodes/s)",
-            out.strategy,
-            out.subproblems,
-            out.jobs,
-            out.threads,
-            out.nodes,
-            out.seconds,
-            tally.nodes as f64 / out.seconds / 1e6
+            "strategy {}, {} sub-problems in {} jobs, {} threads, {} nodes, {:.3} s; run {} in {}{resumed}",
+            out.strategy, out.subproblems, out.jobs, out.threads, out.nodes, out.seconds, out.run, out.data
         );
     }
     Ok(())

@@ -3,6 +3,10 @@
 mod bench;
 mod count;
 mod plan;
+mod remote;
+mod serve;
+
+use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use nqueens_common::{Error, Plan, Strategy};
@@ -18,12 +22,21 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Count all solutions and the unique ones (up to rotation and reflection).
+    /// Count all solutions and the unique ones (up to rotation and reflection), through an embedded
+    /// coordinator and local workers over an on-disk store that resumes.
     Count(CountArgs),
     /// Show how the search space is split into sub-problems and jobs, without computing.
     Plan(PlanArgs),
     /// Time the kernel against the plain recursive mirror baseline, side by side.
     Bench(bench::BenchArgs),
+    /// Run the coordinator: a gRPC server that leases jobs to workers and sums their results.
+    Serve(serve::ServeArgs),
+    /// Create a run on a coordinator.
+    Submit(remote::SubmitArgs),
+    /// Show the runs of a coordinator.
+    Status(remote::StatusArgs),
+    /// Run a worker (the same as the `nqueens-worker` binary).
+    Worker(nqueens_worker::cli::WorkerArgs),
 }
 
 /// Board size and partition, shared by `count` and `plan`.
@@ -61,6 +74,10 @@ pub struct CountArgs {
     /// Compute threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// The store's directory (default: $NQUEENS_DATA, else $XDG_DATA_HOME/nqueens, else
+    /// ~/.local/share/nqueens). Counting the same plan again resumes, or answers from the store.
+    #[arg(long)]
+    pub data: Option<PathBuf>,
 }
 
 /// Arguments of `nqueens plan`.
@@ -76,13 +93,35 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Count(args) => count::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Serve(args) => serve::run(&args),
+        Command::Submit(args) => remote::submit(&args),
+        Command::Status(args) => remote::status(&args),
+        Command::Worker(args) => runtime()?.block_on(nqueens_worker::cli::run(args)),
     }
+}
+
+/// The async runtime of the commands that talk gRPC.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
 }
 
 /// Exit code for an error: 2 for bad input (as for command-line syntax errors), 1 otherwise.
 pub fn exit_code(e: &anyhow::Error) -> i32 {
-    match e.downcast_ref::<Error>() {
-        Some(Error::NOutOfRange(_) | Error::UnknownStrategy(_) | Error::InvalidSetting(_)) => 2,
+    let bad_input = |e: &Error| {
+        matches!(
+            e,
+            Error::NOutOfRange(_) | Error::UnknownStrategy(_) | Error::InvalidSetting(_)
+        )
+    };
+    let refused = e
+        .downcast_ref::<remote::RpcError>()
+        .is_some_and(|s| matches!(s.code, tonic::Code::InvalidArgument | tonic::Code::NotFound));
+    match (e.downcast_ref::<Error>(), e.downcast_ref::<crate::Error>()) {
+        (Some(e), _) | (_, Some(crate::Error::Input(e))) if bad_input(e) => 2,
+        _ if refused => 2,
         _ => 1,
     }
 }

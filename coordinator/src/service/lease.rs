@@ -76,14 +76,19 @@ impl Coordinator {
         }
         let now = Instant::now();
         let mut guard = self.state();
-        let only = only.map(|id| lookup(&guard, id).map(|r| r.meta.id)).transpose()?;
+        let only = only
+            .map(|id| lookup(&guard, id).map(|r| r.meta.id))
+            .transpose()?;
         let state = &mut *guard;
         if state.workers.hello(worker, name, threads, now) {
             tracing::info!(worker, name, threads, "worker joined");
         }
         let mut leases = Vec::new();
         let mut running = 0;
-        for run in state.runs.values_mut().filter(|r| !r.meta.is_done() && only.is_none_or(|id| id == r.meta.id))
+        for run in state
+            .runs
+            .values_mut()
+            .filter(|r| !r.meta.is_done() && only.is_none_or(|id| id == r.meta.id))
         {
             running += 1;
             while leases.len() < capacity as usize {

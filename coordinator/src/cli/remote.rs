@@ -1,0 +1,173 @@
+//! `nqueens submit` and `nqueens status`: clients of a running coordinator.
+
+use clap::Args;
+use nqueens_common::proto::{self, RunState};
+use nqueens_common::Strategy;
+use serde::Serialize;
+
+use super::PartitionArgs;
+use crate::progress::format_eta;
+
+/// A call the coordinator refused or could not answer.
+#[derive(Debug, thiserror::Error)]
+#[error("coordinator: {message} ({code:?})")]
+pub struct RpcError {
+    pub code: tonic::Code,
+    pub message: String,
+}
+
+fn rpc(s: tonic::Status) -> RpcError {
+    RpcError {
+        code: s.code(),
+        message: s.message().to_string(),
+    }
+}
+
+/// Arguments of `nqueens submit`.
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub partition: PartitionArgs,
+    /// The coordinator's address, e.g. http://127.0.0.1:7447.
+    #[arg(long, env = "NQUEENS_COORDINATOR")]
+    pub coordinator: String,
+}
+
+/// Arguments of `nqueens status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The coordinator's address.
+    #[arg(long, env = "NQUEENS_COORDINATOR")]
+    pub coordinator: String,
+    /// Only this run.
+    #[arg(long)]
+    pub run: Option<String>,
+    /// One JSON object per run, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A run's status as `status --json` and `submit --json` print it.
+#[derive(Debug, Serialize)]
+pub struct StatusOutput {
+    pub run: String,
+    pub n: u32,
+    pub strategy: String,
+    pub depth: u32,
+    pub state: &'static str,
+    pub jobs_done: u64,
+    pub jobs_total: u64,
+    pub jobs_leased: u64,
+    pub percent: f64,
+    /// The partial total while running; the final count once done.
+    pub total: String,
+    /// Present once the run is done (d4 only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unique: Option<String>,
+    pub nodes: String,
+    pub active_workers: u32,
+    pub jobs_per_second: f64,
+    pub eta_seconds: Option<f64>,
+}
+
+impl From<proto::RunStatus> for StatusOutput {
+    fn from(s: proto::RunStatus) -> StatusOutput {
+        let strategy = nqueens_common::proto::strategy_from_wire(s.strategy)
+            .map_or_else(|_| "unknown".to_string(), |st: Strategy| st.to_string());
+        StatusOutput {
+            percent: if s.jobs_total == 0 {
+                100.0
+            } else {
+                100.0 * s.jobs_done as f64 / s.jobs_total as f64
+            },
+            run: s.run,
+            n: s.n,
+            strategy,
+            depth: s.depth,
+            state: if s.state == RunState::Done as i32 {
+                "done"
+            } else {
+                "running"
+            },
+            jobs_done: s.jobs_done,
+            jobs_total: s.jobs_total,
+            jobs_leased: s.jobs_leased,
+            total: s.total,
+            unique: s.unique,
+            nodes: s.nodes,
+            active_workers: s.active_workers,
+            jobs_per_second: s.jobs_per_second,
+            eta_seconds: s.eta_seconds,
+        }
+    }
+}
+
+fn print(s: &StatusOutput, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(s)?);
+    } else {
+        let unique = s
+            .unique
+            .as_deref()
+            .map(|u| format!(", {u} unique"))
+            .unwrap_or_default();
+        println!(
+            "run {}: N = {} {} {}, {}/{} jobs ({:.2}%), total {}{unique}, {} leased, {} workers, {:.2} jobs/s, ETA {}",
+            s.run,
+            s.n,
+            s.strategy,
+            s.state,
+            s.jobs_done,
+            s.jobs_total,
+            s.percent,
+            s.total,
+            s.jobs_leased,
+            s.active_workers,
+            s.jobs_per_second,
+            if s.state == "done" { "-".to_string() } else { format_eta(s.eta_seconds) },
+        );
+    }
+    Ok(())
+}
+
+/// Creates a run on the coordinator and prints it.
+pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
+    let plan = args.partition.plan()?;
+    let status = super::runtime()?.block_on(async {
+        let mut client = nqueens_worker::client::connect(&args.coordinator)?;
+        let req = proto::CreateRunRequest {
+            n: plan.n() as u32,
+            strategy: proto::Strategy::from(plan.strategy()) as i32,
+            depth: Some(plan.depth() as u32),
+            reuse: false,
+        };
+        anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
+    })?;
+    print(&status.into(), args.partition.json)
+}
+
+/// Prints the status of one or every run.
+pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
+    let runs = super::runtime()?.block_on(async {
+        let mut client = nqueens_worker::client::connect(&args.coordinator)?;
+        anyhow::Ok(match &args.run {
+            Some(run) => vec![client
+                .get_run(proto::GetRunRequest { run: run.clone() })
+                .await
+                .map_err(rpc)?
+                .into_inner()],
+            None => {
+                client
+                    .list_runs(proto::ListRunsRequest {})
+                    .await
+                    .map_err(rpc)?
+                    .into_inner()
+                    .runs
+            }
+        })
+    })?;
+    for run in runs {
+        print(&run.into(), args.json)?;
+    }
+    Ok(())
+}

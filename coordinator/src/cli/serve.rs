@@ -1,0 +1,71 @@
+//! `nqueens serve`: the coordinator as a long-running gRPC server over its on-disk store.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use nqueens_worker::setup::{self, LogFormat};
+use tokio::net::TcpListener;
+
+use crate::service::{Config, Coordinator};
+use crate::store::Store;
+
+/// Arguments of `nqueens serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (loopback by default; use 0.0.0.0:7447 to serve other machines).
+    #[arg(long, default_value = "127.0.0.1:7447")]
+    pub listen: SocketAddr,
+    /// The store's directory (default: $NQUEENS_DATA, else ~/.local/share/nqueens).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// How long a lease lives without a heartbeat, e.g. 60s, 5m.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub lease_timeout: Duration,
+    /// Interval of the progress log line, e.g. 30s.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub progress_interval: Duration,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// Opens the store, audits it, and serves until SIGTERM or Ctrl-C.
+pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    setup::init_logging(args.log_format, "info");
+    if args.lease_timeout < Duration::from_millis(100) {
+        return Err(nqueens_common::Error::InvalidSetting(
+            "--lease-timeout must be at least 100ms".into(),
+        )
+        .into());
+    }
+    let data = args.data.clone().unwrap_or_else(setup::default_data_dir);
+    std::fs::create_dir_all(&data)?;
+    let store = Store::open(&data)?;
+    let coordinator = Coordinator::open(
+        store,
+        Config {
+            lease_timeout: args.lease_timeout,
+        },
+    )?;
+    super::runtime()?.block_on(async {
+        let listener = TcpListener::bind(args.listen).await?;
+        tracing::info!(
+            addr = %listener.local_addr()?,
+            data = %data.display(),
+            lease_timeout = %humantime::format_duration(args.lease_timeout),
+            "coordinator listening"
+        );
+        let shutdown = setup::shutdown_on_signals();
+        crate::server::serve(
+            listener,
+            coordinator,
+            args.progress_interval,
+            shutdown.cancelled_owned(),
+        )
+        .await?;
+        tracing::info!("coordinator stopped");
+        Ok(())
+    })
+}

@@ -1,0 +1,114 @@
+//! The embedded local mode behind `nqueens count`: a coordinator on a loopback port over the on-disk store,
+//! and an in-process worker that talks to it over gRPC. It is the cluster's own code path, so a local
+//! count resumes after any interruption exactly as a cluster run does.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nqueens_common::Strategy;
+use nqueens_worker::WorkerConfig;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Result};
+use crate::service::{Config, Coordinator, RunView};
+use crate::store::Store;
+
+/// What to count, where, and with how many threads.
+#[derive(Debug, Clone)]
+pub struct LocalCount {
+    pub n: u32,
+    pub strategy: Strategy,
+    pub depth: Option<u32>,
+    pub threads: usize,
+    /// The store's directory.
+    pub data: PathBuf,
+}
+
+/// How a local count ended.
+#[derive(Debug, Clone)]
+pub struct LocalOutcome {
+    /// The finished run.
+    pub view: RunView,
+    /// Jobs already done in the store when this invocation started.
+    pub jobs_resumed: u64,
+}
+
+/// Counts through an embedded coordinator, resuming the store's run for the same plan if there is one.
+/// `progress` sees the run after every change.
+pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<LocalOutcome> {
+    let data = opts.data.clone();
+    let store = tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(&data)
+            .map_err(|e| Error::Invalid(format!("cannot create {}: {e}", data.display())))?;
+        Store::open(&data)
+    })
+    .await
+    .map_err(|_| Error::ShuttingDown)??;
+    let coordinator = Coordinator::open(store, Config::default())?;
+    let view = coordinator
+        .create_run(opts.n, opts.strategy, opts.depth, true)
+        .await?;
+    let jobs_resumed = view.tally.jobs;
+    if view.is_done() {
+        return Ok(LocalOutcome { view, jobs_resumed });
+    }
+    if jobs_resumed > 0 {
+        tracing::info!(
+            run = view.meta.id,
+            jobs_resumed,
+            jobs_total = view.meta.jobs_total,
+            "resuming"
+        );
+    }
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| Error::Invalid(format!("cannot listen on loopback: {e}")))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(crate::server::serve(
+        listener,
+        coordinator.clone(),
+        Duration::from_secs(30),
+        stop.clone().cancelled_owned(),
+    ));
+    let worker = tokio::spawn(nqueens_worker::run(
+        WorkerConfig {
+            coordinator: format!("http://{address}"),
+            threads: opts.threads,
+            name: "local".into(),
+            journal: None,
+            run: Some(view.id()),
+            exit_when_idle: true,
+        },
+        stop.clone(),
+    ));
+    let mut changes = coordinator.subscribe();
+    let id = view.id();
+    let view = loop {
+        let view = coordinator.run(&id)?;
+        progress(&view);
+        if view.is_done() {
+            break view;
+        }
+        if worker.is_finished() {
+            break view;
+        }
+        tokio::select! {
+            _ = changes.changed() => {}
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+    };
+    let worked = worker.await;
+    stop.cancel();
+    let _ = server.await;
+    match worked {
+        Ok(Ok(_)) if view.is_done() => Ok(LocalOutcome { view, jobs_resumed }),
+        Ok(Err(e)) => Err(Error::Invalid(format!("local worker failed: {e}"))),
+        _ => Err(Error::Invalid(
+            "local worker stopped before the run was done".into(),
+        )),
+    }
+}
