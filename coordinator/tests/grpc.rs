@@ -1,0 +1,401 @@
+//! The coordinator's gRPC service on a real server on 127.0.0.1:0: leasing and reporting, duplicate and
+//! late reports, and bad input, which must get a clear error and change nothing stored (issue 3).
+
+use std::time::Duration;
+
+use nqueens_common::proto::{self, coordinator_client::CoordinatorClient};
+use nqueens_common::{JobKey, Plan, Strategy};
+use nqueens_coordinator::server::serve;
+use nqueens_coordinator::store::Store;
+use nqueens_coordinator::{Config, Coordinator};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+use tonic::Code;
+
+struct Server {
+    client: CoordinatorClient<Channel>,
+    address: String,
+    stop: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(lease_timeout: Duration) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let coordinator = Coordinator::open(store, Config { lease_timeout }).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    tokio::spawn(serve(
+        listener,
+        coordinator,
+        Duration::from_secs(30),
+        stop.clone().cancelled_owned(),
+    ));
+    Server {
+        client: nqueens_worker::client::connect(&address).unwrap(),
+        address,
+        stop,
+        _dir: dir,
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn create(c: &mut CoordinatorClient<Channel>, n: u32) -> proto::RunStatus {
+    c.create_run(proto::CreateRunRequest {
+        n,
+        strategy: proto::Strategy::D4 as i32,
+        depth: None,
+        reuse: false,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+async fn lease(
+    c: &mut CoordinatorClient<Channel>,
+    worker: &str,
+    capacity: u32,
+) -> Vec<proto::JobLease> {
+    c.lease(proto::LeaseRequest {
+        worker_id: worker.into(),
+        worker_name: worker.into(),
+        threads: 1,
+        capacity,
+        run: None,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .leases
+}
+
+/// The true result of a leased job, as an honest worker reports it.
+fn result_of(l: &proto::JobLease) -> proto::JobResult {
+    let plan = Plan::with_depth(l.n, Strategy::D4, l.depth as u8).unwrap();
+    let r = plan.job(&l.job.parse::<JobKey>().unwrap()).unwrap().run();
+    proto::JobResult {
+        lease_id: l.lease_id,
+        run: l.run.clone(),
+        n: l.n,
+        job: l.job.clone(),
+        total: r.total,
+        unique8: r.unique8,
+        nodes: r.nodes,
+    }
+}
+
+async fn report(
+    c: &mut CoordinatorClient<Channel>,
+    worker: &str,
+    results: Vec<proto::JobResult>,
+) -> Result<Vec<i32>, tonic::Status> {
+    c.report(proto::ReportRequest {
+        worker_id: worker.into(),
+        results,
+    })
+    .await
+    .map(|r| r.into_inner().outcomes)
+}
+
+async fn status(c: &mut CoordinatorClient<Channel>, run: &str) -> proto::RunStatus {
+    c.get_run(proto::GetRunRequest { run: run.into() })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+#[tokio::test]
+async fn issue_3_duplicates_are_compared_never_added() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 8).await;
+    let leases = lease(&mut s.client, "w1", 2).await;
+    assert_eq!(leases.len(), 2);
+    let good = result_of(&leases[0]);
+    let accepted = proto::Outcome::Accepted as i32;
+    assert_eq!(
+        report(&mut s.client, "w1", vec![good.clone()])
+            .await
+            .unwrap(),
+        vec![accepted]
+    );
+    let after_one = status(&mut s.client, &run.run).await;
+    assert_eq!(after_one.jobs_done, 1);
+    assert_eq!(after_one.total, good.total.to_string());
+
+    let duplicate = report(&mut s.client, "w1", vec![good.clone(), good.clone()]).await;
+    assert_eq!(
+        duplicate.unwrap(),
+        vec![proto::Outcome::Duplicate as i32; 2]
+    );
+    let wrong = proto::JobResult {
+        total: good.total + 8,
+        ..good.clone()
+    };
+    let mismatch = report(&mut s.client, "w2", vec![wrong]).await.unwrap();
+    assert_eq!(mismatch, vec![proto::Outcome::Mismatch as i32]);
+    let now = status(&mut s.client, &run.run).await;
+    assert_eq!((now.jobs_done, now.total), (1, good.total.to_string()));
+}
+
+#[tokio::test]
+async fn issue_3_bad_input_gets_a_clear_error_and_changes_nothing() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 9).await;
+    let leases = lease(&mut s.client, "w1", 3).await;
+    let first = result_of(&leases[0]);
+    report(&mut s.client, "w1", vec![first.clone()])
+        .await
+        .unwrap();
+    let before = status(&mut s.client, &run.run).await;
+    let second = result_of(&leases[1]);
+
+    let bad: Vec<(&str, proto::JobResult, Code)> = vec![
+        (
+            "unknown run",
+            proto::JobResult {
+                run: "999".into(),
+                ..second.clone()
+            },
+            Code::NotFound,
+        ),
+        (
+            "run id not a number",
+            proto::JobResult {
+                run: "x".repeat(5000),
+                ..second.clone()
+            },
+            Code::NotFound,
+        ),
+        (
+            "N = 0",
+            proto::JobResult {
+                n: 0,
+                ..second.clone()
+            },
+            Code::InvalidArgument,
+        ),
+        (
+            "N = 33",
+            proto::JobResult {
+                n: 33,
+                ..second.clone()
+            },
+            Code::InvalidArgument,
+        ),
+        (
+            "N of another run",
+            proto::JobResult {
+                n: 10,
+                ..second.clone()
+            },
+            Code::InvalidArgument,
+        ),
+        (
+            "unknown job",
+            proto::JobResult {
+                job: "9.9.9".into(),
+                ..second.clone()
+            },
+            Code::NotFound,
+        ),
+        (
+            "malformed job",
+            proto::JobResult {
+                job: "a.b".into(),
+                ..second.clone()
+            },
+            Code::NotFound,
+        ),
+        (
+            "empty job",
+            proto::JobResult {
+                job: String::new(),
+                ..second.clone()
+            },
+            Code::NotFound,
+        ),
+        (
+            "no unique count",
+            proto::JobResult {
+                unique8: None,
+                ..second.clone()
+            },
+            Code::InvalidArgument,
+        ),
+        (
+            "lease of another job",
+            proto::JobResult {
+                lease_id: leases[2].lease_id,
+                ..second.clone()
+            },
+            Code::FailedPrecondition,
+        ),
+        (
+            "lease never issued",
+            proto::JobResult {
+                lease_id: 12345,
+                ..second.clone()
+            },
+            Code::FailedPrecondition,
+        ),
+    ];
+    for (what, result, code) in bad {
+        // The good result travels in the same batch: a batch is accepted whole or not at all.
+        let err = report(&mut s.client, "w1", vec![second.clone(), result])
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), code, "{what}: {}", err.message());
+        assert!(!err.message().is_empty(), "{what}");
+    }
+    let empty_worker = report(&mut s.client, "", vec![second.clone()])
+        .await
+        .unwrap_err();
+    assert_eq!(empty_worker.code(), Code::InvalidArgument);
+    let too_many = report(&mut s.client, "w1", vec![second.clone(); 5000])
+        .await
+        .unwrap_err();
+    assert_eq!(too_many.code(), Code::InvalidArgument);
+
+    for (capacity, worker) in [(0, "w1"), (1_000_000, "w1"), (1, "")] {
+        let err = s
+            .client
+            .lease(proto::LeaseRequest {
+                worker_id: worker.into(),
+                worker_name: "w".into(),
+                threads: 1,
+                capacity,
+                run: None,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "capacity {capacity}");
+    }
+    let unknown_run_lease = s
+        .client
+        .lease(proto::LeaseRequest {
+            worker_id: "w1".into(),
+            worker_name: "w".into(),
+            threads: 1,
+            capacity: 1,
+            run: Some("77".into()),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown_run_lease.code(), Code::NotFound);
+    for (n, strategy) in [(0, 1), (33, 1), (8, 9)] {
+        let err = s
+            .client
+            .create_run(proto::CreateRunRequest {
+                n,
+                strategy,
+                depth: None,
+                reuse: false,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "N = {n}");
+    }
+    let err = s
+        .client
+        .get_run(proto::GetRunRequest { run: "42".into() })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound);
+
+    // Nothing changed: the same runs, the same progress, the same total.
+    let runs = s
+        .client
+        .list_runs(proto::ListRunsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .runs;
+    assert_eq!(runs.len(), 1);
+    let after = status(&mut s.client, &run.run).await;
+    assert_eq!(
+        (after.jobs_done, &after.total, &after.nodes),
+        (before.jobs_done, &before.total, &before.nodes)
+    );
+    // And the good result is still welcome.
+    let ok = report(&mut s.client, "w1", vec![second]).await.unwrap();
+    assert_eq!(ok, vec![proto::Outcome::Accepted as i32]);
+}
+
+#[tokio::test]
+async fn issue_3_a_late_report_for_an_expired_lease_is_counted_once() {
+    let mut s = start(Duration::from_millis(200)).await;
+    let run = create(&mut s.client, 6).await;
+    let all = run.jobs_total as u32;
+    let slow = lease(&mut s.client, "slow", all).await;
+    assert_eq!(slow.len(), all as usize);
+    assert!(lease(&mut s.client, "fast", all).await.is_empty());
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let fast = lease(&mut s.client, "fast", all).await;
+    assert_eq!(
+        fast.len(),
+        all as usize,
+        "every expired lease is leased again"
+    );
+    let late: Vec<_> = slow.iter().map(result_of).collect();
+    let accepted = report(&mut s.client, "slow", late).await.unwrap();
+    assert!(accepted
+        .iter()
+        .all(|&o| o == proto::Outcome::Accepted as i32));
+    let on_time: Vec<_> = fast.iter().map(result_of).collect();
+    let dup = report(&mut s.client, "fast", on_time).await.unwrap();
+    assert!(dup.iter().all(|&o| o == proto::Outcome::Duplicate as i32));
+    let done = status(&mut s.client, &run.run).await;
+    assert_eq!(done.state, proto::RunState::Done as i32);
+    assert_eq!(done.total, "4");
+    assert_eq!(done.unique.as_deref(), Some("1"));
+}
+
+#[tokio::test]
+async fn issue_3_heartbeats_keep_leases_and_health_is_served() {
+    let mut s = start(Duration::from_millis(300)).await;
+    create(&mut s.client, 7).await;
+    let held = lease(&mut s.client, "w1", 1).await;
+    let ids = vec![held[0].lease_id];
+    for _ in 0..8 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let hb = s
+            .client
+            .heartbeat(proto::HeartbeatRequest {
+                worker_id: "w1".into(),
+                lease_ids: ids.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(hb.lost.is_empty(), "a heartbeating worker keeps its lease");
+    }
+    // Another worker gets other jobs, never the held one.
+    let others = lease(&mut s.client, "w2", 1000).await;
+    assert!(others.iter().all(|l| l.job != held[0].job));
+
+    let channel = Channel::from_shared(s.address.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let reply = health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "nqueens.v1.Coordinator".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        reply.status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
+}
