@@ -3,9 +3,12 @@
 
 use std::process::{Command, Output};
 
+/// Runs `nqueens` with a fresh, private data directory, so that every count computes.
 fn nqueens(args: &[&str]) -> Output {
+    let data = tempfile::tempdir().unwrap();
     Command::new(env!("CARGO_BIN_EXE_nqueens"))
         .args(args)
+        .env("NQUEENS_DATA", data.path())
         .output()
         .expect("run nqueens")
 }
@@ -88,4 +91,73 @@ fn text_output_names_total_and_unique() {
         String::from_utf8_lossy(&out.stdout).trim(),
         "N = 8: 92 solutions, 12 unique"
     );
+}
+
+/// `count --json` on a given data directory.
+fn count_in(data: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_nqueens"))
+        .arg("count")
+        .args(args)
+        .arg("--json")
+        .arg("--data")
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn issue_3_count_killed_with_sigkill_resumes_where_it_stopped() {
+    let args = ["16", "--threads", "1"];
+    // Kill it partway; how far it got depends on the machine, so try a few delays until the kill lands
+    // after some jobs were committed and before the last.
+    for delay_ms in [400, 150, 800, 50, 1500, 2500] {
+        let data = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nqueens"))
+            .arg("count")
+            .args(args)
+            .arg("--data")
+            .arg(data.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let resumed = count_in(data.path(), &args);
+        let jobs = resumed["jobs"].as_u64().unwrap();
+        let done_before = resumed["jobs_resumed"].as_u64().unwrap();
+        assert_eq!(resumed["total"], "14772512");
+        assert_eq!(resumed["unique"], "1846955");
+        if done_before == 0 || done_before == jobs {
+            continue;
+        }
+        // A finished count answers at once from the store.
+        let again = count_in(data.path(), &args);
+        assert_eq!(again["jobs_resumed"], jobs);
+        assert_eq!(again["total"], "14772512");
+        assert_eq!(again["nodes"], resumed["nodes"]);
+        return;
+    }
+    panic!("no kill landed mid-run");
+}
+
+#[test]
+fn issue_3_a_second_count_on_a_busy_store_is_refused_clearly() {
+    let data = tempfile::tempdir().unwrap();
+    let _held = nqueens_coordinator::store::Store::open(data.path()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nqueens"))
+        .args(["count", "8", "--data"])
+        .arg(data.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in use by another nqueens process"), "{err}");
 }

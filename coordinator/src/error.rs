@@ -25,15 +25,21 @@ pub enum Error {
     /// The store on disk disagrees with itself (the startup audit, or a plan that changed).
     #[error("store is inconsistent: {0}")]
     Corrupt(String),
-    /// The embedded database failed.
+    /// The embedded database failed. (Not marked as the source: its text is already in the message.)
     #[error("store: {0}")]
-    Store(#[from] sled::Error),
+    Store(sled::Error),
     /// Results were applied but could not be made durable: they are not acknowledged.
     #[error("could not make results durable: {0}")]
     Durability(String),
     /// The coordinator is shutting down.
     #[error("coordinator is shutting down")]
     ShuttingDown,
+}
+
+impl From<sled::Error> for Error {
+    fn from(e: sled::Error) -> Error {
+        Error::Store(e)
+    }
 }
 
 impl From<sled::transaction::TransactionError<Error>> for Error {

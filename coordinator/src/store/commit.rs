@@ -58,11 +58,11 @@ impl Store {
             let mut out = Committed::default();
             let mut metas: BTreeMap<u64, RunMeta> = BTreeMap::new();
             for inc in batch {
-                if !metas.contains_key(&inc.run) {
+                if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(inc.run) {
                     let Some(raw) = runs.get(run_key(inc.run))? else {
                         return abort(Error::UnknownRun(inc.run.to_string()));
                     };
-                    metas.insert(inc.run, decode("run", &raw).or_else(abort)?);
+                    slot.insert(decode("run", &raw).or_else(abort)?);
                 }
                 let k = job_key(inc.run, &inc.key);
                 if let Some(raw) = results.get(&k)? {

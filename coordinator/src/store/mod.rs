@@ -44,9 +44,12 @@ impl Store {
     /// Opens (or creates) the store in `dir` and starts a new epoch.
     pub fn open(dir: &Path) -> Result<Store> {
         let db = sled::Config::new().path(dir).open().map_err(|e| match e {
-            sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => Error::Invalid(
-                format!("{} is in use by another nqueens process", dir.display()),
-            ),
+            sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+                Error::Invalid(format!(
+                    "{} is in use by another nqueens process",
+                    dir.display()
+                ))
+            }
             other => Error::Store(other),
         })?;
         Store::with_db(db)

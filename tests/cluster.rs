@@ -1,0 +1,123 @@
+//! End-to-end cluster runs with real processes on 127.0.0.1: a coordinator (`nqueens serve`) and workers
+//! (`nqueens worker`), with workers and the coordinator killed mid-run (issue 3). Every total is checked
+//! against the published reference counts, and the store is audited at the end.
+
+mod support;
+
+use std::time::Duration;
+
+use nqueens_common::proto::RunState;
+use nqueens_coordinator::store::Store;
+use support::{poll, reference, status_json, submit, wait, worker, Serve};
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+#[test]
+fn issue_3_coordinator_and_two_workers_count_12_and_13_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "10s");
+    let mut runs = Vec::new();
+    for n in [12, 13] {
+        for strategy in ["d4", "mirror"] {
+            runs.push((n, strategy, submit(&serve.address, n, strategy)));
+        }
+    }
+    let mut a = worker(&serve.address, dir.path(), "a", &["--exit-when-idle"]);
+    let mut b = worker(&serve.address, dir.path(), "b", &["--exit-when-idle"]);
+    assert!(wait(&mut a, LIMIT, "worker a").success());
+    assert!(wait(&mut b, LIMIT, "worker b").success());
+
+    let status = status_json(&serve.address);
+    assert_eq!(status.len(), 4);
+    for ((n, strategy, run), s) in runs.iter().zip(&status) {
+        let (total, unique) = reference(*n);
+        assert_eq!(s["run"], run.as_str());
+        assert_eq!(s["state"], "done", "{s}");
+        assert_eq!(s["strategy"], *strategy);
+        assert_eq!(s["total"], total.to_string(), "N = {n} {strategy}");
+        assert_eq!(s["jobs_done"], s["jobs_total"]);
+        match *strategy {
+            "d4" => assert_eq!(s["unique"], unique.to_string()),
+            _ => assert!(s.get("unique").is_none()),
+        }
+    }
+    let log = serve.log();
+    assert_eq!(log.matches("run finished").count(), 4, "{log}");
+    assert!(log.contains("worker joined"), "{log}");
+}
+
+#[test]
+fn issue_3_a_killed_workers_jobs_are_leased_again_after_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "1s");
+    let run = submit(&serve.address, 16, "d4");
+    let mut doomed = worker(&serve.address, dir.path(), "doomed", &[]);
+    poll(&serve.address, &run, LIMIT, |s| s.jobs_done >= 3);
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+    let held = support::probe(&serve.address, &run).unwrap();
+    assert!(
+        held.state != RunState::Done as i32,
+        "the run ended before the kill"
+    );
+    assert!(
+        held.jobs_leased > 0,
+        "the killed worker held leases: {held:?}"
+    );
+
+    let mut rescuer = worker(&serve.address, dir.path(), "rescuer", &["--exit-when-idle"]);
+    assert!(wait(&mut rescuer, LIMIT, "rescuer").success());
+    let done = support::probe(&serve.address, &run).unwrap();
+    let (total, unique) = reference(16);
+    assert_eq!(done.state, RunState::Done as i32);
+    assert_eq!(done.total, total.to_string());
+    assert_eq!(done.unique, Some(unique.to_string()));
+    assert!(serve.log().contains("lease expired"), "{}", serve.log());
+}
+
+#[test]
+fn issue_3_a_coordinator_killed_mid_run_resumes_and_counts_each_job_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let mut first = Serve::start(&data, "127.0.0.1:0", "2s");
+    let listen = first.listen().to_string();
+    let address = first.address.clone();
+    let run = submit(&address, 17, "d4");
+    let mut workers = [
+        worker(&address, dir.path(), "a", &["--exit-when-idle"]),
+        worker(&address, dir.path(), "b", &["--exit-when-idle"]),
+    ];
+    let before = poll(&address, &run, LIMIT, |s| s.jobs_done >= 8);
+    first.kill();
+    assert!(
+        before.jobs_done < before.jobs_total,
+        "the run ended before the kill"
+    );
+    // The workers keep computing and journal what they cannot report; then the coordinator comes back on
+    // the same address and the same data.
+    std::thread::sleep(Duration::from_millis(700));
+    let mut second = Serve::start(&data, &listen, "2s");
+    for (i, w) in workers.iter_mut().enumerate() {
+        assert!(wait(w, LIMIT, &format!("worker {i}")).success());
+    }
+    let done = support::probe(&address, &run).unwrap();
+    let (total, unique) = reference(17);
+    assert_eq!(done.state, RunState::Done as i32, "{done:?}");
+    assert_eq!(done.total, total.to_string());
+    assert_eq!(done.unique, Some(unique.to_string()));
+    assert!(second.log().contains("audit passed"), "{}", second.log());
+    second.stop();
+
+    // Offline: the stored totals equal the sum of the stored results, one result per job.
+    let store = Store::open(&data).unwrap();
+    let audit = store.audit().unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].tally.total, total);
+    assert_eq!(audit[0].tally.jobs, done.jobs_total);
+    let sum: u128 = store
+        .results(1)
+        .map(|r| r.unwrap().1.result.total as u128)
+        .sum();
+    assert_eq!(sum, total);
+    assert_eq!(store.results(1).count() as u64, done.jobs_total);
+}

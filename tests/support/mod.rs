@@ -1,0 +1,231 @@
+//! Helpers of the end-to-end tests: the `nqueens` binary as real processes (coordinator, workers), a
+//! gRPC status probe, and the published reference counts.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nqueens_common::proto;
+
+/// The published totals and unique counts (OEIS A000170, A002562) for N = 1..=27.
+pub fn reference(n: u32) -> (u128, u128) {
+    let table = include_str!("../../common/tests/data/solution-counts.tsv");
+    table
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .find(|f| f[0] == n.to_string())
+        .map(|f| (f[1].parse().unwrap(), f[2].parse().unwrap()))
+        .expect("N in the reference table")
+}
+
+/// The `nqueens` binary.
+pub fn nqueens() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_nqueens"))
+}
+
+/// A coordinator process (`nqueens serve`) with its log collected; killed when dropped.
+pub struct Serve {
+    child: Child,
+    pub address: String,
+    pub log: Arc<Mutex<String>>,
+}
+
+impl Serve {
+    /// Starts `nqueens serve` on `listen` over `data` and waits until it listens.
+    pub fn start(data: &Path, listen: &str, lease_timeout: &str) -> Serve {
+        let mut child = nqueens()
+            .args([
+                "serve",
+                "--listen",
+                listen,
+                "--lease-timeout",
+                lease_timeout,
+            ])
+            .args(["--progress-interval", "1s", "--data"])
+            .arg(data)
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start nqueens serve");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("coordinator listening") {
+                    let addr = line
+                        .split("addr=")
+                        .nth(1)
+                        .unwrap()
+                        .split(' ')
+                        .next()
+                        .unwrap();
+                    let _ = tx.send(addr.to_string());
+                }
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let address = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(a) => format!("http://{a}"),
+            Err(_) => panic!("coordinator did not start: {}", log.lock().unwrap()),
+        };
+        Serve {
+            child,
+            address,
+            log,
+        }
+    }
+
+    /// The `host:port` it listens on.
+    pub fn listen(&self) -> &str {
+        self.address.trim_start_matches("http://")
+    }
+
+    /// Kills it with SIGKILL: no shutdown code runs.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Stops it with SIGTERM and waits for a clean exit.
+    pub fn stop(&mut self) {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let status = wait(&mut self.child, Duration::from_secs(30), "coordinator");
+        assert!(status.success(), "coordinator exit: {status:?}");
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A worker process (`nqueens worker`), logging to `dir/NAME.log`.
+pub fn worker(address: &str, dir: &Path, name: &str, extra: &[&str]) -> Child {
+    let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
+    nqueens()
+        .args([
+            "worker",
+            "--coordinator",
+            address,
+            "--threads",
+            "1",
+            "--name",
+            name,
+        ])
+        .arg("--journal")
+        .arg(dir.join(format!("{name}.journal")))
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start nqueens worker")
+}
+
+/// Waits for a process to exit, killing it and failing after `limit`.
+pub fn wait(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Creates a run through `nqueens submit --json`; returns its id.
+pub fn submit(address: &str, n: u32, strategy: &str) -> String {
+    let out = nqueens()
+        .args([
+            "submit",
+            &n.to_string(),
+            "--strategy",
+            strategy,
+            "--json",
+            "--coordinator",
+            address,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["n"], n);
+    assert_eq!(v["state"], "running");
+    v["run"].as_str().unwrap().to_string()
+}
+
+/// `nqueens status --json` for every run.
+pub fn status_json(address: &str) -> Vec<serde_json::Value> {
+    let out = nqueens()
+        .args(["status", "--json", "--coordinator", address])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A run's status over gRPC; `None` while the coordinator is unreachable.
+pub fn probe(address: &str, run: &str) -> Option<proto::RunStatus> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut c = nqueens_worker::client::connect(address).ok()?;
+        let req = proto::GetRunRequest { run: run.into() };
+        c.get_run(req).await.ok().map(|r| r.into_inner())
+    })
+}
+
+/// Polls a run until `until` holds of its status, failing after `limit`.
+pub fn poll(
+    address: &str,
+    run: &str,
+    limit: Duration,
+    until: impl Fn(&proto::RunStatus) -> bool,
+) -> proto::RunStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = probe(address, run).filter(|s| until(s)) {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "run {run} did not reach the awaited state within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
