@@ -160,13 +160,15 @@ impl coordinator_server::Coordinator for CoordinatorService {
         let r = req.into_inner();
         let grant = self
             .coordinator
-            .lease(
+            .lease_wait(
                 &r.worker_id,
                 &r.worker_name,
                 r.threads,
                 r.capacity,
                 r.run.as_deref(),
+                Duration::from_millis(r.wait_ms as u64),
             )
+            .await
             .map_err(status)?;
         let leases = grant
             .leases

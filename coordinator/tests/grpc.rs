@@ -70,6 +70,7 @@ async fn lease(
         threads: 1,
         capacity,
         run: None,
+        wait_ms: 0,
     })
     .await
     .unwrap()
@@ -273,6 +274,7 @@ async fn issue_3_bad_input_gets_a_clear_error_and_changes_nothing() {
                 threads: 1,
                 capacity,
                 run: None,
+                wait_ms: 0,
             })
             .await
             .unwrap_err();
@@ -286,6 +288,7 @@ async fn issue_3_bad_input_gets_a_clear_error_and_changes_nothing() {
             threads: 1,
             capacity: 1,
             run: Some("77".into()),
+            wait_ms: 0,
         })
         .await
         .unwrap_err();

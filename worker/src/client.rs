@@ -22,6 +22,8 @@ use crate::journal::{Finished, Journal};
 
 /// Most results in one report.
 const REPORT_BATCH: usize = 1024;
+/// How long the coordinator may hold a lease request when no job is free (long polling).
+const LEASE_WAIT_MS: u32 = 5_000;
 
 /// What a worker needs to know.
 #[derive(Debug, Clone)]
@@ -208,9 +210,11 @@ impl Worker {
         wake.max(Instant::now() + Duration::from_millis(1))
     }
 
-    /// Jobs to keep queued or running: two per thread, so no thread waits for a lease round trip.
+    /// Jobs to hold at once: one per thread. Holding more would hide a lease round trip (about a
+    /// millisecond, against jobs of seconds) but lets a job wait in one worker's queue while another
+    /// worker idles at the end of a run.
     fn target(&self) -> usize {
-        self.config.threads.max(1) * 2
+        self.config.threads.max(1)
     }
 
     /// Journals a finished job and queues its report.
@@ -372,6 +376,8 @@ impl Worker {
                 threads: self.config.threads as u32,
                 capacity: capacity as u32,
                 run: self.config.run.clone(),
+                // Long-poll only when holding nothing: a held request must not delay reports.
+                wait_ms: if self.held.is_empty() { LEASE_WAIT_MS } else { 0 },
             })
             .await?
             .into_inner();

@@ -13,6 +13,8 @@ use crate::error::{Error, Result};
 pub const MAX_CAPACITY: u32 = 4096;
 /// Most lease ids one heartbeat or release may name.
 pub const MAX_IDS: usize = 16_384;
+/// Longest a lease request may wait for a job.
+pub const MAX_WAIT: Duration = Duration::from_secs(10);
 /// Longest worker id or name.
 const MAX_ID_LEN: usize = 128;
 
@@ -117,6 +119,32 @@ impl Coordinator {
                 .clamp(Duration::from_millis(50), Duration::from_secs(2)),
             idle: running == 0,
         })
+    }
+
+    /// Like [`Coordinator::lease`], but when nothing can be leased and a run is still running, waits up
+    /// to `wait` for a job to come free (an expired or handed-back lease) or for the runs to end.
+    pub async fn lease_wait(
+        &self,
+        worker: &str,
+        name: &str,
+        threads: u32,
+        capacity: u32,
+        only: Option<&str>,
+        wait: Duration,
+    ) -> Result<Grant> {
+        let deadline = Instant::now() + wait.min(MAX_WAIT);
+        let mut changes = self.subscribe();
+        loop {
+            changes.borrow_and_update();
+            let grant = self.lease(worker, name, threads, capacity, only)?;
+            if !grant.leases.is_empty() || grant.idle || Instant::now() >= deadline {
+                return Ok(grant);
+            }
+            tokio::select! {
+                _ = changes.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
     }
 
     /// Extends the worker's leases; returns those that are no longer its.
