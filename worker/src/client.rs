@@ -377,7 +377,11 @@ impl Worker {
                 capacity: capacity as u32,
                 run: self.config.run.clone(),
                 // Long-poll only when holding nothing: a held request must not delay reports.
-                wait_ms: if self.held.is_empty() { LEASE_WAIT_MS } else { 0 },
+                wait_ms: if self.held.is_empty() {
+                    LEASE_WAIT_MS
+                } else {
+                    0
+                },
             })
             .await?
             .into_inner();
