@@ -121,3 +121,29 @@ fn issue_3_a_coordinator_killed_mid_run_resumes_and_counts_each_job_once() {
     assert_eq!(sum, total);
     assert_eq!(store.results(1).count() as u64, done.jobs_total);
 }
+
+#[test]
+fn issue_3_a_worker_stopped_with_sigterm_reports_its_running_job_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "60s");
+    let run = submit(&serve.address, 16, "d4");
+    let mut polite = worker(&serve.address, dir.path(), "polite", &[]);
+    poll(&serve.address, &run, LIMIT, |s| s.jobs_done >= 2);
+    std::process::Command::new("kill")
+        .args(["-TERM", &polite.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(wait(&mut polite, LIMIT, "polite").success());
+    // It held no lease when it left: nothing waits for a 60 s expiry, and its last job was counted.
+    let after = support::probe(&serve.address, &run).unwrap();
+    assert_eq!(after.jobs_leased, 0, "{after:?}");
+    let log = std::fs::read_to_string(dir.path().join("polite.log")).unwrap();
+    assert!(log.contains("shutting down"), "{log}");
+    assert!(!log.contains("unacknowledged"), "{log}");
+
+    let mut rest = worker(&serve.address, dir.path(), "rest", &["--exit-when-idle"]);
+    assert!(wait(&mut rest, LIMIT, "rest").success());
+    let done = support::probe(&serve.address, &run).unwrap();
+    assert_eq!(done.total, reference(16).0.to_string());
+    assert!(!serve.log().contains("lease expired"), "{}", serve.log());
+}

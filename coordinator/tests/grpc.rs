@@ -402,3 +402,48 @@ async fn issue_3_heartbeats_keep_leases_and_health_is_served() {
         tonic_health::pb::health_check_response::ServingStatus::Serving as i32
     );
 }
+
+#[tokio::test]
+async fn issue_3_watch_streams_progress_until_the_run_is_done() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 8).await;
+    let mut watch = s
+        .client
+        .watch_run(proto::WatchRunRequest {
+            run: run.run.clone(),
+            interval_ms: 10,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let first = watch.message().await.unwrap().unwrap();
+    assert_eq!(
+        (first.jobs_done, first.state),
+        (0, proto::RunState::Running as i32)
+    );
+    let leases = lease(&mut s.client, "w1", 1000).await;
+    for l in &leases {
+        report(&mut s.client, "w1", vec![result_of(l)])
+            .await
+            .unwrap();
+    }
+    let mut last = first;
+    while let Some(next) = watch.message().await.unwrap() {
+        assert!(next.jobs_done >= last.jobs_done, "progress never goes back");
+        last = next;
+    }
+    assert_eq!(last.state, proto::RunState::Done as i32);
+    assert_eq!(
+        (last.total.as_str(), last.unique.as_deref()),
+        ("92", Some("12"))
+    );
+    let unknown = s
+        .client
+        .watch_run(proto::WatchRunRequest {
+            run: "5".into(),
+            interval_ms: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Code::NotFound);
+}

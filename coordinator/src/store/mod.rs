@@ -179,3 +179,6 @@ fn read_u64(tree: &sled::Tree, key: &[u8]) -> Result<Option<u64>> {
         })
         .transpose()
 }
+
+#[cfg(test)]
+mod tests;
