@@ -1,7 +1,11 @@
 //! End-to-end tests of the `nqueens` binary: real processes, real output, checked against the published
 //! reference counts in `shared/reference/`.
 
+mod support;
+
 use std::process::{Command, Output};
+
+use support::stdout_of;
 
 /// Runs `nqueens` with a fresh, private data directory, so that every count computes.
 fn nqueens(args: &[&str]) -> Output {
@@ -14,13 +18,13 @@ fn nqueens(args: &[&str]) -> Output {
 }
 
 fn json(args: &[&str]) -> serde_json::Value {
-    let out = nqueens(args);
-    assert!(
-        out.status.success(),
-        "nqueens {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let data = tempfile::tempdir().unwrap();
+    let out = stdout_of(
+        support::nqueens()
+            .args(args)
+            .env("NQUEENS_DATA", data.path()),
     );
-    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+    serde_json::from_slice(&out).expect("one JSON object on stdout")
 }
 
 #[test]
@@ -95,20 +99,15 @@ fn text_output_names_total_and_unique() {
 
 /// `count --json` on a given data directory.
 fn count_in(data: &std::path::Path, args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_nqueens"))
-        .arg("count")
-        .args(args)
-        .arg("--json")
-        .arg("--data")
-        .arg(data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = stdout_of(
+        support::nqueens()
+            .arg("count")
+            .args(args)
+            .arg("--json")
+            .arg("--data")
+            .arg(data),
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&out).unwrap()
 }
 
 #[test]

@@ -31,6 +31,9 @@ pub enum Error {
     /// Results were applied but could not be made durable: they are not acknowledged.
     #[error("could not make results durable: {0}")]
     Durability(String),
+    /// The local mode's in-process worker failed or stopped early.
+    #[error("local worker: {0}")]
+    LocalWorker(String),
     /// The coordinator is shutting down.
     #[error("coordinator is shutting down")]
     ShuttingDown,

@@ -10,7 +10,7 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::error::Error;
-use crate::service::{Coordinator, Report, RunView};
+use crate::service::{Ask, Coordinator, Report, RunView};
 use crate::store::Outcome;
 
 /// The tonic service over a coordinator.
@@ -39,7 +39,7 @@ pub fn status(e: Error) -> Status {
         Error::Input(_) | Error::Invalid(_) => Status::invalid_argument(e.to_string()),
         Error::NotLeased { .. } => Status::failed_precondition(e.to_string()),
         Error::ShuttingDown => Status::unavailable(e.to_string()),
-        Error::Corrupt(_) | Error::Store(_) | Error::Durability(_) => {
+        Error::Corrupt(_) | Error::Store(_) | Error::Durability(_) | Error::LocalWorker(_) => {
             Status::internal(e.to_string())
         }
     }
@@ -160,12 +160,14 @@ impl coordinator_server::Coordinator for CoordinatorService {
         let r = req.into_inner();
         let grant = self
             .coordinator
-            .lease_wait(
-                &r.worker_id,
-                &r.worker_name,
-                r.threads,
-                r.capacity,
-                r.run.as_deref(),
+            .lease(
+                &Ask {
+                    worker: &r.worker_id,
+                    name: &r.worker_name,
+                    threads: r.threads,
+                    capacity: r.capacity,
+                    only: r.run.as_deref(),
+                },
                 Duration::from_millis(r.wait_ms as u64),
             )
             .await

@@ -106,7 +106,7 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     let _ = server.await;
     match worked {
         Ok(Ok(_)) if view.is_done() => Ok(LocalOutcome { view, jobs_resumed }),
-        Ok(Err(e)) => Err(Error::Invalid(format!("local worker failed: {e}"))),
+        Ok(Err(e)) => Err(Error::LocalWorker(e.to_string())),
         _ => Err(Error::Invalid(
             "local worker stopped before the run was done".into(),
         )),

@@ -28,6 +28,17 @@ pub fn nqueens() -> Command {
     Command::new(env!("CARGO_BIN_EXE_nqueens"))
 }
 
+/// Runs a command to completion and returns its stdout, failing with its stderr if it did not succeed.
+pub fn stdout_of(cmd: &mut Command) -> Vec<u8> {
+    let out = cmd.output().expect("run the command");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// A coordinator process (`nqueens serve`) with its log collected; killed when dropped.
 pub struct Serve {
     child: Child,
@@ -156,24 +167,16 @@ pub fn wait(child: &mut Child, limit: Duration, what: &str) -> std::process::Exi
 
 /// Creates a run through `nqueens submit --json`; returns its id.
 pub fn submit(address: &str, n: u32, strategy: &str) -> String {
-    let out = nqueens()
-        .args([
-            "submit",
-            &n.to_string(),
-            "--strategy",
-            strategy,
-            "--json",
-            "--coordinator",
-            address,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = stdout_of(nqueens().args([
+        "submit",
+        &n.to_string(),
+        "--strategy",
+        strategy,
+        "--json",
+        "--coordinator",
+        address,
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["n"], n);
     assert_eq!(v["state"], "running");
     v["run"].as_str().unwrap().to_string()
@@ -181,16 +184,8 @@ pub fn submit(address: &str, n: u32, strategy: &str) -> String {
 
 /// `nqueens status --json` for every run.
 pub fn status_json(address: &str) -> Vec<serde_json::Value> {
-    let out = nqueens()
-        .args(["status", "--json", "--coordinator", address])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
+    let out = stdout_of(nqueens().args(["status", "--json", "--coordinator", address]));
+    String::from_utf8(out)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

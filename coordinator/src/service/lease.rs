@@ -27,6 +27,18 @@ pub struct Granted {
     pub key: JobKey,
 }
 
+/// A worker's request for jobs.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub worker: &'a str,
+    pub name: &'a str,
+    pub threads: u32,
+    /// How many jobs it wants (1 to [`MAX_CAPACITY`]).
+    pub capacity: u32,
+    /// Only jobs of this run.
+    pub only: Option<&'a str>,
+}
+
 /// The answer to a lease request.
 #[derive(Debug, Clone)]
 pub struct Grant {
@@ -60,15 +72,34 @@ fn check_ids(ids: &[u64]) -> Result<()> {
 }
 
 impl Coordinator {
-    /// Leases up to `capacity` jobs, from the oldest running run first (or from `only` that run).
-    pub fn lease(
-        &self,
-        worker: &str,
-        name: &str,
-        threads: u32,
-        capacity: u32,
-        only: Option<&str>,
-    ) -> Result<Grant> {
+    /// Leases up to `ask.capacity` jobs, from the oldest running run first (or from `ask.only`). When
+    /// nothing can be leased and a run is still running, waits up to `wait` for a job to come free (an
+    /// expired or handed-back lease) or for the runs to end.
+    pub async fn lease(&self, ask: &Ask<'_>, wait: Duration) -> Result<Grant> {
+        let deadline = Instant::now() + wait.min(MAX_WAIT);
+        let mut changes = self.subscribe();
+        loop {
+            changes.borrow_and_update();
+            let grant = self.try_lease(ask)?;
+            if !grant.leases.is_empty() || grant.idle || Instant::now() >= deadline {
+                return Ok(grant);
+            }
+            tokio::select! {
+                _ = changes.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    /// One attempt of [`Coordinator::lease`], without waiting.
+    fn try_lease(&self, ask: &Ask<'_>) -> Result<Grant> {
+        let Ask {
+            worker,
+            name,
+            threads,
+            capacity,
+            only,
+        } = *ask;
         check_worker("worker id", worker)?;
         check_worker("worker name", name)?;
         if !(1..=MAX_CAPACITY).contains(&capacity) {
@@ -82,7 +113,7 @@ impl Coordinator {
             .map(|id| lookup(&guard, id).map(|r| r.meta.id))
             .transpose()?;
         let state = &mut *guard;
-        if state.workers.hello(worker, name, threads, now) {
+        if state.workers.seen(worker, now) {
             tracing::info!(worker, name, threads, "worker joined");
         }
         let mut leases = Vec::new();
@@ -121,39 +152,13 @@ impl Coordinator {
         })
     }
 
-    /// Like [`Coordinator::lease`], but when nothing can be leased and a run is still running, waits up
-    /// to `wait` for a job to come free (an expired or handed-back lease) or for the runs to end.
-    pub async fn lease_wait(
-        &self,
-        worker: &str,
-        name: &str,
-        threads: u32,
-        capacity: u32,
-        only: Option<&str>,
-        wait: Duration,
-    ) -> Result<Grant> {
-        let deadline = Instant::now() + wait.min(MAX_WAIT);
-        let mut changes = self.subscribe();
-        loop {
-            changes.borrow_and_update();
-            let grant = self.lease(worker, name, threads, capacity, only)?;
-            if !grant.leases.is_empty() || grant.idle || Instant::now() >= deadline {
-                return Ok(grant);
-            }
-            tokio::select! {
-                _ = changes.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => {}
-            }
-        }
-    }
-
     /// Extends the worker's leases; returns those that are no longer its.
     pub fn heartbeat(&self, worker: &str, ids: &[u64]) -> Result<Vec<u64>> {
         check_worker("worker id", worker)?;
         check_ids(ids)?;
         let now = Instant::now();
         let mut state = self.state();
-        state.workers.touch(worker, 0, now);
+        state.workers.seen(worker, now);
         Ok(state.leases.heartbeat(worker, ids, now))
     }
 
@@ -163,7 +168,7 @@ impl Coordinator {
         check_ids(ids)?;
         let mut guard = self.state();
         let state = &mut *guard;
-        state.workers.touch(worker, 0, Instant::now());
+        state.workers.seen(worker, Instant::now());
         let released = state.leases.release(worker, ids);
         for lease in &released {
             if let Some(run) = state.runs.get_mut(&lease.run) {

@@ -6,10 +6,9 @@ mod report;
 mod view;
 mod workers;
 
-pub use lease::{Grant, Granted};
+pub use lease::{Ask, Grant, Granted};
 pub use report::Report;
 pub use view::RunView;
-pub use workers::WorkerView;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -183,12 +182,6 @@ impl Coordinator {
         let state = self.state();
         let run = lookup(&state, id)?;
         Ok(self.view(&state, run))
-    }
-
-    /// The workers seen in this incarnation.
-    pub fn workers(&self) -> Vec<WorkerView> {
-        let state = self.state();
-        state.workers.views(Instant::now(), state.leases.timeout())
     }
 }
 

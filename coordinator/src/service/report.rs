@@ -43,11 +43,9 @@ impl Coordinator {
         let now = Instant::now();
         let mut guard = self.state();
         let state = &mut *guard;
-        let mut accepted = 0;
         for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
             match outcome {
                 Outcome::Accepted => {
-                    accepted += 1;
                     state.leases.settle(inc.run, &inc.key);
                 }
                 Outcome::Duplicate => {
@@ -66,7 +64,7 @@ impl Coordinator {
                 ),
             }
         }
-        state.workers.touch(worker, accepted, now);
+        state.workers.seen(worker, now);
         for (run, tally) in &committed.tallies {
             if let Some(live) = state.runs.get_mut(run) {
                 live.update(*tally, now);
