@@ -22,6 +22,9 @@ pub enum Error {
         job: String,
         lease: u64,
     },
+    /// A worker whose result others disproved: it gets no more leases and its reports are refused.
+    #[error("worker {worker:?} is quarantined: {reason}")]
+    Quarantined { worker: String, reason: String },
     /// The store on disk disagrees with itself (the startup audit, or a plan that changed).
     #[error("store is inconsistent: {0}")]
     Corrupt(String),

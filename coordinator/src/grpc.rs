@@ -38,6 +38,7 @@ pub fn status(e: Error) -> Status {
         }
         Error::Input(_) | Error::Invalid(_) => Status::invalid_argument(e.to_string()),
         Error::NotLeased { .. } => Status::failed_precondition(e.to_string()),
+        Error::Quarantined { .. } => Status::permission_denied(e.to_string()),
         Error::ShuttingDown => Status::unavailable(e.to_string()),
         Error::Corrupt(_) | Error::Store(_) | Error::Durability(_) | Error::LocalWorker(_) => {
             Status::internal(e.to_string())
@@ -54,6 +55,8 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
         depth: v.meta.depth as u32,
         state: if v.is_done() {
             proto::RunState::Done
+        } else if v.is_stalled() {
+            proto::RunState::Stalled
         } else {
             proto::RunState::Running
         } as i32,
@@ -68,6 +71,10 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
         finished_unix: v.meta.finished_unix,
         jobs_per_second: v.jobs_per_second,
         eta_seconds: v.eta_seconds,
+        jobs_verifying: v.jobs_verifying,
+        jobs_disputed: v.jobs_disputed,
+        jobs_failed: v.jobs_failed,
+        verify_fraction: v.meta.verify_fraction,
     }
 }
 
@@ -87,7 +94,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         let strategy = strategy_from_wire(r.strategy).map_err(|e| status(e.into()))?;
         let view = self
             .coordinator
-            .create_run(r.n, strategy, r.depth, r.reuse)
+            .create_run(r.n, strategy, r.depth, r.verify_fraction, r.reuse)
             .await
             .map_err(status)?;
         Ok(Response::new(run_status(&view)))
@@ -137,7 +144,10 @@ impl coordinator_server::Coordinator for CoordinatorService {
                         return;
                     }
                 };
-                if tx.send(Ok(run_status(&view))).await.is_err() || view.is_done() {
+                if tx.send(Ok(run_status(&view))).await.is_err()
+                    || view.is_done()
+                    || view.is_stalled()
+                {
                     return;
                 }
                 tokio::time::sleep(interval).await;
@@ -214,7 +224,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
             .collect();
         let outcomes = self
             .coordinator
-            .report(&r.worker_id, reports)
+            .report(&r.worker_id, &r.worker_name, reports)
             .await
             .map_err(status)?;
         let outcomes = outcomes
@@ -224,6 +234,9 @@ impl coordinator_server::Coordinator for CoordinatorService {
                     Outcome::Accepted => proto::Outcome::Accepted,
                     Outcome::Duplicate => proto::Outcome::Duplicate,
                     Outcome::Mismatch { .. } => proto::Outcome::Mismatch,
+                    Outcome::Pending => proto::Outcome::Pending,
+                    Outcome::Disputed => proto::Outcome::Disputed,
+                    Outcome::JobFailed => proto::Outcome::JobFailed,
                 };
                 wire as i32
             })
@@ -256,5 +269,26 @@ impl coordinator_server::Coordinator for CoordinatorService {
             .release(&r.worker_id, &r.lease_ids)
             .map_err(status)?;
         Ok(Response::new(proto::ReleaseResponse { released }))
+    }
+
+    async fn list_workers(
+        &self,
+        _: Request<proto::ListWorkersRequest>,
+    ) -> Result<Response<proto::ListWorkersResponse>, Status> {
+        let workers = self
+            .coordinator
+            .workers()
+            .into_iter()
+            .map(|w| proto::WorkerStatus {
+                name: w.name,
+                worker_id: w.id,
+                threads: w.threads,
+                accepted: w.accepted,
+                seen_seconds_ago: w.seen_ago.map(|d| d.as_secs_f64()),
+                quarantined: w.quarantined.is_some(),
+                reason: w.quarantined.unwrap_or_default(),
+            })
+            .collect();
+        Ok(Response::new(proto::ListWorkersResponse { workers }))
     }
 }

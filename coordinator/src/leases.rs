@@ -120,6 +120,12 @@ impl Leases {
         mine.into_iter().filter_map(|id| self.end(id)).collect()
     }
 
+    /// Ends one lease (its worker reported a result that does not settle the job); a later report under
+    /// it is still recognised.
+    pub fn close(&mut self, id: u64) -> Option<Lease> {
+        self.end(id)
+    }
+
     fn end(&mut self, id: u64) -> Option<Lease> {
         let lease = self.active.remove(&id)?;
         let job = (lease.run, lease.key.clone());

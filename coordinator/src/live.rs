@@ -1,7 +1,8 @@
-//! A run as the coordinator holds it in memory: its stored metadata and totals, where it is in its job
-//! list, the jobs to lease again, and its recent completion rate (for the ETA).
+//! A run as the coordinator holds it in memory: its stored metadata and totals, how many jobs are in each
+//! state, where it is in its job list, the jobs to lease again, how often each job's lease ended without a
+//! result, and its recent completion rate (for the ETA).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use nqueens_common::{JobKey, Plan, Tally};
@@ -9,7 +10,7 @@ use tokio::time::Instant;
 
 use crate::error::Result;
 use crate::leases::Leases;
-use crate::store::{RunMeta, Store};
+use crate::store::{JobState, RunMeta, Store};
 
 /// How far back the rate looks.
 const RATE_WINDOW: Duration = Duration::from_secs(300);
@@ -22,15 +23,25 @@ pub struct LiveRun {
     pub tally: Tally,
     /// The rest of the plan's job list not yet handed out in this incarnation (`None`: exhausted).
     cursor: Option<Box<dyn Iterator<Item = JobKey> + Send>>,
-    /// Jobs whose lease ended (expired or released) without a result.
+    /// Jobs whose lease ended (expired or released) without a result, and verified jobs waiting for
+    /// another worker.
     retry: VecDeque<JobKey>,
+    /// Jobs per state, as stored (pending jobs are not counted).
+    states: HashMap<JobState, u64>,
+    /// Leases of a job that expired in this incarnation.
+    attempts: HashMap<JobKey, u32>,
     /// `(when, jobs done, total)` samples, oldest first.
     samples: VecDeque<(Instant, u64, u128)>,
 }
 
 impl LiveRun {
     /// A run as loaded from the store.
-    pub fn new(meta: RunMeta, tally: Tally, now: Instant) -> Result<LiveRun> {
+    pub fn new(
+        meta: RunMeta,
+        tally: Tally,
+        states: HashMap<JobState, u64>,
+        now: Instant,
+    ) -> Result<LiveRun> {
         let plan = meta.plan()?;
         let cursor = (!meta.is_done()).then(|| plan.jobs());
         Ok(LiveRun {
@@ -40,26 +51,81 @@ impl LiveRun {
             tally,
             cursor,
             retry: VecDeque::new(),
+            states,
+            attempts: HashMap::new(),
         })
     }
 
-    /// The next job to lease: first the jobs handed back, then the plan's list, skipping jobs that are
-    /// done or leased.
-    pub fn next_job(&mut self, store: &Store, leases: &Leases) -> Result<Option<JobKey>> {
+    /// The next job to lease to the worker named `name`: first the jobs handed back or waiting for
+    /// verification, then the plan's list; never a job that is done, failed or leased, nor a verified
+    /// job this worker has already computed.
+    pub fn next_job(
+        &mut self,
+        store: &Store,
+        leases: &Leases,
+        name: &str,
+    ) -> Result<Option<JobKey>> {
         let run = self.meta.id;
-        while let Some(key) = self.retry.pop_front() {
-            if !leases.is_leased(run, &key) && !store.is_settled(run, &key)? {
-                return Ok(Some(key));
+        let mut i = 0;
+        while i < self.retry.len() {
+            let key = &self.retry[i];
+            if leases.is_leased(run, key) {
+                self.retry.remove(i);
+                continue;
+            }
+            match store.job(run, key)? {
+                Some(r) if !r.state.is_open() => {
+                    self.retry.remove(i);
+                }
+                Some(r) if r.computed_by(name) => i += 1,
+                _ => return Ok(self.retry.remove(i)),
             }
         }
         while let Some(cursor) = self.cursor.as_mut() {
-            match cursor.next() {
-                Some(key) if store.is_settled(run, &key)? => continue,
-                Some(key) => return Ok(Some(key)),
-                None => self.cursor = None,
+            let Some(key) = cursor.next() else {
+                self.cursor = None;
+                break;
+            };
+            match store.job(run, &key)? {
+                Some(r) if !r.state.is_open() => {}
+                Some(r) if r.computed_by(name) => self.retry.push_back(key),
+                _ => return Ok(Some(key)),
             }
         }
         Ok(None)
+    }
+
+    /// Counts a lease of `key` that expired; returns how many have, in this incarnation.
+    pub fn attempt_failed(&mut self, key: &JobKey) -> u32 {
+        let n = self.attempts.entry(key.clone()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    /// Records a job's change of state.
+    pub fn moved(&mut self, from: Option<JobState>, to: JobState) {
+        if let Some(from) = from {
+            if let Some(n) = self.states.get_mut(&from) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        *self.states.entry(to).or_insert(0) += 1;
+    }
+
+    /// Jobs in a state.
+    pub fn jobs_in(&self, state: JobState) -> u64 {
+        self.states.get(&state).copied().unwrap_or(0)
+    }
+
+    /// Whether the run can make no more progress: every job is done or failed, and some failed.
+    pub fn is_stuck(&self) -> bool {
+        let failed = self.jobs_in(JobState::Failed);
+        failed > 0 && self.tally.jobs + failed >= self.meta.jobs_total
+    }
+
+    /// Whether jobs may still be leased from it.
+    pub fn is_running(&self) -> bool {
+        !self.meta.is_done() && !self.is_stuck()
     }
 
     /// Puts a job whose lease ended back in line.

@@ -41,13 +41,16 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     let store = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&data)
             .map_err(|e| Error::Invalid(format!("cannot create {}: {e}", data.display())))?;
-        Store::open(&data)
+        let store = Store::open(&data)?;
+        // A local count has no operator to look into a failed job: it tries it again.
+        store.retry_failed()?;
+        Ok::<_, Error>(store)
     })
     .await
     .map_err(|_| Error::ShuttingDown)??;
     let coordinator = Coordinator::open(store, Config::default())?;
     let view = coordinator
-        .create_run(opts.n, opts.strategy, opts.depth, true)
+        .create_run(opts.n, opts.strategy, opts.depth, Some(0.0), true)
         .await?;
     let jobs_resumed = view.tally.jobs;
     if view.is_done() {
@@ -82,6 +85,7 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
             journal: None,
             run: Some(view.id()),
             exit_when_idle: true,
+            faults: Default::default(),
         },
         stop.clone(),
     ));
@@ -90,7 +94,7 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     let view = loop {
         let view = coordinator.run(&id)?;
         progress(&view);
-        if view.is_done() {
+        if view.is_done() || view.is_stalled() {
             break view;
         }
         if worker.is_finished() {
@@ -106,6 +110,10 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     let _ = server.await;
     match worked {
         Ok(Ok(_)) if view.is_done() => Ok(LocalOutcome { view, jobs_resumed }),
+        _ if view.is_stalled() => Err(Error::LocalWorker(format!(
+            "{} jobs failed (the log says why); run the same command again to retry them",
+            view.jobs_failed
+        ))),
         Ok(Err(e)) => Err(Error::LocalWorker(e.to_string())),
         _ => Err(Error::Invalid(
             "local worker stopped before the run was done".into(),

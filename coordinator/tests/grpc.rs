@@ -23,7 +23,14 @@ struct Server {
 async fn start(lease_timeout: Duration) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
-    let coordinator = Coordinator::open(store, Config { lease_timeout }).unwrap();
+    let coordinator = Coordinator::open(
+        store,
+        Config {
+            lease_timeout,
+            max_attempts: 3,
+        },
+    )
+    .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = format!("http://{}", listener.local_addr().unwrap());
     let stop = CancellationToken::new();
@@ -48,11 +55,20 @@ impl Drop for Server {
 }
 
 async fn create(c: &mut CoordinatorClient<Channel>, n: u32) -> proto::RunStatus {
+    create_verified(c, n, 0.0).await
+}
+
+async fn create_verified(
+    c: &mut CoordinatorClient<Channel>,
+    n: u32,
+    verify_fraction: f64,
+) -> proto::RunStatus {
     c.create_run(proto::CreateRunRequest {
         n,
         strategy: proto::Strategy::D4 as i32,
         depth: None,
         reuse: false,
+        verify_fraction: Some(verify_fraction),
     })
     .await
     .unwrap()
@@ -100,6 +116,7 @@ async fn report(
 ) -> Result<Vec<i32>, tonic::Status> {
     c.report(proto::ReportRequest {
         worker_id: worker.into(),
+        worker_name: worker.into(),
         results,
     })
     .await
@@ -293,7 +310,14 @@ async fn issue_3_bad_input_gets_a_clear_error_and_changes_nothing() {
         .await
         .unwrap_err();
     assert_eq!(unknown_run_lease.code(), Code::NotFound);
-    for (n, strategy) in [(0, 1), (33, 1), (8, 9)] {
+    for (n, strategy, verify_fraction) in [
+        (0, 1, None),
+        (33, 1, None),
+        (8, 9, None),
+        (8, 1, Some(-0.1)),
+        (8, 1, Some(1.5)),
+        (8, 1, Some(f64::NAN)),
+    ] {
         let err = s
             .client
             .create_run(proto::CreateRunRequest {
@@ -301,6 +325,7 @@ async fn issue_3_bad_input_gets_a_clear_error_and_changes_nothing() {
                 strategy,
                 depth: None,
                 reuse: false,
+                verify_fraction,
             })
             .await
             .unwrap_err();
@@ -446,4 +471,172 @@ async fn issue_3_watch_streams_progress_until_the_run_is_done() {
         .await
         .unwrap_err();
     assert_eq!(unknown.code(), Code::NotFound);
+}
+
+async fn list_workers(c: &mut CoordinatorClient<Channel>) -> Vec<proto::WorkerStatus> {
+    c.list_workers(proto::ListWorkersRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .workers
+}
+
+#[tokio::test]
+async fn issue_4_a_verified_job_needs_two_workers_and_a_wrong_one_is_quarantined() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create_verified(&mut s.client, 8, 1.0).await;
+    assert_eq!(run.verify_fraction, 1.0);
+    let outcome = |o: proto::Outcome| o as i32;
+
+    let first = lease(&mut s.client, "a", 1).await;
+    let honest = result_of(&first[0]);
+    let got = report(&mut s.client, "a", vec![honest.clone()])
+        .await
+        .unwrap();
+    assert_eq!(got, vec![outcome(proto::Outcome::Pending)]);
+    let st = status(&mut s.client, &run.run).await;
+    assert_eq!(
+        (st.jobs_done, st.jobs_verifying, st.total.as_str()),
+        (0, 1, "0")
+    );
+    // The same worker never gets the job again; another worker gets it first.
+    let again = lease(&mut s.client, "a", 1).await;
+    assert_ne!(again[0].job, first[0].job);
+    let liar_lease = lease(&mut s.client, "liar", 1).await;
+    assert_eq!(liar_lease[0].job, first[0].job);
+    let mut lie = result_of(&liar_lease[0]);
+    lie.total += 8;
+    let got = report(&mut s.client, "liar", vec![lie]).await.unwrap();
+    assert_eq!(got, vec![outcome(proto::Outcome::Disputed)]);
+    let st = status(&mut s.client, &run.run).await;
+    assert_eq!(
+        (st.jobs_done, st.jobs_disputed, st.total.as_str()),
+        (0, 1, "0")
+    );
+
+    // A third worker decides: the liar is quarantined, the agreeing result counted.
+    let judge = lease(&mut s.client, "c", 1).await;
+    assert_eq!(judge[0].job, first[0].job);
+    let got = report(&mut s.client, "c", vec![result_of(&judge[0])])
+        .await
+        .unwrap();
+    assert_eq!(got, vec![outcome(proto::Outcome::Accepted)]);
+    let st = status(&mut s.client, &run.run).await;
+    assert_eq!((st.jobs_done, st.jobs_disputed), (1, 0));
+    assert_eq!(st.total, honest.total.to_string());
+    let refused = s
+        .client
+        .lease(proto::LeaseRequest {
+            worker_id: "liar".into(),
+            worker_name: "liar".into(),
+            threads: 1,
+            capacity: 1,
+            run: None,
+            wait_ms: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    assert!(
+        refused.message().contains("quarantined"),
+        "{}",
+        refused.message()
+    );
+    let refused = report(&mut s.client, "liar", vec![honest.clone()])
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    let workers = list_workers(&mut s.client).await;
+    let liar = workers.iter().find(|w| w.name == "liar").unwrap();
+    assert!(
+        liar.quarantined && liar.reason.contains(&first[0].job),
+        "{liar:?}"
+    );
+    assert!(workers
+        .iter()
+        .filter(|w| w.name != "liar")
+        .all(|w| !w.quarantined));
+
+    // Two honest workers finish the run: every job computed twice, the total exact.
+    report(&mut s.client, "a", vec![result_of(&again[0])])
+        .await
+        .unwrap();
+    for round in 0..200 {
+        let who = ["c", "a"][round % 2];
+        for l in lease(&mut s.client, who, 1).await {
+            report(&mut s.client, who, vec![result_of(&l)])
+                .await
+                .unwrap();
+        }
+        if status(&mut s.client, &run.run).await.state == proto::RunState::Done as i32 {
+            break;
+        }
+    }
+    let done = status(&mut s.client, &run.run).await;
+    assert_eq!(done.state, proto::RunState::Done as i32);
+    assert_eq!(
+        (done.total.as_str(), done.unique.as_deref()),
+        ("92", Some("12"))
+    );
+    assert_eq!(done.jobs_done, done.jobs_total);
+}
+
+#[tokio::test]
+async fn issue_4_a_poison_job_fails_after_its_attempts_and_the_run_stalls() {
+    let mut s = start(Duration::from_millis(150)).await;
+    let run = create(&mut s.client, 7).await;
+    let poison = lease(&mut s.client, "w", 1).await[0].job.clone();
+    // Every lease of the poison job expires without a result (its workers die on it).
+    let mut attempts = 1;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if status(&mut s.client, &run.run).await.jobs_failed == 1 {
+            break;
+        }
+        let got = lease(&mut s.client, "w", 1).await;
+        if got.first().is_some_and(|l| l.job == poison) {
+            attempts += 1;
+        } else if let Some(l) = got.first() {
+            report(&mut s.client, "w", vec![result_of(l)])
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(
+        attempts, 3,
+        "failed after --max-attempts (3) expired leases"
+    );
+    let st = status(&mut s.client, &run.run).await;
+    assert_eq!(st.jobs_failed, 1);
+    // The rest of the run completes; then it stalls instead of waiting forever.
+    for _ in 0..100 {
+        let got = lease(&mut s.client, "w", 8).await;
+        assert!(
+            got.iter().all(|l| l.job != poison),
+            "a failed job is never leased"
+        );
+        if got.is_empty() {
+            break;
+        }
+        report(&mut s.client, "w", got.iter().map(result_of).collect())
+            .await
+            .unwrap();
+    }
+    let st = status(&mut s.client, &run.run).await;
+    assert_eq!(st.state, proto::RunState::Stalled as i32);
+    assert_eq!(st.jobs_done + 1, st.jobs_total);
+    let idle = s
+        .client
+        .lease(proto::LeaseRequest {
+            worker_id: "w".into(),
+            worker_name: "w".into(),
+            threads: 1,
+            capacity: 1,
+            run: None,
+            wait_ms: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(idle.idle && idle.leases.is_empty());
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::setup::{self, LogFormat};
-use crate::WorkerConfig;
+use crate::{Faults, WorkerConfig};
 
 /// Pull jobs from an nqueens coordinator, compute them on all cores, report the counts.
 #[derive(Debug, Args)]
@@ -32,6 +32,8 @@ pub struct WorkerArgs {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    #[command(flatten)]
+    pub faults: Faults,
 }
 
 /// Runs a worker process: logging, signals, the client loop.
@@ -51,6 +53,7 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
             name,
             run: args.run,
             exit_when_idle: args.exit_when_idle,
+            faults: args.faults,
         };
     crate::run(config, setup::shutdown_on_signals()).await?;
     Ok(())

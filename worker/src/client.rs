@@ -18,6 +18,7 @@ use tonic::{Code, Status};
 
 use crate::compute::{ComputePool, Task};
 use crate::error::{Error, Result};
+use crate::faults::Faults;
 use crate::journal::{Finished, Journal};
 
 /// Most results in one report.
@@ -41,6 +42,8 @@ pub struct WorkerConfig {
     pub run: Option<String>,
     /// Stop once there is nothing to lease and nothing in flight.
     pub exit_when_idle: bool,
+    /// Faults to inject (tests only; none by default).
+    pub faults: Faults,
 }
 
 /// What a worker did before it stopped.
@@ -81,6 +84,11 @@ fn transient(s: &Status) -> bool {
             | Code::Cancelled
             | Code::Internal
     )
+}
+
+/// Whether the coordinator refuses this worker for good (quarantined, or a wrong token): it stops.
+fn refused(s: &Status) -> bool {
+    matches!(s.code(), Code::PermissionDenied | Code::Unauthenticated)
 }
 
 /// The worker's state between two turns of its loop.
@@ -135,10 +143,17 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
         config,
     };
     tracing::info!(worker = %w.id, coordinator = %w.config.coordinator, threads = w.config.threads, "worker started");
+    if w.config.faults.any() {
+        tracing::warn!(faults = ?w.config.faults, "FAULT INJECTION IS ON: this worker misbehaves on purpose");
+    }
     let mut draining = false;
     loop {
         while let Ok(done) = results.try_recv() {
             w.finished(done)?;
+        }
+        if w.config.faults.stalls(w.summary.jobs) {
+            tracing::warn!(jobs = w.summary.jobs, "fault injection: stalling for good");
+            std::future::pending::<()>().await;
         }
         if w.connected() {
             w.turn(draining).await?;
@@ -218,7 +233,10 @@ impl Worker {
     }
 
     /// Journals a finished job and queues its report.
-    fn finished(&mut self, (task, result): (Task<proto::JobLease>, JobResult)) -> Result<()> {
+    fn finished(&mut self, (task, mut result): (Task<proto::JobLease>, JobResult)) -> Result<()> {
+        self.config
+            .faults
+            .on_finished(self.summary.jobs + 1, &mut result);
         let lease = task.lease;
         let f = Finished {
             lease: lease.lease_id,
@@ -251,6 +269,7 @@ impl Worker {
                     // is none) right away.
                     self.next_lease = Instant::now();
                 }
+                Err(s) if refused(&s) => return Err(Error::Refused(s.message().to_string())),
                 Err(s) => {
                     self.failed("report", &s);
                     return Ok(());
@@ -279,6 +298,7 @@ impl Worker {
     /// coordinator refuses for good is logged and dropped (it would be refused forever).
     async fn report(&mut self, batch: &[Finished]) -> std::result::Result<(), Status> {
         match self.send_report(batch).await {
+            Err(s) if refused(&s) => Err(s),
             Err(s) if !transient(&s) && batch.len() > 1 => {
                 for one in batch {
                     Box::pin(self.report(std::slice::from_ref(one))).await?;
@@ -311,6 +331,7 @@ impl Worker {
             .client
             .report(proto::ReportRequest {
                 worker_id: self.id.clone(),
+                worker_name: self.config.name.clone(),
                 results,
             })
             .await?
@@ -393,6 +414,10 @@ impl Worker {
             self.set_timeout(reply.lease_timeout_ms);
         }
         for lease in reply.leases {
+            if self.config.faults.drops(&lease.job) {
+                tracing::warn!(run = %lease.run, job = %lease.job, "fault injection: dropping a job");
+                continue;
+            }
             match job_of(&lease) {
                 Ok(job) => {
                     self.held.insert(lease.lease_id, lease.clone());

@@ -6,10 +6,12 @@ pub mod cli;
 pub mod client;
 pub mod compute;
 pub mod error;
+pub mod faults;
 pub mod journal;
 pub mod pool;
 pub mod setup;
 
 pub use client::{run, Summary, WorkerConfig};
 pub use error::{Error, Result};
+pub use faults::Faults;
 pub use pool::{run_jobs, Progress};

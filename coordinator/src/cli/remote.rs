@@ -31,6 +31,10 @@ pub struct SubmitArgs {
     /// The coordinator's address, e.g. http://127.0.0.1:7447.
     #[arg(long, env = "NQUEENS_COORDINATOR")]
     pub coordinator: String,
+    /// Fraction of jobs (0 to 1) computed twice by workers of different names (default: the
+    /// coordinator's, 0.01).
+    #[arg(long)]
+    pub verify_fraction: Option<f64>,
 }
 
 /// Arguments of `nqueens status`.
@@ -42,9 +46,12 @@ pub struct StatusArgs {
     /// Only this run.
     #[arg(long)]
     pub run: Option<String>,
-    /// One JSON object per run, one per line.
+    /// One JSON object per run (with --workers: per worker), one per line.
     #[arg(long)]
     pub json: bool,
+    /// List the workers (seen by this coordinator incarnation, and every quarantined one) instead.
+    #[arg(long)]
+    pub workers: bool,
 }
 
 /// A run's status as `status --json` and `submit --json` print it.
@@ -58,6 +65,10 @@ pub struct StatusOutput {
     pub jobs_done: u64,
     pub jobs_total: u64,
     pub jobs_leased: u64,
+    pub jobs_verifying: u64,
+    pub jobs_disputed: u64,
+    pub jobs_failed: u64,
+    pub verify_fraction: f64,
     pub percent: f64,
     /// The partial total while running; the final count once done.
     pub total: String,
@@ -84,14 +95,18 @@ impl From<proto::RunStatus> for StatusOutput {
             n: s.n,
             strategy,
             depth: s.depth,
-            state: if s.state == RunState::Done as i32 {
-                "done"
-            } else {
-                "running"
+            state: match RunState::try_from(s.state) {
+                Ok(RunState::Done) => "done",
+                Ok(RunState::Stalled) => "stalled",
+                _ => "running",
             },
             jobs_done: s.jobs_done,
             jobs_total: s.jobs_total,
             jobs_leased: s.jobs_leased,
+            jobs_verifying: s.jobs_verifying,
+            jobs_disputed: s.jobs_disputed,
+            jobs_failed: s.jobs_failed,
+            verify_fraction: s.verify_fraction,
             total: s.total,
             unique: s.unique,
             nodes: s.nodes,
@@ -111,8 +126,15 @@ fn print(s: &StatusOutput, json: bool) -> anyhow::Result<()> {
             .as_deref()
             .map(|u| format!(", {u} unique"))
             .unwrap_or_default();
+        let mut checks = format!(", {} verifying", s.jobs_verifying);
+        if s.jobs_disputed > 0 {
+            checks += &format!(", {} DISPUTED", s.jobs_disputed);
+        }
+        if s.jobs_failed > 0 {
+            checks += &format!(", {} FAILED", s.jobs_failed);
+        }
         println!(
-            "run {}: N = {} {} {}, {}/{} jobs ({:.2}%), total {}{unique}, {} leased, {} workers, {:.2} jobs/s, ETA {}",
+            "run {}: N = {} {} {}, {}/{} jobs ({:.2}%), total {}{unique}, {} leased{checks}, {} workers, {:.2} jobs/s, ETA {}",
             s.run,
             s.n,
             s.strategy,
@@ -140,17 +162,68 @@ pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
             strategy: proto::Strategy::from(plan.strategy()) as i32,
             depth: Some(plan.depth() as u32),
             reuse: false,
+            verify_fraction: args.verify_fraction,
         };
         anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
     })?;
     print(&status.into(), args.partition.json)
 }
 
-/// Prints the status of one or every run.
+/// A worker as `status --workers --json` prints it.
+#[derive(Debug, Serialize)]
+pub struct WorkerOutput {
+    pub name: String,
+    pub worker_id: String,
+    pub threads: u32,
+    pub accepted: u64,
+    pub seen_seconds_ago: Option<f64>,
+    pub quarantined: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+fn print_worker(w: proto::WorkerStatus, json: bool) -> anyhow::Result<()> {
+    let w = WorkerOutput {
+        name: w.name,
+        worker_id: w.worker_id,
+        threads: w.threads,
+        accepted: w.accepted,
+        seen_seconds_ago: w.seen_seconds_ago,
+        quarantined: w.quarantined,
+        reason: w.reason,
+    };
+    if json {
+        println!("{}", serde_json::to_string(&w)?);
+    } else if w.quarantined {
+        println!("worker {}: QUARANTINED: {}", w.name, w.reason);
+    } else {
+        println!(
+            "worker {} ({}): {} threads, {} results accepted, seen {}",
+            w.name,
+            w.worker_id,
+            w.threads,
+            w.accepted,
+            w.seen_seconds_ago
+                .map_or("-".into(), |s| format!("{s:.0}s ago"))
+        );
+    }
+    Ok(())
+}
+
+/// Prints the status of one or every run (or the workers), and the quarantined workers.
 pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
-    let runs = super::runtime()?.block_on(async {
+    let (runs, workers) = super::runtime()?.block_on(async {
         let mut client = nqueens_worker::client::connect(&args.coordinator)?;
-        anyhow::Ok(match &args.run {
+        let workers = client
+            .list_workers(proto::ListWorkersRequest {})
+            .await
+            .map_err(rpc)?
+            .into_inner()
+            .workers;
+        if args.workers {
+            return anyhow::Ok((Vec::new(), workers));
+        }
+        let runs = match &args.run {
             Some(run) => vec![client
                 .get_run(proto::GetRunRequest { run: run.clone() })
                 .await
@@ -164,10 +237,22 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
                     .into_inner()
                     .runs
             }
-        })
+        };
+        anyhow::Ok((runs, workers))
     })?;
+    if args.workers {
+        for w in workers {
+            print_worker(w, args.json)?;
+        }
+        return Ok(());
+    }
     for run in runs {
         print(&run.into(), args.json)?;
+    }
+    if !args.json {
+        for w in workers.into_iter().filter(|w| w.quarantined) {
+            print_worker(w, false)?;
+        }
     }
     Ok(())
 }

@@ -23,6 +23,15 @@ pub struct ServeArgs {
     /// How long a lease lives without a heartbeat, e.g. 60s, 5m.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub lease_timeout: Duration,
+    /// Expired leases after which a job fails (it stalls or kills every worker that takes it).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_attempts: u32,
+    /// Put the failed jobs of every run back to pending before serving.
+    #[arg(long)]
+    pub retry_failed: bool,
+    /// Let a quarantined worker (by name) lease again; repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub release_quarantine: Vec<String>,
     /// Interval of the progress log line, e.g. 30s.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub progress_interval: Duration,
@@ -43,10 +52,21 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let data = args.data.clone().unwrap_or_else(setup::default_data_dir);
     std::fs::create_dir_all(&data)?;
     let store = Store::open(&data)?;
+    if args.retry_failed {
+        let n = store.retry_failed()?;
+        tracing::info!(jobs = n, "failed jobs put back to pending");
+    }
+    for name in &args.release_quarantine {
+        if store.release_quarantine(Some(name))? == 0 {
+            anyhow::bail!("no quarantined worker is named {name:?}");
+        }
+        tracing::info!(worker = %name, "worker released from quarantine");
+    }
     let coordinator = Coordinator::open(
         store,
         Config {
             lease_timeout: args.lease_timeout,
+            max_attempts: args.max_attempts,
         },
     )?;
     super::runtime()?.block_on(async {

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::{lookup, truncate, Coordinator};
 use crate::error::{Error, Result};
+use crate::store::JobState;
 
 /// Most jobs one lease request may ask for.
 pub const MAX_CAPACITY: u32 = 4096;
@@ -113,19 +114,26 @@ impl Coordinator {
             .map(|id| lookup(&guard, id).map(|r| r.meta.id))
             .transpose()?;
         let state = &mut *guard;
+        if let Some(reason) = state.quarantined.get(name) {
+            return Err(Error::Quarantined {
+                worker: name.to_string(),
+                reason: reason.clone(),
+            });
+        }
         if state.workers.seen(worker, now) {
             tracing::info!(worker, name, threads, "worker joined");
         }
+        state.workers.describe(worker, name, threads);
         let mut leases = Vec::new();
         let mut running = 0;
         for run in state
             .runs
             .values_mut()
-            .filter(|r| !r.meta.is_done() && only.is_none_or(|id| id == r.meta.id))
+            .filter(|r| r.is_running() && only.is_none_or(|id| id == r.meta.id))
         {
             running += 1;
             while leases.len() < capacity as usize {
-                let Some(key) = run.next_job(&self.shared.store, &state.leases)? else {
+                let Some(key) = run.next_job(&self.shared.store, &state.leases, name)? else {
                     break;
                 };
                 let id = state.leases.issue(run.meta.id, key.clone(), worker, now);
@@ -183,21 +191,47 @@ impl Coordinator {
         Ok(released.len() as u32)
     }
 
-    /// Ends the leases whose worker stopped heartbeating and puts their jobs back in line.
+    /// Ends the leases whose worker stopped heartbeating and puts their jobs back in line; a job whose
+    /// leases expired `max_attempts` times fails.
     pub fn expire_leases(&self) {
         let mut guard = self.state();
         let state = &mut *guard;
         let expired = state.leases.expire(Instant::now());
         for lease in &expired {
+            let Some(run) = state.runs.get_mut(&lease.run) else {
+                continue;
+            };
+            let attempts = run.attempt_failed(&lease.key);
             tracing::info!(
                 worker = %lease.worker,
                 run = lease.run,
                 job = %lease.key,
                 lease = lease.id,
+                attempts,
                 "lease expired"
             );
-            if let Some(run) = state.runs.get_mut(&lease.run) {
+            if attempts < state.max_attempts {
                 run.requeue(lease.key.clone());
+                continue;
+            }
+            let reason = format!("{attempts} leases expired without a result");
+            match self.shared.store.fail_job(lease.run, &lease.key, &reason) {
+                Ok(Some(from)) => {
+                    run.moved(from, JobState::Failed);
+                    tracing::error!(run = lease.run, job = %lease.key, reason = %reason, "job failed");
+                    if run.is_stuck() {
+                        tracing::error!(
+                            run = lease.run,
+                            jobs_failed = run.jobs_in(JobState::Failed),
+                            "run stalled: every job is done or failed; restart the coordinator with --retry-failed to try the failed jobs again"
+                        );
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(run = lease.run, job = %lease.key, error = %e, "cannot mark the job failed; leasing it again");
+                    run.requeue(lease.key.clone());
+                }
             }
         }
         drop(guard);

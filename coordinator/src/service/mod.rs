@@ -8,9 +8,9 @@ mod workers;
 
 pub use lease::{Ask, Grant, Granted};
 pub use report::Report;
-pub use view::RunView;
+pub use view::{RunView, WorkerView};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -22,20 +22,26 @@ use crate::committer::Committer;
 use crate::error::{Error, Result};
 use crate::leases::Leases;
 use crate::live::LiveRun;
-use crate::store::Store;
+use crate::store::{JobState, Store};
 use workers::Workers;
+
+/// The fraction of a run's jobs computed twice when the request does not say.
+pub const DEFAULT_VERIFY_FRACTION: f64 = 0.01;
 
 /// Coordinator settings.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// How long a lease lives without a heartbeat.
     pub lease_timeout: Duration,
+    /// Expired leases after which a job fails (a job that kills or stalls every worker that takes it).
+    pub max_attempts: u32,
 }
 
 impl Default for Config {
     fn default() -> Config {
         Config {
             lease_timeout: Duration::from_secs(60),
+            max_attempts: 5,
         }
     }
 }
@@ -58,6 +64,9 @@ struct State {
     runs: BTreeMap<u64, LiveRun>,
     leases: Leases,
     workers: Workers,
+    /// Quarantined workers by name, with the reason (as stored).
+    quarantined: HashMap<String, String>,
+    max_attempts: u32,
 }
 
 impl Coordinator {
@@ -77,17 +86,28 @@ impl Coordinator {
                     )));
                 }
             }
+            let states = store.job_states(meta.id)?;
+            let live = LiveRun::new(meta, line.tally, states, now)?;
             tracing::info!(
-                run = meta.id,
-                n = meta.n,
-                strategy = %meta.strategy,
+                run = live.meta.id,
+                n = live.meta.n,
+                strategy = %live.meta.strategy,
                 jobs_done = line.tally.jobs,
-                jobs_total = meta.jobs_total,
+                jobs_total = live.meta.jobs_total,
+                jobs_failed = live.jobs_in(JobState::Failed),
                 total = %line.tally.total,
-                state = if meta.is_done() { "done" } else { "running" },
+                state = view::state_name(&live),
                 "run loaded, audit passed"
             );
-            runs.insert(meta.id, LiveRun::new(meta, line.tally, now)?);
+            runs.insert(live.meta.id, live);
+        }
+        let quarantined: HashMap<String, String> = store
+            .quarantined()?
+            .into_iter()
+            .map(|q| (q.worker, q.reason))
+            .collect();
+        for (worker, reason) in &quarantined {
+            tracing::warn!(worker = %worker, reason = %reason, "worker quarantined (from the store)");
         }
         let committer = Committer::start(store.clone())
             .map_err(|e| Error::Durability(format!("cannot start the commit thread: {e}")))?;
@@ -97,6 +117,8 @@ impl Coordinator {
                     runs,
                     leases: Leases::new(store.epoch(), config.lease_timeout),
                     workers: Workers::default(),
+                    quarantined,
+                    max_attempts: config.max_attempts.max(1),
                 }),
                 store,
                 committer,
@@ -125,14 +147,22 @@ impl Coordinator {
         self.state().leases.timeout()
     }
 
-    /// Creates a run, or with `reuse` returns the newest existing run with the same plan.
+    /// Creates a run (`verify_fraction` of its jobs computed twice; default
+    /// [`DEFAULT_VERIFY_FRACTION`]), or with `reuse` returns the newest existing run with the same plan.
     pub async fn create_run(
         &self,
         n: u32,
         strategy: Strategy,
         depth: Option<u32>,
+        verify_fraction: Option<f64>,
         reuse: bool,
     ) -> Result<RunView> {
+        let verify_fraction = verify_fraction.unwrap_or(DEFAULT_VERIFY_FRACTION);
+        if !(0.0..=1.0).contains(&verify_fraction) {
+            return Err(Error::Invalid(format!(
+                "verify fraction {verify_fraction} is out of range: 0 to 1"
+            )));
+        }
         let plan = match depth {
             None => Plan::new(n, strategy)?,
             Some(d) => {
@@ -148,7 +178,7 @@ impl Coordinator {
             }
         }
         let store = self.shared.store.clone();
-        let meta = tokio::task::spawn_blocking(move || store.create_run(plan))
+        let meta = tokio::task::spawn_blocking(move || store.create_run(plan, verify_fraction))
             .await
             .map_err(|_| Error::ShuttingDown)??;
         tracing::info!(
@@ -157,14 +187,16 @@ impl Coordinator {
             strategy = %meta.strategy,
             depth = meta.depth,
             jobs_total = meta.jobs_total,
+            verify_fraction = meta.verify_fraction,
             "run created"
         );
         let tally = self.shared.store.tally(meta.id)?;
         let id = meta.id;
         let mut state = self.state();
-        state
-            .runs
-            .insert(id, LiveRun::new(meta, tally, Instant::now())?);
+        state.runs.insert(
+            id,
+            LiveRun::new(meta, tally, HashMap::new(), Instant::now())?,
+        );
         let view = self.view(&state, &state.runs[&id]);
         drop(state);
         self.changed();

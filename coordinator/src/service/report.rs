@@ -1,6 +1,7 @@
 //! Reports: a worker's results, validated as a whole (one bad result rejects the batch and changes
 //! nothing), committed and flushed, then applied to the in-memory state. A result for a job already done
-//! is compared with the stored one, never added.
+//! is compared with the stored one, never added; a verified job's result waits for a second worker, and a
+//! worker whose result is disproved is quarantined.
 
 use nqueens_common::error::check_n;
 use nqueens_common::{JobKey, JobResult, Strategy};
@@ -9,7 +10,7 @@ use tokio::time::Instant;
 use super::lease::check_worker;
 use super::{lookup, truncate, Coordinator};
 use crate::error::{Error, Result};
-use crate::store::{Incoming, Outcome};
+use crate::store::{Incoming, JobState, Outcome};
 
 /// Most results in one report.
 pub const MAX_BATCH: usize = 4096;
@@ -26,16 +27,23 @@ pub struct Report {
 }
 
 impl Coordinator {
-    /// Validates, commits durably, and applies a batch of results; one outcome per result, in order.
-    pub async fn report(&self, worker: &str, reports: Vec<Report>) -> Result<Vec<Outcome>> {
+    /// Validates, commits durably, and applies a batch of results from the worker process `worker`
+    /// named `name`; one outcome per result, in order.
+    pub async fn report(
+        &self,
+        worker: &str,
+        name: &str,
+        reports: Vec<Report>,
+    ) -> Result<Vec<Outcome>> {
         check_worker("worker id", worker)?;
+        check_worker("worker name", name)?;
         if reports.len() > MAX_BATCH {
             return Err(Error::Invalid(format!(
                 "{} results in one report; at most {MAX_BATCH}",
                 reports.len()
             )));
         }
-        let batch = self.validate(worker, &reports)?;
+        let batch = self.validate(worker, name, &reports)?;
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -47,6 +55,19 @@ impl Coordinator {
             match outcome {
                 Outcome::Accepted => {
                     state.leases.settle(inc.run, &inc.key);
+                }
+                Outcome::JobFailed => {
+                    state.leases.settle(inc.run, &inc.key);
+                }
+                Outcome::Pending | Outcome::Disputed => {
+                    // This worker is done with the job; another must compute it.
+                    state.leases.close(inc.lease);
+                    if let Some(run) = state.runs.get_mut(&inc.run) {
+                        run.requeue(inc.key.clone());
+                    }
+                    if *outcome == Outcome::Disputed {
+                        tracing::warn!(worker, name, run = inc.run, job = %inc.key, total = inc.result.total, nodes = inc.result.nodes, "disputed job: results disagree; another worker decides");
+                    }
                 }
                 Outcome::Duplicate => {
                     tracing::debug!(worker, run = inc.run, job = %inc.key, "duplicate result")
@@ -65,6 +86,24 @@ impl Coordinator {
             }
         }
         state.workers.seen(worker, now);
+        let accepted = committed
+            .outcomes
+            .iter()
+            .filter(|o| **o == Outcome::Accepted)
+            .count();
+        state.workers.accepted(worker, accepted as u64);
+        for moved in &committed.moved {
+            if let Some(run) = state.runs.get_mut(&moved.run) {
+                run.moved(moved.from, moved.to);
+                if moved.to == JobState::Failed {
+                    tracing::error!(run = moved.run, job = %moved.key, "job failed: its workers gave different results");
+                }
+            }
+        }
+        for q in &committed.quarantined {
+            tracing::warn!(worker = %q.worker, reason = %q.reason, "worker quarantined");
+            state.quarantined.insert(q.worker.clone(), q.reason.clone());
+        }
         for (run, tally) in &committed.tallies {
             if let Some(live) = state.runs.get_mut(run) {
                 live.update(*tally, now);
@@ -96,8 +135,14 @@ impl Coordinator {
     }
 
     /// Checks every result of a report against the runs, the plans and the leases.
-    fn validate(&self, worker: &str, reports: &[Report]) -> Result<Vec<Incoming>> {
+    fn validate(&self, worker: &str, name: &str, reports: &[Report]) -> Result<Vec<Incoming>> {
         let state = self.state();
+        if let Some(reason) = state.quarantined.get(name) {
+            return Err(Error::Quarantined {
+                worker: name.to_string(),
+                reason: reason.clone(),
+            });
+        }
         reports
             .iter()
             .map(|r| {
@@ -132,6 +177,7 @@ impl Coordinator {
                     key,
                     result: r.result,
                     worker: worker.to_string(),
+                    name: name.to_string(),
                     lease: r.lease,
                 })
             })

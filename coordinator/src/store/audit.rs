@@ -1,9 +1,10 @@
-//! The startup audit: every run's stored totals must equal the sum of its stored results, and every result
-//! must have its job marked done. A store that fails it is not served.
+//! The startup audit: every run's stored totals must equal the sum of its stored results, every result
+//! must have its job marked done and every job marked done must have its result. A store that fails it is
+//! not served.
 
 use nqueens_common::Tally;
 
-use super::records::{job_key, run_key};
+use super::records::{decode, job_key, run_key, split_job_key, JobRecord, JobState};
 use super::Store;
 use crate::error::{Error, Result};
 
@@ -24,7 +25,7 @@ impl Store {
             let mut sum = Tally::new(stored.unique8.is_some());
             for item in self.results(meta.id) {
                 let (key, record) = item?;
-                if !self.jobs.contains_key(job_key(meta.id, &key))? {
+                if self.job(meta.id, &key)?.map(|r| r.state) != Some(JobState::Done) {
                     return Err(Error::Corrupt(format!(
                         "run {}: job {key} has a result but is not marked done",
                         meta.id
@@ -32,7 +33,24 @@ impl Store {
                 }
                 sum.add(&record.result)?;
             }
-            let marked = self.jobs.scan_prefix(run_key(meta.id)).count() as u64;
+            let mut marked = 0;
+            for kv in self.jobs.scan_prefix(run_key(meta.id)) {
+                let (k, v) = kv?;
+                let record: JobRecord = decode("job", &v)?;
+                if record.state == JobState::Done {
+                    marked += 1;
+                    if !self
+                        .results
+                        .contains_key(job_key(meta.id, &split_job_key(&k)?.1))?
+                    {
+                        return Err(Error::Corrupt(format!(
+                            "run {}: job {} is marked done but has no result",
+                            meta.id,
+                            split_job_key(&k)?.1
+                        )));
+                    }
+                }
+            }
             if sum != stored || marked != stored.jobs {
                 return Err(Error::Corrupt(format!(
                     "run {}: stored totals {stored:?} ({marked} jobs marked done) but the results sum to {sum:?}",

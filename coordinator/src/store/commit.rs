@@ -1,6 +1,11 @@
-//! Committing results: one sled transaction over `runs`, `jobs`, `results` and `totals` that marks the jobs
-//! done, stores their counts and adds them to the run totals with checked u128 additions. A result for a
-//! job already done is compared with the stored one and never added.
+//! Committing results: one sled transaction over `runs`, `jobs`, `results`, `totals` and `quarantine`.
+//!
+//! A plain job's result is counted at once: the job is marked done, its result stored and added to the run
+//! totals with checked u128 additions. A verified job's first result is only recorded (the job is
+//! `verifying`); a result from a worker of another name that agrees with a recorded one is counted, and
+//! the workers whose recorded results disagree with it are quarantined. Results that disagree with every
+//! recorded one make the job `disputed` until a further worker decides; [`MAX_CANDIDATES`] results without
+//! any two agreeing fail the job. A result for a job already done is compared, never added.
 
 use std::collections::BTreeMap;
 
@@ -8,10 +13,13 @@ use nqueens_common::{JobKey, JobResult, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
 use super::records::{
-    decode, encode, job_key, now_unix, run_key, JobRecord, JobState, ResultRecord,
+    decode, encode, job_key, now_unix, run_key, JobRecord, JobState, Quarantine, ResultRecord,
 };
 use super::{RunMeta, Store};
 use crate::error::{Error, Result};
+
+/// Most disagreeing results a verified job collects before it fails.
+pub const MAX_CANDIDATES: usize = 3;
 
 /// A validated result on its way into the store.
 #[derive(Debug, Clone)]
@@ -19,19 +27,36 @@ pub struct Incoming {
     pub run: u64,
     pub key: JobKey,
     pub result: JobResult,
+    /// The worker's process id and name.
     pub worker: String,
+    pub name: String,
     pub lease: u64,
 }
 
 /// What happened to one incoming result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// Counted.
+    /// Counted (for a verified job: confirmed by a worker of another name, then counted).
     Accepted,
-    /// The job was done already, with the same result.
+    /// Recorded for a verified job; counted once a worker of another name agrees.
+    Pending,
+    /// Recorded, but it disagrees with the job's other results: a further worker decides.
+    Disputed,
+    /// The job was done already (or this worker had reported it), with the same result.
     Duplicate,
-    /// The job was done already, with a different result (kept: `stored`).
+    /// The job was done already (or this worker had reported it), with a different result (kept: `stored`).
     Mismatch { stored: JobResult },
+    /// The job has failed; the result was not recorded.
+    JobFailed,
+}
+
+/// A job that changed state in a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moved {
+    pub run: u64,
+    pub key: JobKey,
+    pub from: Option<JobState>,
+    pub to: JobState,
 }
 
 /// The effect of one commit.
@@ -43,6 +68,10 @@ pub struct Committed {
     pub tallies: BTreeMap<u64, Tally>,
     /// Runs whose last job this commit accepted.
     pub finished: Vec<RunMeta>,
+    /// Jobs whose state changed.
+    pub moved: Vec<Moved>,
+    /// Workers this commit quarantined.
+    pub quarantined: Vec<Quarantine>,
 }
 
 fn abort<T>(e: Error) -> std::result::Result<T, Abort<Error>> {
@@ -53,8 +82,14 @@ impl Store {
     /// Applies a batch of results in one transaction. Not flushed: the caller flushes (once for a group
     /// of batches) before acknowledging any of them.
     pub fn commit(&self, batch: &[Incoming]) -> Result<Committed> {
-        let trees = (&self.runs, &self.jobs, &self.results, &self.totals);
-        let committed = trees.transaction(|(runs, jobs, results, totals)| {
+        let trees = (
+            &self.runs,
+            &self.jobs,
+            &self.results,
+            &self.totals,
+            &self.quarantine,
+        );
+        let committed = trees.transaction(|(runs, jobs, results, totals, quarantine)| {
             let mut out = Committed::default();
             let mut metas: BTreeMap<u64, RunMeta> = BTreeMap::new();
             for inc in batch {
@@ -64,17 +99,89 @@ impl Store {
                     };
                     slot.insert(decode("run", &raw).or_else(abort)?);
                 }
+                let meta = &metas[&inc.run];
                 let k = job_key(inc.run, &inc.key);
                 if let Some(raw) = results.get(&k)? {
                     let stored: ResultRecord = decode("result", &raw).or_else(abort)?;
-                    out.outcomes.push(if stored.result == inc.result {
-                        Outcome::Duplicate
-                    } else {
-                        Outcome::Mismatch {
-                            stored: stored.result,
-                        }
-                    });
+                    out.outcomes.push(compare(&stored.result, &inc.result));
                     continue;
+                }
+                let record: Option<JobRecord> = jobs
+                    .get(&k)?
+                    .map(|raw| decode("job", &raw))
+                    .transpose()
+                    .or_else(abort)?;
+                let from = record.as_ref().map(|r| r.state);
+                let mut record = record.unwrap_or(JobRecord {
+                    state: JobState::Verifying,
+                    candidates: Vec::new(),
+                    reason: None,
+                });
+                if record.state == JobState::Failed {
+                    out.outcomes.push(Outcome::JobFailed);
+                    continue;
+                }
+                if let Some(own) = record.candidates.iter().find(|c| c.worker == inc.name) {
+                    out.outcomes.push(compare(&own.result, &inc.result));
+                    continue;
+                }
+                let mine = ResultRecord {
+                    result: inc.result,
+                    worker: inc.name.clone(),
+                    worker_id: inc.worker.clone(),
+                    lease: inc.lease,
+                    at_unix: now_unix(),
+                    confirmed_by: Vec::new(),
+                };
+                let agreeing: Vec<String> = record
+                    .candidates
+                    .iter()
+                    .filter(|c| c.result == inc.result)
+                    .map(|c| c.worker.clone())
+                    .collect();
+                if meta.verifies(&inc.key) && agreeing.is_empty() {
+                    // Recorded, not counted: a worker of another name must agree first.
+                    record.candidates.push(mine);
+                    let (to, outcome) = if record.candidates.len() == 1 {
+                        (JobState::Verifying, Outcome::Pending)
+                    } else if record.candidates.len() < MAX_CANDIDATES {
+                        (JobState::Disputed, Outcome::Disputed)
+                    } else {
+                        record.reason = Some(format!(
+                            "{} workers gave {} different results",
+                            record.candidates.len(),
+                            record.candidates.len()
+                        ));
+                        (JobState::Failed, Outcome::JobFailed)
+                    };
+                    record.state = to;
+                    jobs.insert(k, encode(&record))?;
+                    out.moved.push(Moved {
+                        run: inc.run,
+                        key: inc.key.clone(),
+                        from,
+                        to,
+                    });
+                    out.outcomes.push(outcome);
+                    continue;
+                }
+                // Counted: a plain job, or a verified job that a second worker confirmed.
+                for wrong in record.candidates.iter().filter(|c| c.result != inc.result) {
+                    let q = Quarantine {
+                        worker: wrong.worker.clone(),
+                        reason: format!(
+                            "run {} job {}: reported total {} nodes {}, confirmed result is total {} nodes {}",
+                            inc.run,
+                            inc.key,
+                            wrong.result.total,
+                            wrong.result.nodes,
+                            inc.result.total,
+                            inc.result.nodes
+                        ),
+                        at_unix: now_unix(),
+                    };
+                    quarantine.insert(wrong.worker.as_bytes(), encode(&q))?;
+                    out.quarantined.push(q);
                 }
                 let mut tally = match out.tallies.get(&inc.run) {
                     Some(t) => *t,
@@ -86,19 +193,20 @@ impl Store {
                     },
                 };
                 tally.add(&inc.result).map_err(|e| Abort::Abort(e.into()))?;
-                let record = ResultRecord {
-                    result: inc.result,
-                    worker: inc.worker.clone(),
-                    lease: inc.lease,
-                    at_unix: now_unix(),
-                };
-                results.insert(k.as_slice(), encode(&record))?;
-                jobs.insert(
-                    k,
-                    encode(&JobRecord {
-                        state: JobState::Done,
+                results.insert(
+                    k.as_slice(),
+                    encode(&ResultRecord {
+                        confirmed_by: agreeing,
+                        ..mine
                     }),
                 )?;
+                jobs.insert(k, encode(&JobRecord::done()))?;
+                out.moved.push(Moved {
+                    run: inc.run,
+                    key: inc.key.clone(),
+                    from,
+                    to: JobState::Done,
+                });
                 out.tallies.insert(inc.run, tally);
                 out.outcomes.push(Outcome::Accepted);
             }
@@ -123,5 +231,42 @@ impl Store {
             Ok(out)
         })?;
         Ok(committed)
+    }
+
+    /// Marks a job that is not done failed (too many attempts), with the reason; durable on return.
+    /// Returns the state it left, or `None` when it was done or failed already.
+    pub fn fail_job(
+        &self,
+        run: u64,
+        key: &JobKey,
+        reason: &str,
+    ) -> Result<Option<Option<JobState>>> {
+        let k = job_key(run, key);
+        let moved = self.jobs.transaction(|jobs| {
+            let record: Option<JobRecord> = jobs
+                .get(&k)?
+                .map(|raw| decode("job", &raw))
+                .transpose()
+                .or_else(abort)?;
+            let from = record.as_ref().map(|r| r.state);
+            if matches!(from, Some(JobState::Done | JobState::Failed)) {
+                return Ok(None);
+            }
+            let mut record = record.unwrap_or_else(JobRecord::done);
+            record.state = JobState::Failed;
+            record.reason = Some(reason.to_string());
+            jobs.insert(k.as_slice(), encode(&record))?;
+            Ok(Some(from))
+        })?;
+        self.flush()?;
+        Ok(moved)
+    }
+}
+
+fn compare(stored: &JobResult, reported: &JobResult) -> Outcome {
+    if stored == reported {
+        Outcome::Duplicate
+    } else {
+        Outcome::Mismatch { stored: *stored }
     }
 }

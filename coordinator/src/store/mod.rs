@@ -1,7 +1,9 @@
 //! The job store: runs, job states, results and totals in sled, in separate trees.
 //!
 //! - `runs`: run id -> [`RunMeta`]; `totals`: run id -> [`Tally`] (exact u128 sums);
-//! - `jobs`: run id ++ job key -> [`JobRecord`] (absent: pending); `results`: same key -> [`ResultRecord`];
+//! - `jobs`: run id ++ job key -> [`JobRecord`] (absent: pending); `results`: same key -> [`ResultRecord`]
+//!   (the counted result of a done job);
+//! - `quarantine`: worker name -> [`Quarantine`] (workers that reported a result others disproved);
 //! - `meta`: the next run id and the coordinator's epoch (incremented at every open, so that lease ids of
 //!   an earlier incarnation are recognisable).
 //!
@@ -14,8 +16,10 @@ mod commit;
 mod records;
 
 pub use audit::AuditLine;
-pub use commit::{Committed, Incoming, Outcome};
-pub use records::{now_unix, JobRecord, JobState, ResultRecord, RunMeta};
+pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
+pub use records::{now_unix, JobRecord, JobState, Quarantine, ResultRecord, RunMeta};
+
+use std::collections::HashMap;
 
 use std::path::Path;
 
@@ -36,6 +40,7 @@ pub struct Store {
     jobs: sled::Tree,
     results: sled::Tree,
     totals: sled::Tree,
+    quarantine: sled::Tree,
     meta: sled::Tree,
     epoch: u64,
 }
@@ -73,6 +78,7 @@ impl Store {
             jobs: db.open_tree("jobs")?,
             results: db.open_tree("results")?,
             totals: db.open_tree("totals")?,
+            quarantine: db.open_tree("quarantine")?,
             meta,
             db,
             epoch,
@@ -84,8 +90,14 @@ impl Store {
         self.epoch
     }
 
-    /// Creates a run for `plan`, durably, and returns it.
-    pub fn create_run(&self, plan: Plan) -> Result<RunMeta> {
+    /// Creates a run for `plan`, durably, and returns it. `verify_fraction` of its jobs (0 to 1) are
+    /// computed twice.
+    pub fn create_run(&self, plan: Plan, verify_fraction: f64) -> Result<RunMeta> {
+        if !(0.0..=1.0).contains(&verify_fraction) {
+            return Err(Error::Invalid(format!(
+                "verify fraction {verify_fraction} is out of range: 0 to 1"
+            )));
+        }
         let (jobs_total, fingerprint) = plan.fingerprint();
         let strategy = plan.strategy();
         let with_unique = strategy == nqueens_common::Strategy::D4;
@@ -106,6 +118,7 @@ impl Store {
                 fingerprint: format!("{fingerprint:016x}"),
                 created_unix: now_unix(),
                 finished_unix: None,
+                verify_fraction,
             };
             runs.insert(&run_key(id), encode(&run))?;
             totals.insert(&run_key(id), encode(&Tally::new(with_unique)))?;
@@ -141,9 +154,83 @@ impl Store {
         decode("totals", &v)
     }
 
-    /// Whether a job has left `pending` (it has a record).
+    /// Whether a job is settled for good: done or failed.
     pub fn is_settled(&self, run: u64, key: &JobKey) -> Result<bool> {
-        Ok(self.jobs.contains_key(job_key(run, key))?)
+        Ok(self
+            .job(run, key)?
+            .is_some_and(|r| matches!(r.state, JobState::Done | JobState::Failed)))
+    }
+
+    /// A job's record (`None`: pending).
+    pub fn job(&self, run: u64, key: &JobKey) -> Result<Option<JobRecord>> {
+        self.jobs
+            .get(job_key(run, key))?
+            .map(|v| decode("job", &v))
+            .transpose()
+    }
+
+    /// How many of a run's jobs are in each state (pending jobs have no record and are not counted).
+    pub fn job_states(&self, run: u64) -> Result<HashMap<JobState, u64>> {
+        let mut counts = HashMap::new();
+        for kv in self.jobs.scan_prefix(run_key(run)) {
+            let (_, v) = kv?;
+            let record: JobRecord = decode("job", &v)?;
+            *counts.entry(record.state).or_insert(0) += 1;
+        }
+        Ok(counts)
+    }
+
+    /// A run's failed jobs with their reasons.
+    pub fn failed_jobs(&self, run: u64) -> Result<Vec<(JobKey, String)>> {
+        let mut failed = Vec::new();
+        for kv in self.jobs.scan_prefix(run_key(run)) {
+            let (k, v) = kv?;
+            let record: JobRecord = decode("job", &v)?;
+            if record.state == JobState::Failed {
+                failed.push((split_job_key(&k)?.1, record.reason.unwrap_or_default()));
+            }
+        }
+        Ok(failed)
+    }
+
+    /// Puts every failed job of every run back to pending (their recorded results are dropped);
+    /// returns how many. Durable on return.
+    pub fn retry_failed(&self) -> Result<u64> {
+        let mut n = 0;
+        for kv in self.jobs.iter() {
+            let (k, v) = kv?;
+            let record: JobRecord = decode("job", &v)?;
+            if record.state == JobState::Failed {
+                self.jobs.remove(k)?;
+                n += 1;
+            }
+        }
+        self.flush()?;
+        Ok(n)
+    }
+
+    /// The quarantined workers, by name.
+    pub fn quarantined(&self) -> Result<Vec<Quarantine>> {
+        self.quarantine
+            .iter()
+            .values()
+            .map(|v| decode("quarantine", &v?))
+            .collect()
+    }
+
+    /// Lets quarantined workers lease again (all, or the one named); returns how many were released.
+    /// Durable on return.
+    pub fn release_quarantine(&self, name: Option<&str>) -> Result<u64> {
+        let n = match name {
+            Some(name) => self.quarantine.remove(name.as_bytes())?.map_or(0, |_| 1),
+            None => {
+                let n = self.quarantine.len() as u64;
+                self.quarantine.clear()?;
+                n
+            }
+        };
+        self.flush()?;
+        Ok(n)
     }
 
     /// A job's accepted result, if any.

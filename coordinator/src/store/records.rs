@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// A run: one N, one partition, its job count and the fingerprint of its job list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMeta {
     /// The run's id (a counter, shown as decimal).
     pub id: u64,
@@ -22,6 +22,9 @@ pub struct RunMeta {
     pub created_unix: u64,
     /// Set in the transaction that commits the last job.
     pub finished_unix: Option<u64>,
+    /// The fraction of jobs computed twice, by workers of different names (0 to 1).
+    #[serde(default)]
+    pub verify_fraction: f64,
 }
 
 impl RunMeta {
@@ -34,31 +37,102 @@ impl RunMeta {
     pub fn is_done(&self) -> bool {
         self.finished_unix.is_some()
     }
+
+    /// Whether a job is one of the run's verified jobs: a deterministic choice (a hash of the run id
+    /// and the job key against the run's fraction), the same in every incarnation.
+    pub fn verifies(&self, key: &JobKey) -> bool {
+        if self.verify_fraction <= 0.0 {
+            return false;
+        }
+        if self.verify_fraction >= 1.0 {
+            return true;
+        }
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in self.id.to_be_bytes().iter().chain(&key.0) {
+            hash = (hash ^ b as u64).wrapping_mul(PRIME);
+        }
+        // FNV's low bits mix poorly on short inputs: finish with a multiply-xorshift.
+        hash ^= hash >> 33;
+        hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        hash ^= hash >> 33;
+        (hash as f64) < self.verify_fraction * u64::MAX as f64
+    }
 }
 
 /// The state of a job that left `pending` (a job without a record is pending).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobState {
     /// Its result is counted in the run's totals.
     Done,
+    /// A verified job with one result, waiting for a second from a worker of another name.
+    Verifying,
+    /// A verified job whose results disagree, waiting for a worker of another name to decide.
+    Disputed,
+    /// Gave up after too many attempts (see the record's reason); not counted, never leased again
+    /// until the coordinator is restarted with `--retry-failed`.
+    Failed,
+}
+
+impl JobState {
+    /// Whether the job may still be leased (to a worker that has not computed it yet).
+    pub fn is_open(self) -> bool {
+        matches!(self, JobState::Verifying | JobState::Disputed)
+    }
 }
 
 /// A job's record in the `jobs` tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord {
     pub state: JobState,
+    /// Results of a verified job not counted yet (one per worker name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<ResultRecord>,
+    /// Why the job failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
-/// An accepted result, in the `results` tree.
+impl JobRecord {
+    /// The record of a job whose result is counted.
+    pub fn done() -> JobRecord {
+        JobRecord {
+            state: JobState::Done,
+            candidates: Vec::new(),
+            reason: None,
+        }
+    }
+
+    /// Whether a worker of this name has already given a result for the job.
+    pub fn computed_by(&self, name: &str) -> bool {
+        self.candidates.iter().any(|c| c.worker == name)
+    }
+}
+
+/// A result as stored: counted (in the `results` tree) or a candidate of a verified job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResultRecord {
     pub result: JobResult,
-    /// The worker that computed it.
+    /// The name of the worker that computed it.
     pub worker: String,
+    /// That worker process's id.
+    #[serde(default)]
+    pub worker_id: String,
     /// The lease it was reported under.
     pub lease: u64,
     /// When it was committed, in seconds since the Unix epoch.
+    pub at_unix: u64,
+    /// Workers (names) whose results agreed with it, for a verified job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmed_by: Vec<String>,
+}
+
+/// A worker taken out of service for a wrong result, in the `quarantine` tree (keyed by name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quarantine {
+    pub worker: String,
+    pub reason: String,
     pub at_unix: u64,
 }
 

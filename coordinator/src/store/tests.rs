@@ -1,10 +1,11 @@
-//! Unit tests of the store: commits, duplicates and mismatches, the audit catching a tampered total, and a
-//! run finishing in the transaction of its last job.
+//! Unit tests of the store: commits, duplicates and mismatches, the audit catching a tampered total, a
+//! run finishing in the transaction of its last job, verified jobs (confirmation, dispute, quarantine,
+//! failure) and failed jobs put back to pending.
 
 use nqueens_common::{JobResult, Plan, Strategy, Tally};
 
 use super::records::{encode, run_key};
-use super::{Incoming, Outcome, Store};
+use super::{Incoming, JobState, Outcome, Store};
 use crate::error::Error;
 
 fn incoming(run: u64, plan: &Plan, i: usize) -> Incoming {
@@ -14,7 +15,8 @@ fn incoming(run: u64, plan: &Plan, i: usize) -> Incoming {
         run,
         key,
         result,
-        worker: "w".into(),
+        worker: "w-1".into(),
+        name: "w".into(),
         lease: 1,
     }
 }
@@ -23,7 +25,7 @@ fn incoming(run: u64, plan: &Plan, i: usize) -> Incoming {
 fn results_commit_once_and_the_last_one_finishes_the_run() {
     let store = Store::temporary().unwrap();
     let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan).unwrap();
+    let run = store.create_run(plan, 0.0).unwrap();
     let all: Vec<Incoming> = (0..run.jobs_total as usize)
         .map(|i| incoming(run.id, &plan, i))
         .collect();
@@ -50,7 +52,7 @@ fn results_commit_once_and_the_last_one_finishes_the_run() {
 fn the_audit_catches_totals_that_disagree_with_the_results() {
     let store = Store::temporary().unwrap();
     let plan = Plan::new(9, Strategy::D4).unwrap();
-    let run = store.create_run(plan).unwrap();
+    let run = store.create_run(plan, 0.0).unwrap();
     store
         .commit(&[incoming(run.id, &plan, 0), incoming(run.id, &plan, 1)])
         .unwrap();
@@ -77,7 +79,7 @@ fn a_reopened_store_keeps_runs_and_results_and_counts_epochs() {
     let id = {
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.epoch(), 1);
-        let run = store.create_run(plan).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
         store.commit(&[incoming(run.id, &plan, 0)]).unwrap();
         store.flush().unwrap();
         run.id
@@ -87,6 +89,137 @@ fn a_reopened_store_keeps_runs_and_results_and_counts_epochs() {
     assert_eq!(store.runs().unwrap().len(), 1);
     assert_eq!(store.tally(id).unwrap().jobs, 1);
     assert_eq!(store.results(id).count(), 1);
-    let second = store.create_run(plan).unwrap();
+    let second = store.create_run(plan, 0.0).unwrap();
     assert_eq!(second.id, id + 1);
+}
+
+fn by(name: &str, mut inc: Incoming, wrong: u64) -> Incoming {
+    inc.name = name.into();
+    inc.worker = format!("{name}-1");
+    inc.result.total += wrong;
+    inc
+}
+
+#[test]
+fn a_verified_job_counts_once_a_second_worker_agrees() {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 1.0).unwrap();
+    let job = incoming(run.id, &plan, 0);
+    let first = store.commit(&[by("a", job.clone(), 0)]).unwrap();
+    assert_eq!(first.outcomes, vec![Outcome::Pending]);
+    assert!(
+        first.tallies.is_empty(),
+        "not counted before it is confirmed"
+    );
+    assert_eq!(
+        store.job(run.id, &job.key).unwrap().unwrap().state,
+        JobState::Verifying
+    );
+    // The same worker name again confirms nothing.
+    let again = store.commit(&[by("a", job.clone(), 0)]).unwrap();
+    assert_eq!(again.outcomes, vec![Outcome::Duplicate]);
+    let second = store.commit(&[by("b", job.clone(), 0)]).unwrap();
+    assert_eq!(second.outcomes, vec![Outcome::Accepted]);
+    assert_eq!(second.tallies[&run.id].total, job.result.total as u128);
+    let stored = store.result(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(
+        (stored.worker.as_str(), stored.confirmed_by.clone()),
+        ("b", vec!["a".to_string()])
+    );
+    assert!(second.quarantined.is_empty());
+    store.audit().unwrap();
+}
+
+#[test]
+fn a_dispute_is_decided_by_a_third_worker_and_the_wrong_one_is_quarantined() {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 1.0).unwrap();
+    let job = incoming(run.id, &plan, 1);
+    assert_eq!(
+        store.commit(&[by("a", job.clone(), 0)]).unwrap().outcomes,
+        vec![Outcome::Pending]
+    );
+    let disputed = store.commit(&[by("liar", job.clone(), 1)]).unwrap();
+    assert_eq!(disputed.outcomes, vec![Outcome::Disputed]);
+    assert_eq!(
+        store.job(run.id, &job.key).unwrap().unwrap().state,
+        JobState::Disputed
+    );
+    assert!(
+        store.audit().is_ok(),
+        "a dispute is consistent: nothing counted"
+    );
+    let decided = store.commit(&[by("c", job.clone(), 0)]).unwrap();
+    assert_eq!(decided.outcomes, vec![Outcome::Accepted]);
+    assert_eq!(decided.quarantined.len(), 1);
+    assert_eq!(decided.quarantined[0].worker, "liar");
+    assert_eq!(store.quarantined().unwrap(), decided.quarantined);
+    assert_eq!(store.tally(run.id).unwrap().total, job.result.total as u128);
+    assert_eq!(store.release_quarantine(Some("liar")).unwrap(), 1);
+    assert!(store.quarantined().unwrap().is_empty());
+}
+
+#[test]
+fn three_different_results_fail_the_job_and_retry_puts_it_back() {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 1.0).unwrap();
+    let job = incoming(run.id, &plan, 2);
+    store.commit(&[by("a", job.clone(), 1)]).unwrap();
+    store.commit(&[by("b", job.clone(), 2)]).unwrap();
+    let third = store.commit(&[by("c", job.clone(), 3)]).unwrap();
+    assert_eq!(third.outcomes, vec![Outcome::JobFailed]);
+    assert!(third.quarantined.is_empty(), "nobody can be shown wrong");
+    assert!(store.is_settled(run.id, &job.key).unwrap());
+    assert_eq!(store.failed_jobs(run.id).unwrap().len(), 1);
+    let late = store.commit(&[by("d", job.clone(), 0)]).unwrap();
+    assert_eq!(late.outcomes, vec![Outcome::JobFailed]);
+    assert_eq!(store.retry_failed().unwrap(), 1);
+    assert!(store.job(run.id, &job.key).unwrap().is_none());
+    store.audit().unwrap();
+}
+
+#[test]
+fn a_job_fails_after_its_attempts_and_only_when_not_done() {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 0.0).unwrap();
+    let done = incoming(run.id, &plan, 0);
+    store.commit(&[done.clone()]).unwrap();
+    assert_eq!(store.fail_job(run.id, &done.key, "x").unwrap(), None);
+    let other = incoming(run.id, &plan, 1);
+    assert_eq!(
+        store
+            .fail_job(run.id, &other.key, "5 leases expired")
+            .unwrap(),
+        Some(None)
+    );
+    assert_eq!(store.job_states(run.id).unwrap()[&JobState::Failed], 1);
+    assert_eq!(
+        store.commit(&[other]).unwrap().outcomes,
+        vec![Outcome::JobFailed]
+    );
+    store.audit().unwrap();
+}
+
+#[test]
+fn the_verified_jobs_are_a_deterministic_share_of_the_plan() {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(16, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 0.25).unwrap();
+    let jobs: Vec<_> = plan.jobs().collect();
+    let picked = jobs.iter().filter(|k| run.verifies(k)).count();
+    let share = picked as f64 / jobs.len() as f64;
+    assert!(
+        (0.2..0.3).contains(&share),
+        "{picked} of {} jobs",
+        jobs.len()
+    );
+    let again = jobs.iter().filter(|k| run.verifies(k)).count();
+    assert_eq!(picked, again);
+    let none = store.create_run(plan, 0.0).unwrap();
+    assert!(!jobs.iter().any(|k| none.verifies(k)));
+    assert!(store.create_run(plan, 1.5).is_err());
 }

@@ -1,0 +1,60 @@
+//! Fault injection, for tests of the coordinator's defences only: all off by default. A worker can be made
+//! to report a wrong count every K jobs, to stall (stop talking to the coordinator, as a hung machine
+//! does) after K jobs, to die mid-batch after K jobs, or to drop one job every time it gets it (a job that
+//! kills its workers). Never set these on a real run.
+
+use clap::Args;
+use nqueens_common::JobResult;
+
+/// The faults a worker injects.
+#[derive(Debug, Clone, Default, Args)]
+#[command(
+    next_help_heading = "Fault injection (for testing the coordinator only; never on a real run)"
+)]
+pub struct Faults {
+    /// Report a wrong total (one more) for every K-th job computed.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub fault_wrong_every: Option<u64>,
+    /// After K jobs computed, stop talking to the coordinator for good (no reports, heartbeats or
+    /// leases), as a hung machine does.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub fault_stall_after: Option<u64>,
+    /// Exit abruptly (code 86) when the K-th job finishes, before journaling or reporting it.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub fault_die_after: Option<u64>,
+    /// Never compute this job (a job key) and let its lease expire, every time it is leased.
+    #[arg(long, value_name = "JOB")]
+    pub fault_drop_job: Option<String>,
+}
+
+impl Faults {
+    /// Whether any fault is switched on.
+    pub fn any(&self) -> bool {
+        self.fault_wrong_every.is_some()
+            || self.fault_stall_after.is_some()
+            || self.fault_die_after.is_some()
+            || self.fault_drop_job.is_some()
+    }
+
+    /// Applied to the `nth` job's result (counting from 1) as it finishes: dies, or falsifies it.
+    pub fn on_finished(&self, nth: u64, result: &mut JobResult) {
+        if self.fault_die_after == Some(nth) {
+            tracing::warn!(jobs = nth, "fault injection: dying mid-batch");
+            std::process::exit(86);
+        }
+        if self.fault_wrong_every.is_some_and(|k| nth % k == 0) {
+            tracing::warn!(jobs = nth, "fault injection: reporting a wrong count");
+            result.total = result.total.wrapping_add(1);
+        }
+    }
+
+    /// Whether the worker stalls now, after `jobs` jobs.
+    pub fn stalls(&self, jobs: u64) -> bool {
+        self.fault_stall_after.is_some_and(|k| jobs >= k)
+    }
+
+    /// Whether to drop this job instead of computing it.
+    pub fn drops(&self, job: &str) -> bool {
+        self.fault_drop_job.as_deref() == Some(job)
+    }
+}
