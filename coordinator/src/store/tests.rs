@@ -187,7 +187,7 @@ fn a_job_fails_after_its_attempts_and_only_when_not_done() {
     let plan = Plan::new(8, Strategy::D4).unwrap();
     let run = store.create_run(plan, 0.0).unwrap();
     let done = incoming(run.id, &plan, 0);
-    store.commit(&[done.clone()]).unwrap();
+    store.commit(std::slice::from_ref(&done)).unwrap();
     assert_eq!(store.fail_job(run.id, &done.key, "x").unwrap(), None);
     let other = incoming(run.id, &plan, 1);
     assert_eq!(
