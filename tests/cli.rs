@@ -160,3 +160,118 @@ fn issue_3_a_second_count_on_a_busy_store_is_refused_clearly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in use by another nqueens process"), "{err}");
 }
+
+/// Runs `nqueens` with `args` and returns its output (not checked).
+fn run(args: &[&std::ffi::OsStr]) -> Output {
+    support::nqueens().args(args).output().unwrap()
+}
+
+#[test]
+fn issue_4_a_store_is_exported_imported_audited_and_rebuilt_from_its_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("c"),
+    );
+    let export = dir.path().join("export.jsonl");
+    let (total, unique) = support::reference(13);
+    let counted = count_in(&a, &["13"]);
+    assert_eq!(counted["total"], total.to_string());
+
+    let audit = |data: &std::path::Path| {
+        let out = run(&[
+            "audit".as_ref(),
+            "--json".as_ref(),
+            "--data".as_ref(),
+            data.as_os_str(),
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (
+            out.status.success(),
+            text,
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, text, err) = audit(&a);
+    assert!(ok, "{err}");
+    let line: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(line["total"], total.to_string());
+    assert_eq!(line["unique"], unique.to_string());
+    assert_eq!(line["ledger_results"], counted["jobs"]);
+
+    // Export, then import into a new store: same run, same totals, and `count` answers from it.
+    let out = run(&[
+        "export".as_ref(),
+        "--data".as_ref(),
+        a.as_os_str(),
+        "--out".as_ref(),
+        export.as_os_str(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&[
+        "import".as_ref(),
+        "--data".as_ref(),
+        b.as_os_str(),
+        export.as_os_str(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(audit(&b).0);
+    let again = count_in(&b, &["13"]);
+    assert_eq!(again["total"], total.to_string());
+    assert_eq!(
+        again["jobs_resumed"], again["jobs"],
+        "answered from the imported store"
+    );
+
+    // The store itself lost (sled's files gone): the ledger beside it rebuilds it.
+    std::fs::copy(a.join("results.jsonl"), dir.path().join("ledger.jsonl")).unwrap();
+    std::fs::remove_dir_all(&a).unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let out = run(&[
+        "import".as_ref(),
+        "--data".as_ref(),
+        c.as_os_str(),
+        ledger.as_os_str(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(count_in(&c, &["13"])["total"], total.to_string());
+
+    // A ledger that disagrees with its store fails the audit, and a conflicting import is refused.
+    let text = std::fs::read_to_string(c.join("results.jsonl")).unwrap();
+    let first = text
+        .lines()
+        .find(|l| l.contains("\"kind\":\"result\""))
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(first).unwrap();
+    let n = v["result"]["total"].as_u64().unwrap();
+    let forged = first.replacen(
+        &format!("\"total\":{n}"),
+        &format!("\"total\":{}", n + 1),
+        1,
+    );
+    std::fs::write(c.join("results.jsonl"), format!("{text}{forged}\n")).unwrap();
+    let (ok, _, err) = audit(&c);
+    assert!(!ok);
+    assert!(err.contains("the ledger says"), "{err}");
+    let out = run(&[
+        "import".as_ref(),
+        "--data".as_ref(),
+        dir.path().join("d").as_os_str(),
+        c.join("results.jsonl").as_os_str(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("two different results"));
+}

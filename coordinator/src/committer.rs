@@ -1,18 +1,25 @@
 //! Group commit: one dedicated thread applies result batches to the store, each in its own transaction,
-//! then makes a whole group durable with one flush before answering any of them. Many workers reporting
-//! at once share a flush; none is acknowledged before its results are on disk.
+//! appends the counted results to the ledger (fsynced), then makes a whole group durable in the store with
+//! one flush before answering any of them. Many workers reporting at once share both syncs; none is
+//! acknowledged before its results are on disk twice.
 
 use std::sync::mpsc;
 
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
-use crate::store::{Committed, Incoming, Store};
+use crate::ledger::{Entry, Ledger};
+use crate::store::{Committed, Incoming, RunMeta, Store};
 
 /// Most batches sharing one flush.
 const MAX_GROUP: usize = 256;
 
-type Request = (Vec<Incoming>, oneshot::Sender<Result<Committed>>);
+enum Request {
+    /// A batch of results to commit.
+    Results(Vec<Incoming>, oneshot::Sender<Result<Committed>>),
+    /// A run just created, for the ledger.
+    Run(RunMeta, oneshot::Sender<Result<()>>),
+}
 
 /// A handle to the commit thread; the thread ends when the last handle is dropped.
 #[derive(Clone)]
@@ -21,8 +28,8 @@ pub struct Committer {
 }
 
 impl Committer {
-    /// Starts the commit thread for `store`.
-    pub fn start(store: Store) -> std::io::Result<Committer> {
+    /// Starts the commit thread for `store` and its ledger (none for a temporary store).
+    pub fn start(store: Store, mut ledger: Option<Ledger>) -> std::io::Result<Committer> {
         let (tx, rx) = mpsc::channel::<Request>();
         std::thread::Builder::new()
             .name("commit".into())
@@ -35,17 +42,46 @@ impl Committer {
                             Err(_) => break,
                         }
                     }
-                    let applied: Vec<_> = group
-                        .into_iter()
-                        .map(|(batch, reply)| (store.commit(&batch), reply))
-                        .collect();
-                    let flushed = store.flush();
+                    let mut entries = Vec::new();
+                    let mut applied = Vec::new();
+                    let mut runs = Vec::new();
+                    for request in group {
+                        match request {
+                            Request::Results(batch, reply) => {
+                                let result = store.commit(&batch);
+                                if let Ok(c) = &result {
+                                    entries.extend(c.counted.iter().map(|(run, key, record)| {
+                                        Entry::Result {
+                                            run: *run,
+                                            job: key.to_string(),
+                                            record: record.clone(),
+                                        }
+                                    }));
+                                }
+                                applied.push((result, reply));
+                            }
+                            Request::Run(meta, reply) => {
+                                entries.push(Entry::Run(meta));
+                                runs.push(reply);
+                            }
+                        }
+                    }
+                    let logged = ledger.as_mut().map_or(Ok(()), |l| l.append(&entries));
+                    let flushed = logged.and_then(|()| store.flush());
                     for (result, reply) in applied {
                         let result = match (&flushed, result) {
                             (Ok(()), r) => r,
                             (Err(e), _) => Err(Error::Durability(e.to_string())),
                         };
                         let _ = reply.send(result);
+                    }
+                    for reply in runs {
+                        let _ = reply.send(
+                            flushed
+                                .as_ref()
+                                .map(|_| ())
+                                .map_err(|e| Error::Durability(e.to_string())),
+                        );
                     }
                 }
             })?;
@@ -56,7 +92,16 @@ impl Committer {
     pub async fn commit(&self, batch: Vec<Incoming>) -> Result<Committed> {
         let (reply, answer) = oneshot::channel();
         self.tx
-            .send((batch, reply))
+            .send(Request::Results(batch, reply))
+            .map_err(|_| Error::ShuttingDown)?;
+        answer.await.map_err(|_| Error::ShuttingDown)?
+    }
+
+    /// Records a new run in the ledger; returns once it is durable.
+    pub async fn created(&self, meta: RunMeta) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Request::Run(meta, reply))
             .map_err(|_| Error::ShuttingDown)?;
         answer.await.map_err(|_| Error::ShuttingDown)?
     }

@@ -6,6 +6,7 @@ mod committer;
 pub mod error;
 pub mod grpc;
 mod leases;
+pub mod ledger;
 mod live;
 pub mod local;
 pub mod progress;

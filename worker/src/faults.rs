@@ -42,7 +42,10 @@ impl Faults {
             tracing::warn!(jobs = nth, "fault injection: dying mid-batch");
             std::process::exit(86);
         }
-        if self.fault_wrong_every.is_some_and(|k| nth.is_multiple_of(k)) {
+        if self
+            .fault_wrong_every
+            .is_some_and(|k| nth.is_multiple_of(k))
+        {
             tracing::warn!(jobs = nth, "fault injection: reporting a wrong count");
             result.total = result.total.wrapping_add(1);
         }

@@ -1,5 +1,6 @@
 //! Command-line interface of `nqueens`: the argument structs (clap derive) and the dispatch.
 
+mod backup;
 mod bench;
 mod count;
 mod plan;
@@ -37,6 +38,12 @@ pub enum Command {
     Status(remote::StatusArgs),
     /// Run a worker (the same as the `nqueens-worker` binary).
     Worker(nqueens_worker::cli::WorkerArgs),
+    /// Write a store's runs and results as JSON lines (offline: the coordinator stopped).
+    Export(backup::ExportArgs),
+    /// Build a store from an export or a ledger (results.jsonl), then audit it.
+    Import(backup::ImportArgs),
+    /// Check a store offline: totals against results, job states, the ledger against the store.
+    Audit(backup::AuditArgs),
 }
 
 /// Board size and partition, shared by `count` and `plan`.
@@ -97,6 +104,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Submit(args) => remote::submit(&args),
         Command::Status(args) => remote::status(&args),
         Command::Worker(args) => runtime()?.block_on(nqueens_worker::cli::run(args)),
+        Command::Export(args) => backup::export(&args),
+        Command::Import(args) => backup::import(&args),
+        Command::Audit(args) => backup::audit(&args),
     }
 }
 

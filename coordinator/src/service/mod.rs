@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use crate::committer::Committer;
 use crate::error::{Error, Result};
 use crate::leases::Leases;
+use crate::ledger::{Ledger, LEDGER_FILE};
 use crate::live::LiveRun;
 use crate::store::{JobState, Store};
 use workers::Workers;
@@ -109,7 +110,11 @@ impl Coordinator {
         for (worker, reason) in &quarantined {
             tracing::warn!(worker = %worker, reason = %reason, "worker quarantined (from the store)");
         }
-        let committer = Committer::start(store.clone())
+        let ledger = store
+            .dir()
+            .map(|dir| Ledger::open(&dir.join(LEDGER_FILE), &store))
+            .transpose()?;
+        let committer = Committer::start(store.clone(), ledger)
             .map_err(|e| Error::Durability(format!("cannot start the commit thread: {e}")))?;
         Ok(Coordinator {
             shared: Arc::new(Shared {
@@ -181,6 +186,7 @@ impl Coordinator {
         let meta = tokio::task::spawn_blocking(move || store.create_run(plan, verify_fraction))
             .await
             .map_err(|_| Error::ShuttingDown)??;
+        self.shared.committer.created(meta.clone()).await?;
         tracing::info!(
             run = meta.id,
             n = meta.n,

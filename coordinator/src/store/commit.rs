@@ -72,6 +72,8 @@ pub struct Committed {
     pub moved: Vec<Moved>,
     /// Workers this commit quarantined.
     pub quarantined: Vec<Quarantine>,
+    /// The results this commit counted, as stored.
+    pub counted: Vec<(u64, JobKey, ResultRecord)>,
 }
 
 fn abort<T>(e: Error) -> std::result::Result<T, Abort<Error>> {
@@ -193,13 +195,12 @@ impl Store {
                     },
                 };
                 tally.add(&inc.result).map_err(|e| Abort::Abort(e.into()))?;
-                results.insert(
-                    k.as_slice(),
-                    encode(&ResultRecord {
-                        confirmed_by: agreeing,
-                        ..mine
-                    }),
-                )?;
+                let counted = ResultRecord {
+                    confirmed_by: agreeing,
+                    ..mine
+                };
+                results.insert(k.as_slice(), encode(&counted))?;
+                out.counted.push((inc.run, inc.key.clone(), counted));
                 jobs.insert(k, encode(&JobRecord::done()))?;
                 out.moved.push(Moved {
                     run: inc.run,

@@ -14,6 +14,7 @@
 mod audit;
 mod commit;
 mod records;
+mod restore;
 
 pub use audit::AuditLine;
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
@@ -21,7 +22,7 @@ pub use records::{now_unix, JobRecord, JobState, Quarantine, ResultRecord, RunMe
 
 use std::collections::HashMap;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nqueens_common::{JobKey, Plan, Tally};
 use sled::transaction::{ConflictableTransactionError, Transactional};
@@ -29,7 +30,7 @@ use sled::transaction::{ConflictableTransactionError, Transactional};
 use crate::error::{Error, Result};
 use records::{decode, encode, job_key, run_key, split_job_key};
 
-const NEXT_RUN: &[u8] = b"next_run";
+pub(crate) const NEXT_RUN: &[u8] = b"next_run";
 const EPOCH: &[u8] = b"epoch";
 
 /// The coordinator's persistent state.
@@ -43,6 +44,8 @@ pub struct Store {
     quarantine: sled::Tree,
     meta: sled::Tree,
     epoch: u64,
+    /// Where it lives on disk (`None`: a temporary store).
+    dir: Option<PathBuf>,
 }
 
 impl Store {
@@ -57,7 +60,14 @@ impl Store {
             }
             other => Error::Store(other),
         })?;
-        Store::with_db(db)
+        let mut store = Store::with_db(db)?;
+        store.dir = Some(dir.to_path_buf());
+        Ok(store)
+    }
+
+    /// The store's directory (`None` for a temporary store).
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
     }
 
     /// A store that lives in memory and a temporary directory (tests).
@@ -82,6 +92,7 @@ impl Store {
             meta,
             db,
             epoch,
+            dir: None,
         })
     }
 

@@ -1,0 +1,101 @@
+//! Restoring a store from an export or the ledger (`nqueens import`): runs keep their ids, results are
+//! checked against their run's plan and added with checked u128 sums, a repeated identical result is kept
+//! once and a conflicting one is refused.
+
+use nqueens_common::{JobKey, Tally};
+use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
+
+use super::records::{decode, encode, job_key, run_key, JobRecord, ResultRecord, RunMeta};
+use super::{Store, NEXT_RUN};
+use crate::error::{Error, Result};
+
+fn abort<T>(e: Error) -> std::result::Result<T, Abort<Error>> {
+    Err(Abort::Abort(e))
+}
+
+impl Store {
+    /// Restores a run under its own id, with no results yet. Refused if the store has a run with that id.
+    pub fn restore_run(&self, meta: &RunMeta) -> Result<()> {
+        meta.plan()?;
+        let restored = RunMeta {
+            finished_unix: None,
+            ..meta.clone()
+        };
+        let with_unique = meta.strategy == nqueens_common::Strategy::D4;
+        (&self.meta, &self.runs, &self.totals).transaction(|(m, runs, totals)| {
+            if runs.get(run_key(meta.id))?.is_some() {
+                return abort(Error::Invalid(format!(
+                    "run {} exists already in this store",
+                    meta.id
+                )));
+            }
+            let next = match m.get(NEXT_RUN)? {
+                Some(v) => u64::from_be_bytes(
+                    v.as_ref()
+                        .try_into()
+                        .map_err(|_| Abort::Abort(Error::Corrupt("next_run".into())))?,
+                ),
+                None => 1,
+            };
+            m.insert(NEXT_RUN, &next.max(meta.id + 1).to_be_bytes())?;
+            runs.insert(&run_key(meta.id), encode(&restored))?;
+            totals.insert(&run_key(meta.id), encode(&Tally::new(with_unique)))?;
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Restores counted results of a run in one transaction; returns how many were new. A result for a
+    /// job that has one already must be identical (then it is skipped).
+    pub fn restore_results(&self, run: u64, batch: &[(JobKey, ResultRecord)]) -> Result<u64> {
+        let meta = self
+            .run(run)?
+            .ok_or_else(|| Error::Invalid(format!("result of run {run} before the run itself")))?;
+        let plan = meta.plan()?;
+        for (key, _) in batch {
+            plan.job(key)?;
+        }
+        let trees = (&self.runs, &self.jobs, &self.results, &self.totals);
+        let added = trees.transaction(|(runs, jobs, results, totals)| {
+            let mut tally: Tally = match totals.get(run_key(run))? {
+                Some(raw) => decode("totals", &raw).or_else(abort)?,
+                None => return abort(Error::Corrupt(format!("run {run} has no totals"))),
+            };
+            let mut added = 0;
+            for (key, record) in batch {
+                let k = job_key(run, key);
+                if let Some(raw) = results.get(&k)? {
+                    let stored: ResultRecord = decode("result", &raw).or_else(abort)?;
+                    if stored.result != record.result {
+                        return abort(Error::Invalid(format!(
+                            "run {run} job {key}: two different results ({:?} and {:?})",
+                            stored.result, record.result
+                        )));
+                    }
+                    continue;
+                }
+                tally
+                    .add(&record.result)
+                    .map_err(|e| Abort::Abort(e.into()))?;
+                results.insert(k.as_slice(), encode(record))?;
+                jobs.insert(k, encode(&JobRecord::done()))?;
+                added += 1;
+            }
+            totals.insert(&run_key(run), encode(&tally))?;
+            if tally.jobs == meta.jobs_total {
+                let done = RunMeta {
+                    finished_unix: Some(record_time(batch).unwrap_or(meta.created_unix)),
+                    ..meta.clone()
+                };
+                runs.insert(&run_key(run), encode(&done))?;
+            }
+            Ok(added)
+        })?;
+        Ok(added)
+    }
+}
+
+/// The latest commit time in a batch.
+fn record_time(batch: &[(JobKey, ResultRecord)]) -> Option<u64> {
+    batch.iter().map(|(_, r)| r.at_unix).max()
+}
