@@ -1,6 +1,7 @@
 //! The coordinator of nqueens-cluster and the `nqueens` command: the job store (sled), the lease state
 //! machine, the gRPC service, progress reporting, and the embedded local mode.
 
+pub mod auth;
 pub mod cli;
 mod committer;
 pub mod error;

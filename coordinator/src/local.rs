@@ -74,12 +74,12 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     let server = tokio::spawn(crate::server::serve(
         listener,
         coordinator.clone(),
-        Duration::from_secs(30),
+        crate::server::Options::default(),
         stop.clone().cancelled_owned(),
     ));
     let worker = tokio::spawn(nqueens_worker::run(
         WorkerConfig {
-            coordinator: format!("http://{address}"),
+            connection: nqueens_worker::Connection::new(format!("http://{address}")),
             threads: opts.threads,
             name: "local".into(),
             journal: None,

@@ -1,5 +1,6 @@
 //! Serving a coordinator: the gRPC service with standard health checking and server reflection on a bound
-//! listener, plus the background tasks (lease expiry, the progress log) that live as long as the server.
+//! listener (optionally behind a token and TLS), plus the background tasks (lease expiry, the progress log)
+//! that live as long as the server.
 
 use std::future::Future;
 use std::time::Duration;
@@ -9,6 +10,10 @@ use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
 
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Identity, ServerTlsConfig};
+
+use crate::auth::RequireToken;
 use crate::grpc::CoordinatorService;
 use crate::progress;
 use crate::service::Coordinator;
@@ -16,14 +21,36 @@ use crate::service::Coordinator;
 /// Largest request the server decodes (a full report batch is far smaller).
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
-/// Serves `coordinator` on `listener` until `shutdown` completes, logging progress every
-/// `progress_interval`. Tests and `main` share this: they differ only in the listener and the shutdown.
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Interval of the progress log line.
+    pub progress_interval: Duration,
+    /// The bearer token every RPC but health must carry (none: open).
+    pub token: Option<String>,
+    /// The TLS certificate chain and key (PEM); none: plaintext.
+    pub tls: Option<Identity>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            progress_interval: Duration::from_secs(30),
+            token: None,
+            tls: None,
+        }
+    }
+}
+
+/// Serves `coordinator` on `listener` until `shutdown` completes. Tests and `main` share this: they
+/// differ only in the listener, the options and the shutdown.
 pub async fn serve(
     listener: TcpListener,
     coordinator: Coordinator,
-    progress_interval: Duration,
+    options: Options,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
+    let progress_interval = options.progress_interval;
     let background = CancellationToken::new();
     let _stop_background = background.clone().drop_guard();
     tokio::spawn(expire_leases(coordinator.clone(), background.clone()));
@@ -42,12 +69,17 @@ pub async fn serve(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
         .expect("the embedded descriptor sets are valid");
+    let auth = RequireToken::new(options.token.as_deref());
     let service = CoordinatorServer::new(CoordinatorService::new(coordinator))
         .max_decoding_message_size(MAX_MESSAGE_BYTES);
-    tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(identity) = options.tls {
+        builder = builder.tls_config(ServerTlsConfig::new().identity(identity))?;
+    }
+    builder
         .add_service(health_service)
-        .add_service(reflection)
-        .add_service(service)
+        .add_service(InterceptedService::new(reflection, auth.clone()))
+        .add_service(InterceptedService::new(service, auth))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
         .await
 }

@@ -3,24 +3,29 @@
 
 use std::time::Duration;
 
-use nqueens_common::proto::{self, coordinator_client::CoordinatorClient};
+use nqueens_common::proto;
 use nqueens_common::{JobKey, Plan, Strategy};
-use nqueens_coordinator::server::serve;
+use nqueens_coordinator::server::{serve, Options};
 use nqueens_coordinator::store::Store;
 use nqueens_coordinator::{Config, Coordinator};
+use nqueens_worker::Client;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use tonic::Code;
 
 struct Server {
-    client: CoordinatorClient<Channel>,
+    client: Client,
     address: String,
     stop: CancellationToken,
     _dir: tempfile::TempDir,
 }
 
 async fn start(lease_timeout: Duration) -> Server {
+    start_with(lease_timeout, Options::default()).await
+}
+
+async fn start_with(lease_timeout: Duration, options: Options) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let coordinator = Coordinator::open(
@@ -37,11 +42,11 @@ async fn start(lease_timeout: Duration) -> Server {
     tokio::spawn(serve(
         listener,
         coordinator,
-        Duration::from_secs(30),
+        options,
         stop.clone().cancelled_owned(),
     ));
     Server {
-        client: nqueens_worker::client::connect(&address).unwrap(),
+        client: nqueens_worker::connect(&nqueens_worker::Connection::new(&address)).unwrap(),
         address,
         stop,
         _dir: dir,
@@ -54,15 +59,11 @@ impl Drop for Server {
     }
 }
 
-async fn create(c: &mut CoordinatorClient<Channel>, n: u32) -> proto::RunStatus {
+async fn create(c: &mut Client, n: u32) -> proto::RunStatus {
     create_verified(c, n, 0.0).await
 }
 
-async fn create_verified(
-    c: &mut CoordinatorClient<Channel>,
-    n: u32,
-    verify_fraction: f64,
-) -> proto::RunStatus {
+async fn create_verified(c: &mut Client, n: u32, verify_fraction: f64) -> proto::RunStatus {
     c.create_run(proto::CreateRunRequest {
         n,
         strategy: proto::Strategy::D4 as i32,
@@ -75,11 +76,7 @@ async fn create_verified(
     .into_inner()
 }
 
-async fn lease(
-    c: &mut CoordinatorClient<Channel>,
-    worker: &str,
-    capacity: u32,
-) -> Vec<proto::JobLease> {
+async fn lease(c: &mut Client, worker: &str, capacity: u32) -> Vec<proto::JobLease> {
     c.lease(proto::LeaseRequest {
         worker_id: worker.into(),
         worker_name: worker.into(),
@@ -110,7 +107,7 @@ fn result_of(l: &proto::JobLease) -> proto::JobResult {
 }
 
 async fn report(
-    c: &mut CoordinatorClient<Channel>,
+    c: &mut Client,
     worker: &str,
     results: Vec<proto::JobResult>,
 ) -> Result<Vec<i32>, tonic::Status> {
@@ -123,7 +120,7 @@ async fn report(
     .map(|r| r.into_inner().outcomes)
 }
 
-async fn status(c: &mut CoordinatorClient<Channel>, run: &str) -> proto::RunStatus {
+async fn status(c: &mut Client, run: &str) -> proto::RunStatus {
     c.get_run(proto::GetRunRequest { run: run.into() })
         .await
         .unwrap()
@@ -473,7 +470,7 @@ async fn issue_3_watch_streams_progress_until_the_run_is_done() {
     assert_eq!(unknown.code(), Code::NotFound);
 }
 
-async fn list_workers(c: &mut CoordinatorClient<Channel>) -> Vec<proto::WorkerStatus> {
+async fn list_workers(c: &mut Client) -> Vec<proto::WorkerStatus> {
     c.list_workers(proto::ListWorkersRequest {})
         .await
         .unwrap()
@@ -639,4 +636,123 @@ async fn issue_4_a_poison_job_fails_after_its_attempts_and_the_run_stalls() {
         .unwrap()
         .into_inner();
     assert!(idle.idle && idle.leases.is_empty());
+}
+
+#[tokio::test]
+async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
+    let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, key.cert.pem()).unwrap();
+    let options = Options {
+        token: Some("s3cret".into()),
+        tls: Some(tonic::transport::Identity::from_pem(
+            key.cert.pem(),
+            key.signing_key.serialize_pem(),
+        )),
+        ..Options::default()
+    };
+    let s = start_with(Duration::from_secs(60), options).await;
+    let https = s.address.replace("http://", "https://");
+    let client = |token: Option<&str>| {
+        nqueens_worker::connect(&nqueens_worker::Connection {
+            coordinator: https.clone(),
+            token: token.map(Into::into),
+            tls_ca: Some(ca.clone()),
+        })
+        .unwrap()
+    };
+    let mut good = client(Some("s3cret"));
+    let run = good
+        .create_run(proto::CreateRunRequest {
+            n: 6,
+            strategy: proto::Strategy::D4 as i32,
+            depth: None,
+            reuse: false,
+            verify_fraction: Some(0.0),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    for token in [None, Some("wrong"), Some("s3cret ")] {
+        let mut bad = client(token);
+        let codes = [
+            bad.list_runs(proto::ListRunsRequest {}).await.map(|_| ()),
+            bad.get_run(proto::GetRunRequest {
+                run: run.run.clone(),
+            })
+            .await
+            .map(|_| ()),
+            bad.create_run(proto::CreateRunRequest {
+                n: 8,
+                strategy: 1,
+                depth: None,
+                reuse: false,
+                verify_fraction: None,
+            })
+            .await
+            .map(|_| ()),
+            bad.lease(proto::LeaseRequest {
+                worker_id: "x".into(),
+                worker_name: "x".into(),
+                threads: 1,
+                capacity: 1,
+                run: None,
+                wait_ms: 0,
+            })
+            .await
+            .map(|_| ()),
+            bad.report(proto::ReportRequest {
+                worker_id: "x".into(),
+                worker_name: "x".into(),
+                results: vec![],
+            })
+            .await
+            .map(|_| ()),
+        ];
+        for c in codes {
+            assert_eq!(c.unwrap_err().code(), Code::Unauthenticated, "{token:?}");
+        }
+    }
+    // Nothing the refused calls asked for happened.
+    let runs = good
+        .list_runs(proto::ListRunsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .runs;
+    assert_eq!(runs.len(), 1);
+    assert!(lease(&mut good, "w", 100).await.len() as u64 == run.jobs_total);
+
+    // Plaintext to the TLS port gets nowhere.
+    let mut plain = nqueens_worker::connect(&nqueens_worker::Connection {
+        coordinator: s.address.clone(),
+        token: Some("s3cret".into()),
+        tls_ca: None,
+    })
+    .unwrap();
+    assert!(plain.list_runs(proto::ListRunsRequest {}).await.is_err());
+
+    // Health checks need no token.
+    let channel = Channel::from_shared(https.clone())
+        .unwrap()
+        .tls_config(
+            tonic::transport::ClientTlsConfig::new()
+                .ca_certificate(tonic::transport::Certificate::from_pem(key.cert.pem())),
+        )
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let reply = tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "nqueens.v1.Coordinator".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        reply.status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
 }

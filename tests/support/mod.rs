@@ -165,17 +165,27 @@ pub fn wait(child: &mut Child, limit: Duration, what: &str) -> std::process::Exi
     }
 }
 
-/// Creates a run through `nqueens submit --json`; returns its id.
+/// Creates a run through `nqueens submit --json` (the coordinator's default verify fraction); returns
+/// its id.
 pub fn submit(address: &str, n: u32, strategy: &str) -> String {
-    let out = stdout_of(nqueens().args([
-        "submit",
-        &n.to_string(),
-        "--strategy",
-        strategy,
-        "--json",
-        "--coordinator",
-        address,
-    ]));
+    submit_with(address, n, strategy, &[])
+}
+
+/// Creates a run through `nqueens submit --json ARGS...`; returns its id.
+pub fn submit_with(address: &str, n: u32, strategy: &str, extra: &[&str]) -> String {
+    let out = stdout_of(
+        nqueens()
+            .args([
+                "submit",
+                &n.to_string(),
+                "--strategy",
+                strategy,
+                "--json",
+                "--coordinator",
+                address,
+            ])
+            .args(extra),
+    );
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["n"], n);
     assert_eq!(v["state"], "running");
@@ -199,7 +209,7 @@ pub fn probe(address: &str, run: &str) -> Option<proto::RunStatus> {
         .build()
         .unwrap();
     rt.block_on(async {
-        let mut c = nqueens_worker::client::connect(address).ok()?;
+        let mut c = nqueens_worker::connect(&nqueens_worker::Connection::new(address)).ok()?;
         let req = proto::GetRunRequest { run: run.into() };
         c.get_run(req).await.ok().map(|r| r.into_inner())
     })

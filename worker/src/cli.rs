@@ -5,14 +5,13 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::setup::{self, LogFormat};
-use crate::{Faults, WorkerConfig};
+use crate::{Connection, Faults, WorkerConfig};
 
 /// Pull jobs from an nqueens coordinator, compute them on all cores, report the counts.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// The coordinator's address, e.g. http://10.0.0.1:7447.
-    #[arg(long, env = "NQUEENS_COORDINATOR")]
-    pub coordinator: String,
+    #[command(flatten)]
+    pub connection: Connection,
     /// Compute threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -42,7 +41,7 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
     let name = args.name.unwrap_or_else(setup::host_name);
     let config =
         WorkerConfig {
-            coordinator: args.coordinator,
+            connection: args.connection,
             threads: args
                 .threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))

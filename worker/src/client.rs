@@ -8,15 +8,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
-use nqueens_common::proto::{self, coordinator_client::CoordinatorClient};
+use nqueens_common::proto;
 use nqueens_common::{proto::strategy_from_wire, JobKey, JobResult, Plan};
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
-use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
 use crate::compute::{ComputePool, Task};
+use crate::connect::{connect, Client, Connection};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::journal::{Finished, Journal};
@@ -29,8 +29,8 @@ const LEASE_WAIT_MS: u32 = 5_000;
 /// What a worker needs to know.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    /// The coordinator's address (`http://host:port`, or `host:port`).
-    pub coordinator: String,
+    /// How to reach the coordinator.
+    pub connection: Connection,
     /// Compute threads.
     pub threads: usize,
     /// A human name, shown in status and logs.
@@ -57,21 +57,6 @@ pub struct Summary {
     pub accepted: u64,
 }
 
-/// A channel to the coordinator that connects lazily and reconnects by itself on every call.
-pub fn connect(address: &str) -> Result<CoordinatorClient<Channel>> {
-    let url = if address.contains("://") {
-        address.to_string()
-    } else {
-        format!("http://{address}")
-    };
-    let endpoint = Endpoint::from_shared(url.clone())
-        .map_err(|e| Error::Address(address.to_string(), e.to_string()))?
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(60))
-        .tcp_nodelay(true);
-    Ok(CoordinatorClient::new(endpoint.connect_lazy()))
-}
-
 /// Whether a failed call is worth retrying later (the coordinator is down, restarting or overloaded).
 fn transient(s: &Status) -> bool {
     matches!(
@@ -95,7 +80,7 @@ fn refused(s: &Status) -> bool {
 struct Worker {
     config: WorkerConfig,
     id: String,
-    client: CoordinatorClient<Channel>,
+    client: Client,
     pool: ComputePool<proto::JobLease>,
     journal: Option<Journal>,
     /// Leases held: queued, running, or finished but not yet acknowledged.
@@ -129,7 +114,7 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
         ),
-        client: connect(&config.coordinator)?,
+        client: connect(&config.connection)?,
         pool: ComputePool::new(config.threads, tx),
         journal,
         held: HashMap::new(),
@@ -142,7 +127,7 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
         summary: Summary::default(),
         config,
     };
-    tracing::info!(worker = %w.id, coordinator = %w.config.coordinator, threads = w.config.threads, "worker started");
+    tracing::info!(worker = %w.id, coordinator = %w.config.connection.coordinator, threads = w.config.threads, "worker started");
     if w.config.faults.any() {
         tracing::warn!(faults = ?w.config.faults, "FAULT INJECTION IS ON: this worker misbehaves on purpose");
     }

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod client;
 pub mod compute;
+pub mod connect;
 pub mod error;
 pub mod faults;
 pub mod journal;
@@ -12,6 +13,7 @@ pub mod pool;
 pub mod setup;
 
 pub use client::{run, Summary, WorkerConfig};
+pub use connect::{connect, Client, Connection};
 pub use error::{Error, Result};
 pub use faults::Faults;
 pub use pool::{run_jobs, Progress};

@@ -28,9 +28,8 @@ fn rpc(s: tonic::Status) -> RpcError {
 pub struct SubmitArgs {
     #[command(flatten)]
     pub partition: PartitionArgs,
-    /// The coordinator's address, e.g. http://127.0.0.1:7447.
-    #[arg(long, env = "NQUEENS_COORDINATOR")]
-    pub coordinator: String,
+    #[command(flatten)]
+    pub connection: nqueens_worker::Connection,
     /// Fraction of jobs (0 to 1) computed twice by workers of different names (default: the
     /// coordinator's, 0.01).
     #[arg(long)]
@@ -40,9 +39,8 @@ pub struct SubmitArgs {
 /// Arguments of `nqueens status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// The coordinator's address.
-    #[arg(long, env = "NQUEENS_COORDINATOR")]
-    pub coordinator: String,
+    #[command(flatten)]
+    pub connection: nqueens_worker::Connection,
     /// Only this run.
     #[arg(long)]
     pub run: Option<String>,
@@ -156,7 +154,7 @@ fn print(s: &StatusOutput, json: bool) -> anyhow::Result<()> {
 pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     let plan = args.partition.plan()?;
     let status = super::runtime()?.block_on(async {
-        let mut client = nqueens_worker::client::connect(&args.coordinator)?;
+        let mut client = nqueens_worker::connect(&args.connection)?;
         let req = proto::CreateRunRequest {
             n: plan.n() as u32,
             strategy: proto::Strategy::from(plan.strategy()) as i32,
@@ -213,7 +211,7 @@ fn print_worker(w: proto::WorkerStatus, json: bool) -> anyhow::Result<()> {
 /// Prints the status of one or every run (or the workers), and the quarantined workers.
 pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
     let (runs, workers) = super::runtime()?.block_on(async {
-        let mut client = nqueens_worker::client::connect(&args.coordinator)?;
+        let mut client = nqueens_worker::connect(&args.connection)?;
         let workers = client
             .list_workers(proto::ListWorkersRequest {})
             .await

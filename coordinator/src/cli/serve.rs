@@ -35,6 +35,16 @@ pub struct ServeArgs {
     /// Interval of the progress log line, e.g. 30s.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub progress_interval: Duration,
+    /// A shared bearer token that every RPC but health checks must carry (workers and clients pass
+    /// it with --token or NQUEENS_TOKEN).
+    #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// PEM certificate (chain) for TLS; with --tls-key, clients connect with https:// and --tls-ca.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -48,6 +58,29 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             "--lease-timeout must be at least 100ms".into(),
         )
         .into());
+    }
+    if args.token.as_deref().is_some_and(str::is_empty) {
+        anyhow::bail!("--token must not be empty");
+    }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let read = |p: &PathBuf| {
+                std::fs::read(p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))
+            };
+            Some(tonic::transport::Identity::from_pem(
+                read(cert)?,
+                read(key)?,
+            ))
+        }
+        _ => None,
+    };
+    if !args.listen.ip().is_loopback() && (args.token.is_none() || tls.is_none()) {
+        tracing::warn!(
+            addr = %args.listen,
+            token = args.token.is_some(),
+            tls = tls.is_some(),
+            "listening beyond loopback without both a token and TLS: anyone who can reach this port can submit runs and report results"
+        );
     }
     let data = args.data.clone().unwrap_or_else(setup::default_data_dir);
     std::fs::create_dir_all(&data)?;
@@ -75,13 +108,19 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             addr = %listener.local_addr()?,
             data = %data.display(),
             lease_timeout = %humantime::format_duration(args.lease_timeout),
+            tls = tls.is_some(),
+            token = args.token.is_some(),
             "coordinator listening"
         );
         let shutdown = setup::shutdown_on_signals();
         crate::server::serve(
             listener,
             coordinator,
-            args.progress_interval,
+            crate::server::Options {
+                progress_interval: args.progress_interval,
+                token: args.token.clone(),
+                tls,
+            },
             shutdown.cancelled_owned(),
         )
         .await?;

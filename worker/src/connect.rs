@@ -1,0 +1,97 @@
+//! Connecting to a coordinator: the address (`http://` or, with TLS, `https://`), the shared bearer token
+//! sent with every call, and the CA certificate that TLS connections trust. Shared by workers and by the
+//! `nqueens` client commands.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use nqueens_common::proto::coordinator_client::CoordinatorClient;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::interceptor::InterceptedService;
+use tonic::service::Interceptor;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::{Request, Status};
+
+use crate::error::{Error, Result};
+
+/// A client of the coordinator service that sends the token with every call.
+pub type Client = CoordinatorClient<InterceptedService<Channel, Bearer>>;
+
+/// How to reach a coordinator (command-line flags shared by every client).
+#[derive(Debug, Clone, Default, Args)]
+pub struct Connection {
+    /// The coordinator's address, e.g. http://10.0.0.1:7447 (https://... with TLS).
+    #[arg(long, env = "NQUEENS_COORDINATOR")]
+    pub coordinator: String,
+    /// The shared bearer token, when the coordinator requires one.
+    #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// PEM file of the CA certificate (or the self-signed certificate) that the coordinator's TLS
+    /// certificate must chain to; implies TLS.
+    #[arg(long, value_name = "PEM")]
+    pub tls_ca: Option<PathBuf>,
+}
+
+impl Connection {
+    /// A plain connection to `address` (no token, no TLS).
+    pub fn new(address: impl Into<String>) -> Connection {
+        Connection {
+            coordinator: address.into(),
+            ..Connection::default()
+        }
+    }
+}
+
+/// Adds `authorization: Bearer TOKEN` to every request.
+#[derive(Debug, Clone)]
+pub struct Bearer(Option<MetadataValue<Ascii>>);
+
+impl Interceptor for Bearer {
+    fn call(&mut self, mut req: Request<()>) -> std::result::Result<Request<()>, Status> {
+        if let Some(value) = &self.0 {
+            req.metadata_mut().insert("authorization", value.clone());
+        }
+        Ok(req)
+    }
+}
+
+/// A client that connects lazily and reconnects by itself on every call.
+pub fn connect(c: &Connection) -> Result<Client> {
+    let address = &c.coordinator;
+    let bad = |why: String| Error::Address(address.clone(), why);
+    let url = if address.contains("://") {
+        address.clone()
+    } else if c.tls_ca.is_some() {
+        format!("https://{address}")
+    } else {
+        format!("http://{address}")
+    };
+    let mut endpoint = Endpoint::from_shared(url.clone())
+        .map_err(|e| bad(e.to_string()))?
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(60))
+        .tcp_nodelay(true);
+    if let Some(ca) = &c.tls_ca {
+        if !url.starts_with("https://") {
+            return Err(bad("--tls-ca needs an https:// address".into()));
+        }
+        let pem = std::fs::read(ca).map_err(|e| bad(format!("{}: {e}", ca.display())))?;
+        endpoint = endpoint
+            .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))
+            .map_err(|e| bad(e.to_string()))?;
+    }
+    let token = c
+        .token
+        .as_deref()
+        .map(|t| {
+            format!("Bearer {t}")
+                .parse::<MetadataValue<Ascii>>()
+                .map_err(|_| bad("the token must be printable ASCII".into()))
+        })
+        .transpose()?;
+    Ok(CoordinatorClient::with_interceptor(
+        endpoint.connect_lazy(),
+        Bearer(token),
+    ))
+}
