@@ -16,6 +16,8 @@ use tonic::Code;
 
 struct Server {
     client: Client,
+    /// The server's store (a second handle on the same sled database), to compare its contents.
+    store: Store,
     address: String,
     stop: CancellationToken,
     _dir: tempfile::TempDir,
@@ -28,6 +30,7 @@ async fn start(lease_timeout: Duration) -> Server {
 async fn start_with(lease_timeout: Duration, options: Options) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
+    let handle = store.clone();
     let coordinator = Coordinator::open(
         store,
         Config {
@@ -46,6 +49,7 @@ async fn start_with(lease_timeout: Duration, options: Options) -> Server {
         stop.clone().cancelled_owned(),
     ));
     Server {
+        store: handle,
         client: nqueens_worker::connect(&nqueens_worker::Connection::new(&address)).unwrap(),
         address,
         stop,
@@ -120,6 +124,20 @@ async fn report(
     .map(|r| r.into_inner().outcomes)
 }
 
+/// Everything the store holds, in a canonical form: every run and counted result (as exported), the job
+/// states of every run, and the quarantined workers.
+fn contents(store: &Store) -> String {
+    let mut out = Vec::new();
+    nqueens_coordinator::ledger::export(store, None, &mut out).unwrap();
+    let mut text = String::from_utf8(out).unwrap();
+    for run in store.runs().unwrap() {
+        let mut states: Vec<_> = store.job_states(run.id).unwrap().into_iter().collect();
+        states.sort_by_key(|(s, _)| format!("{s:?}"));
+        text += &format!("{states:?}\n");
+    }
+    text + &format!("{:?}", store.quarantined().unwrap())
+}
+
 async fn status(c: &mut Client, run: &str) -> proto::RunStatus {
     c.get_run(proto::GetRunRequest { run: run.into() })
         .await
@@ -161,7 +179,7 @@ async fn issue_3_duplicates_are_compared_never_added() {
 }
 
 #[tokio::test]
-async fn issue_3_bad_input_gets_a_clear_error_and_changes_nothing() {
+async fn issue_3_and_4_bad_input_gets_a_clear_error_and_changes_nothing_stored() {
     let mut s = start(Duration::from_secs(60)).await;
     let run = create(&mut s.client, 9).await;
     let leases = lease(&mut s.client, "w1", 3).await;
@@ -170,6 +188,7 @@ async fn issue_3_bad_input_gets_a_clear_error_and_changes_nothing() {
         .await
         .unwrap();
     let before = status(&mut s.client, &run.run).await;
+    let stored_before = contents(&s.store);
     let second = result_of(&leases[1]);
 
     let bad: Vec<(&str, proto::JobResult, Code)> = vec![
@@ -335,7 +354,19 @@ async fn issue_3_bad_input_gets_a_clear_error_and_changes_nothing() {
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound);
 
-    // Nothing changed: the same runs, the same progress, the same total.
+    // A message over the size limit is refused before it is decoded.
+    let huge = proto::JobResult {
+        job: "1.".repeat(3 << 20),
+        ..second.clone()
+    };
+    let err = report(&mut s.client, "w1", vec![huge]).await.unwrap_err();
+    assert!(
+        matches!(err.code(), Code::OutOfRange | Code::ResourceExhausted),
+        "{err:?}"
+    );
+
+    // Nothing changed: the same stored contents, the same runs, the same progress, the same total.
+    assert_eq!(contents(&s.store), stored_before);
     let runs = s
         .client
         .list_runs(proto::ListRunsRequest {})

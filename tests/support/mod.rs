@@ -129,6 +129,17 @@ impl Drop for Serve {
 
 /// A worker process (`nqueens worker`), logging to `dir/NAME.log`.
 pub fn worker(address: &str, dir: &Path, name: &str, extra: &[&str]) -> Child {
+    worker_logging(address, dir, name, extra, "info")
+}
+
+/// A worker process logging at `rust_log` (a `RUST_LOG` filter) to `dir/NAME.log`.
+pub fn worker_logging(
+    address: &str,
+    dir: &Path,
+    name: &str,
+    extra: &[&str],
+    rust_log: &str,
+) -> Child {
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
     nqueens()
         .args([
@@ -143,7 +154,7 @@ pub fn worker(address: &str, dir: &Path, name: &str, extra: &[&str]) -> Child {
         .arg("--journal")
         .arg(dir.join(format!("{name}.journal")))
         .args(extra)
-        .env("RUST_LOG", "info")
+        .env("RUST_LOG", rust_log)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

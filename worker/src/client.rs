@@ -327,9 +327,11 @@ impl Worker {
             .filter(|&&o| o == proto::Outcome::Accepted as i32)
             .count() as u64;
         for (f, &o) in batch.iter().zip(&reply.outcomes) {
-            if o == proto::Outcome::Mismatch as i32 {
+            let outcome = proto::Outcome::try_from(o).unwrap_or(proto::Outcome::Unspecified);
+            if outcome == proto::Outcome::Mismatch {
                 tracing::error!(run = %f.run, job = %f.job, total = f.total, "coordinator holds a different result for this job");
             }
+            tracing::debug!(run = %f.run, job = %f.job, total = f.total, nodes = f.nodes, outcome = outcome.as_str_name(), "result acknowledged");
         }
         self.acknowledged(batch, accepted)
             .map_err(|e| Status::internal(e.to_string()))
