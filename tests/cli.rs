@@ -265,7 +265,7 @@ fn issue_4_a_store_is_exported_imported_audited_and_rebuilt_from_its_ledger() {
     std::fs::write(c.join("results.jsonl"), format!("{text}{forged}\n")).unwrap();
     let (ok, _, err) = audit(&c);
     assert!(!ok);
-    assert!(err.contains("the ledger says"), "{err}");
+    assert!(err.contains("two different results"), "{err}");
     let out = run(&[
         "import".as_ref(),
         "--data".as_ref(),

@@ -1,5 +1,6 @@
 //! Fault injection end to end (issue 4), with real processes on 127.0.0.1: workers that report wrong
-//! counts, stall or die mid-batch cannot corrupt a verified run; a coordinator killed with SIGKILL twenty
+//! counts, stall or die mid-batch cannot corrupt a run that verifies half its jobs (the liar's unverified
+//! counts are revoked once it is caught); a coordinator killed with SIGKILL twenty
 //! times (once for several seconds) loses no acknowledged result and counts none twice.
 
 mod support;
@@ -19,8 +20,10 @@ const LIMIT: Duration = Duration::from_secs(240);
 fn issue_4_wrong_stalled_and_dying_workers_cannot_corrupt_a_verified_run() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "1s");
-    let run = submit_with(&serve.address, 13, "d4", &["--verify-fraction", "1"]);
-    // The faulty workers start first, so that they hold and report plenty before the honest ones come.
+    // Half the jobs are verified; the liar's wrong counts on the other half are counted at first, and
+    // must be revoked once it is caught on a verified one.
+    let run = submit_with(&serve.address, 14, "d4", &["--verify-fraction", "0.5"]);
+    // The faulty workers start first, so that they report plenty before the honest ones come.
     let mut liar = worker(
         &serve.address,
         dir.path(),
@@ -41,7 +44,10 @@ fn issue_4_wrong_stalled_and_dying_workers_cannot_corrupt_a_verified_run() {
     );
     let crashed = wait(&mut crasher, LIMIT, "crasher");
     assert_eq!(crashed.code(), Some(86), "the crasher died mid-batch");
-    poll(&serve.address, &run, LIMIT, |s| s.jobs_verifying >= 4);
+    let early = poll(&serve.address, &run, LIMIT, |s| {
+        s.jobs_done + s.jobs_verifying >= 40
+    });
+    assert!(early.jobs_done > 0 && early.jobs_verifying > 0, "{early:?}");
     let mut a = worker(&serve.address, dir.path(), "a", &["--exit-when-idle"]);
     let mut b = worker(&serve.address, dir.path(), "b", &["--exit-when-idle"]);
     assert!(wait(&mut a, LIMIT, "a").success());
@@ -55,7 +61,7 @@ fn issue_4_wrong_stalled_and_dying_workers_cannot_corrupt_a_verified_run() {
     let _ = staller.wait();
 
     let done = probe(&serve.address, &run).unwrap();
-    let (total, unique) = reference(13);
+    let (total, unique) = reference(14);
     assert_eq!(done.state, RunState::Done as i32, "{done:?}");
     assert_eq!(done.total, total.to_string());
     assert_eq!(done.unique, Some(unique.to_string()));
@@ -78,6 +84,17 @@ fn issue_4_wrong_stalled_and_dying_workers_cannot_corrupt_a_verified_run() {
     assert_eq!(quarantined[0]["name"], "liar");
     let log = serve.log();
     assert!(log.contains("worker quarantined"), "{log}");
+    let revoked: u64 = log
+        .lines()
+        .find(|l| l.contains("worker quarantined"))
+        .and_then(|l| l.split("revoked=").nth(1))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(
+        revoked > 0,
+        "the liar's unverified results were revoked: {log}"
+    );
     assert!(log.contains("disputed job"), "{log}");
     assert!(
         log.contains("lease expired"),

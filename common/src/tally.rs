@@ -66,6 +66,32 @@ impl Tally {
         Ok(())
     }
 
+    /// Takes one job's result out again (a result revoked after its worker was found wrong); an error,
+    /// changing nothing, if the tally does not hold that much.
+    pub fn remove(&mut self, r: &JobResult) -> Result<()> {
+        let gone = Error::Inconsistent("removing a result the tally does not hold".into());
+        let total = self
+            .total
+            .checked_sub(r.total as u128)
+            .ok_or(gone.clone())?;
+        let unique8 = match (self.unique8, r.unique8) {
+            (Some(u), Some(x)) => Some(u.checked_sub(x as u128).ok_or(gone.clone())?),
+            (u, _) => u,
+        };
+        let nodes = self
+            .nodes
+            .checked_sub(r.nodes as u128)
+            .ok_or(gone.clone())?;
+        let jobs = self.jobs.checked_sub(1).ok_or(gone)?;
+        *self = Tally {
+            total,
+            unique8,
+            nodes,
+            jobs,
+        };
+        Ok(())
+    }
+
     /// The number of unique solutions; an error if the Burnside sum is not a multiple of 8, which means
     /// the results are incomplete or corrupted.
     pub fn unique(&self) -> Result<Option<u128>> {

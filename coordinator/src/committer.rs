@@ -1,5 +1,6 @@
-//! Group commit: one dedicated thread applies result batches to the store, each in its own transaction,
-//! appends the counted results to the ledger (fsynced), then makes a whole group durable in the store with
+//! Group commit: one dedicated thread applies result batches to the store, each in its own transaction
+//! (followed by the revocation of a worker the batch quarantined), appends the counted and revoked results
+//! to the ledger (fsynced), then makes a whole group durable in the store with
 //! one flush before answering any of them. Many workers reporting at once share both syncs; none is
 //! acknowledged before its results are on disk twice.
 
@@ -34,6 +35,7 @@ impl Committer {
         std::thread::Builder::new()
             .name("commit".into())
             .spawn(move || {
+                let mut seq = 0;
                 while let Ok(first) = rx.recv() {
                     let mut group = vec![first];
                     while group.len() < MAX_GROUP {
@@ -48,7 +50,8 @@ impl Committer {
                     for request in group {
                         match request {
                             Request::Results(batch, reply) => {
-                                let result = store.commit(&batch);
+                                seq += 1;
+                                let result = commit(&store, &batch, seq);
                                 if let Ok(c) = &result {
                                     entries.extend(c.counted.iter().map(|(run, key, record)| {
                                         Entry::Result {
@@ -56,6 +59,11 @@ impl Committer {
                                             job: key.to_string(),
                                             record: record.clone(),
                                         }
+                                    }));
+                                    entries.extend(c.revoked.iter().map(|r| Entry::Revoked {
+                                        run: r.run,
+                                        job: r.key.to_string(),
+                                        worker: r.record.worker.clone(),
                                     }));
                                 }
                                 applied.push((result, reply));
@@ -105,4 +113,22 @@ impl Committer {
             .map_err(|_| Error::ShuttingDown)?;
         answer.await.map_err(|_| Error::ShuttingDown)?
     }
+}
+
+/// Commits one batch and, for every worker it quarantined, revokes that worker's unconfirmed results.
+fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
+    let mut committed = store.commit(batch)?;
+    committed.seq = seq;
+    for q in committed.quarantined.clone() {
+        let r = store.revoke(&q.worker)?;
+        committed.tallies.extend(r.tallies);
+        committed.moved.extend(r.moved);
+        committed.revoked.extend(r.revoked);
+        committed.reopened.extend(r.reopened);
+        // A run this very commit finished may have just been reopened.
+        committed
+            .finished
+            .retain(|f| !committed.reopened.iter().any(|o| o.id == f.id));
+    }
+    Ok(committed)
 }

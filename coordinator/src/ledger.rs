@@ -3,7 +3,8 @@
 //! a second, independent copy of everything acknowledged (sled 0.34 has open corruption reports): `nqueens
 //! import` rebuilds a store from it, and `nqueens export` writes the same format from a store.
 //!
-//! A line is `{"kind":"run", ...RunMeta}` or `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}`. A
+//! A line is `{"kind":"run", ...RunMeta}`, `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}` or
+//! `{"kind":"revoked","run":R,"job":"3.7.1","worker":NAME}` (a result taken back from a quarantined worker). A
 //! result may appear twice (acknowledged, then lost by the store in a crash before its flush, then reported
 //! again); the copies are identical and readers keep one.
 
@@ -32,6 +33,12 @@ pub enum Entry {
         job: String,
         #[serde(flatten)]
         record: ResultRecord,
+    },
+    /// A counted result taken back (its worker was quarantined): the job is pending again.
+    Revoked {
+        run: u64,
+        job: String,
+        worker: String,
     },
 }
 
@@ -94,6 +101,10 @@ impl Ledger {
                     runs.entry(meta.id).or_insert(0);
                 }
                 Entry::Result { run, .. } => *runs.entry(run).or_insert(0) += 1,
+                Entry::Revoked { run, .. } => {
+                    let n = runs.entry(run).or_insert(0);
+                    *n = n.saturating_sub(1);
+                }
             }
             Ok(())
         })?;
@@ -191,6 +202,7 @@ mod tests {
             match e {
                 Entry::Run(_) => runs += 1,
                 Entry::Result { .. } => results += 1,
+                Entry::Revoked { .. } => results -= 1,
             }
             Ok(())
         })

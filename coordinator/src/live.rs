@@ -32,6 +32,8 @@ pub struct LiveRun {
     attempts: HashMap<JobKey, u32>,
     /// `(when, jobs done, total)` samples, oldest first.
     samples: VecDeque<(Instant, u64, u128)>,
+    /// Sequence number of the commit whose totals `tally` holds.
+    seq: u64,
 }
 
 impl LiveRun {
@@ -53,6 +55,7 @@ impl LiveRun {
             retry: VecDeque::new(),
             states,
             attempts: HashMap::new(),
+            seq: 0,
         })
     }
 
@@ -102,14 +105,22 @@ impl LiveRun {
         *n
     }
 
-    /// Records a job's change of state.
-    pub fn moved(&mut self, from: Option<JobState>, to: JobState) {
+    /// Records a job's change of state (`to: None`: pending again, and leased again).
+    pub fn moved(&mut self, key: &JobKey, from: Option<JobState>, to: Option<JobState>) {
         if let Some(from) = from {
             if let Some(n) = self.states.get_mut(&from) {
                 *n = n.saturating_sub(1);
             }
         }
-        *self.states.entry(to).or_insert(0) += 1;
+        match to {
+            Some(to) => *self.states.entry(to).or_insert(0) += 1,
+            None => self.requeue(key.clone()),
+        }
+    }
+
+    /// Takes a run that was done and is running again (its results were revoked).
+    pub fn reopen(&mut self, meta: RunMeta) {
+        self.meta = meta;
     }
 
     /// Jobs in a state.
@@ -135,10 +146,15 @@ impl LiveRun {
         }
     }
 
-    /// Takes the totals of a commit (ignoring an older one that arrives after a newer one).
-    pub fn update(&mut self, tally: Tally, now: Instant) {
-        if tally.jobs < self.tally.jobs {
+    /// Takes the totals of commit `seq` (ignoring an older commit's that arrive after a newer one's).
+    pub fn update(&mut self, tally: Tally, seq: u64, now: Instant) {
+        if seq < self.seq {
             return;
+        }
+        self.seq = seq;
+        if tally.jobs < self.tally.jobs {
+            // Results were revoked: the rate window starts again.
+            self.samples.clear();
         }
         self.tally = tally;
         self.samples.push_back((now, tally.jobs, tally.total));

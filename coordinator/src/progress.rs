@@ -1,5 +1,5 @@
 //! The progress log: one line per running run at a steady interval (jobs done/total, percent, partial
-//! total, rates, ETA, active workers), for the people who watch a months-long run through its logs.
+//! total, rates, ETA, jobs awaiting verification, disputed and failed, active workers), for the people who watch a months-long run through its logs.
 
 use std::time::Duration;
 
@@ -49,7 +49,11 @@ fn log_line(v: &RunView) {
         solutions_per_s = %format_args!("{:.0}", v.solutions_per_second),
         eta = %format_eta(v.eta_seconds),
         leased = v.jobs_leased,
+        verifying = v.jobs_verifying,
+        disputed = v.jobs_disputed,
+        failed = v.jobs_failed,
         workers = v.active_workers,
+        state = v.state,
         "progress"
     );
 }

@@ -3,7 +3,7 @@
 //! a data directory whose coordinator is stopped (the store is locked while one runs; the ledger,
 //! `DATA/results.jsonl`, can be copied at any time).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -120,6 +120,12 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
                     results += flush(current, &mut pending)?;
                 }
             }
+            Entry::Revoked { run, job, worker } => {
+                results += flush(current, &mut pending)?;
+                if store.restore_revocation(run, &job.parse()?, &worker)? {
+                    results -= 1;
+                }
+            }
         }
         Ok(())
     })?;
@@ -166,35 +172,55 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
     let store = open_existing(&dir)?;
     let lines = store.audit()?;
     let path = dir.join(LEDGER_FILE);
-    let mut seen: HashSet<(u64, JobKey)> = HashSet::new();
-    let mut extra: std::collections::BTreeMap<u64, u64> = Default::default();
+    // The ledger's results as of its end: a later revocation takes an earlier result back.
+    let mut logged: HashMap<(u64, JobKey), ResultRecord> = HashMap::new();
     let mut logged_runs: HashSet<u64> = HashSet::new();
-    if path.exists() {
-        ledger::read(File::open(&path)?, &path, |entry| {
-            match entry {
-                Entry::Run(meta) => {
-                    logged_runs.insert(meta.id);
-                }
-                Entry::Result { run, job, record } => {
-                    let key: JobKey = job.parse()?;
-                    match store.result(run, &key)? {
-                        Some(stored) if stored.result == record.result => {
-                            seen.insert((run, key));
-                        }
-                        Some(stored) => {
-                            return Err(crate::Error::Corrupt(format!(
-                                "run {run} job {job}: the ledger says {:?}, the store {:?}",
-                                record.result, stored.result
-                            )))
-                        }
-                        None => *extra.entry(run).or_insert(0) += 1,
+    if !path.exists() {
+        anyhow::bail!("{} has no ledger ({LEDGER_FILE})", dir.display());
+    }
+    ledger::read(File::open(&path)?, &path, |entry| {
+        match entry {
+            Entry::Run(meta) => {
+                logged_runs.insert(meta.id);
+            }
+            Entry::Result { run, job, record } => {
+                let key: JobKey = job.parse()?;
+                if let Some(earlier) = logged.get(&(run, key.clone())) {
+                    if earlier.result != record.result {
+                        return Err(crate::Error::Corrupt(format!(
+                            "run {run} job {job}: the ledger holds two different results ({:?} and {:?})",
+                            earlier.result, record.result
+                        )));
                     }
                 }
+                logged.insert((run, key), record);
             }
-            Ok(())
-        })?;
-    } else {
-        anyhow::bail!("{} has no ledger ({LEDGER_FILE})", dir.display());
+            Entry::Revoked { run, job, worker } => {
+                let key: JobKey = job.parse()?;
+                if logged
+                    .get(&(run, key.clone()))
+                    .is_some_and(|r| r.worker == worker)
+                {
+                    logged.remove(&(run, key));
+                }
+            }
+        }
+        Ok(())
+    })?;
+    let mut seen: HashSet<(u64, JobKey)> = HashSet::new();
+    let mut extra: std::collections::BTreeMap<u64, u64> = Default::default();
+    for ((run, key), record) in logged {
+        match store.result(run, &key)? {
+            Some(stored) if stored.result == record.result => {
+                seen.insert((run, key));
+            }
+            Some(stored) => anyhow::bail!(
+                "run {run} job {key}: the ledger says {:?}, the store {:?}",
+                record.result,
+                stored.result
+            ),
+            None => *extra.entry(run).or_insert(0) += 1,
+        }
     }
     let mut out = std::io::stdout().lock();
     for line in lines {

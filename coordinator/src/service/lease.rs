@@ -217,7 +217,7 @@ impl Coordinator {
             let reason = format!("{attempts} leases expired without a result");
             match self.shared.store.fail_job(lease.run, &lease.key, &reason) {
                 Ok(Some(from)) => {
-                    run.moved(from, JobState::Failed);
+                    run.moved(&lease.key, from, Some(JobState::Failed));
                     tracing::error!(run = lease.run, job = %lease.key, reason = %reason, "job failed");
                     if run.is_stuck() {
                         tracing::error!(

@@ -92,21 +92,38 @@ impl Coordinator {
             .filter(|o| **o == Outcome::Accepted)
             .count();
         state.workers.accepted(worker, accepted as u64);
+        for meta in &committed.reopened {
+            if let Some(run) = state.runs.get_mut(&meta.id) {
+                tracing::warn!(
+                    run = meta.id,
+                    "run reopened: results of a quarantined worker were revoked"
+                );
+                run.reopen(meta.clone());
+            }
+        }
         for moved in &committed.moved {
             if let Some(run) = state.runs.get_mut(&moved.run) {
-                run.moved(moved.from, moved.to);
-                if moved.to == JobState::Failed {
+                run.moved(&moved.key, moved.from, moved.to);
+                if moved.to == Some(JobState::Failed) {
                     tracing::error!(run = moved.run, job = %moved.key, "job failed: its workers gave different results");
                 }
             }
         }
         for q in &committed.quarantined {
-            tracing::warn!(worker = %q.worker, reason = %q.reason, "worker quarantined");
+            let revoked = committed
+                .revoked
+                .iter()
+                .filter(|r| r.record.worker == q.worker)
+                .count();
+            tracing::warn!(worker = %q.worker, reason = %q.reason, revoked, "worker quarantined; its unconfirmed results are revoked and their jobs computed again");
             state.quarantined.insert(q.worker.clone(), q.reason.clone());
+        }
+        for r in &committed.revoked {
+            state.leases.settle(r.run, &r.key);
         }
         for (run, tally) in &committed.tallies {
             if let Some(live) = state.runs.get_mut(run) {
-                live.update(*tally, now);
+                live.update(*tally, committed.seq, now);
             }
         }
         for meta in committed.finished {

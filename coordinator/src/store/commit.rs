@@ -56,7 +56,8 @@ pub struct Moved {
     pub run: u64,
     pub key: JobKey,
     pub from: Option<JobState>,
-    pub to: JobState,
+    /// `None`: pending again.
+    pub to: Option<JobState>,
 }
 
 /// The effect of one commit.
@@ -74,6 +75,12 @@ pub struct Committed {
     pub quarantined: Vec<Quarantine>,
     /// The results this commit counted, as stored.
     pub counted: Vec<(u64, JobKey, ResultRecord)>,
+    /// Results taken back because this commit quarantined their worker.
+    pub revoked: Vec<super::Revoked>,
+    /// Runs that were done and are running again (they lost revoked results).
+    pub reopened: Vec<RunMeta>,
+    /// The commit thread's sequence number: tallies of a later commit supersede earlier ones.
+    pub seq: u64,
 }
 
 fn abort<T>(e: Error) -> std::result::Result<T, Abort<Error>> {
@@ -162,7 +169,7 @@ impl Store {
                         run: inc.run,
                         key: inc.key.clone(),
                         from,
-                        to,
+                        to: Some(to),
                     });
                     out.outcomes.push(outcome);
                     continue;
@@ -206,7 +213,7 @@ impl Store {
                     run: inc.run,
                     key: inc.key.clone(),
                     from,
-                    to: JobState::Done,
+                    to: Some(JobState::Done),
                 });
                 out.tallies.insert(inc.run, tally);
                 out.outcomes.push(Outcome::Accepted);

@@ -15,10 +15,12 @@ mod audit;
 mod commit;
 mod records;
 mod restore;
+mod revoke;
 
 pub use audit::AuditLine;
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
 pub use records::{now_unix, JobRecord, JobState, Quarantine, ResultRecord, RunMeta};
+pub use revoke::{Revocation, Revoked};
 
 use std::collections::HashMap;
 

@@ -99,3 +99,43 @@ impl Store {
 fn record_time(batch: &[(JobKey, ResultRecord)]) -> Option<u64> {
     batch.iter().map(|(_, r)| r.at_unix).max()
 }
+
+impl Store {
+    /// Applies a revocation while restoring: the job's result, if it is `worker`'s, is taken out of the
+    /// totals and the job is pending again. Returns whether a result was removed.
+    pub fn restore_revocation(&self, run: u64, key: &JobKey, worker: &str) -> Result<bool> {
+        let k = job_key(run, key);
+        let trees = (&self.runs, &self.jobs, &self.results, &self.totals);
+        let removed = trees.transaction(|(runs, jobs, results, totals)| {
+            let Some(raw) = results.get(&k)? else {
+                return Ok(false);
+            };
+            let record: ResultRecord = decode("result", &raw).or_else(abort)?;
+            if record.worker != worker {
+                return Ok(false);
+            }
+            let mut tally: Tally = match totals.get(run_key(run))? {
+                Some(raw) => decode("totals", &raw).or_else(abort)?,
+                None => return abort(Error::Corrupt(format!("run {run} has no totals"))),
+            };
+            tally
+                .remove(&record.result)
+                .map_err(|e| Abort::Abort(e.into()))?;
+            results.remove(k.as_slice())?;
+            jobs.remove(k.as_slice())?;
+            totals.insert(&run_key(run), encode(&tally))?;
+            if let Some(raw) = runs.get(run_key(run))? {
+                let meta: RunMeta = decode("run", &raw).or_else(abort)?;
+                if meta.is_done() {
+                    let open = RunMeta {
+                        finished_unix: None,
+                        ..meta
+                    };
+                    runs.insert(&run_key(run), encode(&open))?;
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(removed)
+    }
+}

@@ -223,3 +223,35 @@ fn the_verified_jobs_are_a_deterministic_share_of_the_plan() {
     assert!(!jobs.iter().any(|k| none.verifies(k)));
     assert!(store.create_run(plan, 1.5).is_err());
 }
+
+#[test]
+fn revoking_a_worker_takes_back_its_unconfirmed_results_and_reopens_the_run() {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 0.0).unwrap();
+    let all: Vec<Incoming> = (0..run.jobs_total as usize)
+        .map(|i| {
+            by(
+                if i == 0 { "honest" } else { "liar" },
+                incoming(run.id, &plan, i),
+                0,
+            )
+        })
+        .collect();
+    assert_eq!(store.commit(&all).unwrap().finished.len(), 1);
+    let r = store.revoke("liar").unwrap();
+    assert_eq!(r.revoked.len() as u64, run.jobs_total - 1);
+    assert_eq!(r.reopened.len(), 1);
+    assert_eq!(r.tallies[&run.id], store.tally(run.id).unwrap());
+    assert_eq!(
+        store.tally(run.id).unwrap().jobs,
+        1,
+        "the honest result stays"
+    );
+    assert!(!store.run(run.id).unwrap().unwrap().is_done());
+    store.audit().unwrap();
+    assert!(
+        store.revoke("liar").unwrap().revoked.is_empty(),
+        "idempotent"
+    );
+}

@@ -1,0 +1,131 @@
+//! Revoking a quarantined worker's results: once a worker is shown wrong on one job, none of its results
+//! is trusted. Its counted results that no other worker confirmed are taken out of the run totals (checked
+//! subtraction) and their jobs put back to pending, its recorded results of verified jobs are dropped, and
+//! a run it had finished is running again. One transaction; the caller flushes.
+
+use std::collections::BTreeMap;
+
+use nqueens_common::{JobKey, Tally};
+use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
+
+use super::commit::Moved;
+use super::records::{decode, encode, run_key, split_job_key, JobRecord, JobState, ResultRecord};
+use super::{RunMeta, Store};
+use crate::error::{Error, Result};
+
+/// A counted result taken back.
+#[derive(Debug, Clone)]
+pub struct Revoked {
+    pub run: u64,
+    pub key: JobKey,
+    pub record: ResultRecord,
+}
+
+/// What revoking a worker's results changed.
+#[derive(Debug, Clone, Default)]
+pub struct Revocation {
+    pub revoked: Vec<Revoked>,
+    /// The new totals of every run that lost results.
+    pub tallies: BTreeMap<u64, Tally>,
+    /// Runs that were done and are running again.
+    pub reopened: Vec<RunMeta>,
+    /// Jobs whose state changed (`to: None`: pending again).
+    pub moved: Vec<Moved>,
+}
+
+fn abort<T>(e: Error) -> std::result::Result<T, Abort<Error>> {
+    Err(Abort::Abort(e))
+}
+
+impl Store {
+    /// Takes back every unconfirmed result of the worker named `worker` (see the module text).
+    pub fn revoke(&self, worker: &str) -> Result<Revocation> {
+        let mut counted = Vec::new();
+        for kv in self.results.iter() {
+            let (k, v) = kv?;
+            let record: ResultRecord = decode("result", &v)?;
+            if record.worker == worker && record.confirmed_by.is_empty() {
+                counted.push(k);
+            }
+        }
+        let mut recorded = Vec::new();
+        for kv in self.jobs.iter() {
+            let (k, v) = kv?;
+            let record: JobRecord = decode("job", &v)?;
+            if record.state.is_open() && record.computed_by(worker) {
+                recorded.push(k);
+            }
+        }
+        if counted.is_empty() && recorded.is_empty() {
+            return Ok(Revocation::default());
+        }
+        let trees = (&self.runs, &self.jobs, &self.results, &self.totals);
+        let revocation = trees.transaction(|(runs, jobs, results, totals)| {
+            let mut out = Revocation::default();
+            for k in &counted {
+                let (run, key) = split_job_key(k).or_else(abort)?;
+                let Some(raw) = results.get(k)? else { continue };
+                let record: ResultRecord = decode("result", &raw).or_else(abort)?;
+                let mut tally = match out.tallies.get(&run) {
+                    Some(t) => *t,
+                    None => match totals.get(run_key(run))? {
+                        Some(raw) => decode("totals", &raw).or_else(abort)?,
+                        None => return abort(Error::Corrupt(format!("run {run} has no totals"))),
+                    },
+                };
+                tally
+                    .remove(&record.result)
+                    .map_err(|e| Abort::Abort(e.into()))?;
+                results.remove(k.as_ref())?;
+                jobs.remove(k.as_ref())?;
+                out.tallies.insert(run, tally);
+                out.moved.push(Moved {
+                    run,
+                    key: key.clone(),
+                    from: Some(JobState::Done),
+                    to: None,
+                });
+                out.revoked.push(Revoked { run, key, record });
+            }
+            for k in &recorded {
+                let (run, key) = split_job_key(k).or_else(abort)?;
+                let Some(raw) = jobs.get(k)? else { continue };
+                let mut record: JobRecord = decode("job", &raw).or_else(abort)?;
+                let from = Some(record.state);
+                record.candidates.retain(|c| c.worker != worker);
+                let to = match record.candidates.len() {
+                    0 => None,
+                    1 => Some(JobState::Verifying),
+                    _ => Some(JobState::Disputed),
+                };
+                match to {
+                    None => jobs.remove(k.as_ref())?,
+                    Some(state) => {
+                        record.state = state;
+                        jobs.insert(k.as_ref(), encode(&record))?
+                    }
+                };
+                if from != to {
+                    out.moved.push(Moved { run, key, from, to });
+                }
+            }
+            for (run, tally) in &out.tallies {
+                totals.insert(&run_key(*run), encode(tally))?;
+                let Some(raw) = runs.get(run_key(*run))? else {
+                    return abort(Error::UnknownRun(run.to_string()));
+                };
+                let meta: RunMeta = decode("run", &raw).or_else(abort)?;
+                if meta.is_done() {
+                    let open = RunMeta {
+                        finished_unix: None,
+                        ..meta
+                    };
+                    runs.insert(&run_key(*run), encode(&open))?;
+                    out.reopened.push(open);
+                }
+            }
+            Ok(out)
+        })?;
+        Ok(revocation)
+    }
+}
