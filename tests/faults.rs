@@ -100,6 +100,7 @@ fn issue_4_wrong_stalled_and_dying_workers_cannot_corrupt_a_verified_run() {
         log.contains("lease expired"),
         "the staller's and crasher's leases expired: {log}"
     );
+    eprintln!("liar quarantined, {revoked} of its counted results revoked; total exact");
     let liar_log = std::fs::read_to_string(dir.path().join("liar.log")).unwrap();
     assert!(liar_log.contains("quarantined"), "{liar_log}");
 }
@@ -203,6 +204,11 @@ fn issue_4_a_coordinator_killed_twenty_times_loses_nothing_and_counts_nothing_tw
         let stored = store.result(r.parse().unwrap(), &key).unwrap();
         assert_eq!(stored.map(|s| s.result.total), Some(*t), "job {job}");
     }
+    eprintln!(
+        "{kills} SIGKILLs (one 4 s outage); {} jobs; {} acknowledged results checked against the store",
+        done.jobs_total,
+        acked.len()
+    );
     drop(store);
     let out = stdout_of(support::nqueens().args(["audit", "--data"]).arg(&data));
     assert!(String::from_utf8_lossy(&out).contains("audit passed"));
