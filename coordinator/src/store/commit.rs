@@ -15,6 +15,7 @@ use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 use super::records::{
     decode, encode, job_key, now_unix, run_key, JobRecord, JobState, Quarantine, ResultRecord,
 };
+use super::txn::{abort, job_record, stored_tally};
 use super::{RunMeta, Store};
 use crate::error::{Error, Result};
 
@@ -83,10 +84,6 @@ pub struct Committed {
     pub seq: u64,
 }
 
-fn abort<T>(e: Error) -> std::result::Result<T, Abort<Error>> {
-    Err(Abort::Abort(e))
-}
-
 impl Store {
     /// Applies a batch of results in one transaction. Not flushed: the caller flushes (once for a group
     /// of batches) before acknowledging any of them.
@@ -115,11 +112,7 @@ impl Store {
                     out.outcomes.push(compare(&stored.result, &inc.result));
                     continue;
                 }
-                let record: Option<JobRecord> = jobs
-                    .get(&k)?
-                    .map(|raw| decode("job", &raw))
-                    .transpose()
-                    .or_else(abort)?;
+                let record = job_record(jobs, &k)?;
                 let from = record.as_ref().map(|r| r.state);
                 let mut record = record.unwrap_or(JobRecord {
                     state: JobState::Verifying,
@@ -194,12 +187,7 @@ impl Store {
                 }
                 let mut tally = match out.tallies.get(&inc.run) {
                     Some(t) => *t,
-                    None => match totals.get(run_key(inc.run))? {
-                        Some(raw) => decode("totals", &raw).or_else(abort)?,
-                        None => {
-                            return abort(Error::Corrupt(format!("run {} has no totals", inc.run)))
-                        }
-                    },
+                    None => stored_tally(totals, inc.run)?,
                 };
                 tally.add(&inc.result).map_err(|e| Abort::Abort(e.into()))?;
                 let counted = ResultRecord {
@@ -251,11 +239,7 @@ impl Store {
     ) -> Result<Option<Option<JobState>>> {
         let k = job_key(run, key);
         let moved = self.jobs.transaction(|jobs| {
-            let record: Option<JobRecord> = jobs
-                .get(&k)?
-                .map(|raw| decode("job", &raw))
-                .transpose()
-                .or_else(abort)?;
+            let record = job_record(jobs, &k)?;
             let from = record.as_ref().map(|r| r.state);
             if matches!(from, Some(JobState::Done | JobState::Failed)) {
                 return Ok(None);

@@ -16,6 +16,7 @@ mod commit;
 mod records;
 mod restore;
 mod revoke;
+mod txn;
 
 pub use audit::AuditLine;
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};

@@ -6,12 +6,9 @@ use nqueens_common::{JobKey, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
 use super::records::{decode, encode, job_key, run_key, JobRecord, ResultRecord, RunMeta};
+use super::txn::{abort, stored_tally};
 use super::{Store, NEXT_RUN};
 use crate::error::{Error, Result};
-
-fn abort<T>(e: Error) -> std::result::Result<T, Abort<Error>> {
-    Err(Abort::Abort(e))
-}
 
 impl Store {
     /// Restores a run under its own id, with no results yet. Refused if the store has a run with that id.
@@ -57,10 +54,7 @@ impl Store {
         }
         let trees = (&self.runs, &self.jobs, &self.results, &self.totals);
         let added = trees.transaction(|(runs, jobs, results, totals)| {
-            let mut tally: Tally = match totals.get(run_key(run))? {
-                Some(raw) => decode("totals", &raw).or_else(abort)?,
-                None => return abort(Error::Corrupt(format!("run {run} has no totals"))),
-            };
+            let mut tally = stored_tally(totals, run)?;
             let mut added = 0;
             for (key, record) in batch {
                 let k = job_key(run, key);
@@ -114,10 +108,7 @@ impl Store {
             if record.worker != worker {
                 return Ok(false);
             }
-            let mut tally: Tally = match totals.get(run_key(run))? {
-                Some(raw) => decode("totals", &raw).or_else(abort)?,
-                None => return abort(Error::Corrupt(format!("run {run} has no totals"))),
-            };
+            let mut tally = stored_tally(totals, run)?;
             tally
                 .remove(&record.result)
                 .map_err(|e| Abort::Abort(e.into()))?;

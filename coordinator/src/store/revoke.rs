@@ -10,6 +10,7 @@ use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
 use super::commit::Moved;
 use super::records::{decode, encode, run_key, split_job_key, JobRecord, JobState, ResultRecord};
+use super::txn::{abort, job_record, stored_tally};
 use super::{RunMeta, Store};
 use crate::error::{Error, Result};
 
@@ -31,10 +32,6 @@ pub struct Revocation {
     pub reopened: Vec<RunMeta>,
     /// Jobs whose state changed (`to: None`: pending again).
     pub moved: Vec<Moved>,
-}
-
-fn abort<T>(e: Error) -> std::result::Result<T, Abort<Error>> {
-    Err(Abort::Abort(e))
 }
 
 impl Store {
@@ -68,10 +65,7 @@ impl Store {
                 let record: ResultRecord = decode("result", &raw).or_else(abort)?;
                 let mut tally = match out.tallies.get(&run) {
                     Some(t) => *t,
-                    None => match totals.get(run_key(run))? {
-                        Some(raw) => decode("totals", &raw).or_else(abort)?,
-                        None => return abort(Error::Corrupt(format!("run {run} has no totals"))),
-                    },
+                    None => stored_tally(totals, run)?,
                 };
                 tally
                     .remove(&record.result)
@@ -89,8 +83,9 @@ impl Store {
             }
             for k in &recorded {
                 let (run, key) = split_job_key(k).or_else(abort)?;
-                let Some(raw) = jobs.get(k)? else { continue };
-                let mut record: JobRecord = decode("job", &raw).or_else(abort)?;
+                let Some(mut record) = job_record(jobs, k)? else {
+                    continue;
+                };
                 let from = Some(record.state);
                 record.candidates.retain(|c| c.worker != worker);
                 let to = match record.candidates.len() {
