@@ -149,3 +149,69 @@ fn issue_3_a_worker_stopped_with_sigterm_reports_its_running_job_and_exits() {
     assert_eq!(done.total, reference(16).0.to_string());
     assert!(!serve.log().contains("lease expired"), "{}", serve.log());
 }
+
+#[test]
+fn issue_4_a_cluster_runs_over_tls_with_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let (cert, pem_key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, key.cert.pem()).unwrap();
+    std::fs::write(&pem_key, key.signing_key.serialize_pem()).unwrap();
+    let (cert, pem_key) = (cert.to_str().unwrap(), pem_key.to_str().unwrap());
+    let serve = Serve::start_with(
+        &dir.path().join("store"),
+        "127.0.0.1:0",
+        "10s",
+        &["--token", "t0ken", "--tls-cert", cert, "--tls-key", pem_key],
+    );
+    let https = serve.address.replace("http://", "https://");
+    let secure = ["--token", "t0ken", "--tls-ca", cert];
+    let out = support::nqueens()
+        .args([
+            "submit",
+            "12",
+            "--json",
+            "--verify-fraction",
+            "0",
+            "--coordinator",
+            &https,
+        ])
+        .args(secure)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Without the token, or without TLS, a client is refused and learns nothing.
+    for args in [&["--tls-ca", cert][..], &["--token", "t0ken"]] {
+        let address = if args.contains(&"--tls-ca") {
+            &https
+        } else {
+            &serve.address
+        };
+        let out = support::nqueens()
+            .args(["status", "--coordinator", address])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        assert!(out.stdout.is_empty());
+    }
+    let mut w = worker(
+        &https,
+        dir.path(),
+        "w",
+        &[&["--exit-when-idle"][..], &secure].concat(),
+    );
+    assert!(wait(&mut w, LIMIT, "worker").success());
+    let out = support::nqueens()
+        .args(["status", "--json", "--coordinator", &https])
+        .args(secure)
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["state"], "done");
+    assert_eq!(s["total"], reference(12).0.to_string());
+}

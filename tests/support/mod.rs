@@ -49,6 +49,11 @@ pub struct Serve {
 impl Serve {
     /// Starts `nqueens serve` on `listen` over `data` and waits until it listens.
     pub fn start(data: &Path, listen: &str, lease_timeout: &str) -> Serve {
+        Serve::start_with(data, listen, lease_timeout, &[])
+    }
+
+    /// The same, with more `serve` arguments.
+    pub fn start_with(data: &Path, listen: &str, lease_timeout: &str, extra: &[&str]) -> Serve {
         let mut child = nqueens()
             .args([
                 "serve",
@@ -57,7 +62,9 @@ impl Serve {
                 "--lease-timeout",
                 lease_timeout,
             ])
-            .args(["--progress-interval", "1s", "--data"])
+            .args(["--progress-interval", "1s"])
+            .args(extra)
+            .arg("--data")
             .arg(data)
             .env("RUST_LOG", "info")
             .stderr(Stdio::piped())
