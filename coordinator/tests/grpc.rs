@@ -442,18 +442,7 @@ async fn issue_3_heartbeats_keep_leases_and_health_is_served() {
         .connect()
         .await
         .unwrap();
-    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
-    let reply = health
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: "nqueens.v1.Coordinator".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        reply.status,
-        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
-    );
+    assert_serving(channel).await;
 }
 
 #[tokio::test]
@@ -775,6 +764,11 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
         .connect()
         .await
         .unwrap();
+    assert_serving(channel).await;
+}
+
+/// Checks, without a token, that the coordinator service reports SERVING over `channel`.
+async fn assert_serving(channel: Channel) {
     let reply = tonic_health::pb::health_client::HealthClient::new(channel)
         .check(tonic_health::pb::HealthCheckRequest {
             service: "nqueens.v1.Coordinator".into(),
