@@ -11,7 +11,7 @@ use tonic::{Request, Response, Status};
 
 use crate::error::Error;
 use crate::service::{Ask, Coordinator, Report, RunView};
-use crate::store::Outcome;
+use crate::store::{Outcome, Phase};
 
 /// The tonic service over a coordinator.
 #[derive(Clone)]
@@ -53,12 +53,10 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
         n: v.meta.n as u32,
         strategy: proto::Strategy::from(v.meta.strategy) as i32,
         depth: v.meta.depth as u32,
-        state: if v.is_done() {
-            proto::RunState::Done
-        } else if v.is_stalled() {
-            proto::RunState::Stalled
-        } else {
-            proto::RunState::Running
+        state: match v.phase {
+            Phase::Running => proto::RunState::Running,
+            Phase::Done => proto::RunState::Done,
+            Phase::Stalled => proto::RunState::Stalled,
         } as i32,
         jobs_total: v.meta.jobs_total,
         jobs_done: v.tally.jobs,

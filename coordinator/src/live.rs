@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use crate::error::Result;
 use crate::leases::Leases;
-use crate::store::{JobState, RunMeta, Store};
+use crate::store::{JobState, Phase, RunMeta, Store};
 
 /// How far back the rate looks.
 const RATE_WINDOW: Duration = Duration::from_secs(300);
@@ -128,15 +128,10 @@ impl LiveRun {
         self.states.get(&state).copied().unwrap_or(0)
     }
 
-    /// Whether the run can make no more progress: every job is done or failed, and some failed.
-    pub fn is_stuck(&self) -> bool {
-        let failed = self.jobs_in(JobState::Failed);
-        failed > 0 && self.tally.jobs + failed >= self.meta.jobs_total
-    }
-
-    /// Whether jobs may still be leased from it.
-    pub fn is_running(&self) -> bool {
-        !self.meta.is_done() && !self.is_stuck()
+    /// Where the run stands.
+    pub fn phase(&self) -> Phase {
+        self.meta
+            .phase(self.tally.jobs, self.jobs_in(JobState::Failed))
     }
 
     /// Puts a job whose lease ended back in line.

@@ -53,7 +53,7 @@ fn log_line(v: &RunView) {
         disputed = v.jobs_disputed,
         failed = v.jobs_failed,
         workers = v.active_workers,
-        state = v.state,
+        state = %v.phase,
         "progress"
     );
 }

@@ -13,7 +13,7 @@ use nqueens_common::JobKey;
 use serde::Serialize;
 
 use crate::ledger::{self, Entry, LEDGER_FILE};
-use crate::store::{ResultRecord, Store};
+use crate::store::{JobState, ResultRecord, Store};
 
 /// Results restored per transaction.
 const RESTORE_BATCH: usize = 4096;
@@ -153,7 +153,7 @@ struct AuditOutput {
     run: u64,
     n: u8,
     strategy: String,
-    state: &'static str,
+    state: String,
     jobs_done: u64,
     jobs_total: u64,
     jobs_failed: u64,
@@ -207,12 +207,13 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
         }
         Ok(())
     })?;
-    let mut seen: HashSet<(u64, JobKey)> = HashSet::new();
-    let mut extra: std::collections::BTreeMap<u64, u64> = Default::default();
+    // Per run: results the ledger and the store agree on, and results only the ledger holds.
+    let mut agreed: HashMap<u64, u64> = HashMap::new();
+    let mut extra: HashMap<u64, u64> = HashMap::new();
     for ((run, key), record) in logged {
         match store.result(run, &key)? {
             Some(stored) if stored.result == record.result => {
-                seen.insert((run, key));
+                *agreed.entry(run).or_insert(0) += 1;
             }
             Some(stored) => anyhow::bail!(
                 "run {run} job {key}: the ledger says {:?}, the store {:?}",
@@ -227,7 +228,7 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
         let meta = store
             .run(line.run)?
             .ok_or_else(|| anyhow::anyhow!("run {} vanished", line.run))?;
-        let in_ledger = seen.iter().filter(|(r, _)| *r == line.run).count() as u64;
+        let in_ledger = agreed.get(&line.run).copied().unwrap_or(0);
         if in_ledger != line.tally.jobs || !logged_runs.contains(&line.run) {
             anyhow::bail!(
                 "run {}: the store holds {} results but the ledger only {in_ledger}{}",
@@ -240,18 +241,16 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
                 }
             );
         }
-        let failed = store.failed_jobs(line.run)?.len() as u64;
+        let failed = store
+            .job_states(line.run)?
+            .get(&JobState::Failed)
+            .copied()
+            .unwrap_or(0);
         let report = AuditOutput {
             run: line.run,
             n: meta.n,
             strategy: meta.strategy.to_string(),
-            state: if meta.is_done() {
-                "done"
-            } else if failed > 0 && line.tally.jobs + failed == meta.jobs_total {
-                "stalled"
-            } else {
-                "running"
-            },
+            state: meta.phase(line.tally.jobs, failed).to_string(),
             jobs_done: line.tally.jobs,
             jobs_total: meta.jobs_total,
             jobs_failed: failed,

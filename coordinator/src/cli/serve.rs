@@ -90,7 +90,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         tracing::info!(jobs = n, "failed jobs put back to pending");
     }
     for name in &args.release_quarantine {
-        if store.release_quarantine(Some(name))? == 0 {
+        if !store.release_quarantine(name)? {
             anyhow::bail!("no quarantined worker is named {name:?}");
         }
         tracing::info!(worker = %name, "worker released from quarantine");

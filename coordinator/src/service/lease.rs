@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::{lookup, truncate, Coordinator};
 use crate::error::{Error, Result};
-use crate::store::JobState;
+use crate::store::{JobState, Phase};
 
 /// Most jobs one lease request may ask for.
 pub const MAX_CAPACITY: u32 = 4096;
@@ -129,7 +129,7 @@ impl Coordinator {
         for run in state
             .runs
             .values_mut()
-            .filter(|r| r.is_running() && only.is_none_or(|id| id == r.meta.id))
+            .filter(|r| r.phase() == Phase::Running && only.is_none_or(|id| id == r.meta.id))
         {
             running += 1;
             while leases.len() < capacity as usize {
@@ -219,7 +219,7 @@ impl Coordinator {
                 Ok(Some(from)) => {
                     run.moved(&lease.key, from, Some(JobState::Failed));
                     tracing::error!(run = lease.run, job = %lease.key, reason = %reason, "job failed");
-                    if run.is_stuck() {
+                    if run.phase() == Phase::Stalled {
                         tracing::error!(
                             run = lease.run,
                             jobs_failed = run.jobs_in(JobState::Failed),

@@ -97,7 +97,7 @@ impl Coordinator {
                 jobs_total = live.meta.jobs_total,
                 jobs_failed = live.jobs_in(JobState::Failed),
                 total = %line.tally.total,
-                state = view::state_name(&live),
+                state = %live.phase(),
                 "run loaded, audit passed"
             );
             runs.insert(live.meta.id, live);

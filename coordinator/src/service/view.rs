@@ -6,19 +6,7 @@ use tokio::time::Instant;
 
 use super::{Coordinator, State};
 use crate::live::LiveRun;
-use crate::store::{JobState, RunMeta};
-
-/// A run's state as status shows it: `running`, `done`, or `stalled` (every job done or failed, some
-/// failed).
-pub fn state_name(run: &LiveRun) -> &'static str {
-    if run.meta.is_done() {
-        "done"
-    } else if run.is_stuck() {
-        "stalled"
-    } else {
-        "running"
-    }
-}
+use crate::store::{JobState, Phase, RunMeta};
 
 /// A run's status at one moment.
 #[derive(Debug, Clone)]
@@ -33,8 +21,7 @@ pub struct RunView {
     pub jobs_disputed: u64,
     /// Jobs that failed (see the log for why).
     pub jobs_failed: u64,
-    /// `running`, `done` or `stalled`.
-    pub state: &'static str,
+    pub phase: Phase,
     /// Workers active within one lease timeout (all runs share them).
     pub active_workers: u32,
     pub jobs_per_second: f64,
@@ -55,7 +42,7 @@ impl RunView {
 
     /// Whether the run can make no more progress because jobs failed.
     pub fn is_stalled(&self) -> bool {
-        self.state == "stalled"
+        self.phase == Phase::Stalled
     }
 
     /// The unique count, once the run is done and its strategy counts them.
@@ -86,7 +73,7 @@ impl Coordinator {
             jobs_verifying: run.jobs_in(JobState::Verifying),
             jobs_disputed: run.jobs_in(JobState::Disputed),
             jobs_failed: run.jobs_in(JobState::Failed),
-            state: state_name(run),
+            phase: run.phase(),
             active_workers: state.workers.active(now, state.leases.timeout()),
             jobs_per_second,
             solutions_per_second,

@@ -114,16 +114,13 @@ impl Store {
                 }
                 let record = job_record(jobs, &k)?;
                 let from = record.as_ref().map(|r| r.state);
-                let mut record = record.unwrap_or(JobRecord {
-                    state: JobState::Verifying,
-                    candidates: Vec::new(),
-                    reason: None,
-                });
-                if record.state == JobState::Failed {
+                if from == Some(JobState::Failed) {
                     out.outcomes.push(Outcome::JobFailed);
                     continue;
                 }
-                if let Some(own) = record.candidates.iter().find(|c| c.worker == inc.name) {
+                // A verified job's results so far (none for a pending job).
+                let mut candidates = record.map(|r| r.candidates).unwrap_or_default();
+                if let Some(own) = candidates.iter().find(|c| c.worker == inc.name) {
                     out.outcomes.push(compare(&own.result, &inc.result));
                     continue;
                 }
@@ -135,28 +132,28 @@ impl Store {
                     at_unix: now_unix(),
                     confirmed_by: Vec::new(),
                 };
-                let agreeing: Vec<String> = record
-                    .candidates
+                let agreeing: Vec<String> = candidates
                     .iter()
                     .filter(|c| c.result == inc.result)
                     .map(|c| c.worker.clone())
                     .collect();
                 if meta.verifies(&inc.key) && agreeing.is_empty() {
                     // Recorded, not counted: a worker of another name must agree first.
-                    record.candidates.push(mine);
-                    let (to, outcome) = if record.candidates.len() == 1 {
-                        (JobState::Verifying, Outcome::Pending)
-                    } else if record.candidates.len() < MAX_CANDIDATES {
-                        (JobState::Disputed, Outcome::Disputed)
+                    candidates.push(mine);
+                    let n = candidates.len();
+                    let (to, outcome, reason) = if n == 1 {
+                        (JobState::Verifying, Outcome::Pending, None)
+                    } else if n < MAX_CANDIDATES {
+                        (JobState::Disputed, Outcome::Disputed, None)
                     } else {
-                        record.reason = Some(format!(
-                            "{} workers gave {} different results",
-                            record.candidates.len(),
-                            record.candidates.len()
-                        ));
-                        (JobState::Failed, Outcome::JobFailed)
+                        let why = format!("{n} workers gave as many different results");
+                        (JobState::Failed, Outcome::JobFailed, Some(why))
                     };
-                    record.state = to;
+                    let record = JobRecord {
+                        state: to,
+                        candidates,
+                        reason,
+                    };
                     jobs.insert(k, encode(&record))?;
                     out.moved.push(Moved {
                         run: inc.run,
@@ -168,7 +165,7 @@ impl Store {
                     continue;
                 }
                 // Counted: a plain job, or a verified job that a second worker confirmed.
-                for wrong in record.candidates.iter().filter(|c| c.result != inc.result) {
+                for wrong in candidates.iter().filter(|c| c.result != inc.result) {
                     let q = Quarantine {
                         worker: wrong.worker.clone(),
                         reason: format!(

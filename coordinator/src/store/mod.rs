@@ -20,7 +20,7 @@ mod txn;
 
 pub use audit::AuditLine;
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
-pub use records::{now_unix, JobRecord, JobState, Quarantine, ResultRecord, RunMeta};
+pub use records::{now_unix, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta};
 pub use revoke::{Revocation, Revoked};
 
 use std::collections::HashMap;
@@ -194,19 +194,6 @@ impl Store {
         Ok(counts)
     }
 
-    /// A run's failed jobs with their reasons.
-    pub fn failed_jobs(&self, run: u64) -> Result<Vec<(JobKey, String)>> {
-        let mut failed = Vec::new();
-        for kv in self.jobs.scan_prefix(run_key(run)) {
-            let (k, v) = kv?;
-            let record: JobRecord = decode("job", &v)?;
-            if record.state == JobState::Failed {
-                failed.push((split_job_key(&k)?.1, record.reason.unwrap_or_default()));
-            }
-        }
-        Ok(failed)
-    }
-
     /// Puts every failed job of every run back to pending (their recorded results are dropped);
     /// returns how many. Durable on return.
     pub fn retry_failed(&self) -> Result<u64> {
@@ -232,19 +219,11 @@ impl Store {
             .collect()
     }
 
-    /// Lets quarantined workers lease again (all, or the one named); returns how many were released.
-    /// Durable on return.
-    pub fn release_quarantine(&self, name: Option<&str>) -> Result<u64> {
-        let n = match name {
-            Some(name) => self.quarantine.remove(name.as_bytes())?.map_or(0, |_| 1),
-            None => {
-                let n = self.quarantine.len() as u64;
-                self.quarantine.clear()?;
-                n
-            }
-        };
+    /// Lets a quarantined worker lease again; returns whether it was quarantined. Durable on return.
+    pub fn release_quarantine(&self, name: &str) -> Result<bool> {
+        let released = self.quarantine.remove(name.as_bytes())?.is_some();
         self.flush()?;
-        Ok(n)
+        Ok(released)
     }
 
     /// A job's accepted result, if any.

@@ -38,6 +38,17 @@ impl RunMeta {
         self.finished_unix.is_some()
     }
 
+    /// Where the run stands, given how many of its jobs are done and failed.
+    pub fn phase(&self, jobs_done: u64, jobs_failed: u64) -> Phase {
+        if self.is_done() {
+            Phase::Done
+        } else if jobs_failed > 0 && jobs_done + jobs_failed >= self.jobs_total {
+            Phase::Stalled
+        } else {
+            Phase::Running
+        }
+    }
+
     /// Whether a job is one of the run's verified jobs: a deterministic choice (a hash of the run id
     /// and the job key against the run's fraction), the same in every incarnation.
     pub fn verifies(&self, key: &JobKey) -> bool {
@@ -57,6 +68,28 @@ impl RunMeta {
         hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
         hash ^= hash >> 33;
         (hash as f64) < self.verify_fraction * u64::MAX as f64
+    }
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Jobs remain to be computed.
+    Running,
+    /// Every job is done: the totals are final.
+    Done,
+    /// Every job is done or failed, and some failed: nothing more can be leased until the failed jobs are
+    /// retried.
+    Stalled,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Phase::Running => "running",
+            Phase::Done => "done",
+            Phase::Stalled => "stalled",
+        })
     }
 }
 

@@ -157,7 +157,7 @@ fn a_dispute_is_decided_by_a_third_worker_and_the_wrong_one_is_quarantined() {
     assert_eq!(decided.quarantined[0].worker, "liar");
     assert_eq!(store.quarantined().unwrap(), decided.quarantined);
     assert_eq!(store.tally(run.id).unwrap().total, job.result.total as u128);
-    assert_eq!(store.release_quarantine(Some("liar")).unwrap(), 1);
+    assert!(store.release_quarantine("liar").unwrap());
     assert!(store.quarantined().unwrap().is_empty());
 }
 
@@ -173,7 +173,7 @@ fn three_different_results_fail_the_job_and_retry_puts_it_back() {
     assert_eq!(third.outcomes, vec![Outcome::JobFailed]);
     assert!(third.quarantined.is_empty(), "nobody can be shown wrong");
     assert!(store.is_settled(run.id, &job.key).unwrap());
-    assert_eq!(store.failed_jobs(run.id).unwrap().len(), 1);
+    assert_eq!(store.job_states(run.id).unwrap()[&JobState::Failed], 1);
     let late = store.commit(&[by("d", job.clone(), 0)]).unwrap();
     assert_eq!(late.outcomes, vec![Outcome::JobFailed]);
     assert_eq!(store.retry_failed().unwrap(), 1);
@@ -217,8 +217,9 @@ fn the_verified_jobs_are_a_deterministic_share_of_the_plan() {
         "{picked} of {} jobs",
         jobs.len()
     );
-    let again = jobs.iter().filter(|k| run.verifies(k)).count();
-    assert_eq!(picked, again);
+    // Another run draws another share: the choice depends on the run, not on the job alone.
+    let other = store.create_run(plan, 0.25).unwrap();
+    assert!(jobs.iter().any(|k| run.verifies(k) != other.verifies(k)));
     let none = store.create_run(plan, 0.0).unwrap();
     assert!(!jobs.iter().any(|k| none.verifies(k)));
     assert!(store.create_run(plan, 1.5).is_err());
