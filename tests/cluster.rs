@@ -53,17 +53,16 @@ fn issue_3_a_killed_workers_jobs_are_leased_again_after_expiry() {
     // One worker name at the end: nothing could verify (a second name is needed), so no verification.
     let run = submit_with(&serve.address, 16, "d4", &["--verify-fraction", "0"]);
     let mut doomed = worker(&serve.address, dir.path(), "doomed", &[]);
-    poll(&serve.address, &run, LIMIT, |s| s.jobs_done >= 3);
+    // The status seen just before the kill shows the worker holding leases; by the time a later probe
+    // runs on a loaded machine they may already have expired, so the check is made before the kill.
+    let held = poll(&serve.address, &run, LIMIT, |s| {
+        s.jobs_done >= 3 && s.jobs_leased > 0
+    });
     doomed.kill().unwrap();
     doomed.wait().unwrap();
-    let held = support::probe(&serve.address, &run).unwrap();
     assert!(
-        held.state != RunState::Done as i32,
-        "the run ended before the kill"
-    );
-    assert!(
-        held.jobs_leased > 0,
-        "the killed worker held leases: {held:?}"
+        held.state != RunState::Done as i32 && held.jobs_done < held.jobs_total,
+        "the run ended before the kill: {held:?}"
     );
 
     let mut rescuer = worker(&serve.address, dir.path(), "rescuer", &["--exit-when-idle"]);
