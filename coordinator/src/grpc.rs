@@ -264,7 +264,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         let r = req.into_inner();
         let released = self
             .coordinator
-            .release(&r.worker_id, &r.lease_ids)
+            .release(&r.worker_id, &r.lease_ids, r.leaving)
             .map_err(status)?;
         Ok(Response::new(proto::ReleaseResponse { released }))
     }
@@ -285,6 +285,11 @@ impl coordinator_server::Coordinator for CoordinatorService {
                 seen_seconds_ago: w.seen_ago.map(|d| d.as_secs_f64()),
                 quarantined: w.quarantined.is_some(),
                 reason: w.quarantined.unwrap_or_default(),
+                jobs_done: w.jobs,
+                nodes: w.nodes,
+                nodes_per_second: w.nodes_per_second,
+                leases: w.leases,
+                state: w.state.as_str().to_string(),
             })
             .collect();
         Ok(Response::new(proto::ListWorkersResponse { workers }))

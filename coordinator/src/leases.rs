@@ -87,6 +87,15 @@ impl Leases {
         self.active.values().filter(|l| l.run == run).count() as u64
     }
 
+    /// Active leases per worker id.
+    pub fn per_worker(&self) -> HashMap<&str, u64> {
+        let mut out = HashMap::new();
+        for l in self.active.values() {
+            *out.entry(l.worker.as_str()).or_insert(0) += 1;
+        }
+        out
+    }
+
     /// Extends the worker's leases; returns the ids that are not (or no longer) its.
     pub fn heartbeat(&mut self, worker: &str, ids: &[u64], now: Instant) -> Vec<u64> {
         let mut lost = Vec::new();

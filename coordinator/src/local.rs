@@ -86,6 +86,8 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
             run: Some(view.id()),
             exit_when_idle: true,
             faults: Default::default(),
+            progress_interval: std::time::Duration::from_secs(30),
+            metrics: Default::default(),
         },
         stop.clone(),
     ));

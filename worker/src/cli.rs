@@ -1,11 +1,14 @@
 //! The worker's command line, shared by `nqueens-worker` and `nqueens worker`.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 
-use crate::setup::{self, LogFormat};
-use crate::{Connection, Faults, WorkerConfig};
+use crate::setup;
+use crate::{http, Connection, Faults, Metrics, WorkerConfig};
 
 /// Pull jobs from an nqueens coordinator, compute them on all cores, report the counts.
 #[derive(Debug, Args)]
@@ -28,17 +31,30 @@ pub struct WorkerArgs {
     /// Exit once no run has anything left to lease (instead of waiting for new runs).
     #[arg(long)]
     pub exit_when_idle: bool,
-    /// Log format.
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    /// Interval of the summary log line (jobs done, nodes/s), e.g. 30s.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub progress_interval: Duration,
+    /// Serve Prometheus metrics over HTTP at this address (e.g. 0.0.0.0:9101), path /metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
     #[command(flatten)]
     pub faults: Faults,
 }
 
-/// Runs a worker process: logging, signals, the client loop.
+/// Runs a worker process (logging already set up): signals, the client loop.
 pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
-    setup::init_logging(args.log_format, "info");
     let name = args.name.unwrap_or_else(setup::host_name);
+    let metrics = Arc::new(Metrics::default());
+    let shutdown = setup::shutdown_on_signals();
+    if let Some(addr) = args.metrics_listen {
+        let m = metrics.clone();
+        let router = axum::Router::new().route(
+            "/metrics",
+            axum::routing::get(move || async move { http::metrics_response(m.render()) }),
+        );
+        // The listener outlives the worker loop by nothing: it stops with the process.
+        http::spawn(addr, router, std::future::pending()).await?;
+    }
     let config =
         WorkerConfig {
             connection: args.connection,
@@ -53,7 +69,9 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
             run: args.run,
             exit_when_idle: args.exit_when_idle,
             faults: args.faults,
+            progress_interval: args.progress_interval,
+            metrics,
         };
-    crate::run(config, setup::shutdown_on_signals()).await?;
+    crate::run(config, shutdown).await?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
@@ -20,6 +21,7 @@ use crate::connect::{connect, Client, Connection};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::journal::{Finished, Journal};
+use crate::metrics::{Metrics, Window};
 
 /// Most results in one report.
 const REPORT_BATCH: usize = 1024;
@@ -44,6 +46,10 @@ pub struct WorkerConfig {
     pub exit_when_idle: bool,
     /// Faults to inject (tests only; none by default).
     pub faults: Faults,
+    /// Interval of the summary log line.
+    pub progress_interval: Duration,
+    /// Where the worker counts what it does (served by `--metrics-listen`).
+    pub metrics: Arc<Metrics>,
 }
 
 /// What a worker did before it stopped.
@@ -93,6 +99,9 @@ struct Worker {
     heartbeat_every: Duration,
     idle: bool,
     summary: Summary,
+    /// The summary line's window and when the next line is due.
+    window: Window,
+    next_summary: Instant,
 }
 
 /// Runs a worker until `shutdown` is cancelled (then hands back, finishes and reports), or, with
@@ -125,8 +134,11 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
         heartbeat_every: Duration::from_secs(10),
         idle: false,
         summary: Summary::default(),
+        window: Window::start(now, 0, 0),
+        next_summary: now + config.progress_interval,
         config,
     };
+    w.config.metrics.threads.set(w.config.threads as i64);
     tracing::info!(worker = %w.id, coordinator = %w.config.connection.coordinator, threads = w.config.threads, "worker started");
     if w.config.faults.any() {
         tracing::warn!(faults = ?w.config.faults, "FAULT INJECTION IS ON: this worker misbehaves on purpose");
@@ -142,6 +154,9 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
         }
         if w.connected() {
             w.turn(draining).await?;
+        }
+        if Instant::now() >= w.next_summary {
+            w.log_summary();
         }
         let in_flight = w.pool.load();
         if draining && in_flight == 0 && (w.unreported.is_empty() || !w.connected()) {
@@ -199,11 +214,44 @@ impl Worker {
         }
     }
 
+    /// Logs the summary line: jobs done, nodes per second over the interval, work in hand.
+    fn log_summary(&mut self) {
+        let now = Instant::now();
+        let rates = self.window.roll(now, self.summary.jobs, self.summary.nodes);
+        self.next_summary = now + self.config.progress_interval;
+        self.config
+            .metrics
+            .nodes_per_second
+            .set(rates.nodes_per_second);
+        let state = if !self.connected() {
+            "unreachable"
+        } else if self.pool.load() > 0 {
+            "working"
+        } else {
+            "idle"
+        };
+        tracing::info!(
+            jobs = self.summary.jobs,
+            jobs_interval = rates.jobs,
+            nodes_per_s = %format_args!("{:.3e}", rates.nodes_per_second),
+            running = self.pool.load(),
+            unreported = self.unreported.len(),
+            accepted = self.summary.accepted,
+            state,
+            "worker progress"
+        );
+    }
+
+    /// Records a call to the coordinator in the metrics.
+    fn timed<T>(&self, method: &str, since: Instant, r: &std::result::Result<T, Status>) {
+        self.config.metrics.call(method, since.elapsed(), r.is_ok());
+    }
+
     fn next_wake(&self, draining: bool) -> Instant {
         if let Some((at, _)) = &self.backoff {
-            return *at;
+            return (*at).min(self.next_summary);
         }
-        let mut wake = self.next_heartbeat;
+        let mut wake = self.next_heartbeat.min(self.next_summary);
         if !draining && self.pool.load() < self.target() {
             wake = wake.min(self.next_lease);
         }
@@ -238,6 +286,11 @@ impl Worker {
         self.summary.jobs += 1;
         self.summary.nodes += result.nodes as u128;
         self.unreported.push(f);
+        let m = &self.config.metrics;
+        m.jobs.inc();
+        m.nodes.inc_by(result.nodes);
+        m.unreported.set(self.unreported.len() as i64);
+        m.running.set(self.pool.load() as i64);
         Ok(())
     }
 
@@ -312,6 +365,7 @@ impl Worker {
                 nodes: f.nodes,
             })
             .collect();
+        let since = Instant::now();
         let reply = self
             .client
             .report(proto::ReportRequest {
@@ -319,8 +373,9 @@ impl Worker {
                 worker_name: self.config.name.clone(),
                 results,
             })
-            .await?
-            .into_inner();
+            .await;
+        self.timed("Report", since, &reply);
+        let reply = reply?.into_inner();
         let accepted = reply
             .outcomes
             .iter()
@@ -346,19 +401,25 @@ impl Worker {
             self.held.remove(id);
         }
         self.summary.accepted += accepted;
+        let m = &self.config.metrics;
+        m.accepted.inc_by(accepted);
+        m.unreported
+            .set(self.unreported.len().saturating_sub(batch.len()) as i64);
         Ok(())
     }
 
     async fn heartbeat(&mut self) -> std::result::Result<(), Status> {
         let lease_ids: Vec<u64> = self.held.keys().copied().collect();
+        let since = Instant::now();
         let reply = self
             .client
             .heartbeat(proto::HeartbeatRequest {
                 worker_id: self.id.clone(),
                 lease_ids,
             })
-            .await?
-            .into_inner();
+            .await;
+        self.timed("Heartbeat", since, &reply);
+        let reply = reply?.into_inner();
         if !reply.lost.is_empty() {
             tracing::debug!(
                 lost = reply.lost.len(),
@@ -376,6 +437,13 @@ impl Worker {
     }
 
     async fn lease(&mut self, capacity: usize) -> std::result::Result<(), Status> {
+        // Long-poll only when holding nothing: a held request must not delay reports.
+        let wait_ms = if self.held.is_empty() {
+            LEASE_WAIT_MS
+        } else {
+            0
+        };
+        let since = Instant::now();
         let reply = self
             .client
             .lease(proto::LeaseRequest {
@@ -384,15 +452,14 @@ impl Worker {
                 threads: self.config.threads as u32,
                 capacity: capacity as u32,
                 run: self.config.run.clone(),
-                // Long-poll only when holding nothing: a held request must not delay reports.
-                wait_ms: if self.held.is_empty() {
-                    LEASE_WAIT_MS
-                } else {
-                    0
-                },
+                wait_ms,
             })
-            .await?
-            .into_inner();
+            .await;
+        // A long-polled lease waits on purpose: only the calls asked to answer at once measure latency.
+        if wait_ms == 0 || reply.is_err() {
+            self.timed("Lease", since, &reply);
+        }
+        let reply = reply?.into_inner();
         self.idle = reply.idle && reply.leases.is_empty();
         if reply.leases.is_empty() {
             self.next_lease = Instant::now()
@@ -409,6 +476,7 @@ impl Worker {
                 Ok(job) => {
                     self.held.insert(lease.lease_id, lease.clone());
                     self.pool.submit(Task { lease, job });
+                    self.config.metrics.running.set(self.pool.load() as i64);
                 }
                 // Not ours to compute: its lease expires and a sound worker takes it.
                 Err(e) => {
@@ -431,14 +499,16 @@ impl Worker {
             running = self.pool.load(),
             "shutting down: handing back unstarted jobs, finishing running ones"
         );
-        if lease_ids.is_empty() {
-            return;
-        }
+        // Sent even with nothing to hand back: the coordinator learns that this worker is leaving.
         let req = proto::ReleaseRequest {
             worker_id: self.id.clone(),
             lease_ids,
+            leaving: true,
         };
-        if let Err(s) = self.client.release(req).await {
+        let since = Instant::now();
+        let reply = self.client.release(req).await;
+        self.timed("Release", since, &reply);
+        if let Err(s) = reply {
             tracing::warn!(error = %s.message(), "could not hand back leases; they will expire");
         }
     }

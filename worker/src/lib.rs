@@ -1,6 +1,6 @@
 //! Worker side of nqueens-cluster: the client loop that leases, computes, journals, reports and
 //! heartbeats (`client`), the compute pool on dedicated threads (`compute`, and `pool` for local batch
-//! runs), and the journal of unacknowledged results.
+//! runs), the journal of unacknowledged results, and the metrics with their HTTP listener.
 
 pub mod cli;
 pub mod client;
@@ -8,7 +8,9 @@ pub mod compute;
 pub mod connect;
 pub mod error;
 pub mod faults;
+pub mod http;
 pub mod journal;
+pub mod metrics;
 pub mod pool;
 pub mod setup;
 
@@ -16,4 +18,5 @@ pub use client::{run, Summary, WorkerConfig};
 pub use connect::{connect, Client, Connection};
 pub use error::{Error, Result};
 pub use faults::Faults;
+pub use metrics::Metrics;
 pub use pool::{run_jobs, Progress};

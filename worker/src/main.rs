@@ -2,6 +2,7 @@
 
 use clap::Parser;
 use nqueens_worker::cli::WorkerArgs;
+use nqueens_worker::setup::{self, LogFormat};
 
 /// Pull jobs from an nqueens coordinator, compute them on all cores, report the counts.
 #[derive(Debug, Parser)]
@@ -9,9 +10,14 @@ use nqueens_worker::cli::WorkerArgs;
 struct Cli {
     #[command(flatten)]
     args: WorkerArgs,
+    /// Log format: text lines, or one JSON object per line (levels by RUST_LOG).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    nqueens_worker::cli::run(Cli::parse().args).await
+    let cli = Cli::parse();
+    setup::init_logging(cli.log_format, "info");
+    nqueens_worker::cli::run(cli.args).await
 }

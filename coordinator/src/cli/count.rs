@@ -36,8 +36,6 @@ pub struct CountOutput {
 
 /// Counts and prints.
 pub fn run(args: &CountArgs) -> anyhow::Result<()> {
-    // A local count speaks through its progress bar and result; warnings and errors still show.
-    nqueens_worker::setup::init_logging(Default::default(), "warn");
     let plan = args.partition.plan()?;
     let threads = args.threads.unwrap_or_else(default_threads).max(1);
     let data = args

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use nqueens_common::{Error, Plan, Strategy};
+use nqueens_worker::setup::{self, LogFormat};
 
 /// Count the solutions of the N-queens problem exactly.
 #[derive(Debug, Parser)]
@@ -18,6 +19,9 @@ use nqueens_common::{Error, Plan, Strategy};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Log format of every command: text lines, or one JSON object per line (levels by RUST_LOG).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }
 
 /// The subcommands.
@@ -96,6 +100,13 @@ pub struct PlanArgs {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    // The long-running commands log their work; the others speak through their output, and only
+    // warnings and errors show.
+    let level = match cli.command {
+        Command::Serve(_) | Command::Worker(_) => "info",
+        _ => "warn",
+    };
+    setup::init_logging(cli.log_format, level);
     match cli.command {
         Command::Count(args) => count::run(&args),
         Command::Plan(args) => plan::run(&args),

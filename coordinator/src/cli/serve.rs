@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use nqueens_worker::setup::{self, LogFormat};
+use nqueens_worker::setup;
 use tokio::net::TcpListener;
 
 use crate::service::{Config, Coordinator};
@@ -45,14 +45,10 @@ pub struct ServeArgs {
     /// PEM private key of --tls-cert.
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Log format.
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
 }
 
 /// Opens the store, audits it, and serves until SIGTERM or Ctrl-C.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    setup::init_logging(args.log_format, "info");
     if args.lease_timeout < Duration::from_millis(100) {
         return Err(nqueens_common::Error::InvalidSetting(
             "--lease-timeout must be at least 100ms".into(),

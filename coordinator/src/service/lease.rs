@@ -6,6 +6,7 @@ use std::time::Duration;
 use nqueens_common::{JobKey, Plan};
 use tokio::time::Instant;
 
+use super::workers::Contact;
 use super::{lookup, truncate, Coordinator};
 use crate::error::{Error, Result};
 use crate::store::{JobState, Phase};
@@ -120,8 +121,10 @@ impl Coordinator {
                 reason: reason.clone(),
             });
         }
-        if state.workers.seen(worker, now) {
-            tracing::info!(worker, name, threads, "worker joined");
+        match state.workers.seen(worker, now) {
+            Contact::Joined => tracing::info!(worker, name, threads, "worker joined"),
+            Contact::Returned => tracing::info!(worker, name, threads, "worker returned"),
+            Contact::Known => {}
         }
         state.workers.describe(worker, name, threads);
         let mut leases = Vec::new();
@@ -166,17 +169,23 @@ impl Coordinator {
         check_ids(ids)?;
         let now = Instant::now();
         let mut state = self.state();
-        state.workers.seen(worker, now);
+        if state.workers.seen(worker, now) == Contact::Returned {
+            tracing::info!(worker, "worker returned");
+        }
         Ok(state.leases.heartbeat(worker, ids, now))
     }
 
-    /// Takes back leases the worker did not start; returns how many were its.
-    pub fn release(&self, worker: &str, ids: &[u64]) -> Result<u32> {
+    /// Takes back leases the worker did not start (and notes that it is `leaving`, if it says so);
+    /// returns how many were its.
+    pub fn release(&self, worker: &str, ids: &[u64], leaving: bool) -> Result<u32> {
         check_worker("worker id", worker)?;
         check_ids(ids)?;
         let mut guard = self.state();
         let state = &mut *guard;
         state.workers.seen(worker, Instant::now());
+        if leaving && state.workers.leaving(worker) {
+            tracing::info!(worker, handed_back = ids.len(), "worker left");
+        }
         let released = state.leases.release(worker, ids);
         for lease in &released {
             if let Some(run) = state.runs.get_mut(&lease.run) {
@@ -196,7 +205,13 @@ impl Coordinator {
     pub fn expire_leases(&self) {
         let mut guard = self.state();
         let state = &mut *guard;
-        let expired = state.leases.expire(Instant::now());
+        let now = Instant::now();
+        for (id, w) in state.workers.sweep(now, state.leases.timeout()) {
+            if !w.leaving {
+                tracing::warn!(worker = %id, name = %w.name, silent_s = (now - w.last_seen).as_secs(), "worker lost: silent for longer than the lease timeout");
+            }
+        }
+        let expired = state.leases.expire(now);
         for lease in &expired {
             let Some(run) = state.runs.get_mut(&lease.run) else {
                 continue;

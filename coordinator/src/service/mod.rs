@@ -8,7 +8,7 @@ mod workers;
 
 pub use lease::{Ask, Grant, Granted};
 pub use report::Report;
-pub use view::{RunView, WorkerView};
+pub use view::{RunView, WorkerState, WorkerView};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -8,6 +8,7 @@ use nqueens_common::{JobKey, JobResult, Strategy};
 use tokio::time::Instant;
 
 use super::lease::check_worker;
+use super::workers::Contact;
 use super::{lookup, truncate, Coordinator};
 use crate::error::{Error, Result};
 use crate::store::{Incoming, JobState, Outcome};
@@ -85,13 +86,18 @@ impl Coordinator {
                 ),
             }
         }
-        state.workers.seen(worker, now);
+        if state.workers.seen(worker, now) == Contact::Returned {
+            tracing::info!(worker, name, "worker returned");
+        }
         let accepted = committed
             .outcomes
             .iter()
             .filter(|o| **o == Outcome::Accepted)
             .count();
-        state.workers.accepted(worker, accepted as u64);
+        let nodes = batch.iter().map(|i| i.result.nodes).sum();
+        state
+            .workers
+            .reported(worker, batch.len() as u64, nodes, accepted as u64, now);
         for meta in &committed.reopened {
             if let Some(run) = state.runs.get_mut(&meta.id) {
                 tracing::warn!(

@@ -90,9 +90,42 @@ pub struct WorkerView {
     pub id: String,
     pub threads: u32,
     pub accepted: u64,
+    /// Results it reported, and their search nodes.
+    pub jobs: u64,
+    pub nodes: u64,
+    pub nodes_per_second: f64,
+    /// Jobs it holds leases on.
+    pub leases: u64,
+    pub state: WorkerState,
     pub seen_ago: Option<std::time::Duration>,
     /// Why it is quarantined, if it is.
     pub quarantined: Option<String>,
+}
+
+/// Where a worker stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerState {
+    /// Holds leases.
+    Working,
+    /// Seen within a lease timeout, holding nothing.
+    Idle,
+    /// Said it is shutting down.
+    Leaving,
+    /// Silent for longer than a lease timeout.
+    Lost,
+    Quarantined,
+}
+
+impl WorkerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerState::Working => "working",
+            WorkerState::Idle => "idle",
+            WorkerState::Leaving => "leaving",
+            WorkerState::Lost => "lost",
+            WorkerState::Quarantined => "quarantined",
+        }
+    }
 }
 
 impl Coordinator {
@@ -100,16 +133,38 @@ impl Coordinator {
     pub fn workers(&self) -> Vec<WorkerView> {
         let now = Instant::now();
         let state = self.state();
+        let held = state.leases.per_worker();
+        let timeout = state.leases.timeout();
         let mut out: Vec<WorkerView> = state
             .workers
             .all()
-            .map(|(id, w)| WorkerView {
-                name: w.name.clone(),
-                id: id.clone(),
-                threads: w.threads,
-                accepted: w.accepted,
-                seen_ago: Some(now - w.last_seen),
-                quarantined: state.quarantined.get(&w.name).cloned(),
+            .map(|(id, w)| {
+                let quarantined = state.quarantined.get(&w.name).cloned();
+                let leases = held.get(id.as_str()).copied().unwrap_or(0);
+                let state = if quarantined.is_some() {
+                    WorkerState::Quarantined
+                } else if w.leaving {
+                    WorkerState::Leaving
+                } else if w.lost || now - w.last_seen > timeout {
+                    WorkerState::Lost
+                } else if leases > 0 {
+                    WorkerState::Working
+                } else {
+                    WorkerState::Idle
+                };
+                WorkerView {
+                    name: w.name.clone(),
+                    id: id.clone(),
+                    threads: w.threads,
+                    accepted: w.accepted,
+                    jobs: w.jobs,
+                    nodes: w.nodes,
+                    nodes_per_second: w.nodes_per_second(now),
+                    leases,
+                    state,
+                    seen_ago: Some(now - w.last_seen),
+                    quarantined,
+                }
             })
             .collect();
         for (name, reason) in &state.quarantined {
@@ -119,6 +174,11 @@ impl Coordinator {
                     id: String::new(),
                     threads: 0,
                     accepted: 0,
+                    jobs: 0,
+                    nodes: 0,
+                    nodes_per_second: 0.0,
+                    leases: 0,
+                    state: WorkerState::Quarantined,
                     seen_ago: None,
                     quarantined: Some(reason.clone()),
                 });

@@ -1,10 +1,16 @@
-//! The workers seen by this incarnation of the coordinator, by id, with their name, threads and last
-//! contact. In memory only; a worker is active while it was seen within one lease timeout.
+//! The workers seen by this incarnation of the coordinator, by id: name, threads, last contact, what they
+//! reported and how fast, and whether they are leaving or lost. In memory only; a worker is active while it
+//! was seen within one lease timeout, and lost (logged once) when it falls silent for longer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+/// How far back a worker's rate looks.
+const RATE_WINDOW: Duration = Duration::from_secs(300);
+/// Most rate samples kept per worker (one per report batch; older ones are dropped first).
+const MAX_SAMPLES: usize = 256;
 
 /// What the coordinator knows of one worker process.
 #[derive(Debug, Clone)]
@@ -14,6 +20,30 @@ pub struct WorkerInfo {
     pub last_seen: Instant,
     /// Results of this worker counted into a run.
     pub accepted: u64,
+    /// Results it reported (whatever their outcome).
+    pub jobs: u64,
+    /// Search nodes of those results.
+    pub nodes: u64,
+    /// `(when, nodes reported so far)`, oldest first, within the rate window.
+    samples: VecDeque<(Instant, u64)>,
+    /// It said it is shutting down.
+    pub leaving: bool,
+    /// It fell silent for a lease timeout (and was logged as lost).
+    pub lost: bool,
+}
+
+impl WorkerInfo {
+    /// Search nodes per second over the recent window, as of `now`.
+    pub fn nodes_per_second(&self, now: Instant) -> f64 {
+        let Some(&(since, before)) = self.samples.front() else {
+            return 0.0;
+        };
+        let secs = (now - since).as_secs_f64();
+        if secs <= 0.0 {
+            return 0.0;
+        }
+        (self.nodes - before) as f64 / secs
+    }
 }
 
 /// The registry: worker id -> what is known of it.
@@ -22,13 +52,28 @@ pub struct Workers {
     seen: HashMap<String, WorkerInfo>,
 }
 
+/// What a contact changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contact {
+    /// A worker not seen before.
+    Joined,
+    /// A worker that had been lost speaks again.
+    Returned,
+    /// A known worker.
+    Known,
+}
+
 impl Workers {
-    /// Records a contact; returns true for a worker not seen before.
-    pub fn seen(&mut self, id: &str, now: Instant) -> bool {
+    /// Records a contact.
+    pub fn seen(&mut self, id: &str, now: Instant) -> Contact {
         match self.seen.get_mut(id) {
             Some(w) => {
                 w.last_seen = now;
-                false
+                if std::mem::take(&mut w.lost) {
+                    Contact::Returned
+                } else {
+                    Contact::Known
+                }
             }
             None => {
                 self.seen.insert(
@@ -38,9 +83,14 @@ impl Workers {
                         threads: 0,
                         last_seen: now,
                         accepted: 0,
+                        jobs: 0,
+                        nodes: 0,
+                        samples: VecDeque::from([(now, 0)]),
+                        leaving: false,
+                        lost: false,
                     },
                 );
-                true
+                Contact::Joined
             }
         }
     }
@@ -55,23 +105,82 @@ impl Workers {
         }
     }
 
-    /// Counts results of a worker that were accepted.
-    pub fn accepted(&mut self, id: &str, n: u64) {
+    /// Records a report: `jobs` results with `nodes` search nodes, `accepted` of them counted.
+    pub fn reported(&mut self, id: &str, jobs: u64, nodes: u64, accepted: u64, now: Instant) {
         if let Some(w) = self.seen.get_mut(id) {
-            w.accepted += n;
+            w.accepted += accepted;
+            w.jobs += jobs;
+            w.nodes = w.nodes.saturating_add(nodes);
+            w.samples.push_back((now, w.nodes));
+            while w.samples.len() > MAX_SAMPLES
+                || (w.samples.len() > 2
+                    && w.samples.front().is_some_and(|s| now - s.0 > RATE_WINDOW))
+            {
+                w.samples.pop_front();
+            }
         }
     }
 
-    /// Workers seen within `timeout`.
+    /// Marks a worker as shutting down; true the first time.
+    pub fn leaving(&mut self, id: &str) -> bool {
+        self.seen
+            .get_mut(id)
+            .is_some_and(|w| !std::mem::replace(&mut w.leaving, true))
+    }
+
+    /// Marks the workers silent for longer than `timeout` as lost; returns the newly lost, by id.
+    pub fn sweep(&mut self, now: Instant, timeout: Duration) -> Vec<(String, WorkerInfo)> {
+        self.seen
+            .iter_mut()
+            .filter(|(_, w)| !w.lost && now - w.last_seen > timeout)
+            .map(|(id, w)| {
+                w.lost = true;
+                (id.clone(), w.clone())
+            })
+            .collect()
+    }
+
+    /// Workers seen within `timeout` and not leaving.
     pub fn active(&self, now: Instant, timeout: Duration) -> u32 {
         self.seen
             .values()
-            .filter(|w| now - w.last_seen <= timeout)
+            .filter(|w| !w.leaving && now - w.last_seen <= timeout)
             .count() as u32
     }
 
     /// Every worker seen, by id.
     pub fn all(&self) -> impl Iterator<Item = (&String, &WorkerInfo)> {
         self.seen.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_joins_reports_falls_silent_and_returns() {
+        let t0 = Instant::now();
+        let mut w = Workers::default();
+        assert_eq!(w.seen("a-1", t0), Contact::Joined);
+        w.describe("a-1", "a", 4);
+        assert_eq!(w.seen("a-1", t0), Contact::Known);
+        w.reported("a-1", 3, 6_000, 2, t0 + Duration::from_secs(2));
+        w.reported("a-1", 1, 2_000, 1, t0 + Duration::from_secs(4));
+        let info = w.all().next().unwrap().1.clone();
+        assert_eq!((info.jobs, info.nodes, info.accepted), (4, 8_000, 3));
+        assert_eq!(info.nodes_per_second(t0 + Duration::from_secs(4)), 2_000.0);
+        let timeout = Duration::from_secs(10);
+        assert_eq!(w.active(t0 + Duration::from_secs(5), timeout), 1);
+        assert!(w.sweep(t0 + Duration::from_secs(5), timeout).is_empty());
+        let lost = w.sweep(t0 + Duration::from_secs(11), timeout);
+        assert_eq!(lost.len(), 1);
+        assert_eq!(lost[0].1.name, "a");
+        assert!(w.sweep(t0 + Duration::from_secs(12), timeout).is_empty(), "logged once");
+        assert_eq!(w.active(t0 + Duration::from_secs(12), timeout), 0);
+        assert_eq!(w.seen("a-1", t0 + Duration::from_secs(13)), Contact::Returned);
+        assert!(w.leaving("a-1"));
+        assert!(!w.leaving("a-1"), "once");
+        assert_eq!(w.active(t0 + Duration::from_secs(13), timeout), 0);
     }
 }

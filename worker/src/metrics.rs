@@ -1,0 +1,190 @@
+//! A worker's Prometheus metrics (jobs, nodes, nodes/s, in-flight work, RPC latencies), kept whether or
+//! not they are served, and the windowed rate that both the metrics and the summary log line show.
+
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use tokio::time::Instant;
+
+/// The label of a per-call metric.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Call {
+    pub method: String,
+}
+
+/// Buckets of an RPC latency histogram: 0.25 ms to about 8 s.
+pub fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_25, 2.0, 16))
+}
+
+/// The worker's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub jobs: Counter,
+    pub nodes: Counter,
+    pub accepted: Counter,
+    pub nodes_per_second: Gauge<f64, AtomicU64>,
+    pub running: Gauge,
+    pub unreported: Gauge,
+    pub threads: Gauge,
+    pub rpc_seconds: Family<Call, Histogram, fn() -> Histogram>,
+    pub rpc_errors: Family<Call, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let mut registry = Registry::with_prefix("nqueens_worker");
+        let m = Metrics {
+            jobs: Counter::default(),
+            nodes: Counter::default(),
+            accepted: Counter::default(),
+            nodes_per_second: Gauge::default(),
+            running: Gauge::default(),
+            unreported: Gauge::default(),
+            threads: Gauge::default(),
+            rpc_seconds: Family::new_with_constructor(latency_histogram),
+            rpc_errors: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register("jobs", "Jobs computed", m.jobs.clone());
+        registry.register("nodes", "Search nodes visited", m.nodes.clone());
+        registry.register(
+            "accepted",
+            "Results the coordinator counted as new",
+            m.accepted.clone(),
+        );
+        registry.register(
+            "nodes_per_second",
+            "Search nodes per second over the last summary interval",
+            m.nodes_per_second.clone(),
+        );
+        registry.register("running", "Jobs leased and not yet finished", m.running.clone());
+        registry.register(
+            "unreported",
+            "Finished results not yet acknowledged by the coordinator",
+            m.unreported.clone(),
+        );
+        registry.register("threads", "Compute threads", m.threads.clone());
+        registry.register(
+            "rpc_seconds",
+            "Latency of calls to the coordinator",
+            m.rpc_seconds.clone(),
+        );
+        registry.register(
+            "rpc_errors",
+            "Calls to the coordinator that failed",
+            m.rpc_errors.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+}
+
+impl Metrics {
+    /// The metrics in the OpenMetrics text format.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+
+    /// Records one call's latency (and whether it failed).
+    pub fn call(&self, method: &str, took: Duration, ok: bool) {
+        let label = Call {
+            method: method.to_string(),
+        };
+        self.rpc_seconds
+            .get_or_create(&label)
+            .observe(took.as_secs_f64());
+        if !ok {
+            self.rpc_errors.get_or_create(&label).inc();
+        }
+    }
+}
+
+/// A rate over the time since the previous reading: per-interval figures for the summary line.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    since: Instant,
+    jobs: u64,
+    nodes: u128,
+}
+
+/// What happened in one window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    pub jobs: u64,
+    pub nodes_per_second: f64,
+}
+
+impl Window {
+    pub fn start(now: Instant, jobs: u64, nodes: u128) -> Window {
+        Window {
+            since: now,
+            jobs,
+            nodes,
+        }
+    }
+
+    /// The rates since the window started, and a new window from `now`.
+    pub fn roll(&mut self, now: Instant, jobs: u64, nodes: u128) -> Rates {
+        let secs = (now - self.since).as_secs_f64();
+        let rates = Rates {
+            jobs: jobs - self.jobs,
+            nodes_per_second: if secs > 0.0 {
+                (nodes - self.nodes) as f64 / secs
+            } else {
+                0.0
+            },
+        };
+        *self = Window::start(now, jobs, nodes);
+        rates
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_measures_what_happened_since_it_started() {
+        let t0 = Instant::now();
+        let mut w = Window::start(t0, 10, 1_000);
+        let r = w.roll(t0 + Duration::from_secs(4), 14, 9_000);
+        assert_eq!(r.jobs, 4);
+        assert_eq!(r.nodes_per_second, 2_000.0);
+        let r = w.roll(t0 + Duration::from_secs(6), 14, 9_000);
+        assert_eq!(
+            r,
+            Rates {
+                jobs: 0,
+                nodes_per_second: 0.0
+            }
+        );
+    }
+
+    #[test]
+    fn rendered_metrics_name_every_family() {
+        let m = Metrics::default();
+        m.jobs.inc_by(3);
+        m.call("Report", Duration::from_millis(2), true);
+        m.call("Lease", Duration::from_millis(2), false);
+        let text = m.render();
+        for name in [
+            "nqueens_worker_jobs_total 3",
+            "nqueens_worker_nodes_total",
+            "nqueens_worker_nodes_per_second",
+            "nqueens_worker_rpc_seconds_bucket{le=\"0.00025\",method=\"Report\"}",
+            "nqueens_worker_rpc_errors_total{method=\"Lease\"} 1",
+        ] {
+            assert!(text.contains(name), "{name} missing from\n{text}");
+        }
+    }
+}
