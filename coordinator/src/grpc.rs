@@ -10,7 +10,7 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::error::Error;
-use crate::service::{Ask, Coordinator, Report, RunView};
+use crate::service::{Ask, Coordinator, Report, RunView, WorkerView};
 use crate::store::{Outcome, Phase};
 
 /// The tonic service over a coordinator.
@@ -73,6 +73,25 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
         jobs_disputed: v.jobs_disputed,
         jobs_failed: v.jobs_failed,
         verify_fraction: v.meta.verify_fraction,
+        solutions_per_second: v.solutions_per_second,
+    }
+}
+
+/// The wire form of a worker's status.
+pub fn worker_status(w: WorkerView) -> proto::WorkerStatus {
+    proto::WorkerStatus {
+        name: w.name,
+        worker_id: w.id,
+        threads: w.threads,
+        accepted: w.accepted,
+        seen_seconds_ago: w.seen_ago.map(|d| d.as_secs_f64()),
+        quarantined: w.quarantined.is_some(),
+        reason: w.quarantined.unwrap_or_default(),
+        jobs_done: w.jobs,
+        nodes: w.nodes,
+        nodes_per_second: w.nodes_per_second,
+        leases: w.leases,
+        state: w.state.as_str().to_string(),
     }
 }
 
@@ -277,20 +296,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
             .coordinator
             .workers()
             .into_iter()
-            .map(|w| proto::WorkerStatus {
-                name: w.name,
-                worker_id: w.id,
-                threads: w.threads,
-                accepted: w.accepted,
-                seen_seconds_ago: w.seen_ago.map(|d| d.as_secs_f64()),
-                quarantined: w.quarantined.is_some(),
-                reason: w.quarantined.unwrap_or_default(),
-                jobs_done: w.jobs,
-                nodes: w.nodes,
-                nodes_per_second: w.nodes_per_second,
-                leases: w.leases,
-                state: w.state.as_str().to_string(),
-            })
+            .map(worker_status)
             .collect();
         Ok(Response::new(proto::ListWorkersResponse { workers }))
     }

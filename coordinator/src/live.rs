@@ -1,6 +1,6 @@
 //! A run as the coordinator holds it in memory: its stored metadata and totals, how many jobs are in each
 //! state, where it is in its job list, the jobs to lease again, how often each job's lease ended without a
-//! result, and its recent completion rate (for the ETA).
+//! result, and its recent completion rate (for the ETA) and its history (for the status page).
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -9,6 +9,7 @@ use nqueens_common::{JobKey, Plan, Tally};
 use tokio::time::Instant;
 
 use crate::error::Result;
+use crate::history::History;
 use crate::leases::Leases;
 use crate::store::{JobState, Phase, RunMeta, Store};
 
@@ -34,6 +35,15 @@ pub struct LiveRun {
     samples: VecDeque<(Instant, u64, u128)>,
     /// Sequence number of the commit whose totals `tally` holds.
     seq: u64,
+    /// Progress over time, for the status page.
+    pub history: History,
+}
+
+/// Seconds since the Unix epoch, now.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 impl LiveRun {
@@ -46,7 +56,10 @@ impl LiveRun {
     ) -> Result<LiveRun> {
         let plan = meta.plan()?;
         let cursor = (!meta.is_done()).then(|| plan.jobs());
+        let mut history = History::default();
+        history.record(unix_now(), tally.jobs, tally.total);
         Ok(LiveRun {
+            history,
             samples: VecDeque::from([(now, tally.jobs, tally.total)]),
             meta,
             plan,
@@ -152,6 +165,7 @@ impl LiveRun {
             self.samples.clear();
         }
         self.tally = tally;
+        self.history.record(unix_now(), tally.jobs, tally.total);
         self.samples.push_back((now, tally.jobs, tally.total));
         while self.samples.len() > 2
             && self

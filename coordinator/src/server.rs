@@ -16,6 +16,7 @@ use tonic::transport::{Identity, ServerTlsConfig};
 use crate::auth::RequireToken;
 use crate::grpc::CoordinatorService;
 use crate::progress;
+use crate::rpc_timer::RpcTimer;
 use crate::service::Coordinator;
 
 /// Largest request the server decodes (a full report batch is far smaller).
@@ -70,9 +71,11 @@ pub async fn serve(
         .build_v1()
         .expect("the embedded descriptor sets are valid");
     let auth = RequireToken::new(options.token.as_deref());
+    let coordinator_metrics = coordinator.metrics().clone();
     let service = CoordinatorServer::new(CoordinatorService::new(coordinator))
         .max_decoding_message_size(MAX_MESSAGE_BYTES);
-    let mut builder = tonic::transport::Server::builder();
+    let mut builder =
+        tonic::transport::Server::builder().layer(RpcTimer::new(coordinator_metrics));
     if let Some(identity) = options.tls {
         builder = builder.tls_config(ServerTlsConfig::new().identity(identity))?;
     }

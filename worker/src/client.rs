@@ -163,6 +163,7 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
             break;
         }
         if w.config.exit_when_idle && w.idle && in_flight == 0 && w.unreported.is_empty() {
+            w.leave(Vec::new()).await;
             break;
         }
         let wake = w.next_wake(draining);
@@ -244,7 +245,7 @@ impl Worker {
 
     /// Records a call to the coordinator in the metrics.
     fn timed<T>(&self, method: &str, since: Instant, r: &std::result::Result<T, Status>) {
-        self.config.metrics.call(method, since.elapsed(), r.is_ok());
+        self.config.metrics.rpc.observe(method, since.elapsed(), r.is_ok());
     }
 
     fn next_wake(&self, draining: bool) -> Instant {
@@ -500,6 +501,11 @@ impl Worker {
             "shutting down: handing back unstarted jobs, finishing running ones"
         );
         // Sent even with nothing to hand back: the coordinator learns that this worker is leaving.
+        self.leave(lease_ids).await;
+    }
+
+    /// Tells the coordinator that this worker takes no more jobs, handing back `lease_ids` (best effort).
+    async fn leave(&mut self, lease_ids: Vec<u64>) {
         let req = proto::ReleaseRequest {
             worker_id: self.id.clone(),
             lease_ids,
@@ -509,7 +515,7 @@ impl Worker {
         let reply = self.client.release(req).await;
         self.timed("Release", since, &reply);
         if let Err(s) = reply {
-            tracing::warn!(error = %s.message(), "could not hand back leases; they will expire");
+            tracing::warn!(error = %s.message(), "could not tell the coordinator that this worker leaves; its leases will expire");
         }
     }
 }

@@ -19,8 +19,49 @@ pub struct Call {
 }
 
 /// Buckets of an RPC latency histogram: 0.25 ms to about 8 s.
-pub fn latency_histogram() -> Histogram {
+fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_25, 2.0, 16))
+}
+
+/// Latencies and failures of gRPC calls by method: `PREFIX_rpc_seconds` and `PREFIX_rpc_errors_total`.
+#[derive(Debug, Clone)]
+pub struct RpcMetrics {
+    seconds: Family<Call, Histogram, fn() -> Histogram>,
+    errors: Family<Call, Counter>,
+}
+
+impl RpcMetrics {
+    /// Registers the two families in `registry`; `what` ends their help text.
+    pub fn register(registry: &mut Registry, what: &str) -> RpcMetrics {
+        let m = RpcMetrics {
+            seconds: Family::new_with_constructor(latency_histogram),
+            errors: Family::default(),
+        };
+        registry.register(
+            "rpc_seconds",
+            format!("Latency of {what}"),
+            m.seconds.clone(),
+        );
+        registry.register(
+            "rpc_errors",
+            format!("Failed {what}"),
+            m.errors.clone(),
+        );
+        m
+    }
+
+    /// Records one call's latency (and whether it failed).
+    pub fn observe(&self, method: &str, took: Duration, ok: bool) {
+        let label = Call {
+            method: method.to_string(),
+        };
+        self.seconds
+            .get_or_create(&label)
+            .observe(took.as_secs_f64());
+        if !ok {
+            self.errors.get_or_create(&label).inc();
+        }
+    }
 }
 
 /// The worker's metrics.
@@ -34,8 +75,7 @@ pub struct Metrics {
     pub running: Gauge,
     pub unreported: Gauge,
     pub threads: Gauge,
-    pub rpc_seconds: Family<Call, Histogram, fn() -> Histogram>,
-    pub rpc_errors: Family<Call, Counter>,
+    pub rpc: RpcMetrics,
 }
 
 impl Default for Metrics {
@@ -49,8 +89,7 @@ impl Default for Metrics {
             running: Gauge::default(),
             unreported: Gauge::default(),
             threads: Gauge::default(),
-            rpc_seconds: Family::new_with_constructor(latency_histogram),
-            rpc_errors: Family::default(),
+            rpc: RpcMetrics::register(&mut registry, "calls to the coordinator"),
             registry: Registry::default(),
         };
         registry.register("jobs", "Jobs computed", m.jobs.clone());
@@ -72,16 +111,6 @@ impl Default for Metrics {
             m.unreported.clone(),
         );
         registry.register("threads", "Compute threads", m.threads.clone());
-        registry.register(
-            "rpc_seconds",
-            "Latency of calls to the coordinator",
-            m.rpc_seconds.clone(),
-        );
-        registry.register(
-            "rpc_errors",
-            "Calls to the coordinator that failed",
-            m.rpc_errors.clone(),
-        );
         Metrics { registry, ..m }
     }
 }
@@ -93,19 +122,6 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         out
-    }
-
-    /// Records one call's latency (and whether it failed).
-    pub fn call(&self, method: &str, took: Duration, ok: bool) {
-        let label = Call {
-            method: method.to_string(),
-        };
-        self.rpc_seconds
-            .get_or_create(&label)
-            .observe(took.as_secs_f64());
-        if !ok {
-            self.rpc_errors.get_or_create(&label).inc();
-        }
     }
 }
 
@@ -174,8 +190,8 @@ mod tests {
     fn rendered_metrics_name_every_family() {
         let m = Metrics::default();
         m.jobs.inc_by(3);
-        m.call("Report", Duration::from_millis(2), true);
-        m.call("Lease", Duration::from_millis(2), false);
+        m.rpc.observe("Report", Duration::from_millis(2), true);
+        m.rpc.observe("Lease", Duration::from_millis(2), false);
         let text = m.render();
         for name in [
             "nqueens_worker_jobs_total 3",

@@ -1,12 +1,11 @@
 //! `nqueens submit` and `nqueens status`: clients of a running coordinator.
 
 use clap::Args;
-use nqueens_common::proto::{self, RunState};
-use nqueens_common::Strategy;
-use serde::Serialize;
+use nqueens_common::proto;
 
 use super::PartitionArgs;
 use crate::progress::format_eta;
+use crate::status_json::{StatusOutput, WorkerOutput};
 
 /// A call the coordinator refused or could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -50,69 +49,6 @@ pub struct StatusArgs {
     /// List the workers (seen by this coordinator incarnation, and every quarantined one) instead.
     #[arg(long)]
     pub workers: bool,
-}
-
-/// A run's status as `status --json` and `submit --json` print it.
-#[derive(Debug, Serialize)]
-pub struct StatusOutput {
-    pub run: String,
-    pub n: u32,
-    pub strategy: String,
-    pub depth: u32,
-    pub state: &'static str,
-    pub jobs_done: u64,
-    pub jobs_total: u64,
-    pub jobs_leased: u64,
-    pub jobs_verifying: u64,
-    pub jobs_disputed: u64,
-    pub jobs_failed: u64,
-    pub verify_fraction: f64,
-    pub percent: f64,
-    /// The partial total while running; the final count once done.
-    pub total: String,
-    /// Present once the run is done (d4 only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unique: Option<String>,
-    pub nodes: String,
-    pub active_workers: u32,
-    pub jobs_per_second: f64,
-    pub eta_seconds: Option<f64>,
-}
-
-impl From<proto::RunStatus> for StatusOutput {
-    fn from(s: proto::RunStatus) -> StatusOutput {
-        let strategy = nqueens_common::proto::strategy_from_wire(s.strategy)
-            .map_or_else(|_| "unknown".to_string(), |st: Strategy| st.to_string());
-        StatusOutput {
-            percent: if s.jobs_total == 0 {
-                100.0
-            } else {
-                100.0 * s.jobs_done as f64 / s.jobs_total as f64
-            },
-            run: s.run,
-            n: s.n,
-            strategy,
-            depth: s.depth,
-            state: match RunState::try_from(s.state) {
-                Ok(RunState::Done) => "done",
-                Ok(RunState::Stalled) => "stalled",
-                _ => "running",
-            },
-            jobs_done: s.jobs_done,
-            jobs_total: s.jobs_total,
-            jobs_leased: s.jobs_leased,
-            jobs_verifying: s.jobs_verifying,
-            jobs_disputed: s.jobs_disputed,
-            jobs_failed: s.jobs_failed,
-            verify_fraction: s.verify_fraction,
-            total: s.total,
-            unique: s.unique,
-            nodes: s.nodes,
-            active_workers: s.active_workers,
-            jobs_per_second: s.jobs_per_second,
-            eta_seconds: s.eta_seconds,
-        }
-    }
 }
 
 fn print(s: &StatusOutput, json: bool) -> anyhow::Result<()> {
@@ -167,29 +103,8 @@ pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     print(&status.into(), args.partition.json)
 }
 
-/// A worker as `status --workers --json` prints it.
-#[derive(Debug, Serialize)]
-pub struct WorkerOutput {
-    pub name: String,
-    pub worker_id: String,
-    pub threads: u32,
-    pub accepted: u64,
-    pub seen_seconds_ago: Option<f64>,
-    pub quarantined: bool,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-}
-
 fn print_worker(w: proto::WorkerStatus, json: bool) -> anyhow::Result<()> {
-    let w = WorkerOutput {
-        name: w.name,
-        worker_id: w.worker_id,
-        threads: w.threads,
-        accepted: w.accepted,
-        seen_seconds_ago: w.seen_seconds_ago,
-        quarantined: w.quarantined,
-        reason: w.reason,
-    };
+    let w = WorkerOutput::from(w);
     if json {
         println!("{}", serde_json::to_string(&w)?);
     } else if w.quarantined {

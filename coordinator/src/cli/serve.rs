@@ -42,6 +42,10 @@ pub struct ServeArgs {
     /// PEM certificate (chain) for TLS; with --tls-key, clients connect with https:// and --tls-ca.
     #[arg(long, value_name = "PEM", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
+    /// Serve HTTP at this address: Prometheus metrics at /metrics and the status page at / (read-only,
+    /// no token: keep it on a private network), e.g. 127.0.0.1:9100.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
     /// PEM private key of --tls-cert.
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
@@ -100,15 +104,27 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     )?;
     super::runtime()?.block_on(async {
         let listener = TcpListener::bind(args.listen).await?;
+        let shutdown = setup::shutdown_on_signals();
+        let http = match args.metrics_listen {
+            Some(addr) => Some(
+                nqueens_worker::http::spawn(
+                    addr,
+                    crate::web::router(coordinator.clone()),
+                    shutdown.clone().cancelled_owned(),
+                )
+                .await?,
+            ),
+            None => None,
+        };
         tracing::info!(
             addr = %listener.local_addr()?,
+            http = %http.map_or("-".to_string(), |a| a.to_string()),
             data = %data.display(),
             lease_timeout = %humantime::format_duration(args.lease_timeout),
             tls = tls.is_some(),
             token = args.token.is_some(),
             "coordinator listening"
         );
-        let shutdown = setup::shutdown_on_signals();
         crate::server::serve(
             listener,
             coordinator,

@@ -150,6 +150,7 @@ impl Coordinator {
         }
         let lease_timeout = state.leases.timeout();
         drop(guard);
+        self.shared.metrics.leases_issued.inc_by(leases.len() as u64);
         if !leases.is_empty() {
             tracing::debug!(worker, jobs = leases.len(), "leased");
             self.changed();
@@ -212,6 +213,7 @@ impl Coordinator {
             }
         }
         let expired = state.leases.expire(now);
+        self.shared.metrics.leases_expired.inc_by(expired.len() as u64);
         for lease in &expired {
             let Some(run) = state.runs.get_mut(&lease.run) else {
                 continue;

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::leases::Leases;
 use crate::ledger::{Ledger, LEDGER_FILE};
 use crate::live::LiveRun;
+use crate::metrics::Metrics;
 use crate::store::{JobState, Store};
 use workers::Workers;
 
@@ -59,6 +60,7 @@ struct Shared {
     state: Mutex<State>,
     /// Bumped after every change a status watcher may want to see.
     changes: watch::Sender<u64>,
+    metrics: Arc<Metrics>,
 }
 
 struct State {
@@ -128,6 +130,7 @@ impl Coordinator {
                 store,
                 committer,
                 changes: watch::channel(0).0,
+                metrics: Arc::default(),
             }),
         })
     }
@@ -136,6 +139,25 @@ impl Coordinator {
         // A panic while holding the lock cannot leave the store inconsistent (the store is only changed
         // by transactions), so a poisoned lock is still usable.
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A run's progress over time (this incarnation's), for the status page.
+    pub fn history(&self, id: u64) -> Vec<crate::history::Point> {
+        self.state()
+            .runs
+            .get(&id)
+            .map(|r| r.history.points().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// The coordinator's metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.shared.metrics
+    }
+
+    /// The metrics in the OpenMetrics text format, as of now.
+    pub fn render_metrics(&self) -> String {
+        self.shared.metrics.render(&self.runs(), &self.workers())
     }
 
     fn changed(&self) {

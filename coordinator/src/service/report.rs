@@ -53,6 +53,7 @@ impl Coordinator {
         let mut guard = self.state();
         let state = &mut *guard;
         for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
+            self.shared.metrics.result(outcome.name());
             match outcome {
                 Outcome::Accepted => {
                     state.leases.settle(inc.run, &inc.key);

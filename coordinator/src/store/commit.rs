@@ -51,6 +51,20 @@ pub enum Outcome {
     JobFailed,
 }
 
+impl Outcome {
+    /// Its name in logs and metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Pending => "pending",
+            Outcome::Disputed => "disputed",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Mismatch { .. } => "mismatch",
+            Outcome::JobFailed => "job_failed",
+        }
+    }
+}
+
 /// A job that changed state in a commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Moved {

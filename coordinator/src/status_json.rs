@@ -1,0 +1,109 @@
+//! The JSON forms of a run's and a worker's status, from their wire messages: what `status --json`,
+//! `submit --json` and the status page show, so that every view prints the same numbers.
+
+use nqueens_common::proto::{self, RunState};
+use nqueens_common::Strategy;
+use serde::Serialize;
+
+/// A run's status as `status --json` and `submit --json` print it.
+#[derive(Debug, Serialize)]
+pub struct StatusOutput {
+    pub run: String,
+    pub n: u32,
+    pub strategy: String,
+    pub depth: u32,
+    pub state: &'static str,
+    pub jobs_done: u64,
+    pub jobs_total: u64,
+    pub jobs_leased: u64,
+    pub jobs_verifying: u64,
+    pub jobs_disputed: u64,
+    pub jobs_failed: u64,
+    pub verify_fraction: f64,
+    pub percent: f64,
+    /// The partial total while running; the final count once done.
+    pub total: String,
+    /// Present once the run is done (d4 only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unique: Option<String>,
+    pub nodes: String,
+    pub active_workers: u32,
+    pub jobs_per_second: f64,
+    pub solutions_per_second: f64,
+    pub eta_seconds: Option<f64>,
+}
+
+impl From<proto::RunStatus> for StatusOutput {
+    fn from(s: proto::RunStatus) -> StatusOutput {
+        let strategy = nqueens_common::proto::strategy_from_wire(s.strategy)
+            .map_or_else(|_| "unknown".to_string(), |st: Strategy| st.to_string());
+        StatusOutput {
+            percent: if s.jobs_total == 0 {
+                100.0
+            } else {
+                100.0 * s.jobs_done as f64 / s.jobs_total as f64
+            },
+            run: s.run,
+            n: s.n,
+            strategy,
+            depth: s.depth,
+            state: match RunState::try_from(s.state) {
+                Ok(RunState::Done) => "done",
+                Ok(RunState::Stalled) => "stalled",
+                _ => "running",
+            },
+            jobs_done: s.jobs_done,
+            jobs_total: s.jobs_total,
+            jobs_leased: s.jobs_leased,
+            jobs_verifying: s.jobs_verifying,
+            jobs_disputed: s.jobs_disputed,
+            jobs_failed: s.jobs_failed,
+            verify_fraction: s.verify_fraction,
+            total: s.total,
+            unique: s.unique,
+            nodes: s.nodes,
+            active_workers: s.active_workers,
+            jobs_per_second: s.jobs_per_second,
+            solutions_per_second: s.solutions_per_second,
+            eta_seconds: s.eta_seconds,
+        }
+    }
+}
+
+/// A worker as `status --workers --json` prints it.
+#[derive(Debug, Serialize)]
+pub struct WorkerOutput {
+    pub name: String,
+    pub worker_id: String,
+    pub threads: u32,
+    pub accepted: u64,
+    pub seen_seconds_ago: Option<f64>,
+    pub quarantined: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    pub jobs_done: u64,
+    pub nodes: u64,
+    pub nodes_per_second: f64,
+    pub leases: u64,
+    pub state: String,
+}
+
+impl From<proto::WorkerStatus> for WorkerOutput {
+    fn from(w: proto::WorkerStatus) -> WorkerOutput {
+        WorkerOutput {
+            name: w.name,
+            worker_id: w.worker_id,
+            threads: w.threads,
+            accepted: w.accepted,
+            seen_seconds_ago: w.seen_seconds_ago,
+            quarantined: w.quarantined,
+            reason: w.reason,
+            jobs_done: w.jobs_done,
+            nodes: w.nodes,
+            nodes_per_second: w.nodes_per_second,
+            leases: w.leases,
+            state: w.state,
+        }
+    }
+}
+
