@@ -198,6 +198,7 @@ impl Metrics {
             WorkerState::Working,
             WorkerState::Idle,
             WorkerState::Leaving,
+            WorkerState::Left,
             WorkerState::Lost,
             WorkerState::Quarantined,
         ] {

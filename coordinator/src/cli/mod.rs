@@ -6,6 +6,7 @@ mod count;
 mod plan;
 mod remote;
 mod serve;
+mod watch;
 
 use std::path::PathBuf;
 

@@ -47,41 +47,53 @@ pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
     /// List the workers (seen by this coordinator incarnation, and every quarantined one) instead.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "watch")]
     pub workers: bool,
+    /// Keep watching: on a terminal, a live view with a progress bar per run and the worker table;
+    /// otherwise one line per run at each interval. Ends when every run shown is done or stalled.
+    #[arg(long)]
+    pub watch: bool,
+    /// How often --watch refreshes, e.g. 2s.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration, requires = "watch")]
+    pub interval: std::time::Duration,
+}
+
+/// One run as a line of text (what `status` prints).
+pub fn run_line(s: &StatusOutput) -> String {
+    let unique = s
+        .unique
+        .as_deref()
+        .map(|u| format!(", {u} unique"))
+        .unwrap_or_default();
+    let mut checks = format!(", {} verifying", s.jobs_verifying);
+    if s.jobs_disputed > 0 {
+        checks += &format!(", {} DISPUTED", s.jobs_disputed);
+    }
+    if s.jobs_failed > 0 {
+        checks += &format!(", {} FAILED", s.jobs_failed);
+    }
+    format!(
+        "run {}: N = {} {} {}, {}/{} jobs ({:.2}%), total {}{unique}, {} leased{checks}, {} workers, {:.2} jobs/s, ETA {}",
+        s.run,
+        s.n,
+        s.strategy,
+        s.state,
+        s.jobs_done,
+        s.jobs_total,
+        s.percent,
+        s.total,
+        s.jobs_leased,
+        s.active_workers,
+        s.jobs_per_second,
+        if s.state == "done" { "-".to_string() } else { format_eta(s.eta_seconds) },
+    )
 }
 
 fn print(s: &StatusOutput, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(s)?);
     } else {
-        let unique = s
-            .unique
-            .as_deref()
-            .map(|u| format!(", {u} unique"))
-            .unwrap_or_default();
-        let mut checks = format!(", {} verifying", s.jobs_verifying);
-        if s.jobs_disputed > 0 {
-            checks += &format!(", {} DISPUTED", s.jobs_disputed);
-        }
-        if s.jobs_failed > 0 {
-            checks += &format!(", {} FAILED", s.jobs_failed);
-        }
-        println!(
-            "run {}: N = {} {} {}, {}/{} jobs ({:.2}%), total {}{unique}, {} leased{checks}, {} workers, {:.2} jobs/s, ETA {}",
-            s.run,
-            s.n,
-            s.strategy,
-            s.state,
-            s.jobs_done,
-            s.jobs_total,
-            s.percent,
-            s.total,
-            s.jobs_leased,
-            s.active_workers,
-            s.jobs_per_second,
-            if s.state == "done" { "-".to_string() } else { format_eta(s.eta_seconds) },
-        );
+        println!("{}", run_line(s));
     }
     Ok(())
 }
@@ -123,35 +135,47 @@ fn print_worker(w: proto::WorkerStatus, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints the status of one or every run (or the workers), and the quarantined workers.
-pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
-    let (runs, workers) = super::runtime()?.block_on(async {
-        let mut client = nqueens_worker::connect(&args.connection)?;
-        let workers = client
-            .list_workers(proto::ListWorkersRequest {})
+/// The runs (one, or all) and the workers, as the coordinator sees them now.
+pub async fn fetch(
+    client: &mut nqueens_worker::Client,
+    run: Option<&str>,
+) -> anyhow::Result<(Vec<proto::RunStatus>, Vec<proto::WorkerStatus>)> {
+    let workers = client
+        .list_workers(proto::ListWorkersRequest {})
+        .await
+        .map_err(rpc)?
+        .into_inner()
+        .workers;
+    let runs = match run {
+        Some(run) => vec![client
+            .get_run(proto::GetRunRequest {
+                run: run.to_string(),
+            })
             .await
             .map_err(rpc)?
-            .into_inner()
-            .workers;
-        if args.workers {
-            return anyhow::Ok((Vec::new(), workers));
-        }
-        let runs = match &args.run {
-            Some(run) => vec![client
-                .get_run(proto::GetRunRequest { run: run.clone() })
+            .into_inner()],
+        None => {
+            client
+                .list_runs(proto::ListRunsRequest {})
                 .await
                 .map_err(rpc)?
-                .into_inner()],
-            None => {
-                client
-                    .list_runs(proto::ListRunsRequest {})
-                    .await
-                    .map_err(rpc)?
-                    .into_inner()
-                    .runs
-            }
-        };
-        anyhow::Ok((runs, workers))
+                .into_inner()
+                .runs
+        }
+    };
+    Ok((runs, workers))
+}
+
+/// Prints the status of one or every run (or the workers), and the quarantined workers; with --watch,
+/// keeps printing.
+pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
+    let runtime = super::runtime()?;
+    if args.watch {
+        return runtime.block_on(super::watch::watch(args));
+    }
+    let (runs, workers) = runtime.block_on(async {
+        let mut client = nqueens_worker::connect(&args.connection)?;
+        fetch(&mut client, args.run.as_deref()).await
     })?;
     if args.workers {
         for w in workers {

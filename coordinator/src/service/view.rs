@@ -109,8 +109,10 @@ pub enum WorkerState {
     Working,
     /// Seen within a lease timeout, holding nothing.
     Idle,
-    /// Said it is shutting down.
+    /// Said it is shutting down, and still holds leases (it finishes its running jobs).
     Leaving,
+    /// Shut down.
+    Left,
     /// Silent for longer than a lease timeout.
     Lost,
     Quarantined,
@@ -122,6 +124,7 @@ impl WorkerState {
             WorkerState::Working => "working",
             WorkerState::Idle => "idle",
             WorkerState::Leaving => "leaving",
+            WorkerState::Left => "left",
             WorkerState::Lost => "lost",
             WorkerState::Quarantined => "quarantined",
         }
@@ -143,8 +146,10 @@ impl Coordinator {
                 let leases = held.get(id.as_str()).copied().unwrap_or(0);
                 let state = if quarantined.is_some() {
                     WorkerState::Quarantined
-                } else if w.leaving {
+                } else if w.leaving && leases > 0 {
                     WorkerState::Leaving
+                } else if w.leaving {
+                    WorkerState::Left
                 } else if w.lost || now - w.last_seen > timeout {
                     WorkerState::Lost
                 } else if leases > 0 {

@@ -1,0 +1,219 @@
+//! `nqueens status --watch`: on a terminal, a live view (a progress bar per run with rate and ETA, and
+//! the worker table) redrawn at each interval; otherwise plain lines, one per run per interval. Ends when
+//! every run shown is done or stalled.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::remote::{fetch, run_line, StatusArgs};
+use crate::progress::format_eta;
+use crate::status_json::{StatusOutput, WorkerOutput};
+
+/// The worker table's header.
+pub const WORKER_HEADER: &str =
+    "worker               threads  state        jobs done     nodes/s  leases  last seen";
+
+/// One row of the worker table.
+pub fn worker_row(w: &WorkerOutput) -> String {
+    let mut name = w.name.clone();
+    if name.chars().count() > 20 {
+        name = name.chars().take(19).collect::<String>() + "~";
+    }
+    format!(
+        "{name:<20} {:>7}  {:<11} {:>10} {:>11} {:>7}  {}",
+        w.threads,
+        w.state,
+        w.jobs_done,
+        format!("{:.3e}", w.nodes_per_second),
+        w.leases,
+        w.seen_seconds_ago
+            .map_or("-".to_string(), |s| format!("{}s ago", s.round())),
+    )
+}
+
+/// A worker summary in one line: how many in each state.
+pub fn workers_line(workers: &[WorkerOutput]) -> String {
+    let mut by_state: Vec<(&str, usize)> = Vec::new();
+    for w in workers {
+        match by_state.iter_mut().find(|(s, _)| *s == w.state) {
+            Some((_, n)) => *n += 1,
+            None => by_state.push((&w.state, 1)),
+        }
+    }
+    let parts: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {s}")).collect();
+    format!("workers: {}", if parts.is_empty() { "none".to_string() } else { parts.join(", ") })
+}
+
+/// Whether the watch is over: there are runs, and each is done or stalled.
+fn finished(runs: &[StatusOutput]) -> bool {
+    !runs.is_empty() && runs.iter().all(|r| r.state != "running")
+}
+
+/// The live view's bars.
+struct Live {
+    multi: MultiProgress,
+    runs: HashMap<String, ProgressBar>,
+    header: ProgressBar,
+    workers: Vec<ProgressBar>,
+}
+
+impl Live {
+    fn new() -> Live {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stdout());
+        let header = multi.add(ProgressBar::new(0).with_style(text_style()));
+        header.set_message(WORKER_HEADER);
+        Live {
+            multi,
+            runs: HashMap::new(),
+            header,
+            workers: Vec::new(),
+        }
+    }
+
+    fn show(&mut self, runs: &[StatusOutput], workers: &[WorkerOutput]) {
+        for r in runs {
+            let bar = self.runs.entry(r.run.clone()).or_insert_with(|| {
+                let style = ProgressStyle::with_template(
+                    "{prefix:>8} [{bar:40.green/white}] {pos}/{len} jobs {msg}",
+                )
+                .expect("valid template")
+                .progress_chars("=> ");
+                let bar = self
+                    .multi
+                    .insert_before(&self.header, ProgressBar::new(r.jobs_total).with_style(style));
+                bar.set_prefix(format!("run {}", r.run));
+                bar
+            });
+            bar.set_length(r.jobs_total);
+            bar.set_position(r.jobs_done);
+            bar.set_message(run_message(r));
+        }
+        while self.workers.len() < workers.len() {
+            let row = self.multi.add(ProgressBar::new(0).with_style(text_style()));
+            self.workers.push(row);
+        }
+        while self.workers.len() > workers.len() {
+            if let Some(row) = self.workers.pop() {
+                row.finish_and_clear();
+                self.multi.remove(&row);
+            }
+        }
+        for (row, w) in self.workers.iter().zip(workers) {
+            row.set_message(worker_row(w));
+        }
+        self.header.tick();
+    }
+
+    fn finish(&self) {
+        for bar in self.runs.values() {
+            bar.finish();
+        }
+        self.header.finish();
+        for row in &self.workers {
+            row.finish();
+        }
+    }
+}
+
+fn text_style() -> ProgressStyle {
+    ProgressStyle::with_template("{msg}").expect("valid template")
+}
+
+/// The text beside a run's bar.
+fn run_message(r: &StatusOutput) -> String {
+    let mut msg = format!(
+        "({:.2}%) N = {} {} {}, total {}",
+        r.percent, r.n, r.strategy, r.state, r.total
+    );
+    if let Some(u) = &r.unique {
+        msg += &format!(", {u} unique");
+    }
+    if r.state == "running" {
+        msg += &format!(
+            ", {:.2} jobs/s, ETA {}",
+            r.jobs_per_second,
+            format_eta(r.eta_seconds)
+        );
+    }
+    if r.jobs_disputed > 0 {
+        msg += &format!(", {} DISPUTED", r.jobs_disputed);
+    }
+    if r.jobs_failed > 0 {
+        msg += &format!(", {} FAILED", r.jobs_failed);
+    }
+    msg
+}
+
+/// Watches until every run shown is done or stalled (or the process is interrupted).
+pub async fn watch(args: &StatusArgs) -> anyhow::Result<()> {
+    let mut client = nqueens_worker::connect(&args.connection)?;
+    let mut live = (std::io::stdout().is_terminal() && !args.json).then(Live::new);
+    let mut tick = tokio::time::interval(args.interval.max(std::time::Duration::from_millis(50)));
+    loop {
+        tick.tick().await;
+        let (runs, workers) = fetch(&mut client, args.run.as_deref()).await?;
+        let runs: Vec<StatusOutput> = runs.into_iter().map(Into::into).collect();
+        let workers: Vec<WorkerOutput> = workers.into_iter().map(Into::into).collect();
+        match live.as_mut() {
+            Some(live) => live.show(&runs, &workers),
+            None if args.json => {
+                for r in &runs {
+                    println!("{}", serde_json::to_string(r)?);
+                }
+            }
+            None => {
+                for r in &runs {
+                    println!("{}", run_line(r));
+                }
+                println!("{}", workers_line(&workers));
+            }
+        }
+        if finished(&runs) {
+            if let Some(live) = &live {
+                live.finish();
+            }
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker(name: &str, state: &str) -> WorkerOutput {
+        WorkerOutput {
+            name: name.into(),
+            worker_id: format!("{name}-1"),
+            threads: 8,
+            accepted: 10,
+            seen_seconds_ago: Some(1.4),
+            quarantined: false,
+            reason: String::new(),
+            jobs_done: 12,
+            nodes: 1_000,
+            nodes_per_second: 1.5e9,
+            leases: 8,
+            state: state.into(),
+        }
+    }
+
+    #[test]
+    fn worker_rows_line_up_under_the_header() {
+        let row = worker_row(&worker("a-very-long-host-name-indeed", "working"));
+        assert_eq!(row.len(), WORKER_HEADER.len() - "last seen".len() + "1s ago".len());
+        assert!(row.starts_with("a-very-long-host-na~"), "{row}");
+        assert!(row.contains("1.500e9"), "{row}");
+        let header_state = WORKER_HEADER.find("state").unwrap();
+        assert_eq!(&row[header_state..header_state + 7], "working");
+    }
+
+    #[test]
+    fn the_worker_summary_counts_states() {
+        let ws = [worker("a", "working"), worker("b", "lost"), worker("c", "working")];
+        assert_eq!(workers_line(&ws), "workers: 2 working, 1 lost");
+        assert_eq!(workers_line(&[]), "workers: none");
+    }
+}
