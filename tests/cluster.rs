@@ -72,7 +72,14 @@ fn issue_3_a_killed_workers_jobs_are_leased_again_after_expiry() {
     assert_eq!(done.state, RunState::Done as i32);
     assert_eq!(done.total, total.to_string());
     assert_eq!(done.unique, Some(unique.to_string()));
-    assert!(serve.log().contains("lease expired"), "{}", serve.log());
+    let log = serve.log();
+    assert!(log.contains("lease expired"), "{log}");
+    // Its silence is logged once, by name (issue 5).
+    let lost = log
+        .lines()
+        .filter(|l| l.contains("worker lost") && l.contains("name=doomed"))
+        .count();
+    assert_eq!(lost, 1, "{log}");
 }
 
 #[test]

@@ -144,9 +144,7 @@ impl Default for Metrics {
 impl Metrics {
     /// Counts a result by its outcome.
     pub fn result(&self, outcome: &'static str) {
-        self.results
-            .get_or_create(&OutcomeLabel { outcome })
-            .inc();
+        self.results.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
     /// The metrics in the OpenMetrics text format, with the gauges set from `runs` and `workers`.
@@ -167,18 +165,13 @@ impl Metrics {
             ];
             for (state, n) in JOB_STATES.into_iter().zip(by_state) {
                 self.jobs
-                    .get_or_create(&JobsLabel {
-                        run: v.id(),
-                        state,
-                    })
+                    .get_or_create(&JobsLabel { run: v.id(), state })
                     .set(n as i64);
             }
             self.jobs_total
                 .get_or_create(&label)
                 .set(v.meta.jobs_total as i64);
-            self.leased
-                .get_or_create(&label)
-                .set(v.jobs_leased as i64);
+            self.leased.get_or_create(&label).set(v.jobs_leased as i64);
             self.solutions
                 .get_or_create(&label)
                 .set(v.tally.total as f64);

@@ -30,10 +30,7 @@ fn method(path: &str) -> &'static str {
     let name = path
         .strip_prefix("/nqueens.v1.Coordinator/")
         .unwrap_or_default();
-    METHODS
-        .into_iter()
-        .find(|m| *m == name)
-        .unwrap_or("other")
+    METHODS.into_iter().find(|m| *m == name).unwrap_or("other")
 }
 
 /// Whether a response's headers say the call succeeded (a failed unary call carries its status in the

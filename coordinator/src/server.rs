@@ -74,8 +74,7 @@ pub async fn serve(
     let coordinator_metrics = coordinator.metrics().clone();
     let service = CoordinatorServer::new(CoordinatorService::new(coordinator))
         .max_decoding_message_size(MAX_MESSAGE_BYTES);
-    let mut builder =
-        tonic::transport::Server::builder().layer(RpcTimer::new(coordinator_metrics));
+    let mut builder = tonic::transport::Server::builder().layer(RpcTimer::new(coordinator_metrics));
     if let Some(identity) = options.tls {
         builder = builder.tls_config(ServerTlsConfig::new().identity(identity))?;
     }

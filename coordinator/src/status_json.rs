@@ -106,4 +106,3 @@ impl From<proto::WorkerStatus> for WorkerOutput {
         }
     }
 }
-

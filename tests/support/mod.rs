@@ -43,7 +43,20 @@ pub fn stdout_of(cmd: &mut Command) -> Vec<u8> {
 pub struct Serve {
     child: Child,
     pub address: String,
+    /// `host:port` of the HTTP listener (metrics, status page), when started with --metrics-listen.
+    pub http: Option<String>,
     pub log: Arc<Mutex<String>>,
+}
+
+/// The value of `field` in a log line, text (`field=value`) or JSON (`"field":"value"`).
+pub fn log_field(line: &str, field: &str) -> Option<String> {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+        return v
+            .get(field)
+            .map(|f| f.as_str().map_or(f.to_string(), str::to_string));
+    }
+    let value = line.split(&format!(" {field}=")).nth(1)?;
+    Some(value.split(' ').next()?.trim_matches('"').to_string())
 }
 
 impl Serve {
@@ -78,27 +91,23 @@ impl Serve {
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if line.contains("coordinator listening") {
-                    let addr = line
-                        .split("addr=")
-                        .nth(1)
-                        .unwrap()
-                        .split(' ')
-                        .next()
-                        .unwrap();
-                    let _ = tx.send(addr.to_string());
+                    let addr = log_field(&line, "addr").unwrap();
+                    let http = log_field(&line, "http").filter(|h| h != "-");
+                    let _ = tx.send((addr, http));
                 }
                 let mut log = sink.lock().unwrap();
                 log.push_str(&line);
                 log.push('\n');
             }
         });
-        let address = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(a) => format!("http://{a}"),
+        let (address, http) = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok((a, http)) => (format!("http://{a}"), http),
             Err(_) => panic!("coordinator did not start: {}", log.lock().unwrap()),
         };
         Serve {
             child,
             address,
+            http,
             log,
         }
     }
@@ -251,4 +260,90 @@ pub fn poll(
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// A plain HTTP/1.1 GET on loopback: the status code and the body.
+pub fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the HTTP listener");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).expect("a UTF-8 response");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("headers end");
+    let code = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        unchunk(body)
+    } else {
+        body.to_string()
+    };
+    (code, body)
+}
+
+fn unchunk(mut body: &str) -> String {
+    let mut out = String::new();
+    loop {
+        let (size, rest) = body.split_once("\r\n").expect("a chunk size");
+        let size = usize::from_str_radix(size.trim(), 16).expect("a hex chunk size");
+        if size == 0 {
+            return out;
+        }
+        out.push_str(&rest[..size]);
+        body = &rest[size + 2..];
+    }
+}
+
+/// The DOM of `url` after headless Chromium ran its scripts for `budget_ms` of virtual time. Fails with
+/// the install line when Chromium is missing: the test command needs it (`.ci/run` installs it).
+pub fn chromium_dom(url: &str, profile: &Path, budget_ms: u32) -> String {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("Chromium is needed for the status page test: apt-get install chromium");
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--virtual-time-budget={budget_ms}"),
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(url)
+        .output()
+        .expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The text of the element with `id` in a dumped DOM (its first text, up to the next tag).
+pub fn element_text(dom: &str, id: &str) -> Option<String> {
+    let start = dom.find(&format!("id=\"{id}\""))?;
+    let open_end = start + dom[start..].find('>')? + 1;
+    let text_end = open_end + dom[open_end..].find('<')?;
+    Some(dom[open_end..text_end].to_string())
 }

@@ -245,7 +245,10 @@ impl Worker {
 
     /// Records a call to the coordinator in the metrics.
     fn timed<T>(&self, method: &str, since: Instant, r: &std::result::Result<T, Status>) {
-        self.config.metrics.rpc.observe(method, since.elapsed(), r.is_ok());
+        self.config
+            .metrics
+            .rpc
+            .observe(method, since.elapsed(), r.is_ok());
     }
 
     fn next_wake(&self, draining: bool) -> Instant {

@@ -42,11 +42,7 @@ impl RpcMetrics {
             format!("Latency of {what}"),
             m.seconds.clone(),
         );
-        registry.register(
-            "rpc_errors",
-            format!("Failed {what}"),
-            m.errors.clone(),
-        );
+        registry.register("rpc_errors", format!("Failed {what}"), m.errors.clone());
         m
     }
 
@@ -104,7 +100,11 @@ impl Default for Metrics {
             "Search nodes per second over the last summary interval",
             m.nodes_per_second.clone(),
         );
-        registry.register("running", "Jobs leased and not yet finished", m.running.clone());
+        registry.register(
+            "running",
+            "Jobs leased and not yet finished",
+            m.running.clone(),
+        );
         registry.register(
             "unreported",
             "Finished results not yet acknowledged by the coordinator",

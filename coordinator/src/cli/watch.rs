@@ -43,7 +43,14 @@ pub fn workers_line(workers: &[WorkerOutput]) -> String {
         }
     }
     let parts: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {s}")).collect();
-    format!("workers: {}", if parts.is_empty() { "none".to_string() } else { parts.join(", ") })
+    format!(
+        "workers: {}",
+        if parts.is_empty() {
+            "none".to_string()
+        } else {
+            parts.join(", ")
+        }
+    )
 }
 
 /// Whether the watch is over: there are runs, and each is done or stalled.
@@ -80,9 +87,10 @@ impl Live {
                 )
                 .expect("valid template")
                 .progress_chars("=> ");
-                let bar = self
-                    .multi
-                    .insert_before(&self.header, ProgressBar::new(r.jobs_total).with_style(style));
+                let bar = self.multi.insert_before(
+                    &self.header,
+                    ProgressBar::new(r.jobs_total).with_style(style),
+                );
                 bar.set_prefix(format!("run {}", r.run));
                 bar
             });
@@ -203,7 +211,10 @@ mod tests {
     #[test]
     fn worker_rows_line_up_under_the_header() {
         let row = worker_row(&worker("a-very-long-host-name-indeed", "working"));
-        assert_eq!(row.len(), WORKER_HEADER.len() - "last seen".len() + "1s ago".len());
+        assert_eq!(
+            row.len(),
+            WORKER_HEADER.len() - "last seen".len() + "1s ago".len()
+        );
         assert!(row.starts_with("a-very-long-host-na~"), "{row}");
         assert!(row.contains("1.500e9"), "{row}");
         let header_state = WORKER_HEADER.find("state").unwrap();
@@ -212,7 +223,11 @@ mod tests {
 
     #[test]
     fn the_worker_summary_counts_states() {
-        let ws = [worker("a", "working"), worker("b", "lost"), worker("c", "working")];
+        let ws = [
+            worker("a", "working"),
+            worker("b", "lost"),
+            worker("c", "working"),
+        ];
         assert_eq!(workers_line(&ws), "workers: 2 working, 1 lost");
         assert_eq!(workers_line(&[]), "workers: none");
     }

@@ -150,7 +150,10 @@ impl Coordinator {
         }
         let lease_timeout = state.leases.timeout();
         drop(guard);
-        self.shared.metrics.leases_issued.inc_by(leases.len() as u64);
+        self.shared
+            .metrics
+            .leases_issued
+            .inc_by(leases.len() as u64);
         if !leases.is_empty() {
             tracing::debug!(worker, jobs = leases.len(), "leased");
             self.changed();
@@ -213,7 +216,10 @@ impl Coordinator {
             }
         }
         let expired = state.leases.expire(now);
-        self.shared.metrics.leases_expired.inc_by(expired.len() as u64);
+        self.shared
+            .metrics
+            .leases_expired
+            .inc_by(expired.len() as u64);
         for lease in &expired {
             let Some(run) = state.runs.get_mut(&lease.run) else {
                 continue;

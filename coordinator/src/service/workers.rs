@@ -176,9 +176,15 @@ mod tests {
         let lost = w.sweep(t0 + Duration::from_secs(11), timeout);
         assert_eq!(lost.len(), 1);
         assert_eq!(lost[0].1.name, "a");
-        assert!(w.sweep(t0 + Duration::from_secs(12), timeout).is_empty(), "logged once");
+        assert!(
+            w.sweep(t0 + Duration::from_secs(12), timeout).is_empty(),
+            "logged once"
+        );
         assert_eq!(w.active(t0 + Duration::from_secs(12), timeout), 0);
-        assert_eq!(w.seen("a-1", t0 + Duration::from_secs(13)), Contact::Returned);
+        assert_eq!(
+            w.seen("a-1", t0 + Duration::from_secs(13)),
+            Contact::Returned
+        );
         assert!(w.leaving("a-1"));
         assert!(!w.leaving("a-1"), "once");
         assert_eq!(w.active(t0 + Duration::from_secs(13), timeout), 0);

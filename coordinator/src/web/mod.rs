@@ -43,11 +43,7 @@ pub fn router(coordinator: Coordinator) -> Router {
 }
 
 async fn page() -> Response {
-    (
-        [(header::CACHE_CONTROL, "no-store")],
-        Html(PAGE),
-    )
-        .into_response()
+    ([(header::CACHE_CONTROL, "no-store")], Html(PAGE)).into_response()
 }
 
 /// The runs and workers now.

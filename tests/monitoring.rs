@@ -1,0 +1,354 @@
+//! Watching a run (issue 5), end to end with real processes on 127.0.0.1: the status page in headless
+//! Chromium, the Prometheus metrics of coordinator and worker against a run whose outcome is known, the
+//! state-change and progress log lines (JSON), `status --watch` without a terminal, and the Grafana
+//! dashboard's queries against the metrics actually served.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use support::{
+    chromium_dom, element_text, http_get, log_field, nqueens, poll, reference, stdout_of,
+    submit_with, wait, worker, Serve,
+};
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+/// `nqueens status --json --run RUN`.
+fn status_of(address: &str, run: &str) -> serde_json::Value {
+    let out =
+        stdout_of(nqueens().args(["status", "--json", "--run", run, "--coordinator", address]));
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// The value of the sample whose line starts with `series` (name and labels, exactly as served).
+fn sample(metrics: &str, series: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no sample {series} in\n{metrics}"))
+        .parse()
+        .unwrap()
+}
+
+/// Waits until a log file has a line containing `needle`; returns that line.
+fn await_line(path: &std::path::Path, needle: &str) -> String {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let log = std::fs::read_to_string(path).unwrap_or_default();
+        if let Some(line) = log.lines().find(|l| l.contains(needle)) {
+            return line.to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {needle:?} in {}: {log}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn issue_5_the_status_page_shows_a_runs_progress_and_final_total_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    // After the first worker dies no job is done until the second starts (the dead worker's lease
+    // expires meanwhile, which the page's checked numbers do not depend on).
+    let serve = Serve::start_with(
+        &dir.path().join("store"),
+        "127.0.0.1:0",
+        "2s",
+        &["--metrics-listen", "127.0.0.1:0"],
+    );
+    let page = format!(
+        "http://{}/",
+        serve.http.as_deref().expect("an HTTP listener")
+    );
+    let run = submit_with(&serve.address, 16, "d4", &["--verify-fraction", "0"]);
+    let mut dies = worker(
+        &serve.address,
+        dir.path(),
+        "dies",
+        &["--fault-die-after", "5"],
+    );
+    assert_eq!(wait(&mut dies, LIMIT, "dies").code(), Some(86));
+
+    // Part-way: the page shows what the coordinator's store holds, as `status` prints it.
+    let known = status_of(&serve.address, &run);
+    let (done, total) = (
+        known["jobs_done"].as_u64().unwrap(),
+        known["jobs_total"].as_u64().unwrap(),
+    );
+    assert!(done >= 1 && done < total, "{known}");
+    let dom = chromium_dom(&page, &dir.path().join("chromium-1"), 3_000);
+    let text = |dom: &str, id: &str| element_text(dom, &format!("run-{run}-{id}"));
+    assert_eq!(text(&dom, "state").as_deref(), Some("running"), "{dom}");
+    assert_eq!(text(&dom, "jobs"), Some(format!("{done} / {total}")));
+    assert_eq!(
+        text(&dom, "percent"),
+        Some(format!("{:.2}%", 100.0 * done as f64 / total as f64))
+    );
+    assert_eq!(text(&dom, "total").as_deref(), known["total"].as_str());
+    assert_eq!(text(&dom, "unique"), None, "no unique count before the end");
+    assert!(text(&dom, "eta").is_some_and(|e| e != "-"), "{dom}");
+    assert!(dom.contains("data-worker=\"dies\""), "{dom}");
+    assert_eq!(element_text(&dom, "error").as_deref(), Some(""), "{dom}");
+
+    let mut rescuer = worker(&serve.address, dir.path(), "rescuer", &["--exit-when-idle"]);
+    assert!(wait(&mut rescuer, LIMIT, "rescuer").success());
+    let dom = chromium_dom(&page, &dir.path().join("chromium-2"), 3_000);
+    let (total16, unique16) = reference(16);
+    assert_eq!(text(&dom, "state").as_deref(), Some("done"), "{dom}");
+    assert_eq!(text(&dom, "jobs"), Some(format!("{total} / {total}")));
+    assert_eq!(text(&dom, "percent").as_deref(), Some("100.00%"));
+    assert_eq!(text(&dom, "total"), Some(total16.to_string()));
+    assert_eq!(text(&dom, "unique"), Some(unique16.to_string()));
+    assert_eq!(text(&dom, "eta").as_deref(), Some("-"));
+    let row = &dom[dom
+        .find("data-worker=\"rescuer\"")
+        .expect("the rescuer's row")..];
+    assert!(
+        row[..row.find("</tr>").unwrap()].contains(">left<"),
+        "{row}"
+    );
+}
+
+#[test]
+fn issue_5_metrics_and_logs_tell_a_run_whose_outcome_is_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start_with(
+        &dir.path().join("store"),
+        "127.0.0.1:0",
+        "10s",
+        &["--metrics-listen", "127.0.0.1:0", "--log-format", "json"],
+    );
+    let http = serve.http.clone().expect("an HTTP listener");
+    let run = submit_with(&serve.address, 14, "d4", &["--verify-fraction", "0.5"]);
+    let mut a = worker(
+        &serve.address,
+        dir.path(),
+        "a",
+        &[
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--progress-interval",
+            "100ms",
+        ],
+    );
+    let mut b = worker(&serve.address, dir.path(), "b", &["--exit-when-idle"]);
+    let done = poll(&serve.address, &run, LIMIT, |s| s.state == 2);
+    assert!(wait(&mut b, LIMIT, "worker b").success());
+    let (total14, unique14) = reference(14);
+    assert_eq!(done.total, total14.to_string());
+
+    // The worker's own metrics, scraped while it still runs.
+    let a_log = dir.path().join("a.log");
+    let a_http = log_field(&await_line(&a_log, "http listening"), "addr").unwrap();
+    await_line(&a_log, "worker progress");
+    let (code, worker_metrics) = http_get(&a_http, "/metrics");
+    assert_eq!(code, 200);
+    let a_jobs = sample(&worker_metrics, "nqueens_worker_jobs_total");
+    assert!(a_jobs >= 1.0, "{worker_metrics}");
+    assert!(sample(&worker_metrics, "nqueens_worker_nodes_total") > 0.0);
+    assert_eq!(sample(&worker_metrics, "nqueens_worker_threads"), 1.0);
+    assert!(
+        sample(
+            &worker_metrics,
+            "nqueens_worker_rpc_seconds_count{method=\"Report\"}"
+        ) >= 1.0
+    );
+    std::process::Command::new("kill")
+        .args(["-TERM", &a.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(wait(&mut a, LIMIT, "worker a").success());
+    let b_log = std::fs::read_to_string(dir.path().join("b.log")).unwrap();
+    let b_jobs: f64 = log_field(
+        b_log
+            .lines()
+            .find(|l| l.contains("worker stopped"))
+            .unwrap(),
+        "jobs",
+    )
+    .unwrap()
+    .parse()
+    .unwrap();
+
+    // The coordinator's metrics: every job done, every result counted by outcome, both workers left.
+    let (code, m) = http_get(&http, "/metrics");
+    assert_eq!(code, 200);
+    let jobs = done.jobs_total as f64;
+    let r = format!("run=\"{run}\"");
+    assert_eq!(
+        sample(&m, &format!("nqueens_jobs{{{r},state=\"done\"}}")),
+        jobs
+    );
+    for state in ["pending", "verifying", "disputed", "failed"] {
+        assert_eq!(
+            sample(&m, &format!("nqueens_jobs{{{r},state=\"{state}\"}}")),
+            0.0
+        );
+    }
+    let series = format!("{{{r},n=\"14\"}}");
+    assert_eq!(sample(&m, &format!("nqueens_run_jobs{series}")), jobs);
+    assert_eq!(
+        sample(&m, &format!("nqueens_run_solutions{series}")),
+        total14 as f64
+    );
+    assert_eq!(sample(&m, &format!("nqueens_run_done{series}")), 1.0);
+    assert_eq!(sample(&m, &format!("nqueens_run_eta_seconds{series}")), 0.0);
+    let accepted = sample(&m, "nqueens_results_total{outcome=\"accepted\"}");
+    let pending = sample(&m, "nqueens_results_total{outcome=\"pending\"}");
+    assert_eq!(accepted, jobs, "each job counted once");
+    assert!(pending >= 1.0, "half the jobs are verified: {m}");
+    // Every result the workers computed was reported once: first results of verified jobs are
+    // pending, the rest accepted (no worker lies, none repeats itself).
+    assert_eq!(accepted + pending, a_jobs + b_jobs, "{m}");
+    assert!(sample(&m, "nqueens_leases_issued_total") >= jobs + pending);
+    assert_eq!(sample(&m, "nqueens_leases_expired_total"), 0.0);
+    assert_eq!(sample(&m, "nqueens_workers{state=\"left\"}"), 2.0, "{m}");
+    assert!(sample(&m, "nqueens_rpc_seconds_count{method=\"Report\"}") >= 2.0);
+    assert!(sample(&m, "nqueens_rpc_seconds_count{method=\"CreateRun\"}") == 1.0);
+
+    // The log, as JSON lines: each state change once, with its ids, and the final count in one line.
+    let lines: Vec<serde_json::Value> = serve
+        .log()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every log line is JSON"))
+        .collect();
+    let with = |msg: &str| -> Vec<&serde_json::Value> {
+        lines.iter().filter(|l| l["message"] == msg).collect()
+    };
+    let created = with("run created");
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0]["run"], run.parse::<u64>().unwrap());
+    let finished = with("run finished");
+    assert_eq!(finished.len(), 1, "{lines:?}");
+    assert_eq!(finished[0]["total"], total14.to_string());
+    assert_eq!(finished[0]["unique"], unique14.to_string());
+    assert_eq!(with("worker joined").len(), 2);
+    let left: BTreeSet<String> = with("worker left")
+        .iter()
+        .map(|l| {
+            l["worker"]
+                .as_str()
+                .unwrap()
+                .split('-')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(left, BTreeSet::from(["a".to_string(), "b".to_string()]));
+    for p in with("progress") {
+        for field in [
+            "jobs_done",
+            "jobs_total",
+            "percent",
+            "total",
+            "solutions_per_s",
+            "eta",
+            "workers",
+            "disputed",
+        ] {
+            assert!(p.get(field).is_some(), "progress line without {field}: {p}");
+        }
+    }
+
+    // The Grafana dashboard queries only metrics that are served.
+    let served: BTreeSet<&str> = m
+        .lines()
+        .chain(worker_metrics.lines())
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../deploy/grafana/nqueens.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let exprs = exprs(&dashboard);
+    assert!(exprs.len() >= 8, "{exprs:?}");
+    for expr in &exprs {
+        let names: Vec<&str> = expr
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("nqueens_"))
+            .collect();
+        assert!(!names.is_empty(), "{expr}");
+        for name in names {
+            assert!(
+                served.contains(name),
+                "the dashboard asks for {name}, which is not served"
+            );
+        }
+    }
+}
+
+/// Every Prometheus expression in a Grafana dashboard.
+fn exprs(v: &serde_json::Value) -> Vec<String> {
+    match v {
+        serde_json::Value::Object(o) => o
+            .iter()
+            .flat_map(|(k, v)| match (k.as_str(), v.as_str()) {
+                ("expr", Some(e)) => vec![e.to_string()],
+                _ => exprs(v),
+            })
+            .collect(),
+        serde_json::Value::Array(a) => a.iter().flat_map(exprs).collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn issue_5_status_watch_without_a_terminal_prints_lines_until_the_run_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "10s");
+    let run = submit_with(&serve.address, 15, "d4", &["--verify-fraction", "0"]);
+    let watch = nqueens()
+        .args([
+            "status",
+            "--watch",
+            "--interval",
+            "100ms",
+            "--run",
+            &run,
+            "--coordinator",
+        ])
+        .arg(&serve.address)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut w = worker(&serve.address, dir.path(), "w", &["--exit-when-idle"]);
+    assert!(wait(&mut w, LIMIT, "worker").success());
+    let out = watch.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let out = String::from_utf8(out.stdout).unwrap();
+    let runs: Vec<&str> = out.lines().filter(|l| l.starts_with("run ")).collect();
+    assert!(runs.len() >= 2, "{out}");
+    assert!(runs[0].contains("running"), "{out}");
+    let last = runs.last().unwrap();
+    let (total, unique) = reference(15);
+    assert!(
+        last.contains(" done, ") && last.contains(&format!("total {total}, {unique} unique")),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("workers: ")), "{out}");
+    // The jobs done never go back.
+    let done: Vec<u64> = runs
+        .iter()
+        .map(|l| {
+            l.split(", ")
+                .nth(1)
+                .unwrap()
+                .split('/')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
+}
