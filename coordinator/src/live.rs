@@ -208,3 +208,66 @@ impl LiveRun {
         (jobs_per_s > 0.0).then(|| (self.meta.jobs_total - self.tally.jobs) as f64 / jobs_per_s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nqueens_common::Strategy;
+
+    fn run(jobs_total: u64) -> RunMeta {
+        let plan = Plan::new(12, Strategy::D4).unwrap();
+        RunMeta {
+            id: 1,
+            n: 12,
+            strategy: Strategy::D4,
+            depth: plan.depth(),
+            jobs_total,
+            fingerprint: String::new(),
+            created_unix: 0,
+            finished_unix: None,
+            verify_fraction: 0.0,
+        }
+    }
+
+    fn tally(jobs: u64, total: u128) -> Tally {
+        Tally {
+            total,
+            unique8: None,
+            nodes: 0,
+            jobs,
+        }
+    }
+
+    #[test]
+    fn rate_and_eta_follow_a_run_of_known_progress() {
+        let t0 = Instant::now();
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new(), t0).unwrap();
+        assert_eq!(live.eta(t0), None, "no rate yet");
+        // 20 jobs and 1000 solutions in 10 s: 2 jobs/s, 100 solutions/s, 80 jobs left = 40 s.
+        let t10 = t0 + Duration::from_secs(10);
+        live.update(tally(20, 1_000), 1, t10);
+        assert_eq!(live.rates(t10), (2.0, 100.0));
+        assert_eq!(live.eta(t10), Some(40.0));
+        // Later, the window still starts at t0: 60 jobs in 20 s.
+        let t20 = t0 + Duration::from_secs(20);
+        live.update(tally(60, 3_000), 2, t20);
+        assert_eq!(live.rates(t20), (3.0, 150.0));
+        assert_eq!(live.eta(t20), Some(40.0 / 3.0));
+        // An older commit arriving late changes nothing.
+        live.update(tally(50, 2_500), 1, t20);
+        assert_eq!(live.tally.jobs, 60);
+        // Samples older than the window fall out of it (two are always kept).
+        let late = t0 + RATE_WINDOW + Duration::from_secs(30);
+        live.update(tally(90, 4_500), 3, late);
+        let (jobs_per_s, _) = live.rates(late);
+        let since_t20 = (late - t20).as_secs_f64();
+        assert!((jobs_per_s - 30.0 / since_t20).abs() < 1e-9, "{jobs_per_s}");
+        assert_eq!(live.history.points().last().map(|p| p.jobs), Some(90));
+        // A finished run has nothing left.
+        live.finish(RunMeta {
+            finished_unix: Some(1),
+            ..run(100)
+        });
+        assert_eq!(live.eta(late), Some(0.0));
+    }
+}

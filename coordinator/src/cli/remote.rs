@@ -122,15 +122,7 @@ fn print_worker(w: proto::WorkerStatus, json: bool) -> anyhow::Result<()> {
     } else if w.quarantined {
         println!("worker {}: QUARANTINED: {}", w.name, w.reason);
     } else {
-        println!(
-            "worker {} ({}): {} threads, {} results accepted, seen {}",
-            w.name,
-            w.worker_id,
-            w.threads,
-            w.accepted,
-            w.seen_seconds_ago
-                .map_or("-".into(), |s| format!("{s:.0}s ago"))
-        );
+        println!("{}", super::watch::worker_row(&w));
     }
     Ok(())
 }
@@ -178,7 +170,14 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
         fetch(&mut client, args.run.as_deref()).await
     })?;
     if args.workers {
-        for w in workers {
+        if !args.json {
+            println!("{}", super::watch::WORKER_HEADER);
+        }
+        // The table first, then why each quarantined worker is.
+        let (quarantined, others): (Vec<_>, Vec<_>) = workers
+            .into_iter()
+            .partition(|w| w.quarantined && !args.json);
+        for w in others.into_iter().chain(quarantined) {
             print_worker(w, args.json)?;
         }
         return Ok(());

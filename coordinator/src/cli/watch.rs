@@ -3,7 +3,7 @@
 //! every run shown is done or stalled.
 
 use std::collections::HashMap;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -154,8 +154,21 @@ fn run_message(r: &StatusOutput) -> String {
     msg
 }
 
-/// Watches until every run shown is done or stalled (or the process is interrupted).
+/// Watches until every run shown is done or stalled (or the process is interrupted, or its output
+/// closed: `status --watch | head` ends quietly).
 pub async fn watch(args: &StatusArgs) -> anyhow::Result<()> {
+    match follow(args).await {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+async fn follow(args: &StatusArgs) -> anyhow::Result<()> {
     let mut client = nqueens_worker::connect(&args.connection)?;
     let mut live = (std::io::stdout().is_terminal() && !args.json).then(Live::new);
     let mut tick = tokio::time::interval(args.interval.max(std::time::Duration::from_millis(50)));
@@ -164,20 +177,23 @@ pub async fn watch(args: &StatusArgs) -> anyhow::Result<()> {
         let (runs, workers) = fetch(&mut client, args.run.as_deref()).await?;
         let runs: Vec<StatusOutput> = runs.into_iter().map(Into::into).collect();
         let workers: Vec<WorkerOutput> = workers.into_iter().map(Into::into).collect();
+        let mut out = std::io::stdout().lock();
         match live.as_mut() {
             Some(live) => live.show(&runs, &workers),
             None if args.json => {
                 for r in &runs {
-                    println!("{}", serde_json::to_string(r)?);
+                    writeln!(out, "{}", serde_json::to_string(r)?)?;
                 }
             }
             None => {
                 for r in &runs {
-                    println!("{}", run_line(r));
+                    writeln!(out, "{}", run_line(r))?;
                 }
-                println!("{}", workers_line(&workers));
+                writeln!(out, "{}", workers_line(&workers))?;
             }
         }
+        out.flush()?;
+        drop(out);
         if finished(&runs) {
             if let Some(live) = &live {
                 live.finish();

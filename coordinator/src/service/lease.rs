@@ -122,8 +122,8 @@ impl Coordinator {
             });
         }
         match state.workers.seen(worker, now) {
-            Contact::Joined => tracing::info!(worker, name, threads, "worker joined"),
-            Contact::Returned => tracing::info!(worker, name, threads, "worker returned"),
+            Contact::Joined => tracing::info!(worker = %worker, name = %name, threads, "worker joined"),
+            Contact::Returned => tracing::info!(worker = %worker, name = %name, threads, "worker returned"),
             Contact::Known => {}
         }
         state.workers.describe(worker, name, threads);
@@ -174,7 +174,7 @@ impl Coordinator {
         let now = Instant::now();
         let mut state = self.state();
         if state.workers.seen(worker, now) == Contact::Returned {
-            tracing::info!(worker, "worker returned");
+            tracing::info!(worker = %worker, "worker returned");
         }
         Ok(state.leases.heartbeat(worker, ids, now))
     }
@@ -188,7 +188,7 @@ impl Coordinator {
         let state = &mut *guard;
         state.workers.seen(worker, Instant::now());
         if leaving && state.workers.leaving(worker) {
-            tracing::info!(worker, handed_back = ids.len(), "worker left");
+            tracing::info!(worker = %worker, handed_back = ids.len(), "worker left");
         }
         let released = state.leases.release(worker, ids);
         for lease in &released {
@@ -198,7 +198,7 @@ impl Coordinator {
         }
         drop(guard);
         if !released.is_empty() {
-            tracing::info!(worker, jobs = released.len(), "leases handed back");
+            tracing::info!(worker = %worker, jobs = released.len(), "leases handed back");
             self.changed();
         }
         Ok(released.len() as u32)

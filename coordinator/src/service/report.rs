@@ -88,7 +88,7 @@ impl Coordinator {
             }
         }
         if state.workers.seen(worker, now) == Contact::Returned {
-            tracing::info!(worker, name, "worker returned");
+            tracing::info!(worker = %worker, name = %name, "worker returned");
         }
         let accepted = committed
             .outcomes
