@@ -303,7 +303,7 @@ fn exprs(v: &serde_json::Value) -> Vec<String> {
 }
 
 #[test]
-fn issue_5_status_watch_without_a_terminal_prints_lines_until_the_run_is_done() {
+fn issue_5_status_watch_prints_lines_without_a_terminal_and_a_live_view_on_one() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "10s");
     let run = submit_with(&serve.address, 15, "d4", &["--verify-fraction", "0"]);
@@ -351,4 +351,35 @@ fn issue_5_status_watch_without_a_terminal_prints_lines_until_the_run_is_done() 
         })
         .collect();
     assert!(done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
+
+    // On a terminal (a pseudo-terminal from util-linux's `script`): the bar and the worker table.
+    let command = format!(
+        "{} status --watch --run {run} --coordinator {}",
+        env!("CARGO_BIN_EXE_nqueens"),
+        serve.address
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("util-linux script");
+    assert!(out.status.success(), "{out:?}");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    let (jobs, total) = (runs[0].split(", ").nth(1).unwrap(), reference(15).0);
+    let jobs_total = jobs.split('/').nth(1).unwrap().split(' ').next().unwrap();
+    assert!(screen.contains(&format!("run {run} [")), "{screen}");
+    assert!(
+        screen.contains(&format!("{jobs_total}/{jobs_total} jobs (100.00%)")),
+        "{screen}"
+    );
+    assert!(screen.contains(&format!("done, total {total}")), "{screen}");
+    assert!(
+        screen.contains("worker               threads  state"),
+        "{screen}"
+    );
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains("w ") && l.contains(" left ")),
+        "{screen}"
+    );
 }

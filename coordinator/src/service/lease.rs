@@ -122,8 +122,12 @@ impl Coordinator {
             });
         }
         match state.workers.seen(worker, now) {
-            Contact::Joined => tracing::info!(worker = %worker, name = %name, threads, "worker joined"),
-            Contact::Returned => tracing::info!(worker = %worker, name = %name, threads, "worker returned"),
+            Contact::Joined => {
+                tracing::info!(worker = %worker, name = %name, threads, "worker joined")
+            }
+            Contact::Returned => {
+                tracing::info!(worker = %worker, name = %name, threads, "worker returned")
+            }
             Contact::Known => {}
         }
         state.workers.describe(worker, name, threads);
