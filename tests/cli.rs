@@ -275,3 +275,71 @@ fn issue_4_a_store_is_exported_imported_audited_and_rebuilt_from_its_ledger() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("two different results"));
 }
+
+/// `nqueens estimate ... --json`.
+fn estimate(args: &[&str]) -> serde_json::Value {
+    serde_json::from_slice(&stdout_of(
+        support::nqueens().arg("estimate").args(args).arg("--json"),
+    ))
+    .unwrap()
+}
+
+fn inside(interval: &serde_json::Value, x: f64) -> bool {
+    interval["low"].as_f64().unwrap() <= x && x <= interval["high"].as_f64().unwrap()
+}
+
+#[test]
+fn issue_7_estimate_brackets_the_measured_nodes_and_count_of_full_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in [16u32, 17] {
+        let data = dir.path().join(format!("store-{n}"));
+        let counted: serde_json::Value = serde_json::from_slice(&stdout_of(
+            support::nqueens()
+                .args(["count", &n.to_string(), "--json", "--data"])
+                .arg(&data),
+        ))
+        .unwrap();
+        let nodes: f64 = counted["nodes"].as_str().unwrap().parse().unwrap();
+        let e = estimate(&[&n.to_string(), "--sample", "24", "--seed", "7"]);
+        assert_eq!(e["sampled"], 24);
+        assert_eq!(e["jobs"], counted["jobs"]);
+        assert!(inside(&e["nodes"], nodes), "N = {n}: {nodes} outside {e}");
+        assert!(
+            inside(&e["total"], support::reference(n).0 as f64),
+            "N = {n}: {e}"
+        );
+        assert!(e["core_hours"]["estimate"].as_f64().unwrap() > 0.0);
+        // A sample is not the whole: the interval has width.
+        assert!(e["nodes"]["low"].as_f64().unwrap() < e["nodes"]["high"].as_f64().unwrap());
+    }
+    // Sampling every job gives the exact figures, with no width.
+    let counted: serde_json::Value = serde_json::from_slice(&stdout_of(
+        support::nqueens()
+            .args(["count", "12", "--json", "--data"])
+            .arg(dir.path().join("store-12")),
+    ))
+    .unwrap();
+    let e = estimate(&["12", "--sample", "1000"]);
+    assert_eq!(e["sampled"], e["jobs"]);
+    let nodes: f64 = counted["nodes"].as_str().unwrap().parse().unwrap();
+    for end in ["estimate", "low", "high"] {
+        assert_eq!(e["nodes"][end].as_f64().unwrap(), nodes);
+        assert_eq!(
+            e["total"][end].as_f64().unwrap(),
+            support::reference(12).0 as f64
+        );
+    }
+    // Bad settings are refused with exit code 2.
+    for bad in [
+        &["16", "--confidence", "1.5"][..],
+        &["16", "--sample", "1"],
+        &["40"],
+    ] {
+        let out = support::nqueens()
+            .arg("estimate")
+            .args(bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+}

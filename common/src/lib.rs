@@ -4,6 +4,7 @@
 pub mod baseline;
 pub mod board;
 pub mod error;
+pub mod estimate;
 pub mod job;
 pub mod kernel;
 pub mod partition;

@@ -3,6 +3,7 @@
 mod backup;
 mod bench;
 mod count;
+mod estimate;
 mod plan;
 mod remote;
 mod serve;
@@ -33,6 +34,8 @@ pub enum Command {
     Count(CountArgs),
     /// Show how the search space is split into sub-problems and jobs, without computing.
     Plan(PlanArgs),
+    /// Estimate a run's search nodes and core-hours from a random sample of its jobs, before starting it.
+    Estimate(estimate::EstimateArgs),
     /// Time the kernel against the plain recursive mirror baseline, side by side.
     Bench(bench::BenchArgs),
     /// Run the coordinator: a gRPC server that leases jobs to workers and sums their results.
@@ -111,6 +114,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Count(args) => count::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Estimate(args) => estimate::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Submit(args) => remote::submit(&args),

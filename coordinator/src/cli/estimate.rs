@@ -1,0 +1,189 @@
+//! `nqueens estimate`: prices a run before it starts. It computes a simple random sample of the plan's
+//! jobs on local threads, timing each, and extrapolates the search nodes, the core-hours and the count
+//! itself to the whole job list, each with a confidence interval.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use clap::Args;
+use nqueens_common::estimate::{population_total, sample_indices, z_for, Interval};
+use nqueens_common::JobKey;
+use serde::Serialize;
+
+use super::{default_threads, PartitionArgs};
+
+/// Arguments of `nqueens estimate`.
+#[derive(Debug, Args)]
+pub struct EstimateArgs {
+    #[command(flatten)]
+    pub partition: PartitionArgs,
+    /// Jobs to compute (drawn at random, without replacement; all of them when the plan has fewer).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(2..))]
+    pub sample: u64,
+    /// Seed of the draw (default: random; printed, so a draw can be repeated).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Confidence level of the intervals, between 0 and 1.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Compute threads (default: all cores). Each job is timed alone: the figures are per core.
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// What `estimate --json` prints.
+#[derive(Debug, Serialize)]
+pub struct EstimateOutput {
+    pub n: u8,
+    pub strategy: String,
+    pub jobs: u64,
+    pub sampled: u64,
+    pub seed: u64,
+    pub confidence: f64,
+    /// Search nodes of the whole run.
+    pub nodes: Interval,
+    /// Single-core CPU time of the whole run, in hours.
+    pub core_hours: Interval,
+    /// The solution count (a check on the estimate where the count is known).
+    pub total: Interval,
+    /// Nodes per second of one core, over the sample.
+    pub nodes_per_second: f64,
+    /// Wall time of the estimate itself.
+    pub seconds: f64,
+}
+
+/// One sampled job's figures.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    nodes: f64,
+    seconds: f64,
+    total: f64,
+}
+
+/// Draws the sample and computes it.
+pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
+    if !(args.confidence > 0.0 && args.confidence < 1.0) {
+        return Err(nqueens_common::Error::InvalidSetting(format!(
+            "--confidence {} is out of range: between 0 and 1",
+            args.confidence
+        ))
+        .into());
+    }
+    let plan = args.partition.plan()?;
+    let start = Instant::now();
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    });
+    let jobs = plan.jobs().count() as u64;
+    let picked = sample_indices(jobs, args.sample, seed);
+    let mut wanted = picked.iter().copied().peekable();
+    let keys: Vec<JobKey> = plan
+        .jobs()
+        .enumerate()
+        .filter_map(|(i, key)| {
+            (wanted.peek() == Some(&(i as u64))).then(|| {
+                wanted.next();
+                key
+            })
+        })
+        .collect();
+    let threads = args.threads.unwrap_or_else(default_threads).max(1);
+    let measured = compute(&plan, &keys, threads)?;
+    let z = z_for(args.confidence);
+    let of = |f: fn(&Measured) -> f64| {
+        let values: Vec<f64> = measured.iter().map(f).collect();
+        population_total(jobs, &values, z)
+    };
+    let nodes = of(|m| m.nodes);
+    let core_seconds = of(|m| m.seconds);
+    let sample_nodes: f64 = measured.iter().map(|m| m.nodes).sum();
+    let sample_seconds: f64 = measured.iter().map(|m| m.seconds).sum();
+    let out = EstimateOutput {
+        n: plan.n(),
+        strategy: plan.strategy().to_string(),
+        jobs,
+        sampled: keys.len() as u64,
+        seed,
+        confidence: args.confidence,
+        nodes,
+        core_hours: core_seconds.scaled(1.0 / 3600.0),
+        total: of(|m| m.total),
+        nodes_per_second: sample_nodes / sample_seconds.max(1e-9),
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    if args.partition.json {
+        println!("{}", serde_json::to_string(&out)?);
+    } else {
+        print_text(&out);
+    }
+    Ok(())
+}
+
+/// Computes the jobs on `threads` threads, timing each job alone.
+fn compute(
+    plan: &nqueens_common::Plan,
+    keys: &[JobKey],
+    threads: usize,
+) -> anyhow::Result<Vec<Measured>> {
+    let next = AtomicUsize::new(0);
+    let out = Mutex::new(Vec::with_capacity(keys.len()));
+    let jobs = keys
+        .iter()
+        .map(|k| plan.job(k))
+        .collect::<Result<Vec<_>, _>>()?;
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(jobs.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else { return };
+                let t = Instant::now();
+                let r = job.run();
+                let m = Measured {
+                    nodes: r.nodes as f64,
+                    seconds: t.elapsed().as_secs_f64(),
+                    total: r.total as f64,
+                };
+                out.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+            });
+        }
+    });
+    Ok(out.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn print_text(o: &EstimateOutput) {
+    let pct = o.confidence * 100.0;
+    println!(
+        "N = {} {}: {} of {} jobs sampled (seed {}), {pct:.0}% intervals",
+        o.n, o.strategy, o.sampled, o.jobs, o.seed
+    );
+    println!(
+        "search nodes: {:.4e} ({:.4e} to {:.4e})",
+        o.nodes.estimate, o.nodes.low, o.nodes.high
+    );
+    println!(
+        "core-hours:   {:.4e} ({:.4e} to {:.4e}) at {:.3e} nodes/s per core",
+        o.core_hours.estimate, o.core_hours.low, o.core_hours.high, o.nodes_per_second
+    );
+    let days = |h: f64| {
+        let cores = h / 24.0 / 30.0;
+        if cores >= 10.0 {
+            format!("{cores:.0}")
+        } else {
+            format!("{cores:.2e}")
+        }
+    };
+    println!(
+        "that is {} cores for 30 days ({} to {})",
+        days(o.core_hours.estimate),
+        days(o.core_hours.low),
+        days(o.core_hours.high)
+    );
+    println!(
+        "solutions:    {:.4e} ({:.4e} to {:.4e})",
+        o.total.estimate, o.total.low, o.total.high
+    );
+    eprintln!("estimated in {:.1} s", o.seconds);
+}
