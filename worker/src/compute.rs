@@ -97,9 +97,11 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<(Task<L>, JobResult)
             }
         };
         let result = task.job.run();
-        // Count the job as finished only once its result is on its way, so `load` never undercounts.
+        // Send the result and count the job finished under one lock: `load` never undercounts (a result
+        // in transit is still load), and whoever has received the result sees it no longer counted.
+        let mut q = shared.lock();
         let _ = results.send((task, result));
-        shared.lock().running -= 1;
+        q.running -= 1;
     }
 }
 
