@@ -24,6 +24,13 @@ fn as_string<S: serde::Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(v)
 }
 
+/// Seconds since the Unix epoch, now (the time axis of histories and of the status page).
+pub fn unix_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// The points of one run.
 #[derive(Debug, Clone)]
 pub struct History {

@@ -9,7 +9,7 @@ use nqueens_common::{JobKey, Plan, Tally};
 use tokio::time::Instant;
 
 use crate::error::Result;
-use crate::history::History;
+use crate::history::{unix_seconds, History};
 use crate::leases::Leases;
 use crate::store::{JobState, Phase, RunMeta, Store};
 
@@ -39,13 +39,6 @@ pub struct LiveRun {
     pub history: History,
 }
 
-/// Seconds since the Unix epoch, now.
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 impl LiveRun {
     /// A run as loaded from the store.
     pub fn new(
@@ -57,7 +50,7 @@ impl LiveRun {
         let plan = meta.plan()?;
         let cursor = (!meta.is_done()).then(|| plan.jobs());
         let mut history = History::default();
-        history.record(unix_now(), tally.jobs, tally.total);
+        history.record(unix_seconds(), tally.jobs, tally.total);
         Ok(LiveRun {
             history,
             samples: VecDeque::from([(now, tally.jobs, tally.total)]),
@@ -165,7 +158,7 @@ impl LiveRun {
             self.samples.clear();
         }
         self.tally = tally;
-        self.history.record(unix_now(), tally.jobs, tally.total);
+        self.history.record(unix_seconds(), tally.jobs, tally.total);
         self.samples.push_back((now, tally.jobs, tally.total));
         while self.samples.len() > 2
             && self

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::AtomicU64;
 
-use nqueens_worker::metrics::RpcMetrics;
+use nqueens_worker::metrics::{registered, RpcMetrics};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -65,79 +65,52 @@ pub struct Metrics {
 impl Default for Metrics {
     fn default() -> Metrics {
         let mut r = Registry::with_prefix("nqueens");
-        let m = Metrics {
-            results: Family::default(),
-            leases_issued: Counter::default(),
-            leases_expired: Counter::default(),
+        Metrics {
+            results: registered(
+                &mut r,
+                "results",
+                "Results received, by outcome (accepted, pending, duplicate, disputed, mismatch, job_failed)",
+            ),
+            leases_issued: registered(&mut r, "leases_issued", "Leases issued"),
+            leases_expired: registered(
+                &mut r,
+                "leases_expired",
+                "Leases that expired without a result",
+            ),
             rpc: RpcMetrics::register(&mut r, "calls served"),
-            jobs: Family::default(),
-            jobs_total: Family::default(),
-            leased: Family::default(),
-            solutions: Family::default(),
-            nodes: Family::default(),
-            jobs_per_second: Family::default(),
-            solutions_per_second: Family::default(),
-            eta_seconds: Family::default(),
-            done: Family::default(),
-            workers: Family::default(),
-            nodes_per_second: FloatGauge::default(),
-            registry: Registry::default(),
-        };
-        r.register(
-            "results",
-            "Results received, by outcome (accepted, pending, duplicate, disputed, mismatch, job_failed)",
-            m.results.clone(),
-        );
-        r.register("leases_issued", "Leases issued", m.leases_issued.clone());
-        r.register(
-            "leases_expired",
-            "Leases that expired without a result",
-            m.leases_expired.clone(),
-        );
-        r.register("jobs", "Jobs of a run, by state", m.jobs.clone());
-        r.register("run_jobs", "Jobs in a run's plan", m.jobs_total.clone());
-        r.register(
-            "run_leased",
-            "Jobs of a run leased to a worker now",
-            m.leased.clone(),
-        );
-        r.register(
-            "run_solutions",
-            "Solutions counted so far (exact value: nqueens status)",
-            m.solutions.clone(),
-        );
-        r.register(
-            "run_nodes",
-            "Search nodes of the counted results",
-            m.nodes.clone(),
-        );
-        r.register(
-            "run_jobs_per_second",
-            "Jobs completed per second over the last five minutes",
-            m.jobs_per_second.clone(),
-        );
-        r.register(
-            "run_solutions_per_second",
-            "Solutions counted per second over the last five minutes",
-            m.solutions_per_second.clone(),
-        );
-        r.register(
-            "run_eta_seconds",
-            "Seconds left at the recent rate (-1: unknown)",
-            m.eta_seconds.clone(),
-        );
-        r.register(
-            "run_done",
-            "1 once every job of the run is counted",
-            m.done.clone(),
-        );
-        r.register("workers", "Workers by state", m.workers.clone());
-        r.register(
-            "nodes_per_second",
-            "Search nodes per second reported by all workers over the last five minutes",
-            m.nodes_per_second.clone(),
-        );
-        Metrics { registry: r, ..m }
+            jobs: registered(&mut r, "jobs", "Jobs of a run, by state"),
+            jobs_total: registered(&mut r, "run_jobs", "Jobs in a run's plan"),
+            leased: registered(&mut r, "run_leased", "Jobs of a run leased to a worker now"),
+            solutions: registered(
+                &mut r,
+                "run_solutions",
+                "Solutions counted so far (exact value: nqueens status)",
+            ),
+            nodes: registered(&mut r, "run_nodes", "Search nodes of the counted results"),
+            jobs_per_second: registered(
+                &mut r,
+                "run_jobs_per_second",
+                "Jobs completed per second over the last five minutes",
+            ),
+            solutions_per_second: registered(
+                &mut r,
+                "run_solutions_per_second",
+                "Solutions counted per second over the last five minutes",
+            ),
+            eta_seconds: registered(
+                &mut r,
+                "run_eta_seconds",
+                "Seconds left at the recent rate (-1: unknown)",
+            ),
+            done: registered(&mut r, "run_done", "1 once every job of the run is counted"),
+            workers: registered(&mut r, "workers", "Workers by state"),
+            nodes_per_second: registered(
+                &mut r,
+                "nodes_per_second",
+                "Search nodes per second reported by all workers over the last five minutes",
+            ),
+            registry: r,
+        }
     }
 }
 

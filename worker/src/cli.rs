@@ -52,7 +52,7 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
             "/metrics",
             axum::routing::get(move || async move { http::metrics_response(m.render()) }),
         );
-        // The listener outlives the worker loop by nothing: it stops with the process.
+        // It serves until the process exits.
         http::spawn(addr, router, std::future::pending()).await?;
     }
     let config =

@@ -159,6 +159,9 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
             w.log_summary();
         }
         let in_flight = w.pool.load();
+        // The work-in-hand gauges, read off the state once a turn rather than kept in step by hand.
+        w.config.metrics.running.set(in_flight as i64);
+        w.config.metrics.unreported.set(w.unreported.len() as i64);
         if draining && in_flight == 0 && (w.unreported.is_empty() || !w.connected()) {
             break;
         }
@@ -293,8 +296,6 @@ impl Worker {
         let m = &self.config.metrics;
         m.jobs.inc();
         m.nodes.inc_by(result.nodes);
-        m.unreported.set(self.unreported.len() as i64);
-        m.running.set(self.pool.load() as i64);
         Ok(())
     }
 
@@ -405,10 +406,7 @@ impl Worker {
             self.held.remove(id);
         }
         self.summary.accepted += accepted;
-        let m = &self.config.metrics;
-        m.accepted.inc_by(accepted);
-        m.unreported
-            .set(self.unreported.len().saturating_sub(batch.len()) as i64);
+        self.config.metrics.accepted.inc_by(accepted);
         Ok(())
     }
 
@@ -480,7 +478,6 @@ impl Worker {
                 Ok(job) => {
                     self.held.insert(lease.lease_id, lease.clone());
                     self.pool.submit(Task { lease, job });
-                    self.config.metrics.running.set(self.pool.load() as i64);
                 }
                 // Not ours to compute: its lease expires and a sound worker takes it.
                 Err(e) => {

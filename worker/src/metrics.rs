@@ -9,7 +9,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 use tokio::time::Instant;
 
 /// The label of a per-call metric.
@@ -33,17 +33,12 @@ pub struct RpcMetrics {
 impl RpcMetrics {
     /// Registers the two families in `registry`; `what` ends their help text.
     pub fn register(registry: &mut Registry, what: &str) -> RpcMetrics {
-        let m = RpcMetrics {
-            seconds: Family::new_with_constructor(latency_histogram),
-            errors: Family::default(),
-        };
-        registry.register(
-            "rpc_seconds",
-            format!("Latency of {what}"),
-            m.seconds.clone(),
-        );
-        registry.register("rpc_errors", format!("Failed {what}"), m.errors.clone());
-        m
+        let seconds = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
+        registry.register("rpc_seconds", format!("Latency of {what}"), seconds.clone());
+        RpcMetrics {
+            seconds,
+            errors: registered(registry, "rpc_errors", &format!("Failed {what}")),
+        }
     }
 
     /// Records one call's latency (and whether it failed).
@@ -76,43 +71,38 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Metrics {
-        let mut registry = Registry::with_prefix("nqueens_worker");
-        let m = Metrics {
-            jobs: Counter::default(),
-            nodes: Counter::default(),
-            accepted: Counter::default(),
-            nodes_per_second: Gauge::default(),
-            running: Gauge::default(),
-            unreported: Gauge::default(),
-            threads: Gauge::default(),
-            rpc: RpcMetrics::register(&mut registry, "calls to the coordinator"),
-            registry: Registry::default(),
-        };
-        registry.register("jobs", "Jobs computed", m.jobs.clone());
-        registry.register("nodes", "Search nodes visited", m.nodes.clone());
-        registry.register(
-            "accepted",
-            "Results the coordinator counted as new",
-            m.accepted.clone(),
-        );
-        registry.register(
-            "nodes_per_second",
-            "Search nodes per second over the last summary interval",
-            m.nodes_per_second.clone(),
-        );
-        registry.register(
-            "running",
-            "Jobs leased and not yet finished",
-            m.running.clone(),
-        );
-        registry.register(
-            "unreported",
-            "Finished results not yet acknowledged by the coordinator",
-            m.unreported.clone(),
-        );
-        registry.register("threads", "Compute threads", m.threads.clone());
-        Metrics { registry, ..m }
+        let mut r = Registry::with_prefix("nqueens_worker");
+        Metrics {
+            jobs: registered(&mut r, "jobs", "Jobs computed"),
+            nodes: registered(&mut r, "nodes", "Search nodes visited"),
+            accepted: registered(&mut r, "accepted", "Results the coordinator counted as new"),
+            nodes_per_second: registered(
+                &mut r,
+                "nodes_per_second",
+                "Search nodes per second over the last summary interval",
+            ),
+            running: registered(&mut r, "running", "Jobs leased and not yet finished"),
+            unreported: registered(
+                &mut r,
+                "unreported",
+                "Finished results not yet acknowledged by the coordinator",
+            ),
+            threads: registered(&mut r, "threads", "Compute threads"),
+            rpc: RpcMetrics::register(&mut r, "calls to the coordinator"),
+            registry: r,
+        }
     }
+}
+
+/// A new metric, registered in `registry` as `name` with `help` (the registry keeps a handle to it).
+pub fn registered<M: Metric + Default + Clone>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+) -> M {
+    let metric = M::default();
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 impl Metrics {

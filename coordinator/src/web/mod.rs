@@ -10,7 +10,7 @@ use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::grpc::{run_status, worker_status};
-use crate::history::Point;
+use crate::history::{unix_seconds, Point};
 use crate::status_json::{StatusOutput, WorkerOutput};
 use crate::Coordinator;
 
@@ -62,9 +62,7 @@ pub fn page_status(coordinator: &Coordinator) -> PageStatus {
         .map(|w| worker_status(w).into())
         .collect();
     PageStatus {
-        now_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64()),
+        now_unix: unix_seconds(),
         runs,
         workers,
     }
