@@ -1,8 +1,13 @@
-//! Group commit: one dedicated thread applies result batches to the store, each in its own transaction
-//! (followed by the revocation of a worker the batch quarantined), appends the counted and revoked results
-//! to the ledger (fsynced), then makes a whole group durable in the store with
-//! one flush before answering any of them. Many workers reporting at once share both syncs; none is
-//! acknowledged before its results are on disk twice.
+//! Group commit in two stages on two dedicated threads:
+//!
+//! - `commit` applies result batches to the store, each in its own transaction (followed by the revocation
+//!   of a worker the batch quarantined), and hands them on unanswered;
+//! - `sync` takes every batch handed on since its last round and makes them durable together: it appends
+//!   their counted and revoked results to the ledger (fsynced) while the store flushes, then answers them.
+//!
+//! While `sync` waits for the disk, `commit` applies the next batches, so the disk's latency bounds the
+//! latency of a report but not the coordinator's throughput. None is acknowledged before its results are on
+//! disk twice.
 
 use std::sync::mpsc;
 
@@ -12,8 +17,8 @@ use crate::error::{Error, Result};
 use crate::ledger::{Entry, Ledger};
 use crate::store::{Committed, Incoming, RunMeta, Store};
 
-/// Most batches sharing one flush.
-const MAX_GROUP: usize = 256;
+/// Most results applied in one round of the commit thread (more wait for the next round).
+const MAX_GROUP_RESULTS: usize = 4096;
 
 enum Request {
     /// A batch of results to commit.
@@ -22,77 +27,71 @@ enum Request {
     Run(RunMeta, oneshot::Sender<Result<()>>),
 }
 
-/// A handle to the commit thread; the thread ends when the last handle is dropped.
+/// Batches applied to the store, waiting to be made durable and answered.
+#[derive(Default)]
+struct Applied {
+    /// Ledger lines for them.
+    entries: Vec<Entry>,
+    results: Vec<(Result<Committed>, oneshot::Sender<Result<Committed>>)>,
+    runs: Vec<oneshot::Sender<Result<()>>>,
+}
+
+impl Applied {
+    fn absorb(&mut self, other: Applied) {
+        self.entries.extend(other.entries);
+        self.results.extend(other.results);
+        self.runs.extend(other.runs);
+    }
+
+    /// The ledger lines of a commit: the results it counted and those it revoked.
+    fn log(&mut self, c: &Committed) {
+        self.entries
+            .extend(c.counted.iter().map(|(run, key, record)| Entry::Result {
+                run: *run,
+                job: key.to_string(),
+                record: record.clone(),
+            }));
+        self.entries
+            .extend(c.revoked.iter().map(|r| Entry::Revoked {
+                run: r.run,
+                job: r.key.to_string(),
+                worker: r.record.worker.clone(),
+            }));
+    }
+
+    /// Answers every request: with its own outcome if `synced`, else with the durability error.
+    fn answer(self, synced: &Result<()>) {
+        let failed = |e: &Error| Error::Durability(e.to_string());
+        for (result, reply) in self.results {
+            let _ = reply.send(match synced {
+                Ok(()) => result,
+                Err(e) => Err(failed(e)),
+            });
+        }
+        for reply in self.runs {
+            let _ = reply.send(synced.as_ref().map(|_| ()).map_err(failed));
+        }
+    }
+}
+
+/// A handle to the commit pipeline; its threads end when the last handle is dropped.
 #[derive(Clone)]
 pub struct Committer {
     tx: mpsc::Sender<Request>,
 }
 
 impl Committer {
-    /// Starts the commit thread for `store` and its ledger (none for a temporary store).
-    pub fn start(store: Store, mut ledger: Option<Ledger>) -> std::io::Result<Committer> {
+    /// Starts the commit and sync threads for `store` and its ledger (none for a temporary store).
+    pub fn start(store: Store, ledger: Option<Ledger>) -> std::io::Result<Committer> {
         let (tx, rx) = mpsc::channel::<Request>();
+        let (applied_tx, applied_rx) = mpsc::channel::<Applied>();
+        let sync_store = store.clone();
+        std::thread::Builder::new()
+            .name("sync".into())
+            .spawn(move || sync_rounds(&sync_store, ledger, &applied_rx))?;
         std::thread::Builder::new()
             .name("commit".into())
-            .spawn(move || {
-                let mut seq = 0;
-                while let Ok(first) = rx.recv() {
-                    let mut group = vec![first];
-                    while group.len() < MAX_GROUP {
-                        match rx.try_recv() {
-                            Ok(r) => group.push(r),
-                            Err(_) => break,
-                        }
-                    }
-                    let mut entries = Vec::new();
-                    let mut applied = Vec::new();
-                    let mut runs = Vec::new();
-                    for request in group {
-                        match request {
-                            Request::Results(batch, reply) => {
-                                seq += 1;
-                                let result = commit(&store, &batch, seq);
-                                if let Ok(c) = &result {
-                                    entries.extend(c.counted.iter().map(|(run, key, record)| {
-                                        Entry::Result {
-                                            run: *run,
-                                            job: key.to_string(),
-                                            record: record.clone(),
-                                        }
-                                    }));
-                                    entries.extend(c.revoked.iter().map(|r| Entry::Revoked {
-                                        run: r.run,
-                                        job: r.key.to_string(),
-                                        worker: r.record.worker.clone(),
-                                    }));
-                                }
-                                applied.push((result, reply));
-                            }
-                            Request::Run(meta, reply) => {
-                                entries.push(Entry::Run(meta));
-                                runs.push(reply);
-                            }
-                        }
-                    }
-                    let logged = ledger.as_mut().map_or(Ok(()), |l| l.append(&entries));
-                    let flushed = logged.and_then(|()| store.flush());
-                    for (result, reply) in applied {
-                        let result = match (&flushed, result) {
-                            (Ok(()), r) => r,
-                            (Err(e), _) => Err(Error::Durability(e.to_string())),
-                        };
-                        let _ = reply.send(result);
-                    }
-                    for reply in runs {
-                        let _ = reply.send(
-                            flushed
-                                .as_ref()
-                                .map(|_| ())
-                                .map_err(|e| Error::Durability(e.to_string())),
-                        );
-                    }
-                }
-            })?;
+            .spawn(move || commit_rounds(&store, &rx, &applied_tx))?;
         Ok(Committer { tx })
     }
 
@@ -115,6 +114,80 @@ impl Committer {
     }
 }
 
+/// The commit thread: takes what has arrived (up to [`MAX_GROUP_RESULTS`] results), applies its result
+/// batches in one transaction (each in its own if that one fails, so that a bad batch fails alone), and
+/// hands the round to the sync thread.
+fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Sender<Applied>) {
+    let mut seq = 0;
+    while let Ok(first) = rx.recv() {
+        let mut round = Applied::default();
+        let mut merged = Vec::new();
+        let mut replies = Vec::new();
+        let mut next = Some(first);
+        while let Some(request) = next.take() {
+            match request {
+                Request::Results(batch, reply) => {
+                    replies.push((batch.len(), reply));
+                    merged.extend(batch);
+                }
+                Request::Run(meta, reply) => {
+                    round.entries.push(Entry::Run(meta));
+                    round.runs.push(reply);
+                }
+            }
+            if merged.len() < MAX_GROUP_RESULTS {
+                next = rx.try_recv().ok();
+            }
+        }
+        if !replies.is_empty() {
+            seq += 1;
+            match commit(store, &merged, seq) {
+                Ok(all) => {
+                    round.log(&all);
+                    let lengths: Vec<usize> = replies.iter().map(|(n, _)| *n).collect();
+                    for ((_, reply), part) in replies.into_iter().zip(all.split(&lengths)) {
+                        round.results.push((Ok(part), reply));
+                    }
+                }
+                Err(_) => {
+                    let mut rest = merged.into_iter();
+                    for (n, reply) in replies {
+                        let batch: Vec<Incoming> = rest.by_ref().take(n).collect();
+                        seq += 1;
+                        let result = commit(store, &batch, seq);
+                        if let Ok(c) = &result {
+                            round.log(c);
+                        }
+                        round.results.push((result, reply));
+                    }
+                }
+            }
+        }
+        if applied.send(round).is_err() {
+            return;
+        }
+    }
+}
+
+/// The sync thread: makes everything applied since its last round durable (the ledger appended and
+/// fsynced while the store flushes), then answers it.
+fn sync_rounds(store: &Store, mut ledger: Option<Ledger>, rx: &mpsc::Receiver<Applied>) {
+    while let Ok(mut round) = rx.recv() {
+        while let Ok(more) = rx.try_recv() {
+            round.absorb(more);
+        }
+        let synced = std::thread::scope(|s| {
+            let flushed = s.spawn(|| store.flush());
+            let logged = ledger.as_mut().map_or(Ok(()), |l| l.append(&round.entries));
+            let flushed = flushed
+                .join()
+                .unwrap_or_else(|_| Err(Error::Durability("the store flush panicked".into())));
+            logged.and(flushed)
+        });
+        round.answer(&synced);
+    }
+}
+
 /// Commits one batch and, for every worker it quarantined, revokes that worker's unconfirmed results.
 fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
     let mut committed = store.commit(batch)?;
@@ -131,4 +204,119 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
             .retain(|f| !committed.reopened.iter().any(|o| o.id == f.id));
     }
     Ok(committed)
+}
+
+#[cfg(test)]
+mod tests {
+    use nqueens_common::{Plan, Strategy};
+
+    use super::*;
+    use crate::store::Outcome;
+
+    fn incoming(run: u64, plan: &Plan, i: usize, name: &str) -> Incoming {
+        let key = plan.jobs().nth(i).unwrap();
+        let result = plan.job(&key).unwrap().run();
+        Incoming {
+            run,
+            key,
+            result,
+            worker: format!("{name}-1"),
+            name: name.into(),
+            lease: 1,
+        }
+    }
+
+    /// Queues `batches` before the commit thread looks, so that they share one round; returns the round.
+    fn one_round(store: &Store, batches: Vec<Vec<Incoming>>) -> Vec<Result<Committed>> {
+        let (tx, rx) = mpsc::channel();
+        let mut answers = Vec::new();
+        for batch in batches {
+            let (reply, answer) = oneshot::channel();
+            tx.send(Request::Results(batch, reply)).unwrap();
+            answers.push(answer);
+        }
+        drop(tx);
+        let (applied_tx, applied_rx) = mpsc::channel();
+        commit_rounds(store, &rx, &applied_tx);
+        let round = applied_rx.try_recv().expect("one round");
+        assert!(applied_rx.try_recv().is_err(), "only one round");
+        round.answer(&Ok(()));
+        answers
+            .into_iter()
+            .map(|mut a| a.try_recv().expect("answered"))
+            .collect()
+    }
+
+    #[test]
+    fn batches_sharing_a_round_are_answered_each_with_its_own_outcomes() {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(9, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let a = vec![
+            incoming(run.id, &plan, 0, "a"),
+            incoming(run.id, &plan, 1, "a"),
+        ];
+        let b = vec![
+            incoming(run.id, &plan, 2, "b"),
+            incoming(run.id, &plan, 0, "b"),
+        ];
+        let answers = one_round(&store, vec![a, b]);
+        let a = answers[0].as_ref().unwrap();
+        let b = answers[1].as_ref().unwrap();
+        assert_eq!(a.outcomes, vec![Outcome::Accepted, Outcome::Accepted]);
+        // b's second result is job 0 again, counted a moment earlier in the same transaction.
+        assert_eq!(b.outcomes, vec![Outcome::Accepted, Outcome::Duplicate]);
+        // The shared effects travel with the first part only; the totals with each.
+        assert_eq!(a.moved.len(), 3);
+        assert_eq!(a.counted.len(), 3);
+        assert!(b.moved.is_empty() && b.counted.is_empty());
+        assert_eq!(a.tallies, b.tallies);
+        assert_eq!(a.seq, b.seq);
+        assert_eq!(store.tally(run.id).unwrap().jobs, 3);
+    }
+
+    #[test]
+    fn a_bad_batch_in_a_round_fails_alone() {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(9, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let mut unknown = incoming(run.id, &plan, 1, "b");
+        unknown.run = 99;
+        let answers = one_round(
+            &store,
+            vec![
+                vec![incoming(run.id, &plan, 0, "a")],
+                vec![unknown],
+                vec![incoming(run.id, &plan, 2, "c")],
+            ],
+        );
+        assert_eq!(
+            answers[0].as_ref().unwrap().outcomes,
+            vec![Outcome::Accepted]
+        );
+        assert!(matches!(answers[1], Err(Error::UnknownRun(_))));
+        assert_eq!(
+            answers[2].as_ref().unwrap().outcomes,
+            vec![Outcome::Accepted]
+        );
+        let tally = store.tally(run.id).unwrap();
+        let expected = [0, 2].iter().fold(0u128, |t, &i| {
+            t + u128::from(incoming(run.id, &plan, i, "x").result.total)
+        });
+        assert_eq!((tally.jobs, tally.total), (2, expected));
+    }
+
+    #[test]
+    fn a_failed_sync_answers_every_batch_with_a_durability_error() {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let (reply, mut answer) = oneshot::channel();
+        let mut round = Applied::default();
+        round
+            .results
+            .push((store.commit(&[incoming(run.id, &plan, 0, "a")]), reply));
+        round.answer(&Err(Error::Durability("disk full".into())));
+        assert!(matches!(answer.try_recv(), Ok(Err(Error::Durability(_)))));
+    }
 }

@@ -10,6 +10,7 @@ pub mod history;
 mod leases;
 pub mod ledger;
 mod live;
+pub mod loadgen;
 pub mod local;
 pub mod metrics;
 pub mod progress;

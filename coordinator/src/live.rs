@@ -149,7 +149,8 @@ impl LiveRun {
 
     /// Takes the totals of commit `seq` (ignoring an older commit's that arrive after a newer one's).
     pub fn update(&mut self, tally: Tally, seq: u64, now: Instant) {
-        if seq < self.seq {
+        // A later commit's totals supersede; the same commit's (split among its batches) apply once.
+        if seq <= self.seq {
             return;
         }
         self.seq = seq;

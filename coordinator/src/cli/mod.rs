@@ -4,6 +4,7 @@ mod backup;
 mod bench;
 mod count;
 mod estimate;
+mod loadgen;
 mod plan;
 mod remote;
 mod serve;
@@ -44,6 +45,9 @@ pub enum Command {
     Submit(remote::SubmitArgs),
     /// Show the runs of a coordinator.
     Status(remote::StatusArgs),
+    /// Load a coordinator with simulated workers (synthetic results, no search) and measure what it
+    /// sustains: committed results per second and lease/report latency.
+    Loadgen(loadgen::LoadgenArgs),
     /// Run a worker (the same as the `nqueens-worker` binary).
     Worker(nqueens_worker::cli::WorkerArgs),
     /// Write a store's runs and results as JSON lines (offline: the coordinator stopped).
@@ -119,6 +123,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(&args),
         Command::Submit(args) => remote::submit(&args),
         Command::Status(args) => remote::status(&args),
+        Command::Loadgen(args) => loadgen::run(&args),
         Command::Worker(args) => runtime()?.block_on(nqueens_worker::cli::run(args)),
         Command::Export(args) => backup::export(&args),
         Command::Import(args) => backup::import(&args),
@@ -132,6 +137,15 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .worker_threads(2)
         .enable_all()
         .build()
+}
+
+/// Raises this process's limit of open files to the hard limit: a coordinator holds one connection per
+/// worker, and the default soft limit (often 1024) is below a large fleet.
+pub fn raise_open_files() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::debug!(limit, "open files limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open files limit"),
+    }
 }
 
 /// Exit code for an error: 2 for bad input (as for command-line syntax errors), 1 otherwise.

@@ -82,6 +82,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             "listening beyond loopback without both a token and TLS: anyone who can reach this port can submit runs and report results"
         );
     }
+    super::raise_open_files();
     let data = args.data.clone().unwrap_or_else(setup::default_data_dir);
     std::fs::create_dir_all(&data)?;
     let store = Store::open(&data)?;

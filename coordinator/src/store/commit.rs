@@ -98,6 +98,34 @@ pub struct Committed {
     pub seq: u64,
 }
 
+impl Committed {
+    /// Splits the effect of one commit of several batches (of `lengths` results each, in order) into one
+    /// per batch: each gets its own outcomes and the new totals; the first also gets every other effect, so
+    /// that whoever applies the parts applies each effect once.
+    pub fn split(mut self, lengths: &[usize]) -> Vec<Committed> {
+        let outcomes = std::mem::take(&mut self.outcomes);
+        let mut rest = outcomes.as_slice();
+        let mut parts: Vec<Committed> = lengths
+            .iter()
+            .map(|&n| {
+                let (mine, after) = rest.split_at(n.min(rest.len()));
+                rest = after;
+                Committed {
+                    outcomes: mine.to_vec(),
+                    tallies: self.tallies.clone(),
+                    seq: self.seq,
+                    ..Committed::default()
+                }
+            })
+            .collect();
+        if let Some(first) = parts.first_mut() {
+            self.outcomes = std::mem::take(&mut first.outcomes);
+            *first = self;
+        }
+        parts
+    }
+}
+
 impl Store {
     /// Applies a batch of results in one transaction. Not flushed: the caller flushes (once for a group
     /// of batches) before acknowledging any of them.

@@ -1,0 +1,181 @@
+//! `nqueens loadgen`: offers a simulated fleet's load to a coordinator (by default one started in this
+//! process on a fresh store, served over loopback gRPC like any other) and prints what it sustained.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::loadgen::{self, Latency, Load, LoadReport};
+use crate::service::{Config, Coordinator};
+use crate::store::Store;
+
+/// Arguments of `nqueens loadgen`.
+#[derive(Debug, Args)]
+pub struct LoadgenArgs {
+    /// Simulated workers, each on its own connection.
+    #[arg(long, default_value_t = 1000)]
+    pub workers: usize,
+    /// Results per second offered over all workers; 0: every worker as fast as it is answered.
+    #[arg(long, default_value_t = 5000.0)]
+    pub rate: f64,
+    /// Jobs per lease request (and results per report) of each simulated worker.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u32,
+    /// Time measured, e.g. 20s.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Time to connect and settle before measuring.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    pub warmup: Duration,
+    /// N of the run the jobs come from (d4; a new run is created for the load).
+    #[arg(long, default_value_t = 27)]
+    pub n: u32,
+    /// Fraction of the run's jobs reported by two workers, as in a real run.
+    #[arg(long, default_value_t = 0.01)]
+    pub verify_fraction: f64,
+    /// Load this coordinator (e.g. http://127.0.0.1:7447) instead of one started in this process.
+    #[arg(long)]
+    pub coordinator: Option<String>,
+    /// The coordinator's bearer token, if it requires one.
+    #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Store directory of the in-process coordinator (default: a fresh temporary one, removed after).
+    #[arg(long, conflicts_with = "coordinator")]
+    pub data: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `loadgen` prints.
+#[derive(Debug, Serialize)]
+struct Output {
+    #[serde(flatten)]
+    report: LoadReport,
+    /// The in-process coordinator's store on disk after the load (sled and the ledger).
+    store_bytes: Option<u64>,
+}
+
+/// Offers the load and prints the measurement.
+pub fn run(args: &LoadgenArgs) -> anyhow::Result<()> {
+    nqueens_common::error::check_n(args.n)?;
+    super::raise_open_files();
+    let load = Load {
+        workers: args.workers,
+        rate: (args.rate != 0.0).then_some(args.rate),
+        batch: args.batch,
+        warmup: args.warmup,
+        duration: args.duration,
+        n: args.n,
+        verify_fraction: args.verify_fraction,
+    };
+    let output = super::runtime()?.block_on(async {
+        match &args.coordinator {
+            Some(address) => {
+                let connection = nqueens_worker::Connection {
+                    coordinator: address.clone(),
+                    token: args.token.clone(),
+                    tls_ca: None,
+                };
+                let report = loadgen::run(&connection, &load).await?;
+                Ok::<_, anyhow::Error>(Output {
+                    report,
+                    store_bytes: None,
+                })
+            }
+            None => {
+                let temporary = tempfile::tempdir()?;
+                let dir = args.data.clone().unwrap_or(temporary.path().to_path_buf());
+                let report = embedded(&dir, &load).await?;
+                Ok(Output {
+                    report,
+                    store_bytes: Some(disk_usage(&dir)?),
+                })
+            }
+        }
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string(&output)?);
+    } else {
+        print_text(&output);
+    }
+    Ok(())
+}
+
+/// Serves a coordinator over `dir` on a loopback port, loads it, and stops it.
+async fn embedded(dir: &Path, load: &Load) -> anyhow::Result<LoadReport> {
+    std::fs::create_dir_all(dir)?;
+    let coordinator = Coordinator::open(Store::open(dir)?, Config::default())?;
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(crate::server::serve(
+        listener,
+        coordinator,
+        crate::server::Options::default(),
+        stop.clone().cancelled_owned(),
+    ));
+    let connection = nqueens_worker::Connection::new(format!("http://{address}"));
+    let report = loadgen::run(&connection, load).await;
+    stop.cancel();
+    server.await??;
+    Ok(report?)
+}
+
+/// Bytes a directory's files take on disk.
+fn disk_usage(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut bytes = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        bytes += if meta.is_dir() {
+            disk_usage(&entry.path())?
+        } else {
+            meta.blocks() * 512
+        };
+    }
+    Ok(bytes)
+}
+
+fn print_text(o: &Output) {
+    let r = &o.report;
+    let offered = r.offered_per_second.map_or("unpaced".to_string(), |x| {
+        format!("{x:.0} results/s offered")
+    });
+    println!(
+        "loadgen: {} workers, batch {}, {offered}, {:.0} s measured, run {} (N = {})",
+        r.workers, r.batch, r.seconds, r.run, r.n
+    );
+    println!(
+        "committed: {} results in the window, {:.0} results/s (durable when acknowledged)",
+        r.committed, r.committed_per_second
+    );
+    let line = |what: &str, l: &Latency| {
+        println!(
+            "{what} latency: p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, max {:.2} ms ({} calls)",
+            l.p50_ms, l.p90_ms, l.p99_ms, l.p999_ms, l.max_ms, l.calls
+        );
+    };
+    line("lease ", &r.lease);
+    line("report", &r.report);
+    match &r.first_error {
+        Some(e) => println!("errors: {} failed calls (retried); first: {e}", r.errors),
+        None => println!("errors: none"),
+    }
+    println!(
+        "check: the run holds exactly the {} jobs acknowledged as done (total {})",
+        r.jobs_done, r.total
+    );
+    if let Some(bytes) = o.store_bytes {
+        println!(
+            "store: {:.1} MiB on disk, {:.0} bytes per done job",
+            bytes as f64 / (1024.0 * 1024.0),
+            bytes as f64 / r.jobs_done.max(1) as f64
+        );
+    }
+}

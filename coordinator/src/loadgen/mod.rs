@@ -1,0 +1,219 @@
+//! The load generator behind `nqueens loadgen`: W simulated workers, each on its own gRPC connection, lease
+//! jobs of a fresh run and report synthetic results (no search) at an offered rate for a bounded time. It
+//! measures the results the coordinator acknowledged per second and the lease and report latencies, then
+//! checks that the run holds exactly the results acknowledged as done (none lost, none counted twice).
+
+mod worker;
+
+pub use worker::synthetic;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use nqueens_common::proto;
+use nqueens_worker::connect::connect;
+use nqueens_worker::Connection;
+use serde::Serialize;
+use tokio::time::Instant;
+
+use worker::{latency_histogram, simulate, Role};
+
+/// Most simulated workers in one process.
+pub const MAX_WORKERS: usize = 20_000;
+
+/// The load to offer.
+#[derive(Debug, Clone)]
+pub struct Load {
+    /// Simulated workers, each with its own connection.
+    pub workers: usize,
+    /// Results per second offered over all workers (`None`: each worker as fast as it is answered).
+    pub rate: Option<f64>,
+    /// Jobs per lease request and results per report.
+    pub batch: u32,
+    /// Time to connect and settle before measuring.
+    pub warmup: Duration,
+    /// Time measured.
+    pub duration: Duration,
+    /// N of the run to draw jobs from (d4).
+    pub n: u32,
+    /// The run's verification fraction (verified jobs are reported by two workers).
+    pub verify_fraction: f64,
+}
+
+/// Latency percentiles of one kind of call, in milliseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Latency {
+    pub calls: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Latency {
+    fn of(h: &Histogram<u64>) -> Latency {
+        let ms = |micros: u64| micros as f64 / 1000.0;
+        Latency {
+            calls: h.len(),
+            p50_ms: ms(h.value_at_quantile(0.50)),
+            p90_ms: ms(h.value_at_quantile(0.90)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            p999_ms: ms(h.value_at_quantile(0.999)),
+            max_ms: ms(h.max()),
+        }
+    }
+}
+
+/// What a load run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    pub workers: usize,
+    pub run: String,
+    pub n: u32,
+    pub batch: u32,
+    /// Offered results per second (absent: unpaced).
+    pub offered_per_second: Option<f64>,
+    pub seconds: f64,
+    /// Results acknowledged in the measured window (accepted or awaiting verification: both durable).
+    pub committed: u64,
+    pub committed_per_second: f64,
+    pub lease: Latency,
+    pub report: Latency,
+    /// Failed calls (retried), and the first one's error.
+    pub errors: u64,
+    pub first_error: Option<String>,
+    /// The jobs the run holds as done, and their total, once the load stopped: equal to what the
+    /// coordinator acknowledged as done (checked).
+    pub jobs_done: u64,
+    pub total: String,
+}
+
+/// Why a load run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("invalid load: {0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Connect(#[from] nqueens_worker::Error),
+    #[error("coordinator: {}: {}", .0.code(), .0.message())]
+    Rpc(#[from] tonic::Status),
+    #[error("the run does not hold what was acknowledged: {acknowledged_jobs} jobs acknowledged done with total {acknowledged_total}, but the run has {stored_jobs} jobs done with total {stored_total}")]
+    Lost {
+        acknowledged_jobs: u64,
+        acknowledged_total: u128,
+        stored_jobs: u64,
+        stored_total: String,
+    },
+}
+
+impl Load {
+    fn check(&self) -> Result<(), LoadError> {
+        let bad = |s: String| Err(LoadError::Invalid(s));
+        if !(1..=MAX_WORKERS).contains(&self.workers) {
+            return bad(format!("workers must be 1 to {MAX_WORKERS}"));
+        }
+        if self.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+            return bad("the rate must be a positive number of results per second".into());
+        }
+        if !(1..=4096).contains(&self.batch) {
+            return bad("the batch must be 1 to 4096 jobs".into());
+        }
+        if self.duration.is_zero() {
+            return bad("the duration must be more than zero".into());
+        }
+        Ok(())
+    }
+}
+
+/// Offers `load` to the coordinator at `connection` and measures it.
+pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, LoadError> {
+    load.check()?;
+    let mut client = connect(connection)?;
+    let status = client
+        .create_run(proto::CreateRunRequest {
+            n: load.n,
+            strategy: proto::Strategy::D4.into(),
+            depth: None,
+            reuse: false,
+            verify_fraction: Some(load.verify_fraction),
+        })
+        .await?
+        .into_inner();
+    let workers = load.workers;
+    let period = load.rate.map_or(Duration::ZERO, |r| {
+        Duration::from_secs_f64(workers as f64 * f64::from(load.batch) / r)
+    });
+    let now = Instant::now();
+    let measure_from = now + load.warmup;
+    let until = measure_from + load.duration;
+    // Workers start spread over one period (or half the warm-up), as a real fleet's do.
+    let spread = if period.is_zero() {
+        load.warmup / 2
+    } else {
+        period.min(load.warmup)
+    };
+    let mut tasks = Vec::with_capacity(workers);
+    for i in 0..workers {
+        let role = Role {
+            id: format!("sim-{i:05}"),
+            run: status.run.clone(),
+            n: status.n,
+            d4: true,
+            batch: load.batch,
+            period,
+            start: now + spread.mul_f64(i as f64 / workers as f64),
+            measure_from,
+            until,
+        };
+        tasks.push(tokio::spawn(simulate(connect(connection)?, role)));
+    }
+    let mut lease = latency_histogram();
+    let mut report = latency_histogram();
+    let (mut committed, mut errors, mut first_error) = (0, 0, None);
+    let mut done = BTreeMap::new();
+    for task in tasks {
+        let t = task
+            .await
+            .map_err(|e| LoadError::Invalid(format!("a simulated worker panicked: {e}")))?;
+        lease.add(&t.lease).expect("histograms of one shape");
+        report.add(&t.report).expect("histograms of one shape");
+        committed += t.committed;
+        errors += t.errors;
+        first_error = first_error.or(t.first_error);
+        done.extend(t.done);
+    }
+    let stored = client
+        .get_run(proto::GetRunRequest {
+            run: status.run.clone(),
+        })
+        .await?
+        .into_inner();
+    let acknowledged_total: u128 = done.values().map(|&t| u128::from(t)).sum();
+    if stored.jobs_done != done.len() as u64 || stored.total != acknowledged_total.to_string() {
+        return Err(LoadError::Lost {
+            acknowledged_jobs: done.len() as u64,
+            acknowledged_total,
+            stored_jobs: stored.jobs_done,
+            stored_total: stored.total,
+        });
+    }
+    let seconds = load.duration.as_secs_f64();
+    Ok(LoadReport {
+        workers,
+        run: status.run,
+        n: status.n,
+        batch: load.batch,
+        offered_per_second: load.rate,
+        seconds,
+        committed,
+        committed_per_second: committed as f64 / seconds,
+        lease: Latency::of(&lease),
+        report: Latency::of(&report),
+        errors,
+        first_error,
+        jobs_done: stored.jobs_done,
+        total: stored.total,
+    })
+}

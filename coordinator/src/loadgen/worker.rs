@@ -1,0 +1,209 @@
+//! One simulated worker: its own gRPC connection, a fixed pace of one job batch per period, and the
+//! lease-compute-report cycle of a real one-batch worker with the computing left out. Each result is a
+//! deterministic function of its job key, so any worker (and a re-run) reports the same value.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use nqueens_common::proto;
+use nqueens_worker::connect::Client;
+use tokio::time::{Instant, MissedTickBehavior};
+
+/// Pause after a failed call, so that a coordinator in trouble is not hammered.
+const ERROR_PAUSE: Duration = Duration::from_millis(100);
+
+/// What one simulated worker does.
+#[derive(Debug, Clone)]
+pub struct Role {
+    pub id: String,
+    pub run: String,
+    pub n: u32,
+    pub d4: bool,
+    /// Jobs per lease request (and so results per report).
+    pub batch: u32,
+    /// Time between two of its cycles (zero: as fast as the coordinator answers).
+    pub period: Duration,
+    /// When its first cycle starts (staggered across workers).
+    pub start: Instant,
+    /// Calls and results count from here ...
+    pub measure_from: Instant,
+    /// ... to here, when the worker stops.
+    pub until: Instant,
+}
+
+/// What one simulated worker saw.
+#[derive(Debug)]
+pub struct Tallies {
+    /// Latency of lease and report calls started in the measured window (microseconds).
+    pub lease: Histogram<u64>,
+    pub report: Histogram<u64>,
+    /// Results acknowledged (accepted or pending: both committed) in the measured window.
+    pub committed: u64,
+    /// Calls that failed (they are retried).
+    pub errors: u64,
+    /// Each job this worker's reports made done, with its synthetic total: accepted, or a duplicate after a
+    /// report whose answer was lost (the first attempt committed it).
+    pub done: BTreeMap<String, u64>,
+    /// The first error, for the summary.
+    pub first_error: Option<String>,
+}
+
+impl Tallies {
+    fn new() -> Tallies {
+        Tallies {
+            lease: latency_histogram(),
+            report: latency_histogram(),
+            committed: 0,
+            errors: 0,
+            done: BTreeMap::new(),
+            first_error: None,
+        }
+    }
+
+    fn failed(&mut self, s: &tonic::Status) {
+        self.errors += 1;
+        self.first_error
+            .get_or_insert_with(|| format!("{:?}: {}", s.code(), s.message()));
+    }
+}
+
+/// An empty latency histogram: 1 µs to 100 s at 3 significant digits.
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 100_000_000, 3).expect("static histogram bounds are valid")
+}
+
+/// The synthetic result of a job: `(total, unique8, nodes)`, a hash of its key.
+pub fn synthetic(job: &str) -> (u64, u64, u64) {
+    // FNV-1a, 64 bits.
+    let h = job.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let total = h % 1_000_000;
+    (total, total, total * 3 + 1)
+}
+
+/// Runs one simulated worker until `role.until`, then hands back what it holds.
+pub async fn simulate(mut client: Client, role: Role) -> Tallies {
+    let mut t = Tallies::new();
+    let mut held: Vec<proto::JobLease> = Vec::new();
+    let mut tick = (!role.period.is_zero()).then(|| {
+        let mut i = tokio::time::interval_at(role.start, role.period);
+        i.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        i
+    });
+    tokio::time::sleep_until(role.start).await;
+    loop {
+        if let Some(tick) = tick.as_mut() {
+            tick.tick().await;
+        }
+        let started = Instant::now();
+        if started >= role.until {
+            break;
+        }
+        let measured = started >= role.measure_from;
+        if !held.is_empty() {
+            let results = held.iter().map(|l| result_of(l, &role)).collect();
+            let call = client.report(proto::ReportRequest {
+                worker_id: role.id.clone(),
+                worker_name: role.id.clone(),
+                results,
+            });
+            match call.await {
+                Ok(answer) => {
+                    let done_at = Instant::now();
+                    if measured {
+                        record(&mut t.report, done_at - started);
+                    }
+                    let outcomes = answer.into_inner().outcomes;
+                    for (lease, outcome) in held.drain(..).zip(outcomes) {
+                        let outcome = proto::Outcome::try_from(outcome);
+                        let in_window = measured && done_at <= role.until;
+                        match outcome {
+                            Ok(proto::Outcome::Accepted) => {
+                                t.committed += u64::from(in_window);
+                                t.done.insert(lease.job.clone(), synthetic(&lease.job).0);
+                            }
+                            Ok(proto::Outcome::Pending) => t.committed += u64::from(in_window),
+                            Ok(proto::Outcome::Duplicate) => {
+                                t.done.insert(lease.job.clone(), synthetic(&lease.job).0);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                Err(s) => {
+                    // Kept, and reported again next cycle (idempotent).
+                    t.failed(&s);
+                    tokio::time::sleep(ERROR_PAUSE).await;
+                    continue;
+                }
+            }
+        }
+        let started = Instant::now();
+        let call = client.lease(proto::LeaseRequest {
+            worker_id: role.id.clone(),
+            worker_name: role.id.clone(),
+            threads: role.batch,
+            capacity: role.batch,
+            run: Some(role.run.clone()),
+            wait_ms: 0,
+        });
+        match call.await {
+            Ok(answer) => {
+                if started >= role.measure_from {
+                    record(&mut t.lease, started.elapsed());
+                }
+                let answer = answer.into_inner();
+                if answer.leases.is_empty() && tick.is_none() {
+                    tokio::time::sleep(Duration::from_millis(answer.retry_after_ms.into())).await;
+                }
+                held = answer.leases;
+            }
+            Err(s) => {
+                t.failed(&s);
+                tokio::time::sleep(ERROR_PAUSE).await;
+            }
+        }
+    }
+    let lease_ids = held.iter().map(|l| l.lease_id).collect();
+    let release = client.release(proto::ReleaseRequest {
+        worker_id: role.id.clone(),
+        lease_ids,
+        leaving: true,
+    });
+    if let Err(s) = release.await {
+        t.failed(&s);
+    }
+    t
+}
+
+fn result_of(lease: &proto::JobLease, role: &Role) -> proto::JobResult {
+    let (total, unique8, nodes) = synthetic(&lease.job);
+    proto::JobResult {
+        lease_id: lease.lease_id,
+        run: lease.run.clone(),
+        n: role.n,
+        job: lease.job.clone(),
+        total,
+        unique8: role.d4.then_some(unique8),
+        nodes,
+    }
+}
+
+fn record(h: &mut Histogram<u64>, d: Duration) {
+    h.saturating_record(u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::synthetic;
+
+    #[test]
+    fn synthetic_results_are_a_function_of_the_key() {
+        assert_eq!(synthetic("3.17.4"), synthetic("3.17.4"));
+        assert_ne!(synthetic("3.17.4"), synthetic("3.17.5"));
+        let (total, _, nodes) = synthetic("0.1");
+        assert!(total < 1_000_000 && nodes > total);
+    }
+}
