@@ -3,6 +3,11 @@
 use clap::Parser;
 use nqueens_coordinator::cli::{self, Cli};
 
+// The coordinator allocates many small buffers on many threads (gRPC frames, store records); mimalloc
+// serves them with less contention than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = Cli::parse();
     if let Err(e) = cli::run(cli) {
