@@ -10,8 +10,30 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::error::Error;
-use crate::service::{Ask, Coordinator, Report, RunView, WorkerView};
+use crate::service::{Ask, Coordinator, Grant, Report, RunView, WorkerView};
 use crate::store::{Outcome, Phase};
+
+/// The wire form of a grant.
+fn lease_response(grant: &Grant) -> proto::LeaseResponse {
+    let leases = grant
+        .leases
+        .iter()
+        .map(|g| proto::JobLease {
+            lease_id: g.id,
+            run: g.run.to_string(),
+            n: g.plan.n() as u32,
+            strategy: proto::Strategy::from(g.plan.strategy()) as i32,
+            depth: g.plan.depth() as u32,
+            job: g.key.to_string(),
+        })
+        .collect();
+    proto::LeaseResponse {
+        leases,
+        lease_timeout_ms: millis(grant.lease_timeout),
+        retry_after_ms: millis(grant.retry_after),
+        idle: grant.idle,
+    }
+}
 
 /// The tonic service over a coordinator.
 #[derive(Clone)]
@@ -199,24 +221,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
             )
             .await
             .map_err(status)?;
-        let leases = grant
-            .leases
-            .iter()
-            .map(|g| proto::JobLease {
-                lease_id: g.id,
-                run: g.run.to_string(),
-                n: g.plan.n() as u32,
-                strategy: proto::Strategy::from(g.plan.strategy()) as i32,
-                depth: g.plan.depth() as u32,
-                job: g.key.to_string(),
-            })
-            .collect();
-        Ok(Response::new(proto::LeaseResponse {
-            leases,
-            lease_timeout_ms: millis(grant.lease_timeout),
-            retry_after_ms: millis(grant.retry_after),
-            idle: grant.idle,
-        }))
+        Ok(Response::new(lease_response(&grant)))
     }
 
     async fn report(
@@ -224,14 +229,25 @@ impl coordinator_server::Coordinator for CoordinatorService {
         req: Request<proto::ReportRequest>,
     ) -> Result<Response<proto::ReportResponse>, Status> {
         let r = req.into_inner();
+        let ask = (r.lease_capacity > 0).then(|| Ask {
+            worker: &r.worker_id,
+            name: &r.worker_name,
+            threads: r.threads,
+            capacity: r.lease_capacity,
+            only: r.lease_run.as_deref(),
+        });
+        // Checked before anything is committed: a bad request changes nothing.
+        if let Some(ask) = &ask {
+            ask.check().map_err(status)?;
+        }
         let reports = r
             .results
-            .into_iter()
+            .iter()
             .map(|x| Report {
                 lease: x.lease_id,
-                run: x.run,
+                run: x.run.clone(),
                 n: x.n,
-                job: x.job,
+                job: x.job.clone(),
                 result: JobResult {
                     total: x.total,
                     unique8: x.unique8,
@@ -258,7 +274,19 @@ impl coordinator_server::Coordinator for CoordinatorService {
                 wire as i32
             })
             .collect();
-        Ok(Response::new(proto::ReportResponse { outcomes }))
+        // The results are durable and acknowledged whatever happens to the lease: a lease that fails now
+        // (the run named was just finished, say) is left to the worker's next Lease call.
+        let lease = match ask {
+            Some(ask) => match self.coordinator.lease(&ask, Duration::ZERO).await {
+                Ok(grant) => Some(lease_response(&grant)),
+                Err(e) => {
+                    tracing::debug!(worker = %r.worker_id, error = %e, "no lease with the report");
+                    None
+                }
+            },
+            None => None,
+        };
+        Ok(Response::new(proto::ReportResponse { outcomes, lease }))
     }
 
     async fn heartbeat(

@@ -8,6 +8,7 @@ use std::time::Duration;
 use nqueens_common::proto::coordinator_server::CoordinatorServer;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
+use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use tonic::service::interceptor::InterceptedService;
@@ -82,8 +83,23 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(InterceptedService::new(reflection, auth.clone()))
         .add_service(InterceptedService::new(service, auth))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming(listener), shutdown)
         .await
+}
+
+/// The accepted connections, with Nagle's algorithm off: replies are small and latency-bound, and a reply
+/// written in two segments must not wait for the peer's delayed acknowledgement of the first.
+fn incoming(
+    listener: TcpListener,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    TcpListenerStream::new(listener).map(|accepted| {
+        if let Ok(stream) = &accepted {
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        }
+        accepted
+    })
 }
 
 /// Ends silent workers' leases, checking a few times per lease timeout.

@@ -119,6 +119,7 @@ async fn report(
         worker_id: worker.into(),
         worker_name: worker.into(),
         results,
+        ..Default::default()
     })
     .await
     .map(|r| r.into_inner().outcomes)
@@ -176,6 +177,63 @@ async fn issue_3_duplicates_are_compared_never_added() {
     assert_eq!(mismatch, vec![proto::Outcome::Mismatch as i32]);
     let now = status(&mut s.client, &run.run).await;
     assert_eq!((now.jobs_done, now.total), (1, good.total.to_string()));
+}
+
+#[tokio::test]
+async fn issue_7_a_report_leases_the_next_jobs_in_the_same_call() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 9).await;
+    let first = lease(&mut s.client, "w1", 2).await;
+    assert_eq!(first.len(), 2);
+    let ask = |results, lease_capacity| proto::ReportRequest {
+        worker_id: "w1".into(),
+        worker_name: "w1".into(),
+        results,
+        lease_capacity,
+        threads: 2,
+        lease_run: Some(run.run.clone()),
+    };
+
+    // A bad capacity is refused before anything is committed.
+    let before = contents(&s.store);
+    let refused = s
+        .client
+        .report(ask(vec![result_of(&first[0])], 5000))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert_eq!(contents(&s.store), before);
+
+    let answer = s
+        .client
+        .report(ask(vec![result_of(&first[0])], 3))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(answer.outcomes, vec![proto::Outcome::Accepted as i32]);
+    let next = answer.lease.expect("leases with the report").leases;
+    assert_eq!(next.len(), 3);
+    let held: Vec<&str> = first.iter().chain(&next).map(|l| l.job.as_str()).collect();
+    let distinct: std::collections::BTreeSet<&str> = held.iter().copied().collect();
+    assert_eq!(distinct.len(), 5, "never a job leased twice: {held:?}");
+    assert_eq!(status(&mut s.client, &run.run).await.jobs_leased, 4);
+
+    // Reporting everything it holds, leasing all the rest, until the run is done: the count is exact.
+    let mut holding = vec![first[1].clone()];
+    holding.extend(next);
+    let mut total: u128 = u128::from(result_of(&first[0]).total);
+    while !holding.is_empty() {
+        let results: Vec<_> = holding.iter().map(result_of).collect();
+        total += results.iter().map(|r| u128::from(r.total)).sum::<u128>();
+        let answer = s.client.report(ask(results, 4)).await.unwrap().into_inner();
+        holding = answer.lease.map(|l| l.leases).unwrap_or_default();
+    }
+    let done = status(&mut s.client, &run.run).await;
+    assert_eq!(done.state, proto::RunState::Done as i32);
+    assert_eq!((done.total, total), ("352".to_string(), 352));
+    // Without a capacity, a report leases nothing.
+    let plain = s.client.report(ask(vec![], 0)).await.unwrap().into_inner();
+    assert!(plain.lease.is_none());
 }
 
 #[tokio::test]
@@ -725,7 +783,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
             bad.report(proto::ReportRequest {
                 worker_id: "x".into(),
                 worker_name: "x".into(),
-                results: vec![],
+                ..Default::default()
             })
             .await
             .map(|_| ()),

@@ -25,6 +25,10 @@ pub struct LoadgenArgs {
     /// Jobs per lease request (and results per report) of each simulated worker.
     #[arg(long, default_value_t = 1)]
     pub batch: u32,
+    /// Lease with a Lease call of its own after each report, instead of with the report (the
+    /// protocol before leases rode on reports; for comparison).
+    #[arg(long)]
+    pub separate_lease: bool,
     /// Time measured, e.g. 20s.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
@@ -68,11 +72,14 @@ pub fn run(args: &LoadgenArgs) -> anyhow::Result<()> {
         workers: args.workers,
         rate: (args.rate != 0.0).then_some(args.rate),
         batch: args.batch,
+        with_report: !args.separate_lease,
         warmup: args.warmup,
         duration: args.duration,
         n: args.n,
         verify_fraction: args.verify_fraction,
     };
+    load.check()
+        .map_err(|e| nqueens_common::Error::InvalidSetting(e.to_string()))?;
     let output = super::runtime()?.block_on(async {
         match &args.coordinator {
             Some(address) => {
@@ -147,8 +154,13 @@ fn print_text(o: &Output) {
     let offered = r.offered_per_second.map_or("unpaced".to_string(), |x| {
         format!("{x:.0} results/s offered")
     });
+    let leasing = if r.lease_with_report {
+        "leases ride on reports"
+    } else {
+        "separate lease calls"
+    };
     println!(
-        "loadgen: {} workers, batch {}, {offered}, {:.0} s measured, run {} (N = {})",
+        "loadgen: {} workers, batch {}, {leasing}, {offered}, {:.0} s measured, run {} (N = {})",
         r.workers, r.batch, r.seconds, r.run, r.n
     );
     println!(

@@ -31,6 +31,8 @@ pub struct Load {
     pub rate: Option<f64>,
     /// Jobs per lease request and results per report.
     pub batch: u32,
+    /// Lease the next jobs with each report, as workers do (otherwise with a Lease call of their own).
+    pub with_report: bool,
     /// Time to connect and settle before measuring.
     pub warmup: Duration,
     /// Time measured.
@@ -73,6 +75,8 @@ pub struct LoadReport {
     pub run: String,
     pub n: u32,
     pub batch: u32,
+    /// Whether the next jobs were leased with each report.
+    pub lease_with_report: bool,
     /// Offered results per second (absent: unpaced).
     pub offered_per_second: Option<f64>,
     pub seconds: f64,
@@ -88,6 +92,8 @@ pub struct LoadReport {
     /// coordinator acknowledged as done (checked).
     pub jobs_done: u64,
     pub total: String,
+    /// The run's job list: the full plan of N.
+    pub jobs_total: u64,
 }
 
 /// Why a load run failed.
@@ -109,7 +115,8 @@ pub enum LoadError {
 }
 
 impl Load {
-    fn check(&self) -> Result<(), LoadError> {
+    /// Checks the settings.
+    pub fn check(&self) -> Result<(), LoadError> {
         let bad = |s: String| Err(LoadError::Invalid(s));
         if !(1..=MAX_WORKERS).contains(&self.workers) {
             return bad(format!("workers must be 1 to {MAX_WORKERS}"));
@@ -162,6 +169,7 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
             n: status.n,
             d4: true,
             batch: load.batch,
+            with_report: load.with_report,
             period,
             start: now + spread.mul_f64(i as f64 / workers as f64),
             measure_from,
@@ -205,6 +213,7 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
         run: status.run,
         n: status.n,
         batch: load.batch,
+        lease_with_report: load.with_report,
         offered_per_second: load.rate,
         seconds,
         committed,
@@ -215,5 +224,6 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
         first_error,
         jobs_done: stored.jobs_done,
         total: stored.total,
+        jobs_total: stored.jobs_total,
     })
 }

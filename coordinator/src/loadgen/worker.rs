@@ -22,6 +22,8 @@ pub struct Role {
     pub d4: bool,
     /// Jobs per lease request (and so results per report).
     pub batch: u32,
+    /// Lease the next jobs with each report (as workers do), instead of with a Lease call of their own.
+    pub with_report: bool,
     /// Time between two of its cycles (zero: as fast as the coordinator answers).
     pub period: Duration,
     /// When its first cycle starts (staggered across workers).
@@ -102,12 +104,16 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
             break;
         }
         let measured = started >= role.measure_from;
+        let mut leased = None;
         if !held.is_empty() {
             let results = held.iter().map(|l| result_of(l, &role)).collect();
             let call = client.report(proto::ReportRequest {
                 worker_id: role.id.clone(),
                 worker_name: role.id.clone(),
                 results,
+                lease_capacity: if role.with_report { role.batch } else { 0 },
+                threads: role.batch,
+                lease_run: Some(role.run.clone()),
             });
             match call.await {
                 Ok(answer) => {
@@ -115,7 +121,9 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
                     if measured {
                         record(&mut t.report, done_at - started);
                     }
-                    let outcomes = answer.into_inner().outcomes;
+                    let answer = answer.into_inner();
+                    leased = answer.lease.filter(|l| !l.leases.is_empty());
+                    let outcomes = answer.outcomes;
                     for (lease, outcome) in held.drain(..).zip(outcomes) {
                         let outcome = proto::Outcome::try_from(outcome);
                         let in_window = measured && done_at <= role.until;
@@ -139,6 +147,10 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
                     continue;
                 }
             }
+        }
+        if let Some(lease) = leased {
+            held = lease.leases;
+            continue;
         }
         let started = Instant::now();
         let call = client.lease(proto::LeaseRequest {

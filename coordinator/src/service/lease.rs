@@ -41,6 +41,21 @@ pub struct Ask<'a> {
     pub only: Option<&'a str>,
 }
 
+impl Ask<'_> {
+    /// Checks the request's worker id, name and capacity.
+    pub fn check(&self) -> Result<()> {
+        check_worker("worker id", self.worker)?;
+        check_worker("worker name", self.name)?;
+        if !(1..=MAX_CAPACITY).contains(&self.capacity) {
+            return Err(Error::Invalid(format!(
+                "capacity {} is out of range: 1 to {MAX_CAPACITY}",
+                self.capacity
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The answer to a lease request.
 #[derive(Debug, Clone)]
 pub struct Grant {
@@ -95,6 +110,7 @@ impl Coordinator {
 
     /// One attempt of [`Coordinator::lease`], without waiting.
     fn try_lease(&self, ask: &Ask<'_>) -> Result<Grant> {
+        ask.check()?;
         let Ask {
             worker,
             name,
@@ -102,13 +118,6 @@ impl Coordinator {
             capacity,
             only,
         } = *ask;
-        check_worker("worker id", worker)?;
-        check_worker("worker name", name)?;
-        if !(1..=MAX_CAPACITY).contains(&capacity) {
-            return Err(Error::Invalid(format!(
-                "capacity {capacity} is out of range: 1 to {MAX_CAPACITY}"
-            )));
-        }
         let now = Instant::now();
         let mut guard = self.state();
         let only = only
