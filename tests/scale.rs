@@ -37,7 +37,8 @@ fn issue_7_a_record_size_run_is_leased_from_at_once_by_a_simulated_fleet() {
     assert!(as_u64(&r["jobs_total"]) > 17_000_000, "{r}");
     assert_eq!(r["n"], 27);
     assert_eq!(r["errors"], 0, "{r}");
-    assert_eq!(r["lease_with_report"], true);
+    assert_eq!(r["lease_with_report"], false);
+    assert!(as_u64(&r["lease"]["calls"]) > 0, "{r}");
     // Leasing started at once: in two seconds at 1,000 offered results/s, most of them were committed.
     let committed = as_u64(&r["committed"]);
     assert!(committed > 1000, "{r}");
@@ -51,7 +52,7 @@ fn issue_7_what_the_load_generator_was_acknowledged_survives_a_sigkill_of_the_co
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     let mut serve = Serve::start(&data, "127.0.0.1:0", "60s");
-    // Unpaced, with the older protocol (a Lease call per job), on a run the fleet finishes and beyond.
+    // Unpaced, leasing with each report, on a run the fleet finishes and beyond.
     let r = loadgen(&[
         "--coordinator",
         &serve.address,
@@ -61,15 +62,14 @@ fn issue_7_what_the_load_generator_was_acknowledged_survives_a_sigkill_of_the_co
         "20",
         "--rate",
         "0",
-        "--separate-lease",
+        "--lease-with-report",
         "--warmup",
         "200ms",
         "--duration",
         "2s",
     ]);
     assert_eq!(r["errors"], 0, "{r}");
-    assert_eq!(r["lease_with_report"], false);
-    assert!(as_u64(&r["lease"]["calls"]) > 0, "{r}");
+    assert_eq!(r["lease_with_report"], true);
     let run = r["run"].as_str().unwrap().to_string();
     let jobs_done = as_u64(&r["jobs_done"]);
     assert!(jobs_done > 0, "{r}");

@@ -33,7 +33,7 @@ for n in $SIZES; do
   # One simulated worker creates a second run of N and leases from it at once, with Lease calls: the
   # slowest of them (the first, which also connects) is the wait for a first job.
   first=$("$BIN" loadgen --coordinator "http://127.0.0.1:$PORT" --n "$n" --workers 1 --rate 0 \
-    --separate-lease --warmup 0s --duration 200ms --json |
+    --warmup 0s --duration 200ms --json |
     python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["lease"]["max_ms"], r["lease"]["calls"])')
   kill "$SERVE"; wait "$SERVE" || true
   disk=$(du -sk "$data" | cut -f1)

@@ -272,11 +272,6 @@ impl Worker {
         self.config.threads.max(1)
     }
 
-    /// Jobs to lease now to hold [`Worker::target`].
-    fn want(&self) -> usize {
-        self.target().saturating_sub(self.pool.load())
-    }
-
     /// Journals a finished job and queues its report.
     fn finished(&mut self, (task, mut result): (Task<proto::JobLease>, JobResult)) -> Result<()> {
         self.config
@@ -309,21 +304,13 @@ impl Worker {
         while !self.unreported.is_empty() {
             let n = self.unreported.len().min(REPORT_BATCH);
             let batch: Vec<Finished> = self.unreported[..n].to_vec();
-            // The last report of the turn asks for the next jobs in the same call.
-            let want = if n == self.unreported.len() && !draining {
-                self.want()
-            } else {
-                0
-            };
-            match self.report(&batch, want).await {
+            match self.report(&batch).await {
                 Ok(()) => {
                     self.unreported.drain(..n);
                     self.succeeded();
-                    if want == 0 {
-                        // A report frees capacity and may finish a run: ask for work (or learn that
-                        // there is none) right away.
-                        self.next_lease = Instant::now();
-                    }
+                    // A report frees capacity and may finish a run: ask for work (or learn that there
+                    // is none) right away.
+                    self.next_lease = Instant::now();
                 }
                 Err(s) if refused(&s) => return Err(Error::Refused(s.message().to_string())),
                 Err(s) => {
@@ -339,7 +326,7 @@ impl Worker {
             }
             self.succeeded();
         }
-        let want = self.want();
+        let want = self.target().saturating_sub(self.pool.load());
         if !draining && want > 0 && Instant::now() >= self.next_lease {
             match self.lease(want).await {
                 Ok(()) => self.succeeded(),
@@ -350,15 +337,14 @@ impl Worker {
         Ok(())
     }
 
-    /// Reports a batch, leasing up to `want` more jobs in the same call; a batch refused for bad input is
-    /// retried one by one, and a single result the coordinator refuses for good is logged and dropped (it
-    /// would be refused forever).
-    async fn report(&mut self, batch: &[Finished], want: usize) -> std::result::Result<(), Status> {
-        match self.send_report(batch, want).await {
+    /// Reports a batch; a batch refused for bad input is retried one by one, and a single result the
+    /// coordinator refuses for good is logged and dropped (it would be refused forever).
+    async fn report(&mut self, batch: &[Finished]) -> std::result::Result<(), Status> {
+        match self.send_report(batch).await {
             Err(s) if refused(&s) => Err(s),
             Err(s) if !transient(&s) && batch.len() > 1 => {
                 for one in batch {
-                    Box::pin(self.report(std::slice::from_ref(one), 0)).await?;
+                    Box::pin(self.report(std::slice::from_ref(one))).await?;
                 }
                 Ok(())
             }
@@ -371,11 +357,7 @@ impl Worker {
         }
     }
 
-    async fn send_report(
-        &mut self,
-        batch: &[Finished],
-        want: usize,
-    ) -> std::result::Result<(), Status> {
+    async fn send_report(&mut self, batch: &[Finished]) -> std::result::Result<(), Status> {
         let results = batch
             .iter()
             .map(|f| proto::JobResult {
@@ -395,9 +377,8 @@ impl Worker {
                 worker_id: self.id.clone(),
                 worker_name: self.config.name.clone(),
                 results,
-                lease_capacity: want as u32,
-                threads: self.config.threads as u32,
-                lease_run: self.config.run.clone(),
+                // Leases come from Lease calls (see the README on leases riding on reports).
+                ..Default::default()
             })
             .await;
         self.timed("Report", since, &reply);
@@ -415,21 +396,7 @@ impl Worker {
             tracing::debug!(run = %f.run, job = %f.job, total = f.total, nodes = f.nodes, outcome = outcome.as_str_name(), "result acknowledged");
         }
         self.acknowledged(batch, accepted)
-            .map_err(|e| Status::internal(e.to_string()))?;
-        match reply.lease {
-            Some(lease) => {
-                // Nothing free right now: the next Lease call waits for a job (long poll).
-                let none_now = lease.leases.is_empty() && !lease.idle;
-                self.take(lease);
-                if none_now {
-                    self.next_lease = Instant::now();
-                }
-            }
-            // Asked, but the coordinator leased nothing with the report: ask with a Lease call now.
-            None if want > 0 => self.next_lease = Instant::now(),
-            None => {}
-        }
-        Ok(())
+            .map_err(|e| Status::internal(e.to_string()))
     }
 
     fn acknowledged(&mut self, batch: &[Finished], accepted: u64) -> Result<()> {
@@ -496,12 +463,7 @@ impl Worker {
         if wait_ms == 0 || reply.is_err() {
             self.timed("Lease", since, &reply);
         }
-        self.take(reply?.into_inner());
-        Ok(())
-    }
-
-    /// Takes the jobs of a lease answer (from a Lease call, or with a report) onto the pool.
-    fn take(&mut self, reply: proto::LeaseResponse) {
+        let reply = reply?.into_inner();
         self.idle = reply.idle && reply.leases.is_empty();
         if reply.leases.is_empty() {
             self.next_lease = Instant::now()
@@ -525,6 +487,7 @@ impl Worker {
                 }
             }
         }
+        Ok(())
     }
 
     /// Takes back the unstarted jobs and returns their leases to the coordinator (best effort).

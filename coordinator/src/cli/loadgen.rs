@@ -25,10 +25,10 @@ pub struct LoadgenArgs {
     /// Jobs per lease request (and results per report) of each simulated worker.
     #[arg(long, default_value_t = 1)]
     pub batch: u32,
-    /// Lease with a Lease call of its own after each report, instead of with the report (the
-    /// protocol before leases rode on reports; for comparison).
+    /// Lease the next job with each report (`ReportRequest.lease_capacity`) instead of with a Lease call
+    /// of its own, as workers do.
     #[arg(long)]
-    pub separate_lease: bool,
+    pub lease_with_report: bool,
     /// Time measured, e.g. 20s.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
@@ -72,7 +72,7 @@ pub fn run(args: &LoadgenArgs) -> anyhow::Result<()> {
         workers: args.workers,
         rate: (args.rate != 0.0).then_some(args.rate),
         batch: args.batch,
-        with_report: !args.separate_lease,
+        with_report: args.lease_with_report,
         warmup: args.warmup,
         duration: args.duration,
         n: args.n,

@@ -31,7 +31,7 @@ pub struct Load {
     pub rate: Option<f64>,
     /// Jobs per lease request and results per report.
     pub batch: u32,
-    /// Lease the next jobs with each report, as workers do (otherwise with a Lease call of their own).
+    /// Lease the next jobs with each report (otherwise with a Lease call of their own, as workers do).
     pub with_report: bool,
     /// Time to connect and settle before measuring.
     pub warmup: Duration,

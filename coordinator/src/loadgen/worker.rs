@@ -22,7 +22,7 @@ pub struct Role {
     pub d4: bool,
     /// Jobs per lease request (and so results per report).
     pub batch: u32,
-    /// Lease the next jobs with each report (as workers do), instead of with a Lease call of their own.
+    /// Lease the next jobs with each report, instead of with a Lease call of their own (as workers do).
     pub with_report: bool,
     /// Time between two of its cycles (zero: as fast as the coordinator answers).
     pub period: Duration,
@@ -91,7 +91,11 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
     let mut held: Vec<proto::JobLease> = Vec::new();
     let mut tick = (!role.period.is_zero()).then(|| {
         let mut i = tokio::time::interval_at(role.start, role.period);
-        i.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        // A cycle that overran skips the ticks it missed and keeps its phase: as in a fleet, whose
+        // workers finish jobs independently of each other, arrivals stay spread over the period. (Delay
+        // would restart each late worker's period at its answer, lining up the workers a group commit
+        // answered together into bursts.)
+        i.set_missed_tick_behavior(MissedTickBehavior::Skip);
         i
     });
     tokio::time::sleep_until(role.start).await;

@@ -158,33 +158,47 @@ impl Coordinator {
         Ok(committed.outcomes)
     }
 
-    /// Checks every result of a report against the runs, the plans and the leases.
+    /// Checks every result of a report against the runs, the plans and the leases. The state is locked
+    /// twice, briefly: rebuilding each job from its key (the costly part) happens between the two.
     fn validate(&self, worker: &str, name: &str, reports: &[Report]) -> Result<Vec<Incoming>> {
-        let state = self.state();
-        if let Some(reason) = state.quarantined.get(name) {
-            return Err(Error::Quarantined {
-                worker: name.to_string(),
-                reason: reason.clone(),
-            });
-        }
-        reports
+        let runs: Vec<(u64, u32, Strategy, nqueens_common::Plan)> = {
+            let state = self.state();
+            if let Some(reason) = state.quarantined.get(name) {
+                return Err(Error::Quarantined {
+                    worker: name.to_string(),
+                    reason: reason.clone(),
+                });
+            }
+            reports
+                .iter()
+                .map(|r| {
+                    let run = lookup(&state, &r.run)?;
+                    Ok((
+                        run.meta.id,
+                        u32::from(run.meta.n),
+                        run.meta.strategy,
+                        run.plan,
+                    ))
+                })
+                .collect::<Result<_>>()?
+        };
+        let keys = reports
             .iter()
-            .map(|r| {
-                let run = lookup(&state, &r.run)?;
+            .zip(&runs)
+            .map(|(r, &(id, n, strategy, plan))| {
                 check_n(r.n)?;
-                if r.n != run.meta.n as u32 {
+                if r.n != n {
                     return Err(Error::Invalid(format!(
-                        "result for run {} says N = {}, but the run is N = {}",
-                        run.meta.id, r.n, run.meta.n
+                        "result for run {id} says N = {}, but the run is N = {n}",
+                        r.n
                     )));
                 }
                 let key: JobKey = r.job.parse()?;
-                run.plan.job(&key)?;
-                if r.result.unique8.is_some() != (run.meta.strategy == Strategy::D4) {
+                plan.job(&key)?;
+                if r.result.unique8.is_some() != (strategy == Strategy::D4) {
                     return Err(Error::Invalid(format!(
-                        "result for job {} of run {} {} a unique count",
+                        "result for job {} of run {id} {} a unique count",
                         truncate(&r.job),
-                        run.meta.id,
                         if r.result.unique8.is_some() {
                             "has"
                         } else {
@@ -192,12 +206,21 @@ impl Coordinator {
                         }
                     )));
                 }
+                Ok(key)
+            })
+            .collect::<Result<Vec<JobKey>>>()?;
+        let state = self.state();
+        reports
+            .iter()
+            .zip(keys)
+            .zip(&runs)
+            .map(|((r, key), &(run, ..))| {
                 // A job already done only gets its result compared, whatever lease it names.
-                if !self.shared.store.is_settled(run.meta.id, &key)? {
-                    state.leases.check_report(r.lease, run.meta.id, &key)?;
+                if !self.shared.store.is_settled(run, &key)? {
+                    state.leases.check_report(r.lease, run, &key)?;
                 }
                 Ok(Incoming {
-                    run: run.meta.id,
+                    run,
                     key,
                     result: r.result,
                     worker: worker.to_string(),
