@@ -168,6 +168,10 @@ fn print_text(o: &Output) {
         r.committed, r.committed_per_second
     );
     let line = |what: &str, l: &Latency| {
+        if l.calls == 0 {
+            println!("{what} latency: no calls in the measured window");
+            return;
+        }
         println!(
             "{what} latency: p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, max {:.2} ms ({} calls)",
             l.p50_ms, l.p90_ms, l.p99_ms, l.p999_ms, l.max_ms, l.calls

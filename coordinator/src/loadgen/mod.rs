@@ -5,8 +5,6 @@
 
 mod worker;
 
-pub use worker::synthetic;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
