@@ -67,7 +67,19 @@ impl Serve {
 
     /// The same, with more `serve` arguments.
     pub fn start_with(data: &Path, listen: &str, lease_timeout: &str, extra: &[&str]) -> Serve {
-        let mut child = nqueens()
+        Serve::spawn(nqueens(), data, listen, lease_timeout, extra)
+    }
+
+    /// The same through `program`: `nqueens()`, or a command that runs it elsewhere (in a network
+    /// namespace: `ip netns exec NS nqueens`).
+    pub fn spawn(
+        mut program: Command,
+        data: &Path,
+        listen: &str,
+        lease_timeout: &str,
+        extra: &[&str],
+    ) -> Serve {
+        let mut child = program
             .args([
                 "serve",
                 "--listen",
@@ -156,8 +168,20 @@ pub fn worker_logging(
     extra: &[&str],
     rust_log: &str,
 ) -> Child {
+    worker_via(nqueens(), address, dir, name, extra, rust_log)
+}
+
+/// A worker process started through `program` (see [`Serve::spawn`]), logging to `dir/NAME.log`.
+pub fn worker_via(
+    mut program: Command,
+    address: &str,
+    dir: &Path,
+    name: &str,
+    extra: &[&str],
+    rust_log: &str,
+) -> Child {
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-    nqueens()
+    program
         .args([
             "worker",
             "--coordinator",

@@ -33,6 +33,10 @@ pub struct SubmitArgs {
     /// coordinator's, 0.01).
     #[arg(long)]
     pub verify_fraction: Option<f64>,
+    /// Print the coordinator's existing run of the same N, strategy and depth, if it has one, instead
+    /// of creating another (what batch scripts that may be resubmitted want).
+    #[arg(long)]
+    pub reuse: bool,
 }
 
 /// Arguments of `nqueens status`.
@@ -107,7 +111,7 @@ pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
             n: plan.n() as u32,
             strategy: proto::Strategy::from(plan.strategy()) as i32,
             depth: Some(plan.depth() as u32),
-            reuse: false,
+            reuse: args.reuse,
             verify_fraction: args.verify_fraction,
         };
         anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
