@@ -10,7 +10,7 @@ mod support;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -375,6 +375,17 @@ impl Drop for Namespaces {
     }
 }
 
+/// A process killed and reaped when dropped (a failed assertion must not leave it running in a
+/// namespace that is gone).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `ip` (iproute2), wherever it is installed.
 fn ip() -> Command {
     Command::new(find_on_path("ip").unwrap_or_else(|| "ip".into()))
@@ -448,22 +459,22 @@ fn multi_host_run() -> Result<(), Failed> {
         .as_str()
         .unwrap()
         .to_string();
-    let mut a = worker_via(
+    let mut a = Reaped(worker_via(
         in_ns(&host_a),
         "http://10.231.1.1:7447",
         dir.path(),
         "host-a",
         &["--exit-when-idle"],
         "info",
-    );
-    let mut b = worker_via(
+    ));
+    let mut b = Reaped(worker_via(
         in_ns(&host_b),
         "http://10.231.2.1:7447",
         dir.path(),
         "host-b",
         &["--exit-when-idle"],
         "info",
-    );
+    ));
 
     // Both hosts work; then A's link goes down for longer than the lease.
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -491,8 +502,8 @@ fn multi_host_run() -> Result<(), Failed> {
         "no progress while A was cut off: {down_at} then {during}"
     );
 
-    assert!(wait(&mut b, Duration::from_secs(300), "worker B").success());
-    assert!(wait(&mut a, Duration::from_secs(300), "worker A").success());
+    assert!(wait(&mut b.0, Duration::from_secs(300), "worker B").success());
+    assert!(wait(&mut a.0, Duration::from_secs(300), "worker A").success());
     let end = ns_status(&coord, &run_id);
     let (total, unique) = reference(N);
     assert_eq!(end["state"], "done", "{end}");

@@ -64,6 +64,13 @@ EOF
   exit 1
   ;;
 stop)
+  # Jobs first, so that none of their processes outlives the cluster.
+  jobs="$(squeue -h -o %i 2>/dev/null || true)"
+  if [ -n "$jobs" ]; then
+    # shellcheck disable=SC2086
+    scancel $jobs || true
+    for _ in $(seq 60); do [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.5; done
+  fi
   for daemon in slurmd slurmctld; do
     pid="$(cat "$dir/$daemon.pid" 2>/dev/null || true)"
     [ -n "$pid" ] || continue
