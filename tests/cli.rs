@@ -333,6 +333,8 @@ fn issue_7_estimate_brackets_the_measured_nodes_and_count_of_full_runs() {
     for bad in [
         &["16", "--confidence", "1.5"][..],
         &["16", "--sample", "1"],
+        &["16", "--split-rows", "5"],
+        &["16", "--split-rows", "1", "--subsample", "0"],
         &["40"],
     ] {
         let out = support::nqueens()
@@ -342,4 +344,41 @@ fn issue_7_estimate_brackets_the_measured_nodes_and_count_of_full_runs() {
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
     }
+}
+
+#[test]
+fn issue_7_a_two_stage_estimate_brackets_the_count_without_bias() {
+    // N = 16 (62 jobs): 12 jobs sampled, each split 2 rows further, 3 of its parts computed. Over 12
+    // seeds the 95 % interval must hold the published count at least 9 times, and the mean of the 12
+    // estimates must lie within 15 % of it: an estimator that forgot to scale the parts, or scaled
+    // them wrongly, fails both.
+    let truth = support::reference(16).0 as f64;
+    let (mut hits, mut sum) = (0, 0.0);
+    for seed in 1..=12 {
+        let e = estimate(&[
+            "16",
+            "--sample",
+            "12",
+            "--split-rows",
+            "2",
+            "--subsample",
+            "3",
+            "--seed",
+            &seed.to_string(),
+        ]);
+        assert_eq!(e["split_rows"], 2);
+        assert_eq!(e["sampled"], 12);
+        let computed = e["computed"].as_u64().unwrap();
+        assert!((12..=36).contains(&computed), "{e}");
+        assert!(e["nodes"]["estimate"].as_f64().unwrap() > 0.0);
+        assert!(e["total"]["low"].as_f64().unwrap() < e["total"]["high"].as_f64().unwrap());
+        hits += inside(&e["total"], truth) as u32;
+        sum += e["total"]["estimate"].as_f64().unwrap();
+    }
+    assert!(hits >= 9, "only {hits} of 12 intervals hold {truth}");
+    let mean = sum / 12.0;
+    assert!(
+        (mean - truth).abs() < 0.15 * truth,
+        "mean estimate {mean} vs {truth}"
+    );
 }

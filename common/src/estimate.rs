@@ -1,6 +1,7 @@
 //! Estimating a run before starting it: a simple random sample of its jobs, drawn without replacement,
 //! and the unbiased estimate of a population total (nodes, core-seconds, solutions) from it, with a
-//! normal-approximation confidence interval that includes the finite-population correction.
+//! normal-approximation confidence interval that includes the finite-population correction; and the
+//! two-stage form, where each sampled job's own total is estimated from a sample of its parts.
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -52,6 +53,18 @@ pub fn sample_indices(population: u64, k: u64, seed: u64) -> Vec<u64> {
 /// sample of them (`population * mean`), with the interval `± z * population * s / sqrt(k) * fpc`. With
 /// the whole population sampled the interval is the exact total. `z` = 1.96 gives 95 %.
 pub fn population_total(population: u64, sample: &[f64], z: f64) -> Interval {
+    total(population, sample, z, true)
+}
+
+/// The same from *estimated* unit totals (two-stage sampling: each sampled job's total estimated from
+/// a sample of its parts). The interval is the usual "ultimate cluster" one, without the finite-
+/// population correction and never exact: the spread of the estimated unit totals carries the
+/// variance of both stages, and leaving out the correction errs on the wide side.
+pub fn two_stage_total(population: u64, estimated_units: &[f64], z: f64) -> Interval {
+    total(population, estimated_units, z, false)
+}
+
+fn total(population: u64, sample: &[f64], z: f64, exact_units: bool) -> Interval {
     let k = sample.len() as f64;
     let pop = population as f64;
     if sample.is_empty() {
@@ -63,7 +76,7 @@ pub fn population_total(population: u64, sample: &[f64], z: f64) -> Interval {
     }
     let mean = sample.iter().sum::<f64>() / k;
     let estimate = pop * mean;
-    if sample.len() as u64 >= population {
+    if exact_units && sample.len() as u64 >= population {
         return Interval {
             estimate,
             low: estimate,
@@ -78,7 +91,11 @@ pub fn population_total(population: u64, sample: &[f64], z: f64) -> Interval {
         };
     }
     let var = sample.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1.0);
-    let fpc = ((pop - k) / (pop - 1.0)).max(0.0).sqrt();
+    let fpc = if exact_units {
+        ((pop - k) / (pop - 1.0)).max(0.0).sqrt()
+    } else {
+        1.0
+    };
     let half = z * pop * (var / k).sqrt() * fpc;
     Interval {
         estimate,
@@ -172,6 +189,20 @@ mod tests {
         let all = [3.0, 5.0, 9.0];
         let i = population_total(3, &all, 1.96);
         assert_eq!((i.estimate, i.low, i.high), (17.0, 17.0, 17.0));
+    }
+
+    #[test]
+    fn estimated_units_never_give_an_exact_total() {
+        // Every job sampled, but each job's total itself estimated from parts: the interval keeps its
+        // width, and it has no finite-population narrowing.
+        let all = [3.0, 5.0, 9.0];
+        let i = two_stage_total(3, &all, 1.96);
+        assert_eq!(i.estimate, 17.0);
+        assert!(i.low < 17.0 && i.high > 17.0, "{i:?}");
+        let sampled = two_stage_total(300, &all, 1.96);
+        let simple = population_total(300, &all, 1.96);
+        assert_eq!(sampled.estimate, simple.estimate);
+        assert!(sampled.high - sampled.low > simple.high - simple.low);
     }
 
     /// A skewed population like a run's jobs (a few jobs far larger than most): over many samples the

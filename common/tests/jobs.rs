@@ -1,4 +1,5 @@
-//! Job keys: stable ids, round trips through text, and rejection of keys a plan does not contain.
+//! Job keys: stable ids, round trips through text, rejection of keys a plan does not contain, and a
+//! job's parts one or two rows further (what a two-stage estimate samples).
 
 use nqueens_common::{Error, JobKey, Plan, Strategy};
 
@@ -64,4 +65,46 @@ fn out_of_range_n_is_rejected() {
     assert_eq!(Plan::new(33, Strategy::Mirror), Err(Error::NOutOfRange(33)));
     assert!(Plan::with_depth(8, Strategy::Mirror, 1).is_err());
     assert!("spiral".parse::<Strategy>().is_err());
+}
+
+#[test]
+fn a_jobs_parts_are_the_deeper_plans_jobs_under_it_and_add_up_to_it() {
+    for (n, strategy) in [
+        (11, Strategy::D4),
+        (12, Strategy::D4),
+        (11, Strategy::Mirror),
+        (12, Strategy::Mirror),
+    ] {
+        let plan = Plan::new(n, strategy).unwrap();
+        for extra in [1u8, 2] {
+            let deeper = Plan::with_depth(n, strategy, plan.depth() + extra).unwrap();
+            let all_deeper: Vec<JobKey> = deeper.jobs().collect();
+            let mut seen = 0;
+            for key in plan.jobs() {
+                let (p, parts) = plan.parts(&key, extra).unwrap();
+                assert_eq!(p.depth(), deeper.depth());
+                // Exactly the deeper plan's jobs that extend this one, in the same order.
+                let expected: Vec<&JobKey> = all_deeper
+                    .iter()
+                    .filter(|k| k.0.starts_with(&key.0))
+                    .collect();
+                assert_eq!(parts.iter().collect::<Vec<_>>(), expected, "{key}");
+                seen += parts.len();
+                // Their counts add up to the job's.
+                let whole = plan.job(&key).unwrap().run();
+                let (mut total, mut unique8) = (0, 0);
+                for part in &parts {
+                    let r = p.job(part).unwrap().run();
+                    total += r.total;
+                    unique8 += r.unique8.unwrap_or(0);
+                }
+                assert_eq!(total, whole.total, "N = {n} {strategy} {key} +{extra}");
+                assert_eq!(unique8, whole.unique8.unwrap_or(0), "{key}");
+            }
+            assert_eq!(seen, all_deeper.len(), "N = {n} {strategy} +{extra}");
+        }
+    }
+    // A key outside the plan has no parts.
+    let plan = Plan::new(12, Strategy::D4).unwrap();
+    assert!(plan.parts(&JobKey(vec![99, 99]), 1).is_err());
 }

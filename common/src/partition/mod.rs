@@ -145,6 +145,31 @@ impl Plan {
         }
     }
 
+    /// The parts of job `key` when split `extra` rows further: the plan of that depth and the keys of
+    /// its jobs that extend `key`, in order. Their results add up to the job's (the search nodes of the
+    /// `extra` rows themselves aside); a job that cannot be extended has no parts and counts nothing.
+    pub fn parts(&self, key: &JobKey, extra: u8) -> Result<(Plan, Vec<JobKey>)> {
+        self.job(key)?;
+        let mut level = vec![key.clone()];
+        let mut plan = *self;
+        for _ in 0..extra {
+            plan = Plan::with_depth(self.n as u32, self.strategy, plan.depth + 1)?;
+            let n = self.n;
+            level = level
+                .into_iter()
+                .flat_map(|k| {
+                    (0..n).map(move |c| {
+                        let mut next = k.0.clone();
+                        next.push(c);
+                        JobKey(next)
+                    })
+                })
+                .filter(|k| plan.job(k).is_ok())
+                .collect();
+        }
+        Ok((plan, level))
+    }
+
     /// The job named by `key`, checked to belong to this plan.
     pub fn job(&self, key: &JobKey) -> Result<Job> {
         Job::new(*self, key.clone())

@@ -7,8 +7,10 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use clap::Args;
-use nqueens_common::estimate::{population_total, sample_indices, z_for, Interval};
-use nqueens_common::JobKey;
+use nqueens_common::estimate::{
+    population_total, sample_indices, two_stage_total, z_for, Interval,
+};
+use nqueens_common::{Job, JobKey};
 use serde::Serialize;
 
 use super::{default_threads, PartitionArgs};
@@ -30,6 +32,13 @@ pub struct EstimateArgs {
     /// Compute threads (default: all cores). Each job is timed alone: the figures are per core.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Split each sampled job this many rows further and compute only --subsample of its parts: a
+    /// two-stage sample, still unbiased, for N whose jobs take too long to compute whole (N >= 24).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub split_rows: u8,
+    /// Parts computed per sampled job with --split-rows (drawn at random, without replacement).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
+    pub subsample: u64,
 }
 
 /// What `estimate --json` prints.
@@ -39,6 +48,10 @@ pub struct EstimateOutput {
     pub strategy: String,
     pub jobs: u64,
     pub sampled: u64,
+    /// Rows each sampled job was split further (0: computed whole).
+    pub split_rows: u8,
+    /// Searches computed: the sampled jobs, or the sampled parts of them.
+    pub computed: u64,
     pub seed: u64,
     pub confidence: f64,
     /// Search nodes of the whole run.
@@ -54,7 +67,7 @@ pub struct EstimateOutput {
 }
 
 /// One sampled job's figures.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Measured {
     nodes: f64,
     seconds: f64,
@@ -90,12 +103,48 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
             })
         })
         .collect();
+    // What is computed: each sampled job whole, or (with --split-rows) a sample of its parts, each
+    // part tagged with its job and scaled by (parts of the job / parts computed).
+    let mut work = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        if args.split_rows == 0 {
+            work.push(Piece {
+                unit: i,
+                scale: 1.0,
+                job: plan.job(key)?,
+            });
+            continue;
+        }
+        let (deeper, parts) = plan.parts(key, args.split_rows)?;
+        let chosen = sample_indices(parts.len() as u64, args.subsample, seed ^ (i as u64 + 1));
+        let scale = parts.len() as f64 / chosen.len().max(1) as f64;
+        for p in chosen {
+            work.push(Piece {
+                unit: i,
+                scale,
+                job: deeper.job(&parts[p as usize])?,
+            });
+        }
+    }
     let threads = args.threads.unwrap_or_else(default_threads).max(1);
-    let measured = compute(&plan, &keys, threads)?;
+    let measured = compute(&work, threads);
+    // Each sampled job's figures: computed whole, or estimated from its parts (a job without parts
+    // counts nothing).
+    let mut units = vec![Measured::default(); keys.len()];
+    for (piece, m) in work.iter().zip(&measured) {
+        let u = &mut units[piece.unit];
+        u.nodes += piece.scale * m.nodes;
+        u.seconds += piece.scale * m.seconds;
+        u.total += piece.scale * m.total;
+    }
     let z = z_for(args.confidence);
     let of = |f: fn(&Measured) -> f64| {
-        let values: Vec<f64> = measured.iter().map(f).collect();
-        population_total(jobs, &values, z)
+        let values: Vec<f64> = units.iter().map(f).collect();
+        if args.split_rows == 0 {
+            population_total(jobs, &values, z)
+        } else {
+            two_stage_total(jobs, &values, z)
+        }
     };
     let nodes = of(|m| m.nodes);
     let core_seconds = of(|m| m.seconds);
@@ -106,6 +155,8 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
         strategy: plan.strategy().to_string(),
         jobs,
         sampled: keys.len() as u64,
+        split_rows: args.split_rows,
+        computed: work.len() as u64,
         seed,
         confidence: args.confidence,
         nodes,
@@ -122,41 +173,50 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Computes the jobs on `threads` threads, timing each job alone.
-fn compute(
-    plan: &nqueens_common::Plan,
-    keys: &[JobKey],
-    threads: usize,
-) -> anyhow::Result<Vec<Measured>> {
+/// One search to time: a sampled job, or a part of one.
+struct Piece {
+    /// Index of the sampled job it belongs to.
+    unit: usize,
+    /// How many of the job's parts it stands for.
+    scale: f64,
+    job: Job,
+}
+
+/// Computes the pieces on `threads` threads, timing each alone; the figures in the pieces' order.
+fn compute(work: &[Piece], threads: usize) -> Vec<Measured> {
     let next = AtomicUsize::new(0);
-    let out = Mutex::new(Vec::with_capacity(keys.len()));
-    let jobs = keys
-        .iter()
-        .map(|k| plan.job(k))
-        .collect::<Result<Vec<_>, _>>()?;
+    let out = Mutex::new(vec![Measured::default(); work.len()]);
     std::thread::scope(|s| {
-        for _ in 0..threads.min(jobs.len()) {
+        for _ in 0..threads.min(work.len()) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { return };
+                let Some(piece) = work.get(i) else { return };
                 let t = Instant::now();
-                let r = job.run();
+                let r = piece.job.run();
                 let m = Measured {
                     nodes: r.nodes as f64,
                     seconds: t.elapsed().as_secs_f64(),
                     total: r.total as f64,
                 };
-                out.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+                out.lock().unwrap_or_else(|e| e.into_inner())[i] = m;
             });
         }
     });
-    Ok(out.into_inner().unwrap_or_else(|e| e.into_inner()))
+    out.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 fn print_text(o: &EstimateOutput) {
     let pct = o.confidence * 100.0;
+    let parts = if o.split_rows > 0 {
+        format!(
+            ", {} parts of them computed ({} rows further)",
+            o.computed, o.split_rows
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "N = {} {}: {} of {} jobs sampled (seed {}), {pct:.0}% intervals",
+        "N = {} {}: {} of {} jobs sampled{parts} (seed {}), {pct:.0}% intervals",
         o.n, o.strategy, o.sampled, o.jobs, o.seed
     );
     println!(
