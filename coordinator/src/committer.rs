@@ -211,20 +211,8 @@ mod tests {
     use nqueens_common::{Plan, Strategy};
 
     use super::*;
+    use crate::store::tests::incoming_from as incoming;
     use crate::store::Outcome;
-
-    fn incoming(run: u64, plan: &Plan, i: usize, name: &str) -> Incoming {
-        let key = plan.jobs().nth(i).unwrap();
-        let result = plan.job(&key).unwrap().run();
-        Incoming {
-            run,
-            key,
-            result,
-            worker: format!("{name}-1"),
-            name: name.into(),
-            lease: 1,
-        }
-    }
 
     /// Queues `batches` before the commit thread looks, so that they share one round; returns the round.
     fn one_round(store: &Store, batches: Vec<Vec<Incoming>>) -> Vec<Result<Committed>> {

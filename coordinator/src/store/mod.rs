@@ -261,4 +261,4 @@ fn read_u64(tree: &sled::Tree, key: &[u8]) -> Result<Option<u64>> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

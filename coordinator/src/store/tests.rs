@@ -9,14 +9,19 @@ use super::{Incoming, JobState, Outcome, Store};
 use crate::error::Error;
 
 fn incoming(run: u64, plan: &Plan, i: usize) -> Incoming {
+    incoming_from(run, plan, i, "w")
+}
+
+/// Job `i` of `plan`, computed and reported by the worker named `name` (instance `NAME-1`) under lease 1.
+pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Incoming {
     let key = plan.jobs().nth(i).unwrap();
     let result = plan.job(&key).unwrap().run();
     Incoming {
         run,
         key,
         result,
-        worker: "w-1".into(),
-        name: "w".into(),
+        worker: format!("{name}-1"),
+        name: name.into(),
         lease: 1,
     }
 }
