@@ -274,7 +274,7 @@ fn slurm_batch_script() -> Result<(), Failed> {
     let job = run(sbatch("first.out").arg(&script))?.trim().to_string();
     let url = format!("http://127.0.0.1:{port}");
     let deadline = Instant::now() + Duration::from_secs(120);
-    let done_at_cancel = loop {
+    loop {
         let status = Command::new(env!("CARGO_BIN_EXE_nqueens"))
             .args(["status", "--json", "--coordinator", &url])
             .output()?;
@@ -288,7 +288,7 @@ fn slurm_batch_script() -> Result<(), Failed> {
                     runs[0]["state"], "running",
                     "N = {N} finished too soon to interrupt"
                 );
-                break done;
+                break;
             }
         }
         if Instant::now() > deadline {
@@ -296,7 +296,7 @@ fn slurm_batch_script() -> Result<(), Failed> {
             return Err(format!("the first job did not report results:\n{out}").into());
         }
         std::thread::sleep(Duration::from_millis(100));
-    };
+    }
     run(cluster.command("scancel").arg(&job))?;
     cluster.await_gone(&job, Duration::from_secs(60))?;
     let first = std::fs::read_to_string(dir.path().join("first.out"))?;
@@ -329,7 +329,6 @@ fn slurm_batch_script() -> Result<(), Failed> {
         .args(["audit", "--json", "--data"])
         .arg(&data))?;
     assert!(audit.contains(&total.to_string()), "{audit}");
-    assert!(done_at_cancel > 0);
     Ok(())
 }
 

@@ -104,6 +104,11 @@ fn a_jobs_parts_are_the_deeper_plans_jobs_under_it_and_add_up_to_it() {
             assert_eq!(seen, all_deeper.len(), "N = {n} {strategy} +{extra}");
         }
     }
+    // Zero rows further, a job is its own one part.
+    let plan = Plan::new(13, Strategy::D4).unwrap();
+    let key = plan.jobs().nth(3).unwrap();
+    let (same, parts) = plan.parts(&key, 0).unwrap();
+    assert_eq!((same.depth(), parts), (plan.depth(), vec![key]));
     // A key outside the plan has no parts.
     let plan = Plan::new(12, Strategy::D4).unwrap();
     assert!(plan.parts(&JobKey(vec![99, 99]), 1).is_err());

@@ -103,18 +103,10 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
             })
         })
         .collect();
-    // What is computed: each sampled job whole, or (with --split-rows) a sample of its parts, each
-    // part tagged with its job and scaled by (parts of the job / parts computed).
+    // What is computed: a sample of each sampled job's parts (with --split-rows 0, its one part: the
+    // job itself), each part tagged with its job and scaled by (parts of the job / parts computed).
     let mut work = Vec::new();
     for (i, key) in keys.iter().enumerate() {
-        if args.split_rows == 0 {
-            work.push(Piece {
-                unit: i,
-                scale: 1.0,
-                job: plan.job(key)?,
-            });
-            continue;
-        }
         let (deeper, parts) = plan.parts(key, args.split_rows)?;
         let chosen = sample_indices(parts.len() as u64, args.subsample, seed ^ (i as u64 + 1));
         let scale = parts.len() as f64 / chosen.len().max(1) as f64;
