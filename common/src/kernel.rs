@@ -3,13 +3,15 @@
 //! Rows are searched top to bottom from the first empty row to the last; a pre-filled row in between is a
 //! level with one allowed square. Columns and the two diagonal directions are `u32` masks shifted one step
 //! per row; queens on rows below the current one become per-row forbidden squares before the search
-//! starts. The lowest free square is taken with `x & x.wrapping_neg()` and the last row is settled by a
-//! mask test.
+//! starts. The lowest free square is taken with `x & x.wrapping_neg()`, and the last two rows are settled
+//! by mask tests ([`last_two`]) instead of being searched.
 //!
-//! The loop is branch-free: each step either places a queen or backs up one level, decided by arithmetic,
-//! so the processor never has to guess the shape of the tree. [`LANES`] independent searches are stepped
-//! in turn to give it independent work to overlap. No allocation in the loop, no I/O, no error path:
-//! problems are validated before they get here.
+//! The loop is branch-free: each step places one queen, and where the search goes next (one level down,
+//! or back to the deepest level that still has squares to try, kept as a bit mask of levels) is decided
+//! by arithmetic, so the processor never has to guess the shape of the tree and no step is spent only
+//! on backing up. [`LANES`] independent searches are stepped in turn to give it independent work to
+//! overlap. No allocation in the loop, no I/O, no error path: problems are validated before they get
+//! here.
 
 use crate::board::PartialBoard;
 
@@ -203,56 +205,79 @@ fn compile(p: &Problem, full: u32) -> Option<Setup> {
     Some(s)
 }
 
+/// The last two rows of a search, settled without stepping: `f` is the free squares of the second-to-last
+/// level (its masks `c`, `l`, `r`), `below` the forbidden squares of the last. Returns the completions
+/// and the queens placed on the two rows.
+///
+/// The two rows have two free columns between them (every other row holds a queen), so `f` has at most
+/// two squares; each is a completion when the last row keeps a square once it is placed.
+#[inline(always)]
+fn last_two(c: u32, l: u32, r: u32, f: u32, below: u32, full: u32) -> (u64, u64) {
+    let g = !(c | l << 1 | r >> 1 | below) & full;
+    let b1 = f & f.wrapping_neg();
+    let b2 = f ^ b1;
+    let fits = |b: u32| ((b != 0) & (g & !(b | b << 1 | b >> 1) != 0)) as u64;
+    let leaves = fits(b1) + fits(b2);
+    (leaves, f.count_ones() as u64 + leaves)
+}
+
 /// The stacks of `LANES` searches, one array per field so that each step touches few cache lines.
 struct Lanes {
     full: u32,
-    /// The second-to-last level of each lane's search.
-    end: [usize; LANES],
+    /// The third-to-last level of each lane's search: its steps settle the two rows below.
+    tail: [usize; LANES],
     weight: [u64; LANES],
-    c: [[u32; 33]; LANES],
-    l: [[u32; 33]; LANES],
-    r: [[u32; 33]; LANES],
-    f: [[u32; 33]; LANES],
-    forbid: [[u32; 33]; LANES],
+    c: [[u32; 34]; LANES],
+    l: [[u32; 34]; LANES],
+    r: [[u32; 34]; LANES],
+    f: [[u32; 34]; LANES],
+    forbid: [[u32; 34]; LANES],
 }
 
 impl Lanes {
-    fn load(&mut self, k: usize, s: &Setup, weight: u64) {
-        self.end[k] = s.depth - 2;
+    /// Loads a unit of at least three levels with squares free on its first level; returns the lane's
+    /// level mask.
+    fn load(&mut self, k: usize, s: &Setup, f0: u32, weight: u64) -> u32 {
+        self.tail[k] = s.depth - 3;
         self.weight[k] = weight;
         self.c[k][0] = s.c0;
         self.l[k][0] = s.l0;
         self.r[k][0] = s.r0;
-        self.f[k][0] = !(s.c0 | s.l0 | s.r0 | s.forbid[0]) & self.full;
-        self.forbid[k] = s.forbid;
+        self.f[k][0] = f0;
+        self.forbid[k][..33].copy_from_slice(&s.forbid);
+        1
     }
 
-    /// One step of lane `k` at level `lvl`: place the next queen of that level, or back up one level.
-    /// Returns false when the lane's search is over. The level and counters live in the caller's
-    /// locals so that they stay in registers.
+    /// One step of lane `k`: place the next queen of its current level and descend, or settle the two
+    /// rows below when the level is the tail. `mask` holds a bit for every level with squares left to
+    /// try; the current level is its highest bit, so a step never backs up on its own: a level that runs
+    /// out drops from the mask and the next step continues at the deepest level that has squares left.
+    /// The search is over when the mask is empty. The mask and counters live in the caller's locals so
+    /// that they stay in registers.
     #[inline(always)]
-    fn step(&mut self, k: usize, lvl: &mut isize, count: &mut u64, nodes: &mut u64) -> bool {
-        // Levels stay below 31 (boards have at most 32 rows); the mask only spares bounds checks.
-        let v = *lvl as usize & 31;
+    fn step(&mut self, k: usize, mask: &mut u32, count: &mut u64, nodes: &mut u64) {
+        // Levels stay below 31 (boards have at most 32 rows); the masks only spare bounds checks.
+        let v = (31 - mask.leading_zeros()) as usize & 31;
         let f = self.f[k][v];
         let bit = f & f.wrapping_neg();
-        self.f[k][v] = f ^ bit;
+        let rest = f ^ bit;
+        self.f[k][v] = rest;
         let c = self.c[k][v] | bit;
         let l = (self.l[k][v] | bit) << 1;
         let r = (self.r[k][v] | bit) >> 1;
         let nf = !(c | l | r | self.forbid[k][v + 1]) & self.full;
-        let has = f != 0;
-        let end = v == self.end[k];
-        // Below the second-to-last level one column is left: `nf` is the completion, if any.
-        let leaf = (has & end & (nf != 0)) as u64;
-        *count += leaf;
-        *nodes += has as u64 + leaf;
+        let tail = v == self.tail[k];
+        debug_assert!(!tail || nf.count_ones() <= 2, "two free columns at most");
+        let (leaves, placed) = last_two(c, l, r, nf, self.forbid[k][v + 2], self.full);
+        let on_tail = (tail as u64).wrapping_neg();
+        *count += leaves & on_tail;
+        *nodes += 1 + (placed & on_tail);
         self.c[k][v + 1] = c;
         self.l[k][v + 1] = l;
         self.r[k][v + 1] = r;
         self.f[k][v + 1] = nf;
-        *lvl += (has & (nf != 0) & !end) as isize - !has as isize;
-        *lvl >= 0
+        let descend = (!tail & (nf != 0)) as u32;
+        *mask = (*mask & !(((rest == 0) as u32) << v)) | descend << ((v + 1) & 31);
     }
 }
 
@@ -265,28 +290,38 @@ pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let full = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
     let mut lanes = Box::new(Lanes {
         full,
-        end: [0; LANES],
+        tail: [0; LANES],
         weight: [0; LANES],
-        c: [[0; 33]; LANES],
-        l: [[0; 33]; LANES],
-        r: [[0; 33]; LANES],
-        f: [[0; 33]; LANES],
-        forbid: [[0; 33]; LANES],
+        c: [[0; 34]; LANES],
+        l: [[0; 34]; LANES],
+        r: [[0; 34]; LANES],
+        f: [[0; 34]; LANES],
+        forbid: [[0; 34]; LANES],
     });
-    let (mut lvl, mut count, mut nodes) = ([-1isize; LANES], [0u64; LANES], 0u64);
-    // Loads the next unit that needs a search into lane `k`; false when none is left.
-    let mut refill = |lanes: &mut Lanes, k: usize, t: &mut Totals| -> bool {
+    let (mut mask, mut count, mut nodes) = ([0u32; LANES], [0u64; LANES], 0u64);
+    // Loads the next unit that needs a search into lane `k` and returns its level mask; 0 when none is
+    // left. Units of one or two rows, and units whose first row is blocked, are settled here.
+    let mut refill = |lanes: &mut Lanes, k: usize, t: &mut Totals| -> u32 {
         for u in units.by_ref() {
             debug_assert_eq!(u.problem.board.n(), n, "one board size per batch");
             let done = match compile(&u.problem, full) {
-                Some(s) if s.depth >= 2 => {
-                    lanes.load(k, &s, u.weight);
-                    return true;
-                }
-                // One empty row: its free squares are the completions (and the nodes).
                 Some(s) => {
-                    let f = (!(s.c0 | s.l0 | s.r0 | s.forbid[0]) & full).count_ones() as u64;
-                    Search { count: f, nodes: f }
+                    let f0 = !(s.c0 | s.l0 | s.r0 | s.forbid[0]) & full;
+                    if s.depth >= 3 && f0 != 0 {
+                        return lanes.load(k, &s, f0, u.weight);
+                    }
+                    match s.depth {
+                        // One empty row: its free squares are the completions (and the nodes).
+                        1 => Search {
+                            count: f0.count_ones() as u64,
+                            nodes: f0.count_ones() as u64,
+                        },
+                        2 => {
+                            let (count, nodes) = last_two(s.c0, s.l0, s.r0, f0, s.forbid[1], full);
+                            Search { count, nodes }
+                        }
+                        _ => Search::default(),
+                    }
                 }
                 None => Search { count: 1, nodes: 0 },
             };
@@ -294,44 +329,49 @@ pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
             t.weighted += done.count * u.weight;
             t.nodes += done.nodes;
         }
-        false
+        0
     };
     let mut live = 0;
-    for (k, level) in lvl.iter_mut().enumerate() {
-        if refill(&mut lanes, k, &mut t) {
-            *level = 0;
-            live += 1;
-        }
+    for (k, m) in mask.iter_mut().enumerate() {
+        *m = refill(&mut lanes, k, &mut t);
+        live += (*m != 0) as usize;
     }
     let harvest = |lanes: &Lanes, k: usize, count: &mut u64, t: &mut Totals| {
         t.count += *count;
         t.weighted += *count * lanes.weight[k];
         *count = 0;
     };
-    // All lanes busy: step them in turn (a fixed, unrolled round), then refill the lanes that are over.
+    // All lanes busy: step them in turn (an unrolled round over locals, so that the masks and counters
+    // stay in registers), then refill the lanes that are over.
     while live == LANES {
-        let mut all = true;
-        for k in 0..LANES {
-            all &= lanes.step(k, &mut lvl[k], &mut count[k], &mut nodes);
+        let [mut m0, mut m1, mut m2, mut m3, mut m4] = mask;
+        let [mut n0, mut n1, mut n2, mut n3, mut n4] = count;
+        loop {
+            lanes.step(0, &mut m0, &mut n0, &mut nodes);
+            lanes.step(1, &mut m1, &mut n1, &mut nodes);
+            lanes.step(2, &mut m2, &mut n2, &mut nodes);
+            lanes.step(3, &mut m3, &mut n3, &mut nodes);
+            lanes.step(4, &mut m4, &mut n4, &mut nodes);
+            if (m0 == 0) | (m1 == 0) | (m2 == 0) | (m3 == 0) | (m4 == 0) {
+                break;
+            }
         }
-        if all {
-            continue;
-        }
+        mask = [m0, m1, m2, m3, m4];
+        count = [n0, n1, n2, n3, n4];
         for k in 0..LANES {
-            if lvl[k] < 0 {
+            if mask[k] == 0 {
                 harvest(&lanes, k, &mut count[k], &mut t);
-                if refill(&mut lanes, k, &mut t) {
-                    lvl[k] = 0;
-                } else {
-                    live -= 1;
-                }
+                mask[k] = refill(&mut lanes, k, &mut t);
+                live -= (mask[k] == 0) as usize;
             }
         }
     }
     // The tail: fewer units than lanes are left; finish each lane on its own.
     for k in 0..LANES {
-        if lvl[k] >= 0 {
-            while lanes.step(k, &mut lvl[k], &mut count[k], &mut nodes) {}
+        if mask[k] != 0 {
+            while mask[k] != 0 {
+                lanes.step(k, &mut mask[k], &mut count[k], &mut nodes);
+            }
             harvest(&lanes, k, &mut count[k], &mut t);
         }
     }

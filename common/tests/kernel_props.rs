@@ -77,6 +77,11 @@ proptest! {
             visited += 1;
         });
         prop_assert_eq!((walked.count, visited), (search.count, search.count));
+        // The batch kernel (which settles the last rows without stepping) and the plain recursive walk
+        // place the same queens on the same problem: node counts must not depend on how the tree is
+        // walked.
+        let batch = kernel::run(std::iter::once(kernel::Unit { problem, weight: 1 }));
+        prop_assert_eq!((batch.count, batch.nodes), (walked.count, walked.nodes), "{:?}", problem.board);
     }
 
     /// A batch of problems through the interleaved lanes sums to the weighted brute-force counts.
