@@ -368,12 +368,10 @@ pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     }
     // The tail: fewer units than lanes are left; finish each lane on its own.
     for k in 0..LANES {
-        if mask[k] != 0 {
-            while mask[k] != 0 {
-                lanes.step(k, &mut mask[k], &mut count[k], &mut nodes);
-            }
-            harvest(&lanes, k, &mut count[k], &mut t);
+        while mask[k] != 0 {
+            lanes.step(k, &mut mask[k], &mut count[k], &mut nodes);
         }
+        harvest(&lanes, k, &mut count[k], &mut t);
     }
     t.nodes += nodes;
     t
