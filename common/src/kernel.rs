@@ -15,7 +15,8 @@
 
 use crate::board::PartialBoard;
 
-/// Independent searches stepped side by side (see BENCHMARKS.md).
+/// Independent searches stepped side by side (see BENCHMARKS.md). [`run`] writes its round out for five
+/// lanes, so changing this means changing that round too (it does not compile otherwise).
 pub const LANES: usize = 5;
 
 /// A partial board to complete, with squares the search must not use beyond those the queens attack.
@@ -235,9 +236,8 @@ struct Lanes {
 }
 
 impl Lanes {
-    /// Loads a unit of at least three levels with squares free on its first level; returns the lane's
-    /// level mask.
-    fn load(&mut self, k: usize, s: &Setup, f0: u32, weight: u64) -> u32 {
+    /// Loads a unit of at least three levels whose first level has free squares `f0`.
+    fn load(&mut self, k: usize, s: &Setup, f0: u32, weight: u64) {
         self.tail[k] = s.depth - 3;
         self.weight[k] = weight;
         self.c[k][0] = s.c0;
@@ -245,7 +245,6 @@ impl Lanes {
         self.r[k][0] = s.r0;
         self.f[k][0] = f0;
         self.forbid[k][..33].copy_from_slice(&s.forbid);
-        1
     }
 
     /// One step of lane `k`: place the next queen of its current level and descend, or settle the two
@@ -308,7 +307,9 @@ pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
                 Some(s) => {
                     let f0 = !(s.c0 | s.l0 | s.r0 | s.forbid[0]) & full;
                     if s.depth >= 3 && f0 != 0 {
-                        return lanes.load(k, &s, f0, u.weight);
+                        lanes.load(k, &s, f0, u.weight);
+                        // The search starts at level 0, which has squares to try.
+                        return 1;
                     }
                     match s.depth {
                         // One empty row: its free squares are the completions (and the nodes).
