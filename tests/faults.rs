@@ -21,15 +21,21 @@ fn issue_4_wrong_stalled_and_dying_workers_cannot_corrupt_a_verified_run() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "1s");
     // Half the jobs are verified; the liar's wrong counts on the other half are counted at first, and
-    // must be revoked once it is caught on a verified one.
+    // must be revoked once it is caught on a verified one. The liar runs alone until it has reported
+    // most jobs: nobody else can hold a second copy yet, so it cannot be caught (and its counts revoked)
+    // before it has reported plenty, whatever the timing.
     let run = submit_with(&serve.address, 14, "d4", &["--verify-fraction", "0.5"]);
-    // The faulty workers start first, so that they report plenty before the honest ones come.
     let mut liar = worker(
         &serve.address,
         dir.path(),
         "liar",
         &["--fault-wrong-every", "2"],
     );
+    let early = poll(&serve.address, &run, LIMIT, |s| {
+        s.jobs_done + s.jobs_verifying >= 40
+    });
+    assert!(early.jobs_done > 0 && early.jobs_verifying > 0, "{early:?}");
+    // The staller and the crasher take second copies of verified jobs, and hold leases they never report.
     let mut staller = worker(
         &serve.address,
         dir.path(),
@@ -44,10 +50,6 @@ fn issue_4_wrong_stalled_and_dying_workers_cannot_corrupt_a_verified_run() {
     );
     let crashed = wait(&mut crasher, LIMIT, "crasher");
     assert_eq!(crashed.code(), Some(86), "the crasher died mid-batch");
-    let early = poll(&serve.address, &run, LIMIT, |s| {
-        s.jobs_done + s.jobs_verifying >= 40
-    });
-    assert!(early.jobs_done > 0 && early.jobs_verifying > 0, "{early:?}");
     let mut a = worker(&serve.address, dir.path(), "a", &["--exit-when-idle"]);
     let mut b = worker(&serve.address, dir.path(), "b", &["--exit-when-idle"]);
     assert!(wait(&mut a, LIMIT, "a").success());
