@@ -15,6 +15,9 @@
 
 use crate::board::PartialBoard;
 
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+mod avx2;
+
 /// Independent searches stepped side by side (see BENCHMARKS.md). [`run`] writes its round out for five
 /// lanes, so changing this means changing that round too (it does not compile otherwise).
 pub const LANES: usize = 5;
@@ -114,7 +117,7 @@ pub fn count(problem: &Problem) -> Search {
 pub fn completions(problem: &Problem, visit: &mut dyn FnMut(&PartialBoard)) -> Search {
     let board = problem.board;
     let n = board.n();
-    let full = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+    let full = full_mask(n);
     let (Some(first), Some(s)) = (board.empty_rows().next(), compile(problem, full)) else {
         visit(&board);
         return Search { count: 1, nodes: 0 };
@@ -280,13 +283,82 @@ impl Lanes {
     }
 }
 
-/// Searches every unit (all of the same board size) and sums what they produced.
+/// A unit that needs a search of at least three levels, ready for a lane.
+struct Ready {
+    setup: Setup,
+    /// The free squares of its first level (not empty).
+    f0: u32,
+    weight: u64,
+}
+
+/// Takes units until one needs a lane; those of one or two rows, complete boards and units whose first
+/// row is blocked are settled into `t` on the way. `None` when the units are over.
+fn next_search(
+    units: &mut impl Iterator<Item = Unit>,
+    n: u8,
+    full: u32,
+    t: &mut Totals,
+) -> Option<Ready> {
+    for u in units {
+        debug_assert_eq!(u.problem.board.n(), n, "one board size per batch");
+        let done = match compile(&u.problem, full) {
+            Some(setup) => {
+                let f0 = !(setup.c0 | setup.l0 | setup.r0 | setup.forbid[0]) & full;
+                if setup.depth >= 3 && f0 != 0 {
+                    return Some(Ready {
+                        setup,
+                        f0,
+                        weight: u.weight,
+                    });
+                }
+                match setup.depth {
+                    // One empty row: its free squares are the completions (and the nodes).
+                    1 => Search {
+                        count: f0.count_ones() as u64,
+                        nodes: f0.count_ones() as u64,
+                    },
+                    2 => {
+                        let (count, nodes) =
+                            last_two(setup.c0, setup.l0, setup.r0, f0, setup.forbid[1], full);
+                        Search { count, nodes }
+                    }
+                    _ => Search::default(),
+                }
+            }
+            None => Search { count: 1, nodes: 0 },
+        };
+        t.count += done.count;
+        t.weighted += done.count * u.weight;
+        t.nodes += done.nodes;
+    }
+    None
+}
+
+/// The mask of a row of `n` squares.
+fn full_mask(n: u8) -> u32 {
+    if n == 32 {
+        u32::MAX
+    } else {
+        (1u32 << n) - 1
+    }
+}
+
+/// Searches every unit (all of the same board size) and sums what they produced: on eight vector lanes
+/// where the build enables AVX2 (x86-64-v3, the project's default), else on the scalar lanes.
 pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    return avx2::run(units);
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
+    run_scalar(units)
+}
+
+/// [`run`] on the scalar lanes, whatever the build: the reference the vector kernel is tested against.
+pub fn run_scalar<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let mut t = Totals::default();
     let mut units = units.peekable();
     let Some(first) = units.peek() else { return t };
     let n = first.problem.board.n();
-    let full = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+    let full = full_mask(n);
     let mut lanes = Box::new(Lanes {
         full,
         tail: [0; LANES],
@@ -301,36 +373,14 @@ pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     // Loads the next unit that needs a search into lane `k` and returns its level mask; 0 when none is
     // left. Units of one or two rows, and units whose first row is blocked, are settled here.
     let mut refill = |lanes: &mut Lanes, k: usize, t: &mut Totals| -> u32 {
-        for u in units.by_ref() {
-            debug_assert_eq!(u.problem.board.n(), n, "one board size per batch");
-            let done = match compile(&u.problem, full) {
-                Some(s) => {
-                    let f0 = !(s.c0 | s.l0 | s.r0 | s.forbid[0]) & full;
-                    if s.depth >= 3 && f0 != 0 {
-                        lanes.load(k, &s, f0, u.weight);
-                        // The search starts at level 0, which has squares to try.
-                        return 1;
-                    }
-                    match s.depth {
-                        // One empty row: its free squares are the completions (and the nodes).
-                        1 => Search {
-                            count: f0.count_ones() as u64,
-                            nodes: f0.count_ones() as u64,
-                        },
-                        2 => {
-                            let (count, nodes) = last_two(s.c0, s.l0, s.r0, f0, s.forbid[1], full);
-                            Search { count, nodes }
-                        }
-                        _ => Search::default(),
-                    }
-                }
-                None => Search { count: 1, nodes: 0 },
-            };
-            t.count += done.count;
-            t.weighted += done.count * u.weight;
-            t.nodes += done.nodes;
+        match next_search(&mut units, n, full, t) {
+            Some(ready) => {
+                lanes.load(k, &ready.setup, ready.f0, ready.weight);
+                // The search starts at level 0, which has squares to try.
+                1
+            }
+            None => 0,
         }
-        0
     };
     let mut live = 0;
     for (k, m) in mask.iter_mut().enumerate() {

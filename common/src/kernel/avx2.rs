@@ -1,0 +1,287 @@
+//! The batch kernel on AVX2: eight searches stepped together, one per 32-bit element of a vector.
+//!
+//! The same search as the scalar lanes (each step places one queen; the level mask says where a search
+//! continues; the last two rows are settled by mask tests), with each search's current level held in
+//! vector registers: `c`, `l`, `r` (the level's masks) and `f` (its squares left to try). A step saves
+//! the level it leaves on the search's stack and, unless it descends, reloads the level it continues at
+//! (the same one when it has squares left, else the deepest that has), eight 16-byte rows moved with one
+//! transpose each way. The forbidden squares of the rows below come from gathers.
+
+use std::arch::x86_64::*;
+
+use super::{full_mask, next_search, Totals, Unit};
+
+/// Searches stepped together: one per element of a 256-bit vector of `u32`.
+const WIDTH: usize = 8;
+/// Levels of a search's stack (a board has at most 32 rows).
+const LEVELS: usize = 32;
+/// Rows of a search's forbidden-squares table: every level, and the two rows below the deepest.
+const FORBID: usize = LEVELS + 2;
+/// Steps between two flushes of the 32-bit counters: a step adds at most 5 nodes and 2 completions to a
+/// search, so they cannot overflow.
+const FLUSH: u32 = 1 << 16;
+
+/// The vectors of the eight searches, kept in memory between runs of the inner loop.
+#[derive(Default)]
+struct State {
+    c: [u32; WIDTH],
+    l: [u32; WIDTH],
+    r: [u32; WIDTH],
+    f: [u32; WIDTH],
+    /// Current level.
+    v: [u32; WIDTH],
+    /// Levels with squares left (0: the search is over).
+    m: [u32; WIDTH],
+    /// The level whose steps settle the two rows below (`u32::MAX` for an idle search).
+    tail: [u32; WIDTH],
+}
+
+/// Searches every unit (all of the same board size) and sums what they produced.
+pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
+    // SAFETY: this module is only compiled when the build enables AVX2 for every function.
+    unsafe { run_avx2(units) }
+}
+
+#[target_feature(enable = "avx2")]
+fn run_avx2<I: Iterator<Item = Unit>>(units: I) -> Totals {
+    let mut t = Totals::default();
+    let mut units = units.peekable();
+    let Some(first) = units.peek() else { return t };
+    let n = first.problem.board.n();
+    let full = full_mask(n);
+    // Per search and level: c, l, r and the squares left, saved when the search leaves the level.
+    let mut stack = vec![[0u32; 4]; WIDTH * LEVELS];
+    let mut forbid = vec![0u32; WIDTH * FORBID];
+    let mut s = State::default();
+    let mut weight = [0u64; WIDTH];
+    let mut count = [0u64; WIDTH];
+    let mut nodes = 0u64;
+
+    let mut load =
+        |s: &mut State, forbid: &mut [u32], k: usize, t: &mut Totals, weight: &mut [u64]| {
+            match next_search(&mut units, n, full, t) {
+                Some(ready) => {
+                    let setup = &ready.setup;
+                    (s.c[k], s.l[k], s.r[k], s.f[k]) = (setup.c0, setup.l0, setup.r0, ready.f0);
+                    (s.v[k], s.m[k], s.tail[k]) = (0, 1, setup.depth as u32 - 3);
+                    forbid[k * FORBID..k * FORBID + setup.forbid.len()]
+                        .copy_from_slice(&setup.forbid);
+                    weight[k] = ready.weight;
+                }
+                None => (s.m[k], s.tail[k]) = (0, u32::MAX),
+            }
+        };
+    for k in 0..WIDTH {
+        load(&mut s, &mut forbid, k, &mut t, &mut weight);
+    }
+    loop {
+        let live: [bool; WIDTH] = std::array::from_fn(|k| s.m[k] != 0);
+        if !live.contains(&true) {
+            break;
+        }
+        let (found, placed) = steps(&mut s, &mut stack, &forbid, full);
+        for k in 0..WIDTH {
+            count[k] += found[k] as u64;
+            nodes += placed[k] as u64;
+            if live[k] && s.m[k] == 0 {
+                t.count += count[k];
+                t.weighted += count[k] * weight[k];
+                count[k] = 0;
+                load(&mut s, &mut forbid, k, &mut t, &mut weight);
+            }
+        }
+    }
+    t.nodes += nodes;
+    t
+}
+
+/// Steps the eight searches until one of those that were running is over, or [`FLUSH`] times. Returns
+/// each search's completions and nodes over these steps.
+#[target_feature(enable = "avx2")]
+fn steps(
+    s: &mut State,
+    stack: &mut [[u32; 4]],
+    forbid: &[u32],
+    full: u32,
+) -> ([u32; WIDTH], [u32; WIDTH]) {
+    assert!(stack.len() == WIDTH * LEVELS && forbid.len() == WIDTH * FORBID);
+    let zero = _mm256_setzero_si256();
+    let ones = _mm256_set1_epi32(-1);
+    let one = _mm256_set1_epi32(1);
+    let levels = _mm256_set1_epi32(LEVELS as i32 - 1);
+    let full = _mm256_set1_epi32(full as i32);
+    let row0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let forbid_base = _mm256_mullo_epi32(row0, _mm256_set1_epi32(FORBID as i32));
+    let stack_base = _mm256_mullo_epi32(row0, _mm256_set1_epi32(LEVELS as i32));
+    let vec = |a: &[u32; WIDTH]| {
+        _mm256_setr_epi32(
+            a[0] as i32,
+            a[1] as i32,
+            a[2] as i32,
+            a[3] as i32,
+            a[4] as i32,
+            a[5] as i32,
+            a[6] as i32,
+            a[7] as i32,
+        )
+    };
+    let (mut c, mut l, mut r, mut f) = (vec(&s.c), vec(&s.l), vec(&s.r), vec(&s.f));
+    let (mut v, mut m, tail) = (vec(&s.v), vec(&s.m), vec(&s.tail));
+    let running = _mm256_xor_si256(_mm256_cmpeq_epi32(m, zero), ones);
+    let (mut found, mut placed) = (zero, zero);
+    for _ in 0..FLUSH {
+        let active = _mm256_xor_si256(_mm256_cmpeq_epi32(m, zero), ones);
+        let bit = _mm256_and_si256(f, _mm256_sub_epi32(zero, f));
+        let rest = _mm256_xor_si256(f, bit);
+        let nc = _mm256_or_si256(c, bit);
+        let nl = _mm256_slli_epi32::<1>(_mm256_or_si256(l, bit));
+        let nr = _mm256_srli_epi32::<1>(_mm256_or_si256(r, bit));
+        let at = _mm256_add_epi32(forbid_base, _mm256_and_si256(v, levels));
+        // SAFETY: `at` is k * FORBID + a level below LEVELS, so `at + 2` is inside `forbid`.
+        let (below, below2) = unsafe {
+            (
+                _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(1) as *const i32, at),
+                _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(2) as *const i32, at),
+            )
+        };
+        let taken = _mm256_or_si256(_mm256_or_si256(nc, nl), _mm256_or_si256(nr, below));
+        let nf = _mm256_andnot_si256(taken, full);
+        let on_tail = _mm256_cmpeq_epi32(v, tail);
+        // The two rows below the tail level (see `last_two`), as masks of -1 (true) and 0.
+        let last = _mm256_or_si256(
+            _mm256_or_si256(nc, _mm256_slli_epi32::<1>(nl)),
+            _mm256_or_si256(_mm256_srli_epi32::<1>(nr), below2),
+        );
+        let g = _mm256_andnot_si256(last, full);
+        let b1 = _mm256_and_si256(nf, _mm256_sub_epi32(zero, nf));
+        let b2 = _mm256_xor_si256(nf, b1);
+        let (z1, z2) = (_mm256_cmpeq_epi32(b1, zero), _mm256_cmpeq_epi32(b2, zero));
+        let fits = |b: __m256i, z: __m256i| {
+            let near = _mm256_or_si256(
+                _mm256_or_si256(b, _mm256_slli_epi32::<1>(b)),
+                _mm256_srli_epi32::<1>(b),
+            );
+            let stuck = _mm256_cmpeq_epi32(_mm256_andnot_si256(near, g), zero);
+            _mm256_xor_si256(_mm256_or_si256(z, stuck), ones)
+        };
+        // Minus the completions, and minus the queens placed on the two rows.
+        let leaves = _mm256_add_epi32(fits(b1, z1), fits(b2, z2));
+        let row = _mm256_add_epi32(_mm256_xor_si256(z1, ones), _mm256_xor_si256(z2, ones));
+        found = _mm256_sub_epi32(found, _mm256_and_si256(leaves, on_tail));
+        let tail_nodes = _mm256_and_si256(_mm256_add_epi32(row, leaves), on_tail);
+        placed = _mm256_sub_epi32(placed, _mm256_add_epi32(tail_nodes, active));
+        // Where each search goes next: one level down, or the deepest level with squares left.
+        let descend = _mm256_andnot_si256(
+            _mm256_or_si256(on_tail, _mm256_cmpeq_epi32(nf, zero)),
+            active,
+        );
+        let level = _mm256_sllv_epi32(one, v);
+        let spent = _mm256_and_si256(_mm256_cmpeq_epi32(rest, zero), level);
+        m = _mm256_or_si256(
+            _mm256_andnot_si256(spent, m),
+            _mm256_and_si256(descend, _mm256_slli_epi32::<1>(level)),
+        );
+        save(
+            stack,
+            _mm256_add_epi32(stack_base, _mm256_and_si256(v, levels)),
+            [c, l, r, rest],
+        );
+        let back = _mm256_and_si256(highest(m), levels);
+        let [bc, bl, br, bf] = restore(stack, _mm256_add_epi32(stack_base, back));
+        c = _mm256_blendv_epi8(bc, nc, descend);
+        l = _mm256_blendv_epi8(bl, nl, descend);
+        r = _mm256_blendv_epi8(br, nr, descend);
+        f = _mm256_blendv_epi8(bf, nf, descend);
+        v = _mm256_blendv_epi8(back, _mm256_add_epi32(v, one), descend);
+        let over = _mm256_and_si256(_mm256_cmpeq_epi32(m, zero), running);
+        if _mm256_movemask_epi8(over) != 0 {
+            break;
+        }
+    }
+    let arr = |x: __m256i| -> [u32; WIDTH] {
+        let mut a = [0u32; WIDTH];
+        // SAFETY: `a` is 32 bytes; the store is unaligned.
+        unsafe { _mm256_storeu_si256(a.as_mut_ptr() as *mut __m256i, x) };
+        a
+    };
+    (s.c, s.l, s.r, s.f, s.v, s.m) = (arr(c), arr(l), arr(r), arr(f), arr(v), arr(m));
+    (arr(found), arr(placed))
+}
+
+/// The index of the highest set bit of each element (below 2^31); garbage for 0.
+#[target_feature(enable = "avx2")]
+fn highest(m: __m256i) -> __m256i {
+    // Converted to floats, values below 2^24 are exact and the exponent is the answer; so convert the
+    // top bits and the low byte apart.
+    let exponent = |x: __m256i| {
+        let bits = _mm256_castps_si256(_mm256_cvtepi32_ps(x));
+        _mm256_sub_epi32(_mm256_srli_epi32::<23>(bits), _mm256_set1_epi32(127))
+    };
+    let top = _mm256_srli_epi32::<8>(m);
+    let high = _mm256_add_epi32(exponent(top), _mm256_set1_epi32(8));
+    let low = exponent(m);
+    let small = _mm256_cmpeq_epi32(top, _mm256_setzero_si256());
+    _mm256_blendv_epi8(high, low, small)
+}
+
+/// Writes each search's `[c, l, r, f]` to its stack row `at` (in rows of four).
+#[target_feature(enable = "avx2")]
+fn save(stack: &mut [[u32; 4]], at: __m256i, [c, l, r, f]: [__m256i; 4]) {
+    let at = index(at);
+    let cl_lo = _mm256_unpacklo_epi32(c, l);
+    let cl_hi = _mm256_unpackhi_epi32(c, l);
+    let rf_lo = _mm256_unpacklo_epi32(r, f);
+    let rf_hi = _mm256_unpackhi_epi32(r, f);
+    let rows = [
+        _mm256_unpacklo_epi64(cl_lo, rf_lo),
+        _mm256_unpackhi_epi64(cl_lo, rf_lo),
+        _mm256_unpacklo_epi64(cl_hi, rf_hi),
+        _mm256_unpackhi_epi64(cl_hi, rf_hi),
+    ];
+    for (k, row) in rows.into_iter().enumerate() {
+        let (a, b) = (at[k] as usize, at[k + 4] as usize);
+        let (lo, hi) = (
+            _mm256_castsi256_si128(row),
+            _mm256_extracti128_si256::<1>(row),
+        );
+        // SAFETY: `index` is below WIDTH * LEVELS, the stack's length (checked by the caller); the
+        // stores are unaligned.
+        unsafe {
+            _mm_storeu_si128(stack.as_mut_ptr().add(a) as *mut __m128i, lo);
+            _mm_storeu_si128(stack.as_mut_ptr().add(b) as *mut __m128i, hi);
+        }
+    }
+}
+
+/// Reads each search's `[c, l, r, f]` from its stack row `at`.
+#[target_feature(enable = "avx2")]
+fn restore(stack: &[[u32; 4]], at: __m256i) -> [__m256i; 4] {
+    let at = index(at);
+    // SAFETY: as in `save`.
+    let row = |k: usize| unsafe {
+        _mm256_set_m128i(
+            _mm_loadu_si128(stack.as_ptr().add(at[k + 4] as usize) as *const __m128i),
+            _mm_loadu_si128(stack.as_ptr().add(at[k] as usize) as *const __m128i),
+        )
+    };
+    let (y0, y1, y2, y3) = (row(0), row(1), row(2), row(3));
+    let t0 = _mm256_unpacklo_epi32(y0, y1);
+    let t1 = _mm256_unpackhi_epi32(y0, y1);
+    let t2 = _mm256_unpacklo_epi32(y2, y3);
+    let t3 = _mm256_unpackhi_epi32(y2, y3);
+    [
+        _mm256_unpacklo_epi64(t0, t2),
+        _mm256_unpackhi_epi64(t0, t2),
+        _mm256_unpacklo_epi64(t1, t3),
+        _mm256_unpackhi_epi64(t1, t3),
+    ]
+}
+
+/// The elements of a vector of stack rows, checked to lie inside the stack.
+#[target_feature(enable = "avx2")]
+fn index(at: __m256i) -> [u32; WIDTH] {
+    let mut a = [0u32; WIDTH];
+    // SAFETY: `a` is 32 bytes; the store is unaligned.
+    unsafe { _mm256_storeu_si256(a.as_mut_ptr() as *mut __m256i, at) };
+    a.map(|x| x % (WIDTH * LEVELS) as u32)
+}
