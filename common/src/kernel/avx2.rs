@@ -11,8 +11,13 @@ use std::arch::x86_64::*;
 
 use super::{full_mask, next_search, Totals, Unit};
 
-/// Searches stepped together: one per element of a 256-bit vector of `u32`.
+/// Searches in one vector: one per 32-bit element of 256 bits.
 const WIDTH: usize = 8;
+/// Vectors of searches stepped in turn. One: two measured slower at N = 16 (0.65 s against 0.61 s), as
+/// their registers no longer fit the sixteen vector registers.
+const GROUPS: usize = 1;
+/// Searches in flight.
+const SEARCHES: usize = WIDTH * GROUPS;
 /// Levels of a search's stack (a board has at most 32 rows).
 const LEVELS: usize = 32;
 /// Rows of a search's forbidden-squares table: every level, and the two rows below the deepest.
@@ -21,19 +26,19 @@ const FORBID: usize = LEVELS + 2;
 /// search, so they cannot overflow.
 const FLUSH: u32 = 1 << 16;
 
-/// The vectors of the eight searches, kept in memory between runs of the inner loop.
+/// The searches' registers, kept in memory between runs of the inner loop.
 #[derive(Default)]
 struct State {
-    c: [u32; WIDTH],
-    l: [u32; WIDTH],
-    r: [u32; WIDTH],
-    f: [u32; WIDTH],
+    c: [u32; SEARCHES],
+    l: [u32; SEARCHES],
+    r: [u32; SEARCHES],
+    f: [u32; SEARCHES],
     /// Current level.
-    v: [u32; WIDTH],
+    v: [u32; SEARCHES],
     /// Levels with squares left (0: the search is over).
-    m: [u32; WIDTH],
+    m: [u32; SEARCHES],
     /// The level whose steps settle the two rows below (`u32::MAX` for an idle search).
-    tail: [u32; WIDTH],
+    tail: [u32; SEARCHES],
 }
 
 /// Searches every unit (all of the same board size) and sums what they produced.
@@ -50,11 +55,11 @@ fn run_avx2<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let n = first.problem.board.n();
     let full = full_mask(n);
     // Per search and level: c, l, r and the squares left, saved when the search leaves the level.
-    let mut stack = vec![[0u32; 4]; WIDTH * LEVELS];
-    let mut forbid = vec![0u32; WIDTH * FORBID];
+    let mut stack = vec![[0u32; 4]; SEARCHES * LEVELS];
+    let mut forbid = vec![0u32; SEARCHES * FORBID];
     let mut s = State::default();
-    let mut weight = [0u64; WIDTH];
-    let mut count = [0u64; WIDTH];
+    let mut weight = [0u64; SEARCHES];
+    let mut count = [0u64; SEARCHES];
     let mut nodes = 0u64;
 
     let mut load =
@@ -71,16 +76,16 @@ fn run_avx2<I: Iterator<Item = Unit>>(units: I) -> Totals {
                 None => (s.m[k], s.tail[k]) = (0, u32::MAX),
             }
         };
-    for k in 0..WIDTH {
+    for k in 0..SEARCHES {
         load(&mut s, &mut forbid, k, &mut t, &mut weight);
     }
     loop {
-        let live: [bool; WIDTH] = std::array::from_fn(|k| s.m[k] != 0);
+        let live: [bool; SEARCHES] = std::array::from_fn(|k| s.m[k] != 0);
         if !live.contains(&true) {
             break;
         }
         let (found, placed) = steps(&mut s, &mut stack, &forbid, full);
-        for k in 0..WIDTH {
+        for k in 0..SEARCHES {
             count[k] += found[k] as u64;
             nodes += placed[k] as u64;
             if live[k] && s.m[k] == 0 {
@@ -95,117 +100,186 @@ fn run_avx2<I: Iterator<Item = Unit>>(units: I) -> Totals {
     t
 }
 
-/// Steps the eight searches until one of those that were running is over, or [`FLUSH`] times. Returns
-/// each search's completions and nodes over these steps.
+/// Constants of the inner loop.
+struct Consts {
+    zero: __m256i,
+    ones: __m256i,
+    one: __m256i,
+    /// The largest level, as a mask.
+    levels: __m256i,
+    full: __m256i,
+}
+
+/// One vector of searches in the inner loop.
+struct Group {
+    c: __m256i,
+    l: __m256i,
+    r: __m256i,
+    f: __m256i,
+    v: __m256i,
+    m: __m256i,
+    tail: __m256i,
+    /// The searches that were running when the inner loop started.
+    running: __m256i,
+    /// Minus the completions found, and minus the nodes, over the inner loop.
+    found: __m256i,
+    placed: __m256i,
+    /// Each search's first row in the stack and in the forbidden-squares table.
+    stack_at: __m256i,
+    forbid_at: __m256i,
+}
+
+/// Steps the searches until one of those that were running is over, or [`FLUSH`] times. Returns each
+/// search's completions and nodes over these steps.
 #[target_feature(enable = "avx2")]
 fn steps(
     s: &mut State,
     stack: &mut [[u32; 4]],
     forbid: &[u32],
     full: u32,
-) -> ([u32; WIDTH], [u32; WIDTH]) {
-    assert!(stack.len() == WIDTH * LEVELS && forbid.len() == WIDTH * FORBID);
-    let zero = _mm256_setzero_si256();
-    let ones = _mm256_set1_epi32(-1);
-    let one = _mm256_set1_epi32(1);
-    let levels = _mm256_set1_epi32(LEVELS as i32 - 1);
-    let full = _mm256_set1_epi32(full as i32);
-    let row0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    let forbid_base = _mm256_mullo_epi32(row0, _mm256_set1_epi32(FORBID as i32));
-    let stack_base = _mm256_mullo_epi32(row0, _mm256_set1_epi32(LEVELS as i32));
-    let vec = |a: &[u32; WIDTH]| {
-        _mm256_setr_epi32(
-            a[0] as i32,
-            a[1] as i32,
-            a[2] as i32,
-            a[3] as i32,
-            a[4] as i32,
-            a[5] as i32,
-            a[6] as i32,
-            a[7] as i32,
-        )
+) -> ([u32; SEARCHES], [u32; SEARCHES]) {
+    assert!(stack.len() == SEARCHES * LEVELS && forbid.len() == SEARCHES * FORBID);
+    let k = Consts {
+        zero: _mm256_setzero_si256(),
+        ones: _mm256_set1_epi32(-1),
+        one: _mm256_set1_epi32(1),
+        levels: _mm256_set1_epi32(LEVELS as i32 - 1),
+        full: _mm256_set1_epi32(full as i32),
     };
-    let (mut c, mut l, mut r, mut f) = (vec(&s.c), vec(&s.l), vec(&s.r), vec(&s.f));
-    let (mut v, mut m, tail) = (vec(&s.v), vec(&s.m), vec(&s.tail));
-    let running = _mm256_xor_si256(_mm256_cmpeq_epi32(m, zero), ones);
-    let (mut found, mut placed) = (zero, zero);
-    for _ in 0..FLUSH {
-        let active = _mm256_xor_si256(_mm256_cmpeq_epi32(m, zero), ones);
-        let bit = _mm256_and_si256(f, _mm256_sub_epi32(zero, f));
-        let rest = _mm256_xor_si256(f, bit);
-        let nc = _mm256_or_si256(c, bit);
-        let nl = _mm256_slli_epi32::<1>(_mm256_or_si256(l, bit));
-        let nr = _mm256_srli_epi32::<1>(_mm256_or_si256(r, bit));
-        let at = _mm256_add_epi32(forbid_base, _mm256_and_si256(v, levels));
-        // SAFETY: `at` is k * FORBID + a level below LEVELS, so `at + 2` is inside `forbid`.
-        let (below, below2) = unsafe {
-            (
-                _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(1) as *const i32, at),
-                _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(2) as *const i32, at),
+    let group = |g: usize| {
+        let part = |a: &[u32; SEARCHES]| {
+            let a = &a[g * WIDTH..];
+            _mm256_setr_epi32(
+                a[0] as i32,
+                a[1] as i32,
+                a[2] as i32,
+                a[3] as i32,
+                a[4] as i32,
+                a[5] as i32,
+                a[6] as i32,
+                a[7] as i32,
             )
         };
-        let taken = _mm256_or_si256(_mm256_or_si256(nc, nl), _mm256_or_si256(nr, below));
-        let nf = _mm256_andnot_si256(taken, full);
-        let on_tail = _mm256_cmpeq_epi32(v, tail);
-        // The two rows below the tail level (see `last_two`), as masks of -1 (true) and 0.
-        let last = _mm256_or_si256(
-            _mm256_or_si256(nc, _mm256_slli_epi32::<1>(nl)),
-            _mm256_or_si256(_mm256_srli_epi32::<1>(nr), below2),
+        let m = part(&s.m);
+        let first = _mm256_add_epi32(
+            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+            _mm256_set1_epi32((g * WIDTH) as i32),
         );
-        let g = _mm256_andnot_si256(last, full);
-        let b1 = _mm256_and_si256(nf, _mm256_sub_epi32(zero, nf));
-        let b2 = _mm256_xor_si256(nf, b1);
-        let (z1, z2) = (_mm256_cmpeq_epi32(b1, zero), _mm256_cmpeq_epi32(b2, zero));
-        let fits = |b: __m256i, z: __m256i| {
-            let near = _mm256_or_si256(
-                _mm256_or_si256(b, _mm256_slli_epi32::<1>(b)),
-                _mm256_srli_epi32::<1>(b),
-            );
-            let stuck = _mm256_cmpeq_epi32(_mm256_andnot_si256(near, g), zero);
-            _mm256_xor_si256(_mm256_or_si256(z, stuck), ones)
-        };
-        // Minus the completions, and minus the queens placed on the two rows.
-        let leaves = _mm256_add_epi32(fits(b1, z1), fits(b2, z2));
-        let row = _mm256_add_epi32(_mm256_xor_si256(z1, ones), _mm256_xor_si256(z2, ones));
-        found = _mm256_sub_epi32(found, _mm256_and_si256(leaves, on_tail));
-        let tail_nodes = _mm256_and_si256(_mm256_add_epi32(row, leaves), on_tail);
-        placed = _mm256_sub_epi32(placed, _mm256_add_epi32(tail_nodes, active));
-        // Where each search goes next: one level down, or the deepest level with squares left.
-        let descend = _mm256_andnot_si256(
-            _mm256_or_si256(on_tail, _mm256_cmpeq_epi32(nf, zero)),
-            active,
-        );
-        let level = _mm256_sllv_epi32(one, v);
-        let spent = _mm256_and_si256(_mm256_cmpeq_epi32(rest, zero), level);
-        m = _mm256_or_si256(
-            _mm256_andnot_si256(spent, m),
-            _mm256_and_si256(descend, _mm256_slli_epi32::<1>(level)),
-        );
-        save(
-            stack,
-            _mm256_add_epi32(stack_base, _mm256_and_si256(v, levels)),
-            [c, l, r, rest],
-        );
-        let back = _mm256_and_si256(highest(m), levels);
-        let [bc, bl, br, bf] = restore(stack, _mm256_add_epi32(stack_base, back));
-        c = _mm256_blendv_epi8(bc, nc, descend);
-        l = _mm256_blendv_epi8(bl, nl, descend);
-        r = _mm256_blendv_epi8(br, nr, descend);
-        f = _mm256_blendv_epi8(bf, nf, descend);
-        v = _mm256_blendv_epi8(back, _mm256_add_epi32(v, one), descend);
-        let over = _mm256_and_si256(_mm256_cmpeq_epi32(m, zero), running);
+        Group {
+            c: part(&s.c),
+            l: part(&s.l),
+            r: part(&s.r),
+            f: part(&s.f),
+            v: part(&s.v),
+            m,
+            tail: part(&s.tail),
+            running: _mm256_xor_si256(_mm256_cmpeq_epi32(m, k.zero), k.ones),
+            found: k.zero,
+            placed: k.zero,
+            stack_at: _mm256_mullo_epi32(first, _mm256_set1_epi32(LEVELS as i32)),
+            forbid_at: _mm256_mullo_epi32(first, _mm256_set1_epi32(FORBID as i32)),
+        }
+    };
+    let mut groups: [Group; GROUPS] = std::array::from_fn(group);
+    for _ in 0..FLUSH {
+        let mut over = k.zero;
+        for x in groups.iter_mut() {
+            over = _mm256_or_si256(over, step(x, &k, stack, forbid));
+        }
         if _mm256_movemask_epi8(over) != 0 {
             break;
         }
     }
-    let arr = |x: __m256i| -> [u32; WIDTH] {
-        let mut a = [0u32; WIDTH];
-        // SAFETY: `a` is 32 bytes; the store is unaligned.
-        unsafe { _mm256_storeu_si256(a.as_mut_ptr() as *mut __m256i, x) };
-        a
+    let (mut found, mut placed) = ([0u32; SEARCHES], [0u32; SEARCHES]);
+    for (g, x) in groups.into_iter().enumerate() {
+        let range = g * WIDTH..(g + 1) * WIDTH;
+        let put = |out: &mut [u32], x: __m256i| {
+            // SAFETY: `out` is eight `u32`, 32 bytes; the store is unaligned.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, x) };
+        };
+        put(&mut s.c[range.clone()], x.c);
+        put(&mut s.l[range.clone()], x.l);
+        put(&mut s.r[range.clone()], x.r);
+        put(&mut s.f[range.clone()], x.f);
+        put(&mut s.v[range.clone()], x.v);
+        put(&mut s.m[range.clone()], x.m);
+        put(&mut found[range.clone()], _mm256_sub_epi32(k.zero, x.found));
+        put(&mut placed[range], _mm256_sub_epi32(k.zero, x.placed));
+    }
+    (found, placed)
+}
+
+/// One step of a vector of searches; returns the mask of those that were running and are now over.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn step(x: &mut Group, k: &Consts, stack: &mut [[u32; 4]], forbid: &[u32]) -> __m256i {
+    // The inner loop stops after the step that ends a search, so the searches that were running when it
+    // started are the ones running now.
+    let active = x.running;
+    let bit = _mm256_and_si256(x.f, _mm256_sub_epi32(k.zero, x.f));
+    let rest = _mm256_xor_si256(x.f, bit);
+    let nc = _mm256_or_si256(x.c, bit);
+    let nl = _mm256_slli_epi32::<1>(_mm256_or_si256(x.l, bit));
+    let nr = _mm256_srli_epi32::<1>(_mm256_or_si256(x.r, bit));
+    let at = _mm256_add_epi32(x.forbid_at, _mm256_and_si256(x.v, k.levels));
+    // SAFETY: `at` is a search's first row in `forbid` plus a level below LEVELS, so `at + 2` is inside
+    // `forbid` (SEARCHES * FORBID rows, checked by the caller).
+    let (below, below2) = unsafe {
+        (
+            _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(1) as *const i32, at),
+            _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(2) as *const i32, at),
+        )
     };
-    (s.c, s.l, s.r, s.f, s.v, s.m) = (arr(c), arr(l), arr(r), arr(f), arr(v), arr(m));
-    (arr(found), arr(placed))
+    let taken = _mm256_or_si256(_mm256_or_si256(nc, nl), _mm256_or_si256(nr, below));
+    let nf = _mm256_andnot_si256(taken, k.full);
+    let on_tail = _mm256_cmpeq_epi32(x.v, x.tail);
+    // The two rows below the tail level (see `last_two`), with masks of -1 (true) and 0.
+    let last = _mm256_or_si256(
+        _mm256_or_si256(nc, _mm256_slli_epi32::<1>(nl)),
+        _mm256_or_si256(_mm256_srli_epi32::<1>(nr), below2),
+    );
+    let g = _mm256_andnot_si256(last, k.full);
+    let b1 = _mm256_and_si256(nf, _mm256_sub_epi32(k.zero, nf));
+    let b2 = _mm256_xor_si256(nf, b1);
+    let (z1, z2) = (
+        _mm256_cmpeq_epi32(b1, k.zero),
+        _mm256_cmpeq_epi32(b2, k.zero),
+    );
+    // Both rows' squares lie on the two columns left; when a completion exists, `nf | g` holds both,
+    // and they must not be neighbours. A square of `nf` then completes when `g` has the other column.
+    let both = _mm256_or_si256(nf, g);
+    let apart = _mm256_cmpeq_epi32(_mm256_and_si256(both, _mm256_srli_epi32::<1>(both)), k.zero);
+    let fits = |b: __m256i, z: __m256i| {
+        let stuck = _mm256_cmpeq_epi32(_mm256_andnot_si256(b, g), k.zero);
+        _mm256_andnot_si256(_mm256_or_si256(z, stuck), apart)
+    };
+    // Minus the completions, and minus the queens placed on the two rows.
+    let leaves = _mm256_add_epi32(fits(b1, z1), fits(b2, z2));
+    let row = _mm256_add_epi32(_mm256_xor_si256(z1, k.ones), _mm256_xor_si256(z2, k.ones));
+    x.found = _mm256_add_epi32(x.found, _mm256_and_si256(leaves, on_tail));
+    let tail_nodes = _mm256_and_si256(_mm256_add_epi32(row, leaves), on_tail);
+    x.placed = _mm256_add_epi32(x.placed, _mm256_add_epi32(tail_nodes, active));
+    // Where each search goes next: one level down, or the deepest level with squares left.
+    let descend = _mm256_andnot_si256(
+        _mm256_or_si256(on_tail, _mm256_cmpeq_epi32(nf, k.zero)),
+        active,
+    );
+    let level = _mm256_sllv_epi32(k.one, x.v);
+    let spent = _mm256_and_si256(_mm256_cmpeq_epi32(rest, k.zero), level);
+    x.m = _mm256_or_si256(
+        _mm256_andnot_si256(spent, x.m),
+        _mm256_and_si256(descend, _mm256_slli_epi32::<1>(level)),
+    );
+    let here = _mm256_add_epi32(x.stack_at, _mm256_and_si256(x.v, k.levels));
+    save(stack, here, [x.c, x.l, x.r, rest]);
+    let back = _mm256_and_si256(highest(x.m), k.levels);
+    let [bc, bl, br, bf] = restore(stack, _mm256_add_epi32(x.stack_at, back));
+    x.c = _mm256_blendv_epi8(bc, nc, descend);
+    x.l = _mm256_blendv_epi8(bl, nl, descend);
+    x.r = _mm256_blendv_epi8(br, nr, descend);
+    x.f = _mm256_blendv_epi8(bf, nf, descend);
+    x.v = _mm256_blendv_epi8(back, _mm256_add_epi32(x.v, k.one), descend);
+    _mm256_and_si256(_mm256_cmpeq_epi32(x.m, k.zero), x.running)
 }
 
 /// The index of the highest set bit of each element (below 2^31); garbage for 0.
@@ -244,7 +318,7 @@ fn save(stack: &mut [[u32; 4]], at: __m256i, [c, l, r, f]: [__m256i; 4]) {
             _mm256_castsi256_si128(row),
             _mm256_extracti128_si256::<1>(row),
         );
-        // SAFETY: `index` is below WIDTH * LEVELS, the stack's length (checked by the caller); the
+        // SAFETY: `index` is below SEARCHES * LEVELS, the stack's length (checked by the caller); the
         // stores are unaligned.
         unsafe {
             _mm_storeu_si128(stack.as_mut_ptr().add(a) as *mut __m128i, lo);
@@ -283,5 +357,5 @@ fn index(at: __m256i) -> [u32; WIDTH] {
     let mut a = [0u32; WIDTH];
     // SAFETY: `a` is 32 bytes; the store is unaligned.
     unsafe { _mm256_storeu_si256(a.as_mut_ptr() as *mut __m256i, at) };
-    a.map(|x| x % (WIDTH * LEVELS) as u32)
+    a.map(|x| x % (SEARCHES * LEVELS) as u32)
 }
