@@ -193,10 +193,7 @@ fn steps(
     let (mut found, mut placed) = ([0u32; SEARCHES], [0u32; SEARCHES]);
     for (g, x) in groups.into_iter().enumerate() {
         let range = g * WIDTH..(g + 1) * WIDTH;
-        let put = |out: &mut [u32], x: __m256i| {
-            // SAFETY: `out` is eight `u32`, 32 bytes; the store is unaligned.
-            unsafe { _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, x) };
-        };
+        let put = |out: &mut [u32], x: __m256i| out.copy_from_slice(&elements(x));
         put(&mut s.c[range.clone()], x.c);
         put(&mut s.l[range.clone()], x.l);
         put(&mut s.r[range.clone()], x.r);
@@ -354,8 +351,14 @@ fn restore(stack: &[[u32; 4]], at: __m256i) -> [__m256i; 4] {
 /// The elements of a vector of stack rows, checked to lie inside the stack.
 #[target_feature(enable = "avx2")]
 fn index(at: __m256i) -> [u32; WIDTH] {
+    elements(at).map(|x| x % (SEARCHES * LEVELS) as u32)
+}
+
+/// The elements of a vector.
+#[target_feature(enable = "avx2")]
+fn elements(x: __m256i) -> [u32; WIDTH] {
     let mut a = [0u32; WIDTH];
     // SAFETY: `a` is 32 bytes; the store is unaligned.
-    unsafe { _mm256_storeu_si256(a.as_mut_ptr() as *mut __m256i, at) };
-    a.map(|x| x % (SEARCHES * LEVELS) as u32)
+    unsafe { _mm256_storeu_si256(a.as_mut_ptr() as *mut __m256i, x) };
+    a
 }
