@@ -9,17 +9,18 @@
 //! The loop is branch-free: each step places one queen, and where the search goes next (one level down,
 //! or back to the deepest level that still has squares to try, kept as a bit mask of levels) is decided
 //! by arithmetic, so the processor never has to guess the shape of the tree and no step is spent only
-//! on backing up. [`LANES`] independent searches are stepped in turn to give it independent work to
-//! overlap. No allocation in the loop, no I/O, no error path: problems are validated before they get
-//! here.
+//! on backing up. On AVX2 builds (the project's default) [`run`] steps eight searches at once, one per
+//! lane of a vector (`kernel/avx2.rs`); elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are
+//! stepped in turn to give the processor independent work to overlap. No allocation in the loop, no
+//! I/O, no error path: problems are validated before they get here.
 
 use crate::board::PartialBoard;
 
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
 mod avx2;
 
-/// Independent searches stepped side by side (see BENCHMARKS.md). [`run`] writes its round out for five
-/// lanes, so changing this means changing that round too (it does not compile otherwise).
+/// Independent searches the scalar lanes step side by side (see BENCHMARKS.md). [`run_scalar`] writes its
+/// round out for five lanes, so changing this means changing that round too (it does not compile otherwise).
 pub const LANES: usize = 5;
 
 /// A partial board to complete, with squares the search must not use beyond those the queens attack.

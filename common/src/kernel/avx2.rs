@@ -11,17 +11,17 @@ use std::arch::x86_64::*;
 
 use super::{full_mask, next_search, Totals, Unit};
 
-/// Searches in one vector: one per 32-bit element of 256 bits.
-const WIDTH: usize = 8;
-/// Vectors of searches stepped in turn. One: two measured slower at N = 16 (0.65 s against 0.61 s), as
-/// their registers no longer fit the sixteen vector registers.
-const GROUPS: usize = 1;
-/// Searches in flight.
-const SEARCHES: usize = WIDTH * GROUPS;
+/// Searches in flight: one per 32-bit element of a 256-bit vector. (Two vectors stepped in turn measured
+/// slower at N = 16, 0.65 s against 0.61 s: their registers no longer fit the sixteen vector registers.)
+const SEARCHES: usize = 8;
 /// Levels of a search's stack (a board has at most 32 rows).
 const LEVELS: usize = 32;
 /// Rows of a search's forbidden-squares table: every level, and the two rows below the deepest.
 const FORBID: usize = LEVELS + 2;
+/// Per search and level: c, l, r and the squares left, saved when the search leaves the level.
+type Stack = [[u32; 4]; SEARCHES * LEVELS];
+/// Per search, its forbidden squares by level.
+type Forbid = [u32; SEARCHES * FORBID];
 /// Steps between two flushes of the 32-bit counters: a step adds at most 5 nodes and 2 completions to a
 /// search, so they cannot overflow.
 const FLUSH: u32 = 1 << 16;
@@ -54,16 +54,14 @@ fn run_avx2<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let Some(first) = units.peek() else { return t };
     let n = first.problem.board.n();
     let full = full_mask(n);
-    // Per search and level: c, l, r and the squares left, saved when the search leaves the level.
-    let mut stack = vec![[0u32; 4]; SEARCHES * LEVELS];
-    let mut forbid = vec![0u32; SEARCHES * FORBID];
+    let mut stack: Box<Stack> = Box::new([[0; 4]; SEARCHES * LEVELS]);
+    let mut forbid: Box<Forbid> = Box::new([0; SEARCHES * FORBID]);
     let mut s = State::default();
     let mut weight = [0u64; SEARCHES];
     let mut count = [0u64; SEARCHES];
-    let mut nodes = 0u64;
 
     let mut load =
-        |s: &mut State, forbid: &mut [u32], k: usize, t: &mut Totals, weight: &mut [u64]| {
+        |s: &mut State, forbid: &mut Forbid, k: usize, t: &mut Totals, weight: &mut [u64]| {
             match next_search(&mut units, n, full, t) {
                 Some(ready) => {
                     let setup = &ready.setup;
@@ -87,7 +85,7 @@ fn run_avx2<I: Iterator<Item = Unit>>(units: I) -> Totals {
         let (found, placed) = steps(&mut s, &mut stack, &forbid, full);
         for k in 0..SEARCHES {
             count[k] += found[k] as u64;
-            nodes += placed[k] as u64;
+            t.nodes += placed[k] as u64;
             if live[k] && s.m[k] == 0 {
                 t.count += count[k];
                 t.weighted += count[k] * weight[k];
@@ -96,7 +94,6 @@ fn run_avx2<I: Iterator<Item = Unit>>(units: I) -> Totals {
             }
         }
     }
-    t.nodes += nodes;
     t
 }
 
@@ -110,7 +107,7 @@ struct Consts {
     full: __m256i,
 }
 
-/// One vector of searches in the inner loop.
+/// The searches in the inner loop, one per element.
 struct Group {
     c: __m256i,
     l: __m256i,
@@ -119,7 +116,8 @@ struct Group {
     v: __m256i,
     m: __m256i,
     tail: __m256i,
-    /// The searches that were running when the inner loop started.
+    /// The searches that were running when the inner loop started (and still are: it stops after the
+    /// step that ends one).
     running: __m256i,
     /// Minus the completions found, and minus the nodes, over the inner loop.
     found: __m256i,
@@ -134,11 +132,10 @@ struct Group {
 #[target_feature(enable = "avx2")]
 fn steps(
     s: &mut State,
-    stack: &mut [[u32; 4]],
-    forbid: &[u32],
+    stack: &mut Stack,
+    forbid: &Forbid,
     full: u32,
 ) -> ([u32; SEARCHES], [u32; SEARCHES]) {
-    assert!(stack.len() == SEARCHES * LEVELS && forbid.len() == SEARCHES * FORBID);
     let k = Consts {
         zero: _mm256_setzero_si256(),
         ones: _mm256_set1_epi32(-1),
@@ -146,73 +143,37 @@ fn steps(
         levels: _mm256_set1_epi32(LEVELS as i32 - 1),
         full: _mm256_set1_epi32(full as i32),
     };
-    let group = |g: usize| {
-        let part = |a: &[u32; SEARCHES]| {
-            let a = &a[g * WIDTH..];
-            _mm256_setr_epi32(
-                a[0] as i32,
-                a[1] as i32,
-                a[2] as i32,
-                a[3] as i32,
-                a[4] as i32,
-                a[5] as i32,
-                a[6] as i32,
-                a[7] as i32,
-            )
-        };
-        let m = part(&s.m);
-        let first = _mm256_add_epi32(
-            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-            _mm256_set1_epi32((g * WIDTH) as i32),
-        );
-        Group {
-            c: part(&s.c),
-            l: part(&s.l),
-            r: part(&s.r),
-            f: part(&s.f),
-            v: part(&s.v),
-            m,
-            tail: part(&s.tail),
-            running: _mm256_xor_si256(_mm256_cmpeq_epi32(m, k.zero), k.ones),
-            found: k.zero,
-            placed: k.zero,
-            stack_at: _mm256_mullo_epi32(first, _mm256_set1_epi32(LEVELS as i32)),
-            forbid_at: _mm256_mullo_epi32(first, _mm256_set1_epi32(FORBID as i32)),
-        }
+    let search = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let m = vector(&s.m);
+    let mut x = Group {
+        c: vector(&s.c),
+        l: vector(&s.l),
+        r: vector(&s.r),
+        f: vector(&s.f),
+        v: vector(&s.v),
+        m,
+        tail: vector(&s.tail),
+        running: _mm256_xor_si256(_mm256_cmpeq_epi32(m, k.zero), k.ones),
+        found: k.zero,
+        placed: k.zero,
+        stack_at: _mm256_mullo_epi32(search, _mm256_set1_epi32(LEVELS as i32)),
+        forbid_at: _mm256_mullo_epi32(search, _mm256_set1_epi32(FORBID as i32)),
     };
-    let mut groups: [Group; GROUPS] = std::array::from_fn(group);
     for _ in 0..FLUSH {
-        let mut over = k.zero;
-        for x in groups.iter_mut() {
-            over = _mm256_or_si256(over, step(x, &k, stack, forbid));
-        }
-        if _mm256_movemask_epi8(over) != 0 {
+        if _mm256_movemask_epi8(step(&mut x, &k, stack, forbid)) != 0 {
             break;
         }
     }
-    let (mut found, mut placed) = ([0u32; SEARCHES], [0u32; SEARCHES]);
-    for (g, x) in groups.into_iter().enumerate() {
-        let range = g * WIDTH..(g + 1) * WIDTH;
-        let put = |out: &mut [u32], x: __m256i| out.copy_from_slice(&elements(x));
-        put(&mut s.c[range.clone()], x.c);
-        put(&mut s.l[range.clone()], x.l);
-        put(&mut s.r[range.clone()], x.r);
-        put(&mut s.f[range.clone()], x.f);
-        put(&mut s.v[range.clone()], x.v);
-        put(&mut s.m[range.clone()], x.m);
-        put(&mut found[range.clone()], _mm256_sub_epi32(k.zero, x.found));
-        put(&mut placed[range], _mm256_sub_epi32(k.zero, x.placed));
-    }
-    (found, placed)
+    (s.c, s.l, s.r, s.f) = (elements(x.c), elements(x.l), elements(x.r), elements(x.f));
+    (s.v, s.m) = (elements(x.v), elements(x.m));
+    let negate = |x: __m256i| elements(_mm256_sub_epi32(k.zero, x));
+    (negate(x.found), negate(x.placed))
 }
 
 /// One step of a vector of searches; returns the mask of those that were running and are now over.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn step(x: &mut Group, k: &Consts, stack: &mut [[u32; 4]], forbid: &[u32]) -> __m256i {
-    // The inner loop stops after the step that ends a search, so the searches that were running when it
-    // started are the ones running now.
-    let active = x.running;
+fn step(x: &mut Group, k: &Consts, stack: &mut Stack, forbid: &Forbid) -> __m256i {
     let bit = _mm256_and_si256(x.f, _mm256_sub_epi32(k.zero, x.f));
     let rest = _mm256_xor_si256(x.f, bit);
     let nc = _mm256_or_si256(x.c, bit);
@@ -220,7 +181,7 @@ fn step(x: &mut Group, k: &Consts, stack: &mut [[u32; 4]], forbid: &[u32]) -> __
     let nr = _mm256_srli_epi32::<1>(_mm256_or_si256(x.r, bit));
     let at = _mm256_add_epi32(x.forbid_at, _mm256_and_si256(x.v, k.levels));
     // SAFETY: `at` is a search's first row in `forbid` plus a level below LEVELS, so `at + 2` is inside
-    // `forbid` (SEARCHES * FORBID rows, checked by the caller).
+    // `forbid` (SEARCHES * FORBID rows).
     let (below, below2) = unsafe {
         (
             _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(1) as *const i32, at),
@@ -255,11 +216,11 @@ fn step(x: &mut Group, k: &Consts, stack: &mut [[u32; 4]], forbid: &[u32]) -> __
     let row = _mm256_add_epi32(_mm256_xor_si256(z1, k.ones), _mm256_xor_si256(z2, k.ones));
     x.found = _mm256_add_epi32(x.found, _mm256_and_si256(leaves, on_tail));
     let tail_nodes = _mm256_and_si256(_mm256_add_epi32(row, leaves), on_tail);
-    x.placed = _mm256_add_epi32(x.placed, _mm256_add_epi32(tail_nodes, active));
+    x.placed = _mm256_add_epi32(x.placed, _mm256_add_epi32(tail_nodes, x.running));
     // Where each search goes next: one level down, or the deepest level with squares left.
     let descend = _mm256_andnot_si256(
         _mm256_or_si256(on_tail, _mm256_cmpeq_epi32(nf, k.zero)),
-        active,
+        x.running,
     );
     let level = _mm256_sllv_epi32(k.one, x.v);
     let spent = _mm256_and_si256(_mm256_cmpeq_epi32(rest, k.zero), level);
@@ -297,7 +258,7 @@ fn highest(m: __m256i) -> __m256i {
 
 /// Writes each search's `[c, l, r, f]` to its stack row `at` (in rows of four).
 #[target_feature(enable = "avx2")]
-fn save(stack: &mut [[u32; 4]], at: __m256i, [c, l, r, f]: [__m256i; 4]) {
+fn save(stack: &mut Stack, at: __m256i, [c, l, r, f]: [__m256i; 4]) {
     let at = index(at);
     let cl_lo = _mm256_unpacklo_epi32(c, l);
     let cl_hi = _mm256_unpackhi_epi32(c, l);
@@ -315,8 +276,7 @@ fn save(stack: &mut [[u32; 4]], at: __m256i, [c, l, r, f]: [__m256i; 4]) {
             _mm256_castsi256_si128(row),
             _mm256_extracti128_si256::<1>(row),
         );
-        // SAFETY: `index` is below SEARCHES * LEVELS, the stack's length (checked by the caller); the
-        // stores are unaligned.
+        // SAFETY: `index` is below SEARCHES * LEVELS, the stack's length; the stores are unaligned.
         unsafe {
             _mm_storeu_si128(stack.as_mut_ptr().add(a) as *mut __m128i, lo);
             _mm_storeu_si128(stack.as_mut_ptr().add(b) as *mut __m128i, hi);
@@ -326,7 +286,7 @@ fn save(stack: &mut [[u32; 4]], at: __m256i, [c, l, r, f]: [__m256i; 4]) {
 
 /// Reads each search's `[c, l, r, f]` from its stack row `at`.
 #[target_feature(enable = "avx2")]
-fn restore(stack: &[[u32; 4]], at: __m256i) -> [__m256i; 4] {
+fn restore(stack: &Stack, at: __m256i) -> [__m256i; 4] {
     let at = index(at);
     // SAFETY: as in `save`.
     let row = |k: usize| unsafe {
@@ -350,15 +310,22 @@ fn restore(stack: &[[u32; 4]], at: __m256i) -> [__m256i; 4] {
 
 /// The elements of a vector of stack rows, checked to lie inside the stack.
 #[target_feature(enable = "avx2")]
-fn index(at: __m256i) -> [u32; WIDTH] {
+fn index(at: __m256i) -> [u32; SEARCHES] {
     elements(at).map(|x| x % (SEARCHES * LEVELS) as u32)
 }
 
 /// The elements of a vector.
 #[target_feature(enable = "avx2")]
-fn elements(x: __m256i) -> [u32; WIDTH] {
-    let mut a = [0u32; WIDTH];
+fn elements(x: __m256i) -> [u32; SEARCHES] {
+    let mut a = [0u32; SEARCHES];
     // SAFETY: `a` is 32 bytes; the store is unaligned.
     unsafe { _mm256_storeu_si256(a.as_mut_ptr() as *mut __m256i, x) };
     a
+}
+
+/// A vector of the elements.
+#[target_feature(enable = "avx2")]
+fn vector(a: &[u32; SEARCHES]) -> __m256i {
+    let [a0, a1, a2, a3, a4, a5, a6, a7] = a.map(|x| x as i32);
+    _mm256_setr_epi32(a0, a1, a2, a3, a4, a5, a6, a7)
 }
