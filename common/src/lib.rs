@@ -1,11 +1,15 @@
 //! Pure counting core of nqueens-cluster: boards, the 8 symmetries, the two partition strategies, jobs and
-//! the search kernel. No async, no I/O: everything here is deterministic and testable in isolation.
+//! the search kernel. No async, and no I/O but one module: everything here is deterministic and testable in
+//! isolation. The exception is [`jsonl`], the checksummed JSON-lines file that both the worker's journal
+//! and the coordinator's ledger are written in; [`checksum`] seals every job result where it is computed.
 
 pub mod baseline;
 pub mod board;
+pub mod checksum;
 pub mod error;
 pub mod estimate;
 pub mod job;
+pub mod jsonl;
 pub mod kernel;
 pub mod partition;
 pub mod proto;

@@ -22,6 +22,9 @@ pub enum Error {
         job: String,
         lease: u64,
     },
+    /// A reported result whose seal is missing or does not match it: damaged on its way, never counted.
+    #[error("the result for job {job} of run {run} fails its seal (damaged in the worker's journal or in transit); refused, the job will be computed again")]
+    Unsealed { run: String, job: String },
     /// A worker whose result others disproved: it gets no more leases and its reports are refused.
     #[error("worker {worker:?} is quarantined: {reason}")]
     Quarantined { worker: String, reason: String },

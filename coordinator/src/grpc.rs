@@ -25,6 +25,8 @@ fn lease_response(grant: &Grant) -> proto::LeaseResponse {
             strategy: proto::Strategy::from(g.plan.strategy()) as i32,
             depth: g.plan.depth() as u32,
             job: g.key.to_string(),
+            plan_fingerprint: g.fingerprint,
+            lease_tag: g.tag,
         })
         .collect();
     proto::LeaseResponse {
@@ -58,11 +60,14 @@ pub fn status(e: Error) -> Status {
         Error::Input(Input::Overflow(_) | Input::Inconsistent(_)) => {
             Status::internal(e.to_string())
         }
-        Error::Input(_) | Error::Invalid(_) => Status::invalid_argument(e.to_string()),
+        Error::Input(_) | Error::Invalid(_) | Error::Unsealed { .. } => {
+            Status::invalid_argument(e.to_string())
+        }
         Error::NotLeased { .. } => Status::failed_precondition(e.to_string()),
         Error::Quarantined { .. } => Status::permission_denied(e.to_string()),
-        Error::ShuttingDown => Status::unavailable(e.to_string()),
-        Error::Corrupt(_) | Error::Store(_) | Error::Durability(_) | Error::LocalWorker(_) => {
+        // Nothing was acknowledged and the worker keeps the results in its journal: it tries again.
+        Error::ShuttingDown | Error::Durability(_) => Status::unavailable(e.to_string()),
+        Error::Corrupt(_) | Error::Store(_) | Error::LocalWorker(_) => {
             Status::internal(e.to_string())
         }
     }
@@ -253,6 +258,8 @@ impl coordinator_server::Coordinator for CoordinatorService {
                     unique8: x.unique8,
                     nodes: x.nodes,
                 },
+                seal: x.seal,
+                tag: x.lease_tag,
             })
             .collect();
         let outcomes = self

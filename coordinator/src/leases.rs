@@ -1,14 +1,19 @@
 //! The lease table, in memory only: which worker holds which job until when. On restart every leased job
 //! is simply pending again (the worst case is recomputation, never loss or double counting).
 //!
-//! A lease id is `epoch << 40 | sequence`: a report naming a lease of this incarnation must name the job
-//! that lease was for; a lease of an earlier incarnation cannot be checked and is accepted (results are
-//! deterministic, and a job already done is compared, never added).
+//! A lease id is `epoch << 40 | sequence`, and every lease carries a tag: SipHash-2-4 of the lease id,
+//! the run and the job key under a 128-bit secret kept in the store (created with it, never sent). A
+//! report naming a lease of this incarnation must name the job that lease was for; one naming a lease of
+//! an earlier incarnation must also repeat that lease's tag, which only this store's coordinators can
+//! have computed. Nothing is accepted because it cannot be checked.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use std::hash::Hasher;
+
 use nqueens_common::JobKey;
+use siphasher::sip::SipHasher24;
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
@@ -32,6 +37,8 @@ type JobId = (u64, JobKey);
 pub struct Leases {
     timeout: Duration,
     epoch: u64,
+    /// The store's lease secret.
+    secret: [u8; 16],
     next_seq: u64,
     active: HashMap<u64, Lease>,
     by_job: HashMap<JobId, u64>,
@@ -42,10 +49,11 @@ pub struct Leases {
 
 impl Leases {
     /// An empty table for one incarnation.
-    pub fn new(epoch: u64, timeout: Duration) -> Leases {
+    pub fn new(epoch: u64, secret: [u8; 16], timeout: Duration) -> Leases {
         Leases {
             timeout,
             epoch,
+            secret,
             next_seq: 1,
             active: HashMap::new(),
             by_job: HashMap::new(),
@@ -75,6 +83,16 @@ impl Leases {
             },
         );
         id
+    }
+
+    /// The tag of lease `id` for a job: what a worker repeats to prove the lease was issued to it.
+    pub fn tag(&self, id: u64, run: u64, key: &JobKey) -> u64 {
+        let mut h = SipHasher24::new_with_key(&self.secret);
+        h.write(&id.to_be_bytes());
+        h.write(&run.to_be_bytes());
+        h.write(&[key.0.len() as u8]);
+        h.write(&key.0);
+        h.finish()
     }
 
     /// Whether the job is leased right now.
@@ -144,15 +162,19 @@ impl Leases {
         Some(lease)
     }
 
-    /// Checks that a result for `(run, key)` may name lease `id`.
-    pub fn check_report(&self, id: u64, run: u64, key: &JobKey) -> Result<()> {
+    /// Checks that a result for `(run, key)` may name lease `id` with `tag`: a lease of this incarnation
+    /// must have been for that job; one of an earlier incarnation must carry that job's tag.
+    pub fn check_report(&self, id: u64, tag: u64, run: u64, key: &JobKey) -> Result<()> {
         let named = match self.active.get(&id) {
             Some(l) => Some((l.run, &l.key)),
             None => self.past.get(&id).map(|(r, k)| (*r, k)),
         };
         let ok = match named {
             Some((r, k)) => r == run && k == key,
-            None => id >> SEQ_BITS < self.epoch && id >> SEQ_BITS > 0,
+            None => {
+                let epoch = id >> SEQ_BITS;
+                epoch < self.epoch && epoch > 0 && tag == self.tag(id, run, key)
+            }
         };
         if ok {
             Ok(())
@@ -180,13 +202,15 @@ impl Leases {
 mod tests {
     use super::*;
 
+    const SECRET: [u8; 16] = *b"0123456789abcdef";
+
     fn key(s: &str) -> JobKey {
         s.parse().unwrap()
     }
 
     #[tokio::test(start_paused = true)]
     async fn heartbeats_keep_a_lease_and_silence_ends_it() {
-        let mut t = Leases::new(3, Duration::from_secs(10));
+        let mut t = Leases::new(3, SECRET, Duration::from_secs(10));
         let now = Instant::now();
         let id = t.issue(1, key("0.1"), "w", now);
         assert!(t.is_leased(1, &key("0.1")));
@@ -201,24 +225,38 @@ mod tests {
         assert_eq!(gone.len(), 1);
         assert!(!t.is_leased(1, &key("0.1")));
         // A late report under the expired lease is still recognised, for its own job only.
-        assert!(t.check_report(id, 1, &key("0.1")).is_ok());
-        assert!(t.check_report(id, 1, &key("0.2")).is_err());
+        assert!(t.check_report(id, 0, 1, &key("0.1")).is_ok());
+        assert!(t.check_report(id, 0, 1, &key("0.2")).is_err());
         t.settle(1, &key("0.1"));
-        assert!(t.check_report(id, 1, &key("0.1")).is_err());
+        assert!(t.check_report(id, 0, 1, &key("0.1")).is_err());
     }
 
     #[tokio::test(start_paused = true)]
-    async fn leases_of_earlier_epochs_are_accepted_unknown_ones_are_not() {
-        let t = Leases::new(3, Duration::from_secs(10));
-        assert!(t.check_report((2 << SEQ_BITS) | 7, 1, &key("0.1")).is_ok());
-        assert!(t.check_report((3 << SEQ_BITS) | 7, 1, &key("0.1")).is_err());
-        assert!(t.check_report((9 << SEQ_BITS) | 7, 1, &key("0.1")).is_err());
-        assert!(t.check_report(7, 1, &key("0.1")).is_err());
+    async fn leases_of_earlier_epochs_count_only_with_their_tag_for_their_job() {
+        let earlier = Leases::new(2, SECRET, Duration::from_secs(10));
+        let old = (2 << SEQ_BITS) | 7;
+        let tag = earlier.tag(old, 1, &key("0.1"));
+        let t = Leases::new(3, SECRET, Duration::from_secs(10));
+        assert!(t.check_report(old, tag, 1, &key("0.1")).is_ok());
+        // Forged: no tag, a tag of another job or run, another secret, or an epoch not yet reached.
+        assert!(t.check_report(old, 0, 1, &key("0.1")).is_err());
+        assert!(t.check_report(old, tag, 1, &key("0.2")).is_err());
+        assert!(t.check_report(old, tag, 2, &key("0.1")).is_err());
+        assert!(t.check_report(old ^ 1, tag, 1, &key("0.1")).is_err());
+        let other = Leases::new(2, *b"fedcba9876543210", Duration::from_secs(10));
+        assert!(t
+            .check_report(old, other.tag(old, 1, &key("0.1")), 1, &key("0.1"))
+            .is_err());
+        let future = (3 << SEQ_BITS) | 7;
+        assert!(t
+            .check_report(future, t.tag(future, 1, &key("0.1")), 1, &key("0.1"))
+            .is_err());
+        assert!(t.check_report(7, 0, 1, &key("0.1")).is_err());
     }
 
     #[tokio::test(start_paused = true)]
     async fn release_only_ends_the_workers_own_leases() {
-        let mut t = Leases::new(1, Duration::from_secs(10));
+        let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
         let now = Instant::now();
         let a = t.issue(1, key("1.2"), "a", now);
         let b = t.issue(1, key("1.3"), "b", now);

@@ -14,6 +14,7 @@ pub mod loadgen;
 pub mod local;
 pub mod metrics;
 pub mod progress;
+pub mod reconcile;
 mod rpc_timer;
 pub mod server;
 pub mod service;

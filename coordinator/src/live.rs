@@ -20,6 +20,8 @@ const RATE_WINDOW: Duration = Duration::from_secs(300);
 pub struct LiveRun {
     pub meta: RunMeta,
     pub plan: Plan,
+    /// The plan's fingerprint as a number (sent with leases, sealed into results).
+    pub fingerprint: u64,
     /// Equal to the stored totals (updated after every commit).
     pub tally: Tally,
     /// The rest of the plan's job list not yet handed out in this incarnation (`None`: exhausted).
@@ -48,6 +50,7 @@ impl LiveRun {
         now: Instant,
     ) -> Result<LiveRun> {
         let plan = meta.plan()?;
+        let fingerprint = meta.fingerprint_value()?;
         let cursor = (!meta.is_done()).then(|| plan.jobs());
         let mut history = History::default();
         history.record(unix_seconds(), tally.jobs, tally.total);
@@ -56,6 +59,7 @@ impl LiveRun {
             samples: VecDeque::from([(now, tally.jobs, tally.total)]),
             meta,
             plan,
+            fingerprint,
             tally,
             cursor,
             retry: VecDeque::new(),
@@ -216,7 +220,7 @@ mod tests {
             strategy: Strategy::D4,
             depth: plan.depth(),
             jobs_total,
-            fingerprint: String::new(),
+            fingerprint: "0000000000000000".into(),
             created_unix: 0,
             finished_unix: None,
             verify_fraction: 0.0,

@@ -21,6 +21,11 @@ pub struct OutcomeLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PlaceLabel {
+    pub place: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RunLabel {
     pub run: String,
     pub n: u32,
@@ -46,6 +51,7 @@ const JOB_STATES: [&str; 5] = ["done", "pending", "verifying", "disputed", "fail
 pub struct Metrics {
     registry: Registry,
     results: Family<OutcomeLabel, Counter>,
+    corrupt: Family<PlaceLabel, Counter>,
     pub leases_issued: Counter,
     pub leases_expired: Counter,
     pub rpc: RpcMetrics,
@@ -70,6 +76,11 @@ impl Default for Metrics {
                 &mut r,
                 "results",
                 "Results received, by outcome (accepted, pending, duplicate, disputed, mismatch, job_failed)",
+            ),
+            corrupt: registered(
+                &mut r,
+                "corrupt_records",
+                "Records refused or dropped because their checksum or seal failed, by where they were found (wire, store, ledger)",
             ),
             leases_issued: registered(&mut r, "leases_issued", "Leases issued"),
             leases_expired: registered(
@@ -116,6 +127,11 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Counts a result by its outcome.
+    pub fn corrupt_record(&self, place: &'static str) {
+        self.corrupt.get_or_create(&PlaceLabel { place }).inc();
+    }
+
+    /// Counts one received result by its outcome.
     pub fn result(&self, outcome: &'static str) {
         self.results.get_or_create(&OutcomeLabel { outcome }).inc();
     }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use nqueens_common::checksum::seal;
 use nqueens_common::proto;
 use nqueens_common::{JobKey, Plan, Strategy};
 use nqueens_coordinator::server::{serve, Options};
@@ -36,6 +37,7 @@ async fn start_with(lease_timeout: Duration, options: Options) -> Server {
         Config {
             lease_timeout,
             max_attempts: 3,
+            repair: false,
         },
     )
     .unwrap();
@@ -107,7 +109,20 @@ fn result_of(l: &proto::JobLease) -> proto::JobResult {
         total: r.total,
         unique8: r.unique8,
         nodes: r.nodes,
+        seal: Some(seal(l.plan_fingerprint, &l.job.parse().unwrap(), &r)),
+        lease_tag: l.lease_tag,
     }
+}
+
+/// `r` sealed again for what it now says (a lying worker seals its lie; seals guard against damage).
+fn reseal(mut r: proto::JobResult, fingerprint: u64) -> proto::JobResult {
+    let result = nqueens_common::JobResult {
+        total: r.total,
+        unique8: r.unique8,
+        nodes: r.nodes,
+    };
+    r.seal = Some(seal(fingerprint, &r.job.parse().unwrap(), &result));
+    r
 }
 
 async fn report(
@@ -169,10 +184,13 @@ async fn issue_3_duplicates_are_compared_never_added() {
         duplicate.unwrap(),
         vec![proto::Outcome::Duplicate as i32; 2]
     );
-    let wrong = proto::JobResult {
-        total: good.total + 8,
-        ..good.clone()
-    };
+    let wrong = reseal(
+        proto::JobResult {
+            total: good.total + 8,
+            ..good.clone()
+        },
+        leases[0].plan_fingerprint,
+    );
     let mismatch = report(&mut s.client, "w2", vec![wrong]).await.unwrap();
     assert_eq!(mismatch, vec![proto::Outcome::Mismatch as i32]);
     let now = status(&mut s.client, &run.run).await;
@@ -581,6 +599,7 @@ async fn issue_4_a_verified_job_needs_two_workers_and_a_wrong_one_is_quarantined
     assert_eq!(liar_lease[0].job, first[0].job);
     let mut lie = result_of(&liar_lease[0]);
     lie.total += 8;
+    let lie = reseal(lie, liar_lease[0].plan_fingerprint);
     let got = report(&mut s.client, "liar", vec![lie]).await.unwrap();
     assert_eq!(got, vec![outcome(proto::Outcome::Disputed)]);
     let st = status(&mut s.client, &run.run).await;

@@ -278,14 +278,19 @@ impl Worker {
             .faults
             .on_finished(self.summary.jobs + 1, &mut result);
         let lease = task.lease;
+        // Sealed here, as the result leaves the compute pool: from now on any change to it is detected.
+        let seal = nqueens_common::checksum::seal(lease.plan_fingerprint, task.job.key(), &result);
         let f = Finished {
             lease: lease.lease_id,
+            lease_tag: lease.lease_tag,
             run: lease.run,
             n: lease.n,
+            fingerprint: lease.plan_fingerprint,
             job: lease.job,
             total: result.total,
             unique8: result.unique8,
             nodes: result.nodes,
+            seal,
         };
         if let Some(j) = self.journal.as_mut() {
             j.record(std::slice::from_ref(&f))?;
@@ -368,6 +373,8 @@ impl Worker {
                 total: f.total,
                 unique8: f.unique8,
                 nodes: f.nodes,
+                seal: Some(f.seal),
+                lease_tag: f.lease_tag,
             })
             .collect();
         let since = Instant::now();

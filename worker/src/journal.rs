@@ -1,27 +1,59 @@
 //! The worker's journal of unacknowledged results: every finished result is appended and fsynced before it
 //! is reported, and acknowledgements are appended after the coordinator confirms. A worker that restarts
 //! (or reconnects) re-sends what the journal still holds, so no finished job is lost to a crash or an
-//! outage. The file is JSON lines, locked against a second worker, and emptied once nothing is pending.
+//! outage.
+//!
+//! The file is checksummed JSON lines ([`nqueens_common::jsonl`], shared with the coordinator's ledger),
+//! locked against a second worker through a lock file beside it, and compacted by replacing it whole
+//! (temporary file, fsync, rename), never by truncating it in place. Every result also carries its seal
+//! from the moment it was computed: a line whose checksum fails, or a result whose seal fails, is reported
+//! at error level and dropped (its job is computed again), never re-sent and never skipped in silence.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
+use nqueens_common::checksum::verify_seal;
+use nqueens_common::jsonl::{self, Appender, Line};
+use nqueens_common::{JobKey, JobResult};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// A finished job's result as reported to the coordinator.
+/// A finished job's result as reported to the coordinator, with its seal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finished {
     pub lease: u64,
+    /// The lease's authentication tag, repeated in the report.
+    pub lease_tag: u64,
     pub run: String,
     pub n: u32,
+    /// The run's plan fingerprint (part of the seal).
+    pub fingerprint: u64,
     pub job: String,
     pub total: u64,
     pub unique8: Option<u64>,
     pub nodes: u64,
+    /// The result's seal ([`nqueens_common::checksum::seal`]), computed when the job finished.
+    pub seal: u64,
+}
+
+impl Finished {
+    /// The counts it states.
+    pub fn result(&self) -> JobResult {
+        JobResult {
+            total: self.total,
+            unique8: self.unique8,
+            nodes: self.nodes,
+        }
+    }
+
+    /// Whether its seal matches what it states.
+    pub fn sealed(&self) -> bool {
+        self.job
+            .parse::<JobKey>()
+            .is_ok_and(|key| verify_seal(self.fingerprint, &key, &self.result(), self.seal))
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -31,11 +63,25 @@ enum Entry {
     Acked(Vec<u64>),
 }
 
+/// What opening a journal found wrong (each also logged at error level).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Damage {
+    /// Lines that failed their checksum or did not parse.
+    pub lines: u64,
+    /// Results whose seal failed.
+    pub seals: u64,
+    /// Lines of the format before checksums (their results cannot be verified and are computed again).
+    pub legacy: u64,
+}
+
 /// The journal file and what it holds unacknowledged, by lease id.
 pub struct Journal {
     path: PathBuf,
-    file: File,
+    file: Appender,
+    /// Held for the journal's life: the lock against a second worker.
+    _lock: File,
     pending: BTreeMap<u64, Finished>,
+    damage: Damage,
 }
 
 impl Journal {
@@ -45,39 +91,62 @@ impl Journal {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let file = OpenOptions::new()
+        let mut lock_name = path.file_name().unwrap_or_default().to_os_string();
+        lock_name.push(".lock");
+        let lock = OpenOptions::new()
             .read(true)
-            .append(true)
+            .write(true)
             .create(true)
-            .open(path)
+            .truncate(false)
+            .open(path.with_file_name(lock_name))
             .map_err(io)?;
-        file.try_lock()
+        lock.try_lock()
             .map_err(|_| Error::JournalInUse(path.to_path_buf()))?;
         let mut pending = BTreeMap::new();
-        for (i, line) in BufReader::new(&file).lines().enumerate() {
-            let line = line.map_err(io)?;
-            // A torn last line (a crash mid-append) was never acknowledged nor fsynced: skip it.
-            match serde_json::from_str::<Entry>(&line) {
-                Ok(Entry::Result(f)) => {
+        let mut damage = Damage::default();
+        let scan = match File::open(path) {
+            Ok(file) => jsonl::scan(file, |number, line| match line {
+                Line::Verified(Entry::Result(f)) if f.sealed() => {
                     pending.insert(f.lease, f);
                 }
-                Ok(Entry::Acked(ids)) => ids.iter().for_each(|id| {
+                Line::Verified(Entry::Result(f)) => {
+                    damage.seals += 1;
+                    tracing::error!(path = %path.display(), line = number, run = %f.run, job = %f.job, "journaled result fails its seal (damaged on disk); dropped, its job will be computed again");
+                }
+                Line::Verified(Entry::Acked(ids)) => ids.iter().for_each(|id| {
                     pending.remove(id);
                 }),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), line = i + 1, error = %e, "skipping an unreadable journal line")
+                Line::Legacy(_) => {
+                    damage.legacy += 1;
+                    tracing::warn!(path = %path.display(), line = number, "journal line written before checksums: it cannot be verified, so it is dropped and its job computed again");
                 }
-            }
+            })
+            .map_err(io)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => jsonl::Scan::default(),
+            Err(e) => return Err(io(e)),
+        };
+        for d in &scan.damaged {
+            tracing::error!(path = %path.display(), line = d.line, offset = d.offset, reason = %d.reason, "damaged journal line; dropped (an unacknowledged result in it will be computed again)");
         }
-        let mut journal = Journal {
+        damage.lines = scan.damaged.len() as u64;
+        if let Some(offset) = scan.torn {
+            // A crash mid-append: never fsynced, never reported.
+            tracing::warn!(path = %path.display(), offset, "cutting a torn last line off the journal");
+        }
+        let file = rewrite(path, &pending)?;
+        Ok(Journal {
             path: path.to_path_buf(),
             file,
+            _lock: lock,
             pending,
-        };
-        journal.compact()?;
-        Ok(journal)
+            damage,
+        })
     }
 
+    /// What opening it found damaged.
+    pub fn damage(&self) -> Damage {
+        self.damage
+    }
     /// Results finished but not acknowledged, oldest lease first.
     pub fn pending(&self) -> Vec<Finished> {
         self.pending.values().cloned().collect()
@@ -90,11 +159,13 @@ impl Journal {
         }
         let mut buf = Vec::new();
         for r in results {
-            serde_json::to_writer(&mut buf, &Entry::Result(r.clone())).expect("JSON");
-            buf.push(b'\n');
+            buf.extend(jsonl::encode(&Entry::Result(r.clone())));
+        }
+        self.append(&buf)?;
+        for r in results {
             self.pending.insert(r.lease, r.clone());
         }
-        self.append(&buf)
+        Ok(())
     }
 
     /// Records that the coordinator acknowledged these leases' results.
@@ -106,44 +177,53 @@ impl Journal {
             self.pending.remove(id);
         }
         if self.pending.is_empty() {
-            return self.compact();
+            self.file = rewrite(&self.path, &self.pending)?;
+            return Ok(());
         }
-        let mut buf = serde_json::to_vec(&Entry::Acked(leases.to_vec())).expect("JSON");
-        buf.push(b'\n');
-        self.append(&buf)
+        self.append(&jsonl::encode(&Entry::Acked(leases.to_vec())))
     }
 
     fn append(&mut self, buf: &[u8]) -> Result<()> {
-        let io = |e| Error::Journal(self.path.clone(), e);
-        self.file.write_all(buf).map_err(io)?;
-        self.file.sync_data().map_err(io)
+        self.file
+            .append(buf)
+            .map_err(|e| Error::Journal(self.path.clone(), e))
     }
+}
 
-    /// Rewrites the file to hold only the pending results (empties it when none).
-    fn compact(&mut self) -> Result<()> {
-        let io = |e| Error::Journal(self.path.clone(), e);
-        self.file.set_len(0).map_err(io)?;
-        let results: Vec<Finished> = self.pending.values().cloned().collect();
-        if results.is_empty() {
-            return self.file.sync_data().map_err(io);
-        }
-        self.record(&results)
+/// Replaces the journal file with one holding only `pending` (empty when none) and opens it for appending.
+fn rewrite(path: &Path, pending: &BTreeMap<u64, Finished>) -> Result<Appender> {
+    let io = |e: std::io::Error| Error::Journal(path.to_path_buf(), e);
+    let mut buf = Vec::new();
+    for f in pending.values() {
+        buf.extend(jsonl::encode(&Entry::Result(f.clone())));
     }
+    jsonl::replace(path, &buf).map_err(io)?;
+    Appender::open(path, buf.len() as u64).map_err(io)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn finished(lease: u64) -> Finished {
-        Finished {
-            lease,
-            run: "1".into(),
-            n: 8,
-            job: "0.2".into(),
-            total: 8,
+        let result = JobResult {
+            total: 8 + lease,
             unique8: Some(8),
             nodes: 10,
+        };
+        let key: JobKey = "0.2".parse().unwrap();
+        Finished {
+            lease,
+            lease_tag: 77,
+            run: "1".into(),
+            n: 8,
+            fingerprint: 0xabc,
+            job: key.to_string(),
+            total: result.total,
+            unique8: result.unique8,
+            nodes: result.nodes,
+            seal: nqueens_common::checksum::seal(0xabc, &key, &result),
         }
     }
 
@@ -161,13 +241,55 @@ mod tests {
             .append(true)
             .open(&path)
             .unwrap()
-            .write_all(b"{\"result\":{\"lea")
+            .write_all(b"{\"v\":1,\"crc\":\"00")
             .unwrap();
         let mut j = Journal::open(&path).unwrap();
         assert_eq!(j.pending(), vec![finished(1), finished(3)]);
         j.ack(&[1, 3]).unwrap();
         assert!(j.pending().is_empty());
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn a_changed_digit_or_a_damaged_line_is_dropped_and_reported_never_resent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.journal");
+        {
+            let mut j = Journal::open(&path).unwrap();
+            j.record(&[finished(1), finished(2), finished(3)]).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // Line 1: one digit of the count changes, and the line's checksum is recomputed to match (as a
+        // bug in a writer would): only the result's seal can tell.
+        let forged = lines[0].replace("\"total\":9", "\"total\":19");
+        let body = &forged[forged.find("\"entry\":").unwrap() + 8..forged.len() - 1];
+        let forged = jsonl::encode(&serde_json::from_str::<Entry>(body).unwrap());
+        // Line 2: a flipped byte, so the line's own checksum fails.
+        let flipped = lines[1].replace("\"nodes\":10", "\"nodes\":11");
+        let mut damaged = String::from_utf8(forged).unwrap();
+        damaged.push_str(&flipped);
+        damaged.push('\n');
+        damaged.push_str(lines[2]);
+        damaged.push('\n');
+        // A legacy line (the format before checksums) is not trusted either.
+        damaged.push_str("{\"result\":{\"lease\":4,\"run\":\"1\",\"n\":8,\"job\":\"0.2\",\"total\":8,\"unique8\":8,\"nodes\":10}}\n");
+        std::fs::write(&path, damaged).unwrap();
+        let j = Journal::open(&path).unwrap();
+        assert_eq!(j.pending(), vec![finished(3)]);
+        assert_eq!(
+            j.damage(),
+            Damage {
+                lines: 1,
+                seals: 1,
+                legacy: 1
+            }
+        );
+        drop(j);
+        // Compaction replaced the file: it now holds the intact result only.
+        let j = Journal::open(&path).unwrap();
+        assert_eq!(j.pending(), vec![finished(3)]);
+        assert_eq!(j.damage(), Damage::default());
     }
 
     #[test]

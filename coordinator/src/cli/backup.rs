@@ -3,7 +3,7 @@
 //! a data directory whose coordinator is stopped (the store is locked while one runs; the ledger,
 //! `DATA/results.jsonl`, can be copied at any time).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use clap::Args;
 use nqueens_common::JobKey;
 use serde::Serialize;
 
-use crate::ledger::{self, Entry, LEDGER_FILE};
+use crate::ledger::{self, LedgerView, LEDGER_FILE};
 use crate::store::{JobState, ResultRecord, Store};
 
 /// Results restored per transaction.
@@ -87,60 +87,46 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Rebuilds a store from an export or a ledger, then audits it.
+/// Rebuilds a store from an export or a ledger, then audits it. Every line's checksum and every result's
+/// seal is checked first: a file with damaged lines is refused, naming them, and nothing is imported.
 pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
+    let view = LedgerView::read(&args.file)?;
+    if let Some(first) = view.damaged.first() {
+        anyhow::bail!(
+            "{} has {} damaged lines (first: {first}); nothing imported. Import a backup, or start a coordinator on the damaged ledger's own data directory (it repairs from the store)",
+            args.file.display(),
+            view.damaged.len()
+        );
+    }
+    if view.legacy > 0 {
+        eprintln!(
+            "{} lines are of the format before checksums: they cannot be verified",
+            view.legacy
+        );
+    }
     std::fs::create_dir_all(&args.data)?;
     let store = Store::open(&args.data)?;
-    let mut pending: Vec<(JobKey, ResultRecord)> = Vec::new();
-    let mut current: Option<u64> = None;
-    let (mut runs, mut results) = (0u64, 0u64);
-    let flush = |run: Option<u64>, pending: &mut Vec<(JobKey, ResultRecord)>| {
-        let added = match run {
-            Some(run) if !pending.is_empty() => store.restore_results(run, pending)?,
-            _ => 0,
-        };
-        pending.clear();
-        Ok::<_, crate::Error>(added)
-    };
-    let torn = ledger::read(File::open(&args.file)?, &args.file, |entry| {
-        match entry {
-            Entry::Run(meta) => {
-                results += flush(current, &mut pending)?;
-                store.restore_run(&meta)?;
-                current = Some(meta.id);
-                runs += 1;
-            }
-            Entry::Result { run, job, record } => {
-                if current != Some(run) {
-                    results += flush(current, &mut pending)?;
-                    current = Some(run);
-                }
-                pending.push((job.parse()?, record));
-                if pending.len() >= RESTORE_BATCH {
-                    results += flush(current, &mut pending)?;
-                }
-            }
-            Entry::Revoked { run, job, worker } => {
-                results += flush(current, &mut pending)?;
-                if store.restore_revocation(run, &job.parse()?, &worker)? {
-                    results -= 1;
-                }
-            }
+    let mut results = 0u64;
+    for meta in view.runs.values() {
+        store.restore_run(meta)?;
+        let batch: Vec<(JobKey, ResultRecord)> = view.results[&meta.id]
+            .iter()
+            .map(|(k, r)| (k.clone(), r.clone()))
+            .collect();
+        for chunk in batch.chunks(RESTORE_BATCH) {
+            results += store.restore_results(meta.id, chunk)?;
         }
-        Ok(())
-    })?;
-    results += flush(current, &mut pending)?;
-    if torn.is_some() {
+    }
+    if view.torn {
         eprintln!("skipped a torn last line");
     }
     store.flush()?;
     let lines = store.audit()?;
     // The new store's own ledger starts as a copy of what it holds.
-    drop(store);
-    let store = Store::open(&args.data)?;
-    crate::ledger::Ledger::open(&args.data.join(LEDGER_FILE), &store)?;
+    crate::ledger::rewrite(&args.data.join(LEDGER_FILE), &store)?;
     eprintln!(
-        "imported {runs} runs and {results} results into {}; audit passed for {} runs",
+        "imported {} runs and {results} results into {}; audit passed for {} runs",
+        view.runs.len(),
         args.data.display(),
         lines.len()
     );
@@ -160,10 +146,8 @@ struct AuditOutput {
     total: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     unique: Option<String>,
-    /// Results of the run in the ledger that agree with the store.
+    /// Results of the run in the ledger (each agrees with the store's).
     ledger_results: u64,
-    /// Results in the ledger the store lacks (never acknowledged: they are computed again).
-    ledger_extra: u64,
 }
 
 /// Checks a store offline: totals against results, job states, and the ledger against the store.
@@ -172,56 +156,40 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
     let store = open_existing(&dir)?;
     let lines = store.audit()?;
     let path = dir.join(LEDGER_FILE);
-    // The ledger's results as of its end: a later revocation takes an earlier result back.
-    let mut logged: HashMap<(u64, JobKey), ResultRecord> = HashMap::new();
-    let mut logged_runs: HashSet<u64> = HashSet::new();
     if !path.exists() {
         anyhow::bail!("{} has no ledger ({LEDGER_FILE})", dir.display());
     }
-    ledger::read(File::open(&path)?, &path, |entry| {
-        match entry {
-            Entry::Run(meta) => {
-                logged_runs.insert(meta.id);
-            }
-            Entry::Result { run, job, record } => {
-                let key: JobKey = job.parse()?;
-                if let Some(earlier) = logged.get(&(run, key.clone())) {
-                    if earlier.result != record.result {
-                        return Err(crate::Error::Corrupt(format!(
-                            "run {run} job {job}: the ledger holds two different results ({:?} and {:?})",
-                            earlier.result, record.result
-                        )));
-                    }
-                }
-                logged.insert((run, key), record);
-            }
-            Entry::Revoked { run, job, worker } => {
-                let key: JobKey = job.parse()?;
-                if logged
-                    .get(&(run, key.clone()))
-                    .is_some_and(|r| r.worker == worker)
-                {
-                    logged.remove(&(run, key));
-                }
-            }
-        }
-        Ok(())
-    })?;
-    // Per run: results the ledger and the store agree on, and results only the ledger holds.
+    // Both ways: every result of the store is in the ledger and every result of the ledger in the store.
+    let view = LedgerView::read(&path)?;
+    if let Some(first) = view.damaged.first() {
+        anyhow::bail!(
+            "the ledger has {} damaged lines (first: {first}); start the coordinator to repair it from the store",
+            view.damaged.len()
+        );
+    }
     let mut agreed: HashMap<u64, u64> = HashMap::new();
-    let mut extra: HashMap<u64, u64> = HashMap::new();
-    for ((run, key), record) in logged {
-        match store.result(run, &key)? {
-            Some(stored) if stored.result == record.result => {
-                *agreed.entry(run).or_insert(0) += 1;
-            }
-            Some(stored) => anyhow::bail!(
-                "run {run} job {key}: the ledger says {:?}, the store {:?}",
-                record.result,
-                stored.result
-            ),
-            None => *extra.entry(run).or_insert(0) += 1,
+    for meta in store.runs()? {
+        if !view.runs.contains_key(&meta.id) {
+            anyhow::bail!(
+                "run {}: the store holds it but the ledger does not",
+                meta.id
+            );
         }
+        let diff = ledger::compare(&store, &meta, &view)?;
+        if !diff.is_empty() {
+            anyhow::bail!(
+                "run {}: the store and the ledger disagree: {} results only in the store, {} only in the ledger, {} different, {} damaged in the store; start the coordinator to reconcile them",
+                meta.id,
+                diff.store_only.len(),
+                diff.ledger_only.len(),
+                diff.conflicting.len(),
+                diff.damaged.len()
+            );
+        }
+        agreed.insert(meta.id, view.count(meta.id));
+    }
+    if let Some(id) = view.runs.keys().find(|id| agreed.get(id).is_none()) {
+        anyhow::bail!("run {id}: the ledger holds it but the store does not; start the coordinator to restore it");
     }
     let mut out = std::io::stdout().lock();
     for line in lines {
@@ -229,18 +197,6 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
             .run(line.run)?
             .ok_or_else(|| anyhow::anyhow!("run {} vanished", line.run))?;
         let in_ledger = agreed.get(&line.run).copied().unwrap_or(0);
-        if in_ledger != line.tally.jobs || !logged_runs.contains(&line.run) {
-            anyhow::bail!(
-                "run {}: the store holds {} results but the ledger only {in_ledger}{}",
-                line.run,
-                line.tally.jobs,
-                if logged_runs.contains(&line.run) {
-                    ""
-                } else {
-                    " and not the run"
-                }
-            );
-        }
         let failed = store
             .job_states(line.run)?
             .get(&JobState::Failed)
@@ -261,14 +217,13 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
                 .flatten()
                 .map(|u| u.to_string()),
             ledger_results: in_ledger,
-            ledger_extra: extra.get(&line.run).copied().unwrap_or(0),
         };
         if args.json {
             writeln!(out, "{}", serde_json::to_string(&report)?)?;
         } else {
             writeln!(
                 out,
-                "run {}: N = {} {} {}, {}/{} jobs, total {}{}: audit passed (totals = sum of {} results; ledger agrees{})",
+                "run {}: N = {} {} {}, {}/{} jobs, total {}{}: audit passed (totals = sum of {} sealed results; the ledger holds exactly the same {} results)",
                 report.run,
                 report.n,
                 report.strategy,
@@ -278,11 +233,7 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
                 report.total,
                 report.unique.as_deref().map(|u| format!(", {u} unique")).unwrap_or_default(),
                 report.jobs_done,
-                if report.ledger_extra > 0 {
-                    format!("; it also holds {} unacknowledged results", report.ledger_extra)
-                } else {
-                    String::new()
-                }
+                report.ledger_results
             )?;
         }
     }

@@ -26,6 +26,10 @@ pub struct ServeArgs {
     /// Expired leases after which a job fails (it stalls or kills every worker that takes it).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_attempts: u32,
+    /// When the ledger has damaged lines and the store lacks results the ledger holds, rebuild from the
+    /// ledger's intact lines (the jobs of damaged lines are computed again) instead of refusing to start.
+    #[arg(long)]
+    pub repair: bool,
     /// Put the failed jobs of every run back to pending before serving.
     #[arg(long)]
     pub retry_failed: bool,
@@ -101,6 +105,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         Config {
             lease_timeout: args.lease_timeout,
             max_attempts: args.max_attempts,
+            repair: args.repair,
         },
     )?;
     super::runtime()?.block_on(async {

@@ -196,14 +196,26 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
 
 fn result_of(lease: &proto::JobLease, role: &Role) -> proto::JobResult {
     let (total, unique8, nodes) = synthetic(&lease.job);
+    let result = nqueens_common::JobResult {
+        total,
+        unique8: role.d4.then_some(unique8),
+        nodes,
+    };
+    let seal = lease
+        .job
+        .parse()
+        .map(|key| nqueens_common::checksum::seal(lease.plan_fingerprint, &key, &result))
+        .ok();
     proto::JobResult {
         lease_id: lease.lease_id,
         run: lease.run.clone(),
         n: role.n,
         job: lease.job.clone(),
         total,
-        unique8: role.d4.then_some(unique8),
+        unique8: result.unique8,
         nodes,
+        seal,
+        lease_tag: lease.lease_tag,
     }
 }
 

@@ -27,6 +27,10 @@ pub struct Granted {
     pub run: u64,
     pub plan: Plan,
     pub key: JobKey,
+    /// The lease's authentication tag.
+    pub tag: u64,
+    /// The run's plan fingerprint (sealed into the result).
+    pub fingerprint: u64,
 }
 
 /// A worker's request for jobs.
@@ -155,8 +159,10 @@ impl Coordinator {
                 let id = state.leases.issue(run.meta.id, key.clone(), worker, now);
                 leases.push(Granted {
                     id,
+                    tag: state.leases.tag(id, run.meta.id, &key),
                     run: run.meta.id,
                     plan: run.plan,
+                    fingerprint: run.fingerprint,
                     key,
                 });
             }

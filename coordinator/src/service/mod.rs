@@ -21,9 +21,10 @@ use tokio::time::Instant;
 use crate::committer::Committer;
 use crate::error::{Error, Result};
 use crate::leases::Leases;
-use crate::ledger::{Ledger, LEDGER_FILE};
+use crate::ledger::LEDGER_FILE;
 use crate::live::LiveRun;
 use crate::metrics::Metrics;
+use crate::reconcile::reconcile;
 use crate::store::{JobState, Store};
 use workers::Workers;
 
@@ -37,6 +38,8 @@ pub struct Config {
     pub lease_timeout: Duration,
     /// Expired leases after which a job fails (a job that kills or stalls every worker that takes it).
     pub max_attempts: u32,
+    /// Trust the ledger's intact lines at startup although it has damaged ones (`serve --repair`).
+    pub repair: bool,
 }
 
 impl Default for Config {
@@ -44,6 +47,7 @@ impl Default for Config {
         Config {
             lease_timeout: Duration::from_secs(60),
             max_attempts: 5,
+            repair: false,
         }
     }
 }
@@ -76,6 +80,11 @@ impl Coordinator {
     /// Audits the store, checks that this build plans every unfinished run the way it was planned, and
     /// loads the runs. A store that fails either check is refused.
     pub fn open(store: Store, config: Config) -> Result<Coordinator> {
+        let ledger = store
+            .dir()
+            .map(|dir| reconcile(&store, &dir.join(LEDGER_FILE), config.repair))
+            .transpose()?
+            .map(|(ledger, _)| ledger);
         let audit = store.audit()?;
         let now = Instant::now();
         let mut runs = BTreeMap::new();
@@ -112,17 +121,13 @@ impl Coordinator {
         for (worker, reason) in &quarantined {
             tracing::warn!(worker = %worker, reason = %reason, "worker quarantined (from the store)");
         }
-        let ledger = store
-            .dir()
-            .map(|dir| Ledger::open(&dir.join(LEDGER_FILE), &store))
-            .transpose()?;
         let committer = Committer::start(store.clone(), ledger)
             .map_err(|e| Error::Durability(format!("cannot start the commit thread: {e}")))?;
         Ok(Coordinator {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     runs,
-                    leases: Leases::new(store.epoch(), config.lease_timeout),
+                    leases: Leases::new(store.epoch(), store.lease_secret(), config.lease_timeout),
                     workers: Workers::default(),
                     quarantined,
                     max_attempts: config.max_attempts.max(1),

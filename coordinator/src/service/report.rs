@@ -3,6 +3,7 @@
 //! is compared with the stored one, never added; a verified job's result waits for a second worker, and a
 //! worker whose result is disproved is quarantined.
 
+use nqueens_common::checksum::verify_seal;
 use nqueens_common::error::check_n;
 use nqueens_common::{JobKey, JobResult, Strategy};
 use tokio::time::Instant;
@@ -25,6 +26,10 @@ pub struct Report {
     pub n: u32,
     pub job: String,
     pub result: JobResult,
+    /// The seal the worker computed (absent from a worker older than seals: refused).
+    pub seal: Option<u64>,
+    /// The lease's authentication tag.
+    pub tag: u64,
 }
 
 impl Coordinator {
@@ -161,7 +166,7 @@ impl Coordinator {
     /// Checks every result of a report against the runs, the plans and the leases. The state is locked
     /// twice, briefly: rebuilding each job from its key (the costly part) happens between the two.
     fn validate(&self, worker: &str, name: &str, reports: &[Report]) -> Result<Vec<Incoming>> {
-        let runs: Vec<(u64, u32, Strategy, nqueens_common::Plan)> = {
+        let runs: Vec<(u64, u32, Strategy, nqueens_common::Plan, u64)> = {
             let state = self.state();
             if let Some(reason) = state.quarantined.get(name) {
                 return Err(Error::Quarantined {
@@ -178,6 +183,7 @@ impl Coordinator {
                         u32::from(run.meta.n),
                         run.meta.strategy,
                         run.plan,
+                        run.fingerprint,
                     ))
                 })
                 .collect::<Result<_>>()?
@@ -185,7 +191,7 @@ impl Coordinator {
         let keys = reports
             .iter()
             .zip(&runs)
-            .map(|(r, &(id, n, strategy, plan))| {
+            .map(|(r, &(id, n, strategy, plan, fingerprint))| {
                 check_n(r.n)?;
                 if r.n != n {
                     return Err(Error::Invalid(format!(
@@ -206,6 +212,19 @@ impl Coordinator {
                         }
                     )));
                 }
+                // The seal: a result damaged anywhere between the worker's compute pool and here (its
+                // journal, the wire) is refused, and its job computed again.
+                if !r
+                    .seal
+                    .is_some_and(|s| verify_seal(fingerprint, &key, &r.result, s))
+                {
+                    self.shared.metrics.corrupt_record("wire");
+                    tracing::error!(worker, name, run = id, job = %key, lease = r.lease, place = "wire", "a reported result fails its seal (damaged in the worker's journal or in transit, or from a worker older than seals): refused; the job is computed again");
+                    return Err(Error::Unsealed {
+                        run: id.to_string(),
+                        job: key.to_string(),
+                    });
+                }
                 Ok(key)
             })
             .collect::<Result<Vec<JobKey>>>()?;
@@ -217,7 +236,7 @@ impl Coordinator {
             .map(|((r, key), &(run, ..))| {
                 // A job already done only gets its result compared, whatever lease it names.
                 if !self.shared.store.is_settled(run, &key)? {
-                    state.leases.check_report(r.lease, run, &key)?;
+                    state.leases.check_report(r.lease, r.tag, run, &key)?;
                 }
                 Ok(Incoming {
                     run,
@@ -226,6 +245,7 @@ impl Coordinator {
                     worker: worker.to_string(),
                     name: name.to_string(),
                     lease: r.lease,
+                    seal: r.seal.unwrap_or_default(),
                 })
             })
             .collect()

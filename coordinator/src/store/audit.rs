@@ -23,8 +23,15 @@ impl Store {
         for meta in self.runs()? {
             let stored = self.tally(meta.id)?;
             let mut sum = Tally::new(stored.unique8.is_some());
+            let fingerprint = meta.fingerprint_value()?;
             for item in self.results(meta.id) {
                 let (key, record) = item?;
+                if !record.sealed(fingerprint, &key) {
+                    return Err(Error::Corrupt(format!(
+                        "run {}: the stored result of job {key} fails its seal",
+                        meta.id
+                    )));
+                }
                 if self.job(meta.id, &key)?.map(|r| r.state) != Some(JobState::Done) {
                     return Err(Error::Corrupt(format!(
                         "run {}: job {key} has a result but is not marked done",

@@ -32,6 +32,8 @@ pub struct Incoming {
     pub worker: String,
     pub name: String,
     pub lease: u64,
+    /// The result's seal, checked against it before it got here.
+    pub seal: u64,
 }
 
 /// What happened to one incoming result.
@@ -160,8 +162,17 @@ impl Store {
                     out.outcomes.push(Outcome::JobFailed);
                     continue;
                 }
-                // A verified job's results so far (none for a pending job).
+                // A verified job's results so far (none for a pending job). A candidate damaged on disk
+                // is dropped here, loudly: it must neither count nor get an honest worker quarantined.
+                let fingerprint = meta.fingerprint_value().or_else(abort)?;
                 let mut candidates = record.map(|r| r.candidates).unwrap_or_default();
+                candidates.retain(|c| {
+                    let intact = c.sealed(fingerprint, &inc.key);
+                    if !intact {
+                        tracing::error!(run = inc.run, job = %inc.key, worker = %c.worker, place = "store", "a stored candidate result fails its seal (damaged on disk); dropped");
+                    }
+                    intact
+                });
                 if let Some(own) = candidates.iter().find(|c| c.worker == inc.name) {
                     out.outcomes.push(compare(&own.result, &inc.result));
                     continue;
@@ -173,6 +184,7 @@ impl Store {
                     lease: inc.lease,
                     at_unix: now_unix(),
                     confirmed_by: Vec::new(),
+                    seal: Some(inc.seal),
                 };
                 let agreeing: Vec<String> = candidates
                     .iter()

@@ -4,8 +4,12 @@
 //! - `jobs`: run id ++ job key -> [`JobRecord`] (absent: pending); `results`: same key -> [`ResultRecord`]
 //!   (the counted result of a done job);
 //! - `quarantine`: worker name -> [`Quarantine`] (workers that reported a result others disproved);
-//! - `meta`: the next run id and the coordinator's epoch (incremented at every open, so that lease ids of
-//!   an earlier incarnation are recognisable).
+//! - `meta`: the next run id, the coordinator's epoch (incremented at every open, so that lease ids of
+//!   an earlier incarnation are recognisable), the store's format version, and the lease secret (128
+//!   random bits made with the store, which authenticate lease ids across incarnations).
+//!
+//! Every result record carries the seal its worker computed ([`nqueens_common::checksum`]); every read
+//! that can reach a total checks it.
 //!
 //! A job's pending list is never stored: it is the plan's deterministic job list minus the jobs with a
 //! record, so the store grows with results, not with the size of the plan. Results are committed by
@@ -14,6 +18,7 @@
 mod audit;
 mod commit;
 mod records;
+mod repair;
 mod restore;
 mod revoke;
 mod txn;
@@ -35,6 +40,11 @@ use records::{decode, encode, job_key, run_key, split_job_key};
 
 pub(crate) const NEXT_RUN: &[u8] = b"next_run";
 const EPOCH: &[u8] = b"epoch";
+const LEASE_SECRET: &[u8] = b"lease_secret";
+const FORMAT: &[u8] = b"format";
+
+/// The store's format version: 2 added result seals and the lease secret (1 had neither).
+pub const FORMAT_VERSION: u64 = 2;
 
 /// The coordinator's persistent state.
 #[derive(Clone)]
@@ -47,6 +57,7 @@ pub struct Store {
     quarantine: sled::Tree,
     meta: sled::Tree,
     epoch: u64,
+    lease_secret: [u8; 16],
     /// Where it lives on disk (`None`: a temporary store).
     dir: Option<PathBuf>,
 }
@@ -85,8 +96,20 @@ impl Store {
                 .ok_or_else(|| Error::Corrupt("epoch overflow".into()))
         })?;
         meta.insert(EPOCH, &epoch.to_be_bytes())?;
+        let lease_secret = match meta.get(LEASE_SECRET)? {
+            Some(v) => <[u8; 16]>::try_from(v.as_ref())
+                .map_err(|_| Error::Corrupt("the lease secret is not 16 bytes".into()))?,
+            None => {
+                let mut secret = [0u8; 16];
+                getrandom::fill(&mut secret).map_err(|e| {
+                    Error::Durability(format!("no randomness for the lease secret: {e}"))
+                })?;
+                meta.insert(LEASE_SECRET, &secret)?;
+                secret
+            }
+        };
         db.flush()?;
-        Ok(Store {
+        let store = Store {
             runs: db.open_tree("runs")?,
             jobs: db.open_tree("jobs")?,
             results: db.open_tree("results")?,
@@ -95,8 +118,16 @@ impl Store {
             meta,
             db,
             epoch,
+            lease_secret,
             dir: None,
-        })
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The secret that authenticates this store's lease ids.
+    pub fn lease_secret(&self) -> [u8; 16] {
+        self.lease_secret
     }
 
     /// This incarnation's epoch (1 for a new store, then one more at every open).

@@ -33,6 +33,16 @@ impl RunMeta {
         Ok(Plan::with_depth(self.n as u32, self.strategy, self.depth)?)
     }
 
+    /// The plan fingerprint as a number (it is stored as 16 hex digits).
+    pub fn fingerprint_value(&self) -> Result<u64> {
+        u64::from_str_radix(&self.fingerprint, 16).map_err(|_| {
+            Error::Corrupt(format!(
+                "run {}: fingerprint {:?} is not 16 hex digits",
+                self.id, self.fingerprint
+            ))
+        })
+    }
+
     /// Whether every job has a result.
     pub fn is_done(&self) -> bool {
         self.finished_unix.is_some()
@@ -159,6 +169,19 @@ pub struct ResultRecord {
     /// Workers (names) whose results agreed with it, for a verified job.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub confirmed_by: Vec<String>,
+    /// The seal its worker computed over the plan fingerprint, the job key and the result (absent only
+    /// in records of store format 1, which the migration seals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<u64>,
+}
+
+impl ResultRecord {
+    /// Whether the record's seal matches its result, for job `key` of a plan with `fingerprint`.
+    pub fn sealed(&self, fingerprint: u64, key: &JobKey) -> bool {
+        self.seal.is_some_and(|s| {
+            nqueens_common::checksum::verify_seal(fingerprint, key, &self.result, s)
+        })
+    }
 }
 
 /// A worker taken out of service for a wrong result, in the `quarantine` tree (keyed by name).

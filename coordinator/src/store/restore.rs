@@ -49,8 +49,14 @@ impl Store {
             .run(run)?
             .ok_or_else(|| Error::Invalid(format!("result of run {run} before the run itself")))?;
         let plan = meta.plan()?;
-        for (key, _) in batch {
+        let fingerprint = meta.fingerprint_value()?;
+        for (key, record) in batch {
             plan.job(key)?;
+            if !record.sealed(fingerprint, key) {
+                return Err(Error::Corrupt(format!(
+                    "run {run} job {key}: the result fails its seal; not restored"
+                )));
+            }
         }
         let trees = (&self.runs, &self.jobs, &self.results, &self.totals);
         let added = trees.transaction(|(runs, jobs, results, totals)| {

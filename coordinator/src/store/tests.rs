@@ -2,6 +2,7 @@
 //! run finishing in the transaction of its last job, verified jobs (confirmation, dispute, quarantine,
 //! failure) and failed jobs put back to pending.
 
+use nqueens_common::checksum::seal;
 use nqueens_common::{JobResult, Plan, Strategy, Tally};
 
 use super::records::{encode, run_key};
@@ -18,6 +19,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
     let result = plan.job(&key).unwrap().run();
     Incoming {
         run,
+        seal: seal(plan.fingerprint().1, &key, &result),
         key,
         result,
         worker: format!("{name}-1"),
@@ -98,10 +100,13 @@ fn a_reopened_store_keeps_runs_and_results_and_counts_epochs() {
     assert_eq!(second.id, id + 1);
 }
 
-fn by(name: &str, mut inc: Incoming, wrong: u64) -> Incoming {
+/// `inc` as reported by the worker named `name`, `wrong` off in its total (and sealed: a lying worker
+/// seals its lie; seals guard against damage, verification against liars).
+fn by(plan: &Plan, name: &str, mut inc: Incoming, wrong: u64) -> Incoming {
     inc.name = name.into();
     inc.worker = format!("{name}-1");
     inc.result.total += wrong;
+    inc.seal = seal(plan.fingerprint().1, &inc.key, &inc.result);
     inc
 }
 
@@ -111,7 +116,7 @@ fn a_verified_job_counts_once_a_second_worker_agrees() {
     let plan = Plan::new(8, Strategy::D4).unwrap();
     let run = store.create_run(plan, 1.0).unwrap();
     let job = incoming(run.id, &plan, 0);
-    let first = store.commit(&[by("a", job.clone(), 0)]).unwrap();
+    let first = store.commit(&[by(&plan, "a", job.clone(), 0)]).unwrap();
     assert_eq!(first.outcomes, vec![Outcome::Pending]);
     assert!(
         first.tallies.is_empty(),
@@ -122,9 +127,9 @@ fn a_verified_job_counts_once_a_second_worker_agrees() {
         JobState::Verifying
     );
     // The same worker name again confirms nothing.
-    let again = store.commit(&[by("a", job.clone(), 0)]).unwrap();
+    let again = store.commit(&[by(&plan, "a", job.clone(), 0)]).unwrap();
     assert_eq!(again.outcomes, vec![Outcome::Duplicate]);
-    let second = store.commit(&[by("b", job.clone(), 0)]).unwrap();
+    let second = store.commit(&[by(&plan, "b", job.clone(), 0)]).unwrap();
     assert_eq!(second.outcomes, vec![Outcome::Accepted]);
     assert_eq!(second.tallies[&run.id].total, job.result.total as u128);
     let stored = store.result(run.id, &job.key).unwrap().unwrap();
@@ -143,10 +148,13 @@ fn a_dispute_is_decided_by_a_third_worker_and_the_wrong_one_is_quarantined() {
     let run = store.create_run(plan, 1.0).unwrap();
     let job = incoming(run.id, &plan, 1);
     assert_eq!(
-        store.commit(&[by("a", job.clone(), 0)]).unwrap().outcomes,
+        store
+            .commit(&[by(&plan, "a", job.clone(), 0)])
+            .unwrap()
+            .outcomes,
         vec![Outcome::Pending]
     );
-    let disputed = store.commit(&[by("liar", job.clone(), 1)]).unwrap();
+    let disputed = store.commit(&[by(&plan, "liar", job.clone(), 1)]).unwrap();
     assert_eq!(disputed.outcomes, vec![Outcome::Disputed]);
     assert_eq!(
         store.job(run.id, &job.key).unwrap().unwrap().state,
@@ -156,7 +164,7 @@ fn a_dispute_is_decided_by_a_third_worker_and_the_wrong_one_is_quarantined() {
         store.audit().is_ok(),
         "a dispute is consistent: nothing counted"
     );
-    let decided = store.commit(&[by("c", job.clone(), 0)]).unwrap();
+    let decided = store.commit(&[by(&plan, "c", job.clone(), 0)]).unwrap();
     assert_eq!(decided.outcomes, vec![Outcome::Accepted]);
     assert_eq!(decided.quarantined.len(), 1);
     assert_eq!(decided.quarantined[0].worker, "liar");
@@ -172,14 +180,14 @@ fn three_different_results_fail_the_job_and_retry_puts_it_back() {
     let plan = Plan::new(8, Strategy::D4).unwrap();
     let run = store.create_run(plan, 1.0).unwrap();
     let job = incoming(run.id, &plan, 2);
-    store.commit(&[by("a", job.clone(), 1)]).unwrap();
-    store.commit(&[by("b", job.clone(), 2)]).unwrap();
-    let third = store.commit(&[by("c", job.clone(), 3)]).unwrap();
+    store.commit(&[by(&plan, "a", job.clone(), 1)]).unwrap();
+    store.commit(&[by(&plan, "b", job.clone(), 2)]).unwrap();
+    let third = store.commit(&[by(&plan, "c", job.clone(), 3)]).unwrap();
     assert_eq!(third.outcomes, vec![Outcome::JobFailed]);
     assert!(third.quarantined.is_empty(), "nobody can be shown wrong");
     assert!(store.is_settled(run.id, &job.key).unwrap());
     assert_eq!(store.job_states(run.id).unwrap()[&JobState::Failed], 1);
-    let late = store.commit(&[by("d", job.clone(), 0)]).unwrap();
+    let late = store.commit(&[by(&plan, "d", job.clone(), 0)]).unwrap();
     assert_eq!(late.outcomes, vec![Outcome::JobFailed]);
     assert_eq!(store.retry_failed().unwrap(), 1);
     assert!(store.job(run.id, &job.key).unwrap().is_none());
@@ -238,6 +246,7 @@ fn revoking_a_worker_takes_back_its_unconfirmed_results_and_reopens_the_run() {
     let all: Vec<Incoming> = (0..run.jobs_total as usize)
         .map(|i| {
             by(
+                &plan,
                 if i == 0 { "honest" } else { "liar" },
                 incoming(run.id, &plan, i),
                 0,

@@ -1,0 +1,439 @@
+//! Checksummed JSON lines: the one file format of the worker's journal and the coordinator's ledger, and
+//! the only file I/O of this crate (both sides need it; neither depends on the other).
+//!
+//! A line is `{"v":1,"crc":"<16 hex digits>","entry":<JSON>}`: the CRC-64 (see [`crate::checksum`]) of
+//! the entry's exact bytes. Reading sorts every line into one of four kinds, and says which:
+//!
+//! - verified: the checksum matches;
+//! - legacy: a line of the format before checksums (a bare entry), which cannot be verified;
+//! - damaged: a complete line (ending in a newline) that does not parse or whose checksum fails;
+//!   never skipped in silence: the reader gets its number and why;
+//! - torn: an incomplete last line (a crash in the middle of an append, never acknowledged); its offset
+//!   is returned so that the writer can cut it off.
+//!
+//! Writers append through [`Appender`], which leaves no partial line behind when a write fails (a full
+//! disk): it cuts the file back to its last good length. Whole files are replaced through
+//! [`replace`]: a temporary file, fsync, rename, directory fsync, so a crash leaves the old file or the new
+//! one, never a mix.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::checksum::checksum;
+
+/// Version of the line format.
+pub const LINE_VERSION: u32 = 1;
+
+/// Longest line a reader accepts; a longer one is damage (no entry comes near it).
+pub const MAX_LINE: usize = 1 << 20;
+
+#[derive(Deserialize)]
+struct Sealed<'a> {
+    v: u32,
+    crc: &'a str,
+    #[serde(borrow)]
+    entry: &'a serde_json::value::RawValue,
+}
+
+/// One line for `entry`, newline included.
+pub fn encode<T: Serialize>(entry: &T) -> Vec<u8> {
+    let body = serde_json::to_vec(entry).expect("entries serialize to JSON");
+    let mut line = Vec::with_capacity(body.len() + 48);
+    line.extend_from_slice(
+        format!(
+            "{{\"v\":{LINE_VERSION},\"crc\":\"{:016x}\",\"entry\":",
+            checksum(&body)
+        )
+        .as_bytes(),
+    );
+    line.extend_from_slice(&body);
+    line.extend_from_slice(b"}\n");
+    line
+}
+
+/// A line that was read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line<T> {
+    /// Its checksum matched.
+    Verified(T),
+    /// Written before checksums existed: its content cannot be verified.
+    Legacy(T),
+}
+
+/// A complete line that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// Its line number (from 1).
+    pub line: u64,
+    /// Its byte offset.
+    pub offset: u64,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {} (byte {}): {}",
+            self.line, self.offset, self.reason
+        )
+    }
+}
+
+/// What reading a whole file found besides its entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// Damaged lines, in order.
+    pub damaged: Vec<Damage>,
+    /// The offset of a torn last line, if any.
+    pub torn: Option<u64>,
+    /// Lines of the legacy format.
+    pub legacy: u64,
+    /// Lines read in all (the torn one aside).
+    pub lines: u64,
+}
+
+/// Decodes one complete line (without its newline).
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<Line<T>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    match serde_json::from_str::<Sealed>(text) {
+        Ok(sealed) => {
+            if sealed.v != LINE_VERSION {
+                return Err(format!(
+                    "line format {} is not known to this build",
+                    sealed.v
+                ));
+            }
+            let body = sealed.entry.get();
+            let want = format!("{:016x}", checksum(body.as_bytes()));
+            if sealed.crc != want {
+                return Err(format!(
+                    "checksum mismatch (line says {}, content gives {want})",
+                    sealed.crc.chars().take(16).collect::<String>()
+                ));
+            }
+            serde_json::from_str(body)
+                .map(Line::Verified)
+                .map_err(|e| format!("checksummed but undecodable: {e}"))
+        }
+        Err(sealed_error) => match serde_json::from_str::<T>(text) {
+            Ok(entry) if !text.contains("\"crc\"") => Ok(Line::Legacy(entry)),
+            _ => Err(format!("undecodable: {sealed_error}")),
+        },
+    }
+}
+
+/// Reads every line of `reader`, handing each entry to `each` with its line number.
+pub fn scan<T: DeserializeOwned>(
+    reader: impl Read,
+    mut each: impl FnMut(u64, Line<T>),
+) -> std::io::Result<Scan> {
+    let mut reader = BufReader::new(reader);
+    let mut scan = Scan::default();
+    let mut buf = Vec::new();
+    let mut offset = 0u64;
+    loop {
+        buf.clear();
+        let read = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)?;
+        if read == 0 {
+            return Ok(scan);
+        }
+        if buf.last() != Some(&b'\n') {
+            if read > MAX_LINE {
+                // An endless line: damage, and the rest of the file is read after its next newline.
+                scan.lines += 1;
+                scan.damaged.push(Damage {
+                    line: scan.lines,
+                    offset,
+                    reason: format!("longer than {MAX_LINE} bytes"),
+                });
+                let mut skipped = Vec::new();
+                let more = reader.read_until(b'\n', &mut skipped)?;
+                offset += (read + more) as u64;
+                continue;
+            }
+            scan.torn = Some(offset);
+            return Ok(scan);
+        }
+        scan.lines += 1;
+        match decode::<T>(&buf[..buf.len() - 1]) {
+            Ok(line) => {
+                if matches!(line, Line::Legacy(_)) {
+                    scan.legacy += 1;
+                }
+                each(scan.lines, line);
+            }
+            Err(reason) => scan.damaged.push(Damage {
+                line: scan.lines,
+                offset,
+                reason,
+            }),
+        }
+        offset += read as u64;
+    }
+}
+
+/// Where appended bytes go: a file, or in tests a writer that fails on purpose.
+pub trait Sink: Write + Send {
+    /// Makes what was written durable.
+    fn sync(&mut self) -> std::io::Result<()>;
+    /// Cuts the sink back to `len` bytes.
+    fn truncate(&mut self, len: u64) -> std::io::Result<()>;
+}
+
+impl Sink for File {
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.sync_data()
+    }
+    fn truncate(&mut self, len: u64) -> std::io::Result<()> {
+        self.set_len(len)
+    }
+}
+
+/// An append-only file that never keeps a partial append: a write or fsync that fails is cut back off
+/// (now, or before the next append if cutting fails too).
+pub struct Appender {
+    sink: Box<dyn Sink>,
+    /// The length of the file's acknowledged content.
+    len: u64,
+    /// A failed append may have left bytes past `len`.
+    dirty: bool,
+}
+
+impl Appender {
+    /// Opens `path` for appending (creating it); `len` is the length of its good content, which the
+    /// file is cut back to first (a torn last line goes).
+    pub fn open(path: &Path, len: u64) -> std::io::Result<Appender> {
+        let file = OpenOptions::new().append(true).create(true).open(path)?;
+        let mut appender = Appender::new(Box::new(file), len);
+        appender.dirty = true;
+        appender.repair()?;
+        Ok(appender)
+    }
+
+    /// An appender over any sink whose good content is `len` bytes long.
+    pub fn new(sink: Box<dyn Sink>, len: u64) -> Appender {
+        Appender {
+            sink,
+            len,
+            dirty: false,
+        }
+    }
+
+    /// The length of the acknowledged content.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing was appended.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn repair(&mut self) -> std::io::Result<()> {
+        if self.dirty {
+            self.sink.truncate(self.len)?;
+            self.sink.sync()?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Appends `bytes` (whole lines) and makes them durable; on failure nothing of them stays.
+    pub fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.repair()?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let written = self
+            .sink
+            .write_all(bytes)
+            .and_then(|()| self.sink.flush())
+            .and_then(|()| self.sink.sync());
+        match written {
+            Ok(()) => {
+                self.len += bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                self.dirty = true;
+                // Best effort now; if it fails, the next append cuts first.
+                let _ = self.repair();
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Replaces the file at `path` with `bytes` atomically: written to a temporary file beside it, fsynced,
+/// renamed over it, and the directory fsynced.
+pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = sibling(path, "rewrite");
+    let written = (|| {
+        let mut file = File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        sync_dir(path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Fsyncs the directory holding `path` (so that a rename or a new file in it is durable).
+pub fn sync_dir(path: &Path) -> std::io::Result<()> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => File::open(dir)?.sync_all(),
+        None => File::open(".")?.sync_all(),
+    }
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{suffix}"));
+    path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct E {
+        a: u64,
+    }
+
+    fn read_all(bytes: &[u8]) -> (Vec<(u64, Line<E>)>, Scan) {
+        let mut got = Vec::new();
+        let scan = scan(bytes, |n, l| got.push((n, l))).unwrap();
+        (got, scan)
+    }
+
+    #[test]
+    fn lines_are_verified_legacy_damaged_or_torn_and_each_is_named() {
+        let mut file = Vec::new();
+        file.extend(encode(&E { a: 1 }));
+        file.extend(b"{\"a\":2}\n");
+        let mut flipped = encode(&E { a: 2_279_184 });
+        let at = flipped.windows(3).position(|w| w == b"279").unwrap();
+        flipped[at + 1] = b'8';
+        file.extend(&flipped);
+        file.extend(b"\xff\xfe garbage\n");
+        file.extend(encode(&E { a: 4 }));
+        file.extend(&encode(&E { a: 5 })[..10]);
+        let (got, scan) = read_all(&file);
+        assert_eq!(
+            got,
+            vec![
+                (1, Line::Verified(E { a: 1 })),
+                (2, Line::Legacy(E { a: 2 })),
+                (5, Line::Verified(E { a: 4 })),
+            ]
+        );
+        assert_eq!(scan.damaged.len(), 2);
+        assert_eq!(scan.damaged[0].line, 3);
+        assert!(
+            scan.damaged[0].reason.contains("checksum mismatch"),
+            "{}",
+            scan.damaged[0]
+        );
+        assert_eq!(scan.damaged[1].line, 4);
+        assert_eq!(scan.legacy, 1);
+        assert_eq!(scan.torn, Some((file.len() - 10) as u64));
+    }
+
+    #[test]
+    fn a_line_with_a_checksum_is_never_read_as_legacy() {
+        // A damaged sealed line whose remains happen to parse as an entry must not slip in as legacy.
+        assert!(decode::<E>(br#"{"a":7,"crc":"0000000000000000"}"#).is_err());
+    }
+
+    /// Accepts `room` bytes, then fails like a full disk, keeping what it took.
+    struct Full {
+        data: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+        room: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let mut data = self.data.lock().unwrap();
+            let n = buf.len().min(self.room.saturating_sub(data.len()));
+            if n == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    "No space left on device",
+                ));
+            }
+            data.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Sink for Full {
+        fn sync(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn truncate(&mut self, len: u64) -> std::io::Result<()> {
+            self.data.lock().unwrap().truncate(len as usize);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_append_leaves_no_partial_line_and_the_next_one_is_whole() {
+        let data = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let first = encode(&E { a: 1 });
+        let room = first.len() + 7;
+        let sink = Full {
+            data: data.clone(),
+            room,
+        };
+        let mut appender = Appender::new(Box::new(sink), 0);
+        appender.append(&first).unwrap();
+        let second = encode(&E { a: 2 });
+        assert!(appender.append(&second).is_err(), "the disk is full");
+        assert_eq!(*data.lock().unwrap(), first, "the partial line was cut off");
+        // Space returns (a smaller line fits): the next append starts on a clean line.
+        let third = encode(&E { a: 3 });
+        let mut appender = Appender::new(
+            Box::new(Full {
+                data: data.clone(),
+                room: 1 << 20,
+            }),
+            appender.len(),
+        );
+        appender.append(&third).unwrap();
+        let (got, scan) = read_all(&data.lock().unwrap());
+        assert_eq!(
+            got,
+            vec![
+                (1, Line::Verified(E { a: 1 })),
+                (2, Line::Verified(E { a: 3 }))
+            ]
+        );
+        assert!(scan.damaged.is_empty() && scan.torn.is_none());
+    }
+
+    #[test]
+    fn replace_swaps_the_whole_file_and_leaves_no_temporary_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        std::fs::write(&path, b"old\n").unwrap();
+        replace(&path, &encode(&E { a: 9 })).unwrap();
+        let (got, _) = read_all(&std::fs::read(&path).unwrap());
+        assert_eq!(got, vec![(1, Line::Verified(E { a: 9 }))]);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

@@ -1,0 +1,153 @@
+//! Startup reconciliation of the store and the ledger, both ways: every run and result one of them holds
+//! must be in the other. What one lacks is repaired from the intact side and logged at warn level; a
+//! stored result that fails its seal is replaced by the ledger's copy or removed (its job is computed
+//! again); totals are recomputed from the results when they disagree. When the ledger has damaged lines
+//! and the store lacks something the ledger holds, neither side can be trusted alone: the coordinator
+//! refuses to start and names the repair (`--repair`). It never starts silently empty or short.
+
+use std::path::Path;
+
+use nqueens_common::JobKey;
+
+use crate::error::{Error, Result};
+use crate::ledger::{self, same_plan, Ledger, LedgerView};
+use crate::store::{ResultRecord, Store};
+
+/// Results restored per transaction.
+const RESTORE_BATCH: usize = 4096;
+
+/// What reconciliation repaired (all zero: store and ledger agreed).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Repairs {
+    /// Runs restored into the store from the ledger.
+    pub runs_restored: u64,
+    /// Results restored into the store from the ledger.
+    pub results_restored: u64,
+    /// Stored results that failed their seal and were removed (replaced when the ledger had them).
+    pub results_damaged: u64,
+    /// Runs whose stored totals were recomputed from their results.
+    pub totals_recounted: u64,
+    /// Whether the ledger was rewritten from the store (it lacked something, had damaged or old-format
+    /// lines).
+    pub ledger_rewritten: bool,
+}
+
+/// Reconciles `store` with the ledger at `path`; returns the ledger, open for appending, and what was
+/// repaired. `repair` lets the ledger's intact lines be trusted although it has damaged ones.
+pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<(Ledger, Repairs)> {
+    let view = LedgerView::read(path)?;
+    let mut repairs = Repairs::default();
+    let mut rewrite = view.legacy > 0 || !view.damaged.is_empty();
+    if view.legacy > 0 {
+        tracing::info!(lines = view.legacy, path = %path.display(), "ledger of the format before checksums: it will be rewritten with checksums");
+    }
+    let trusted = view.damaged.is_empty() || repair;
+    let refuse = |what: String| {
+        let first = view
+            .damaged
+            .first()
+            .map(|d| d.to_string())
+            .unwrap_or_default();
+        Error::Corrupt(format!(
+            "{what}, but the ledger {} has {} damaged lines (first: {first}): neither copy can be trusted alone. Start once with --repair to rebuild from the ledger's intact lines (jobs of damaged lines are computed again), or restore the data directory from a backup",
+            path.display(),
+            view.damaged.len()
+        ))
+    };
+    let stored = store.runs()?;
+    for meta in view.runs.values() {
+        match stored.iter().find(|s| s.id == meta.id) {
+            Some(s) if !same_plan(s, meta) => {
+                return Err(Error::Corrupt(format!(
+                    "run {}: the store and the ledger describe different plans",
+                    meta.id
+                )))
+            }
+            Some(_) => {}
+            None => {
+                if !trusted {
+                    return Err(refuse(format!("the store lacks run {}", meta.id)));
+                }
+                store.restore_run(meta)?;
+                repairs.runs_restored += 1;
+                tracing::warn!(
+                    run = meta.id,
+                    n = meta.n,
+                    "the store lacked a run the ledger holds: restored from the ledger"
+                );
+            }
+        }
+    }
+    for meta in store.runs()? {
+        if !view.runs.contains_key(&meta.id) {
+            tracing::warn!(
+                run = meta.id,
+                "the ledger lacks a run the store holds: rewriting the ledger from the store"
+            );
+            rewrite = true;
+        }
+        let diff = ledger::compare(store, &meta, &view)?;
+        if let Some(key) = diff.conflicting.first() {
+            return Err(Error::Corrupt(format!(
+                "run {} job {key}: the store and the ledger hold different results, both sealed ({} such jobs); restore the data directory from a backup",
+                meta.id,
+                diff.conflicting.len()
+            )));
+        }
+        if !diff.ledger_only.is_empty() && !trusted {
+            return Err(refuse(format!(
+                "the store lacks {} results of run {} that the ledger holds",
+                diff.ledger_only.len(),
+                meta.id
+            )));
+        }
+        if !diff.damaged.is_empty() {
+            tracing::error!(run = meta.id, results = diff.damaged.len(), first = %diff.damaged[0], place = "store", "stored results fail their seal (damaged on disk): removed; the ledger's copies replace them where it has them, the other jobs are computed again");
+            store.remove_results(meta.id, &diff.damaged)?;
+            repairs.results_damaged += diff.damaged.len() as u64;
+            rewrite = true;
+        }
+        let (_, recounted) = store.recount(&meta)?;
+        if recounted {
+            repairs.totals_recounted += 1;
+            if diff.damaged.is_empty() {
+                tracing::warn!(run = meta.id, "the stored totals disagreed with the stored results: recomputed from the results");
+            }
+        }
+        if !diff.ledger_only.is_empty() {
+            let logged = &view.results[&meta.id];
+            let batch: Vec<(JobKey, ResultRecord)> = diff
+                .ledger_only
+                .iter()
+                .map(|k| (k.clone(), logged[k].clone()))
+                .collect();
+            for chunk in batch.chunks(RESTORE_BATCH) {
+                repairs.results_restored += store.restore_results(meta.id, chunk)?;
+            }
+            tracing::warn!(
+                run = meta.id,
+                results = diff.ledger_only.len(),
+                "the store lacked acknowledged results the ledger holds: restored from the ledger"
+            );
+        }
+        if !diff.store_only.is_empty() {
+            tracing::warn!(
+                run = meta.id,
+                results = diff.store_only.len(),
+                "the ledger lacks results the store holds: rewriting the ledger from the store"
+            );
+            rewrite = true;
+        }
+    }
+    store.flush()?;
+    let ledger = if rewrite {
+        repairs.ledger_rewritten = true;
+        ledger::rewrite(path, store)?
+    } else {
+        Ledger::open(path, view.len)?
+    };
+    if repairs != Repairs::default() {
+        tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
+    }
+    Ok((ledger, repairs))
+}
