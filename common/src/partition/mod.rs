@@ -16,6 +16,12 @@ use crate::error::{check_n, Error, Result};
 use crate::job::{Job, JobKey};
 use crate::symmetry::SymmetrySet;
 
+/// Most jobs a plan may have. The job list is never stored, but every job done costs about 0.7 KiB in the
+/// store and the ledger, and a coordinator enumerates the list at every start: 50 million jobs (twice the
+/// default plan of N = 28) is about 35 GiB of results and a few seconds of enumeration. A deeper plan is
+/// refused before it can exhaust the coordinator.
+pub const MAX_JOBS: u64 = 50_000_000;
+
 /// How the search space is split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -178,17 +184,31 @@ impl Plan {
     /// The number of jobs and a 64-bit FNV-1a hash of their keys in order. Stored with a run, it lets a
     /// coordinator refuse to resume a run whose job list this build would enumerate differently.
     pub fn fingerprint(&self) -> (u64, u64) {
+        self.fingerprint_within(u64::MAX)
+            .expect("no plan has u64::MAX jobs")
+    }
+
+    /// [`Plan::fingerprint`], stopping as soon as the plan has more than `limit` jobs (then an error
+    /// naming the limit): the cost of a request for an absurd plan is bounded by the limit, not by the
+    /// plan.
+    pub fn fingerprint_within(&self, limit: u64) -> Result<(u64, u64)> {
         const PRIME: u64 = 0x0000_0100_0000_01b3;
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut jobs = 0;
+        let mut jobs = 0u64;
         for key in self.jobs() {
+            if jobs == limit {
+                return Err(Error::InvalidSetting(format!(
+                    "{} at N = {} with depth {} has more than {limit} jobs, the most a run may have; use a smaller depth",
+                    self.strategy, self.n, self.depth
+                )));
+            }
             // The length first, so that two different key lists never hash the same byte stream.
             for &b in std::iter::once(&(key.0.len() as u8)).chain(&key.0) {
                 hash = (hash ^ b as u64).wrapping_mul(PRIME);
             }
             jobs += 1;
         }
-        (jobs, hash)
+        Ok((jobs, hash))
     }
 
     /// Counts sub-problems and jobs without computing anything.

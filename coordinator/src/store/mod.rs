@@ -143,7 +143,8 @@ impl Store {
                 "verify fraction {verify_fraction} is out of range: 0 to 1"
             )));
         }
-        let (jobs_total, fingerprint) = plan.fingerprint();
+        let (jobs_total, fingerprint) =
+            plan.fingerprint_within(nqueens_common::partition::MAX_JOBS)?;
         let strategy = plan.strategy();
         let with_unique = strategy == nqueens_common::Strategy::D4;
         let meta = (&self.meta, &self.runs, &self.totals).transaction(|(meta, runs, totals)| {
@@ -162,7 +163,9 @@ impl Store {
                 jobs_total,
                 fingerprint: format!("{fingerprint:016x}"),
                 created_unix: now_unix(),
-                finished_unix: None,
+                // A plan without jobs (N = 2 and 3 have no solutions) is finished at once: its
+                // totals, zero, are final. Left unfinished, it would wait forever for a last job.
+                finished_unix: (jobs_total == 0).then(now_unix),
                 verify_fraction,
             };
             runs.insert(&run_key(id), encode(&run))?;

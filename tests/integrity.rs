@@ -1,0 +1,247 @@
+//! Storage torture and degenerate plans, end to end through the `nqueens` binary: a finished local count's
+//! files (sled's, the ledger) are damaged in every way listed in RELIABILITY.md (bit flips, a changed
+//! digit, truncation, zeroed pages, deleted files), then the count is run again on them. Every case must
+//! end with the exact published total or a clear refusal to start: never a wrong total, never a silent
+//! loss. Bounded: N = 12 (about a second a count), a fixed list of cases.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+const N: u32 = 12;
+
+/// `nqueens count N --json --data DIR` (plus `extra`); its output.
+fn count(data: &Path, extra: &[&str]) -> Output {
+    support::nqueens()
+        .args(["count", &N.to_string(), "--json", "--data"])
+        .arg(data)
+        .args(extra)
+        .output()
+        .expect("run nqueens")
+}
+
+/// The outcome of a count on a damaged store: `Ok(total)` or `Err(stderr)` for a refusal.
+fn outcome(out: &Output) -> Result<(String, u64), String> {
+    if out.status.success() {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        Ok((
+            v["total"].as_str().unwrap().to_string(),
+            v["jobs_resumed"].as_u64().unwrap(),
+        ))
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).to_string())
+    }
+}
+
+/// A finished count's data directory, copied fresh for each case.
+struct Pristine {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    jobs: u64,
+}
+
+fn pristine() -> Pristine {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    let out = count(&path, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["total"], support::reference(N).0.to_string());
+    Pristine {
+        _dir: dir,
+        path,
+        jobs: v["jobs"].as_u64().unwrap(),
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Runs one case: copies the pristine store, damages it, counts again. Returns the outcome.
+fn case(p: &Pristine, what: &str, damage: impl FnOnce(&Path)) -> Result<(String, u64), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    copy_dir(&p.path, &data);
+    damage(&data);
+    let result = outcome(&count(&data, &[]));
+    eprintln!("{what}: {result:?}");
+    let want = support::reference(N).0.to_string();
+    match &result {
+        Ok((total, _)) => assert_eq!(total, &want, "{what}: a wrong total"),
+        Err(err) => assert!(
+            err.contains("error"),
+            "{what}: a refusal must say why: {err}"
+        ),
+    }
+    if result.is_ok() {
+        // Whatever was repaired, the store and the ledger now agree both ways.
+        let audit = support::nqueens()
+            .args(["audit", "--data"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(
+            audit.status.success(),
+            "{what}: audit after the repair: {}",
+            String::from_utf8_lossy(&audit.stderr)
+        );
+    }
+    result
+}
+
+fn ledger(data: &Path) -> PathBuf {
+    data.join("results.jsonl")
+}
+
+fn edit_ledger(data: &Path, f: impl FnOnce(String) -> String) {
+    let text = std::fs::read_to_string(ledger(data)).unwrap();
+    std::fs::write(ledger(data), f(text)).unwrap();
+}
+
+#[test]
+fn issue_15_damaged_ledgers_are_repaired_from_the_store_and_never_counted() {
+    let p = pristine();
+    // One changed digit in a counted result: the line's checksum fails; the store holds the result.
+    let r = case(&p, "changed digit in the ledger", |d| {
+        edit_ledger(d, |t| {
+            let at = t.find("\"total\":").unwrap() + 8;
+            let mut b = t.into_bytes();
+            b[at] = if b[at] == b'9' { b'1' } else { b[at] + 1 };
+            String::from_utf8(b).unwrap()
+        })
+    });
+    assert_eq!(r.unwrap().1, p.jobs, "nothing lost: every job was resumed");
+    // A torn last line, the ledger cut in the middle, or deleted: rewritten from the store.
+    for (what, cut) in [("torn last line", 7usize), ("half the ledger", 0)] {
+        let r = case(&p, what, |d| {
+            edit_ledger(d, |t| {
+                let keep = if cut > 0 { t.len() - cut } else { t.len() / 2 };
+                t[..keep].to_string()
+            })
+        });
+        assert_eq!(r.unwrap().1, p.jobs, "{what}");
+    }
+    let r = case(&p, "ledger deleted", |d| {
+        std::fs::remove_file(ledger(d)).unwrap()
+    });
+    assert_eq!(r.unwrap().1, p.jobs);
+}
+
+#[test]
+fn issue_15_a_lost_or_damaged_sled_store_is_rebuilt_from_the_ledger_never_started_empty() {
+    let p = pristine();
+    let db = |d: &Path| d.join("db");
+    let r = case(&p, "db deleted", |d| std::fs::remove_file(db(d)).unwrap());
+    assert_eq!(r.unwrap().1, p.jobs, "every acknowledged result restored");
+    let r = case(&p, "first 4 KiB of db zeroed", |d| {
+        let mut bytes = std::fs::read(db(d)).unwrap();
+        let end = bytes.len().min(4096);
+        bytes[..end].fill(0);
+        std::fs::write(db(d), bytes).unwrap();
+    });
+    if let Ok((_, resumed)) = r {
+        assert_eq!(
+            resumed, p.jobs,
+            "zeroed db: every acknowledged result restored"
+        );
+    }
+    // Single flipped bytes across the whole file: the exact total (repaired or recomputed) or a refusal.
+    let len = std::fs::metadata(db(&p.path)).unwrap().len() as usize;
+    for i in 1..=12 {
+        let at = len * i / 13;
+        let _ = case(&p, &format!("byte {at} of db flipped"), |d| {
+            let mut bytes = std::fs::read(db(d)).unwrap();
+            bytes[at] ^= 0x5a;
+            std::fs::write(db(d), bytes).unwrap();
+        });
+    }
+    // The store and the ledger both damaged: a refusal that names the repair, and the repair works.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    copy_dir(&p.path, &data);
+    std::fs::remove_file(db(&data)).unwrap();
+    edit_ledger(&data, |t| {
+        t.replacen("\"kind\":\"result\"", "\"kind\":\"resuIt\"", 1)
+    });
+    let err = outcome(&count(&data, &[])).unwrap_err();
+    assert!(err.contains("--repair"), "{err}");
+}
+
+#[test]
+fn issue_15_import_refuses_a_ledger_with_a_changed_digit() {
+    let p = pristine();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ledger.jsonl");
+    let text = std::fs::read_to_string(ledger(&p.path)).unwrap();
+    let at = text.find("\"total\":").unwrap() + 8;
+    let mut bytes = text.into_bytes();
+    bytes[at] = if bytes[at] == b'9' {
+        b'1'
+    } else {
+        bytes[at] + 1
+    };
+    std::fs::write(&file, bytes).unwrap();
+    let target = dir.path().join("imported");
+    let out = support::nqueens()
+        .args(["import", "--data"])
+        .arg(&target)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("damaged") && err.contains("nothing imported"),
+        "{err}"
+    );
+}
+
+#[test]
+fn issue_15_n_2_and_3_finish_at_once_with_zero_under_both_strategies() {
+    for n in ["2", "3"] {
+        for strategy in ["d4", "mirror"] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = support::nqueens()
+                .args(["count", n, "--strategy", strategy, "--json", "--data"])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "N = {n} {strategy}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["total"], "0", "N = {n} {strategy}");
+            if strategy == "d4" {
+                assert_eq!(v["unique"], "0", "N = {n}");
+            }
+            // The store is not blocked: another count on it works.
+            let again = support::nqueens()
+                .args(["count", "5", "--json", "--data"])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            assert!(
+                again.status.success(),
+                "{}",
+                String::from_utf8_lossy(&again.stderr)
+            );
+        }
+    }
+}
