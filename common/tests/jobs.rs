@@ -113,3 +113,21 @@ fn a_jobs_parts_are_the_deeper_plans_jobs_under_it_and_add_up_to_it() {
     let plan = Plan::new(12, Strategy::D4).unwrap();
     assert!(plan.parts(&JobKey(vec![99, 99]), 1).is_err());
 }
+
+#[test]
+fn issue_15_a_plan_over_the_job_limit_is_refused_without_enumerating_it_all() {
+    use nqueens_common::partition::MAX_JOBS;
+    // N = 32, mirror, depth 16 has far more than MAX_JOBS jobs; counting stops at the limit given.
+    let absurd = Plan::with_depth(32, Strategy::Mirror, 16).unwrap();
+    let err = absurd.fingerprint_within(10_000).unwrap_err().to_string();
+    assert!(err.contains("more than 10000 jobs"), "{err}");
+    // A plan within the limit gets the same fingerprint as the unbounded count.
+    let plan = Plan::new(12, Strategy::D4).unwrap();
+    assert_eq!(
+        plan.fingerprint_within(MAX_JOBS).unwrap(),
+        plan.fingerprint()
+    );
+    let (jobs, _) = plan.fingerprint();
+    assert!(plan.fingerprint_within(jobs).is_ok());
+    assert!(plan.fingerprint_within(jobs - 1).is_err());
+}

@@ -151,3 +151,34 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<(Ledger, Re
     }
     Ok((ledger, repairs))
 }
+
+#[cfg(test)]
+mod tests {
+    use nqueens_common::{Plan, Strategy};
+
+    use super::*;
+    use crate::ledger::LEDGER_FILE;
+    use crate::store::RunMeta;
+
+    #[test]
+    fn a_zero_job_run_left_unfinished_by_an_earlier_build_loads_and_is_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let made = store
+            .create_run(Plan::new(3, Strategy::D4).unwrap(), 0.0)
+            .unwrap();
+        assert!(made.is_done(), "created done");
+        // As an earlier build left it: zero jobs, not marked done.
+        let stuck = RunMeta {
+            id: 7,
+            finished_unix: None,
+            ..made
+        };
+        store.restore_run(&stuck).unwrap();
+        assert!(store.audit().is_err(), "the audit alone refuses it");
+        let (_, repairs) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert_eq!(repairs.totals_recounted, 1);
+        assert!(store.run(7).unwrap().unwrap().is_done());
+        store.audit().unwrap();
+    }
+}
