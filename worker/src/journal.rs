@@ -24,17 +24,21 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finished {
     pub lease: u64,
-    /// The lease's authentication tag, repeated in the report.
+    /// The lease's authentication tag, repeated in the report (absent from old-format lines, as are the
+    /// fingerprint and the seal: such lines are recognised and dropped).
+    #[serde(default)]
     pub lease_tag: u64,
     pub run: String,
     pub n: u32,
     /// The run's plan fingerprint (part of the seal).
+    #[serde(default)]
     pub fingerprint: u64,
     pub job: String,
     pub total: u64,
     pub unique8: Option<u64>,
     pub nodes: u64,
     /// The result's seal ([`nqueens_common::checksum::seal`]), computed when the job finished.
+    #[serde(default)]
     pub seal: u64,
 }
 
