@@ -121,6 +121,13 @@ fn issue_15_a_plan_over_the_job_limit_is_refused_without_enumerating_it_all() {
     let absurd = Plan::with_depth(32, Strategy::Mirror, 16).unwrap();
     let err = absurd.fingerprint_within(10_000).unwrap_err().to_string();
     assert!(err.contains("more than 10000 jobs"), "{err}");
+    // d4 at its deepest split has few jobs, each a long search away: refused by the step budget,
+    // within about a second, where enumerating it took minutes.
+    let absurd = Plan::with_depth(32, Strategy::D4, 29).unwrap();
+    let started = std::time::Instant::now();
+    let err = absurd.fingerprint_within(10_000).unwrap_err().to_string();
+    assert!(err.contains("too deep"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
     // A plan within the limit gets the same fingerprint as the unbounded count.
     let plan = Plan::new(12, Strategy::D4).unwrap();
     assert_eq!(
@@ -130,4 +137,34 @@ fn issue_15_a_plan_over_the_job_limit_is_refused_without_enumerating_it_all() {
     let (jobs, _) = plan.fingerprint();
     assert!(plan.fingerprint_within(jobs).is_ok());
     assert!(plan.fingerprint_within(jobs - 1).is_err());
+}
+
+#[test]
+fn enumeration_steps_per_job_stay_far_below_the_limit_for_useful_depths() {
+    use nqueens_common::partition::walk::Budget;
+    use nqueens_common::partition::STEPS_PER_JOB;
+    let mut worst = (0.0f64, String::new());
+    for n in 12..=27u32 {
+        for strategy in [Strategy::D4, Strategy::Mirror] {
+            let default = Plan::new(n, strategy).unwrap().depth();
+            for depth in default..=default + 2 {
+                let Ok(plan) = Plan::with_depth(n, strategy, depth) else {
+                    continue;
+                };
+                let start = 1u64 << 40;
+                let budget = Budget::steps(start);
+                let jobs = plan.jobs_within(budget.clone()).take(300_000).count() as u64;
+                let steps = start - budget.left().unwrap();
+                let ratio = steps as f64 / jobs.max(1) as f64;
+                eprintln!(
+                    "{strategy} N = {n} depth {depth}: {jobs} jobs, {ratio:.2} steps per job"
+                );
+                if ratio > worst.0 && jobs > 1000 {
+                    worst = (ratio, format!("{strategy} N = {n} depth {depth}"));
+                }
+            }
+        }
+    }
+    // Measured at most 3.6 (mirror N = 12, depth 5); the limit leaves a wide margin.
+    assert!(worst.0 < 8.0 && 8 * 8 <= STEPS_PER_JOB, "{worst:?}");
 }

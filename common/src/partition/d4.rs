@@ -13,6 +13,7 @@ use crate::board::{attacks, PartialBoard};
 use crate::job::JobKey;
 use crate::kernel::{self, Problem, Unit};
 use crate::partition::ring::{self, Ring};
+use crate::partition::walk::{Budget, Walk};
 use crate::partition::SubProblem;
 use crate::symmetry::Symmetry;
 
@@ -120,29 +121,18 @@ impl Group {
         })
     }
 
-    /// Every valid prefix of `split` rows, in lexicographic order.
-    pub fn prefixes(&self, split: u8) -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut cols = Vec::new();
-        self.extend(split, self.frame, &mut cols, &mut out);
-        out
-    }
-
-    fn extend(&self, split: u8, board: PartialBoard, cols: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
-        if cols.len() == split as usize {
-            out.push(cols.clone());
-            return;
-        }
-        let row = 1 + cols.len() as u8;
-        for c in 0..self.n {
-            if self.allowed(&board, row, c) {
-                let mut next = board;
+    /// Every valid prefix of `split` rows, in lexicographic order, enumerated lazily.
+    pub fn into_prefixes(self, split: u8, budget: Budget) -> impl Iterator<Item = Vec<u8>> {
+        let (n, frame) = (self.n, self.frame);
+        let step = move |board: &PartialBoard, cols: &[u8], c: u8| {
+            let row = 1 + cols.len() as u8;
+            self.allowed(board, row, c).then(|| {
+                let mut next = *board;
                 next.set_unchecked(row, c);
-                cols.push(c);
-                self.extend(split, next, cols, out);
-                cols.pop();
-            }
-        }
+                next
+            })
+        };
+        Walk::within(n, split, frame, step, budget)
     }
 
     /// Searches the job with prefix `cols`: `(weighted total, weighted unique * 8, nodes)`.
@@ -207,9 +197,14 @@ pub fn groups(n: u8) -> impl Iterator<Item = Group> {
 
 /// All job keys of `n` at split depth `split`: `[w, e, prefix columns...]`.
 pub fn jobs(n: u8, split: u8) -> impl Iterator<Item = JobKey> {
+    jobs_within(n, split, Budget::unlimited())
+}
+
+/// [`jobs`], ending early once `budget` is spent.
+pub fn jobs_within(n: u8, split: u8, budget: Budget) -> impl Iterator<Item = JobKey> {
     groups(n).flat_map(move |g| {
         let (w, e) = (g.w, g.e);
-        g.prefixes(split).into_iter().map(move |p| {
+        g.into_prefixes(split, budget.clone()).map(move |p| {
             let mut key = vec![w, e];
             key.extend(p);
             JobKey(key)

@@ -4,6 +4,7 @@
 
 use crate::board::{attacks, PartialBoard};
 use crate::job::JobKey;
+use crate::partition::walk::{Budget, Walk};
 use crate::partition::SubProblem;
 use crate::symmetry::SymmetrySet;
 
@@ -35,49 +36,45 @@ pub fn weight(n: u8, cols: &[u8]) -> u8 {
     }
 }
 
-/// All sub-problems at `depth`, in lexicographic order of their columns.
+/// All sub-problems at `depth`, in lexicographic order of their columns, enumerated lazily.
 pub fn subproblems(n: u8, depth: u8) -> impl Iterator<Item = SubProblem> {
-    let mut out = Vec::new();
-    let mut cols = Vec::with_capacity(depth as usize);
-    extend(n, depth, &mut cols, &mut out);
-    out.into_iter()
+    subproblems_within(n, depth, Budget::unlimited())
 }
 
-fn extend(n: u8, depth: u8, cols: &mut Vec<u8>, out: &mut Vec<SubProblem>) {
-    let row = cols.len() as u8;
-    if row == depth {
-        let weight = weight(n, cols);
-        if weight > 0 {
-            let mut board = PartialBoard::empty(n as u32).expect("checked n");
-            for (r, &c) in cols.iter().enumerate() {
-                board
-                    .try_place(r as u32, c as u32)
-                    .expect("non-attacking prefix");
-            }
-            out.push(SubProblem {
-                board,
-                weight,
-                stabiliser: SymmetrySet::TRIVIAL,
-            });
-        }
-        return;
-    }
-    for c in 0..n {
+/// [`subproblems`], ending early once `budget` is spent.
+pub fn subproblems_within(n: u8, depth: u8, budget: Budget) -> impl Iterator<Item = SubProblem> {
+    let step = move |_: &(), cols: &[u8], c: u8| {
+        let row = cols.len() as u8;
         if cols
             .iter()
             .enumerate()
             .any(|(r, &q)| attacks((r as u8, q), (row, c)))
         {
-            continue;
+            return None;
         }
         // Prune prefixes the mirror leaves out as soon as their first rows decide it.
         if (row == 0 && c > n / 2) || (row == 1 && weight(n, &[cols[0], c]) == 0 && n > 1) {
-            continue;
+            return None;
         }
-        cols.push(c);
-        extend(n, depth, cols, out);
-        cols.pop();
-    }
+        Some(())
+    };
+    Walk::within(n, depth, (), step, budget).filter_map(move |cols| {
+        let weight = weight(n, &cols);
+        if weight == 0 {
+            return None;
+        }
+        let mut board = PartialBoard::empty(n as u32).expect("checked n");
+        for (r, &c) in cols.iter().enumerate() {
+            board
+                .try_place(r as u32, c as u32)
+                .expect("non-attacking prefix");
+        }
+        Some(SubProblem {
+            board,
+            weight,
+            stabiliser: SymmetrySet::TRIVIAL,
+        })
+    })
 }
 
 /// The job key of a prefix board.

@@ -4,6 +4,9 @@
 pub mod d4;
 pub mod mirror;
 pub mod ring;
+pub mod walk;
+
+use walk::Budget;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,6 +24,14 @@ use crate::symmetry::SymmetrySet;
 /// default plan of N = 28) is about 35 GiB of results and a few seconds of enumeration. A deeper plan is
 /// refused before it can exhaust the coordinator.
 pub const MAX_JOBS: u64 = 50_000_000;
+
+/// Enumeration steps (columns tried) allowed per job of the limit by [`Plan::fingerprint_within`], plus
+/// [`MIN_STEPS`]. Useful plans take under 4 (measured in `common/tests/jobs.rs`); a depth that
+/// makes the prefix search itself long (d4 split 29 at N = 32) is refused instead of enumerated.
+pub const STEPS_PER_JOB: u64 = 64;
+
+/// Enumeration steps every plan may take whatever its job count.
+pub const MIN_STEPS: u64 = 1 << 20;
 
 /// How the search space is split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -140,14 +151,20 @@ impl Plan {
 
     /// The jobs' keys, in a deterministic order (the same on every call and every machine).
     pub fn jobs(&self) -> Box<dyn Iterator<Item = JobKey> + Send> {
+        self.jobs_within(Budget::unlimited())
+    }
+
+    /// [`Plan::jobs`], ending early once `budget` is spent.
+    pub fn jobs_within(&self, budget: Budget) -> Box<dyn Iterator<Item = JobKey> + Send> {
         match self.strategy {
             Strategy::Mirror => {
                 let depth = self.depth;
                 Box::new(
-                    mirror::subproblems(self.n, depth).map(move |s| mirror::key(&s.board, depth)),
+                    mirror::subproblems_within(self.n, depth, budget)
+                        .map(move |s| mirror::key(&s.board, depth)),
                 )
             }
-            Strategy::D4 => Box::new(d4::jobs(self.n, self.depth)),
+            Strategy::D4 => Box::new(d4::jobs_within(self.n, self.depth, budget)),
         }
     }
 
@@ -195,7 +212,12 @@ impl Plan {
         const PRIME: u64 = 0x0000_0100_0000_01b3;
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         let mut jobs = 0u64;
-        for key in self.jobs() {
+        let budget = Budget::steps(
+            limit
+                .saturating_mul(STEPS_PER_JOB)
+                .saturating_add(MIN_STEPS),
+        );
+        for key in self.jobs_within(budget.clone()) {
             if jobs == limit {
                 return Err(Error::InvalidSetting(format!(
                     "{} at N = {} with depth {} has more than {limit} jobs, the most a run may have; use a smaller depth",
@@ -207,6 +229,12 @@ impl Plan {
                 hash = (hash ^ b as u64).wrapping_mul(PRIME);
             }
             jobs += 1;
+        }
+        if budget.exhausted() {
+            return Err(Error::InvalidSetting(format!(
+                "{} at N = {} with depth {} is too deep: its job list takes more than {STEPS_PER_JOB} search steps per job to enumerate; use a smaller depth",
+                self.strategy, self.n, self.depth
+            )));
         }
         Ok((jobs, hash))
     }
