@@ -15,6 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     tonic_prost_build::configure()
         .build_transport(false)
+        .codec_path("crate::codec::StrictCodec")
         .compile_fds(fds)?;
     Ok(())
 }

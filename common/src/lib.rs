@@ -6,6 +6,7 @@
 pub mod baseline;
 pub mod board;
 pub mod checksum;
+pub mod codec;
 pub mod error;
 pub mod estimate;
 pub mod job;

@@ -9,12 +9,13 @@
 //! latency of a report but not the coordinator's throughput. None is acknowledged before its results are on
 //! disk twice.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
 use crate::ledger::{Entry, Ledger};
+use crate::storage_health::{self, StorageHealth};
 use crate::store::{Committed, Incoming, RunMeta, Store};
 
 /// Most results applied in one round of the commit thread (more wait for the next round).
@@ -25,6 +26,8 @@ enum Request {
     Results(Vec<Incoming>, oneshot::Sender<Result<Committed>>),
     /// A run just created, for the ledger.
     Run(RunMeta, oneshot::Sender<Result<()>>),
+    /// A probe of a degraded disk: a sync round with a probe write (and the ledger's backlog, if any).
+    Probe(oneshot::Sender<Result<()>>),
 }
 
 /// Batches applied to the store, waiting to be made durable and answered.
@@ -34,6 +37,7 @@ struct Applied {
     entries: Vec<Entry>,
     results: Vec<(Result<Committed>, oneshot::Sender<Result<Committed>>)>,
     runs: Vec<oneshot::Sender<Result<()>>>,
+    probes: Vec<oneshot::Sender<Result<()>>>,
 }
 
 impl Applied {
@@ -41,6 +45,7 @@ impl Applied {
         self.entries.extend(other.entries);
         self.results.extend(other.results);
         self.runs.extend(other.runs);
+        self.probes.extend(other.probes);
     }
 
     /// The ledger lines of a commit: the results it counted and those it revoked.
@@ -68,7 +73,7 @@ impl Applied {
                 Err(e) => Err(failed(e)),
             });
         }
-        for reply in self.runs {
+        for reply in self.runs.into_iter().chain(self.probes) {
             let _ = reply.send(synced.as_ref().map(|_| ()).map_err(failed));
         }
     }
@@ -81,14 +86,19 @@ pub struct Committer {
 }
 
 impl Committer {
-    /// Starts the commit and sync threads for `store` and its ledger (none for a temporary store).
-    pub fn start(store: Store, ledger: Option<Ledger>) -> std::io::Result<Committer> {
+    /// Starts the commit and sync threads for `store` and its ledger (none for a temporary store); every
+    /// sync round's outcome is told to `health`.
+    pub fn start(
+        store: Store,
+        ledger: Option<Ledger>,
+        health: Arc<StorageHealth>,
+    ) -> std::io::Result<Committer> {
         let (tx, rx) = mpsc::channel::<Request>();
         let (applied_tx, applied_rx) = mpsc::channel::<Applied>();
         let sync_store = store.clone();
         std::thread::Builder::new()
             .name("sync".into())
-            .spawn(move || sync_rounds(&sync_store, ledger, &applied_rx))?;
+            .spawn(move || sync_rounds(&sync_store, ledger, &applied_rx, &health))?;
         std::thread::Builder::new()
             .name("commit".into())
             .spawn(move || commit_rounds(&store, &rx, &applied_tx))?;
@@ -100,6 +110,16 @@ impl Committer {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(Request::Results(batch, reply))
+            .map_err(|_| Error::ShuttingDown)?;
+        answer.await.map_err(|_| Error::ShuttingDown)?
+    }
+
+    /// Probes the disk: a sync round (store flush, the ledger's backlog) with a probe write in the data
+    /// directory. Ok once the disk takes writes again.
+    pub async fn probe(&self) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Request::Probe(reply))
             .map_err(|_| Error::ShuttingDown)?;
         answer.await.map_err(|_| Error::ShuttingDown)?
     }
@@ -134,6 +154,7 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
                     round.entries.push(Entry::Run(meta));
                     round.runs.push(reply);
                 }
+                Request::Probe(reply) => round.probes.push(reply),
             }
             if merged.len() < MAX_GROUP_RESULTS {
                 next = rx.try_recv().ok();
@@ -171,7 +192,12 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
 
 /// The sync thread: makes everything applied since its last round durable (the ledger appended and
 /// fsynced while the store flushes), then answers it.
-fn sync_rounds(store: &Store, mut ledger: Option<Ledger>, rx: &mpsc::Receiver<Applied>) {
+fn sync_rounds(
+    store: &Store,
+    mut ledger: Option<Ledger>,
+    rx: &mpsc::Receiver<Applied>,
+    health: &StorageHealth,
+) {
     while let Ok(mut round) = rx.recv() {
         while let Ok(more) = rx.try_recv() {
             round.absorb(more);
@@ -179,11 +205,21 @@ fn sync_rounds(store: &Store, mut ledger: Option<Ledger>, rx: &mpsc::Receiver<Ap
         let synced = std::thread::scope(|s| {
             let flushed = s.spawn(|| store.flush());
             let logged = ledger.as_mut().map_or(Ok(()), |l| l.append(&round.entries));
+            let probed = match (round.probes.is_empty(), store.dir()) {
+                (false, Some(dir)) => storage_health::probe(dir).map_err(|e| {
+                    Error::Durability(format!("probe write in {}: {e}", dir.display()))
+                }),
+                _ => Ok(()),
+            };
             let flushed = flushed
                 .join()
                 .unwrap_or_else(|_| Err(Error::Durability("the store flush panicked".into())));
-            logged.and(flushed)
+            logged.and(flushed).and(probed)
         });
+        match &synced {
+            Ok(()) => health.succeeded(),
+            Err(e) => health.failed(&e.to_string()),
+        }
         round.answer(&synced);
     }
 }

@@ -19,6 +19,7 @@ mod rpc_timer;
 pub mod server;
 pub mod service;
 pub mod status_json;
+pub mod storage_health;
 pub mod store;
 pub mod web;
 

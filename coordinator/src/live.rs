@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use crate::error::Result;
 use crate::history::{unix_seconds, History};
 use crate::leases::Leases;
+use crate::service::Expiries;
 use crate::store::{JobState, Phase, RunMeta, Store};
 
 /// How far back the rate looks.
@@ -31,8 +32,8 @@ pub struct LiveRun {
     retry: VecDeque<JobKey>,
     /// Jobs per state, as stored (pending jobs are not counted).
     states: HashMap<JobState, u64>,
-    /// Leases of a job that expired in this incarnation.
-    attempts: HashMap<JobKey, u32>,
+    /// Leases of a job that expired in this incarnation, and under which workers.
+    attempts: HashMap<JobKey, Expiries>,
     /// `(when, jobs done, total)` samples, oldest first.
     samples: VecDeque<(Instant, u64, u128)>,
     /// Sequence number of the commit whose totals `tally` holds.
@@ -108,11 +109,12 @@ impl LiveRun {
         Ok(None)
     }
 
-    /// Counts a lease of `key` that expired; returns how many have, in this incarnation.
-    pub fn attempt_failed(&mut self, key: &JobKey) -> u32 {
-        let n = self.attempts.entry(key.clone()).or_insert(0);
-        *n += 1;
-        *n
+    /// Counts a lease of `key`, held by the worker named `worker`, that expired; returns the job's
+    /// expiries in this incarnation.
+    pub fn attempt_failed(&mut self, key: &JobKey, worker: &str) -> Expiries {
+        let e = self.attempts.entry(key.clone()).or_default();
+        e.add(worker);
+        e.clone()
     }
 
     /// Records a job's change of state (`to: None`: pending again, and leased again).

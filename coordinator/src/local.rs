@@ -102,6 +102,13 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
         if worker.is_finished() {
             break view;
         }
+        if coordinator.storage().reopen_requested() {
+            stop.cancel();
+            let _ = server.await;
+            return Err(Error::Durability(
+                "the store failed a write (see the log) and must be reopened; run the same command again to resume".into(),
+            ));
+        }
         tokio::select! {
             _ = changes.changed() => {}
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}

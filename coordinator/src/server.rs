@@ -13,12 +13,14 @@ use tokio_util::sync::CancellationToken;
 
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Identity, ServerTlsConfig};
+use tonic_health::ServingStatus;
 
 use crate::auth::RequireToken;
 use crate::grpc::CoordinatorService;
 use crate::progress;
 use crate::rpc_timer::RpcTimer;
 use crate::service::Coordinator;
+use crate::storage_health;
 
 /// Largest request the server decodes (a full report batch is far smaller).
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
@@ -53,6 +55,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
     let progress_interval = options.progress_interval;
+    // A store stuck on a write error ends this server; the caller reopens it.
+    let reopen = coordinator.storage().reopen_wanted();
     let background = CancellationToken::new();
     let _stop_background = background.clone().drop_guard();
     tokio::spawn(expire_leases(coordinator.clone(), background.clone()));
@@ -66,6 +70,11 @@ pub async fn serve(
     health
         .set_serving::<CoordinatorServer<CoordinatorService>>()
         .await;
+    tokio::spawn(storage_watch(
+        coordinator.clone(),
+        health.clone(),
+        background.clone(),
+    ));
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(nqueens_common::proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -83,7 +92,12 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(InterceptedService::new(reflection, auth.clone()))
         .add_service(InterceptedService::new(service, auth))
-        .serve_with_incoming_shutdown(incoming(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming(listener), async move {
+            tokio::select! {
+                _ = shutdown => {}
+                _ = reopen => {}
+            }
+        })
         .await
 }
 
@@ -112,6 +126,54 @@ async fn expire_leases(coordinator: Coordinator, stop: CancellationToken) {
         tokio::select! {
             _ = tick.tick() => coordinator.expire_leases(),
             _ = stop.cancelled() => return,
+        }
+    }
+}
+
+/// Keeps the health service true to the storage state: NOT_SERVING (the server as a whole and the
+/// coordinator service) while the store cannot be written, probing the disk every
+/// [`storage_health::PROBE_EVERY`] until it can; SERVING again after.
+async fn storage_watch(
+    coordinator: Coordinator,
+    health: tonic_health::server::HealthReporter,
+    stop: CancellationToken,
+) {
+    let mut changes = coordinator.storage().subscribe();
+    loop {
+        let degraded = changes.borrow_and_update().is_some();
+        let status = if degraded {
+            ServingStatus::NotServing
+        } else {
+            ServingStatus::Serving
+        };
+        health.set_service_status("", status).await;
+        health
+            .set_service_status(
+                <CoordinatorServer<CoordinatorService> as tonic::server::NamedService>::NAME,
+                status,
+            )
+            .await;
+        if degraded {
+            tokio::select! {
+                _ = tokio::time::sleep(storage_health::PROBE_EVERY) => {
+                    if let Err(e) = coordinator.probe_storage().await {
+                        tracing::debug!(error = %e, "storage probe failed; still degraded");
+                        // Does the disk itself take writes now? Then the store is stuck on its error.
+                        if let Some(dir) = coordinator.data_dir() {
+                            let disk = tokio::task::spawn_blocking(move || storage_health::probe(&dir)).await;
+                            if matches!(disk, Ok(Ok(()))) {
+                                coordinator.storage().request_reopen();
+                            }
+                        }
+                    }
+                }
+                _ = stop.cancelled() => return,
+            }
+        } else {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                _ = stop.cancelled() => return,
+            }
         }
     }
 }

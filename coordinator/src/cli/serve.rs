@@ -100,49 +100,95 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
         tracing::info!(worker = %name, "worker released from quarantine");
     }
-    let coordinator = Coordinator::open(
-        store,
-        Config {
-            lease_timeout: args.lease_timeout,
-            max_attempts: args.max_attempts,
-            repair: args.repair,
-        },
-    )?;
+    let config = Config {
+        lease_timeout: args.lease_timeout,
+        max_attempts: args.max_attempts,
+        repair: args.repair,
+    };
+    let options = crate::server::Options {
+        progress_interval: args.progress_interval,
+        token: args.token.clone(),
+        tls,
+    };
     super::runtime()?.block_on(async {
-        let listener = TcpListener::bind(args.listen).await?;
         let shutdown = setup::shutdown_on_signals();
-        let http = match args.metrics_listen {
-            Some(addr) => Some(
-                nqueens_worker::http::spawn(
-                    addr,
-                    crate::web::router(coordinator.clone()),
-                    shutdown.clone().cancelled_owned(),
-                )
-                .await?,
-            ),
-            None => None,
-        };
-        tracing::info!(
-            addr = %listener.local_addr()?,
-            http = %http.map_or("-".to_string(), |a| a.to_string()),
-            data = %data.display(),
-            lease_timeout = %humantime::format_duration(args.lease_timeout),
-            tls = tls.is_some(),
-            token = args.token.is_some(),
-            "coordinator listening"
-        );
-        crate::server::serve(
-            listener,
-            coordinator,
-            crate::server::Options {
-                progress_interval: args.progress_interval,
-                token: args.token.clone(),
-                tls,
-            },
-            shutdown.cancelled_owned(),
-        )
-        .await?;
+        let mut store = Some(store);
+        loop {
+            let store = match store.take() {
+                Some(store) => store,
+                None => reopen(&data).await?,
+            };
+            let coordinator = Coordinator::open(store, config.clone())?;
+            // This incarnation's listeners end with it (a reopen starts new ones on the same ports).
+            let incarnation = shutdown.child_token();
+            let listener = bind(args.listen).await?;
+            let http = match args.metrics_listen {
+                Some(addr) => Some(
+                    nqueens_worker::http::spawn(
+                        addr,
+                        crate::web::router(coordinator.clone()),
+                        incarnation.clone().cancelled_owned(),
+                    )
+                    .await?,
+                ),
+                None => None,
+            };
+            tracing::info!(
+                addr = %listener.local_addr()?,
+                http = %http.map_or("-".to_string(), |a| a.to_string()),
+                data = %data.display(),
+                lease_timeout = %humantime::format_duration(args.lease_timeout),
+                tls = options.tls.is_some(),
+                token = args.token.is_some(),
+                "coordinator listening"
+            );
+            crate::server::serve(
+                listener,
+                coordinator.clone(),
+                options.clone(),
+                incarnation.clone().cancelled_owned(),
+            )
+            .await?;
+            incarnation.cancel();
+            if shutdown.is_cancelled() || !coordinator.storage().reopen_requested() {
+                break;
+            }
+            tracing::warn!(data = %data.display(), "coordinator stopped to reopen its store");
+        }
         tracing::info!("coordinator stopped");
         Ok(())
     })
+}
+
+/// Opens the store again after its last incarnation let go of it (its threads end shortly after the
+/// server stops): retried for up to a minute while the store is still held.
+async fn reopen(data: &std::path::Path) -> anyhow::Result<Store> {
+    let mut tries = 0;
+    loop {
+        let dir = data.to_path_buf();
+        match tokio::task::spawn_blocking(move || Store::open(&dir)).await? {
+            Ok(store) => return Ok(store),
+            Err(e) if tries < 600 => {
+                tracing::debug!(error = %e, "store not free yet");
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Binds `addr`, retrying for a few seconds while an earlier incarnation's listener is closing.
+async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    let mut tries = 0;
+    loop {
+        match TcpListener::bind(addr).await {
+            Ok(listener) => return Ok(listener),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tries < 50 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(anyhow::anyhow!("cannot listen on {addr}: {e}")),
+        }
+    }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use nqueens_common::{JobKey, Plan};
 use tokio::time::Instant;
 
+use super::strikes::Charge;
 use super::workers::Contact;
 use super::{lookup, truncate, Coordinator};
 use crate::error::{Error, Result};
@@ -97,6 +98,11 @@ impl Coordinator {
     /// nothing can be leased and a run is still running, waits up to `wait` for a job to come free (an
     /// expired or handed-back lease) or for the runs to end.
     pub async fn lease(&self, ask: &Ask<'_>, wait: Duration) -> Result<Grant> {
+        if let Some(why) = self.storage().degraded() {
+            return Err(Error::Durability(format!(
+                "not leasing jobs while the coordinator cannot write its store ({why}); it probes the disk and leases again once writes succeed"
+            )));
+        }
         let deadline = Instant::now() + wait.min(MAX_WAIT);
         let mut changes = self.subscribe();
         loop {
@@ -134,6 +140,8 @@ impl Coordinator {
                 reason: reason.clone(),
             });
         }
+        let benched = state.strikes.benched(name, now);
+        let capacity = state.strikes.capacity(name, capacity);
         match state.workers.seen(worker, now) {
             Contact::Joined => {
                 tracing::info!(worker = %worker, name = %name, threads, "worker joined")
@@ -152,7 +160,7 @@ impl Coordinator {
             .filter(|r| r.phase() == Phase::Running && only.is_none_or(|id| id == r.meta.id))
         {
             running += 1;
-            while leases.len() < capacity as usize {
+            while benched.is_none() && leases.len() < capacity as usize {
                 let Some(key) = run.next_job(&self.shared.store, &state.leases, name)? else {
                     break;
                 };
@@ -177,11 +185,15 @@ impl Coordinator {
             tracing::debug!(worker, jobs = leases.len(), "leased");
             self.changed();
         }
+        let retry_after = match benched {
+            // A benched worker comes back when its bench ends (within the worker's own cap).
+            Some(left) if running > 0 => left.max(Duration::from_millis(50)),
+            _ => (lease_timeout / 8).clamp(Duration::from_millis(50), Duration::from_secs(2)),
+        };
         Ok(Grant {
             leases,
             lease_timeout,
-            retry_after: (lease_timeout / 8)
-                .clamp(Duration::from_millis(50), Duration::from_secs(2)),
+            retry_after,
             idle: running == 0,
         })
     }
@@ -223,8 +235,9 @@ impl Coordinator {
         Ok(released.len() as u32)
     }
 
-    /// Ends the leases whose worker stopped heartbeating and puts their jobs back in line; a job whose
-    /// leases expired `max_attempts` times fails.
+    /// Ends the leases whose worker stopped heartbeating and puts their jobs back in line. Each worker
+    /// concerned gets a strike ([`super::strikes`]); a job whose leases expired `max_attempts` times,
+    /// under at least two different workers, fails.
     pub fn expire_leases(&self) {
         let mut guard = self.state();
         let state = &mut *guard;
@@ -239,24 +252,55 @@ impl Coordinator {
             .metrics
             .leases_expired
             .inc_by(expired.len() as u64);
+        // Each worker whose leases expired in this sweep gets one strike, however many they were.
+        let mut charged = std::collections::BTreeMap::<String, u32>::new();
         for lease in &expired {
+            *charged
+                .entry(state.workers.name_of(&lease.worker).to_string())
+                .or_default() += 1;
+        }
+        for (name, leases) in &charged {
+            match state.strikes.charge(name, now, state.leases.timeout()) {
+                Charge::Throttled { strikes } => tracing::warn!(
+                    worker = %name,
+                    leases_expired = leases,
+                    strikes,
+                    "worker charged for expired leases: it may hold fewer jobs until it reports a result"
+                ),
+                Charge::Benched { strikes, bench } => tracing::warn!(
+                    worker = %name,
+                    leases_expired = leases,
+                    strikes,
+                    bench_s = bench.as_secs_f64(),
+                    "worker benched: its leases keep expiring; it gets no jobs for a while"
+                ),
+            }
+        }
+        for lease in &expired {
+            let name = state.workers.name_of(&lease.worker).to_string();
             let Some(run) = state.runs.get_mut(&lease.run) else {
                 continue;
             };
-            let attempts = run.attempt_failed(&lease.key);
+            let expiries = run.attempt_failed(&lease.key, &name);
+            let attempts = expiries.count;
             tracing::info!(
                 worker = %lease.worker,
+                name = %name,
                 run = lease.run,
                 job = %lease.key,
                 lease = lease.id,
                 attempts,
+                workers = expiries.workers(),
                 "lease expired"
             );
-            if attempts < state.max_attempts {
+            if !expiries.exhausted(state.max_attempts) {
                 run.requeue(lease.key.clone());
                 continue;
             }
-            let reason = format!("{attempts} leases expired without a result");
+            let reason = format!(
+                "{attempts} leases expired without a result, under {} different workers",
+                expiries.workers()
+            );
             match self.shared.store.fail_job(lease.run, &lease.key, &reason) {
                 Ok(Some(from)) => {
                     run.moved(&lease.key, from, Some(JobState::Failed));

@@ -3,11 +3,13 @@
 
 mod lease;
 mod report;
+mod strikes;
 mod view;
 mod workers;
 
 pub use lease::{Ask, Grant, Granted};
 pub use report::Report;
+pub use strikes::Expiries;
 pub use view::{RunView, WorkerState, WorkerView};
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,6 +20,7 @@ use nqueens_common::{Plan, Strategy};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use self::strikes::Strikes;
 use crate::committer::Committer;
 use crate::error::{Error, Result};
 use crate::leases::Leases;
@@ -25,6 +28,7 @@ use crate::ledger::LEDGER_FILE;
 use crate::live::LiveRun;
 use crate::metrics::Metrics;
 use crate::reconcile::reconcile;
+use crate::storage_health::StorageHealth;
 use crate::store::{JobState, Store};
 use workers::Workers;
 
@@ -65,6 +69,8 @@ struct Shared {
     /// Bumped after every change a status watcher may want to see.
     changes: watch::Sender<u64>,
     metrics: Arc<Metrics>,
+    /// Whether the store takes writes.
+    health: Arc<StorageHealth>,
 }
 
 struct State {
@@ -73,6 +79,8 @@ struct State {
     workers: Workers,
     /// Quarantined workers by name, with the reason (as stored).
     quarantined: HashMap<String, String>,
+    /// Workers charged for leases that expired.
+    strikes: Strikes,
     max_attempts: u32,
 }
 
@@ -121,7 +129,8 @@ impl Coordinator {
         for (worker, reason) in &quarantined {
             tracing::warn!(worker = %worker, reason = %reason, "worker quarantined (from the store)");
         }
-        let committer = Committer::start(store.clone(), ledger)
+        let health = Arc::new(StorageHealth::default());
+        let committer = Committer::start(store.clone(), ledger, health.clone())
             .map_err(|e| Error::Durability(format!("cannot start the commit thread: {e}")))?;
         Ok(Coordinator {
             shared: Arc::new(Shared {
@@ -130,12 +139,14 @@ impl Coordinator {
                     leases: Leases::new(store.epoch(), store.lease_secret(), config.lease_timeout),
                     workers: Workers::default(),
                     quarantined,
+                    strikes: Strikes::default(),
                     max_attempts: config.max_attempts.max(1),
                 }),
                 store,
                 committer,
                 changes: watch::channel(0).0,
                 metrics: Arc::default(),
+                health,
             }),
         })
     }
@@ -172,6 +183,21 @@ impl Coordinator {
     /// A receiver that wakes up after every change of any run's progress.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.shared.changes.subscribe()
+    }
+
+    /// Whether the store takes writes (see [`crate::storage_health`]).
+    pub fn storage(&self) -> &StorageHealth {
+        &self.shared.health
+    }
+
+    /// The store's directory (none for a temporary store).
+    pub fn data_dir(&self) -> Option<std::path::PathBuf> {
+        self.shared.store.dir().map(std::path::Path::to_path_buf)
+    }
+
+    /// Tries the disk of a degraded coordinator again; Ok (and healthy) once it takes writes.
+    pub async fn probe_storage(&self) -> Result<()> {
+        self.shared.committer.probe().await
     }
 
     /// How long a lease lives without a heartbeat.

@@ -62,6 +62,13 @@ impl Coordinator {
             match outcome {
                 Outcome::Accepted => {
                     state.leases.settle(inc.run, &inc.key);
+                    if state.strikes.clear(name) {
+                        tracing::info!(
+                            worker,
+                            name,
+                            "worker's strikes cleared: it reported a result"
+                        );
+                    }
                 }
                 Outcome::JobFailed => {
                     state.leases.settle(inc.run, &inc.key);

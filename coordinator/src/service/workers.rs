@@ -148,6 +148,14 @@ impl Workers {
             .count() as u32
     }
 
+    /// The name worker `id` gave (its id when it gave none).
+    pub fn name_of<'a>(&'a self, id: &'a str) -> &'a str {
+        match self.seen.get(id) {
+            Some(w) if !w.name.is_empty() => &w.name,
+            _ => id,
+        }
+    }
+
     /// Every worker seen, by id.
     pub fn all(&self) -> impl Iterator<Item = (&String, &WorkerInfo)> {
         self.seen.iter()

@@ -1,0 +1,301 @@
+//! A full disk, for real: `nqueens serve` with its store on a small tmpfs that is filled up under it.
+//! Reports that cannot be made durable are refused as UNAVAILABLE (the worker keeps them), the health
+//! service says NOT_SERVING and Lease answers UNAVAILABLE while the disk is full; once space is freed the
+//! coordinator finds out by itself (reopening its store, which sled requires after a failed write),
+//! serves again, and the run ends exact, with a store that audits clean.
+//!
+//! Mounting a tmpfs needs root (or passwordless sudo); elsewhere the test says so and passes vacuously.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use nqueens_common::checksum::seal;
+use nqueens_common::proto;
+use nqueens_common::{JobKey, Plan, Strategy};
+use tonic::Code;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::HealthCheckRequest;
+
+/// A tmpfs mounted for the test, unmounted when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+    sudo: bool,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().ok()?;
+        let target = dir.path().to_str()?.to_string();
+        for sudo in [false, true] {
+            let mut cmd = if sudo {
+                let mut c = Command::new("sudo");
+                c.args(["-n", "mount"]);
+                c
+            } else {
+                Command::new("mount")
+            };
+            let ok = cmd
+                .args([
+                    "-t",
+                    "tmpfs",
+                    "-o",
+                    &format!("size={size}"),
+                    "tmpfs",
+                    &target,
+                ])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if ok {
+                if sudo {
+                    // Let this user write in it.
+                    let _ = Command::new("sudo")
+                        .args(["-n", "chmod", "777", &target])
+                        .status();
+                }
+                return Some(Tmpfs { dir, sudo });
+            }
+        }
+        None
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let target = self.dir.path().to_str().unwrap_or_default().to_string();
+        let _ = if self.sudo {
+            Command::new("sudo")
+                .args(["-n", "umount", "-l", &target])
+                .status()
+        } else {
+            Command::new("umount").args(["-l", &target]).status()
+        };
+    }
+}
+
+/// Fills the file system of `dir` to the last byte; returns the filler's path.
+fn fill(dir: &Path) -> PathBuf {
+    let path = dir.join("filler");
+    let mut file = std::fs::File::create(&path).unwrap();
+    for chunk in [1 << 20, 4096, 1] {
+        let buf = vec![0xa5u8; chunk];
+        while file.write_all(&buf).is_ok() {}
+    }
+    let _ = file.sync_all();
+    path
+}
+
+fn result_of(l: &proto::JobLease) -> proto::JobResult {
+    let plan = Plan::with_depth(l.n, Strategy::D4, l.depth as u8).unwrap();
+    let key: JobKey = l.job.parse().unwrap();
+    let r = plan.job(&key).unwrap().run();
+    proto::JobResult {
+        lease_id: l.lease_id,
+        run: l.run.clone(),
+        n: l.n,
+        job: l.job.clone(),
+        total: r.total,
+        unique8: r.unique8,
+        nodes: r.nodes,
+        seal: Some(seal(l.plan_fingerprint, &key, &r)),
+        lease_tag: l.lease_tag,
+    }
+}
+
+fn lease_request(capacity: u32) -> proto::LeaseRequest {
+    proto::LeaseRequest {
+        worker_id: "w".into(),
+        worker_name: "w".into(),
+        threads: 1,
+        capacity,
+        run: None,
+        wait_ms: 0,
+    }
+}
+
+fn report_request(results: Vec<proto::JobResult>) -> proto::ReportRequest {
+    proto::ReportRequest {
+        worker_id: "w".into(),
+        worker_name: "w".into(),
+        results,
+        ..Default::default()
+    }
+}
+
+/// The server's health, or `None` while it cannot be reached (it is reopening its store).
+async fn health(address: &str) -> Option<ServingStatus> {
+    let channel = tonic::transport::Channel::from_shared(address.to_string())
+        .unwrap()
+        .connect()
+        .await
+        .ok()?;
+    let status = HealthClient::new(channel)
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .ok()?
+        .into_inner()
+        .status;
+    ServingStatus::try_from(status).ok()
+}
+
+/// The `nqueens serve` process, killed when dropped.
+struct Serve(std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn connect(address: &str) -> nqueens_worker::Client {
+    for _ in 0..200 {
+        if let Ok(mut c) = nqueens_worker::connect(&nqueens_worker::Connection::new(address)) {
+            if c.list_runs(proto::ListRunsRequest {}).await.is_ok() {
+                return c;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the coordinator at {address} does not answer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_15_a_full_disk_stops_leasing_says_not_serving_and_recovers_exact() {
+    let Some(tmpfs) = Tmpfs::mount("48m") else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root or passwordless sudo)");
+        return;
+    };
+    let data = tmpfs.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("http://127.0.0.1:{port}");
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let server = Serve(
+        Command::new(env!("CARGO_BIN_EXE_nqueens"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data")
+            .arg(&data)
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let log_text = || std::fs::read_to_string(log.path()).unwrap_or_default();
+    let mut client = connect(&address).await;
+    let run = client
+        .create_run(proto::CreateRunRequest {
+            n: 11,
+            strategy: proto::Strategy::D4 as i32,
+            depth: None,
+            reuse: false,
+            verify_fraction: Some(0.0),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let leased = client
+        .lease(lease_request(4096))
+        .await
+        .unwrap()
+        .into_inner()
+        .leases;
+    assert_eq!(leased.len() as u64, run.jobs_total);
+    let mut results: Vec<proto::JobResult> = leased.iter().map(result_of).collect();
+    // Some results are counted while the disk has room.
+    let first: Vec<_> = results.drain(..3).collect();
+    client.report(report_request(first)).await.unwrap();
+    assert_eq!(health(&address).await, Some(ServingStatus::Serving));
+
+    // The disk fills up: the first report that finds it full is refused as UNAVAILABLE, and from then
+    // on the coordinator is degraded.
+    let filler = fill(tmpfs.path());
+    let mut refused = Vec::new();
+    for r in results.drain(..) {
+        match client.report(report_request(vec![r.clone()])).await {
+            Ok(reply) => assert!(refused.is_empty(), "accepted while degraded: {reply:?}"),
+            Err(e) => {
+                assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+                refused.push(r);
+                if refused.len() == 2 {
+                    break;
+                }
+            }
+        }
+    }
+    assert!(!refused.is_empty(), "no write failed on a full disk");
+    assert_eq!(health(&address).await, Some(ServingStatus::NotServing));
+    let err = client.lease(lease_request(1)).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    assert!(err.message().contains("cannot write its store"), "{err:?}");
+
+    // Space comes back: the coordinator notices by itself (reopening its store) and serves again.
+    std::fs::remove_file(&filler).unwrap();
+    let mut serving = false;
+    for _ in 0..300 {
+        if health(&address).await == Some(ServingStatus::Serving) {
+            serving = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(serving, "the coordinator did not recover:\n{}", log_text());
+    // Every job not counted is leased again and counted once; the refused results, sent again under
+    // the earlier incarnation's leases, count once at most.
+    let mut client = connect(&address).await;
+    for r in refused {
+        let _ = client.report(report_request(vec![r])).await;
+    }
+    for _ in 0..10 {
+        let leased = client
+            .lease(lease_request(4096))
+            .await
+            .unwrap()
+            .into_inner()
+            .leases;
+        if leased.is_empty() {
+            break;
+        }
+        client
+            .report(report_request(leased.iter().map(result_of).collect()))
+            .await
+            .unwrap();
+    }
+    let done = client
+        .get_run(proto::GetRunRequest {
+            run: run.run.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(done.state, proto::RunState::Done as i32, "{done:?}");
+    assert_eq!(done.total, "2680");
+    drop(server);
+    let text = log_text();
+    for line in ["storage degraded", "reopening", "coordinator listening"] {
+        assert!(text.contains(line), "the log lacks {line:?}:\n{text}");
+    }
+
+    // The store and the ledger agree on the exact total: `nqueens audit` checks both ways.
+    let audit = Command::new(env!("CARGO_BIN_EXE_nqueens"))
+        .args(["audit", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&audit.stdout).to_string()
+        + &String::from_utf8_lossy(&audit.stderr);
+    assert!(audit.status.success(), "{text}");
+    assert!(text.contains("2680") || text.contains("2,680"), "{text}");
+}
