@@ -245,3 +245,39 @@ fn issue_15_n_2_and_3_finish_at_once_with_zero_under_both_strategies() {
         }
     }
 }
+
+#[test]
+fn issue_15_a_run_started_by_the_previous_format_finishes_exactly_after_the_upgrade() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/format1-n12");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    for file in ["db", "conf", "results.jsonl"] {
+        std::fs::copy(fixture.join(file), data.join(file)).unwrap();
+    }
+    let before = std::fs::read_to_string(data.join("results.jsonl")).unwrap();
+    assert!(
+        !before.contains("\"crc\""),
+        "the fixture is of the old format"
+    );
+    let out = count(&data, &[]);
+    assert_eq!(
+        outcome(&out),
+        Ok((support::reference(N).0.to_string(), 11)),
+        "the 11 results counted by the old build are kept, the 23 others computed"
+    );
+    // The ledger now has checksummed lines only, and the store and ledger agree.
+    let ledger = std::fs::read_to_string(data.join("results.jsonl")).unwrap();
+    assert!(ledger.lines().all(|l| l.contains("\"crc\"")), "{ledger}");
+    assert_eq!(ledger.lines().count(), 1 + 34);
+    let audit = support::nqueens()
+        .args(["audit", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        audit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+}

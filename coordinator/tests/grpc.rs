@@ -996,3 +996,73 @@ async fn issue_15_an_undecodable_request_is_invalid_argument_and_changes_nothing
     let after = status(&mut s.client, &run.run).await;
     assert_eq!(after.jobs_done, 0);
 }
+
+#[tokio::test]
+async fn issue_15_after_a_restart_only_an_authentic_earlier_lease_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        lease_timeout: Duration::from_secs(60),
+        max_attempts: 3,
+        repair: false,
+    };
+    // One incarnation hands out leases and stops before any result arrives.
+    let incarnation = |config: Config| {
+        let coordinator = Coordinator::open(Store::open(dir.path()).unwrap(), config).unwrap();
+        async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = format!("http://{}", listener.local_addr().unwrap());
+            let stop = CancellationToken::new();
+            let server = tokio::spawn(serve(
+                listener,
+                coordinator,
+                Options::default(),
+                stop.clone().cancelled_owned(),
+            ));
+            let client =
+                nqueens_worker::connect(&nqueens_worker::Connection::new(&address)).unwrap();
+            (client, stop, server)
+        }
+    };
+    let (mut client, stop, server) = incarnation(config.clone()).await;
+    let run = create(&mut client, 8).await;
+    let leased = lease(&mut client, "w", 4).await;
+    assert_eq!(leased.len(), 4);
+    stop.cancel();
+    server.await.unwrap().unwrap();
+    drop(client);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let (mut client, stop, _server) = incarnation(config).await;
+    // A forged id of the earlier epoch, with no tag or another lease's tag: refused, nothing counted.
+    let mut forged = result_of(&leased[0]);
+    forged.lease_tag = 0;
+    let err = report(&mut client, "w", vec![forged]).await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    let mut borrowed = result_of(&leased[1]);
+    borrowed.lease_tag = leased[2].lease_tag;
+    let err = report(&mut client, "w", vec![borrowed]).await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    // An earlier lease's id and tag for another job (a count of 999999 for a job never leased).
+    let other = Plan::new(8, Strategy::D4)
+        .unwrap()
+        .jobs()
+        .map(|k| k.to_string())
+        .find(|k| leased.iter().all(|l| &l.job != k))
+        .unwrap();
+    let mut stolen = result_of(&leased[3]);
+    stolen.job = other.clone();
+    stolen.total = 999_999;
+    let stolen = reseal(stolen, leased[3].plan_fingerprint);
+    let err = report(&mut client, "w", vec![stolen]).await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    assert_eq!(status(&mut client, &run.run).await.jobs_done, 0);
+    // The authentic results of the earlier leases count, once.
+    let honest: Vec<_> = leased.iter().map(result_of).collect();
+    let outcomes = report(&mut client, "w", honest.clone()).await.unwrap();
+    assert!(outcomes
+        .iter()
+        .all(|o| *o == proto::Outcome::Accepted as i32));
+    report(&mut client, "w", honest).await.unwrap();
+    assert_eq!(status(&mut client, &run.run).await.jobs_done, 4);
+    stop.cancel();
+}
