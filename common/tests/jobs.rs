@@ -121,13 +121,21 @@ fn issue_15_a_plan_over_the_job_limit_is_refused_without_enumerating_it_all() {
     let absurd = Plan::with_depth(32, Strategy::Mirror, 16).unwrap();
     let err = absurd.fingerprint_within(10_000).unwrap_err().to_string();
     assert!(err.contains("more than 10000 jobs"), "{err}");
-    // d4 at its deepest split has few jobs, each a long search away: refused by the step budget,
-    // within about a second, where enumerating it took minutes.
-    let absurd = Plan::with_depth(32, Strategy::D4, 29).unwrap();
-    let started = std::time::Instant::now();
-    let err = absurd.fingerprint_within(10_000).unwrap_err().to_string();
-    assert!(err.contains("too deep"), "{err}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    // At the real limit: d4 at its deepest split has few jobs, each a long search away, and is
+    // refused by the step budget in milliseconds; d4 split 14 at N = 32 has billions of jobs, and is
+    // refused once 50 million are counted (about 5 s on this project's 2-core machine); either used to
+    // take minutes and gigabytes.
+    for (depth, why) in [(29, "too deep"), (14, "more than 50000000 jobs")] {
+        let absurd = Plan::with_depth(32, Strategy::D4, depth).unwrap();
+        let started = std::time::Instant::now();
+        let err = absurd.fingerprint_within(MAX_JOBS).unwrap_err().to_string();
+        assert!(err.contains(why), "depth {depth}: {err}");
+        eprintln!(
+            "d4 split {depth} at N = 32 refused in {:?}",
+            started.elapsed()
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    }
     // A plan within the limit gets the same fingerprint as the unbounded count.
     let plan = Plan::new(12, Strategy::D4).unwrap();
     assert_eq!(
@@ -167,4 +175,36 @@ fn enumeration_steps_per_job_stay_far_below_the_limit_for_useful_depths() {
     }
     // Measured at most 3.6 (mirror N = 12, depth 5); the limit leaves a wide margin.
     assert!(worst.0 < 8.0 && 8 * 8 <= STEPS_PER_JOB, "{worst:?}");
+}
+
+#[test]
+fn the_fingerprint_hashes_exactly_the_job_list_in_order() {
+    // The fingerprint walks the plan without allocating keys; it must hash what `jobs()` lists, in
+    // the same order (stored runs are checked against it at every start).
+    for n in 1..=14u32 {
+        for strategy in [Strategy::D4, Strategy::Mirror] {
+            let Ok(default) = Plan::new(n, strategy) else {
+                continue;
+            };
+            for depth in default.depth()..=default.depth() + 3 {
+                let Ok(plan) = Plan::with_depth(n, strategy, depth) else {
+                    continue;
+                };
+                let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+                let mut jobs = 0u64;
+                for key in plan.jobs() {
+                    for &b in std::iter::once(&(key.0.len() as u8)).chain(&key.0) {
+                        hash = (hash ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+                    }
+                    jobs += 1;
+                }
+                assert_eq!(
+                    plan.fingerprint(),
+                    (jobs, hash),
+                    "{strategy} N = {n} depth {depth}"
+                );
+                assert_eq!(plan.fingerprint_within(jobs), Ok((jobs, hash)));
+            }
+        }
+    }
 }

@@ -13,7 +13,7 @@ use crate::board::{attacks, PartialBoard};
 use crate::job::JobKey;
 use crate::kernel::{self, Problem, Unit};
 use crate::partition::ring::{self, Ring};
-use crate::partition::walk::{Budget, Walk};
+use crate::partition::walk::{Advance, Budget, Walk};
 use crate::partition::SubProblem;
 use crate::symmetry::Symmetry;
 
@@ -122,17 +122,23 @@ impl Group {
     }
 
     /// Every valid prefix of `split` rows, in lexicographic order, enumerated lazily.
-    pub fn into_prefixes(self, split: u8, budget: Budget) -> impl Iterator<Item = Vec<u8>> {
-        let (n, frame) = (self.n, self.frame);
-        let step = move |board: &PartialBoard, cols: &[u8], c: u8| {
+    pub fn into_prefixes(
+        self,
+        split: u8,
+        budget: Budget,
+    ) -> impl Iterator<Item = Vec<u8>> + Advance {
+        let (n, forbid) = (self.n, self.forbid);
+        // The walk keeps the attacked columns and diagonals as bit masks: one test per column tried
+        // instead of a scan of the board (the same rule as `allowed`, checked in the tests).
+        let mut root = Attacks::default();
+        for (r, c) in self.frame.queens() {
+            root = root.with(r, c);
+        }
+        let step = move |a: &Attacks, cols: &[u8], c: u8| {
             let row = 1 + cols.len() as u8;
-            self.allowed(board, row, c).then(|| {
-                let mut next = *board;
-                next.set_unchecked(row, c);
-                next
-            })
+            (forbid[row as usize] & (1 << c) == 0 && a.allows(row, c)).then(|| a.with(row, c))
         };
-        Walk::within(n, split, frame, step, budget)
+        Walk::within(n, split, root, step, budget)
     }
 
     /// Searches the job with prefix `cols`: `(weighted total, weighted unique * 8, nodes)`.
@@ -200,6 +206,26 @@ pub fn jobs(n: u8, split: u8) -> impl Iterator<Item = JobKey> {
     jobs_within(n, split, Budget::unlimited())
 }
 
+/// Calls `f` with every job key of `n` at split `split` in order, without allocating one; stops when `f`
+/// says so or once `budget` is spent.
+pub fn visit_keys(n: u8, split: u8, budget: &Budget, mut f: impl FnMut(&[u8]) -> bool) {
+    let mut key = [0u8; 34];
+    for g in groups(n) {
+        key[0] = g.w;
+        key[1] = g.e;
+        let mut prefixes = g.into_prefixes(split, budget.clone());
+        while let Some(p) = prefixes.advance() {
+            key[2..2 + p.len()].copy_from_slice(p);
+            if !f(&key[..2 + p.len()]) {
+                return;
+            }
+        }
+        if budget.exhausted() {
+            return;
+        }
+    }
+}
+
 /// [`jobs`], ending early once `budget` is spent.
 pub fn jobs_within(n: u8, split: u8, budget: Budget) -> impl Iterator<Item = JobKey> {
     groups(n).flat_map(move |g| {
@@ -210,4 +236,30 @@ pub fn jobs_within(n: u8, split: u8, budget: Budget) -> impl Iterator<Item = Job
             JobKey(key)
         })
     })
+}
+
+/// The columns and diagonals attacked by the queens placed so far.
+#[derive(Debug, Clone, Copy, Default)]
+struct Attacks {
+    cols: u32,
+    /// Diagonals `row + col`.
+    sums: u64,
+    /// Diagonals `row - col + 31`.
+    differences: u64,
+}
+
+impl Attacks {
+    fn allows(&self, row: u8, col: u8) -> bool {
+        self.cols & (1 << col) == 0
+            && self.sums & (1 << (row + col)) == 0
+            && self.differences & (1 << (row + 31 - col)) == 0
+    }
+
+    fn with(self, row: u8, col: u8) -> Attacks {
+        Attacks {
+            cols: self.cols | 1 << col,
+            sums: self.sums | 1 << (row + col),
+            differences: self.differences | 1 << (row + 31 - col),
+        }
+    }
 }

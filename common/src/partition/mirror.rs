@@ -4,7 +4,7 @@
 
 use crate::board::{attacks, PartialBoard};
 use crate::job::JobKey;
-use crate::partition::walk::{Budget, Walk};
+use crate::partition::walk::{Advance, Budget, Walk};
 use crate::partition::SubProblem;
 use crate::symmetry::SymmetrySet;
 
@@ -43,22 +43,7 @@ pub fn subproblems(n: u8, depth: u8) -> impl Iterator<Item = SubProblem> {
 
 /// [`subproblems`], ending early once `budget` is spent.
 pub fn subproblems_within(n: u8, depth: u8, budget: Budget) -> impl Iterator<Item = SubProblem> {
-    let step = move |_: &(), cols: &[u8], c: u8| {
-        let row = cols.len() as u8;
-        if cols
-            .iter()
-            .enumerate()
-            .any(|(r, &q)| attacks((r as u8, q), (row, c)))
-        {
-            return None;
-        }
-        // Prune prefixes the mirror leaves out as soon as their first rows decide it.
-        if (row == 0 && c > n / 2) || (row == 1 && weight(n, &[cols[0], c]) == 0 && n > 1) {
-            return None;
-        }
-        Some(())
-    };
-    Walk::within(n, depth, (), step, budget).filter_map(move |cols| {
+    walk(n, depth, budget).filter_map(move |cols| {
         let weight = weight(n, &cols);
         if weight == 0 {
             return None;
@@ -75,6 +60,27 @@ pub fn subproblems_within(n: u8, depth: u8, budget: Budget) -> impl Iterator<Ite
             stabiliser: SymmetrySet::TRIVIAL,
         })
     })
+}
+
+/// The prefixes of `depth` rows the mirror may keep, in lexicographic order; those of weight 0 (which
+/// only depth 1 can give) are the caller's to skip.
+pub fn walk(n: u8, depth: u8, budget: Budget) -> impl Iterator<Item = Vec<u8>> + Advance {
+    let step = move |_: &(), cols: &[u8], c: u8| {
+        let row = cols.len() as u8;
+        if cols
+            .iter()
+            .enumerate()
+            .any(|(r, &q)| attacks((r as u8, q), (row, c)))
+        {
+            return None;
+        }
+        // Prune prefixes the mirror leaves out as soon as their first rows decide it.
+        if (row == 0 && c > n / 2) || (row == 1 && weight(n, &[cols[0], c]) == 0 && n > 1) {
+            return None;
+        }
+        Some(())
+    };
+    Walk::within(n, depth, (), step, budget)
 }
 
 /// The job key of a prefix board.

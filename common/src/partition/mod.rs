@@ -6,7 +6,7 @@ pub mod mirror;
 pub mod ring;
 pub mod walk;
 
-use walk::Budget;
+use walk::{Advance, Budget};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -25,9 +25,10 @@ use crate::symmetry::SymmetrySet;
 /// refused before it can exhaust the coordinator.
 pub const MAX_JOBS: u64 = 50_000_000;
 
-/// Enumeration steps (columns tried) allowed per job of the limit by [`Plan::fingerprint_within`], plus
-/// [`MIN_STEPS`]. Useful plans take under 4 (measured in `common/tests/jobs.rs`); a depth that
-/// makes the prefix search itself long (d4 split 29 at N = 32) is refused instead of enumerated.
+/// Enumeration steps (columns tried) that [`Plan::fingerprint_within`] allows per job found, beyond
+/// [`MIN_STEPS`]. Useful plans take under 4 (measured in `common/tests/jobs.rs`); a depth that makes the
+/// prefix search itself long (d4 split 29 at N = 32) runs out of steps and is refused, after about
+/// [`MIN_STEPS`] steps (milliseconds), instead of being enumerated for minutes.
 pub const STEPS_PER_JOB: u64 = 64;
 
 /// Enumeration steps every plan may take whatever its job count.
@@ -201,34 +202,55 @@ impl Plan {
     /// The number of jobs and a 64-bit FNV-1a hash of their keys in order. Stored with a run, it lets a
     /// coordinator refuse to resume a run whose job list this build would enumerate differently.
     pub fn fingerprint(&self) -> (u64, u64) {
-        self.fingerprint_within(u64::MAX)
+        self.fingerprint_with(u64::MAX, &Budget::unlimited())
             .expect("no plan has u64::MAX jobs")
     }
 
-    /// [`Plan::fingerprint`], stopping as soon as the plan has more than `limit` jobs (then an error
-    /// naming the limit): the cost of a request for an absurd plan is bounded by the limit, not by the
-    /// plan.
+    /// [`Plan::fingerprint`], stopping as soon as the plan has more than `limit` jobs, or once
+    /// enumerating it takes more than [`STEPS_PER_JOB`] search steps per job found (beyond
+    /// [`MIN_STEPS`]); then an error naming the limit. The cost of a request for an absurd plan is
+    /// bounded by the limit, not by the plan.
     pub fn fingerprint_within(&self, limit: u64) -> Result<(u64, u64)> {
+        // Each job found earns the walk STEPS_PER_JOB more steps: a plan whose jobs are rare (a depth
+        // so deep that reaching each takes a long search) runs dry after about MIN_STEPS steps.
+        self.fingerprint_with(limit, &Budget::steps(MIN_STEPS))
+    }
+
+    fn fingerprint_with(&self, limit: u64, budget: &Budget) -> Result<(u64, u64)> {
         const PRIME: u64 = 0x0000_0100_0000_01b3;
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         let mut jobs = 0u64;
-        let budget = Budget::steps(
-            limit
-                .saturating_mul(STEPS_PER_JOB)
-                .saturating_add(MIN_STEPS),
-        );
-        for key in self.jobs_within(budget.clone()) {
+        let mut over = false;
+        let mut visit = |key: &[u8]| {
             if jobs == limit {
-                return Err(Error::InvalidSetting(format!(
-                    "{} at N = {} with depth {} has more than {limit} jobs, the most a run may have; use a smaller depth",
-                    self.strategy, self.n, self.depth
-                )));
+                over = true;
+                return false;
             }
             // The length first, so that two different key lists never hash the same byte stream.
-            for &b in std::iter::once(&(key.0.len() as u8)).chain(&key.0) {
+            for &b in std::iter::once(&(key.len() as u8)).chain(key) {
                 hash = (hash ^ b as u64).wrapping_mul(PRIME);
             }
             jobs += 1;
+            budget.grant(STEPS_PER_JOB);
+            true
+        };
+        match self.strategy {
+            Strategy::Mirror => {
+                let n = self.n;
+                let mut walk = mirror::walk(n, self.depth, budget.clone());
+                while let Some(cols) = walk.advance() {
+                    if mirror::weight(n, cols) > 0 && !visit(cols) {
+                        break;
+                    }
+                }
+            }
+            Strategy::D4 => d4::visit_keys(self.n, self.depth, budget, visit),
+        }
+        if over {
+            return Err(Error::InvalidSetting(format!(
+                "{} at N = {} with depth {} has more than {limit} jobs, the most a run may have; use a smaller depth",
+                self.strategy, self.n, self.depth
+            )));
         }
         if budget.exhausted() {
             return Err(Error::InvalidSetting(format!(

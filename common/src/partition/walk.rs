@@ -32,6 +32,15 @@ impl Budget {
         }
     }
 
+    /// Adds `steps` to a bounded budget (a walk that keeps finding what it looks for earns more).
+    pub fn grant(&self, steps: u64) {
+        if let Some(left) = &self.0 {
+            let _ = left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+                Some(l.saturating_add(steps))
+            });
+        }
+    }
+
     /// Steps left, or `None` when unlimited.
     pub fn left(&self) -> Option<u64> {
         self.0.as_ref().map(|left| left.load(Ordering::Relaxed))
@@ -56,6 +65,8 @@ pub struct Walk<S, F> {
     cols: Vec<u8>,
     /// Depth 0 has exactly one (empty) prefix.
     empty_pending: bool,
+    /// `cols` ends with the leaf last returned.
+    at_leaf: bool,
     budget: Budget,
 }
 
@@ -82,21 +93,30 @@ where
             },
             cols: Vec::with_capacity(depth as usize),
             empty_pending: depth == 0,
+            at_leaf: false,
             budget,
         }
     }
 }
 
-impl<S, F> Iterator for Walk<S, F>
+/// Stepping a walk without allocating: the next prefix, borrowed until the next call.
+pub trait Advance {
+    /// The next prefix, or `None` at the end (or when the budget is spent).
+    fn advance(&mut self) -> Option<&[u8]>;
+}
+
+impl<S, F> Advance for Walk<S, F>
 where
     F: FnMut(&S, &[u8], u8) -> Option<S>,
 {
-    type Item = Vec<u8>;
-
-    fn next(&mut self) -> Option<Vec<u8>> {
+    fn advance(&mut self) -> Option<&[u8]> {
         if self.empty_pending {
             self.empty_pending = false;
-            return Some(Vec::new());
+            return Some(&[]);
+        }
+        if self.at_leaf {
+            self.at_leaf = false;
+            self.cols.pop();
         }
         loop {
             let (state, next) = self.stack.last_mut()?;
@@ -114,13 +134,23 @@ where
             if let Some(after) = (self.step)(state, &self.cols, c) {
                 self.cols.push(c);
                 if self.cols.len() == self.depth as usize {
-                    let out = self.cols.clone();
-                    self.cols.pop();
-                    return Some(out);
+                    self.at_leaf = true;
+                    return Some(&self.cols);
                 }
                 self.stack.push((after, 0));
             }
         }
+    }
+}
+
+impl<S, F> Iterator for Walk<S, F>
+where
+    F: FnMut(&S, &[u8], u8) -> Option<S>,
+{
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        self.advance().map(<[u8]>::to_vec)
     }
 }
 
