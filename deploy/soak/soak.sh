@@ -145,6 +145,6 @@ kill -TERM "$SPID"; wait "$SPID" 2>/dev/null || true; SPID=""
 AUDIT=ok; "$NQ" audit --data "$DIR/store" >"$DIR/audit.txt" 2>&1 || AUDIT=FAILED
 SUMMARY="N = $N: total $TOTAL unique $UNIQUE (published: $WANT); audit $AUDIT; ${ELAPSED}s; faults:"
 for f in "${!count[@]}"; do SUMMARY+=" $f=${count[$f]}"; done
-SUMMARY+="; corrupt records logged: $(grep -c 'seal\|checksum' "$DIR"/w*.log 2>/dev/null | awk -F: '{s+=$2} END {print s+0}')"
+SUMMARY+="; corrupt records logged by workers: $(cat "$DIR"/w*.log | grep -c -i 'seal\|checksum' || true)"
 log "$SUMMARY"
 [ "$TOTAL $UNIQUE" = "$WANT" ] && [ "$AUDIT" = ok ]

@@ -188,7 +188,7 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
         }
         agreed.insert(meta.id, view.count(meta.id));
     }
-    if let Some(id) = view.runs.keys().find(|id| agreed.get(id).is_none()) {
+    if let Some(id) = view.runs.keys().find(|id| !agreed.contains_key(id)) {
         anyhow::bail!("run {id}: the ledger holds it but the store does not; start the coordinator to restore it");
     }
     let mut out = std::io::stdout().lock();
