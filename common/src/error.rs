@@ -31,6 +31,9 @@ pub enum Error {
     /// Results that cannot all be right (for example a unique-count sum that is not a multiple of 8).
     #[error("inconsistent results: {0}")]
     Inconsistent(String),
+    /// Work ended early because it was cancelled (its process is shutting down).
+    #[error("cancelled while {0}")]
+    Cancelled(&'static str),
     /// An exact counter would overflow.
     #[error("counter overflow while adding {0}")]
     Overflow(&'static str),

@@ -57,6 +57,7 @@ pub fn status(e: Error) -> Status {
         Error::Input(Input::UnknownJob(_)) | Error::UnknownRun(_) => {
             Status::not_found(e.to_string())
         }
+        Error::Input(Input::Cancelled(_)) => Status::unavailable(e.to_string()),
         Error::Input(Input::Overflow(_) | Input::Inconsistent(_)) => {
             Status::internal(e.to_string())
         }

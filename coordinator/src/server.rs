@@ -57,6 +57,7 @@ pub async fn serve(
     let progress_interval = options.progress_interval;
     // A store stuck on a write error ends this server; the caller reopens it.
     let reopen = coordinator.storage().reopen_wanted();
+    let stopping = coordinator.clone();
     let background = CancellationToken::new();
     let _stop_background = background.clone().drop_guard();
     tokio::spawn(expire_leases(coordinator.clone(), background.clone()));
@@ -97,6 +98,8 @@ pub async fn serve(
                 _ = shutdown => {}
                 _ = reopen => {}
             }
+            // In-flight requests are answered before the server stops: cut the long ones short.
+            stopping.begin_shutdown();
         })
         .await
 }

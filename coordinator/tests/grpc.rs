@@ -1066,3 +1066,59 @@ async fn issue_15_after_a_restart_only_an_authentic_earlier_lease_counts() {
     assert_eq!(status(&mut client, &run.run).await.jobs_done, 4);
     stop.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_15_shutdown_cuts_the_enumeration_of_a_huge_plan_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let coordinator =
+        Coordinator::open(Store::open(dir.path()).unwrap(), Config::default()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(serve(
+        listener,
+        coordinator,
+        Options::default(),
+        stop.clone().cancelled_owned(),
+    ));
+    let mut client = nqueens_worker::connect(&nqueens_worker::Connection::new(&address)).unwrap();
+    // d4 split 14 at N = 32: seconds of enumeration before it is refused for its size.
+    let creating = tokio::spawn(async move {
+        client
+            .create_run(proto::CreateRunRequest {
+                n: 32,
+                strategy: proto::Strategy::D4 as i32,
+                depth: Some(14),
+                reuse: false,
+                verify_fraction: None,
+            })
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let asked = std::time::Instant::now();
+    stop.cancel();
+    server.await.unwrap().unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "the server took {:?} to stop",
+        asked.elapsed()
+    );
+    let err = creating.await.unwrap().unwrap_err();
+    assert!(
+        matches!(
+            err.code(),
+            Code::Unavailable | Code::Cancelled | Code::Unknown
+        ),
+        "{err:?}"
+    );
+    // Nothing was created (the store is free once the coordinator's threads have let go of it).
+    let mut store = Store::open(dir.path());
+    for _ in 0..100 {
+        if store.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        store = Store::open(dir.path());
+    }
+    assert!(store.unwrap().runs().unwrap().is_empty());
+}

@@ -11,6 +11,8 @@ use walk::{Advance, Budget};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -216,6 +218,15 @@ impl Plan {
         self.fingerprint_with(limit, &Budget::steps(MIN_STEPS))
     }
 
+    /// [`Plan::fingerprint_within`], ended early (with [`Error::Cancelled`]) once `cancel` is set.
+    pub fn fingerprint_cancellable(
+        &self,
+        limit: u64,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<(u64, u64)> {
+        self.fingerprint_with(limit, &Budget::steps(MIN_STEPS).cancelled_by(cancel))
+    }
+
     fn fingerprint_with(&self, limit: u64, budget: &Budget) -> Result<(u64, u64)> {
         const PRIME: u64 = 0x0000_0100_0000_01b3;
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -245,6 +256,9 @@ impl Plan {
                 }
             }
             Strategy::D4 => d4::visit_keys(self.n, self.depth, budget, visit),
+        }
+        if budget.cancelled() {
+            return Err(Error::Cancelled("enumerating the plan's jobs"));
         }
         if over {
             return Err(Error::InvalidSetting(format!(

@@ -2,29 +2,54 @@
 //! prefix at a time, so that counting or hashing a plan's jobs takes memory bounded by its depth, never
 //! by its size (an absurd plan is refused after `MAX_JOBS` steps, not after exhausting memory).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A bound on the steps (columns tried) of one or more walks; unlimited by default. The cost of
 /// enumerating a deep plan is not bounded by its job count alone (a deep prefix can take a long search
 /// to reach), so a request for an unknown plan is bounded in steps as well.
 #[derive(Debug, Clone, Default)]
-pub struct Budget(Option<Arc<AtomicU64>>);
+pub struct Budget {
+    left: Option<Arc<AtomicU64>>,
+    /// Set by someone else to end every walk using this budget (a coordinator shutting down).
+    cancel: Option<Arc<AtomicBool>>,
+}
 
 impl Budget {
     /// No bound.
     pub fn unlimited() -> Self {
-        Budget(None)
+        Budget::default()
     }
 
     /// At most `steps` steps, shared by every walk given a clone of it.
     pub fn steps(steps: u64) -> Self {
-        Budget(Some(Arc::new(AtomicU64::new(steps))))
+        Budget {
+            left: Some(Arc::new(AtomicU64::new(steps))),
+            cancel: None,
+        }
     }
 
-    /// Takes one step; false once the budget is spent.
+    /// This budget, also ended as soon as `cancel` is set.
+    pub fn cancelled_by(self, cancel: Arc<AtomicBool>) -> Self {
+        Budget {
+            cancel: Some(cancel),
+            ..self
+        }
+    }
+
+    /// Whether the walks were cancelled.
+    pub fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
+    /// Takes one step; false once the budget is spent or cancelled.
     fn take(&self) -> bool {
-        match &self.0 {
+        if self.cancelled() {
+            return false;
+        }
+        match &self.left {
             None => true,
             Some(left) => left
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| l.checked_sub(1))
@@ -34,7 +59,7 @@ impl Budget {
 
     /// Adds `steps` to a bounded budget (a walk that keeps finding what it looks for earns more).
     pub fn grant(&self, steps: u64) {
-        if let Some(left) = &self.0 {
+        if let Some(left) = &self.left {
             let _ = left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
                 Some(l.saturating_add(steps))
             });
@@ -43,12 +68,12 @@ impl Budget {
 
     /// Steps left, or `None` when unlimited.
     pub fn left(&self) -> Option<u64> {
-        self.0.as_ref().map(|left| left.load(Ordering::Relaxed))
+        self.left.as_ref().map(|left| left.load(Ordering::Relaxed))
     }
 
     /// Whether a walk stopped because the budget was spent.
     pub fn exhausted(&self) -> bool {
-        matches!(&self.0, Some(left) if left.load(Ordering::Relaxed) == 0)
+        matches!(&self.left, Some(left) if left.load(Ordering::Relaxed) == 0)
     }
 }
 

@@ -71,6 +71,8 @@ struct Shared {
     metrics: Arc<Metrics>,
     /// Whether the store takes writes.
     health: Arc<StorageHealth>,
+    /// Set when the coordinator begins to shut down: long enumerations end early.
+    stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 struct State {
@@ -147,6 +149,7 @@ impl Coordinator {
                 changes: watch::channel(0).0,
                 metrics: Arc::default(),
                 health,
+                stopping: Arc::default(),
             }),
         })
     }
@@ -188,6 +191,14 @@ impl Coordinator {
     /// Whether the store takes writes (see [`crate::storage_health`]).
     pub fn storage(&self) -> &StorageHealth {
         &self.shared.health
+    }
+
+    /// Begins the shutdown: enumerations in progress (a CreateRun of a huge plan) end at once with
+    /// UNAVAILABLE, so that the server can stop within moments.
+    pub fn begin_shutdown(&self) {
+        self.shared
+            .stopping
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The store's directory (none for a temporary store).
@@ -236,9 +247,12 @@ impl Coordinator {
             }
         }
         let store = self.shared.store.clone();
-        let meta = tokio::task::spawn_blocking(move || store.create_run(plan, verify_fraction))
-            .await
-            .map_err(|_| Error::ShuttingDown)??;
+        let stopping = self.shared.stopping.clone();
+        let meta = tokio::task::spawn_blocking(move || {
+            store.create_run_cancellable(plan, verify_fraction, stopping)
+        })
+        .await
+        .map_err(|_| Error::ShuttingDown)??;
         self.shared.committer.created(meta.clone()).await?;
         tracing::info!(
             run = meta.id,

@@ -31,6 +31,8 @@ pub use revoke::{Revocation, Revoked};
 use std::collections::HashMap;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use nqueens_common::{JobKey, Plan, Tally};
 use sled::transaction::{ConflictableTransactionError, Transactional};
@@ -138,13 +140,23 @@ impl Store {
     /// Creates a run for `plan`, durably, and returns it. `verify_fraction` of its jobs (0 to 1) are
     /// computed twice.
     pub fn create_run(&self, plan: Plan, verify_fraction: f64) -> Result<RunMeta> {
+        self.create_run_cancellable(plan, verify_fraction, Arc::default())
+    }
+
+    /// [`Store::create_run`], whose enumeration of the plan ends early once `cancel` is set.
+    pub fn create_run_cancellable(
+        &self,
+        plan: Plan,
+        verify_fraction: f64,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<RunMeta> {
         if !(0.0..=1.0).contains(&verify_fraction) {
             return Err(Error::Invalid(format!(
                 "verify fraction {verify_fraction} is out of range: 0 to 1"
             )));
         }
         let (jobs_total, fingerprint) =
-            plan.fingerprint_within(nqueens_common::partition::MAX_JOBS)?;
+            plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, cancel)?;
         let strategy = plan.strategy();
         let with_unique = strategy == nqueens_common::Strategy::D4;
         let meta = (&self.meta, &self.runs, &self.totals).transaction(|(meta, runs, totals)| {
