@@ -127,7 +127,7 @@ async fn expire_leases(coordinator: Coordinator, stop: CancellationToken) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = tick.tick() => coordinator.expire_leases(),
+            _ = tick.tick() => coordinator.expire_leases().await,
             _ = stop.cancelled() => return,
         }
     }

@@ -237,8 +237,59 @@ impl Coordinator {
 
     /// Ends the leases whose worker stopped heartbeating and puts their jobs back in line. Each worker
     /// concerned gets a strike ([`super::strikes`]); a job whose leases expired `max_attempts` times,
-    /// under at least two different workers, fails.
-    pub fn expire_leases(&self) {
+    /// under at least two different workers, fails. The store is written with the state lock released.
+    pub async fn expire_leases(&self) {
+        let failing = self.expire_in_memory();
+        if failing.is_empty() {
+            return;
+        }
+        // The failing jobs are neither leased nor queued meanwhile: nobody else touches them.
+        let store = self.shared.store.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            failing
+                .into_iter()
+                .map(|(run, key, reason)| {
+                    let moved = store.fail_job(run, &key, &reason);
+                    (run, key, reason, moved)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        let Ok(written) = written else {
+            return;
+        };
+        let mut guard = self.state();
+        for (id, key, reason, moved) in written {
+            let Some(run) = guard.runs.get_mut(&id) else {
+                continue;
+            };
+            match moved {
+                Ok(Some(from)) => {
+                    run.moved(&key, from, Some(JobState::Failed));
+                    tracing::error!(run = id, job = %key, reason = %reason, "job failed");
+                    if run.phase() == Phase::Stalled {
+                        tracing::error!(
+                            run = id,
+                            jobs_failed = run.jobs_in(JobState::Failed),
+                            "run stalled: every job is done or failed; restart the coordinator with --retry-failed to try the failed jobs again"
+                        );
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(run = id, job = %key, error = %e, "cannot mark the job failed; leasing it again");
+                    run.requeue(key);
+                }
+            }
+        }
+        drop(guard);
+        self.changed();
+    }
+
+    /// The in-memory part of [`Coordinator::expire_leases`], under the state lock: ends the expired
+    /// leases, charges their workers, requeues their jobs; returns the jobs to fail `(run, key, reason)`.
+    fn expire_in_memory(&self) -> Vec<(u64, JobKey, String)> {
+        let mut failing = Vec::new();
         let mut guard = self.state();
         let state = &mut *guard;
         let now = Instant::now();
@@ -301,28 +352,12 @@ impl Coordinator {
                 "{attempts} leases expired without a result, under {} different workers",
                 expiries.workers()
             );
-            match self.shared.store.fail_job(lease.run, &lease.key, &reason) {
-                Ok(Some(from)) => {
-                    run.moved(&lease.key, from, Some(JobState::Failed));
-                    tracing::error!(run = lease.run, job = %lease.key, reason = %reason, "job failed");
-                    if run.phase() == Phase::Stalled {
-                        tracing::error!(
-                            run = lease.run,
-                            jobs_failed = run.jobs_in(JobState::Failed),
-                            "run stalled: every job is done or failed; restart the coordinator with --retry-failed to try the failed jobs again"
-                        );
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::error!(run = lease.run, job = %lease.key, error = %e, "cannot mark the job failed; leasing it again");
-                    run.requeue(lease.key.clone());
-                }
-            }
+            failing.push((lease.run, lease.key.clone(), reason));
         }
         drop(guard);
         if !expired.is_empty() {
             self.changed();
         }
+        failing
     }
 }
