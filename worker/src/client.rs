@@ -189,6 +189,20 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
     Ok(w.summary)
 }
 
+/// The longest wait between two attempts to reach the coordinator, jitter included.
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(10);
+
+/// Delays between attempts to reach the coordinator: 50 to 100 ms, doubling, up to 5 to 10 s. The
+/// jitter (backon adds up to the delay itself) is inside the cap, not on top of it.
+fn retry_backoff() -> backon::ExponentialBackoff {
+    ExponentialBuilder::default()
+        .with_min_delay(MAX_RETRY_DELAY / 200)
+        .with_max_delay(MAX_RETRY_DELAY / 2)
+        .with_jitter()
+        .without_max_times()
+        .build()
+}
+
 impl Worker {
     fn connected(&self) -> bool {
         self.backoff
@@ -198,16 +212,13 @@ impl Worker {
 
     /// Notes a transient failure and schedules the next attempt.
     fn failed(&mut self, what: &str, status: &Status) {
-        let (_, backoff) = self.backoff.get_or_insert_with(|| {
-            let b = ExponentialBuilder::default()
-                .with_min_delay(Duration::from_millis(100))
-                .with_max_delay(Duration::from_secs(10))
-                .with_jitter()
-                .without_max_times()
-                .build();
-            (Instant::now(), b)
-        });
-        let delay = backoff.next().unwrap_or(Duration::from_secs(10));
+        let (_, backoff) = self
+            .backoff
+            .get_or_insert_with(|| (Instant::now(), retry_backoff()));
+        let delay = backoff
+            .next()
+            .unwrap_or(MAX_RETRY_DELAY)
+            .min(MAX_RETRY_DELAY);
         tracing::warn!(call = what, code = ?status.code(), error = %status.message(), retry_in_ms = delay.as_millis() as u64, "coordinator unreachable");
         self.backoff.as_mut().expect("just set").0 = Instant::now() + delay;
     }
@@ -537,4 +548,22 @@ fn job_of(lease: &proto::JobLease) -> nqueens_common::Result<nqueens_common::Job
     let plan = Plan::with_depth(lease.n, strategy, depth)?;
     let key: JobKey = lease.job.parse()?;
     plan.job(&key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delays_start_small_double_and_never_pass_the_cap_jitter_included() {
+        for _ in 0..50 {
+            let delays: Vec<Duration> = retry_backoff().take(40).collect();
+            assert!(
+                delays[0] >= Duration::from_millis(50) && delays[0] < Duration::from_millis(100)
+            );
+            assert!(delays.iter().all(|d| *d <= MAX_RETRY_DELAY), "{delays:?}");
+            // At the cap the jitter still spreads workers over 5 to 10 s.
+            assert!(delays[39] >= MAX_RETRY_DELAY / 2);
+        }
+    }
 }
