@@ -382,3 +382,39 @@ fn issue_7_a_two_stage_estimate_brackets_the_count_without_bias() {
         "mean estimate {mean} vs {truth}"
     );
 }
+
+#[test]
+fn issue_19_a_closed_pipe_ends_a_command_quietly_and_zero_threads_are_refused() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let data_arg = data.to_str().unwrap();
+    let counted = nqueens(&["count", "16", "--strategy", "mirror", "--data", data_arg]);
+    assert!(counted.status.success());
+    // The export (over 1,000 lines, more than a pipe holds) read for one byte, then the pipe closed.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nqueens"))
+        .args(["export", "--data", data_arg])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    stdout.read_exact(&mut byte).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+        "{stderr}"
+    );
+    for args in [
+        &["count", "10", "--threads", "0"][..],
+        &["bench", "10", "--threads", "1", "0"][..],
+    ] {
+        let out = nqueens(args);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("at least 1"), "{args:?}: {stderr}");
+    }
+}

@@ -10,6 +10,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let cli = Cli::parse();
+    if cli.prints_for_a_pipe() {
+        // `nqueens status | head`: end quietly when the reader goes away, as other command-line tools
+        // do, instead of panicking on the next print. (Sockets are unaffected: Rust sends with
+        // MSG_NOSIGNAL.)
+        // SAFETY: called before any thread starts; SIG_DFL is a valid disposition for SIGPIPE.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     if let Err(e) = cli::run(cli) {
         eprintln!("error: {e:#}");
         std::process::exit(cli::exit_code(&e));

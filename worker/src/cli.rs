@@ -16,7 +16,7 @@ pub struct WorkerArgs {
     #[command(flatten)]
     pub connection: Connection,
     /// Compute threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = threads)]
     pub threads: Option<usize>,
     /// The name shown in status and logs (default: the host name). Workers sharing a machine need
     /// different names (or journals).
@@ -74,4 +74,13 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
         };
     crate::run(config, shutdown).await?;
     Ok(())
+}
+
+/// Parses a thread count: a whole number from 1 (0 is an error, never read as one).
+pub fn threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number of threads")),
+    }
 }

@@ -21,8 +21,13 @@ pub type Client = CoordinatorClient<InterceptedService<Channel, Bearer>>;
 /// How to reach a coordinator (command-line flags shared by every client).
 #[derive(Debug, Clone, Default, Args)]
 pub struct Connection {
-    /// The coordinator's address, e.g. http://10.0.0.1:7447 (https://... with TLS).
-    #[arg(long, env = "NQUEENS_COORDINATOR")]
+    /// The coordinator's address, e.g. http://10.0.0.1:7447 (https://... with TLS); by default the
+    /// address `nqueens serve` listens on by default.
+    #[arg(
+        long,
+        env = "NQUEENS_COORDINATOR",
+        default_value = "http://127.0.0.1:7447"
+    )]
     pub coordinator: String,
     /// The shared bearer token, when the coordinator requires one.
     #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]

@@ -14,8 +14,8 @@ pub struct BenchArgs {
     /// Board sizes to time.
     #[arg(default_values_t = [16u32])]
     pub n: Vec<u32>,
-    /// Thread counts for the d4 count.
-    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
+    /// Thread counts for the d4 count: `--threads 1 2` or `--threads 1,2` (give the sizes first).
+    #[arg(long, value_delimiter = ',', num_args = 1.., default_values_t = [1usize, 2], value_parser = nqueens_worker::cli::threads)]
     pub threads: Vec<usize>,
     /// Skip the baseline (it is the slowest row).
     #[arg(long)]

@@ -27,6 +27,17 @@ pub struct Cli {
     pub log_format: LogFormat,
 }
 
+impl Cli {
+    /// Whether the command prints output a pipe may cut short (every command but the long-running
+    /// servers and workers, which log and must outlive any reader).
+    pub fn prints_for_a_pipe(&self) -> bool {
+        !matches!(
+            self.command,
+            Command::Serve(_) | Command::Worker(_) | Command::Loadgen(_)
+        )
+    }
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -91,7 +102,7 @@ pub struct CountArgs {
     #[command(flatten)]
     pub partition: PartitionArgs,
     /// Compute threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = nqueens_worker::cli::threads)]
     pub threads: Option<usize>,
     /// The store's directory (default: $NQUEENS_DATA, else $XDG_DATA_HOME/nqueens, else
     /// ~/.local/share/nqueens). Counting the same plan again resumes, or answers from the store.

@@ -186,6 +186,12 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    if runs.is_empty() && !args.json {
+        println!(
+            "no runs on {} yet (nqueens submit N creates one)",
+            args.connection.coordinator
+        );
+    }
     for run in runs {
         print(&run.into(), args.json)?;
     }
