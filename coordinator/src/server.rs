@@ -76,10 +76,17 @@ pub async fn serve(
         health.clone(),
         background.clone(),
     ));
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(nqueens_common::proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    // Reflection in both versions: grpcurl speaks v1, grpcio-reflection, Evans and Postman v1alpha.
+    let reflection_builder = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(nqueens_common::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection = reflection_builder()
         .build_v1()
+        .expect("the embedded descriptor sets are valid");
+    let reflection_alpha = reflection_builder()
+        .build_v1alpha()
         .expect("the embedded descriptor sets are valid");
     let auth = RequireToken::new(options.token.as_deref());
     let coordinator_metrics = coordinator.metrics().clone();
@@ -92,6 +99,7 @@ pub async fn serve(
     builder
         .add_service(health_service)
         .add_service(InterceptedService::new(reflection, auth.clone()))
+        .add_service(InterceptedService::new(reflection_alpha, auth.clone()))
         .add_service(InterceptedService::new(service, auth))
         .serve_with_incoming_shutdown(incoming(listener), async move {
             tokio::select! {

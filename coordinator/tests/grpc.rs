@@ -1122,3 +1122,53 @@ async fn issue_15_shutdown_cuts_the_enumeration_of_a_huge_plan_short() {
     }
     assert!(store.unwrap().runs().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn issue_19_reflection_answers_in_v1_and_v1alpha() {
+    use tonic_reflection::pb::{v1, v1alpha};
+    let s = start(Duration::from_secs(60)).await;
+    let channel = Channel::from_shared(s.address.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let want = "nqueens.v1.Coordinator".to_string();
+    let mut alpha = v1alpha::server_reflection_client::ServerReflectionClient::new(channel.clone());
+    let request = v1alpha::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(
+            v1alpha::server_reflection_request::MessageRequest::ListServices(String::new()),
+        ),
+    };
+    let mut answers = alpha
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = answers.message().await.unwrap().unwrap();
+    let Some(v1alpha::server_reflection_response::MessageResponse::ListServicesResponse(list)) =
+        answer.message_response
+    else {
+        panic!("{answer:?}");
+    };
+    assert!(list.service.iter().any(|s| s.name == want), "{list:?}");
+    let mut current = v1::server_reflection_client::ServerReflectionClient::new(channel);
+    let request = v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(v1::server_reflection_request::MessageRequest::ListServices(
+            String::new(),
+        )),
+    };
+    let mut answers = current
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = answers.message().await.unwrap().unwrap();
+    let Some(v1::server_reflection_response::MessageResponse::ListServicesResponse(list)) =
+        answer.message_response
+    else {
+        panic!("{answer:?}");
+    };
+    assert!(list.service.iter().any(|s| s.name == want), "{list:?}");
+}
