@@ -418,3 +418,41 @@ fn issue_19_a_closed_pipe_ends_a_command_quietly_and_zero_threads_are_refused() 
         assert!(stderr.contains("at least 1"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn issue_19_solve_prints_valid_boards_all_of_them_and_one_per_class() {
+    use nqueens_common::solve::is_solution;
+    let lines = |args: &[&str]| -> Vec<Vec<usize>> {
+        let out = nqueens(args);
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                serde_json::from_value(v["columns"].clone()).unwrap()
+            })
+            .collect()
+    };
+    for (n, total, unique) in [(6, 4, 1), (8, 92, 12), (10, 724, 92)] {
+        let all = lines(&["solve", &n.to_string(), "--all", "--json"]);
+        assert_eq!(all.len(), total);
+        assert!(all.iter().all(|s| s.len() == n && is_solution(s)));
+        let classes = lines(&["solve", &n.to_string(), "--all", "--unique", "--json"]);
+        assert_eq!(classes.len(), unique);
+    }
+    let big = lines(&["solve", "1000", "--json"]);
+    assert!(big.len() == 1 && big[0].len() == 1000 && is_solution(&big[0]));
+    assert_eq!(lines(&["solve", "12", "--limit", "5", "--json"]).len(), 5);
+    // The board form: N rows of N cells, one queen per row.
+    let out = nqueens(&["solve", "8"]);
+    let board = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = board.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 8);
+    assert!(rows
+        .iter()
+        .all(|r| r.split(' ').filter(|c| *c == "Q").count() == 1));
+    for args in [&["solve", "3"][..], &["solve", "40", "--all"][..]] {
+        assert!(!nqueens(args).status.success(), "{args:?}");
+    }
+}

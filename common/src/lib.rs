@@ -14,6 +14,7 @@ pub mod jsonl;
 pub mod kernel;
 pub mod partition;
 pub mod proto;
+pub mod solve;
 pub mod symmetry;
 pub mod tally;
 

@@ -117,3 +117,19 @@ fn d4_sub_problems_are_the_orbits_of_ring_placements() {
         assert_eq!(summary.by_weight, by_weight, "N = {n}");
     }
 }
+
+#[test]
+fn every_solution_is_printed_once_and_one_per_class_with_unique() {
+    use nqueens_common::solve::{is_canonical, is_solution, Solutions};
+    for (n, total, unique) in reference().into_iter().filter(|r| r.0 <= 10) {
+        let all: Vec<Vec<usize>> = Solutions::new(n as usize).collect();
+        assert_eq!(all.len() as u128, total, "N = {n}");
+        assert!(all.iter().all(|s| is_solution(s)), "N = {n}");
+        assert!(
+            all.windows(2).all(|w| w[0] < w[1]),
+            "sorted and distinct, N = {n}"
+        );
+        let classes = all.iter().filter(|s| is_canonical(s)).count();
+        assert_eq!(classes as u128, unique, "N = {n}");
+    }
+}

@@ -8,6 +8,7 @@ mod loadgen;
 mod plan;
 mod remote;
 mod serve;
+mod solve;
 mod watch;
 
 use std::path::PathBuf;
@@ -67,6 +68,9 @@ pub enum Command {
     Import(backup::ImportArgs),
     /// Check a store offline: totals against results, job states, the ledger against the store.
     Audit(backup::AuditArgs),
+    /// Print solutions: one of any size at once, or every solution of a small board (--all), as boards
+    /// or JSON
+    Solve(solve::SolveArgs),
 }
 
 /// Board size and partition, shared by `count` and `plan`.
@@ -128,6 +132,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     setup::init_logging(cli.log_format, level);
     match cli.command {
         Command::Count(args) => count::run(&args),
+        Command::Solve(args) => solve::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Estimate(args) => estimate::run(&args),
         Command::Bench(args) => bench::run(&args),
