@@ -456,3 +456,28 @@ fn issue_19_solve_prints_valid_boards_all_of_them_and_one_per_class() {
         assert!(!nqueens(args).status.success(), "{args:?}");
     }
 }
+
+#[test]
+fn issue_19_ctrl_c_on_count_says_what_is_saved_and_how_to_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_nqueens"))
+        .args(["count", "18", "--threads", "1", "--data"])
+        .arg(dir.path().join("d"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("jobs are saved in") && stderr.contains("run the same command again"),
+        "{stderr}"
+    );
+}

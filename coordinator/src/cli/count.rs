@@ -58,7 +58,25 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
         data: data.clone(),
     };
     let runtime = super::runtime()?;
-    let outcome = runtime.block_on(local::count(opts, |v| bar.set_position(v.tally.jobs)))?;
+    // Jobs acknowledged so far (each is in the store: a later count resumes from them).
+    let saved = std::sync::atomic::AtomicU64::new(0);
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            outcome = local::count(opts, |v| {
+                bar.set_position(v.tally.jobs);
+                saved.store(v.tally.jobs, std::sync::atomic::Ordering::Relaxed);
+            }) => outcome.map_err(anyhow::Error::from),
+            _ = tokio::signal::ctrl_c() => {
+                bar.abandon();
+                Err(Interrupted {
+                    saved: saved.load(std::sync::atomic::Ordering::Relaxed),
+                    jobs: summary.jobs,
+                    data: data.clone(),
+                }
+                .into())
+            }
+        }
+    })?;
     bar.finish_and_clear();
     let view = &outcome.view;
     let out = CountOutput {
@@ -95,4 +113,13 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// A count stopped by Ctrl-C: what is saved, and how to go on.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted: {saved} of {jobs} jobs are saved in {}; run the same command again to resume", data.display())]
+pub struct Interrupted {
+    pub saved: u64,
+    pub jobs: u64,
+    pub data: std::path::PathBuf,
 }

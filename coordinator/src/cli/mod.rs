@@ -175,6 +175,10 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
     let refused = e
         .downcast_ref::<remote::RpcError>()
         .is_some_and(|s| matches!(s.code, tonic::Code::InvalidArgument | tonic::Code::NotFound));
+    if e.downcast_ref::<count::Interrupted>().is_some() {
+        // The shell's convention for a command ended by SIGINT.
+        return 130;
+    }
     match (e.downcast_ref::<Error>(), e.downcast_ref::<crate::Error>()) {
         (Some(e), _) | (_, Some(crate::Error::Input(e))) if bad_input(e) => 2,
         _ if refused => 2,
