@@ -481,3 +481,15 @@ fn issue_19_ctrl_c_on_count_says_what_is_saved_and_how_to_resume() {
         "{stderr}"
     );
 }
+
+#[test]
+fn issue_19_an_unreachable_coordinator_is_named_with_what_to_do() {
+    let out = nqueens(&["status", "--coordinator", "http://127.0.0.1:1"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("coordinator at http://127.0.0.1:1")
+            && stderr.contains("is `nqueens serve` running there?"),
+        "{stderr}"
+    );
+}

@@ -8,17 +8,71 @@ use crate::progress::format_eta;
 use crate::status_json::{StatusOutput, WorkerOutput};
 
 /// A call the coordinator refused or could not answer.
-#[derive(Debug, thiserror::Error)]
-#[error("coordinator: {message} ({code:?})")]
+#[derive(Debug)]
 pub struct RpcError {
     pub code: tonic::Code,
     pub message: String,
+    /// The coordinator's address, once known.
+    pub at: Option<String>,
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.at {
+            Some(at) => write!(f, "coordinator at {at}: {} ({:?})", self.message, self.code)?,
+            None => write!(f, "coordinator: {} ({:?})", self.message, self.code)?,
+        }
+        if let Some(hint) = self.hint() {
+            write!(f, "; {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+impl RpcError {
+    /// What to do about it, where the error says enough to tell.
+    fn hint(&self) -> Option<&'static str> {
+        let m = self.message.to_lowercase();
+        let tls = self
+            .at
+            .as_deref()
+            .is_some_and(|a| a.starts_with("https://"));
+        if m.contains("https without tls") {
+            Some("an https:// address needs --tls-ca PEM (the certificate the coordinator's chains to)")
+        } else if m.contains("h2 protocol error") || m.contains("frame with invalid size") {
+            Some("the coordinator may serve TLS: use https:// and --tls-ca PEM")
+        } else if m.contains("connect error") || m.contains("connection refused") {
+            Some(if tls {
+                "is it running, and does its certificate match the host name and --tls-ca?"
+            } else {
+                "is `nqueens serve` running there? (it listens on 127.0.0.1:7447 by default; --coordinator URL picks another)"
+            })
+        } else if self.code == tonic::Code::Unauthenticated {
+            Some("pass the coordinator's token with --token or NQUEENS_TOKEN")
+        } else {
+            None
+        }
+    }
 }
 
 fn rpc(s: tonic::Status) -> RpcError {
     RpcError {
         code: s.code(),
         message: s.message().to_string(),
+        at: None,
+    }
+}
+
+/// `e`, naming the coordinator's address if it is a call that failed.
+pub fn locate(e: anyhow::Error, address: &str) -> anyhow::Error {
+    match e.downcast::<RpcError>() {
+        Ok(mut rpc) => {
+            rpc.at = Some(address.to_string());
+            rpc.into()
+        }
+        Err(e) => e,
     }
 }
 
@@ -105,17 +159,19 @@ fn print(s: &StatusOutput, json: bool) -> anyhow::Result<()> {
 /// Creates a run on the coordinator and prints it.
 pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     let plan = args.partition.plan()?;
-    let status = super::runtime()?.block_on(async {
-        let mut client = nqueens_worker::connect(&args.connection)?;
-        let req = proto::CreateRunRequest {
-            n: plan.n() as u32,
-            strategy: proto::Strategy::from(plan.strategy()) as i32,
-            depth: Some(plan.depth() as u32),
-            reuse: args.reuse,
-            verify_fraction: args.verify_fraction,
-        };
-        anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
-    })?;
+    let status = super::runtime()?
+        .block_on(async {
+            let mut client = nqueens_worker::connect(&args.connection)?;
+            let req = proto::CreateRunRequest {
+                n: plan.n() as u32,
+                strategy: proto::Strategy::from(plan.strategy()) as i32,
+                depth: Some(plan.depth() as u32),
+                reuse: args.reuse,
+                verify_fraction: args.verify_fraction,
+            };
+            anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
+        })
+        .map_err(|e| locate(e, &args.connection.coordinator))?;
     print(&status.into(), args.partition.json)
 }
 
@@ -169,10 +225,12 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
     if args.watch {
         return runtime.block_on(super::watch::watch(args));
     }
-    let (runs, workers) = runtime.block_on(async {
-        let mut client = nqueens_worker::connect(&args.connection)?;
-        fetch(&mut client, args.run.as_deref()).await
-    })?;
+    let (runs, workers) = runtime
+        .block_on(async {
+            let mut client = nqueens_worker::connect(&args.connection)?;
+            fetch(&mut client, args.run.as_deref()).await
+        })
+        .map_err(|e| locate(e, &args.connection.coordinator))?;
     if args.workers {
         if !args.json {
             println!("{}", super::watch::WORKER_HEADER);
