@@ -493,3 +493,25 @@ fn issue_19_an_unreachable_coordinator_is_named_with_what_to_do() {
         "{stderr}"
     );
 }
+
+#[test]
+fn issue_19_local_failures_are_not_called_invalid_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    // A data directory that cannot be created (a file stands in its way).
+    let blocked = dir.path().join("file");
+    std::fs::write(&blocked, "x").unwrap();
+    let out = nqueens(&["count", "8", "--data", blocked.join("d").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("cannot create") && !stderr.contains("invalid request"),
+        "{stderr}"
+    );
+    let out = nqueens(&["serve", "--lease-timeout", "10ms"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("at least 100ms") && !stderr.contains("partition"),
+        "{stderr}"
+    );
+}

@@ -37,6 +37,12 @@ pub enum Error {
     /// Results were applied but could not be made durable: they are not acknowledged.
     #[error("could not make results durable: {0}")]
     Durability(String),
+    /// A file or socket this process needs cannot be used (not the request's fault).
+    #[error("{0}")]
+    Io(String),
+    /// The store's directory is held by another process.
+    #[error("{0} is in use by another nqueens process (one process per data directory: stop it, or pick another with --data)")]
+    InUse(String),
     /// The local mode's in-process worker failed or stopped early.
     #[error("local worker: {0}")]
     LocalWorker(String),

@@ -68,9 +68,11 @@ pub fn status(e: Error) -> Status {
         Error::Quarantined { .. } => Status::permission_denied(e.to_string()),
         // Nothing was acknowledged and the worker keeps the results in its journal: it tries again.
         Error::ShuttingDown | Error::Durability(_) => Status::unavailable(e.to_string()),
-        Error::Corrupt(_) | Error::Store(_) | Error::LocalWorker(_) => {
-            Status::internal(e.to_string())
-        }
+        Error::Corrupt(_)
+        | Error::Store(_)
+        | Error::LocalWorker(_)
+        | Error::Io(_)
+        | Error::InUse(_) => Status::internal(e.to_string()),
     }
 }
 

@@ -40,7 +40,7 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     let data = opts.data.clone();
     let store = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&data)
-            .map_err(|e| Error::Invalid(format!("cannot create {}: {e}", data.display())))?;
+            .map_err(|e| Error::Io(format!("cannot create {}: {e}", data.display())))?;
         let store = Store::open(&data)?;
         // A local count has no operator to look into a failed job: it tries it again.
         store.retry_failed()?;
@@ -66,10 +66,10 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     }
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| Error::Invalid(format!("cannot listen on loopback: {e}")))?;
+        .map_err(|e| Error::Io(format!("cannot listen on loopback: {e}")))?;
     let address = listener
         .local_addr()
-        .map_err(|e| Error::Invalid(e.to_string()))?;
+        .map_err(|e| Error::Io(e.to_string()))?;
     let stop = CancellationToken::new();
     let server = tokio::spawn(crate::server::serve(
         listener,

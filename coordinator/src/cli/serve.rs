@@ -20,8 +20,8 @@ pub struct ServeArgs {
     /// The store's directory (default: $NQUEENS_DATA, else ~/.local/share/nqueens).
     #[arg(long)]
     pub data: Option<PathBuf>,
-    /// How long a lease lives without a heartbeat, e.g. 60s, 5m.
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    /// How long a lease lives without a heartbeat, e.g. 60s, 5m (at least 100ms).
+    #[arg(long, default_value = "60s", value_parser = lease_timeout)]
     pub lease_timeout: Duration,
     /// Expired leases after which a job fails (it stalls or kills every worker that takes it).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
@@ -57,12 +57,6 @@ pub struct ServeArgs {
 
 /// Opens the store, audits it, and serves until SIGTERM or Ctrl-C.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    if args.lease_timeout < Duration::from_millis(100) {
-        return Err(nqueens_common::Error::InvalidSetting(
-            "--lease-timeout must be at least 100ms".into(),
-        )
-        .into());
-    }
     if args.token.as_deref().is_some_and(str::is_empty) {
         anyhow::bail!("--token must not be empty");
     }
@@ -191,4 +185,13 @@ async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
             Err(e) => return Err(anyhow::anyhow!("cannot listen on {addr}: {e}")),
         }
     }
+}
+
+/// Parses `--lease-timeout`: a duration of at least 100 ms.
+fn lease_timeout(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d < Duration::from_millis(100) {
+        return Err("must be at least 100ms".into());
+    }
+    Ok(d)
 }

@@ -69,10 +69,7 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store> {
         let db = sled::Config::new().path(dir).open().map_err(|e| match e {
             sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-                Error::Invalid(format!(
-                    "{} is in use by another nqueens process",
-                    dir.display()
-                ))
+                Error::InUse(dir.display().to_string())
             }
             other => Error::Store(other),
         })?;
