@@ -109,6 +109,12 @@ impl LiveRun {
         Ok(None)
     }
 
+    /// Whether the plan's job list has been handed out to the end in this incarnation (what is left is
+    /// in the retry queue).
+    pub fn list_exhausted(&self) -> bool {
+        self.cursor.is_none()
+    }
+
     /// Counts a lease of `key`, held by the worker named `worker`, that expired; returns the job's
     /// expiries in this incarnation.
     pub fn attempt_failed(&mut self, key: &JobKey, worker: &str) -> Expiries {

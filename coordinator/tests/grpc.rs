@@ -1172,3 +1172,38 @@ async fn issue_19_reflection_answers_in_v1_and_v1alpha() {
     };
     assert!(list.service.iter().any(|s| s.name == want), "{list:?}");
 }
+
+#[tokio::test]
+async fn issue_19_a_worker_left_only_its_own_jobs_to_verify_is_idle() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create_verified(&mut s.client, 6, 1.0).await;
+    let ask = |name: &str| proto::LeaseRequest {
+        worker_id: name.into(),
+        worker_name: name.into(),
+        threads: 1,
+        capacity: 64,
+        run: None,
+        wait_ms: 0,
+    };
+    let first = s.client.lease(ask("solo")).await.unwrap().into_inner();
+    assert!(!first.idle && first.leases.len() as u64 == run.jobs_total);
+    report(
+        &mut s.client,
+        "solo",
+        first.leases.iter().map(result_of).collect(),
+    )
+    .await
+    .unwrap();
+    // Every job now waits for a second worker name: nothing is for "solo" any more.
+    let again = s.client.lease(ask("solo")).await.unwrap().into_inner();
+    assert!(again.leases.is_empty());
+    assert!(again.idle, "--exit-when-idle must let it go");
+    let st = status(&mut s.client, &run.run).await;
+    assert_eq!(st.state, proto::RunState::Running as i32);
+    // Another name gets the jobs, and is not idle.
+    let other = s.client.lease(ask("other")).await.unwrap().into_inner();
+    assert!(!other.idle && other.leases.len() as u64 == run.jobs_total);
+    // While "other" holds them, "solo" is not idle: a lease that expires could come back to it.
+    let solo = s.client.lease(ask("solo")).await.unwrap().into_inner();
+    assert!(!solo.idle);
+}

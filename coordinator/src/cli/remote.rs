@@ -124,6 +124,14 @@ pub fn run_line(s: &StatusOutput) -> String {
         .map(|u| format!(", {u} unique"))
         .unwrap_or_default();
     let mut checks = format!(", {} verifying", s.jobs_verifying);
+    if s.state == "running"
+        && s.jobs_verifying > 0
+        && s.jobs_leased == 0
+        && s.jobs_done + s.jobs_verifying + s.jobs_failed == s.jobs_total
+    {
+        // Only verification is left: it needs a worker of another name than the one that computed it.
+        checks += " (waiting for a second worker name to verify)";
+    }
     if s.jobs_disputed > 0 {
         checks += &format!(", {} DISPUTED", s.jobs_disputed);
     }

@@ -68,7 +68,8 @@ pub struct Grant {
     pub lease_timeout: Duration,
     /// When nothing was leased: how long to wait before asking again.
     pub retry_after: Duration,
-    /// No run is running.
+    /// No run is running, or nothing left is for this worker: every open job is a verified job it
+    /// computed itself, waiting for a second worker name.
     pub idle: bool,
 }
 
@@ -154,14 +155,20 @@ impl Coordinator {
         state.workers.describe(worker, name, threads);
         let mut leases = Vec::new();
         let mut running = 0;
+        // Whether everything left in the running runs is out of this worker's reach for good: only
+        // verified jobs it computed itself, waiting for another worker name (nothing leased anywhere
+        // that could come back to it).
+        let mut beyond_reach = benched.is_none();
         for run in state
             .runs
             .values_mut()
             .filter(|r| r.phase() == Phase::Running && only.is_none_or(|id| id == r.meta.id))
         {
             running += 1;
+            let mut run_dry = false;
             while benched.is_none() && leases.len() < capacity as usize {
                 let Some(key) = run.next_job(&self.shared.store, &state.leases, name)? else {
+                    run_dry = true;
                     break;
                 };
                 let id = state.leases.issue(run.meta.id, key.clone(), worker, now);
@@ -173,6 +180,9 @@ impl Coordinator {
                     fingerprint: run.fingerprint,
                     key,
                 });
+            }
+            if !(run_dry && run.list_exhausted() && state.leases.count(run.meta.id) == 0) {
+                beyond_reach = false;
             }
         }
         let lease_timeout = state.leases.timeout();
@@ -190,11 +200,13 @@ impl Coordinator {
             Some(left) if running > 0 => left.max(Duration::from_millis(50)),
             _ => (lease_timeout / 8).clamp(Duration::from_millis(50), Duration::from_secs(2)),
         };
+        // A worker with nothing it may ever lease is idle too: `--exit-when-idle` lets it go.
+        let idle = running == 0 || (leases.is_empty() && beyond_reach);
         Ok(Grant {
             leases,
             lease_timeout,
             retry_after,
-            idle: running == 0,
+            idle,
         })
     }
 
