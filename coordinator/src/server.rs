@@ -58,6 +58,8 @@ pub async fn serve(
     // A store stuck on a write error ends this server; the caller reopens it.
     let reopen = coordinator.storage().reopen_wanted();
     let stopping = coordinator.clone();
+    let draining = CancellationToken::new();
+    let draining_tx = draining.clone();
     let background = CancellationToken::new();
     let _stop_background = background.clone().drop_guard();
     tokio::spawn(expire_leases(coordinator.clone(), background.clone()));
@@ -96,7 +98,7 @@ pub async fn serve(
     if let Some(identity) = options.tls {
         builder = builder.tls_config(ServerTlsConfig::new().identity(identity))?;
     }
-    builder
+    let server = builder
         .add_service(health_service)
         .add_service(InterceptedService::new(reflection, auth.clone()))
         .add_service(InterceptedService::new(reflection_alpha, auth.clone()))
@@ -108,9 +110,24 @@ pub async fn serve(
             }
             // In-flight requests are answered before the server stops: cut the long ones short.
             stopping.begin_shutdown();
-        })
-        .await
+            draining_tx.cancel();
+        });
+    // Streams (WatchRun, health Watch) would hold a graceful shutdown open for ever: after
+    // SHUTDOWN_GRACE the server is dropped with whatever is still open.
+    tokio::select! {
+        served = server => served,
+        _ = async {
+            draining.cancelled().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            tracing::warn!(grace_s = SHUTDOWN_GRACE.as_secs(), "connections still open after the shutdown grace; closing them");
+            Ok(())
+        }
+    }
 }
+
+/// How long a stopping server waits for open requests and streams before it drops them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// The accepted connections, with Nagle's algorithm off: replies are small and latency-bound, and a reply
 /// written in two segments must not wait for the peer's delayed acknowledgement of the first.
@@ -167,15 +184,19 @@ async fn storage_watch(
         if degraded {
             tokio::select! {
                 _ = tokio::time::sleep(storage_health::PROBE_EVERY) => {
-                    if let Err(e) = coordinator.probe_storage().await {
-                        tracing::debug!(error = %e, "storage probe failed; still degraded");
-                        // Does the disk itself take writes now? Then the store is stuck on its error.
-                        if let Some(dir) = coordinator.data_dir() {
-                            let disk = tokio::task::spawn_blocking(move || storage_health::probe(&dir)).await;
-                            if matches!(disk, Ok(Ok(()))) {
-                                coordinator.storage().request_reopen();
-                            }
-                        }
+                    // Does the disk take writes again? Then reopen: sled keeps its first I/O error,
+                    // and a commit whose sync failed left this incarnation's memory behind the store.
+                    let disk_ok = match coordinator.data_dir() {
+                        Some(dir) => matches!(
+                            tokio::task::spawn_blocking(move || storage_health::probe(&dir)).await,
+                            Ok(Ok(()))
+                        ),
+                        None => coordinator.probe_storage().await.is_ok(),
+                    };
+                    if disk_ok {
+                        coordinator.storage().request_reopen();
+                    } else {
+                        tracing::debug!("storage probe failed; still degraded");
                     }
                 }
                 _ = stop.cancelled() => return,

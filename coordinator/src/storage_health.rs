@@ -1,11 +1,11 @@
 //! Whether the coordinator can write its store. A commit that cannot be made durable (a full disk, an
 //! I/O error) marks storage *degraded*: the health service says NOT_SERVING, Lease answers UNAVAILABLE
-//! (no work is handed out whose results could not be kept), and a probe retries the disk every
-//! [`PROBE_EVERY`] until a write and fsync succeed; the next successful commit or probe clears it.
+//! (no work is handed out whose results could not be kept), and a probe tries the disk every
+//! [`PROBE_EVERY`] until a write and fsync succeed. Degraded is sticky (see below).
 //!
 //! sled keeps the first I/O error it meets and fails every later write with it, even once the disk has
-//! room again: then the probe's own file write succeeds while the store's flush still fails, and the
-//! store must be reopened. [`StorageHealth::request_reopen`] asks for that; `serve` answers by stopping
+//! room again, and a commit whose sync failed leaves this incarnation's memory behind the store: so once
+//! the probe's file write succeeds, the store is always reopened. [`StorageHealth::request_reopen`] asks for that; `serve` answers by stopping
 //! the server and opening the store again in the same process (the startup reconciliation with the
 //! ledger included), and a local count stops with an error saying to run it again.
 
@@ -56,16 +56,6 @@ impl StorageHealth {
         }
     }
 
-    /// A write succeeded: storage is healthy again (logged when it was degraded).
-    pub fn succeeded(&self) {
-        let was = self.state.send_if_modified(|s| s.take().is_some());
-        if was {
-            tracing::warn!(
-                "storage recovered: writes succeed again; leasing jobs, health is SERVING"
-            );
-        }
-    }
-
     /// Why storage is degraded, if it is.
     pub fn degraded(&self) -> Option<String> {
         self.state.borrow().clone()
@@ -113,7 +103,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn degraded_until_a_write_succeeds_and_watchers_see_both_changes() {
+    fn degraded_stays_until_the_store_is_reopened_and_watchers_see_it() {
         let health = StorageHealth::default();
         let mut seen = health.subscribe();
         assert_eq!(health.degraded(), None);
@@ -125,11 +115,12 @@ mod tests {
             health.degraded().as_deref(),
             Some("No space left on device (again)")
         );
-        health.succeeded();
-        assert!(seen.has_changed().unwrap());
-        assert_eq!(*seen.borrow_and_update(), None);
-        health.succeeded();
         assert!(!seen.has_changed().unwrap(), "no change, no wake-up");
+        assert!(!health.reopen_requested());
+        health.request_reopen();
+        health.request_reopen();
+        assert!(health.reopen_requested());
+        assert!(health.degraded().is_some(), "degraded until reopened");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Strikes against workers whose leases expire: a worker that takes jobs and lets them expire is charged,
-//! not only its jobs. Each sweep in which some of a worker's leases expired is one strike; a strike
+//! not only its jobs. Expiries of a worker within one lease timeout of its last strike are the same
+//! outage (its leases, taken at different times, expire in different sweeps) and count once; a strike
 //! halves how many jobs the worker may hold, and from [`BENCH_AFTER`] strikes on it gets no jobs at all
 //! for a time that doubles with every further strike. One accepted result clears its strikes.
 //!
@@ -45,8 +46,8 @@ pub enum Charge {
 }
 
 impl Strikes {
-    /// Charges `name` with one strike (leases of it expired in the sweep at `now`). `timeout` is the
-    /// lease timeout: the first bench lasts that long.
+    /// Charges `name` with one strike (leases of it expired in the sweep at `now`), unless it had one
+    /// within the last `timeout` (the lease timeout; the first bench lasts that long too).
     pub fn charge(&mut self, name: &str, now: Instant, timeout: Duration) -> Charge {
         if !self.by_name.contains_key(name) && self.by_name.len() >= MAX_WORKERS {
             if let Some(oldest) = self
@@ -63,6 +64,18 @@ impl Strikes {
             last: now,
             benched_until: None,
         });
+        if record.strikes > 0 && now.saturating_duration_since(record.last) < timeout {
+            // The same outage as the last strike.
+            return match record.benched_until {
+                Some(until) if until > now => Charge::Benched {
+                    strikes: record.strikes,
+                    bench: until - now,
+                },
+                _ => Charge::Throttled {
+                    strikes: record.strikes,
+                },
+            };
+        }
         record.strikes = record.strikes.saturating_add(1);
         record.last = now;
         if record.strikes < BENCH_AFTER {
@@ -139,40 +152,53 @@ mod tests {
     fn strikes_throttle_then_bench_for_doubling_times_and_one_result_forgives() {
         let t0 = Instant::now();
         let timeout = Duration::from_secs(10);
+        let at = |s: u64| t0 + Duration::from_secs(s);
         let mut s = Strikes::default();
         assert_eq!(s.capacity("w", 64), 64);
-        assert_eq!(s.charge("w", t0, timeout), Charge::Throttled { strikes: 1 });
-        assert_eq!(s.capacity("w", 64), 32);
-        assert_eq!(s.charge("w", t0, timeout), Charge::Throttled { strikes: 2 });
-        assert_eq!(s.capacity("w", 64), 16);
-        assert_eq!(s.benched("w", t0), None);
         assert_eq!(
-            s.charge("w", t0, timeout),
+            s.charge("w", at(0), timeout),
+            Charge::Throttled { strikes: 1 }
+        );
+        // Leases of the same outage expiring in later sweeps: no further strike.
+        assert_eq!(
+            s.charge("w", at(3), timeout),
+            Charge::Throttled { strikes: 1 }
+        );
+        assert_eq!(
+            s.charge("w", at(9), timeout),
+            Charge::Throttled { strikes: 1 }
+        );
+        assert_eq!(s.capacity("w", 64), 32);
+        assert_eq!(
+            s.charge("w", at(10), timeout),
+            Charge::Throttled { strikes: 2 }
+        );
+        assert_eq!(s.capacity("w", 64), 16);
+        assert_eq!(s.benched("w", at(10)), None);
+        assert_eq!(
+            s.charge("w", at(20), timeout),
             Charge::Benched {
                 strikes: 3,
                 bench: timeout
             }
         );
+        assert_eq!(s.benched("w", at(24)), Some(Duration::from_secs(6)));
+        assert_eq!(s.benched("w", at(30)), None);
         assert_eq!(
-            s.benched("w", t0 + Duration::from_secs(4)),
-            Some(Duration::from_secs(6))
-        );
-        assert_eq!(s.benched("w", t0 + timeout), None);
-        assert_eq!(
-            s.charge("w", t0 + timeout, timeout),
+            s.charge("w", at(30), timeout),
             Charge::Benched {
                 strikes: 4,
                 bench: 2 * timeout
             }
         );
-        for _ in 0..40 {
-            s.charge("w", t0, timeout);
+        for k in 0..40 {
+            s.charge("w", at(40 + 10 * k), timeout);
         }
-        assert_eq!(s.benched("w", t0), Some(MAX_BENCH), "capped");
+        assert_eq!(s.benched("w", at(430)), Some(MAX_BENCH), "capped");
         assert_eq!(s.capacity("w", 4096), 1, "never below one");
         assert_eq!(s.capacity("other", 7), 7, "others are not charged");
         assert!(s.clear("w"));
-        assert_eq!((s.capacity("w", 64), s.benched("w", t0)), (64, None));
+        assert_eq!((s.capacity("w", 64), s.benched("w", at(430))), (64, None));
     }
 
     #[test]
