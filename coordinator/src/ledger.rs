@@ -242,13 +242,24 @@ impl Ledger {
 pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
     let tmp = path.with_extension("jsonl.rewrite");
     let io = |e: std::io::Error| Error::Durability(format!("{}: {e}", tmp.display()));
-    let mut out = std::io::BufWriter::new(File::create(&tmp).map_err(io)?);
-    export(store, None, &mut out)?;
-    let file = out.into_inner().map_err(|e| io(e.into_error()))?;
-    file.sync_all().map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(io)?;
+    let written = (|| {
+        let mut out = std::io::BufWriter::new(File::create(&tmp).map_err(io)?);
+        export(store, None, &mut out)?;
+        let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(io)?;
+        Ok(len)
+    })();
+    let len = match written {
+        Ok(len) => len,
+        Err(e) => {
+            // A full disk must not keep the half-written copy (it holds the space a retry needs).
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
     jsonl::sync_dir(path).map_err(io)?;
     Ledger::open(path, len)
 }

@@ -107,12 +107,23 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     super::runtime()?.block_on(async {
         let shutdown = setup::shutdown_on_signals();
         let mut store = Some(store);
+        let mut reopened = false;
         loop {
             let store = match store.take() {
                 Some(store) => store,
                 None => reopen(&data).await?,
             };
-            let coordinator = Coordinator::open(store, config.clone())?;
+            let coordinator = match Coordinator::open(store, config.clone()) {
+                Ok(coordinator) => coordinator,
+                // After a storage failure the reopen may itself need space (the ledger is rewritten
+                // from the store): stay down and try again rather than exit.
+                Err(e) if reopened && !shutdown.is_cancelled() => {
+                    tracing::error!(error = %e, "cannot reopen the store yet; trying again in 2 s");
+                    tokio::time::sleep(crate::storage_health::PROBE_EVERY).await;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             // This incarnation's listeners end with it (a reopen starts new ones on the same ports).
             let incarnation = shutdown.child_token();
             let listener = bind(args.listen).await?;
@@ -148,6 +159,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 break;
             }
             tracing::warn!(data = %data.display(), "coordinator stopped to reopen its store");
+            reopened = true;
         }
         tracing::info!("coordinator stopped");
         Ok(())
