@@ -101,15 +101,39 @@ impl Job {
 
     /// Computes the job. Pure and deterministic: the same job gives the same result everywhere.
     pub fn run(&self) -> JobResult {
+        let work = self.work();
+        let t = kernel::run(work.units.iter().copied());
+        work.finish(t)
+    }
+
+    /// The job as searches for a kernel plus what is already settled: `work().finish(t)` is [`Job::run`]
+    /// for any kernel whose `t` equals [`kernel::run`] on `work().units`. This is how a GPU (or any other
+    /// device) computes a job: it searches the units, and the few sub-problems that need each completion
+    /// checked (the symmetric rings of `d4`) are settled here on the CPU.
+    pub fn work(&self) -> Work {
         let n = self.plan.n();
         match self.plan.strategy() {
             Strategy::Mirror => {
                 let board = mirror_board(n, &self.key.0).expect("validated in Job::new");
-                let s = kernel::count(&board.into());
-                JobResult {
-                    total: s.count * mirror::weight(n, &self.key.0) as u64,
-                    unique8: None,
-                    nodes: s.nodes,
+                let problem: kernel::Problem = board.into();
+                let weight = mirror::weight(n, &self.key.0) as u64;
+                let split = problem.split();
+                // The queens the split placed are nodes of the search tree too (as in `kernel::count`).
+                let placed = if problem.board.empty_rows().next().is_some() {
+                    split.len() as u64
+                } else {
+                    0
+                };
+                Work {
+                    units: split
+                        .into_iter()
+                        .map(|problem| kernel::Unit { problem, weight })
+                        .collect(),
+                    base: JobResult {
+                        total: 0,
+                        unique8: None,
+                        nodes: placed,
+                    },
                 }
             }
             Strategy::D4 => {
@@ -117,13 +141,38 @@ impl Job {
                     unreachable!("validated in Job::new")
                 };
                 let group = d4::Group::new(n, *w, *e).expect("validated in Job::new");
-                let (total, unique8, nodes) = group.run(prefix).expect("validated in Job::new");
-                JobResult {
-                    total,
-                    unique8: Some(unique8),
-                    nodes,
+                let (units, (total, unique8, nodes)) =
+                    group.work(prefix).expect("validated in Job::new");
+                Work {
+                    units,
+                    base: JobResult {
+                        total,
+                        unique8: Some(unique8),
+                        nodes,
+                    },
                 }
             }
+        }
+    }
+}
+
+/// A job split into kernel searches and the part already settled (see [`Job::work`]).
+#[derive(Debug, Clone)]
+pub struct Work {
+    /// The searches: each completion counts its unit's weight.
+    pub units: Vec<kernel::Unit>,
+    /// What is settled without them (nodes placed while splitting, the symmetric rings of `d4`).
+    pub base: JobResult,
+}
+
+impl Work {
+    /// The job's result once a kernel has searched [`Work::units`] with totals `t`.
+    pub fn finish(&self, t: kernel::Totals) -> JobResult {
+        JobResult {
+            total: self.base.total + t.weighted,
+            // Plain rings have a trivial stabiliser: each completion adds its weight to 8 * unique.
+            unique8: self.base.unique8.map(|u| u + t.weighted),
+            nodes: self.base.nodes + t.nodes,
         }
     }
 }

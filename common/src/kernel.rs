@@ -18,6 +18,7 @@ use crate::board::PartialBoard;
 
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
 mod avx2;
+pub mod seeds;
 
 /// Independent searches the scalar lanes step side by side (see BENCHMARKS.md). [`run_scalar`] writes its
 /// round out for five lanes, so changing this means changing that round too (it does not compile otherwise).
@@ -302,37 +303,47 @@ fn next_search(
 ) -> Option<Ready> {
     for u in units {
         debug_assert_eq!(u.problem.board.n(), n, "one board size per batch");
-        let done = match compile(&u.problem, full) {
-            Some(setup) => {
-                let f0 = !(setup.c0 | setup.l0 | setup.r0 | setup.forbid[0]) & full;
-                if setup.depth >= 3 && f0 != 0 {
-                    return Some(Ready {
-                        setup,
-                        f0,
-                        weight: u.weight,
-                    });
-                }
-                match setup.depth {
-                    // One empty row: its free squares are the completions (and the nodes).
-                    1 => Search {
-                        count: f0.count_ones() as u64,
-                        nodes: f0.count_ones() as u64,
-                    },
-                    2 => {
-                        let (count, nodes) =
-                            last_two(setup.c0, setup.l0, setup.r0, f0, setup.forbid[1], full);
-                        Search { count, nodes }
-                    }
-                    _ => Search::default(),
-                }
+        match prepare(&u, full) {
+            Ok(ready) => return Some(ready),
+            Err(done) => {
+                t.count += done.count;
+                t.weighted += done.count * u.weight;
+                t.nodes += done.nodes;
             }
-            None => Search { count: 1, nodes: 0 },
-        };
-        t.count += done.count;
-        t.weighted += done.count * u.weight;
-        t.nodes += done.nodes;
+        }
     }
     None
+}
+
+/// A unit ready for a search of at least three levels, or what it produced when it needs none (one or two
+/// rows, a complete board, a first row with no free square).
+fn prepare(u: &Unit, full: u32) -> std::result::Result<Ready, Search> {
+    match compile(&u.problem, full) {
+        Some(setup) => {
+            let f0 = !(setup.c0 | setup.l0 | setup.r0 | setup.forbid[0]) & full;
+            if setup.depth >= 3 && f0 != 0 {
+                return Ok(Ready {
+                    setup,
+                    f0,
+                    weight: u.weight,
+                });
+            }
+            Err(match setup.depth {
+                // One empty row: its free squares are the completions (and the nodes).
+                1 => Search {
+                    count: f0.count_ones() as u64,
+                    nodes: f0.count_ones() as u64,
+                },
+                2 => {
+                    let (count, nodes) =
+                        last_two(setup.c0, setup.l0, setup.r0, f0, setup.forbid[1], full);
+                    Search { count, nodes }
+                }
+                _ => Search::default(),
+            })
+        }
+        None => Err(Search { count: 1, nodes: 0 }),
+    }
 }
 
 /// The mask of a row of `n` squares.

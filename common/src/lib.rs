@@ -14,13 +14,14 @@ pub mod jsonl;
 pub mod kernel;
 pub mod partition;
 pub mod proto;
+pub mod reference;
 pub mod solve;
 pub mod symmetry;
 pub mod tally;
 
 pub use board::PartialBoard;
 pub use error::{Error, Result};
-pub use job::{Job, JobKey, JobResult};
+pub use job::{Job, JobKey, JobResult, Work};
 pub use partition::{Plan, Strategy, SubProblem, Summary};
 pub use symmetry::{Symmetry, SymmetrySet};
 pub use tally::Tally;

@@ -142,15 +142,23 @@ impl Group {
     }
 
     /// Searches the job with prefix `cols`: `(weighted total, weighted unique * 8, nodes)`.
+    pub fn run(&self, cols: &[u8]) -> Option<(u64, u64, u64)> {
+        let (units, (total, unique8, nodes)) = self.work(cols)?;
+        let t = kernel::run(units.into_iter());
+        Some((total + t.weighted, unique8 + t.weighted, nodes + t.nodes))
+    }
+
+    /// The job with prefix `cols` as kernel units plus the settled part `(total, unique * 8, nodes)`.
     ///
     /// Each canonical ring of the group that fits the prefix is one sub-problem: its north and south
-    /// queens are placed on the frame's side columns, and its completions count `weight` each. The few
-    /// rings that a symmetry maps to themselves are searched apart, checking each completion.
-    pub fn run(&self, cols: &[u8]) -> Option<(u64, u64, u64)> {
+    /// queens are placed on the frame's side columns, and its completions count `weight` each. Those
+    /// become the units (split one row further). The few rings that a symmetry maps to themselves are
+    /// searched here, checking each completion (Burnside), and make the settled part.
+    pub fn work(&self, cols: &[u8]) -> Option<(Vec<Unit>, (u64, u64, u64))> {
         let base = self.problem(cols)?;
         let m = self.n - 1;
         let mut plain = Vec::new();
-        let mut symmetric = Vec::new();
+        let (mut total, mut unique8, mut nodes) = (0, 0, 0);
         for &(right, left, ref ring) in &self.rings {
             let mut board = base.board;
             // A side queen may already stand there (a corner or the prefix); a clash rules the ring out.
@@ -165,7 +173,19 @@ impl Group {
             };
             let weight = ring.weight() as u64;
             if ring.stabiliser.len() > 1 {
-                symmetric.push((unit, weight, ring));
+                // Burnside: a completion fixed by k symmetries of the ring's stabiliser adds weight * k.
+                let mut fixed = 0;
+                let found = kernel::completions(&unit, &mut |board| {
+                    let board = Symmetry::AntiTranspose.apply_board(board);
+                    fixed += ring
+                        .stabiliser
+                        .iter()
+                        .filter(|g| g.apply_board(&board) == board)
+                        .count() as u64;
+                });
+                total += weight * found.count;
+                unique8 += weight * fixed;
+                nodes += found.nodes;
             } else {
                 plain.extend(
                     unit.split()
@@ -174,24 +194,7 @@ impl Group {
                 );
             }
         }
-        let t = kernel::run(plain.into_iter());
-        let (mut total, mut unique8, mut nodes) = (t.weighted, t.weighted, t.nodes);
-        for (unit, weight, ring) in symmetric {
-            // Burnside: a completion fixed by k symmetries of the ring's stabiliser adds weight * k.
-            let mut fixed = 0;
-            let found = kernel::completions(&unit, &mut |board| {
-                let board = Symmetry::AntiTranspose.apply_board(board);
-                fixed += ring
-                    .stabiliser
-                    .iter()
-                    .filter(|g| g.apply_board(&board) == board)
-                    .count() as u64;
-            });
-            total += weight * found.count;
-            unique8 += weight * fixed;
-            nodes += found.nodes;
-        }
-        Some((total, unique8, nodes))
+        Some((plain, (total, unique8, nodes)))
     }
 }
 

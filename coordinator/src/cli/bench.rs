@@ -23,6 +23,14 @@ pub struct BenchArgs {
     /// Print one JSON object per row instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Time the d4 count on a GPU instead of the CPU rows: `--gpu` for the first device found (CUDA,
+    /// else an OpenCL GPU), or `--gpu cuda:0`, `--gpu opencl:1`. Each total is checked against the
+    /// published count.
+    #[arg(long, num_args = 0..=1, default_missing_value = "all", value_name = "DEVICE")]
+    pub gpu: Option<String>,
+    /// Jobs per GPU launch (with `--gpu`); 0 picks about 16 launches per count.
+    #[arg(long, default_value_t = 0, requires = "gpu")]
+    pub gpu_batch: usize,
 }
 
 /// One measured row.
@@ -46,6 +54,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             "{:>3} {:<22} {:>7} {:>18} {:>15} {:>9} {:>10} {:>8}",
             "N", "what", "threads", "total", "nodes", "seconds", "Mnodes/s", "speedup"
         );
+    }
+    if let Some(spec) = &args.gpu {
+        return gpu(args, spec);
     }
     for &n in &args.n {
         let mut base_secs = None;
@@ -96,6 +107,72 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                     base_secs,
                 ),
             )?;
+        }
+    }
+    Ok(())
+}
+
+/// The `--gpu` rows: each N counted on the device, with the host preparing batches alongside.
+fn gpu(args: &BenchArgs, spec: &str) -> anyhow::Result<()> {
+    let spec = (spec != "all").then_some(spec);
+    let mut gpus = nqueens_gpu::open(spec)?;
+    let gpu = &mut gpus[0];
+    eprintln!("device: {}", gpu.info());
+    let host = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for &n in &args.n {
+        let plan = Plan::new(n, Strategy::D4)?;
+        let jobs: Vec<Job> = plan
+            .jobs()
+            .map(|k| plan.job(&k).expect("the plan's own keys are valid"))
+            .collect();
+        let per_batch = if args.gpu_batch > 0 {
+            args.gpu_batch
+        } else {
+            jobs.len().div_ceil(16)
+        };
+        let start = Instant::now();
+        let device_before = gpu.device_nodes;
+        let mut tally = nqueens_common::Tally::new(true);
+        let mut bad = None;
+        nqueens_gpu::run_pipelined(gpu, &jobs, per_batch, host, |_, r| {
+            if let Err(e) = tally.add(&r) {
+                bad = Some(e);
+            }
+        })?;
+        if let Some(e) = bad {
+            return Err(e.into());
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let device_nodes = gpu.device_nodes - device_before;
+        let check = match nqueens_common::reference::counts(n) {
+            Some((total, unique)) if total == tally.total && tally.unique()? == Some(unique) => {
+                "exact"
+            }
+            Some(_) => "WRONG",
+            None => "unpublished",
+        };
+        print_row(
+            args.json,
+            &row(
+                n,
+                &format!("gpu d4 ({check})"),
+                host,
+                tally.total,
+                tally.nodes,
+                secs,
+                None,
+            ),
+        )?;
+        eprintln!(
+            "N = {n}: {} jobs, {per_batch} per launch, {device_nodes} nodes on the device ({:.1} Gnodes/s)",
+            jobs.len(),
+            device_nodes as f64 / secs / 1e9
+        );
+        if check == "WRONG" {
+            anyhow::bail!(
+                "N = {n}: the GPU total {} is not the published count",
+                tally.total
+            );
         }
     }
     Ok(())

@@ -1,0 +1,156 @@
+//! The CUDA backend: the kernel compiled by NVRTC for the device's architecture and run through the
+//! driver API (`cudarc`, both libraries loaded when first used).
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+
+use crate::{prelude, Backend, DeviceInfo, GpuError, Launch};
+
+const BACKEND: &str = "CUDA";
+/// Threads per block (the kernel's launch bound).
+const BLOCK: u32 = 256;
+
+fn call<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
+    move |e| GpuError::Call {
+        backend: BACKEND,
+        what,
+        detail: e.to_string(),
+    }
+}
+
+/// Why CUDA cannot be used here, or `None` if both libraries load.
+pub fn missing() -> Option<String> {
+    // SAFETY: each only tries to open the library by its usual names; nothing is called.
+    let driver = unsafe { cudarc::driver::sys::is_culib_present() };
+    let nvrtc = unsafe { cudarc::nvrtc::sys::is_culib_present() };
+    match (driver, nvrtc) {
+        (true, true) => None,
+        (false, _) => {
+            Some("CUDA: the NVIDIA driver library (libcuda.so.1) is not installed".into())
+        }
+        (true, false) => Some(
+            "CUDA: NVRTC (libnvrtc.so) is not found; install the CUDA toolkit's NVRTC or the PyPI \
+             package nvidia-cuda-nvrtc-cu12 and add its lib folder to LD_LIBRARY_PATH"
+                .into(),
+        ),
+    }
+}
+
+/// Number of CUDA devices (0 when CUDA cannot be used).
+pub fn count() -> usize {
+    if missing().is_some() {
+        return 0;
+    }
+    CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
+}
+
+/// Compiles the kernel to PTX for compute capability `cc` (e.g. `(9, 0)`); no device is needed.
+pub fn compile(cc: (i32, i32)) -> Result<Ptx, GpuError> {
+    // SAFETY: only tries to open the library.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(GpuError::NoDevice(
+            missing().unwrap_or_else(|| "CUDA: NVRTC is not found".into()),
+        ));
+    }
+    let opts = CompileOptions {
+        options: vec![
+            format!("--gpu-architecture=compute_{}{}", cc.0, cc.1),
+            "-default-device".into(),
+        ],
+        ..Default::default()
+    };
+    compile_ptx_with_opts(prelude::source(Backend::Cuda), opts).map_err(|e| GpuError::Compile {
+        backend: BACKEND,
+        log: e.to_string(),
+    })
+}
+
+/// One CUDA device with the kernel loaded.
+pub struct Cuda {
+    info: DeviceInfo,
+    stream: Arc<CudaStream>,
+    function: CudaFunction,
+    grid: u32,
+}
+
+impl Cuda {
+    /// Opens device `ordinal` and compiles the kernel for it.
+    pub fn open(ordinal: usize) -> Result<Cuda, GpuError> {
+        if let Some(why) = missing() {
+            return Err(GpuError::NoDevice(why));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(call("opening the device"))?;
+        let name = ctx.name().map_err(call("reading the device name"))?;
+        let cc = ctx
+            .compute_capability()
+            .map_err(call("reading the compute capability"))?;
+        let sms = ctx
+            .attribute(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(call("reading the multiprocessor count"))? as u32;
+        let per_sm = ctx
+            .attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
+            .map_err(call("reading the threads per multiprocessor"))? as u32;
+        let ptx = compile(cc)?;
+        let module = ctx.load_module(ptx).map_err(call("loading the kernel"))?;
+        let function = module
+            .load_function(prelude::ENTRY)
+            .map_err(call("finding the kernel"))?;
+        let grid = sms.max(1) * (per_sm / BLOCK).max(1);
+        Ok(Cuda {
+            info: DeviceInfo {
+                backend: Backend::Cuda,
+                index: ordinal,
+                name: format!("{name} (compute {}.{}, {sms} SMs)", cc.0, cc.1),
+                threads: (grid * BLOCK) as usize,
+            },
+            stream: ctx.default_stream(),
+            function,
+            grid,
+        })
+    }
+}
+
+impl Launch for Cuda {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn launch(
+        &mut self,
+        seeds: &[u32],
+        forbid: &[u32],
+        tails: &[u32],
+        full: u32,
+    ) -> Result<Vec<u64>, GpuError> {
+        let n = (seeds.len() / 4) as u32;
+        let s = &self.stream;
+        let seeds_d = s.clone_htod(seeds).map_err(call("copying the seeds"))?;
+        let forbid_d = s.clone_htod(forbid).map_err(call("copying the tables"))?;
+        let tails_d = s.clone_htod(tails).map_err(call("copying the tables"))?;
+        let next_d = s.alloc_zeros::<u32>(1).map_err(call("allocating"))?;
+        // Poisoned: a seed the kernel never wrote is caught by the check.
+        let mut out_d = s
+            .clone_htod(&vec![u64::MAX; 2 * n as usize])
+            .map_err(call("allocating the answer"))?;
+        let cfg = LaunchConfig {
+            grid_dim: (self.grid.min(n.div_ceil(BLOCK)).max(1), 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = s.launch_builder(&self.function);
+        b.arg(&seeds_d)
+            .arg(&n)
+            .arg(&forbid_d)
+            .arg(&tails_d)
+            .arg(&full)
+            .arg(&next_d)
+            .arg(&mut out_d);
+        // SAFETY: the arguments match the kernel's parameters in number, order and type (search.cl), and
+        // every table is as long as the indices the kernel derives from `n` and the seeds (Batch checks).
+        unsafe { b.launch(cfg) }.map_err(call("launching the kernel"))?;
+        s.clone_dtoh(&out_d).map_err(call("running the kernel"))
+    }
+}

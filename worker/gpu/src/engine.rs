@@ -1,0 +1,186 @@
+//! Jobs on a device: their units gathered into batches of seeds sized to fill it, the device's answer
+//! checked, and each job's result assembled exactly as the CPU would.
+
+use nqueens_common::kernel::seeds::{Batch, SEED_WORDS};
+use nqueens_common::kernel::Totals;
+use nqueens_common::{Job, JobResult};
+
+use crate::{DeviceInfo, GpuError, Launch};
+
+/// Seeds per device thread in a batch: enough that threads which finish early find more work.
+const SEEDS_PER_THREAD: usize = 8;
+
+/// A device ready to search, with the checks around it.
+pub struct Gpu {
+    launch: Box<dyn Launch>,
+    /// Search nodes the device itself visited (for rates).
+    pub device_nodes: u64,
+}
+
+impl Gpu {
+    /// Wraps an opened device.
+    pub fn new(launch: Box<dyn Launch>) -> Gpu {
+        Gpu {
+            launch,
+            device_nodes: 0,
+        }
+    }
+
+    /// The device.
+    pub fn info(&self) -> &DeviceInfo {
+        self.launch.info()
+    }
+
+    /// Seeds a batch should have to fill the device.
+    pub fn target_seeds(&self) -> usize {
+        self.info().threads.max(1) * SEEDS_PER_THREAD
+    }
+
+    /// Searches every seed of `batch` and returns the totals of its groups, once the answer is checked.
+    pub fn search(&mut self, batch: &Batch) -> Result<Vec<Totals>, GpuError> {
+        let n = batch.len();
+        if n > u32::MAX as usize {
+            return Err(GpuError::TooLarge(format!("{n} seeds")));
+        }
+        let out = if n == 0 {
+            Vec::new()
+        } else {
+            self.launch
+                .launch(batch.seeds(), batch.forbid(), batch.tails(), batch.full())?
+        };
+        if out.len() != 2 * n {
+            return Err(GpuError::BadAnswer(format!(
+                "{} words for {n} seeds",
+                out.len()
+            )));
+        }
+        let mut nodes = 0u64;
+        for (i, o) in out.chunks_exact(2).enumerate() {
+            // Every seed has a free square to try, so at least one node, and each completion is a node.
+            if o[0] == u64::MAX || o[1] == u64::MAX || o[1] == 0 || o[0] > o[1] {
+                let s = &batch.seeds()[i * SEED_WORDS..][..SEED_WORDS];
+                return Err(GpuError::BadAnswer(format!(
+                    "seed {i} of {n} {s:?}: {} completions, {} nodes",
+                    o[0], o[1]
+                )));
+            }
+            nodes += o[1];
+        }
+        self.device_nodes += nodes;
+        batch
+            .finish(&out)
+            .ok_or_else(|| GpuError::BadAnswer("answer length".into()))
+    }
+}
+
+/// Computes `jobs` on `gpu`: the same results as [`Job::run`], in the same order. Jobs of different
+/// board sizes go in separate batches.
+pub fn run_jobs(gpu: &mut Gpu, jobs: &[Job]) -> Result<Vec<JobResult>, GpuError> {
+    let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
+    let mut sizes: Vec<u8> = jobs.iter().map(|j| j.plan().n()).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for n in sizes {
+        let mut batch = Batch::new(n);
+        let mut members = Vec::new();
+        for (i, job) in jobs.iter().enumerate().filter(|(_, j)| j.plan().n() == n) {
+            let work = job.work();
+            batch
+                .push_group(&work.units)
+                .ok_or_else(|| GpuError::TooLarge(format!("{} jobs of N = {n}", jobs.len())))?;
+            members.push((i, work));
+        }
+        batch.expand(gpu.target_seeds());
+        let totals = gpu.search(&batch)?;
+        for ((i, work), t) in members.into_iter().zip(totals) {
+            results[i] = Some(work.finish(t));
+        }
+    }
+    Ok(results
+        .into_iter()
+        .map(|r| r.expect("every job is in the batch of its size"))
+        .collect())
+}
+
+/// One prepared batch: the jobs' indices, their work, and the seeds.
+struct Prepared {
+    members: Vec<(usize, nqueens_common::Work)>,
+    batch: Batch,
+}
+
+fn prepare(jobs: &[(usize, &Job)], n: u8, target: usize) -> Result<Prepared, GpuError> {
+    let mut batch = Batch::new(n);
+    let mut members = Vec::with_capacity(jobs.len());
+    for &(i, job) in jobs {
+        let work = job.work();
+        batch
+            .push_group(&work.units)
+            .ok_or_else(|| GpuError::TooLarge(format!("{} jobs of N = {n}", jobs.len())))?;
+        members.push((i, work));
+    }
+    batch.expand(target);
+    Ok(Prepared { members, batch })
+}
+
+/// Computes many jobs of one board size on `gpu`, `per_batch` jobs to a launch, with `threads` host
+/// threads preparing the next batches while the device searches. Calls `done(i, result)` for the `i`-th
+/// job as each batch completes; stops at the first error.
+pub fn run_pipelined(
+    gpu: &mut Gpu,
+    jobs: &[Job],
+    per_batch: usize,
+    threads: usize,
+    mut done: impl FnMut(usize, JobResult),
+) -> Result<(), GpuError> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let Some(first) = jobs.first() else {
+        return Ok(());
+    };
+    let n = first.plan().n();
+    if jobs.iter().any(|j| j.plan().n() != n) {
+        return Err(GpuError::TooLarge(
+            "jobs of several board sizes in one pipeline".into(),
+        ));
+    }
+    let chunks: Vec<Vec<(usize, &Job)>> = jobs
+        .iter()
+        .enumerate()
+        .collect::<Vec<_>>()
+        .chunks(per_batch.max(1))
+        .map(<[_]>::to_vec)
+        .collect();
+    let target = gpu.target_seeds();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Prepared, GpuError>>(threads.max(1));
+        for _ in 0..threads.max(1) {
+            let (tx, chunks, next, stop) = (tx.clone(), &chunks, &next, &stop);
+            scope.spawn(move || loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                if k >= chunks.len() || stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                if tx.send(prepare(&chunks[k], n, target)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(tx);
+        let result = (|| {
+            for prepared in rx.iter() {
+                let p = prepared?;
+                let totals = gpu.search(&p.batch)?;
+                for ((i, work), t) in p.members.into_iter().zip(totals) {
+                    done(i, work.finish(t));
+                }
+            }
+            Ok(())
+        })();
+        stop.store(true, Ordering::Relaxed);
+        // Unblock preparers waiting to send.
+        for _ in rx.try_iter() {}
+        drop(rx);
+        result
+    })
+}

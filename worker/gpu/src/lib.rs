@@ -1,0 +1,136 @@
+//! GPU searches: jobs expanded on the host into many independent seeds ([`nqueens_common::kernel::seeds`]),
+//! searched one per device thread by one kernel source (`search.cl`) that is compiled at run time, by
+//! NVRTC for CUDA devices and by the OpenCL driver elsewhere. Nothing GPU-related is needed to build:
+//! both runtimes are opened when first used, and [`open`] says plainly what is missing.
+//!
+//! A device's answer is checked before it is used (every seed written, no more completions than nodes),
+//! and the host adds exactly what the CPU kernel would have counted for the same units: a GPU worker
+//! reports the same totals, unique counts and nodes as a CPU worker, so either can verify the other.
+
+pub mod cuda;
+mod engine;
+mod error;
+pub mod opencl;
+pub mod prelude;
+
+pub use engine::{run_jobs, run_pipelined, Gpu};
+pub use error::GpuError;
+
+use std::fmt;
+
+/// The two ways to reach a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Cuda,
+    OpenCl,
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Backend::Cuda => "cuda",
+            Backend::OpenCl => "opencl",
+        })
+    }
+}
+
+/// An opened device.
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    pub backend: Backend,
+    /// Index within its backend.
+    pub index: usize,
+    /// Model and size, for logs and the worker table.
+    pub name: String,
+    /// Threads the device runs at once: batches are sized from it.
+    pub threads: usize,
+}
+
+impl fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{} {}", self.backend, self.index, self.name)
+    }
+}
+
+/// A device with the kernel ready: one launch searches every seed of the tables.
+pub trait Launch: Send {
+    fn info(&self) -> &DeviceInfo;
+
+    /// Runs the kernel over the tables (layouts in `search.cl`) and returns `(completions, nodes)` per
+    /// seed, unchecked.
+    fn launch(
+        &mut self,
+        seeds: &[u32],
+        forbid: &[u32],
+        tails: &[u32],
+        full: u32,
+    ) -> Result<Vec<u64>, GpuError>;
+}
+
+/// Why no device of either backend can be used here (for error messages).
+pub fn missing() -> String {
+    let mut why = Vec::new();
+    match cuda::missing() {
+        Some(m) => why.push(m),
+        None => why.push(format!("CUDA: {} devices", cuda::count())),
+    }
+    match opencl::devices() {
+        Err(m) => why.push(m),
+        Ok(d) => why.push(format!(
+            "OpenCL: {} devices ({} of them CPU devices, used only when named, e.g. opencl:0)",
+            d.len(),
+            d.iter().filter(|(_, cpu)| *cpu).count()
+        )),
+    }
+    why.join("; ")
+}
+
+/// Opens the devices `spec` names: `None`, `""` or `"all"` for every CUDA device, or failing that every
+/// OpenCL device that is not a CPU; else a comma-separated list of `cuda:K`, `opencl:K` or `K` (the K-th
+/// CUDA device, or OpenCL device where there is no CUDA).
+pub fn open(spec: Option<&str>) -> Result<Vec<Gpu>, GpuError> {
+    let spec = spec.map(str::trim).unwrap_or("");
+    let mut wanted = Vec::new();
+    if spec.is_empty() || spec == "all" {
+        let n = cuda::count();
+        if n > 0 {
+            wanted.extend((0..n).map(|k| (Backend::Cuda, k)));
+        } else if let Ok(list) = opencl::devices() {
+            wanted.extend(
+                list.iter()
+                    .enumerate()
+                    .filter(|(_, (_, cpu))| !cpu)
+                    .map(|(k, _)| (Backend::OpenCl, k)),
+            );
+        }
+        if wanted.is_empty() {
+            return Err(GpuError::NoDevice(missing()));
+        }
+    } else {
+        for item in spec.split(',').map(str::trim) {
+            let bad = || GpuError::BadSpec(spec.to_string());
+            let (backend, k) = match item.split_once(':') {
+                Some(("cuda", k)) => (Backend::Cuda, k),
+                Some(("opencl", k)) => (Backend::OpenCl, k),
+                Some(_) => return Err(bad()),
+                None if cuda::count() > 0 => (Backend::Cuda, item),
+                None => (Backend::OpenCl, item),
+            };
+            let k: usize = k.parse().map_err(|_| bad())?;
+            if wanted.contains(&(backend, k)) {
+                return Err(bad());
+            }
+            wanted.push((backend, k));
+        }
+    }
+    wanted
+        .into_iter()
+        .map(|(backend, k)| {
+            let launch: Box<dyn Launch> = match backend {
+                Backend::Cuda => Box::new(cuda::Cuda::open(k)?),
+                Backend::OpenCl => Box::new(opencl::OpenCl::open(k)?),
+            };
+            Ok(Gpu::new(launch))
+        })
+        .collect()
+}

@@ -1,0 +1,171 @@
+//! The OpenCL backend: the kernel built from source by the device's OpenCL driver (`opencl3`, the ICD
+//! loader opened when first used). Any OpenCL 1.2 device runs it, PoCL's CPU device included.
+
+use std::ptr;
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU};
+use opencl3::kernel::{ExecuteKernel, Kernel};
+use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
+use opencl3::platform::get_platforms;
+use opencl3::types::{cl_uint, cl_ulong, CL_BLOCKING};
+
+use crate::{prelude, Backend, DeviceInfo, GpuError, Launch};
+
+const BACKEND: &str = "OpenCL";
+/// Work-items per work-group.
+const GROUP: usize = 64;
+
+fn call<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
+    move |e| GpuError::Call {
+        backend: BACKEND,
+        what,
+        detail: e.to_string(),
+    }
+}
+
+/// Every OpenCL device, platform by platform, with whether it is a CPU device; or why there is none.
+pub fn devices() -> Result<Vec<(Device, bool)>, String> {
+    // ICD loaders and drivers are not all safe to enumerate from two threads at once (PoCL was seen
+    // listing no device to one of two concurrent callers): one enumeration at a time per process.
+    static ENUMERATE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ENUMERATE.lock().unwrap_or_else(|e| e.into_inner());
+    let platforms = get_platforms().map_err(|e| {
+        format!("OpenCL: no runtime (libOpenCL.so.1 and an installable client driver, e.g. Debian's pocl-opencl-icd): {e}")
+    })?;
+    let mut out = Vec::new();
+    for p in platforms {
+        let ids = p
+            .get_devices(CL_DEVICE_TYPE_ALL)
+            .map_err(|e| format!("OpenCL: cannot list the devices of a platform: {e}"))?;
+        for id in ids {
+            let d = Device::new(id);
+            let cpu = d.dev_type().map_or(false, |t| t & CL_DEVICE_TYPE_CPU != 0);
+            out.push((d, cpu));
+        }
+    }
+    if out.is_empty() {
+        return Err("OpenCL: the runtime lists no device".into());
+    }
+    Ok(out)
+}
+
+/// One OpenCL device with the kernel built.
+pub struct OpenCl {
+    info: DeviceInfo,
+    context: Context,
+    queue: CommandQueue,
+    kernel: Kernel,
+    groups: usize,
+}
+
+impl OpenCl {
+    /// Opens the `index`-th OpenCL device (in [`devices`] order) and builds the kernel for it.
+    pub fn open(index: usize) -> Result<OpenCl, GpuError> {
+        let list = devices().map_err(GpuError::NoDevice)?;
+        let Some((device, _)) = list.into_iter().nth(index) else {
+            return Err(GpuError::NoDevice(format!(
+                "OpenCL has no device {index} (`nqueens bench --gpu-list` lists them)"
+            )));
+        };
+        let name = device.name().map_err(call("reading the device name"))?;
+        let units = device
+            .max_compute_units()
+            .map_err(call("reading the compute units"))? as usize;
+        let context = Context::from_device(&device).map_err(call("creating a context"))?;
+        #[allow(deprecated)]
+        let queue = CommandQueue::create_default(&context, 0).map_err(call("creating a queue"))?;
+        let program = opencl3::program::Program::create_and_build_from_source(
+            &context,
+            &prelude::source(Backend::OpenCl),
+            "",
+        )
+        .map_err(|log| GpuError::Compile {
+            backend: BACKEND,
+            log,
+        })?;
+        let kernel =
+            Kernel::create(&program, prelude::ENTRY).map_err(call("finding the kernel"))?;
+        // Enough work-groups to keep every compute unit busy with several in flight.
+        let groups = units.max(1) * 32;
+        Ok(OpenCl {
+            info: DeviceInfo {
+                backend: Backend::OpenCl,
+                index,
+                name: format!("{} ({units} compute units)", name.trim()),
+                threads: groups * GROUP,
+            },
+            context,
+            queue,
+            kernel,
+            groups,
+        })
+    }
+
+    fn buffer<T>(&self, data: &[T], flags: u64) -> Result<Buffer<T>, GpuError> {
+        // SAFETY: a plain device allocation of `data.len()` elements (at least one), no host pointer.
+        let mut b = unsafe {
+            Buffer::<T>::create(&self.context, flags, data.len().max(1), ptr::null_mut())
+        }
+        .map_err(call("allocating a buffer"))?;
+        if !data.is_empty() {
+            // SAFETY: blocking write of exactly `data.len()` elements into a buffer that holds them.
+            unsafe {
+                self.queue
+                    .enqueue_write_buffer(&mut b, CL_BLOCKING, 0, data, &[])
+            }
+            .map_err(call("copying to the device"))?;
+        }
+        Ok(b)
+    }
+}
+
+impl Launch for OpenCl {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn launch(
+        &mut self,
+        seeds: &[u32],
+        forbid: &[u32],
+        tails: &[u32],
+        full: u32,
+    ) -> Result<Vec<u64>, GpuError> {
+        let n = seeds.len() / 4;
+        let seeds_d = self.buffer::<cl_uint>(seeds, CL_MEM_READ_ONLY)?;
+        let forbid_d = self.buffer::<cl_uint>(forbid, CL_MEM_READ_ONLY)?;
+        let tails_d = self.buffer::<cl_uint>(tails, CL_MEM_READ_ONLY)?;
+        let next_d = self.buffer::<cl_uint>(&[0], CL_MEM_READ_WRITE)?;
+        // Poisoned: a seed the kernel never wrote is caught by the check.
+        let out_d = self.buffer::<cl_ulong>(&vec![u64::MAX; 2 * n], CL_MEM_READ_WRITE)?;
+        let groups = self.groups.min(n.div_ceil(GROUP)).max(1);
+        let (n32, full) = (n as cl_uint, full as cl_uint);
+        // SAFETY: the arguments match the kernel's parameters in number, order and type (search.cl), and
+        // every table is as long as the indices the kernel derives from `n` and the seeds (Batch checks).
+        let event = unsafe {
+            ExecuteKernel::new(&self.kernel)
+                .set_arg(&seeds_d)
+                .set_arg(&n32)
+                .set_arg(&forbid_d)
+                .set_arg(&tails_d)
+                .set_arg(&full)
+                .set_arg(&next_d)
+                .set_arg(&out_d)
+                .set_global_work_size(groups * GROUP)
+                .set_local_work_size(GROUP)
+                .enqueue_nd_range(&self.queue)
+        }
+        .map_err(call("launching the kernel"))?;
+        event.wait().map_err(call("running the kernel"))?;
+        let mut out = vec![0u64; 2 * n];
+        // SAFETY: blocking read of exactly the buffer's `2 * n` elements.
+        unsafe {
+            self.queue
+                .enqueue_read_buffer(&out_d, CL_BLOCKING, 0, &mut out, &[])
+        }
+        .map_err(call("reading the answer"))?;
+        Ok(out)
+    }
+}
