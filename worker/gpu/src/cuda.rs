@@ -31,11 +31,19 @@ pub fn missing() -> Option<String> {
         (false, _) => {
             Some("CUDA: the NVIDIA driver library (libcuda.so.1) is not installed".into())
         }
-        (true, false) => Some(
-            "CUDA: NVRTC (libnvrtc.so) is not found; install the CUDA toolkit's NVRTC or the PyPI \
-             package nvidia-cuda-nvrtc-cu12 and add its lib folder to LD_LIBRARY_PATH"
-                .into(),
-        ),
+        (true, false) => nvrtc_missing(),
+    }
+}
+
+/// Why the kernel cannot be compiled here (NVRTC not found), or `None`; no driver or device is needed.
+pub fn nvrtc_missing() -> Option<String> {
+    // SAFETY: only tries to open the library by its usual names.
+    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        None
+    } else {
+        Some("CUDA: NVRTC (libnvrtc.so) is not found; install the CUDA toolkit's NVRTC or the PyPI \
+              package nvidia-cuda-nvrtc-cu12 and add its lib folder to LD_LIBRARY_PATH"
+            .into())
     }
 }
 
@@ -49,11 +57,8 @@ pub fn count() -> usize {
 
 /// Compiles the kernel to PTX for compute capability `cc` (e.g. `(9, 0)`); no device is needed.
 pub fn compile(cc: (i32, i32)) -> Result<Ptx, GpuError> {
-    // SAFETY: only tries to open the library.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err(GpuError::NoDevice(
-            missing().unwrap_or_else(|| "CUDA: NVRTC is not found".into()),
-        ));
+    if let Some(why) = nvrtc_missing() {
+        return Err(GpuError::NoDevice(why));
     }
     let opts = CompileOptions {
         options: vec![
