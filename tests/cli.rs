@@ -515,3 +515,40 @@ fn issue_19_local_failures_are_not_called_invalid_requests() {
         "{stderr}"
     );
 }
+
+#[test]
+fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() {
+    // The local worker computes on the named OpenCL device: PoCL's CPU device where installed (CI
+    // installs it), the same kernel and engine a GPU runs.
+    let out = nqueens(&[
+        "count",
+        "14",
+        "--gpu",
+        "opencl:0",
+        "--threads",
+        "1",
+        "--json",
+    ]);
+    if out.status.success() {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["total"], "365596");
+        assert_eq!(v["unique"], "45752");
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must count on PoCL: {err}"
+        );
+        assert!(err.contains("GPU"), "{err}");
+        eprintln!("skipped the PoCL count: {err}");
+    }
+    // A device that is not there: one clear line, a failure exit, no count.
+    let out = nqueens(&["count", "10", "--gpu", "opencl:99"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: ") && err.contains("GPU"), "{err}");
+    assert!(out.stdout.is_empty());
+    // A batch size out of range is refused by the parser.
+    let out = nqueens(&["count", "10", "--gpu", "--gpu-batch", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -9,6 +9,9 @@ tonic::include_proto!("nqueens.v1");
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/nqueens_descriptor.bin"));
 
+/// Most jobs one lease request may ask for (the coordinator refuses more).
+pub const MAX_LEASE_CAPACITY: u32 = 4096;
+
 impl From<crate::Strategy> for Strategy {
     fn from(s: crate::Strategy) -> Strategy {
         match s {

@@ -23,6 +23,8 @@ pub struct LocalCount {
     pub threads: usize,
     /// The store's directory.
     pub data: PathBuf,
+    /// GPUs for the local worker (none by default).
+    pub gpu: nqueens_worker::GpuConfig,
 }
 
 /// How a local count ended.
@@ -88,6 +90,7 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
             faults: Default::default(),
             progress_interval: std::time::Duration::from_secs(30),
             metrics: Default::default(),
+            gpu: opts.gpu.clone(),
         },
         stop.clone(),
     ));

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::setup;
-use crate::{http, Connection, Faults, Metrics, WorkerConfig};
+use crate::{http, Connection, Faults, GpuConfig, Metrics, WorkerConfig};
 
 /// Pull jobs from an nqueens coordinator, compute them on all cores, report the counts.
 #[derive(Debug, Args)]
@@ -38,7 +38,53 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
     #[command(flatten)]
+    pub gpu: GpuArgs,
+    #[command(flatten)]
     pub faults: Faults,
+}
+
+/// The GPU flags of `nqueens worker` and `nqueens count`.
+#[derive(Debug, Clone, Args)]
+pub struct GpuArgs {
+    /// Also compute on GPUs: `--gpu` alone for every GPU found (CUDA devices, else OpenCL GPUs), or a
+    /// list such as `cuda:0`, `cuda:0,cuda:1`, `opencl:2` (an OpenCL CPU device such as PoCL only when
+    /// named). The worker refuses to start if a device asked for cannot be opened.
+    #[arg(long, value_name = "DEVICES", num_args = 0..=1, default_missing_value = "all")]
+    pub gpu: Option<String>,
+    /// Jobs per GPU launch.
+    #[arg(long, value_name = "JOBS", default_value_t = crate::DEFAULT_GPU_BATCH, value_parser = batch)]
+    pub gpu_batch: usize,
+}
+
+impl GpuArgs {
+    /// The worker's GPU configuration.
+    pub fn config(&self) -> GpuConfig {
+        GpuConfig {
+            devices: self.gpu.clone(),
+            batch: self.gpu_batch,
+        }
+    }
+
+    /// CPU compute threads: as given, else every core, less one per GPU process thread when GPUs are
+    /// used (it prepares the device's batches).
+    pub fn threads(&self, given: Option<usize>) -> usize {
+        given.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            if self.gpu.is_some() {
+                cores.saturating_sub(1).max(1)
+            } else {
+                cores
+            }
+        })
+    }
+}
+
+fn batch(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        Ok(_) => Err("must be 1 to 1024".into()),
+        Err(_) => Err(format!("{s:?} is not a whole number of jobs")),
+    }
 }
 
 /// Runs a worker process (logging already set up): signals, the client loop.
@@ -58,10 +104,7 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
     let config =
         WorkerConfig {
             connection: args.connection,
-            threads: args
-                .threads
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-                .max(1),
+            threads: args.gpu.threads(args.threads).max(1),
             journal: Some(args.journal.unwrap_or_else(|| {
                 setup::default_data_dir().join(format!("worker-{name}.journal"))
             })),
@@ -71,6 +114,7 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
             faults: args.faults,
             progress_interval: args.progress_interval,
             metrics,
+            gpu: args.gpu.config(),
         };
     crate::run(config, shutdown).await?;
     Ok(())

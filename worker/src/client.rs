@@ -16,7 +16,7 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
-use crate::compute::{ComputePool, Task};
+use crate::compute::{ComputePool, Device, Task};
 use crate::connect::{connect, Client, Connection};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
@@ -50,6 +50,54 @@ pub struct WorkerConfig {
     pub progress_interval: Duration,
     /// Where the worker counts what it does (served by `--metrics-listen`).
     pub metrics: Arc<Metrics>,
+    /// GPUs to compute on besides the CPU threads (none by default).
+    pub gpu: GpuConfig,
+}
+
+/// The GPUs a worker computes on.
+#[derive(Debug, Clone, Default)]
+pub struct GpuConfig {
+    /// The devices, as `--gpu` takes them (`all`, `cuda:0`, `opencl:1,cuda:0`, ...); `None`: CPU only.
+    pub devices: Option<String>,
+    /// Jobs per launch (0: [`DEFAULT_GPU_BATCH`]).
+    pub batch: usize,
+}
+
+/// Jobs per GPU launch unless told otherwise: the engine splits them into enough seeds to fill the
+/// device, so this only needs to cover the launch overhead and the tail of a batch.
+pub const DEFAULT_GPU_BATCH: usize = 64;
+
+impl GpuConfig {
+    /// Jobs per launch.
+    pub fn batch(&self) -> usize {
+        if self.batch == 0 {
+            DEFAULT_GPU_BATCH
+        } else {
+            self.batch
+        }
+    }
+}
+
+/// Opens the configured GPUs (compiling the kernel for each), on a blocking thread.
+async fn open_devices(config: &GpuConfig, metrics: &Arc<Metrics>) -> Result<Vec<Device>> {
+    let Some(spec) = config.devices.clone() else {
+        return Ok(Vec::new());
+    };
+    let batch = config.batch();
+    let gpus = tokio::task::spawn_blocking(move || nqueens_gpu::open(Some(&spec)))
+        .await
+        .map_err(|e| Error::Gpu(nqueens_gpu::GpuError::NoDevice(e.to_string())))??;
+    for g in &gpus {
+        tracing::info!(device = %g.info(), threads = g.info().threads, batch, "GPU ready");
+    }
+    Ok(gpus
+        .into_iter()
+        .map(|gpu| Device {
+            gpu,
+            batch,
+            metrics: metrics.clone(),
+        })
+        .collect())
 }
 
 /// What a worker did before it stopped.
@@ -88,6 +136,8 @@ struct Worker {
     id: String,
     client: Client,
     pool: ComputePool<proto::JobLease>,
+    /// GPUs in the pool.
+    gpus: usize,
     journal: Option<Journal>,
     /// Leases held: queued, running, or finished but not yet acknowledged.
     held: HashMap<u64, proto::JobLease>,
@@ -113,6 +163,9 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
     if !unreported.is_empty() {
         tracing::info!(results = unreported.len(), "re-sending journaled results");
     }
+    let devices = open_devices(&config.gpu, &config.metrics).await?;
+    config.metrics.gpus.set(devices.len() as i64);
+    let gpus = devices.len();
     let now = Instant::now();
     let mut w = Worker {
         id: format!(
@@ -124,7 +177,8 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
                 .map_or(0, |d| d.as_nanos() as u64)
         ),
         client: connect(&config.connection)?,
-        pool: ComputePool::new(config.threads, tx),
+        pool: ComputePool::new(config.threads, devices, tx),
+        gpus,
         journal,
         held: HashMap::new(),
         unreported,
@@ -139,7 +193,7 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
         config,
     };
     w.config.metrics.threads.set(w.config.threads as i64);
-    tracing::info!(worker = %w.id, coordinator = %w.config.connection.coordinator, threads = w.config.threads, "worker started");
+    tracing::info!(worker = %w.id, coordinator = %w.config.connection.coordinator, threads = w.config.threads, gpus = w.gpus, "worker started");
     if w.config.faults.any() {
         tracing::warn!(faults = ?w.config.faults, "FAULT INJECTION IS ON: this worker misbehaves on purpose");
     }
@@ -276,11 +330,12 @@ impl Worker {
         wake.max(Instant::now() + Duration::from_millis(1))
     }
 
-    /// Jobs to hold at once: one per thread. Holding more would hide a lease round trip (about a
-    /// millisecond, against jobs of seconds) but lets a job wait in one worker's queue while another
-    /// worker idles at the end of a run.
+    /// Jobs to hold at once: one per CPU thread, and two batches per GPU (one searching, one queued
+    /// behind it). Holding more would hide a lease round trip (about a millisecond, against jobs of
+    /// seconds) but lets a job wait in one worker's queue while another worker idles at the end of a run.
     fn target(&self) -> usize {
-        self.config.threads.max(1)
+        let gpu = self.gpus * 2 * self.config.gpu.batch();
+        (self.config.threads + gpu).clamp(1, nqueens_common::proto::MAX_LEASE_CAPACITY as usize)
     }
 
     /// Journals a finished job and queues its report.

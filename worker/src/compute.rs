@@ -1,13 +1,29 @@
 //! The compute pool of a networked worker: dedicated OS threads that take leased jobs from a queue and
 //! send each result back to the async client loop, so heartbeats and reports never wait behind the search.
-//! Jobs still in the queue have not started and can be taken back (to hand them back on shutdown).
+//! A GPU gets a thread of its own that takes jobs a batch at a time; a batch the device fails (or answers
+//! implausibly) is computed on the CPU instead, and a device that fails three batches in a row is given
+//! up for the CPU. Jobs still in the queue have not started and can be taken back (to hand them back on
+//! shutdown).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use nqueens_common::{Job, JobResult};
+use nqueens_gpu::Gpu;
 use tokio::sync::mpsc::UnboundedSender;
+
+use crate::metrics::Metrics;
+
+/// Batches a GPU may fail in a row before the worker stops using it.
+const GPU_STRIKES: u32 = 3;
+
+/// A GPU of the pool, how many jobs it takes per launch, and where it counts what it does.
+pub struct Device {
+    pub gpu: Gpu,
+    pub batch: usize,
+    pub metrics: Arc<Metrics>,
+}
 
 /// A leased job and the lease it runs under.
 #[derive(Debug, Clone)]
@@ -40,8 +56,13 @@ pub struct ComputePool<L> {
 }
 
 impl<L: Send + 'static> ComputePool<L> {
-    /// Starts `threads` compute threads (at least one) that send `(task, result)` to `results`.
-    pub fn new(threads: usize, results: UnboundedSender<(Task<L>, JobResult)>) -> ComputePool<L> {
+    /// Starts `threads` CPU compute threads and one thread per GPU in `devices` (at least one thread in
+    /// all) that send `(task, result)` to `results`.
+    pub fn new(
+        threads: usize,
+        devices: Vec<Device>,
+        results: UnboundedSender<(Task<L>, JobResult)>,
+    ) -> ComputePool<L> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 waiting: VecDeque::new(),
@@ -50,7 +71,12 @@ impl<L: Send + 'static> ComputePool<L> {
             }),
             ready: Condvar::new(),
         });
-        let threads = (0..threads.max(1))
+        let cpus = if devices.is_empty() {
+            threads.max(1)
+        } else {
+            threads
+        };
+        let mut handles: Vec<JoinHandle<()>> = (0..cpus)
             .map(|i| {
                 let shared = shared.clone();
                 let results = results.clone();
@@ -60,7 +86,20 @@ impl<L: Send + 'static> ComputePool<L> {
                     .expect("spawn a compute thread")
             })
             .collect();
-        ComputePool { shared, threads }
+        for (i, device) in devices.into_iter().enumerate() {
+            let shared = shared.clone();
+            let results = results.clone();
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("gpu-{i}"))
+                    .spawn(move || gpu_compute(&shared, &results, device))
+                    .expect("spawn a GPU thread"),
+            );
+        }
+        ComputePool {
+            shared,
+            threads: handles,
+        }
     }
 
     /// Queues a job.
@@ -105,6 +144,59 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<(Task<L>, JobResult)
     }
 }
 
+/// A GPU's thread: up to a batch of jobs per launch, each result checked by the engine; a failed batch
+/// is computed here on the CPU, and after [`GPU_STRIKES`] failed batches in a row the thread goes on as
+/// a CPU thread.
+fn gpu_compute<L>(
+    shared: &Shared<L>,
+    results: &UnboundedSender<(Task<L>, JobResult)>,
+    mut device: Device,
+) {
+    let mut strikes = 0;
+    loop {
+        let tasks: Vec<Task<L>> = {
+            let mut q = shared.lock();
+            loop {
+                if q.closed {
+                    return;
+                }
+                if !q.waiting.is_empty() {
+                    let k = q.waiting.len().min(device.batch.max(1));
+                    q.running += k;
+                    break q.waiting.drain(..k).collect();
+                }
+                q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        let jobs: Vec<&Job> = tasks.iter().map(|t| &t.job).collect();
+        let computed = match nqueens_gpu::run_jobs(&mut device.gpu, &jobs) {
+            Ok(r) => {
+                strikes = 0;
+                device.metrics.gpu_jobs.inc_by(r.len() as u64);
+                r
+            }
+            Err(e) => {
+                strikes += 1;
+                device.metrics.gpu_failures.inc();
+                tracing::warn!(device = %device.gpu.info(), jobs = jobs.len(), strikes, error = %e, "GPU batch failed; computing it on the CPU");
+                jobs.iter().map(|j| j.run()).collect()
+            }
+        };
+        {
+            let mut q = shared.lock();
+            for (task, result) in tasks.into_iter().zip(computed) {
+                let _ = results.send((task, result));
+                q.running -= 1;
+            }
+        }
+        if strikes >= GPU_STRIKES {
+            tracing::error!(device = %device.gpu.info(), "GPU failed {GPU_STRIKES} batches in a row; computing on the CPU instead");
+            device.metrics.gpus.dec();
+            return compute(shared, results);
+        }
+    }
+}
+
 impl<L> Drop for ComputePool<L> {
     fn drop(&mut self) {
         self.shared.lock().closed = true;
@@ -124,7 +216,7 @@ mod tests {
     fn every_job_comes_back_once() {
         let plan = Plan::new(10, Strategy::D4).unwrap();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let pool = ComputePool::new(3, tx);
+        let pool = ComputePool::new(3, Vec::new(), tx);
         let mut n = 0;
         for (i, key) in plan.jobs().enumerate() {
             pool.submit(Task {
@@ -143,5 +235,109 @@ mod tests {
         }
         assert_eq!(total, 724);
         assert_eq!(pool.load(), 0);
+    }
+
+    /// A device that answers every launch with nothing sensible (and counts its launches).
+    struct Broken(nqueens_gpu::DeviceInfo, Arc<std::sync::atomic::AtomicUsize>);
+
+    impl nqueens_gpu::Launch for Broken {
+        fn info(&self) -> &nqueens_gpu::DeviceInfo {
+            &self.0
+        }
+        fn launch(
+            &mut self,
+            seeds: &[u32],
+            _: &[u32],
+            _: &[u32],
+            _: u32,
+        ) -> Result<Vec<u64>, nqueens_gpu::GpuError> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            // Two words per seed, as asked, but no nodes: a count nobody may believe.
+            Ok(vec![0; seeds.len() / 2])
+        }
+    }
+
+    #[test]
+    fn a_failing_gpu_falls_back_to_the_cpu_and_is_given_up() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let launches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let metrics = Arc::new(Metrics::default());
+        let info = nqueens_gpu::DeviceInfo {
+            backend: nqueens_gpu::Backend::OpenCl,
+            index: 0,
+            name: "broken".into(),
+            threads: 4,
+        };
+        let device = Device {
+            gpu: Gpu::new(Box::new(Broken(info, launches.clone()))),
+            batch: 2,
+            metrics: metrics.clone(),
+        };
+        metrics.gpus.set(1);
+        // No CPU thread: the GPU's thread does everything.
+        let pool = ComputePool::new(0, vec![device], tx);
+        let keys: Vec<_> = plan.jobs().collect();
+        for (i, key) in keys.iter().enumerate() {
+            pool.submit(Task {
+                lease: i,
+                job: plan.job(key).unwrap(),
+            });
+        }
+        let mut total = 0;
+        for _ in 0..keys.len() {
+            total += rx.blocking_recv().unwrap().1.total;
+        }
+        assert_eq!(total, 724, "every job counted exactly, on the CPU");
+        assert!(keys.len() > 2 * GPU_STRIKES as usize);
+        assert_eq!(
+            launches.load(std::sync::atomic::Ordering::SeqCst),
+            GPU_STRIKES as usize,
+            "the device is given up after {GPU_STRIKES} failed batches"
+        );
+        assert_eq!(metrics.gpu_failures.get(), GPU_STRIKES as u64);
+        assert_eq!(metrics.gpu_jobs.get(), 0);
+        assert_eq!(metrics.gpus.get(), 0);
+    }
+
+    #[test]
+    fn a_gpu_computes_batches_exactly() {
+        // PoCL's CPU device where installed (CI installs it); otherwise this says it was skipped.
+        let gpu = match nqueens_gpu::open(Some("opencl:0")) {
+            Ok(mut g) => g.remove(0),
+            Err(e) if std::env::var_os("CI").is_none() => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+            Err(e) => panic!("CI must run the GPU pool on PoCL: {e}"),
+        };
+        let plan = Plan::new(12, Strategy::D4).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let metrics = Arc::new(Metrics::default());
+        let device = Device {
+            gpu,
+            batch: 7,
+            metrics: metrics.clone(),
+        };
+        let pool = ComputePool::new(0, vec![device], tx);
+        let keys: Vec<_> = plan.jobs().collect();
+        for (i, key) in keys.iter().enumerate() {
+            pool.submit(Task {
+                lease: i,
+                job: plan.job(key).unwrap(),
+            });
+        }
+        let mut seen = vec![false; keys.len()];
+        let mut total = 0;
+        for _ in 0..keys.len() {
+            let (task, r) = rx.blocking_recv().unwrap();
+            assert!(!seen[task.lease]);
+            seen[task.lease] = true;
+            assert_eq!(r, task.job.run(), "job {}", task.job.key());
+            total += r.total;
+        }
+        assert_eq!(total, 14200);
+        assert_eq!(pool.load(), 0);
+        assert_eq!(metrics.gpu_jobs.get(), keys.len() as u64);
     }
 }

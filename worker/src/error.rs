@@ -19,6 +19,9 @@ pub enum Error {
     /// Another worker holds the journal's lock.
     #[error("journal {} is in use by another worker; give each worker its own --name or --journal", .0.display())]
     JournalInUse(PathBuf),
+    /// A GPU asked for could not be opened (no runtime, no such device, the kernel did not compile).
+    #[error("GPU: {0}")]
+    Gpu(#[from] nqueens_gpu::GpuError),
     /// The coordinator refused the worker for good (for example a bad worker name).
     #[error("the coordinator refused this worker: {0}")]
     Refused(String),

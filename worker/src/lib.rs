@@ -14,7 +14,7 @@ pub mod metrics;
 pub mod pool;
 pub mod setup;
 
-pub use client::{run, Summary, WorkerConfig};
+pub use client::{run, GpuConfig, Summary, WorkerConfig, DEFAULT_GPU_BATCH};
 pub use connect::{connect, Client, Connection};
 pub use error::{Error, Result};
 pub use faults::Faults;

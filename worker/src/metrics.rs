@@ -66,6 +66,12 @@ pub struct Metrics {
     pub running: Gauge,
     pub unreported: Gauge,
     pub threads: Gauge,
+    /// GPUs in use (a device given up after repeated failures no longer counts).
+    pub gpus: Gauge,
+    /// Jobs a GPU computed (and the engine's checks accepted).
+    pub gpu_jobs: Counter,
+    /// GPU batches that failed or were answered implausibly (computed on the CPU instead).
+    pub gpu_failures: Counter,
     pub rpc: RpcMetrics,
 }
 
@@ -88,6 +94,13 @@ impl Default for Metrics {
                 "Finished results not yet acknowledged by the coordinator",
             ),
             threads: registered(&mut r, "threads", "Compute threads"),
+            gpus: registered(&mut r, "gpus", "GPUs computing"),
+            gpu_jobs: registered(&mut r, "gpu_jobs", "Jobs computed on a GPU"),
+            gpu_failures: registered(
+                &mut r,
+                "gpu_failures",
+                "GPU batches that failed or were answered implausibly, computed on the CPU instead",
+            ),
             rpc: RpcMetrics::register(&mut r, "calls to the coordinator"),
             registry: r,
         }

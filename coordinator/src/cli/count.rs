@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nqueens_common::Strategy;
 use serde::Serialize;
 
-use super::{default_threads, CountArgs};
+use super::CountArgs;
 use crate::local::{self, LocalCount};
 
 /// The result of a count, as printed with `--json`.
@@ -37,7 +37,7 @@ pub struct CountOutput {
 /// Counts and prints.
 pub fn run(args: &CountArgs) -> anyhow::Result<()> {
     let plan = args.partition.plan()?;
-    let threads = args.threads.unwrap_or_else(default_threads).max(1);
+    let threads = args.gpu.threads(args.threads).max(1);
     let data = args
         .data
         .clone()
@@ -56,6 +56,7 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
         depth: Some(plan.depth() as u32),
         threads,
         data: data.clone(),
+        gpu: args.gpu.config(),
     };
     let runtime = super::runtime()?;
     // Jobs acknowledged so far (each is in the store: a later count resumes from them).

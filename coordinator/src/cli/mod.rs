@@ -68,6 +68,8 @@ pub enum Command {
     Import(backup::ImportArgs),
     /// Check a store offline: totals against results, job states, the ledger against the store.
     Audit(backup::AuditArgs),
+    /// List the GPUs (CUDA and OpenCL devices) that `--gpu` can name, or say why a backend is missing.
+    Gpus,
     /// Print solutions: one of any size at once, or every solution of a small board (--all), as boards
     /// or JSON
     Solve(solve::SolveArgs),
@@ -112,6 +114,8 @@ pub struct CountArgs {
     /// ~/.local/share/nqueens). Counting the same plan again resumes, or answers from the store.
     #[arg(long)]
     pub data: Option<PathBuf>,
+    #[command(flatten)]
+    pub gpu: nqueens_worker::cli::GpuArgs,
 }
 
 /// Arguments of `nqueens plan`.
@@ -134,6 +138,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Count(args) => count::run(&args),
         Command::Solve(args) => solve::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Gpus => {
+            for line in nqueens_gpu::list() {
+                println!("{line}");
+            }
+            Ok(())
+        }
         Command::Estimate(args) => estimate::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Serve(args) => serve::run(&args),

@@ -41,9 +41,11 @@ pub fn nvrtc_missing() -> Option<String> {
     if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         None
     } else {
-        Some("CUDA: NVRTC (libnvrtc.so) is not found; install the CUDA toolkit's NVRTC or the PyPI \
+        Some(
+            "CUDA: NVRTC (libnvrtc.so) is not found; install the CUDA toolkit's NVRTC or the PyPI \
               package nvidia-cuda-nvrtc-cu12 and add its lib folder to LD_LIBRARY_PATH"
-            .into())
+                .into(),
+        )
     }
 }
 
@@ -53,6 +55,16 @@ pub fn count() -> usize {
         return 0;
     }
     CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
+}
+
+/// The name and compute capability of device `ordinal`.
+pub fn name(ordinal: usize) -> Result<String, GpuError> {
+    let ctx = CudaContext::new(ordinal).map_err(call("opening the device"))?;
+    let name = ctx.name().map_err(call("reading the device name"))?;
+    let cc = ctx
+        .compute_capability()
+        .map_err(call("reading the compute capability"))?;
+    Ok(format!("{name} (compute {}.{})", cc.0, cc.1))
 }
 
 /// Compiles the kernel to PTX for compute capability `cc` (e.g. `(9, 0)`); no device is needed.

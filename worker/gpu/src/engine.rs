@@ -1,6 +1,8 @@
 //! Jobs on a device: their units gathered into batches of seeds sized to fill it, the device's answer
 //! checked, and each job's result assembled exactly as the CPU would.
 
+use std::borrow::Borrow;
+
 use nqueens_common::kernel::seeds::{Batch, SEED_WORDS};
 use nqueens_common::kernel::Totals;
 use nqueens_common::{Job, JobResult};
@@ -75,15 +77,20 @@ impl Gpu {
 
 /// Computes `jobs` on `gpu`: the same results as [`Job::run`], in the same order. Jobs of different
 /// board sizes go in separate batches.
-pub fn run_jobs(gpu: &mut Gpu, jobs: &[Job]) -> Result<Vec<JobResult>, GpuError> {
+pub fn run_jobs<J: Borrow<Job>>(gpu: &mut Gpu, jobs: &[J]) -> Result<Vec<JobResult>, GpuError> {
     let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
-    let mut sizes: Vec<u8> = jobs.iter().map(|j| j.plan().n()).collect();
+    let mut sizes: Vec<u8> = jobs.iter().map(|j| j.borrow().plan().n()).collect();
     sizes.sort_unstable();
     sizes.dedup();
     for n in sizes {
         let mut batch = Batch::new(n);
         let mut members = Vec::new();
-        for (i, job) in jobs.iter().enumerate().filter(|(_, j)| j.plan().n() == n) {
+        for (i, job) in jobs
+            .iter()
+            .map(Borrow::borrow)
+            .enumerate()
+            .filter(|(_, j)| j.plan().n() == n)
+        {
             let work = job.work();
             batch
                 .push_group(&work.units)

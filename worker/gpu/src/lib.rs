@@ -85,6 +85,40 @@ pub fn missing() -> String {
     why.join("; ")
 }
 
+/// Every device either backend lists, one line each (`cuda:0 NAME`, `opencl:1 NAME (CPU device)`), and
+/// a line for each backend that cannot be used here, saying why.
+pub fn list() -> Vec<String> {
+    let mut out = Vec::new();
+    match cuda::missing() {
+        Some(why) => out.push(why),
+        None => {
+            for k in 0..cuda::count() {
+                out.push(match cuda::name(k) {
+                    Ok(name) => format!("cuda:{k} {name}"),
+                    Err(e) => format!("cuda:{k} cannot be opened: {e}"),
+                });
+            }
+        }
+    }
+    match opencl::devices() {
+        Err(why) => out.push(why),
+        Ok(list) => {
+            for (k, (d, cpu)) in list.iter().enumerate() {
+                let name = d
+                    .name()
+                    .unwrap_or_else(|e| format!("(name unreadable: {e})"));
+                let cpu = if *cpu {
+                    " (CPU device: used only when named)"
+                } else {
+                    ""
+                };
+                out.push(format!("opencl:{k} {}{cpu}", name.trim()));
+            }
+        }
+    }
+    out
+}
+
 /// Opens the devices `spec` names: `None`, `""` or `"all"` for every CUDA device, or failing that every
 /// OpenCL device that is not a CPU; else a comma-separated list of `cuda:K`, `opencl:K` or `K` (the K-th
 /// CUDA device, or OpenCL device where there is no CUDA).

@@ -66,7 +66,7 @@ impl OpenCl {
         let list = devices().map_err(GpuError::NoDevice)?;
         let Some((device, _)) = list.into_iter().nth(index) else {
             return Err(GpuError::NoDevice(format!(
-                "OpenCL has no device {index} (`nqueens bench --gpu-list` lists them)"
+                "OpenCL has no device {index} (`nqueens gpus` lists them)"
             )));
         };
         let name = device.name().map_err(call("reading the device name"))?;
