@@ -240,6 +240,18 @@ async fn issue_15_a_full_disk_stops_leasing_says_not_serving_and_recovers_exact(
     let err = client.lease(lease_request(1)).await.unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err:?}");
     assert!(err.message().contains("cannot write its store"), "{err:?}");
+    // Nor is a run created that the reopen could lose after acknowledging it.
+    let err = client
+        .create_run(proto::CreateRunRequest {
+            n: 12,
+            strategy: proto::Strategy::D4 as i32,
+            depth: None,
+            reuse: false,
+            verify_fraction: Some(0.0),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
 
     // Space comes back: the coordinator notices by itself (reopening its store) and serves again.
     std::fs::remove_file(&filler).unwrap();
@@ -298,4 +310,81 @@ async fn issue_15_a_full_disk_stops_leasing_says_not_serving_and_recovers_exact(
         + &String::from_utf8_lossy(&audit.stderr);
     assert!(audit.status.success(), "{text}");
     assert!(text.contains("2680") || text.contains("2,680"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_15_sigterm_ends_a_coordinator_whose_disk_is_full_at_once() {
+    let Some(tmpfs) = Tmpfs::mount("48m") else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root or passwordless sudo)");
+        return;
+    };
+    let data = tmpfs.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("http://127.0.0.1:{port}");
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut server = Serve(
+        Command::new(env!("CARGO_BIN_EXE_nqueens"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data")
+            .arg(&data)
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let mut client = connect(&address).await;
+    client
+        .create_run(proto::CreateRunRequest {
+            n: 11,
+            strategy: proto::Strategy::D4 as i32,
+            depth: None,
+            reuse: false,
+            verify_fraction: Some(0.0),
+        })
+        .await
+        .unwrap();
+    let leased = client
+        .lease(lease_request(4096))
+        .await
+        .unwrap()
+        .into_inner()
+        .leases;
+    let _filler = fill(tmpfs.path());
+    let mut degraded = false;
+    for l in &leased {
+        if let Err(e) = client.report(report_request(vec![result_of(l)])).await {
+            assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+            degraded = true;
+            break;
+        }
+    }
+    assert!(degraded, "no write failed on a full disk");
+    assert_eq!(health(&address).await, Some(ServingStatus::NotServing));
+    // Degraded, probing the disk every 2 s and waiting to reopen: SIGTERM still ends it within seconds.
+    let pid = server.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let since = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(10),
+            "still running 10 s after SIGTERM:\n{}",
+            std::fs::read_to_string(log.path()).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+    assert!(status.success(), "exit {status:?}:\n{text}");
+    assert!(text.contains("coordinator stopped"), "{text}");
 }

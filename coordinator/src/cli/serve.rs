@@ -111,7 +111,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         loop {
             let store = match store.take() {
                 Some(store) => store,
-                None => reopen(&data).await?,
+                None => match reopen(&data, &shutdown).await? {
+                    Some(store) => store,
+                    None => break,
+                },
             };
             let coordinator = match Coordinator::open(store, config.clone()) {
                 Ok(coordinator) => coordinator,
@@ -119,8 +122,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 // from the store): stay down and try again rather than exit.
                 Err(e) if reopened && !shutdown.is_cancelled() => {
                     tracing::error!(error = %e, "cannot reopen the store yet; trying again in 2 s");
-                    tokio::time::sleep(crate::storage_health::PROBE_EVERY).await;
-                    continue;
+                    tokio::select! {
+                        _ = tokio::time::sleep(crate::storage_health::PROBE_EVERY) => continue,
+                        _ = shutdown.cancelled() => break,
+                    }
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -167,17 +172,27 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Opens the store again after its last incarnation let go of it (its threads end shortly after the
-/// server stops): retried for up to a minute while the store is still held.
-async fn reopen(data: &std::path::Path) -> anyhow::Result<Store> {
+/// server stops): retried for up to a minute while the store is still held. `None`: a signal asked the
+/// coordinator to stop meanwhile.
+async fn reopen(
+    data: &std::path::Path,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> anyhow::Result<Option<Store>> {
     let mut tries = 0;
     loop {
+        if shutdown.is_cancelled() {
+            return Ok(None);
+        }
         let dir = data.to_path_buf();
         match tokio::task::spawn_blocking(move || Store::open(&dir)).await? {
-            Ok(store) => return Ok(store),
+            Ok(store) => return Ok(Some(store)),
             Err(e) if tries < 600 => {
                 tracing::debug!(error = %e, "store not free yet");
                 tries += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                    _ = shutdown.cancelled() => return Ok(None),
+                }
             }
             Err(e) => return Err(e.into()),
         }

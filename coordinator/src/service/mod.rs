@@ -246,6 +246,13 @@ impl Coordinator {
                 return Ok(self.view(&state, run));
             }
         }
+        // A run created now could be acknowledged and then lost with the unsynced writes the reopen
+        // drops: refused as retryable instead, like leases.
+        if let Some(why) = self.storage().degraded() {
+            return Err(Error::Durability(format!(
+                "not creating runs while the coordinator cannot write its store ({why}); try again once it serves"
+            )));
+        }
         let store = self.shared.store.clone();
         let stopping = self.shared.stopping.clone();
         let meta = tokio::task::spawn_blocking(move || {
