@@ -533,6 +533,15 @@ fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() 
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["total"], "365596");
         assert_eq!(v["unique"], "45752");
+        // The estimate on the device: a sample of every job is the exact count, priced in GPU-hours.
+        let e = json(&[
+            "estimate", "12", "--sample", "64", "--gpu", "opencl:0", "--json",
+        ]);
+        assert_eq!(e["sampled"], e["jobs"]);
+        assert_eq!(e["total"]["estimate"].as_f64(), Some(14200.0));
+        assert!(e["gpu_hours"]["estimate"].as_f64().unwrap() > 0.0);
+        assert!(e.get("core_hours").is_none());
+        assert!(e["device"].as_str().unwrap().starts_with("opencl:0"));
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(

@@ -39,6 +39,10 @@ pub struct EstimateArgs {
     /// Parts computed per sampled job with --split-rows (drawn at random, without replacement).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
     pub subsample: u64,
+    /// Compute the sample on a GPU instead (`--gpu` for the first one found, or `cuda:0`,
+    /// `opencl:1`): the run is priced in GPU-hours at the device's measured node rate.
+    #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "all")]
+    pub gpu: Option<String>,
 }
 
 /// What `estimate --json` prints.
@@ -56,11 +60,18 @@ pub struct EstimateOutput {
     pub confidence: f64,
     /// Search nodes of the whole run.
     pub nodes: Interval,
-    /// Single-core CPU time of the whole run, in hours.
-    pub core_hours: Interval,
+    /// Single-core CPU time of the whole run, in hours (absent with `--gpu`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core_hours: Option<Interval>,
+    /// With `--gpu`: the device's time for the whole run, in hours, at its rate over the sample.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_hours: Option<Interval>,
+    /// With `--gpu`: the device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// The solution count (a check on the estimate where the count is known).
     pub total: Interval,
-    /// Nodes per second of one core, over the sample.
+    /// Nodes per second of one core (with `--gpu`, of the device), over the sample.
     pub nodes_per_second: f64,
     /// Wall time of the estimate itself.
     pub seconds: f64,
@@ -119,7 +130,13 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
         }
     }
     let threads = args.threads.unwrap_or_else(default_threads).max(1);
-    let measured = compute(&work, threads);
+    let (measured, device) = match &args.gpu {
+        None => (compute(&work, threads), None),
+        Some(spec) => {
+            let (m, d) = compute_on_gpu(&work, spec)?;
+            (m, Some(d))
+        }
+    };
     // Each sampled job's figures: computed whole, or estimated from its parts (a job without parts
     // counts nothing).
     let mut units = vec![Measured::default(); keys.len()];
@@ -142,6 +159,14 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
     let core_seconds = of(|m| m.seconds);
     let sample_nodes: f64 = measured.iter().map(|m| m.nodes).sum();
     let sample_seconds: f64 = measured.iter().map(|m| m.seconds).sum();
+    // On a GPU the pieces run together, so their seconds are shares of the device's wall time: the
+    // same interval arithmetic gives device-hours.
+    let hours = core_seconds.scaled(1.0 / 3600.0);
+    let (core_hours, gpu_hours) = if device.is_some() {
+        (None, Some(hours))
+    } else {
+        (Some(hours), None)
+    };
     let out = EstimateOutput {
         n: plan.n(),
         strategy: plan.strategy().to_string(),
@@ -152,7 +177,9 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
         seed,
         confidence: args.confidence,
         nodes,
-        core_hours: core_seconds.scaled(1.0 / 3600.0),
+        core_hours,
+        gpu_hours,
+        device,
         total: of(|m| m.total),
         nodes_per_second: sample_nodes / sample_seconds.max(1e-9),
         seconds: start.elapsed().as_secs_f64(),
@@ -197,6 +224,28 @@ fn compute(work: &[Piece], threads: usize) -> Vec<Measured> {
     out.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Computes the pieces on the GPU `spec` names, in batches of a few dozen jobs; each piece's seconds are
+/// its share (by nodes) of its batch's wall time.
+fn compute_on_gpu(work: &[Piece], spec: &str) -> anyhow::Result<(Vec<Measured>, String)> {
+    let mut gpus = nqueens_gpu::open(Some(spec))?;
+    let mut gpu = gpus.remove(0);
+    let device = gpu.info().to_string();
+    let mut out = Vec::with_capacity(work.len());
+    for chunk in work.chunks(nqueens_worker::DEFAULT_GPU_BATCH) {
+        let jobs: Vec<&Job> = chunk.iter().map(|p| &p.job).collect();
+        let t = Instant::now();
+        let results = nqueens_gpu::run_jobs(&mut gpu, &jobs)?;
+        let seconds = t.elapsed().as_secs_f64();
+        let nodes: f64 = results.iter().map(|r| r.nodes as f64).sum::<f64>().max(1.0);
+        out.extend(results.iter().map(|r| Measured {
+            nodes: r.nodes as f64,
+            seconds: seconds * r.nodes as f64 / nodes,
+            total: r.total as f64,
+        }));
+    }
+    Ok((out, device))
+}
+
 fn print_text(o: &EstimateOutput) {
     let pct = o.confidence * 100.0;
     let parts = if o.split_rows > 0 {
@@ -215,10 +264,6 @@ fn print_text(o: &EstimateOutput) {
         "search nodes: {:.4e} ({:.4e} to {:.4e})",
         o.nodes.estimate, o.nodes.low, o.nodes.high
     );
-    println!(
-        "core-hours:   {:.4e} ({:.4e} to {:.4e}) at {:.3e} nodes/s per core",
-        o.core_hours.estimate, o.core_hours.low, o.core_hours.high, o.nodes_per_second
-    );
     let days = |h: f64| {
         let cores = h / 24.0 / 30.0;
         if cores >= 10.0 {
@@ -227,12 +272,30 @@ fn print_text(o: &EstimateOutput) {
             format!("{cores:.2e}")
         }
     };
-    println!(
-        "that is {} cores for 30 days ({} to {})",
-        days(o.core_hours.estimate),
-        days(o.core_hours.low),
-        days(o.core_hours.high)
-    );
+    if let Some(h) = &o.core_hours {
+        println!(
+            "core-hours:   {:.4e} ({:.4e} to {:.4e}) at {:.3e} nodes/s per core",
+            h.estimate, h.low, h.high, o.nodes_per_second
+        );
+        println!(
+            "that is {} cores for 30 days ({} to {})",
+            days(h.estimate),
+            days(h.low),
+            days(h.high)
+        );
+    }
+    if let (Some(h), Some(device)) = (&o.gpu_hours, &o.device) {
+        println!(
+            "GPU-hours:    {:.4e} ({:.4e} to {:.4e}) at {:.3e} nodes/s on {device}",
+            h.estimate, h.low, h.high, o.nodes_per_second
+        );
+        println!(
+            "that is {} such GPUs for 30 days ({} to {})",
+            days(h.estimate),
+            days(h.low),
+            days(h.high)
+        );
+    }
     println!(
         "solutions:    {:.4e} ({:.4e} to {:.4e})",
         o.total.estimate, o.total.low, o.total.high
