@@ -24,7 +24,7 @@ mod tests {
         assert_eq!(super::counts(8), Some((92, 12)));
         assert_eq!(
             super::counts(27),
-            Some((234907967154122528, 29363495934315694))
+            Some((234907967154122528, 29363791967678199))
         );
         assert_eq!(super::counts(28), None);
     }
