@@ -561,3 +561,20 @@ fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() 
     let out = nqueens(&["count", "10", "--gpu", "--gpu-batch", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn issue_17_the_kernel_is_chosen_at_run_time_and_can_be_named() {
+    for kernel in ["scalar", "avx2"] {
+        let supported = kernel == "scalar" || nqueens_common::kernel::Variant::Avx2.supported();
+        let out = nqueens(&["--kernel", kernel, "count", "12", "--json"]);
+        if supported {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["total"], "14200", "kernel {kernel}");
+        } else {
+            assert_eq!(out.status.code(), Some(2), "kernel {kernel}");
+        }
+    }
+    let out = nqueens(&["--kernel", "avx512", "count", "8"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a kernel"));
+}

@@ -9,14 +9,15 @@
 //! The loop is branch-free: each step places one queen, and where the search goes next (one level down,
 //! or back to the deepest level that still has squares to try, kept as a bit mask of levels) is decided
 //! by arithmetic, so the processor never has to guess the shape of the tree and no step is spent only
-//! on backing up. On AVX2 builds (the project's default) [`run`] steps eight searches at once, one per
-//! lane of a vector (`kernel/avx2.rs`); elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are
-//! stepped in turn to give the processor independent work to overlap. No allocation in the loop, no
-//! I/O, no error path: problems are validated before they get here.
+//! on backing up. Every variant is compiled into every x86-64 build and chosen at run time ([`Variant`]):
+//! on a CPU with AVX2 (and BMI, POPCNT, LZCNT) [`run`] steps eight searches at once, one per lane of a
+//! vector (`kernel/avx2.rs`); elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in
+//! turn to give the processor independent work to overlap. No allocation in the loop, no I/O, no error
+//! path: problems are validated before they get here.
 
 use crate::board::PartialBoard;
 
-#[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+#[cfg(target_arch = "x86_64")]
 mod avx2;
 pub mod seeds;
 
@@ -355,13 +356,108 @@ fn full_mask(n: u8) -> u32 {
     }
 }
 
-/// Searches every unit (all of the same board size) and sums what they produced: on eight vector lanes
-/// where the build enables AVX2 (x86-64-v3, the project's default), else on the scalar lanes.
+/// One way to run the kernel. Every variant is in every build; which ones a machine can run is found at
+/// run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// [`LANES`] scalar searches stepped in turn: any CPU.
+    Scalar,
+    /// Eight searches in the lanes of a 256-bit vector: x86-64 with AVX2, BMI1/2, POPCNT and LZCNT.
+    Avx2,
+}
+
+impl Variant {
+    /// Every variant of this build, slowest first.
+    pub const ALL: [Variant; 2] = [Variant::Scalar, Variant::Avx2];
+
+    /// The name `--kernel` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Scalar => "scalar",
+            Variant::Avx2 => "avx2",
+        }
+    }
+
+    /// The variant called `name`.
+    pub fn parse(name: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == name.trim())
+    }
+
+    /// Whether this machine can run it (detected once by the standard library, then cached).
+    pub fn supported(self) -> bool {
+        match self {
+            Variant::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Variant::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("bmi1")
+                    && std::arch::is_x86_feature_detected!("bmi2")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+                    && std::arch::is_x86_feature_detected!("lzcnt")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            Variant::Avx2 => false,
+        }
+    }
+
+    /// The variants this machine can run, slowest first.
+    pub fn available() -> Vec<Variant> {
+        Variant::ALL.into_iter().filter(|v| v.supported()).collect()
+    }
+
+    /// The fastest variant this machine runs (measured: `BENCHMARKS.md`, "The vector kernel").
+    pub fn best() -> Variant {
+        *Variant::available().last().unwrap_or(&Variant::Scalar)
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The variant chosen for this process: 0 until [`choose`] or the first [`chosen`], then 1 + its index.
+static CHOSEN: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Makes `variant` the one [`run`] uses in this process (`--kernel`), if the machine runs it.
+pub fn choose(variant: Variant) -> Result<(), crate::Error> {
+    if !variant.supported() {
+        let have: Vec<&str> = Variant::available().iter().map(|v| v.name()).collect();
+        return Err(crate::Error::InvalidSetting(format!(
+            "kernel {variant} is not supported by this CPU (it runs: {})",
+            have.join(", ")
+        )));
+    }
+    let index = Variant::ALL.iter().position(|v| *v == variant).unwrap_or(0);
+    CHOSEN.store(index as u8 + 1, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+/// The variant [`run`] uses: the one chosen, else the best this machine runs.
+pub fn chosen() -> Variant {
+    match CHOSEN.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => Variant::best(),
+        k => Variant::ALL[(k as usize - 1).min(Variant::ALL.len() - 1)],
+    }
+}
+
+/// Searches every unit (all of the same board size) and sums what they produced, with the [`chosen`]
+/// variant.
 pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
-    return avx2::run(units);
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
-    run_scalar(units)
+    run_with(chosen(), units)
+}
+
+/// [`run`] with a given variant; one the machine cannot run falls back to the scalar lanes.
+pub fn run_with<I: Iterator<Item = Unit>>(variant: Variant, units: I) -> Totals {
+    match variant {
+        #[cfg(target_arch = "x86_64")]
+        Variant::Avx2 if variant.supported() => {
+            // SAFETY: the CPU has every feature the vector kernel is compiled for (checked just above).
+            unsafe { avx2::run(units) }
+        }
+        _ => run_scalar(units),
+    }
 }
 
 /// [`run`] on the scalar lanes, whatever the build: the reference the vector kernel is tested against.
@@ -438,4 +534,22 @@ pub fn run_scalar<I: Iterator<Item = Unit>>(units: I) -> Totals {
     }
     t.nodes += nodes;
     t
+}
+
+#[cfg(test)]
+mod variant_tests {
+    use super::Variant;
+
+    #[test]
+    fn names_round_trip_and_the_best_variant_runs_here() {
+        for v in Variant::ALL {
+            assert_eq!(Variant::parse(v.name()), Some(v));
+        }
+        assert_eq!(Variant::parse("avx512"), None);
+        assert!(Variant::Scalar.supported());
+        assert!(Variant::best().supported());
+        assert!(Variant::available().contains(&Variant::best()));
+        #[cfg(not(target_arch = "x86_64"))]
+        assert_eq!(Variant::best(), Variant::Scalar);
+    }
 }

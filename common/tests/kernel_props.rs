@@ -100,8 +100,8 @@ proptest! {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
-    /// Batches longer than the lanes, on boards up to 12: the production kernel (eight vector lanes on
-    /// an AVX2 build) and the scalar lanes agree on completions, weighted sum and nodes, and so does the
+    /// Batches longer than the lanes, on boards up to 12: the production kernel (the variant chosen at
+    /// run time), every variant this CPU runs, and the scalar lanes agree on completions, weighted sum and nodes, and so does the
     /// plain recursive walk, unit by unit.
     #[test]
     fn vector_and_scalar_lanes_agree(
@@ -121,6 +121,10 @@ proptest! {
         }
         prop_assert_eq!(kernel::run(units.iter().copied()), walked);
         prop_assert_eq!(kernel::run_scalar(units.iter().copied()), walked);
+        // Every variant this CPU runs (the test command covers each one the CI machine supports).
+        for v in kernel::Variant::available() {
+            prop_assert_eq!(kernel::run_with(v, units.iter().copied()), walked, "kernel {}", v);
+        }
     }
 }
 

@@ -128,3 +128,21 @@ pub fn threads(s: &str) -> Result<usize, String> {
         Err(_) => Err(format!("{s:?} is not a whole number of threads")),
     }
 }
+
+/// Parses a kernel name (`--kernel`): one of this build's variants that this CPU runs.
+pub fn kernel(s: &str) -> Result<nqueens_common::kernel::Variant, String> {
+    use nqueens_common::kernel::Variant;
+    let names = || {
+        Variant::ALL
+            .iter()
+            .map(|v| v.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let variant =
+        Variant::parse(s).ok_or_else(|| format!("{s:?} is not a kernel (kernels: {})", names()))?;
+    if !variant.supported() {
+        return Err(format!("kernel {variant} is not supported by this CPU"));
+    }
+    Ok(variant)
+}

@@ -13,11 +13,18 @@ struct Cli {
     /// Log format: text lines, or one JSON object per line (levels by RUST_LOG).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Search kernel: `avx2` or `scalar` (default: the fastest this CPU runs). A kernel the CPU cannot
+    /// run is refused.
+    #[arg(long, value_name = "NAME", value_parser = nqueens_worker::cli::kernel)]
+    kernel: Option<nqueens_common::kernel::Variant>,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     setup::init_logging(cli.log_format, "info");
+    if let Some(variant) = cli.kernel {
+        nqueens_common::kernel::choose(variant)?;
+    }
     nqueens_worker::cli::run(cli.args).await
 }

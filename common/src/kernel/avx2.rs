@@ -42,13 +42,12 @@ struct State {
 }
 
 /// Searches every unit (all of the same board size) and sums what they produced.
-pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
-    // SAFETY: this module is only compiled when the build enables AVX2 for every function.
-    unsafe { run_avx2(units) }
-}
-
-#[target_feature(enable = "avx2")]
-fn run_avx2<I: Iterator<Item = Unit>>(units: I) -> Totals {
+///
+/// # Safety
+///
+/// The CPU must support AVX2, BMI1, BMI2, POPCNT and LZCNT ([`super::Variant::Avx2`]`.supported()`).
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
+pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let mut t = Totals::default();
     let mut units = units.peekable();
     let Some(first) = units.peek() else { return t };
@@ -129,7 +128,7 @@ struct Group {
 
 /// Steps the searches until one of those that were running is over, or [`FLUSH`] times. Returns each
 /// search's completions and nodes over these steps.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 fn steps(
     s: &mut State,
     stack: &mut Stack,
@@ -171,7 +170,7 @@ fn steps(
 }
 
 /// One step of a vector of searches; returns the mask of those that were running and are now over.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 #[inline]
 fn step(x: &mut Group, k: &Consts, stack: &mut Stack, forbid: &Forbid) -> __m256i {
     let bit = _mm256_and_si256(x.f, _mm256_sub_epi32(k.zero, x.f));
@@ -241,7 +240,7 @@ fn step(x: &mut Group, k: &Consts, stack: &mut Stack, forbid: &Forbid) -> __m256
 }
 
 /// The index of the highest set bit of each element (below 2^31); garbage for 0.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 fn highest(m: __m256i) -> __m256i {
     // Converted to floats, values below 2^24 are exact and the exponent is the answer; so convert the
     // top bits and the low byte apart.
@@ -257,7 +256,7 @@ fn highest(m: __m256i) -> __m256i {
 }
 
 /// Writes each search's `[c, l, r, f]` to its stack row `at` (in rows of four).
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 fn save(stack: &mut Stack, at: __m256i, [c, l, r, f]: [__m256i; 4]) {
     let at = index(at);
     let cl_lo = _mm256_unpacklo_epi32(c, l);
@@ -285,7 +284,7 @@ fn save(stack: &mut Stack, at: __m256i, [c, l, r, f]: [__m256i; 4]) {
 }
 
 /// Reads each search's `[c, l, r, f]` from its stack row `at`.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 fn restore(stack: &Stack, at: __m256i) -> [__m256i; 4] {
     let at = index(at);
     // SAFETY: as in `save`.
@@ -309,13 +308,13 @@ fn restore(stack: &Stack, at: __m256i) -> [__m256i; 4] {
 }
 
 /// The elements of a vector of stack rows, checked to lie inside the stack.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 fn index(at: __m256i) -> [u32; SEARCHES] {
     elements(at).map(|x| x % (SEARCHES * LEVELS) as u32)
 }
 
 /// The elements of a vector.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 fn elements(x: __m256i) -> [u32; SEARCHES] {
     let mut a = [0u32; SEARCHES];
     // SAFETY: `a` is 32 bytes; the store is unaligned.
@@ -324,7 +323,7 @@ fn elements(x: __m256i) -> [u32; SEARCHES] {
 }
 
 /// A vector of the elements.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 fn vector(a: &[u32; SEARCHES]) -> __m256i {
     let [a0, a1, a2, a3, a4, a5, a6, a7] = a.map(|x| x as i32);
     _mm256_setr_epi32(a0, a1, a2, a3, a4, a5, a6, a7)

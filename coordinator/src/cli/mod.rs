@@ -26,6 +26,10 @@ pub struct Cli {
     /// Log format of every command: text lines, or one JSON object per line (levels by RUST_LOG).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Search kernel: `avx2` or `scalar` (default: the fastest this CPU runs, found at start). A kernel
+    /// the CPU cannot run is refused.
+    #[arg(long, global = true, value_name = "NAME", value_parser = nqueens_worker::cli::kernel)]
+    pub kernel: Option<nqueens_common::kernel::Variant>,
 }
 
 impl Cli {
@@ -134,6 +138,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         _ => "warn",
     };
     setup::init_logging(cli.log_format, level);
+    if let Some(variant) = cli.kernel {
+        nqueens_common::kernel::choose(variant)?;
+    }
     match cli.command {
         Command::Count(args) => count::run(&args),
         Command::Solve(args) => solve::run(&args),
