@@ -156,6 +156,30 @@ impl Drop for Serve {
     }
 }
 
+/// `nqueens serve` on a loopback port over a store in `tmpfs`: its data directory, address, log file and
+/// process.
+fn serve_on(tmpfs: &Tmpfs) -> (PathBuf, String, tempfile::NamedTempFile, Serve) {
+    let data = tmpfs.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let server = Serve(
+        Command::new(env!("CARGO_BIN_EXE_nqueens"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data")
+            .arg(&data)
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    (data, format!("http://127.0.0.1:{port}"), log, server)
+}
+
 async fn connect(address: &str) -> nqueens_worker::Client {
     for _ in 0..200 {
         if let Ok(mut c) = nqueens_worker::connect(&nqueens_worker::Connection::new(address)) {
@@ -174,25 +198,7 @@ async fn issue_15_a_full_disk_stops_leasing_says_not_serving_and_recovers_exact(
         eprintln!("skipped: cannot mount a tmpfs here (needs root or passwordless sudo)");
         return;
     };
-    let data = tmpfs.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let address = format!("http://127.0.0.1:{port}");
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let server = Serve(
-        Command::new(env!("CARGO_BIN_EXE_nqueens"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--data")
-            .arg(&data)
-            .stdout(Stdio::null())
-            .stderr(log.reopen().unwrap())
-            .spawn()
-            .unwrap(),
-    );
+    let (data, address, log, server) = serve_on(&tmpfs);
     let log_text = || std::fs::read_to_string(log.path()).unwrap_or_default();
     let mut client = connect(&address).await;
     let run = client
@@ -318,25 +324,7 @@ async fn issue_15_sigterm_ends_a_coordinator_whose_disk_is_full_at_once() {
         eprintln!("skipped: cannot mount a tmpfs here (needs root or passwordless sudo)");
         return;
     };
-    let data = tmpfs.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let address = format!("http://127.0.0.1:{port}");
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let mut server = Serve(
-        Command::new(env!("CARGO_BIN_EXE_nqueens"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--data")
-            .arg(&data)
-            .stdout(Stdio::null())
-            .stderr(log.reopen().unwrap())
-            .spawn()
-            .unwrap(),
-    );
+    let (_data, address, log, mut server) = serve_on(&tmpfs);
     let mut client = connect(&address).await;
     client
         .create_run(proto::CreateRunRequest {
