@@ -119,6 +119,16 @@ fn lease_request(capacity: u32) -> proto::LeaseRequest {
     }
 }
 
+fn run_request(n: u32) -> proto::CreateRunRequest {
+    proto::CreateRunRequest {
+        n,
+        strategy: proto::Strategy::D4 as i32,
+        depth: None,
+        reuse: false,
+        verify_fraction: Some(0.0),
+    }
+}
+
 fn report_request(results: Vec<proto::JobResult>) -> proto::ReportRequest {
     proto::ReportRequest {
         worker_id: "w".into(),
@@ -202,13 +212,7 @@ async fn issue_15_a_full_disk_stops_leasing_says_not_serving_and_recovers_exact(
     let log_text = || std::fs::read_to_string(log.path()).unwrap_or_default();
     let mut client = connect(&address).await;
     let run = client
-        .create_run(proto::CreateRunRequest {
-            n: 11,
-            strategy: proto::Strategy::D4 as i32,
-            depth: None,
-            reuse: false,
-            verify_fraction: Some(0.0),
-        })
+        .create_run(run_request(11))
         .await
         .unwrap()
         .into_inner();
@@ -247,16 +251,7 @@ async fn issue_15_a_full_disk_stops_leasing_says_not_serving_and_recovers_exact(
     assert_eq!(err.code(), Code::Unavailable, "{err:?}");
     assert!(err.message().contains("cannot write its store"), "{err:?}");
     // Nor is a run created that the reopen could lose after acknowledging it.
-    let err = client
-        .create_run(proto::CreateRunRequest {
-            n: 12,
-            strategy: proto::Strategy::D4 as i32,
-            depth: None,
-            reuse: false,
-            verify_fraction: Some(0.0),
-        })
-        .await
-        .unwrap_err();
+    let err = client.create_run(run_request(12)).await.unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err:?}");
 
     // Space comes back: the coordinator notices by itself (reopening its store) and serves again.
@@ -326,16 +321,7 @@ async fn issue_15_sigterm_ends_a_coordinator_whose_disk_is_full_at_once() {
     };
     let (_data, address, log, mut server) = serve_on(&tmpfs);
     let mut client = connect(&address).await;
-    client
-        .create_run(proto::CreateRunRequest {
-            n: 11,
-            strategy: proto::Strategy::D4 as i32,
-            depth: None,
-            reuse: false,
-            verify_fraction: Some(0.0),
-        })
-        .await
-        .unwrap();
+    client.create_run(run_request(11)).await.unwrap();
     let leased = client
         .lease(lease_request(4096))
         .await

@@ -115,20 +115,10 @@ impl Job {
         match self.plan.strategy() {
             Strategy::Mirror => {
                 let board = mirror_board(n, &self.key.0).expect("validated in Job::new");
-                let problem: kernel::Problem = board.into();
                 let weight = mirror::weight(n, &self.key.0) as u64;
-                let split = problem.split();
-                // The queens the split placed are nodes of the search tree too (as in `kernel::count`).
-                let placed = if problem.board.empty_rows().next().is_some() {
-                    split.len() as u64
-                } else {
-                    0
-                };
+                let (units, placed) = kernel::units(&board.into(), weight);
                 Work {
-                    units: split
-                        .into_iter()
-                        .map(|problem| kernel::Unit { problem, weight })
-                        .collect(),
+                    units,
                     base: JobResult {
                         total: 0,
                         unique8: None,

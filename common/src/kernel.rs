@@ -87,6 +87,15 @@ pub struct Totals {
     pub nodes: u64,
 }
 
+impl Totals {
+    /// Adds one search of a unit of weight `weight`.
+    pub fn add(&mut self, s: Search, weight: u64) {
+        self.count += s.count;
+        self.weighted += s.count * weight;
+        self.nodes += s.nodes;
+    }
+}
+
 /// What one unweighted search produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Search {
@@ -98,21 +107,28 @@ pub struct Search {
 
 /// Counts the completions of a problem and the nodes of its search tree.
 pub fn count(problem: &Problem) -> Search {
+    let (units, placed) = units(problem, 1);
+    let t = run(units.into_iter());
+    Search {
+        count: t.count,
+        nodes: t.nodes + placed,
+    }
+}
+
+/// A problem as kernel units of weight `weight` (split on its first empty row), and the queens that
+/// split placed: they are nodes of the search tree too.
+pub fn units(problem: &Problem, weight: u64) -> (Vec<Unit>, u64) {
     let split = problem.split();
-    // The queens the split placed are nodes of the search tree too.
     let placed = if problem.board.empty_rows().next().is_some() {
         split.len() as u64
     } else {
         0
     };
-    let t = run(split.into_iter().map(|p| Unit {
-        problem: p,
-        weight: 1,
-    }));
-    Search {
-        count: t.count,
-        nodes: t.nodes + placed,
-    }
+    let units = split
+        .into_iter()
+        .map(|problem| Unit { problem, weight })
+        .collect();
+    (units, placed)
 }
 
 /// Calls `visit` with every completion of a problem, and returns the count. A plain recursive bitmask
@@ -306,11 +322,7 @@ fn next_search(
         debug_assert_eq!(u.problem.board.n(), n, "one board size per batch");
         match prepare(&u, full) {
             Ok(ready) => return Some(ready),
-            Err(done) => {
-                t.count += done.count;
-                t.weighted += done.count * u.weight;
-                t.nodes += done.nodes;
-            }
+            Err(done) => t.add(done, u.weight),
         }
     }
     None
@@ -407,7 +419,11 @@ impl Variant {
 
     /// The fastest variant this machine runs (measured: `BENCHMARKS.md`, "The vector kernel").
     pub fn best() -> Variant {
-        *Variant::available().last().unwrap_or(&Variant::Scalar)
+        Variant::ALL
+            .into_iter()
+            .rev()
+            .find(|v| v.supported())
+            .unwrap_or(Variant::Scalar)
     }
 }
 
@@ -417,8 +433,14 @@ impl std::fmt::Display for Variant {
     }
 }
 
-/// The variant chosen for this process: 0 until [`choose`] or the first [`chosen`], then 1 + its index.
+/// The variant chosen for this process: 0 until [`choose`] or the first [`chosen`], then 1 + its index
+/// in [`Variant::ALL`].
 static CHOSEN: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+fn store(variant: Variant) {
+    let index = Variant::ALL.iter().position(|v| *v == variant).unwrap_or(0);
+    CHOSEN.store(index as u8 + 1, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// Makes `variant` the one [`run`] uses in this process (`--kernel`), if the machine runs it.
 pub fn choose(variant: Variant) -> Result<(), crate::Error> {
@@ -429,15 +451,19 @@ pub fn choose(variant: Variant) -> Result<(), crate::Error> {
             have.join(", ")
         )));
     }
-    let index = Variant::ALL.iter().position(|v| *v == variant).unwrap_or(0);
-    CHOSEN.store(index as u8 + 1, std::sync::atomic::Ordering::Relaxed);
+    store(variant);
     Ok(())
 }
 
-/// The variant [`run`] uses: the one chosen, else the best this machine runs.
+/// The variant [`run`] uses: the one chosen, else the best this machine runs (found on the first call,
+/// then kept).
 pub fn chosen() -> Variant {
     match CHOSEN.load(std::sync::atomic::Ordering::Relaxed) {
-        0 => Variant::best(),
+        0 => {
+            let best = Variant::best();
+            store(best);
+            best
+        }
         k => Variant::ALL[(k as usize - 1).min(Variant::ALL.len() - 1)],
     }
 }

@@ -65,8 +65,8 @@ impl GpuArgs {
         }
     }
 
-    /// CPU compute threads: as given, else every core, less one per GPU process thread when GPUs are
-    /// used (it prepares the device's batches).
+    /// CPU compute threads: as given, else every core, or one fewer (at least one) when GPUs are used:
+    /// a GPU's thread prepares its batches on the CPU.
     pub fn threads(&self, given: Option<usize>) -> usize {
         given.unwrap_or_else(|| {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -55,35 +55,34 @@ pub struct WorkerConfig {
 }
 
 /// The GPUs a worker computes on.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct GpuConfig {
     /// The devices, as `--gpu` takes them (`all`, `cuda:0`, `opencl:1,cuda:0`, ...); `None`: CPU only.
     pub devices: Option<String>,
-    /// Jobs per launch (0: [`DEFAULT_GPU_BATCH`]).
+    /// Jobs per launch.
     pub batch: usize,
+}
+
+impl Default for GpuConfig {
+    /// No GPU.
+    fn default() -> GpuConfig {
+        GpuConfig {
+            devices: None,
+            batch: DEFAULT_GPU_BATCH,
+        }
+    }
 }
 
 /// Jobs per GPU launch unless told otherwise: the engine splits them into enough seeds to fill the
 /// device, so this only needs to cover the launch overhead and the tail of a batch.
 pub const DEFAULT_GPU_BATCH: usize = 64;
 
-impl GpuConfig {
-    /// Jobs per launch.
-    pub fn batch(&self) -> usize {
-        if self.batch == 0 {
-            DEFAULT_GPU_BATCH
-        } else {
-            self.batch
-        }
-    }
-}
-
 /// Opens the configured GPUs (compiling the kernel for each), on a blocking thread.
 async fn open_devices(config: &GpuConfig, metrics: &Arc<Metrics>) -> Result<Vec<Device>> {
     let Some(spec) = config.devices.clone() else {
         return Ok(Vec::new());
     };
-    let batch = config.batch();
+    let batch = config.batch.max(1);
     let gpus = tokio::task::spawn_blocking(move || nqueens_gpu::open(Some(&spec)))
         .await
         .map_err(|e| Error::Gpu(nqueens_gpu::GpuError::NoDevice(e.to_string())))??;
@@ -334,7 +333,7 @@ impl Worker {
     /// behind it). Holding more would hide a lease round trip (about a millisecond, against jobs of
     /// seconds) but lets a job wait in one worker's queue while another worker idles at the end of a run.
     fn target(&self) -> usize {
-        let gpu = self.gpus * 2 * self.config.gpu.batch();
+        let gpu = self.gpus * 2 * self.config.gpu.batch;
         (self.config.threads + gpu).clamp(1, nqueens_common::proto::MAX_LEASE_CAPACITY as usize)
     }
 

@@ -75,11 +75,7 @@ impl Batch {
                     let s = &ready.setup;
                     self.seeds.extend_from_slice(&[s.c0, s.l0, s.r0, unit << 5]);
                 }
-                Err(done) => {
-                    settled.count += done.count;
-                    settled.weighted += done.count * u.weight;
-                    settled.nodes += done.nodes;
-                }
+                Err(done) => settled.add(done, u.weight),
             }
         }
         self.settled.push(settled);

@@ -141,13 +141,6 @@ impl Group {
         Walk::within(n, split, root, step, budget)
     }
 
-    /// Searches the job with prefix `cols`: `(weighted total, weighted unique * 8, nodes)`.
-    pub fn run(&self, cols: &[u8]) -> Option<(u64, u64, u64)> {
-        let (units, (total, unique8, nodes)) = self.work(cols)?;
-        let t = kernel::run(units.into_iter());
-        Some((total + t.weighted, unique8 + t.weighted, nodes + t.nodes))
-    }
-
     /// The job with prefix `cols` as kernel units plus the settled part `(total, unique * 8, nodes)`.
     ///
     /// Each canonical ring of the group that fits the prefix is one sub-problem: its north and south

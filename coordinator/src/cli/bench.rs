@@ -114,8 +114,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 
 /// The `--gpu` rows: each N counted on the device, with the host preparing batches alongside.
 fn gpu(args: &BenchArgs, spec: &str) -> anyhow::Result<()> {
-    let spec = (spec != "all").then_some(spec);
-    let mut gpus = nqueens_gpu::open(spec)?;
+    let mut gpus = nqueens_gpu::open(Some(spec))?;
     let gpu = &mut gpus[0];
     eprintln!("device: {}", gpu.info());
     let host = std::thread::available_parallelism().map_or(1, |n| n.get());

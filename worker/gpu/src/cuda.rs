@@ -7,6 +7,8 @@ use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
+use nqueens_common::kernel::seeds::SEED_WORDS;
+
 use crate::{prelude, Backend, DeviceInfo, GpuError, Launch};
 
 const BACKEND: &str = "CUDA";
@@ -14,11 +16,7 @@ const BACKEND: &str = "CUDA";
 const BLOCK: u32 = 256;
 
 fn call<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
-    move |e| GpuError::Call {
-        backend: BACKEND,
-        what,
-        detail: e.to_string(),
-    }
+    GpuError::call(BACKEND, what)
 }
 
 /// Why CUDA cannot be used here, or `None` if both libraries load.
@@ -142,7 +140,7 @@ impl Launch for Cuda {
         tails: &[u32],
         full: u32,
     ) -> Result<Vec<u64>, GpuError> {
-        let n = (seeds.len() / 4) as u32;
+        let n = (seeds.len() / SEED_WORDS) as u32;
         let s = &self.stream;
         let seeds_d = s.clone_htod(seeds).map_err(call("copying the seeds"))?;
         let forbid_d = s.clone_htod(forbid).map_err(call("copying the tables"))?;

@@ -83,23 +83,15 @@ pub fn run_jobs<J: Borrow<Job>>(gpu: &mut Gpu, jobs: &[J]) -> Result<Vec<JobResu
     sizes.sort_unstable();
     sizes.dedup();
     for n in sizes {
-        let mut batch = Batch::new(n);
-        let mut members = Vec::new();
-        for (i, job) in jobs
+        let of_size: Vec<(usize, &Job)> = jobs
             .iter()
             .map(Borrow::borrow)
             .enumerate()
             .filter(|(_, j)| j.plan().n() == n)
-        {
-            let work = job.work();
-            batch
-                .push_group(&work.units)
-                .ok_or_else(|| GpuError::TooLarge(format!("{} jobs of N = {n}", jobs.len())))?;
-            members.push((i, work));
-        }
-        batch.expand(gpu.target_seeds());
-        let totals = gpu.search(&batch)?;
-        for ((i, work), t) in members.into_iter().zip(totals) {
+            .collect();
+        let p = prepare(&of_size, n, gpu.target_seeds())?;
+        let totals = gpu.search(&p.batch)?;
+        for ((i, work), t) in p.members.into_iter().zip(totals) {
             results[i] = Some(work.finish(t));
         }
     }

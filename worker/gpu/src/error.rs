@@ -28,3 +28,17 @@ pub enum GpuError {
     #[error("batch too large: {0}")]
     TooLarge(String),
 }
+
+impl GpuError {
+    /// A `map_err` for a failed runtime call of `backend` doing `what`.
+    pub(crate) fn call<E: std::fmt::Display>(
+        backend: &'static str,
+        what: &'static str,
+    ) -> impl FnOnce(E) -> GpuError {
+        move |e| GpuError::Call {
+            backend,
+            what,
+            detail: e.to_string(),
+        }
+    }
+}

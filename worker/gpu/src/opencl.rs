@@ -11,6 +11,8 @@ use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
 use opencl3::platform::get_platforms;
 use opencl3::types::{cl_uint, cl_ulong, CL_BLOCKING};
 
+use nqueens_common::kernel::seeds::SEED_WORDS;
+
 use crate::{prelude, Backend, DeviceInfo, GpuError, Launch};
 
 const BACKEND: &str = "OpenCL";
@@ -18,11 +20,7 @@ const BACKEND: &str = "OpenCL";
 const GROUP: usize = 64;
 
 fn call<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
-    move |e| GpuError::Call {
-        backend: BACKEND,
-        what,
-        detail: e.to_string(),
-    }
+    GpuError::call(BACKEND, what)
 }
 
 /// Every OpenCL device, platform by platform, with whether it is a CPU device; or why there is none.
@@ -133,7 +131,7 @@ impl Launch for OpenCl {
         tails: &[u32],
         full: u32,
     ) -> Result<Vec<u64>, GpuError> {
-        let n = seeds.len() / 4;
+        let n = seeds.len() / SEED_WORDS;
         let seeds_d = self.buffer::<cl_uint>(seeds, CL_MEM_READ_ONLY)?;
         let forbid_d = self.buffer::<cl_uint>(forbid, CL_MEM_READ_ONLY)?;
         let tails_d = self.buffer::<cl_uint>(tails, CL_MEM_READ_ONLY)?;
