@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use nqueens_common::proto::RunState;
+use nqueens_proto::RunState;
 use nqueens_coordinator::store::Store;
 use support::{poll, reference, status_json, submit, submit_with, wait, worker, Serve};
 

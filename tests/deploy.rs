@@ -103,7 +103,7 @@ fn is_root() -> bool {
 }
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The directory holding the built `nqueens` and `nqueens-worker`.

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use nqueens_common::checksum::seal;
-use nqueens_common::proto;
+use nqueens_proto as proto;
 use nqueens_common::{JobKey, Plan, Strategy};
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -190,9 +190,9 @@ fn serve_on(tmpfs: &Tmpfs) -> (PathBuf, String, tempfile::NamedTempFile, Serve) 
     (data, format!("http://127.0.0.1:{port}"), log, server)
 }
 
-async fn connect(address: &str) -> nqueens_worker::Client {
+async fn connect(address: &str) -> nqueens_proto::Client {
     for _ in 0..200 {
-        if let Ok(mut c) = nqueens_worker::connect(&nqueens_worker::Connection::new(address)) {
+        if let Ok(mut c) = nqueens_proto::connect(&nqueens_proto::Connection::new(address)) {
             if c.list_runs(proto::ListRunsRequest {}).await.is_ok() {
                 return c;
             }

@@ -248,7 +248,7 @@ fn issue_15_n_2_and_3_finish_at_once_with_zero_under_both_strategies() {
 
 #[test]
 fn issue_15_a_run_started_by_the_previous_format_finishes_exactly_after_the_upgrade() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/format1-n12");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/format1-n12");
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();

@@ -265,7 +265,7 @@ fn issue_5_metrics_and_logs_tell_a_run_whose_outcome_is_known() {
     let dashboard: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../deploy/grafana/nqueens.json"
+            "/../../deploy/grafana/nqueens.json"
         ))
         .unwrap(),
     )

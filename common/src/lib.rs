@@ -6,14 +6,12 @@
 pub mod baseline;
 pub mod board;
 pub mod checksum;
-pub mod codec;
 pub mod error;
 pub mod estimate;
 pub mod job;
 pub mod jsonl;
 pub mod kernel;
 pub mod partition;
-pub mod proto;
 pub mod reference;
 pub mod solve;
 pub mod symmetry;

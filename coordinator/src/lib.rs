@@ -1,8 +1,15 @@
-//! The coordinator of nqueens-cluster and the `nqueens` command: the job store (sled), the lease state
-//! machine, the gRPC service, progress reporting, and the embedded local mode.
+//! The coordinator of nqueens-cluster, as a library (the `nqueens` command is its own package).
+//!
+//! Design: one [`Coordinator`] (`service`) owns the runs, the lease table and the live totals in memory
+//! behind a short std mutex; the [`store`] (sled, one tree per concept) and the [`ledger`] (an
+//! append-only, checksummed JSON-lines copy of every accepted result) are written only by the committer
+//! thread, which batches commits, fsyncs them and only then lets a report be acknowledged. At start the
+//! store and the ledger are reconciled both ways ([`reconcile`]); a run's total is exact or the
+//! coordinator refuses to start. [`grpc`] turns requests into service calls and errors into
+//! `tonic::Status` in one place; [`server`] serves it with health and reflection, [`web`] the metrics and
+//! the status page.
 
 pub mod auth;
-pub mod cli;
 mod committer;
 pub mod error;
 pub mod grpc;
@@ -10,8 +17,6 @@ pub mod history;
 mod leases;
 pub mod ledger;
 mod live;
-pub mod loadgen;
-pub mod local;
 pub mod metrics;
 pub mod progress;
 pub mod reconcile;

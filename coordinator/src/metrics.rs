@@ -4,7 +4,7 @@
 
 use std::sync::atomic::AtomicU64;
 
-use nqueens_worker::metrics::{registered, RpcMetrics};
+use nqueens_proto::metrics::{registered, RpcMetrics};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use nqueens_common::proto::coordinator_server::CoordinatorServer;
+use nqueens_proto::coordinator_server::CoordinatorServer;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tokio_stream::StreamExt;
@@ -81,7 +81,7 @@ pub async fn serve(
     // Reflection in both versions: grpcurl speaks v1, grpcio-reflection, Evans and Postman v1alpha.
     let reflection_builder = || {
         tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(nqueens_common::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(nqueens_proto::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
     };
     let reflection = reflection_builder()

@@ -1,7 +1,7 @@
 //! The JSON forms of a run's and a worker's status, from their wire messages: what `status --json`,
 //! `submit --json` and the status page show, so that every view prints the same numbers.
 
-use nqueens_common::proto::{self, RunState};
+use nqueens_proto::{self as proto, RunState};
 use nqueens_common::Strategy;
 use serde::Serialize;
 
@@ -35,7 +35,7 @@ pub struct StatusOutput {
 
 impl From<proto::RunStatus> for StatusOutput {
     fn from(s: proto::RunStatus) -> StatusOutput {
-        let strategy = nqueens_common::proto::strategy_from_wire(s.strategy)
+        let strategy = nqueens_proto::strategy_from_wire(s.strategy)
             .map_or_else(|_| "unknown".to_string(), |st: Strategy| st.to_string());
         StatusOutput {
             percent: if s.jobs_total == 0 {

@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use nqueens_common::checksum::seal;
-use nqueens_common::proto;
+use nqueens_proto as proto;
 use nqueens_common::{JobKey, Plan, Strategy};
 use nqueens_coordinator::server::{serve, Options};
 use nqueens_coordinator::store::Store;
 use nqueens_coordinator::{Config, Coordinator};
-use nqueens_worker::Client;
+use nqueens_proto::Client;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
@@ -52,7 +52,7 @@ async fn start_with(lease_timeout: Duration, options: Options) -> Server {
     ));
     Server {
         store: handle,
-        client: nqueens_worker::connect(&nqueens_worker::Connection::new(&address)).unwrap(),
+        client: nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap(),
         address,
         stop,
         _dir: dir,
@@ -757,7 +757,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
     let s = start_with(Duration::from_secs(60), options).await;
     let https = s.address.replace("http://", "https://");
     let client = |token: Option<&str>| {
-        nqueens_worker::connect(&nqueens_worker::Connection {
+        nqueens_proto::connect(&nqueens_proto::Connection {
             coordinator: https.clone(),
             token: token.map(Into::into),
             tls_ca: Some(ca.clone()),
@@ -827,7 +827,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
     assert!(lease(&mut good, "w", 100).await.len() as u64 == run.jobs_total);
 
     // Plaintext to the TLS port gets nowhere.
-    let mut plain = nqueens_worker::connect(&nqueens_worker::Connection {
+    let mut plain = nqueens_proto::connect(&nqueens_proto::Connection {
         coordinator: s.address.clone(),
         token: Some("s3cret".into()),
         tls_ca: None,
@@ -943,14 +943,14 @@ impl<U: prost::Message + Default + Send + 'static> tonic::codec::Codec for RawCo
     type Encode = Vec<u8>;
     type Decode = U;
     type Encoder = RawEncoder;
-    type Decoder = nqueens_common::codec::StrictDecoder<U>;
+    type Decoder = nqueens_proto::codec::StrictDecoder<U>;
 
     fn encoder(&mut self) -> RawEncoder {
         RawEncoder
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        nqueens_common::codec::StrictCodec::<U, U>::default().decoder()
+        nqueens_proto::codec::StrictCodec::<U, U>::default().decoder()
     }
 }
 
@@ -1019,7 +1019,7 @@ async fn issue_15_after_a_restart_only_an_authentic_earlier_lease_counts() {
                 stop.clone().cancelled_owned(),
             ));
             let client =
-                nqueens_worker::connect(&nqueens_worker::Connection::new(&address)).unwrap();
+                nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
             (client, stop, server)
         }
     };
@@ -1081,7 +1081,7 @@ async fn issue_15_shutdown_cuts_the_enumeration_of_a_huge_plan_short() {
         Options::default(),
         stop.clone().cancelled_owned(),
     ));
-    let mut client = nqueens_worker::connect(&nqueens_worker::Connection::new(&address)).unwrap();
+    let mut client = nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
     // d4 split 14 at N = 32: seconds of enumeration before it is refused for its size.
     let creating = tokio::spawn(async move {
         client

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nqueens_common::proto;
+use nqueens_proto as proto;
 
 /// The published totals and unique counts (OEIS A000170, A002562) for N = 1..=27.
 pub fn reference(n: u32) -> (u128, u128) {
@@ -260,7 +260,7 @@ pub fn probe(address: &str, run: &str) -> Option<proto::RunStatus> {
         .build()
         .unwrap();
     rt.block_on(async {
-        let mut c = nqueens_worker::connect(&nqueens_worker::Connection::new(address)).ok()?;
+        let mut c = nqueens_proto::connect(&nqueens_proto::Connection::new(address)).ok()?;
         let req = proto::GetRunRequest { run: run.into() };
         c.get_run(req).await.ok().map(|r| r.into_inner())
     })

@@ -9,15 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
-use nqueens_common::proto;
-use nqueens_common::{proto::strategy_from_wire, JobKey, JobResult, Plan};
+use nqueens_proto as proto;
+use nqueens_common::{JobKey, JobResult, Plan};
+use nqueens_proto::strategy_from_wire;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
 use crate::compute::{ComputePool, Device, Task};
-use crate::connect::{connect, Client, Connection};
+use nqueens_proto::{connect, Client, Connection};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::journal::{Finished, Journal};
@@ -334,7 +335,7 @@ impl Worker {
     /// seconds) but lets a job wait in one worker's queue while another worker idles at the end of a run.
     fn target(&self) -> usize {
         let gpu = self.gpus * 2 * self.config.gpu.batch;
-        (self.config.threads + gpu).clamp(1, nqueens_common::proto::MAX_LEASE_CAPACITY as usize)
+        (self.config.threads + gpu).clamp(1, nqueens_proto::MAX_LEASE_CAPACITY as usize)
     }
 
     /// Journals a finished job and queues its report.

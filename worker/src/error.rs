@@ -10,9 +10,9 @@ pub enum Error {
     /// The counting core rejected something (a job the coordinator sent, or an overflow).
     #[error(transparent)]
     Core(#[from] nqueens_common::Error),
-    /// The coordinator address is not a valid URL.
-    #[error("invalid coordinator address {0:?}: {1}")]
-    Address(String, String),
+    /// The coordinator address (or its CA file, or the token) is not usable.
+    #[error(transparent)]
+    Connect(#[from] nqueens_proto::Error),
     /// The journal file could not be read or written.
     #[error("journal {path}: {1}", path = .0.display())]
     Journal(PathBuf, std::io::Error),

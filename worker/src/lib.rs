@@ -1,22 +1,21 @@
-//! Worker side of nqueens-cluster: the client loop that leases, computes, journals, reports and
-//! heartbeats (`client`), the compute pool on dedicated threads (`compute`, and `pool` for local batch
-//! runs), the journal of unacknowledged results, and the metrics with their HTTP listener.
+//! The worker of nqueens-cluster, as a library (its binary, `nqueens-worker`, is in the command package).
+//!
+//! Design: [`client`] is the loop a worker runs (lease a batch sized to its compute slots, compute,
+//! journal, report, heartbeat, reconnect with capped backoff); it never computes on a runtime thread but
+//! hands jobs to the [`compute`] pool (dedicated CPU threads and one thread per GPU, behind a bounded
+//! queue), so heartbeats never wait behind a search. Every result is sealed where it is computed and
+//! written to the fsynced [`journal`] before it is reported, and re-sent until acknowledged. The wire
+//! (stubs, connection, token, TLS) is `nqueens-proto`'s; [`metrics`] are the worker's own.
 
-pub mod cli;
 pub mod client;
 pub mod compute;
-pub mod connect;
 pub mod error;
 pub mod faults;
-pub mod http;
 pub mod journal;
 pub mod metrics;
-pub mod pool;
-pub mod setup;
 
 pub use client::{run, GpuConfig, Summary, WorkerConfig, DEFAULT_GPU_BATCH};
-pub use connect::{connect, Client, Connection};
+pub use nqueens_proto::{connect, Client, Connection};
 pub use error::{Error, Result};
-pub use faults::Faults;
+pub use faults::{FaultArgs, Faults};
 pub use metrics::Metrics;
-pub use pool::{run_jobs, Progress};

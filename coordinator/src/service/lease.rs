@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::store::{JobState, Phase};
 
 /// Most jobs one lease request may ask for.
-pub const MAX_CAPACITY: u32 = nqueens_common::proto::MAX_LEASE_CAPACITY;
+pub const MAX_CAPACITY: u32 = nqueens_proto::MAX_LEASE_CAPACITY;
 /// Most lease ids one heartbeat or release may name.
 pub const MAX_IDS: usize = 16_384;
 /// Longest a lease request may wait for a job.

@@ -77,5 +77,9 @@ async fn status(State(coordinator): State<Coordinator>) -> Response {
 }
 
 async fn metrics(State(coordinator): State<Coordinator>) -> Response {
-    nqueens_worker::http::metrics_response(coordinator.render_metrics())
+    (
+        [(header::CONTENT_TYPE, nqueens_proto::metrics::OPENMETRICS)],
+        coordinator.render_metrics(),
+    )
+        .into_response()
 }

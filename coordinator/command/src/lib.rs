@@ -1,21 +1,35 @@
-//! Command-line interface of `nqueens`: the argument structs (clap derive) and the dispatch.
+//! The `nqueens` command (and `nqueens-worker`): the command line and the glue around the libraries.
+//!
+//! Design: one module per subcommand (`count`, `serve`, `worker`, `submit`/`status` in `remote`, ...),
+//! each parsing with clap derive and calling into `nqueens-coordinator`, `nqueens-worker` and
+//! `nqueens-common`; `local` is the embedded mode behind `count` (a coordinator on loopback and an
+//! in-process worker, the cluster's own code path); `setup` is process setup (logging, signals, the data
+//! directory); `load` is the load generator's engine. Nothing here is needed to embed a coordinator or a
+//! worker in another program.
 
 mod backup;
 mod bench;
+pub mod connection;
 mod count;
 mod estimate;
+pub mod http;
+mod load;
 mod loadgen;
+pub mod local;
 mod plan;
+pub mod pool;
 mod remote;
 mod serve;
+pub mod setup;
 mod solve;
 mod watch;
+pub mod worker;
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use nqueens_common::{Error, Plan, Strategy};
-use nqueens_worker::setup::{self, LogFormat};
+use crate::setup::LogFormat;
 
 /// Count the solutions of the N-queens problem exactly.
 #[derive(Debug, Parser)]
@@ -28,7 +42,7 @@ pub struct Cli {
     pub log_format: LogFormat,
     /// Search kernel: `avx2` or `scalar` (default: the fastest this CPU runs, found at start). A kernel
     /// the CPU cannot run is refused.
-    #[arg(long, global = true, value_name = "NAME", value_parser = nqueens_worker::cli::kernel)]
+    #[arg(long, global = true, value_name = "NAME", value_parser = crate::worker::kernel)]
     pub kernel: Option<nqueens_common::kernel::Variant>,
 }
 
@@ -65,7 +79,7 @@ pub enum Command {
     /// sustains: committed results per second and lease/report latency.
     Loadgen(loadgen::LoadgenArgs),
     /// Run a worker (the same as the `nqueens-worker` binary).
-    Worker(nqueens_worker::cli::WorkerArgs),
+    Worker(crate::worker::WorkerArgs),
     /// Write a store's runs and results as JSON lines (offline: the coordinator stopped).
     Export(backup::ExportArgs),
     /// Build a store from an export or a ledger (results.jsonl), then audit it.
@@ -112,14 +126,14 @@ pub struct CountArgs {
     #[command(flatten)]
     pub partition: PartitionArgs,
     /// Compute threads (default: all cores).
-    #[arg(long, value_parser = nqueens_worker::cli::threads)]
+    #[arg(long, value_parser = crate::worker::threads)]
     pub threads: Option<usize>,
     /// The store's directory (default: $NQUEENS_DATA, else $XDG_DATA_HOME/nqueens, else
     /// ~/.local/share/nqueens). Counting the same plan again resumes, or answers from the store.
     #[arg(long)]
     pub data: Option<PathBuf>,
     #[command(flatten)]
-    pub gpu: nqueens_worker::cli::GpuArgs,
+    pub gpu: crate::worker::GpuArgs,
 }
 
 /// Arguments of `nqueens plan`.
@@ -157,7 +171,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Submit(args) => remote::submit(&args),
         Command::Status(args) => remote::status(&args),
         Command::Loadgen(args) => loadgen::run(&args),
-        Command::Worker(args) => runtime()?.block_on(nqueens_worker::cli::run(args)),
+        Command::Worker(args) => runtime()?.block_on(crate::worker::run(args)),
         Command::Export(args) => backup::export(&args),
         Command::Import(args) => backup::import(&args),
         Command::Audit(args) => backup::audit(&args),
@@ -196,8 +210,8 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         // The shell's convention for a command ended by SIGINT.
         return 130;
     }
-    match (e.downcast_ref::<Error>(), e.downcast_ref::<crate::Error>()) {
-        (Some(e), _) | (_, Some(crate::Error::Input(e))) if bad_input(e) => 2,
+    match (e.downcast_ref::<Error>(), e.downcast_ref::<nqueens_coordinator::Error>()) {
+        (Some(e), _) | (_, Some(nqueens_coordinator::Error::Input(e))) if bad_input(e) => 2,
         _ if refused => 2,
         _ => 1,
     }

@@ -9,9 +9,9 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::loadgen::{self, Latency, Load, LoadReport};
-use crate::service::{Config, Coordinator};
-use crate::store::Store;
+use crate::load::{self as loadgen, Latency, Load, LoadReport};
+use nqueens_coordinator::service::{Config, Coordinator};
+use nqueens_coordinator::store::Store;
 
 /// Arguments of `nqueens loadgen`.
 #[derive(Debug, Args)]
@@ -83,7 +83,7 @@ pub fn run(args: &LoadgenArgs) -> anyhow::Result<()> {
     let output = super::runtime()?.block_on(async {
         match &args.coordinator {
             Some(address) => {
-                let connection = nqueens_worker::Connection {
+                let connection = nqueens_proto::Connection {
                     coordinator: address.clone(),
                     token: args.token.clone(),
                     tls_ca: None,
@@ -120,13 +120,13 @@ async fn embedded(dir: &Path, load: &Load) -> anyhow::Result<LoadReport> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     let stop = CancellationToken::new();
-    let server = tokio::spawn(crate::server::serve(
+    let server = tokio::spawn(nqueens_coordinator::server::serve(
         listener,
         coordinator,
-        crate::server::Options::default(),
+        nqueens_coordinator::server::Options::default(),
         stop.clone().cancelled_owned(),
     ));
-    let connection = nqueens_worker::Connection::new(format!("http://{address}"));
+    let connection = nqueens_proto::Connection::new(format!("http://{address}"));
     let report = loadgen::run(&connection, load).await;
     stop.cancel();
     server.await??;

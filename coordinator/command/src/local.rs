@@ -10,9 +10,9 @@ use nqueens_worker::WorkerConfig;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, Result};
-use crate::service::{Config, Coordinator, RunView};
-use crate::store::Store;
+use nqueens_coordinator::error::{Error, Result};
+use nqueens_coordinator::service::{Config, Coordinator, RunView};
+use nqueens_coordinator::store::Store;
 
 /// What to count, where, and with how many threads.
 #[derive(Debug, Clone)]
@@ -73,15 +73,15 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
         .local_addr()
         .map_err(|e| Error::Io(e.to_string()))?;
     let stop = CancellationToken::new();
-    let server = tokio::spawn(crate::server::serve(
+    let server = tokio::spawn(nqueens_coordinator::server::serve(
         listener,
         coordinator.clone(),
-        crate::server::Options::default(),
+        nqueens_coordinator::server::Options::default(),
         stop.clone().cancelled_owned(),
     ));
     let worker = tokio::spawn(nqueens_worker::run(
         WorkerConfig {
-            connection: nqueens_worker::Connection::new(format!("http://{address}")),
+            connection: nqueens_proto::Connection::new(format!("http://{address}")),
             threads: opts.threads,
             name: "local".into(),
             journal: None,

@@ -9,8 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tokio::net::TcpListener;
 
-/// The content type Prometheus asks for and prometheus-client writes.
-pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+use nqueens_proto::metrics::OPENMETRICS;
 
 /// A metrics page as an HTTP response.
 pub fn metrics_response(text: String) -> Response {

@@ -1,10 +1,10 @@
 //! Compiles `proto/nqueens.proto` with protox (pure Rust: no system `protoc` needed) into the prost
-//! messages and tonic stubs of `nqueens_common::proto`, plus the descriptor set for server reflection.
+//! messages and tonic stubs of this crate, plus the descriptor set for server reflection.
 
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let proto_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../proto");
+    let proto_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
     let file = proto_dir.join("nqueens.proto");
     println!("cargo:rerun-if-changed={}", file.display());
     let fds = protox::compile([&file], [&proto_dir])?;

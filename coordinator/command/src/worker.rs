@@ -7,14 +7,16 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::setup;
-use crate::{http, Connection, Faults, GpuConfig, Metrics, WorkerConfig};
+use nqueens_worker::{FaultArgs, GpuConfig, Metrics, WorkerConfig};
+
+use crate::connection::ConnectionArgs;
+use crate::{http, setup};
 
 /// Pull jobs from an nqueens coordinator, compute them on all cores, report the counts.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     #[command(flatten)]
-    pub connection: Connection,
+    pub connection: ConnectionArgs,
     /// Compute threads (default: all cores).
     #[arg(long, value_parser = threads)]
     pub threads: Option<usize>,
@@ -40,7 +42,7 @@ pub struct WorkerArgs {
     #[command(flatten)]
     pub gpu: GpuArgs,
     #[command(flatten)]
-    pub faults: Faults,
+    pub faults: FaultArgs,
 }
 
 /// The GPU flags of `nqueens worker` and `nqueens count`.
@@ -52,7 +54,7 @@ pub struct GpuArgs {
     #[arg(long, value_name = "DEVICES", num_args = 0..=1, default_missing_value = "all")]
     pub gpu: Option<String>,
     /// Jobs per GPU launch.
-    #[arg(long, value_name = "JOBS", default_value_t = crate::DEFAULT_GPU_BATCH, value_parser = batch)]
+    #[arg(long, value_name = "JOBS", default_value_t = nqueens_worker::DEFAULT_GPU_BATCH, value_parser = batch)]
     pub gpu_batch: usize,
 }
 
@@ -103,7 +105,7 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
     }
     let config =
         WorkerConfig {
-            connection: args.connection,
+            connection: args.connection.connection(),
             threads: args.gpu.threads(args.threads).max(1),
             journal: Some(args.journal.unwrap_or_else(|| {
                 setup::default_data_dir().join(format!("worker-{name}.journal"))
@@ -111,12 +113,12 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
             name,
             run: args.run,
             exit_when_idle: args.exit_when_idle,
-            faults: args.faults,
+            faults: args.faults.faults(),
             progress_interval: args.progress_interval,
             metrics,
             gpu: args.gpu.config(),
         };
-    crate::run(config, shutdown).await?;
+    nqueens_worker::run(config, shutdown).await?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! `nqueens`: parse the command line, run the command, turn errors into one line and an exit code.
 
 use clap::Parser;
-use nqueens_coordinator::cli::{self, Cli};
+use nqueens_cli::{self as cli, Cli};
 
 // The coordinator allocates many small buffers on many threads (gRPC frames, store records); mimalloc
 // serves them with less contention than the system allocator.

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use clap::Args;
 use nqueens_common::{baseline, Job, JobResult, Plan, Strategy};
-use nqueens_worker::run_jobs;
+use crate::pool::run_jobs;
 use serde::Serialize;
 
 /// Arguments of `nqueens bench`.
@@ -15,7 +15,7 @@ pub struct BenchArgs {
     #[arg(default_values_t = [16u32])]
     pub n: Vec<u32>,
     /// Thread counts for the d4 count: `--threads 1 2` or `--threads 1,2` (give the sizes first).
-    #[arg(long, value_delimiter = ',', num_args = 1.., default_values_t = [1usize, 2], value_parser = nqueens_worker::cli::threads)]
+    #[arg(long, value_delimiter = ',', num_args = 1.., default_values_t = [1usize, 2], value_parser = crate::worker::threads)]
     pub threads: Vec<usize>,
     /// Skip the baseline (it is the slowest row).
     #[arg(long)]

@@ -1,11 +1,11 @@
 //! `nqueens submit` and `nqueens status`: clients of a running coordinator.
 
 use clap::Args;
-use nqueens_common::proto;
+use nqueens_proto as proto;
 
 use super::PartitionArgs;
-use crate::progress::format_eta;
-use crate::status_json::{StatusOutput, WorkerOutput};
+use nqueens_coordinator::progress::format_eta;
+use nqueens_coordinator::status_json::{StatusOutput, WorkerOutput};
 
 /// A call the coordinator refused or could not answer.
 #[derive(Debug)]
@@ -82,7 +82,7 @@ pub struct SubmitArgs {
     #[command(flatten)]
     pub partition: PartitionArgs,
     #[command(flatten)]
-    pub connection: nqueens_worker::Connection,
+    pub connection: crate::connection::ConnectionArgs,
     /// Fraction of jobs (0 to 1) computed twice by workers of different names (default: the
     /// coordinator's, 0.01).
     #[arg(long)]
@@ -97,7 +97,7 @@ pub struct SubmitArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     #[command(flatten)]
-    pub connection: nqueens_worker::Connection,
+    pub connection: crate::connection::ConnectionArgs,
     /// Only this run.
     #[arg(long)]
     pub run: Option<String>,
@@ -169,7 +169,7 @@ pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     let plan = args.partition.plan()?;
     let status = super::runtime()?
         .block_on(async {
-            let mut client = nqueens_worker::connect(&args.connection)?;
+            let mut client = args.connection.connect()?;
             let req = proto::CreateRunRequest {
                 n: plan.n() as u32,
                 strategy: proto::Strategy::from(plan.strategy()) as i32,
@@ -197,7 +197,7 @@ fn print_worker(w: proto::WorkerStatus, json: bool) -> anyhow::Result<()> {
 
 /// The runs (one, or all) and the workers, as the coordinator sees them now.
 pub async fn fetch(
-    client: &mut nqueens_worker::Client,
+    client: &mut nqueens_proto::Client,
     run: Option<&str>,
 ) -> anyhow::Result<(Vec<proto::RunStatus>, Vec<proto::WorkerStatus>)> {
     let workers = client
@@ -235,7 +235,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
     }
     let (runs, workers) = runtime
         .block_on(async {
-            let mut client = nqueens_worker::connect(&args.connection)?;
+            let mut client = args.connection.connect()?;
             fetch(&mut client, args.run.as_deref()).await
         })
         .map_err(|e| locate(e, &args.connection.coordinator))?;

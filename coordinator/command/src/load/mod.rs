@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use nqueens_common::proto;
-use nqueens_worker::connect::connect;
-use nqueens_worker::Connection;
+use nqueens_proto as proto;
+use nqueens_proto::connect;
+use nqueens_proto::Connection;
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -100,7 +100,7 @@ pub enum LoadError {
     #[error("invalid load: {0}")]
     Invalid(String),
     #[error(transparent)]
-    Connect(#[from] nqueens_worker::Error),
+    Connect(#[from] nqueens_proto::Error),
     #[error("coordinator: {}: {}", .0.code(), .0.message())]
     Rpc(#[from] tonic::Status),
     #[error("the run does not hold what was acknowledged: {acknowledged_jobs} jobs acknowledged done with total {acknowledged_total}, but the run has {stored_jobs} jobs done with total {stored_total}")]

@@ -12,8 +12,8 @@ use clap::Args;
 use nqueens_common::JobKey;
 use serde::Serialize;
 
-use crate::ledger::{self, LedgerView, LEDGER_FILE};
-use crate::store::{JobState, ResultRecord, Store};
+use nqueens_coordinator::ledger::{self, LedgerView, LEDGER_FILE};
+use nqueens_coordinator::store::{JobState, ResultRecord, Store};
 
 /// Results restored per transaction.
 const RESTORE_BATCH: usize = 4096;
@@ -55,7 +55,7 @@ pub struct AuditArgs {
 
 fn data_dir(data: &Option<PathBuf>) -> PathBuf {
     data.clone()
-        .unwrap_or_else(nqueens_worker::setup::default_data_dir)
+        .unwrap_or_else(crate::setup::default_data_dir)
 }
 
 /// Opens an existing store (never creates one).
@@ -123,7 +123,7 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     store.flush()?;
     let lines = store.audit()?;
     // The new store's own ledger starts as a copy of what it holds.
-    crate::ledger::rewrite(&args.data.join(LEDGER_FILE), &store)?;
+    nqueens_coordinator::ledger::rewrite(&args.data.join(LEDGER_FILE), &store)?;
     eprintln!(
         "imported {} runs and {results} results into {}; audit passed for {} runs",
         view.runs.len(),

@@ -1,8 +1,8 @@
 //! `nqueens-worker`: parse the command line and run the worker (the same as `nqueens worker`).
 
 use clap::Parser;
-use nqueens_worker::cli::WorkerArgs;
-use nqueens_worker::setup::{self, LogFormat};
+use nqueens_cli::worker::WorkerArgs;
+use nqueens_cli::setup::{self, LogFormat};
 
 /// Pull jobs from an nqueens coordinator, compute them on all cores, report the counts.
 #[derive(Debug, Parser)]
@@ -15,7 +15,7 @@ struct Cli {
     log_format: LogFormat,
     /// Search kernel: `avx2` or `scalar` (default: the fastest this CPU runs). A kernel the CPU cannot
     /// run is refused.
-    #[arg(long, value_name = "NAME", value_parser = nqueens_worker::cli::kernel)]
+    #[arg(long, value_name = "NAME", value_parser = nqueens_cli::worker::kernel)]
     kernel: Option<nqueens_common::kernel::Variant>,
 }
 
@@ -26,5 +26,5 @@ async fn main() -> anyhow::Result<()> {
     if let Some(variant) = cli.kernel {
         nqueens_common::kernel::choose(variant)?;
     }
-    nqueens_worker::cli::run(cli.args).await
+    nqueens_cli::worker::run(cli.args).await
 }

@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
-use nqueens_common::proto::coordinator_client::CoordinatorClient;
+use crate::coordinator_client::CoordinatorClient;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
 use tonic::service::Interceptor;
@@ -18,23 +17,17 @@ use crate::error::{Error, Result};
 /// A client of the coordinator service that sends the token with every call.
 pub type Client = CoordinatorClient<InterceptedService<Channel, Bearer>>;
 
-/// How to reach a coordinator (command-line flags shared by every client).
-#[derive(Debug, Clone, Default, Args)]
+/// The address `nqueens serve` listens on by default, and so where clients look by default.
+pub const DEFAULT_COORDINATOR: &str = "http://127.0.0.1:7447";
+
+/// How to reach a coordinator.
+#[derive(Debug, Clone, Default)]
 pub struct Connection {
-    /// The coordinator's address, e.g. http://10.0.0.1:7447 (https://... with TLS); by default the
-    /// address `nqueens serve` listens on by default.
-    #[arg(
-        long,
-        env = "NQUEENS_COORDINATOR",
-        default_value = "http://127.0.0.1:7447"
-    )]
+    /// The coordinator's address, e.g. http://10.0.0.1:7447 (https://... with TLS).
     pub coordinator: String,
     /// The shared bearer token, when the coordinator requires one.
-    #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// PEM file of the CA certificate (or the self-signed certificate) that the coordinator's TLS
-    /// certificate must chain to; implies TLS.
-    #[arg(long, value_name = "PEM")]
+    /// PEM file of the CA certificate that the coordinator's TLS certificate must chain to; implies TLS.
     pub tls_ca: Option<PathBuf>,
 }
 

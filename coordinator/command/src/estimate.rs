@@ -30,7 +30,7 @@ pub struct EstimateArgs {
     #[arg(long, default_value_t = 0.95)]
     pub confidence: f64,
     /// Compute threads (default: all cores). Each job is timed alone: the figures are per core.
-    #[arg(long, value_parser = nqueens_worker::cli::threads)]
+    #[arg(long, value_parser = crate::worker::threads)]
     pub threads: Option<usize>,
     /// Split each sampled job this many rows further and compute only --subsample of its parts: a
     /// two-stage sample, still unbiased, for N whose jobs take too long to compute whole (N >= 24).

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use nqueens_common::proto;
-use nqueens_worker::connect::Client;
+use nqueens_proto as proto;
+use nqueens_proto::Client;
 use tokio::time::{Instant, MissedTickBehavior};
 
 /// Pause after a failed call, so that a coordinator in trouble is not hammered.

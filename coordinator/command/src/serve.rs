@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use nqueens_worker::setup;
+use crate::setup;
 use tokio::net::TcpListener;
 
-use crate::service::{Config, Coordinator};
-use crate::store::Store;
+use nqueens_coordinator::service::{Config, Coordinator};
+use nqueens_coordinator::store::Store;
 
 /// Arguments of `nqueens serve`.
 #[derive(Debug, Args)]
@@ -99,7 +99,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         max_attempts: args.max_attempts,
         repair: args.repair,
     };
-    let options = crate::server::Options {
+    let options = nqueens_coordinator::server::Options {
         progress_interval: args.progress_interval,
         token: args.token.clone(),
         tls,
@@ -123,7 +123,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 Err(e) if reopened && !shutdown.is_cancelled() => {
                     tracing::error!(error = %e, "cannot reopen the store yet; trying again in 2 s");
                     tokio::select! {
-                        _ = tokio::time::sleep(crate::storage_health::PROBE_EVERY) => continue,
+                        _ = tokio::time::sleep(nqueens_coordinator::storage_health::PROBE_EVERY) => continue,
                         _ = shutdown.cancelled() => break,
                     }
                 }
@@ -134,9 +134,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             let listener = bind(args.listen).await?;
             let http = match args.metrics_listen {
                 Some(addr) => Some(
-                    nqueens_worker::http::spawn(
+                    crate::http::spawn(
                         addr,
-                        crate::web::router(coordinator.clone()),
+                        nqueens_coordinator::web::router(coordinator.clone()),
                         incarnation.clone().cancelled_owned(),
                     )
                     .await?,
@@ -152,7 +152,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 token = args.token.is_some(),
                 "coordinator listening"
             );
-            crate::server::serve(
+            nqueens_coordinator::server::serve(
                 listener,
                 coordinator.clone(),
                 options.clone(),

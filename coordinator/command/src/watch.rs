@@ -8,8 +8,8 @@ use std::io::{IsTerminal, Write};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::remote::{fetch, run_line, StatusArgs};
-use crate::progress::format_eta;
-use crate::status_json::{StatusOutput, WorkerOutput};
+use nqueens_coordinator::progress::format_eta;
+use nqueens_coordinator::status_json::{StatusOutput, WorkerOutput};
 
 /// The worker table's header.
 pub const WORKER_HEADER: &str =
@@ -169,7 +169,7 @@ pub async fn watch(args: &StatusArgs) -> anyhow::Result<()> {
 }
 
 async fn follow(args: &StatusArgs) -> anyhow::Result<()> {
-    let mut client = nqueens_worker::connect(&args.connection)?;
+    let mut client = args.connection.connect()?;
     let mut live = (std::io::stdout().is_terminal() && !args.json).then(Live::new);
     let mut tick = tokio::time::interval(args.interval.max(std::time::Duration::from_millis(50)));
     loop {

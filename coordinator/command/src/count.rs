@@ -41,7 +41,7 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
     let data = args
         .data
         .clone()
-        .unwrap_or_else(nqueens_worker::setup::default_data_dir);
+        .unwrap_or_else(crate::setup::default_data_dir);
     let start = Instant::now();
     let summary = plan.summary();
     let bar = ProgressBar::new(summary.jobs);

@@ -1,0 +1,47 @@
+//! The wire contract of nqueens-cluster, as a crate.
+//!
+//! Design: `nqueens.proto` is compiled at build time by protox (pure Rust, so no system `protoc`) into
+//! prost messages and tonic stubs that use [`codec::StrictCodec`]. This crate owns everything that
+//! touches those types: the conversions between wire and core values (strategy, job keys, results), the
+//! client connection with its bearer token and TLS ([`connect`]), and the per-method call metrics that
+//! both ends keep ([`metrics`]). Dependencies point one way: `nqueens-common` (the pure counting core)
+//! below, the coordinator and the worker above; prost types never travel past the gRPC layers.
+
+pub mod codec;
+pub mod connect;
+pub mod error;
+pub mod metrics;
+
+pub use connect::{connect, Bearer, Client, Connection, DEFAULT_COORDINATOR};
+pub use error::{Error, Result};
+
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+mod generated {
+    tonic::include_proto!("nqueens.v1");
+}
+pub use generated::*;
+
+/// The encoded descriptor set of the proto, for gRPC server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/nqueens_descriptor.bin"));
+
+/// Most jobs one lease request may ask for (the coordinator refuses more).
+pub const MAX_LEASE_CAPACITY: u32 = 4096;
+
+impl From<nqueens_common::Strategy> for Strategy {
+    fn from(s: nqueens_common::Strategy) -> Strategy {
+        match s {
+            nqueens_common::Strategy::D4 => Strategy::D4,
+            nqueens_common::Strategy::Mirror => Strategy::Mirror,
+        }
+    }
+}
+
+/// The strategy a wire value names; unknown numbers (a newer client) are an error, never a guess.
+pub fn strategy_from_wire(value: i32) -> nqueens_common::Result<nqueens_common::Strategy> {
+    match Strategy::try_from(value) {
+        Ok(Strategy::Unspecified | Strategy::D4) => Ok(nqueens_common::Strategy::D4),
+        Ok(Strategy::Mirror) => Ok(nqueens_common::Strategy::Mirror),
+        Err(_) => Err(nqueens_common::Error::UnknownStrategy(format!("wire value {value}"))),
+    }
+}
