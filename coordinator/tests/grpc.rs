@@ -37,7 +37,7 @@ async fn start_with(lease_timeout: Duration, options: Options) -> Server {
         Config {
             lease_timeout,
             max_attempts: 3,
-            repair: false,
+            ..Config::default()
         },
     )
     .unwrap();
@@ -1003,7 +1003,7 @@ async fn issue_15_after_a_restart_only_an_authentic_earlier_lease_counts() {
     let config = Config {
         lease_timeout: Duration::from_secs(60),
         max_attempts: 3,
-        repair: false,
+        ..Config::default()
     };
     // One incarnation hands out leases and stops before any result arrives.
     let incarnation = |config: Config| {

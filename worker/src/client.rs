@@ -239,8 +239,11 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
             "stopping with unacknowledged results; the journal keeps them for the next start"
         );
     }
-    tracing::info!(jobs = w.summary.jobs, accepted = w.summary.accepted, nodes = %w.summary.nodes, "worker stopped");
-    Ok(w.summary)
+    let Worker { pool, summary, .. } = w;
+    // Running jobs end on their own threads; waiting for them must not hold a runtime thread.
+    let _ = tokio::task::spawn_blocking(move || pool.join()).await;
+    tracing::info!(jobs = summary.jobs, accepted = summary.accepted, nodes = %summary.nodes, "worker stopped");
+    Ok(summary)
 }
 
 /// The longest wait between two attempts to reach the coordinator, jitter included.

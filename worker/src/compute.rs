@@ -49,7 +49,8 @@ impl<L> Shared<L> {
     }
 }
 
-/// The pool; dropping it lets running jobs finish, drops the queue and joins the threads.
+/// The pool; dropping it drops the queue and lets running jobs finish on their own ([`ComputePool::join`]
+/// waits for them).
 pub struct ComputePool<L> {
     shared: Arc<Shared<L>>,
     threads: Vec<JoinHandle<()>>,
@@ -197,13 +198,27 @@ fn gpu_compute<L>(
     }
 }
 
-impl<L> Drop for ComputePool<L> {
-    fn drop(&mut self) {
-        self.shared.lock().closed = true;
-        self.shared.ready.notify_all();
+impl<L> ComputePool<L> {
+    /// Closes the pool and waits until its threads end (a running job finishes first: minutes, at worst).
+    /// Blocking: call it on a blocking thread (`spawn_blocking`), never on a runtime thread.
+    pub fn join(mut self) {
+        self.close();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+    }
+
+    fn close(&self) {
+        self.shared.lock().closed = true;
+        self.shared.ready.notify_all();
+    }
+}
+
+impl<L> Drop for ComputePool<L> {
+    /// Closes the queue without waiting: the threads finish the job in hand and end by themselves, so a
+    /// pool dropped on a runtime thread (say, by an error) never holds that thread for a search.
+    fn drop(&mut self) {
+        self.close();
     }
 }
 

@@ -44,6 +44,10 @@ pub struct Cli {
     /// the CPU cannot run is refused.
     #[arg(long, global = true, value_name = "NAME", value_parser = crate::worker::kernel)]
     pub kernel: Option<nqueens_common::kernel::Variant>,
+    /// Threads of the async runtime that serves gRPC, HTTP and the store (default: one per core, at
+    /// least 2); searches run on threads of their own.
+    #[arg(long, global = true, value_name = "N", value_parser = crate::worker::threads)]
+    pub runtime_threads: Option<usize>,
 }
 
 impl Cli {
@@ -155,6 +159,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(variant) = cli.kernel {
         nqueens_common::kernel::choose(variant)?;
     }
+    if let Some(threads) = cli.runtime_threads {
+        RUNTIME_THREADS.store(threads, std::sync::atomic::Ordering::Relaxed);
+    }
     match cli.command {
         Command::Count(args) => count::run(&args),
         Command::Solve(args) => solve::run(&args),
@@ -181,9 +188,21 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 /// The async runtime of the commands that talk gRPC.
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(runtime_threads())
         .enable_all()
         .build()
+}
+
+/// `--runtime-threads`, once parsed (0: not given).
+static RUNTIME_THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Threads of the async runtime: `--runtime-threads`, else one per core (at least 2). Searches never run
+/// on these threads (they have their own), so this sizes the network and store side only.
+fn runtime_threads() -> usize {
+    match RUNTIME_THREADS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+        n => n,
+    }
 }
 
 /// Raises this process's limit of open files to the hard limit: a coordinator holds one connection per

@@ -36,6 +36,10 @@ pub struct ServeArgs {
     /// Let a quarantined worker (by name) lease again; repeatable.
     #[arg(long, value_name = "NAME")]
     pub release_quarantine: Vec<String>,
+    /// Most report batches on their way to the store at once; more wait their turn (backpressure in
+    /// front of the commit thread).
+    #[arg(long, value_name = "N", default_value_t = nqueens_coordinator::service::MAX_IN_FLIGHT, value_parser = crate::worker::threads)]
+    pub max_in_flight: usize,
     /// Interval of the progress log line, e.g. 30s.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub progress_interval: Duration,
@@ -98,6 +102,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         lease_timeout: args.lease_timeout,
         max_attempts: args.max_attempts,
         repair: args.repair,
+        max_in_flight: args.max_in_flight,
     };
     let options = nqueens_coordinator::server::Options {
         progress_interval: args.progress_interval,

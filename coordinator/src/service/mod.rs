@@ -44,7 +44,13 @@ pub struct Config {
     pub max_attempts: u32,
     /// Trust the ledger's intact lines at startup although it has damaged ones (`serve --repair`).
     pub repair: bool,
+    /// Most report batches on their way to the committer at once; more wait for a place (backpressure
+    /// in front of the commit thread, however many workers report at once).
+    pub max_in_flight: usize,
 }
+
+/// Default of [`Config::max_in_flight`].
+pub const MAX_IN_FLIGHT: usize = 512;
 
 impl Default for Config {
     fn default() -> Config {
@@ -52,6 +58,7 @@ impl Default for Config {
             lease_timeout: Duration::from_secs(60),
             max_attempts: 5,
             repair: false,
+            max_in_flight: MAX_IN_FLIGHT,
         }
     }
 }
@@ -73,6 +80,8 @@ struct Shared {
     health: Arc<StorageHealth>,
     /// Set when the coordinator begins to shut down: long enumerations end early.
     stopping: Arc<std::sync::atomic::AtomicBool>,
+    /// Places for report batches between validation and the committer's answer.
+    in_flight: tokio::sync::Semaphore,
 }
 
 struct State {
@@ -150,6 +159,7 @@ impl Coordinator {
                 metrics: Arc::default(),
                 health,
                 stopping: Arc::default(),
+                in_flight: tokio::sync::Semaphore::new(config.max_in_flight.max(1)),
             }),
         })
     }

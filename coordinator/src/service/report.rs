@@ -53,7 +53,15 @@ impl Coordinator {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        // A bounded number of batches wait on the committer; the rest wait here, holding nothing.
+        let place = self
+            .shared
+            .in_flight
+            .acquire()
+            .await
+            .map_err(|_| Error::ShuttingDown)?;
         let committed = self.shared.committer.commit(batch.clone()).await?;
+        drop(place);
         let now = Instant::now();
         let mut guard = self.state();
         let state = &mut *guard;
@@ -235,15 +243,41 @@ impl Coordinator {
                 Ok(key)
             })
             .collect::<Result<Vec<JobKey>>>()?;
-        let state = self.state();
+        // A job already done only gets its result compared, whatever lease it names. The store is read
+        // before the state lock is taken (no disk I/O under it), and once more, with the lock released,
+        // for a lease the check refuses: the job may have been settled in between, and a job settled
+        // stays settled.
+        let settled = keys
+            .iter()
+            .zip(&runs)
+            .map(|(key, &(run, ..))| self.shared.store.is_settled(run, key))
+            .collect::<Result<Vec<bool>>>()?;
+        let checked: Vec<Result<()>> = {
+            let state = self.state();
+            reports
+                .iter()
+                .zip(&keys)
+                .zip(&runs)
+                .zip(&settled)
+                .map(|(((r, key), &(run, ..)), &done)| {
+                    if done {
+                        Ok(())
+                    } else {
+                        state.leases.check_report(r.lease, r.tag, run, key)
+                    }
+                })
+                .collect()
+        };
         reports
             .iter()
             .zip(keys)
             .zip(&runs)
-            .map(|((r, key), &(run, ..))| {
-                // A job already done only gets its result compared, whatever lease it names.
-                if !self.shared.store.is_settled(run, &key)? {
-                    state.leases.check_report(r.lease, r.tag, run, &key)?;
+            .zip(checked)
+            .map(|(((r, key), &(run, ..)), check)| {
+                if let Err(refused) = check {
+                    if !self.shared.store.is_settled(run, &key)? {
+                        return Err(refused);
+                    }
                 }
                 Ok(Incoming {
                     run,
