@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Failed};
+use support::tools::{find_on_path, needs};
 use support::{reference, stdout_of, wait, worker_via, Serve};
 
 /// The Kubernetes version whose schemas the manifests must satisfy (with kubernetes-validate 1.31.0).
@@ -27,12 +28,14 @@ fn main() {
             "issue_6_kubernetes_manifests_validate_against_the_schemas",
             &["kubernetes-validate"],
             false,
+            "pip install kubernetes-validate==1.31.0",
             kubernetes_manifests,
         ),
         needs(
             "issue_6_systemd_units_pass_systemd_analyze_verify",
             &["systemd-analyze"],
             false,
+            "apt-get install systemd",
             systemd_units,
         ),
         needs(
@@ -46,60 +49,18 @@ fn main() {
                 "munged",
             ],
             true,
+            "apt-get install slurm-wlm munge",
             slurm_batch_script,
         ),
         needs(
             "issue_6_multi_host_run_across_network_namespaces_survives_a_link_outage",
             &["ip"],
             true,
+            "apt-get install iproute2",
             multi_host_run,
         ),
     ];
     libtest_mimic::run(&args, trials).exit();
-}
-
-/// A test that runs only where `tools` are on PATH (and, with `root`, as root); elsewhere it is
-/// ignored, saying why, except under CI, where it fails.
-fn needs(
-    name: &'static str,
-    tools: &[&str],
-    root: bool,
-    test: fn() -> Result<(), Failed>,
-) -> Trial {
-    let mut missing: Vec<String> = tools
-        .iter()
-        .filter(|t| find_on_path(t).is_none())
-        .map(|t| format!("`{t}`"))
-        .collect();
-    if root && !is_root() {
-        missing.push("root".into());
-    }
-    if missing.is_empty() {
-        return Trial::test(name, test);
-    }
-    let why = format!("needs {}", missing.join(", "));
-    if std::env::var_os("CI").is_some() {
-        return Trial::test(name, move || {
-            Err(format!("{why} (CI must provide it)").into())
-        });
-    }
-    eprintln!("{name}: ignored: {why}");
-    Trial::test(name, test).with_ignored_flag(true)
-}
-
-fn find_on_path(tool: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|dir| dir.join(tool))
-        .find(|p| p.is_file())
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
 }
 
 fn repo() -> PathBuf {
