@@ -578,3 +578,32 @@ fn issue_17_the_kernel_is_chosen_at_run_time_and_can_be_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a kernel"));
 }
+
+#[test]
+fn issue_19_serve_refuses_to_listen_beyond_loopback_without_a_token_and_tls_unless_insecure() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    for extra in [&[][..], &["--token", "t0ken"][..]] {
+        let started = std::time::Instant::now();
+        let out = support::nqueens()
+            .args(["serve", "--listen", "0.0.0.0:0", "--data"])
+            .arg(&data)
+            .args(extra)
+            .env_remove("NQUEENS_TOKEN")
+            .env_remove("NQUEENS_TLS_CERT")
+            .env_remove("NQUEENS_TLS_KEY")
+            .output()
+            .unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        for what in ["refusing to listen on 0.0.0.0:0", "nqueens tls init", "--token", "--insecure"] {
+            assert!(err.contains(what), "{what}: {err}");
+        }
+        assert!(!data.exists(), "a refused serve touched its data directory");
+    }
+    // --insecure: the operator takes the risk; the coordinator starts (and warns).
+    let serve = support::Serve::start_with(&data, "0.0.0.0:0", "10s", &["--insecure"]);
+    assert!(serve.log().contains("--insecure"), "{}", serve.log());
+}

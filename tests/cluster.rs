@@ -221,3 +221,125 @@ fn issue_4_a_cluster_runs_over_tls_with_a_token() {
     assert_eq!(s["state"], "done");
     assert_eq!(s["total"], reference(12).0.to_string());
 }
+
+/// `nqueens tls init DIR`, checked: it succeeds and says which file goes where.
+fn tls_init(dir: &std::path::Path) -> String {
+    let out = support::nqueens()
+        .args(["tls", "init"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn issue_19_tls_init_makes_a_certificate_that_clients_and_loadgen_accept() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let tls = dir.path().join("tls");
+    let said = tls_init(&tls);
+    let file = |name: &str| tls.join(name).to_str().unwrap().to_string();
+    let (ca, cert, key) = (file("ca.pem"), file("server.pem"), file("server-key.pem"));
+    assert!(
+        said.contains(&format!("--tls-cert {cert} --tls-key {key}")),
+        "{said}"
+    );
+    assert!(said.contains(&format!("--tls-ca {ca}")), "{said}");
+    assert!(said.contains("https://"), "{said}");
+    for (name, mode) in [
+        ("ca.pem", 0o644),
+        ("ca-key.pem", 0o600),
+        ("server.pem", 0o644),
+        ("server-key.pem", 0o600),
+    ] {
+        let meta = std::fs::metadata(tls.join(name)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, mode, "{name}");
+    }
+
+    // The coordinator serves the certificate; a client that trusts the CA gets in (rustls checks the
+    // chain, the host 127.0.0.1 and that the server certificate is no CA).
+    let serve = Serve::start_with(
+        &dir.path().join("store"),
+        "127.0.0.1:0",
+        "10s",
+        &["--token", "t0ken", "--tls-cert", &cert, "--tls-key", &key],
+    );
+    let https = serve.address.replace("http://", "https://");
+    let status = |extra: &[&str]| {
+        support::nqueens()
+            .args(["status", "--coordinator", &https, "--token", "t0ken"])
+            .args(extra)
+            .env_remove("NQUEENS_TLS_CA")
+            .output()
+            .unwrap()
+    };
+    let out = status(&["--tls-ca", &ca]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Without the CA the client says what it needs.
+    let out = status(&[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tls-ca"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // The load generator reaches the same coordinator through the same CA.
+    let out = support::nqueens()
+        .args(["loadgen", "--coordinator", &https, "--token", "t0ken"])
+        .args(["--tls-ca", &ca])
+        .args(["--n", "12", "--workers", "2", "--rate", "0"])
+        .args(["--warmup", "200ms", "--duration", "1s", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // (N = 12 has few jobs: the fleet may finish them during the warm-up.)
+    assert_eq!(r["errors"], 0, "{r}");
+    assert!(r["jobs_done"].as_u64() > Some(0), "{r}");
+}
+
+#[test]
+fn issue_19_tls_init_refuses_to_overwrite_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    tls_init(dir.path());
+    let read = |name: &str| std::fs::read(dir.path().join(name)).unwrap();
+    let names = ["ca.pem", "ca-key.pem", "server.pem", "server-key.pem"];
+    let before: Vec<Vec<u8>> = names.iter().map(|n| read(n)).collect();
+
+    let out = support::nqueens()
+        .args(["tls", "init"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already exist") && err.contains("--force"), "{err}");
+    let after: Vec<Vec<u8>> = names.iter().map(|n| read(n)).collect();
+    assert_eq!(before, after, "a refused tls init changed files");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
+
+    // --force makes a new CA and certificate, for the hosts given.
+    let out = support::nqueens()
+        .args(["tls", "init", "--force", "--host", "coordinator.example", "--host", "10.0.0.1"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("https://coordinator.example:7447"), "{said}");
+    assert_ne!(read("ca.pem"), before[0]);
+    assert_ne!(read("server-key.pem"), before[3]);
+}

@@ -233,11 +233,15 @@ fn slurm_batch_script() -> Result<(), Failed> {
 
     // First submission: cancelled once some results are in.
     let job = run(sbatch("first.out").arg(&script))?.trim().to_string();
-    let url = format!("http://127.0.0.1:{port}");
+    // The script guards the coordinator: a token and TLS material it makes in the data directory.
+    let url = format!("https://127.0.0.1:{port}");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
+        let token = std::fs::read_to_string(data.join("token")).unwrap_or_default();
         let status = Command::new(env!("CARGO_BIN_EXE_nqueens"))
-            .args(["status", "--json", "--coordinator", &url])
+            .args(["status", "--json", "--coordinator", &url, "--token", &token])
+            .arg("--tls-ca")
+            .arg(data.join("tls/ca.pem"))
             .output()?;
         let runs: Vec<serde_json::Value> = String::from_utf8_lossy(&status.stdout)
             .lines()
@@ -290,6 +294,22 @@ fn slurm_batch_script() -> Result<(), Failed> {
         .args(["audit", "--json", "--data"])
         .arg(&data))?;
     assert!(audit.contains(&total.to_string()), "{audit}");
+
+    // The token and the keys are private; the coordinator logged that it served TLS with a token.
+    use std::os::unix::fs::PermissionsExt;
+    for private in ["token", "tls/ca-key.pem", "tls/server-key.pem"] {
+        let mode = std::fs::metadata(data.join(private))?.permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{private} is readable by others: {mode:o}");
+    }
+    let log = std::fs::read_to_string(data.join("coordinator.log"))?;
+    let listening = log
+        .lines()
+        .find(|l| l.contains("coordinator listening"))
+        .ok_or_else(|| format!("no listening line:\n{log}"))?;
+    assert!(
+        listening.contains(r#""tls":true"#) && listening.contains(r#""token":true"#),
+        "{listening}"
+    );
     Ok(())
 }
 
@@ -406,7 +426,8 @@ fn multi_host_run() -> Result<(), Failed> {
         &dir.path().join("store"),
         "0.0.0.0:7447",
         "2s",
-        &[],
+        // Plaintext between the namespaces on purpose: this test is about the network, not security.
+        &["--insecure"],
     );
     let out = stdout_of(in_ns(&coord).args([
         "submit",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A one-node Slurm cluster on this machine: munged, slurmctld and slurmd from Debian's `munge` and
-# `slurm-wlm` packages, run as root, every file but munge's in DIR. For trying nqueens.sbatch before a
+# `slurm-wlm` packages, run as root, every file but munge's in DIR. `stop` stops what `start` started
+# (munged too, unless it was already running). For trying nqueens.sbatch before a
 # real cluster, and what the test suite runs it on.
 #
 #   deploy/slurm/local-cluster.sh start DIR [SLURMCTLD_PORT SLURMD_PORT]
@@ -52,6 +53,8 @@ EOF
     mkdir -p /run/munge
     chown munge:munge /run/munge
     runuser -u munge -- munged
+    # Started here, so `stop` stops it too.
+    touch "$dir/munged.started"
   fi
   slurmctld
   slurmd
@@ -77,6 +80,11 @@ stop)
     kill -TERM "$pid" 2>/dev/null || continue
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   done
+  # munged only if `start` started it (one already running serves others too).
+  if [ -f "$dir/munged.started" ]; then
+    munged --stop >/dev/null 2>&1 || true
+    rm -f "$dir/munged.started"
+  fi
   ;;
 *) usage ;;
 esac

@@ -60,11 +60,15 @@ if [ "$NETNS" = 1 ]; then
 else
   LISTEN=127.0.0.1:$PORT
 fi
-LOCAL=http://127.0.0.1:$PORT
+LOCAL=https://127.0.0.1:$PORT
+# Guarded as in production: a token and TLS (a certificate for every address the workers dial).
+[ -s "$DIR/tls/server.pem" ] || "$NQ" tls init "$DIR/tls" --force --host 127.0.0.1 \
+  --host 10.77.1.1 --host 10.77.2.1 --host 10.77.3.1 >/dev/null
+export NQUEENS_TLS_CA="$DIR/tls/ca.pem"
 
 start_serve() {
   "$NQ" serve --data "$DIR/store" --listen "$LISTEN" --lease-timeout 10s --token "$TOKEN" \
-    --progress-interval 60s 2>>"$DIR/serve.log" &
+    --tls-cert "$DIR/tls/server.pem" --tls-key "$DIR/tls/server-key.pem" --progress-interval 60s 2>>"$DIR/serve.log" &
   SPID=$!
   for _ in $(seq 100); do
     "$NQ" status --coordinator "$LOCAL" --token "$TOKEN" >/dev/null 2>&1 && return
@@ -75,7 +79,7 @@ start_serve() {
 
 start_worker() {
   local k=$1 url prefix=()
-  if [ "$NETNS" = 1 ]; then url=http://10.77.$k.1:$PORT; prefix=(ip netns exec "nqsoak$k"); else url=$LOCAL; fi
+  if [ "$NETNS" = 1 ]; then url=https://10.77.$k.1:$PORT; prefix=(ip netns exec "nqsoak$k"); else url=$LOCAL; fi
   "${prefix[@]}" "$NQ" worker --coordinator "$url" --token "$TOKEN" --threads "$THREADS" --name "w$k" \
     --journal "$DIR/w$k.journal" --exit-when-idle 2>>"$DIR/w$k.log" &
   WPID[$k]=$!

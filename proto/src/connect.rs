@@ -70,6 +70,14 @@ pub fn connect(c: &Connection) -> Result<Client> {
         .connect_timeout(Duration::from_secs(5))
         .timeout(Duration::from_secs(60))
         .tcp_nodelay(true);
+    if c.tls_ca.is_none() && url.starts_with("https://") {
+        // No system roots are compiled in: TLS needs the CA to trust.
+        return Err(bad(
+            "an https:// address needs --tls-ca PEM, the CA certificate the coordinator's chains to \
+             (DIR/ca.pem of `nqueens tls init DIR`)"
+                .into(),
+        ));
+    }
     if let Some(ca) = &c.tls_ca {
         if !url.starts_with("https://") {
             return Err(bad("--tls-ca needs an https:// address".into()));

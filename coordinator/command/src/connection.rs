@@ -18,7 +18,7 @@ pub struct ConnectionArgs {
     pub token: Option<String>,
     /// PEM file of the CA certificate that the coordinator's TLS certificate must chain to (as written
     /// by `nqueens tls init`); implies TLS.
-    #[arg(long, value_name = "PEM")]
+    #[arg(long, env = "NQUEENS_TLS_CA", value_name = "PEM")]
     pub tls_ca: Option<PathBuf>,
 }
 

@@ -22,6 +22,7 @@ mod remote;
 mod serve;
 pub mod setup;
 mod solve;
+pub mod tls;
 mod watch;
 pub mod worker;
 
@@ -95,6 +96,8 @@ pub enum Command {
     /// Print solutions: one of any size at once, or every solution of a small board (--all), as boards
     /// or JSON
     Solve(solve::SolveArgs),
+    /// TLS material for the coordinator: `tls init DIR` writes a CA and a server certificate signed by it.
+    Tls(tls::TlsArgs),
 }
 
 /// Board size and partition, shared by `count` and `plan`.
@@ -182,6 +185,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(args) => backup::export(&args),
         Command::Import(args) => backup::import(&args),
         Command::Audit(args) => backup::audit(&args),
+        Command::Tls(args) => tls::run(&args),
     }
 }
 
@@ -225,6 +229,10 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
     let refused = e
         .downcast_ref::<remote::RpcError>()
         .is_some_and(|s| matches!(s.code, tonic::Code::InvalidArgument | tonic::Code::NotFound));
+    if e.downcast_ref::<serve::Unguarded>().is_some() {
+        // A usage error: the command line asks to serve other machines unguarded.
+        return 2;
+    }
     if e.downcast_ref::<count::Interrupted>().is_some() {
         // The shell's convention for a command ended by SIGINT.
         return 130;

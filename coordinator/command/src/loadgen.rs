@@ -47,6 +47,10 @@ pub struct LoadgenArgs {
     /// The coordinator's bearer token, if it requires one.
     #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// PEM file of the CA certificate the coordinator's TLS certificate chains to (DIR/ca.pem from
+    /// `nqueens tls init DIR`), for an https:// --coordinator.
+    #[arg(long, value_name = "PEM", requires = "coordinator")]
+    pub tls_ca: Option<PathBuf>,
     /// Store directory of the in-process coordinator (default: a fresh temporary one, removed after).
     #[arg(long, conflicts_with = "coordinator")]
     pub data: Option<PathBuf>,
@@ -86,7 +90,7 @@ pub fn run(args: &LoadgenArgs) -> anyhow::Result<()> {
                 let connection = nqueens_proto::Connection {
                     coordinator: address.clone(),
                     token: args.token.clone(),
-                    tls_ca: None,
+                    tls_ca: args.tls_ca.clone(),
                 };
                 let report = loadgen::run(&connection, &load).await?;
                 Ok::<_, anyhow::Error>(Output {

@@ -47,22 +47,64 @@ pub struct ServeArgs {
     /// it with --token or NQUEENS_TOKEN).
     #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// PEM certificate (chain) for TLS; with --tls-key, clients connect with https:// and --tls-ca.
-    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    /// PEM certificate (chain) for TLS, e.g. DIR/server.pem from `nqueens tls init DIR`; with --tls-key,
+    /// clients connect with https:// and --tls-ca.
+    #[arg(long, env = "NQUEENS_TLS_CERT", value_name = "PEM", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
+    /// Listen beyond loopback without both a token and TLS (on a network you trust): anyone who can
+    /// reach the port can then submit runs and report results.
+    #[arg(long)]
+    pub insecure: bool,
     /// Serve HTTP at this address: Prometheus metrics at /metrics and the status page at / (read-only,
     /// no token: keep it on a private network), e.g. 127.0.0.1:9100.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
-    /// PEM private key of --tls-cert.
-    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    /// PEM private key of --tls-cert, e.g. DIR/server-key.pem.
+    #[arg(long, env = "NQUEENS_TLS_KEY", value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 }
+
+/// `serve` asked to listen beyond loopback without both a token and TLS, and without `--insecure`.
+#[derive(Debug)]
+pub struct Unguarded {
+    pub addr: SocketAddr,
+    pub token: bool,
+    pub tls: bool,
+}
+
+impl std::fmt::Display for Unguarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let missing = match (self.token, self.tls) {
+            (false, false) => "a token and TLS",
+            (false, true) => "a token",
+            _ => "TLS",
+        };
+        write!(
+            f,
+            "refusing to listen on {} without {missing}: anyone who can reach it could submit runs and \
+             report results. Create TLS material with `nqueens tls init DIR` and pass \
+             --tls-cert DIR/server.pem --tls-key DIR/server-key.pem and --token T (or NQUEENS_TOKEN); \
+             or listen on 127.0.0.1; or pass --insecure on a network you trust",
+            self.addr
+        )
+    }
+}
+
+impl std::error::Error for Unguarded {}
 
 /// Opens the store, audits it, and serves until SIGTERM or Ctrl-C.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     if args.token.as_deref().is_some_and(str::is_empty) {
         anyhow::bail!("--token must not be empty");
+    }
+    let guarded = args.token.is_some() && args.tls_cert.is_some();
+    if !args.listen.ip().is_loopback() && !guarded && !args.insecure {
+        return Err(Unguarded {
+            addr: args.listen,
+            token: args.token.is_some(),
+            tls: args.tls_cert.is_some(),
+        }
+        .into());
     }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => {
@@ -81,7 +123,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             addr = %args.listen,
             token = args.token.is_some(),
             tls = tls.is_some(),
-            "listening beyond loopback without both a token and TLS: anyone who can reach this port can submit runs and report results"
+            "listening beyond loopback without both a token and TLS (--insecure): anyone who can reach this port can submit runs and report results"
         );
     }
     super::raise_open_files();
