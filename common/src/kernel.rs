@@ -11,14 +11,17 @@
 //! by arithmetic, so the processor never has to guess the shape of the tree and no step is spent only
 //! on backing up. Every variant is compiled into every x86-64 build and chosen at run time ([`Variant`]):
 //! on a CPU with AVX2 (and BMI, POPCNT, LZCNT) [`run`] steps eight searches at once, one per lane of a
-//! vector (`kernel/avx2.rs`); elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in
-//! turn to give the processor independent work to overlap. No allocation in the loop, no I/O, no error
+//! vector (`kernel/avx2.rs`), and with AVX-512 (F, BW, VL, DQ, CD) sixteen (`kernel/avx512.rs`);
+//! elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in turn to give the processor
+//! independent work to overlap. No allocation in the loop, no I/O, no error
 //! path: problems are validated before they get here.
 
 use crate::board::PartialBoard;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod seeds;
 
 /// Independent searches the scalar lanes step side by side (see BENCHMARKS.md). [`run_scalar`] writes its
@@ -376,17 +379,21 @@ pub enum Variant {
     Scalar,
     /// Eight searches in the lanes of a 256-bit vector: x86-64 with AVX2, BMI1/2, POPCNT and LZCNT.
     Avx2,
+    /// Sixteen searches in the lanes of a 512-bit vector: x86-64 with AVX-512 F, BW, VL, DQ and CD,
+    /// BMI1/2, POPCNT and LZCNT.
+    Avx512,
 }
 
 impl Variant {
     /// Every variant of this build, slowest first.
-    pub const ALL: [Variant; 2] = [Variant::Scalar, Variant::Avx2];
+    pub const ALL: [Variant; 3] = [Variant::Scalar, Variant::Avx2, Variant::Avx512];
 
     /// The name `--kernel` takes.
     pub fn name(self) -> &'static str {
         match self {
             Variant::Scalar => "scalar",
             Variant::Avx2 => "avx2",
+            Variant::Avx512 => "avx512",
         }
     }
 
@@ -407,8 +414,20 @@ impl Variant {
                     && std::arch::is_x86_feature_detected!("popcnt")
                     && std::arch::is_x86_feature_detected!("lzcnt")
             }
+            #[cfg(target_arch = "x86_64")]
+            Variant::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+                    && std::arch::is_x86_feature_detected!("avx512cd")
+                    && std::arch::is_x86_feature_detected!("bmi1")
+                    && std::arch::is_x86_feature_detected!("bmi2")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+                    && std::arch::is_x86_feature_detected!("lzcnt")
+            }
             #[cfg(not(target_arch = "x86_64"))]
-            Variant::Avx2 => false,
+            Variant::Avx2 | Variant::Avx512 => false,
         }
     }
 
@@ -481,6 +500,11 @@ pub fn run_with<I: Iterator<Item = Unit>>(variant: Variant, units: I) -> Totals 
         Variant::Avx2 if variant.supported() => {
             // SAFETY: the CPU has every feature the vector kernel is compiled for (checked just above).
             unsafe { avx2::run(units) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Variant::Avx512 if variant.supported() => {
+            // SAFETY: the CPU has every feature the AVX-512 kernel is compiled for (checked just above).
+            unsafe { avx512::run(units) }
         }
         _ => run_scalar(units),
     }
@@ -571,7 +595,8 @@ mod variant_tests {
         for v in Variant::ALL {
             assert_eq!(Variant::parse(v.name()), Some(v));
         }
-        assert_eq!(Variant::parse("avx512"), None);
+        assert_eq!(Variant::parse("avx512"), Some(Variant::Avx512));
+        assert_eq!(Variant::parse("avx1024"), None);
         assert!(Variant::Scalar.supported());
         assert!(Variant::best().supported());
         assert!(Variant::available().contains(&Variant::best()));
