@@ -37,7 +37,14 @@ fn main() {
         sizes.push(16);
     }
     let variants = Variant::available();
-    println!("variants this CPU runs: {variants:?}; default: {}", kernel::chosen());
+    let start = Instant::now();
+    println!(
+        "variants this CPU runs: {variants:?}; default: {}",
+        kernel::chosen()
+    );
+    let took = start.elapsed();
+    let (_, times) = kernel::calibrate(&variants);
+    println!("calibration: {took:.1?} at start; best times of a second one: {times:.2?}");
     println!(
         "{:>3} {:<7} {:>5} {:>16} {:>14} {:>9} {:>10} {:>9} {:>12}",
         "N", "kernel", "round", "total", "nodes", "seconds", "Mnodes/s", "cpu s", "cpu Mnodes/s"

@@ -436,14 +436,51 @@ impl Variant {
         Variant::ALL.into_iter().filter(|v| v.supported()).collect()
     }
 
-    /// The fastest variant this machine runs (measured: `BENCHMARKS.md`, "The vector kernel").
+    /// The fastest variant this machine runs: measured once per process by [`calibrate`] where it runs
+    /// more than one (which vector width wins depends on the CPU: AVX-512 on one that splits 512-bit
+    /// operations in two may not beat AVX2), then kept.
     pub fn best() -> Variant {
-        Variant::ALL
-            .into_iter()
-            .rev()
-            .find(|v| v.supported())
-            .unwrap_or(Variant::Scalar)
+        static BEST: std::sync::OnceLock<Variant> = std::sync::OnceLock::new();
+        *BEST.get_or_init(|| {
+            let available = Variant::available();
+            match available.as_slice() {
+                [only] => *only,
+                _ => calibrate(&available).0,
+            }
+        })
     }
+}
+
+/// Board size of the calibration batch: its searches take a few milliseconds per variant.
+const CALIBRATION_N: u32 = 11;
+/// Rounds of the calibration; each variant keeps its fastest.
+const CALIBRATION_ROUNDS: usize = 3;
+
+/// Times each of `variants` on a small fixed batch (every search of N = [`CALIBRATION_N`] split two rows
+/// deep, more units than the widest vector has lanes), the variants alternating round by round, and
+/// returns the fastest and each one's best time. About 10 ms in all on a Zen 4.
+pub fn calibrate(variants: &[Variant]) -> (Variant, Vec<std::time::Duration>) {
+    let board = PartialBoard::empty(CALIBRATION_N).expect("a valid board size");
+    let batch: Vec<Unit> = Problem::new(board)
+        .split()
+        .iter()
+        .flat_map(Problem::split)
+        .map(|problem| Unit { problem, weight: 1 })
+        .collect();
+    let mut best = vec![std::time::Duration::MAX; variants.len()];
+    for _ in 0..CALIBRATION_ROUNDS {
+        for (time, &variant) in best.iter_mut().zip(variants) {
+            let start = std::time::Instant::now();
+            std::hint::black_box(run_with(variant, batch.iter().copied()));
+            *time = (*time).min(start.elapsed());
+        }
+    }
+    let fastest = variants
+        .iter()
+        .zip(&best)
+        .min_by_key(|(_, time)| **time)
+        .map_or(Variant::Scalar, |(variant, _)| *variant);
+    (fastest, best)
 }
 
 impl std::fmt::Display for Variant {
@@ -474,8 +511,8 @@ pub fn choose(variant: Variant) -> Result<(), crate::Error> {
     Ok(())
 }
 
-/// The variant [`run`] uses: the one chosen, else the best this machine runs (found on the first call,
-/// then kept).
+/// The variant [`run`] uses: the one chosen, else the best this machine runs ([`Variant::best`], measured
+/// on the first call, then kept).
 pub fn chosen() -> Variant {
     match CHOSEN.load(std::sync::atomic::Ordering::Relaxed) {
         0 => {
@@ -602,5 +639,22 @@ mod variant_tests {
         assert!(Variant::available().contains(&Variant::best()));
         #[cfg(not(target_arch = "x86_64"))]
         assert_eq!(Variant::best(), Variant::Scalar);
+    }
+
+    #[test]
+    fn calibration_is_quick_and_keeps_the_fastest() {
+        let available = Variant::available();
+        let start = std::time::Instant::now();
+        let (fastest, times) = super::calibrate(&available);
+        // About 10 ms on a 2-core Zen 4; the bound leaves room for a loaded machine.
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(available.contains(&fastest));
+        let fastest_time = times[available.iter().position(|v| *v == fastest).unwrap()];
+        assert!(times.iter().all(|t| *t >= fastest_time), "{times:?}");
+        assert_eq!(Variant::best(), Variant::best(), "measured once, then kept");
     }
 }
