@@ -11,14 +11,17 @@
 //! by arithmetic, so the processor never has to guess the shape of the tree and no step is spent only
 //! on backing up. Every variant is compiled into every x86-64 build and chosen at run time ([`Variant`]):
 //! on a CPU with AVX2 (and BMI, POPCNT, LZCNT) [`run`] steps eight searches at once, one per lane of a
-//! vector (`kernel/avx2.rs`); elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in
-//! turn to give the processor independent work to overlap. No allocation in the loop, no I/O, no error
+//! vector (`kernel/avx2.rs`), and with AVX-512 (F, BW, VL, DQ, CD) sixteen (`kernel/avx512.rs`);
+//! elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in turn to give the processor
+//! independent work to overlap. No allocation in the loop, no I/O, no error
 //! path: problems are validated before they get here.
 
 use crate::board::PartialBoard;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod seeds;
 
 /// Independent searches the scalar lanes step side by side (see BENCHMARKS.md). [`run_scalar`] writes its
@@ -376,17 +379,21 @@ pub enum Variant {
     Scalar,
     /// Eight searches in the lanes of a 256-bit vector: x86-64 with AVX2, BMI1/2, POPCNT and LZCNT.
     Avx2,
+    /// Sixteen searches in the lanes of a 512-bit vector: x86-64 with AVX-512 F, BW, VL, DQ and CD,
+    /// BMI1/2, POPCNT and LZCNT.
+    Avx512,
 }
 
 impl Variant {
     /// Every variant of this build, slowest first.
-    pub const ALL: [Variant; 2] = [Variant::Scalar, Variant::Avx2];
+    pub const ALL: [Variant; 3] = [Variant::Scalar, Variant::Avx2, Variant::Avx512];
 
     /// The name `--kernel` takes.
     pub fn name(self) -> &'static str {
         match self {
             Variant::Scalar => "scalar",
             Variant::Avx2 => "avx2",
+            Variant::Avx512 => "avx512",
         }
     }
 
@@ -407,8 +414,20 @@ impl Variant {
                     && std::arch::is_x86_feature_detected!("popcnt")
                     && std::arch::is_x86_feature_detected!("lzcnt")
             }
+            #[cfg(target_arch = "x86_64")]
+            Variant::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+                    && std::arch::is_x86_feature_detected!("avx512cd")
+                    && std::arch::is_x86_feature_detected!("bmi1")
+                    && std::arch::is_x86_feature_detected!("bmi2")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+                    && std::arch::is_x86_feature_detected!("lzcnt")
+            }
             #[cfg(not(target_arch = "x86_64"))]
-            Variant::Avx2 => false,
+            Variant::Avx2 | Variant::Avx512 => false,
         }
     }
 
@@ -417,14 +436,51 @@ impl Variant {
         Variant::ALL.into_iter().filter(|v| v.supported()).collect()
     }
 
-    /// The fastest variant this machine runs (measured: `BENCHMARKS.md`, "The vector kernel").
+    /// The fastest variant this machine runs: measured once per process by [`calibrate`] where it runs
+    /// more than one (which vector width wins depends on the CPU: AVX-512 on one that splits 512-bit
+    /// operations in two may not beat AVX2), then kept.
     pub fn best() -> Variant {
-        Variant::ALL
-            .into_iter()
-            .rev()
-            .find(|v| v.supported())
-            .unwrap_or(Variant::Scalar)
+        static BEST: std::sync::OnceLock<Variant> = std::sync::OnceLock::new();
+        *BEST.get_or_init(|| {
+            let available = Variant::available();
+            match available.as_slice() {
+                [only] => *only,
+                _ => calibrate(&available).0,
+            }
+        })
     }
+}
+
+/// Board size of the calibration batch: its searches take a few milliseconds per variant.
+const CALIBRATION_N: u32 = 11;
+/// Rounds of the calibration; each variant keeps its fastest.
+const CALIBRATION_ROUNDS: usize = 3;
+
+/// Times each of `variants` on a small fixed batch (every search of N = [`CALIBRATION_N`] split two rows
+/// deep, more units than the widest vector has lanes), the variants alternating round by round, and
+/// returns the fastest and each one's best time. About 10 ms in all on a Zen 4.
+pub fn calibrate(variants: &[Variant]) -> (Variant, Vec<std::time::Duration>) {
+    let board = PartialBoard::empty(CALIBRATION_N).expect("a valid board size");
+    let batch: Vec<Unit> = Problem::new(board)
+        .split()
+        .iter()
+        .flat_map(Problem::split)
+        .map(|problem| Unit { problem, weight: 1 })
+        .collect();
+    let mut best = vec![std::time::Duration::MAX; variants.len()];
+    for _ in 0..CALIBRATION_ROUNDS {
+        for (time, &variant) in best.iter_mut().zip(variants) {
+            let start = std::time::Instant::now();
+            std::hint::black_box(run_with(variant, batch.iter().copied()));
+            *time = (*time).min(start.elapsed());
+        }
+    }
+    let fastest = variants
+        .iter()
+        .zip(&best)
+        .min_by_key(|(_, time)| **time)
+        .map_or(Variant::Scalar, |(variant, _)| *variant);
+    (fastest, best)
 }
 
 impl std::fmt::Display for Variant {
@@ -455,8 +511,8 @@ pub fn choose(variant: Variant) -> Result<(), crate::Error> {
     Ok(())
 }
 
-/// The variant [`run`] uses: the one chosen, else the best this machine runs (found on the first call,
-/// then kept).
+/// The variant [`run`] uses: the one chosen, else the best this machine runs ([`Variant::best`], measured
+/// on the first call, then kept).
 pub fn chosen() -> Variant {
     match CHOSEN.load(std::sync::atomic::Ordering::Relaxed) {
         0 => {
@@ -481,6 +537,11 @@ pub fn run_with<I: Iterator<Item = Unit>>(variant: Variant, units: I) -> Totals 
         Variant::Avx2 if variant.supported() => {
             // SAFETY: the CPU has every feature the vector kernel is compiled for (checked just above).
             unsafe { avx2::run(units) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Variant::Avx512 if variant.supported() => {
+            // SAFETY: the CPU has every feature the AVX-512 kernel is compiled for (checked just above).
+            unsafe { avx512::run(units) }
         }
         _ => run_scalar(units),
     }
@@ -571,11 +632,29 @@ mod variant_tests {
         for v in Variant::ALL {
             assert_eq!(Variant::parse(v.name()), Some(v));
         }
-        assert_eq!(Variant::parse("avx512"), None);
+        assert_eq!(Variant::parse("avx512"), Some(Variant::Avx512));
+        assert_eq!(Variant::parse("avx1024"), None);
         assert!(Variant::Scalar.supported());
         assert!(Variant::best().supported());
         assert!(Variant::available().contains(&Variant::best()));
         #[cfg(not(target_arch = "x86_64"))]
         assert_eq!(Variant::best(), Variant::Scalar);
+    }
+
+    #[test]
+    fn calibration_is_quick_and_keeps_the_fastest() {
+        let available = Variant::available();
+        let start = std::time::Instant::now();
+        let (fastest, times) = super::calibrate(&available);
+        // About 10 ms on a 2-core Zen 4; the bound leaves room for a loaded machine.
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(available.contains(&fastest));
+        let fastest_time = times[available.iter().position(|v| *v == fastest).unwrap()];
+        assert!(times.iter().all(|t| *t >= fastest_time), "{times:?}");
+        assert_eq!(Variant::best(), Variant::best(), "measured once, then kept");
     }
 }
