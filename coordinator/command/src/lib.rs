@@ -41,8 +41,8 @@ pub struct Cli {
     /// Log format of every command: text lines, or one JSON object per line (levels by RUST_LOG).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-    /// Search kernel: `avx2` or `scalar` (default: the fastest this CPU runs, found at start). A kernel
-    /// the CPU cannot run is refused.
+    /// Search kernel: `avx512`, `avx2` or `scalar` (default: the fastest this CPU runs, measured at
+    /// start). A kernel the CPU cannot run is refused.
     #[arg(long, global = true, value_name = "NAME", value_parser = crate::worker::kernel)]
     pub kernel: Option<nqueens_common::kernel::Variant>,
     /// Threads of the async runtime that serves gRPC, HTTP and the store (default: one per core, at
