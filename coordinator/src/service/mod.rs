@@ -4,6 +4,8 @@
 mod lease;
 mod report;
 mod strikes;
+#[cfg(test)]
+mod tests;
 mod view;
 mod workers;
 

@@ -1,0 +1,178 @@
+//! Unit tests of the coordinator's state machine in process (leases, heartbeats, expiry, reports, late
+//! and duplicate results), on tokio's paused clock: no server, no network, no real sleeps.
+
+use std::time::Duration;
+
+use nqueens_common::checksum::seal;
+use nqueens_common::{Job, Strategy};
+
+use super::lease::{Ask, Granted};
+use super::report::Report;
+use super::{Config, Coordinator};
+use crate::error::Error;
+use crate::store::{Outcome, Store};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Q(8): the total every run of N = 8 must end with.
+const Q8: u128 = 92;
+
+fn coordinator() -> Coordinator {
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        max_attempts: 3,
+        ..Config::default()
+    };
+    Coordinator::open(Store::temporary().unwrap(), config).unwrap()
+}
+
+async fn run_of_8(c: &Coordinator) -> String {
+    c.create_run(8, Strategy::D4, None, Some(0.0), false)
+        .await
+        .unwrap()
+        .id()
+}
+
+fn ask<'a>(worker: &'a str, capacity: u32) -> Ask<'a> {
+    Ask {
+        worker,
+        name: worker,
+        threads: 1,
+        capacity,
+        only: None,
+    }
+}
+
+async fn lease(c: &Coordinator, worker: &str, capacity: u32) -> Vec<Granted> {
+    c.lease(&ask(worker, capacity), Duration::ZERO)
+        .await
+        .unwrap()
+        .leases
+}
+
+/// The honest, sealed report of a lease.
+fn report(g: &Granted) -> Report {
+    let result = Job::new(g.plan, g.key.clone()).unwrap().run();
+    Report {
+        lease: g.id,
+        run: g.run.to_string(),
+        n: u32::from(g.plan.n()),
+        job: g.key.to_string(),
+        seal: Some(seal(g.fingerprint, &g.key, &result)),
+        result,
+        tag: g.tag,
+    }
+}
+
+/// Reports every lease honestly as `worker`; returns the outcomes.
+async fn report_all(c: &Coordinator, worker: &str, leases: &[Granted]) -> Vec<Outcome> {
+    c.report(worker, worker, leases.iter().map(report).collect())
+        .await
+        .unwrap()
+}
+
+fn total(c: &Coordinator, run: &str) -> (u128, bool) {
+    let view = c.run(run).unwrap();
+    (view.tally.total, view.is_done())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_without_heartbeats_expires_after_the_timeout_and_its_job_goes_to_another_worker() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let all = lease(&c, "a", 4096).await;
+    assert!(!all.is_empty());
+    assert!(lease(&c, "b", 4096).await.is_empty(), "every job is leased");
+
+    tokio::time::advance(TIMEOUT - Duration::from_secs(1)).await;
+    c.expire_leases().await;
+    assert!(lease(&c, "b", 4096).await.is_empty(), "not expired yet");
+
+    tokio::time::advance(Duration::from_secs(2)).await;
+    c.expire_leases().await;
+    let again = lease(&c, "b", 4096).await;
+    assert_eq!(again.len(), all.len(), "every expired job is leased again");
+    report_all(&c, "b", &again).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_worker_that_heartbeats_keeps_its_leases_past_the_timeout() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "slow", 4096).await;
+    let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
+    for _ in 0..10 {
+        tokio::time::advance(TIMEOUT / 2).await;
+        assert!(c.heartbeat("slow", &ids).unwrap().is_empty(), "all still its");
+        c.expire_leases().await;
+    }
+    assert!(lease(&c, "other", 4096).await.is_empty(), "nothing was re-leased");
+    report_all(&c, "slow", &held).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_result_for_a_re_leased_job_counts_once_and_the_second_is_only_compared() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let first = lease(&c, "late", 4096).await;
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    let second = lease(&c, "fresh", 4096).await;
+    assert_eq!(second.len(), first.len());
+
+    // The expired lease's results arrive first: accepted, once.
+    let outcomes = report_all(&c, "late", &first).await;
+    assert!(outcomes.iter().all(|o| matches!(o, Outcome::Accepted)), "{outcomes:?}");
+    assert_eq!(total(&c, &run), (Q8, true));
+    // The current lease's results are compared, never added.
+    let outcomes = report_all(&c, "fresh", &second).await;
+    assert!(outcomes.iter().all(|o| matches!(o, Outcome::Duplicate)), "{outcomes:?}");
+    assert_eq!(total(&c, &run), (Q8, true));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_report_for_a_lease_never_issued_is_refused_and_changes_nothing() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "a", 1).await;
+    let mut forged = report(&held[0]);
+    forged.lease += 1_000;
+    let refused = c.report("a", "a", vec![forged]).await;
+    assert!(matches!(refused, Err(Error::NotLeased { .. })), "{refused:?}");
+    let mut untagged = report(&held[0]);
+    untagged.tag ^= 1;
+    untagged.lease = held[0].id + (1 << 40);
+    assert!(c.report("a", "a", vec![untagged]).await.is_err());
+    assert_eq!(total(&c, &run), (0, false));
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wrong_count_under_a_valid_lease_fails_its_seal_and_is_not_counted() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "a", 1).await;
+    let mut bad = report(&held[0]);
+    bad.result.total += 1;
+    let refused = c.report("a", "a", vec![bad]).await;
+    assert!(matches!(refused, Err(Error::Unsealed { .. })), "{refused:?}");
+    assert_eq!(total(&c, &run), (0, false));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_expired_under_one_worker_name_only_is_not_failed_whatever_the_attempts() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    for _ in 0..6 {
+        // Leased while not benched for its strikes; either way its leases expire unreported.
+        lease(&c, "flaky", 4096).await;
+        tokio::time::advance(TIMEOUT * 2).await;
+        c.expire_leases().await;
+    }
+    assert_eq!(c.run(&run).unwrap().jobs_failed, 0);
+    let held = lease(&c, "honest", 4096).await;
+    report_all(&c, "honest", &held).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+}
