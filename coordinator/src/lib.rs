@@ -11,6 +11,7 @@
 
 pub mod auth;
 mod committer;
+pub mod digest;
 pub mod error;
 pub mod grpc;
 pub mod history;

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use nqueens_common::JobKey;
 
+use crate::digest::{store_digest, LedgerDigest};
 use crate::error::{Error, Result};
 use crate::ledger::{self, same_plan, Ledger, LedgerView};
 use crate::store::{ResultRecord, Store};
@@ -35,6 +36,9 @@ pub struct Repairs {
 /// Reconciles `store` with the ledger at `path`; returns the ledger, open for appending, and what was
 /// repaired. `repair` lets the ledger's intact lines be trusted although it has damaged ones.
 pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<(Ledger, Repairs)> {
+    if let Some(agreed) = quick(store, path)? {
+        return Ok(agreed);
+    }
     let view = LedgerView::read(path)?;
     let mut repairs = Repairs::default();
     let mut rewrite = view.legacy > 0 || !view.damaged.is_empty();
@@ -152,13 +156,91 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<(Ledger, Re
     Ok((ledger, repairs))
 }
 
+/// The quick path: when the ledger has only intact, sealed run and result lines, and every run's digest
+/// (a count and an order-independent hash sum, [`crate::digest`]) is the same in the store and in the
+/// ledger, the two agree; only the stored totals are checked against the results. Streams both sides,
+/// keeping no result in memory. `None`: take the full, result-by-result comparison.
+fn quick(store: &Store, path: &Path) -> Result<Option<(Ledger, Repairs)>> {
+    let ledger = LedgerDigest::read(path)?;
+    if let Some(why) = &ledger.unfit {
+        tracing::info!(path = %path.display(), why = %why, "ledger needs a full comparison with the store");
+        return Ok(None);
+    }
+    let stored = store.runs()?;
+    let same_runs = stored.len() == ledger.runs.len()
+        && stored
+            .iter()
+            .all(|s| ledger.runs.get(&s.id).is_some_and(|l| same_plan(s, l)));
+    if !same_runs {
+        return Ok(None);
+    }
+    for meta in &stored {
+        if store_digest(store, meta)? != Some(ledger.digests.get(&meta.id).copied().unwrap_or_default()) {
+            tracing::info!(run = meta.id, "store and ledger digests differ: comparing them result by result");
+            return Ok(None);
+        }
+    }
+    let mut repairs = Repairs::default();
+    for meta in &stored {
+        let (_, recounted) = store.recount(meta)?;
+        if recounted {
+            repairs.totals_recounted += 1;
+            tracing::warn!(run = meta.id, "the stored totals disagreed with the stored results: recomputed from the results");
+        }
+    }
+    store.flush()?;
+    if repairs != Repairs::default() {
+        tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
+    }
+    Ok(Some((Ledger::open(path, ledger.len)?, repairs)))
+}
+
 #[cfg(test)]
 mod tests {
     use nqueens_common::{Plan, Strategy};
 
     use super::*;
     use crate::ledger::LEDGER_FILE;
+    use crate::store::tests::incoming_from;
     use crate::store::RunMeta;
+
+    /// A store with a run of N = 8 and three of its results, and a ledger that agrees with it.
+    fn agreeing(dir: &Path) -> (Store, u64, Plan) {
+        let store = Store::open(dir).unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap().id;
+        let batch: Vec<_> = (0..3).map(|i| incoming_from(run, &plan, i, "w")).collect();
+        store.commit(&batch).unwrap();
+        ledger::rewrite(&dir.join(LEDGER_FILE), &store).unwrap();
+        (store, run, plan)
+    }
+
+    #[test]
+    fn agreeing_store_and_ledger_take_the_quick_path_and_any_difference_the_full_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = agreeing(dir.path());
+        let (_, repairs) = quick(&store, &path).unwrap().expect("the quick path");
+        assert_eq!(repairs, Repairs::default());
+
+        // A result the store lost: the digests differ, and the full comparison restores it.
+        let lost = plan.jobs().nth(1).unwrap();
+        store.remove_results(run, &[lost.clone()]).unwrap();
+        assert!(quick(&store, &path).unwrap().is_none());
+        let (_, repairs) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_restored, 1);
+        assert!(store.results(run).any(|r| r.unwrap().0 == lost));
+        assert!(quick(&store, &path).unwrap().is_some(), "agreeing again");
+
+        // A copy of a line (readers keep one): not fit for the digest, compared in full, no repair.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let last = text.lines().last().unwrap().to_string();
+        std::fs::write(&path, format!("{text}{last}\n")).unwrap();
+        assert!(quick(&store, &path).unwrap().is_none());
+        let (_, repairs) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_restored, 0);
+        assert_eq!(repairs.results_damaged, 0);
+    }
 
     #[test]
     fn a_zero_job_run_left_unfinished_by_an_earlier_build_loads_and_is_done() {

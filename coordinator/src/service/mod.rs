@@ -101,12 +101,15 @@ impl Coordinator {
     /// Audits the store, checks that this build plans every unfinished run the way it was planned, and
     /// loads the runs. A store that fails either check is refused.
     pub fn open(store: Store, config: Config) -> Result<Coordinator> {
+        let started = std::time::Instant::now();
         let ledger = store
             .dir()
             .map(|dir| reconcile(&store, &dir.join(LEDGER_FILE), config.repair))
             .transpose()?
             .map(|(ledger, _)| ledger);
+        let reconciled = started.elapsed();
         let audit = store.audit()?;
+        let audited = started.elapsed();
         let now = Instant::now();
         let mut runs = BTreeMap::new();
         for (meta, line) in store.runs()?.into_iter().zip(audit) {
@@ -142,6 +145,12 @@ impl Coordinator {
         for (worker, reason) in &quarantined {
             tracing::warn!(worker = %worker, reason = %reason, "worker quarantined (from the store)");
         }
+        tracing::info!(
+            reconcile_ms = reconciled.as_millis() as u64,
+            audit_ms = (audited - reconciled).as_millis() as u64,
+            load_ms = (started.elapsed() - audited).as_millis() as u64,
+            "store opened"
+        );
         let health = Arc::new(StorageHealth::default());
         let committer = Committer::start(store.clone(), ledger, health.clone())
             .map_err(|e| Error::Durability(format!("cannot start the commit thread: {e}")))?;

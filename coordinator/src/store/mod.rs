@@ -64,10 +64,18 @@ pub struct Store {
     dir: Option<PathBuf>,
 }
 
+/// sled's page cache (its default is 1 GiB): a record-size run's store is many times larger, and reads
+/// at startup stream through it, so the cache bounds the coordinator's memory, not the store's size.
+pub const CACHE_BYTES: u64 = 256 << 20;
+
 impl Store {
     /// Opens (or creates) the store in `dir` and starts a new epoch.
     pub fn open(dir: &Path) -> Result<Store> {
-        let db = sled::Config::new().path(dir).open().map_err(|e| match e {
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(CACHE_BYTES)
+            .open()
+            .map_err(|e| match e {
             sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
                 Error::InUse(dir.display().to_string())
             }
