@@ -608,3 +608,23 @@ fn issue_19_serve_refuses_to_listen_beyond_loopback_without_a_token_and_tls_unle
     let serve = support::Serve::start_with(&data, "0.0.0.0:0", "10s", &["--insecure"]);
     assert!(serve.log().contains("--insecure"), "{}", serve.log());
 }
+
+#[test]
+fn issue_17_bench_times_every_kernel_variant_this_cpu_runs_and_each_counts_exactly() {
+    let out = nqueens(&["bench", "10", "--threads", "1", "--no-baseline", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for variant in nqueens_common::kernel::Variant::available() {
+        let label = format!("count d4 [{variant}]");
+        let row = rows
+            .iter()
+            .find(|r| r["what"] == label.as_str())
+            .unwrap_or_else(|| panic!("no row {label:?} in {rows:?}"));
+        assert_eq!(row["total"], "724", "{row}");
+        assert_eq!(row["threads"], 1);
+    }
+    assert!(rows.iter().any(|r| r["what"].as_str().is_some_and(|w| w.starts_with("count mirror"))));
+}

@@ -1,9 +1,11 @@
-//! `nqueens bench`: times the production kernel against the plain recursive mirror baseline in the same
-//! process, so that the ratio holds even on a shared machine whose absolute speed drifts.
+//! `nqueens bench`: times the production kernel (and every other kernel variant the CPU runs) against the
+//! plain recursive mirror baseline in the same process, so that the ratio holds even on a shared machine
+//! whose absolute speed drifts.
 
 use std::time::Instant;
 
 use clap::Args;
+use nqueens_common::kernel::Variant;
 use nqueens_common::{baseline, Job, JobResult, Plan, Strategy};
 use crate::pool::run_jobs;
 use serde::Serialize;
@@ -79,10 +81,22 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 ),
             )?;
         }
-        let mut runs: Vec<(Strategy, usize)> =
-            args.threads.iter().map(|&t| (Strategy::D4, t)).collect();
-        runs.push((Strategy::Mirror, 1));
-        for (strategy, threads) in runs {
+        let chosen = nqueens_common::kernel::chosen();
+        // The chosen kernel at every thread count, then every other kernel this CPU runs on one
+        // thread, then the mirror strategy.
+        let mut runs: Vec<(Strategy, usize, Variant)> = args
+            .threads
+            .iter()
+            .map(|&t| (Strategy::D4, t, chosen))
+            .collect();
+        for other in Variant::available().into_iter().rev() {
+            if other != chosen {
+                runs.push((Strategy::D4, 1, other));
+            }
+        }
+        runs.push((Strategy::Mirror, 1, chosen));
+        for (strategy, threads, variant) in runs {
+            nqueens_common::kernel::choose(variant)?;
             let plan = Plan::new(n, strategy)?;
             let start = Instant::now();
             let jobs = plan
@@ -93,13 +107,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 threads,
                 strategy == Strategy::D4,
                 &|_: &Job, _: &JobResult| {},
-            )?;
+            );
+            nqueens_common::kernel::choose(chosen)?;
+            let tally = tally?;
             let secs = start.elapsed().as_secs_f64();
             print_row(
                 args.json,
                 &row(
                     n,
-                    &format!("count --strategy {strategy}"),
+                    &format!("count {strategy} [{variant}]"),
                     threads,
                     tally.total,
                     tally.nodes,

@@ -54,6 +54,10 @@ pub struct LoadgenArgs {
     /// Store directory of the in-process coordinator (default: a fresh temporary one, removed after).
     #[arg(long, conflicts_with = "coordinator")]
     pub data: Option<PathBuf>,
+    /// Load the coordinator's existing run of the same N instead of creating one (with --data, each
+    /// load fills the same run further: see coordinator/benches/store-at-scale.sh).
+    #[arg(long)]
+    pub reuse: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -81,6 +85,7 @@ pub fn run(args: &LoadgenArgs) -> anyhow::Result<()> {
         duration: args.duration,
         n: args.n,
         verify_fraction: args.verify_fraction,
+        reuse: args.reuse,
     };
     load.check()
         .map_err(|e| nqueens_common::Error::InvalidSetting(e.to_string()))?;

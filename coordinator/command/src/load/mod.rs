@@ -39,6 +39,9 @@ pub struct Load {
     pub n: u32,
     /// The run's verification fraction (verified jobs are reported by two workers).
     pub verify_fraction: f64,
+    /// Load the coordinator's existing run of the same N (d4, default depth), if any, instead of a new
+    /// run: successive loads fill one run further.
+    pub reuse: bool,
 }
 
 /// Latency percentiles of one kind of call, in milliseconds.
@@ -141,7 +144,7 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
             n: load.n,
             strategy: proto::Strategy::D4.into(),
             depth: None,
-            reuse: false,
+            reuse: load.reuse,
             verify_fraction: Some(load.verify_fraction),
         })
         .await?
