@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use nqueens_common::{Plan, Strategy};
 use tokio::sync::watch;
-use tokio::time::Instant;
 
 use self::strikes::Strikes;
 use crate::committer::Committer;
@@ -105,9 +104,12 @@ impl Coordinator {
             .transpose()?
             .map(|(ledger, _)| ledger);
         let audit = store.audit()?;
-        let now = Instant::now();
         let mut runs = BTreeMap::new();
+        let mut earlier_results: HashMap<String, u64> = HashMap::new();
         for (meta, line) in store.runs()?.into_iter().zip(audit) {
+            for (worker, n) in &line.by_worker {
+                *earlier_results.entry(worker.clone()).or_insert(0) += n;
+            }
             if !meta.is_done() {
                 let (jobs, hash) = meta.plan()?.fingerprint();
                 if jobs != meta.jobs_total || format!("{hash:016x}") != meta.fingerprint {
@@ -118,7 +120,7 @@ impl Coordinator {
                 }
             }
             let states = store.job_states(meta.id)?;
-            let live = LiveRun::new(meta, line.tally, states, now)?;
+            let live = LiveRun::new(meta, line.tally, states)?;
             tracing::info!(
                 run = live.meta.id,
                 n = live.meta.n,
@@ -148,7 +150,7 @@ impl Coordinator {
                 state: Mutex::new(State {
                     runs,
                     leases: Leases::new(store.epoch(), store.lease_secret(), config.lease_timeout),
-                    workers: Workers::default(),
+                    workers: Workers::with_earlier_results(earlier_results),
                     quarantined,
                     strikes: Strikes::default(),
                     max_attempts: config.max_attempts.max(1),
@@ -285,7 +287,7 @@ impl Coordinator {
         let mut state = self.state();
         state.runs.insert(
             id,
-            LiveRun::new(meta, tally, HashMap::new(), Instant::now())?,
+            LiveRun::new(meta, tally, HashMap::new())?,
         );
         let view = self.view(&state, &state.runs[&id]);
         drop(state);
