@@ -15,6 +15,7 @@ mod estimate;
 pub mod http;
 mod load;
 mod loadgen;
+pub mod outage;
 pub mod local;
 mod plan;
 pub mod pool;
