@@ -188,6 +188,10 @@ impl Coordinator {
 
     /// The metrics in the OpenMetrics text format, as of now.
     pub fn render_metrics(&self) -> String {
+        self.shared
+            .metrics
+            .store_degraded
+            .set(self.storage().degraded().is_some() as i64);
         self.shared.metrics.render(&self.runs(), &self.workers())
     }
 
