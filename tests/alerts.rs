@@ -52,7 +52,8 @@ fn promtool_check() -> Result<(), Failed> {
         .args(["check", "rules"])
         .arg(rules())
         .output()?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
         return Err(format!("promtool check rules failed:\n{text}").into());
     }
@@ -74,7 +75,14 @@ fn exprs(yaml: &str) -> Vec<String> {
 /// PromQL keywords, functions, label names or strings.
 fn metric_names(expr: &str) -> Vec<String> {
     const NOT_METRICS: [&str; 4] = ["and", "or", "unless", "bool"];
-    const LABEL_LISTS: [&str; 6] = ["on", "ignoring", "by", "without", "group_left", "group_right"];
+    const LABEL_LISTS: [&str; 6] = [
+        "on",
+        "ignoring",
+        "by",
+        "without",
+        "group_left",
+        "group_right",
+    ];
     let mut names = Vec::new();
     let mut rest = expr;
     let mut in_labels = false;
@@ -115,7 +123,10 @@ fn metric_names(expr: &str) -> Vec<String> {
 fn served_names() -> Result<(), Failed> {
     let yaml = std::fs::read_to_string(rules())?;
     let exprs = exprs(&yaml);
-    let alerts = yaml.lines().filter(|l| l.trim().starts_with("- alert:")).count();
+    let alerts = yaml
+        .lines()
+        .filter(|l| l.trim().starts_with("- alert:"))
+        .count();
     if alerts < 6 || exprs.len() != alerts {
         return Err(format!("{alerts} alerts but {} one-line exprs", exprs.len()).into());
     }
@@ -153,7 +164,12 @@ fn served_names() -> Result<(), Failed> {
             .into());
         }
     }
-    for must in ["nqueens_jobs", "nqueens_workers", "nqueens_store_degraded", "nqueens_run_done"] {
+    for must in [
+        "nqueens_jobs",
+        "nqueens_workers",
+        "nqueens_store_degraded",
+        "nqueens_run_done",
+    ] {
         if !wanted.contains(must) {
             return Err(format!("no rule uses {must}").into());
         }

@@ -388,7 +388,7 @@ fn issue_19_status_watch_rides_out_a_coordinator_outage_and_ends_when_the_run_is
     reader.join().unwrap();
     let out = out.lock().unwrap().clone();
     let (total, unique) = reference(12);
-    let last = out.lines().filter(|l| l.starts_with("run ")).last().unwrap();
+    let last = out.lines().rfind(|l| l.starts_with("run ")).unwrap();
     assert!(
         last.contains(" done, ") && last.contains(&format!("total {total}, {unique} unique")),
         "{out}"

@@ -1216,7 +1216,19 @@ async fn incarnation_at(
     CancellationToken,
     tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
 ) {
-    let coordinator = Coordinator::open(Store::open(dir).unwrap(), Config::default()).unwrap();
+    // The previous incarnation lets go of the store once its last connection and its commit thread end.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let store = loop {
+        match Store::open(dir) {
+            Err(nqueens_coordinator::error::Error::InUse(_))
+                if tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            other => break other.unwrap(),
+        }
+    };
+    let coordinator = Coordinator::open(store, Config::default()).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = format!("http://{}", listener.local_addr().unwrap());
     let stop = CancellationToken::new();
