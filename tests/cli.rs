@@ -628,3 +628,37 @@ fn issue_17_bench_times_every_kernel_variant_this_cpu_runs_and_each_counts_exact
     }
     assert!(rows.iter().any(|r| r["what"].as_str().is_some_and(|w| w.starts_with("count mirror"))));
 }
+
+#[test]
+fn issue_19_help_gives_the_whole_data_default_and_names_env_variables_without_empty_values() {
+    let help = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_nqueens"))
+            .args(args)
+            .arg("--help")
+            .env_remove("NQUEENS_COORDINATOR")
+            .env_remove("NQUEENS_TLS_CA")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        // clap wraps long help to the terminal; undo that to find phrases.
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for command in [&["serve"][..], &["count"], &["export"], &["audit"]] {
+        let text = help(command);
+        assert!(
+            text.contains(
+                "$NQUEENS_DATA, else $XDG_DATA_HOME/nqueens, else ~/.local/share/nqueens, else ./nqueens-data when HOME is unset"
+            ),
+            "{command:?}: {text}"
+        );
+    }
+    for command in [&["status"][..], &["submit"], &["worker"]] {
+        let text = help(command);
+        assert!(text.contains("[env: NQUEENS_COORDINATOR]"), "{command:?}: {text}");
+        assert!(!text.contains("=]"), "an empty env value: {command:?}: {text}");
+    }
+}

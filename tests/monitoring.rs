@@ -311,3 +311,86 @@ fn issue_5_status_watch_prints_lines_without_a_terminal_and_a_live_view_on_one()
         "{screen}"
     );
 }
+
+#[test]
+fn issue_19_status_watch_rides_out_a_coordinator_outage_and_ends_when_the_run_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let mut serve = Serve::start(&store, "127.0.0.1:0", "10s");
+    let listen = serve.listen().to_string();
+    let run = submit_with(&serve.address, 12, "d4", &["--verify-fraction", "0"]);
+    let mut watch = nqueens()
+        .args(["status", "--watch", "--interval", "100ms", "--run", &run])
+        .args(["--coordinator", &serve.address])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let out = out.clone();
+        let stdout = watch.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let mut out = out.lock().unwrap();
+                out.push_str(&line);
+                out.push('\n');
+            }
+        })
+    };
+    let await_out = |what: &str, pred: &dyn Fn(&str) -> bool| {
+        let deadline = Instant::now() + LIMIT;
+        while !pred(&out.lock().unwrap()) {
+            assert!(
+                Instant::now() < deadline,
+                "no {what} in the watch's output: {}",
+                out.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    await_out("run line", &|o| o.contains(&format!("run {run}: ")));
+
+    // The coordinator goes away: the watch says so, more than once, and keeps running.
+    serve.kill();
+    await_out("two unreachable lines", &|o| {
+        o.matches("coordinator unreachable since ").count() >= 2
+    });
+    assert!(watch.try_wait().unwrap().is_none(), "the watch ended");
+    let line = out
+        .lock()
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("coordinator unreachable since "))
+        .unwrap()
+        .to_string();
+    let clock = line
+        .strip_prefix("coordinator unreachable since ")
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    assert!(
+        clock.len() == 8 && clock.split(':').all(|p| p.len() == 2 && p.parse::<u8>().is_ok()),
+        "{line}"
+    );
+    assert!(line.ends_with("s)"), "{line}");
+
+    // Back on the same data and port: the display resumes, and the watch ends with the run.
+    let serve = Serve::start(&store, &listen, "10s");
+    let seen = out.lock().unwrap().len();
+    await_out("a run line after the outage", &|o| {
+        o[seen..].contains(&format!("run {run}: "))
+    });
+    let mut w = worker(&serve.address, dir.path(), "w", &["--exit-when-idle"]);
+    assert!(wait(&mut w, LIMIT, "worker").success());
+    assert!(wait(&mut watch, LIMIT, "status --watch").success());
+    reader.join().unwrap();
+    let out = out.lock().unwrap().clone();
+    let (total, unique) = reference(12);
+    let last = out.lines().rfind(|l| l.starts_with("run ")).unwrap();
+    assert!(
+        last.contains(" done, ") && last.contains(&format!("total {total}, {unique} unique")),
+        "{out}"
+    );
+}

@@ -105,6 +105,14 @@ impl Leases {
         self.active.values().filter(|l| l.run == run).count() as u64
     }
 
+    /// The workers (by id) holding a lease of a run.
+    pub fn holders(&self, run: u64) -> impl Iterator<Item = &str> {
+        self.active
+            .values()
+            .filter(move |l| l.run == run)
+            .map(|l| l.worker.as_str())
+    }
+
     /// Active leases per worker id.
     pub fn per_worker(&self) -> HashMap<&str, u64> {
         let mut out = HashMap::new();

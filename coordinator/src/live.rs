@@ -1,6 +1,12 @@
 //! A run as the coordinator holds it in memory: its stored metadata and totals, how many jobs are in each
 //! state, where it is in its job list, the jobs to lease again, how often each job's lease ended without a
-//! result, and its recent completion rate (for the ETA) and its history (for the status page).
+//! result, its recent completion rate (for the ETA), the workers that reported for it lately, and its
+//! history (for the status page).
+//!
+//! The rate counts only this incarnation's work, from the moment a worker first took a job of the run
+//! (its first lease, or its first result when a result of an earlier incarnation's lease comes first):
+//! jobs done before a restart, and the time the run waited for workers, are not in it, so an ETA is
+//! neither shortened by a resumed run's old jobs nor stretched by the idle time before workers joined.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -34,8 +40,11 @@ pub struct LiveRun {
     states: HashMap<JobState, u64>,
     /// Leases of a job that expired in this incarnation, and under which workers.
     attempts: HashMap<JobKey, Expiries>,
-    /// `(when, jobs done, total)` samples, oldest first.
+    /// `(when, jobs done, total)` samples, oldest first; empty until a worker first takes a job of the
+    /// run in this incarnation (the rate window starts there).
     samples: VecDeque<(Instant, u64, u128)>,
+    /// Workers (by id) that reported a result for the run, and when they last did.
+    reporters: HashMap<String, Instant>,
     /// Sequence number of the commit whose totals `tally` holds.
     seq: u64,
     /// Progress over time, for the status page.
@@ -48,7 +57,6 @@ impl LiveRun {
         meta: RunMeta,
         tally: Tally,
         states: HashMap<JobState, u64>,
-        now: Instant,
     ) -> Result<LiveRun> {
         let plan = meta.plan()?;
         let fingerprint = meta.fingerprint_value()?;
@@ -57,7 +65,8 @@ impl LiveRun {
         history.record(unix_seconds(), tally.jobs, tally.total);
         Ok(LiveRun {
             history,
-            samples: VecDeque::from([(now, tally.jobs, tally.total)]),
+            samples: VecDeque::new(),
+            reporters: HashMap::new(),
             meta,
             plan,
             fingerprint,
@@ -159,6 +168,42 @@ impl LiveRun {
         }
     }
 
+    /// A worker took a job of the run at `now`: the rate window starts here if it has not started yet.
+    pub fn working(&mut self, now: Instant) {
+        if self.samples.is_empty() {
+            self.samples.push_back((now, self.tally.jobs, self.tally.total));
+        }
+    }
+
+    /// Worker `worker` (its id) reported a result for the run at `now`.
+    pub fn reported_by(&mut self, worker: &str, now: Instant, timeout: Duration) {
+        if let Some(t) = self.reporters.get_mut(worker) {
+            *t = now;
+        } else {
+            self.reporters.retain(|_, t| now - *t <= timeout);
+            self.reporters.insert(worker.to_string(), now);
+        }
+    }
+
+    /// The workers working on the run as of `now`: those holding a lease of it (`holders`, by id) and
+    /// those that reported a result for it within `timeout`, less the ones in `gone` (left or lost).
+    pub fn workers<'a>(
+        &'a self,
+        holders: impl IntoIterator<Item = &'a str>,
+        gone: impl Fn(&str) -> bool,
+        now: Instant,
+        timeout: Duration,
+    ) -> u32 {
+        let mut ids: std::collections::HashSet<&str> = holders.into_iter().collect();
+        ids.extend(
+            self.reporters
+                .iter()
+                .filter(|(id, t)| now - **t <= timeout && !gone(id))
+                .map(|(id, _)| id.as_str()),
+        );
+        ids.len() as u32
+    }
+
     /// Takes the totals of commit `seq` (ignoring an older commit's that arrive after a newer one's).
     pub fn update(&mut self, tally: Tally, seq: u64, now: Instant) {
         // A later commit's totals supersede; the same commit's (split among its batches) apply once.
@@ -172,6 +217,8 @@ impl LiveRun {
         }
         self.tally = tally;
         self.history.record(unix_seconds(), tally.jobs, tally.total);
+        // A first result without a lease of this incarnation (reported under an earlier one's) starts
+        // the window after it: a result computed before this incarnation is not in its rate.
         self.samples.push_back((now, tally.jobs, tally.total));
         while self.samples.len() > 2
             && self
@@ -190,7 +237,8 @@ impl LiveRun {
         self.retry.clear();
     }
 
-    /// Jobs and solutions per second over the recent window, as of `now`.
+    /// Jobs and solutions per second over the recent window, as of `now` (zero before a worker took a
+    /// job in this incarnation).
     pub fn rates(&self, now: Instant) -> (f64, f64) {
         let Some(first) = self.samples.front() else {
             return (0.0, 0.0);
@@ -205,7 +253,8 @@ impl LiveRun {
         )
     }
 
-    /// Seconds left at the recent rate; `None` before any rate is known, `Some(0)` once done.
+    /// Seconds left at the recent rate; `None` before any rate is known (before this incarnation
+    /// completed a job of the run), `Some(0)` once done.
     pub fn eta(&self, now: Instant) -> Option<f64> {
         if self.meta.is_done() {
             return Some(0.0);
@@ -247,7 +296,8 @@ mod tests {
     #[test]
     fn rate_and_eta_follow_a_run_of_known_progress() {
         let t0 = Instant::now();
-        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new(), t0).unwrap();
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        live.working(t0);
         assert_eq!(live.eta(t0), None, "no rate yet");
         // 20 jobs and 1000 solutions in 10 s: 2 jobs/s, 100 solutions/s, 80 jobs left = 40 s.
         let t10 = t0 + Duration::from_secs(10);
@@ -275,5 +325,78 @@ mod tests {
             ..run(100)
         });
         assert_eq!(live.eta(late), Some(0.0));
+    }
+
+    #[test]
+    fn no_eta_before_this_incarnation_completed_a_job() {
+        let t0 = Instant::now();
+        let mut live = LiveRun::new(run(79), tally(0, 0), HashMap::new()).unwrap();
+        assert_eq!(live.eta(t0 + Duration::from_secs(5)), None, "no worker yet");
+        live.working(t0);
+        assert_eq!(live.rates(t0 + Duration::from_secs(5)), (0.0, 0.0));
+        assert_eq!(live.eta(t0 + Duration::from_secs(5)), None, "leased, none done");
+    }
+
+    #[test]
+    fn jobs_done_before_a_resume_are_not_in_the_rate() {
+        // 49 of 79 jobs were done by an earlier count; this one does 1 job every 2 s.
+        let t0 = Instant::now();
+        let mut live = LiveRun::new(run(79), tally(49, 4_900), HashMap::new()).unwrap();
+        live.working(t0);
+        assert_eq!(live.eta(t0), None, "the resumed jobs are no rate");
+        live.update(tally(50, 5_000), 1, t0 + Duration::from_secs(2));
+        let t = t0 + Duration::from_secs(2);
+        assert_eq!(live.rates(t), (0.5, 50.0));
+        assert_eq!(live.eta(t), Some(58.0), "29 jobs left at 0.5 jobs/s");
+    }
+
+    #[test]
+    fn the_rate_window_starts_when_a_worker_first_takes_a_job() {
+        // Loaded at t0, no worker for 8 minutes; then 10 jobs in 10 s.
+        let t0 = Instant::now();
+        let mut live = LiveRun::new(run(70), tally(0, 0), HashMap::new()).unwrap();
+        let joined = t0 + Duration::from_secs(480);
+        live.working(joined);
+        live.working(joined + Duration::from_secs(1)); // later leases move nothing
+        let t = joined + Duration::from_secs(10);
+        live.update(tally(10, 100), 1, t);
+        assert_eq!(live.rates(t).0, 1.0);
+        assert_eq!(live.eta(t), Some(60.0), "a minute of work left, not 8 minutes");
+    }
+
+    #[test]
+    fn a_first_result_from_an_earlier_incarnation_starts_the_window_after_it() {
+        let t0 = Instant::now();
+        let mut live = LiveRun::new(run(70), tally(0, 0), HashMap::new()).unwrap();
+        // Computed under a lease of the coordinator before the restart: not this incarnation's work.
+        live.update(tally(5, 50), 1, t0 + Duration::from_secs(300));
+        let t = t0 + Duration::from_secs(301);
+        assert_eq!(live.rates(t), (0.0, 0.0));
+        assert_eq!(live.eta(t), None);
+        live.update(tally(6, 60), 2, t0 + Duration::from_secs(302));
+        assert_eq!(live.eta(t0 + Duration::from_secs(302)), Some(128.0));
+    }
+
+    #[test]
+    fn a_run_counts_only_the_workers_on_it() {
+        let t0 = Instant::now();
+        let timeout = Duration::from_secs(10);
+        let mut live = LiveRun::new(run(70), tally(0, 0), HashMap::new()).unwrap();
+        let none = |_: &str| false;
+        assert_eq!(live.workers([], none, t0, timeout), 0, "no one works on it");
+        assert_eq!(live.workers(["a-1", "a-1", "b-1"], none, t0, timeout), 2);
+        live.reported_by("c-1", t0, timeout);
+        assert_eq!(live.workers(["a-1"], none, t0, timeout), 2);
+        assert_eq!(
+            live.workers(["a-1"], |id| id == "c-1", t0, timeout),
+            1,
+            "a reporter that left is not on it"
+        );
+        let later = t0 + timeout + Duration::from_secs(1);
+        assert_eq!(
+            live.workers([], none, later, timeout),
+            0,
+            "silent for a lease timeout"
+        );
     }
 }

@@ -66,6 +66,8 @@ pub struct Metrics {
     done: Family<RunLabel, Gauge>,
     workers: Family<StateLabel, Gauge>,
     nodes_per_second: FloatGauge,
+    /// 1 while the store takes no writes (see [`crate::storage_health`]), set at each scrape.
+    pub store_degraded: Gauge,
 }
 
 impl Default for Metrics {
@@ -119,6 +121,11 @@ impl Default for Metrics {
                 &mut r,
                 "nodes_per_second",
                 "Search nodes per second reported by all workers over the last five minutes",
+            ),
+            store_degraded: registered(
+                &mut r,
+                "store_degraded",
+                "1 while the coordinator cannot write its store (it leases nothing until a probe succeeds)",
             ),
             registry: r,
         }

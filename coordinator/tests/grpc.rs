@@ -1207,3 +1207,99 @@ async fn issue_19_a_worker_left_only_its_own_jobs_to_verify_is_idle() {
     let solo = s.client.lease(ask("solo")).await.unwrap().into_inner();
     assert!(!solo.idle);
 }
+
+/// A coordinator over the store in `dir`, serving on a loopback port: its client, and how to stop it.
+async fn incarnation_at(
+    dir: &std::path::Path,
+) -> (
+    Client,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+) {
+    // The previous incarnation lets go of the store once its last connection and its commit thread end.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let store = loop {
+        match Store::open(dir) {
+            Err(nqueens_coordinator::error::Error::InUse(_))
+                if tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            other => break other.unwrap(),
+        }
+    };
+    let coordinator = Coordinator::open(store, Config::default()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(serve(
+        listener,
+        coordinator,
+        Options::default(),
+        stop.clone().cancelled_owned(),
+    ));
+    let client = nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
+    (client, stop, server)
+}
+
+async fn lease_of(c: &mut Client, worker: &str, capacity: u32, run: &str) -> Vec<proto::JobLease> {
+    c.lease(proto::LeaseRequest {
+        worker_id: worker.into(),
+        worker_name: worker.into(),
+        threads: 1,
+        capacity,
+        run: Some(run.into()),
+        wait_ms: 0,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .leases
+}
+
+#[tokio::test]
+async fn issue_19_a_run_counts_only_the_workers_on_it() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let busy = create(&mut s.client, 8).await;
+    let idle = create(&mut s.client, 9).await;
+    let a = lease_of(&mut s.client, "a", 2, &busy.run).await;
+    lease_of(&mut s.client, "b", 2, &busy.run).await;
+    assert_eq!(status(&mut s.client, &busy.run).await.active_workers, 2);
+    assert_eq!(
+        status(&mut s.client, &idle.run).await.active_workers,
+        0,
+        "two workers connected, none on this run"
+    );
+    // A worker that reported for the run and holds nothing of it still counts (within a lease timeout).
+    report(&mut s.client, "a", a.iter().map(result_of).collect())
+        .await
+        .unwrap();
+    assert_eq!(status(&mut s.client, &busy.run).await.active_workers, 2);
+    assert_eq!(status(&mut s.client, &idle.run).await.active_workers, 0);
+}
+
+#[tokio::test]
+async fn issue_19_a_workers_jobs_done_survive_a_coordinator_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut client, stop, server) = incarnation_at(dir.path()).await;
+    let run = create(&mut client, 8).await;
+    let leased = lease(&mut client, "w", 4).await;
+    report(&mut client, "w", leased.iter().map(result_of).collect())
+        .await
+        .unwrap();
+    stop.cancel();
+    server.await.unwrap().unwrap();
+    drop(client);
+
+    // The same worker process goes on with the next incarnation.
+    let (mut client, stop, _server) = incarnation_at(dir.path()).await;
+    let more = lease(&mut client, "w", 3).await;
+    report(&mut client, "w", more.iter().map(result_of).collect())
+        .await
+        .unwrap();
+    assert_eq!(status(&mut client, &run.run).await.jobs_done, 7);
+    let w = list_workers(&mut client).await;
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].jobs_done, 7, "4 before the restart and 3 after: {w:?}");
+    stop.cancel();
+}

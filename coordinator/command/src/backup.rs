@@ -21,7 +21,8 @@ const RESTORE_BATCH: usize = 4096;
 /// Arguments of `nqueens export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The store's directory (default: as for `serve`).
+    /// The store's directory (default: $NQUEENS_DATA, else $XDG_DATA_HOME/nqueens, else
+    /// ~/.local/share/nqueens, else ./nqueens-data when HOME is unset too).
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// Only this run (default: every run).
@@ -45,7 +46,8 @@ pub struct ImportArgs {
 /// Arguments of `nqueens audit`.
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// The store's directory (default: as for `serve`).
+    /// The store's directory (default: $NQUEENS_DATA, else $XDG_DATA_HOME/nqueens, else
+    /// ~/.local/share/nqueens, else ./nqueens-data when HOME is unset too).
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// One JSON object per run.

@@ -11,14 +11,19 @@ use nqueens_proto::{Client, Connection, DEFAULT_COORDINATOR};
 pub struct ConnectionArgs {
     /// The coordinator's address, e.g. http://10.0.0.1:7447 (https://... with TLS); by default the
     /// address `nqueens serve` listens on by default.
-    #[arg(long, env = "NQUEENS_COORDINATOR", default_value = DEFAULT_COORDINATOR)]
+    #[arg(
+        long,
+        env = "NQUEENS_COORDINATOR",
+        hide_env_values = true,
+        default_value = DEFAULT_COORDINATOR
+    )]
     pub coordinator: String,
     /// The shared bearer token, when the coordinator requires one.
     #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// PEM file of the CA certificate that the coordinator's TLS certificate must chain to (as written
     /// by `nqueens tls init`); implies TLS.
-    #[arg(long, env = "NQUEENS_TLS_CA", value_name = "PEM")]
+    #[arg(long, env = "NQUEENS_TLS_CA", hide_env_values = true, value_name = "PEM")]
     pub tls_ca: Option<PathBuf>,
 }
 

@@ -46,10 +46,11 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
     let summary = plan.summary();
     let bar = ProgressBar::new(summary.jobs);
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} jobs, ETA {eta}")
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} jobs, ETA {msg}")
             .expect("valid template")
             .progress_chars("=> "),
     );
+    bar.set_message(bar_eta(None));
     let opts = LocalCount {
         n: plan.n() as u32,
         strategy: plan.strategy(),
@@ -65,6 +66,7 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
         tokio::select! {
             outcome = local::count(opts, |v| {
                 bar.set_position(v.tally.jobs);
+                bar.set_message(bar_eta(v.eta_seconds));
                 saved.store(v.tally.jobs, std::sync::atomic::Ordering::Relaxed);
             }) => outcome.map_err(anyhow::Error::from),
             _ = tokio::signal::ctrl_c() => {
@@ -116,6 +118,15 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The ETA beside the progress bar: the coordinator's (at the rate of the jobs this invocation
+/// completed, not counting the jobs a resumed count found done), `-` until there is such a rate.
+fn bar_eta(eta_seconds: Option<f64>) -> String {
+    match eta_seconds {
+        Some(s) if s.is_finite() => nqueens_coordinator::progress::format_eta(Some(s)),
+        _ => "-".to_string(),
+    }
+}
+
 /// A count stopped by Ctrl-C: what is saved, and how to go on.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted: {saved} of {jobs} jobs are saved in {}; run the same command again to resume", data.display())]
@@ -123,4 +134,17 @@ pub struct Interrupted {
     pub saved: u64,
     pub jobs: u64,
     pub data: std::path::PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bar_eta;
+
+    #[test]
+    fn the_bar_shows_no_eta_until_there_is_a_rate() {
+        assert_eq!(bar_eta(None), "-");
+        assert_eq!(bar_eta(Some(f64::INFINITY)), "-");
+        assert_eq!(bar_eta(Some(20.0)), "20s");
+        assert_eq!(bar_eta(Some(125.0)), "2m 5s");
+    }
 }

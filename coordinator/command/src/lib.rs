@@ -15,6 +15,7 @@ mod estimate;
 pub mod http;
 mod load;
 mod loadgen;
+pub mod outage;
 pub mod local;
 mod plan;
 pub mod pool;
@@ -136,7 +137,8 @@ pub struct CountArgs {
     #[arg(long, value_parser = crate::worker::threads)]
     pub threads: Option<usize>,
     /// The store's directory (default: $NQUEENS_DATA, else $XDG_DATA_HOME/nqueens, else
-    /// ~/.local/share/nqueens). Counting the same plan again resumes, or answers from the store.
+    /// ~/.local/share/nqueens, else ./nqueens-data when HOME is unset too). Counting the same plan again
+    /// resumes, or answers from the store.
     #[arg(long)]
     pub data: Option<PathBuf>,
     #[command(flatten)]

@@ -108,7 +108,8 @@ pub struct StatusArgs {
     #[arg(long, conflicts_with = "watch")]
     pub workers: bool,
     /// Keep watching: on a terminal, a live view with a progress bar per run and the worker table;
-    /// otherwise one line per run at each interval. Ends when every run shown is done or stalled.
+    /// otherwise one line per run at each interval. Ends when every run shown is done or stalled (or on
+    /// Ctrl-C); while the coordinator is unreachable it says since when and keeps trying.
     #[arg(long)]
     pub watch: bool,
     /// How often --watch refreshes, e.g. 2s.

@@ -17,7 +17,8 @@ pub struct ServeArgs {
     /// Address to listen on (loopback by default; use 0.0.0.0:7447 to serve other machines).
     #[arg(long, default_value = "127.0.0.1:7447")]
     pub listen: SocketAddr,
-    /// The store's directory (default: $NQUEENS_DATA, else ~/.local/share/nqueens).
+    /// The store's directory (default: $NQUEENS_DATA, else $XDG_DATA_HOME/nqueens, else
+    /// ~/.local/share/nqueens, else ./nqueens-data when HOME is unset too).
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// How long a lease lives without a heartbeat, e.g. 60s, 5m (at least 100ms).
@@ -49,7 +50,7 @@ pub struct ServeArgs {
     pub token: Option<String>,
     /// PEM certificate (chain) for TLS, e.g. DIR/server.pem from `nqueens tls init DIR`; with --tls-key,
     /// clients connect with https:// and --tls-ca.
-    #[arg(long, env = "NQUEENS_TLS_CERT", value_name = "PEM", requires = "tls_key")]
+    #[arg(long, env = "NQUEENS_TLS_CERT", hide_env_values = true, value_name = "PEM", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// Listen beyond loopback without both a token and TLS (on a network you trust): anyone who can
     /// reach the port can then submit runs and report results.
@@ -60,7 +61,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
     /// PEM private key of --tls-cert, e.g. DIR/server-key.pem.
-    #[arg(long, env = "NQUEENS_TLS_KEY", value_name = "PEM", requires = "tls_cert")]
+    #[arg(long, env = "NQUEENS_TLS_KEY", hide_env_values = true, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 }
 

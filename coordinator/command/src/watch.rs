@@ -1,13 +1,16 @@
 //! `nqueens status --watch`: on a terminal, a live view (a progress bar per run with rate and ETA, and
 //! the worker table) redrawn at each interval; otherwise plain lines, one per run per interval. Ends when
-//! every run shown is done or stalled.
+//! every run shown is done or stalled. A coordinator that becomes unreachable (stopped, restarting, the
+//! network down) does not end it: it says since when, tries again with a capped backoff
+//! ([`crate::outage`]), and goes on once the coordinator answers.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::remote::{fetch, run_line, StatusArgs};
+use super::remote::{fetch, run_line, RpcError, StatusArgs};
+use crate::outage::{is_outage, Outage};
 use nqueens_coordinator::progress::format_eta;
 use nqueens_coordinator::status_json::{StatusOutput, WorkerOutput};
 
@@ -64,6 +67,8 @@ struct Live {
     runs: HashMap<String, ProgressBar>,
     header: ProgressBar,
     workers: Vec<ProgressBar>,
+    /// The line above everything while the coordinator is unreachable.
+    notice: Option<ProgressBar>,
 }
 
 impl Live {
@@ -76,6 +81,24 @@ impl Live {
             runs: HashMap::new(),
             header,
             workers: Vec::new(),
+            notice: None,
+        }
+    }
+
+    /// Shows `line` above the runs (the last view stays below it).
+    fn unreachable(&mut self, line: &str) {
+        let notice = self.notice.get_or_insert_with(|| {
+            self.multi
+                .insert(0, ProgressBar::new(0).with_style(text_style()))
+        });
+        notice.set_message(line.to_string());
+    }
+
+    /// Takes the unreachable line away.
+    fn reachable(&mut self) {
+        if let Some(notice) = self.notice.take() {
+            notice.finish_and_clear();
+            self.multi.remove(&notice);
         }
     }
 
@@ -171,10 +194,50 @@ pub async fn watch(args: &StatusArgs) -> anyhow::Result<()> {
 async fn follow(args: &StatusArgs) -> anyhow::Result<()> {
     let mut client = args.connection.connect()?;
     let mut live = (std::io::stdout().is_terminal() && !args.json).then(Live::new);
-    let mut tick = tokio::time::interval(args.interval.max(std::time::Duration::from_millis(50)));
+    let interval = args.interval.max(std::time::Duration::from_millis(50));
+    // Set while the coordinator, reached once, does not answer.
+    let mut outage: Option<Outage> = None;
+    let mut reached = false;
+    let mut wait = None;
     loop {
-        tick.tick().await;
-        let (runs, workers) = fetch(&mut client, args.run.as_deref()).await?;
+        if let Some(wait) = wait {
+            tokio::time::sleep(wait).await;
+        }
+        let (runs, workers) = match fetch(&mut client, args.run.as_deref()).await {
+            Ok(fetched) => fetched,
+            // A coordinator never reached is more likely a wrong address than an outage: that ends the
+            // watch at once, with the error.
+            Err(e)
+                if reached
+                    && e.downcast_ref::<RpcError>()
+                        .is_some_and(|r| is_outage(r.code)) =>
+            {
+                let o = outage.get_or_insert_with(|| Outage::begin(interval));
+                let line = o.line(tokio::time::Instant::now());
+                wait = Some(o.backoff());
+                match live.as_mut() {
+                    Some(live) => live.unreachable(&line),
+                    // JSON lines stay JSON: the notice goes to stderr.
+                    None if args.json => eprintln!("{line}"),
+                    None => {
+                        let mut out = std::io::stdout().lock();
+                        writeln!(out, "{line}")?;
+                        out.flush()?;
+                    }
+                }
+                // A fresh channel: the next try connects anew.
+                client = args.connection.connect()?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        reached = true;
+        wait = Some(interval);
+        if outage.take().is_some() {
+            if let Some(live) = live.as_mut() {
+                live.reachable();
+            }
+        }
         let runs: Vec<StatusOutput> = runs.into_iter().map(Into::into).collect();
         let workers: Vec<WorkerOutput> = workers.into_iter().map(Into::into).collect();
         let mut out = std::io::stdout().lock();

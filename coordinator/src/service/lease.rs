@@ -171,6 +171,7 @@ impl Coordinator {
                     run_dry = true;
                     break;
                 };
+                run.working(now);
                 let id = state.leases.issue(run.meta.id, key.clone(), worker, now);
                 leases.push(Granted {
                     id,

@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use nqueens_common::{Plan, Strategy};
 use tokio::sync::watch;
-use tokio::time::Instant;
 
 use self::strikes::Strikes;
 use crate::committer::Committer;
@@ -110,9 +109,12 @@ impl Coordinator {
         let reconciled = started.elapsed();
         let audit = store.audit()?;
         let audited = started.elapsed();
-        let now = Instant::now();
         let mut runs = BTreeMap::new();
+        let mut earlier_results: HashMap<String, u64> = HashMap::new();
         for (meta, line) in store.runs()?.into_iter().zip(audit) {
+            for (worker, n) in &line.by_worker {
+                *earlier_results.entry(worker.clone()).or_insert(0) += n;
+            }
             if !meta.is_done() {
                 let (jobs, hash) = meta.plan()?.fingerprint();
                 if jobs != meta.jobs_total || format!("{hash:016x}") != meta.fingerprint {
@@ -123,7 +125,7 @@ impl Coordinator {
                 }
             }
             let states = store.job_states(meta.id)?;
-            let live = LiveRun::new(meta, line.tally, states, now)?;
+            let live = LiveRun::new(meta, line.tally, states)?;
             tracing::info!(
                 run = live.meta.id,
                 n = live.meta.n,
@@ -159,7 +161,7 @@ impl Coordinator {
                 state: Mutex::new(State {
                     runs,
                     leases: Leases::new(store.epoch(), store.lease_secret(), config.lease_timeout),
-                    workers: Workers::default(),
+                    workers: Workers::with_earlier_results(earlier_results),
                     quarantined,
                     strikes: Strikes::default(),
                     max_attempts: config.max_attempts.max(1),
@@ -197,6 +199,10 @@ impl Coordinator {
 
     /// The metrics in the OpenMetrics text format, as of now.
     pub fn render_metrics(&self) -> String {
+        self.shared
+            .metrics
+            .store_degraded
+            .set(self.storage().degraded().is_some() as i64);
         self.shared.metrics.render(&self.runs(), &self.workers())
     }
 
@@ -296,7 +302,7 @@ impl Coordinator {
         let mut state = self.state();
         state.runs.insert(
             id,
-            LiveRun::new(meta, tally, HashMap::new(), Instant::now())?,
+            LiveRun::new(meta, tally, HashMap::new())?,
         );
         let view = self.view(&state, &state.runs[&id]);
         drop(state);

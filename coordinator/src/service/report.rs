@@ -148,6 +148,12 @@ impl Coordinator {
         for r in &committed.revoked {
             state.leases.settle(r.run, &r.key);
         }
+        let timeout = state.leases.timeout();
+        for inc in &batch {
+            if let Some(live) = state.runs.get_mut(&inc.run) {
+                live.reported_by(worker, now, timeout);
+            }
+        }
         for (run, tally) in &committed.tallies {
             if let Some(live) = state.runs.get_mut(run) {
                 live.update(*tally, committed.seq, now);

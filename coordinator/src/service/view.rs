@@ -22,7 +22,8 @@ pub struct RunView {
     /// Jobs that failed (see the log for why).
     pub jobs_failed: u64,
     pub phase: Phase,
-    /// Workers active within one lease timeout (all runs share them).
+    /// Workers on this run: holding a lease of it, or that reported a result for it within one lease
+    /// timeout (and have not left or been lost since).
     pub active_workers: u32,
     pub jobs_per_second: f64,
     pub solutions_per_second: f64,
@@ -74,7 +75,12 @@ impl Coordinator {
             jobs_disputed: run.jobs_in(JobState::Disputed),
             jobs_failed: run.jobs_in(JobState::Failed),
             phase: run.phase(),
-            active_workers: state.workers.active(now, state.leases.timeout()),
+            active_workers: run.workers(
+                state.leases.holders(run.meta.id),
+                |id| state.workers.gone(id),
+                now,
+                state.leases.timeout(),
+            ),
             jobs_per_second,
             solutions_per_second,
             eta_seconds: run.eta(now),

@@ -1,5 +1,6 @@
 //! The workers seen by this incarnation of the coordinator, by id: name, threads, last contact, what they
-//! reported and how fast, and whether they are leaving or lost. In memory only; a worker is active while it
+//! reported and how fast, and whether they are leaving or lost. In memory, but a worker's results count
+//! starts from the results the store holds of it (so it survives a coordinator restart); a worker is active while it
 //! was seen within one lease timeout, and lost (logged once) when it falls silent for longer.
 
 use std::collections::{HashMap, VecDeque};
@@ -50,6 +51,10 @@ impl WorkerInfo {
 #[derive(Debug, Default)]
 pub struct Workers {
     seen: HashMap<String, WorkerInfo>,
+    /// Results stored before this incarnation, by the id of the worker process that computed them
+    /// (taken into its counts when it is first seen: a worker that outlives a coordinator restart
+    /// keeps its `jobs done`).
+    earlier: HashMap<String, u64>,
 }
 
 /// What a contact changed.
@@ -64,6 +69,15 @@ pub enum Contact {
 }
 
 impl Workers {
+    /// An empty registry that knows how many stored results each worker process (by id) computed
+    /// before this incarnation.
+    pub fn with_earlier_results(earlier: HashMap<String, u64>) -> Workers {
+        Workers {
+            seen: HashMap::new(),
+            earlier,
+        }
+    }
+
     /// Records a contact.
     pub fn seen(&mut self, id: &str, now: Instant) -> Contact {
         match self.seen.get_mut(id) {
@@ -76,14 +90,15 @@ impl Workers {
                 }
             }
             None => {
+                let earlier = self.earlier.remove(id).unwrap_or(0);
                 self.seen.insert(
                     id.to_string(),
                     WorkerInfo {
                         name: String::new(),
                         threads: 0,
                         last_seen: now,
-                        accepted: 0,
-                        jobs: 0,
+                        accepted: earlier,
+                        jobs: earlier,
                         nodes: 0,
                         samples: VecDeque::from([(now, 0)]),
                         leaving: false,
@@ -140,12 +155,9 @@ impl Workers {
             .collect()
     }
 
-    /// Workers seen within `timeout` and not leaving.
-    pub fn active(&self, now: Instant, timeout: Duration) -> u32 {
-        self.seen
-            .values()
-            .filter(|w| !w.leaving && now - w.last_seen <= timeout)
-            .count() as u32
+    /// Whether worker `id` said it is shutting down or fell silent (lost).
+    pub fn gone(&self, id: &str) -> bool {
+        self.seen.get(id).is_some_and(|w| w.leaving || w.lost)
     }
 
     /// The name worker `id` gave (its id when it gave none).
@@ -179,7 +191,7 @@ mod tests {
         assert_eq!((info.jobs, info.nodes, info.accepted), (4, 8_000, 3));
         assert_eq!(info.nodes_per_second(t0 + Duration::from_secs(4)), 2_000.0);
         let timeout = Duration::from_secs(10);
-        assert_eq!(w.active(t0 + Duration::from_secs(5), timeout), 1);
+        assert!(!w.gone("a-1"));
         assert!(w.sweep(t0 + Duration::from_secs(5), timeout).is_empty());
         let lost = w.sweep(t0 + Duration::from_secs(11), timeout);
         assert_eq!(lost.len(), 1);
@@ -188,13 +200,26 @@ mod tests {
             w.sweep(t0 + Duration::from_secs(12), timeout).is_empty(),
             "logged once"
         );
-        assert_eq!(w.active(t0 + Duration::from_secs(12), timeout), 0);
+        assert!(w.gone("a-1"), "lost");
         assert_eq!(
             w.seen("a-1", t0 + Duration::from_secs(13)),
             Contact::Returned
         );
         assert!(w.leaving("a-1"));
         assert!(!w.leaving("a-1"), "once");
-        assert_eq!(w.active(t0 + Duration::from_secs(13), timeout), 0);
+        assert!(w.gone("a-1"), "left");
+    }
+
+    #[test]
+    fn a_worker_that_outlives_a_restart_keeps_its_stored_jobs_done() {
+        let t0 = Instant::now();
+        let mut w = Workers::with_earlier_results(HashMap::from([("a-1".to_string(), 22)]));
+        w.seen("a-1", t0);
+        w.reported("a-1", 7, 700, 7, t0 + Duration::from_secs(1));
+        let info = w.all().next().unwrap().1.clone();
+        assert_eq!((info.jobs, info.accepted), (29, 29));
+        assert_eq!(info.nodes_per_second(t0 + Duration::from_secs(1)), 700.0);
+        w.seen("b-1", t0);
+        assert_eq!(w.all().find(|(id, _)| *id == "b-1").unwrap().1.jobs, 0);
     }
 }

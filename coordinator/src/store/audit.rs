@@ -2,6 +2,8 @@
 //! must have its job marked done and every job marked done must have its result. A store that fails it is
 //! not served.
 
+use std::collections::HashMap;
+
 use nqueens_common::Tally;
 
 use super::records::{decode, job_key, run_key, split_job_key, JobRecord, JobState};
@@ -14,6 +16,9 @@ pub struct AuditLine {
     pub run: u64,
     /// The sum of the stored results (equal to the stored totals, or the audit fails).
     pub tally: Tally,
+    /// The stored results per id of the worker process that computed them (records of store format 1,
+    /// which carry no id, are left out).
+    pub by_worker: HashMap<String, u64>,
 }
 
 impl Store {
@@ -24,6 +29,7 @@ impl Store {
             let stored = self.tally(meta.id)?;
             let mut sum = Tally::new(stored.unique8.is_some());
             let fingerprint = meta.fingerprint_value()?;
+            let mut by_worker: HashMap<String, u64> = HashMap::new();
             for item in self.results(meta.id) {
                 let (key, record) = item?;
                 if !record.sealed(fingerprint, &key) {
@@ -39,6 +45,9 @@ impl Store {
                     )));
                 }
                 sum.add(&record.result)?;
+                if !record.worker_id.is_empty() {
+                    *by_worker.entry(record.worker_id).or_insert(0) += 1;
+                }
             }
             let mut marked = 0;
             for kv in self.jobs.scan_prefix(run_key(meta.id)) {
@@ -80,6 +89,7 @@ impl Store {
             lines.push(AuditLine {
                 run: meta.id,
                 tally: sum,
+                by_worker,
             });
         }
         Ok(lines)

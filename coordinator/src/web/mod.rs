@@ -1,6 +1,7 @@
 //! The coordinator's HTTP listener (`serve --metrics-listen`): Prometheus metrics at `/metrics`, the
-//! self-contained status page at `/`, and the JSON it reads at `/api/status`. Read-only: nothing here
-//! changes the store.
+//! self-contained status page at `/` (served with the status of that moment embedded, so that it shows
+//! the numbers at once), and the JSON it reads at `/api/status`. Read-only: nothing here changes the
+//! store.
 
 use axum::extract::State;
 use axum::http::header;
@@ -16,6 +17,8 @@ use crate::Coordinator;
 
 /// The status page: HTML, CSS and script in one file, no external assets.
 const PAGE: &str = include_str!("page.html");
+/// Where the page takes the status it is served with (inside a `<script type="application/json">`).
+const STATUS_SLOT: &str = "/*STATUS*/";
 
 /// What `/api/status` answers.
 #[derive(Debug, Serialize)]
@@ -42,8 +45,21 @@ pub fn router(coordinator: Coordinator) -> Router {
         .with_state(coordinator)
 }
 
-async fn page() -> Response {
-    ([(header::CACHE_CONTROL, "no-store")], Html(PAGE)).into_response()
+async fn page(State(coordinator): State<Coordinator>) -> Response {
+    (
+        [(header::CACHE_CONTROL, "no-store")],
+        Html(render_page(&page_status(&coordinator))),
+    )
+        .into_response()
+}
+
+/// The status page with `status` embedded as JSON. Every `<` in the JSON is escaped (`\u003c`, the same
+/// string to JSON) so that no text in it, a worker's name included, can end the script element.
+pub fn render_page(status: &PageStatus) -> String {
+    let json = serde_json::to_string(status)
+        .unwrap_or_else(|_| "null".to_string())
+        .replace('<', "\\u003c");
+    PAGE.replacen(STATUS_SLOT, &json, 1)
 }
 
 /// The runs and workers now.
@@ -82,4 +98,87 @@ async fn metrics(State(coordinator): State<Coordinator>) -> Response {
         coordinator.render_metrics(),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::Config;
+    use crate::store::Store;
+    use nqueens_common::Strategy;
+    use tower_service::Service;
+
+    async fn get(coordinator: &Coordinator, path: &str) -> String {
+        let mut app = router(coordinator.clone());
+        let request = http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = app.call(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 24)
+            .await
+            .unwrap();
+        String::from_utf8(body.to_vec()).unwrap()
+    }
+
+    /// The JSON the page was served with.
+    fn embedded(page: &str) -> serde_json::Value {
+        let start = page
+            .find(r#"id="status-data">"#)
+            .expect("the status script element")
+            + r#"id="status-data">"#.len();
+        let len = page[start..].find("</script>").unwrap();
+        serde_json::from_str(&page[start..start + len]).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_page_is_served_with_the_status_of_that_moment() {
+        let coordinator = Coordinator::open(Store::temporary().unwrap(), Config::default()).unwrap();
+        let view = coordinator
+            .create_run(9, Strategy::D4, None, Some(0.0), false)
+            .await
+            .unwrap();
+        let page = get(&coordinator, "/").await;
+        assert!(!page.contains(STATUS_SLOT), "the slot is filled");
+        assert!(!page.contains("loading") && !page.contains(">never<"), "{page}");
+        let status = embedded(&page);
+        let run = &status["runs"][0];
+        assert_eq!(run["run"], view.id());
+        assert_eq!(run["n"], 9);
+        assert_eq!(run["jobs_total"], view.meta.jobs_total);
+        assert_eq!(run["jobs_done"], 0);
+        assert_eq!(run["state"], "running");
+        assert_eq!(run["total"], "0");
+        assert!(status["now_unix"].as_f64().unwrap() > 0.0);
+        // The chart has labelled axes.
+        assert!(page.contains(r#""jobs/s")"#) && page.contains(r#""time (UTC)")"#));
+    }
+
+    #[test]
+    fn text_in_the_status_cannot_end_the_script_element() {
+        let status = PageStatus {
+            now_unix: 1.0,
+            runs: Vec::new(),
+            workers: vec![WorkerOutput {
+                name: "</script><script>alert(1)</script>".into(),
+                worker_id: "w-1".into(),
+                threads: 1,
+                accepted: 0,
+                seen_seconds_ago: None,
+                quarantined: false,
+                reason: String::new(),
+                jobs_done: 0,
+                nodes: 0,
+                nodes_per_second: 0.0,
+                leases: 0,
+                state: "idle".into(),
+            }],
+        };
+        let page = render_page(&status);
+        assert!(!page.contains("</script><script>alert"));
+        assert_eq!(
+            embedded(&page)["workers"][0]["name"],
+            "</script><script>alert(1)</script>"
+        );
+    }
 }

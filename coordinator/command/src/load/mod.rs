@@ -199,10 +199,14 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
         })
         .await?
         .into_inner();
-    let acknowledged_total: u128 = done.values().map(|&t| u128::from(t)).sum();
-    if stored.jobs_done != done.len() as u64 || stored.total != acknowledged_total.to_string() {
+    // A reused run held results before this load: what it holds now is those plus what was acknowledged.
+    let before_total: u128 = status.total.parse().unwrap_or(0);
+    let acknowledged_total: u128 =
+        before_total + done.values().map(|&t| u128::from(t)).sum::<u128>();
+    let acknowledged_jobs = status.jobs_done + done.len() as u64;
+    if stored.jobs_done != acknowledged_jobs || stored.total != acknowledged_total.to_string() {
         return Err(LoadError::Lost {
-            acknowledged_jobs: done.len() as u64,
+            acknowledged_jobs,
             acknowledged_total,
             stored_jobs: stored.jobs_done,
             stored_total: stored.total,
