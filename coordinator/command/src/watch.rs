@@ -1,6 +1,6 @@
 //! `nqueens status --watch`: on a terminal, a live view (a progress bar per run with rate and ETA, and
 //! the worker table) redrawn at each interval; otherwise plain lines, one per run per interval. Ends when
-//! every run shown is done or stalled.
+//! every run shown is done, stalled or cancelled.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -53,9 +53,13 @@ pub fn workers_line(workers: &[WorkerOutput]) -> String {
     )
 }
 
-/// Whether the watch is over: there are runs, and each is done or stalled.
+/// Whether the watch is over: there are runs, and each is done, stalled or cancelled (a paused run may
+/// be resumed).
 fn finished(runs: &[StatusOutput]) -> bool {
-    !runs.is_empty() && runs.iter().all(|r| r.state != "running")
+    !runs.is_empty()
+        && runs
+            .iter()
+            .all(|r| matches!(r.state, "done" | "stalled" | "cancelled"))
 }
 
 /// The live view's bars.
@@ -154,7 +158,7 @@ fn run_message(r: &StatusOutput) -> String {
     msg
 }
 
-/// Watches until every run shown is done or stalled (or the process is interrupted, or its output
+/// Watches until every run shown is done, stalled or cancelled (or the process is interrupted, or its output
 /// closed: `status --watch | head` ends quietly).
 pub async fn watch(args: &StatusArgs) -> anyhow::Result<()> {
     match follow(args).await {
