@@ -343,3 +343,109 @@ fn issue_19_tls_init_refuses_to_overwrite_without_force() {
     assert_ne!(read("ca.pem"), before[0]);
     assert_ne!(read("server-key.pem"), before[3]);
 }
+
+/// `nqueens ARGS... --json --coordinator ADDRESS`, parsed.
+fn json_of(address: &str, args: &[&str]) -> serde_json::Value {
+    let out = support::stdout_of(
+        support::nqueens()
+            .args(args)
+            .args(["--json", "--coordinator", address]),
+    );
+    serde_json::from_slice(&out).unwrap()
+}
+
+#[test]
+fn issue_19_runs_are_cancelled_paused_resumed_and_prioritised_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "60s");
+    let address = serve.address.as_str();
+    let first = submit_with(address, 14, "d4", &["--verify-fraction", "0"]);
+    // The same plan again: a warning naming the run and what to do, and a second run all the same.
+    let again = support::nqueens()
+        .args(["submit", "14", "--verify-fraction", "0", "--json", "--coordinator", address])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    let warning = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        warning.contains(&format!("already has run {first}"))
+            && warning.contains("--reuse")
+            && warning.contains(&format!("nqueens cancel {first}")),
+        "{warning}"
+    );
+    let second: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    let second = second["run"].as_str().unwrap().to_string();
+    assert_ne!(second, first);
+    let urgent = json_of(
+        address,
+        &["submit", "13", "--verify-fraction", "0", "--priority", "7"],
+    );
+    assert_eq!(urgent["priority"], 7);
+    // Every job of this one is computed once, then waits for a second worker name.
+    let verified = submit_with(address, 8, "d4", &["--verify-fraction", "1"]);
+
+    assert_eq!(json_of(address, &["pause", &first])["state"], "paused");
+    assert_eq!(json_of(address, &["priority", &second, "-3"])["priority"], -3);
+    let cancelled = json_of(address, &["cancel", &second]);
+    assert_eq!(cancelled["state"], "cancelled");
+    let resumed = support::stdout_of(
+        support::nqueens().args(["resume", &first, "--coordinator", address]),
+    );
+    assert!(String::from_utf8_lossy(&resumed).contains(&format!("run {first}: N = 14 d4 running")));
+    let unknown = support::nqueens()
+        .args(["cancel", "999", "--coordinator", address])
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown run"));
+
+    let mut w = worker(address, dir.path(), "solo", &["--exit-when-idle"]);
+    assert!(wait(&mut w, LIMIT, "worker").success());
+    let runs = status_json(address);
+    let by_id = |id: &str| runs.iter().find(|r| r["run"] == id).unwrap().clone();
+    let (total14, _) = reference(14);
+    let (total13, _) = reference(13);
+    assert_eq!(by_id(&first)["state"], "done");
+    assert_eq!(by_id(&first)["total"], total14.to_string());
+    assert_eq!(by_id(urgent["run"].as_str().unwrap())["total"], total13.to_string());
+    let gone = by_id(&second);
+    assert_eq!((gone["state"].as_str(), gone["jobs_done"].as_u64()), (Some("cancelled"), Some(0)));
+    // The highest priority went first.
+    let log = std::fs::read_to_string(dir.path().join("solo.log")).unwrap();
+    let first_lease = serve
+        .log()
+        .lines()
+        .find(|l| l.contains("run finished"))
+        .map(|l| support::log_field(l, "run"))
+        .unwrap();
+    assert_eq!(first_lease.as_deref(), urgent["run"].as_str(), "{log}");
+
+    // The verified run's jobs, listed by key: all of them, then a truncated listing.
+    let jobs_total = by_id(&verified)["jobs_total"].as_u64().unwrap();
+    let listing = support::stdout_of(support::nqueens().args([
+        "status", "--jobs", "verifying", "--run", &verified, "--coordinator", address,
+    ]));
+    let lines: Vec<String> = String::from_utf8(listing).unwrap().lines().map(String::from).collect();
+    assert_eq!(lines.len() as u64, jobs_total, "{lines:?}");
+    assert!(lines.iter().all(|l| l.starts_with(&format!("run {verified} job ")) && l.contains("verifying (results from solo)")), "{lines:?}");
+    let cut = support::nqueens()
+        .args(["status", "--jobs", "verifying", "--limit", "2", "--json", "--coordinator", address])
+        .output()
+        .unwrap();
+    assert!(cut.status.success());
+    let cut_lines: Vec<serde_json::Value> = String::from_utf8(cut.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(cut_lines.len(), 2);
+    assert_eq!(cut_lines[0]["state"], "verifying");
+    assert!(String::from_utf8_lossy(&cut.stderr).contains("truncated"));
+    let failed = support::stdout_of(support::nqueens().args(["status", "--jobs", "failed", "--coordinator", address]));
+    assert!(failed.is_empty());
+    let bad = support::nqueens()
+        .args(["status", "--jobs", "done", "--coordinator", address])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -126,6 +126,7 @@ fn run_request(n: u32) -> proto::CreateRunRequest {
         depth: None,
         reuse: false,
         verify_fraction: Some(0.0),
+        priority: 0,
     }
 }
 

@@ -25,6 +25,12 @@ pub enum Error {
     /// A reported result whose seal is missing or does not match it: damaged on its way, never counted.
     #[error("the result for job {job} of run {run} fails its seal (damaged in the worker's journal or in transit); refused, the job will be computed again")]
     Unsealed { run: String, job: String },
+    /// A run an operator cancelled: it takes no results and no change but another cancel.
+    #[error("run {0} is cancelled: it leases nothing and records no results")]
+    RunCancelled(String),
+    /// A run whose totals are final: it takes no control.
+    #[error("run {0} is done: its totals are final")]
+    RunDone(String),
     /// A worker whose result others disproved: it gets no more leases and its reports are refused.
     #[error("worker {worker:?} is quarantined: {reason}")]
     Quarantined { worker: String, reason: String },

@@ -12,7 +12,7 @@ use tonic::{Request, Response, Status};
 
 use crate::error::Error;
 use crate::service::{Ask, Coordinator, Grant, Report, RunView, WorkerView};
-use crate::store::{Outcome, Phase};
+use crate::store::{Control, JobState, Outcome, Phase};
 
 /// The wire form of a grant.
 fn lease_response(grant: &Grant) -> proto::LeaseResponse {
@@ -65,7 +65,9 @@ pub fn status(e: Error) -> Status {
         Error::Input(_) | Error::Invalid(_) | Error::Unsealed { .. } => {
             Status::invalid_argument(e.to_string())
         }
-        Error::NotLeased { .. } => Status::failed_precondition(e.to_string()),
+        Error::NotLeased { .. } | Error::RunCancelled(_) | Error::RunDone(_) => {
+            Status::failed_precondition(e.to_string())
+        }
         Error::Quarantined { .. } => Status::permission_denied(e.to_string()),
         // Nothing was acknowledged and the worker keeps the results in its journal: it tries again.
         Error::ShuttingDown | Error::Durability(_) => Status::unavailable(e.to_string()),
@@ -88,6 +90,8 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
             Phase::Running => proto::RunState::Running,
             Phase::Done => proto::RunState::Done,
             Phase::Stalled => proto::RunState::Stalled,
+            Phase::Paused => proto::RunState::Paused,
+            Phase::Cancelled => proto::RunState::Cancelled,
         } as i32,
         jobs_total: v.meta.jobs_total,
         jobs_done: v.tally.jobs,
@@ -105,6 +109,29 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
         jobs_failed: v.jobs_failed,
         verify_fraction: v.meta.verify_fraction,
         solutions_per_second: v.solutions_per_second,
+        priority: v.meta.priority,
+        cancelled_unix: v.meta.cancelled_unix,
+    }
+}
+
+/// The job state a listing asks for; unspecified or unknown is bad input.
+fn job_state_from_wire(value: i32) -> Result<JobState, Status> {
+    match proto::JobState::try_from(value) {
+        Ok(proto::JobState::Failed) => Ok(JobState::Failed),
+        Ok(proto::JobState::Disputed) => Ok(JobState::Disputed),
+        Ok(proto::JobState::Verifying) => Ok(JobState::Verifying),
+        _ => Err(Status::invalid_argument(format!(
+            "job state {value} is not one of failed, disputed, verifying"
+        ))),
+    }
+}
+
+fn job_state_to_wire(state: JobState) -> proto::JobState {
+    match state {
+        JobState::Failed => proto::JobState::Failed,
+        JobState::Disputed => proto::JobState::Disputed,
+        JobState::Verifying => proto::JobState::Verifying,
+        JobState::Done => proto::JobState::Unspecified,
     }
 }
 
@@ -142,7 +169,14 @@ impl coordinator_server::Coordinator for CoordinatorService {
         let strategy = strategy_from_wire(r.strategy).map_err(|e| status(e.into()))?;
         let view = self
             .coordinator
-            .create_run(r.n, strategy, r.depth, r.verify_fraction, r.reuse)
+            .create_run(
+                r.n,
+                strategy,
+                r.depth,
+                r.verify_fraction,
+                r.priority,
+                r.reuse,
+            )
             .await
             .map_err(status)?;
         Ok(Response::new(run_status(&view)))
@@ -195,6 +229,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
                 if tx.send(Ok(run_status(&view))).await.is_err()
                     || view.is_done()
                     || view.is_stalled()
+                    || view.meta.is_cancelled()
                 {
                     return;
                 }
@@ -305,13 +340,14 @@ impl coordinator_server::Coordinator for CoordinatorService {
         req: Request<proto::HeartbeatRequest>,
     ) -> Result<Response<proto::HeartbeatResponse>, Status> {
         let r = req.into_inner();
-        let lost = self
+        let (lost, cancelled) = self
             .coordinator
             .heartbeat(&r.worker_id, &r.lease_ids)
             .map_err(status)?;
         Ok(Response::new(proto::HeartbeatResponse {
             lost,
             lease_timeout_ms: millis(self.coordinator.lease_timeout()),
+            cancelled,
         }))
     }
 
@@ -338,5 +374,77 @@ impl coordinator_server::Coordinator for CoordinatorService {
             .map(worker_status)
             .collect();
         Ok(Response::new(proto::ListWorkersResponse { workers }))
+    }
+
+    async fn cancel_run(
+        &self,
+        req: Request<proto::RunControlRequest>,
+    ) -> Result<Response<proto::RunStatus>, Status> {
+        self.control(&req.into_inner().run, Control::Cancel).await
+    }
+
+    async fn pause_run(
+        &self,
+        req: Request<proto::RunControlRequest>,
+    ) -> Result<Response<proto::RunStatus>, Status> {
+        self.control(&req.into_inner().run, Control::Pause).await
+    }
+
+    async fn resume_run(
+        &self,
+        req: Request<proto::RunControlRequest>,
+    ) -> Result<Response<proto::RunStatus>, Status> {
+        self.control(&req.into_inner().run, Control::Resume).await
+    }
+
+    async fn set_priority(
+        &self,
+        req: Request<proto::SetPriorityRequest>,
+    ) -> Result<Response<proto::RunStatus>, Status> {
+        let r = req.into_inner();
+        self.control(&r.run, Control::Priority(r.priority)).await
+    }
+
+    async fn list_jobs(
+        &self,
+        req: Request<proto::ListJobsRequest>,
+    ) -> Result<Response<proto::ListJobsResponse>, Status> {
+        let r = req.into_inner();
+        let state = job_state_from_wire(r.state)?;
+        let listing = self
+            .coordinator
+            .jobs(r.run.as_deref(), state, r.limit)
+            .await
+            .map_err(status)?;
+        let jobs = listing
+            .jobs
+            .into_iter()
+            .map(|j| proto::JobEntry {
+                run: j.run.to_string(),
+                job: j.key.to_string(),
+                state: job_state_to_wire(j.state) as i32,
+                reason: j.reason.unwrap_or_default(),
+                workers: j.workers,
+            })
+            .collect();
+        Ok(Response::new(proto::ListJobsResponse {
+            jobs,
+            truncated: listing.truncated,
+        }))
+    }
+}
+
+impl CoordinatorService {
+    async fn control(
+        &self,
+        run: &str,
+        change: Control,
+    ) -> Result<Response<proto::RunStatus>, Status> {
+        let view = self
+            .coordinator
+            .control(run, change)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(run_status(&view)))
     }
 }

@@ -7,7 +7,7 @@
 //! an earlier incarnation must also repeat that lease's tag, which only this store's coordinators can
 //! have computed. Nothing is accepted because it cannot be checked.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use std::hash::Hasher;
@@ -45,6 +45,9 @@ pub struct Leases {
     /// Expired or released leases of jobs not done yet: a late result under them is still accepted.
     past: HashMap<u64, JobId>,
     past_by_job: HashMap<JobId, Vec<u64>>,
+    /// Leases of this incarnation ended because their run was cancelled: heartbeats name them, so that
+    /// their workers drop the jobs.
+    cancelled: HashSet<u64>,
 }
 
 impl Leases {
@@ -59,6 +62,7 @@ impl Leases {
             by_job: HashMap::new(),
             past: HashMap::new(),
             past_by_job: HashMap::new(),
+            cancelled: HashSet::new(),
         }
     }
 
@@ -193,6 +197,34 @@ impl Leases {
                 lease: id,
             })
         }
+    }
+
+    /// Ends every lease of a cancelled run (active or past: a result under any is refused); returns how
+    /// many were active.
+    pub fn cancel_run(&mut self, run: u64) -> usize {
+        let active: Vec<u64> = self
+            .active
+            .values()
+            .filter(|l| l.run == run)
+            .map(|l| l.id)
+            .collect();
+        for id in &active {
+            if let Some(lease) = self.active.remove(id) {
+                self.by_job.remove(&(lease.run, lease.key));
+            }
+        }
+        self.past.retain(|_, (r, _)| *r != run);
+        self.past_by_job.retain(|(r, _), _| *r != run);
+        self.cancelled.extend(&active);
+        active.len()
+    }
+
+    /// The leases among `ids` that ended because their run was cancelled.
+    pub fn cancelled_among(&self, ids: &[u64]) -> Vec<u64> {
+        ids.iter()
+            .copied()
+            .filter(|id| self.cancelled.contains(id))
+            .collect()
     }
 
     /// Forgets every lease of a job that is now done; returns its active lease, if any.

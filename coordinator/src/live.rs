@@ -60,7 +60,7 @@ impl LiveRun {
     ) -> Result<LiveRun> {
         let plan = meta.plan()?;
         let fingerprint = meta.fingerprint_value()?;
-        let cursor = (!meta.is_done()).then(|| plan.jobs());
+        let cursor = (!meta.is_done() && !meta.is_cancelled()).then(|| plan.jobs());
         let mut history = History::default();
         history.record(unix_seconds(), tally.jobs, tally.total);
         Ok(LiveRun {
@@ -147,7 +147,29 @@ impl LiveRun {
 
     /// Takes a run that was done and is running again (its results were revoked).
     pub fn reopen(&mut self, meta: RunMeta) {
-        self.meta = meta;
+        self.meta = self.with_controls(meta);
+    }
+
+    /// `meta` (from a commit) with the operator's controls as this run holds them: those are changed
+    /// only by [`LiveRun::control`], which may have run since that commit.
+    fn with_controls(&self, meta: RunMeta) -> RunMeta {
+        RunMeta {
+            paused: self.meta.paused,
+            cancelled_unix: self.meta.cancelled_unix,
+            priority: self.meta.priority,
+            ..meta
+        }
+    }
+
+    /// Takes the operator's controls of `meta` (as just stored); a cancelled run drops its job list.
+    pub fn control(&mut self, meta: &RunMeta) {
+        self.meta.paused = meta.paused;
+        self.meta.cancelled_unix = meta.cancelled_unix;
+        self.meta.priority = meta.priority;
+        if meta.is_cancelled() {
+            self.cursor = None;
+            self.retry.clear();
+        }
     }
 
     /// Jobs in a state.
@@ -163,7 +185,7 @@ impl LiveRun {
 
     /// Puts a job whose lease ended back in line.
     pub fn requeue(&mut self, key: JobKey) {
-        if !self.meta.is_done() {
+        if !self.meta.is_done() && !self.meta.is_cancelled() {
             self.retry.push_back(key);
         }
     }
@@ -232,7 +254,7 @@ impl LiveRun {
 
     /// Marks the run finished: nothing more to lease.
     pub fn finish(&mut self, meta: RunMeta) {
-        self.meta = meta;
+        self.meta = self.with_controls(meta);
         self.cursor = None;
         self.retry.clear();
     }
@@ -259,6 +281,9 @@ impl LiveRun {
         if self.meta.is_done() {
             return Some(0.0);
         }
+        if self.meta.is_cancelled() || self.meta.paused {
+            return None;
+        }
         let (jobs_per_s, _) = self.rates(now);
         (jobs_per_s > 0.0).then(|| (self.meta.jobs_total - self.tally.jobs) as f64 / jobs_per_s)
     }
@@ -281,6 +306,9 @@ mod tests {
             created_unix: 0,
             finished_unix: None,
             verify_fraction: 0.0,
+            paused: false,
+            cancelled_unix: None,
+            priority: 0,
         }
     }
 

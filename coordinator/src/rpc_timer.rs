@@ -13,7 +13,7 @@ use tower_service::Service;
 use crate::metrics::Metrics;
 
 /// The methods timed by name; any other path is timed as `other`.
-const METHODS: [&str; 9] = [
+const METHODS: [&str; 14] = [
     "CreateRun",
     "ListRuns",
     "GetRun",
@@ -23,6 +23,11 @@ const METHODS: [&str; 9] = [
     "Heartbeat",
     "Release",
     "ListWorkers",
+    "CancelRun",
+    "PauseRun",
+    "ResumeRun",
+    "SetPriority",
+    "ListJobs",
 ];
 
 /// The method label of a request path such as `/nqueens.v1.Coordinator/Lease`.

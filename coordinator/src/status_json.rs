@@ -31,6 +31,8 @@ pub struct StatusOutput {
     pub jobs_per_second: f64,
     pub solutions_per_second: f64,
     pub eta_seconds: Option<f64>,
+    /// Workers lease from the running run of the highest priority first.
+    pub priority: i32,
 }
 
 impl From<proto::RunStatus> for StatusOutput {
@@ -50,6 +52,8 @@ impl From<proto::RunStatus> for StatusOutput {
             state: match RunState::try_from(s.state) {
                 Ok(RunState::Done) => "done",
                 Ok(RunState::Stalled) => "stalled",
+                Ok(RunState::Paused) => "paused",
+                Ok(RunState::Cancelled) => "cancelled",
                 _ => "running",
             },
             jobs_done: s.jobs_done,
@@ -66,6 +70,7 @@ impl From<proto::RunStatus> for StatusOutput {
             jobs_per_second: s.jobs_per_second,
             solutions_per_second: s.solutions_per_second,
             eta_seconds: s.eta_seconds,
+            priority: s.priority,
         }
     }
 }

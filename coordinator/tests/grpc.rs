@@ -76,6 +76,7 @@ async fn create_verified(c: &mut Client, n: u32, verify_fraction: f64) -> proto:
         depth: None,
         reuse: false,
         verify_fraction: Some(verify_fraction),
+        priority: 0,
     })
     .await
     .unwrap()
@@ -418,6 +419,7 @@ async fn issue_3_and_4_bad_input_gets_a_clear_error_and_changes_nothing_stored()
                 depth: None,
                 reuse: false,
                 verify_fraction,
+                priority: 0,
             })
             .await
             .unwrap_err();
@@ -772,6 +774,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
             depth: None,
             reuse: false,
             verify_fraction: Some(0.0),
+            priority: 0,
         })
         .await
         .unwrap()
@@ -791,6 +794,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
                 depth: None,
                 reuse: false,
                 verify_fraction: None,
+                priority: 0,
             })
             .await
             .map(|_| ()),
@@ -808,6 +812,34 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
                 worker_id: "x".into(),
                 worker_name: "x".into(),
                 ..Default::default()
+            })
+            .await
+            .map(|_| ()),
+            bad.cancel_run(proto::RunControlRequest {
+                run: run.run.clone(),
+            })
+            .await
+            .map(|_| ()),
+            bad.pause_run(proto::RunControlRequest {
+                run: run.run.clone(),
+            })
+            .await
+            .map(|_| ()),
+            bad.resume_run(proto::RunControlRequest {
+                run: run.run.clone(),
+            })
+            .await
+            .map(|_| ()),
+            bad.set_priority(proto::SetPriorityRequest {
+                run: run.run.clone(),
+                priority: 3,
+            })
+            .await
+            .map(|_| ()),
+            bad.list_jobs(proto::ListJobsRequest {
+                state: proto::JobState::Failed as i32,
+                run: None,
+                limit: 0,
             })
             .await
             .map(|_| ()),
@@ -1091,6 +1123,7 @@ async fn issue_15_shutdown_cuts_the_enumeration_of_a_huge_plan_short() {
                 depth: Some(14),
                 reuse: false,
                 verify_fraction: None,
+                priority: 0,
             })
             .await
     });
@@ -1302,4 +1335,315 @@ async fn issue_19_a_workers_jobs_done_survive_a_coordinator_restart() {
     assert_eq!(w.len(), 1);
     assert_eq!(w[0].jobs_done, 7, "4 before the restart and 3 after: {w:?}");
     stop.cancel();
+}
+
+fn control(run: &str) -> proto::RunControlRequest {
+    proto::RunControlRequest { run: run.into() }
+}
+
+async fn heartbeat(c: &mut Client, worker: &str, ids: Vec<u64>) -> proto::HeartbeatResponse {
+    c.heartbeat(proto::HeartbeatRequest {
+        worker_id: worker.into(),
+        lease_ids: ids,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+/// A coordinator over the store in `dir` (once no other process holds it), served on loopback; stopped
+/// with the token. Also a second handle on its store.
+async fn incarnation(dir: &std::path::Path) -> (Client, CancellationToken, Store) {
+    let store = loop {
+        match Store::open(dir) {
+            Ok(store) => break store,
+            // The previous incarnation is still letting go of it.
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    let handle = store.clone();
+    let coordinator = Coordinator::open(store, Config::default()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    tokio::spawn(serve(
+        listener,
+        coordinator,
+        Options::default(),
+        stop.clone().cancelled_owned(),
+    ));
+    let client = nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
+    (client, stop, handle)
+}
+
+#[tokio::test]
+async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, stop, store) = incarnation(dir.path()).await;
+    let run = create(&mut c, 8).await;
+    let paused = create(&mut c, 7).await;
+    let leased = lease(&mut c, "w", 2).await;
+    assert_eq!(leased.len(), 2);
+    assert!(leased.iter().all(|l| l.run == run.run), "the oldest run first");
+    let counted = report(&mut c, "w", vec![result_of(&leased[0])]).await.unwrap();
+    assert_eq!(counted, vec![proto::Outcome::Accepted as i32]);
+    assert!(heartbeat(&mut c, "w", vec![leased[1].lease_id]).await.lost.is_empty());
+
+    let cancelled = c.cancel_run(control(&run.run)).await.unwrap().into_inner();
+    assert_eq!(cancelled.state, proto::RunState::Cancelled as i32);
+    assert!(cancelled.cancelled_unix.is_some());
+    assert_eq!(cancelled.jobs_done, 1);
+    assert_eq!(cancelled.jobs_leased, 0, "its leases ended");
+    let partial = cancelled.total.clone();
+    assert_eq!(partial, result_of(&leased[0]).total.to_string(), "what was counted stays");
+    // The worker learns that its lease is gone because the run was cancelled.
+    let beat = heartbeat(&mut c, "w", vec![leased[1].lease_id]).await;
+    assert_eq!(beat.lost, vec![leased[1].lease_id]);
+    assert_eq!(beat.cancelled, vec![leased[1].lease_id]);
+    // A result for it is refused for good, and changes nothing stored.
+    let before = contents(&store);
+    let refused = report(&mut c, "w", vec![result_of(&leased[1])]).await.unwrap_err();
+    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    assert!(refused.message().contains("cancelled"), "{}", refused.message());
+    assert_eq!(contents(&store), before);
+    // Nothing more is leased from it: the other run's jobs come instead.
+    let next = lease(&mut c, "w", 1000).await;
+    assert!(!next.is_empty() && next.iter().all(|l| l.run == paused.run));
+    let st = status(&mut c, &run.run).await;
+    assert_eq!((st.state, st.jobs_done, st.total.as_str()), (proto::RunState::Cancelled as i32, 1, partial.as_str()));
+    assert!(st.unique.is_none(), "a cancelled run's total is never final");
+    // Cancelling again changes nothing; no other control applies to it.
+    let again = c.cancel_run(control(&run.run)).await.unwrap().into_inner();
+    assert_eq!(again.cancelled_unix, cancelled.cancelled_unix);
+    for refused in [
+        c.pause_run(control(&run.run)).await.unwrap_err(),
+        c.resume_run(control(&run.run)).await.unwrap_err(),
+        c.set_priority(proto::SetPriorityRequest { run: run.run.clone(), priority: 1 }).await.unwrap_err(),
+    ] {
+        assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    }
+    // The other run, paused, and re-prioritised: persisted too.
+    c.release(proto::ReleaseRequest {
+        worker_id: "w".into(),
+        lease_ids: next.iter().map(|l| l.lease_id).collect(),
+        leaving: false,
+    })
+    .await
+    .unwrap();
+    c.set_priority(proto::SetPriorityRequest { run: paused.run.clone(), priority: -4 }).await.unwrap();
+    let p = c.pause_run(control(&paused.run)).await.unwrap().into_inner();
+    assert_eq!((p.state, p.priority), (proto::RunState::Paused as i32, -4));
+    stop.cancel();
+    drop((c, store));
+
+    let (mut c, stop, _store) = incarnation(dir.path()).await;
+    let st = status(&mut c, &run.run).await;
+    assert_eq!((st.state, st.jobs_done, st.total.as_str()), (proto::RunState::Cancelled as i32, 1, partial.as_str()));
+    assert_eq!(st.cancelled_unix, cancelled.cancelled_unix);
+    let p = status(&mut c, &paused.run).await;
+    assert_eq!((p.state, p.priority), (proto::RunState::Paused as i32, -4));
+    let nothing = c
+        .lease(proto::LeaseRequest {
+            worker_id: "w2".into(),
+            worker_name: "w2".into(),
+            threads: 1,
+            capacity: 16,
+            run: None,
+            wait_ms: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(nothing.leases.is_empty() && nothing.idle, "a cancelled and a paused run lease nothing");
+    // A resubmission with --reuse does not get the cancelled run back.
+    let fresh = c
+        .create_run(proto::CreateRunRequest {
+            n: 8,
+            strategy: proto::Strategy::D4 as i32,
+            depth: Some(run.depth),
+            reuse: true,
+            verify_fraction: Some(0.0),
+            priority: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_ne!(fresh.run, run.run);
+    assert_eq!(fresh.state, proto::RunState::Running as i32);
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn issue_19_a_paused_run_leases_nothing_but_counts_the_results_of_its_leases_until_resumed() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 8).await;
+    let out = lease(&mut s.client, "w", 1).await;
+    let p = s.client.pause_run(control(&run.run)).await.unwrap().into_inner();
+    assert_eq!(p.state, proto::RunState::Paused as i32);
+    assert_eq!(p.eta_seconds, None);
+    assert!(lease(&mut s.client, "w", 8).await.is_empty());
+    // The lease out finishes and reports normally.
+    let outcomes = report(&mut s.client, "w", vec![result_of(&out[0])]).await.unwrap();
+    assert_eq!(outcomes, vec![proto::Outcome::Accepted as i32]);
+    assert_eq!(status(&mut s.client, &run.run).await.jobs_done, 1);
+    // Pausing twice is pausing once; resuming leases again.
+    s.client.pause_run(control(&run.run)).await.unwrap();
+    let r = s.client.resume_run(control(&run.run)).await.unwrap().into_inner();
+    assert_eq!(r.state, proto::RunState::Running as i32);
+    assert_eq!(lease(&mut s.client, "w", 1).await.len(), 1);
+}
+
+#[tokio::test]
+async fn issue_19_workers_lease_from_the_highest_priority_run_first_and_bad_controls_change_nothing() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let low = create(&mut s.client, 8).await;
+    let high = s
+        .client
+        .create_run(proto::CreateRunRequest {
+            n: 8,
+            strategy: proto::Strategy::D4 as i32,
+            depth: None,
+            reuse: false,
+            verify_fraction: Some(0.0),
+            priority: 5,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(high.priority, 5);
+    let later = create(&mut s.client, 8).await;
+    assert!(lease(&mut s.client, "w", 2).await.iter().all(|l| l.run == high.run));
+    let raised = s
+        .client
+        .set_priority(proto::SetPriorityRequest {
+            run: later.run.clone(),
+            priority: 9,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(raised.priority, 9);
+    assert!(lease(&mut s.client, "w", 2).await.iter().all(|l| l.run == later.run));
+    // Equal priorities: the oldest first, as without priorities.
+    s.client
+        .set_priority(proto::SetPriorityRequest {
+            run: low.run.clone(),
+            priority: 9,
+        })
+        .await
+        .unwrap();
+    assert!(lease(&mut s.client, "w", 2).await.iter().all(|l| l.run == low.run));
+
+    let before = contents(&s.store);
+    for (refused, code) in [
+        (s.client.cancel_run(control("99")).await.unwrap_err(), Code::NotFound),
+        (s.client.pause_run(control("")).await.unwrap_err(), Code::NotFound),
+        (s.client.resume_run(control("x".repeat(10_000).as_str())).await.unwrap_err(), Code::NotFound),
+        (
+            s.client
+                .set_priority(proto::SetPriorityRequest {
+                    run: "-1".into(),
+                    priority: 1,
+                })
+                .await
+                .unwrap_err(),
+            Code::NotFound,
+        ),
+        (
+            s.client
+                .list_jobs(proto::ListJobsRequest {
+                    state: proto::JobState::Unspecified as i32,
+                    run: None,
+                    limit: 0,
+                })
+                .await
+                .unwrap_err(),
+            Code::InvalidArgument,
+        ),
+        (
+            s.client
+                .list_jobs(proto::ListJobsRequest {
+                    state: 77,
+                    run: None,
+                    limit: 0,
+                })
+                .await
+                .unwrap_err(),
+            Code::InvalidArgument,
+        ),
+        (
+            s.client
+                .list_jobs(proto::ListJobsRequest {
+                    state: proto::JobState::Failed as i32,
+                    run: None,
+                    limit: 10_001,
+                })
+                .await
+                .unwrap_err(),
+            Code::InvalidArgument,
+        ),
+        (
+            s.client
+                .list_jobs(proto::ListJobsRequest {
+                    state: proto::JobState::Failed as i32,
+                    run: Some("12".into()),
+                    limit: 0,
+                })
+                .await
+                .unwrap_err(),
+            Code::NotFound,
+        ),
+    ] {
+        assert_eq!(refused.code(), code, "{refused:?}");
+        assert!(refused.message().len() < 300, "{}", refused.message());
+    }
+    assert_eq!(contents(&s.store), before, "bad input changes nothing stored");
+}
+
+#[tokio::test]
+async fn issue_19_list_jobs_names_the_verifying_jobs_and_says_when_it_is_truncated() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create_verified(&mut s.client, 6, 1.0).await;
+    let other = create(&mut s.client, 6).await;
+    let leased = lease(&mut s.client, "a", 64).await;
+    let mine: Vec<_> = leased.iter().filter(|l| l.run == run.run).collect();
+    assert!(mine.len() >= 2, "{}", mine.len());
+    report(&mut s.client, "a", mine.iter().map(|l| result_of(l)).collect())
+        .await
+        .unwrap();
+    let list = |run: Option<&str>, state: proto::JobState, limit: u32| proto::ListJobsRequest {
+        state: state as i32,
+        run: run.map(Into::into),
+        limit,
+    };
+    let all = s
+        .client
+        .list_jobs(list(Some(&run.run), proto::JobState::Verifying, 0))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!all.truncated);
+    let mut expected: Vec<&str> = mine.iter().map(|l| l.job.as_str()).collect();
+    let mut got: Vec<&str> = all.jobs.iter().map(|j| j.job.as_str()).collect();
+    expected.sort();
+    got.sort();
+    assert_eq!(got, expected);
+    assert!(all
+        .jobs
+        .iter()
+        .all(|j| j.run == run.run && j.workers == ["a"] && j.state == proto::JobState::Verifying as i32));
+    let cut = s
+        .client
+        .list_jobs(list(None, proto::JobState::Verifying, 1))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(cut.truncated && cut.jobs.len() == 1);
+    let none = s
+        .client
+        .list_jobs(list(Some(&other.run), proto::JobState::Failed, 0))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(none.jobs.is_empty() && !none.truncated);
 }

@@ -3,7 +3,7 @@
 //! backoff (computing what it holds meanwhile). On shutdown it hands back the jobs it has not started,
 //! finishes the running ones and reports them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -143,6 +143,8 @@ struct Worker {
     held: HashMap<u64, proto::JobLease>,
     /// Finished results not yet acknowledged, in order.
     unreported: Vec<Finished>,
+    /// Running jobs of cancelled runs: their results are dropped as they finish.
+    unwanted: HashSet<u64>,
     backoff: Option<(Instant, backon::ExponentialBackoff)>,
     next_lease: Instant,
     next_heartbeat: Instant,
@@ -182,6 +184,7 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
         journal,
         held: HashMap::new(),
         unreported,
+        unwanted: HashSet::new(),
         backoff: None,
         next_lease: now,
         next_heartbeat: now + Duration::from_secs(10),
@@ -347,6 +350,11 @@ impl Worker {
             .faults
             .on_finished(self.summary.jobs + 1, &mut result);
         let lease = task.lease;
+        if self.unwanted.remove(&lease.lease_id) {
+            self.held.remove(&lease.lease_id);
+            tracing::debug!(run = %lease.run, job = %lease.job, "job of a cancelled run finished; result dropped");
+            return Ok(());
+        }
         // Sealed here, as the result leaves the compute pool: from now on any change to it is detected.
         let seal = nqueens_common::checksum::seal(lease.plan_fingerprint, task.job.key(), &result);
         let f = Finished {
@@ -506,8 +514,43 @@ impl Worker {
                 "leases no longer ours; finishing them anyway"
             );
         }
+        if !reply.cancelled.is_empty() {
+            self.drop_cancelled(&reply.cancelled);
+        }
         self.set_timeout(reply.lease_timeout_ms);
         Ok(())
+    }
+
+    /// Drops the jobs of leases whose run was cancelled: those not started leave the queue, those running
+    /// have their results dropped as they finish (the coordinator would refuse them).
+    fn drop_cancelled(&mut self, cancelled: &[u64]) {
+        let cancelled: HashSet<u64> = cancelled
+            .iter()
+            .copied()
+            .filter(|id| self.held.contains_key(id))
+            .collect();
+        let unstarted: HashSet<u64> = self
+            .pool
+            .take_unstarted_if(|lease| cancelled.contains(&lease.lease_id))
+            .iter()
+            .map(|t| t.lease.lease_id)
+            .collect();
+        // Finished but unreported ones are left to their report, which the coordinator refuses.
+        let unreported: HashSet<u64> = self.unreported.iter().map(|f| f.lease).collect();
+        for &id in &cancelled {
+            if unreported.contains(&id) {
+                continue;
+            }
+            self.held.remove(&id);
+            if !unstarted.contains(&id) {
+                self.unwanted.insert(id);
+            }
+        }
+        tracing::info!(
+            leases = cancelled.len(),
+            unstarted = unstarted.len(),
+            "run cancelled: dropping its jobs"
+        );
     }
 
     fn set_timeout(&mut self, lease_timeout_ms: u32) {

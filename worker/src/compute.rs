@@ -119,6 +119,15 @@ impl<L: Send + 'static> ComputePool<L> {
     pub fn take_unstarted(&self) -> Vec<Task<L>> {
         self.shared.lock().waiting.drain(..).collect()
     }
+
+    /// Takes back the jobs that have not started and whose lease `unwanted` picks.
+    pub fn take_unstarted_if(&self, unwanted: impl Fn(&L) -> bool) -> Vec<Task<L>> {
+        let mut q = self.shared.lock();
+        let (taken, kept): (std::collections::VecDeque<_>, _) =
+            q.waiting.drain(..).partition(|t| unwanted(&t.lease));
+        q.waiting = kept;
+        taken.into()
+    }
 }
 
 fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<(Task<L>, JobResult)>) {

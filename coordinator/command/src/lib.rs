@@ -1,6 +1,7 @@
 //! The `nqueens` command (and `nqueens-worker`): the command line and the glue around the libraries.
 //!
-//! Design: one module per subcommand (`count`, `serve`, `worker`, `submit`/`status` in `remote`, ...),
+//! Design: one module per subcommand (`count`, `serve`, `worker`, `submit`/`status` in `remote`,
+//! `cancel`/`pause`/`resume`/`priority` in `control`, ...),
 //! each parsing with clap derive and calling into `nqueens-coordinator`, `nqueens-worker` and
 //! `nqueens-common`; `local` is the embedded mode behind `count` (a coordinator on loopback and an
 //! in-process worker, the cluster's own code path); `setup` is process setup (logging, signals, the data
@@ -10,6 +11,7 @@
 mod backup;
 mod bench;
 pub mod connection;
+mod control;
 mod count;
 mod estimate;
 pub mod http;
@@ -79,8 +81,17 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Create a run on a coordinator.
     Submit(remote::SubmitArgs),
-    /// Show the runs of a coordinator.
+    /// Show the runs of a coordinator (or with --jobs, its failed, disputed or verifying jobs).
     Status(remote::StatusArgs),
+    /// Cancel a run for good: it leases nothing more and records no more results; its total stays
+    /// partial.
+    Cancel(control::RunArgs),
+    /// Pause a run: it leases nothing until resumed (jobs out may finish and report).
+    Pause(control::RunArgs),
+    /// Resume a paused run.
+    Resume(control::RunArgs),
+    /// Set a run's priority: workers take jobs from the running run of the highest priority first.
+    Priority(control::PriorityArgs),
     /// Load a coordinator with simulated workers (synthetic results, no search) and measure what it
     /// sustains: committed results per second and lease/report latency.
     Loadgen(loadgen::LoadgenArgs),
@@ -182,6 +193,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(&args),
         Command::Submit(args) => remote::submit(&args),
         Command::Status(args) => remote::status(&args),
+        Command::Cancel(args) => control::run(control::Action::Cancel, &args),
+        Command::Pause(args) => control::run(control::Action::Pause, &args),
+        Command::Resume(args) => control::run(control::Action::Resume, &args),
+        Command::Priority(args) => control::priority(&args),
         Command::Loadgen(args) => loadgen::run(&args),
         Command::Worker(args) => runtime()?.block_on(crate::worker::run(args)),
         Command::Export(args) => backup::export(&args),

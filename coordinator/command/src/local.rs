@@ -52,8 +52,16 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     .map_err(|_| Error::ShuttingDown)??;
     let coordinator = Coordinator::open(store, Config::default())?;
     let view = coordinator
-        .create_run(opts.n, opts.strategy, opts.depth, Some(0.0), true)
+        .create_run(opts.n, opts.strategy, opts.depth, Some(0.0), 0, true)
         .await?;
+    // Counting is asking for the run to go on: a run paused by an earlier `serve` is resumed.
+    let view = if view.meta.paused && !view.is_done() {
+        coordinator
+            .control(&view.id(), nqueens_coordinator::store::Control::Resume)
+            .await?
+    } else {
+        view
+    };
     let jobs_resumed = view.tally.jobs;
     if view.is_done() {
         return Ok(LocalOutcome { view, jobs_resumed });

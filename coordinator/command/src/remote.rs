@@ -57,7 +57,8 @@ impl RpcError {
     }
 }
 
-fn rpc(s: tonic::Status) -> RpcError {
+/// The error for a call the coordinator refused or could not answer.
+pub fn rpc(s: tonic::Status) -> RpcError {
     RpcError {
         code: s.code(),
         message: s.message().to_string(),
@@ -91,6 +92,10 @@ pub struct SubmitArgs {
     /// of creating another (what batch scripts that may be resubmitted want).
     #[arg(long)]
     pub reuse: bool,
+    /// The run's priority: workers take jobs from the running run of the highest priority first (ties:
+    /// the oldest). `nqueens priority RUN P` changes it later.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub priority: i32,
 }
 
 /// Arguments of `nqueens status`.
@@ -107,9 +112,16 @@ pub struct StatusArgs {
     /// List the workers (seen by this coordinator incarnation, and every quarantined one) instead.
     #[arg(long, conflicts_with = "watch")]
     pub workers: bool,
+    /// List the jobs in this state instead (of --run, or of every run), one per line: failed,
+    /// disputed or verifying.
+    #[arg(long, value_enum, value_name = "STATE", conflicts_with_all = ["watch", "workers"])]
+    pub jobs: Option<crate::control::JobsIn>,
+    /// With --jobs: most jobs listed (1 to 10000); past it, the listing says it is truncated.
+    #[arg(long, default_value_t = 1000, requires = "jobs", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub limit: u32,
     /// Keep watching: on a terminal, a live view with a progress bar per run and the worker table;
-    /// otherwise one line per run at each interval. Ends when every run shown is done or stalled (or on
-    /// Ctrl-C); while the coordinator is unreachable it says since when and keeps trying.
+    /// otherwise one line per run at each interval. Ends when every run shown is done, stalled or
+    /// cancelled (or on Ctrl-C); while the coordinator is unreachable it says since when and keeps trying.
     #[arg(long)]
     pub watch: bool,
     /// How often --watch refreshes, e.g. 2s.
@@ -139,12 +151,15 @@ pub fn run_line(s: &StatusOutput) -> String {
     if s.jobs_failed > 0 {
         checks += &format!(", {} FAILED", s.jobs_failed);
     }
+    let state = match s.priority {
+        0 => s.state.to_string(),
+        p => format!("{} (priority {p})", s.state),
+    };
     format!(
-        "run {}: N = {} {} {}, {}/{} jobs ({:.2}%), total {}{unique}, {} leased{checks}, {} workers, {:.2} jobs/s, ETA {}",
+        "run {}: N = {} {} {state}, {}/{} jobs ({:.2}%), total {}{unique}, {} leased{checks}, {} workers, {:.2} jobs/s, ETA {}",
         s.run,
         s.n,
         s.strategy,
-        s.state,
         s.jobs_done,
         s.jobs_total,
         s.percent,
@@ -152,11 +167,12 @@ pub fn run_line(s: &StatusOutput) -> String {
         s.jobs_leased,
         s.active_workers,
         s.jobs_per_second,
-        if s.state == "done" { "-".to_string() } else { format_eta(s.eta_seconds) },
+        if matches!(s.state, "done" | "cancelled") { "-".to_string() } else { format_eta(s.eta_seconds) },
     )
 }
 
-fn print(s: &StatusOutput, json: bool) -> anyhow::Result<()> {
+/// Prints a run as `status` does: a line of text, or with `json` one JSON object.
+pub fn print(s: &StatusOutput, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(s)?);
     } else {
@@ -171,17 +187,49 @@ pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
     let status = super::runtime()?
         .block_on(async {
             let mut client = args.connection.connect()?;
+            if !args.reuse {
+                warn_if_submitted(&mut client, &plan).await?;
+            }
             let req = proto::CreateRunRequest {
                 n: plan.n() as u32,
                 strategy: proto::Strategy::from(plan.strategy()) as i32,
                 depth: Some(plan.depth() as u32),
                 reuse: args.reuse,
                 verify_fraction: args.verify_fraction,
+                priority: args.priority,
             };
             anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
         })
         .map_err(|e| locate(e, &args.connection.coordinator))?;
     print(&status.into(), args.partition.json)
+}
+
+/// Warns on stderr about the coordinator's runs (not cancelled) of the same N, strategy and depth as
+/// `plan`: a second one computes the same count again.
+async fn warn_if_submitted(
+    client: &mut nqueens_proto::Client,
+    plan: &nqueens_common::Plan,
+) -> anyhow::Result<()> {
+    let runs = client
+        .list_runs(proto::ListRunsRequest {})
+        .await
+        .map_err(rpc)?
+        .into_inner()
+        .runs;
+    let strategy = proto::Strategy::from(plan.strategy()) as i32;
+    for r in runs.into_iter().filter(|r| {
+        r.n == plan.n() as u32
+            && r.strategy == strategy
+            && r.depth == plan.depth() as u32
+            && r.state != proto::RunState::Cancelled as i32
+    }) {
+        let s = StatusOutput::from(r);
+        eprintln!(
+            "warning: the coordinator already has run {} of N = {} {} depth {} ({}, {}/{} jobs); creating another anyway. `--reuse` prints the existing run instead; `nqueens cancel {}` cancels it",
+            s.run, s.n, s.strategy, s.depth, s.state, s.jobs_done, s.jobs_total, s.run
+        );
+    }
+    Ok(())
 }
 
 fn print_worker(w: proto::WorkerStatus, json: bool) -> anyhow::Result<()> {
@@ -230,6 +278,15 @@ pub async fn fetch(
 /// Prints the status of one or every run (or the workers), and the quarantined workers; with --watch,
 /// keeps printing.
 pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
+    if let Some(jobs) = args.jobs {
+        return crate::control::list_jobs(
+            &args.connection,
+            args.run.as_deref(),
+            jobs,
+            args.limit,
+            args.json,
+        );
+    }
     let runtime = super::runtime()?;
     if args.watch {
         return runtime.block_on(super::watch::watch(args));

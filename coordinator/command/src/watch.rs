@@ -1,7 +1,7 @@
 //! `nqueens status --watch`: on a terminal, a live view (a progress bar per run with rate and ETA, and
 //! the worker table) redrawn at each interval; otherwise plain lines, one per run per interval. Ends when
-//! every run shown is done or stalled. A coordinator that becomes unreachable (stopped, restarting, the
-//! network down) does not end it: it says since when, tries again with a capped backoff
+//! every run shown is done, stalled or cancelled. A coordinator that becomes unreachable (stopped,
+//! restarting, the network down) does not end it: it says since when, tries again with a capped backoff
 //! ([`crate::outage`]), and goes on once the coordinator answers.
 
 use std::collections::HashMap;
@@ -56,9 +56,13 @@ pub fn workers_line(workers: &[WorkerOutput]) -> String {
     )
 }
 
-/// Whether the watch is over: there are runs, and each is done or stalled.
+/// Whether the watch is over: there are runs, and each is done, stalled or cancelled (a paused run may
+/// be resumed).
 fn finished(runs: &[StatusOutput]) -> bool {
-    !runs.is_empty() && runs.iter().all(|r| r.state != "running")
+    !runs.is_empty()
+        && runs
+            .iter()
+            .all(|r| matches!(r.state, "done" | "stalled" | "cancelled"))
 }
 
 /// The live view's bars.
@@ -177,7 +181,7 @@ fn run_message(r: &StatusOutput) -> String {
     msg
 }
 
-/// Watches until every run shown is done or stalled (or the process is interrupted, or its output
+/// Watches until every run shown is done, stalled or cancelled (or the process is interrupted, or its output
 /// closed: `status --watch | head` ends quietly).
 pub async fn watch(args: &StatusArgs) -> anyhow::Result<()> {
     match follow(args).await {

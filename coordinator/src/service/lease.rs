@@ -95,7 +95,8 @@ fn check_ids(ids: &[u64]) -> Result<()> {
 }
 
 impl Coordinator {
-    /// Leases up to `ask.capacity` jobs, from the oldest running run first (or from `ask.only`). When
+    /// Leases up to `ask.capacity` jobs, from the running run of the highest priority first, the oldest
+    /// among equals (or from `ask.only`); paused and cancelled runs lease nothing. When
     /// nothing can be leased and a run is still running, waits up to `wait` for a job to come free (an
     /// expired or handed-back lease) or for the runs to end.
     pub async fn lease(&self, ask: &Ask<'_>, wait: Duration) -> Result<Grant> {
@@ -159,11 +160,18 @@ impl Coordinator {
         // verified jobs it computed itself, waiting for another worker name (nothing leased anywhere
         // that could come back to it).
         let mut beyond_reach = benched.is_none();
-        for run in state
+        // The highest priority first; among equals, the oldest.
+        let mut order: Vec<(i32, u64)> = state
             .runs
-            .values_mut()
+            .values()
             .filter(|r| r.phase() == Phase::Running && only.is_none_or(|id| id == r.meta.id))
-        {
+            .map(|r| (r.meta.priority, r.meta.id))
+            .collect();
+        order.sort_by_key(|&(priority, id)| (std::cmp::Reverse(priority), id));
+        for (_, id) in order {
+            let Some(run) = state.runs.get_mut(&id) else {
+                continue;
+            };
             running += 1;
             let mut run_dry = false;
             while benched.is_none() && leases.len() < capacity as usize {
@@ -211,8 +219,9 @@ impl Coordinator {
         })
     }
 
-    /// Extends the worker's leases; returns those that are no longer its.
-    pub fn heartbeat(&self, worker: &str, ids: &[u64]) -> Result<Vec<u64>> {
+    /// Extends the worker's leases; returns those that are no longer its, and among them those whose
+    /// run was cancelled (their jobs are not wanted any more).
+    pub fn heartbeat(&self, worker: &str, ids: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
         check_worker("worker id", worker)?;
         check_ids(ids)?;
         let now = Instant::now();
@@ -220,7 +229,9 @@ impl Coordinator {
         if state.workers.seen(worker, now) == Contact::Returned {
             tracing::info!(worker = %worker, "worker returned");
         }
-        Ok(state.leases.heartbeat(worker, ids, now))
+        let lost = state.leases.heartbeat(worker, ids, now);
+        let cancelled = state.leases.cancelled_among(&lost);
+        Ok((lost, cancelled))
     }
 
     /// Takes back leases the worker did not start (and notes that it is `leaving`, if it says so);

@@ -1,6 +1,7 @@
 //! The coordinator's logic, independent of the wire: runs, leases, reports and status views over the store.
 //! The gRPC layer and the embedded local mode both call this, so they share one behaviour.
 
+mod control;
 mod lease;
 mod report;
 mod strikes;
@@ -9,6 +10,7 @@ mod tests;
 mod view;
 mod workers;
 
+pub use control::{DEFAULT_JOB_LIMIT, MAX_JOB_LIMIT};
 pub use lease::{Ask, Grant, Granted};
 pub use report::Report;
 pub use strikes::Expiries;
@@ -83,6 +85,8 @@ struct Shared {
     stopping: Arc<std::sync::atomic::AtomicBool>,
     /// Places for report batches between validation and the committer's answer.
     in_flight: tokio::sync::Semaphore,
+    /// Held by an operator's control of a run from its store write to its application in memory.
+    control: tokio::sync::Mutex<()>,
 }
 
 struct State {
@@ -173,6 +177,7 @@ impl Coordinator {
                 health,
                 stopping: Arc::default(),
                 in_flight: tokio::sync::Semaphore::new(config.max_in_flight.max(1)),
+                control: tokio::sync::Mutex::new(()),
             }),
         })
     }
@@ -243,14 +248,16 @@ impl Coordinator {
         self.state().leases.timeout()
     }
 
-    /// Creates a run (`verify_fraction` of its jobs computed twice; default
-    /// [`DEFAULT_VERIFY_FRACTION`]), or with `reuse` returns the newest existing run with the same plan.
+    /// Creates a run at `priority` (`verify_fraction` of its jobs computed twice; default
+    /// [`DEFAULT_VERIFY_FRACTION`]), or with `reuse` returns the newest existing run with the same plan
+    /// that is not cancelled.
     pub async fn create_run(
         &self,
         n: u32,
         strategy: Strategy,
         depth: Option<u32>,
         verify_fraction: Option<f64>,
+        priority: i32,
         reuse: bool,
     ) -> Result<RunView> {
         let verify_fraction = verify_fraction.unwrap_or(DEFAULT_VERIFY_FRACTION);
@@ -269,7 +276,12 @@ impl Coordinator {
         };
         if reuse {
             let state = self.state();
-            if let Some(run) = state.runs.values().rev().find(|r| r.plan == plan) {
+            if let Some(run) = state
+                .runs
+                .values()
+                .rev()
+                .find(|r| r.plan == plan && !r.meta.is_cancelled())
+            {
                 return Ok(self.view(&state, run));
             }
         }
@@ -283,7 +295,7 @@ impl Coordinator {
         let store = self.shared.store.clone();
         let stopping = self.shared.stopping.clone();
         let meta = tokio::task::spawn_blocking(move || {
-            store.create_run_cancellable(plan, verify_fraction, stopping)
+            store.create_run_cancellable(plan, verify_fraction, priority, stopping)
         })
         .await
         .map_err(|_| Error::ShuttingDown)??;
@@ -295,6 +307,7 @@ impl Coordinator {
             depth = meta.depth,
             jobs_total = meta.jobs_total,
             verify_fraction = meta.verify_fraction,
+            priority = meta.priority,
             "run created"
         );
         let tally = self.shared.store.tally(meta.id)?;

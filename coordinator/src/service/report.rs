@@ -199,6 +199,9 @@ impl Coordinator {
                 .iter()
                 .map(|r| {
                     let run = lookup(&state, &r.run)?;
+                    if run.meta.is_cancelled() {
+                        return Err(Error::RunCancelled(run.meta.id.to_string()));
+                    }
                     Ok((
                         run.meta.id,
                         u32::from(run.meta.n),

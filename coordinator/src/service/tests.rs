@@ -27,7 +27,7 @@ fn coordinator() -> Coordinator {
 }
 
 async fn run_of_8(c: &Coordinator) -> String {
-    c.create_run(8, Strategy::D4, None, Some(0.0), false)
+    c.create_run(8, Strategy::D4, None, Some(0.0), 0, false)
         .await
         .unwrap()
         .id()
@@ -104,7 +104,7 @@ async fn a_slow_worker_that_heartbeats_keeps_its_leases_past_the_timeout() {
     let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
     for _ in 0..10 {
         tokio::time::advance(TIMEOUT / 2).await;
-        assert!(c.heartbeat("slow", &ids).unwrap().is_empty(), "all still its");
+        assert!(c.heartbeat("slow", &ids).unwrap().0.is_empty(), "all still its");
         c.expire_leases().await;
     }
     assert!(lease(&c, "other", 4096).await.is_empty(), "nothing was re-leased");

@@ -150,6 +150,10 @@ impl Store {
                     slot.insert(decode("run", &raw).or_else(abort)?);
                 }
                 let meta = &metas[&inc.run];
+                if meta.is_cancelled() {
+                    // Its totals stay as they were when it was cancelled.
+                    return abort(Error::RunCancelled(inc.run.to_string()));
+                }
                 let k = job_key(inc.run, &inc.key);
                 if let Some(raw) = results.get(&k)? {
                     let stored: ResultRecord = decode("result", &raw).or_else(abort)?;

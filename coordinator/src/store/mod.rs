@@ -17,6 +17,7 @@
 
 mod audit;
 mod commit;
+mod control;
 mod records;
 mod repair;
 mod restore;
@@ -25,6 +26,7 @@ mod txn;
 
 pub use audit::AuditLine;
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
+pub use control::{Control, JobListing, ListedJob};
 pub use records::{now_unix, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta};
 pub use revoke::{Revocation, Revoked};
 
@@ -45,8 +47,11 @@ const EPOCH: &[u8] = b"epoch";
 const LEASE_SECRET: &[u8] = b"lease_secret";
 const FORMAT: &[u8] = b"format";
 
-/// The store's format version: 2 added result seals and the lease secret (1 had neither).
-pub const FORMAT_VERSION: u64 = 2;
+/// The store's format version: 2 added result seals and the lease secret (1 had neither); 3 added the
+/// run controls (`paused`, `cancelled_unix`, `priority` in run records: absent in older records, read
+/// as a running run of priority 0, so the migration only records the new version, and an older build
+/// refuses the store rather than resume a run it was told to cancel).
+pub const FORMAT_VERSION: u64 = 3;
 
 /// The coordinator's persistent state.
 #[derive(Clone)]
@@ -145,14 +150,16 @@ impl Store {
     /// Creates a run for `plan`, durably, and returns it. `verify_fraction` of its jobs (0 to 1) are
     /// computed twice.
     pub fn create_run(&self, plan: Plan, verify_fraction: f64) -> Result<RunMeta> {
-        self.create_run_cancellable(plan, verify_fraction, Arc::default())
+        self.create_run_cancellable(plan, verify_fraction, 0, Arc::default())
     }
 
-    /// [`Store::create_run`], whose enumeration of the plan ends early once `cancel` is set.
+    /// [`Store::create_run`] at `priority`, whose enumeration of the plan ends early once `cancel` is
+    /// set.
     pub fn create_run_cancellable(
         &self,
         plan: Plan,
         verify_fraction: f64,
+        priority: i32,
         cancel: Arc<AtomicBool>,
     ) -> Result<RunMeta> {
         if !(0.0..=1.0).contains(&verify_fraction) {
@@ -184,6 +191,9 @@ impl Store {
                 // totals, zero, are final. Left unfinished, it would wait forever for a last job.
                 finished_unix: (jobs_total == 0).then(now_unix),
                 verify_fraction,
+                paused: false,
+                cancelled_unix: None,
+                priority,
             };
             runs.insert(&run_key(id), encode(&run))?;
             totals.insert(&run_key(id), encode(&Tally::new(with_unique)))?;

@@ -25,6 +25,22 @@ pub struct RunMeta {
     /// The fraction of jobs computed twice, by workers of different names (0 to 1).
     #[serde(default)]
     pub verify_fraction: f64,
+    /// Set by `nqueens pause` (cleared by `resume`): the run leases nothing, its leases out may finish.
+    /// Absent from records of store format 2 (read as not paused).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
+    /// When the run was cancelled (seconds since the Unix epoch): it leases nothing more, refuses
+    /// results, and its totals stay partial for good. Absent from records of store format 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_unix: Option<u64>,
+    /// Workers take jobs from the running run of the highest priority first (ties: the oldest first).
+    /// Absent from records of store format 2 (read as 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i32,
+}
+
+fn is_zero(p: &i32) -> bool {
+    *p == 0
 }
 
 impl RunMeta {
@@ -48,10 +64,19 @@ impl RunMeta {
         self.finished_unix.is_some()
     }
 
+    /// Whether the run was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled_unix.is_some()
+    }
+
     /// Where the run stands, given how many of its jobs are done and failed.
     pub fn phase(&self, jobs_done: u64, jobs_failed: u64) -> Phase {
         if self.is_done() {
             Phase::Done
+        } else if self.is_cancelled() {
+            Phase::Cancelled
+        } else if self.paused {
+            Phase::Paused
         } else if jobs_failed > 0 && jobs_done + jobs_failed >= self.jobs_total {
             Phase::Stalled
         } else {
@@ -91,15 +116,37 @@ pub enum Phase {
     /// Every job is done or failed, and some failed: nothing more can be leased until the failed jobs are
     /// retried.
     Stalled,
+    /// Paused by an operator: nothing is leased until it is resumed.
+    Paused,
+    /// Cancelled by an operator: nothing more is leased or counted; the totals stay partial.
+    Cancelled,
+}
+
+impl Phase {
+    /// Every phase, as `status` and the metrics name them.
+    pub const ALL: [Phase; 5] = [
+        Phase::Running,
+        Phase::Done,
+        Phase::Stalled,
+        Phase::Paused,
+        Phase::Cancelled,
+    ];
+
+    /// Its name in `status`, the status page and the metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Running => "running",
+            Phase::Done => "done",
+            Phase::Stalled => "stalled",
+            Phase::Paused => "paused",
+            Phase::Cancelled => "cancelled",
+        }
+    }
 }
 
 impl std::fmt::Display for Phase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Phase::Running => "running",
-            Phase::Done => "done",
-            Phase::Stalled => "stalled",
-        })
+        f.write_str(self.as_str())
     }
 }
 

@@ -32,7 +32,8 @@ impl Store {
             return Ok(());
         }
         let mut sealed = 0u64;
-        for meta in self.runs()? {
+        // 2 -> 3 changes no record: the run controls are new fields with defaults.
+        for meta in self.runs()?.into_iter().filter(|_| format < 2) {
             let fingerprint = meta.fingerprint_value()?;
             for kv in self.results.scan_prefix(run_key(meta.id)) {
                 let (k, v) = kv?;
@@ -66,6 +67,8 @@ impl Store {
                 results = sealed,
                 "store migrated: results sealed"
             );
+        } else {
+            tracing::info!(from = format, to = FORMAT_VERSION, "store format migrated");
         }
         Ok(())
     }

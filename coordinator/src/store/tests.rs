@@ -270,3 +270,35 @@ fn revoking_a_worker_takes_back_its_unconfirmed_results_and_reopens_the_run() {
         "idempotent"
     );
 }
+
+#[test]
+fn issue_19_a_format_2_store_without_run_controls_loads_running_at_priority_0_and_migrates() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let id = {
+        let store = Store::open(dir.path()).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        // As a build of format 2 wrote it: no control fields at all.
+        let mut old = serde_json::to_value(&run).unwrap();
+        for field in ["paused", "cancelled_unix", "priority"] {
+            assert!(old.as_object_mut().unwrap().remove(field).is_none(), "defaults are not written");
+        }
+        store.runs.insert(run_key(run.id), serde_json::to_vec(&old).unwrap()).unwrap();
+        store.meta.insert(super::FORMAT, &2u64.to_be_bytes()).unwrap();
+        store.flush().unwrap();
+        run.id
+    };
+    let store = Store::open(dir.path()).unwrap();
+    let format = store.meta.get(super::FORMAT).unwrap().unwrap();
+    assert_eq!(format.as_ref(), super::FORMAT_VERSION.to_be_bytes());
+    let run = store.run(id).unwrap().unwrap();
+    assert!(!run.paused && !run.is_cancelled() && run.priority == 0);
+    assert_eq!(run.phase(0, 0), super::Phase::Running);
+    let cancelled = store.control(id, super::Control::Cancel).unwrap();
+    assert_eq!(store.run(id).unwrap().unwrap(), cancelled);
+    assert_eq!(cancelled.phase(0, 0), super::Phase::Cancelled);
+    // A cancelled run records no result.
+    let refused = store.commit(&[incoming(id, &plan, 0)]).unwrap_err();
+    assert!(matches!(refused, Error::RunCancelled(_)), "{refused:?}");
+    assert_eq!(store.tally(id).unwrap().jobs, 0);
+}

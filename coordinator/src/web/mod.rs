@@ -135,7 +135,7 @@ mod tests {
     async fn the_page_is_served_with_the_status_of_that_moment() {
         let coordinator = Coordinator::open(Store::temporary().unwrap(), Config::default()).unwrap();
         let view = coordinator
-            .create_run(9, Strategy::D4, None, Some(0.0), false)
+            .create_run(9, Strategy::D4, None, Some(0.0), 0, false)
             .await
             .unwrap();
         let page = get(&coordinator, "/").await;

@@ -146,6 +146,7 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
             depth: None,
             reuse: load.reuse,
             verify_fraction: Some(load.verify_fraction),
+            priority: 0,
         })
         .await?
         .into_inner();

@@ -1,0 +1,100 @@
+//! An operator's controls of a run: cancel, pause, resume and priority. Each is written to the store with
+//! the state lock released (one control at a time, so that memory takes them in the store's order), then
+//! applied in memory: a cancelled run's leases end at once and heartbeats name them to their workers. Also
+//! the listing of a run's jobs in one state (failed, disputed, verifying), read with the lock released.
+
+use super::{lookup, Coordinator, RunView};
+use crate::error::{Error, Result};
+use crate::store::{Control, JobListing, JobState};
+
+/// Jobs one listing returns when the request does not say.
+pub const DEFAULT_JOB_LIMIT: u32 = 1000;
+/// Most jobs one listing may return.
+pub const MAX_JOB_LIMIT: u32 = 10_000;
+
+impl Coordinator {
+    /// Applies `change` to run `id` durably, then in memory; returns the run as it now is. A done run
+    /// takes no control; a cancelled one only another cancel (which changes nothing).
+    pub async fn control(&self, id: &str, change: Control) -> Result<RunView> {
+        let run = lookup(&self.state(), id)?.meta.id;
+        if let Some(why) = self.storage().degraded() {
+            return Err(Error::Durability(format!(
+                "not changing runs while the coordinator cannot write its store ({why}); try again once it serves"
+            )));
+        }
+        let _one_at_a_time = self.shared.control.lock().await;
+        let store = self.shared.store.clone();
+        let meta = tokio::task::spawn_blocking(move || store.control(run, change))
+            .await
+            .map_err(|_| Error::ShuttingDown)??;
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let live = state
+            .runs
+            .get_mut(&run)
+            .ok_or_else(|| Error::UnknownRun(run.to_string()))?;
+        let was = live.phase();
+        live.control(&meta);
+        let ended = if meta.is_cancelled() {
+            state.leases.cancel_run(run)
+        } else {
+            0
+        };
+        let live = &state.runs[&run];
+        let view = self.view(state, live);
+        drop(guard);
+        if view.phase != was || ended > 0 {
+            tracing::warn!(
+                run,
+                control = change.name(),
+                from = %was,
+                to = %view.phase,
+                leases_ended = ended,
+                jobs_done = view.tally.jobs,
+                jobs_total = view.meta.jobs_total,
+                total = %view.tally.total,
+                "run {}",
+                view.phase
+            );
+        } else {
+            tracing::info!(
+                run,
+                control = change.name(),
+                priority = meta.priority,
+                "run changed"
+            );
+        }
+        self.changed();
+        Ok(view)
+    }
+
+    /// The jobs in `state` of run `run` (or of every run, oldest first), at most `limit` of them (0: the
+    /// default, [`DEFAULT_JOB_LIMIT`]; at most [`MAX_JOB_LIMIT`]).
+    pub async fn jobs(&self, run: Option<&str>, state: JobState, limit: u32) -> Result<JobListing> {
+        if state == JobState::Done {
+            return Err(Error::Invalid(
+                "done jobs are not listed (their results are in `nqueens export`)".into(),
+            ));
+        }
+        let limit = match limit {
+            0 => DEFAULT_JOB_LIMIT,
+            l if l <= MAX_JOB_LIMIT => l,
+            l => {
+                return Err(Error::Invalid(format!(
+                    "limit {l} is out of range: 1 to {MAX_JOB_LIMIT}"
+                )))
+            }
+        };
+        let runs: Vec<u64> = {
+            let guard = self.state();
+            match run {
+                Some(id) => vec![lookup(&guard, id)?.meta.id],
+                None => guard.runs.keys().copied().collect(),
+            }
+        };
+        let store = self.shared.store.clone();
+        tokio::task::spawn_blocking(move || store.jobs_in_state(&runs, state, limit as usize))
+            .await
+            .map_err(|_| Error::ShuttingDown)?
+    }
+}
