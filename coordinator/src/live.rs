@@ -270,8 +270,9 @@ impl LiveRun {
             return (0.0, 0.0);
         }
         (
-            (self.tally.jobs - first.1) as f64 / secs,
-            (self.tally.total - first.2) as f64 / secs,
+            // Revocations can take jobs and solutions back within the window: never below zero.
+            self.tally.jobs.saturating_sub(first.1) as f64 / secs,
+            self.tally.total.saturating_sub(first.2) as f64 / secs,
         )
     }
 

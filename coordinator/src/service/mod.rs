@@ -119,7 +119,8 @@ impl Coordinator {
             for (worker, n) in &line.by_worker {
                 *earlier_results.entry(worker.clone()).or_insert(0) += n;
             }
-            if !meta.is_done() {
+            // A cancelled run is never resumed: its plan need not match this build's.
+            if !meta.is_done() && !meta.is_cancelled() {
                 let (jobs, hash) = meta.plan()?.fingerprint();
                 if jobs != meta.jobs_total || format!("{hash:016x}") != meta.fingerprint {
                     return Err(Error::Corrupt(format!(

@@ -151,8 +151,18 @@ impl Store {
                 }
                 let meta = &metas[&inc.run];
                 if meta.is_cancelled() {
-                    // Its totals stay as they were when it was cancelled.
+                    // No result is added to it any more (a quarantine may still take some back).
                     return abort(Error::RunCancelled(inc.run.to_string()));
+                }
+                // A worker quarantined after its report was validated (by a commit queued before this
+                // one, or earlier in this one) gets nothing counted: its results were revoked with the
+                // quarantine, and one committed afterwards would never be.
+                if let Some(raw) = quarantine.get(inc.name.as_bytes())? {
+                    let q: Quarantine = decode("quarantine", &raw).or_else(abort)?;
+                    return abort(Error::Quarantined {
+                        worker: q.worker,
+                        reason: q.reason,
+                    });
                 }
                 let k = job_key(inc.run, &inc.key);
                 if let Some(raw) = results.get(&k)? {
