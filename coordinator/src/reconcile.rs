@@ -225,7 +225,7 @@ mod tests {
 
         // A result the store lost: the digests differ, and the full comparison restores it.
         let lost = plan.jobs().nth(1).unwrap();
-        store.remove_results(run, &[lost.clone()]).unwrap();
+        store.remove_results(run, std::slice::from_ref(&lost)).unwrap();
         assert!(quick(&store, &path).unwrap().is_none());
         let (_, repairs) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_restored, 1);

@@ -65,16 +65,13 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
             solve::MAX_ENUMERATE
         );
     }
-    let limit = args.limit.unwrap_or(u64::MAX);
-    let mut printed = 0;
-    for columns in Solutions::new(n).filter(|s| !args.unique || solve::is_canonical(s)) {
-        if printed == limit {
-            break;
-        }
+    let limit = usize::try_from(args.limit.unwrap_or(u64::MAX)).unwrap_or(usize::MAX);
+    for columns in Solutions::new(n)
+        .filter(|s| !args.unique || solve::is_canonical(s))
+        .take(limit)
+    {
         print(&columns)?;
-        printed += 1;
     }
-    drop(print);
     out.flush()?;
     Ok(())
 }

@@ -319,7 +319,7 @@ fn a_result_of_a_worker_quarantined_after_it_was_validated_is_refused_at_commit(
     let decided = store.commit(&[by(&plan, "c", verified.clone(), 0)]).unwrap();
     assert_eq!(decided.quarantined[0].worker, "liar");
     let before = store.tally(run.id).unwrap();
-    let refused = store.commit(&[queued.clone()]).unwrap_err();
+    let refused = store.commit(std::slice::from_ref(&queued)).unwrap_err();
     assert!(matches!(refused, Error::Quarantined { .. }), "{refused:?}");
     assert_eq!(store.tally(run.id).unwrap(), before);
     assert!(store.job(run.id, &queued.key).unwrap().is_none(), "still pending");

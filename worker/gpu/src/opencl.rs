@@ -39,7 +39,7 @@ pub fn devices() -> Result<Vec<(Device, bool)>, String> {
             .map_err(|e| format!("OpenCL: cannot list the devices of a platform: {e}"))?;
         for id in ids {
             let d = Device::new(id);
-            let cpu = d.dev_type().map_or(false, |t| t & CL_DEVICE_TYPE_CPU != 0);
+            let cpu = d.dev_type().is_ok_and(|t| t & CL_DEVICE_TYPE_CPU != 0);
             out.push((d, cpu));
         }
     }
