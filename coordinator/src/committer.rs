@@ -124,7 +124,8 @@ impl Committer {
         answer.await.map_err(|_| Error::ShuttingDown)?
     }
 
-    /// Records a new run in the ledger; returns once it is durable.
+    /// Records a run's line in the ledger (a new run, or one an operator's control changed); returns once
+    /// it is durable.
     pub async fn created(&self, meta: RunMeta) -> Result<()> {
         let (reply, answer) = oneshot::channel();
         self.tx

@@ -7,7 +7,8 @@
 //!
 //! An entry is `{"kind":"run", ...RunMeta}`, `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}`
 //! (with the result's seal) or `{"kind":"revoked","run":R,"job":"3.7.1","worker":NAME}` (a result taken
-//! back from a quarantined worker). A result may appear twice (identical copies; readers keep one).
+//! back from a quarantined worker). A result may appear twice (identical copies; readers keep one); a run's
+//! line appears again after each operator's control (cancel, pause, resume, priority), and the last holds.
 //! Appends never leave a partial line behind: a failed append is cut off, and its entries stay queued in
 //! memory and go first in the next append, so nothing the store applied is missing from the ledger once
 //! an append succeeds.
@@ -118,6 +119,9 @@ impl LedgerView {
                             meta.id
                         ));
                     }
+                    // A later line of the same run carries an operator's control (cancel, pause,
+                    // priority): the last one holds.
+                    self.runs.insert(meta.id, meta);
                     return Ok(());
                 }
                 self.results.entry(meta.id).or_default();

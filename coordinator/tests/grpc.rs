@@ -1433,6 +1433,17 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
     c.set_priority(proto::SetPriorityRequest { run: paused.run.clone(), priority: -4 }).await.unwrap();
     let p = c.pause_run(control(&paused.run)).await.unwrap().into_inner();
     assert_eq!((p.state, p.priority), (proto::RunState::Paused as i32, -4));
+    // The ledger holds the controls too (the last line of a run holds): a store rebuilt from it alone
+    // keeps the run cancelled, the other paused at its priority.
+    let ledger = nqueens_coordinator::ledger::LedgerView::read(
+        &dir.path().join(nqueens_coordinator::ledger::LEDGER_FILE),
+    )
+    .unwrap();
+    let id = |r: &str| r.parse::<u64>().unwrap();
+    assert!(ledger.runs[&id(&run.run)].is_cancelled());
+    let logged = &ledger.runs[&id(&paused.run)];
+    assert!(logged.paused && !logged.is_cancelled());
+    assert_eq!(logged.priority, -4);
     stop.cancel();
     drop((c, store));
 

@@ -27,22 +27,30 @@ impl Coordinator {
         let meta = tokio::task::spawn_blocking(move || store.control(run, change))
             .await
             .map_err(|_| Error::ShuttingDown)??;
-        let mut guard = self.state();
-        let state = &mut *guard;
-        let live = state
-            .runs
-            .get_mut(&run)
-            .ok_or_else(|| Error::UnknownRun(run.to_string()))?;
-        let was = live.phase();
-        live.control(&meta);
-        let ended = if meta.is_cancelled() {
-            state.leases.cancel_run(run)
-        } else {
-            0
+        let (was, ended, view) = {
+            let mut guard = self.state();
+            let state = &mut *guard;
+            let live = state
+                .runs
+                .get_mut(&run)
+                .ok_or_else(|| Error::UnknownRun(run.to_string()))?;
+            let was = live.phase();
+            live.control(&meta);
+            let ended = if meta.is_cancelled() {
+                state.leases.cancel_run(run)
+            } else {
+                0
+            };
+            let live = &state.runs[&run];
+            (was, ended, self.view(state, live))
         };
-        let live = &state.runs[&run];
-        let view = self.view(state, live);
-        drop(guard);
+        // The ledger gets the run's line again, as it now is, so that a store rebuilt from the ledger
+        // alone (`nqueens import`, or a lost store restored at startup) keeps the control. The store,
+        // already flushed, is what this coordinator goes by: a ledger that cannot take the line is logged
+        // (the next write failure degrades the coordinator anyway), not answered as a failed control.
+        if let Err(e) = self.shared.committer.created(meta.clone()).await {
+            tracing::error!(run, control = change.name(), error = %e, "the ledger lacks this control: a store rebuilt from the ledger alone would not have it");
+        }
         if view.phase != was || ended > 0 {
             tracing::warn!(
                 run,
