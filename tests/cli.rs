@@ -662,3 +662,21 @@ fn issue_19_help_gives_the_whole_data_default_and_names_env_variables_without_em
         assert!(!text.contains("=]"), "an empty env value: {command:?}: {text}");
     }
 }
+
+#[test]
+fn issue_19_a_busy_port_is_named_with_its_listener() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let data = data.to_str().unwrap();
+    let grpc = nqueens(&["serve", "--listen", &addr, "--data", data]);
+    let err = String::from_utf8_lossy(&grpc.stderr);
+    assert!(!grpc.status.success());
+    assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
+    assert!(!err.contains("store format migrated"), "a new store is not migrated: {err}");
+    let http = nqueens(&["serve", "--listen", "127.0.0.1:0", "--metrics-listen", &addr, "--data", data]);
+    let err = String::from_utf8_lossy(&http.stderr);
+    assert!(!http.status.success());
+    assert!(err.contains(&format!("--metrics-listen) on {addr}")), "{err}");
+}

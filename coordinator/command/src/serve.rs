@@ -187,7 +187,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                         nqueens_coordinator::web::router(coordinator.clone()),
                         incarnation.clone().cancelled_owned(),
                     )
-                    .await?,
+                    .await
+                    .map_err(|e| {
+                        anyhow::anyhow!("cannot listen for HTTP (--metrics-listen) on {addr}: {e}")
+                    })?,
                 ),
                 None => None,
             };

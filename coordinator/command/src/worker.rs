@@ -101,7 +101,9 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
             axum::routing::get(move || async move { http::metrics_response(m.render()) }),
         );
         // It serves until the process exits.
-        http::spawn(addr, router, std::future::pending()).await?;
+        http::spawn(addr, router, std::future::pending())
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen for HTTP (--metrics-listen) on {addr}: {e}"))?;
     }
     let config =
         WorkerConfig {

@@ -21,6 +21,11 @@ impl Store {
                     .try_into()
                     .map_err(|_| Error::Corrupt("the store format is not a u64".into()))?,
             ),
+            // A new, empty store: nothing to migrate, only the format to record.
+            None if self.runs.is_empty() => {
+                self.meta.insert(FORMAT, &FORMAT_VERSION.to_be_bytes())?;
+                return Ok(());
+            }
             None => 1,
         };
         if format > FORMAT_VERSION {
