@@ -288,45 +288,32 @@ pub fn poll(
     }
 }
 
-/// A plain HTTP/1.1 GET on loopback: the status code and the body.
+/// An HTTP/1.1 GET on loopback through hyper's client: the status code and the body.
 pub fn http_get(addr: &str, path: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the HTTP listener");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
+    use http_body_util::BodyExt;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8(raw).expect("a UTF-8 response");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("headers end");
-    let code = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        unchunk(body)
-    } else {
-        body.to_string()
-    };
-    (code, body)
-}
-
-fn unchunk(mut body: &str) -> String {
-    let mut out = String::new();
-    loop {
-        let (size, rest) = body.split_once("\r\n").expect("a chunk size");
-        let size = usize::from_str_radix(size.trim(), 16).expect("a hex chunk size");
-        if size == 0 {
-            return out;
-        }
-        out.push_str(&rest[..size]);
-        body = &rest[size + 2..];
-    }
+    runtime.block_on(async {
+        let client = hyper_util::client::legacy::Client::builder(
+            hyper_util::rt::TokioExecutor::new(),
+        )
+        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+        let uri: http::Uri = format!("http://{addr}{path}").parse().expect("a URL");
+        let response = tokio::time::timeout(Duration::from_secs(30), client.get(uri))
+            .await
+            .expect("an answer within 30 s")
+            .expect("an HTTP response");
+        let code = response.status().as_u16();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("the whole body")
+            .to_bytes();
+        (code, String::from_utf8(body.to_vec()).expect("a UTF-8 body"))
+    })
 }
 
 /// The DOM of `url` after headless Chromium ran its scripts for `budget_ms` of virtual time. Fails with
