@@ -18,10 +18,24 @@ use crate::error::Result;
 use crate::history::{unix_seconds, History};
 use crate::leases::Leases;
 use crate::service::Expiries;
-use crate::store::{JobState, Phase, RunMeta, Store};
+use crate::store::{JobRecord, JobState, Phase, RunMeta};
 
 /// How far back the rate looks.
 const RATE_WINDOW: Duration = Duration::from_secs(300);
+
+/// Candidates for a lease ([`LiveRun::take_candidates`]): from the retry queue, then from the plan's list.
+#[derive(Debug, Default)]
+pub struct Candidates {
+    pub retry: Vec<JobKey>,
+    pub list: Vec<JobKey>,
+}
+
+impl Candidates {
+    /// Every candidate, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &JobKey> {
+        self.retry.iter().chain(&self.list)
+    }
+}
 
 /// One run in memory.
 pub struct LiveRun {
@@ -36,6 +50,12 @@ pub struct LiveRun {
     /// Jobs whose lease ended (expired or released) without a result, and verified jobs waiting for
     /// another worker.
     retry: VecDeque<JobKey>,
+    /// Keys of the plan's list taken by a lease call but not leased, in list order: handed out before
+    /// the rest of the list.
+    ahead: VecDeque<JobKey>,
+    /// Candidates taken by lease calls that read their records with the lock released and have not
+    /// settled them yet.
+    in_flight: usize,
     /// Jobs per state, as stored (pending jobs are not counted).
     states: HashMap<JobState, u64>,
     /// Leases of a job that expired in this incarnation, and under which workers.
@@ -73,55 +93,142 @@ impl LiveRun {
             tally,
             cursor,
             retry: VecDeque::new(),
+            ahead: VecDeque::new(),
+            in_flight: 0,
             states,
             attempts: HashMap::new(),
             seq: 0,
         })
     }
 
-    /// The next job to lease to the worker named `name`: first the jobs handed back or waiting for
-    /// verification, then the plan's list; never a job that is done, failed or leased, nor a verified
-    /// job this worker has already computed.
-    pub fn next_job(
+    /// Candidates for a lease, taken out of the run's queues without reading the store: the whole
+    /// retry queue if `with_retry` (jobs handed back, and verified jobs waiting for another worker), then keys of the
+    /// plan's list, as many as still wanted (at least `batch`, to walk past done jobs quickly; those
+    /// not used go back in front of the list). Keys leased meanwhile are dropped (an expired lease
+    /// puts its job back). The caller reads their records with the state lock released and hands every
+    /// one back to [`LiveRun::settle`] (or, on a read error, [`LiveRun::put_back`]): until then they
+    /// count as in flight, and the run is not dry.
+    pub fn take_candidates(
         &mut self,
-        store: &Store,
+        leases: &Leases,
+        want: usize,
+        batch: usize,
+        with_retry: bool,
+    ) -> Candidates {
+        let run = self.meta.id;
+        let retry: Vec<JobKey> = if with_retry {
+            self.retry
+                .drain(..)
+                .filter(|key| !leases.is_leased(run, key))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let need = want.saturating_sub(retry.len());
+        let mut list = Vec::new();
+        if need > 0 {
+            let take = need.max(batch);
+            while list.len() < take {
+                if let Some(key) = self.ahead.pop_front() {
+                    list.push(key);
+                    continue;
+                }
+                let Some(cursor) = self.cursor.as_mut() else {
+                    break;
+                };
+                match cursor.next() {
+                    Some(key) => list.push(key),
+                    None => self.cursor = None,
+                }
+            }
+        }
+        self.in_flight += retry.len() + list.len();
+        Candidates { retry, list }
+    }
+
+    /// Decides on the candidates of [`LiveRun::take_candidates`], given their stored records (read
+    /// with the lock released; `None`: pending), in the same order: returns at most `want` to lease to
+    /// the worker named `name`, never a job that is done, failed or leased, nor a verified job this
+    /// worker has already computed (those wait in the retry queue for another worker; candidates
+    /// beyond `want` go back where they came from).
+    pub fn settle(
+        &mut self,
         leases: &Leases,
         name: &str,
-    ) -> Result<Option<JobKey>> {
+        candidates: Candidates,
+        records: Vec<Option<JobRecord>>,
+        want: usize,
+    ) -> Vec<JobKey> {
         let run = self.meta.id;
-        let mut i = 0;
-        while i < self.retry.len() {
-            let key = &self.retry[i];
-            if leases.is_leased(run, key) {
-                self.retry.remove(i);
+        self.in_flight = self
+            .in_flight
+            .saturating_sub(candidates.retry.len() + candidates.list.len());
+        let from_retry = candidates.retry.len();
+        let mut chosen: Vec<JobKey> = Vec::new();
+        let (mut retry_back, mut ahead_back, mut computed) = (Vec::new(), Vec::new(), Vec::new());
+        let keys = candidates.retry.into_iter().chain(candidates.list);
+        for (i, (key, record)) in keys.zip(records).enumerate() {
+            if leases.is_leased(run, &key) || chosen.contains(&key) {
                 continue;
             }
-            match store.job(run, key)? {
-                Some(r) if !r.state.is_open() => {
-                    self.retry.remove(i);
-                }
-                Some(r) if r.computed_by(name) => i += 1,
-                _ => return Ok(self.retry.remove(i)),
-            }
-        }
-        while let Some(cursor) = self.cursor.as_mut() {
-            let Some(key) = cursor.next() else {
-                self.cursor = None;
-                break;
-            };
-            match store.job(run, &key)? {
+            match record {
                 Some(r) if !r.state.is_open() => {}
-                Some(r) if r.computed_by(name) => self.retry.push_back(key),
-                _ => return Ok(Some(key)),
+                Some(r) if r.computed_by(name) => computed.push(key),
+                _ if chosen.len() < want => chosen.push(key),
+                _ if i < from_retry => retry_back.push(key),
+                _ => ahead_back.push(key),
             }
         }
-        Ok(None)
+        if self.meta.is_done() || self.meta.is_cancelled() {
+            return chosen;
+        }
+        retry_back.extend(computed);
+        for key in retry_back.into_iter().rev() {
+            self.retry.push_front(key);
+        }
+        for key in ahead_back.into_iter().rev() {
+            self.ahead.push_front(key);
+        }
+        chosen
+    }
+
+    /// Hands back keys [`LiveRun::settle`] chose but that were not leased (the run stopped running
+    /// meanwhile).
+    pub fn put_back_chosen(&mut self, chosen: Vec<JobKey>) {
+        if !self.meta.is_done() && !self.meta.is_cancelled() {
+            for key in chosen.into_iter().rev() {
+                self.retry.push_front(key);
+            }
+        }
+    }
+
+    /// Hands candidates back unread (their records could not be read).
+    pub fn put_back(&mut self, candidates: Candidates) {
+        self.in_flight = self
+            .in_flight
+            .saturating_sub(candidates.retry.len() + candidates.list.len());
+        for key in candidates.list.into_iter().rev() {
+            self.ahead.push_front(key);
+        }
+        for key in candidates.retry.into_iter().rev() {
+            self.retry.push_front(key);
+        }
+    }
+
+    /// Jobs in the retry queue.
+    pub fn retry_len(&self) -> usize {
+        self.retry.len()
+    }
+
+    /// Whether other lease calls hold candidates of the run they have not settled yet.
+    pub fn candidates_in_flight(&self) -> bool {
+        self.in_flight > 0
     }
 
     /// Whether the plan's job list has been handed out to the end in this incarnation (what is left is
     /// in the retry queue).
     pub fn list_exhausted(&self) -> bool {
-        self.cursor.is_none()
+        self.cursor.is_none() && self.ahead.is_empty()
     }
 
     /// Counts a lease of `key`, held by the worker named `worker`, that expired; returns the job's

@@ -1,5 +1,8 @@
 //! Leasing: handing jobs to workers, heartbeats that keep them, hand-backs, and expiry of leases whose
-//! worker went silent (their jobs are leased again).
+//! worker went silent (their jobs are leased again). A lease call never reads the store under the state
+//! lock: it takes candidate jobs out of the run's queues under the lock, reads their records without it,
+//! and decides on them under the lock again (a candidate settled by another call meanwhile is dropped,
+//! one still wanted goes back where it came from).
 
 use std::time::Duration;
 
@@ -11,6 +14,10 @@ use super::workers::Contact;
 use super::{lookup, truncate, Coordinator};
 use crate::error::{Error, Result};
 use crate::store::{JobState, Phase};
+
+/// Candidates a lease call takes from the plan's list at a time, at least (after a restart many of them
+/// are done already, and each round takes the state lock twice).
+const CANDIDATES: usize = 256;
 
 /// Most jobs one lease request may ask for.
 pub const MAX_CAPACITY: u32 = nqueens_proto::MAX_LEASE_CAPACITY;
@@ -154,12 +161,6 @@ impl Coordinator {
             Contact::Known => {}
         }
         state.workers.describe(worker, name, threads);
-        let mut leases = Vec::new();
-        let mut running = 0;
-        // Whether everything left in the running runs is out of this worker's reach for good: only
-        // verified jobs it computed itself, waiting for another worker name (nothing leased anywhere
-        // that could come back to it).
-        let mut beyond_reach = benched.is_none();
         // The highest priority first; among equals, the oldest.
         let mut order: Vec<(i32, u64)> = state
             .runs
@@ -168,32 +169,91 @@ impl Coordinator {
             .map(|r| (r.meta.priority, r.meta.id))
             .collect();
         order.sort_by_key(|&(priority, id)| (std::cmp::Reverse(priority), id));
+        drop(guard);
+
+        let mut leases = Vec::new();
+        let running = order.len();
+        // Whether everything left in the running runs is out of this worker's reach for good: only
+        // verified jobs it computed itself, waiting for another worker name (nothing leased anywhere
+        // that could come back to it).
+        let mut beyond_reach = benched.is_none();
         for (_, id) in order {
-            let Some(run) = state.runs.get_mut(&id) else {
-                continue;
-            };
-            running += 1;
             let mut run_dry = false;
+            let mut first_round = true;
+            // The retry queue's length once this call had looked at all of it.
+            let mut retry_seen = 0;
             while benched.is_none() && leases.len() < capacity as usize {
-                let Some(key) = run.next_job(&self.shared.store, &state.leases, name)? else {
-                    run_dry = true;
+                let want = capacity as usize - leases.len();
+                // Candidates are taken under the lock, their records read without it, and decided on
+                // under it again: no store read while the state lock is held.
+                let candidates = {
+                    let mut guard = self.state();
+                    let state = &mut *guard;
+                    let Some(run) = state.runs.get_mut(&id) else {
+                        break;
+                    };
+                    if run.phase() != Phase::Running {
+                        break;
+                    }
+                    // The retry queue once per call; then the list, until it runs out or enough is found.
+                    run.take_candidates(&state.leases, want, CANDIDATES, first_round)
+                };
+                let looked_at_retry = first_round;
+                first_round = false;
+                let read: Result<Vec<_>> = candidates
+                    .keys()
+                    .map(|key| self.shared.store.job(id, key))
+                    .collect();
+                let mut guard = self.state();
+                let state = &mut *guard;
+                let Some(run) = state.runs.get_mut(&id) else {
                     break;
                 };
-                run.working(now);
-                let id = state.leases.issue(run.meta.id, key.clone(), worker, now);
-                leases.push(Granted {
-                    id,
-                    tag: state.leases.tag(id, run.meta.id, &key),
-                    run: run.meta.id,
-                    plan: run.plan,
-                    fingerprint: run.fingerprint,
-                    key,
-                });
+                let records = match read {
+                    Ok(records) => records,
+                    Err(e) => {
+                        run.put_back(candidates);
+                        return Err(e);
+                    }
+                };
+                let chosen = run.settle(&state.leases, name, candidates, records, want);
+                if looked_at_retry {
+                    retry_seen = run.retry_len();
+                }
+                if run.phase() != Phase::Running {
+                    // Paused or cancelled meanwhile: what was chosen waits (or is dropped with the run).
+                    run.put_back_chosen(chosen);
+                    break;
+                }
+                run_dry = chosen.len() < want && run.list_exhausted();
+                for key in chosen {
+                    run.working(now);
+                    let lease = state.leases.issue(run.meta.id, key.clone(), worker, now);
+                    leases.push(Granted {
+                        id: lease,
+                        tag: state.leases.tag(lease, run.meta.id, &key),
+                        run: run.meta.id,
+                        plan: run.plan,
+                        fingerprint: run.fingerprint,
+                        key,
+                    });
+                }
+                if run_dry {
+                    break;
+                }
             }
-            if !(run_dry && run.list_exhausted() && state.leases.count(run.meta.id) == 0) {
+            let state = self.state();
+            // Nothing of the list left, nothing in other calls' hands, and no job come back to the retry
+            // queue since this call looked at it.
+            let exhausted = state.runs.get(&id).is_none_or(|run| {
+                run.list_exhausted() && !run.candidates_in_flight() && run.retry_len() <= retry_seen
+            });
+            if !(run_dry && exhausted && state.leases.count(id) == 0) {
                 beyond_reach = false;
             }
         }
+        let guard = self.state();
+        let state = &*guard;
         let lease_timeout = state.leases.timeout();
         drop(guard);
         self.shared

@@ -176,3 +176,59 @@ async fn a_job_expired_under_one_worker_name_only_is_not_failed_whatever_the_att
     report_all(&c, "honest", &held).await;
     assert_eq!(total(&c, &run), (Q8, true));
 }
+
+/// A coordinator over the store in `dir`, once the previous one has let go of it.
+async fn reopened(dir: &std::path::Path) -> Coordinator {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match Store::open(dir) {
+            Ok(store) => return Coordinator::open(store, Config::default()).unwrap(),
+            Err(Error::InUse(_)) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn after_a_restart_leases_walk_past_the_done_jobs_without_losing_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let view = c
+        .create_run(13, Strategy::D4, Some(2), Some(0.0), 0, false)
+        .await
+        .unwrap();
+    let run = view.id();
+    let total = view.meta.jobs_total as usize;
+    assert!(total > 2 * 256, "more jobs than two rounds of candidates: {total}");
+    // Everything but three jobs spread over the list is counted before the restart.
+    let all = lease(&c, "a", 4096).await;
+    assert_eq!(all.len(), total);
+    let left = [0, total / 2, total - 1];
+    let done: Vec<Granted> = all
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !left.contains(i))
+        .map(|(_, g)| g)
+        .collect();
+    report_all(&c, "a", &done).await;
+    drop(c);
+
+    let c = reopened(dir.path()).await;
+    let mut rest = Vec::new();
+    loop {
+        let got = lease(&c, "b", 1).await;
+        if got.is_empty() {
+            break;
+        }
+        rest.extend(got);
+    }
+    assert_eq!(rest.len(), 3, "exactly the three jobs left, one lease at a time");
+    report_all(&c, "b", &rest).await;
+    let view = c.run(&run).unwrap();
+    assert!(view.is_done());
+    assert_eq!(view.tally.total, 73712, "Q(13)");
+    let grant = c.lease(&ask("b", 1), Duration::ZERO).await.unwrap();
+    assert!(grant.idle && grant.leases.is_empty());
+}
