@@ -56,6 +56,8 @@ pub struct LiveRun {
     /// Candidates taken by lease calls that read their records with the lock released and have not
     /// settled them yet.
     in_flight: usize,
+    /// Jobs that came back to the retry queue (handed back, expired, waiting for verification) so far.
+    requeued: u64,
     /// Jobs per state, as stored (pending jobs are not counted).
     states: HashMap<JobState, u64>,
     /// Leases of a job that expired in this incarnation, and under which workers.
@@ -95,6 +97,7 @@ impl LiveRun {
             retry: VecDeque::new(),
             ahead: VecDeque::new(),
             in_flight: 0,
+            requeued: 0,
             states,
             attempts: HashMap::new(),
             seq: 0,
@@ -150,7 +153,8 @@ impl LiveRun {
     /// with the lock released; `None`: pending), in the same order: returns at most `want` to lease to
     /// the worker named `name`, never a job that is done, failed or leased, nor a verified job this
     /// worker has already computed (those wait in the retry queue for another worker; candidates
-    /// beyond `want` go back where they came from).
+    /// beyond `want` go back where they came from); and whether any key went back (another lease
+    /// call waiting may now find it).
     pub fn settle(
         &mut self,
         leases: &Leases,
@@ -158,7 +162,7 @@ impl LiveRun {
         candidates: Candidates,
         records: Vec<Option<JobRecord>>,
         want: usize,
-    ) -> Vec<JobKey> {
+    ) -> (Vec<JobKey>, bool) {
         let run = self.meta.id;
         self.in_flight = self
             .in_flight
@@ -180,16 +184,17 @@ impl LiveRun {
             }
         }
         if self.meta.is_done() || self.meta.is_cancelled() {
-            return chosen;
+            return (chosen, false);
         }
         retry_back.extend(computed);
+        let returned = !retry_back.is_empty() || !ahead_back.is_empty();
         for key in retry_back.into_iter().rev() {
             self.retry.push_front(key);
         }
         for key in ahead_back.into_iter().rev() {
             self.ahead.push_front(key);
         }
-        chosen
+        (chosen, returned)
     }
 
     /// Hands back keys [`LiveRun::settle`] chose but that were not leased (the run stopped running
@@ -213,11 +218,6 @@ impl LiveRun {
         for key in candidates.retry.into_iter().rev() {
             self.retry.push_front(key);
         }
-    }
-
-    /// Jobs in the retry queue.
-    pub fn retry_len(&self) -> usize {
-        self.retry.len()
     }
 
     /// Whether other lease calls hold candidates of the run they have not settled yet.
@@ -294,7 +294,14 @@ impl LiveRun {
     pub fn requeue(&mut self, key: JobKey) {
         if !self.meta.is_done() && !self.meta.is_cancelled() {
             self.retry.push_back(key);
+            self.requeued += 1;
         }
+    }
+
+    /// How many jobs have come back to the retry queue so far (a lease call compares it before and
+    /// after it looked at the queue).
+    pub fn requeued(&self) -> u64 {
+        self.requeued
     }
 
     /// A worker took a job of the run at `now`: the rate window starts here if it has not started yet.

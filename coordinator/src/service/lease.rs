@@ -15,9 +15,9 @@ use super::{lookup, truncate, Coordinator};
 use crate::error::{Error, Result};
 use crate::store::{JobState, Phase};
 
-/// Candidates a lease call takes from the plan's list at a time, at least (after a restart many of them
-/// are done already, and each round takes the state lock twice).
-const CANDIDATES: usize = 256;
+/// Most keys of a plan's list one round of a lease call takes (the rounds double from what is wanted
+/// while they find only done jobs, as after a restart).
+const MAX_BATCH_OF_CANDIDATES: usize = 4096;
 
 /// Most jobs one lease request may ask for.
 pub const MAX_CAPACITY: u32 = nqueens_proto::MAX_LEASE_CAPACITY;
@@ -173,6 +173,8 @@ impl Coordinator {
 
         let mut leases = Vec::new();
         let running = order.len();
+        // Whether keys went back to a run's queues that a waiting call might take.
+        let mut wake_others = false;
         // Whether everything left in the running runs is out of this worker's reach for good: only
         // verified jobs it computed itself, waiting for another worker name (nothing leased anywhere
         // that could come back to it).
@@ -180,8 +182,11 @@ impl Coordinator {
         for (_, id) in order {
             let mut run_dry = false;
             let mut first_round = true;
-            // The retry queue's length once this call had looked at all of it.
-            let mut retry_seen = 0;
+            // Jobs come back to the retry queue so far, when this call took it whole.
+            let mut requeued_at_look = None;
+            // Keys of the list taken per round: what is wanted, doubled while the list yields only
+            // done jobs (a restarted run walks past them quickly, a fresh one reads no more than needed).
+            let mut batch = 0;
             while benched.is_none() && leases.len() < capacity as usize {
                 let want = capacity as usize - leases.len();
                 // Candidates are taken under the lock, their records read without it, and decided on
@@ -196,9 +201,12 @@ impl Coordinator {
                         break;
                     }
                     // The retry queue once per call; then the list, until it runs out or enough is found.
-                    run.take_candidates(&state.leases, want, CANDIDATES, first_round)
+                    if first_round {
+                        requeued_at_look = Some(run.requeued());
+                    }
+                    batch = batch.max(want);
+                    run.take_candidates(&state.leases, want, batch, first_round)
                 };
-                let looked_at_retry = first_round;
                 first_round = false;
                 let read: Result<Vec<_>> = candidates
                     .keys()
@@ -216,9 +224,10 @@ impl Coordinator {
                         return Err(e);
                     }
                 };
-                let chosen = run.settle(&state.leases, name, candidates, records, want);
-                if looked_at_retry {
-                    retry_seen = run.retry_len();
+                let (chosen, returned) = run.settle(&state.leases, name, candidates, records, want);
+                wake_others |= returned;
+                if chosen.is_empty() {
+                    batch = (batch * 2).min(MAX_BATCH_OF_CANDIDATES);
                 }
                 if run.phase() != Phase::Running {
                     // Paused or cancelled meanwhile: what was chosen waits (or is dropped with the run).
@@ -246,7 +255,9 @@ impl Coordinator {
             // Nothing of the list left, nothing in other calls' hands, and no job come back to the retry
             // queue since this call looked at it.
             let exhausted = state.runs.get(&id).is_none_or(|run| {
-                run.list_exhausted() && !run.candidates_in_flight() && run.retry_len() <= retry_seen
+                run.list_exhausted()
+                    && !run.candidates_in_flight()
+                    && requeued_at_look == Some(run.requeued())
             });
             if !(run_dry && exhausted && state.leases.count(id) == 0) {
                 beyond_reach = false;
@@ -262,6 +273,8 @@ impl Coordinator {
             .inc_by(leases.len() as u64);
         if !leases.is_empty() {
             tracing::debug!(worker, jobs = leases.len(), "leased");
+        }
+        if !leases.is_empty() || wake_others {
             self.changed();
         }
         let retry_after = match benched {
