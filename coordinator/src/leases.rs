@@ -165,6 +165,19 @@ impl Leases {
         self.end(id)
     }
 
+    /// Ends lease `id` if it is active, for job `(run, key)` and held by `worker` (a result came back
+    /// under it that the job did not need: the job was done already, or this worker had reported it);
+    /// anything else is left alone, since such a report's lease is not checked.
+    pub fn close_delivered(&mut self, id: u64, run: u64, key: &JobKey, worker: &str) {
+        if self
+            .active
+            .get(&id)
+            .is_some_and(|l| l.run == run && &l.key == key && l.worker == worker)
+        {
+            self.end(id);
+        }
+    }
+
     fn end(&mut self, id: u64) -> Option<Lease> {
         let lease = self.active.remove(&id)?;
         let job = (lease.run, lease.key.clone());
@@ -303,5 +316,21 @@ mod tests {
         assert_eq!(t.release("a", &[a, b]).len(), 1);
         assert!(t.is_leased(1, &key("1.3")));
         assert_eq!(t.count(1), 1);
+    }
+
+    #[test]
+    fn a_delivered_lease_is_closed_only_for_its_own_job_and_worker() {
+        let mut leases = Leases::new(1, [7; 16], Duration::from_secs(60));
+        let now = Instant::now();
+        let key: JobKey = "1.2".parse().unwrap();
+        let other: JobKey = "1.3".parse().unwrap();
+        let id = leases.issue(1, key.clone(), "w-1", now);
+        leases.close_delivered(id, 1, &other, "w-1");
+        leases.close_delivered(id, 2, &key, "w-1");
+        leases.close_delivered(id, 1, &key, "someone-else");
+        assert!(leases.is_leased(1, &key), "a report naming it for another job or worker ends nothing");
+        leases.close_delivered(id, 1, &key, "w-1");
+        assert!(!leases.is_leased(1, &key));
+        assert!(leases.expire(now + Duration::from_secs(3600)).is_empty(), "nothing left to expire");
     }
 }

@@ -92,6 +92,11 @@ impl Coordinator {
                     }
                 }
                 Outcome::Duplicate => {
+                    // Its lease (if it is still open: a job done meanwhile can be leased once more)
+                    // has delivered: it must not expire and charge an honest worker.
+                    state
+                        .leases
+                        .close_delivered(inc.lease, inc.run, &inc.key, worker);
                     tracing::debug!(worker, run = inc.run, job = %inc.key, "duplicate result")
                 }
                 Outcome::Mismatch { stored } => tracing::error!(
