@@ -275,6 +275,7 @@ impl LiveRun {
         self.meta.priority = meta.priority;
         if meta.is_cancelled() {
             self.cursor = None;
+            self.ahead.clear();
             self.retry.clear();
         }
     }
@@ -370,6 +371,7 @@ impl LiveRun {
     pub fn finish(&mut self, meta: RunMeta) {
         self.meta = self.with_controls(meta);
         self.cursor = None;
+        self.ahead.clear();
         self.retry.clear();
     }
 
