@@ -599,7 +599,12 @@ fn issue_19_serve_refuses_to_listen_beyond_loopback_without_a_token_and_tls_unle
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{err}");
-        for what in ["refusing to listen on 0.0.0.0:0", "nqueens tls init", "--token", "--insecure"] {
+        for what in [
+            "refusing to listen on 0.0.0.0:0",
+            "nqueens tls init",
+            "--token",
+            "--insecure",
+        ] {
             assert!(err.contains(what), "{what}: {err}");
         }
         assert!(!data.exists(), "a refused serve touched its data directory");
@@ -612,7 +617,11 @@ fn issue_19_serve_refuses_to_listen_beyond_loopback_without_a_token_and_tls_unle
 #[test]
 fn issue_17_bench_times_every_kernel_variant_this_cpu_runs_and_each_counts_exactly() {
     let out = nqueens(&["bench", "10", "--threads", "1", "--no-baseline", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -626,7 +635,9 @@ fn issue_17_bench_times_every_kernel_variant_this_cpu_runs_and_each_counts_exact
         assert_eq!(row["total"], "724", "{row}");
         assert_eq!(row["threads"], 1);
     }
-    assert!(rows.iter().any(|r| r["what"].as_str().is_some_and(|w| w.starts_with("count mirror"))));
+    assert!(rows.iter().any(|r| r["what"]
+        .as_str()
+        .is_some_and(|w| w.starts_with("count mirror"))));
 }
 
 #[test]
@@ -658,8 +669,14 @@ fn issue_19_help_gives_the_whole_data_default_and_names_env_variables_without_em
     }
     for command in [&["status"][..], &["submit"], &["worker"]] {
         let text = help(command);
-        assert!(text.contains("[env: NQUEENS_COORDINATOR]"), "{command:?}: {text}");
-        assert!(!text.contains("=]"), "an empty env value: {command:?}: {text}");
+        assert!(
+            text.contains("[env: NQUEENS_COORDINATOR]"),
+            "{command:?}: {text}"
+        );
+        assert!(
+            !text.contains("=]"),
+            "an empty env value: {command:?}: {text}"
+        );
     }
 }
 
@@ -674,9 +691,23 @@ fn issue_19_a_busy_port_is_named_with_its_listener() {
     let err = String::from_utf8_lossy(&grpc.stderr);
     assert!(!grpc.status.success());
     assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
-    assert!(!err.contains("store format migrated"), "a new store is not migrated: {err}");
-    let http = nqueens(&["serve", "--listen", "127.0.0.1:0", "--metrics-listen", &addr, "--data", data]);
+    assert!(
+        !err.contains("store format migrated"),
+        "a new store is not migrated: {err}"
+    );
+    let http = nqueens(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        &addr,
+        "--data",
+        data,
+    ]);
     let err = String::from_utf8_lossy(&http.stderr);
     assert!(!http.status.success());
-    assert!(err.contains(&format!("--metrics-listen) on {addr}")), "{err}");
+    assert!(
+        err.contains(&format!("--metrics-listen) on {addr}")),
+        "{err}"
+    );
 }

@@ -6,8 +6,8 @@ mod support;
 
 use std::time::Duration;
 
-use nqueens_proto::RunState;
 use nqueens_coordinator::store::Store;
+use nqueens_proto::RunState;
 use support::{poll, reference, status_json, submit, submit_with, wait, worker, Serve};
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -326,14 +326,25 @@ fn issue_19_tls_init_refuses_to_overwrite_without_force() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("already exist") && err.contains("--force"), "{err}");
+    assert!(
+        err.contains("already exist") && err.contains("--force"),
+        "{err}"
+    );
     let after: Vec<Vec<u8>> = names.iter().map(|n| read(n)).collect();
     assert_eq!(before, after, "a refused tls init changed files");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
 
     // --force makes a new CA and certificate, for the hosts given.
     let out = support::nqueens()
-        .args(["tls", "init", "--force", "--host", "coordinator.example", "--host", "10.0.0.1"])
+        .args([
+            "tls",
+            "init",
+            "--force",
+            "--host",
+            "coordinator.example",
+            "--host",
+            "10.0.0.1",
+        ])
         .arg(dir.path())
         .output()
         .unwrap();
@@ -346,11 +357,11 @@ fn issue_19_tls_init_refuses_to_overwrite_without_force() {
 
 /// `nqueens ARGS... --json --coordinator ADDRESS`, parsed.
 fn json_of(address: &str, args: &[&str]) -> serde_json::Value {
-    let out = support::stdout_of(
-        support::nqueens()
-            .args(args)
-            .args(["--json", "--coordinator", address]),
-    );
+    let out = support::stdout_of(support::nqueens().args(args).args([
+        "--json",
+        "--coordinator",
+        address,
+    ]));
     serde_json::from_slice(&out).unwrap()
 }
 
@@ -362,7 +373,15 @@ fn issue_19_runs_are_cancelled_paused_resumed_and_prioritised_from_the_command_l
     let first = submit_with(address, 14, "d4", &["--verify-fraction", "0"]);
     // The same plan again: a warning naming the run and what to do, and a second run all the same.
     let again = support::nqueens()
-        .args(["submit", "14", "--verify-fraction", "0", "--json", "--coordinator", address])
+        .args([
+            "submit",
+            "14",
+            "--verify-fraction",
+            "0",
+            "--json",
+            "--coordinator",
+            address,
+        ])
         .output()
         .unwrap();
     assert!(again.status.success());
@@ -385,12 +404,14 @@ fn issue_19_runs_are_cancelled_paused_resumed_and_prioritised_from_the_command_l
     let verified = submit_with(address, 8, "d4", &["--verify-fraction", "1"]);
 
     assert_eq!(json_of(address, &["pause", &first])["state"], "paused");
-    assert_eq!(json_of(address, &["priority", &second, "-3"])["priority"], -3);
+    assert_eq!(
+        json_of(address, &["priority", &second, "-3"])["priority"],
+        -3
+    );
     let cancelled = json_of(address, &["cancel", &second]);
     assert_eq!(cancelled["state"], "cancelled");
-    let resumed = support::stdout_of(
-        support::nqueens().args(["resume", &first, "--coordinator", address]),
-    );
+    let resumed =
+        support::stdout_of(support::nqueens().args(["resume", &first, "--coordinator", address]));
     assert!(String::from_utf8_lossy(&resumed).contains(&format!("run {first}: N = 14 d4 running")));
     let unknown = support::nqueens()
         .args(["cancel", "999", "--coordinator", address])
@@ -407,9 +428,15 @@ fn issue_19_runs_are_cancelled_paused_resumed_and_prioritised_from_the_command_l
     let (total13, _) = reference(13);
     assert_eq!(by_id(&first)["state"], "done");
     assert_eq!(by_id(&first)["total"], total14.to_string());
-    assert_eq!(by_id(urgent["run"].as_str().unwrap())["total"], total13.to_string());
+    assert_eq!(
+        by_id(urgent["run"].as_str().unwrap())["total"],
+        total13.to_string()
+    );
     let gone = by_id(&second);
-    assert_eq!((gone["state"].as_str(), gone["jobs_done"].as_u64()), (Some("cancelled"), Some(0)));
+    assert_eq!(
+        (gone["state"].as_str(), gone["jobs_done"].as_u64()),
+        (Some("cancelled"), Some(0))
+    );
     // The highest priority went first.
     let log = std::fs::read_to_string(dir.path().join("solo.log")).unwrap();
     let first_lease = serve
@@ -423,13 +450,38 @@ fn issue_19_runs_are_cancelled_paused_resumed_and_prioritised_from_the_command_l
     // The verified run's jobs, listed by key: all of them, then a truncated listing.
     let jobs_total = by_id(&verified)["jobs_total"].as_u64().unwrap();
     let listing = support::stdout_of(support::nqueens().args([
-        "status", "--jobs", "verifying", "--run", &verified, "--coordinator", address,
+        "status",
+        "--jobs",
+        "verifying",
+        "--run",
+        &verified,
+        "--coordinator",
+        address,
     ]));
-    let lines: Vec<String> = String::from_utf8(listing).unwrap().lines().map(String::from).collect();
+    let lines: Vec<String> = String::from_utf8(listing)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
     assert_eq!(lines.len() as u64, jobs_total, "{lines:?}");
-    assert!(lines.iter().all(|l| l.starts_with(&format!("run {verified} job ")) && l.contains("verifying (results from solo)")), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with(&format!("run {verified} job "))
+                && l.contains("verifying (results from solo)")),
+        "{lines:?}"
+    );
     let cut = support::nqueens()
-        .args(["status", "--jobs", "verifying", "--limit", "2", "--json", "--coordinator", address])
+        .args([
+            "status",
+            "--jobs",
+            "verifying",
+            "--limit",
+            "2",
+            "--json",
+            "--coordinator",
+            address,
+        ])
         .output()
         .unwrap();
     assert!(cut.status.success());
@@ -441,7 +493,13 @@ fn issue_19_runs_are_cancelled_paused_resumed_and_prioritised_from_the_command_l
     assert_eq!(cut_lines.len(), 2);
     assert_eq!(cut_lines[0]["state"], "verifying");
     assert!(String::from_utf8_lossy(&cut.stderr).contains("truncated"));
-    let failed = support::stdout_of(support::nqueens().args(["status", "--jobs", "failed", "--coordinator", address]));
+    let failed = support::stdout_of(support::nqueens().args([
+        "status",
+        "--jobs",
+        "failed",
+        "--coordinator",
+        address,
+    ]));
     assert!(failed.is_empty());
     let bad = support::nqueens()
         .args(["status", "--jobs", "done", "--coordinator", address])

@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use nqueens_common::checksum::seal;
-use nqueens_proto as proto;
 use nqueens_common::{JobKey, Plan, Strategy};
+use nqueens_proto as proto;
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;

@@ -7,10 +7,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use support::{
-    http_get, log_field, nqueens, poll, reference,
-    submit_with, wait, worker, Serve,
-};
+use support::{http_get, log_field, nqueens, poll, reference, submit_with, wait, worker, Serve};
 
 const LIMIT: Duration = Duration::from_secs(180);
 
@@ -331,7 +328,10 @@ fn issue_19_status_watch_rides_out_a_coordinator_outage_and_ends_when_the_run_is
         let stdout = watch.stdout.take().unwrap();
         std::thread::spawn(move || {
             use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
                 let mut out = out.lock().unwrap();
                 out.push_str(&line);
                 out.push('\n');
@@ -371,7 +371,10 @@ fn issue_19_status_watch_rides_out_a_coordinator_outage_and_ends_when_the_run_is
         .next()
         .unwrap();
     assert!(
-        clock.len() == 8 && clock.split(':').all(|p| p.len() == 2 && p.parse::<u8>().is_ok()),
+        clock.len() == 8
+            && clock
+                .split(':')
+                .all(|p| p.len() == 2 && p.parse::<u8>().is_ok()),
         "{line}"
     );
     assert!(line.ends_with("s)"), "{line}");

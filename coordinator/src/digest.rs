@@ -175,7 +175,10 @@ mod tests {
 
     #[test]
     fn the_digest_ignores_order_and_sees_every_field_that_is_compared() {
-        let (a, b) = ("1.2".parse::<JobKey>().unwrap(), "1.3".parse::<JobKey>().unwrap());
+        let (a, b) = (
+            "1.2".parse::<JobKey>().unwrap(),
+            "1.3".parse::<JobKey>().unwrap(),
+        );
         let mut one = RunDigest::default();
         one.add(1, &a, &record(5));
         one.add(1, &b, &record(6));
@@ -193,7 +196,14 @@ mod tests {
         assert_ne!(one, moved, "counts swapped between jobs");
         let mut resealed = RunDigest::default();
         resealed.add(1, &a, &record(5));
-        resealed.add(1, &b, &ResultRecord { seal: Some(43), ..record(6) });
+        resealed.add(
+            1,
+            &b,
+            &ResultRecord {
+                seal: Some(43),
+                ..record(6)
+            },
+        );
         assert_ne!(one, resealed, "a seal");
         let mut elsewhere = RunDigest::default();
         elsewhere.add(2, &a, &record(5));

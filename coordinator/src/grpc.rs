@@ -4,9 +4,9 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use nqueens_proto::{self as proto, coordinator_server};
 use nqueens_common::JobResult;
 use nqueens_proto::strategy_from_wire;
+use nqueens_proto::{self as proto, coordinator_server};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 

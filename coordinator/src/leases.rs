@@ -328,9 +328,15 @@ mod tests {
         leases.close_delivered(id, 1, &other, "w-1");
         leases.close_delivered(id, 2, &key, "w-1");
         leases.close_delivered(id, 1, &key, "someone-else");
-        assert!(leases.is_leased(1, &key), "a report naming it for another job or worker ends nothing");
+        assert!(
+            leases.is_leased(1, &key),
+            "a report naming it for another job or worker ends nothing"
+        );
         leases.close_delivered(id, 1, &key, "w-1");
         assert!(!leases.is_leased(1, &key));
-        assert!(leases.expire(now + Duration::from_secs(3600)).is_empty(), "nothing left to expire");
+        assert!(
+            leases.expire(now + Duration::from_secs(3600)).is_empty(),
+            "nothing left to expire"
+        );
     }
 }

@@ -75,11 +75,7 @@ pub struct LiveRun {
 
 impl LiveRun {
     /// A run as loaded from the store.
-    pub fn new(
-        meta: RunMeta,
-        tally: Tally,
-        states: HashMap<JobState, u64>,
-    ) -> Result<LiveRun> {
+    pub fn new(meta: RunMeta, tally: Tally, states: HashMap<JobState, u64>) -> Result<LiveRun> {
         let plan = meta.plan()?;
         let fingerprint = meta.fingerprint_value()?;
         let cursor = (!meta.is_done() && !meta.is_cancelled()).then(|| plan.jobs());
@@ -308,7 +304,8 @@ impl LiveRun {
     /// A worker took a job of the run at `now`: the rate window starts here if it has not started yet.
     pub fn working(&mut self, now: Instant) {
         if self.samples.is_empty() {
-            self.samples.push_back((now, self.tally.jobs, self.tally.total));
+            self.samples
+                .push_back((now, self.tally.jobs, self.tally.total));
         }
     }
 
@@ -479,7 +476,11 @@ mod tests {
         assert_eq!(live.eta(t0 + Duration::from_secs(5)), None, "no worker yet");
         live.working(t0);
         assert_eq!(live.rates(t0 + Duration::from_secs(5)), (0.0, 0.0));
-        assert_eq!(live.eta(t0 + Duration::from_secs(5)), None, "leased, none done");
+        assert_eq!(
+            live.eta(t0 + Duration::from_secs(5)),
+            None,
+            "leased, none done"
+        );
     }
 
     #[test]
@@ -506,7 +507,11 @@ mod tests {
         let t = joined + Duration::from_secs(10);
         live.update(tally(10, 100), 1, t);
         assert_eq!(live.rates(t).0, 1.0);
-        assert_eq!(live.eta(t), Some(60.0), "a minute of work left, not 8 minutes");
+        assert_eq!(
+            live.eta(t),
+            Some(60.0),
+            "a minute of work left, not 8 minutes"
+        );
     }
 
     #[test]

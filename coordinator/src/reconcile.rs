@@ -175,8 +175,13 @@ fn quick(store: &Store, path: &Path) -> Result<Option<(Ledger, Repairs)>> {
         return Ok(None);
     }
     for meta in &stored {
-        if store_digest(store, meta)? != Some(ledger.digests.get(&meta.id).copied().unwrap_or_default()) {
-            tracing::info!(run = meta.id, "store and ledger digests differ: comparing them result by result");
+        if store_digest(store, meta)?
+            != Some(ledger.digests.get(&meta.id).copied().unwrap_or_default())
+        {
+            tracing::info!(
+                run = meta.id,
+                "store and ledger digests differ: comparing them result by result"
+            );
             return Ok(None);
         }
     }
@@ -185,7 +190,10 @@ fn quick(store: &Store, path: &Path) -> Result<Option<(Ledger, Repairs)>> {
         let (_, recounted) = store.recount(meta)?;
         if recounted {
             repairs.totals_recounted += 1;
-            tracing::warn!(run = meta.id, "the stored totals disagreed with the stored results: recomputed from the results");
+            tracing::warn!(
+                run = meta.id,
+                "the stored totals disagreed with the stored results: recomputed from the results"
+            );
         }
     }
     store.flush()?;
@@ -225,7 +233,9 @@ mod tests {
 
         // A result the store lost: the digests differ, and the full comparison restores it.
         let lost = plan.jobs().nth(1).unwrap();
-        store.remove_results(run, std::slice::from_ref(&lost)).unwrap();
+        store
+            .remove_results(run, std::slice::from_ref(&lost))
+            .unwrap();
         assert!(quick(&store, &path).unwrap().is_none());
         let (_, repairs) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_restored, 1);

@@ -1,8 +1,8 @@
 //! The JSON forms of a run's and a worker's status, from their wire messages: what `status --json`,
 //! `submit --json` and the status page show, so that every view prints the same numbers.
 
-use nqueens_proto::{self as proto, RunState};
 use nqueens_common::Strategy;
+use nqueens_proto::{self as proto, RunState};
 use serde::Serialize;
 
 /// A run's status as `status --json` and `submit --json` print it.

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use nqueens_common::checksum::seal;
-use nqueens_proto as proto;
 use nqueens_common::{JobKey, Plan, Strategy};
 use nqueens_coordinator::server::{serve, Options};
 use nqueens_coordinator::store::Store;
 use nqueens_coordinator::{Config, Coordinator};
+use nqueens_proto as proto;
 use nqueens_proto::Client;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -1050,8 +1050,7 @@ async fn issue_15_after_a_restart_only_an_authentic_earlier_lease_counts() {
                 Options::default(),
                 stop.clone().cancelled_owned(),
             ));
-            let client =
-                nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
+            let client = nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
             (client, stop, server)
         }
     };
@@ -1384,10 +1383,18 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
     let paused = create(&mut c, 7).await;
     let leased = lease(&mut c, "w", 2).await;
     assert_eq!(leased.len(), 2);
-    assert!(leased.iter().all(|l| l.run == run.run), "the oldest run first");
-    let counted = report(&mut c, "w", vec![result_of(&leased[0])]).await.unwrap();
+    assert!(
+        leased.iter().all(|l| l.run == run.run),
+        "the oldest run first"
+    );
+    let counted = report(&mut c, "w", vec![result_of(&leased[0])])
+        .await
+        .unwrap();
     assert_eq!(counted, vec![proto::Outcome::Accepted as i32]);
-    assert!(heartbeat(&mut c, "w", vec![leased[1].lease_id]).await.lost.is_empty());
+    assert!(heartbeat(&mut c, "w", vec![leased[1].lease_id])
+        .await
+        .lost
+        .is_empty());
 
     let cancelled = c.cancel_run(control(&run.run)).await.unwrap().into_inner();
     assert_eq!(cancelled.state, proto::RunState::Cancelled as i32);
@@ -1395,30 +1402,51 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
     assert_eq!(cancelled.jobs_done, 1);
     assert_eq!(cancelled.jobs_leased, 0, "its leases ended");
     let partial = cancelled.total.clone();
-    assert_eq!(partial, result_of(&leased[0]).total.to_string(), "what was counted stays");
+    assert_eq!(
+        partial,
+        result_of(&leased[0]).total.to_string(),
+        "what was counted stays"
+    );
     // The worker learns that its lease is gone because the run was cancelled.
     let beat = heartbeat(&mut c, "w", vec![leased[1].lease_id]).await;
     assert_eq!(beat.lost, vec![leased[1].lease_id]);
     assert_eq!(beat.cancelled, vec![leased[1].lease_id]);
     // A result for it is refused for good, and changes nothing stored.
     let before = contents(&store);
-    let refused = report(&mut c, "w", vec![result_of(&leased[1])]).await.unwrap_err();
+    let refused = report(&mut c, "w", vec![result_of(&leased[1])])
+        .await
+        .unwrap_err();
     assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
-    assert!(refused.message().contains("cancelled"), "{}", refused.message());
+    assert!(
+        refused.message().contains("cancelled"),
+        "{}",
+        refused.message()
+    );
     assert_eq!(contents(&store), before);
     // Nothing more is leased from it: the other run's jobs come instead.
     let next = lease(&mut c, "w", 1000).await;
     assert!(!next.is_empty() && next.iter().all(|l| l.run == paused.run));
     let st = status(&mut c, &run.run).await;
-    assert_eq!((st.state, st.jobs_done, st.total.as_str()), (proto::RunState::Cancelled as i32, 1, partial.as_str()));
-    assert!(st.unique.is_none(), "a cancelled run's total is never final");
+    assert_eq!(
+        (st.state, st.jobs_done, st.total.as_str()),
+        (proto::RunState::Cancelled as i32, 1, partial.as_str())
+    );
+    assert!(
+        st.unique.is_none(),
+        "a cancelled run's total is never final"
+    );
     // Cancelling again changes nothing; no other control applies to it.
     let again = c.cancel_run(control(&run.run)).await.unwrap().into_inner();
     assert_eq!(again.cancelled_unix, cancelled.cancelled_unix);
     for refused in [
         c.pause_run(control(&run.run)).await.unwrap_err(),
         c.resume_run(control(&run.run)).await.unwrap_err(),
-        c.set_priority(proto::SetPriorityRequest { run: run.run.clone(), priority: 1 }).await.unwrap_err(),
+        c.set_priority(proto::SetPriorityRequest {
+            run: run.run.clone(),
+            priority: 1,
+        })
+        .await
+        .unwrap_err(),
     ] {
         assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
     }
@@ -1430,8 +1458,17 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
     })
     .await
     .unwrap();
-    c.set_priority(proto::SetPriorityRequest { run: paused.run.clone(), priority: -4 }).await.unwrap();
-    let p = c.pause_run(control(&paused.run)).await.unwrap().into_inner();
+    c.set_priority(proto::SetPriorityRequest {
+        run: paused.run.clone(),
+        priority: -4,
+    })
+    .await
+    .unwrap();
+    let p = c
+        .pause_run(control(&paused.run))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!((p.state, p.priority), (proto::RunState::Paused as i32, -4));
     // The ledger holds the controls too (the last line of a run holds): a store rebuilt from it alone
     // keeps the run cancelled, the other paused at its priority.
@@ -1449,7 +1486,10 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
 
     let (mut c, stop, _store) = incarnation(dir.path()).await;
     let st = status(&mut c, &run.run).await;
-    assert_eq!((st.state, st.jobs_done, st.total.as_str()), (proto::RunState::Cancelled as i32, 1, partial.as_str()));
+    assert_eq!(
+        (st.state, st.jobs_done, st.total.as_str()),
+        (proto::RunState::Cancelled as i32, 1, partial.as_str())
+    );
     assert_eq!(st.cancelled_unix, cancelled.cancelled_unix);
     let p = status(&mut c, &paused.run).await;
     assert_eq!((p.state, p.priority), (proto::RunState::Paused as i32, -4));
@@ -1465,7 +1505,10 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
         .await
         .unwrap()
         .into_inner();
-    assert!(nothing.leases.is_empty() && nothing.idle, "a cancelled and a paused run lease nothing");
+    assert!(
+        nothing.leases.is_empty() && nothing.idle,
+        "a cancelled and a paused run lease nothing"
+    );
     // A resubmission with --reuse does not get the cancelled run back.
     let fresh = c
         .create_run(proto::CreateRunRequest {
@@ -1489,23 +1532,36 @@ async fn issue_19_a_paused_run_leases_nothing_but_counts_the_results_of_its_leas
     let mut s = start(Duration::from_secs(60)).await;
     let run = create(&mut s.client, 8).await;
     let out = lease(&mut s.client, "w", 1).await;
-    let p = s.client.pause_run(control(&run.run)).await.unwrap().into_inner();
+    let p = s
+        .client
+        .pause_run(control(&run.run))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(p.state, proto::RunState::Paused as i32);
     assert_eq!(p.eta_seconds, None);
     assert!(lease(&mut s.client, "w", 8).await.is_empty());
     // The lease out finishes and reports normally.
-    let outcomes = report(&mut s.client, "w", vec![result_of(&out[0])]).await.unwrap();
+    let outcomes = report(&mut s.client, "w", vec![result_of(&out[0])])
+        .await
+        .unwrap();
     assert_eq!(outcomes, vec![proto::Outcome::Accepted as i32]);
     assert_eq!(status(&mut s.client, &run.run).await.jobs_done, 1);
     // Pausing twice is pausing once; resuming leases again.
     s.client.pause_run(control(&run.run)).await.unwrap();
-    let r = s.client.resume_run(control(&run.run)).await.unwrap().into_inner();
+    let r = s
+        .client
+        .resume_run(control(&run.run))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(r.state, proto::RunState::Running as i32);
     assert_eq!(lease(&mut s.client, "w", 1).await.len(), 1);
 }
 
 #[tokio::test]
-async fn issue_19_workers_lease_from_the_highest_priority_run_first_and_bad_controls_change_nothing() {
+async fn issue_19_workers_lease_from_the_highest_priority_run_first_and_bad_controls_change_nothing(
+) {
     let mut s = start(Duration::from_secs(60)).await;
     let low = create(&mut s.client, 8).await;
     let high = s
@@ -1523,7 +1579,10 @@ async fn issue_19_workers_lease_from_the_highest_priority_run_first_and_bad_cont
         .into_inner();
     assert_eq!(high.priority, 5);
     let later = create(&mut s.client, 8).await;
-    assert!(lease(&mut s.client, "w", 2).await.iter().all(|l| l.run == high.run));
+    assert!(lease(&mut s.client, "w", 2)
+        .await
+        .iter()
+        .all(|l| l.run == high.run));
     let raised = s
         .client
         .set_priority(proto::SetPriorityRequest {
@@ -1534,7 +1593,10 @@ async fn issue_19_workers_lease_from_the_highest_priority_run_first_and_bad_cont
         .unwrap()
         .into_inner();
     assert_eq!(raised.priority, 9);
-    assert!(lease(&mut s.client, "w", 2).await.iter().all(|l| l.run == later.run));
+    assert!(lease(&mut s.client, "w", 2)
+        .await
+        .iter()
+        .all(|l| l.run == later.run));
     // Equal priorities: the oldest first, as without priorities.
     s.client
         .set_priority(proto::SetPriorityRequest {
@@ -1543,13 +1605,28 @@ async fn issue_19_workers_lease_from_the_highest_priority_run_first_and_bad_cont
         })
         .await
         .unwrap();
-    assert!(lease(&mut s.client, "w", 2).await.iter().all(|l| l.run == low.run));
+    assert!(lease(&mut s.client, "w", 2)
+        .await
+        .iter()
+        .all(|l| l.run == low.run));
 
     let before = contents(&s.store);
     for (refused, code) in [
-        (s.client.cancel_run(control("99")).await.unwrap_err(), Code::NotFound),
-        (s.client.pause_run(control("")).await.unwrap_err(), Code::NotFound),
-        (s.client.resume_run(control("x".repeat(10_000).as_str())).await.unwrap_err(), Code::NotFound),
+        (
+            s.client.cancel_run(control("99")).await.unwrap_err(),
+            Code::NotFound,
+        ),
+        (
+            s.client.pause_run(control("")).await.unwrap_err(),
+            Code::NotFound,
+        ),
+        (
+            s.client
+                .resume_run(control("x".repeat(10_000).as_str()))
+                .await
+                .unwrap_err(),
+            Code::NotFound,
+        ),
         (
             s.client
                 .set_priority(proto::SetPriorityRequest {
@@ -1608,7 +1685,11 @@ async fn issue_19_workers_lease_from_the_highest_priority_run_first_and_bad_cont
         assert_eq!(refused.code(), code, "{refused:?}");
         assert!(refused.message().len() < 300, "{}", refused.message());
     }
-    assert_eq!(contents(&s.store), before, "bad input changes nothing stored");
+    assert_eq!(
+        contents(&s.store),
+        before,
+        "bad input changes nothing stored"
+    );
 }
 
 #[tokio::test]
@@ -1619,9 +1700,13 @@ async fn issue_19_list_jobs_names_the_verifying_jobs_and_says_when_it_is_truncat
     let leased = lease(&mut s.client, "a", 64).await;
     let mine: Vec<_> = leased.iter().filter(|l| l.run == run.run).collect();
     assert!(mine.len() >= 2, "{}", mine.len());
-    report(&mut s.client, "a", mine.iter().map(|l| result_of(l)).collect())
-        .await
-        .unwrap();
+    report(
+        &mut s.client,
+        "a",
+        mine.iter().map(|l| result_of(l)).collect(),
+    )
+    .await
+    .unwrap();
     let list = |run: Option<&str>, state: proto::JobState, limit: u32| proto::ListJobsRequest {
         state: state as i32,
         run: run.map(Into::into),
@@ -1639,10 +1724,9 @@ async fn issue_19_list_jobs_names_the_verifying_jobs_and_says_when_it_is_truncat
     expected.sort();
     got.sort();
     assert_eq!(got, expected);
-    assert!(all
-        .jobs
-        .iter()
-        .all(|j| j.run == run.run && j.workers == ["a"] && j.state == proto::JobState::Verifying as i32));
+    assert!(all.jobs.iter().all(|j| j.run == run.run
+        && j.workers == ["a"]
+        && j.state == proto::JobState::Verifying as i32));
     let cut = s
         .client
         .list_jobs(list(None, proto::JobState::Verifying, 1))

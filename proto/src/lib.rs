@@ -42,6 +42,8 @@ pub fn strategy_from_wire(value: i32) -> nqueens_common::Result<nqueens_common::
     match Strategy::try_from(value) {
         Ok(Strategy::Unspecified | Strategy::D4) => Ok(nqueens_common::Strategy::D4),
         Ok(Strategy::Mirror) => Ok(nqueens_common::Strategy::Mirror),
-        Err(_) => Err(nqueens_common::Error::UnknownStrategy(format!("wire value {value}"))),
+        Err(_) => Err(nqueens_common::Error::UnknownStrategy(format!(
+            "wire value {value}"
+        ))),
     }
 }

@@ -296,10 +296,9 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let client = hyper_util::client::legacy::Client::builder(
-            hyper_util::rt::TokioExecutor::new(),
-        )
-        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http::<http_body_util::Empty<bytes::Bytes>>();
         let uri: http::Uri = format!("http://{addr}{path}").parse().expect("a URL");
         let response = tokio::time::timeout(Duration::from_secs(30), client.get(uri))
             .await
@@ -312,7 +311,10 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
             .await
             .expect("the whole body")
             .to_bytes();
-        (code, String::from_utf8(body.to_vec()).expect("a UTF-8 body"))
+        (
+            code,
+            String::from_utf8(body.to_vec()).expect("a UTF-8 body"),
+        )
     })
 }
 

@@ -52,4 +52,3 @@ pub fn is_root() -> bool {
         .output()
         .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
 }
-

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
-use nqueens_proto as proto;
 use nqueens_common::{JobKey, JobResult, Plan};
+use nqueens_proto as proto;
 use nqueens_proto::strategy_from_wire;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
@@ -18,11 +18,11 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
 use crate::compute::{ComputePool, Device, Task};
-use nqueens_proto::{connect, Client, Connection};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::journal::{Finished, Journal};
 use crate::metrics::{Metrics, Window};
+use nqueens_proto::{connect, Client, Connection};
 
 /// Most results in one report.
 const REPORT_BATCH: usize = 1024;

@@ -15,7 +15,7 @@ pub mod journal;
 pub mod metrics;
 
 pub use client::{run, GpuConfig, Summary, WorkerConfig, DEFAULT_GPU_BATCH};
-pub use nqueens_proto::{connect, Client, Connection};
 pub use error::{Error, Result};
 pub use faults::{FaultArgs, Faults};
 pub use metrics::Metrics;
+pub use nqueens_proto::{connect, Client, Connection};

@@ -3,12 +3,11 @@
 
 use std::sync::atomic::AtomicU64;
 
+use nqueens_proto::metrics::{registered, RpcMetrics};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use nqueens_proto::metrics::{registered, RpcMetrics};
 use tokio::time::Instant;
-
 
 /// The worker's metrics.
 #[derive(Debug)]
@@ -61,7 +60,6 @@ impl Default for Metrics {
         }
     }
 }
-
 
 impl Metrics {
     /// The metrics in the OpenMetrics text format.

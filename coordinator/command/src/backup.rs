@@ -56,8 +56,7 @@ pub struct AuditArgs {
 }
 
 fn data_dir(data: &Option<PathBuf>) -> PathBuf {
-    data.clone()
-        .unwrap_or_else(crate::setup::default_data_dir)
+    data.clone().unwrap_or_else(crate::setup::default_data_dir)
 }
 
 /// Opens an existing store (never creates one).

@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
+use crate::pool::run_jobs;
 use clap::Args;
 use nqueens_common::kernel::Variant;
 use nqueens_common::{baseline, Job, JobResult, Plan, Strategy};
-use crate::pool::run_jobs;
 use serde::Serialize;
 
 /// Arguments of `nqueens bench`.

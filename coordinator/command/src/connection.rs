@@ -23,7 +23,12 @@ pub struct ConnectionArgs {
     pub token: Option<String>,
     /// PEM file of the CA certificate that the coordinator's TLS certificate must chain to (as written
     /// by `nqueens tls init`); implies TLS.
-    #[arg(long, env = "NQUEENS_TLS_CA", hide_env_values = true, value_name = "PEM")]
+    #[arg(
+        long,
+        env = "NQUEENS_TLS_CA",
+        hide_env_values = true,
+        value_name = "PEM"
+    )]
     pub tls_ca: Option<PathBuf>,
 }
 

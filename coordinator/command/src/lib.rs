@@ -17,8 +17,8 @@ mod estimate;
 pub mod http;
 mod load;
 mod loadgen;
-pub mod outage;
 pub mod local;
+pub mod outage;
 mod plan;
 pub mod pool;
 mod remote;
@@ -31,9 +31,9 @@ pub mod worker;
 
 use std::path::PathBuf;
 
+use crate::setup::LogFormat;
 use clap::{Args, Parser, Subcommand};
 use nqueens_common::{Error, Plan, Strategy};
-use crate::setup::LogFormat;
 
 /// Count the solutions of the N-queens problem exactly.
 #[derive(Debug, Parser)]
@@ -254,7 +254,10 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         // The shell's convention for a command ended by SIGINT.
         return 130;
     }
-    match (e.downcast_ref::<Error>(), e.downcast_ref::<nqueens_coordinator::Error>()) {
+    match (
+        e.downcast_ref::<Error>(),
+        e.downcast_ref::<nqueens_coordinator::Error>(),
+    ) {
         (Some(e), _) | (_, Some(nqueens_coordinator::Error::Input(e))) if bad_input(e) => 2,
         _ if refused => 2,
         _ => 1,

@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
 use crate::setup;
+use clap::Args;
 use tokio::net::TcpListener;
 
 use nqueens_coordinator::service::{Config, Coordinator};
@@ -50,7 +50,13 @@ pub struct ServeArgs {
     pub token: Option<String>,
     /// PEM certificate (chain) for TLS, e.g. DIR/server.pem from `nqueens tls init DIR`; with --tls-key,
     /// clients connect with https:// and --tls-ca.
-    #[arg(long, env = "NQUEENS_TLS_CERT", hide_env_values = true, value_name = "PEM", requires = "tls_key")]
+    #[arg(
+        long,
+        env = "NQUEENS_TLS_CERT",
+        hide_env_values = true,
+        value_name = "PEM",
+        requires = "tls_key"
+    )]
     pub tls_cert: Option<PathBuf>,
     /// Listen beyond loopback without both a token and TLS (on a network you trust): anyone who can
     /// reach the port can then submit runs and report results.
@@ -61,7 +67,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
     /// PEM private key of --tls-cert, e.g. DIR/server-key.pem.
-    #[arg(long, env = "NQUEENS_TLS_KEY", hide_env_values = true, value_name = "PEM", requires = "tls_cert")]
+    #[arg(
+        long,
+        env = "NQUEENS_TLS_KEY",
+        hide_env_values = true,
+        value_name = "PEM",
+        requires = "tls_cert"
+    )]
     pub tls_key: Option<PathBuf>,
 }
 

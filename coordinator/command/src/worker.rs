@@ -103,7 +103,9 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
         // It serves until the process exits.
         http::spawn(addr, router, std::future::pending())
             .await
-            .map_err(|e| anyhow::anyhow!("cannot listen for HTTP (--metrics-listen) on {addr}: {e}"))?;
+            .map_err(|e| {
+                anyhow::anyhow!("cannot listen for HTTP (--metrics-listen) on {addr}: {e}")
+            })?;
     }
     let config =
         WorkerConfig {

@@ -314,10 +314,9 @@ impl Coordinator {
         let tally = self.shared.store.tally(meta.id)?;
         let id = meta.id;
         let mut state = self.state();
-        state.runs.insert(
-            id,
-            LiveRun::new(meta, tally, HashMap::new())?,
-        );
+        state
+            .runs
+            .insert(id, LiveRun::new(meta, tally, HashMap::new())?);
         let view = self.view(&state, &state.runs[&id]);
         drop(state);
         self.changed();

@@ -104,10 +104,16 @@ async fn a_slow_worker_that_heartbeats_keeps_its_leases_past_the_timeout() {
     let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
     for _ in 0..10 {
         tokio::time::advance(TIMEOUT / 2).await;
-        assert!(c.heartbeat("slow", &ids).unwrap().0.is_empty(), "all still its");
+        assert!(
+            c.heartbeat("slow", &ids).unwrap().0.is_empty(),
+            "all still its"
+        );
         c.expire_leases().await;
     }
-    assert!(lease(&c, "other", 4096).await.is_empty(), "nothing was re-leased");
+    assert!(
+        lease(&c, "other", 4096).await.is_empty(),
+        "nothing was re-leased"
+    );
     report_all(&c, "slow", &held).await;
     assert_eq!(total(&c, &run), (Q8, true));
 }
@@ -124,11 +130,17 @@ async fn a_late_result_for_a_re_leased_job_counts_once_and_the_second_is_only_co
 
     // The expired lease's results arrive first: accepted, once.
     let outcomes = report_all(&c, "late", &first).await;
-    assert!(outcomes.iter().all(|o| matches!(o, Outcome::Accepted)), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| matches!(o, Outcome::Accepted)),
+        "{outcomes:?}"
+    );
     assert_eq!(total(&c, &run), (Q8, true));
     // The current lease's results are compared, never added.
     let outcomes = report_all(&c, "fresh", &second).await;
-    assert!(outcomes.iter().all(|o| matches!(o, Outcome::Duplicate)), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| matches!(o, Outcome::Duplicate)),
+        "{outcomes:?}"
+    );
     assert_eq!(total(&c, &run), (Q8, true));
 }
 
@@ -140,7 +152,10 @@ async fn a_report_for_a_lease_never_issued_is_refused_and_changes_nothing() {
     let mut forged = report(&held[0]);
     forged.lease += 1_000;
     let refused = c.report("a", "a", vec![forged]).await;
-    assert!(matches!(refused, Err(Error::NotLeased { .. })), "{refused:?}");
+    assert!(
+        matches!(refused, Err(Error::NotLeased { .. })),
+        "{refused:?}"
+    );
     let mut untagged = report(&held[0]);
     untagged.tag ^= 1;
     untagged.lease = held[0].id + (1 << 40);
@@ -157,7 +172,10 @@ async fn a_wrong_count_under_a_valid_lease_fails_its_seal_and_is_not_counted() {
     let mut bad = report(&held[0]);
     bad.result.total += 1;
     let refused = c.report("a", "a", vec![bad]).await;
-    assert!(matches!(refused, Err(Error::Unsealed { .. })), "{refused:?}");
+    assert!(
+        matches!(refused, Err(Error::Unsealed { .. })),
+        "{refused:?}"
+    );
     assert_eq!(total(&c, &run), (0, false));
 }
 
@@ -201,7 +219,10 @@ async fn after_a_restart_leases_walk_past_the_done_jobs_without_losing_one() {
         .unwrap();
     let run = view.id();
     let total = view.meta.jobs_total as usize;
-    assert!(total > 2 * 256, "more jobs than two rounds of candidates: {total}");
+    assert!(
+        total > 2 * 256,
+        "more jobs than two rounds of candidates: {total}"
+    );
     // Everything but three jobs spread over the list is counted before the restart.
     let all = lease(&c, "a", 4096).await;
     assert_eq!(all.len(), total);
@@ -224,7 +245,11 @@ async fn after_a_restart_leases_walk_past_the_done_jobs_without_losing_one() {
         }
         rest.extend(got);
     }
-    assert_eq!(rest.len(), 3, "exactly the three jobs left, one lease at a time");
+    assert_eq!(
+        rest.len(),
+        3,
+        "exactly the three jobs left, one lease at a time"
+    );
     report_all(&c, "b", &rest).await;
     let view = c.run(&run).unwrap();
     assert!(view.is_done());

@@ -81,11 +81,11 @@ impl Store {
             .cache_capacity(CACHE_BYTES)
             .open()
             .map_err(|e| match e {
-            sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-                Error::InUse(dir.display().to_string())
-            }
-            other => Error::Store(other),
-        })?;
+                sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+                    Error::InUse(dir.display().to_string())
+                }
+                other => Error::Store(other),
+            })?;
         let mut store = Store::with_db(db)?;
         store.dir = Some(dir.to_path_buf());
         Ok(store)

@@ -281,10 +281,19 @@ fn issue_19_a_format_2_store_without_run_controls_loads_running_at_priority_0_an
         // As a build of format 2 wrote it: no control fields at all.
         let mut old = serde_json::to_value(&run).unwrap();
         for field in ["paused", "cancelled_unix", "priority"] {
-            assert!(old.as_object_mut().unwrap().remove(field).is_none(), "defaults are not written");
+            assert!(
+                old.as_object_mut().unwrap().remove(field).is_none(),
+                "defaults are not written"
+            );
         }
-        store.runs.insert(run_key(run.id), serde_json::to_vec(&old).unwrap()).unwrap();
-        store.meta.insert(super::FORMAT, &2u64.to_be_bytes()).unwrap();
+        store
+            .runs
+            .insert(run_key(run.id), serde_json::to_vec(&old).unwrap())
+            .unwrap();
+        store
+            .meta
+            .insert(super::FORMAT, &2u64.to_be_bytes())
+            .unwrap();
         store.flush().unwrap();
         run.id
     };
@@ -309,26 +318,38 @@ fn a_result_of_a_worker_quarantined_after_it_was_validated_is_refused_at_commit(
     let plan = Plan::new(8, Strategy::D4).unwrap();
     let run = store.create_run(plan, 1.0).unwrap();
     let verified = incoming(run.id, &plan, 1);
-    store.commit(&[by(&plan, "a", verified.clone(), 0)]).unwrap();
+    store
+        .commit(&[by(&plan, "a", verified.clone(), 0)])
+        .unwrap();
     store
         .commit(&[by(&plan, "liar", verified.clone(), 1)])
         .unwrap();
     // The liar's next result was validated (and is waiting for the committer) when the dispute is
     // decided against it: it must not be counted once it reaches the store.
     let queued = by(&plan, "liar", incoming(run.id, &plan, 2), 0);
-    let decided = store.commit(&[by(&plan, "c", verified.clone(), 0)]).unwrap();
+    let decided = store
+        .commit(&[by(&plan, "c", verified.clone(), 0)])
+        .unwrap();
     assert_eq!(decided.quarantined[0].worker, "liar");
     let before = store.tally(run.id).unwrap();
     let refused = store.commit(std::slice::from_ref(&queued)).unwrap_err();
     assert!(matches!(refused, Error::Quarantined { .. }), "{refused:?}");
     assert_eq!(store.tally(run.id).unwrap(), before);
-    assert!(store.job(run.id, &queued.key).unwrap().is_none(), "still pending");
+    assert!(
+        store.job(run.id, &queued.key).unwrap().is_none(),
+        "still pending"
+    );
     // In one commit with the decision, the same: the quarantine counts from the moment it is made.
     let other = incoming(run.id, &plan, 3);
     store.commit(&[by(&plan, "a", other.clone(), 0)]).unwrap();
-    store.commit(&[by(&plan, "liar2", other.clone(), 1)]).unwrap();
+    store
+        .commit(&[by(&plan, "liar2", other.clone(), 1)])
+        .unwrap();
     let late = by(&plan, "liar2", incoming(run.id, &plan, 4), 0);
     let together = store.commit(&[by(&plan, "c", other, 0), late]);
-    assert!(matches!(together, Err(Error::Quarantined { .. })), "{together:?}");
+    assert!(
+        matches!(together, Err(Error::Quarantined { .. })),
+        "{together:?}"
+    );
     store.audit().unwrap();
 }

@@ -133,14 +133,18 @@ mod tests {
 
     #[tokio::test]
     async fn the_page_is_served_with_the_status_of_that_moment() {
-        let coordinator = Coordinator::open(Store::temporary().unwrap(), Config::default()).unwrap();
+        let coordinator =
+            Coordinator::open(Store::temporary().unwrap(), Config::default()).unwrap();
         let view = coordinator
             .create_run(9, Strategy::D4, None, Some(0.0), 0, false)
             .await
             .unwrap();
         let page = get(&coordinator, "/").await;
         assert!(!page.contains(STATUS_SLOT), "the slot is filled");
-        assert!(!page.contains("loading") && !page.contains(">never<"), "{page}");
+        assert!(
+            !page.contains("loading") && !page.contains(">never<"),
+            "{page}"
+        );
         let status = embedded(&page);
         let run = &status["runs"][0];
         assert_eq!(run["run"], view.id());

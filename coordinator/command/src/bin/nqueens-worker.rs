@@ -1,8 +1,8 @@
 //! `nqueens-worker`: parse the command line and run the worker (the same as `nqueens worker`).
 
 use clap::Parser;
-use nqueens_cli::worker::WorkerArgs;
 use nqueens_cli::setup::{self, LogFormat};
+use nqueens_cli::worker::WorkerArgs;
 
 /// Pull jobs from an nqueens coordinator, compute them on all cores, report the counts.
 #[derive(Debug, Parser)]
