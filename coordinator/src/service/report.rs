@@ -259,8 +259,10 @@ impl Coordinator {
             .collect::<Result<Vec<JobKey>>>()?;
         // A job already done only gets its result compared, whatever lease it names. The store is read
         // before the state lock is taken (no disk I/O under it), and once more, with the lock released,
-        // for a lease the check refuses: the job may have been settled in between, and a job settled
-        // stays settled.
+        // for a lease the check refuses: the job may have been settled in between. (A revocation between
+        // the first read and the commit can make a settled job pending again, and the result is then
+        // counted without its lease checked: a window the code before had too, between its read under
+        // the lock and the commit.)
         let settled = keys
             .iter()
             .zip(&runs)
