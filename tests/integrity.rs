@@ -248,28 +248,48 @@ fn issue_15_n_2_and_3_finish_at_once_with_zero_under_both_strategies() {
 
 #[test]
 fn issue_15_a_run_started_by_the_previous_format_finishes_exactly_after_the_upgrade() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/format1-n12");
+    let data = finished_after_upgrade("format1-n12", |ledger| {
+        assert!(
+            !ledger.contains("\"crc\""),
+            "the fixture is of the old format"
+        )
+    });
+    // The ledger now has checksummed lines only.
+    let ledger = std::fs::read_to_string(data.path().join("data/results.jsonl")).unwrap();
+    assert!(ledger.lines().all(|l| l.contains("\"crc\"")), "{ledger}");
+    assert_eq!(ledger.lines().count(), 1 + 34);
+}
+
+#[test]
+fn issue_19_a_run_started_by_store_format_2_finishes_exactly_after_the_upgrade_to_format_3() {
+    finished_after_upgrade("format2-n12", |ledger| {
+        assert!(
+            !ledger.contains("\"priority\""),
+            "the fixture is of format 2"
+        )
+    });
+}
+
+/// Copies the data directory `tests/fixtures/NAME` (a ledger that `old` checks is of the old format),
+/// finishes its N = 12 run with this build (11 of 34 jobs counted by the old build, kept), and audits
+/// the result; returns the directory.
+fn finished_after_upgrade(name: &str, old: impl Fn(&str)) -> tempfile::TempDir {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     for file in ["db", "conf", "results.jsonl"] {
         std::fs::copy(fixture.join(file), data.join(file)).unwrap();
     }
-    let before = std::fs::read_to_string(data.join("results.jsonl")).unwrap();
-    assert!(
-        !before.contains("\"crc\""),
-        "the fixture is of the old format"
-    );
+    old(&std::fs::read_to_string(data.join("results.jsonl")).unwrap());
     let out = count(&data, &[]);
     assert_eq!(
         outcome(&out),
         Ok((support::reference(N).0.to_string(), 11)),
         "the 11 results counted by the old build are kept, the 23 others computed"
     );
-    // The ledger now has checksummed lines only, and the store and ledger agree.
-    let ledger = std::fs::read_to_string(data.join("results.jsonl")).unwrap();
-    assert!(ledger.lines().all(|l| l.contains("\"crc\"")), "{ledger}");
-    assert_eq!(ledger.lines().count(), 1 + 34);
     let audit = support::nqueens()
         .args(["audit", "--data"])
         .arg(&data)
@@ -280,4 +300,5 @@ fn issue_15_a_run_started_by_the_previous_format_finishes_exactly_after_the_upgr
         "{}",
         String::from_utf8_lossy(&audit.stderr)
     );
+    dir
 }
