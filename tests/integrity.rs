@@ -8,6 +8,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::time::Duration;
 
 const N: u32 = 12;
 
@@ -248,7 +249,7 @@ fn issue_15_n_2_and_3_finish_at_once_with_zero_under_both_strategies() {
 
 #[test]
 fn issue_15_a_run_started_by_the_previous_format_finishes_exactly_after_the_upgrade() {
-    let data = finished_after_upgrade("format1-n12", |ledger| {
+    let data = finished_after_upgrade("format1-n12", 11, |ledger| {
         assert!(
             !ledger.contains("\"crc\""),
             "the fixture is of the old format"
@@ -262,7 +263,7 @@ fn issue_15_a_run_started_by_the_previous_format_finishes_exactly_after_the_upgr
 
 #[test]
 fn issue_19_a_run_started_by_store_format_2_finishes_exactly_after_the_upgrade_to_format_3() {
-    finished_after_upgrade("format2-n12", |ledger| {
+    finished_after_upgrade("format2-n12", 11, |ledger| {
         assert!(
             !ledger.contains("\"priority\""),
             "the fixture is of format 2"
@@ -270,10 +271,42 @@ fn issue_19_a_run_started_by_store_format_2_finishes_exactly_after_the_upgrade_t
     });
 }
 
-/// Copies the data directory `tests/fixtures/NAME` (a ledger that `old` checks is of the old format),
-/// finishes its N = 12 run with this build (11 of 34 jobs counted by the old build, kept), and audits
-/// the result; returns the directory.
-fn finished_after_upgrade(name: &str, old: impl Fn(&str)) -> tempfile::TempDir {
+#[test]
+fn issue_16_a_run_started_by_store_format_3_finishes_exactly_after_the_upgrade() {
+    // 7 jobs counted by the old build and 4 verified jobs holding its candidate (worker `old`): two
+    // workers of other names confirm those and compute the rest.
+    let data = fixture("format3-n12");
+    let ledger = std::fs::read_to_string(data.path().join("data/results.jsonl")).unwrap();
+    assert!(
+        ledger.contains("\"verify_fraction\":0.25"),
+        "the format 3 fixture"
+    );
+    let mut serve = support::Serve::start(&data.path().join("data"), "127.0.0.1:0", "30s");
+    assert!(
+        serve.log().contains("store migrated"),
+        "the migration is logged: {}",
+        serve.log()
+    );
+    let before = support::probe(&serve.address, "1").expect("the run is served");
+    assert_eq!((before.jobs_done, before.jobs_verifying), (7, 4));
+    let mut workers: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|name| support::worker(&serve.address, data.path(), name, &[]))
+        .collect();
+    let done = support::poll(&serve.address, "1", Duration::from_secs(120), |s| {
+        s.jobs_done == s.jobs_total
+    });
+    for w in &mut workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+    serve.stop();
+    assert_eq!(done.total, support::reference(N).0.to_string());
+    audited(&data.path().join("data"));
+}
+
+/// A fresh copy of the data directory `tests/fixtures/NAME` (in `data/` of the returned directory).
+fn fixture(name: &str) -> tempfile::TempDir {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")
         .join(name);
@@ -283,16 +316,14 @@ fn finished_after_upgrade(name: &str, old: impl Fn(&str)) -> tempfile::TempDir {
     for file in ["db", "conf", "results.jsonl"] {
         std::fs::copy(fixture.join(file), data.join(file)).unwrap();
     }
-    old(&std::fs::read_to_string(data.join("results.jsonl")).unwrap());
-    let out = count(&data, &[]);
-    assert_eq!(
-        outcome(&out),
-        Ok((support::reference(N).0.to_string(), 11)),
-        "the 11 results counted by the old build are kept, the 23 others computed"
-    );
+    dir
+}
+
+/// `nqueens audit` passes on `data`.
+fn audited(data: &Path) {
     let audit = support::nqueens()
         .args(["audit", "--data"])
-        .arg(&data)
+        .arg(data)
         .output()
         .unwrap();
     assert!(
@@ -300,5 +331,21 @@ fn finished_after_upgrade(name: &str, old: impl Fn(&str)) -> tempfile::TempDir {
         "{}",
         String::from_utf8_lossy(&audit.stderr)
     );
+}
+
+/// Copies the data directory `tests/fixtures/NAME` (a ledger that `old` checks is of the old format),
+/// finishes its N = 12 run with this build (`kept` of 34 jobs counted by the old build, kept), and
+/// audits the result; returns the directory.
+fn finished_after_upgrade(name: &str, kept: u64, old: impl Fn(&str)) -> tempfile::TempDir {
+    let dir = fixture(name);
+    let data = dir.path().join("data");
+    old(&std::fs::read_to_string(data.join("results.jsonl")).unwrap());
+    let out = count(&data, &[]);
+    assert_eq!(
+        outcome(&out),
+        Ok((support::reference(N).0.to_string(), kept)),
+        "the results counted by the old build are kept, the others computed"
+    );
+    audited(&data);
     dir
 }

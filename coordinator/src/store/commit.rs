@@ -13,7 +13,8 @@ use nqueens_common::{JobKey, JobResult, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
 use super::records::{
-    decode, encode, job_key, now_unix, run_key, JobRecord, JobState, Quarantine, ResultRecord,
+    decode, decode_result, encode, encode_result, job_key, now_unix, run_key, JobRecord, JobState,
+    Quarantine, ResultRecord,
 };
 use super::txn::{abort, job_record, stored_tally};
 use super::{RunMeta, Store};
@@ -166,7 +167,7 @@ impl Store {
                 }
                 let k = job_key(inc.run, &inc.key);
                 if let Some(raw) = results.get(&k)? {
-                    let stored: ResultRecord = decode("result", &raw).or_else(abort)?;
+                    let stored: ResultRecord = decode_result(&raw).or_else(abort)?;
                     out.outcomes.push(compare(&stored.result, &inc.result));
                     continue;
                 }
@@ -259,9 +260,12 @@ impl Store {
                     confirmed_by: agreeing,
                     ..mine
                 };
-                results.insert(k.as_slice(), encode(&counted))?;
+                results.insert(k.as_slice(), encode_result(&counted))?;
                 out.counted.push((inc.run, inc.key.clone(), counted));
-                jobs.insert(k, encode(&JobRecord::done()))?;
+                // A done job is its result (store format 4): the verified job's record goes.
+                if from.is_some() {
+                    jobs.remove(k)?;
+                }
                 out.moved.push(Moved {
                     run: inc.run,
                     key: inc.key.clone(),
@@ -303,7 +307,10 @@ impl Store {
         reason: &str,
     ) -> Result<Option<Option<JobState>>> {
         let k = job_key(run, key);
-        let moved = self.jobs.transaction(|jobs| {
+        let moved = (&self.jobs, &self.results).transaction(|(jobs, results)| {
+            if results.get(&k)?.is_some() {
+                return Ok(None);
+            }
             let record = job_record(jobs, &k)?;
             let from = record.as_ref().map(|r| r.state);
             if matches!(from, Some(JobState::Done | JobState::Failed)) {

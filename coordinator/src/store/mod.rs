@@ -1,12 +1,14 @@
 //! The job store: runs, job states, results and totals in sled, in separate trees.
 //!
 //! - `runs`: run id -> [`RunMeta`]; `totals`: run id -> [`Tally`] (exact u128 sums);
-//! - `jobs`: run id ++ job key -> [`JobRecord`] (absent: pending); `results`: same key -> [`ResultRecord`]
-//!   (the counted result of a done job);
+//! - `results`: run id ++ job key -> [`ResultRecord`], the counted result of a done job (compact, see
+//!   [`records`]); `jobs`: same key -> [`JobRecord`] for the jobs neither pending nor done (verified
+//!   jobs waiting for agreement, failed jobs). A job with neither is pending;
 //! - `quarantine`: worker name -> [`Quarantine`] (workers that reported a result others disproved);
 //! - `meta`: the next run id, the coordinator's epoch (incremented at every open, so that lease ids of
-//!   an earlier incarnation are recognisable), the store's format version, and the lease secret (128
-//!   random bits made with the store, which authenticate lease ids across incarnations).
+//!   an earlier incarnation are recognisable), the store's format version (and, while a migration is
+//!   under way, the format it started from), and the lease secret (128 random bits made with the
+//!   store, which authenticate lease ids across incarnations).
 //!
 //! Every result record carries the seal its worker computed ([`nqueens_common::checksum`]); every read
 //! that can reach a total checks it.
@@ -40,18 +42,22 @@ use nqueens_common::{JobKey, Plan, Tally};
 use sled::transaction::{ConflictableTransactionError, Transactional};
 
 use crate::error::{Error, Result};
-use records::{decode, encode, job_key, run_key, split_job_key};
+use records::{decode, decode_result, encode, job_key, run_key, split_job_key};
 
 pub(crate) const NEXT_RUN: &[u8] = b"next_run";
 const EPOCH: &[u8] = b"epoch";
 const LEASE_SECRET: &[u8] = b"lease_secret";
 const FORMAT: &[u8] = b"format";
+/// Present while a migration is under way: the format it started from.
+const UPGRADE: &[u8] = b"upgrade_from";
 
 /// The store's format version: 2 added result seals and the lease secret (1 had neither); 3 added the
 /// run controls (`paused`, `cancelled_unix`, `priority` in run records: absent in older records, read
 /// as a running run of priority 0, so the migration only records the new version, and an older build
-/// refuses the store rather than resume a run it was told to cancel).
-pub const FORMAT_VERSION: u64 = 3;
+/// refuses the store rather than resume a run it was told to cancel); 4 made a done job its result
+/// alone (no `done` record in the `jobs` tree) and result records compact (postcard behind a tag byte;
+/// JSON results of earlier formats are read as they are).
+pub const FORMAT_VERSION: u64 = 4;
 
 /// The coordinator's persistent state.
 #[derive(Clone)]
@@ -236,15 +242,18 @@ impl Store {
             .is_some_and(|r| matches!(r.state, JobState::Done | JobState::Failed)))
     }
 
-    /// A job's record (`None`: pending).
+    /// A job's record (`None`: pending). A done job has its result and no record of its own (store
+    /// format 4); it is given as a `done` record.
     pub fn job(&self, run: u64, key: &JobKey) -> Result<Option<JobRecord>> {
-        self.jobs
-            .get(job_key(run, key))?
-            .map(|v| decode("job", &v))
-            .transpose()
+        let k = job_key(run, key);
+        if self.results.contains_key(&k)? {
+            return Ok(Some(JobRecord::done()));
+        }
+        self.jobs.get(k)?.map(|v| decode("job", &v)).transpose()
     }
 
-    /// How many of a run's jobs are in each state (pending jobs have no record and are not counted).
+    /// How many of a run's jobs are in each open or failed state (done jobs are counted by the run's
+    /// totals, pending jobs not at all).
     pub fn job_states(&self, run: u64) -> Result<HashMap<JobState, u64>> {
         let mut counts = HashMap::new();
         for kv in self.jobs.scan_prefix(run_key(run)) {
@@ -291,7 +300,7 @@ impl Store {
     pub fn result(&self, run: u64, key: &JobKey) -> Result<Option<ResultRecord>> {
         self.results
             .get(job_key(run, key))?
-            .map(|v| decode("result", &v))
+            .map(|v| decode_result(&v))
             .transpose()
     }
 
@@ -300,7 +309,7 @@ impl Store {
         self.results.scan_prefix(run_key(run)).map(|kv| {
             let (k, v) = kv?;
             let (_, key) = split_job_key(&k)?;
-            Ok((key, decode("result", &v)?))
+            Ok((key, decode_result(&v)?))
         })
     }
 

@@ -1,5 +1,8 @@
-//! What the store keeps, and how it is laid out: the records (JSON, so that a store can be read with any
-//! tool) and the keys (big-endian run ids, so that a tree's order is creation order).
+//! What the store keeps, and how it is laid out: the records and the keys (big-endian run ids, so that a
+//! tree's order is creation order). Run, job, totals and quarantine records are JSON (few, and readable
+//! with any tool); a counted result, one per done job, is compact (store format 4: a tag byte, then
+//! postcard), the one record whose size grows the store; results of earlier formats, JSON, are read
+//! as they are.
 
 use nqueens_common::{JobKey, JobResult, Plan, Strategy};
 use serde::{Deserialize, Serialize};
@@ -269,6 +272,75 @@ pub fn decode<T: for<'de> Deserialize<'de>>(what: &str, bytes: &[u8]) -> Result<
 /// Encodes a record.
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).expect("records serialize to JSON")
+}
+
+/// The tag byte of a compact result record (postcard of [`Compact`] follows). A JSON record starts
+/// with `{`, never with it.
+const COMPACT_V1: u8 = 1;
+
+/// A result record's stored fields, in the compact encoding.
+#[derive(Serialize, Deserialize)]
+struct Compact {
+    total: u64,
+    unique8: Option<u64>,
+    nodes: u64,
+    worker: String,
+    worker_id: String,
+    lease: u64,
+    at_unix: u64,
+    confirmed_by: Vec<String>,
+    seal: Option<u64>,
+}
+
+/// Encodes a counted result in the compact form.
+pub fn encode_result(record: &ResultRecord) -> Vec<u8> {
+    let compact = Compact {
+        total: record.result.total,
+        unique8: record.result.unique8,
+        nodes: record.result.nodes,
+        worker: record.worker.clone(),
+        worker_id: record.worker_id.clone(),
+        lease: record.lease,
+        at_unix: record.at_unix,
+        confirmed_by: record.confirmed_by.clone(),
+        seal: record.seal,
+    };
+    let mut bytes = vec![COMPACT_V1];
+    bytes.extend(postcard::to_allocvec(&compact).expect("results serialize to postcard"));
+    bytes
+}
+
+/// Decodes a stored result: the compact form, or the JSON of store formats 1 to 3. Trailing bytes, an
+/// unknown tag or a truncated record are damage.
+pub fn decode_result(bytes: &[u8]) -> Result<ResultRecord> {
+    match bytes.first() {
+        Some(&COMPACT_V1) => {
+            let damaged = |why: String| Error::Corrupt(format!("undecodable result: {why}"));
+            let (c, rest) = postcard::take_from_bytes::<Compact>(&bytes[1..])
+                .map_err(|e| damaged(e.to_string()))?;
+            if !rest.is_empty() {
+                return Err(damaged(format!("{} bytes after the record", rest.len())));
+            }
+            Ok(ResultRecord {
+                result: JobResult {
+                    total: c.total,
+                    unique8: c.unique8,
+                    nodes: c.nodes,
+                },
+                worker: c.worker,
+                worker_id: c.worker_id,
+                lease: c.lease,
+                at_unix: c.at_unix,
+                confirmed_by: c.confirmed_by,
+                seal: c.seal,
+            })
+        }
+        Some(b'{') => decode("result", bytes),
+        Some(tag) => Err(Error::Corrupt(format!(
+            "undecodable result: unknown record tag {tag}"
+        ))),
+        None => Err(Error::Corrupt("undecodable result: empty record".into())),
+    }
 }
 
 /// Seconds since the Unix epoch.

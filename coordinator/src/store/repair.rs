@@ -1,4 +1,4 @@
-//! Checking and mending the store at startup: the migration from format 1 (results without seals), the
+//! Checking and mending the store at startup: the migration from earlier formats, the
 //! raw read of a run's results that tells a damaged record from an intact one, and the repairs the
 //! reconciliation with the ledger applies (damaged results removed, totals recomputed from the results).
 
@@ -6,21 +6,22 @@ use nqueens_common::checksum::seal;
 use nqueens_common::{JobKey, Tally};
 use sled::transaction::Transactional;
 
-use super::records::{decode, encode, job_key, run_key, split_job_key, JobRecord, JobState};
-use super::{ResultRecord, RunMeta, Store, FORMAT, FORMAT_VERSION};
+use super::records::{
+    decode, decode_result, encode, encode_result, job_key, run_key, split_job_key, JobRecord,
+    JobState,
+};
+use super::{ResultRecord, RunMeta, Store, FORMAT, FORMAT_VERSION, UPGRADE};
 use crate::error::{Error, Result};
 
 impl Store {
     /// Brings a store of an earlier format up to [`FORMAT_VERSION`]: format 1 results and candidates
-    /// get the seal of what they hold (they had none; the reconciliation with the ledger then checks them
-    /// against the ledger's copy). A store of a newer format is refused.
+    /// are sealed; format 3's `done` records in the `jobs` tree are dropped (a done job is its result
+    /// from format 4 on). The new format is recorded first, with the format it came from under
+    /// [`UPGRADE`]: an older build refuses the store from then on, and a migration cut short (a crash)
+    /// is taken up again at the next open; the mark goes once every record is converted and flushed.
     pub(super) fn migrate(&self) -> Result<()> {
-        let format = match self.meta.get(FORMAT)? {
-            Some(v) => u64::from_be_bytes(
-                v.as_ref()
-                    .try_into()
-                    .map_err(|_| Error::Corrupt("the store format is not a u64".into()))?,
-            ),
+        let format = match super::read_u64(&self.meta, FORMAT)? {
+            Some(f) => f,
             // A new, empty store: nothing to migrate, only the format to record.
             None if self.runs.is_empty() => {
                 self.meta.insert(FORMAT, &FORMAT_VERSION.to_be_bytes())?;
@@ -33,20 +34,32 @@ impl Store {
                 "the store has format {format}, newer than this build's {FORMAT_VERSION}: run it with a newer nqueens"
             )));
         }
-        if format == FORMAT_VERSION {
-            return Ok(());
-        }
+        let from = match super::read_u64(&self.meta, UPGRADE)? {
+            Some(from) if format == FORMAT_VERSION && from < FORMAT_VERSION => from,
+            Some(from) => {
+                return Err(Error::Corrupt(format!(
+                    "the store is marked as migrating from format {from} to {format}, which this build never writes"
+                )))
+            }
+            None if format == FORMAT_VERSION => return Ok(()),
+            None => format,
+        };
+        let mut mark = sled::Batch::default();
+        mark.insert(FORMAT, &FORMAT_VERSION.to_be_bytes());
+        mark.insert(UPGRADE, &from.to_be_bytes());
+        self.meta.apply_batch(mark)?;
+        self.flush()?;
         let mut sealed = 0u64;
         // 2 -> 3 changes no record: the run controls are new fields with defaults.
-        for meta in self.runs()?.into_iter().filter(|_| format < 2) {
+        for meta in self.runs()?.into_iter().filter(|_| from < 2) {
             let fingerprint = meta.fingerprint_value()?;
             for kv in self.results.scan_prefix(run_key(meta.id)) {
                 let (k, v) = kv?;
                 let (_, key) = split_job_key(&k)?;
-                let mut record: ResultRecord = decode("result", &v)?;
+                let mut record: ResultRecord = decode_result(&v)?;
                 if record.seal.is_none() {
                     record.seal = Some(seal(fingerprint, &key, &record.result));
-                    self.results.insert(k, encode(&record))?;
+                    self.results.insert(k, encode_result(&record))?;
                     sealed += 1;
                 }
             }
@@ -63,18 +76,36 @@ impl Store {
                 }
             }
         }
-        self.meta.insert(FORMAT, &FORMAT_VERSION.to_be_bytes())?;
-        self.flush()?;
-        if sealed > 0 {
-            tracing::info!(
-                from = format,
-                to = FORMAT_VERSION,
-                results = sealed,
-                "store migrated: results sealed"
-            );
-        } else {
-            tracing::info!(from = format, to = FORMAT_VERSION, "store format migrated");
+        // 3 -> 4: a done job's record is its result; the `done` marks go, in batches. Each is checked
+        // against its result first: a mark without a result is damage, left for the audit to report.
+        let mut dropped = 0u64;
+        let mut batch = sled::Batch::default();
+        let mut in_batch = 0;
+        for kv in self.jobs.iter() {
+            let (k, v) = kv?;
+            let done = decode::<JobRecord>("job", &v).is_ok_and(|r| r.state == JobState::Done);
+            if done && self.results.contains_key(&k)? {
+                batch.remove(k);
+                in_batch += 1;
+                if in_batch == 10_000 {
+                    self.jobs.apply_batch(std::mem::take(&mut batch))?;
+                    dropped += in_batch;
+                    in_batch = 0;
+                }
+            }
         }
+        self.jobs.apply_batch(batch)?;
+        dropped += in_batch;
+        self.flush()?;
+        self.meta.remove(UPGRADE)?;
+        self.flush()?;
+        tracing::info!(
+            from,
+            to = FORMAT_VERSION,
+            results_sealed = sealed,
+            done_marks_dropped = dropped,
+            "store migrated"
+        );
         Ok(())
     }
 
@@ -87,7 +118,7 @@ impl Store {
         self.results.scan_prefix(run_key(run)).map(|kv| {
             let (k, v) = kv?;
             let (_, key) = split_job_key(&k)?;
-            Ok((key, decode("result", &v)))
+            Ok((key, decode_result(&v)))
         })
     }
 

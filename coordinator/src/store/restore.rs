@@ -5,7 +5,9 @@
 use nqueens_common::{JobKey, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
-use super::records::{decode, encode, job_key, run_key, JobRecord, ResultRecord, RunMeta};
+use super::records::{
+    decode, decode_result, encode, encode_result, job_key, run_key, ResultRecord, RunMeta,
+};
 use super::txn::{abort, stored_tally};
 use super::{Store, NEXT_RUN};
 use crate::error::{Error, Result};
@@ -65,7 +67,7 @@ impl Store {
             for (key, record) in batch {
                 let k = job_key(run, key);
                 if let Some(raw) = results.get(&k)? {
-                    let stored: ResultRecord = decode("result", &raw).or_else(abort)?;
+                    let stored: ResultRecord = decode_result(&raw).or_else(abort)?;
                     if stored.result != record.result {
                         return abort(Error::Invalid(format!(
                             "run {run} job {key}: two different results ({:?} and {:?})",
@@ -77,8 +79,9 @@ impl Store {
                 tally
                     .add(&record.result)
                     .map_err(|e| Abort::Abort(e.into()))?;
-                results.insert(k.as_slice(), encode(record))?;
-                jobs.insert(k, encode(&JobRecord::done()))?;
+                results.insert(k.as_slice(), encode_result(record))?;
+                // A done job is its result: a verified job's record, if any, goes.
+                jobs.remove(k)?;
                 added += 1;
             }
             totals.insert(&run_key(run), encode(&tally))?;
@@ -110,7 +113,7 @@ impl Store {
             let Some(raw) = results.get(&k)? else {
                 return Ok(false);
             };
-            let record: ResultRecord = decode("result", &raw).or_else(abort)?;
+            let record: ResultRecord = decode_result(&raw).or_else(abort)?;
             if record.worker != worker {
                 return Ok(false);
             }

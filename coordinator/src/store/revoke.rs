@@ -9,7 +9,9 @@ use nqueens_common::{JobKey, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
 use super::commit::Moved;
-use super::records::{decode, encode, run_key, split_job_key, JobRecord, JobState, ResultRecord};
+use super::records::{
+    decode, decode_result, encode, run_key, split_job_key, JobRecord, JobState, ResultRecord,
+};
 use super::txn::{abort, job_record, stored_tally};
 use super::{RunMeta, Store};
 use crate::error::{Error, Result};
@@ -40,7 +42,7 @@ impl Store {
         let mut counted = Vec::new();
         for kv in self.results.iter() {
             let (k, v) = kv?;
-            let record: ResultRecord = decode("result", &v)?;
+            let record: ResultRecord = decode_result(&v)?;
             if record.worker == worker && record.confirmed_by.is_empty() {
                 counted.push(k);
             }
@@ -62,7 +64,7 @@ impl Store {
             for k in &counted {
                 let (run, key) = split_job_key(k).or_else(abort)?;
                 let Some(raw) = results.get(k)? else { continue };
-                let record: ResultRecord = decode("result", &raw).or_else(abort)?;
+                let record: ResultRecord = decode_result(&raw).or_else(abort)?;
                 let mut tally = match out.tallies.get(&run) {
                     Some(t) => *t,
                     None => stored_tally(totals, run)?,

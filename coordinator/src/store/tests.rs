@@ -353,3 +353,169 @@ fn a_result_of_a_worker_quarantined_after_it_was_validated_is_refused_at_commit(
     );
     store.audit().unwrap();
 }
+
+/// Writes a store as format 3 left it: job `i`'s result as JSON and a `done` record beside it.
+fn as_format_3(store: &Store, run: u64, plan: &Plan, done: std::ops::Range<usize>) {
+    for i in done {
+        let inc = incoming(run, plan, i);
+        store.commit(std::slice::from_ref(&inc)).unwrap();
+        let k = super::records::job_key(run, &inc.key);
+        let record = store.result(run, &inc.key).unwrap().unwrap();
+        store.results.insert(&k, encode(&record)).unwrap();
+        store
+            .jobs
+            .insert(&k, encode(&super::JobRecord::done()))
+            .unwrap();
+    }
+    store
+        .meta
+        .insert(super::FORMAT, &3u64.to_be_bytes())
+        .unwrap();
+    store.flush().unwrap();
+}
+
+#[test]
+fn issue_16_a_done_job_is_its_compact_result_alone() {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 0.0).unwrap();
+    let inc = incoming(run.id, &plan, 0);
+    store.commit(std::slice::from_ref(&inc)).unwrap();
+    let k = super::records::job_key(run.id, &inc.key);
+    assert!(store.jobs.get(&k).unwrap().is_none(), "no done record");
+    let raw = store.results.get(&k).unwrap().unwrap();
+    assert_eq!(raw[0], 1, "the compact tag");
+    assert!(raw.len() < 60, "{} bytes", raw.len());
+    assert_eq!(
+        store.job(run.id, &inc.key).unwrap().unwrap().state,
+        JobState::Done
+    );
+    assert!(store.is_settled(run.id, &inc.key).unwrap());
+    // A done job cannot fail.
+    assert_eq!(store.fail_job(run.id, &inc.key, "late").unwrap(), None);
+    assert!(store.jobs.get(&k).unwrap().is_none());
+    assert_eq!(store.audit().unwrap()[0].tally.jobs, 1);
+}
+
+#[test]
+fn issue_16_result_records_decode_compact_and_json_and_refuse_damage() {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 0.0).unwrap();
+    let inc = incoming(run.id, &plan, 0);
+    store.commit(std::slice::from_ref(&inc)).unwrap();
+    let record = store.result(run.id, &inc.key).unwrap().unwrap();
+    let compact = super::records::encode_result(&record);
+    assert_eq!(super::records::decode_result(&compact).unwrap(), record);
+    assert_eq!(
+        super::records::decode_result(&encode(&record)).unwrap(),
+        record,
+        "a JSON record of an earlier format"
+    );
+    let mut trailing = compact.clone();
+    trailing.push(0);
+    let mut unknown = compact.clone();
+    unknown[0] = 2;
+    for bad in [
+        &compact[..compact.len() - 1],
+        &trailing[..],
+        &unknown[..],
+        &[][..],
+        &[1][..],
+        &[
+            1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        ][..],
+    ] {
+        let e = super::records::decode_result(bad).unwrap_err();
+        assert!(matches!(e, Error::Corrupt(_)), "{bad:?}: {e:?}");
+    }
+    // Every truncation and every single flipped byte either decodes to another record or is refused;
+    // none panics (and the seal catches the changed ones).
+    for cut in 0..compact.len() {
+        let _ = super::records::decode_result(&compact[..cut]);
+    }
+    for i in 0..compact.len() {
+        for bit in 0..8 {
+            let mut flipped = compact.clone();
+            flipped[i] ^= 1 << bit;
+            if let Ok(r) = super::records::decode_result(&flipped) {
+                if r != record {
+                    assert!(!r.sealed(plan.fingerprint().1, &inc.key) || r.result == record.result);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn issue_16_a_format_3_store_migrates_to_done_jobs_without_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(9, Strategy::D4).unwrap();
+    let (id, tally) = {
+        let store = Store::open(dir.path()).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        as_format_3(&store, run.id, &plan, 0..5);
+        (run.id, store.tally(run.id).unwrap())
+    };
+    let store = Store::open(dir.path()).unwrap();
+    let format = store.meta.get(super::FORMAT).unwrap().unwrap();
+    assert_eq!(format.as_ref(), super::FORMAT_VERSION.to_be_bytes());
+    assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
+    assert!(store.jobs.is_empty(), "the done records are gone");
+    assert_eq!(store.audit().unwrap()[0].tally, tally);
+    // The JSON results of format 3 are read as they are; new results are compact.
+    let key = plan.jobs().next().unwrap();
+    assert_eq!(store.job(id, &key).unwrap().unwrap().state, JobState::Done);
+    let more = store.commit(&[incoming(id, &plan, 5)]).unwrap();
+    assert_eq!(more.outcomes, vec![Outcome::Accepted]);
+    assert_eq!(store.audit().unwrap()[0].tally.jobs, 6);
+}
+
+#[test]
+fn issue_16_a_migration_cut_short_is_taken_up_at_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(9, Strategy::D4).unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        as_format_3(&store, run.id, &plan, 0..4);
+        // As a crash left it: format 4 recorded, the upgrade mark set, the done records still there.
+        store
+            .meta
+            .insert(super::FORMAT, &super::FORMAT_VERSION.to_be_bytes())
+            .unwrap();
+        store
+            .meta
+            .insert(super::UPGRADE, &3u64.to_be_bytes())
+            .unwrap();
+        store.flush().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
+    assert!(store.jobs.is_empty());
+    assert_eq!(store.audit().unwrap()[0].tally.jobs, 4);
+}
+
+#[test]
+fn issue_16_the_audit_refuses_a_result_beside_a_record_and_a_stray_done_record() {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 0.0).unwrap();
+    let inc = incoming(run.id, &plan, 0);
+    store.commit(std::slice::from_ref(&inc)).unwrap();
+    let k = super::records::job_key(run.id, &inc.key);
+    let failed = super::JobRecord {
+        state: JobState::Failed,
+        candidates: Vec::new(),
+        reason: Some("forged".into()),
+    };
+    store.jobs.insert(&k, encode(&failed)).unwrap();
+    let e = store.audit().unwrap_err();
+    assert!(e.to_string().contains("recorded as open or failed"), "{e}");
+    store
+        .jobs
+        .insert(&k, encode(&super::JobRecord::done()))
+        .unwrap();
+    let e = store.audit().unwrap_err();
+    assert!(e.to_string().contains("done record"), "{e}");
+}
