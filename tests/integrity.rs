@@ -109,6 +109,18 @@ fn ledger(data: &Path) -> PathBuf {
     data.join("results.jsonl")
 }
 
+/// The offset of the first digit of the first result's total in a ledger: a compact result line is
+/// `{"v":2,"crc":"...","entry":["r",RUN,"JOB",TOTAL,...]}`.
+fn first_total_digit(text: &str) -> usize {
+    let start = text.find("\"entry\":[\"r\",").unwrap();
+    start
+        + text[start..]
+            .match_indices(',')
+            .nth(2)
+            .map(|(i, _)| i + 1)
+            .unwrap()
+}
+
 fn edit_ledger(data: &Path, f: impl FnOnce(String) -> String) {
     let text = std::fs::read_to_string(ledger(data)).unwrap();
     std::fs::write(ledger(data), f(text)).unwrap();
@@ -120,7 +132,7 @@ fn issue_15_damaged_ledgers_are_repaired_from_the_store_and_never_counted() {
     // One changed digit in a counted result: the line's checksum fails; the store holds the result.
     let r = case(&p, "changed digit in the ledger", |d| {
         edit_ledger(d, |t| {
-            let at = t.find("\"total\":").unwrap() + 8;
+            let at = first_total_digit(&t);
             let mut b = t.into_bytes();
             b[at] = if b[at] == b'9' { b'1' } else { b[at] + 1 };
             String::from_utf8(b).unwrap()
@@ -177,7 +189,7 @@ fn issue_15_a_lost_or_damaged_sled_store_is_rebuilt_from_the_ledger_never_starte
     copy_dir(&p.path, &data);
     std::fs::remove_file(db(&data)).unwrap();
     edit_ledger(&data, |t| {
-        t.replacen("\"kind\":\"result\"", "\"kind\":\"resuIt\"", 1)
+        t.replacen("\"entry\":[\"r\",", "\"entry\":[\"R\",", 1)
     });
     let err = outcome(&count(&data, &[])).unwrap_err();
     assert!(err.contains("--repair"), "{err}");
@@ -189,7 +201,7 @@ fn issue_15_import_refuses_a_ledger_with_a_changed_digit() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ledger.jsonl");
     let text = std::fs::read_to_string(ledger(&p.path)).unwrap();
-    let at = text.find("\"total\":").unwrap() + 8;
+    let at = first_total_digit(&text);
     let mut bytes = text.into_bytes();
     bytes[at] = if bytes[at] == b'9' {
         b'1'

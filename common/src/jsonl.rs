@@ -1,7 +1,8 @@
 //! Checksummed JSON lines: the one file format of the worker's journal and the coordinator's ledger, and
 //! the only file I/O of this crate (both sides need it; neither depends on the other).
 //!
-//! A line is `{"v":1,"crc":"<16 hex digits>","entry":<JSON>}`: the CRC-64 (see [`crate::checksum`]) of
+//! A line is `{"v":2,"crc":"<16 hex digits>","entry":<JSON>}` (`"v":1` lines, of the previous version,
+//! are read too): the CRC-64 (see [`crate::checksum`]) of
 //! the entry's exact bytes. Reading sorts every line into one of four kinds, and says which:
 //!
 //! - verified: the checksum matches;
@@ -25,8 +26,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::checksum::checksum;
 
-/// Version of the line format.
-pub const LINE_VERSION: u32 = 1;
+/// Version of the line format written. 2 has the framing of 1; its entries may take new shapes (the
+/// ledger's compact results), so that a build that knows only 1 refuses such a line by its version.
+pub const LINE_VERSION: u32 = 2;
+
+/// The oldest line version read.
+pub const OLDEST_LINE_VERSION: u32 = 1;
 
 /// Longest line a reader accepts; a longer one is damage (no entry comes near it).
 pub const MAX_LINE: usize = 1 << 20;
@@ -103,7 +108,7 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<Line<T>, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
     match serde_json::from_str::<Sealed>(text) {
         Ok(sealed) => {
-            if sealed.v != LINE_VERSION {
+            if !(OLDEST_LINE_VERSION..=LINE_VERSION).contains(&sealed.v) {
                 return Err(format!(
                     "line format {} is not known to this build",
                     sealed.v

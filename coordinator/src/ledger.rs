@@ -5,9 +5,12 @@
 //! ([`crate::reconcile`]), `nqueens import` rebuilds a store from it, and `nqueens export` writes the same
 //! format from a store.
 //!
-//! An entry is `{"kind":"run", ...RunMeta}`, `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}`
-//! (with the result's seal) or `{"kind":"revoked","run":R,"job":"3.7.1","worker":NAME}` (a result taken
-//! back from a quarantined worker). A result may appear twice (identical copies; readers keep one); a run's
+//! An entry is `{"kind":"run", ...RunMeta}`, a result, or `{"kind":"revoked","run":R,"job":"3.7.1",
+//! "worker":NAME}` (a result taken back from a quarantined worker). A result is written as a positional
+//! array (ledger format 2, line version 2), `["r",R,"3.7.1",total,unique8,nodes,worker,worker_id,lease,
+//! at_unix,seal]` (then `confirmed_by` when a verified job's result was confirmed), about half the
+//! bytes of the tagged object `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}` that format 1
+//! wrote and that is still read. A result may appear twice (identical copies; readers keep one); a run's
 //! line appears again after each operator's control (cancel, pause, resume, priority), and the last holds.
 //! Appends never leave a partial line behind: a failed append is cut off, and its entries stay queued in
 //! memory and go first in the next append, so nothing the store applied is missing from the ledger once
@@ -19,7 +22,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use nqueens_common::jsonl::{self, Appender, Damage, Line};
-use nqueens_common::JobKey;
+use nqueens_common::{JobKey, JobResult};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -29,16 +32,14 @@ use crate::store::{ResultRecord, RunMeta, Store};
 pub const LEDGER_FILE: &str = "results.jsonl";
 
 /// One line of the ledger (and of an export).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
-    /// A run, as created.
+    /// A run, as created (or as an operator's control left it).
     Run(RunMeta),
     /// A counted result.
     Result {
         run: u64,
         job: String,
-        #[serde(flatten)]
         record: ResultRecord,
     },
     /// A counted result taken back (its worker was quarantined): the job is pending again.
@@ -47,6 +48,139 @@ pub enum Entry {
         job: String,
         worker: String,
     },
+}
+
+/// The tagged form of an entry: a JSON object with a `kind`. Runs and revocations are written so; results
+/// were up to ledger format 1 (and are still read so).
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum Tagged {
+    Run(RunMeta),
+    Result {
+        run: u64,
+        job: String,
+        #[serde(flatten)]
+        record: ResultRecord,
+    },
+    Revoked {
+        run: u64,
+        job: String,
+        worker: String,
+    },
+}
+
+/// The first element of a compact result entry.
+const COMPACT_RESULT: &str = "r";
+
+impl Serialize for Entry {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        match self {
+            // Ledger format 2: a result is a positional array, `["r", run, job, total, unique8, nodes,
+            // worker, worker_id, lease, at_unix, seal]`, then `confirmed_by` when it is not empty.
+            Entry::Result { run, job, record } => {
+                let confirmed = !record.confirmed_by.is_empty();
+                let mut seq = s.serialize_seq(Some(11 + usize::from(confirmed)))?;
+                seq.serialize_element(COMPACT_RESULT)?;
+                seq.serialize_element(run)?;
+                seq.serialize_element(job)?;
+                seq.serialize_element(&record.result.total)?;
+                seq.serialize_element(&record.result.unique8)?;
+                seq.serialize_element(&record.result.nodes)?;
+                seq.serialize_element(&record.worker)?;
+                seq.serialize_element(&record.worker_id)?;
+                seq.serialize_element(&record.lease)?;
+                seq.serialize_element(&record.at_unix)?;
+                seq.serialize_element(&record.seal)?;
+                if confirmed {
+                    seq.serialize_element(&record.confirmed_by)?;
+                }
+                seq.end()
+            }
+            Entry::Run(meta) => Tagged::Run(meta.clone()).serialize(s),
+            Entry::Revoked { run, job, worker } => Tagged::Revoked {
+                run: *run,
+                job: job.clone(),
+                worker: worker.clone(),
+            }
+            .serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Entry, D::Error> {
+        d.deserialize_any(EntryVisitor)
+    }
+}
+
+struct EntryVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EntryVisitor {
+    type Value = Entry;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a ledger entry: an object with a kind, or a compact result array")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        map: A,
+    ) -> std::result::Result<Entry, A::Error> {
+        let tagged = Tagged::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+        Ok(match tagged {
+            Tagged::Run(meta) => Entry::Run(meta),
+            Tagged::Result { run, job, record } => Entry::Result { run, job, record },
+            Tagged::Revoked { run, job, worker } => Entry::Revoked { run, job, worker },
+        })
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Entry, A::Error> {
+        use serde::de::Error as _;
+        fn next<'de, T: Deserialize<'de>, A: serde::de::SeqAccess<'de>>(
+            seq: &mut A,
+            what: &'static str,
+        ) -> std::result::Result<T, A::Error> {
+            seq.next_element()?
+                .ok_or_else(|| A::Error::custom(format!("compact result without its {what}")))
+        }
+        let tag: String = next(&mut seq, "tag")?;
+        if tag != COMPACT_RESULT {
+            return Err(A::Error::custom(format!("unknown compact entry {tag:?}")));
+        }
+        let run = next(&mut seq, "run")?;
+        let job = next(&mut seq, "job")?;
+        let result = JobResult {
+            total: next(&mut seq, "total")?,
+            unique8: next(&mut seq, "unique8")?,
+            nodes: next(&mut seq, "nodes")?,
+        };
+        let worker = next(&mut seq, "worker")?;
+        let worker_id = next(&mut seq, "worker_id")?;
+        let lease = next(&mut seq, "lease")?;
+        let at_unix = next(&mut seq, "at_unix")?;
+        let seal = next(&mut seq, "seal")?;
+        let confirmed_by = seq.next_element()?.unwrap_or_default();
+        if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+            return Err(A::Error::custom("compact result with extra elements"));
+        }
+        Ok(Entry::Result {
+            run,
+            job,
+            record: ResultRecord {
+                result,
+                worker,
+                worker_id,
+                lease,
+                at_unix,
+                confirmed_by,
+                seal,
+            },
+        })
+    }
 }
 
 /// Everything a ledger (or an export) holds once read and checked: its runs, its results as of its end
@@ -458,5 +592,69 @@ mod tests {
         let view = LedgerView::read(&path).unwrap();
         let meta = store.run(run.id).unwrap().unwrap();
         assert!(compare(&store, &meta, &view).unwrap().is_empty());
+    }
+
+    #[test]
+    fn issue_16_results_are_compact_lines_and_tagged_ones_are_still_read() {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let c = store
+            .commit(&[incoming_from(run.id, &plan, 0, "w")])
+            .unwrap();
+        let (id, key, record) = c.counted[0].clone();
+        let entry = Entry::Result {
+            run: id,
+            job: key.to_string(),
+            record: record.clone(),
+        };
+        let line = jsonl::encode(&entry);
+        let text = std::str::from_utf8(&line).unwrap();
+        assert!(text.starts_with("{\"v\":2,"), "{text}");
+        assert!(text.contains("\"entry\":[\"r\","), "{text}");
+        let tagged = serde_json::to_vec(&Tagged::Result {
+            run: id,
+            job: key.to_string(),
+            record: record.clone(),
+        })
+        .unwrap();
+        assert!(line.len() * 3 < (tagged.len() + 41) * 2, "{text}");
+        // Both shapes, and a version 1 line, read back to the same entry; a confirmed result keeps
+        // its confirmations.
+        let confirmed = Entry::Result {
+            run: id,
+            job: key.to_string(),
+            record: ResultRecord {
+                confirmed_by: vec!["a".into(), "b".into()],
+                ..record.clone()
+            },
+        };
+        for e in [&entry, &confirmed] {
+            let back = jsonl::decode::<Entry>(&jsonl::encode(e)[..]).unwrap();
+            assert_eq!(back, jsonl::Line::Verified(e.clone()));
+        }
+        let v1 = format!(
+            "{{\"v\":1,\"crc\":\"{:016x}\",\"entry\":{}}}",
+            nqueens_common::checksum::checksum(&tagged),
+            std::str::from_utf8(&tagged).unwrap()
+        );
+        assert_eq!(
+            jsonl::decode::<Entry>(v1.as_bytes()).unwrap(),
+            jsonl::Line::Verified(entry.clone())
+        );
+        // Malformed compact entries are refused, whatever their checksum.
+        for bad in [
+            "[\"r\",1]",
+            "[\"x\",1,\"0.1\",1,1,1,\"w\",\"w-1\",1,1,1]",
+            "[\"r\",1,\"0.1\",1,1,1,\"w\",\"w-1\",1,1,1,[],7]",
+            "[\"r\",1,\"0.1\",-1,1,1,\"w\",\"w-1\",1,1,1]",
+            "[]",
+        ] {
+            let line = format!(
+                "{{\"v\":2,\"crc\":\"{:016x}\",\"entry\":{bad}}}",
+                nqueens_common::checksum::checksum(bad.as_bytes())
+            );
+            assert!(jsonl::decode::<Entry>(line.as_bytes()).is_err(), "{bad}");
+        }
     }
 }
