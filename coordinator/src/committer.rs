@@ -8,6 +8,11 @@
 //! While `sync` waits for the disk, `commit` applies the next batches, so the disk's latency bounds the
 //! latency of a report but not the coordinator's throughput. None is acknowledged before its results are on
 //! disk twice.
+//!
+//! Every other write of a serving coordinator takes the same road, in the same order: a new run (its plan
+//! enumerated by the caller, only the records written here), an operator's control, and the jobs that
+//! expired leases fail. Each is applied by `commit` between result batches and answered by `sync` once
+//! durable, with the run's ledger line where it has one; no handler writes to the store itself.
 
 use std::sync::{mpsc, Arc};
 
@@ -16,16 +21,44 @@ use tokio::sync::oneshot;
 use crate::error::{Error, Result};
 use crate::ledger::{Entry, Ledger};
 use crate::storage_health::{self, StorageHealth};
-use crate::store::{Committed, Incoming, RunMeta, Store};
+use nqueens_common::{JobKey, Plan};
+
+use crate::store::{Committed, Control, Incoming, JobState, RunMeta, Store};
 
 /// Most results applied in one round of the commit thread (more wait for the next round).
 const MAX_GROUP_RESULTS: usize = 4096;
 
+/// A write other than results.
+#[derive(Debug, Clone)]
+pub enum Write {
+    /// A new run of `plan` (its job count and fingerprint computed by the caller).
+    CreateRun {
+        plan: Plan,
+        jobs_total: u64,
+        fingerprint: u64,
+        verify_fraction: f64,
+        priority: i32,
+    },
+    /// An operator's control of a run.
+    Control(u64, Control),
+    /// Jobs to mark failed, with the reason.
+    Fail(Vec<(u64, JobKey, String)>),
+}
+
+/// What a [`Write`] did.
+#[derive(Debug)]
+pub enum Written {
+    /// The run as created or as the control left it.
+    Run(RunMeta),
+    /// Per job to fail, in order: the state it left (`None`: it was done or failed already).
+    Failed(Vec<Result<Option<Option<JobState>>>>),
+}
+
 enum Request {
     /// A batch of results to commit.
     Results(Vec<Incoming>, oneshot::Sender<Result<Committed>>),
-    /// A run just created, for the ledger.
-    Run(RunMeta, oneshot::Sender<Result<()>>),
+    /// Another write.
+    Write(Write, oneshot::Sender<Result<Written>>),
     /// A probe of a degraded disk: a sync round with a probe write (and the ledger's backlog, if any).
     Probe(oneshot::Sender<Result<()>>),
 }
@@ -36,7 +69,7 @@ struct Applied {
     /// Ledger lines for them.
     entries: Vec<Entry>,
     results: Vec<(Result<Committed>, oneshot::Sender<Result<Committed>>)>,
-    runs: Vec<oneshot::Sender<Result<()>>>,
+    writes: Vec<(Result<Written>, oneshot::Sender<Result<Written>>)>,
     probes: Vec<oneshot::Sender<Result<()>>>,
 }
 
@@ -44,7 +77,7 @@ impl Applied {
     fn absorb(&mut self, other: Applied) {
         self.entries.extend(other.entries);
         self.results.extend(other.results);
-        self.runs.extend(other.runs);
+        self.writes.extend(other.writes);
         self.probes.extend(other.probes);
     }
 
@@ -73,7 +106,13 @@ impl Applied {
                 Err(e) => Err(failed(e)),
             });
         }
-        for reply in self.runs.into_iter().chain(self.probes) {
+        for (written, reply) in self.writes {
+            let _ = reply.send(match synced {
+                Ok(()) => written,
+                Err(e) => Err(failed(e)),
+            });
+        }
+        for reply in self.probes {
             let _ = reply.send(synced.as_ref().map(|_| ()).map_err(failed));
         }
     }
@@ -124,14 +163,22 @@ impl Committer {
         answer.await.map_err(|_| Error::ShuttingDown)?
     }
 
-    /// Records a run's line in the ledger (a new run, or one an operator's control changed); returns once
-    /// it is durable.
-    pub async fn created(&self, meta: RunMeta) -> Result<()> {
+    /// Applies a write other than results; returns once it is durable (in the store, and in the ledger
+    /// for a run's line).
+    pub async fn write(&self, write: Write) -> Result<Written> {
         let (reply, answer) = oneshot::channel();
         self.tx
-            .send(Request::Run(meta, reply))
+            .send(Request::Write(write, reply))
             .map_err(|_| Error::ShuttingDown)?;
         answer.await.map_err(|_| Error::ShuttingDown)?
+    }
+
+    /// Creates a run, or applies a control to one; returns the run's record once it is durable.
+    pub async fn write_run(&self, write: Write) -> Result<RunMeta> {
+        match self.write(write).await? {
+            Written::Run(meta) => Ok(meta),
+            Written::Failed(_) => Err(Error::Invalid("not a run's write".into())),
+        }
     }
 }
 
@@ -151,9 +198,14 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
                     replies.push((batch.len(), reply));
                     merged.extend(batch);
                 }
-                Request::Run(meta, reply) => {
-                    round.entries.push(Entry::Run(meta));
-                    round.runs.push(reply);
+                Request::Write(write, reply) => {
+                    let written = apply(store, write);
+                    if let Ok(Written::Run(meta)) = &written {
+                        // The run's line, as it now is: a store rebuilt from the ledger alone keeps
+                        // the run and every control (the last line of a run holds).
+                        round.entries.push(Entry::Run(meta.clone()));
+                    }
+                    round.writes.push((written, reply));
                 }
                 Request::Probe(reply) => round.probes.push(reply),
             }
@@ -221,6 +273,27 @@ fn sync_rounds(
             health.failed(&e.to_string());
         }
         round.answer(&synced);
+    }
+}
+
+/// Applies a write other than results to the store (not flushed: the sync round does that).
+fn apply(store: &Store, write: Write) -> Result<Written> {
+    match write {
+        Write::CreateRun {
+            plan,
+            jobs_total,
+            fingerprint,
+            verify_fraction,
+            priority,
+        } => store
+            .insert_run(plan, jobs_total, fingerprint, verify_fraction, priority)
+            .map(Written::Run),
+        Write::Control(run, change) => store.apply_control(run, change).map(Written::Run),
+        Write::Fail(jobs) => Ok(Written::Failed(
+            jobs.iter()
+                .map(|(run, key, reason)| store.mark_failed(*run, key, reason))
+                .collect(),
+        )),
     }
 }
 

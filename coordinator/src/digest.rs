@@ -16,7 +16,7 @@ use siphasher::sip128::{Hasher128, SipHasher13};
 
 use crate::error::{Error, Result};
 use crate::ledger::{same_plan, Entry};
-use crate::store::{ResultRecord, RunMeta, Store};
+use crate::store::{ResultRecord, RunMeta};
 
 /// The digest of one run's results.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +28,8 @@ pub struct RunDigest {
 }
 
 impl RunDigest {
-    fn add(&mut self, run: u64, key: &JobKey, record: &ResultRecord) {
+    /// Adds one result.
+    pub fn add(&mut self, run: u64, key: &JobKey, record: &ResultRecord) {
         self.results += 1;
         self.sum = self.sum.wrapping_add(hash(run, key, record));
     }
@@ -134,21 +135,6 @@ impl LedgerDigest {
         }
         Ok(())
     }
-}
-
-/// The digest of one run's results in the store, or `None` if a stored result is undecodable or fails
-/// its seal (the full comparison finds and repairs it).
-pub fn store_digest(store: &Store, meta: &RunMeta) -> Result<Option<RunDigest>> {
-    let fingerprint = meta.fingerprint_value()?;
-    let mut digest = RunDigest::default();
-    for item in store.results_raw(meta.id) {
-        let (key, record) = item?;
-        match record {
-            Ok(r) if r.sealed(fingerprint, &key) => digest.add(meta.id, &key, &r),
-            _ => return Ok(None),
-        }
-    }
-    Ok(Some(digest))
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@ use std::path::Path;
 
 use nqueens_common::JobKey;
 
-use crate::digest::{store_digest, LedgerDigest};
+use crate::digest::{LedgerDigest, RunDigest};
 use crate::error::{Error, Result};
 use crate::ledger::{self, same_plan, Ledger, LedgerView};
-use crate::store::{ResultRecord, Store};
+use crate::store::{AuditLine, ResultRecord, Store};
 
 /// Results restored per transaction.
 const RESTORE_BATCH: usize = 4096;
@@ -33,9 +33,14 @@ pub struct Repairs {
     pub ledger_rewritten: bool,
 }
 
-/// Reconciles `store` with the ledger at `path`; returns the ledger, open for appending, and what was
-/// repaired. `repair` lets the ledger's intact lines be trusted although it has damaged ones.
-pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<(Ledger, Repairs)> {
+/// The ledger open for appending, what was repaired, and the store's audit when it was made on the same
+/// pass (`None`: the caller audits).
+pub type Reconciled = (Ledger, Repairs, Option<Vec<AuditLine>>);
+
+/// Reconciles `store` with the ledger at `path`; returns the ledger, open for appending, what was
+/// repaired, and on the quick path the store's audit (made on the same pass over the results; `None`:
+/// the caller audits). `repair` lets the ledger's intact lines be trusted although it has damaged ones.
+pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled> {
     if let Some(agreed) = quick(store, path)? {
         return Ok(agreed);
     }
@@ -153,20 +158,42 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<(Ledger, Re
     if repairs != Repairs::default() {
         tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
     }
-    Ok((ledger, repairs))
+    Ok((ledger, repairs, None))
 }
 
 /// The quick path: when the ledger has only intact, sealed run and result lines, and every run's digest
 /// (a count and an order-independent hash sum, [`crate::digest`]) is the same in the store and in the
-/// ledger, the two agree; only the stored totals are checked against the results. Streams both sides,
-/// keeping no result in memory. `None`: take the full, result-by-result comparison.
-fn quick(store: &Store, path: &Path) -> Result<Option<(Ledger, Repairs)>> {
-    let ledger = LedgerDigest::read(path)?;
+/// ledger, the two agree; the stored totals are set from the results, and the store is audited on the
+/// same pass. Streams both sides, side by side on two threads, keeping no result in memory. `None`:
+/// take the full, result-by-result comparison.
+fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
+    let stored = store.runs()?;
+    // The ledger and the store are read side by side, each in one pass: the ledger's digests on this
+    // thread; on another, each run's results once (the digest, the sum for the totals, the audit's
+    // findings).
+    let (ledger, surveys) = std::thread::scope(|s| {
+        let surveyed = s.spawn(|| {
+            stored
+                .iter()
+                .map(|meta| {
+                    let mut digest = RunDigest::default();
+                    let survey =
+                        store.survey(meta, |key, record| digest.add(meta.id, key, record))?;
+                    Ok((digest, survey))
+                })
+                .collect::<Result<Vec<_>>>()
+        });
+        let ledger = LedgerDigest::read(path);
+        let surveys = surveyed
+            .join()
+            .unwrap_or_else(|_| Err(Error::Corrupt("the store survey panicked".into())));
+        (ledger, surveys)
+    });
+    let (ledger, surveys) = (ledger?, surveys?);
     if let Some(why) = &ledger.unfit {
         tracing::info!(path = %path.display(), why = %why, "ledger needs a full comparison with the store");
         return Ok(None);
     }
-    let stored = store.runs()?;
     let same_runs = stored.len() == ledger.runs.len()
         && stored
             .iter()
@@ -174,33 +201,43 @@ fn quick(store: &Store, path: &Path) -> Result<Option<(Ledger, Repairs)>> {
     if !same_runs {
         return Ok(None);
     }
-    for meta in &stored {
-        if store_digest(store, meta)?
-            != Some(ledger.digests.get(&meta.id).copied().unwrap_or_default())
-        {
+    let mut agreed = Vec::with_capacity(stored.len());
+    for (meta, (digest, survey)) in stored.iter().zip(surveys) {
+        let theirs = ledger.digests.get(&meta.id).copied().unwrap_or_default();
+        if survey.damaged.is_some() || digest != theirs {
             tracing::info!(
                 run = meta.id,
                 "store and ledger digests differ: comparing them result by result"
             );
             return Ok(None);
         }
+        agreed.push(survey);
     }
+    let surveys = agreed;
     let mut repairs = Repairs::default();
-    for meta in &stored {
-        let (_, recounted) = store.recount(meta)?;
-        if recounted {
+    let mut audit = Vec::with_capacity(stored.len());
+    for (meta, survey) in stored.iter().zip(surveys) {
+        if store.settle_count(meta, survey.sum, survey.last_at)? {
             repairs.totals_recounted += 1;
             tracing::warn!(
                 run = meta.id,
                 "the stored totals disagreed with the stored results: recomputed from the results"
             );
         }
+        let meta = store
+            .run(meta.id)?
+            .ok_or_else(|| Error::Corrupt(format!("run {} vanished", meta.id)))?;
+        audit.push(store.audited(&meta, survey)?);
     }
     store.flush()?;
     if repairs != Repairs::default() {
         tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
     }
-    Ok(Some((Ledger::open(path, ledger.len)?, repairs)))
+    Ok(Some((
+        Ledger::open(path, ledger.len)?,
+        repairs,
+        Some(audit),
+    )))
 }
 
 #[cfg(test)]
@@ -228,8 +265,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
         let (store, run, plan) = agreeing(dir.path());
-        let (_, repairs) = quick(&store, &path).unwrap().expect("the quick path");
+        let (_, repairs, audit) = quick(&store, &path).unwrap().expect("the quick path");
         assert_eq!(repairs, Repairs::default());
+        // The quick path audits on its own pass, as the audit does.
+        assert_eq!(audit, Some(store.audit().unwrap()));
+        assert_eq!(audit.unwrap()[0].tally.jobs, 3);
 
         // A result the store lost: the digests differ, and the full comparison restores it.
         let lost = plan.jobs().nth(1).unwrap();
@@ -237,7 +277,7 @@ mod tests {
             .remove_results(run, std::slice::from_ref(&lost))
             .unwrap();
         assert!(quick(&store, &path).unwrap().is_none());
-        let (_, repairs) = reconcile(&store, &path, false).unwrap();
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_restored, 1);
         assert!(store.results(run).any(|r| r.unwrap().0 == lost));
         assert!(quick(&store, &path).unwrap().is_some(), "agreeing again");
@@ -247,7 +287,7 @@ mod tests {
         let last = text.lines().last().unwrap().to_string();
         std::fs::write(&path, format!("{text}{last}\n")).unwrap();
         assert!(quick(&store, &path).unwrap().is_none());
-        let (_, repairs) = reconcile(&store, &path, false).unwrap();
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_restored, 0);
         assert_eq!(repairs.results_damaged, 0);
     }
@@ -268,7 +308,7 @@ mod tests {
         };
         store.restore_run(&stuck).unwrap();
         assert!(store.audit().is_err(), "the audit alone refuses it");
-        let (_, repairs) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        let (_, repairs, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
         assert_eq!(repairs.totals_recounted, 1);
         assert!(store.run(7).unwrap().unwrap().is_done());
         store.audit().unwrap();

@@ -42,6 +42,15 @@ impl RpcMetrics {
         }
     }
 
+    /// Failed calls of `method` so far.
+    pub fn errors(&self, method: &str) -> u64 {
+        self.errors
+            .get_or_create(&Call {
+                method: method.to_string(),
+            })
+            .get()
+    }
+
     /// Records one call's latency (and whether it failed).
     pub fn observe(&self, method: &str, took: Duration, ok: bool) {
         let label = Call {

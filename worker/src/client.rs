@@ -667,4 +667,69 @@ mod tests {
             assert!(delays[39] >= MAX_RETRY_DELAY / 2);
         }
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn issue_16_the_loop_rides_out_a_dead_coordinator_with_capped_retries_and_keeps_its_results(
+    ) {
+        // Nothing listens there: every call fails at once.
+        let address = {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}", probe.local_addr().unwrap())
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("w.journal");
+        // One finished, unacknowledged result from an earlier start.
+        let plan = Plan::new(8, nqueens_common::Strategy::D4).unwrap();
+        let key = plan.jobs().next().unwrap();
+        let result = plan.job(&key).unwrap().run();
+        let fingerprint = plan.fingerprint().1;
+        let finished = Finished {
+            lease: 7,
+            lease_tag: 1,
+            run: "1".into(),
+            n: 8,
+            fingerprint,
+            job: key.to_string(),
+            total: result.total,
+            unique8: result.unique8,
+            nodes: result.nodes,
+            seal: nqueens_common::checksum::seal(fingerprint, &key, &result),
+        };
+        Journal::open(&journal)
+            .unwrap()
+            .record(std::slice::from_ref(&finished))
+            .unwrap();
+        let metrics = Arc::new(Metrics::default());
+        let config = WorkerConfig {
+            connection: Connection::new(address),
+            threads: 1,
+            name: "w".into(),
+            journal: Some(journal.clone()),
+            run: None,
+            exit_when_idle: false,
+            faults: Faults::default(),
+            progress_interval: Duration::from_secs(30),
+            metrics: metrics.clone(),
+            gpu: GpuConfig::default(),
+        };
+        let shutdown = CancellationToken::new();
+        let worker = tokio::spawn(run(config, shutdown.clone()));
+        // Two minutes of (paused, auto-advancing) time without a coordinator.
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        assert!(!worker.is_finished(), "a worker waits for its coordinator");
+        // The journaled result is re-sent first: every attempt is a Report that fails.
+        let tried = metrics.rpc.errors("Report");
+        // 50 ms doubling to a 5-10 s cap: a dozen to a few dozen attempts in two minutes, never a
+        // busy loop, never silence.
+        assert!((8..=60).contains(&tried), "{tried} attempts in 120 s");
+        shutdown.cancel();
+        let summary = tokio::time::timeout(Duration::from_secs(60), worker)
+            .await
+            .expect("it stops on shutdown while disconnected")
+            .unwrap()
+            .unwrap();
+        assert_eq!(summary, Summary::default());
+        // The unacknowledged result is still journaled for the next start.
+        assert_eq!(Journal::open(&journal).unwrap().pending(), vec![finished]);
+    }
 }

@@ -1,9 +1,10 @@
-//! An operator's controls of a run: cancel, pause, resume and priority. Each is written to the store with
-//! the state lock released (one control at a time, so that memory takes them in the store's order), then
-//! applied in memory: a cancelled run's leases end at once and heartbeats name them to their workers. Also
+//! An operator's controls of a run: cancel, pause, resume and priority. Each is written through the
+//! committer (store and ledger, in order with the results; one control at a time, so that memory takes
+//! them in the store's order), then applied in memory: a cancelled run's leases end at once and heartbeats name them to their workers. Also
 //! the listing of a run's jobs in one state (failed, disputed, verifying), read with the lock released.
 
 use super::{lookup, Coordinator, RunView};
+use crate::committer::Write;
 use crate::error::{Error, Result};
 use crate::store::{Control, JobListing, JobState};
 
@@ -23,10 +24,11 @@ impl Coordinator {
             )));
         }
         let _one_at_a_time = self.shared.control.lock().await;
-        let store = self.shared.store.clone();
-        let meta = tokio::task::spawn_blocking(move || store.control(run, change))
-            .await
-            .map_err(|_| Error::ShuttingDown)??;
+        let meta = self
+            .shared
+            .committer
+            .write_run(Write::Control(run, change))
+            .await?;
         let (was, ended, view) = {
             let mut guard = self.state();
             let state = &mut *guard;
@@ -44,13 +46,6 @@ impl Coordinator {
             let live = &state.runs[&run];
             (was, ended, self.view(state, live))
         };
-        // The ledger gets the run's line again, as it now is, so that a store rebuilt from the ledger
-        // alone (`nqueens import`, or a lost store restored at startup) keeps the control. The store,
-        // already flushed, is what this coordinator goes by: a ledger that cannot take the line is logged
-        // (the next write failure degrades the coordinator anyway), not answered as a failed control.
-        if let Err(e) = self.shared.committer.created(meta.clone()).await {
-            tracing::error!(run, control = change.name(), error = %e, "the ledger lacks this control: a store rebuilt from the ledger alone would not have it");
-        }
         if view.phase != was || ended > 0 {
             tracing::warn!(
                 run,

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::strikes::Charge;
 use super::workers::Contact;
 use super::{lookup, truncate, Coordinator};
+use crate::committer::{Write, Written};
 use crate::error::{Error, Result};
 use crate::store::{JobState, Phase};
 
@@ -340,21 +341,21 @@ impl Coordinator {
         if failing.is_empty() {
             return;
         }
-        // The failing jobs are neither leased nor queued meanwhile: nobody else touches them.
-        let store = self.shared.store.clone();
-        let written = tokio::task::spawn_blocking(move || {
-            failing
-                .into_iter()
-                .map(|(run, key, reason)| {
-                    let moved = store.fail_job(run, &key, &reason);
-                    (run, key, reason, moved)
-                })
-                .collect::<Vec<_>>()
-        })
-        .await;
-        let Ok(written) = written else {
-            return;
+        // The failing jobs are neither leased nor queued meanwhile: nobody else touches them. The
+        // committer writes them, in order with the results.
+        let jobs: Vec<(u64, JobKey, String)> = failing.clone();
+        let moves = match self.shared.committer.write(Write::Fail(jobs)).await {
+            Ok(Written::Failed(moves)) => moves,
+            Ok(Written::Run(_)) => return,
+            Err(e) => failing
+                .iter()
+                .map(|_| Err(Error::Durability(e.to_string())))
+                .collect(),
         };
+        let written = failing
+            .into_iter()
+            .zip(moves)
+            .map(|((run, key, reason), moved)| (run, key, reason, moved));
         let mut guard = self.state();
         for (id, key, reason, moved) in written {
             let Some(run) = guard.runs.get_mut(&id) else {

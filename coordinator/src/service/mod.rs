@@ -24,7 +24,7 @@ use nqueens_common::{Plan, Strategy};
 use tokio::sync::watch;
 
 use self::strikes::Strikes;
-use crate::committer::Committer;
+use crate::committer::{Committer, Write};
 use crate::error::{Error, Result};
 use crate::leases::Leases;
 use crate::ledger::LEDGER_FILE;
@@ -105,13 +105,19 @@ impl Coordinator {
     /// loads the runs. A store that fails either check is refused.
     pub fn open(store: Store, config: Config) -> Result<Coordinator> {
         let started = std::time::Instant::now();
-        let ledger = store
-            .dir()
-            .map(|dir| reconcile(&store, &dir.join(LEDGER_FILE), config.repair))
-            .transpose()?
-            .map(|(ledger, _)| ledger);
+        let (ledger, audited_already) = match store.dir() {
+            Some(dir) => {
+                let (ledger, _, audit) = reconcile(&store, &dir.join(LEDGER_FILE), config.repair)?;
+                (Some(ledger), audit)
+            }
+            None => (None, None),
+        };
         let reconciled = started.elapsed();
-        let audit = store.audit()?;
+        // The quick reconciliation audits on its own pass over the results; otherwise audit now.
+        let audit = match audited_already {
+            Some(audit) => audit,
+            None => store.audit()?,
+        };
         let audited = started.elapsed();
         let mut runs = BTreeMap::new();
         let mut earlier_results: HashMap<String, u64> = HashMap::new();
@@ -293,14 +299,29 @@ impl Coordinator {
                 "not creating runs while the coordinator cannot write its store ({why}); try again once it serves"
             )));
         }
-        let store = self.shared.store.clone();
+        if !(0.0..=1.0).contains(&verify_fraction) {
+            return Err(Error::Invalid(format!(
+                "verify fraction {verify_fraction} is out of range: 0 to 1"
+            )));
+        }
+        // The plan is enumerated here (seconds at N = 28), the records written by the committer.
         let stopping = self.shared.stopping.clone();
-        let meta = tokio::task::spawn_blocking(move || {
-            store.create_run_cancellable(plan, verify_fraction, priority, stopping)
+        let (jobs_total, fingerprint) = tokio::task::spawn_blocking(move || {
+            plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, stopping)
         })
         .await
         .map_err(|_| Error::ShuttingDown)??;
-        self.shared.committer.created(meta.clone()).await?;
+        let meta = self
+            .shared
+            .committer
+            .write_run(Write::CreateRun {
+                plan,
+                jobs_total,
+                fingerprint,
+                verify_fraction,
+                priority,
+            })
+            .await?;
         tracing::info!(
             run = meta.id,
             n = meta.n,

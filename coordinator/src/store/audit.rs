@@ -1,14 +1,17 @@
 //! The startup audit: every run's stored totals must equal the sum of its stored results, every result
 //! must pass its seal, and no job with a result may also have a record of another state (a done job is
-//! its result alone). One pass over the results, beside the few records of open and failed jobs. A store
-//! that fails it is not served.
+//! its result alone). A store that fails it is not served.
+//!
+//! Both the audit and the startup reconciliation read a run's results through [`Store::survey`], one
+//! pass that hands every intact result to the caller too: on the quick path the reconciliation's digest,
+//! the recount of the totals and the audit share that one pass.
 
 use std::collections::{HashMap, HashSet};
 
-use nqueens_common::Tally;
+use nqueens_common::{JobKey, Tally};
 
-use super::records::{decode, run_key, split_job_key, JobRecord, JobState};
-use super::Store;
+use super::records::{decode, run_key, split_job_key, JobRecord, JobState, ResultRecord};
+use super::{RunMeta, Store};
 use crate::error::{Error, Result};
 
 /// The audit of one run.
@@ -22,73 +25,120 @@ pub struct AuditLine {
     pub by_worker: HashMap<String, u64>,
 }
 
+/// What one pass over a run's stored results found.
+#[derive(Debug, Clone)]
+pub struct Survey {
+    /// The sum of its intact results.
+    pub sum: Tally,
+    /// Its intact results per worker process id.
+    pub by_worker: HashMap<String, u64>,
+    /// The latest commit time among them (the run's creation time when there are none).
+    pub last_at: u64,
+    /// The first result that is undecodable or fails its seal (damaged on disk), if any.
+    pub damaged: Option<JobKey>,
+    /// The first result whose job also has a record (open, failed, or a done record format 4 never
+    /// writes), if any: the store contradicts itself.
+    pub contradicted: Option<JobKey>,
+}
+
 impl Store {
+    /// Reads `meta`'s results once, handing each intact one to `each` (in key order).
+    pub fn survey(
+        &self,
+        meta: &RunMeta,
+        mut each: impl FnMut(&JobKey, &ResultRecord),
+    ) -> Result<Survey> {
+        let fingerprint = meta.fingerprint_value()?;
+        // The run's open and failed jobs (few): none of them may have a result.
+        let mut recorded = HashSet::new();
+        let mut contradicted = None;
+        for kv in self.jobs.scan_prefix(run_key(meta.id)) {
+            let (k, v) = kv?;
+            let (_, key) = split_job_key(&k)?;
+            let record: JobRecord = decode("job", &v)?;
+            if record.state == JobState::Done {
+                contradicted.get_or_insert(key.clone());
+            }
+            recorded.insert(key);
+        }
+        let mut survey = Survey {
+            sum: Tally::new(meta.strategy == nqueens_common::Strategy::D4),
+            by_worker: HashMap::new(),
+            last_at: meta.created_unix,
+            damaged: None,
+            contradicted,
+        };
+        for item in self.results_raw(meta.id) {
+            let (key, record) = item?;
+            let record = match record {
+                Ok(r) if r.sealed(fingerprint, &key) => r,
+                _ => {
+                    survey.damaged.get_or_insert(key);
+                    continue;
+                }
+            };
+            if recorded.contains(&key) {
+                survey.contradicted.get_or_insert(key.clone());
+            }
+            survey.sum.add(&record.result)?;
+            survey.last_at = survey.last_at.max(record.at_unix);
+            each(&key, &record);
+            if !record.worker_id.is_empty() {
+                *survey.by_worker.entry(record.worker_id).or_insert(0) += 1;
+            }
+        }
+        Ok(survey)
+    }
+
     /// Recomputes every run's totals from its results; an error names the first disagreement.
     pub fn audit(&self) -> Result<Vec<AuditLine>> {
-        let mut lines = Vec::new();
-        for meta in self.runs()? {
-            let stored = self.tally(meta.id)?;
-            let mut sum = Tally::new(stored.unique8.is_some());
-            let fingerprint = meta.fingerprint_value()?;
-            let mut by_worker: HashMap<String, u64> = HashMap::new();
-            // The run's open and failed jobs (few): none of them may have a result.
-            let mut recorded = HashSet::new();
-            for kv in self.jobs.scan_prefix(run_key(meta.id)) {
-                let (k, v) = kv?;
-                let (_, key) = split_job_key(&k)?;
-                let record: JobRecord = decode("job", &v)?;
-                if record.state == JobState::Done {
-                    return Err(Error::Corrupt(format!(
-                        "run {}: job {key} has a done record (a done job is its result alone)",
-                        meta.id
-                    )));
-                }
-                recorded.insert(key);
-            }
-            for item in self.results(meta.id) {
-                let (key, record) = item?;
-                if !record.sealed(fingerprint, &key) {
-                    return Err(Error::Corrupt(format!(
-                        "run {}: the stored result of job {key} fails its seal",
-                        meta.id
-                    )));
-                }
-                if recorded.contains(&key) {
-                    return Err(Error::Corrupt(format!(
-                        "run {}: job {key} has a result but is recorded as open or failed",
-                        meta.id
-                    )));
-                }
-                sum.add(&record.result)?;
-                if !record.worker_id.is_empty() {
-                    *by_worker.entry(record.worker_id).or_insert(0) += 1;
-                }
-            }
-            if sum != stored {
-                return Err(Error::Corrupt(format!(
-                    "run {}: stored totals {stored:?} but the results sum to {sum:?}",
-                    meta.id
-                )));
-            }
-            if meta.is_done() != (stored.jobs == meta.jobs_total) {
-                return Err(Error::Corrupt(format!(
-                    "run {}: {} of {} jobs done but the run is {}",
-                    meta.id,
-                    stored.jobs,
-                    meta.jobs_total,
-                    if meta.is_done() {
-                        "marked done"
-                    } else {
-                        "not marked done"
-                    }
-                )));
-            }
-            lines.push(AuditLine {
-                run: meta.id,
-                tally: sum,
-                by_worker,
-            });
+        self.runs()?
+            .iter()
+            .map(|meta| {
+                let survey = self.survey(meta, |_, _| {})?;
+                self.audited(meta, survey)
+            })
+            .collect()
+    }
+
+    /// The audit of one run from its survey; an error names the first disagreement.
+    pub fn audited(&self, meta: &RunMeta, survey: Survey) -> Result<AuditLine> {
+        let stored = self.tally(meta.id)?;
+        if let Some(key) = survey.damaged {
+            return Err(Error::Corrupt(format!(
+                "run {}: the stored result of job {key} fails its seal",
+                meta.id
+            )));
         }
-        Ok(lines)
+        if let Some(key) = survey.contradicted {
+            return Err(Error::Corrupt(format!(
+                "run {}: job {key} has a result but is recorded as open or failed, or has a done record (a done job is its result alone)",
+                meta.id
+            )));
+        }
+        if survey.sum != stored {
+            return Err(Error::Corrupt(format!(
+                "run {}: stored totals {stored:?} but the results sum to {:?}",
+                meta.id, survey.sum
+            )));
+        }
+        if meta.is_done() != (stored.jobs == meta.jobs_total) {
+            return Err(Error::Corrupt(format!(
+                "run {}: {} of {} jobs done but the run is {}",
+                meta.id,
+                stored.jobs,
+                meta.jobs_total,
+                if meta.is_done() {
+                    "marked done"
+                } else {
+                    "not marked done"
+                }
+            )));
+        }
+        Ok(AuditLine {
+            run: meta.id,
+            tally: survey.sum,
+            by_worker: survey.by_worker,
+        })
     }
 }

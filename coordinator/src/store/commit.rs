@@ -306,6 +306,18 @@ impl Store {
         key: &JobKey,
         reason: &str,
     ) -> Result<Option<Option<JobState>>> {
+        let moved = self.mark_failed(run, key, reason)?;
+        self.flush()?;
+        Ok(moved)
+    }
+
+    /// [`Store::fail_job`] without the flush: the committer makes it durable with its round.
+    pub fn mark_failed(
+        &self,
+        run: u64,
+        key: &JobKey,
+        reason: &str,
+    ) -> Result<Option<Option<JobState>>> {
         let k = job_key(run, key);
         let moved = (&self.jobs, &self.results).transaction(|(jobs, results)| {
             if results.get(&k)?.is_some() {
@@ -322,7 +334,6 @@ impl Store {
             jobs.insert(k.as_slice(), encode(&record))?;
             Ok(Some(from))
         })?;
-        self.flush()?;
         Ok(moved)
     }
 }

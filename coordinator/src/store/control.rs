@@ -57,6 +57,13 @@ impl Store {
     /// Applies `change` to run `id`'s record and makes it durable; returns the record as it now is.
     /// A done run takes no change (its totals are final), a cancelled run none but another cancel.
     pub fn control(&self, id: u64, change: Control) -> Result<RunMeta> {
+        let meta = self.apply_control(id, change)?;
+        self.flush()?;
+        Ok(meta)
+    }
+
+    /// [`Store::control`] without the flush: the committer makes it durable with its round.
+    pub fn apply_control(&self, id: u64, change: Control) -> Result<RunMeta> {
         let meta = self.runs.transaction(|runs| {
             let Some(raw) = runs.get(run_key(id))? else {
                 return abort(Error::UnknownRun(id.to_string()));
@@ -76,7 +83,6 @@ impl Store {
             runs.insert(&run_key(id), encode(&meta))?;
             Ok(meta)
         })?;
-        self.flush()?;
         Ok(meta)
     }
 

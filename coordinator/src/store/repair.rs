@@ -141,21 +141,20 @@ impl Store {
     /// Recomputes a run's totals from its (intact) results and sets whether it is done accordingly;
     /// returns the totals and whether they changed.
     pub fn recount(&self, meta: &RunMeta) -> Result<(Tally, bool)> {
-        let fingerprint = meta.fingerprint_value()?;
-        let with_unique = meta.strategy == nqueens_common::Strategy::D4;
-        let mut tally = Tally::new(with_unique);
-        let mut last = meta.created_unix;
-        for item in self.results(meta.id) {
-            let (key, record) = item?;
-            if !record.sealed(fingerprint, &key) {
-                return Err(Error::Corrupt(format!(
-                    "run {} job {key}: the stored result fails its seal",
-                    meta.id
-                )));
-            }
-            tally.add(&record.result)?;
-            last = last.max(record.at_unix);
+        let survey = self.survey(meta, |_, _| {})?;
+        if let Some(key) = survey.damaged {
+            return Err(Error::Corrupt(format!(
+                "run {} job {key}: the stored result fails its seal",
+                meta.id
+            )));
         }
+        let changed = self.settle_count(meta, survey.sum, survey.last_at)?;
+        Ok((survey.sum, changed))
+    }
+
+    /// Makes `tally` (the sum of the run's intact results, the latest committed at `last_at`) the run's
+    /// totals and sets whether it is done accordingly; returns whether anything changed.
+    pub fn settle_count(&self, meta: &RunMeta, tally: Tally, last_at: u64) -> Result<bool> {
         let stored: Option<Tally> = self
             .totals
             .get(run_key(meta.id))?
@@ -164,7 +163,7 @@ impl Store {
         let changed = stored != Some(tally) || done != meta.is_done();
         if changed {
             let updated = RunMeta {
-                finished_unix: done.then(|| meta.finished_unix.unwrap_or(last)),
+                finished_unix: done.then(|| meta.finished_unix.unwrap_or(last_at)),
                 ..meta.clone()
             };
             (&self.runs, &self.totals).transaction(|(runs, totals)| {
@@ -173,6 +172,6 @@ impl Store {
                 Ok::<_, sled::transaction::ConflictableTransactionError<Error>>(())
             })?;
         }
-        Ok((tally, changed))
+        Ok(changed)
     }
 }

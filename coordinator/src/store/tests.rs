@@ -9,6 +9,20 @@ use super::records::{encode, run_key};
 use super::{Incoming, JobState, Outcome, Store};
 use crate::error::Error;
 
+/// Opens the store in `dir` again, once the instance just dropped has let go of it (sled's threads hold
+/// its lock a moment longer).
+fn reopen(dir: &std::path::Path) -> Store {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match Store::open(dir) {
+            Err(Error::InUse(_)) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            other => return other.unwrap(),
+        }
+    }
+}
+
 fn incoming(run: u64, plan: &Plan, i: usize) -> Incoming {
     incoming_from(run, plan, i, "w")
 }
@@ -91,7 +105,7 @@ fn a_reopened_store_keeps_runs_and_results_and_counts_epochs() {
         store.flush().unwrap();
         run.id
     };
-    let store = Store::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert_eq!(store.epoch(), 2);
     assert_eq!(store.runs().unwrap().len(), 1);
     assert_eq!(store.tally(id).unwrap().jobs, 1);
@@ -297,7 +311,7 @@ fn issue_19_a_format_2_store_without_run_controls_loads_running_at_priority_0_an
         store.flush().unwrap();
         run.id
     };
-    let store = Store::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     let format = store.meta.get(super::FORMAT).unwrap().unwrap();
     assert_eq!(format.as_ref(), super::FORMAT_VERSION.to_be_bytes());
     let run = store.run(id).unwrap().unwrap();
@@ -457,7 +471,7 @@ fn issue_16_a_format_3_store_migrates_to_done_jobs_without_records() {
         as_format_3(&store, run.id, &plan, 0..5);
         (run.id, store.tally(run.id).unwrap())
     };
-    let store = Store::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     let format = store.meta.get(super::FORMAT).unwrap().unwrap();
     assert_eq!(format.as_ref(), super::FORMAT_VERSION.to_be_bytes());
     assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
@@ -490,7 +504,7 @@ fn issue_16_a_migration_cut_short_is_taken_up_at_the_next_open() {
             .unwrap();
         store.flush().unwrap();
     }
-    let store = Store::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
     assert!(store.jobs.is_empty());
     assert_eq!(store.audit().unwrap()[0].tally.jobs, 4);
