@@ -379,6 +379,9 @@ pub enum Variant {
     Scalar,
     /// Eight searches in the lanes of a 256-bit vector: x86-64 with AVX2, BMI1/2, POPCNT and LZCNT.
     Avx2,
+    /// [`Variant::Avx2`] without gathers (the rows below each level kept in the search's stack): for
+    /// CPUs whose gathers are slow, such as AMD Zen 1 and 2.
+    Avx2NoGather,
     /// Sixteen searches in the lanes of a 512-bit vector: x86-64 with AVX-512 F, BW, VL, DQ and CD,
     /// BMI1/2, POPCNT and LZCNT.
     Avx512,
@@ -386,13 +389,19 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant of this build, slowest first.
-    pub const ALL: [Variant; 3] = [Variant::Scalar, Variant::Avx2, Variant::Avx512];
+    pub const ALL: [Variant; 4] = [
+        Variant::Scalar,
+        Variant::Avx2NoGather,
+        Variant::Avx2,
+        Variant::Avx512,
+    ];
 
     /// The name `--kernel` takes.
     pub fn name(self) -> &'static str {
         match self {
             Variant::Scalar => "scalar",
             Variant::Avx2 => "avx2",
+            Variant::Avx2NoGather => "avx2-nogather",
             Variant::Avx512 => "avx512",
         }
     }
@@ -407,7 +416,7 @@ impl Variant {
         match self {
             Variant::Scalar => true,
             #[cfg(target_arch = "x86_64")]
-            Variant::Avx2 => {
+            Variant::Avx2 | Variant::Avx2NoGather => {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("bmi1")
                     && std::arch::is_x86_feature_detected!("bmi2")
@@ -427,7 +436,7 @@ impl Variant {
                     && std::arch::is_x86_feature_detected!("lzcnt")
             }
             #[cfg(not(target_arch = "x86_64"))]
-            Variant::Avx2 | Variant::Avx512 => false,
+            Variant::Avx2 | Variant::Avx2NoGather | Variant::Avx512 => false,
         }
     }
 
@@ -536,7 +545,12 @@ pub fn run_with<I: Iterator<Item = Unit>>(variant: Variant, units: I) -> Totals 
         #[cfg(target_arch = "x86_64")]
         Variant::Avx2 if variant.supported() => {
             // SAFETY: the CPU has every feature the vector kernel is compiled for (checked just above).
-            unsafe { avx2::run(units) }
+            unsafe { avx2::run::<true, _>(units) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Variant::Avx2NoGather if variant.supported() => {
+            // SAFETY: as for `Avx2`, the same features (checked just above).
+            unsafe { avx2::run::<false, _>(units) }
         }
         #[cfg(target_arch = "x86_64")]
         Variant::Avx512 if variant.supported() => {

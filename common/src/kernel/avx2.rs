@@ -5,7 +5,13 @@
 //! vector registers: `c`, `l`, `r` (the level's masks) and `f` (its squares left to try). A step saves
 //! the level it leaves on the search's stack and, unless it descends, reloads the level it continues at
 //! (the same one when it has squares left, else the deepest that has), eight 16-byte rows moved with one
-//! transpose each way. The forbidden squares of the rows below come from gathers.
+//! transpose each way.
+//!
+//! The forbidden squares of the two rows below the current level come, in the `GATHER` form, from two
+//! gathers per step; in the other (the `avx2-nogather` variant, for CPUs whose gathers are slow: AMD
+//! Zen 1 and 2 split them into many micro-operations), from registers: each stack row also holds the
+//! forbidden squares below its level, written once when a search starts, and a step reads them back with
+//! the level it moves to (descending or not) in the transpose it does anyway.
 
 use std::arch::x86_64::*;
 
@@ -18,8 +24,10 @@ const SEARCHES: usize = 8;
 const LEVELS: usize = 32;
 /// Rows of a search's forbidden-squares table: every level, and the two rows below the deepest.
 const FORBID: usize = LEVELS + 2;
-/// Per search and level: c, l, r and the squares left, saved when the search leaves the level.
-type Stack = [[u32; 4]; SEARCHES * LEVELS];
+/// Per search and level: c, l, r and the squares left, saved when the search leaves the level; then the
+/// forbidden squares of the two rows below the level (written when the search starts; read by the form
+/// without gathers).
+type Stack = [[u32; 8]; SEARCHES * LEVELS];
 /// Per search, its forbidden squares by level.
 type Forbid = [u32; SEARCHES * FORBID];
 /// Steps between two flushes of the 32-bit counters: a step adds at most 5 nodes and 2 completions to a
@@ -39,49 +47,62 @@ struct State {
     m: [u32; SEARCHES],
     /// The level whose steps settle the two rows below (`u32::MAX` for an idle search).
     tail: [u32; SEARCHES],
+    /// The forbidden squares of the two rows below the current level (the form without gathers).
+    b1: [u32; SEARCHES],
+    b2: [u32; SEARCHES],
 }
 
-/// Searches every unit (all of the same board size) and sums what they produced.
+/// Searches every unit (all of the same board size) and sums what they produced; `GATHER` picks the form
+/// (see the module text).
 ///
 /// # Safety
 ///
 /// The CPU must support AVX2, BMI1, BMI2, POPCNT and LZCNT ([`super::Variant::Avx2`]`.supported()`).
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
-pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
+pub unsafe fn run<const GATHER: bool, I: Iterator<Item = Unit>>(units: I) -> Totals {
     let mut t = Totals::default();
     let mut units = units.peekable();
     let Some(first) = units.peek() else { return t };
     let n = first.problem.board.n();
     let full = full_mask(n);
-    let mut stack: Box<Stack> = Box::new([[0; 4]; SEARCHES * LEVELS]);
+    let mut stack: Box<Stack> = Box::new([[0; 8]; SEARCHES * LEVELS]);
     let mut forbid: Box<Forbid> = Box::new([0; SEARCHES * FORBID]);
     let mut s = State::default();
     let mut weight = [0u64; SEARCHES];
     let mut count = [0u64; SEARCHES];
 
-    let mut load =
-        |s: &mut State, forbid: &mut Forbid, k: usize, t: &mut Totals, weight: &mut [u64]| {
-            match next_search(&mut units, n, full, t) {
-                Some(ready) => {
-                    let setup = &ready.setup;
-                    (s.c[k], s.l[k], s.r[k], s.f[k]) = (setup.c0, setup.l0, setup.r0, ready.f0);
-                    (s.v[k], s.m[k], s.tail[k]) = (0, 1, setup.depth as u32 - 3);
-                    forbid[k * FORBID..k * FORBID + setup.forbid.len()]
-                        .copy_from_slice(&setup.forbid);
-                    weight[k] = ready.weight;
+    let mut load = |s: &mut State,
+                    forbid: &mut Forbid,
+                    stack: &mut Stack,
+                    k: usize,
+                    t: &mut Totals,
+                    weight: &mut [u64]| {
+        match next_search(&mut units, n, full, t) {
+            Some(ready) => {
+                let setup = &ready.setup;
+                (s.c[k], s.l[k], s.r[k], s.f[k]) = (setup.c0, setup.l0, setup.r0, ready.f0);
+                (s.v[k], s.m[k], s.tail[k]) = (0, 1, setup.depth as u32 - 3);
+                forbid[k * FORBID..k * FORBID + setup.forbid.len()].copy_from_slice(&setup.forbid);
+                // Levels 0 to the tail (depth - 3): the rows below them are at most depth - 1.
+                for level in 0..setup.depth - 2 {
+                    let row = &mut stack[k * LEVELS + level];
+                    (row[4], row[5]) = (setup.forbid[level + 1], setup.forbid[level + 2]);
                 }
-                None => (s.m[k], s.tail[k]) = (0, u32::MAX),
+                (s.b1[k], s.b2[k]) = (setup.forbid[1], setup.forbid[2]);
+                weight[k] = ready.weight;
             }
-        };
+            None => (s.m[k], s.tail[k]) = (0, u32::MAX),
+        }
+    };
     for k in 0..SEARCHES {
-        load(&mut s, &mut forbid, k, &mut t, &mut weight);
+        load(&mut s, &mut forbid, &mut stack, k, &mut t, &mut weight);
     }
     loop {
         let live: [bool; SEARCHES] = std::array::from_fn(|k| s.m[k] != 0);
         if !live.contains(&true) {
             break;
         }
-        let (found, placed) = steps(&mut s, &mut stack, &forbid, full);
+        let (found, placed) = steps::<GATHER>(&mut s, &mut stack, &forbid, full);
         for k in 0..SEARCHES {
             count[k] += found[k] as u64;
             t.nodes += placed[k] as u64;
@@ -89,7 +110,7 @@ pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
                 t.count += count[k];
                 t.weighted += count[k] * weight[k];
                 count[k] = 0;
-                load(&mut s, &mut forbid, k, &mut t, &mut weight);
+                load(&mut s, &mut forbid, &mut stack, k, &mut t, &mut weight);
             }
         }
     }
@@ -124,12 +145,15 @@ struct Group {
     /// Each search's first row in the stack and in the forbidden-squares table.
     stack_at: __m256i,
     forbid_at: __m256i,
+    /// The forbidden squares of the two rows below (the form without gathers).
+    b1: __m256i,
+    b2: __m256i,
 }
 
 /// Steps the searches until one of those that were running is over, or [`FLUSH`] times. Returns each
 /// search's completions and nodes over these steps.
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
-fn steps(
+fn steps<const GATHER: bool>(
     s: &mut State,
     stack: &mut Stack,
     forbid: &Forbid,
@@ -157,13 +181,16 @@ fn steps(
         placed: k.zero,
         stack_at: _mm256_mullo_epi32(search, _mm256_set1_epi32(LEVELS as i32)),
         forbid_at: _mm256_mullo_epi32(search, _mm256_set1_epi32(FORBID as i32)),
+        b1: vector(&s.b1),
+        b2: vector(&s.b2),
     };
     for _ in 0..FLUSH {
-        if _mm256_movemask_epi8(step(&mut x, &k, stack, forbid)) != 0 {
+        if _mm256_movemask_epi8(step::<GATHER>(&mut x, &k, stack, forbid)) != 0 {
             break;
         }
     }
     (s.c, s.l, s.r, s.f) = (elements(x.c), elements(x.l), elements(x.r), elements(x.f));
+    (s.b1, s.b2) = (elements(x.b1), elements(x.b2));
     (s.v, s.m) = (elements(x.v), elements(x.m));
     let negate = |x: __m256i| elements(_mm256_sub_epi32(k.zero, x));
     (negate(x.found), negate(x.placed))
@@ -172,20 +199,29 @@ fn steps(
 /// One step of a vector of searches; returns the mask of those that were running and are now over.
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 #[inline]
-fn step(x: &mut Group, k: &Consts, stack: &mut Stack, forbid: &Forbid) -> __m256i {
+fn step<const GATHER: bool>(
+    x: &mut Group,
+    k: &Consts,
+    stack: &mut Stack,
+    forbid: &Forbid,
+) -> __m256i {
     let bit = _mm256_and_si256(x.f, _mm256_sub_epi32(k.zero, x.f));
     let rest = _mm256_xor_si256(x.f, bit);
     let nc = _mm256_or_si256(x.c, bit);
     let nl = _mm256_slli_epi32::<1>(_mm256_or_si256(x.l, bit));
     let nr = _mm256_srli_epi32::<1>(_mm256_or_si256(x.r, bit));
-    let at = _mm256_add_epi32(x.forbid_at, _mm256_and_si256(x.v, k.levels));
-    // SAFETY: `at` is a search's first row in `forbid` plus a level below LEVELS, so `at + 2` is inside
-    // `forbid` (SEARCHES * FORBID rows).
-    let (below, below2) = unsafe {
-        (
-            _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(1) as *const i32, at),
-            _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(2) as *const i32, at),
-        )
+    let (below, below2) = if GATHER {
+        let at = _mm256_add_epi32(x.forbid_at, _mm256_and_si256(x.v, k.levels));
+        // SAFETY: `at` is a search's first row in `forbid` plus a level below LEVELS, so `at + 2` is
+        // inside `forbid` (SEARCHES * FORBID rows).
+        unsafe {
+            (
+                _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(1) as *const i32, at),
+                _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(2) as *const i32, at),
+            )
+        }
+    } else {
+        (x.b1, x.b2)
     };
     let taken = _mm256_or_si256(_mm256_or_si256(nc, nl), _mm256_or_si256(nr, below));
     let nf = _mm256_andnot_si256(taken, k.full);
@@ -230,12 +266,20 @@ fn step(x: &mut Group, k: &Consts, stack: &mut Stack, forbid: &Forbid) -> __m256
     let here = _mm256_add_epi32(x.stack_at, _mm256_and_si256(x.v, k.levels));
     save(stack, here, [x.c, x.l, x.r, rest]);
     let back = _mm256_and_si256(highest(x.m), k.levels);
-    let [bc, bl, br, bf] = restore(stack, _mm256_add_epi32(x.stack_at, back));
+    let next = _mm256_blendv_epi8(back, _mm256_add_epi32(x.v, k.one), descend);
+    // The state of the level a search goes back to; without gathers, the row of the level it goes to
+    // (back, or one down: its state is then unused) for the forbidden squares below that level too.
+    let row = _mm256_add_epi32(x.stack_at, if GATHER { back } else { next });
+    let [bc, bl, br, bf] = restore::<0>(stack, row);
+    if !GATHER {
+        let [b1, b2, _, _] = restore::<4>(stack, row);
+        (x.b1, x.b2) = (b1, b2);
+    }
     x.c = _mm256_blendv_epi8(bc, nc, descend);
     x.l = _mm256_blendv_epi8(bl, nl, descend);
     x.r = _mm256_blendv_epi8(br, nr, descend);
     x.f = _mm256_blendv_epi8(bf, nf, descend);
-    x.v = _mm256_blendv_epi8(back, _mm256_add_epi32(x.v, k.one), descend);
+    x.v = next;
     _mm256_and_si256(_mm256_cmpeq_epi32(x.m, k.zero), x.running)
 }
 
@@ -283,16 +327,16 @@ fn save(stack: &mut Stack, at: __m256i, [c, l, r, f]: [__m256i; 4]) {
     }
 }
 
-/// Reads each search's `[c, l, r, f]` from its stack row `at`.
+/// Reads four elements of each search's stack row `at`, from element `FROM` (0: `[c, l, r, f]`; 4: the
+/// forbidden squares below the level, then two unused).
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
-fn restore(stack: &Stack, at: __m256i) -> [__m256i; 4] {
+fn restore<const FROM: usize>(stack: &Stack, at: __m256i) -> [__m256i; 4] {
     let at = index(at);
-    // SAFETY: as in `save`.
+    // SAFETY: as in `save`; `FROM + 4` is at most the row's 8 elements.
     let row = |k: usize| unsafe {
-        _mm256_set_m128i(
-            _mm_loadu_si128(stack.as_ptr().add(at[k + 4] as usize) as *const __m128i),
-            _mm_loadu_si128(stack.as_ptr().add(at[k] as usize) as *const __m128i),
-        )
+        let base = stack.as_ptr() as *const u32;
+        let at = |j: usize| base.add(at[j] as usize * 8 + FROM) as *const __m128i;
+        _mm256_set_m128i(_mm_loadu_si128(at(k + 4)), _mm_loadu_si128(at(k)))
     };
     let (y0, y1, y2, y3) = (row(0), row(1), row(2), row(3));
     let t0 = _mm256_unpacklo_epi32(y0, y1);
