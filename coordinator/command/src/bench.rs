@@ -53,7 +53,7 @@ struct Row {
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     if !args.json {
         println!(
-            "{:>3} {:<22} {:>7} {:>18} {:>15} {:>9} {:>10} {:>8}",
+            "{:>3} {:<29} {:>7} {:>18} {:>15} {:>9} {:>10} {:>8}",
             "N", "what", "threads", "total", "nodes", "seconds", "Mnodes/s", "speedup"
         );
     }
@@ -220,7 +220,7 @@ fn print_row(json: bool, r: &Row) -> anyhow::Result<()> {
     } else {
         let speedup = r.speedup.map_or("-".to_string(), |s| format!("{s:.2}x"));
         println!(
-            "{:>3} {:<22} {:>7} {:>18} {:>15} {:>9.3} {:>10.1} {:>8}",
+            "{:>3} {:<29} {:>7} {:>18} {:>15} {:>9.3} {:>10.1} {:>8}",
             r.n, r.what, r.threads, r.total, r.nodes, r.seconds, r.mnodes_per_s, speedup
         );
     }
