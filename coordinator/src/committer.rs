@@ -189,16 +189,18 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
     let mut seq = 0;
     while let Ok(first) = rx.recv() {
         let mut round = Applied::default();
-        let mut merged = Vec::new();
-        let mut replies = Vec::new();
+        let mut pending = Pending::default();
         let mut next = Some(first);
         while let Some(request) = next.take() {
             match request {
                 Request::Results(batch, reply) => {
-                    replies.push((batch.len(), reply));
-                    merged.extend(batch);
+                    pending.replies.push((batch.len(), reply));
+                    pending.merged.extend(batch);
                 }
                 Request::Write(write, reply) => {
+                    // In arrival order: the results taken before it are applied first (a cancel or a
+                    // failed job must not overtake a report that came earlier).
+                    pending.commit(store, &mut round, &mut seq);
                     let written = apply(store, write);
                     if let Ok(Written::Run(meta)) = &written {
                         // The run's line, as it now is: a store rebuilt from the ledger alone keeps
@@ -209,36 +211,54 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
                 }
                 Request::Probe(reply) => round.probes.push(reply),
             }
-            if merged.len() < MAX_GROUP_RESULTS {
+            if pending.merged.len() < MAX_GROUP_RESULTS {
                 next = rx.try_recv().ok();
             }
         }
-        if !replies.is_empty() {
-            seq += 1;
-            match commit(store, &merged, seq) {
-                Ok(all) => {
-                    round.log(&all);
-                    let lengths: Vec<usize> = replies.iter().map(|(n, _)| *n).collect();
-                    for ((_, reply), part) in replies.into_iter().zip(all.split(&lengths)) {
-                        round.results.push((Ok(part), reply));
-                    }
-                }
-                Err(_) => {
-                    let mut rest = merged.into_iter();
-                    for (n, reply) in replies {
-                        let batch: Vec<Incoming> = rest.by_ref().take(n).collect();
-                        seq += 1;
-                        let result = commit(store, &batch, seq);
-                        if let Ok(c) = &result {
-                            round.log(c);
-                        }
-                        round.results.push((result, reply));
-                    }
-                }
-            }
-        }
+        pending.commit(store, &mut round, &mut seq);
         if applied.send(round).is_err() {
             return;
+        }
+    }
+}
+
+/// Result batches taken off the queue and not applied yet.
+#[derive(Default)]
+struct Pending {
+    merged: Vec<Incoming>,
+    replies: Vec<(usize, oneshot::Sender<Result<Committed>>)>,
+}
+
+impl Pending {
+    /// Applies the batches in one transaction (each in its own if that one fails, so that a bad batch
+    /// fails alone) and adds them to `round`.
+    fn commit(&mut self, store: &Store, round: &mut Applied, seq: &mut u64) {
+        if self.replies.is_empty() {
+            return;
+        }
+        let merged = std::mem::take(&mut self.merged);
+        let replies = std::mem::take(&mut self.replies);
+        *seq += 1;
+        match commit(store, &merged, *seq) {
+            Ok(all) => {
+                round.log(&all);
+                let lengths: Vec<usize> = replies.iter().map(|(n, _)| *n).collect();
+                for ((_, reply), part) in replies.into_iter().zip(all.split(&lengths)) {
+                    round.results.push((Ok(part), reply));
+                }
+            }
+            Err(_) => {
+                let mut rest = merged.into_iter();
+                for (n, reply) in replies {
+                    let batch: Vec<Incoming> = rest.by_ref().take(n).collect();
+                    *seq += 1;
+                    let result = commit(store, &batch, *seq);
+                    if let Ok(c) = &result {
+                        round.log(c);
+                    }
+                    round.results.push((result, reply));
+                }
+            }
         }
     }
 }
@@ -415,5 +435,82 @@ mod tests {
             .push((store.commit(&[incoming(run.id, &plan, 0, "a")]), reply));
         round.answer(&Err(Error::Durability("disk full".into())));
         assert!(matches!(answer.try_recv(), Ok(Err(Error::Durability(_)))));
+    }
+
+    #[test]
+    fn issue_16_a_write_keeps_its_place_between_results_and_is_answered_only_after_the_sync() {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(9, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let (before, mut before_answer) = oneshot::channel();
+        tx.send(Request::Results(
+            vec![incoming(run.id, &plan, 0, "a")],
+            before,
+        ))
+        .unwrap();
+        let (cancel, mut cancel_answer) = oneshot::channel();
+        tx.send(Request::Write(
+            Write::Control(run.id, Control::Cancel),
+            cancel,
+        ))
+        .unwrap();
+        let (after, mut after_answer) = oneshot::channel();
+        tx.send(Request::Results(
+            vec![incoming(run.id, &plan, 1, "a")],
+            after,
+        ))
+        .unwrap();
+        drop(tx);
+        let (applied_tx, applied_rx) = mpsc::channel();
+        commit_rounds(&store, &rx, &applied_tx);
+        let round = applied_rx.try_recv().expect("one round");
+        // Nothing is answered before the sync round.
+        assert!(cancel_answer.try_recv().is_err());
+        // The ledger gets the result reported before the cancel, then the run's line as cancelled.
+        assert!(matches!(round.entries[0], Entry::Result { .. }));
+        assert!(matches!(&round.entries[1], Entry::Run(m) if m.is_cancelled()));
+        assert_eq!(round.entries.len(), 2);
+        round.answer(&Ok(()));
+        // In arrival order: the earlier report counted, the cancel applied, the later one refused.
+        let counted = before_answer.try_recv().unwrap().unwrap();
+        assert_eq!(counted.outcomes, vec![Outcome::Accepted]);
+        match cancel_answer.try_recv().unwrap().unwrap() {
+            Written::Run(meta) => assert!(meta.is_cancelled()),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            after_answer.try_recv().unwrap(),
+            Err(Error::RunCancelled(_))
+        ));
+        assert_eq!(store.tally(run.id).unwrap().jobs, 1);
+    }
+
+    #[test]
+    fn issue_16_a_write_whose_sync_fails_is_answered_with_the_durability_error() {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(9, Strategy::D4).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let (reply, mut answer) = oneshot::channel();
+        tx.send(Request::Write(
+            Write::CreateRun {
+                plan,
+                jobs_total: 3,
+                fingerprint: 7,
+                verify_fraction: 0.0,
+                priority: 0,
+            },
+            reply,
+        ))
+        .unwrap();
+        drop(tx);
+        let (applied_tx, applied_rx) = mpsc::channel();
+        commit_rounds(&store, &rx, &applied_tx);
+        let round = applied_rx.try_recv().unwrap();
+        round.answer(&Err(Error::Durability("disk full".into())));
+        assert!(matches!(
+            answer.try_recv().unwrap(),
+            Err(Error::Durability(_))
+        ));
     }
 }

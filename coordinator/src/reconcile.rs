@@ -204,7 +204,7 @@ fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
     let mut agreed = Vec::with_capacity(stored.len());
     for (meta, (digest, survey)) in stored.iter().zip(surveys) {
         let theirs = ledger.digests.get(&meta.id).copied().unwrap_or_default();
-        if survey.damaged.is_some() || digest != theirs {
+        if survey.damaged.is_some() || survey.damaged_record.is_some() || digest != theirs {
             tracing::info!(
                 run = meta.id,
                 "store and ledger digests differ: comparing them result by result"

@@ -346,7 +346,15 @@ impl Coordinator {
         let jobs: Vec<(u64, JobKey, String)> = failing.clone();
         let moves = match self.shared.committer.write(Write::Fail(jobs)).await {
             Ok(Written::Failed(moves)) => moves,
-            Ok(Written::Run(_)) => return,
+            Ok(Written::Run(_)) => failing
+                .iter()
+                .map(|_| {
+                    Err(Error::Invalid(
+                        "the committer answered another write".into(),
+                    ))
+                })
+                .collect(),
+            // Not written: every job goes back in line.
             Err(e) => failing
                 .iter()
                 .map(|_| Err(Error::Durability(e.to_string())))

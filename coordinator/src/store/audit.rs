@@ -36,9 +36,14 @@ pub struct Survey {
     pub last_at: u64,
     /// The first result that is undecodable or fails its seal (damaged on disk), if any.
     pub damaged: Option<JobKey>,
-    /// The first result whose job also has a record (open, failed, or a done record format 4 never
-    /// writes), if any: the store contradicts itself.
+    /// The first job record that is undecodable, if any (the full reconciliation may remove it with a
+    /// damaged result; otherwise the audit refuses the store).
+    pub damaged_record: Option<JobKey>,
+    /// The first result whose job also has an open or failed record, if any: the store contradicts
+    /// itself.
     pub contradicted: Option<JobKey>,
+    /// The first `done` record (format 4 writes none; the migration drops them), if any.
+    pub done_record: Option<JobKey>,
 }
 
 impl Store {
@@ -51,13 +56,18 @@ impl Store {
         let fingerprint = meta.fingerprint_value()?;
         // The run's open and failed jobs (few): none of them may have a result.
         let mut recorded = HashSet::new();
-        let mut contradicted = None;
+        let (mut damaged_record, mut done_record) = (None, None);
         for kv in self.jobs.scan_prefix(run_key(meta.id)) {
             let (k, v) = kv?;
             let (_, key) = split_job_key(&k)?;
-            let record: JobRecord = decode("job", &v)?;
-            if record.state == JobState::Done {
-                contradicted.get_or_insert(key.clone());
+            match decode::<JobRecord>("job", &v) {
+                Ok(record) if record.state == JobState::Done => {
+                    done_record.get_or_insert(key.clone());
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    damaged_record.get_or_insert(key.clone());
+                }
             }
             recorded.insert(key);
         }
@@ -66,7 +76,9 @@ impl Store {
             by_worker: HashMap::new(),
             last_at: meta.created_unix,
             damaged: None,
-            contradicted,
+            damaged_record,
+            contradicted: None,
+            done_record,
         };
         for item in self.results_raw(meta.id) {
             let (key, record) = item?;
@@ -110,9 +122,21 @@ impl Store {
                 meta.id
             )));
         }
+        if let Some(key) = survey.damaged_record {
+            return Err(Error::Corrupt(format!(
+                "run {}: the stored record of job {key} is undecodable",
+                meta.id
+            )));
+        }
+        if let Some(key) = survey.done_record {
+            return Err(Error::Corrupt(format!(
+                "run {}: job {key} has a done record (a done job is its result alone)",
+                meta.id
+            )));
+        }
         if let Some(key) = survey.contradicted {
             return Err(Error::Corrupt(format!(
-                "run {}: job {key} has a result but is recorded as open or failed, or has a done record (a done job is its result alone)",
+                "run {}: job {key} has a result but is recorded as open or failed",
                 meta.id
             )));
         }

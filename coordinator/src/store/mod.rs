@@ -267,10 +267,13 @@ impl Store {
     /// format 4); it is given as a `done` record.
     pub fn job(&self, run: u64, key: &JobKey) -> Result<Option<JobRecord>> {
         let k = job_key(run, key);
-        if self.results.contains_key(&k)? {
-            return Ok(Some(JobRecord::done()));
+        // The record first: a commit that confirms a verified job drops its record and writes its
+        // result at once, so read in this order a job being confirmed meanwhile is seen open or done,
+        // never pending.
+        if let Some(v) = self.jobs.get(&k)? {
+            return Ok(Some(decode("job", &v)?));
         }
-        self.jobs.get(k)?.map(|v| decode("job", &v)).transpose()
+        Ok(self.results.contains_key(&k)?.then(JobRecord::done))
     }
 
     /// How many of a run's jobs are in each open or failed state (done jobs are counted by the run's

@@ -469,13 +469,45 @@ fn issue_16_a_format_3_store_migrates_to_done_jobs_without_records() {
         let store = Store::open(dir.path()).unwrap();
         let run = store.create_run(plan, 0.0).unwrap();
         as_format_3(&store, run.id, &plan, 0..5);
+        // A verified job waiting for a second worker: its record stays.
+        let waiting = incoming(run.id, &plan, 6);
+        let record = super::JobRecord {
+            state: JobState::Verifying,
+            candidates: vec![super::ResultRecord {
+                result: waiting.result,
+                worker: "w".into(),
+                worker_id: "w-1".into(),
+                lease: 1,
+                at_unix: 0,
+                confirmed_by: Vec::new(),
+                seal: Some(waiting.seal),
+            }],
+            reason: None,
+        };
+        store
+            .jobs
+            .insert(
+                super::records::job_key(run.id, &waiting.key),
+                encode(&record),
+            )
+            .unwrap();
+        store.flush().unwrap();
         (run.id, store.tally(run.id).unwrap())
     };
     let store = reopen(dir.path());
     let format = store.meta.get(super::FORMAT).unwrap().unwrap();
     assert_eq!(format.as_ref(), super::FORMAT_VERSION.to_be_bytes());
     assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
-    assert!(store.jobs.is_empty(), "the done records are gone");
+    assert_eq!(
+        store.jobs.len(),
+        1,
+        "the done records are gone, the open one stays"
+    );
+    let waiting = plan.jobs().nth(6).unwrap();
+    assert_eq!(
+        store.job(id, &waiting).unwrap().unwrap().state,
+        JobState::Verifying
+    );
     assert_eq!(store.audit().unwrap()[0].tally, tally);
     // The JSON results of format 3 are read as they are; new results are compact.
     let key = plan.jobs().next().unwrap();
@@ -511,7 +543,7 @@ fn issue_16_a_migration_cut_short_is_taken_up_at_the_next_open() {
 }
 
 #[test]
-fn issue_16_the_audit_refuses_a_result_beside_a_record_and_a_stray_done_record() {
+fn issue_16_the_audit_refuses_a_result_beside_a_record_a_stray_done_record_and_a_damaged_record() {
     let store = Store::temporary().unwrap();
     let plan = Plan::new(8, Strategy::D4).unwrap();
     let run = store.create_run(plan, 0.0).unwrap();
@@ -526,10 +558,19 @@ fn issue_16_the_audit_refuses_a_result_beside_a_record_and_a_stray_done_record()
     store.jobs.insert(&k, encode(&failed)).unwrap();
     let e = store.audit().unwrap_err();
     assert!(e.to_string().contains("recorded as open or failed"), "{e}");
+    store.jobs.remove(&k).unwrap();
+    assert!(store.audit().is_ok());
+    // A done record for a job without a result.
+    let other = plan.jobs().nth(1).unwrap();
+    let stray = super::records::job_key(run.id, &other);
     store
         .jobs
-        .insert(&k, encode(&super::JobRecord::done()))
+        .insert(&stray, encode(&super::JobRecord::done()))
         .unwrap();
     let e = store.audit().unwrap_err();
-    assert!(e.to_string().contains("done record"), "{e}");
+    assert!(e.to_string().contains("has a done record"), "{e}");
+    // An undecodable record: refused by the audit, named; no panic.
+    store.jobs.insert(&stray, &b"{\"state\":"[..]).unwrap();
+    let e = store.audit().unwrap_err();
+    assert!(e.to_string().contains("is undecodable"), "{e}");
 }
