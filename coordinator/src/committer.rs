@@ -94,6 +94,7 @@ impl Applied {
                 run: r.run,
                 job: r.key.to_string(),
                 worker: r.record.worker.clone(),
+                record: Some(r.record.clone()),
             }));
     }
 

@@ -1,9 +1,12 @@
 //! The quick way store and ledger are found to agree at startup: an order-independent digest of each
 //! run's results (a count and a sum of 128-bit SipHashes over run, job, counts and seal), computed by
 //! streaming the ledger and the store's results tree, in memory O(runs) instead of O(results). Equal
-//! digests over intact, sealed results mean the two hold the same results; anything else (a damaged,
-//! legacy or revocation line, a duplicate, a result one side lacks, a count that differs) makes the
-//! digests differ or the ledger unfit for the quick path, and reconciliation compares result by result.
+//! digests over intact, sealed results mean the two hold the same results; anything else (a damaged or
+//! legacy line, a revocation line of the format before 2, a duplicate, a result one side lacks, a count
+//! that differs) makes the digests differ or the ledger unfit for the quick path, and reconciliation
+//! compares result by result.
+//! A revocation line of ledger format 2 carries the result it takes back and is subtracted; older ones
+//! make the ledger unfit.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -32,6 +35,12 @@ impl RunDigest {
     pub fn add(&mut self, run: u64, key: &JobKey, record: &ResultRecord) {
         self.results += 1;
         self.sum = self.sum.wrapping_add(hash(run, key, record));
+    }
+
+    /// Takes one result out (a revocation).
+    pub fn remove(&mut self, run: u64, key: &JobKey, record: &ResultRecord) {
+        self.results = self.results.wrapping_sub(1);
+        self.sum = self.sum.wrapping_sub(hash(run, key, record));
     }
 }
 
@@ -129,8 +138,36 @@ impl LedgerDigest {
                 }
                 self.digests.entry(run).or_default().add(run, &key, &record);
             }
+            // A revocation that carries its result (ledger format 2) takes it out of the digest:
+            // the result's line came earlier, so the two cancel. One that does not (an older line),
+            // or one whose result never was in the ledger, makes the digests differ: the full
+            // comparison then decides.
+            Entry::Revoked {
+                run,
+                job,
+                record: Some(record),
+                ..
+            } => {
+                let key: JobKey = job.parse().map_err(|_| format!("bad job key {job:?}"))?;
+                let meta = self
+                    .runs
+                    .get(&run)
+                    .ok_or_else(|| format!("revocation in run {run} before the run"))?;
+                let fingerprint = meta.fingerprint_value().map_err(|e| e.to_string())?;
+                if !record.sealed(fingerprint, &key) {
+                    return Err(format!(
+                        "run {run} job {job}: the revoked result fails its seal"
+                    ));
+                }
+                self.digests
+                    .entry(run)
+                    .or_default()
+                    .remove(run, &key, &record);
+            }
             Entry::Revoked { run, job, .. } => {
-                return Err(format!("run {run} job {job}: a revocation"));
+                return Err(format!(
+                    "run {run} job {job}: a revocation of the format before format 2"
+                ));
             }
         }
         Ok(())

@@ -6,7 +6,8 @@
 //! format from a store.
 //!
 //! An entry is `{"kind":"run", ...RunMeta}`, a result, or `{"kind":"revoked","run":R,"job":"3.7.1",
-//! "worker":NAME}` (a result taken back from a quarantined worker). A result is written as a positional
+//! "worker":NAME,"record":{...}}` (a result taken back from a quarantined worker; the result itself since
+//! ledger format 2, so that the quick reconciliation can take it out of its digest). A result is written as a positional
 //! array (ledger format 2, line version 2), `["r",R,"3.7.1",total,unique8,nodes,worker,worker_id,lease,
 //! at_unix,seal]` (then `confirmed_by` when a verified job's result was confirmed), about half the
 //! bytes of the tagged object `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}` that format 1
@@ -47,6 +48,9 @@ pub enum Entry {
         run: u64,
         job: String,
         worker: String,
+        /// The result taken back (ledger format 2; absent from older lines), so that the quick
+        /// reconciliation can take it out of its digest.
+        record: Option<ResultRecord>,
     },
 }
 
@@ -66,6 +70,8 @@ enum Tagged {
         run: u64,
         job: String,
         worker: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<ResultRecord>,
     },
 }
 
@@ -98,10 +104,16 @@ impl Serialize for Entry {
                 seq.end()
             }
             Entry::Run(meta) => Tagged::Run(meta.clone()).serialize(s),
-            Entry::Revoked { run, job, worker } => Tagged::Revoked {
+            Entry::Revoked {
+                run,
+                job,
+                worker,
+                record,
+            } => Tagged::Revoked {
                 run: *run,
                 job: job.clone(),
                 worker: worker.clone(),
+                record: record.clone(),
             }
             .serialize(s),
         }
@@ -131,7 +143,17 @@ impl<'de> serde::de::Visitor<'de> for EntryVisitor {
         Ok(match tagged {
             Tagged::Run(meta) => Entry::Run(meta),
             Tagged::Result { run, job, record } => Entry::Result { run, job, record },
-            Tagged::Revoked { run, job, worker } => Entry::Revoked { run, job, worker },
+            Tagged::Revoked {
+                run,
+                job,
+                worker,
+                record,
+            } => Entry::Revoked {
+                run,
+                job,
+                worker,
+                record,
+            },
         })
     }
 
@@ -297,7 +319,9 @@ impl LedgerView {
                 }
                 results.insert(key, record);
             }
-            Entry::Revoked { run, job, worker } => {
+            Entry::Revoked {
+                run, job, worker, ..
+            } => {
                 let key: JobKey = job.parse().map_err(|_| format!("bad job key {job:?}"))?;
                 let results = self.results.entry(run).or_default();
                 if results.get(&key).is_some_and(|r| r.worker == worker) {

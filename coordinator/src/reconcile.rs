@@ -245,7 +245,7 @@ mod tests {
     use nqueens_common::{Plan, Strategy};
 
     use super::*;
-    use crate::ledger::LEDGER_FILE;
+    use crate::ledger::{Entry, LEDGER_FILE};
     use crate::store::tests::incoming_from;
     use crate::store::RunMeta;
 
@@ -312,5 +312,40 @@ mod tests {
         assert_eq!(repairs.totals_recounted, 1);
         assert!(store.run(7).unwrap().unwrap().is_done());
         store.audit().unwrap();
+    }
+
+    #[test]
+    fn issue_16_revocations_of_ledger_format_2_keep_the_quick_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, _) = agreeing(dir.path());
+        // The worker is quarantined: its three results are taken back, and the ledger says so.
+        let revoked = store.revoke("w").unwrap().revoked;
+        assert_eq!(revoked.len(), 3);
+        let lines = |with_record: bool| -> Vec<Entry> {
+            revoked
+                .iter()
+                .map(|r| Entry::Revoked {
+                    run: r.run,
+                    job: r.key.to_string(),
+                    worker: r.record.worker.clone(),
+                    record: with_record.then(|| r.record.clone()),
+                })
+                .collect()
+        };
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len()).unwrap();
+        ledger.append(&lines(true)).unwrap();
+        drop(ledger);
+        let (_, repairs, audit) = quick(&store, &path).unwrap().expect("the quick path");
+        assert_eq!(repairs, Repairs::default());
+        assert_eq!(audit.unwrap()[0].tally.jobs, 0);
+        assert_eq!(store.tally(run).unwrap().jobs, 0);
+        // A revocation line of the older format (no result): the full comparison, which agrees too.
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len()).unwrap();
+        ledger.append(&lines(false)).unwrap();
+        drop(ledger);
+        assert!(quick(&store, &path).unwrap().is_none());
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_restored, 0);
     }
 }
