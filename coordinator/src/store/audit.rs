@@ -6,7 +6,7 @@
 //! pass that hands every intact result to the caller too: on the quick path the reconciliation's digest,
 //! the recount of the totals and the audit share that one pass.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use nqueens_common::{JobKey, Tally};
 
@@ -54,34 +54,49 @@ impl Store {
         mut each: impl FnMut(&JobKey, &ResultRecord),
     ) -> Result<Survey> {
         let fingerprint = meta.fingerprint_value()?;
-        // The run's open and failed jobs (few): none of them may have a result.
-        let mut recorded = HashSet::new();
-        let (mut damaged_record, mut done_record) = (None, None);
-        for kv in self.jobs.scan_prefix(run_key(meta.id)) {
-            let (k, v) = kv?;
-            let (_, key) = split_job_key(&k)?;
-            match decode::<JobRecord>("job", &v) {
-                Ok(record) if record.state == JobState::Done => {
-                    done_record.get_or_insert(key.clone());
-                }
-                Ok(_) => {}
-                Err(_) => {
-                    damaged_record.get_or_insert(key.clone());
-                }
-            }
-            recorded.insert(key);
-        }
         let mut survey = Survey {
             sum: Tally::new(meta.strategy == nqueens_common::Strategy::D4),
             by_worker: HashMap::new(),
             last_at: meta.created_unix,
             damaged: None,
-            damaged_record,
+            damaged_record: None,
             contradicted: None,
-            done_record,
+            done_record: None,
         };
+        // The run's job records, walked beside its results (both in key order, the keys of one run all
+        // of one length): no job with a result may have a record, and none is kept in memory.
+        let mut records = self
+            .jobs
+            .scan_prefix(run_key(meta.id))
+            .map(|kv| -> Result<_> {
+                let (k, v) = kv?;
+                let (_, key) = split_job_key(&k)?;
+                Ok((key, decode::<JobRecord>("job", &v).ok().map(|r| r.state)))
+            });
+        let mut next_record: Option<(JobKey, Option<JobState>)> = records.next().transpose()?;
+        // Notes what a record says of the store, and steps to the next one.
+        let mut pass =
+            |survey: &mut Survey, next: &mut Option<(JobKey, Option<JobState>)>| -> Result<()> {
+                if let Some((key, state)) = next.take() {
+                    match state {
+                        Some(JobState::Done) => {
+                            survey.done_record.get_or_insert(key);
+                        }
+                        None => {
+                            survey.damaged_record.get_or_insert(key);
+                        }
+                        Some(_) => {}
+                    }
+                }
+                *next = records.next().transpose()?;
+                Ok(())
+            };
         for item in self.results_raw(meta.id) {
             let (key, record) = item?;
+            while next_record.as_ref().is_some_and(|(k, _)| *k < key) {
+                pass(&mut survey, &mut next_record)?;
+            }
+            let beside = next_record.as_ref().is_some_and(|(k, _)| *k == key);
             let record = match record {
                 Ok(r) if r.sealed(fingerprint, &key) => r,
                 _ => {
@@ -89,7 +104,7 @@ impl Store {
                     continue;
                 }
             };
-            if recorded.contains(&key) {
+            if beside {
                 survey.contradicted.get_or_insert(key.clone());
             }
             survey.sum.add(&record.result)?;
@@ -98,6 +113,9 @@ impl Store {
             if !record.worker_id.is_empty() {
                 *survey.by_worker.entry(record.worker_id).or_insert(0) += 1;
             }
+        }
+        while next_record.is_some() {
+            pass(&mut survey, &mut next_record)?;
         }
         Ok(survey)
     }

@@ -574,3 +574,34 @@ fn issue_16_the_audit_refuses_a_result_beside_a_record_a_stray_done_record_and_a
     let e = store.audit().unwrap_err();
     assert!(e.to_string().contains("is undecodable"), "{e}");
 }
+
+#[test]
+fn issue_16_the_audit_walks_records_beside_results_in_key_order() {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(9, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 0.0).unwrap();
+    store
+        .commit(&[incoming(run.id, &plan, 1), incoming(run.id, &plan, 3)])
+        .unwrap();
+    let failed = |i: usize| {
+        let key = plan.jobs().nth(i).unwrap();
+        let record = super::JobRecord {
+            state: JobState::Failed,
+            candidates: Vec::new(),
+            reason: Some("attempts".into()),
+        };
+        store
+            .jobs
+            .insert(super::records::job_key(run.id, &key), encode(&record))
+            .unwrap();
+    };
+    // Records before, between and after the results: nothing to refuse.
+    for i in [0, 2, 4] {
+        failed(i);
+    }
+    assert_eq!(store.audit().unwrap()[0].tally.jobs, 2);
+    // A record beside the second result.
+    failed(3);
+    let e = store.audit().unwrap_err();
+    assert!(e.to_string().contains("recorded as open or failed"), "{e}");
+}
