@@ -323,7 +323,16 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
     let mut committed = store.commit(batch)?;
     committed.seq = seq;
     for q in committed.quarantined.clone() {
-        let r = store.revoke(&q.worker)?;
+        // The batch is committed: an error now must not hide it from the ledger (its results would be
+        // answered without their second copy). The quarantine is stored; a revocation that fails here
+        // is completed at the next start (`service::revoke_quarantined`).
+        let r = match store.revoke(&q.worker) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(worker = %q.worker, error = %e, "cannot take back the quarantined worker's results now; done at the next start");
+                continue;
+            }
+        };
         committed.tallies.extend(r.tallies);
         committed.moved.extend(r.moved);
         committed.revoked.extend(r.revoked);

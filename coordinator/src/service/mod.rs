@@ -100,18 +100,55 @@ struct State {
     max_attempts: u32,
 }
 
+/// Takes back the unconfirmed results of every quarantined worker that still has some (revocation is
+/// idempotent: a completed one finds nothing); the ledger gets the revocation lines and the store is
+/// flushed. Returns whether anything was revoked.
+fn revoke_quarantined(store: &Store, ledger: Option<&mut crate::ledger::Ledger>) -> Result<bool> {
+    let mut entries = Vec::new();
+    for q in store.quarantined()? {
+        let revocation = store.revoke(&q.worker)?;
+        if !revocation.revoked.is_empty() {
+            tracing::warn!(worker = %q.worker, results = revocation.revoked.len(), "a quarantined worker's unconfirmed results were still counted (its revocation had not completed): taken back now");
+        }
+        entries.extend(
+            revocation
+                .revoked
+                .iter()
+                .map(|r| crate::ledger::Entry::Revoked {
+                    run: r.run,
+                    job: r.key.to_string(),
+                    worker: r.record.worker.clone(),
+                    record: Some(r.record.clone()),
+                }),
+        );
+    }
+    if entries.is_empty() {
+        return Ok(false);
+    }
+    store.flush()?;
+    if let Some(ledger) = ledger {
+        ledger.append(&entries)?;
+    }
+    Ok(true)
+}
+
 impl Coordinator {
     /// Audits the store, checks that this build plans every unfinished run the way it was planned, and
     /// loads the runs. A store that fails either check is refused.
     pub fn open(store: Store, config: Config) -> Result<Coordinator> {
         let started = std::time::Instant::now();
-        let (ledger, audited_already) = match store.dir() {
+        let (mut ledger, mut audited_already) = match store.dir() {
             Some(dir) => {
                 let (ledger, _, audit) = reconcile(&store, &dir.join(LEDGER_FILE), config.repair)?;
                 (Some(ledger), audit)
             }
             None => (None, None),
         };
+        // A quarantine whose revocation did not complete (a write that failed after the quarantine was
+        // committed) is completed now, store and ledger alike, before anything is audited or served.
+        if revoke_quarantined(&store, ledger.as_mut())? {
+            audited_already = None;
+        }
         let reconciled = started.elapsed();
         // The quick reconciliation audits on its own pass over the results; otherwise audit now.
         let audit = match audited_already {
