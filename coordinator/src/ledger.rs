@@ -217,6 +217,8 @@ pub struct LedgerView {
     pub legacy: u64,
     /// Results taken back by revocation lines.
     pub revoked: u64,
+    /// Those revocations, in order: run, job and the worker whose result was taken back.
+    pub revocations: Vec<(u64, JobKey, String)>,
     /// The length of the file's good content (a torn last line excluded).
     pub len: u64,
     /// A torn last line was found.
@@ -327,6 +329,7 @@ impl LedgerView {
                 if results.get(&key).is_some_and(|r| r.worker == worker) {
                     results.remove(&key);
                     self.revoked += 1;
+                    self.revocations.push((run, key, worker));
                 }
             }
         }

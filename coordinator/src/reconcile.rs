@@ -24,6 +24,8 @@ pub struct Repairs {
     pub runs_restored: u64,
     /// Results restored into the store from the ledger.
     pub results_restored: u64,
+    /// Results the ledger says were taken back (a quarantine) that the store still held: taken back.
+    pub results_revoked: u64,
     /// Stored results that failed their seal and were removed (replaced when the ledger had them).
     pub results_damaged: u64,
     /// Runs whose stored totals were recomputed from their results.
@@ -84,6 +86,18 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
                     n = meta.n,
                     "the store lacked a run the ledger holds: restored from the ledger"
                 );
+            }
+        }
+    }
+    // The ledger's revocations, where the store still holds the result (a crash after the ledger took
+    // the revocation lines and before the store's flush): applied, rather than the ledger rewritten
+    // from the store, which would count the quarantined worker's results again. Only the ledger's
+    // intact lines are trusted for it.
+    if trusted {
+        for (run, key, worker) in &view.revocations {
+            if store.restore_revocation(*run, key, worker)? {
+                repairs.results_revoked += 1;
+                tracing::warn!(run, job = %key, worker = %worker, "the ledger took back a result the store still held: taken back from the store");
             }
         }
     }
@@ -347,5 +361,37 @@ mod tests {
         assert!(quick(&store, &path).unwrap().is_none());
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_restored, 0);
+    }
+
+    #[test]
+    fn issue_16_revocations_the_store_missed_in_a_crash_are_applied_not_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = agreeing(dir.path());
+        // The ledger took two revocation lines; the store's flush never happened (it still holds
+        // both results).
+        let lines: Vec<Entry> = (0..2)
+            .map(|i| {
+                let key = plan.jobs().nth(i).unwrap();
+                let record = store.result(run, &key).unwrap().unwrap();
+                Entry::Revoked {
+                    run,
+                    job: key.to_string(),
+                    worker: record.worker.clone(),
+                    record: Some(record),
+                }
+            })
+            .collect();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len()).unwrap();
+        ledger.append(&lines).unwrap();
+        drop(ledger);
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_revoked, 2);
+        assert!(
+            !repairs.ledger_rewritten,
+            "the ledger is right; the store is mended"
+        );
+        assert_eq!(store.tally(run).unwrap().jobs, 1);
+        assert_eq!(store.audit().unwrap()[0].tally.jobs, 1);
     }
 }
