@@ -191,10 +191,13 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
     while let Ok(first) = rx.recv() {
         let mut round = Applied::default();
         let mut pending = Pending::default();
+        // Results taken this round, writes between them or not.
+        let mut taken = 0;
         let mut next = Some(first);
         while let Some(request) = next.take() {
             match request {
                 Request::Results(batch, reply) => {
+                    taken += batch.len();
                     pending.replies.push((batch.len(), reply));
                     pending.merged.extend(batch);
                 }
@@ -212,7 +215,7 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
                 }
                 Request::Probe(reply) => round.probes.push(reply),
             }
-            if pending.merged.len() < MAX_GROUP_RESULTS {
+            if taken < MAX_GROUP_RESULTS {
                 next = rx.try_recv().ok();
             }
         }

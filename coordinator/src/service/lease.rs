@@ -354,7 +354,8 @@ impl Coordinator {
                     ))
                 })
                 .collect(),
-            // Not written: every job goes back in line.
+            // Not made durable (the store may hold it; storage is degraded and the store reopened, which
+            // reloads memory from it): every job goes back in line meanwhile.
             Err(e) => failing
                 .iter()
                 .map(|_| Err(Error::Durability(e.to_string())))
