@@ -108,6 +108,26 @@ impl LedgerDigest {
         Ok(out)
     }
 
+    /// The key of a result line of run `run` (a `what`), once its run is known and its seal holds.
+    fn sealed(
+        &self,
+        run: u64,
+        job: &str,
+        record: &ResultRecord,
+        what: &str,
+    ) -> std::result::Result<JobKey, String> {
+        let key: JobKey = job.parse().map_err(|_| format!("bad job key {job:?}"))?;
+        let meta = self
+            .runs
+            .get(&run)
+            .ok_or_else(|| format!("{what} of run {run} before the run"))?;
+        let fingerprint = meta.fingerprint_value().map_err(|e| e.to_string())?;
+        if !record.sealed(fingerprint, &key) {
+            return Err(format!("run {run} job {job}: the {what} fails its seal"));
+        }
+        Ok(key)
+    }
+
     fn apply(&mut self, entry: Entry) -> std::result::Result<(), String> {
         match entry {
             Entry::Run(meta) => {
@@ -124,18 +144,10 @@ impl LedgerDigest {
                 }
             }
             Entry::Result { run, job, record } => {
-                let key: JobKey = job.parse().map_err(|_| format!("bad job key {job:?}"))?;
-                let meta = self
-                    .runs
-                    .get(&run)
-                    .ok_or_else(|| format!("result of run {run} before the run"))?;
                 // Not checked against the plan here (the costliest part of a full read): a key that is
                 // not one of the plan's jobs cannot be in the store, whose keys were checked as they were
                 // committed, so the digests differ and the full comparison names it.
-                let fingerprint = meta.fingerprint_value().map_err(|e| e.to_string())?;
-                if !record.sealed(fingerprint, &key) {
-                    return Err(format!("run {run} job {job}: the result fails its seal"));
-                }
+                let key = self.sealed(run, &job, &record, "result")?;
                 self.digests.entry(run).or_default().add(run, &key, &record);
             }
             // A revocation that carries its result (ledger format 2) takes it out of the digest:
@@ -148,17 +160,7 @@ impl LedgerDigest {
                 record: Some(record),
                 ..
             } => {
-                let key: JobKey = job.parse().map_err(|_| format!("bad job key {job:?}"))?;
-                let meta = self
-                    .runs
-                    .get(&run)
-                    .ok_or_else(|| format!("revocation in run {run} before the run"))?;
-                let fingerprint = meta.fingerprint_value().map_err(|e| e.to_string())?;
-                if !record.sealed(fingerprint, &key) {
-                    return Err(format!(
-                        "run {run} job {job}: the revoked result fails its seal"
-                    ));
-                }
+                let key = self.sealed(run, &job, &record, "revoked result")?;
                 self.digests
                     .entry(run)
                     .or_default()

@@ -83,12 +83,14 @@ pub unsafe fn run<const GATHER: bool, I: Iterator<Item = Unit>>(units: I) -> Tot
                 (s.c[k], s.l[k], s.r[k], s.f[k]) = (setup.c0, setup.l0, setup.r0, ready.f0);
                 (s.v[k], s.m[k], s.tail[k]) = (0, 1, setup.depth as u32 - 3);
                 forbid[k * FORBID..k * FORBID + setup.forbid.len()].copy_from_slice(&setup.forbid);
-                // Levels 0 to the tail (depth - 3): the rows below them are at most depth - 1.
-                for level in 0..setup.depth - 2 {
-                    let row = &mut stack[k * LEVELS + level];
-                    (row[4], row[5]) = (setup.forbid[level + 1], setup.forbid[level + 2]);
+                if !GATHER {
+                    // Levels 0 to the tail (depth - 3): the rows below them are at most depth - 1.
+                    for level in 0..setup.depth - 2 {
+                        let row = &mut stack[k * LEVELS + level];
+                        (row[4], row[5]) = (setup.forbid[level + 1], setup.forbid[level + 2]);
+                    }
+                    (s.b1[k], s.b2[k]) = (setup.forbid[1], setup.forbid[2]);
                 }
-                (s.b1[k], s.b2[k]) = (setup.forbid[1], setup.forbid[2]);
                 weight[k] = ready.weight;
             }
             None => (s.m[k], s.tail[k]) = (0, u32::MAX),

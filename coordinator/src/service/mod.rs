@@ -305,11 +305,7 @@ impl Coordinator {
         reuse: bool,
     ) -> Result<RunView> {
         let verify_fraction = verify_fraction.unwrap_or(DEFAULT_VERIFY_FRACTION);
-        if !(0.0..=1.0).contains(&verify_fraction) {
-            return Err(Error::Invalid(format!(
-                "verify fraction {verify_fraction} is out of range: 0 to 1"
-            )));
-        }
+        crate::store::check_verify_fraction(verify_fraction)?;
         let plan = match depth {
             None => Plan::new(n, strategy)?,
             Some(d) => {
@@ -334,11 +330,6 @@ impl Coordinator {
         if let Some(why) = self.storage().degraded() {
             return Err(Error::Durability(format!(
                 "not creating runs while the coordinator cannot write its store ({why}); try again once it serves"
-            )));
-        }
-        if !(0.0..=1.0).contains(&verify_fraction) {
-            return Err(Error::Invalid(format!(
-                "verify fraction {verify_fraction} is out of range: 0 to 1"
             )));
         }
         // The plan is enumerated here (seconds at N = 28), the records written by the committer.

@@ -134,29 +134,23 @@ impl Store {
     /// The audit of one run from its survey; an error names the first disagreement.
     pub fn audited(&self, meta: &RunMeta, survey: Survey) -> Result<AuditLine> {
         let stored = self.tally(meta.id)?;
-        if let Some(key) = survey.damaged {
-            return Err(Error::Corrupt(format!(
-                "run {}: the stored result of job {key} fails its seal",
-                meta.id
-            )));
-        }
-        if let Some(key) = survey.damaged_record {
-            return Err(Error::Corrupt(format!(
-                "run {}: the stored record of job {key} is undecodable",
-                meta.id
-            )));
-        }
-        if let Some(key) = survey.done_record {
-            return Err(Error::Corrupt(format!(
-                "run {}: job {key} has a done record (a done job is its result alone)",
-                meta.id
-            )));
-        }
-        if let Some(key) = survey.contradicted {
-            return Err(Error::Corrupt(format!(
-                "run {}: job {key} has a result but is recorded as open or failed",
-                meta.id
-            )));
+        let findings = [
+            (&survey.damaged, "the stored result fails its seal"),
+            (&survey.damaged_record, "the stored record is undecodable"),
+            (
+                &survey.done_record,
+                "a done record (a done job is its result alone)",
+            ),
+            (
+                &survey.contradicted,
+                "a result, but it is recorded as open or failed",
+            ),
+        ];
+        if let Some((key, what)) = findings
+            .iter()
+            .find_map(|(key, what)| key.as_ref().map(|k| (k, what)))
+        {
+            return Err(Error::Corrupt(format!("run {} job {key}: {what}", meta.id)));
         }
         if survey.sum != stored {
             return Err(Error::Corrupt(format!(

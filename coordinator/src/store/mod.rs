@@ -170,11 +170,7 @@ impl Store {
         priority: i32,
         cancel: Arc<AtomicBool>,
     ) -> Result<RunMeta> {
-        if !(0.0..=1.0).contains(&verify_fraction) {
-            return Err(Error::Invalid(format!(
-                "verify fraction {verify_fraction} is out of range: 0 to 1"
-            )));
-        }
+        check_verify_fraction(verify_fraction)?;
         let (jobs_total, fingerprint) =
             plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, cancel)?;
         let meta = self.insert_run(plan, jobs_total, fingerprint, verify_fraction, priority)?;
@@ -192,11 +188,7 @@ impl Store {
         verify_fraction: f64,
         priority: i32,
     ) -> Result<RunMeta> {
-        if !(0.0..=1.0).contains(&verify_fraction) {
-            return Err(Error::Invalid(format!(
-                "verify fraction {verify_fraction} is out of range: 0 to 1"
-            )));
-        }
+        check_verify_fraction(verify_fraction)?;
         let strategy = plan.strategy();
         let with_unique = strategy == nqueens_common::Strategy::D4;
         let meta = (&self.meta, &self.runs, &self.totals).transaction(|(meta, runs, totals)| {
@@ -341,6 +333,17 @@ impl Store {
     pub fn flush(&self) -> Result<()> {
         self.db.flush()?;
         Ok(())
+    }
+}
+
+/// A run's verify fraction must lie in 0 to 1.
+pub fn check_verify_fraction(verify_fraction: f64) -> Result<()> {
+    if (0.0..=1.0).contains(&verify_fraction) {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "verify fraction {verify_fraction} is out of range: 0 to 1"
+        )))
     }
 }
 
