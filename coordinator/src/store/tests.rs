@@ -23,6 +23,14 @@ fn reopen(dir: &std::path::Path) -> Store {
     }
 }
 
+/// A temporary store with one run of N = `n` under `strategy`, `verify` of its jobs verified.
+fn one_run(n: u32, strategy: Strategy, verify: f64) -> (Store, Plan, super::RunMeta) {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(n, strategy).unwrap();
+    let run = store.create_run(plan, verify).unwrap();
+    (store, plan, run)
+}
+
 fn incoming(run: u64, plan: &Plan, i: usize) -> Incoming {
     incoming_from(run, plan, i, "w")
 }
@@ -44,9 +52,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
 
 #[test]
 fn results_commit_once_and_the_last_one_finishes_the_run() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 0.0).unwrap();
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
     let all: Vec<Incoming> = (0..run.jobs_total as usize)
         .map(|i| incoming(run.id, &plan, i))
         .collect();
@@ -71,9 +77,7 @@ fn results_commit_once_and_the_last_one_finishes_the_run() {
 
 #[test]
 fn the_audit_catches_totals_that_disagree_with_the_results() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(9, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 0.0).unwrap();
+    let (store, plan, run) = one_run(9, Strategy::D4, 0.0);
     store
         .commit(&[incoming(run.id, &plan, 0), incoming(run.id, &plan, 1)])
         .unwrap();
@@ -126,9 +130,7 @@ fn by(plan: &Plan, name: &str, mut inc: Incoming, wrong: u64) -> Incoming {
 
 #[test]
 fn a_verified_job_counts_once_a_second_worker_agrees() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 1.0).unwrap();
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
     let job = incoming(run.id, &plan, 0);
     let first = store.commit(&[by(&plan, "a", job.clone(), 0)]).unwrap();
     assert_eq!(first.outcomes, vec![Outcome::Pending]);
@@ -157,9 +159,7 @@ fn a_verified_job_counts_once_a_second_worker_agrees() {
 
 #[test]
 fn a_dispute_is_decided_by_a_third_worker_and_the_wrong_one_is_quarantined() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 1.0).unwrap();
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
     let job = incoming(run.id, &plan, 1);
     assert_eq!(
         store
@@ -190,9 +190,7 @@ fn a_dispute_is_decided_by_a_third_worker_and_the_wrong_one_is_quarantined() {
 
 #[test]
 fn three_different_results_fail_the_job_and_retry_puts_it_back() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 1.0).unwrap();
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
     let job = incoming(run.id, &plan, 2);
     store.commit(&[by(&plan, "a", job.clone(), 1)]).unwrap();
     store.commit(&[by(&plan, "b", job.clone(), 2)]).unwrap();
@@ -210,9 +208,7 @@ fn three_different_results_fail_the_job_and_retry_puts_it_back() {
 
 #[test]
 fn a_job_fails_after_its_attempts_and_only_when_not_done() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 0.0).unwrap();
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
     let done = incoming(run.id, &plan, 0);
     store.commit(std::slice::from_ref(&done)).unwrap();
     assert_eq!(store.fail_job(run.id, &done.key, "x").unwrap(), None);
@@ -233,9 +229,7 @@ fn a_job_fails_after_its_attempts_and_only_when_not_done() {
 
 #[test]
 fn the_verified_jobs_are_a_deterministic_share_of_the_plan() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(16, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 0.25).unwrap();
+    let (store, plan, run) = one_run(16, Strategy::D4, 0.25);
     let jobs: Vec<_> = plan.jobs().collect();
     let picked = jobs.iter().filter(|k| run.verifies(k)).count();
     let share = picked as f64 / jobs.len() as f64;
@@ -254,9 +248,7 @@ fn the_verified_jobs_are_a_deterministic_share_of_the_plan() {
 
 #[test]
 fn revoking_a_worker_takes_back_its_unconfirmed_results_and_reopens_the_run() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 0.0).unwrap();
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
     let all: Vec<Incoming> = (0..run.jobs_total as usize)
         .map(|i| {
             by(
@@ -328,9 +320,7 @@ fn issue_19_a_format_2_store_without_run_controls_loads_running_at_priority_0_an
 
 #[test]
 fn a_result_of_a_worker_quarantined_after_it_was_validated_is_refused_at_commit() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 1.0).unwrap();
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
     let verified = incoming(run.id, &plan, 1);
     store
         .commit(&[by(&plan, "a", verified.clone(), 0)])
@@ -390,9 +380,7 @@ fn as_format_3(store: &Store, run: u64, plan: &Plan, done: std::ops::Range<usize
 
 #[test]
 fn issue_16_a_done_job_is_its_compact_result_alone() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 0.0).unwrap();
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
     let inc = incoming(run.id, &plan, 0);
     store.commit(std::slice::from_ref(&inc)).unwrap();
     let k = super::records::job_key(run.id, &inc.key);
@@ -413,9 +401,7 @@ fn issue_16_a_done_job_is_its_compact_result_alone() {
 
 #[test]
 fn issue_16_result_records_decode_compact_and_json_and_refuse_damage() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 0.0).unwrap();
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
     let inc = incoming(run.id, &plan, 0);
     store.commit(std::slice::from_ref(&inc)).unwrap();
     let record = store.result(run.id, &inc.key).unwrap().unwrap();
@@ -544,9 +530,7 @@ fn issue_16_a_migration_cut_short_is_taken_up_at_the_next_open() {
 
 #[test]
 fn issue_16_the_audit_refuses_a_result_beside_a_record_a_stray_done_record_and_a_damaged_record() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 0.0).unwrap();
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
     let inc = incoming(run.id, &plan, 0);
     store.commit(std::slice::from_ref(&inc)).unwrap();
     let k = super::records::job_key(run.id, &inc.key);
@@ -577,9 +561,7 @@ fn issue_16_the_audit_refuses_a_result_beside_a_record_a_stray_done_record_and_a
 
 #[test]
 fn issue_16_the_audit_walks_records_beside_results_in_key_order() {
-    let store = Store::temporary().unwrap();
-    let plan = Plan::new(9, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 0.0).unwrap();
+    let (store, plan, run) = one_run(9, Strategy::D4, 0.0);
     store
         .commit(&[incoming(run.id, &plan, 1), incoming(run.id, &plan, 3)])
         .unwrap();
