@@ -285,14 +285,22 @@ fn issue_19_a_run_started_by_store_format_2_finishes_exactly_after_the_upgrade_t
 
 #[test]
 fn issue_16_a_run_started_by_store_format_3_finishes_exactly_after_the_upgrade() {
-    // 7 jobs counted by the old build and 4 verified jobs holding its candidate (worker `old`): two
-    // workers of other names confirm those and compute the rest.
-    let data = fixture("format3-n12");
+    finished_with_a_verifying_half("format3-n12", "\"verify_fraction\":0.25");
+}
+
+#[test]
+fn issue_16_a_run_started_by_store_format_4_finishes_exactly_after_the_upgrade_to_groups() {
+    // Ledger format 2 (positional results) with the store format 4 beside it.
+    finished_with_a_verifying_half("format4-n12", "[\"r\",1,\"0.1\",272,");
+}
+
+/// Finishes the half-done run of a fixture written as `format3-n12` was (see its README): 7 jobs counted
+/// by the old build and 4 verified jobs holding its candidate (worker `old`); two workers of other names
+/// confirm those and compute the rest. `marker` is in the fixture's ledger (it is the format said).
+fn finished_with_a_verifying_half(name: &str, marker: &str) {
+    let data = fixture(name);
     let ledger = std::fs::read_to_string(data.path().join("data/results.jsonl")).unwrap();
-    assert!(
-        ledger.contains("\"verify_fraction\":0.25"),
-        "the format 3 fixture"
-    );
+    assert!(ledger.contains(marker), "the {name} fixture");
     let mut serve = support::Serve::start(&data.path().join("data"), "127.0.0.1:0", "30s");
     assert!(
         serve.log().contains("store migrated"),

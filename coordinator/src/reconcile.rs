@@ -307,6 +307,26 @@ mod tests {
     }
 
     #[test]
+    fn issue_16_a_damaged_group_is_removed_whole_and_its_results_restored_from_the_ledger() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = agreeing(dir.path());
+        let before = store.tally(run).unwrap();
+        let first = plan.jobs().next().unwrap();
+        store.damage_group(run, &first);
+        assert!(
+            quick(&store, &path).unwrap().is_none(),
+            "damage leaves the quick path"
+        );
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_damaged, 1, "one entry");
+        assert_eq!(repairs.results_restored, 3, "every result it held");
+        assert_eq!(store.tally(run).unwrap(), before);
+        assert_eq!(store.audit().unwrap()[0].tally, before);
+        assert!(quick(&store, &path).unwrap().is_some(), "agreeing again");
+    }
+
+    #[test]
     fn a_zero_job_run_left_unfinished_by_an_earlier_build_loads_and_is_done() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();

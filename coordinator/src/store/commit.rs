@@ -13,11 +13,10 @@ use nqueens_common::{JobKey, JobResult, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
 use super::records::{
-    decode, decode_result, encode, encode_result, job_key, now_unix, run_key, JobRecord, JobState,
-    Quarantine, ResultRecord,
+    decode, encode, job_key, now_unix, run_key, JobRecord, JobState, Quarantine, ResultRecord,
 };
 use super::txn::{abort, job_record, stored_tally};
-use super::{RunMeta, Store};
+use super::{groups, RunMeta, Store};
 use crate::error::{Error, Result};
 
 /// Most disagreeing results a verified job collects before it fails.
@@ -166,8 +165,7 @@ impl Store {
                     });
                 }
                 let k = job_key(inc.run, &inc.key);
-                if let Some(raw) = results.get(&k)? {
-                    let stored: ResultRecord = decode_result(&raw).or_else(abort)?;
+                if let Some(stored) = groups::txn_get(results, inc.run, &inc.key)? {
                     out.outcomes.push(compare(&stored.result, &inc.result));
                     continue;
                 }
@@ -260,7 +258,7 @@ impl Store {
                     confirmed_by: agreeing,
                     ..mine
                 };
-                results.insert(k.as_slice(), encode_result(&counted))?;
+                groups::txn_put(results, inc.run, &inc.key, &counted)?;
                 out.counted.push((inc.run, inc.key.clone(), counted));
                 // A done job is its result (store format 4): the verified job's record goes.
                 if from.is_some() {
@@ -320,7 +318,7 @@ impl Store {
     ) -> Result<Option<Option<JobState>>> {
         let k = job_key(run, key);
         let moved = (&self.jobs, &self.results).transaction(|(jobs, results)| {
-            if results.get(&k)?.is_some() {
+            if groups::txn_get(results, run, key)?.is_some() {
                 return Ok(None);
             }
             let record = job_record(jobs, &k)?;

@@ -1,9 +1,11 @@
 //! The job store: runs, job states, results and totals in sled, in separate trees.
 //!
 //! - `runs`: run id -> [`RunMeta`]; `totals`: run id -> [`Tally`] (exact u128 sums);
-//! - `results`: run id ++ job key -> [`ResultRecord`], the counted result of a done job (compact, see
-//!   [`records`]); `jobs`: same key -> [`JobRecord`] for the jobs neither pending nor done (verified
-//!   jobs waiting for agreement, failed jobs). A job with neither is pending;
+//! - `result_groups`: run id ++ job key but its last number -> the counted results of those done jobs
+//!   ([`ResultRecord`]s, compact, grouped: see [`groups`]); `jobs`: run id ++ job key -> [`JobRecord`]
+//!   for the jobs neither pending nor done (verified jobs waiting for agreement, failed jobs). A job
+//!   with neither is pending (store formats 1 to 4 kept one result per entry in a `results` tree, which
+//!   the migration regroups and drops);
 //! - `quarantine`: worker name -> [`Quarantine`] (workers that reported a result others disproved);
 //! - `meta`: the next run id, the coordinator's epoch (incremented at every open, so that lease ids of
 //!   an earlier incarnation are recognisable), the store's format version (and, while a migration is
@@ -20,6 +22,7 @@
 mod audit;
 mod commit;
 mod control;
+mod groups;
 mod records;
 mod repair;
 mod restore;
@@ -42,7 +45,7 @@ use nqueens_common::{JobKey, Plan, Tally};
 use sled::transaction::{ConflictableTransactionError, Transactional};
 
 use crate::error::{Error, Result};
-use records::{decode, decode_result, encode, job_key, run_key, split_job_key};
+use records::{decode, encode, job_key, run_key};
 
 pub(crate) const NEXT_RUN: &[u8] = b"next_run";
 const EPOCH: &[u8] = b"epoch";
@@ -50,14 +53,20 @@ const LEASE_SECRET: &[u8] = b"lease_secret";
 const FORMAT: &[u8] = b"format";
 /// Present while a migration is under way: the format it started from.
 const UPGRADE: &[u8] = b"upgrade_from";
+/// The tree of grouped results (store format 5).
+const RESULT_GROUPS: &str = "result_groups";
+/// The tree of single results of store formats 1 to 4 (the migration to 5 empties and drops it).
+const LEGACY_RESULTS: &str = "results";
 
 /// The store's format version: 2 added result seals and the lease secret (1 had neither); 3 added the
 /// run controls (`paused`, `cancelled_unix`, `priority` in run records: absent in older records, read
 /// as a running run of priority 0, so the migration only records the new version, and an older build
 /// refuses the store rather than resume a run it was told to cancel); 4 made a done job its result
 /// alone (no `done` record in the `jobs` tree) and result records compact (postcard behind a tag byte;
-/// JSON results of earlier formats are read as they are).
-pub const FORMAT_VERSION: u64 = 4;
+/// JSON results of earlier formats are read as they are); 5 grouped the results of the jobs that differ
+/// only in their key's last number into one entry, in a new tree (`result_groups`; sled spends about
+/// 130 bytes on an entry).
+pub const FORMAT_VERSION: u64 = 5;
 
 /// The coordinator's persistent state.
 #[derive(Clone)]
@@ -65,6 +74,7 @@ pub struct Store {
     db: sled::Db,
     runs: sled::Tree,
     jobs: sled::Tree,
+    /// The `result_groups` tree.
     results: sled::Tree,
     totals: sled::Tree,
     quarantine: sled::Tree,
@@ -132,7 +142,7 @@ impl Store {
         let store = Store {
             runs: db.open_tree("runs")?,
             jobs: db.open_tree("jobs")?,
-            results: db.open_tree("results")?,
+            results: db.open_tree(RESULT_GROUPS)?,
             totals: db.open_tree("totals")?,
             quarantine: db.open_tree("quarantine")?,
             meta,
@@ -265,7 +275,7 @@ impl Store {
         if let Some(v) = self.jobs.get(&k)? {
             return Ok(Some(decode("job", &v)?));
         }
-        Ok(self.results.contains_key(&k)?.then(JobRecord::done))
+        Ok(groups::get(&self.results, run, key)?.map(|_| JobRecord::done()))
     }
 
     /// How many of a run's jobs are in each open or failed state (done jobs are counted by the run's
@@ -314,19 +324,13 @@ impl Store {
 
     /// A job's accepted result, if any.
     pub fn result(&self, run: u64, key: &JobKey) -> Result<Option<ResultRecord>> {
-        self.results
-            .get(job_key(run, key))?
-            .map(|v| decode_result(&v))
-            .transpose()
+        groups::get(&self.results, run, key)
     }
 
     /// A run's accepted results, in key order.
     pub fn results(&self, run: u64) -> impl Iterator<Item = Result<(JobKey, ResultRecord)>> {
-        self.results.scan_prefix(run_key(run)).map(|kv| {
-            let (k, v) = kv?;
-            let (_, key) = split_job_key(&k)?;
-            Ok((key, decode_result(&v)?))
-        })
+        self.results_raw(run)
+            .map(|item| item.and_then(|(key, record)| Ok((key, record?))))
     }
 
     /// Makes everything written so far durable (fsync).

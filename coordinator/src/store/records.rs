@@ -1,8 +1,8 @@
 //! What the store keeps, and how it is laid out: the records and the keys (big-endian run ids, so that a
 //! tree's order is creation order). Run, job, totals and quarantine records are JSON (few, and readable
-//! with any tool); a counted result, one per done job, is compact (store format 4: a tag byte, then
-//! postcard), the one record whose size grows the store; results of earlier formats, JSON, are read
-//! as they are.
+//! with any tool); a counted result, the one record whose size grows the store, is compact (a tag
+//! byte, then postcard), grouped with its neighbours since store format 5 ([`super::groups`]); the
+//! single results of formats 1 to 4 (compact or JSON) are read by the migration.
 
 use nqueens_common::{JobKey, JobResult, Plan, Strategy};
 use serde::{Deserialize, Serialize};
@@ -278,9 +278,10 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 /// with `{`, never with it.
 const COMPACT_V1: u8 = 1;
 
-/// A result record's stored fields, in the compact encoding.
+/// A result record's stored fields, in the compact encoding (a single result of format 4, a member of
+/// a group since format 5).
 #[derive(Serialize, Deserialize)]
-struct Compact {
+pub(super) struct Compact {
     total: u64,
     unique8: Option<u64>,
     nodes: u64,
@@ -292,25 +293,48 @@ struct Compact {
     seal: Option<u64>,
 }
 
-/// Encodes a counted result in the compact form.
+impl Compact {
+    pub(super) fn of(record: &ResultRecord) -> Compact {
+        Compact {
+            total: record.result.total,
+            unique8: record.result.unique8,
+            nodes: record.result.nodes,
+            worker: record.worker.clone(),
+            worker_id: record.worker_id.clone(),
+            lease: record.lease,
+            at_unix: record.at_unix,
+            confirmed_by: record.confirmed_by.clone(),
+            seal: record.seal,
+        }
+    }
+
+    pub(super) fn into_record(self) -> ResultRecord {
+        ResultRecord {
+            result: JobResult {
+                total: self.total,
+                unique8: self.unique8,
+                nodes: self.nodes,
+            },
+            worker: self.worker,
+            worker_id: self.worker_id,
+            lease: self.lease,
+            at_unix: self.at_unix,
+            confirmed_by: self.confirmed_by,
+            seal: self.seal,
+        }
+    }
+}
+
+/// Encodes a counted result in the compact form of store format 4 (one result per entry).
 pub fn encode_result(record: &ResultRecord) -> Vec<u8> {
-    let compact = Compact {
-        total: record.result.total,
-        unique8: record.result.unique8,
-        nodes: record.result.nodes,
-        worker: record.worker.clone(),
-        worker_id: record.worker_id.clone(),
-        lease: record.lease,
-        at_unix: record.at_unix,
-        confirmed_by: record.confirmed_by.clone(),
-        seal: record.seal,
-    };
     let mut bytes = vec![COMPACT_V1];
-    bytes.extend(postcard::to_allocvec(&compact).expect("results serialize to postcard"));
+    bytes.extend(
+        postcard::to_allocvec(&Compact::of(record)).expect("results serialize to postcard"),
+    );
     bytes
 }
 
-/// Decodes a stored result: the compact form, or the JSON of store formats 1 to 3. Trailing bytes, an
+/// Decodes a stored result of store formats 1 to 4: the compact form, or JSON. Trailing bytes, an
 /// unknown tag or a truncated record are damage.
 pub fn decode_result(bytes: &[u8]) -> Result<ResultRecord> {
     match bytes.first() {
@@ -321,19 +345,7 @@ pub fn decode_result(bytes: &[u8]) -> Result<ResultRecord> {
             if !rest.is_empty() {
                 return Err(damaged(format!("{} bytes after the record", rest.len())));
             }
-            Ok(ResultRecord {
-                result: JobResult {
-                    total: c.total,
-                    unique8: c.unique8,
-                    nodes: c.nodes,
-                },
-                worker: c.worker,
-                worker_id: c.worker_id,
-                lease: c.lease,
-                at_unix: c.at_unix,
-                confirmed_by: c.confirmed_by,
-                seal: c.seal,
-            })
+            Ok(c.into_record())
         }
         Some(b'{') => decode("result", bytes),
         Some(tag) => Err(Error::Corrupt(format!(

@@ -10,13 +10,16 @@ use super::records::{
     decode, decode_result, encode, encode_result, job_key, run_key, split_job_key, JobRecord,
     JobState,
 };
-use super::{ResultRecord, RunMeta, Store, FORMAT, FORMAT_VERSION, UPGRADE};
+use super::{
+    groups, ResultRecord, RunMeta, Store, FORMAT, FORMAT_VERSION, LEGACY_RESULTS, UPGRADE,
+};
 use crate::error::{Error, Result};
 
 impl Store {
     /// Brings a store of an earlier format up to [`FORMAT_VERSION`]: format 1 results and candidates
     /// are sealed; format 3's `done` records in the `jobs` tree are dropped (a done job is its result
-    /// from format 4 on). The new format is recorded first, with the format it came from under
+    /// from format 4 on); the single results of formats 1 to 4 are regrouped (format 5) and their tree
+    /// dropped. The new format is recorded first, with the format it came from under
     /// [`UPGRADE`]: an older build refuses the store from then on, and a migration cut short (a crash)
     /// is taken up again at the next open; the mark goes once every record is converted and flushed.
     pub(super) fn migrate(&self) -> Result<()> {
@@ -49,17 +52,18 @@ impl Store {
         mark.insert(UPGRADE, &from.to_be_bytes());
         self.meta.apply_batch(mark)?;
         self.flush()?;
+        let legacy = self.db.open_tree(LEGACY_RESULTS)?;
         let mut sealed = 0u64;
         // 2 -> 3 changes no record: the run controls are new fields with defaults.
         for meta in self.runs()?.into_iter().filter(|_| from < 2) {
             let fingerprint = meta.fingerprint_value()?;
-            for kv in self.results.scan_prefix(run_key(meta.id)) {
+            for kv in legacy.scan_prefix(run_key(meta.id)) {
                 let (k, v) = kv?;
                 let (_, key) = split_job_key(&k)?;
                 let mut record: ResultRecord = decode_result(&v)?;
                 if record.seal.is_none() {
                     record.seal = Some(seal(fingerprint, &key, &record.result));
-                    self.results.insert(k, encode_result(&record))?;
+                    legacy.insert(k, encode_result(&record))?;
                     sealed += 1;
                 }
             }
@@ -84,7 +88,11 @@ impl Store {
         for kv in self.jobs.iter() {
             let (k, v) = kv?;
             let done = decode::<JobRecord>("job", &v).is_ok_and(|r| r.state == JobState::Done);
-            if done && self.results.contains_key(&k)? {
+            let counted = legacy.contains_key(&k)? || {
+                let (run, key) = split_job_key(&k)?;
+                groups::get(&self.results, run, &key).is_ok_and(|r| r.is_some())
+            };
+            if done && counted {
                 batch.remove(k);
                 in_batch += 1;
                 if in_batch == 10_000 {
@@ -97,6 +105,10 @@ impl Store {
         self.jobs.apply_batch(batch)?;
         dropped += in_batch;
         self.flush()?;
+        let (regrouped, unreadable) = self.regroup(&legacy)?;
+        self.flush()?;
+        self.db.drop_tree(LEGACY_RESULTS)?;
+        self.flush()?;
         self.meta.remove(UPGRADE)?;
         self.flush()?;
         tracing::info!(
@@ -104,29 +116,80 @@ impl Store {
             to = FORMAT_VERSION,
             results_sealed = sealed,
             done_marks_dropped = dropped,
+            results_regrouped = regrouped,
             "store migrated"
         );
+        if unreadable > 0 {
+            tracing::error!(results = unreadable, place = "store", "results of the earlier format that did not decode (damaged on disk) were not carried over: the reconciliation restores them from the ledger, or their jobs are computed again");
+        }
         Ok(())
+    }
+
+    /// 4 -> 5: moves every single result of `legacy` into its group, a chunk per transaction (each
+    /// moved result leaves `legacy` in the transaction that groups it, so a migration cut short goes on
+    /// where it stopped). Returns how many results moved, and how many were undecodable and dropped.
+    fn regroup(&self, legacy: &sled::Tree) -> Result<(u64, u64)> {
+        const CHUNK: usize = 2_000;
+        let (mut moved, mut unreadable) = (0u64, 0u64);
+        let mut chunk = Vec::with_capacity(CHUNK);
+        let mut entries = legacy.iter();
+        loop {
+            chunk.clear();
+            for kv in entries.by_ref().take(CHUNK) {
+                let (k, v) = kv?;
+                let record = decode_result(&v);
+                if let Err(e) = &record {
+                    tracing::error!(key = ?k, error = %e, place = "store", "an undecodable result of the earlier format: not carried over");
+                    unreadable += 1;
+                }
+                let place = split_job_key(&k)?;
+                chunk.push((k, place, record.ok()));
+            }
+            if chunk.is_empty() {
+                return Ok((moved, unreadable));
+            }
+            (legacy, &self.results).transaction(|(old, results)| {
+                for (k, (run, key), record) in &chunk {
+                    if let Some(record) = record {
+                        groups::txn_put(results, *run, key, record)?;
+                    }
+                    old.remove(k)?;
+                }
+                Ok::<_, sled::transaction::ConflictableTransactionError<Error>>(())
+            })?;
+            moved += chunk.iter().filter(|(_, _, r)| r.is_some()).count() as u64;
+        }
     }
 
     /// A run's results in key order, each either decoded or the reason it cannot be (a damaged record);
     /// seals are not checked here.
+    /// A group that does not decode is one item, named by the prefix its jobs share (see [`groups`]).
     pub fn results_raw(
         &self,
         run: u64,
     ) -> impl Iterator<Item = Result<(JobKey, Result<ResultRecord>)>> {
-        self.results.scan_prefix(run_key(run)).map(|kv| {
-            let (k, v) = kv?;
-            let (_, key) = split_job_key(&k)?;
-            Ok((key, decode_result(&v)))
+        self.results.scan_prefix(run_key(run)).flat_map(|kv| {
+            let members = kv
+                .map_err(Error::from)
+                .and_then(|(k, v)| groups::members_of(&k, &v));
+            match members {
+                Ok(members) => members.into_iter().map(Ok).collect::<Vec<_>>(),
+                Err(e) => vec![Err(e)],
+            }
         })
     }
 
-    /// Removes results (damaged ones) and their jobs' done marks; the caller recounts the run.
+    /// Removes results (damaged ones, as [`Store::results_raw`] names them: a job, or the prefix of a
+    /// group that does not decode) and their jobs' done marks; the caller recounts the run.
     pub fn remove_results(&self, run: u64, keys: &[JobKey]) -> Result<()> {
         for key in keys {
             let k = job_key(run, key);
-            self.results.remove(&k)?;
+            // A group's entry key is its run and prefix: one names a whole damaged group (a job's key
+            // is one number longer than its group's prefix, so it never names an entry).
+            if self.results.remove(&k)?.is_none() {
+                self.results
+                    .transaction(|results| groups::txn_remove(results, run, key))?;
+            }
             if let Some(v) = self.jobs.get(&k)? {
                 let done =
                     decode::<JobRecord>("job", &v).map_or(true, |r| r.state == JobState::Done);

@@ -5,11 +5,9 @@
 use nqueens_common::{JobKey, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
-use super::records::{
-    decode, decode_result, encode, encode_result, job_key, run_key, ResultRecord, RunMeta,
-};
+use super::records::{decode, encode, job_key, run_key, ResultRecord, RunMeta};
 use super::txn::{abort, stored_tally};
-use super::{Store, NEXT_RUN};
+use super::{groups, Store, NEXT_RUN};
 use crate::error::{Error, Result};
 
 impl Store {
@@ -66,8 +64,7 @@ impl Store {
             let mut added = 0;
             for (key, record) in batch {
                 let k = job_key(run, key);
-                if let Some(raw) = results.get(&k)? {
-                    let stored: ResultRecord = decode_result(&raw).or_else(abort)?;
+                if let Some(stored) = groups::txn_get(results, run, key)? {
                     if stored.result != record.result {
                         return abort(Error::Invalid(format!(
                             "run {run} job {key}: two different results ({:?} and {:?})",
@@ -79,7 +76,7 @@ impl Store {
                 tally
                     .add(&record.result)
                     .map_err(|e| Abort::Abort(e.into()))?;
-                results.insert(k.as_slice(), encode_result(record))?;
+                groups::txn_put(results, run, key, record)?;
                 // A done job is its result: a verified job's record, if any, goes.
                 jobs.remove(k)?;
                 added += 1;
@@ -110,10 +107,9 @@ impl Store {
         let k = job_key(run, key);
         let trees = (&self.runs, &self.jobs, &self.results, &self.totals);
         let removed = trees.transaction(|(runs, jobs, results, totals)| {
-            let Some(raw) = results.get(&k)? else {
+            let Some(record) = groups::txn_get(results, run, key)? else {
                 return Ok(false);
             };
-            let record: ResultRecord = decode_result(&raw).or_else(abort)?;
             if record.worker != worker {
                 return Ok(false);
             }
@@ -121,7 +117,7 @@ impl Store {
             tally
                 .remove(&record.result)
                 .map_err(|e| Abort::Abort(e.into()))?;
-            results.remove(k.as_slice())?;
+            groups::txn_remove(results, run, key)?;
             jobs.remove(k.as_slice())?;
             totals.insert(&run_key(run), encode(&tally))?;
             if let Some(raw) = runs.get(run_key(run))? {

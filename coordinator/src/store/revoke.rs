@@ -10,10 +10,10 @@ use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
 use super::commit::Moved;
 use super::records::{
-    decode, decode_result, encode, run_key, split_job_key, JobRecord, JobState, ResultRecord,
+    decode, encode, job_key, run_key, split_job_key, JobRecord, JobState, ResultRecord,
 };
 use super::txn::{abort, job_record, stored_tally};
-use super::{RunMeta, Store};
+use super::{groups, RunMeta, Store};
 use crate::error::{Error, Result};
 
 /// A counted result taken back.
@@ -42,9 +42,12 @@ impl Store {
         let mut counted = Vec::new();
         for kv in self.results.iter() {
             let (k, v) = kv?;
-            let record: ResultRecord = decode_result(&v)?;
-            if record.worker == worker && record.confirmed_by.is_empty() {
-                counted.push(k);
+            let (run, _) = split_job_key(&k)?;
+            for (key, record) in groups::members_of(&k, &v)? {
+                let record: ResultRecord = record?;
+                if record.worker == worker && record.confirmed_by.is_empty() {
+                    counted.push(job_key(run, &key));
+                }
             }
         }
         let mut recorded = Vec::new();
@@ -63,8 +66,9 @@ impl Store {
             let mut out = Revocation::default();
             for k in &counted {
                 let (run, key) = split_job_key(k).or_else(abort)?;
-                let Some(raw) = results.get(k)? else { continue };
-                let record: ResultRecord = decode_result(&raw).or_else(abort)?;
+                let Some(record) = groups::txn_remove(results, run, &key)? else {
+                    continue;
+                };
                 let mut tally = match out.tallies.get(&run) {
                     Some(t) => *t,
                     None => stored_tally(totals, run)?,
@@ -72,8 +76,7 @@ impl Store {
                 tally
                     .remove(&record.result)
                     .map_err(|e| Abort::Abort(e.into()))?;
-                results.remove(k.as_ref())?;
-                jobs.remove(k.as_ref())?;
+                jobs.remove(k.as_slice())?;
                 out.tallies.insert(run, tally);
                 out.moved.push(Moved {
                     run,

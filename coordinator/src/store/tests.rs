@@ -6,7 +6,7 @@ use nqueens_common::checksum::seal;
 use nqueens_common::{JobResult, Plan, Strategy, Tally};
 
 use super::records::{encode, run_key};
-use super::{Incoming, JobState, Outcome, Store};
+use super::{Incoming, JobState, Outcome, ResultRecord, Store};
 use crate::error::Error;
 
 /// Opens the store in `dir` again, once the instance just dropped has let go of it (sled's threads hold
@@ -358,14 +358,12 @@ fn a_result_of_a_worker_quarantined_after_it_was_validated_is_refused_at_commit(
     store.audit().unwrap();
 }
 
-/// Writes a store as format 3 left it: job `i`'s result as JSON and a `done` record beside it.
+/// Writes a store as format 3 left it: job `i`'s result as JSON in the `results` tree, and a `done`
+/// record beside it.
 fn as_format_3(store: &Store, run: u64, plan: &Plan, done: std::ops::Range<usize>) {
+    as_single_results(store, run, plan, done.clone(), encode);
     for i in done {
-        let inc = incoming(run, plan, i);
-        store.commit(std::slice::from_ref(&inc)).unwrap();
-        let k = super::records::job_key(run, &inc.key);
-        let record = store.result(run, &inc.key).unwrap().unwrap();
-        store.results.insert(&k, encode(&record)).unwrap();
+        let k = super::records::job_key(run, &plan.jobs().nth(i).unwrap());
         store
             .jobs
             .insert(&k, encode(&super::JobRecord::done()))
@@ -378,6 +376,29 @@ fn as_format_3(store: &Store, run: u64, plan: &Plan, done: std::ops::Range<usize
     store.flush().unwrap();
 }
 
+/// Commits job `i`'s result, then moves it as formats 1 to 4 kept it: one entry per result in the
+/// `results` tree, encoded by `encode`.
+fn as_single_results(
+    store: &Store,
+    run: u64,
+    plan: &Plan,
+    done: std::ops::Range<usize>,
+    encode: fn(&ResultRecord) -> Vec<u8>,
+) {
+    let legacy = store.db.open_tree(super::LEGACY_RESULTS).unwrap();
+    for i in done {
+        let inc = incoming(run, plan, i);
+        store.commit(std::slice::from_ref(&inc)).unwrap();
+        let record = store.result(run, &inc.key).unwrap().unwrap();
+        store
+            .remove_results(run, std::slice::from_ref(&inc.key))
+            .unwrap();
+        legacy
+            .insert(super::records::job_key(run, &inc.key), encode(&record))
+            .unwrap();
+    }
+}
+
 #[test]
 fn issue_16_a_done_job_is_its_compact_result_alone() {
     let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
@@ -385,8 +406,9 @@ fn issue_16_a_done_job_is_its_compact_result_alone() {
     store.commit(std::slice::from_ref(&inc)).unwrap();
     let k = super::records::job_key(run.id, &inc.key);
     assert!(store.jobs.get(&k).unwrap().is_none(), "no done record");
-    let raw = store.results.get(&k).unwrap().unwrap();
-    assert_eq!(raw[0], 1, "the compact tag");
+    let (group, _) = super::groups::group_of(run.id, &inc.key);
+    let raw = store.results.get(&group).unwrap().unwrap();
+    assert_eq!(raw[0], 2, "the group tag");
     assert!(raw.len() < 60, "{} bytes", raw.len());
     assert_eq!(
         store.job(run.id, &inc.key).unwrap().unwrap().state,
@@ -586,4 +608,199 @@ fn issue_16_the_audit_walks_records_beside_results_in_key_order() {
     failed(3);
     let e = store.audit().unwrap_err();
     assert!(e.to_string().contains("recorded as open or failed"), "{e}");
+}
+
+impl Store {
+    /// Overwrites the group entry holding job `key` of `run` with bytes that do not decode (tests of the
+    /// repairs).
+    pub(crate) fn damage_group(&self, run: u64, key: &nqueens_common::JobKey) {
+        let (group, _) = super::groups::group_of(run, key);
+        let mut raw = self.results.get(&group).unwrap().unwrap().to_vec();
+        raw.truncate(raw.len() / 2);
+        self.results.insert(group, raw).unwrap();
+    }
+}
+
+/// The number of sled entries holding a run's results.
+fn group_entries(store: &Store, run: u64) -> usize {
+    store.results.scan_prefix(run_key(run)).count()
+}
+
+#[test]
+fn issue_16_results_share_an_entry_with_the_jobs_of_their_prefix() {
+    let (store, plan, run) = one_run(10, Strategy::D4, 0.0);
+    let all = plan.jobs().count();
+    let batch: Vec<_> = (0..all).map(|i| incoming(run.id, &plan, i)).collect();
+    store.commit(&batch).unwrap();
+    let prefixes: std::collections::BTreeSet<Vec<u8>> =
+        plan.jobs().map(|k| k.0[..k.0.len() - 1].to_vec()).collect();
+    assert_eq!(group_entries(&store, run.id), prefixes.len());
+    assert!(
+        prefixes.len() * 2 < all,
+        "{} groups for {all} jobs",
+        prefixes.len()
+    );
+    // Read back one by one and in order, as the plan lists them.
+    let listed: Vec<_> = store.results(run.id).map(|r| r.unwrap().0).collect();
+    assert_eq!(listed, plan.jobs().collect::<Vec<_>>());
+    for (i, key) in plan.jobs().enumerate() {
+        let record = store.result(run.id, &key).unwrap().unwrap();
+        assert_eq!(record.result, batch[i].result);
+    }
+    assert_eq!(store.audit().unwrap()[0].tally.jobs, all as u64);
+    // Taking results out one by one empties the groups, and the last one takes its entry along.
+    store.remove_results(run.id, &listed[..3]).unwrap();
+    assert!(store.result(run.id, &listed[0]).unwrap().is_none());
+    assert!(store.result(run.id, &listed[3]).unwrap().is_some());
+    store.remove_results(run.id, &listed[3..]).unwrap();
+    assert_eq!(group_entries(&store, run.id), 0);
+}
+
+#[test]
+fn issue_16_a_group_that_does_not_decode_is_one_damaged_item_removed_whole() {
+    let (store, plan, run) = one_run(9, Strategy::D4, 0.0);
+    let batch: Vec<_> = (0..6).map(|i| incoming(run.id, &plan, i)).collect();
+    store.commit(&batch).unwrap();
+    let first = plan.jobs().next().unwrap();
+    let prefix = nqueens_common::JobKey(first.0[..first.0.len() - 1].to_vec());
+    let siblings = plan
+        .jobs()
+        .take(6)
+        .filter(|k| k.0.starts_with(&prefix.0))
+        .count();
+    assert!(siblings > 1, "the first group has several of the results");
+    store.damage_group(run.id, &first);
+    let items: Vec<_> = store.results_raw(run.id).map(|i| i.unwrap()).collect();
+    assert_eq!(items.len(), 6 - siblings + 1);
+    let (named, damaged) = &items[0];
+    assert_eq!(*named, prefix, "named by its prefix");
+    assert!(damaged.is_err());
+    let e = store.audit().unwrap_err();
+    assert!(e.to_string().contains("fails its seal"), "{e}");
+    // Reading one of its jobs is a clear error, never a guess; a commit to it is refused.
+    assert!(store.result(run.id, &first).is_err());
+    assert!(store.commit(&batch[..1]).is_err());
+    store
+        .remove_results(run.id, std::slice::from_ref(&prefix))
+        .unwrap();
+    assert!(store.result(run.id, &first).unwrap().is_none());
+    store.recount(&run).unwrap();
+    assert_eq!(store.audit().unwrap()[0].tally.jobs, (6 - siblings) as u64);
+}
+
+#[test]
+fn issue_16_groups_decode_or_are_refused_never_guessed() {
+    let (store, plan, run) = one_run(10, Strategy::D4, 0.0);
+    let batch: Vec<_> = (0..4).map(|i| incoming(run.id, &plan, i)).collect();
+    store.commit(&batch).unwrap();
+    let first = plan.jobs().next().unwrap();
+    let (group, _) = super::groups::group_of(run.id, &first);
+    let raw = store.results.get(&group).unwrap().unwrap().to_vec();
+    let members = super::groups::decode_group(&raw).unwrap();
+    assert!(members.len() > 1);
+    assert_eq!(super::groups::encode_group(&members), raw);
+    let mut repeated = members.clone();
+    repeated.push(members[0].clone());
+    let mut reversed = members.clone();
+    reversed.reverse();
+    let mut trailing = raw.clone();
+    trailing.push(0);
+    for bad in [
+        super::groups::encode_group(&Vec::new()),
+        super::groups::encode_group(&repeated),
+        super::groups::encode_group(&reversed),
+        super::groups::encode_group(&vec![(None, members[0].1.clone()), members[1].clone()]),
+        trailing,
+        raw[..raw.len() - 1].to_vec(),
+        vec![1],
+        Vec::new(),
+    ] {
+        let e = super::groups::decode_group(&bad).unwrap_err();
+        assert!(matches!(e, Error::Corrupt(_)), "{bad:?}: {e:?}");
+    }
+    // Every single flipped bit decodes to members whose seals catch a changed result, or is refused.
+    let fingerprint = plan.fingerprint().1;
+    let prefix = &first.0[..first.0.len() - 1];
+    for i in 0..raw.len() {
+        for bit in 0..8 {
+            let mut flipped = raw.clone();
+            flipped[i] ^= 1 << bit;
+            let Ok(got) = super::groups::decode_group(&flipped) else {
+                continue;
+            };
+            for (last, record) in got {
+                let mut key = prefix.to_vec();
+                key.extend(last);
+                let key = nqueens_common::JobKey(key);
+                let original = members.iter().find(|(l, _)| *l == last);
+                if original.is_none_or(|(_, r)| r.result != record.result) {
+                    assert!(!record.sealed(fingerprint, &key), "byte {i} bit {bit}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn issue_16_a_format_4_store_is_regrouped_and_a_regrouping_cut_short_goes_on() {
+    for cut_short in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let (id, tally) = {
+            let store = Store::open(dir.path()).unwrap();
+            let run = store.create_run(plan, 0.0).unwrap();
+            // Format 4: one compact result per entry in the `results` tree.
+            as_single_results(&store, run.id, &plan, 0..20, super::records::encode_result);
+            // One undecodable entry among them: not carried over, said so; the ledger has it.
+            let legacy = store.db.open_tree(super::LEGACY_RESULTS).unwrap();
+            let broken = super::records::job_key(run.id, &plan.jobs().nth(20).unwrap());
+            legacy.insert(broken, &[1u8, 0xff][..]).unwrap();
+            if cut_short {
+                // As a crash left it: format 5 recorded with its mark, some results moved already.
+                for i in 0..7 {
+                    let key = plan.jobs().nth(i).unwrap();
+                    let k = super::records::job_key(run.id, &key);
+                    let record =
+                        super::records::decode_result(&legacy.remove(&k).unwrap().unwrap())
+                            .unwrap();
+                    store
+                        .results
+                        .transaction(|t| super::groups::txn_put(t, run.id, &key, &record))
+                        .unwrap();
+                }
+                store
+                    .meta
+                    .insert(super::FORMAT, &super::FORMAT_VERSION.to_be_bytes())
+                    .unwrap();
+                store
+                    .meta
+                    .insert(super::UPGRADE, &4u64.to_be_bytes())
+                    .unwrap();
+            } else {
+                store
+                    .meta
+                    .insert(super::FORMAT, &4u64.to_be_bytes())
+                    .unwrap();
+            }
+            store.flush().unwrap();
+            (run.id, store.tally(run.id).unwrap())
+        };
+        let store = reopen(dir.path());
+        assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
+        assert!(
+            !store
+                .db
+                .tree_names()
+                .iter()
+                .any(|n| n.as_ref() == super::LEGACY_RESULTS.as_bytes()),
+            "the tree of single results is dropped"
+        );
+        let listed: Vec<_> = store.results(id).map(|r| r.unwrap().0).collect();
+        assert_eq!(listed, plan.jobs().take(20).collect::<Vec<_>>());
+        assert!(group_entries(&store, id) < 20);
+        assert_eq!(tally.jobs, 20, "the totals as format 4 left them");
+        assert_eq!(store.audit().unwrap()[0].tally, tally);
+        let more = store.commit(&[incoming(id, &plan, 21)]).unwrap();
+        assert_eq!(more.outcomes, vec![Outcome::Accepted]);
+    }
 }
