@@ -249,18 +249,14 @@ fn issue_4_a_store_is_exported_imported_audited_and_rebuilt_from_its_ledger() {
     );
     assert_eq!(count_in(&c, &["13"])["total"], total.to_string());
 
-    // A ledger line with one changed digit fails its checksum: the audit fails and the import is refused.
-    let text = std::fs::read_to_string(c.join("results.jsonl")).unwrap();
-    let first = text
-        .lines()
-        .find(|l| l.contains("\"entry\":[\"r\","))
-        .unwrap();
-    // A compact result: `["r", run, job, total, ...]`; the total goes up by one, the checksum stays.
-    let mut v: serde_json::Value = serde_json::from_str(first).unwrap();
-    let n = v["entry"][3].as_u64().unwrap();
-    v["entry"][3] = (n + 1).into();
-    let forged = v.to_string();
-    std::fs::write(c.join("results.jsonl"), format!("{text}{forged}\n")).unwrap();
+    // A copy of a ledger line with one changed byte fails its check: the audit fails and the import
+    // is refused.
+    let mut bytes = std::fs::read(c.join("results.jsonl")).unwrap();
+    let line = support::first_packed_result(&bytes);
+    let forged = support::with_changed_result_byte(bytes[..line.end + 1].to_vec());
+    bytes.extend_from_slice(&forged[line]);
+    bytes.push(b'\n');
+    std::fs::write(c.join("results.jsonl"), bytes).unwrap();
     let (ok, _, err) = audit(&c);
     assert!(!ok);
     assert!(err.contains("damaged"), "{err}");

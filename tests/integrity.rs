@@ -109,34 +109,17 @@ fn ledger(data: &Path) -> PathBuf {
     data.join("results.jsonl")
 }
 
-/// The offset of the first digit of the first result's total in a ledger: a compact result line is
-/// `{"v":2,"crc":"...","entry":["r",RUN,"JOB",TOTAL,...]}`.
-fn first_total_digit(text: &str) -> usize {
-    let start = text.find("\"entry\":[\"r\",").unwrap();
-    start
-        + text[start..]
-            .match_indices(',')
-            .nth(2)
-            .map(|(i, _)| i + 1)
-            .unwrap()
-}
-
-fn edit_ledger(data: &Path, f: impl FnOnce(String) -> String) {
-    let text = std::fs::read_to_string(ledger(data)).unwrap();
-    std::fs::write(ledger(data), f(text)).unwrap();
+fn edit_ledger(data: &Path, f: impl FnOnce(Vec<u8>) -> Vec<u8>) {
+    let bytes = std::fs::read(ledger(data)).unwrap();
+    std::fs::write(ledger(data), f(bytes)).unwrap();
 }
 
 #[test]
 fn issue_15_damaged_ledgers_are_repaired_from_the_store_and_never_counted() {
     let p = pristine();
-    // One changed digit in a counted result: the line's checksum fails; the store holds the result.
-    let r = case(&p, "changed digit in the ledger", |d| {
-        edit_ledger(d, |t| {
-            let at = first_total_digit(&t);
-            let mut b = t.into_bytes();
-            b[at] = if b[at] == b'9' { b'1' } else { b[at] + 1 };
-            String::from_utf8(b).unwrap()
-        })
+    // One changed byte in a counted result: the line's check fails; the store holds the result.
+    let r = case(&p, "changed byte in the ledger", |d| {
+        edit_ledger(d, support::with_changed_result_byte)
     });
     assert_eq!(r.unwrap().1, p.jobs, "nothing lost: every job was resumed");
     // A torn last line, the ledger cut in the middle, or deleted: rewritten from the store.
@@ -144,7 +127,7 @@ fn issue_15_damaged_ledgers_are_repaired_from_the_store_and_never_counted() {
         let r = case(&p, what, |d| {
             edit_ledger(d, |t| {
                 let keep = if cut > 0 { t.len() - cut } else { t.len() / 2 };
-                t[..keep].to_string()
+                t[..keep].to_vec()
             })
         });
         assert_eq!(r.unwrap().1, p.jobs, "{what}");
@@ -188,27 +171,18 @@ fn issue_15_a_lost_or_damaged_sled_store_is_rebuilt_from_the_ledger_never_starte
     let data = dir.path().join("data");
     copy_dir(&p.path, &data);
     std::fs::remove_file(db(&data)).unwrap();
-    edit_ledger(&data, |t| {
-        t.replacen("\"entry\":[\"r\",", "\"entry\":[\"R\",", 1)
-    });
+    edit_ledger(&data, support::with_changed_result_byte);
     let err = outcome(&count(&data, &[])).unwrap_err();
     assert!(err.contains("--repair"), "{err}");
 }
 
 #[test]
-fn issue_15_import_refuses_a_ledger_with_a_changed_digit() {
+fn issue_15_import_refuses_a_ledger_with_a_changed_byte() {
     let p = pristine();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ledger.jsonl");
-    let text = std::fs::read_to_string(ledger(&p.path)).unwrap();
-    let at = first_total_digit(&text);
-    let mut bytes = text.into_bytes();
-    bytes[at] = if bytes[at] == b'9' {
-        b'1'
-    } else {
-        bytes[at] + 1
-    };
-    std::fs::write(&file, bytes).unwrap();
+    let bytes = std::fs::read(ledger(&p.path)).unwrap();
+    std::fs::write(&file, support::with_changed_result_byte(bytes)).unwrap();
     let target = dir.path().join("imported");
     let out = support::nqueens()
         .args(["import", "--data"])
@@ -267,10 +241,18 @@ fn issue_15_a_run_started_by_the_previous_format_finishes_exactly_after_the_upgr
             "the fixture is of the old format"
         )
     });
-    // The ledger now has checksummed lines only.
-    let ledger = std::fs::read_to_string(data.path().join("data/results.jsonl")).unwrap();
-    assert!(ledger.lines().all(|l| l.contains("\"crc\"")), "{ledger}");
-    assert_eq!(ledger.lines().count(), 1 + 34);
+    // The ledger now has checked lines only: the run's JSON line and 34 packed results.
+    let path = data.path().join("data/results.jsonl");
+    let view = nqueens_coordinator::ledger::LedgerView::read(&path).unwrap();
+    assert_eq!((view.legacy, view.damaged.len()), (0, 0));
+    assert_eq!(view.count(1), 34);
+    let bytes = std::fs::read(&path).unwrap();
+    let lines: Vec<&[u8]> = bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(lines[0].starts_with(b"{\"v\":2,\"crc\":"));
+    assert!(lines[1..].iter().all(|l| l[0] == 0x01), "packed results");
 }
 
 #[test]

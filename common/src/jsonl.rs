@@ -136,6 +136,18 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<Line<T>, String> {
 /// Reads every line of `reader`, handing each entry to `each` with its line number.
 pub fn scan<T: DeserializeOwned>(
     reader: impl Read,
+    each: impl FnMut(u64, Line<T>),
+) -> std::io::Result<Scan> {
+    scan_with(reader, |bytes| decode(bytes).map(Some), each)
+}
+
+/// [`scan`] with a decoder of its own for each complete line (without its newline): a file whose
+/// lines are not all of this module's form (the ledger's packed results). The decoder may take a line
+/// without giving an entry (`Ok(None)`: a line that only defines something later lines use); its
+/// errors are damage, as those of [`decode`].
+pub fn scan_with<T>(
+    reader: impl Read,
+    mut decode: impl FnMut(&[u8]) -> Result<Option<Line<T>>, String>,
     mut each: impl FnMut(u64, Line<T>),
 ) -> std::io::Result<Scan> {
     let mut reader = BufReader::new(reader);
@@ -168,13 +180,14 @@ pub fn scan<T: DeserializeOwned>(
             return Ok(scan);
         }
         scan.lines += 1;
-        match decode::<T>(&buf[..buf.len() - 1]) {
-            Ok(line) => {
+        match decode(&buf[..buf.len() - 1]) {
+            Ok(Some(line)) => {
                 if matches!(line, Line::Legacy(_)) {
                     scan.legacy += 1;
                 }
                 each(scan.lines, line);
             }
+            Ok(None) => {}
             Err(reason) => scan.damaged.push(Damage {
                 line: scan.lines,
                 offset,

@@ -13,7 +13,7 @@ use std::fs::File;
 use std::hash::Hasher;
 use std::path::Path;
 
-use nqueens_common::jsonl::{self, Line};
+use nqueens_common::jsonl::Line;
 use nqueens_common::JobKey;
 use siphasher::sip128::{Hasher128, SipHasher13};
 
@@ -84,7 +84,7 @@ impl LedgerDigest {
             Err(e) => return Err(io(e)),
         };
         let size = file.metadata().map_err(io)?.len();
-        let scan = jsonl::scan(file, |number, line| {
+        let scan = crate::ledger::scan(file, |number, line| {
             if out.unfit.is_some() {
                 return;
             }

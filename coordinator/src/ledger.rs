@@ -1,21 +1,23 @@
-//! The results ledger: an append-only file of checksummed JSON lines ([`nqueens_common::jsonl`]) beside the
-//! store (`DATA/results.jsonl`), with one line per run created and one per result counted, fsynced before
-//! any result in it is acknowledged. It is a second, independent copy of everything acknowledged (sled 0.34
-//! has open corruption reports): at startup the store and the ledger are reconciled both ways
-//! ([`crate::reconcile`]), `nqueens import` rebuilds a store from it, and `nqueens export` writes the same
-//! format from a store.
+//! The results ledger: an append-only file of checksummed lines beside the store (`DATA/results.jsonl`),
+//! with one line per run created and one per result counted, fsynced before any result in it is
+//! acknowledged. It is a second, independent copy of everything acknowledged (sled 0.34 has open
+//! corruption reports): at startup the store and the ledger are reconciled both ways
+//! ([`crate::reconcile`]), `nqueens import` rebuilds a store from it (or from an export), and
+//! `nqueens export` writes a store's runs and results as JSON lines.
 //!
-//! An entry is `{"kind":"run", ...RunMeta}`, a result, or `{"kind":"revoked","run":R,"job":"3.7.1",
-//! "worker":NAME,"record":{...}}` (a result taken back from a quarantined worker; the result itself since
-//! ledger format 2, so that the quick reconciliation can take it out of its digest). A result is written as a positional
-//! array (ledger format 2, line version 2), `["r",R,"3.7.1",total,unique8,nodes,worker,worker_id,lease,
-//! at_unix,seal]` (then `confirmed_by` when a verified job's result was confirmed), about half the
-//! bytes of the tagged object `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}` that format 1
-//! wrote and that is still read. A result may appear twice (identical copies; readers keep one); a run's
-//! line appears again after each operator's control (cancel, pause, resume, priority), and the last holds.
-//! Appends never leave a partial line behind: a failed append is cut off, and its entries stay queued in
-//! memory and go first in the next append, so nothing the store applied is missing from the ledger once
-//! an append succeeds.
+//! Runs and revocations are checksummed JSON lines ([`nqueens_common::jsonl`]): `{"kind":"run",
+//! ...RunMeta}` and `{"kind":"revoked","run":R,"job":"3.7.1","worker":NAME,"record":{...}}` (a result
+//! taken back from a quarantined worker; the result itself since ledger format 2, so that the quick
+//! reconciliation can take it out of its digest). A result is a packed line since ledger format 3
+//! ([`packed`]: binary, its worker a number defined once per incarnation, about 55 bytes). Ledger
+//! format 2 wrote a positional JSON array, `["r",R,"3.7.1",total,unique8,nodes,worker,worker_id,lease,
+//! at_unix,seal]` (then `confirmed_by` when a verified job's result was confirmed), and format 1 the
+//! tagged object `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}`; both are still read, and
+//! exports are written in the JSON form of format 2, readable with any JSON tool. A result may appear
+//! twice (identical copies; readers keep one); a run's line appears again after each operator's control
+//! (cancel, pause, resume, priority), and the last holds. Appends never leave a partial line behind: a
+//! failed append is cut off, and its entries stay queued in memory and go first in the next append, so
+//! nothing the store applied is missing from the ledger once an append succeeds.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -23,7 +25,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use nqueens_common::jsonl::{self, Appender, Damage, Line};
+
+mod packed;
 use nqueens_common::{JobKey, JobResult};
+pub use packed::{scan, Encoder};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -240,7 +245,7 @@ impl LedgerView {
         };
         let size = file.metadata().map_err(io)?.len();
         let mut extra = Vec::new();
-        let scan = jsonl::scan(file, |number, line| {
+        let scan = scan(file, |number, line| {
             let (entry, verified) = match line {
                 Line::Verified(e) => (e, true),
                 Line::Legacy(e) => (e, false),
@@ -352,6 +357,8 @@ pub fn same_plan(a: &RunMeta, b: &RunMeta) -> bool {
 pub struct Ledger {
     path: PathBuf,
     file: Appender,
+    /// Packs results; numbers workers anew in every incarnation (a definition holds until redefined).
+    encoder: Encoder,
     /// Encoded entries whose append failed: they go first in the next one.
     backlog: Vec<u8>,
 }
@@ -365,6 +372,7 @@ impl Ledger {
         Ok(Ledger {
             path: path.to_path_buf(),
             file,
+            encoder: Encoder::packed(),
             backlog: Vec::new(),
         })
     }
@@ -374,15 +382,17 @@ impl Ledger {
         Ledger {
             path: path.to_path_buf(),
             file: Appender::new(sink, len),
+            encoder: Encoder::packed(),
             backlog: Vec::new(),
         }
     }
 
     /// Appends entries (after any left from a failed append) and makes them durable before returning.
-    /// On failure nothing partial stays in the file and the entries stay queued for the next append.
+    /// On failure nothing partial stays in the file and the entries stay queued for the next append
+    /// (a worker's definition among them: it still comes before the results that use it).
     pub fn append(&mut self, entries: &[Entry]) -> Result<()> {
         for entry in entries {
-            self.backlog.extend(jsonl::encode(entry));
+            self.backlog.extend(self.encoder.lines(entry));
         }
         if self.backlog.is_empty() {
             return Ok(());
@@ -409,7 +419,7 @@ pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
     let io = |e: std::io::Error| Error::Durability(format!("{}: {e}", tmp.display()));
     let written = (|| {
         let mut out = std::io::BufWriter::new(File::create(&tmp).map_err(io)?);
-        export(store, None, &mut out)?;
+        write_store(store, None, &mut out, &mut Encoder::packed())?;
         let file = out.into_inner().map_err(|e| io(e.into_error()))?;
         file.sync_all().map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
@@ -429,9 +439,19 @@ pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
     Ledger::open(path, len)
 }
 
-/// Writes a store's runs (all, or one) and their counted results as ledger lines; returns how many
-/// results. Every result's seal is checked first: a damaged store is not exported.
+/// Writes a store's runs (all, or one) and their counted results as JSON ledger lines (an export);
+/// returns how many results. Every result's seal is checked first: a damaged store is not exported.
 pub fn export(store: &Store, only: Option<u64>, out: &mut impl Write) -> Result<u64> {
+    write_store(store, only, out, &mut Encoder::json())
+}
+
+/// [`export`] in the lines of `encoder`.
+fn write_store(
+    store: &Store,
+    only: Option<u64>,
+    out: &mut impl Write,
+    encoder: &mut Encoder,
+) -> Result<u64> {
     let io = |e: std::io::Error| Error::Durability(format!("cannot write the export: {e}"));
     let mut results = 0;
     for meta in store.runs()? {
@@ -440,7 +460,7 @@ pub fn export(store: &Store, only: Option<u64>, out: &mut impl Write) -> Result<
         }
         let run = meta.id;
         let fingerprint = meta.fingerprint_value()?;
-        out.write_all(&jsonl::encode(&Entry::Run(meta)))
+        out.write_all(&encoder.lines(&Entry::Run(meta)))
             .map_err(io)?;
         for item in store.results(run) {
             let (key, record) = item?;
@@ -454,7 +474,7 @@ pub fn export(store: &Store, only: Option<u64>, out: &mut impl Write) -> Result<
                 job: key.to_string(),
                 record,
             };
-            out.write_all(&jsonl::encode(&entry)).map_err(io)?;
+            out.write_all(&encoder.lines(&entry)).map_err(io)?;
             results += 1;
         }
     }
@@ -683,5 +703,171 @@ mod tests {
             );
             assert!(jsonl::decode::<Entry>(line.as_bytes()).is_err(), "{bad}");
         }
+    }
+
+    /// Result entries of workers named `names` (a real worker's process id beside each), counted in a
+    /// fresh store: one per name, jobs 0, 1, ... in order.
+    fn counted(names: &[&str]) -> (Store, RunMeta, Vec<Entry>) {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(9, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let entries = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let mut inc = incoming_from(run.id, &plan, i, name);
+                inc.worker = format!("{name}-12743-18ead09378def326");
+                let (run, key, record) = store.commit(&[inc]).unwrap().counted[0].clone();
+                Entry::Result {
+                    run,
+                    job: key.to_string(),
+                    record,
+                }
+            })
+            .collect();
+        (store, run, entries)
+    }
+
+    #[test]
+    fn issue_16_results_are_packed_lines_of_about_55_bytes_read_back_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, entries) = counted(&["node-a", "node-b", "node-a", "node-a"]);
+        let mut ledger = Ledger::open(&path, 0).unwrap();
+        ledger.append(&[Entry::Run(run.clone())]).unwrap();
+        let after_run = std::fs::metadata(&path).unwrap().len();
+        ledger.append(&entries[..2]).unwrap();
+        let with_definitions = std::fs::metadata(&path).unwrap().len();
+        ledger.append(&entries[2..]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let per_result = (bytes.len() as u64 - with_definitions) / 2;
+        assert!(per_result <= 60, "{per_result} bytes a result");
+        assert!(
+            with_definitions - after_run < 2 * per_result + 2 * 50,
+            "two definitions, each once"
+        );
+        assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1 + 2 + 4);
+        let view = LedgerView::read(&path).unwrap();
+        assert!(view.damaged.is_empty(), "{:?}", view.damaged);
+        assert!(compare(&store, &run, &view).unwrap().is_empty());
+        for e in &entries {
+            let Entry::Result { job, record, .. } = e else {
+                unreachable!()
+            };
+            let key: JobKey = job.parse().unwrap();
+            assert_eq!(&view.results[&run.id][&key], record, "worker and all");
+        }
+        // The digest of the quick path reads them too.
+        let digest = crate::digest::LedgerDigest::read(&path).unwrap();
+        assert_eq!(digest.unfit, None);
+        assert_eq!(digest.digests[&run.id].results, 4);
+        // A later incarnation numbers its workers from 0 again: each result keeps its own worker.
+        let (_, _, others) = counted(&["node-c"]);
+        let Entry::Result { record, .. } = &others[0] else {
+            unreachable!()
+        };
+        let moved = Entry::Result {
+            run: run.id,
+            job: plan_job(&run, 5),
+            record: ResultRecord {
+                worker: record.worker.clone(),
+                worker_id: record.worker_id.clone(),
+                ..sealed_for(&run, 5)
+            },
+        };
+        let mut again = Ledger::open(&path, bytes.len() as u64).unwrap();
+        again.append(std::slice::from_ref(&moved)).unwrap();
+        let view = LedgerView::read(&path).unwrap();
+        assert!(view.damaged.is_empty(), "{:?}", view.damaged);
+        let key: JobKey = plan_job(&run, 5).parse().unwrap();
+        assert_eq!(view.results[&run.id][&key].worker, "node-c");
+        let first: JobKey = plan_job(&run, 0).parse().unwrap();
+        assert_eq!(view.results[&run.id][&first].worker, "node-a");
+        // An export stays JSON.
+        let mut export_bytes = Vec::new();
+        export(&store, None, &mut export_bytes).unwrap();
+        assert!(std::str::from_utf8(&export_bytes)
+            .unwrap()
+            .lines()
+            .all(|l| l.starts_with("{\"v\":2,")));
+    }
+
+    fn plan_job(run: &RunMeta, i: usize) -> String {
+        run.plan().unwrap().jobs().nth(i).unwrap().to_string()
+    }
+
+    /// A sealed result for job `i` of `run`.
+    fn sealed_for(run: &RunMeta, i: usize) -> ResultRecord {
+        let plan = run.plan().unwrap();
+        let inc = incoming_from(run.id, &plan, i, "x");
+        ResultRecord {
+            result: inc.result,
+            worker: "x".into(),
+            worker_id: "x-1".into(),
+            lease: inc.lease,
+            at_unix: 1,
+            confirmed_by: Vec::new(),
+            seal: Some(inc.seal),
+        }
+    }
+
+    #[test]
+    fn issue_16_packed_lines_escape_newlines_and_refuse_every_damage() {
+        // Numbers made of newline and escape bytes: the line holds none, and reads back exactly.
+        let tricky = Entry::Result {
+            run: 10,
+            job: "10.27.10".into(),
+            record: ResultRecord {
+                result: JobResult {
+                    total: 0x0a0a_1b1b,
+                    unique8: Some(0x1b0a),
+                    nodes: 0x0a,
+                },
+                worker: "w\n\u{1b}".into(),
+                worker_id: "w-\n".into(),
+                lease: 0x0a1b_0a1b,
+                at_unix: 0x0a0a,
+                confirmed_by: vec!["\n".into()],
+                seal: Some(0x0a1b_0a1b_0a1b_0a1b),
+            },
+        };
+        let lines = Encoder::packed().lines(&tricky);
+        assert_eq!(lines.iter().filter(|&&b| b == b'\n').count(), 2);
+        let read = |bytes: &[u8]| {
+            let mut got = Vec::new();
+            let scan = scan(bytes, |_, line| got.push(line)).unwrap();
+            (got, scan)
+        };
+        let (got, found) = read(&lines);
+        assert_eq!(got, vec![Line::Verified(tricky.clone())]);
+        assert!(found.damaged.is_empty());
+        // Every flipped bit of the result line (its worker defined before it) is damage: no entry.
+        let split = lines.iter().position(|&b| b == b'\n').unwrap() + 1;
+        for i in split..lines.len() - 1 {
+            for bit in 0..8 {
+                let mut flipped = lines.clone();
+                flipped[i] ^= 1 << bit;
+                let (got, found) = read(&flipped);
+                assert!(got.is_empty(), "byte {i} bit {bit}: {got:?}");
+                assert!(
+                    !found.damaged.is_empty() || found.torn.is_some(),
+                    "byte {i} bit {bit}"
+                );
+            }
+        }
+        // A result whose worker was never defined, a bad escape, an unknown version: damage.
+        let undefined = &lines[split..];
+        let (got, found) = read(undefined);
+        assert!(got.is_empty());
+        assert!(
+            found.damaged[0].reason.contains("never defined"),
+            "{found:?}"
+        );
+        let mut bad_escape = lines[..split].to_vec();
+        bad_escape.extend_from_slice(&[packed::MARK, 0x1b, b'x', b'\n']);
+        assert!(read(&bad_escape).1.damaged[0].reason.contains("escape"));
+        let mut future = lines.clone();
+        future[split + 1] = packed::VERSION + 1;
+        assert!(read(&future).1.damaged[0].reason.contains("not known"));
     }
 }

@@ -297,9 +297,14 @@ mod tests {
         assert!(quick(&store, &path).unwrap().is_some(), "agreeing again");
 
         // A copy of a line (readers keep one): not fit for the digest, compared in full, no repair.
-        let text = std::fs::read_to_string(&path).unwrap();
-        let last = text.lines().last().unwrap().to_string();
-        std::fs::write(&path, format!("{text}{last}\n")).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let start = bytes[..bytes.len() - 1]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let last = bytes[start..].to_vec();
+        bytes.extend(last);
+        std::fs::write(&path, bytes).unwrap();
         assert!(quick(&store, &path).unwrap().is_none());
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_restored, 0);

@@ -362,3 +362,32 @@ pub fn element_text(dom: &str, id: &str) -> Option<String> {
     let text_end = open_end + dom[open_end..].find('<')?;
     Some(dom[open_end..text_end].to_string())
 }
+
+/// The byte range of the first packed result line of a ledger (ledger format 3: the first packed line
+/// defines a worker, the next one is that worker's result), its newline excluded.
+pub fn first_packed_result(ledger: &[u8]) -> std::ops::Range<usize> {
+    let mut lines = ledger
+        .split_inclusive(|&b| b == b'\n')
+        .scan(0, |at, line| {
+            let start = *at;
+            *at += line.len();
+            Some((start, line))
+        })
+        .skip_while(|(_, line)| line.first() != Some(&0x01));
+    let (start, line) = lines.nth(1).expect("a packed result line");
+    assert_eq!(line.first(), Some(&0x01), "a packed line");
+    start..start + line.len() - 1
+}
+
+/// `ledger` with one byte in the middle of its first packed result changed (never into a newline or
+/// an escape): the line fails its check.
+pub fn with_changed_result_byte(mut ledger: Vec<u8>) -> Vec<u8> {
+    let line = first_packed_result(&ledger);
+    let at = (line.start + line.end) / 2;
+    let mut b = ledger[at].wrapping_add(1);
+    while b == b'\n' || b == 0x1b {
+        b = b.wrapping_add(1);
+    }
+    ledger[at] = b;
+    ledger
+}

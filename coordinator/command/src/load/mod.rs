@@ -163,10 +163,19 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
     } else {
         period.min(load.warmup)
     };
+    let started_nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
     let mut tasks = Vec::with_capacity(workers);
     for i in 0..workers {
+        let name = format!("sim-{i:05}");
         let role = Role {
-            id: format!("sim-{i:05}"),
+            id: format!(
+                "{name}-{}-{:x}",
+                std::process::id(),
+                started_nanos + i as u64
+            ),
+            name,
             run: status.run.clone(),
             n: status.n,
             d4: true,

@@ -16,6 +16,10 @@ const ERROR_PAUSE: Duration = Duration::from_millis(100);
 /// What one simulated worker does.
 #[derive(Debug, Clone)]
 pub struct Role {
+    /// The worker's name (as `--name` gives it).
+    pub name: String,
+    /// Its process id, spelled as a real worker's (name, process id, start time: about 30 bytes, so
+    /// that the store measured at scale holds results of a real size).
     pub id: String,
     pub run: String,
     pub n: u32,
@@ -113,7 +117,7 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
             let results = held.iter().map(|l| result_of(l, &role)).collect();
             let call = client.report(proto::ReportRequest {
                 worker_id: role.id.clone(),
-                worker_name: role.id.clone(),
+                worker_name: role.name.clone(),
                 results,
                 lease_capacity: if role.with_report { role.batch } else { 0 },
                 threads: role.batch,
@@ -159,7 +163,7 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
         let started = Instant::now();
         let call = client.lease(proto::LeaseRequest {
             worker_id: role.id.clone(),
-            worker_name: role.id.clone(),
+            worker_name: role.name.clone(),
             threads: role.batch,
             capacity: role.batch,
             run: Some(role.run.clone()),
