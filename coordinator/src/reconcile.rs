@@ -332,6 +332,21 @@ mod tests {
     }
 
     #[test]
+    fn issue_16_results_of_a_damaged_worker_definition_are_restored_from_the_ledger() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, _) = agreeing(dir.path());
+        let before: Vec<_> = store.results(run).map(|r| r.unwrap()).collect();
+        store.damage_worker(0);
+        assert!(quick(&store, &path).unwrap().is_none());
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!((repairs.results_damaged, repairs.results_restored), (3, 3));
+        let after: Vec<_> = store.results(run).map(|r| r.unwrap()).collect();
+        assert_eq!(after, before, "worker names and all");
+        store.audit().unwrap();
+    }
+
+    #[test]
     fn a_zero_job_run_left_unfinished_by_an_earlier_build_loads_and_is_done() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();

@@ -136,10 +136,12 @@ impl Store {
             &self.runs,
             &self.jobs,
             &self.results,
+            &self.workers,
             &self.totals,
             &self.quarantine,
         );
-        let committed = trees.transaction(|(runs, jobs, results, totals, quarantine)| {
+        let committed = trees.transaction(|(runs, jobs, groups, workers, totals, quarantine)| {
+            let results = groups::Tx { groups, workers };
             let mut out = Committed::default();
             let mut metas: BTreeMap<u64, RunMeta> = BTreeMap::new();
             for inc in batch {
@@ -318,7 +320,7 @@ impl Store {
     ) -> Result<Option<Option<JobState>>> {
         let k = job_key(run, key);
         let moved = (&self.jobs, &self.results).transaction(|(jobs, results)| {
-            if groups::txn_get(results, run, key)?.is_some() {
+            if groups::txn_contains(results, run, key)? {
                 return Ok(None);
             }
             let record = job_record(jobs, &k)?;

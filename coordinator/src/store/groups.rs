@@ -4,17 +4,19 @@
 //! spends about 130 bytes on every entry before its data, more than a compact result itself, so one
 //! entry per done job could not come near 200 bytes a job (BENCHMARKS.md).
 //!
-//! A group is read, changed and written back inside the transaction that changes one of its results,
-//! so a result is still committed with its totals in one transaction. An entry that does not decode
+//! A member names its worker by number ([`super::workers`]). A group is read, changed and written back
+//! inside the transaction that changes one of its results, so a result is still committed with its
+//! totals in one transaction. An entry that does not decode
 //! is damage to every result in it: readers get it as one damaged item named by its prefix, which the
 //! reconciliation removes as a whole and restores from the ledger.
 
-use nqueens_common::JobKey;
+use nqueens_common::{JobKey, JobResult};
 use serde::{Deserialize, Serialize};
 use sled::transaction::TransactionalTree;
 
-use super::records::{split_job_key, Compact, ResultRecord};
+use super::records::{split_job_key, ResultRecord};
 use super::txn::{abort, TxResult};
+use super::workers::{self, Names, Worker};
 use crate::error::{Error, Result};
 
 /// The tag byte of a group entry (postcard of its members follows). A single result of format 4 starts
@@ -24,12 +26,57 @@ const GROUP_V1: u8 = 2;
 /// Most members a group can have: one per value of a job key's last number.
 const MAX_MEMBERS: usize = 256;
 
+/// A result as a group stores it: its worker by number, its seal as 8 bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stored {
+    total: u64,
+    unique8: Option<u64>,
+    nodes: u64,
+    worker: u32,
+    lease: u64,
+    at_unix: u64,
+    confirmed_by: Vec<String>,
+    seal: Option<[u8; 8]>,
+}
+
+impl Stored {
+    fn of(record: &ResultRecord, worker: u32) -> Stored {
+        Stored {
+            total: record.result.total,
+            unique8: record.result.unique8,
+            nodes: record.result.nodes,
+            worker,
+            lease: record.lease,
+            at_unix: record.at_unix,
+            confirmed_by: record.confirmed_by.clone(),
+            seal: record.seal.map(u64::to_le_bytes),
+        }
+    }
+
+    /// The record, with its worker's name and process id.
+    fn record(self, worker: Worker) -> ResultRecord {
+        ResultRecord {
+            result: JobResult {
+                total: self.total,
+                unique8: self.unique8,
+                nodes: self.nodes,
+            },
+            worker: worker.name,
+            worker_id: worker.id,
+            lease: self.lease,
+            at_unix: self.at_unix,
+            confirmed_by: self.confirmed_by,
+            seal: self.seal.map(u64::from_le_bytes),
+        }
+    }
+}
+
 /// One job of a group: the last number of its key (none for a run whose only job has an empty key) and
 /// its result.
 #[derive(Serialize, Deserialize)]
 struct Member {
     last: Option<u8>,
-    result: Compact,
+    result: Stored,
 }
 
 /// The entry key of the group holding job `key` of `run`, and the job's place in it.
@@ -44,7 +91,7 @@ pub fn group_of(run: u64, key: &JobKey) -> (Vec<u8>, Option<u8>) {
     (k, last)
 }
 
-/// The key of member `last` of the group at entry key `group`.
+/// The key of member `last` of the group whose prefix is `prefix`.
 fn member_key(prefix: &JobKey, last: Option<u8>) -> JobKey {
     let mut key = prefix.0.clone();
     key.extend(last);
@@ -52,15 +99,15 @@ fn member_key(prefix: &JobKey, last: Option<u8>) -> JobKey {
 }
 
 /// A group's members, in order of their last number.
-pub type Members = Vec<(Option<u8>, ResultRecord)>;
+pub type Members = Vec<(Option<u8>, Stored)>;
 
 /// Encodes a group (members in order, at least one).
 pub fn encode_group(members: &Members) -> Vec<u8> {
     let members: Vec<Member> = members
         .iter()
-        .map(|(last, record)| Member {
+        .map(|(last, result)| Member {
             last: *last,
-            result: Compact::of(record),
+            result: result.clone(),
         })
         .collect();
     let mut bytes = vec![GROUP_V1];
@@ -91,80 +138,117 @@ pub fn decode_group(bytes: &[u8]) -> Result<Members> {
     if !ordered {
         return Err(damaged("members out of order or repeated".into()));
     }
-    Ok(members
-        .into_iter()
-        .map(|m| (m.last, m.result.into_record()))
-        .collect())
+    Ok(members.into_iter().map(|m| (m.last, m.result)).collect())
 }
 
-/// Every result of the group entry `(k, v)`, in key order, or the damage that keeps them unread (named
-/// by the group's prefix).
-pub fn members_of(k: &[u8], v: &[u8]) -> Result<Vec<(JobKey, Result<ResultRecord>)>> {
+/// Every result of the group entry `(k, v)`, in key order, its worker named through `names`; or the
+/// damage that keeps them unread: the group's, named by its prefix, or one member's (a worker number
+/// that is not defined).
+pub fn members_of(
+    k: &[u8],
+    v: &[u8],
+    names: &mut Names,
+) -> Result<Vec<(JobKey, Result<ResultRecord>)>> {
     let (_, prefix) = split_job_key(k)?;
     Ok(match decode_group(v) {
         Ok(members) => members
             .into_iter()
-            .map(|(last, record)| (member_key(&prefix, last), Ok(record)))
+            .map(|(last, stored)| {
+                let record = names.get(stored.worker).map(|w| stored.record(w));
+                (member_key(&prefix, last), record)
+            })
             .collect(),
         Err(e) => vec![(prefix, Err(e))],
     })
 }
 
-/// Job `key`'s result in group tree `groups` (outside a transaction).
-pub fn get(groups: &sled::Tree, run: u64, key: &JobKey) -> Result<Option<ResultRecord>> {
+fn find(members: Members, last: Option<u8>) -> Option<Stored> {
+    members
+        .into_iter()
+        .find(|(l, _)| *l == last)
+        .map(|(_, stored)| stored)
+}
+
+/// Whether job `key` has a result in group tree `groups` (outside a transaction).
+pub fn contains(groups: &sled::Tree, run: u64, key: &JobKey) -> Result<bool> {
+    let (k, last) = group_of(run, key);
+    match groups.get(&k)? {
+        None => Ok(false),
+        Some(raw) => Ok(find(decode_group(&raw)?, last).is_some()),
+    }
+}
+
+/// Job `key`'s result (outside a transaction).
+pub fn get(
+    groups: &sled::Tree,
+    workers: &sled::Tree,
+    run: u64,
+    key: &JobKey,
+) -> Result<Option<ResultRecord>> {
     let (k, last) = group_of(run, key);
     let Some(raw) = groups.get(&k)? else {
         return Ok(None);
     };
-    Ok(find(decode_group(&raw)?, last))
+    let Some(stored) = find(decode_group(&raw)?, last) else {
+        return Ok(None);
+    };
+    let worker = Names::new(workers).get(stored.worker)?;
+    Ok(Some(stored.record(worker)))
 }
 
-fn find(members: Members, last: Option<u8>) -> Option<ResultRecord> {
-    members
-        .into_iter()
-        .find(|(l, _)| *l == last)
-        .map(|(_, record)| record)
+/// The trees of the results, inside a transaction.
+#[derive(Clone, Copy)]
+pub struct Tx<'a> {
+    pub groups: &'a TransactionalTree,
+    pub workers: &'a TransactionalTree,
 }
 
-/// Job `key`'s result, inside a transaction (a damaged group aborts it).
-pub fn txn_get(
-    groups: &TransactionalTree,
-    run: u64,
-    key: &JobKey,
-) -> TxResult<Option<ResultRecord>> {
+/// Whether job `key` has a result, inside a transaction (a damaged group aborts it).
+pub fn txn_contains(groups: &TransactionalTree, run: u64, key: &JobKey) -> TxResult<bool> {
     let (k, last) = group_of(run, key);
     match groups.get(&k)? {
-        None => Ok(None),
-        Some(raw) => Ok(find(decode_group(&raw).or_else(abort)?, last)),
+        None => Ok(false),
+        Some(raw) => Ok(find(decode_group(&raw).or_else(abort)?, last).is_some()),
     }
 }
 
-/// Stores job `key`'s result (replacing the one it had), inside a transaction.
-pub fn txn_put(
-    groups: &TransactionalTree,
-    run: u64,
-    key: &JobKey,
-    record: &ResultRecord,
-) -> TxResult<()> {
+/// Job `key`'s result, inside a transaction (a damaged group or worker aborts it).
+pub fn txn_get(tx: Tx, run: u64, key: &JobKey) -> TxResult<Option<ResultRecord>> {
     let (k, last) = group_of(run, key);
-    let mut members = match groups.get(&k)? {
+    let Some(raw) = tx.groups.get(&k)? else {
+        return Ok(None);
+    };
+    let Some(stored) = find(decode_group(&raw).or_else(abort)?, last) else {
+        return Ok(None);
+    };
+    let worker = workers::txn_worker(tx.workers, stored.worker)?;
+    Ok(Some(stored.record(worker)))
+}
+
+/// Stores job `key`'s result (replacing the one it had), inside a transaction; its worker gets a
+/// number if it has none.
+pub fn txn_put(tx: Tx, run: u64, key: &JobKey, record: &ResultRecord) -> TxResult<()> {
+    let worker = Worker {
+        name: record.worker.clone(),
+        id: record.worker_id.clone(),
+    };
+    let stored = Stored::of(record, workers::number(tx.workers, &worker)?);
+    let (k, last) = group_of(run, key);
+    let mut members = match tx.groups.get(&k)? {
         Some(raw) => decode_group(&raw).or_else(abort)?,
         None => Vec::new(),
     };
     match members.binary_search_by_key(&last, |(l, _)| *l) {
-        Ok(i) => members[i].1 = record.clone(),
-        Err(i) => members.insert(i, (last, record.clone())),
+        Ok(i) => members[i].1 = stored,
+        Err(i) => members.insert(i, (last, stored)),
     }
-    groups.insert(k, encode_group(&members))?;
+    tx.groups.insert(k, encode_group(&members))?;
     Ok(())
 }
 
-/// Takes job `key`'s result out (the entry goes with its last member), inside a transaction; returns it.
-pub fn txn_remove(
-    groups: &TransactionalTree,
-    run: u64,
-    key: &JobKey,
-) -> TxResult<Option<ResultRecord>> {
+/// Takes job `key`'s result out (the entry goes with its last member), inside a transaction; returns
+/// it as stored (its worker by number).
+pub fn txn_remove(groups: &TransactionalTree, run: u64, key: &JobKey) -> TxResult<Option<Stored>> {
     let (k, last) = group_of(run, key);
     let Some(raw) = groups.get(&k)? else {
         return Ok(None);
@@ -173,11 +257,22 @@ pub fn txn_remove(
     let Ok(i) = members.binary_search_by_key(&last, |(l, _)| *l) else {
         return Ok(None);
     };
-    let (_, record) = members.remove(i);
+    let (_, stored) = members.remove(i);
     if members.is_empty() {
         groups.remove(k)?;
     } else {
         groups.insert(k, encode_group(&members))?;
     }
-    Ok(Some(record))
+    Ok(Some(stored))
+}
+
+/// [`txn_remove`], the result returned with its worker's name (an undefined worker aborts).
+pub fn txn_take(tx: Tx, run: u64, key: &JobKey) -> TxResult<Option<ResultRecord>> {
+    match txn_remove(tx.groups, run, key)? {
+        None => Ok(None),
+        Some(stored) => {
+            let worker = workers::txn_worker(tx.workers, stored.worker)?;
+            Ok(Some(stored.record(worker)))
+        }
+    }
 }

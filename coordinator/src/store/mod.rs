@@ -5,7 +5,8 @@
 //!   ([`ResultRecord`]s, compact, grouped: see [`groups`]); `jobs`: run id ++ job key -> [`JobRecord`]
 //!   for the jobs neither pending nor done (verified jobs waiting for agreement, failed jobs). A job
 //!   with neither is pending (store formats 1 to 4 kept one result per entry in a `results` tree, which
-//!   the migration regroups and drops);
+//!   the migration regroups and drops); `workers`: the numbers by which stored results name their
+//!   workers ([`workers`]);
 //! - `quarantine`: worker name -> [`Quarantine`] (workers that reported a result others disproved);
 //! - `meta`: the next run id, the coordinator's epoch (incremented at every open, so that lease ids of
 //!   an earlier incarnation are recognisable), the store's format version (and, while a migration is
@@ -28,6 +29,7 @@ mod repair;
 mod restore;
 mod revoke;
 mod txn;
+mod workers;
 
 pub use audit::AuditLine;
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
@@ -65,7 +67,7 @@ const LEGACY_RESULTS: &str = "results";
 /// alone (no `done` record in the `jobs` tree) and result records compact (postcard behind a tag byte;
 /// JSON results of earlier formats are read as they are); 5 grouped the results of the jobs that differ
 /// only in their key's last number into one entry, in a new tree (`result_groups`; sled spends about
-/// 130 bytes on an entry).
+/// 130 bytes on an entry), each naming its worker by a number defined once (`workers`).
 pub const FORMAT_VERSION: u64 = 5;
 
 /// The coordinator's persistent state.
@@ -76,6 +78,8 @@ pub struct Store {
     jobs: sled::Tree,
     /// The `result_groups` tree.
     results: sled::Tree,
+    /// Worker names by number.
+    workers: sled::Tree,
     totals: sled::Tree,
     quarantine: sled::Tree,
     meta: sled::Tree,
@@ -143,6 +147,7 @@ impl Store {
             runs: db.open_tree("runs")?,
             jobs: db.open_tree("jobs")?,
             results: db.open_tree(RESULT_GROUPS)?,
+            workers: db.open_tree("workers")?,
             totals: db.open_tree("totals")?,
             quarantine: db.open_tree("quarantine")?,
             meta,
@@ -275,7 +280,7 @@ impl Store {
         if let Some(v) = self.jobs.get(&k)? {
             return Ok(Some(decode("job", &v)?));
         }
-        Ok(groups::get(&self.results, run, key)?.map(|_| JobRecord::done()))
+        Ok(groups::contains(&self.results, run, key)?.then(JobRecord::done))
     }
 
     /// How many of a run's jobs are in each open or failed state (done jobs are counted by the run's
@@ -324,7 +329,7 @@ impl Store {
 
     /// A job's accepted result, if any.
     pub fn result(&self, run: u64, key: &JobKey) -> Result<Option<ResultRecord>> {
-        groups::get(&self.results, run, key)
+        groups::get(&self.results, &self.workers, run, key)
     }
 
     /// A run's accepted results, in key order.

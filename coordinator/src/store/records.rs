@@ -278,10 +278,9 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 /// with `{`, never with it.
 const COMPACT_V1: u8 = 1;
 
-/// A result record's stored fields, in the compact encoding (a single result of format 4, a member of
-/// a group since format 5).
+/// A result record's stored fields, in the compact encoding of store format 4 (one result per entry).
 #[derive(Serialize, Deserialize)]
-pub(super) struct Compact {
+struct Compact {
     total: u64,
     unique8: Option<u64>,
     nodes: u64,
@@ -294,7 +293,7 @@ pub(super) struct Compact {
 }
 
 impl Compact {
-    pub(super) fn of(record: &ResultRecord) -> Compact {
+    fn of(record: &ResultRecord) -> Compact {
         Compact {
             total: record.result.total,
             unique8: record.result.unique8,
@@ -308,7 +307,7 @@ impl Compact {
         }
     }
 
-    pub(super) fn into_record(self) -> ResultRecord {
+    fn into_record(self) -> ResultRecord {
         ResultRecord {
             result: JobResult {
                 total: self.total,

@@ -10,6 +10,7 @@ use super::records::{
     decode, decode_result, encode, encode_result, job_key, run_key, split_job_key, JobRecord,
     JobState,
 };
+use super::workers::Names;
 use super::{
     groups, ResultRecord, RunMeta, Store, FORMAT, FORMAT_VERSION, LEGACY_RESULTS, UPGRADE,
 };
@@ -90,7 +91,7 @@ impl Store {
             let done = decode::<JobRecord>("job", &v).is_ok_and(|r| r.state == JobState::Done);
             let counted = legacy.contains_key(&k)? || {
                 let (run, key) = split_job_key(&k)?;
-                groups::get(&self.results, run, &key).is_ok_and(|r| r.is_some())
+                groups::contains(&self.results, run, &key).unwrap_or(false)
             };
             if done && counted {
                 batch.remove(k);
@@ -148,10 +149,10 @@ impl Store {
             if chunk.is_empty() {
                 return Ok((moved, unreadable));
             }
-            (legacy, &self.results).transaction(|(old, results)| {
+            (legacy, &self.results, &self.workers).transaction(|(old, groups, workers)| {
                 for (k, (run, key), record) in &chunk {
                     if let Some(record) = record {
-                        groups::txn_put(results, *run, key, record)?;
+                        groups::txn_put(groups::Tx { groups, workers }, *run, key, record)?;
                     }
                     old.remove(k)?;
                 }
@@ -168,10 +169,11 @@ impl Store {
         &self,
         run: u64,
     ) -> impl Iterator<Item = Result<(JobKey, Result<ResultRecord>)>> {
-        self.results.scan_prefix(run_key(run)).flat_map(|kv| {
+        let mut names = Names::new(&self.workers);
+        self.results.scan_prefix(run_key(run)).flat_map(move |kv| {
             let members = kv
                 .map_err(Error::from)
-                .and_then(|(k, v)| groups::members_of(&k, &v));
+                .and_then(|(k, v)| groups::members_of(&k, &v, &mut names));
             match members {
                 Ok(members) => members.into_iter().map(Ok).collect::<Vec<_>>(),
                 Err(e) => vec![Err(e)],

@@ -58,8 +58,15 @@ impl Store {
                 )));
             }
         }
-        let trees = (&self.runs, &self.jobs, &self.results, &self.totals);
-        let added = trees.transaction(|(runs, jobs, results, totals)| {
+        let trees = (
+            &self.runs,
+            &self.jobs,
+            &self.results,
+            &self.workers,
+            &self.totals,
+        );
+        let added = trees.transaction(|(runs, jobs, groups, workers, totals)| {
+            let results = groups::Tx { groups, workers };
             let mut tally = stored_tally(totals, run)?;
             let mut added = 0;
             for (key, record) in batch {
@@ -105,8 +112,15 @@ impl Store {
     /// totals and the job is pending again. Returns whether a result was removed.
     pub fn restore_revocation(&self, run: u64, key: &JobKey, worker: &str) -> Result<bool> {
         let k = job_key(run, key);
-        let trees = (&self.runs, &self.jobs, &self.results, &self.totals);
-        let removed = trees.transaction(|(runs, jobs, results, totals)| {
+        let trees = (
+            &self.runs,
+            &self.jobs,
+            &self.results,
+            &self.workers,
+            &self.totals,
+        );
+        let removed = trees.transaction(|(runs, jobs, groups, workers, totals)| {
+            let results = groups::Tx { groups, workers };
             let Some(record) = groups::txn_get(results, run, key)? else {
                 return Ok(false);
             };
@@ -117,7 +131,7 @@ impl Store {
             tally
                 .remove(&record.result)
                 .map_err(|e| Abort::Abort(e.into()))?;
-            groups::txn_remove(results, run, key)?;
+            groups::txn_remove(results.groups, run, key)?;
             jobs.remove(k.as_slice())?;
             totals.insert(&run_key(run), encode(&tally))?;
             if let Some(raw) = runs.get(run_key(run))? {

@@ -13,6 +13,7 @@ use super::records::{
     decode, encode, job_key, run_key, split_job_key, JobRecord, JobState, ResultRecord,
 };
 use super::txn::{abort, job_record, stored_tally};
+use super::workers::Names;
 use super::{groups, RunMeta, Store};
 use crate::error::{Error, Result};
 
@@ -40,10 +41,11 @@ impl Store {
     /// Takes back every unconfirmed result of the worker named `worker` (see the module text).
     pub fn revoke(&self, worker: &str) -> Result<Revocation> {
         let mut counted = Vec::new();
+        let mut names = Names::new(&self.workers);
         for kv in self.results.iter() {
             let (k, v) = kv?;
             let (run, _) = split_job_key(&k)?;
-            for (key, record) in groups::members_of(&k, &v)? {
+            for (key, record) in groups::members_of(&k, &v, &mut names)? {
                 let record: ResultRecord = record?;
                 if record.worker == worker && record.confirmed_by.is_empty() {
                     counted.push(job_key(run, &key));
@@ -61,12 +63,19 @@ impl Store {
         if counted.is_empty() && recorded.is_empty() {
             return Ok(Revocation::default());
         }
-        let trees = (&self.runs, &self.jobs, &self.results, &self.totals);
-        let revocation = trees.transaction(|(runs, jobs, results, totals)| {
+        let trees = (
+            &self.runs,
+            &self.jobs,
+            &self.results,
+            &self.workers,
+            &self.totals,
+        );
+        let revocation = trees.transaction(|(runs, jobs, groups, workers, totals)| {
+            let results = groups::Tx { groups, workers };
             let mut out = Revocation::default();
             for k in &counted {
                 let (run, key) = split_job_key(k).or_else(abort)?;
-                let Some(record) = groups::txn_remove(results, run, &key)? else {
+                let Some(record) = groups::txn_take(results, run, &key)? else {
                     continue;
                 };
                 let mut tally = match out.tallies.get(&run) {

@@ -8,6 +8,7 @@ use nqueens_common::{JobResult, Plan, Strategy, Tally};
 use super::records::{encode, run_key};
 use super::{Incoming, JobState, Outcome, ResultRecord, Store};
 use crate::error::Error;
+use sled::transaction::Transactional;
 
 /// Opens the store in `dir` again, once the instance just dropped has let go of it (sled's threads hold
 /// its lock a moment longer).
@@ -621,6 +622,80 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Overwrites the definition of worker number `n` with bytes that do not decode (tests of the
+    /// repairs).
+    pub(crate) fn damage_worker(&self, n: u32) {
+        let mut k = vec![b'#'];
+        k.extend_from_slice(&n.to_be_bytes());
+        assert!(
+            self.workers.get(&k).unwrap().is_some(),
+            "worker {n} is defined"
+        );
+        self.workers.insert(k, &[0xff, 0xff][..]).unwrap();
+    }
+}
+
+#[test]
+fn issue_16_results_name_their_workers_by_numbers_defined_once() {
+    let (store, plan, run) = one_run(10, Strategy::D4, 0.0);
+    let names = ["a", "b", "a", "a", "b", "c", "a"];
+    for (i, name) in names.iter().enumerate() {
+        store
+            .commit(&[incoming_from(run.id, &plan, i, name)])
+            .unwrap();
+    }
+    // Three workers: a definition, a reverse entry each, and the next number.
+    assert_eq!(store.workers.len(), 3 * 2 + 1);
+    for (i, name) in names.iter().enumerate() {
+        let key = plan.jobs().nth(i).unwrap();
+        let record = store.result(run.id, &key).unwrap().unwrap();
+        assert_eq!(record.worker, *name);
+        assert_eq!(record.worker_id, format!("{name}-1"));
+    }
+    let (group, _) = super::groups::group_of(run.id, &plan.jobs().next().unwrap());
+    let raw = store.results.get(&group).unwrap().unwrap();
+    let members = super::groups::decode_group(&raw).unwrap();
+    assert!(
+        raw.len() < 40 * members.len(),
+        "{} bytes for {} results",
+        raw.len(),
+        members.len()
+    );
+    // A damaged definition: the results of that worker are damaged, each named; the others read.
+    store.damage_worker(1);
+    let items: Vec<_> = store.results_raw(run.id).map(|i| i.unwrap()).collect();
+    let damaged: Vec<usize> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, r))| r.is_err())
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(damaged, vec![1, 4], "worker b's results");
+    assert!(store.audit().is_err());
+    // Restored, a result of `b` gets a new number, not the damaged one.
+    let key = plan.jobs().nth(1).unwrap();
+    let record = incoming_from(run.id, &plan, 1, "b");
+    store
+        .remove_results(run.id, std::slice::from_ref(&key))
+        .unwrap();
+    let restored = super::ResultRecord {
+        result: record.result,
+        worker: "b".into(),
+        worker_id: "b-1".into(),
+        lease: record.lease,
+        at_unix: 1,
+        confirmed_by: Vec::new(),
+        seal: Some(record.seal),
+    };
+    store
+        .restore_results(run.id, &[(key.clone(), restored)])
+        .unwrap();
+    assert_eq!(store.result(run.id, &key).unwrap().unwrap().worker, "b");
+    // A fourth definition; `b`'s reverse entry now points to it.
+    assert_eq!(store.workers.len(), 4 + 3 + 1);
+}
+
 /// The number of sled entries holding a run's results.
 fn group_entries(store: &Store, run: u64) -> usize {
     store.results.scan_prefix(run_key(run)).count()
@@ -718,21 +793,21 @@ fn issue_16_groups_decode_or_are_refused_never_guessed() {
         let e = super::groups::decode_group(&bad).unwrap_err();
         assert!(matches!(e, Error::Corrupt(_)), "{bad:?}: {e:?}");
     }
-    // Every single flipped bit decodes to members whose seals catch a changed result, or is refused.
+    // Every single flipped bit decodes to members whose seals catch a changed result (their worker
+    // numbers naming a worker or damage), or is refused.
     let fingerprint = plan.fingerprint().1;
-    let prefix = &first.0[..first.0.len() - 1];
+    let originals: Vec<_> = store.results(run.id).map(|r| r.unwrap()).collect();
     for i in 0..raw.len() {
         for bit in 0..8 {
             let mut flipped = raw.clone();
             flipped[i] ^= 1 << bit;
-            let Ok(got) = super::groups::decode_group(&flipped) else {
+            let mut names = super::workers::Names::new(&store.workers);
+            let Ok(got) = super::groups::members_of(&group, &flipped, &mut names) else {
                 continue;
             };
-            for (last, record) in got {
-                let mut key = prefix.to_vec();
-                key.extend(last);
-                let key = nqueens_common::JobKey(key);
-                let original = members.iter().find(|(l, _)| *l == last);
+            for (key, record) in got {
+                let Ok(record) = record else { continue };
+                let original = originals.iter().find(|(k, _)| *k == key);
                 if original.is_none_or(|(_, r)| r.result != record.result) {
                     assert!(!record.sealed(fingerprint, &key), "byte {i} bit {bit}");
                 }
@@ -763,9 +838,11 @@ fn issue_16_a_format_4_store_is_regrouped_and_a_regrouping_cut_short_goes_on() {
                     let record =
                         super::records::decode_result(&legacy.remove(&k).unwrap().unwrap())
                             .unwrap();
-                    store
-                        .results
-                        .transaction(|t| super::groups::txn_put(t, run.id, &key, &record))
+                    (&store.results, &store.workers)
+                        .transaction(|(groups, workers)| {
+                            let tx = super::groups::Tx { groups, workers };
+                            super::groups::txn_put(tx, run.id, &key, &record)
+                        })
                         .unwrap();
                 }
                 store

@@ -1,0 +1,120 @@
+//! Worker names by number (store format 5): a stored result names its worker (name and process id,
+//! about 40 bytes) by a small number, defined once in the `workers` tree.
+//!
+//! - `#` ++ number (u32, big-endian) -> the worker's name and process id (postcard);
+//! - `@` ++ the same postcard bytes -> its number (so that a worker seen again gets its number back);
+//! - `next` -> the next number to give.
+//!
+//! Numbers are given inside the transaction that stores the worker's first result, so a number is
+//! defined exactly when a result uses it. A definition that does not decode is damage to the results
+//! that use it (readers report them, the reconciliation restores them from the ledger); the worker's
+//! next result gets a new number rather than the damaged one.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use sled::transaction::TransactionalTree;
+
+use super::txn::{abort, TxResult};
+use crate::error::{Error, Result};
+
+const NEXT: &[u8] = b"next";
+
+/// A worker as results name it: its name and its process id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Worker {
+    pub name: String,
+    pub id: String,
+}
+
+fn number_key(n: u32) -> [u8; 5] {
+    let mut k = [b'#'; 5];
+    k[1..].copy_from_slice(&n.to_be_bytes());
+    k
+}
+
+fn encode(worker: &Worker) -> Vec<u8> {
+    postcard::to_allocvec(worker).expect("workers serialize to postcard")
+}
+
+fn decode(n: u32, bytes: &[u8]) -> Result<Worker> {
+    match postcard::take_from_bytes::<Worker>(bytes) {
+        Ok((w, [])) => Ok(w),
+        Ok(_) => Err(Error::Corrupt(format!(
+            "worker number {n}: bytes after its definition"
+        ))),
+        Err(e) => Err(Error::Corrupt(format!(
+            "worker number {n}: undecodable definition: {e}"
+        ))),
+    }
+}
+
+/// The number of `worker`, given now if it has none (or only a damaged one), inside a transaction.
+pub fn number(workers: &TransactionalTree, worker: &Worker) -> TxResult<u32> {
+    let defined = encode(worker);
+    let mut reverse = Vec::with_capacity(1 + defined.len());
+    reverse.push(b'@');
+    reverse.extend_from_slice(&defined);
+    if let Some(raw) = workers.get(&reverse)? {
+        if let Ok(n) = <[u8; 4]>::try_from(raw.as_ref()).map(u32::from_be_bytes) {
+            let intact = workers
+                .get(number_key(n))?
+                .is_some_and(|d| d.as_ref() == defined.as_slice());
+            if intact {
+                return Ok(n);
+            }
+        }
+    }
+    let n = match workers.get(NEXT)? {
+        None => 0,
+        Some(raw) => match <[u8; 4]>::try_from(raw.as_ref()) {
+            Ok(b) => u32::from_be_bytes(b),
+            Err(_) => return abort(Error::Corrupt("the next worker number is damaged".into())),
+        },
+    };
+    let Some(next) = n.checked_add(1) else {
+        return abort(Error::Corrupt("worker numbers exhausted".into()));
+    };
+    workers.insert(&NEXT[..], &next.to_be_bytes())?;
+    workers.insert(&number_key(n)[..], defined)?;
+    workers.insert(reverse, &n.to_be_bytes())?;
+    Ok(n)
+}
+
+/// The worker of number `n`, inside a transaction (undefined or damaged: the transaction aborts).
+pub fn txn_worker(workers: &TransactionalTree, n: u32) -> TxResult<Worker> {
+    match workers.get(number_key(n))? {
+        Some(raw) => decode(n, &raw).or_else(abort),
+        None => abort(Error::Corrupt(format!("worker number {n} is not defined"))),
+    }
+}
+
+/// Workers by number, read from the tree once each (a scan over millions of results names a few
+/// hundred workers).
+pub struct Names {
+    tree: sled::Tree,
+    known: HashMap<u32, std::result::Result<Worker, String>>,
+}
+
+impl Names {
+    /// Names from the `workers` tree.
+    pub fn new(tree: &sled::Tree) -> Names {
+        Names {
+            tree: tree.clone(),
+            known: HashMap::new(),
+        }
+    }
+
+    /// The worker of number `n` (undefined or damaged: an error).
+    pub fn get(&mut self, n: u32) -> Result<Worker> {
+        if let Some(known) = self.known.get(&n) {
+            return known.clone().map_err(Error::Corrupt);
+        }
+        let found = match self.tree.get(number_key(n))? {
+            Some(raw) => decode(n, &raw).map_err(|e| e.to_string()),
+            None => Err(format!("worker number {n} is not defined")),
+        };
+        self.known.insert(n, found.clone());
+        found.map_err(Error::Corrupt)
+    }
+}
