@@ -70,6 +70,8 @@ pub struct LedgerDigest {
     pub unfit: Option<String>,
     /// The length of the file's good content (a torn last line excluded).
     pub len: u64,
+    /// The first worker number no intact line defines (see [`crate::ledger::LedgerView::next_worker`]).
+    pub next_worker: u32,
 }
 
 impl LedgerDigest {
@@ -84,7 +86,7 @@ impl LedgerDigest {
             Err(e) => return Err(io(e)),
         };
         let size = file.metadata().map_err(io)?.len();
-        let scan = crate::ledger::scan(file, |number, line| {
+        let (scan, next_worker) = crate::ledger::scan(file, |number, line| {
             if out.unfit.is_some() {
                 return;
             }
@@ -105,6 +107,7 @@ impl LedgerDigest {
             ));
         }
         out.len = scan.torn.unwrap_or(size);
+        out.next_worker = next_worker;
         Ok(out)
     }
 

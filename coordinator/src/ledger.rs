@@ -228,6 +228,8 @@ pub struct LedgerView {
     pub len: u64,
     /// A torn last line was found.
     pub torn: bool,
+    /// The first worker number no intact line defines (see [`packed`]).
+    pub next_worker: u32,
 }
 
 impl LedgerView {
@@ -245,7 +247,7 @@ impl LedgerView {
         };
         let size = file.metadata().map_err(io)?.len();
         let mut extra = Vec::new();
-        let scan = scan(file, |number, line| {
+        let (scan, next_worker) = scan(file, |number, line| {
             let (entry, verified) = match line {
                 Line::Verified(e) => (e, true),
                 Line::Legacy(e) => (e, false),
@@ -259,6 +261,7 @@ impl LedgerView {
             }
         })
         .map_err(io)?;
+        view.next_worker = next_worker;
         view.damaged = scan.damaged;
         view.damaged.extend(extra);
         view.damaged.sort_by_key(|d| d.line);
@@ -365,14 +368,15 @@ pub struct Ledger {
 
 impl Ledger {
     /// Opens the ledger at `path` for appending after its first `len` good bytes (anything after them,
-    /// a torn last line, is cut off).
-    pub fn open(path: &Path, len: u64) -> Result<Ledger> {
+    /// a torn last line, is cut off), numbering workers from `next_worker` (the first number no line
+    /// of the file defines, as its reading found: [`LedgerView::next_worker`]).
+    pub fn open(path: &Path, len: u64, next_worker: u32) -> Result<Ledger> {
         let file = Appender::open(path, len)
             .map_err(|e| Error::Durability(format!("{}: {e}", path.display())))?;
         Ok(Ledger {
             path: path.to_path_buf(),
             file,
-            encoder: Encoder::packed(),
+            encoder: Encoder::packed(next_worker),
             backlog: Vec::new(),
         })
     }
@@ -382,7 +386,7 @@ impl Ledger {
         Ledger {
             path: path.to_path_buf(),
             file: Appender::new(sink, len),
-            encoder: Encoder::packed(),
+            encoder: Encoder::packed(0),
             backlog: Vec::new(),
         }
     }
@@ -419,15 +423,16 @@ pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
     let io = |e: std::io::Error| Error::Durability(format!("{}: {e}", tmp.display()));
     let written = (|| {
         let mut out = std::io::BufWriter::new(File::create(&tmp).map_err(io)?);
-        write_store(store, None, &mut out, &mut Encoder::packed())?;
+        let mut encoder = Encoder::packed(0);
+        write_store(store, None, &mut out, &mut encoder)?;
         let file = out.into_inner().map_err(|e| io(e.into_error()))?;
         file.sync_all().map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         drop(file);
         std::fs::rename(&tmp, path).map_err(io)?;
-        Ok(len)
+        Ok((len, encoder.next_number()))
     })();
-    let len = match written {
+    let (len, next_worker) = match written {
         Ok(len) => len,
         Err(e) => {
             // A full disk must not keep the half-written copy (it holds the space a retry needs).
@@ -436,7 +441,8 @@ pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
         }
     };
     jsonl::sync_dir(path).map_err(io)?;
-    Ledger::open(path, len)
+    // The rewritten file numbered its workers from 0: the appender goes on after them.
+    Ledger::open(path, len, next_worker)
 }
 
 /// Writes a store's runs (all, or one) and their counted results as JSON ledger lines (an export);
@@ -733,7 +739,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
         let (store, run, entries) = counted(&["node-a", "node-b", "node-a", "node-a"]);
-        let mut ledger = Ledger::open(&path, 0).unwrap();
+        let mut ledger = Ledger::open(&path, 0, 0).unwrap();
         ledger.append(&[Entry::Run(run.clone())]).unwrap();
         let after_run = std::fs::metadata(&path).unwrap().len();
         ledger.append(&entries[..2]).unwrap();
@@ -761,7 +767,6 @@ mod tests {
         let digest = crate::digest::LedgerDigest::read(&path).unwrap();
         assert_eq!(digest.unfit, None);
         assert_eq!(digest.digests[&run.id].results, 4);
-        // A later incarnation numbers its workers from 0 again: each result keeps its own worker.
         let (_, _, others) = counted(&["node-c"]);
         let Entry::Result { record, .. } = &others[0] else {
             unreachable!()
@@ -775,14 +780,31 @@ mod tests {
                 ..sealed_for(&run, 5)
             },
         };
-        let mut again = Ledger::open(&path, bytes.len() as u64).unwrap();
+        // A later incarnation numbers its workers after the file's: each result keeps its own worker.
+        let read = LedgerView::read(&path).unwrap();
+        assert_eq!(read.next_worker, 2);
+        let mut again = Ledger::open(&path, read.len, read.next_worker).unwrap();
         again.append(std::slice::from_ref(&moved)).unwrap();
         let view = LedgerView::read(&path).unwrap();
         assert!(view.damaged.is_empty(), "{:?}", view.damaged);
+        assert_eq!(view.next_worker, 3);
         let key: JobKey = plan_job(&run, 5).parse().unwrap();
         assert_eq!(view.results[&run.id][&key].worker, "node-c");
         let first: JobKey = plan_job(&run, 0).parse().unwrap();
         assert_eq!(view.results[&run.id][&first].worker, "node-a");
+        // Its definition damaged, node-c's result is damage: never another worker's.
+        let mut damaged = std::fs::read(&path).unwrap();
+        let at = bytes.len() + 6;
+        damaged[at] = if damaged[at] == b'a' { b'b' } else { b'a' };
+        std::fs::write(&path, &damaged).unwrap();
+        let view = LedgerView::read(&path).unwrap();
+        assert_eq!(view.damaged.len(), 2, "{:?}", view.damaged);
+        assert!(
+            view.damaged[1].reason.contains("never defined"),
+            "{:?}",
+            view.damaged
+        );
+        assert!(!view.results[&run.id].contains_key(&key));
         // An export stays JSON.
         let mut export_bytes = Vec::new();
         export(&store, None, &mut export_bytes).unwrap();
@@ -831,11 +853,11 @@ mod tests {
                 seal: Some(0x0a1b_0a1b_0a1b_0a1b),
             },
         };
-        let lines = Encoder::packed().lines(&tricky);
+        let lines = Encoder::packed(0).lines(&tricky);
         assert_eq!(lines.iter().filter(|&&b| b == b'\n').count(), 2);
         let read = |bytes: &[u8]| {
             let mut got = Vec::new();
-            let scan = scan(bytes, |_, line| got.push(line)).unwrap();
+            let (scan, _) = scan(bytes, |_, line| got.push(line)).unwrap();
             (got, scan)
         };
         let (got, found) = read(&lines);

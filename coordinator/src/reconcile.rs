@@ -26,7 +26,8 @@ pub struct Repairs {
     pub results_restored: u64,
     /// Results the ledger says were taken back (a quarantine) that the store still held: taken back.
     pub results_revoked: u64,
-    /// Stored results that failed their seal and were removed (replaced when the ledger had them).
+    /// Damaged stored items removed (replaced when the ledger had their results): a result that fails
+    /// its seal or names an undefined worker, or a whole group of results that does not decode.
     pub results_damaged: u64,
     /// Runs whose stored totals were recomputed from their results.
     pub totals_recounted: u64,
@@ -167,7 +168,7 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
         repairs.ledger_rewritten = true;
         ledger::rewrite(path, store)?
     } else {
-        Ledger::open(path, view.len)?
+        Ledger::open(path, view.len, view.next_worker)?
     };
     if repairs != Repairs::default() {
         tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
@@ -248,7 +249,7 @@ fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
         tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
     }
     Ok(Some((
-        Ledger::open(path, ledger.len)?,
+        Ledger::open(path, ledger.len, ledger.next_worker)?,
         repairs,
         Some(audit),
     )))
@@ -387,7 +388,7 @@ mod tests {
                 })
                 .collect()
         };
-        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len()).unwrap();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 1).unwrap();
         ledger.append(&lines(true)).unwrap();
         drop(ledger);
         let (_, repairs, audit) = quick(&store, &path).unwrap().expect("the quick path");
@@ -395,7 +396,7 @@ mod tests {
         assert_eq!(audit.unwrap()[0].tally.jobs, 0);
         assert_eq!(store.tally(run).unwrap().jobs, 0);
         // A revocation line of the older format (no result): the full comparison, which agrees too.
-        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len()).unwrap();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 1).unwrap();
         ledger.append(&lines(false)).unwrap();
         drop(ledger);
         assert!(quick(&store, &path).unwrap().is_none());
@@ -422,7 +423,7 @@ mod tests {
                 }
             })
             .collect();
-        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len()).unwrap();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 1).unwrap();
         ledger.append(&lines).unwrap();
         drop(ledger);
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();

@@ -7,8 +7,9 @@
 //! payload (little-endian) and the payload: one [`Packed`] in postcard. Two kinds:
 //!
 //! - `Worker`: defines a small number for a worker (its name and process id); the writer defines each
-//!   worker before its first result in an incarnation, and a definition holds until the number is
-//!   defined again (a later incarnation numbers from 0 again);
+//!   worker before its first result in an incarnation, with a number no line of the file defined
+//!   before (an incarnation goes on after the highest number its reading of the file found), so a
+//!   damaged definition leaves its results undefined, never named after another worker;
 //! - `Result`: a counted result whose worker is such a number, and whose seal is its 8 bytes.
 //!
 //! Runs, revocations and results without a seal stay JSON lines ([`jsonl`]); an export is all JSON.
@@ -62,14 +63,18 @@ enum Packed {
 #[derive(Debug)]
 pub struct Encoder {
     pack: bool,
+    /// The first number this encoder gives.
+    first: u32,
     workers: HashMap<(String, String), u32>,
 }
 
 impl Encoder {
-    /// An encoder of the ledger's lines (results packed).
-    pub fn packed() -> Encoder {
+    /// An encoder of the ledger's lines (results packed) for a file whose lines define worker numbers
+    /// below `first` (0 for a new file).
+    pub fn packed(first: u32) -> Encoder {
         Encoder {
             pack: true,
+            first,
             workers: HashMap::new(),
         }
     }
@@ -78,8 +83,14 @@ impl Encoder {
     pub fn json() -> Encoder {
         Encoder {
             pack: false,
+            first: 0,
             workers: HashMap::new(),
         }
+    }
+
+    /// The first number this encoder has not given (where an appender after its lines starts).
+    pub fn next_number(&self) -> u32 {
+        self.first.saturating_add(self.workers.len() as u32)
     }
 
     /// The line (or lines: a worker's definition first) for `entry`.
@@ -95,7 +106,10 @@ impl Encoder {
         };
         let mut out = Vec::with_capacity(64);
         let pair = (record.worker.clone(), record.worker_id.clone());
-        let known = self.workers.len() as u32;
+        // Past u32::MAX workers in one file (never), a number would repeat: write JSON instead.
+        let Some(known) = self.first.checked_add(self.workers.len() as u32) else {
+            return jsonl::encode(entry);
+        };
         let number = *self.workers.entry(pair).or_insert_with(|| {
             out.extend(line(&Packed::Worker {
                 number: known,
@@ -165,6 +179,8 @@ fn unescape(bytes: &[u8]) -> Result<Vec<u8>, String> {
 #[derive(Debug, Default)]
 pub struct Decoder {
     workers: HashMap<u32, (String, String)>,
+    /// One more than the highest number defined so far (0: none).
+    next: u32,
 }
 
 impl Decoder {
@@ -200,6 +216,7 @@ impl Decoder {
         match packed {
             Packed::Worker { number, name, id } => {
                 self.workers.insert(number, (name, id));
+                self.next = self.next.max(number.saturating_add(1));
                 Ok(None)
             }
             Packed::Result {
@@ -240,8 +257,11 @@ impl Decoder {
     }
 }
 
-/// Reads every line of a ledger (packed or JSON), handing each entry to `each` with its line number.
-pub fn scan(reader: impl Read, each: impl FnMut(u64, Line<Entry>)) -> std::io::Result<Scan> {
+/// Reads every line of a ledger (packed or JSON), handing each entry to `each` with its line number;
+/// returns what the scan found and the first worker number no intact line defines (where an encoder
+/// appending to the file starts).
+pub fn scan(reader: impl Read, each: impl FnMut(u64, Line<Entry>)) -> std::io::Result<(Scan, u32)> {
     let mut decoder = Decoder::default();
-    jsonl::scan_with(reader, |bytes| decoder.decode(bytes), each)
+    let scan = jsonl::scan_with(reader, |bytes| decoder.decode(bytes), each)?;
+    Ok((scan, decoder.next))
 }

@@ -135,7 +135,10 @@ impl Store {
     pub fn audited(&self, meta: &RunMeta, survey: Survey) -> Result<AuditLine> {
         let stored = self.tally(meta.id)?;
         let findings = [
-            (&survey.damaged, "the stored result fails its seal"),
+            (
+                &survey.damaged,
+                "the stored result fails its seal or cannot be read (a group of results is named by its jobs' common prefix)",
+            ),
             (&survey.damaged_record, "the stored record is undecodable"),
             (
                 &survey.done_record,

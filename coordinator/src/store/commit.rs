@@ -1,4 +1,5 @@
-//! Committing results: one sled transaction over `runs`, `jobs`, `results`, `totals` and `quarantine`.
+//! Committing results: one sled transaction over `runs`, `jobs`, `result_groups`, `workers`, `totals`
+//! and `quarantine`.
 //!
 //! A plain job's result is counted at once: the job is marked done, its result stored and added to the run
 //! totals with checked u128 additions. A verified job's first result is only recorded (the job is
@@ -167,8 +168,8 @@ impl Store {
                     });
                 }
                 let k = job_key(inc.run, &inc.key);
-                if let Some(stored) = groups::txn_get(results, inc.run, &inc.key)? {
-                    out.outcomes.push(compare(&stored.result, &inc.result));
+                if let Some(stored) = groups::txn_counts(results.groups, inc.run, &inc.key)? {
+                    out.outcomes.push(compare(&stored, &inc.result));
                     continue;
                 }
                 let record = job_record(jobs, &k)?;
@@ -320,7 +321,7 @@ impl Store {
     ) -> Result<Option<Option<JobState>>> {
         let k = job_key(run, key);
         let moved = (&self.jobs, &self.results).transaction(|(jobs, results)| {
-            if groups::txn_contains(results, run, key)? {
+            if groups::txn_counts(results, run, key)?.is_some() {
                 return Ok(None);
             }
             let record = job_record(jobs, &k)?;

@@ -203,12 +203,22 @@ pub struct Tx<'a> {
     pub workers: &'a TransactionalTree,
 }
 
-/// Whether job `key` has a result, inside a transaction (a damaged group aborts it).
-pub fn txn_contains(groups: &TransactionalTree, run: u64, key: &JobKey) -> TxResult<bool> {
+/// Job `key`'s counts, inside a transaction (a damaged group aborts it; its worker is not looked up).
+pub fn txn_counts(
+    groups: &TransactionalTree,
+    run: u64,
+    key: &JobKey,
+) -> TxResult<Option<JobResult>> {
     let (k, last) = group_of(run, key);
     match groups.get(&k)? {
-        None => Ok(false),
-        Some(raw) => Ok(find(decode_group(&raw).or_else(abort)?, last).is_some()),
+        None => Ok(None),
+        Some(raw) => Ok(
+            find(decode_group(&raw).or_else(abort)?, last).map(|s| JobResult {
+                total: s.total,
+                unique8: s.unique8,
+                nodes: s.nodes,
+            }),
+        ),
     }
 }
 
@@ -238,6 +248,15 @@ pub fn txn_put(tx: Tx, run: u64, key: &JobKey, record: &ResultRecord) -> TxResul
         Some(raw) => decode_group(&raw).or_else(abort)?,
         None => Vec::new(),
     };
+    if members
+        .first()
+        .is_some_and(|(l, _)| l.is_none() != last.is_none())
+    {
+        // Only a run whose only job has an empty key has a member without a last number.
+        return abort(Error::Corrupt(format!(
+            "run {run} job {key}: keys of different lengths in one group"
+        )));
+    }
     match members.binary_search_by_key(&last, |(l, _)| *l) {
         Ok(i) => members[i].1 = stored,
         Err(i) => members.insert(i, (last, stored)),

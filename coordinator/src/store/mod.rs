@@ -156,6 +156,7 @@ impl Store {
             lease_secret,
             dir: None,
         };
+        workers::repair_next(&store.workers)?;
         store.migrate()?;
         Ok(store)
     }

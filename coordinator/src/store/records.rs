@@ -203,7 +203,7 @@ impl JobRecord {
     }
 }
 
-/// A result as stored: counted (in the `results` tree) or a candidate of a verified job.
+/// A result as stored: counted (in the `result_groups` tree) or a candidate of a verified job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResultRecord {
     pub result: JobResult,
@@ -247,7 +247,8 @@ pub fn run_key(run: u64) -> [u8; 8] {
     run.to_be_bytes()
 }
 
-/// The `jobs` and `results` key of a job: the run id, then the job key's numbers. All keys of one run
+/// The `jobs` key of a job (and the `results` key of formats 1 to 4): the run id, then the job key's
+/// numbers. All keys of one run
 /// have the same length, so a run's jobs are one contiguous, prefix-free range.
 pub fn job_key(run: u64, key: &JobKey) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + key.0.len());
@@ -256,7 +257,7 @@ pub fn job_key(run: u64, key: &JobKey) -> Vec<u8> {
     k
 }
 
-/// The run id and job key of a `jobs` or `results` key.
+/// The run id and job key of a `jobs` key (or a `result_groups` key: the run id and a group's prefix).
 pub fn split_job_key(k: &[u8]) -> Result<(u64, JobKey)> {
     let (run, key) = k
         .split_first_chunk::<8>()

@@ -3,7 +3,9 @@
 //! reconciliation with the ledger applies (damaged results removed, totals recomputed from the results).
 
 use nqueens_common::checksum::seal;
-use nqueens_common::{JobKey, Tally};
+use std::collections::HashMap;
+
+use nqueens_common::{JobKey, Plan, Tally};
 use sled::transaction::Transactional;
 
 use super::records::{
@@ -60,8 +62,10 @@ impl Store {
             let fingerprint = meta.fingerprint_value()?;
             for kv in legacy.scan_prefix(run_key(meta.id)) {
                 let (k, v) = kv?;
-                let (_, key) = split_job_key(&k)?;
-                let mut record: ResultRecord = decode_result(&v)?;
+                // A key or record that does not decode is left for the regrouping to report.
+                let (Ok((_, key)), Ok(mut record)) = (split_job_key(&k), decode_result(&v)) else {
+                    continue;
+                };
                 if record.seal.is_none() {
                     record.seal = Some(seal(fingerprint, &key, &record.result));
                     legacy.insert(k, encode_result(&record))?;
@@ -89,10 +93,10 @@ impl Store {
         for kv in self.jobs.iter() {
             let (k, v) = kv?;
             let done = decode::<JobRecord>("job", &v).is_ok_and(|r| r.state == JobState::Done);
-            let counted = legacy.contains_key(&k)? || {
-                let (run, key) = split_job_key(&k)?;
-                groups::contains(&self.results, run, &key).unwrap_or(false)
-            };
+            let counted = legacy.contains_key(&k)?
+                || split_job_key(&k).is_ok_and(|(run, key)| {
+                    groups::contains(&self.results, run, &key).unwrap_or(false)
+                });
             if done && counted {
                 batch.remove(k);
                 in_batch += 1;
@@ -128,37 +132,51 @@ impl Store {
 
     /// 4 -> 5: moves every single result of `legacy` into its group, a chunk per transaction (each
     /// moved result leaves `legacy` in the transaction that groups it, so a migration cut short goes on
-    /// where it stopped). Returns how many results moved, and how many were undecodable and dropped.
+    /// where it stopped). Returns how many results moved, and how many were dropped: undecodable, or
+    /// under a key that is no job of a known run (damage, logged).
     fn regroup(&self, legacy: &sled::Tree) -> Result<(u64, u64)> {
         const CHUNK: usize = 2_000;
         let (mut moved, mut unreadable) = (0u64, 0u64);
+        let mut plans: HashMap<u64, Option<Plan>> = HashMap::new();
         let mut chunk = Vec::with_capacity(CHUNK);
         let mut entries = legacy.iter();
         loop {
             chunk.clear();
             for kv in entries.by_ref().take(CHUNK) {
                 let (k, v) = kv?;
-                let record = decode_result(&v);
-                if let Err(e) = &record {
-                    tracing::error!(key = ?k, error = %e, place = "store", "an undecodable result of the earlier format: not carried over");
-                    unreadable += 1;
-                }
-                let place = split_job_key(&k)?;
-                chunk.push((k, place, record.ok()));
+                let place = split_job_key(&k).ok().filter(|(run, key)| {
+                    let plan = plans.entry(*run).or_insert_with(|| {
+                        self.run(*run).ok().flatten().and_then(|m| m.plan().ok())
+                    });
+                    plan.as_ref().is_some_and(|p| p.job(key).is_ok())
+                });
+                let carried = match (place, decode_result(&v)) {
+                    (Some(place), Ok(record)) => Some((place, record)),
+                    (None, _) => {
+                        tracing::error!(key = ?k, place = "store", "a result of the earlier format under a key that is no job of a known run: not carried over");
+                        None
+                    }
+                    (_, Err(e)) => {
+                        tracing::error!(key = ?k, error = %e, place = "store", "an undecodable result of the earlier format: not carried over");
+                        None
+                    }
+                };
+                unreadable += u64::from(carried.is_none());
+                chunk.push((k, carried));
             }
             if chunk.is_empty() {
                 return Ok((moved, unreadable));
             }
             (legacy, &self.results, &self.workers).transaction(|(old, groups, workers)| {
-                for (k, (run, key), record) in &chunk {
-                    if let Some(record) = record {
+                for (k, carried) in &chunk {
+                    if let Some(((run, key), record)) = carried {
                         groups::txn_put(groups::Tx { groups, workers }, *run, key, record)?;
                     }
                     old.remove(k)?;
                 }
                 Ok::<_, sled::transaction::ConflictableTransactionError<Error>>(())
             })?;
-            moved += chunk.iter().filter(|(_, _, r)| r.is_some()).count() as u64;
+            moved += chunk.iter().filter(|(_, c)| c.is_some()).count() as u64;
         }
     }
 
@@ -186,9 +204,16 @@ impl Store {
     pub fn remove_results(&self, run: u64, keys: &[JobKey]) -> Result<()> {
         for key in keys {
             let k = job_key(run, key);
-            // A group's entry key is its run and prefix: one names a whole damaged group (a job's key
-            // is one number longer than its group's prefix, so it never names an entry).
-            if self.results.remove(&k)?.is_none() {
+            // A group's entry key is its run and prefix: a damaged group is named so, and removed whole
+            // (only an entry that does not decode: a key that happens to name an intact group is taken
+            // as a job's, whose group is another).
+            let damaged_group = match self.results.get(&k)? {
+                Some(raw) => groups::decode_group(&raw).is_err(),
+                None => false,
+            };
+            if damaged_group {
+                self.results.remove(&k)?;
+            } else {
                 self.results
                     .transaction(|results| groups::txn_remove(results, run, key))?;
             }

@@ -109,8 +109,14 @@ fn record_time(batch: &[(JobKey, ResultRecord)]) -> Option<u64> {
 
 impl Store {
     /// Applies a revocation while restoring: the job's result, if it is `worker`'s, is taken out of the
-    /// totals and the job is pending again. Returns whether a result was removed.
+    /// totals and the job is pending again. Returns whether a result was removed. A result that cannot
+    /// be read (its group or its worker's definition damaged) is left alone: the reconciliation removes
+    /// it as damaged and restores the ledger's copy, revocations applied.
     pub fn restore_revocation(&self, run: u64, key: &JobKey, worker: &str) -> Result<bool> {
+        if let Err(Error::Corrupt(why)) = self.result(run, key) {
+            tracing::warn!(run, job = %key, reason = %why, "a revoked result that cannot be read: left for the repair of damaged results");
+            return Ok(false);
+        }
         let k = job_key(run, key);
         let trees = (
             &self.runs,

@@ -46,7 +46,15 @@ impl Store {
             let (k, v) = kv?;
             let (run, _) = split_job_key(&k)?;
             for (key, record) in groups::members_of(&k, &v, &mut names)? {
-                let record: ResultRecord = record?;
+                // A result that cannot be read is damage: the next start removes it and restores the
+                // ledger's copy, then completes this revocation (see `revoke_quarantined`).
+                let record: ResultRecord = match record {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::error!(run, job = %key, error = %e, place = "store", "a stored result that cannot be read, left out of a revocation");
+                        continue;
+                    }
+                };
                 if record.worker == worker && record.confirmed_by.is_empty() {
                     counted.push(job_key(run, &key));
                 }

@@ -826,10 +826,19 @@ fn issue_16_a_format_4_store_is_regrouped_and_a_regrouping_cut_short_goes_on() {
             let run = store.create_run(plan, 0.0).unwrap();
             // Format 4: one compact result per entry in the `results` tree.
             as_single_results(&store, run.id, &plan, 0..20, super::records::encode_result);
-            // One undecodable entry among them: not carried over, said so; the ledger has it.
+            // One undecodable entry among them, one under an empty key (the run's keys have several
+            // numbers) and one of a run that does not exist: not carried over, said so.
             let legacy = store.db.open_tree(super::LEGACY_RESULTS).unwrap();
             let broken = super::records::job_key(run.id, &plan.jobs().nth(20).unwrap());
             legacy.insert(broken, &[1u8, 0xff][..]).unwrap();
+            let some = legacy.iter().next().unwrap().unwrap().1;
+            legacy.insert(run.id.to_be_bytes(), some.clone()).unwrap();
+            legacy
+                .insert(
+                    super::records::job_key(99, &plan.jobs().next().unwrap()),
+                    some,
+                )
+                .unwrap();
             if cut_short {
                 // As a crash left it: format 5 recorded with its mark, some results moved already.
                 for i in 0..7 {
@@ -880,4 +889,70 @@ fn issue_16_a_format_4_store_is_regrouped_and_a_regrouping_cut_short_goes_on() {
         let more = store.commit(&[incoming(id, &plan, 21)]).unwrap();
         assert_eq!(more.outcomes, vec![Outcome::Accepted]);
     }
+}
+
+#[test]
+fn issue_16_a_worker_definition_changed_but_decodable_is_damage_and_numbers_are_never_given_twice()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(10, Strategy::D4).unwrap();
+    let id = {
+        let store = Store::open(dir.path()).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        for (i, name) in ["a", "b"].iter().enumerate() {
+            store
+                .commit(&[incoming_from(run.id, &plan, i, name)])
+                .unwrap();
+        }
+        // Worker 0's definition now names another worker (it still decodes), and `next` is lost.
+        let forged = postcard::to_allocvec(&super::workers::Worker {
+            name: "z".into(),
+            id: "a-1".into(),
+        })
+        .unwrap();
+        let mut k = vec![b'#'];
+        k.extend_from_slice(&0u32.to_be_bytes());
+        store.workers.insert(k, forged).unwrap();
+        store.workers.remove(b"next").unwrap();
+        store.flush().unwrap();
+        run.id
+    };
+    let store = reopen(dir.path());
+    let first = plan.jobs().next().unwrap();
+    assert!(store.result(id, &first).is_err(), "never read as `z`");
+    let items: Vec<_> = store.results_raw(id).map(|i| i.unwrap()).collect();
+    assert!(items[0].1.is_err() && items[1].1.is_ok());
+    // A new worker gets a new number: nothing is overwritten.
+    store.commit(&[incoming_from(id, &plan, 2, "c")]).unwrap();
+    let second = plan.jobs().nth(1).unwrap();
+    assert_eq!(store.result(id, &second).unwrap().unwrap().worker, "b");
+    let third = plan.jobs().nth(2).unwrap();
+    assert_eq!(store.result(id, &third).unwrap().unwrap().worker, "c");
+    // A duplicate report of the unreadable result is still compared (its worker is not needed).
+    let again = store.commit(&[incoming_from(id, &plan, 0, "d")]).unwrap();
+    assert_eq!(again.outcomes, vec![Outcome::Duplicate]);
+}
+
+#[test]
+fn issue_16_damage_is_left_to_the_repair_by_revocations_and_removals() {
+    let (store, plan, run) = one_run(10, Strategy::D4, 0.0);
+    let all = plan.jobs().count();
+    let batch: Vec<_> = (0..all).map(|i| incoming(run.id, &plan, i)).collect();
+    store.commit(&batch).unwrap();
+    let first = plan.jobs().next().unwrap();
+    // A key one number short of a job's names an intact group: it is no damaged item, nothing goes.
+    let prefix = nqueens_common::JobKey(first.0[..first.0.len() - 1].to_vec());
+    store
+        .remove_results(run.id, std::slice::from_ref(&prefix))
+        .unwrap();
+    assert_eq!(store.results(run.id).count(), all);
+    // A revocation of a result in a damaged group is left for the repair (no error, nothing taken).
+    store.damage_group(run.id, &first);
+    assert!(!store.restore_revocation(run.id, &first, "w").unwrap());
+    // A quarantine's revocation skips what it cannot read and takes back the rest.
+    let revoked = store.revoke("w").unwrap();
+    let unreadable = store.results_raw(run.id).count();
+    assert_eq!(unreadable, 1, "the damaged group alone is left");
+    let in_group = plan.jobs().filter(|k| k.0.starts_with(&prefix.0)).count();
+    assert_eq!(revoked.revoked.len(), all - in_group);
 }

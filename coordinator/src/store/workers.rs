@@ -6,9 +6,12 @@
 //! - `next` -> the next number to give.
 //!
 //! Numbers are given inside the transaction that stores the worker's first result, so a number is
-//! defined exactly when a result uses it. A definition that does not decode is damage to the results
-//! that use it (readers report them, the reconciliation restores them from the ledger); the worker's
-//! next result gets a new number rather than the damaged one.
+//! defined exactly when a result uses it, and never given twice: a number whose definition exists
+//! (even damaged) is refused, and every open checks `next` against the highest definition
+//! ([`repair_next`]). A definition counts only when it decodes *and* its reverse entry gives its number
+//! back, so a changed byte in a name is damage, never another worker: damage to the results that use it
+//! (readers report them, the reconciliation restores them from the ledger), and the worker's next
+//! result gets a new number.
 
 use std::collections::HashMap;
 
@@ -37,24 +40,18 @@ fn encode(worker: &Worker) -> Vec<u8> {
     postcard::to_allocvec(worker).expect("workers serialize to postcard")
 }
 
-fn decode(n: u32, bytes: &[u8]) -> Result<Worker> {
+fn decode(n: u32, bytes: &[u8]) -> std::result::Result<Worker, String> {
     match postcard::take_from_bytes::<Worker>(bytes) {
         Ok((w, [])) => Ok(w),
-        Ok(_) => Err(Error::Corrupt(format!(
-            "worker number {n}: bytes after its definition"
-        ))),
-        Err(e) => Err(Error::Corrupt(format!(
-            "worker number {n}: undecodable definition: {e}"
-        ))),
+        Ok(_) => Err(format!("worker number {n}: bytes after its definition")),
+        Err(e) => Err(format!("worker number {n}: undecodable definition: {e}")),
     }
 }
 
 /// The number of `worker`, given now if it has none (or only a damaged one), inside a transaction.
 pub fn number(workers: &TransactionalTree, worker: &Worker) -> TxResult<u32> {
     let defined = encode(worker);
-    let mut reverse = Vec::with_capacity(1 + defined.len());
-    reverse.push(b'@');
-    reverse.extend_from_slice(&defined);
+    let reverse = reverse_key(&defined);
     if let Some(raw) = workers.get(&reverse)? {
         if let Ok(n) = <[u8; 4]>::try_from(raw.as_ref()).map(u32::from_be_bytes) {
             let intact = workers
@@ -72,21 +69,71 @@ pub fn number(workers: &TransactionalTree, worker: &Worker) -> TxResult<u32> {
             Err(_) => return abort(Error::Corrupt("the next worker number is damaged".into())),
         },
     };
+    if workers.get(number_key(n))?.is_some() {
+        // `next` went back (damage since the open that checked it): never give a number twice.
+        return abort(Error::Corrupt(format!(
+            "worker number {n} is defined already: the workers tree is damaged (the next start repairs its count)"
+        )));
+    }
     let Some(next) = n.checked_add(1) else {
         return abort(Error::Corrupt("worker numbers exhausted".into()));
     };
-    workers.insert(&NEXT[..], &next.to_be_bytes())?;
+    workers.insert(NEXT, &next.to_be_bytes())?;
     workers.insert(&number_key(n)[..], defined)?;
     workers.insert(reverse, &n.to_be_bytes())?;
     Ok(n)
 }
 
+/// The reverse entry's key of a definition's bytes.
+fn reverse_key(defined: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + defined.len());
+    k.push(b'@');
+    k.extend_from_slice(defined);
+    k
+}
+
+/// Whether a reverse entry gives number `n`.
+fn gives(reverse: Option<&[u8]>, n: u32) -> bool {
+    reverse.is_some_and(|r| r == n.to_be_bytes())
+}
+
+fn undefined(n: u32) -> String {
+    format!("worker number {n} is not defined (or its definition is damaged)")
+}
+
 /// The worker of number `n`, inside a transaction (undefined or damaged: the transaction aborts).
 pub fn txn_worker(workers: &TransactionalTree, n: u32) -> TxResult<Worker> {
-    match workers.get(number_key(n))? {
-        Some(raw) => decode(n, &raw).or_else(abort),
-        None => abort(Error::Corrupt(format!("worker number {n} is not defined"))),
+    let Some(raw) = workers.get(number_key(n))? else {
+        return abort(Error::Corrupt(undefined(n)));
+    };
+    let worker = decode(n, &raw).map_err(Error::Corrupt).or_else(abort)?;
+    if !gives(workers.get(reverse_key(&raw))?.as_deref(), n) {
+        return abort(Error::Corrupt(undefined(n)));
     }
+    Ok(worker)
+}
+
+/// Makes `next` greater than every defined number (it may have been lost or damaged); returns whether
+/// it had to change. Run at every open, before any result is written.
+pub fn repair_next(workers: &sled::Tree) -> Result<bool> {
+    let highest = workers
+        .scan_prefix(b"#")
+        .keys()
+        .filter_map(|k| k.ok())
+        .filter_map(|k| <[u8; 4]>::try_from(&k[1..]).ok().map(u32::from_be_bytes))
+        .max();
+    let want = highest.map_or(0, |h| h.saturating_add(1));
+    let have = workers.get(NEXT)?.and_then(|raw| {
+        <[u8; 4]>::try_from(raw.as_ref())
+            .ok()
+            .map(u32::from_be_bytes)
+    });
+    if have.is_some_and(|h| h >= want) || (have.is_none() && want == 0) {
+        return Ok(false);
+    }
+    tracing::error!(have = ?have, set = want, place = "store", "the next worker number was missing, damaged or behind a defined one: set past the highest");
+    workers.insert(NEXT, &want.to_be_bytes())?;
+    Ok(true)
 }
 
 /// Workers by number, read from the tree once each (a scan over millions of results names a few
@@ -111,8 +158,12 @@ impl Names {
             return known.clone().map_err(Error::Corrupt);
         }
         let found = match self.tree.get(number_key(n))? {
-            Some(raw) => decode(n, &raw).map_err(|e| e.to_string()),
-            None => Err(format!("worker number {n} is not defined")),
+            Some(raw) => match decode(n, &raw) {
+                Ok(w) if gives(self.tree.get(reverse_key(&raw))?.as_deref(), n) => Ok(w),
+                Ok(_) => Err(undefined(n)),
+                Err(e) => Err(e),
+            },
+            None => Err(undefined(n)),
         };
         self.known.insert(n, found.clone());
         found.map_err(Error::Corrupt)
