@@ -6,7 +6,7 @@
 #   - a restart: `nqueens serve` on the store, from exec to its `coordinator listening` line (open,
 #     reconcile with the ledger, audit, load the runs: ready to lease), its phases as logged, and the
 #     process's peak resident memory (VmHWM) once listening.
-# Prints one markdown row per size. Needs about 0.4 KiB of disk per done job (0.8 KiB before store format 4 and ledger format 2).
+# Prints one markdown row per size. Needs about 120 bytes of disk per done job (store format 5 and ledger format 3; about 360 with format 4 and ledger format 2, 0.8 KiB before).
 # Usage: coordinator/benches/store-at-scale.sh [SIZE...]   (default: 500000 2000000)
 # Environment: BIN (default target/release/nqueens), DATA (default: a temporary directory, removed after).
 set -euo pipefail
