@@ -161,6 +161,26 @@ impl Store {
         Ok(store)
     }
 
+    /// The trees a change to results and totals touches, for one transaction: runs, jobs, result
+    /// groups, workers, totals.
+    fn result_trees(
+        &self,
+    ) -> (
+        &sled::Tree,
+        &sled::Tree,
+        &sled::Tree,
+        &sled::Tree,
+        &sled::Tree,
+    ) {
+        (
+            &self.runs,
+            &self.jobs,
+            &self.results,
+            &self.workers,
+            &self.totals,
+        )
+    }
+
     /// The secret that authenticates this store's lease ids.
     pub fn lease_secret(&self) -> [u8; 16] {
         self.lease_secret

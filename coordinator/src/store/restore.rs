@@ -58,13 +58,7 @@ impl Store {
                 )));
             }
         }
-        let trees = (
-            &self.runs,
-            &self.jobs,
-            &self.results,
-            &self.workers,
-            &self.totals,
-        );
+        let trees = self.result_trees();
         let added = trees.transaction(|(runs, jobs, groups, workers, totals)| {
             let results = groups::Tx { groups, workers };
             let mut tally = stored_tally(totals, run)?;
@@ -118,13 +112,7 @@ impl Store {
             return Ok(false);
         }
         let k = job_key(run, key);
-        let trees = (
-            &self.runs,
-            &self.jobs,
-            &self.results,
-            &self.workers,
-            &self.totals,
-        );
+        let trees = self.result_trees();
         let removed = trees.transaction(|(runs, jobs, groups, workers, totals)| {
             let results = groups::Tx { groups, workers };
             let Some(record) = groups::txn_get(results, run, key)? else {

@@ -71,13 +71,7 @@ impl Store {
         if counted.is_empty() && recorded.is_empty() {
             return Ok(Revocation::default());
         }
-        let trees = (
-            &self.runs,
-            &self.jobs,
-            &self.results,
-            &self.workers,
-            &self.totals,
-        );
+        let trees = self.result_trees();
         let revocation = trees.transaction(|(runs, jobs, groups, workers, totals)| {
             let results = groups::Tx { groups, workers };
             let mut out = Revocation::default();

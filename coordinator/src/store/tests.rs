@@ -377,6 +377,19 @@ fn as_format_3(store: &Store, run: u64, plan: &Plan, done: std::ops::Range<usize
     store.flush().unwrap();
 }
 
+/// Marks `store` as a migration from format `from` cut short leaves it: the current format recorded,
+/// with the format it came from.
+fn migrating_from(store: &Store, from: u64) {
+    store
+        .meta
+        .insert(super::FORMAT, &super::FORMAT_VERSION.to_be_bytes())
+        .unwrap();
+    store
+        .meta
+        .insert(super::UPGRADE, &from.to_be_bytes())
+        .unwrap();
+}
+
 /// Commits job `i`'s result, then moves it as formats 1 to 4 kept it: one entry per result in the
 /// `results` tree, encoded by `encode`.
 fn as_single_results(
@@ -534,15 +547,9 @@ fn issue_16_a_migration_cut_short_is_taken_up_at_the_next_open() {
         let store = Store::open(dir.path()).unwrap();
         let run = store.create_run(plan, 0.0).unwrap();
         as_format_3(&store, run.id, &plan, 0..4);
-        // As a crash left it: format 4 recorded, the upgrade mark set, the done records still there.
-        store
-            .meta
-            .insert(super::FORMAT, &super::FORMAT_VERSION.to_be_bytes())
-            .unwrap();
-        store
-            .meta
-            .insert(super::UPGRADE, &3u64.to_be_bytes())
-            .unwrap();
+        // As a crash left it: the new format recorded, the upgrade mark set, the done records still
+        // there.
+        migrating_from(&store, 3);
         store.flush().unwrap();
     }
     let store = reopen(dir.path());
@@ -854,14 +861,7 @@ fn issue_16_a_format_4_store_is_regrouped_and_a_regrouping_cut_short_goes_on() {
                         })
                         .unwrap();
                 }
-                store
-                    .meta
-                    .insert(super::FORMAT, &super::FORMAT_VERSION.to_be_bytes())
-                    .unwrap();
-                store
-                    .meta
-                    .insert(super::UPGRADE, &4u64.to_be_bytes())
-                    .unwrap();
+                migrating_from(&store, 4);
             } else {
                 store
                     .meta
