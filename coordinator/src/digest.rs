@@ -1,5 +1,5 @@
 //! The quick way store and ledger are found to agree at startup: an order-independent digest of each
-//! run's results (a count and a sum of 128-bit SipHashes over run, job, counts and seal), computed by
+//! run's results (a count and a sum of 128-bit SipHashes over run, job, counts, seal and worker), computed by
 //! streaming the ledger and the store's results tree, in memory O(runs) instead of O(results). Equal
 //! digests over intact, sealed results mean the two hold the same results; anything else (a damaged or
 //! legacy line, a revocation line of the format before 2, a duplicate, a result one side lacks, a count
@@ -44,7 +44,8 @@ impl RunDigest {
     }
 }
 
-/// One result's hash: everything reconciliation compares (the job, its counts and its seal).
+/// One result's hash: everything reconciliation compares (the job, its counts, its seal and its
+/// worker).
 fn hash(run: u64, key: &JobKey, record: &ResultRecord) -> u128 {
     let mut h = SipHasher13::new_with_keys(0x6e71_7565_656e_7321, 0x6c65_6467_6572_2131);
     h.write(&run.to_be_bytes());
@@ -56,6 +57,10 @@ fn hash(run: u64, key: &JobKey, record: &ResultRecord) -> u128 {
     h.write(&[u8::from(r.unique8.is_some())]);
     h.write(&r.nodes.to_be_bytes());
     h.write(&record.seal.unwrap_or(0).to_be_bytes());
+    for text in [&record.worker, &record.worker_id] {
+        h.write(&(text.len() as u64).to_be_bytes());
+        h.write(text.as_bytes());
+    }
     h.finish128().as_u128()
 }
 

@@ -9,7 +9,7 @@
 //! ...RunMeta}` and `{"kind":"revoked","run":R,"job":"3.7.1","worker":NAME,"record":{...}}` (a result
 //! taken back from a quarantined worker; the result itself since ledger format 2, so that the quick
 //! reconciliation can take it out of its digest). A result is a packed line since ledger format 3
-//! ([`packed`]: binary, its worker a number defined once per incarnation, about 55 bytes). Ledger
+//! ([`packed`]: binary, its worker a number defined once, about 50 bytes). Ledger
 //! format 2 wrote a positional JSON array, `["r",R,"3.7.1",total,unique8,nodes,worker,worker_id,lease,
 //! at_unix,seal]` (then `confirmed_by` when a verified job's result was confirmed), and format 1 the
 //! tagged object `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}`; both are still read, and
@@ -360,7 +360,7 @@ pub fn same_plan(a: &RunMeta, b: &RunMeta) -> bool {
 pub struct Ledger {
     path: PathBuf,
     file: Appender,
-    /// Packs results; numbers workers anew in every incarnation (a definition holds until redefined).
+    /// Packs results; numbers workers after the highest number the file defines.
     encoder: Encoder,
     /// Encoded entries whose append failed: they go first in the next one.
     backlog: Vec<u8>,
@@ -497,7 +497,8 @@ pub struct Difference {
     pub ledger_only: Vec<JobKey>,
     /// Results both hold, with different counts.
     pub conflicting: Vec<JobKey>,
-    /// Results in the store that fail their seal.
+    /// Results in the store that fail their seal, cannot be read (a group is named by its prefix), or
+    /// credit the ledger's counts to another worker.
     pub damaged: Vec<JobKey>,
 }
 
@@ -532,11 +533,16 @@ pub fn compare(store: &Store, meta: &RunMeta, view: &LedgerView) -> Result<Diffe
             }
             (false, None) => diff.damaged.push(key),
             (true, None) => diff.store_only.push(key),
-            (true, Some((_, l))) => {
-                if record.as_ref().is_ok_and(|r| r.result != l.result) {
-                    diff.conflicting.push(key);
+            (true, Some((_, l))) => match record {
+                Ok(r) if r.result != l.result => diff.conflicting.push(key),
+                // The same counts credited to another worker: the ledger's lines are checked, so the
+                // store's copy is the damaged one (quarantines go by worker).
+                Ok(r) if (&r.worker, &r.worker_id) != (&l.worker, &l.worker_id) => {
+                    diff.damaged.push(key.clone());
+                    diff.ledger_only.push(key);
                 }
-            }
+                _ => {}
+            },
         }
     }
     for key in logged.keys() {

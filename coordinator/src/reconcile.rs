@@ -348,6 +348,42 @@ mod tests {
     }
 
     #[test]
+    fn issue_16_a_result_the_store_credits_to_another_worker_takes_the_ledger_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, _) = agreeing(dir.path());
+        // The ledger (checked lines) says `x` computed them; the store says `w`.
+        let entries: Vec<Entry> = store
+            .results(run)
+            .map(|r| {
+                let (key, record) = r.unwrap();
+                Entry::Result {
+                    run,
+                    job: key.to_string(),
+                    record: ResultRecord {
+                        worker: "x".into(),
+                        ..record
+                    },
+                }
+            })
+            .collect();
+        let meta = store.run(run).unwrap().unwrap();
+        let mut ledger = Ledger::open(&path, 0, 0).unwrap();
+        std::fs::write(&path, b"").unwrap();
+        ledger.append(&[Entry::Run(meta)]).unwrap();
+        ledger.append(&entries).unwrap();
+        drop(ledger);
+        assert!(
+            quick(&store, &path).unwrap().is_none(),
+            "the digests differ"
+        );
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_restored, 3);
+        assert!(store.results(run).all(|r| r.unwrap().1.worker == "x"));
+        store.audit().unwrap();
+    }
+
+    #[test]
     fn a_zero_job_run_left_unfinished_by_an_earlier_build_loads_and_is_done() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();

@@ -4,7 +4,10 @@
 //! spends about 130 bytes on every entry before its data, more than a compact result itself, so one
 //! entry per done job could not come near 200 bytes a job (BENCHMARKS.md).
 //!
-//! A member names its worker by number ([`super::workers`]). A group is read, changed and written back
+//! An entry is a tag byte, a 32-bit check of the rest (the low half of its CRC-64) and the members in
+//! postcard: the seals cover a result's counts, the check the rest (its worker's number above all: a
+//! changed bit there would credit the result to another worker, which quarantines depend on). A
+//! member names its worker by number ([`super::workers`]). A group is read, changed and written back
 //! inside the transaction that changes one of its results, so a result is still committed with its
 //! totals in one transaction. An entry that does not decode
 //! is damage to every result in it: readers get it as one damaged item named by its prefix, which the
@@ -19,9 +22,14 @@ use super::txn::{abort, TxResult};
 use super::workers::{self, Names, Worker};
 use crate::error::{Error, Result};
 
-/// The tag byte of a group entry (postcard of its members follows). A single result of format 4 starts
-/// with 1 and a JSON one with `{`: neither is taken for a group.
+/// The tag byte of a group entry (its check and the postcard of its members follow). A single result
+/// of format 4 starts with 1 and a JSON one with `{`: neither is taken for a group.
 const GROUP_V1: u8 = 2;
+
+/// The check of a group's payload.
+fn check(payload: &[u8]) -> [u8; 4] {
+    (nqueens_common::checksum::checksum(payload) as u32).to_le_bytes()
+}
 
 /// Most members a group can have: one per value of a job key's last number.
 const MAX_MEMBERS: usize = 256;
@@ -110,22 +118,29 @@ pub fn encode_group(members: &Members) -> Vec<u8> {
             result: result.clone(),
         })
         .collect();
-    let mut bytes = vec![GROUP_V1];
-    bytes.extend(postcard::to_allocvec(&members).expect("groups serialize to postcard"));
+    let payload = postcard::to_allocvec(&members).expect("groups serialize to postcard");
+    let mut bytes = Vec::with_capacity(payload.len() + 5);
+    bytes.push(GROUP_V1);
+    bytes.extend_from_slice(&check(&payload));
+    bytes.extend_from_slice(&payload);
     bytes
 }
 
-/// Decodes a group entry. An unknown tag, a truncated entry, trailing bytes, an empty group, members out
-/// of order or repeated, or an empty key beside others are damage.
+/// Decodes a group entry. An unknown tag, a failed check, a truncated entry, trailing bytes, an empty
+/// group, members out of order or repeated, or an empty key beside others are damage.
 pub fn decode_group(bytes: &[u8]) -> Result<Members> {
     let damaged = |why: String| Error::Corrupt(format!("undecodable result group: {why}"));
-    match bytes.first() {
-        Some(&GROUP_V1) => {}
-        Some(tag) => return Err(damaged(format!("unknown tag {tag}"))),
+    let payload = match bytes.split_first() {
+        Some((&GROUP_V1, rest)) => match rest.split_first_chunk::<4>() {
+            Some((sum, payload)) if *sum == check(payload) => payload,
+            Some(_) => return Err(damaged("it fails its check".into())),
+            None => return Err(damaged("shorter than its check".into())),
+        },
+        Some((tag, _)) => return Err(damaged(format!("unknown tag {tag}"))),
         None => return Err(damaged("empty entry".into())),
-    }
-    let (members, rest) = postcard::take_from_bytes::<Vec<Member>>(&bytes[1..])
-        .map_err(|e| damaged(e.to_string()))?;
+    };
+    let (members, rest) =
+        postcard::take_from_bytes::<Vec<Member>>(payload).map_err(|e| damaged(e.to_string()))?;
     if !rest.is_empty() {
         return Err(damaged(format!("{} bytes after the group", rest.len())));
     }
@@ -141,6 +156,18 @@ pub fn decode_group(bytes: &[u8]) -> Result<Members> {
     Ok(members.into_iter().map(|m| (m.last, m.result)).collect())
 }
 
+/// Decodes the group entry of `prefix` (its key past the run id): [`decode_group`], and only the one job
+/// of a run whose key is empty has no last number.
+pub fn decode_at(prefix: &JobKey, v: &[u8]) -> Result<Members> {
+    let members = decode_group(v)?;
+    if !prefix.0.is_empty() && members.iter().any(|(last, _)| last.is_none()) {
+        return Err(Error::Corrupt(
+            "undecodable result group: a member without a last number".into(),
+        ));
+    }
+    Ok(members)
+}
+
 /// Every result of the group entry `(k, v)`, in key order, its worker named through `names`; or the
 /// damage that keeps them unread: the group's, named by its prefix, or one member's (a worker number
 /// that is not defined).
@@ -150,7 +177,7 @@ pub fn members_of(
     names: &mut Names,
 ) -> Result<Vec<(JobKey, Result<ResultRecord>)>> {
     let (_, prefix) = split_job_key(k)?;
-    Ok(match decode_group(v) {
+    Ok(match decode_at(&prefix, v) {
         Ok(members) => members
             .into_iter()
             .map(|(last, stored)| {

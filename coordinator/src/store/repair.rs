@@ -144,12 +144,21 @@ impl Store {
             chunk.clear();
             for kv in entries.by_ref().take(CHUNK) {
                 let (k, v) = kv?;
-                let place = split_job_key(&k).ok().filter(|(run, key)| {
-                    let plan = plans.entry(*run).or_insert_with(|| {
-                        self.run(*run).ok().flatten().and_then(|m| m.plan().ok())
-                    });
-                    plan.as_ref().is_some_and(|p| p.job(key).is_ok())
-                });
+                let mut place = split_job_key(&k).ok();
+                if let Some((run, key)) = &place {
+                    if !plans.contains_key(run) {
+                        // A run record that cannot be read stops the migration (the store is refused
+                        // whole); a run that does not exist has no results to carry.
+                        let plan = match self.run(*run)? {
+                            Some(meta) => Some(meta.plan()?),
+                            None => None,
+                        };
+                        plans.insert(*run, plan);
+                    }
+                    if !plans[run].as_ref().is_some_and(|p| p.job(key).is_ok()) {
+                        place = None;
+                    }
+                }
                 let carried = match (place, decode_result(&v)) {
                     (Some(place), Ok(record)) => Some((place, record)),
                     (None, _) => {
@@ -208,7 +217,7 @@ impl Store {
             // (only an entry that does not decode: a key that happens to name an intact group is taken
             // as a job's, whose group is another).
             let damaged_group = match self.results.get(&k)? {
-                Some(raw) => groups::decode_group(&raw).is_err(),
+                Some(raw) => groups::decode_at(key, &raw).is_err(),
                 None => false,
             };
             if damaged_group {

@@ -13,7 +13,6 @@ use super::records::{
     decode, encode, job_key, run_key, split_job_key, JobRecord, JobState, ResultRecord,
 };
 use super::txn::{abort, job_record, stored_tally};
-use super::workers::Names;
 use super::{groups, RunMeta, Store};
 use crate::error::{Error, Result};
 
@@ -41,19 +40,22 @@ impl Store {
     /// Takes back every unconfirmed result of the worker named `worker` (see the module text).
     pub fn revoke(&self, worker: &str) -> Result<Revocation> {
         let mut counted = Vec::new();
-        let mut names = Names::new(&self.workers);
-        for kv in self.results.iter() {
-            let (k, v) = kv?;
-            let (run, _) = split_job_key(&k)?;
-            for (key, record) in groups::members_of(&k, &v, &mut names)? {
+        for meta in self.runs()? {
+            let run = meta.id;
+            for item in self.results_raw(run) {
                 // A result that cannot be read is damage: the next start removes it and restores the
                 // ledger's copy, then completes this revocation (see `revoke_quarantined`).
-                let record: ResultRecord = match record {
-                    Ok(r) => r,
-                    Err(e) => {
+                let (key, record) = match item {
+                    Ok((key, Ok(record))) => (key, record),
+                    Ok((key, Err(e))) => {
                         tracing::error!(run, job = %key, error = %e, place = "store", "a stored result that cannot be read, left out of a revocation");
                         continue;
                     }
+                    Err(Error::Corrupt(e)) => {
+                        tracing::error!(run, error = %e, place = "store", "a stored entry that cannot be read, left out of a revocation");
+                        continue;
+                    }
+                    Err(e) => return Err(e),
                 };
                 if record.worker == worker && record.confirmed_by.is_empty() {
                     counted.push(job_key(run, &key));

@@ -773,7 +773,10 @@ fn issue_16_a_group_that_does_not_decode_is_one_damaged_item_removed_whole() {
 #[test]
 fn issue_16_groups_decode_or_are_refused_never_guessed() {
     let (store, plan, run) = one_run(10, Strategy::D4, 0.0);
-    let batch: Vec<_> = (0..4).map(|i| incoming(run.id, &plan, i)).collect();
+    // Four workers, numbered 0 to 3: a flipped bit in a member's number would name another.
+    let batch: Vec<_> = (0..4)
+        .map(|i| incoming_from(run.id, &plan, i, ["a", "b", "c", "d"][i]))
+        .collect();
     store.commit(&batch).unwrap();
     let first = plan.jobs().next().unwrap();
     let (group, _) = super::groups::group_of(run.id, &first);
@@ -800,27 +803,30 @@ fn issue_16_groups_decode_or_are_refused_never_guessed() {
         let e = super::groups::decode_group(&bad).unwrap_err();
         assert!(matches!(e, Error::Corrupt(_)), "{bad:?}: {e:?}");
     }
-    // Every single flipped bit decodes to members whose seals catch a changed result (their worker
-    // numbers naming a worker or damage), or is refused.
-    let fingerprint = plan.fingerprint().1;
-    let originals: Vec<_> = store.results(run.id).map(|r| r.unwrap()).collect();
+    // Every single flipped bit is refused (the group's check): never another count or another worker.
     for i in 0..raw.len() {
         for bit in 0..8 {
             let mut flipped = raw.clone();
             flipped[i] ^= 1 << bit;
-            let mut names = super::workers::Names::new(&store.workers);
-            let Ok(got) = super::groups::members_of(&group, &flipped, &mut names) else {
-                continue;
-            };
-            for (key, record) in got {
-                let Ok(record) = record else { continue };
-                let original = originals.iter().find(|(k, _)| *k == key);
-                if original.is_none_or(|(_, r)| r.result != record.result) {
-                    assert!(!record.sealed(fingerprint, &key), "byte {i} bit {bit}");
-                }
-            }
+            assert!(
+                super::groups::decode_group(&flipped).is_err(),
+                "byte {i} bit {bit}"
+            );
         }
     }
+    // A member without a last number under a prefix (only an empty key has none): the group is
+    // damaged, and removed whole.
+    let lone = super::groups::encode_group(&vec![(None, members[0].1.clone())]);
+    store.results.insert(&group, lone).unwrap();
+    let prefix = nqueens_common::JobKey(first.0[..first.0.len() - 1].to_vec());
+    let items: Vec<_> = store.results_raw(run.id).map(|i| i.unwrap()).collect();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].0, prefix);
+    assert!(items[0].1.is_err());
+    store
+        .remove_results(run.id, std::slice::from_ref(&prefix))
+        .unwrap();
+    assert_eq!(store.results_raw(run.id).count(), 0);
 }
 
 #[test]
@@ -955,4 +961,68 @@ fn issue_16_damage_is_left_to_the_repair_by_revocations_and_removals() {
     assert_eq!(unreadable, 1, "the damaged group alone is left");
     let in_group = plan.jobs().filter(|k| k.0.starts_with(&prefix.0)).count();
     assert_eq!(revoked.revoked.len(), all - in_group);
+}
+
+#[test]
+fn issue_16_a_next_number_gone_back_while_serving_steps_past_the_defined_ones() {
+    let (store, plan, run) = one_run(10, Strategy::D4, 0.0);
+    for (i, name) in ["a", "b"].iter().enumerate() {
+        store
+            .commit(&[incoming_from(run.id, &plan, i, name)])
+            .unwrap();
+    }
+    store.workers.remove(b"next").unwrap();
+    store
+        .commit(&[incoming_from(run.id, &plan, 2, "c")])
+        .unwrap();
+    for (i, name) in ["a", "b", "c"].iter().enumerate() {
+        let key = plan.jobs().nth(i).unwrap();
+        assert_eq!(store.result(run.id, &key).unwrap().unwrap().worker, *name);
+    }
+}
+
+#[test]
+fn issue_16_a_revocation_passes_stray_entries_by() {
+    let (store, plan, run) = one_run(10, Strategy::D4, 0.0);
+    store.commit(&[incoming(run.id, &plan, 0)]).unwrap();
+    // A key too short to name a run, and a group of a run that does not exist.
+    store.results.insert(&b"abc"[..], &b"x"[..]).unwrap();
+    let (group, _) = super::groups::group_of(run.id, &plan.jobs().next().unwrap());
+    let raw = store.results.get(&group).unwrap().unwrap();
+    let mut stray = 99u64.to_be_bytes().to_vec();
+    stray.extend_from_slice(&group[8..]);
+    store.results.insert(stray, raw).unwrap();
+    let revoked = store.revoke("w").unwrap();
+    assert_eq!(revoked.revoked.len(), 1);
+    assert_eq!(store.tally(run.id).unwrap().jobs, 0);
+}
+
+#[test]
+fn issue_16_a_run_record_that_cannot_be_read_stops_the_regrouping_and_drops_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(10, Strategy::D4).unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        as_single_results(&store, run.id, &plan, 0..5, super::records::encode_result);
+        store
+            .meta
+            .insert(super::FORMAT, &4u64.to_be_bytes())
+            .unwrap();
+        store
+            .runs
+            .insert(run_key(run.id), &b"{\"id\":"[..])
+            .unwrap();
+        store.flush().unwrap();
+    }
+    let refused = loop {
+        match Store::open(dir.path()) {
+            Err(Error::InUse(_)) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            other => break other,
+        }
+    };
+    assert!(matches!(refused, Err(Error::Corrupt(_))), "refused");
+    let db = sled::open(dir.path()).unwrap();
+    let legacy = db.open_tree(super::LEGACY_RESULTS).unwrap();
+    assert_eq!(legacy.len(), 5, "nothing dropped");
 }

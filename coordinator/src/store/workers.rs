@@ -23,6 +23,9 @@ use crate::error::{Error, Result};
 
 const NEXT: &[u8] = b"next";
 
+/// Most defined numbers a new worker's number steps past when `next` went back.
+const MAX_PROBES: u32 = 4096;
+
 /// A worker as results name it: its name and its process id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Worker {
@@ -62,18 +65,30 @@ pub fn number(workers: &TransactionalTree, worker: &Worker) -> TxResult<u32> {
             }
         }
     }
-    let n = match workers.get(NEXT)? {
+    let mut n = match workers.get(NEXT)? {
         None => 0,
         Some(raw) => match <[u8; 4]>::try_from(raw.as_ref()) {
             Ok(b) => u32::from_be_bytes(b),
-            Err(_) => return abort(Error::Corrupt("the next worker number is damaged".into())),
+            Err(_) => {
+                return abort(Error::Corrupt(
+                    "the next worker number is damaged (the next start repairs it)".into(),
+                ))
+            }
         },
     };
-    if workers.get(number_key(n))?.is_some() {
-        // `next` went back (damage since the open that checked it): never give a number twice.
-        return abort(Error::Corrupt(format!(
-            "worker number {n} is defined already: the workers tree is damaged (the next start repairs its count)"
-        )));
+    // `next` may have gone back (damage since the open that checked it): never give a number twice,
+    // step past the numbers defined or in use (a few, numbers being dense).
+    let mut probes = 0;
+    while workers.get(number_key(n))?.is_some() {
+        probes += 1;
+        n = match n.checked_add(1) {
+            Some(up) if probes <= MAX_PROBES => up,
+            _ => {
+                return abort(Error::Corrupt(format!(
+                    "worker number {n} is defined already: the workers tree is damaged (the next start repairs its count)"
+                )))
+            }
+        };
     }
     let Some(next) = n.checked_add(1) else {
         return abort(Error::Corrupt("worker numbers exhausted".into()));
@@ -116,12 +131,19 @@ pub fn txn_worker(workers: &TransactionalTree, n: u32) -> TxResult<Worker> {
 /// Makes `next` greater than every defined number (it may have been lost or damaged); returns whether
 /// it had to change. Run at every open, before any result is written.
 pub fn repair_next(workers: &sled::Tree) -> Result<bool> {
-    let highest = workers
+    // The highest number a definition has, or a reverse entry gives (a definition may be lost while
+    // results still name its number: it is never given again).
+    let defined = workers
         .scan_prefix(b"#")
         .keys()
         .filter_map(|k| k.ok())
-        .filter_map(|k| <[u8; 4]>::try_from(&k[1..]).ok().map(u32::from_be_bytes))
-        .max();
+        .filter_map(|k| <[u8; 4]>::try_from(&k[1..]).ok().map(u32::from_be_bytes));
+    let given = workers
+        .scan_prefix(b"@")
+        .values()
+        .filter_map(|v| v.ok())
+        .filter_map(|v| <[u8; 4]>::try_from(v.as_ref()).ok().map(u32::from_be_bytes));
+    let highest = defined.chain(given).max();
     let want = highest.map_or(0, |h| h.saturating_add(1));
     let have = workers.get(NEXT)?.and_then(|raw| {
         <[u8; 4]>::try_from(raw.as_ref())
