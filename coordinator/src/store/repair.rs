@@ -155,7 +155,7 @@ impl Store {
                         };
                         plans.insert(*run, plan);
                     }
-                    if !plans[run].as_ref().is_some_and(|p| p.job(key).is_ok()) {
+                    if plans[run].as_ref().is_none_or(|p| p.job(key).is_err()) {
                         place = None;
                     }
                 }
