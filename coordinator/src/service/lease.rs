@@ -14,7 +14,7 @@ use super::workers::Contact;
 use super::{lookup, truncate, Coordinator};
 use crate::committer::{Write, Written};
 use crate::error::{Error, Result};
-use crate::store::{JobState, Phase};
+use crate::store::{JobRecord, JobState, Phase};
 
 /// Most keys of a plan's list one round of a lease call takes (the rounds double from what is wanted
 /// while they find only done jobs, as after a restart).
@@ -211,7 +211,16 @@ impl Coordinator {
                 first_round = false;
                 let read: Result<Vec<_>> = candidates
                     .keys()
-                    .map(|key| self.shared.store.job(id, key))
+                    .map(|key| match self.shared.store.job(id, key) {
+                        // Its group of results damaged on disk: not leased now (it may be done), the
+                        // next start repairs the store from the ledger. The other jobs go on.
+                        Err(Error::Corrupt(why)) => {
+                            tracing::error!(run = id, job = %key, reason = %why, place = "store", "a job whose stored state cannot be read is not leased until the next start repairs it");
+                            self.shared.metrics.corrupt_record("store");
+                            Ok(Some(JobRecord::done()))
+                        }
+                        other => other,
+                    })
                     .collect();
                 let mut guard = self.state();
                 let state = &mut *guard;

@@ -313,3 +313,30 @@ async fn issue_16_a_quarantine_whose_revocation_did_not_complete_is_completed_at
     let c = reopened(dir.path()).await;
     assert_eq!(c.run("1").unwrap().tally.jobs, 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn issue_16_a_damaged_group_of_results_holds_back_its_jobs_not_the_run() {
+    let c = coordinator();
+    let view = c
+        .create_run(10, Strategy::D4, None, Some(0.0), 0, false)
+        .await
+        .unwrap();
+    let run = view.meta.id;
+    let first = lease(&c, "a", 1).await;
+    report_all(&c, "a", &first).await;
+    let prefix = first[0].key.0[..first[0].key.0.len() - 1].to_vec();
+    c.shared.store.damage_group(run, &first[0].key);
+    // The jobs sharing the damaged entry cannot be told done or pending: they are not leased (until a
+    // restart repairs the store); every other job still is.
+    let rest = lease(&c, "a", 4096).await;
+    assert!(!rest.is_empty());
+    assert!(rest.iter().all(|g| !g.key.0.starts_with(&prefix)));
+    let siblings = view
+        .meta
+        .plan()
+        .unwrap()
+        .jobs()
+        .filter(|k| k.0.starts_with(&prefix))
+        .count();
+    assert_eq!(rest.len() + siblings, view.meta.jobs_total as usize);
+}
