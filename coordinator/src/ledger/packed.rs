@@ -265,3 +265,95 @@ pub fn scan(reader: impl Read, each: impl FnMut(u64, Line<Entry>)) -> std::io::R
     let scan = jsonl::scan_with(reader, |bytes| decoder.decode(bytes), each)?;
     Ok((scan, decoder.next))
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn result() -> impl Strategy<Value = Entry> {
+        (
+            any::<u64>(),
+            proptest::collection::vec(any::<u8>(), 1..8),
+            (any::<u64>(), any::<Option<u64>>(), any::<u64>()),
+            ("[a-z\n\x1b]{1,12}", "[a-z0-9\n\x1b-]{0,40}"),
+            (any::<u64>(), any::<u64>(), any::<u64>()),
+            proptest::collection::vec("[a-z]{1,6}", 0..3),
+        )
+            .prop_map(
+                |(
+                    run,
+                    job,
+                    (total, unique8, nodes),
+                    (worker, worker_id),
+                    (lease, at, seal),
+                    confirmed_by,
+                )| {
+                    Entry::Result {
+                        run,
+                        job: JobKey(job).to_string(),
+                        record: ResultRecord {
+                            result: JobResult {
+                                total,
+                                unique8,
+                                nodes,
+                            },
+                            worker,
+                            worker_id,
+                            lease,
+                            at_unix: at,
+                            confirmed_by,
+                            seal: Some(seal),
+                        },
+                    }
+                },
+            )
+    }
+
+    proptest! {
+        #[test]
+        fn packed_lines_round_trip_hold_no_newline_inside_and_refuse_a_changed_byte(
+            entries in proptest::collection::vec(result(), 1..6),
+            at in any::<prop::sample::Index>(),
+            flip in 1u8..=255,
+        ) {
+            let mut encoder = Encoder::packed(7);
+            let bytes: Vec<u8> = entries.iter().flat_map(|e| encoder.lines(e)).collect();
+            let mut got = Vec::new();
+            let (found, next) = scan(&bytes[..], |_, line| got.push(line)).unwrap();
+            prop_assert!(found.damaged.is_empty());
+            prop_assert_eq!(next, encoder.next_number());
+            let want: Vec<_> = entries.iter().cloned().map(Line::Verified).collect();
+            prop_assert_eq!(got, want);
+            // One changed byte: that line is damage (or two, if it became a newline), and no entry
+            // read differs from one written.
+            let mut changed = bytes.clone();
+            let i = at.index(changed.len());
+            changed[i] ^= flip;
+            let mut read = Vec::new();
+            let (found, _) = scan(&changed[..], |_, line| read.push(line)).unwrap();
+            prop_assert!(!found.damaged.is_empty() || found.torn.is_some());
+            for line in read {
+                let Line::Verified(e) = line else { unreachable!() };
+                prop_assert!(entries.contains(&e), "{:?}", e);
+            }
+        }
+
+        #[test]
+        fn any_line_decodes_or_is_refused_without_a_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let mut decoder = Decoder::default();
+            let mut packed = vec![MARK];
+            packed.extend_from_slice(&bytes);
+            let _ = decoder.decode(&packed);
+            let mut framed = vec![VERSION];
+            framed.extend_from_slice(&(checksum(&bytes) as u32).to_le_bytes());
+            framed.extend_from_slice(&bytes);
+            let mut line = vec![MARK];
+            escape(&framed, &mut line);
+            let _ = decoder.decode(&line);
+        }
+    }
+}

@@ -322,3 +322,69 @@ pub fn txn_take(tx: Tx, run: u64, key: &JobKey) -> TxResult<Option<ResultRecord>
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn stored() -> impl Strategy<Value = Stored> {
+        (
+            any::<u64>(),
+            any::<Option<u64>>(),
+            any::<u64>(),
+            any::<u32>(),
+            any::<u64>(),
+            any::<u64>(),
+            proptest::collection::vec("[a-z]{0,8}", 0..3),
+            any::<Option<[u8; 8]>>(),
+        )
+            .prop_map(
+                |(total, unique8, nodes, worker, lease, at_unix, confirmed_by, seal)| Stored {
+                    total,
+                    unique8,
+                    nodes,
+                    worker,
+                    lease,
+                    at_unix,
+                    confirmed_by,
+                    seal,
+                },
+            )
+    }
+
+    fn members() -> impl Strategy<Value = Members> {
+        proptest::collection::btree_map(any::<u8>(), stored(), 1..24)
+            .prop_map(|m| m.into_iter().map(|(l, s)| (Some(l), s)).collect())
+    }
+
+    proptest! {
+        #[test]
+        fn groups_round_trip_and_any_changed_byte_is_refused(
+            members in members(),
+            at in any::<prop::sample::Index>(),
+            flip in 1u8..=255,
+        ) {
+            let bytes = encode_group(&members);
+            prop_assert_eq!(decode_group(&bytes).unwrap(), members);
+            let mut changed = bytes.clone();
+            let i = at.index(changed.len());
+            changed[i] ^= flip;
+            prop_assert!(decode_group(&changed).is_err());
+            prop_assert!(decode_group(&bytes[..i]).is_err());
+        }
+
+        #[test]
+        fn any_bytes_decode_or_are_refused_without_a_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let _ = decode_group(&bytes);
+            // The same bytes behind a valid tag and check reach the decoder of the members.
+            let mut framed = vec![GROUP_V1];
+            framed.extend_from_slice(&check(&bytes));
+            framed.extend_from_slice(&bytes);
+            let _ = decode_at(&JobKey(vec![1, 2]), &framed);
+        }
+    }
+}
