@@ -81,6 +81,17 @@ impl Applied {
         self.probes.extend(other.probes);
     }
 
+    /// What the store said was damaged in this round, if anything: a commit or write that met a record
+    /// it cannot read.
+    fn damage(&self) -> Option<String> {
+        let results = self.results.iter().map(|(r, _)| r.as_ref().err());
+        let writes = self.writes.iter().map(|(w, _)| w.as_ref().err());
+        results.chain(writes).flatten().find_map(|e| match e {
+            Error::Corrupt(why) => Some(why.clone()),
+            _ => None,
+        })
+    }
+
     /// The ledger lines of a commit: the results it counted and those it revoked.
     fn log(&mut self, c: &Committed) {
         self.entries
@@ -295,6 +306,14 @@ fn sync_rounds(
         });
         if let Err(e) = &synced {
             health.failed(&e.to_string());
+        }
+        if let Some(why) = round.damage() {
+            // Damage on disk met while serving (a group of results that does not decode, ...): the
+            // store is reopened as after a failed write, and the startup reconciliation repairs it
+            // from the ledger (or refuses to serve it).
+            health.failed(&format!(
+                "the store is damaged ({why}): reopening it to repair it from the ledger"
+            ));
         }
         round.answer(&synced);
     }
@@ -525,5 +544,27 @@ mod tests {
             answer.try_recv().unwrap(),
             Err(Error::Durability(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn issue_16_damage_met_by_a_commit_degrades_storage_so_that_the_store_is_reopened_and_repaired(
+    ) {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(9, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let health = Arc::new(StorageHealth::default());
+        let committer = Committer::start(store.clone(), None, health.clone()).unwrap();
+        committer
+            .commit(vec![incoming(run.id, &plan, 0, "a")])
+            .await
+            .unwrap();
+        assert_eq!(health.degraded(), None);
+        store.damage_group(run.id, &plan.jobs().next().unwrap());
+        let refused = committer
+            .commit(vec![incoming(run.id, &plan, 0, "b")])
+            .await;
+        assert!(matches!(refused, Err(Error::Corrupt(_))), "{refused:?}");
+        let why = health.degraded().expect("degraded");
+        assert!(why.contains("damaged"), "{why}");
     }
 }
