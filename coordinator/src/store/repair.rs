@@ -185,7 +185,12 @@ impl Store {
                 }
                 Ok::<_, sled::transaction::ConflictableTransactionError<Error>>(())
             })?;
+            let before = moved;
             moved += chunk.iter().filter(|(_, c)| c.is_some()).count() as u64;
+            // A store of record size takes minutes: say how far it got, every million results.
+            if moved / 1_000_000 > before / 1_000_000 {
+                tracing::info!(results_regrouped = moved, "migrating the store to format {FORMAT_VERSION}: results of the earlier format regrouped so far");
+            }
         }
     }
 
