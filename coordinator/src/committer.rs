@@ -85,7 +85,11 @@ impl Applied {
     /// it cannot read.
     fn damage(&self) -> Option<String> {
         let results = self.results.iter().map(|(r, _)| r.as_ref().err());
-        let writes = self.writes.iter().map(|(w, _)| w.as_ref().err());
+        let writes = self.writes.iter().flat_map(|(w, _)| match w {
+            Err(e) => vec![Some(e)],
+            Ok(Written::Failed(each)) => each.iter().map(|r| r.as_ref().err()).collect(),
+            Ok(Written::Run(_)) => Vec::new(),
+        });
         results.chain(writes).flatten().find_map(|e| match e {
             Error::Corrupt(why) => Some(why.clone()),
             _ => None,

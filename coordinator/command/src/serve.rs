@@ -179,8 +179,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             let coordinator = match Coordinator::open(store, config.clone()) {
                 Ok(coordinator) => coordinator,
                 // After a storage failure the reopen may itself need space (the ledger is rewritten
-                // from the store): stay down and try again rather than exit.
-                Err(e) if reopened && !shutdown.is_cancelled() => {
+                // from the store): stay down and try again rather than exit. Damage the startup
+                // cannot repair is no such case: the coordinator stops, naming it.
+                Err(e)
+                    if reopened
+                        && !shutdown.is_cancelled()
+                        && !matches!(e, nqueens_coordinator::error::Error::Corrupt(_)) =>
+                {
                     tracing::error!(error = %e, "cannot reopen the store yet; trying again in 2 s");
                     tokio::select! {
                         _ = tokio::time::sleep(nqueens_coordinator::storage_health::PROBE_EVERY) => continue,

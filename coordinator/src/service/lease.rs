@@ -212,11 +212,13 @@ impl Coordinator {
                 let read: Result<Vec<_>> = candidates
                     .keys()
                     .map(|key| match self.shared.store.job(id, key) {
-                        // Its group of results damaged on disk: not leased now (it may be done), the
-                        // next start repairs the store from the ledger. The other jobs go on.
-                        Err(Error::Corrupt(why)) => {
-                            tracing::error!(run = id, job = %key, reason = %why, place = "store", "a job whose stored state cannot be read is not leased until the next start repairs it");
+                        // Damaged on disk (its group of results, say): not leased (it may be done).
+                        // Storage is marked degraded, so that the store is reopened and repaired from
+                        // the ledger, or refused by name.
+                        Err(e @ Error::Corrupt(_)) => {
+                            tracing::error!(run = id, job = %key, reason = %e, place = "store", "a job whose stored state cannot be read is not leased");
                             self.shared.metrics.corrupt_record("store");
+                            self.note_damage(&e);
                             Ok(Some(JobRecord::done()))
                         }
                         other => other,

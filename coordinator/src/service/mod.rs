@@ -264,6 +264,17 @@ impl Coordinator {
         self.shared.changes.subscribe()
     }
 
+    /// Damage met while serving (a record that cannot be read): storage is marked degraded, as after a
+    /// failed write, so that `serve` reopens the store and the startup reconciliation repairs it from
+    /// the ledger (or refuses it, naming what is wrong). Other errors pass by.
+    pub(crate) fn note_damage(&self, e: &Error) {
+        if let Error::Corrupt(why) = e {
+            self.storage().failed(&format!(
+                "the store is damaged ({why}): reopening it to repair it from the ledger"
+            ));
+        }
+    }
+
     /// Whether the store takes writes (see [`crate::storage_health`]).
     pub fn storage(&self) -> &StorageHealth {
         &self.shared.health

@@ -267,7 +267,8 @@ impl Coordinator {
             .iter()
             .zip(&runs)
             .map(|(key, &(run, ..))| self.shared.store.is_settled(run, key))
-            .collect::<Result<Vec<bool>>>()?;
+            .collect::<Result<Vec<bool>>>()
+            .inspect_err(|e| self.note_damage(e))?;
         let checked: Vec<Result<()>> = {
             let state = self.state();
             reports
@@ -291,7 +292,12 @@ impl Coordinator {
             .zip(checked)
             .map(|(((r, key), &(run, ..)), check)| {
                 if let Err(refused) = check {
-                    if !self.shared.store.is_settled(run, &key)? {
+                    if !self
+                        .shared
+                        .store
+                        .is_settled(run, &key)
+                        .inspect_err(|e| self.note_damage(e))?
+                    {
                         return Err(refused);
                     }
                 }

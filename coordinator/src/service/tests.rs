@@ -339,4 +339,21 @@ async fn issue_16_a_damaged_group_of_results_holds_back_its_jobs_not_the_run() {
         .filter(|k| k.0.starts_with(&prefix))
         .count();
     assert_eq!(rest.len() + siblings, view.meta.jobs_total as usize);
+    // Storage is degraded, so that `serve` reopens the store and the reconciliation repairs it.
+    let why = c.storage().degraded().expect("degraded");
+    assert!(why.contains("damaged"), "{why}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_16_a_report_that_meets_a_damaged_group_is_refused_and_degrades_storage() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let first = lease(&c, "a", 1).await;
+    report_all(&c, "a", &first).await;
+    let id: u64 = run.parse().unwrap();
+    c.shared.store.damage_group(id, &first[0].key);
+    // The same result again: whether its job is done cannot be read.
+    let refused = c.report("a", "a", first.iter().map(report).collect()).await;
+    assert!(matches!(refused, Err(Error::Corrupt(_))), "{refused:?}");
+    assert!(c.storage().degraded().is_some());
 }

@@ -158,6 +158,7 @@ impl Store {
         };
         workers::repair_next(&store.workers)?;
         store.migrate()?;
+        store.repair_next_run()?;
         Ok(store)
     }
 
@@ -179,6 +180,29 @@ impl Store {
             &self.workers,
             &self.totals,
         )
+    }
+
+    /// Makes the next run id greater than every run's (it may have been lost or damaged: a run created
+    /// with an id in use would overwrite one); run at every open, before any run is created.
+    fn repair_next_run(&self) -> Result<()> {
+        let highest = self
+            .runs
+            .iter()
+            .keys()
+            .filter_map(|k| k.ok())
+            .filter_map(|k| <[u8; 8]>::try_from(k.as_ref()).ok().map(u64::from_be_bytes))
+            .max();
+        let Some(highest) = highest else {
+            return Ok(());
+        };
+        let want = highest.saturating_add(1);
+        let have = read_u64(&self.meta, NEXT_RUN).ok().flatten();
+        if have.is_some_and(|h| h >= want) {
+            return Ok(());
+        }
+        tracing::error!(have = ?have, set = want, place = "store", "the next run id was missing, damaged or behind a run's: set past the highest");
+        self.meta.insert(NEXT_RUN, &want.to_be_bytes())?;
+        Ok(())
     }
 
     /// The secret that authenticates this store's lease ids.
@@ -234,7 +258,10 @@ impl Store {
                 })?),
                 None => 1,
             };
-            meta.insert(NEXT_RUN, &(id + 1).to_be_bytes())?;
+            let next = id.checked_add(1).ok_or_else(|| {
+                ConflictableTransactionError::Abort(Error::Corrupt("run ids exhausted".into()))
+            })?;
+            meta.insert(NEXT_RUN, &next.to_be_bytes())?;
             let run = RunMeta {
                 id,
                 n: plan.n(),

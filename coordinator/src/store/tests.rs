@@ -1026,3 +1026,41 @@ fn issue_16_a_run_record_that_cannot_be_read_stops_the_regrouping_and_drops_noth
     let legacy = db.open_tree(super::LEGACY_RESULTS).unwrap();
     assert_eq!(legacy.len(), 5, "nothing dropped");
 }
+
+#[test]
+fn issue_16_a_lost_next_run_id_or_a_far_reverse_worker_entry_is_set_right_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let first = {
+        let store = Store::open(dir.path()).unwrap();
+        let a = store.create_run(plan, 0.0).unwrap();
+        store.create_run(plan, 0.0).unwrap();
+        store.commit(&[incoming_from(a.id, &plan, 0, "w")]).unwrap();
+        // The next run id goes back to 1, and a reverse worker entry says 0xffff_fff0.
+        store
+            .meta
+            .insert(super::NEXT_RUN, &1u64.to_be_bytes())
+            .unwrap();
+        store
+            .workers
+            .insert(&b"@stray"[..], &0xffff_fff0u32.to_be_bytes()[..])
+            .unwrap();
+        store.flush().unwrap();
+        a
+    };
+    let store = reopen(dir.path());
+    let third = store.create_run(plan, 0.0).unwrap();
+    assert_eq!(third.id, 3, "no run overwritten");
+    assert_eq!(
+        store.run(first.id).unwrap().unwrap().jobs_total,
+        first.jobs_total
+    );
+    assert_eq!(store.tally(first.id).unwrap().jobs, 1);
+    // The far reverse entry is not taken for a number in use: a new worker gets 1.
+    store
+        .commit(&[incoming_from(first.id, &plan, 1, "v")])
+        .unwrap();
+    let mut k = vec![b'#'];
+    k.extend_from_slice(&1u32.to_be_bytes());
+    assert!(store.workers.get(k).unwrap().is_some());
+}

@@ -137,13 +137,21 @@ pub fn repair_next(workers: &sled::Tree) -> Result<bool> {
         .scan_prefix(b"#")
         .keys()
         .filter_map(|k| k.ok())
-        .filter_map(|k| <[u8; 4]>::try_from(&k[1..]).ok().map(u32::from_be_bytes));
+        .filter_map(|k| <[u8; 4]>::try_from(&k[1..]).ok().map(u32::from_be_bytes))
+        .max();
+    // A reverse entry far past every definition is damage itself (numbers are given in order), not a
+    // number to keep clear of.
+    let bound = defined
+        .map_or(0, |d| d.saturating_add(1))
+        .saturating_add(MAX_PROBES);
     let given = workers
         .scan_prefix(b"@")
         .values()
         .filter_map(|v| v.ok())
-        .filter_map(|v| <[u8; 4]>::try_from(v.as_ref()).ok().map(u32::from_be_bytes));
-    let highest = defined.chain(given).max();
+        .filter_map(|v| <[u8; 4]>::try_from(v.as_ref()).ok().map(u32::from_be_bytes))
+        .filter(|&n| n < bound)
+        .max();
+    let highest = defined.max(given);
     let want = highest.map_or(0, |h| h.saturating_add(1));
     let have = workers.get(NEXT)?.and_then(|raw| {
         <[u8; 4]>::try_from(raw.as_ref())
