@@ -424,7 +424,7 @@ pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
     let written = (|| {
         let mut out = std::io::BufWriter::new(File::create(&tmp).map_err(io)?);
         let mut encoder = Encoder::packed(0);
-        write_store(store, None, &mut out, &mut encoder)?;
+        write_store(store, None, &mut out, |e| encoder.lines(e))?;
         let file = out.into_inner().map_err(|e| io(e.into_error()))?;
         file.sync_all().map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
@@ -448,15 +448,15 @@ pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
 /// Writes a store's runs (all, or one) and their counted results as JSON ledger lines (an export);
 /// returns how many results. Every result's seal is checked first: a damaged store is not exported.
 pub fn export(store: &Store, only: Option<u64>, out: &mut impl Write) -> Result<u64> {
-    write_store(store, only, out, &mut Encoder::json())
+    write_store(store, only, out, jsonl::encode::<Entry>)
 }
 
-/// [`export`] in the lines of `encoder`.
+/// [`export`], each entry written as `encode` gives it (packed results in a rewritten ledger).
 fn write_store(
     store: &Store,
     only: Option<u64>,
     out: &mut impl Write,
-    encoder: &mut Encoder,
+    mut encode: impl FnMut(&Entry) -> Vec<u8>,
 ) -> Result<u64> {
     let io = |e: std::io::Error| Error::Durability(format!("cannot write the export: {e}"));
     let mut results = 0;
@@ -466,8 +466,7 @@ fn write_store(
         }
         let run = meta.id;
         let fingerprint = meta.fingerprint_value()?;
-        out.write_all(&encoder.lines(&Entry::Run(meta)))
-            .map_err(io)?;
+        out.write_all(&encode(&Entry::Run(meta))).map_err(io)?;
         for item in store.results(run) {
             let (key, record) = item?;
             if !record.sealed(fingerprint, &key) {
@@ -480,7 +479,7 @@ fn write_store(
                 job: key.to_string(),
                 record,
             };
-            out.write_all(&encoder.lines(&entry)).map_err(io)?;
+            out.write_all(&encode(&entry)).map_err(io)?;
             results += 1;
         }
     }

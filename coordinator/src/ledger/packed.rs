@@ -58,11 +58,10 @@ enum Packed {
     },
 }
 
-/// Writes ledger lines: results with a seal packed (unless it writes JSON only), their workers
-/// numbered as they first appear; everything else as JSON lines.
+/// Writes ledger lines: results with a seal packed, their workers numbered as they first appear;
+/// everything else as JSON lines.
 #[derive(Debug)]
 pub struct Encoder {
-    pack: bool,
     /// The first number this encoder gives.
     first: u32,
     workers: HashMap<(String, String), u32>,
@@ -73,17 +72,7 @@ impl Encoder {
     /// below `first` (0 for a new file).
     pub fn packed(first: u32) -> Encoder {
         Encoder {
-            pack: true,
             first,
-            workers: HashMap::new(),
-        }
-    }
-
-    /// An encoder of JSON lines only (exports: readable with any JSON tool).
-    pub fn json() -> Encoder {
-        Encoder {
-            pack: false,
-            first: 0,
             workers: HashMap::new(),
         }
     }
@@ -98,9 +87,6 @@ impl Encoder {
         let Entry::Result { run, job, record } = entry else {
             return jsonl::encode(entry);
         };
-        if !self.pack {
-            return jsonl::encode(entry);
-        }
         let (Some(seal), Ok(key)) = (record.seal, job.parse::<JobKey>()) else {
             return jsonl::encode(entry);
         };

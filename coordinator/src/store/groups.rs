@@ -17,7 +17,7 @@ use nqueens_common::{JobKey, JobResult};
 use serde::{Deserialize, Serialize};
 use sled::transaction::TransactionalTree;
 
-use super::records::{split_job_key, ResultRecord};
+use super::records::{job_key, split_job_key, ResultRecord};
 use super::txn::{abort, TxResult};
 use super::workers::{self, Names, Worker};
 use crate::error::{Error, Result};
@@ -61,14 +61,19 @@ impl Stored {
         }
     }
 
+    /// Its counts.
+    fn counts(&self) -> JobResult {
+        JobResult {
+            total: self.total,
+            unique8: self.unique8,
+            nodes: self.nodes,
+        }
+    }
+
     /// The record, with its worker's name and process id.
     fn record(self, worker: Worker) -> ResultRecord {
         ResultRecord {
-            result: JobResult {
-                total: self.total,
-                unique8: self.unique8,
-                nodes: self.nodes,
-            },
+            result: self.counts(),
             worker: worker.name,
             worker_id: worker.id,
             lease: self.lease,
@@ -79,23 +84,14 @@ impl Stored {
     }
 }
 
-/// One job of a group: the last number of its key (none for a run whose only job has an empty key) and
-/// its result.
-#[derive(Serialize, Deserialize)]
-struct Member {
-    last: Option<u8>,
-    result: Stored,
-}
-
-/// The entry key of the group holding job `key` of `run`, and the job's place in it.
+/// The entry key of the group holding job `key` of `run` (its job key without the last number), and
+/// the job's place in it: that last number (none for a run whose only job has an empty key).
 pub fn group_of(run: u64, key: &JobKey) -> (Vec<u8>, Option<u8>) {
-    let (prefix, last) = match key.0.split_last() {
-        Some((last, prefix)) => (prefix, Some(*last)),
-        None => (&key.0[..], None),
-    };
-    let mut k = Vec::with_capacity(8 + prefix.len());
-    k.extend_from_slice(&run.to_be_bytes());
-    k.extend_from_slice(prefix);
+    let mut k = job_key(run, key);
+    let last = key.0.last().copied();
+    if last.is_some() {
+        k.pop();
+    }
     (k, last)
 }
 
@@ -106,19 +102,12 @@ fn member_key(prefix: &JobKey, last: Option<u8>) -> JobKey {
     JobKey(key)
 }
 
-/// A group's members, in order of their last number.
+/// A group's members (each a job's last number and its result), in order of their last number.
 pub type Members = Vec<(Option<u8>, Stored)>;
 
 /// Encodes a group (members in order, at least one).
 pub fn encode_group(members: &Members) -> Vec<u8> {
-    let members: Vec<Member> = members
-        .iter()
-        .map(|(last, result)| Member {
-            last: *last,
-            result: result.clone(),
-        })
-        .collect();
-    let payload = postcard::to_allocvec(&members).expect("groups serialize to postcard");
+    let payload = postcard::to_allocvec(members).expect("groups serialize to postcard");
     let mut bytes = Vec::with_capacity(payload.len() + 5);
     bytes.push(GROUP_V1);
     bytes.extend_from_slice(&check(&payload));
@@ -126,9 +115,10 @@ pub fn encode_group(members: &Members) -> Vec<u8> {
     bytes
 }
 
-/// Decodes a group entry. An unknown tag, a failed check, a truncated entry, trailing bytes, an empty
-/// group, members out of order or repeated, or an empty key beside others are damage.
-pub fn decode_group(bytes: &[u8]) -> Result<Members> {
+/// Decodes the group entry at entry key `k`. An unknown tag, a failed check, a truncated entry, trailing
+/// bytes, an empty group, members out of order or repeated, or a member without a last number beside
+/// others or under a prefix (only the one job of a run whose key is empty has none) are damage.
+pub fn decode_group(k: &[u8], bytes: &[u8]) -> Result<Members> {
     let damaged = |why: String| Error::Corrupt(format!("undecodable result group: {why}"));
     let payload = match bytes.split_first() {
         Some((&GROUP_V1, rest)) => match rest.split_first_chunk::<4>() {
@@ -140,7 +130,7 @@ pub fn decode_group(bytes: &[u8]) -> Result<Members> {
         None => return Err(damaged("empty entry".into())),
     };
     let (members, rest) =
-        postcard::take_from_bytes::<Vec<Member>>(payload).map_err(|e| damaged(e.to_string()))?;
+        postcard::take_from_bytes::<Members>(payload).map_err(|e| damaged(e.to_string()))?;
     if !rest.is_empty() {
         return Err(damaged(format!("{} bytes after the group", rest.len())));
     }
@@ -149,20 +139,13 @@ pub fn decode_group(bytes: &[u8]) -> Result<Members> {
     }
     let ordered = members
         .windows(2)
-        .all(|w| matches!((w[0].last, w[1].last), (Some(a), Some(b)) if a < b));
+        .all(|w| matches!((w[0].0, w[1].0), (Some(a), Some(b)) if a < b));
     if !ordered {
         return Err(damaged("members out of order or repeated".into()));
     }
-    Ok(members.into_iter().map(|m| (m.last, m.result)).collect())
-}
-
-/// Decodes the group entry of `prefix` (its key past the run id): [`decode_group`], and only the one job
-/// of a run whose key is empty has no last number.
-pub fn decode_at(prefix: &JobKey, v: &[u8]) -> Result<Members> {
-    let members = decode_group(v)?;
-    if !prefix.0.is_empty() && members.iter().any(|(last, _)| last.is_none()) {
-        return Err(Error::Corrupt(
-            "undecodable result group: a member without a last number".into(),
+    if k.len() > 8 && members[0].0.is_none() {
+        return Err(damaged(
+            "a member without a last number under a prefix".into(),
         ));
     }
     Ok(members)
@@ -177,7 +160,7 @@ pub fn members_of(
     names: &mut Names,
 ) -> Result<Vec<(JobKey, Result<ResultRecord>)>> {
     let (_, prefix) = split_job_key(k)?;
-    Ok(match decode_at(&prefix, v) {
+    Ok(match decode_group(k, v) {
         Ok(members) => members
             .into_iter()
             .map(|(last, stored)| {
@@ -189,20 +172,21 @@ pub fn members_of(
     })
 }
 
-fn find(members: Members, last: Option<u8>) -> Option<Stored> {
-    members
+/// Member `last` of the group entry `raw` read at entry key `k`, if there is one.
+fn member(k: &[u8], raw: Option<sled::IVec>, last: Option<u8>) -> Result<Option<Stored>> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    Ok(decode_group(k, &raw)?
         .into_iter()
         .find(|(l, _)| *l == last)
-        .map(|(_, stored)| stored)
+        .map(|(_, stored)| stored))
 }
 
 /// Whether job `key` has a result in group tree `groups` (outside a transaction).
 pub fn contains(groups: &sled::Tree, run: u64, key: &JobKey) -> Result<bool> {
     let (k, last) = group_of(run, key);
-    match groups.get(&k)? {
-        None => Ok(false),
-        Some(raw) => Ok(find(decode_group(&raw)?, last).is_some()),
-    }
+    Ok(member(&k, groups.get(&k)?, last)?.is_some())
 }
 
 /// Job `key`'s result (outside a transaction).
@@ -213,10 +197,7 @@ pub fn get(
     key: &JobKey,
 ) -> Result<Option<ResultRecord>> {
     let (k, last) = group_of(run, key);
-    let Some(raw) = groups.get(&k)? else {
-        return Ok(None);
-    };
-    let Some(stored) = find(decode_group(&raw)?, last) else {
+    let Some(stored) = member(&k, groups.get(&k)?, last)? else {
         return Ok(None);
     };
     let worker = Names::new(workers).get(stored.worker)?;
@@ -237,25 +218,14 @@ pub fn txn_counts(
     key: &JobKey,
 ) -> TxResult<Option<JobResult>> {
     let (k, last) = group_of(run, key);
-    match groups.get(&k)? {
-        None => Ok(None),
-        Some(raw) => Ok(
-            find(decode_group(&raw).or_else(abort)?, last).map(|s| JobResult {
-                total: s.total,
-                unique8: s.unique8,
-                nodes: s.nodes,
-            }),
-        ),
-    }
+    let stored = member(&k, groups.get(&k)?, last).or_else(abort)?;
+    Ok(stored.map(|s| s.counts()))
 }
 
 /// Job `key`'s result, inside a transaction (a damaged group or worker aborts it).
 pub fn txn_get(tx: Tx, run: u64, key: &JobKey) -> TxResult<Option<ResultRecord>> {
     let (k, last) = group_of(run, key);
-    let Some(raw) = tx.groups.get(&k)? else {
-        return Ok(None);
-    };
-    let Some(stored) = find(decode_group(&raw).or_else(abort)?, last) else {
+    let Some(stored) = member(&k, tx.groups.get(&k)?, last).or_else(abort)? else {
         return Ok(None);
     };
     let worker = workers::txn_worker(tx.workers, stored.worker)?;
@@ -272,7 +242,7 @@ pub fn txn_put(tx: Tx, run: u64, key: &JobKey, record: &ResultRecord) -> TxResul
     let stored = Stored::of(record, workers::number(tx.workers, &worker)?);
     let (k, last) = group_of(run, key);
     let mut members = match tx.groups.get(&k)? {
-        Some(raw) => decode_group(&raw).or_else(abort)?,
+        Some(raw) => decode_group(&k, &raw).or_else(abort)?,
         None => Vec::new(),
     };
     if members
@@ -299,7 +269,7 @@ pub fn txn_remove(groups: &TransactionalTree, run: u64, key: &JobKey) -> TxResul
     let Some(raw) = groups.get(&k)? else {
         return Ok(None);
     };
-    let mut members = decode_group(&raw).or_else(abort)?;
+    let mut members = decode_group(&k, &raw).or_else(abort)?;
     let Ok(i) = members.binary_search_by_key(&last, |(l, _)| *l) else {
         return Ok(None);
     };
@@ -367,24 +337,25 @@ mod tests {
             flip in 1u8..=255,
         ) {
             let bytes = encode_group(&members);
-            prop_assert_eq!(decode_group(&bytes).unwrap(), members);
+            let k = [0, 0, 0, 0, 0, 0, 0, 1, 7];
+            prop_assert_eq!(decode_group(&k, &bytes).unwrap(), members);
             let mut changed = bytes.clone();
             let i = at.index(changed.len());
             changed[i] ^= flip;
-            prop_assert!(decode_group(&changed).is_err());
-            prop_assert!(decode_group(&bytes[..i]).is_err());
+            prop_assert!(decode_group(&k, &changed).is_err());
+            prop_assert!(decode_group(&k, &bytes[..i]).is_err());
         }
 
         #[test]
         fn any_bytes_decode_or_are_refused_without_a_panic(
             bytes in proptest::collection::vec(any::<u8>(), 0..300),
         ) {
-            let _ = decode_group(&bytes);
+            let _ = decode_group(&[0; 8], &bytes);
             // The same bytes behind a valid tag and check reach the decoder of the members.
             let mut framed = vec![GROUP_V1];
             framed.extend_from_slice(&check(&bytes));
             framed.extend_from_slice(&bytes);
-            let _ = decode_at(&JobKey(vec![1, 2]), &framed);
+            let _ = decode_group(&[0, 0, 0, 0, 0, 0, 0, 1, 1], &framed);
         }
     }
 }

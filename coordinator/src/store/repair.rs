@@ -222,7 +222,7 @@ impl Store {
             // (only an entry that does not decode: a key that happens to name an intact group is taken
             // as a job's, whose group is another).
             let damaged_group = match self.results.get(&k)? {
-                Some(raw) => groups::decode_at(key, &raw).is_err(),
+                Some(raw) => groups::decode_group(&k, &raw).is_err(),
                 None => false,
             };
             if damaged_group {

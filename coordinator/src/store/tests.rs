@@ -662,7 +662,7 @@ fn issue_16_results_name_their_workers_by_numbers_defined_once() {
     }
     let (group, _) = super::groups::group_of(run.id, &plan.jobs().next().unwrap());
     let raw = store.results.get(&group).unwrap().unwrap();
-    let members = super::groups::decode_group(&raw).unwrap();
+    let members = super::groups::decode_group(&group, &raw).unwrap();
     assert!(
         raw.len() < 40 * members.len(),
         "{} bytes for {} results",
@@ -781,7 +781,7 @@ fn issue_16_groups_decode_or_are_refused_never_guessed() {
     let first = plan.jobs().next().unwrap();
     let (group, _) = super::groups::group_of(run.id, &first);
     let raw = store.results.get(&group).unwrap().unwrap().to_vec();
-    let members = super::groups::decode_group(&raw).unwrap();
+    let members = super::groups::decode_group(&group, &raw).unwrap();
     assert!(members.len() > 1);
     assert_eq!(super::groups::encode_group(&members), raw);
     let mut repeated = members.clone();
@@ -800,7 +800,7 @@ fn issue_16_groups_decode_or_are_refused_never_guessed() {
         vec![1],
         Vec::new(),
     ] {
-        let e = super::groups::decode_group(&bad).unwrap_err();
+        let e = super::groups::decode_group(&group, &bad).unwrap_err();
         assert!(matches!(e, Error::Corrupt(_)), "{bad:?}: {e:?}");
     }
     // Every single flipped bit is refused (the group's check): never another count or another worker.
@@ -809,7 +809,7 @@ fn issue_16_groups_decode_or_are_refused_never_guessed() {
             let mut flipped = raw.clone();
             flipped[i] ^= 1 << bit;
             assert!(
-                super::groups::decode_group(&flipped).is_err(),
+                super::groups::decode_group(&group, &flipped).is_err(),
                 "byte {i} bit {bit}"
             );
         }

@@ -128,9 +128,9 @@ pub fn txn_worker(workers: &TransactionalTree, n: u32) -> TxResult<Worker> {
     Ok(worker)
 }
 
-/// Makes `next` greater than every defined number (it may have been lost or damaged); returns whether
-/// it had to change. Run at every open, before any result is written.
-pub fn repair_next(workers: &sled::Tree) -> Result<bool> {
+/// Makes `next` greater than every defined number (it may have been lost or damaged). Run at every
+/// open, before any result is written.
+pub fn repair_next(workers: &sled::Tree) -> Result<()> {
     // The highest number a definition has, or a reverse entry gives (a definition may be lost while
     // results still name its number: it is never given again).
     let defined = workers
@@ -159,11 +159,11 @@ pub fn repair_next(workers: &sled::Tree) -> Result<bool> {
             .map(u32::from_be_bytes)
     });
     if have.is_some_and(|h| h >= want) || (have.is_none() && want == 0) {
-        return Ok(false);
+        return Ok(());
     }
     tracing::error!(have = ?have, set = want, place = "store", "the next worker number was missing, damaged or behind a defined one: set past the highest");
     workers.insert(NEXT, &want.to_be_bytes())?;
-    Ok(true)
+    Ok(())
 }
 
 /// Workers by number, read from the tree once each (a scan over millions of results names a few
