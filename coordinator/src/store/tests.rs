@@ -370,20 +370,22 @@ fn as_format_3(store: &Store, run: u64, plan: &Plan, done: std::ops::Range<usize
             .insert(&k, encode(&super::JobRecord::done()))
             .unwrap();
     }
+    at_format(store, 3);
+    store.flush().unwrap();
+}
+
+/// Records `format` as the store's format (as a build of that format left it).
+fn at_format(store: &Store, format: u64) {
     store
         .meta
-        .insert(super::FORMAT, &3u64.to_be_bytes())
+        .insert(super::FORMAT, &format.to_be_bytes())
         .unwrap();
-    store.flush().unwrap();
 }
 
 /// Marks `store` as a migration from format `from` cut short leaves it: the current format recorded,
 /// with the format it came from.
 fn migrating_from(store: &Store, from: u64) {
-    store
-        .meta
-        .insert(super::FORMAT, &super::FORMAT_VERSION.to_be_bytes())
-        .unwrap();
+    at_format(store, super::FORMAT_VERSION);
     store
         .meta
         .insert(super::UPGRADE, &from.to_be_bytes())
@@ -869,10 +871,7 @@ fn issue_16_a_format_4_store_is_regrouped_and_a_regrouping_cut_short_goes_on() {
                 }
                 migrating_from(&store, 4);
             } else {
-                store
-                    .meta
-                    .insert(super::FORMAT, &4u64.to_be_bytes())
-                    .unwrap();
+                at_format(&store, 4);
             }
             store.flush().unwrap();
             (run.id, store.tally(run.id).unwrap())
@@ -998,17 +997,14 @@ fn issue_16_a_revocation_passes_stray_entries_by() {
 }
 
 #[test]
-fn issue_16_a_run_record_that_cannot_be_read_stops_the_regrouping_and_drops_nothing() {
+fn issue_16_an_unreadable_run_record_refuses_a_format_4_store_and_drops_none_of_its_results() {
     let dir = tempfile::tempdir().unwrap();
     let plan = Plan::new(10, Strategy::D4).unwrap();
     {
         let store = Store::open(dir.path()).unwrap();
         let run = store.create_run(plan, 0.0).unwrap();
         as_single_results(&store, run.id, &plan, 0..5, super::records::encode_result);
-        store
-            .meta
-            .insert(super::FORMAT, &4u64.to_be_bytes())
-            .unwrap();
+        at_format(&store, 4);
         store
             .runs
             .insert(run_key(run.id), &b"{\"id\":"[..])
