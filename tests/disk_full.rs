@@ -105,6 +105,7 @@ fn result_of(l: &proto::JobLease) -> proto::JobResult {
         nodes: r.nodes,
         seal: Some(seal(l.plan_fingerprint, &key, &r)),
         lease_tag: l.lease_tag,
+        device: None,
     }
 }
 
@@ -116,6 +117,7 @@ fn lease_request(capacity: u32) -> proto::LeaseRequest {
         capacity,
         run: None,
         wait_ms: 0,
+        gpus: 0,
     }
 }
 

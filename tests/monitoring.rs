@@ -72,9 +72,14 @@ fn issue_5_metrics_and_logs_tell_a_run_whose_outcome_is_known() {
     await_line(&a_log, "worker progress");
     let (code, worker_metrics) = http_get(&a_http, "/metrics");
     assert_eq!(code, 200);
-    let a_jobs = sample(&worker_metrics, "nqueens_worker_jobs_total");
+    let a_jobs = sample(&worker_metrics, "nqueens_worker_jobs_total{device=\"cpu\"}");
     assert!(a_jobs >= 1.0, "{worker_metrics}");
-    assert!(sample(&worker_metrics, "nqueens_worker_nodes_total") > 0.0);
+    assert!(
+        sample(
+            &worker_metrics,
+            "nqueens_worker_nodes_total{device=\"cpu\"}"
+        ) > 0.0
+    );
     assert_eq!(sample(&worker_metrics, "nqueens_worker_threads"), 1.0);
     assert!(
         sample(
@@ -175,6 +180,7 @@ fn issue_5_metrics_and_logs_tell_a_run_whose_outcome_is_known() {
             "eta",
             "workers",
             "disputed",
+            "gpu_share",
         ] {
             assert!(p.get(field).is_some(), "progress line without {field}: {p}");
         }
@@ -210,6 +216,94 @@ fn issue_5_metrics_and_logs_tell_a_run_whose_outcome_is_known() {
             );
         }
     }
+}
+
+#[test]
+fn issue_18_a_gpus_share_shows_in_the_worker_table_and_the_workers_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start_with(&dir.path().join("store"), "127.0.0.1:0", "10s", &[]);
+    let run = submit_with(&serve.address, 13, "d4", &["--verify-fraction", "0"]);
+    // PoCL's CPU device where installed (CI installs it), beside one CPU thread.
+    let mut g = worker(
+        &serve.address,
+        dir.path(),
+        "g",
+        &[
+            "--gpu",
+            "opencl:0",
+            "--gpu-batch",
+            "2",
+            "--exit-when-idle",
+            "--progress-interval",
+            "100ms",
+        ],
+    );
+    let exited = wait(&mut g, LIMIT, "GPU worker");
+    let log = std::fs::read_to_string(dir.path().join("g.log")).unwrap();
+    if !exited.success() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run a GPU worker on PoCL: {log}"
+        );
+        assert!(log.contains("GPU"), "{log}");
+        eprintln!("skipped: no OpenCL device here");
+        return;
+    }
+    let done = poll(&serve.address, &run, LIMIT, |s| s.state == 2);
+    assert_eq!(done.total, reference(13).0.to_string());
+
+    // The worker table: its GPU, and the jobs and nodes the GPU computed, as the worker counted them.
+    let out = support::stdout_of(nqueens().args([
+        "status",
+        "--workers",
+        "--json",
+        "--coordinator",
+        &serve.address,
+    ]));
+    let row: serde_json::Value = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|w| w["name"] == "g")
+        .expect("the worker's row");
+    assert_eq!(row["gpus"], 1, "{row}");
+    let (gpu_jobs, gpu_nodes) = (
+        row["gpu_jobs"].as_u64().unwrap(),
+        row["gpu_nodes"].as_u64().unwrap(),
+    );
+    assert!(
+        gpu_jobs >= 1 && gpu_jobs <= row["jobs_done"].as_u64().unwrap(),
+        "{row}"
+    );
+    assert!(
+        gpu_nodes >= 1 && gpu_nodes <= row["nodes"].as_u64().unwrap(),
+        "{row}"
+    );
+    let stopped = log.lines().find(|l| l.contains("worker stopped")).unwrap();
+    assert_eq!(
+        log_field(stopped, "gpu_nodes"),
+        Some(gpu_nodes.to_string()),
+        "{stopped}"
+    );
+    assert!(
+        log.lines()
+            .filter(|l| l.contains("worker progress"))
+            .all(|l| log_field(l, "gpu_share").is_some()),
+        "{log}"
+    );
+    let table = String::from_utf8(support::stdout_of(nqueens().args([
+        "status",
+        "--workers",
+        "--coordinator",
+        &serve.address,
+    ])))
+    .unwrap();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("g ") && l.contains(" 1: ")),
+        "{table}"
+    );
 }
 
 /// Every Prometheus expression in a Grafana dashboard.
@@ -298,7 +392,7 @@ fn issue_5_status_watch_prints_lines_without_a_terminal_and_a_live_view_on_one()
     );
     assert!(screen.contains(&format!("done, total {total}")), "{screen}");
     assert!(
-        screen.contains("worker               threads  state"),
+        screen.contains("worker               threads GPU share  state"),
         "{screen}"
     );
     assert!(

@@ -141,6 +141,9 @@ pub fn worker_status(w: WorkerView) -> proto::WorkerStatus {
         name: w.name,
         worker_id: w.id,
         threads: w.threads,
+        gpus: w.gpus.count,
+        gpu_jobs: w.gpus.jobs,
+        gpu_nodes: w.gpus.nodes,
         accepted: w.accepted,
         seen_seconds_ago: w.seen_ago.map(|d| d.as_secs_f64()),
         quarantined: w.quarantined.is_some(),
@@ -258,6 +261,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
                     worker: &r.worker_id,
                     name: &r.worker_name,
                     threads: r.threads,
+                    gpus: r.gpus,
                     capacity: r.capacity,
                     only: r.run.as_deref(),
                 },
@@ -277,6 +281,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
             worker: &r.worker_id,
             name: &r.worker_name,
             threads: r.threads,
+            gpus: r.gpus,
             capacity: r.lease_capacity,
             only: r.lease_run.as_deref(),
         });
@@ -299,6 +304,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
                 },
                 seal: x.seal,
                 tag: x.lease_tag,
+                device: x.device.clone(),
             })
             .collect();
         let outcomes = self

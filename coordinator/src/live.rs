@@ -67,6 +67,9 @@ pub struct LiveRun {
     samples: VecDeque<(Instant, u64, u128)>,
     /// Workers (by id) that reported a result for the run, and when they last did.
     reporters: HashMap<String, Instant>,
+    /// Search nodes of the results reported for the run in this incarnation, and of those a GPU computed.
+    reported_nodes: u64,
+    gpu_nodes: u64,
     /// Sequence number of the commit whose totals `tally` holds.
     seq: u64,
     /// Progress over time, for the status page.
@@ -85,6 +88,8 @@ impl LiveRun {
             history,
             samples: VecDeque::new(),
             reporters: HashMap::new(),
+            reported_nodes: 0,
+            gpu_nodes: 0,
             meta,
             plan,
             fingerprint,
@@ -309,14 +314,31 @@ impl LiveRun {
         }
     }
 
-    /// Worker `worker` (its id) reported a result for the run at `now`.
-    pub fn reported_by(&mut self, worker: &str, now: Instant, timeout: Duration) {
+    /// Worker `worker` (its id) reported a result of `nodes` search nodes for the run at `now`, computed
+    /// on a GPU if `on_gpu`.
+    pub fn reported_by(
+        &mut self,
+        worker: &str,
+        (nodes, on_gpu): (u64, bool),
+        now: Instant,
+        timeout: Duration,
+    ) {
+        self.reported_nodes = self.reported_nodes.saturating_add(nodes);
+        if on_gpu {
+            self.gpu_nodes = self.gpu_nodes.saturating_add(nodes);
+        }
         if let Some(t) = self.reporters.get_mut(worker) {
             *t = now;
         } else {
             self.reporters.retain(|_, t| now - *t <= timeout);
             self.reporters.insert(worker.to_string(), now);
         }
+    }
+
+    /// The share of the nodes reported for the run in this incarnation that GPUs searched (`None` before
+    /// any was reported).
+    pub fn gpu_share(&self) -> Option<f64> {
+        (self.reported_nodes > 0).then(|| self.gpu_nodes as f64 / self.reported_nodes as f64)
     }
 
     /// The workers working on the run as of `now`: those holding a lease of it (`holders`, by id) and
@@ -528,6 +550,18 @@ mod tests {
     }
 
     #[test]
+    fn issue_18_a_run_knows_the_share_of_its_nodes_that_gpus_searched() {
+        let t0 = Instant::now();
+        let timeout = Duration::from_secs(10);
+        let mut live = LiveRun::new(run(70), tally(0, 0), HashMap::new()).unwrap();
+        assert_eq!(live.gpu_share(), None, "nothing reported yet");
+        live.reported_by("c-1", (10, false), t0, timeout);
+        assert_eq!(live.gpu_share(), Some(0.0));
+        live.reported_by("g-1", (30, true), t0, timeout);
+        assert_eq!(live.gpu_share(), Some(0.75), "30 of 40 nodes from a GPU");
+    }
+
+    #[test]
     fn a_run_counts_only_the_workers_on_it() {
         let t0 = Instant::now();
         let timeout = Duration::from_secs(10);
@@ -535,7 +569,7 @@ mod tests {
         let none = |_: &str| false;
         assert_eq!(live.workers([], none, t0, timeout), 0, "no one works on it");
         assert_eq!(live.workers(["a-1", "a-1", "b-1"], none, t0, timeout), 2);
-        live.reported_by("c-1", t0, timeout);
+        live.reported_by("c-1", (10, false), t0, timeout);
         assert_eq!(live.workers(["a-1"], none, t0, timeout), 2);
         assert_eq!(
             live.workers(["a-1"], |id| id == "c-1", t0, timeout),

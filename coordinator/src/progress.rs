@@ -1,5 +1,6 @@
 //! The progress log: one line per running run at a steady interval (jobs done/total, percent, partial
-//! total, rates, ETA, jobs awaiting verification, disputed and failed, active workers), for the people who watch a months-long run through its logs.
+//! total, rates, ETA, jobs awaiting verification, disputed and failed, active workers, the GPUs' share
+//! of the nodes), for the people who watch a months-long run through its logs.
 
 use std::time::Duration;
 
@@ -53,6 +54,9 @@ fn log_line(v: &RunView) {
         disputed = v.jobs_disputed,
         failed = v.jobs_failed,
         workers = v.active_workers,
+        gpu_share = %v
+            .gpu_share
+            .map_or("-".to_string(), |s| format!("{:.0}%", 100.0 * s)),
         state = %v.phase,
         "progress"
     );

@@ -91,6 +91,26 @@ pub struct WorkerOutput {
     pub nodes_per_second: f64,
     pub leases: u64,
     pub state: String,
+    /// GPUs it computes on, and what they computed of `jobs_done` and `nodes`.
+    pub gpus: u32,
+    pub gpu_jobs: u64,
+    pub gpu_nodes: u64,
+}
+
+impl WorkerOutput {
+    /// Its GPUs and their share of its nodes, as the worker table shows them (`1: 87%`), or `-` for a
+    /// worker that has no GPU and reported none of their results.
+    pub fn gpu_share(&self) -> String {
+        if self.gpus == 0 && self.gpu_nodes == 0 {
+            return "-".to_string();
+        }
+        let share = if self.nodes == 0 {
+            0.0
+        } else {
+            100.0 * self.gpu_nodes as f64 / self.nodes as f64
+        };
+        format!("{}: {share:.0}%", self.gpus)
+    }
 }
 
 impl From<proto::WorkerStatus> for WorkerOutput {
@@ -108,6 +128,9 @@ impl From<proto::WorkerStatus> for WorkerOutput {
             nodes_per_second: w.nodes_per_second,
             leases: w.leases,
             state: w.state,
+            gpus: w.gpus,
+            gpu_jobs: w.gpu_jobs,
+            gpu_nodes: w.gpu_nodes,
         }
     }
 }

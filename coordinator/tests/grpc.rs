@@ -91,6 +91,7 @@ async fn lease(c: &mut Client, worker: &str, capacity: u32) -> Vec<proto::JobLea
         capacity,
         run: None,
         wait_ms: 0,
+        gpus: 0,
     })
     .await
     .unwrap()
@@ -112,6 +113,7 @@ fn result_of(l: &proto::JobLease) -> proto::JobResult {
         nodes: r.nodes,
         seal: Some(seal(l.plan_fingerprint, &l.job.parse().unwrap(), &r)),
         lease_tag: l.lease_tag,
+        device: None,
     }
 }
 
@@ -211,6 +213,7 @@ async fn issue_7_a_report_leases_the_next_jobs_in_the_same_call() {
         lease_capacity,
         threads: 2,
         lease_run: Some(run.run.clone()),
+        gpus: 0,
     };
 
     // A bad capacity is refused before anything is committed.
@@ -385,6 +388,7 @@ async fn issue_3_and_4_bad_input_gets_a_clear_error_and_changes_nothing_stored()
                 capacity,
                 run: None,
                 wait_ms: 0,
+                gpus: 0,
             })
             .await
             .unwrap_err();
@@ -399,6 +403,7 @@ async fn issue_3_and_4_bad_input_gets_a_clear_error_and_changes_nothing_stored()
             capacity: 1,
             run: Some("77".into()),
             wait_ms: 0,
+            gpus: 0,
         })
         .await
         .unwrap_err();
@@ -629,6 +634,7 @@ async fn issue_4_a_verified_job_needs_two_workers_and_a_wrong_one_is_quarantined
             capacity: 1,
             run: None,
             wait_ms: 0,
+            gpus: 0,
         })
         .await
         .unwrap_err();
@@ -735,6 +741,7 @@ async fn issue_4_a_poison_job_fails_after_its_attempts_and_the_run_stalls() {
             capacity: 1,
             run: None,
             wait_ms: 0,
+            gpus: 0,
         })
         .await
         .unwrap()
@@ -805,6 +812,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
                 capacity: 1,
                 run: None,
                 wait_ms: 0,
+                gpus: 0,
             })
             .await
             .map(|_| ()),
@@ -916,6 +924,7 @@ async fn issue_15_one_worker_letting_every_lease_expire_is_benched_and_fails_no_
                 capacity: 4096,
                 run: None,
                 wait_ms: 0,
+                gpus: 0,
             })
             .await
             .unwrap()
@@ -1216,6 +1225,7 @@ async fn issue_19_a_worker_left_only_its_own_jobs_to_verify_is_idle() {
         capacity: 64,
         run: None,
         wait_ms: 0,
+        gpus: 0,
     };
     let first = s.client.lease(ask("solo")).await.unwrap().into_inner();
     assert!(!first.idle && first.leases.len() as u64 == run.jobs_total);
@@ -1282,6 +1292,7 @@ async fn lease_of(c: &mut Client, worker: &str, capacity: u32, run: &str) -> Vec
         capacity,
         run: Some(run.into()),
         wait_ms: 0,
+        gpus: 0,
     })
     .await
     .unwrap()
@@ -1501,6 +1512,7 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
             capacity: 16,
             run: None,
             wait_ms: 0,
+            gpus: 0,
         })
         .await
         .unwrap()

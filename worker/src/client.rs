@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
-use nqueens_common::{JobKey, JobResult, Plan};
+use nqueens_common::{JobKey, Plan};
 use nqueens_proto as proto;
 use nqueens_proto::strategy_from_wire;
 use tokio::sync::mpsc;
@@ -17,7 +17,7 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status};
 
-use crate::compute::{ComputePool, Device, Task};
+use crate::compute::{ComputePool, Device, Done, Task};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::journal::{Finished, Journal};
@@ -107,6 +107,8 @@ pub struct Summary {
     pub jobs: u64,
     /// Search nodes of those jobs.
     pub nodes: u128,
+    /// The share of those nodes a GPU searched.
+    pub gpu_nodes: u128,
     /// Results the coordinator accepted as new.
     pub accepted: u64,
 }
@@ -245,7 +247,7 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
     let Worker { pool, summary, .. } = w;
     // Running jobs end on their own threads; waiting for them must not hold a runtime thread.
     let _ = tokio::task::spawn_blocking(move || pool.join()).await;
-    tracing::info!(jobs = summary.jobs, accepted = summary.accepted, nodes = %summary.nodes, "worker stopped");
+    tracing::info!(jobs = summary.jobs, accepted = summary.accepted, nodes = %summary.nodes, gpu_nodes = %summary.gpu_nodes, "worker stopped");
     Ok(summary)
 }
 
@@ -289,7 +291,8 @@ impl Worker {
         }
     }
 
-    /// Logs the summary line: jobs done, nodes per second over the interval, work in hand.
+    /// Logs the summary line: jobs done, nodes per second over the interval, work in hand, the share of
+    /// the nodes its GPUs searched.
     fn log_summary(&mut self) {
         let now = Instant::now();
         let rates = self.window.roll(now, self.summary.jobs, self.summary.nodes);
@@ -312,6 +315,10 @@ impl Worker {
             running = self.pool.load(),
             unreported = self.unreported.len(),
             accepted = self.summary.accepted,
+            gpu_share = %match self.summary.nodes {
+                0 => "-".to_string(),
+                all => format!("{:.0}%", 100.0 * self.summary.gpu_nodes as f64 / all as f64),
+            },
             state,
             "worker progress"
         );
@@ -345,7 +352,7 @@ impl Worker {
     }
 
     /// Journals a finished job and queues its report.
-    fn finished(&mut self, (task, mut result): (Task<proto::JobLease>, JobResult)) -> Result<()> {
+    fn finished(&mut self, (task, mut result, source): Done<proto::JobLease>) -> Result<()> {
         self.config
             .faults
             .on_finished(self.summary.jobs + 1, &mut result);
@@ -368,16 +375,20 @@ impl Worker {
             unique8: result.unique8,
             nodes: result.nodes,
             seal,
+            device: source.as_deref().map(str::to_string),
         };
         if let Some(j) = self.journal.as_mut() {
             j.record(std::slice::from_ref(&f))?;
         }
         self.summary.jobs += 1;
         self.summary.nodes += result.nodes as u128;
+        if source.is_some() {
+            self.summary.gpu_nodes += result.nodes as u128;
+        }
         self.unreported.push(f);
-        let m = &self.config.metrics;
-        m.jobs.inc();
-        m.nodes.inc_by(result.nodes);
+        self.config
+            .metrics
+            .computed(source.as_deref(), result.nodes);
         Ok(())
     }
 
@@ -452,6 +463,7 @@ impl Worker {
                 nodes: f.nodes,
                 seal: Some(f.seal),
                 lease_tag: f.lease_tag,
+                device: f.device.clone(),
             })
             .collect();
         let since = Instant::now();
@@ -576,6 +588,7 @@ impl Worker {
                 capacity: capacity as u32,
                 run: self.config.run.clone(),
                 wait_ms,
+                gpus: self.config.metrics.gpus.get().clamp(0, 256) as u32,
             })
             .await;
         // A long-polled lease waits on purpose: only the calls asked to answer at once measure latency.
@@ -694,6 +707,7 @@ mod tests {
             unique8: result.unique8,
             nodes: result.nodes,
             seal: nqueens_common::checksum::seal(fingerprint, &key, &result),
+            device: None,
         };
         Journal::open(&journal)
             .unwrap()

@@ -25,6 +25,12 @@ pub struct Device {
     pub metrics: Arc<Metrics>,
 }
 
+/// Where a job was computed: `None` for the CPU, else the GPU's label (`cuda:0`, `opencl:1`).
+pub type Source = Option<Arc<str>>;
+
+/// What the pool sends back for each job: the task, its result, and where it was computed.
+pub type Done<L> = (Task<L>, JobResult, Source);
+
 /// A leased job and the lease it runs under.
 #[derive(Debug, Clone)]
 pub struct Task<L> {
@@ -62,7 +68,7 @@ impl<L: Send + 'static> ComputePool<L> {
     pub fn new(
         threads: usize,
         devices: Vec<Device>,
-        results: UnboundedSender<(Task<L>, JobResult)>,
+        results: UnboundedSender<Done<L>>,
     ) -> ComputePool<L> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
@@ -130,7 +136,7 @@ impl<L: Send + 'static> ComputePool<L> {
     }
 }
 
-fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<(Task<L>, JobResult)>) {
+fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
     loop {
         let task = {
             let mut q = shared.lock();
@@ -149,7 +155,7 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<(Task<L>, JobResult)
         // Send the result and count the job finished under one lock: `load` never undercounts (a result
         // in transit is still load), and whoever has received the result sees it no longer counted.
         let mut q = shared.lock();
-        let _ = results.send((task, result));
+        let _ = results.send((task, result, None));
         q.running -= 1;
     }
 }
@@ -157,12 +163,10 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<(Task<L>, JobResult)
 /// A GPU's thread: up to a batch of jobs per launch, each result checked by the engine; a failed batch
 /// is computed here on the CPU, and after [`GPU_STRIKES`] failed batches in a row the thread goes on as
 /// a CPU thread.
-fn gpu_compute<L>(
-    shared: &Shared<L>,
-    results: &UnboundedSender<(Task<L>, JobResult)>,
-    mut device: Device,
-) {
+fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, mut device: Device) {
     let mut strikes = 0;
+    let info = device.gpu.info();
+    let label: Arc<str> = format!("{}:{}", info.backend, info.index).into();
     loop {
         let tasks: Vec<Task<L>> = {
             let mut q = shared.lock();
@@ -179,23 +183,23 @@ fn gpu_compute<L>(
             }
         };
         let jobs: Vec<&Job> = tasks.iter().map(|t| &t.job).collect();
-        let computed = match nqueens_gpu::run_jobs(&mut device.gpu, &jobs) {
+        let (computed, source) = match nqueens_gpu::run_jobs(&mut device.gpu, &jobs) {
             Ok(r) => {
                 strikes = 0;
                 device.metrics.gpu_jobs.inc_by(r.len() as u64);
-                r
+                (r, Some(label.clone()))
             }
             Err(e) => {
                 strikes += 1;
                 device.metrics.gpu_failures.inc();
                 tracing::warn!(device = %device.gpu.info(), jobs = jobs.len(), strikes, error = %e, "GPU batch failed; computing it on the CPU");
-                jobs.iter().map(|j| j.run()).collect()
+                (jobs.iter().map(|j| j.run()).collect(), None)
             }
         };
         {
             let mut q = shared.lock();
             for (task, result) in tasks.into_iter().zip(computed) {
-                let _ = results.send((task, result));
+                let _ = results.send((task, result, source.clone()));
                 q.running -= 1;
             }
         }
@@ -252,7 +256,8 @@ mod tests {
         let mut seen = vec![false; n];
         let mut total = 0;
         for _ in 0..n {
-            let (task, r) = rx.blocking_recv().unwrap();
+            let (task, r, source) = rx.blocking_recv().unwrap();
+            assert_eq!(source, None, "computed on the CPU");
             assert!(!seen[task.lease]);
             seen[task.lease] = true;
             total += r.total;
@@ -310,7 +315,9 @@ mod tests {
         }
         let mut total = 0;
         for _ in 0..keys.len() {
-            total += rx.blocking_recv().unwrap().1.total;
+            let (_, r, source) = rx.blocking_recv().unwrap();
+            assert_eq!(source, None, "a batch the device failed is the CPU's");
+            total += r.total;
         }
         assert_eq!(total, 724, "every job counted exactly, on the CPU");
         assert!(keys.len() > 2 * GPU_STRIKES as usize);
@@ -354,7 +361,12 @@ mod tests {
         let mut seen = vec![false; keys.len()];
         let mut total = 0;
         for _ in 0..keys.len() {
-            let (task, r) = rx.blocking_recv().unwrap();
+            let (task, r, source) = rx.blocking_recv().unwrap();
+            assert_eq!(
+                source.as_deref(),
+                Some("opencl:0"),
+                "computed on the device"
+            );
             assert!(!seen[task.lease]);
             seen[task.lease] = true;
             assert_eq!(r, task.job.run(), "job {}", task.job.key());

@@ -40,6 +40,11 @@ pub struct Finished {
     /// The result's seal ([`nqueens_common::checksum::seal`]), computed when the job finished.
     #[serde(default)]
     pub seal: u64,
+    /// The GPU that computed it (`cuda:0`, `opencl:1`); absent for the CPU, and from lines written before
+    /// GPUs were reported. Not sealed: it tells the coordinator's worker table where work was done,
+    /// nothing that is counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 impl Finished {
@@ -228,6 +233,8 @@ mod tests {
             unique8: result.unique8,
             nodes: result.nodes,
             seal: nqueens_common::checksum::seal(0xabc, &key, &result),
+            // Every other result from a GPU: the device survives the journal.
+            device: (lease % 2 == 1).then(|| "cuda:0".to_string()),
         }
     }
 

@@ -1,20 +1,31 @@
-//! A worker's Prometheus metrics (jobs, nodes, nodes/s, in-flight work, RPC latencies), kept whether or
-//! not they are served, and the windowed rate that both the metrics and the summary log line show.
+//! A worker's Prometheus metrics (jobs and nodes by device, nodes/s, in-flight work, RPC latencies), kept
+//! whether or not they are served, and the windowed rate that both the metrics and the summary log line
+//! show.
 
 use std::sync::atomic::AtomicU64;
 
 use nqueens_proto::metrics::{registered, RpcMetrics};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio::time::Instant;
+
+/// The label of a per-device metric: `cpu`, or a GPU's backend and index (`cuda:0`, `opencl:1`).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DeviceLabel {
+    pub device: String,
+}
 
 /// The worker's metrics.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    pub jobs: Counter,
-    pub nodes: Counter,
+    /// Jobs computed, by the device that computed them.
+    jobs: Family<DeviceLabel, Counter>,
+    /// Search nodes of those jobs, by device.
+    nodes: Family<DeviceLabel, Counter>,
     pub accepted: Counter,
     pub nodes_per_second: Gauge<f64, AtomicU64>,
     pub running: Gauge,
@@ -33,8 +44,8 @@ impl Default for Metrics {
     fn default() -> Metrics {
         let mut r = Registry::with_prefix("nqueens_worker");
         Metrics {
-            jobs: registered(&mut r, "jobs", "Jobs computed"),
-            nodes: registered(&mut r, "nodes", "Search nodes visited"),
+            jobs: registered(&mut r, "jobs", "Jobs computed, by device"),
+            nodes: registered(&mut r, "nodes", "Search nodes visited, by device"),
             accepted: registered(&mut r, "accepted", "Results the coordinator counted as new"),
             nodes_per_second: registered(
                 &mut r,
@@ -62,6 +73,15 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Counts a computed job of `nodes` nodes on `device` (`None`: the CPU).
+    pub fn computed(&self, device: Option<&str>, nodes: u64) {
+        let label = DeviceLabel {
+            device: device.unwrap_or("cpu").to_string(),
+        };
+        self.jobs.get_or_create(&label).inc();
+        self.nodes.get_or_create(&label).inc_by(nodes);
+    }
+
     /// The metrics in the OpenMetrics text format.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -137,13 +157,18 @@ mod tests {
     #[test]
     fn rendered_metrics_name_every_family() {
         let m = Metrics::default();
-        m.jobs.inc_by(3);
+        for _ in 0..3 {
+            m.computed(None, 10);
+        }
+        m.computed(Some("cuda:0"), 1_000);
         m.rpc.observe("Report", Duration::from_millis(2), true);
         m.rpc.observe("Lease", Duration::from_millis(2), false);
         let text = m.render();
         for name in [
-            "nqueens_worker_jobs_total 3",
-            "nqueens_worker_nodes_total",
+            "nqueens_worker_jobs_total{device=\"cpu\"} 3",
+            "nqueens_worker_nodes_total{device=\"cpu\"} 30",
+            "nqueens_worker_jobs_total{device=\"cuda:0\"} 1",
+            "nqueens_worker_nodes_total{device=\"cuda:0\"} 1000",
             "nqueens_worker_nodes_per_second",
             "nqueens_worker_rpc_seconds_bucket{le=\"0.00025\",method=\"Report\"}",
             "nqueens_worker_rpc_errors_total{method=\"Lease\"} 1",

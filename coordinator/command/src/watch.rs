@@ -16,7 +16,7 @@ use nqueens_coordinator::status_json::{StatusOutput, WorkerOutput};
 
 /// The worker table's header.
 pub const WORKER_HEADER: &str =
-    "worker               threads  state        jobs done     nodes/s  leases  last seen";
+    "worker               threads GPU share  state        jobs done     nodes/s  leases  last seen";
 
 /// One row of the worker table.
 pub fn worker_row(w: &WorkerOutput) -> String {
@@ -25,8 +25,9 @@ pub fn worker_row(w: &WorkerOutput) -> String {
         name = name.chars().take(19).collect::<String>() + "~";
     }
     format!(
-        "{name:<20} {:>7}  {:<11} {:>10} {:>11} {:>7}  {}",
+        "{name:<20} {:>7} {:>9}  {:<11} {:>10} {:>11} {:>7}  {}",
         w.threads,
+        w.gpu_share(),
         w.state,
         w.jobs_done,
         format!("{:.3e}", w.nodes_per_second),
@@ -288,6 +289,9 @@ mod tests {
             nodes_per_second: 1.5e9,
             leases: 8,
             state: state.into(),
+            gpus: 0,
+            gpu_jobs: 0,
+            gpu_nodes: 0,
         }
     }
 
@@ -302,6 +306,16 @@ mod tests {
         assert!(row.contains("1.500e9"), "{row}");
         let header_state = WORKER_HEADER.find("state").unwrap();
         assert_eq!(&row[header_state..header_state + 7], "working");
+        let share_ends = WORKER_HEADER.find("GPU share").unwrap() + "GPU share".len();
+        assert_eq!(&row[share_ends - 1..share_ends], "-", "{row}");
+        let mut gpu = worker("g", "working");
+        (gpu.gpus, gpu.gpu_jobs, gpu.gpu_nodes) = (2, 5, 870);
+        let row = worker_row(&gpu);
+        assert_eq!(
+            &row[share_ends - "2: 87%".len()..share_ends],
+            "2: 87%",
+            "{row}"
+        );
     }
 
     #[test]

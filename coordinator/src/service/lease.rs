@@ -28,6 +28,10 @@ pub const MAX_IDS: usize = 16_384;
 pub const MAX_WAIT: Duration = Duration::from_secs(10);
 /// Longest worker id or name.
 const MAX_ID_LEN: usize = 128;
+/// Most GPUs a worker may say it computes on.
+pub const MAX_GPUS: u32 = 256;
+/// Longest name of the device that computed a result (`cuda:0`, `opencl:1`).
+const MAX_DEVICE_LEN: usize = 64;
 
 /// One leased job.
 #[derive(Debug, Clone)]
@@ -48,6 +52,8 @@ pub struct Ask<'a> {
     pub worker: &'a str,
     pub name: &'a str,
     pub threads: u32,
+    /// GPUs computing beside its threads (at most [`MAX_GPUS`]).
+    pub gpus: u32,
     /// How many jobs it wants (1 to [`MAX_CAPACITY`]).
     pub capacity: u32,
     /// Only jobs of this run.
@@ -55,10 +61,16 @@ pub struct Ask<'a> {
 }
 
 impl Ask<'_> {
-    /// Checks the request's worker id, name and capacity.
+    /// Checks the request's worker id, name, GPUs and capacity.
     pub fn check(&self) -> Result<()> {
         check_worker("worker id", self.worker)?;
         check_worker("worker name", self.name)?;
+        if self.gpus > MAX_GPUS {
+            return Err(Error::Invalid(format!(
+                "{} GPUs; at most {MAX_GPUS}",
+                self.gpus
+            )));
+        }
         if !(1..=MAX_CAPACITY).contains(&self.capacity) {
             return Err(Error::Invalid(format!(
                 "capacity {} is out of range: 1 to {MAX_CAPACITY}",
@@ -87,6 +99,18 @@ pub(crate) fn check_worker(what: &str, id: &str) -> Result<()> {
         return Err(Error::Invalid(format!(
             "{what} {:?} must be 1 to {MAX_ID_LEN} printable characters",
             truncate(id)
+        )));
+    }
+    Ok(())
+}
+
+/// Checks the device a result names: 1 to [`MAX_DEVICE_LEN`] letters, digits or `:._-`.
+pub(crate) fn check_device(device: &str) -> Result<()> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || ":._-".contains(c);
+    if device.is_empty() || device.len() > MAX_DEVICE_LEN || !device.chars().all(allowed) {
+        return Err(Error::Invalid(format!(
+            "device {:?} must be 1 to {MAX_DEVICE_LEN} letters, digits or :._-",
+            truncate(device)
         )));
     }
     Ok(())
@@ -135,6 +159,7 @@ impl Coordinator {
             worker,
             name,
             threads,
+            gpus,
             capacity,
             only,
         } = *ask;
@@ -161,7 +186,7 @@ impl Coordinator {
             }
             Contact::Known => {}
         }
-        state.workers.describe(worker, name, threads);
+        state.workers.describe(worker, name, threads, gpus);
         // The highest priority first; among equals, the oldest.
         let mut order: Vec<(i32, u64)> = state
             .runs

@@ -8,8 +8,8 @@ use nqueens_common::error::check_n;
 use nqueens_common::{JobKey, JobResult, Strategy};
 use tokio::time::Instant;
 
-use super::lease::check_worker;
-use super::workers::Contact;
+use super::lease::{check_device, check_worker};
+use super::workers::{Contact, Reported};
 use super::{lookup, truncate, Coordinator};
 use crate::error::{Error, Result};
 use crate::store::{Incoming, JobState, Outcome};
@@ -30,6 +30,8 @@ pub struct Report {
     pub seal: Option<u64>,
     /// The lease's authentication tag.
     pub tag: u64,
+    /// The GPU that computed it (`None`: a CPU).
+    pub device: Option<String>,
 }
 
 impl Coordinator {
@@ -48,6 +50,9 @@ impl Coordinator {
                 "{} results in one report; at most {MAX_BATCH}",
                 reports.len()
             )));
+        }
+        for device in reports.iter().filter_map(|r| r.device.as_deref()) {
+            check_device(device)?;
         }
         let batch = self.validate(worker, name, &reports)?;
         if batch.is_empty() {
@@ -120,10 +125,21 @@ impl Coordinator {
             .iter()
             .filter(|o| **o == Outcome::Accepted)
             .count();
-        let nodes = batch.iter().map(|i| i.result.nodes).sum();
-        state
-            .workers
-            .reported(worker, batch.len() as u64, nodes, accepted as u64, now);
+        // `batch` holds every report, in order.
+        let on_gpu = || {
+            batch
+                .iter()
+                .zip(&reports)
+                .filter(|(_, r)| r.device.is_some())
+        };
+        let reported = Reported {
+            jobs: batch.len() as u64,
+            nodes: batch.iter().map(|i| i.result.nodes).sum(),
+            accepted: accepted as u64,
+            gpu_jobs: on_gpu().count() as u64,
+            gpu_nodes: on_gpu().map(|(i, _)| i.result.nodes).sum(),
+        };
+        state.workers.reported(worker, reported, now);
         for meta in &committed.reopened {
             if let Some(run) = state.runs.get_mut(&meta.id) {
                 tracing::warn!(
@@ -154,9 +170,10 @@ impl Coordinator {
             state.leases.settle(r.run, &r.key);
         }
         let timeout = state.leases.timeout();
-        for inc in &batch {
+        for (inc, r) in batch.iter().zip(&reports) {
             if let Some(live) = state.runs.get_mut(&inc.run) {
-                live.reported_by(worker, now, timeout);
+                let on_gpu = r.device.is_some();
+                live.reported_by(worker, (inc.result.nodes, on_gpu), now, timeout);
             }
         }
         for (run, tally) in &committed.tallies {

@@ -8,6 +8,7 @@ use nqueens_common::{Job, Strategy};
 
 use super::lease::{Ask, Granted};
 use super::report::Report;
+use super::workers::Gpus;
 use super::{Config, Coordinator};
 use crate::error::Error;
 use crate::store::{Outcome, Store};
@@ -38,6 +39,7 @@ fn ask<'a>(worker: &'a str, capacity: u32) -> Ask<'a> {
         worker,
         name: worker,
         threads: 1,
+        gpus: 0,
         capacity,
         only: None,
     }
@@ -61,6 +63,7 @@ fn report(g: &Granted) -> Report {
         seal: Some(seal(g.fingerprint, &g.key, &result)),
         result,
         tag: g.tag,
+        device: None,
     }
 }
 
@@ -162,6 +165,51 @@ async fn a_report_for_a_lease_never_issued_is_refused_and_changes_nothing() {
     assert!(c.report("a", "a", vec![untagged]).await.is_err());
     assert_eq!(total(&c, &run), (0, false));
     assert_eq!(c.run(&run).unwrap().tally.jobs, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_18_the_worker_table_shows_what_a_workers_gpus_computed() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let mut with_gpu = ask("a", 3);
+    with_gpu.gpus = 1;
+    let held = c.lease(&with_gpu, Duration::ZERO).await.unwrap().leases;
+    assert_eq!(held.len(), 3);
+    // A device name that is not a short label is refused, with the whole batch: nothing is counted.
+    for bad in ["", "cuda 0", "gpu\n0", &"x".repeat(65)] {
+        let mut forged: Vec<Report> = held.iter().map(report).collect();
+        forged[2].device = Some(bad.to_string());
+        let refused = c.report("a", "a", forged).await;
+        assert!(
+            matches!(refused, Err(Error::Invalid(_))),
+            "{bad:?}: {refused:?}"
+        );
+    }
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0);
+    // Two results from a GPU, one from the CPU.
+    let mut reports: Vec<Report> = held.iter().map(report).collect();
+    reports[0].device = Some("cuda:0".to_string());
+    reports[1].device = Some("opencl:1".to_string());
+    let gpu_nodes = reports[0].result.nodes + reports[1].result.nodes;
+    let nodes: u64 = reports.iter().map(|r| r.result.nodes).sum();
+    c.report("a", "a", reports).await.unwrap();
+    let a = c.workers().into_iter().find(|w| w.id == "a").unwrap();
+    assert_eq!((a.jobs, a.nodes), (3, nodes));
+    assert_eq!(
+        a.gpus,
+        Gpus {
+            count: 1,
+            jobs: 2,
+            nodes: gpu_nodes
+        }
+    );
+    // More GPUs than any machine has is refused.
+    let mut absurd = ask("a", 1);
+    absurd.gpus = 257;
+    assert!(matches!(
+        c.lease(&absurd, Duration::ZERO).await,
+        Err(Error::Invalid(_))
+    ));
 }
 
 #[tokio::test(start_paused = true)]

@@ -4,6 +4,7 @@
 use nqueens_common::Tally;
 use tokio::time::Instant;
 
+use super::workers::Gpus;
 use super::{Coordinator, State};
 use crate::live::LiveRun;
 use crate::store::{JobState, Phase, RunMeta};
@@ -28,6 +29,8 @@ pub struct RunView {
     pub jobs_per_second: f64,
     pub solutions_per_second: f64,
     pub eta_seconds: Option<f64>,
+    /// The share of the nodes reported for the run in this incarnation that GPUs searched.
+    pub gpu_share: Option<f64>,
 }
 
 impl RunView {
@@ -84,6 +87,7 @@ impl Coordinator {
             jobs_per_second,
             solutions_per_second,
             eta_seconds: run.eta(now),
+            gpu_share: run.gpu_share(),
         }
     }
 }
@@ -95,6 +99,8 @@ pub struct WorkerView {
     /// Empty for a quarantined worker this incarnation has not seen.
     pub id: String,
     pub threads: u32,
+    /// Its GPUs, and what they computed of `jobs` and `nodes`.
+    pub gpus: Gpus,
     pub accepted: u64,
     /// Results it reported, and their search nodes.
     pub jobs: u64,
@@ -167,6 +173,7 @@ impl Coordinator {
                     name: w.name.clone(),
                     id: id.clone(),
                     threads: w.threads,
+                    gpus: w.gpus,
                     accepted: w.accepted,
                     jobs: w.jobs,
                     nodes: w.nodes,
@@ -184,6 +191,7 @@ impl Coordinator {
                     name: name.clone(),
                     id: String::new(),
                     threads: 0,
+                    gpus: Gpus::default(),
                     accepted: 0,
                     jobs: 0,
                     nodes: 0,

@@ -13,11 +13,30 @@ const RATE_WINDOW: Duration = Duration::from_secs(300);
 /// Most rate samples kept per worker (one per report batch; older ones are dropped first).
 const MAX_SAMPLES: usize = 256;
 
+/// A worker's GPUs: how many it said it computes on, and what they computed of its reported results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gpus {
+    pub count: u32,
+    pub jobs: u64,
+    pub nodes: u64,
+}
+
+/// One report batch of a worker: its results, their nodes, how many were counted, and the GPUs' part.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reported {
+    pub jobs: u64,
+    pub nodes: u64,
+    pub accepted: u64,
+    pub gpu_jobs: u64,
+    pub gpu_nodes: u64,
+}
+
 /// What the coordinator knows of one worker process.
 #[derive(Debug, Clone)]
 pub struct WorkerInfo {
     pub name: String,
     pub threads: u32,
+    pub gpus: Gpus,
     pub last_seen: Instant,
     /// Results of this worker counted into a run.
     pub accepted: u64,
@@ -96,6 +115,7 @@ impl Workers {
                     WorkerInfo {
                         name: String::new(),
                         threads: 0,
+                        gpus: Gpus::default(),
                         last_seen: now,
                         accepted: earlier,
                         jobs: earlier,
@@ -111,21 +131,24 @@ impl Workers {
     }
 
     /// Records what a worker says of itself (in its lease requests).
-    pub fn describe(&mut self, id: &str, name: &str, threads: u32) {
+    pub fn describe(&mut self, id: &str, name: &str, threads: u32, gpus: u32) {
         if let Some(w) = self.seen.get_mut(id) {
             if w.name != name {
                 w.name = name.to_string();
             }
             w.threads = threads;
+            w.gpus.count = gpus;
         }
     }
 
-    /// Records a report: `jobs` results with `nodes` search nodes, `accepted` of them counted.
-    pub fn reported(&mut self, id: &str, jobs: u64, nodes: u64, accepted: u64, now: Instant) {
+    /// Records a report batch.
+    pub fn reported(&mut self, id: &str, batch: Reported, now: Instant) {
         if let Some(w) = self.seen.get_mut(id) {
-            w.accepted += accepted;
-            w.jobs += jobs;
-            w.nodes = w.nodes.saturating_add(nodes);
+            w.accepted += batch.accepted;
+            w.jobs += batch.jobs;
+            w.nodes = w.nodes.saturating_add(batch.nodes);
+            w.gpus.jobs += batch.gpu_jobs;
+            w.gpus.nodes = w.gpus.nodes.saturating_add(batch.gpu_nodes);
             w.samples.push_back((now, w.nodes));
             while w.samples.len() > MAX_SAMPLES
                 || (w.samples.len() > 2
@@ -183,12 +206,31 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Workers::default();
         assert_eq!(w.seen("a-1", t0), Contact::Joined);
-        w.describe("a-1", "a", 4);
+        w.describe("a-1", "a", 4, 1);
         assert_eq!(w.seen("a-1", t0), Contact::Known);
-        w.reported("a-1", 3, 6_000, 2, t0 + Duration::from_secs(2));
-        w.reported("a-1", 1, 2_000, 1, t0 + Duration::from_secs(4));
+        let batch = |jobs, nodes, accepted, gpu_jobs, gpu_nodes| Reported {
+            jobs,
+            nodes,
+            accepted,
+            gpu_jobs,
+            gpu_nodes,
+        };
+        w.reported(
+            "a-1",
+            batch(3, 6_000, 2, 2, 5_000),
+            t0 + Duration::from_secs(2),
+        );
+        w.reported("a-1", batch(1, 2_000, 1, 0, 0), t0 + Duration::from_secs(4));
         let info = w.all().next().unwrap().1.clone();
         assert_eq!((info.jobs, info.nodes, info.accepted), (4, 8_000, 3));
+        assert_eq!(
+            info.gpus,
+            Gpus {
+                count: 1,
+                jobs: 2,
+                nodes: 5_000
+            }
+        );
         assert_eq!(info.nodes_per_second(t0 + Duration::from_secs(4)), 2_000.0);
         let timeout = Duration::from_secs(10);
         assert!(!w.gone("a-1"));
@@ -215,7 +257,13 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Workers::with_earlier_results(HashMap::from([("a-1".to_string(), 22)]));
         w.seen("a-1", t0);
-        w.reported("a-1", 7, 700, 7, t0 + Duration::from_secs(1));
+        let batch = Reported {
+            jobs: 7,
+            nodes: 700,
+            accepted: 7,
+            ..Reported::default()
+        };
+        w.reported("a-1", batch, t0 + Duration::from_secs(1));
         let info = w.all().next().unwrap().1.clone();
         assert_eq!((info.jobs, info.accepted), (29, 29));
         assert_eq!(info.nodes_per_second(t0 + Duration::from_secs(1)), 700.0);

@@ -176,6 +176,9 @@ mod tests {
                 nodes_per_second: 0.0,
                 leases: 0,
                 state: "idle".into(),
+                gpus: 0,
+                gpu_jobs: 0,
+                gpu_nodes: 0,
             }],
         };
         let page = render_page(&status);

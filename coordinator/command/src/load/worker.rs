@@ -122,6 +122,7 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
                 lease_capacity: if role.with_report { role.batch } else { 0 },
                 threads: role.batch,
                 lease_run: Some(role.run.clone()),
+                gpus: 0,
             });
             match call.await {
                 Ok(answer) => {
@@ -168,6 +169,7 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
             capacity: role.batch,
             run: Some(role.run.clone()),
             wait_ms: 0,
+            gpus: 0,
         });
         match call.await {
             Ok(answer) => {
@@ -220,6 +222,7 @@ fn result_of(lease: &proto::JobLease, role: &Role) -> proto::JobResult {
         nodes,
         seal,
         lease_tag: lease.lease_tag,
+        device: None,
     }
 }
 
