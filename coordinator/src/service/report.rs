@@ -276,10 +276,9 @@ impl Coordinator {
             .collect::<Result<Vec<JobKey>>>()?;
         // A job already done only gets its result compared, whatever lease it names. The store is read
         // before the state lock is taken (no disk I/O under it), and once more, with the lock released,
-        // for a lease the check refuses: the job may have been settled in between. (A revocation between
-        // the first read and the commit can make a settled job pending again, and the result is then
-        // counted without its lease checked: a window the code before had too, between its read under
-        // the lock and the commit.)
+        // for a lease the check refuses: the job may have been settled in between. A result whose lease
+        // was not checked says so (`lease_checked`): should a revocation make its job open again before
+        // the commit, the commit refuses the batch rather than count it.
         let settled = keys
             .iter()
             .zip(&runs)
@@ -307,7 +306,9 @@ impl Coordinator {
             .zip(keys)
             .zip(&runs)
             .zip(checked)
-            .map(|(((r, key), &(run, ..)), check)| {
+            .zip(&settled)
+            .map(|((((r, key), &(run, ..)), check), &done)| {
+                let lease_checked = !done && check.is_ok();
                 if let Err(refused) = check {
                     if !self
                         .shared
@@ -326,6 +327,7 @@ impl Coordinator {
                     name: name.to_string(),
                     lease: r.lease,
                     seal: r.seal.unwrap_or_default(),
+                    lease_checked,
                 })
             })
             .collect()

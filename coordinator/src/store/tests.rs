@@ -48,6 +48,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         worker: format!("{name}-1"),
         name: name.into(),
         lease: 1,
+        lease_checked: true,
     }
 }
 
@@ -317,6 +318,40 @@ fn issue_19_a_format_2_store_without_run_controls_loads_running_at_priority_0_an
     let refused = store.commit(&[incoming(id, &plan, 0)]).unwrap_err();
     assert!(matches!(refused, Error::RunCancelled(_)), "{refused:?}");
     assert_eq!(store.tally(id).unwrap().jobs, 0);
+}
+
+#[test]
+fn a_result_whose_lease_was_not_checked_is_only_compared_with_a_settled_job() {
+    // Validation skips the lease check of a job it reads as done or failed: such a result can only be
+    // compared. A revocation between that read and the commit makes the job pending again; the
+    // result must not count then (its lease was never checked): the commit refuses the batch.
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
+    let mut unchecked = incoming(run.id, &plan, 0);
+    unchecked.lease_checked = false;
+    let honest = incoming(run.id, &plan, 1);
+    let refused = store.commit(&[honest.clone(), unchecked.clone()]);
+    assert!(
+        matches!(refused, Err(Error::NotLeased { .. })),
+        "{refused:?}"
+    );
+    assert!(!store.is_settled(run.id, &unchecked.key).unwrap());
+    assert!(
+        !store.is_settled(run.id, &honest.key).unwrap(),
+        "nothing of the batch stays"
+    );
+    assert_eq!(store.tally(run.id).unwrap().jobs, 0);
+    // Once the job is done under a checked lease, the unchecked result is compared, never added.
+    let mut checked = unchecked.clone();
+    checked.lease_checked = true;
+    assert_eq!(
+        store.commit(&[checked]).unwrap().outcomes,
+        vec![Outcome::Accepted]
+    );
+    assert_eq!(
+        store.commit(&[unchecked]).unwrap().outcomes,
+        vec![Outcome::Duplicate]
+    );
+    assert_eq!(store.tally(run.id).unwrap().jobs, 1);
 }
 
 #[test]
