@@ -31,6 +31,10 @@ pub enum Error {
     /// A run whose totals are final: it takes no control.
     #[error("run {0} is done: its totals are final")]
     RunDone(String),
+    /// A result validated against a job read as done or failed, whose job was open again by the commit (a
+    /// revocation in between): nothing of its batch was committed; sent again, it is validated anew.
+    #[error("job {job} of run {run} changed while its result was being checked; nothing was recorded, send it again")]
+    Raced { run: String, job: String },
     /// A worker whose result others disproved: it gets no more leases and its reports are refused.
     #[error("worker {worker:?} is quarantined: {reason}")]
     Quarantined { worker: String, reason: String },

@@ -69,6 +69,8 @@ pub fn status(e: Error) -> Status {
             Status::failed_precondition(e.to_string())
         }
         Error::Quarantined { .. } => Status::permission_denied(e.to_string()),
+        // Transient: the worker sends the batch again and the next validation decides.
+        Error::Raced { .. } => Status::aborted(e.to_string()),
         // Nothing was acknowledged and the worker keeps the results in its journal: it tries again.
         Error::ShuttingDown | Error::Durability(_) => Status::unavailable(e.to_string()),
         Error::Corrupt(_)

@@ -134,10 +134,15 @@ impl Coordinator {
         };
         let reported = Reported {
             jobs: batch.len() as u64,
-            nodes: batch.iter().map(|i| i.result.nodes).sum(),
+            nodes: batch
+                .iter()
+                .map(|i| i.result.nodes)
+                .fold(0, u64::saturating_add),
             accepted: accepted as u64,
             gpu_jobs: on_gpu().count() as u64,
-            gpu_nodes: on_gpu().map(|(i, _)| i.result.nodes).sum(),
+            gpu_nodes: on_gpu()
+                .map(|(i, _)| i.result.nodes)
+                .fold(0, u64::saturating_add),
         };
         state.workers.reported(worker, reported, now);
         for meta in &committed.reopened {
@@ -208,7 +213,12 @@ impl Coordinator {
 
     /// Checks every result of a report against the runs, the plans and the leases. The state is locked
     /// twice, briefly: rebuilding each job from its key (the costly part) happens between the two.
-    fn validate(&self, worker: &str, name: &str, reports: &[Report]) -> Result<Vec<Incoming>> {
+    pub(super) fn validate(
+        &self,
+        worker: &str,
+        name: &str,
+        reports: &[Report],
+    ) -> Result<Vec<Incoming>> {
         let runs: Vec<(u64, u32, Strategy, nqueens_common::Plan, u64)> = {
             let state = self.state();
             if let Some(reason) = state.quarantined.get(name) {
@@ -276,29 +286,24 @@ impl Coordinator {
             .collect::<Result<Vec<JobKey>>>()?;
         // A job already done only gets its result compared, whatever lease it names. The store is read
         // before the state lock is taken (no disk I/O under it), and once more, with the lock released,
-        // for a lease the check refuses: the job may have been settled in between. A result whose lease
-        // was not checked says so (`lease_checked`): should a revocation make its job open again before
-        // the commit, the commit refuses the batch rather than count it.
+        // for a lease the check refuses: the job may have been settled in between. A result without a
+        // lease found issued for its job says so (`lease_checked`): should a revocation make its job open
+        // again before the commit, the commit refuses the batch rather than count it.
         let settled = keys
             .iter()
             .zip(&runs)
             .map(|(key, &(run, ..))| self.shared.store.is_settled(run, key))
             .collect::<Result<Vec<bool>>>()
             .inspect_err(|e| self.note_damage(e))?;
+        // Every lease is checked (in memory), a done job's too: its result needs none, but one whose
+        // job is open again by the commit (a revocation in between) counts only under a checked lease.
         let checked: Vec<Result<()>> = {
             let state = self.state();
             reports
                 .iter()
                 .zip(&keys)
                 .zip(&runs)
-                .zip(&settled)
-                .map(|(((r, key), &(run, ..)), &done)| {
-                    if done {
-                        Ok(())
-                    } else {
-                        state.leases.check_report(r.lease, r.tag, run, key)
-                    }
-                })
+                .map(|((r, key), &(run, ..))| state.leases.check_report(r.lease, r.tag, run, key))
                 .collect()
         };
         reports
@@ -308,8 +313,8 @@ impl Coordinator {
             .zip(checked)
             .zip(&settled)
             .map(|((((r, key), &(run, ..)), check), &done)| {
-                let lease_checked = !done && check.is_ok();
-                if let Err(refused) = check {
+                let lease_checked = check.is_ok();
+                if let (Err(refused), false) = (check, done) {
                     if !self
                         .shared
                         .store

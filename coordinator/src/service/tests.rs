@@ -213,6 +213,25 @@ async fn issue_18_the_worker_table_shows_what_a_workers_gpus_computed() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_result_is_lease_checked_only_under_a_lease_issued_for_its_job() {
+    let c = coordinator();
+    run_of_8(&c).await;
+    let held = lease(&c, "a", 2).await;
+    let checked = |r: Report| c.validate("a", "a", &[r]).unwrap()[0].lease_checked;
+    assert!(checked(report(&held[0])), "an open job under its lease");
+    assert_eq!(report_all(&c, "a", &held[..1]).await, vec![Outcome::Accepted]);
+    // Under a lease of another job it passes validation only because its job is done (it will only be
+    // compared): the commit must know that no lease stands behind it.
+    let mut borrowed = report(&held[0]);
+    (borrowed.lease, borrowed.tag) = (held[1].id, held[1].tag);
+    assert!(!checked(borrowed.clone()));
+    assert!(
+        c.validate("a", "a", &[report(&held[1]), borrowed]).is_ok(),
+        "a done job's result needs no lease of its own"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_wrong_count_under_a_valid_lease_fails_its_seal_and_is_not_counted() {
     let c = coordinator();
     let run = run_of_8(&c).await;

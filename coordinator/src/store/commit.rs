@@ -35,9 +35,10 @@ pub struct Incoming {
     pub lease: u64,
     /// The result's seal, checked against it before it got here.
     pub seal: u64,
-    /// Whether validation checked the lease it names. It does not for a job it read as done or failed
-    /// (such a result is only compared); should the job be open again by the commit (a revocation in
-    /// between), the commit refuses the batch instead of counting a result no lease stands behind.
+    /// Whether the lease it names is one validation found issued for its job. A result for a job read as
+    /// done or failed passes validation without one (it is only compared); should the job be open again
+    /// by the commit (a revocation in between), the commit refuses the batch (`Error::Raced`) instead of
+    /// counting a result no lease stands behind.
     pub lease_checked: bool,
 }
 
@@ -184,11 +185,11 @@ impl Store {
                 }
                 if !inc.lease_checked {
                     // Read as settled when validated, open now: only a revocation in between does
-                    // this. No checked lease stands behind the result; the worker's batch is refused.
-                    return abort(Error::NotLeased {
+                    // this. No checked lease stands behind the result, so it cannot count; the batch
+                    // is refused for now, and validated anew when the worker sends it again.
+                    return abort(Error::Raced {
                         run: inc.run.to_string(),
                         job: inc.key.to_string(),
-                        lease: inc.lease,
                     });
                 }
                 // A verified job's results so far (none for a pending job). A candidate damaged on disk

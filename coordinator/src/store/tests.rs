@@ -322,16 +322,16 @@ fn issue_19_a_format_2_store_without_run_controls_loads_running_at_priority_0_an
 
 #[test]
 fn a_result_whose_lease_was_not_checked_is_only_compared_with_a_settled_job() {
-    // Validation skips the lease check of a job it reads as done or failed: such a result can only be
-    // compared. A revocation between that read and the commit makes the job pending again; the
-    // result must not count then (its lease was never checked): the commit refuses the batch.
+    // A result for a job validation read as done or failed passes without a lease issued for it: it can
+    // only be compared. A revocation between that read and the commit makes the job pending again; the
+    // result must not count then (no lease stands behind it): the commit refuses the batch for now.
     let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
     let mut unchecked = incoming(run.id, &plan, 0);
     unchecked.lease_checked = false;
     let honest = incoming(run.id, &plan, 1);
     let refused = store.commit(&[honest.clone(), unchecked.clone()]);
     assert!(
-        matches!(refused, Err(Error::NotLeased { .. })),
+        matches!(refused, Err(Error::Raced { .. })),
         "{refused:?}"
     );
     assert!(!store.is_settled(run.id, &unchecked.key).unwrap());
