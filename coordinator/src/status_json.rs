@@ -91,7 +91,7 @@ pub struct WorkerOutput {
     pub nodes_per_second: f64,
     pub leases: u64,
     pub state: String,
-    /// GPUs it computes on, and what they computed of `jobs_done` and `nodes`.
+    /// GPUs it computes on, and what they computed of the results it reported to this incarnation.
     pub gpus: u32,
     pub gpu_jobs: u64,
     pub gpu_nodes: u64,

@@ -165,6 +165,63 @@ async fn status(c: &mut Client, run: &str) -> proto::RunStatus {
 }
 
 #[tokio::test]
+async fn issue_18_results_name_their_gpu_and_the_worker_table_shows_its_share() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 8).await;
+    let leases = s
+        .client
+        .lease(proto::LeaseRequest {
+            worker_id: "g-1".into(),
+            worker_name: "g".into(),
+            threads: 1,
+            capacity: 3,
+            run: None,
+            wait_ms: 0,
+            gpus: 2,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .leases;
+    assert_eq!(leases.len(), 3);
+    let mut results: Vec<proto::JobResult> = leases.iter().map(result_of).collect();
+    // A device name the coordinator cannot take refuses the batch, as any bad input does.
+    results[0].device = Some("cuda 0".into());
+    let bad = s
+        .client
+        .report(proto::ReportRequest {
+            worker_id: "g-1".into(),
+            worker_name: "g".into(),
+            results: results.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), tonic::Code::InvalidArgument, "{bad}");
+    assert_eq!(status(&mut s.client, &run.run).await.jobs_done, 0);
+    results[0].device = Some("cuda:0".into());
+    results[1].device = Some("opencl:1".into());
+    let outcomes = s
+        .client
+        .report(proto::ReportRequest {
+            worker_id: "g-1".into(),
+            worker_name: "g".into(),
+            results: results.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .outcomes;
+    assert_eq!(outcomes, vec![proto::Outcome::Accepted as i32; 3]);
+    let workers = list_workers(&mut s.client).await;
+    let g = workers.iter().find(|w| w.worker_id == "g-1").unwrap();
+    assert_eq!((g.gpus, g.gpu_jobs, g.jobs_done), (2, 2, 3));
+    assert_eq!(g.gpu_nodes, results[0].nodes + results[1].nodes);
+    assert_eq!(g.nodes, g.gpu_nodes + results[2].nodes);
+}
+
+#[tokio::test]
 async fn issue_3_duplicates_are_compared_never_added() {
     let mut s = start(Duration::from_secs(60)).await;
     let run = create(&mut s.client, 8).await;

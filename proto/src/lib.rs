@@ -28,6 +28,19 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
 /// Most jobs one lease request may ask for (the coordinator refuses more).
 pub const MAX_LEASE_CAPACITY: u32 = 4096;
 
+/// Most GPUs a worker may say it computes on (the coordinator refuses more).
+pub const MAX_GPUS: u32 = 256;
+
+/// Longest name of the device that computed a result (`JobResult.device`).
+pub const MAX_DEVICE_LEN: usize = 64;
+
+/// Whether `device` may name the device of a result: 1 to [`MAX_DEVICE_LEN`] letters, digits or `:._-`
+/// (the coordinator refuses a report with any other, so a worker sends only names that pass).
+pub fn valid_device(device: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || ":._-".contains(c);
+    !device.is_empty() && device.len() <= MAX_DEVICE_LEN && device.chars().all(allowed)
+}
+
 impl From<nqueens_common::Strategy> for Strategy {
     fn from(s: nqueens_common::Strategy) -> Strategy {
         match s {

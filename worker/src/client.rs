@@ -89,6 +89,7 @@ async fn open_devices(config: &GpuConfig, metrics: &Arc<Metrics>) -> Result<Vec<
         .map_err(|e| Error::Gpu(nqueens_gpu::GpuError::NoDevice(e.to_string())))??;
     for g in &gpus {
         tracing::info!(device = %g.info(), threads = g.info().threads, batch, "GPU ready");
+        metrics.device(&g.info().label());
     }
     Ok(gpus
         .into_iter()
@@ -107,7 +108,7 @@ pub struct Summary {
     pub jobs: u64,
     /// Search nodes of those jobs.
     pub nodes: u128,
-    /// The share of those nodes a GPU searched.
+    /// Of those nodes, the ones its GPUs searched.
     pub gpu_nodes: u128,
     /// Results the coordinator accepted as new.
     pub accepted: u64,
@@ -588,7 +589,12 @@ impl Worker {
                 capacity: capacity as u32,
                 run: self.config.run.clone(),
                 wait_ms,
-                gpus: self.config.metrics.gpus.get().clamp(0, 256) as u32,
+                gpus: self
+                    .config
+                    .metrics
+                    .gpus
+                    .get()
+                    .clamp(0, nqueens_proto::MAX_GPUS as i64) as u32,
             })
             .await;
         // A long-polled lease waits on purpose: only the calls asked to answer at once measure latency.

@@ -165,8 +165,9 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
 /// a CPU thread.
 fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, mut device: Device) {
     let mut strikes = 0;
-    let info = device.gpu.info();
-    let label: Arc<str> = format!("{}:{}", info.backend, info.index).into();
+    // The name results carry; one the coordinator would refuse (none today) is left off them.
+    let label = device.gpu.info().label();
+    let label: Option<Arc<str>> = nqueens_proto::valid_device(&label).then(|| label.into());
     loop {
         let tasks: Vec<Task<L>> = {
             let mut q = shared.lock();
@@ -187,7 +188,7 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, mut de
             Ok(r) => {
                 strikes = 0;
                 device.metrics.gpu_jobs.inc_by(r.len() as u64);
-                (r, Some(label.clone()))
+                (r, label.clone())
             }
             Err(e) => {
                 strikes += 1;

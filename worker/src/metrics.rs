@@ -43,7 +43,7 @@ pub struct Metrics {
 impl Default for Metrics {
     fn default() -> Metrics {
         let mut r = Registry::with_prefix("nqueens_worker");
-        Metrics {
+        let m = Metrics {
             jobs: registered(&mut r, "jobs", "Jobs computed, by device"),
             nodes: registered(&mut r, "nodes", "Search nodes visited, by device"),
             accepted: registered(&mut r, "accepted", "Results the coordinator counted as new"),
@@ -68,11 +68,22 @@ impl Default for Metrics {
             ),
             rpc: RpcMetrics::register(&mut r, "calls to the coordinator"),
             registry: r,
-        }
+        };
+        m.device("cpu");
+        m
     }
 }
 
 impl Metrics {
+    /// Exports a device's job and node series (at 0) before its first job: `cpu`, or a GPU's label.
+    pub fn device(&self, device: &str) {
+        let label = DeviceLabel {
+            device: device.to_string(),
+        };
+        let _ = self.jobs.get_or_create(&label);
+        let _ = self.nodes.get_or_create(&label);
+    }
+
     /// Counts a computed job of `nodes` nodes on `device` (`None`: the CPU).
     pub fn computed(&self, device: Option<&str>, nodes: u64) {
         let label = DeviceLabel {
@@ -157,6 +168,11 @@ mod tests {
     #[test]
     fn rendered_metrics_name_every_family() {
         let m = Metrics::default();
+        assert!(
+            m.render()
+                .contains("nqueens_worker_jobs_total{device=\"cpu\"} 0"),
+            "the CPU's series is there before its first job"
+        );
         for _ in 0..3 {
             m.computed(None, 10);
         }

@@ -29,9 +29,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(10);
 /// Longest worker id or name.
 const MAX_ID_LEN: usize = 128;
 /// Most GPUs a worker may say it computes on.
-pub const MAX_GPUS: u32 = 256;
-/// Longest name of the device that computed a result (`cuda:0`, `opencl:1`).
-const MAX_DEVICE_LEN: usize = 64;
+pub const MAX_GPUS: u32 = nqueens_proto::MAX_GPUS;
 
 /// One leased job.
 #[derive(Debug, Clone)]
@@ -104,13 +102,13 @@ pub(crate) fn check_worker(what: &str, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks the device a result names: 1 to [`MAX_DEVICE_LEN`] letters, digits or `:._-`.
+/// Checks the device a result names ([`nqueens_proto::valid_device`]).
 pub(crate) fn check_device(device: &str) -> Result<()> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || ":._-".contains(c);
-    if device.is_empty() || device.len() > MAX_DEVICE_LEN || !device.chars().all(allowed) {
+    if !nqueens_proto::valid_device(device) {
         return Err(Error::Invalid(format!(
-            "device {:?} must be 1 to {MAX_DEVICE_LEN} letters, digits or :._-",
-            truncate(device)
+            "device {:?} must be 1 to {} letters, digits or :._-",
+            truncate(device),
+            nqueens_proto::MAX_DEVICE_LEN
         )));
     }
     Ok(())

@@ -219,7 +219,10 @@ async fn a_result_is_lease_checked_only_under_a_lease_issued_for_its_job() {
     let held = lease(&c, "a", 2).await;
     let checked = |r: Report| c.validate("a", "a", &[r]).unwrap()[0].lease_checked;
     assert!(checked(report(&held[0])), "an open job under its lease");
-    assert_eq!(report_all(&c, "a", &held[..1]).await, vec![Outcome::Accepted]);
+    assert_eq!(
+        report_all(&c, "a", &held[..1]).await,
+        vec![Outcome::Accepted]
+    );
     // Under a lease of another job it passes validation only because its job is done (it will only be
     // compared): the commit must know that no lease stands behind it.
     let mut borrowed = report(&held[0]);

@@ -99,7 +99,7 @@ pub struct WorkerView {
     /// Empty for a quarantined worker this incarnation has not seen.
     pub id: String,
     pub threads: u32,
-    /// Its GPUs, and what they computed of `jobs` and `nodes`.
+    /// Its GPUs, and what they computed of the results it reported to this incarnation.
     pub gpus: Gpus,
     pub accepted: u64,
     /// Results it reported, and their search nodes.

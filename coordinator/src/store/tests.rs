@@ -330,10 +330,7 @@ fn a_result_whose_lease_was_not_checked_is_only_compared_with_a_settled_job() {
     unchecked.lease_checked = false;
     let honest = incoming(run.id, &plan, 1);
     let refused = store.commit(&[honest.clone(), unchecked.clone()]);
-    assert!(
-        matches!(refused, Err(Error::Raced { .. })),
-        "{refused:?}"
-    );
+    assert!(matches!(refused, Err(Error::Raced { .. })), "{refused:?}");
     assert!(!store.is_settled(run.id, &unchecked.key).unwrap());
     assert!(
         !store.is_settled(run.id, &honest.key).unwrap(),

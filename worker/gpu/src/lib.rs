@@ -46,6 +46,13 @@ pub struct DeviceInfo {
     pub threads: usize,
 }
 
+impl DeviceInfo {
+    /// Its short name, as `--gpu` takes it and results and metrics carry it: `cuda:0`, `opencl:1`.
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.backend, self.index)
+    }
+}
+
 impl fmt::Display for DeviceInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{} {}", self.backend, self.index, self.name)
