@@ -84,6 +84,16 @@ async fn create_verified(c: &mut Client, n: u32, verify_fraction: f64) -> proto:
 }
 
 async fn lease(c: &mut Client, worker: &str, capacity: u32) -> Vec<proto::JobLease> {
+    lease_with_gpus(c, worker, capacity, 0).await
+}
+
+/// Leases as a worker of one thread and `gpus` GPUs.
+async fn lease_with_gpus(
+    c: &mut Client,
+    worker: &str,
+    capacity: u32,
+    gpus: u32,
+) -> Vec<proto::JobLease> {
     c.lease(proto::LeaseRequest {
         worker_id: worker.into(),
         worker_name: worker.into(),
@@ -91,7 +101,7 @@ async fn lease(c: &mut Client, worker: &str, capacity: u32) -> Vec<proto::JobLea
         capacity,
         run: None,
         wait_ms: 0,
-        gpus: 0,
+        gpus,
     })
     .await
     .unwrap()
@@ -168,54 +178,22 @@ async fn status(c: &mut Client, run: &str) -> proto::RunStatus {
 async fn issue_18_results_name_their_gpu_and_the_worker_table_shows_its_share() {
     let mut s = start(Duration::from_secs(60)).await;
     let run = create(&mut s.client, 8).await;
-    let leases = s
-        .client
-        .lease(proto::LeaseRequest {
-            worker_id: "g-1".into(),
-            worker_name: "g".into(),
-            threads: 1,
-            capacity: 3,
-            run: None,
-            wait_ms: 0,
-            gpus: 2,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .leases;
+    let leases = lease_with_gpus(&mut s.client, "g", 3, 2).await;
     assert_eq!(leases.len(), 3);
     let mut results: Vec<proto::JobResult> = leases.iter().map(result_of).collect();
     // A device name the coordinator cannot take refuses the batch, as any bad input does.
     results[0].device = Some("cuda 0".into());
-    let bad = s
-        .client
-        .report(proto::ReportRequest {
-            worker_id: "g-1".into(),
-            worker_name: "g".into(),
-            results: results.clone(),
-            ..Default::default()
-        })
+    let bad = report(&mut s.client, "g", results.clone())
         .await
         .unwrap_err();
     assert_eq!(bad.code(), tonic::Code::InvalidArgument, "{bad}");
     assert_eq!(status(&mut s.client, &run.run).await.jobs_done, 0);
     results[0].device = Some("cuda:0".into());
     results[1].device = Some("opencl:1".into());
-    let outcomes = s
-        .client
-        .report(proto::ReportRequest {
-            worker_id: "g-1".into(),
-            worker_name: "g".into(),
-            results: results.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .outcomes;
+    let outcomes = report(&mut s.client, "g", results.clone()).await.unwrap();
     assert_eq!(outcomes, vec![proto::Outcome::Accepted as i32; 3]);
     let workers = list_workers(&mut s.client).await;
-    let g = workers.iter().find(|w| w.worker_id == "g-1").unwrap();
+    let g = workers.iter().find(|w| w.worker_id == "g").unwrap();
     assert_eq!((g.gpus, g.gpu_jobs, g.jobs_done), (2, 2, 3));
     assert_eq!(g.gpu_nodes, results[0].nodes + results[1].nodes);
     assert_eq!(g.nodes, g.gpu_nodes + results[2].nodes);
