@@ -82,6 +82,26 @@ fn the_two_strategies_agree_and_d4_searches_fewer_nodes() {
     }
 }
 
+/// A mirror job is handed to the kernel split two rows below its prefix (so that its searches fill the
+/// widest vector); the queens placed by those splits are nodes of its tree too. Its nodes must be the
+/// plain recursive walk's over the same sub-problems, whatever the split.
+#[test]
+fn mirror_jobs_count_every_node_of_their_sub_problems() {
+    use nqueens_common::kernel::{completions, Problem};
+    for n in 4u32..=12 {
+        let plan = Plan::new(n, Strategy::Mirror).unwrap();
+        let walked: u64 = plan
+            .subproblems()
+            .map(|sp| completions(&Problem::new(sp.board), &mut |_| {}).nodes)
+            .sum();
+        assert_eq!(
+            count(n, Strategy::Mirror, None).nodes,
+            walked as u128,
+            "N = {n}"
+        );
+    }
+}
+
 /// The d4 sub-problems are the orbits of ring placements under the 8 symmetries, counted here
 /// independently: every valid ring board is mapped to the smallest tuple among its transformed boards.
 #[test]
