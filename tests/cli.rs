@@ -536,6 +536,23 @@ fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() 
         assert!(e["gpu_hours"]["estimate"].as_f64().unwrap() > 0.0);
         assert!(e.get("core_hours").is_none());
         assert!(e["device"].as_str().unwrap().starts_with("opencl:0"));
+        // The bench on the device: every total checked against the published count.
+        let out = nqueens(&["bench", "9", "10", "--gpu", "opencl:0", "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len(), 2);
+        for (row, total) in rows.iter().zip(["352", "724"]) {
+            assert_eq!(row["what"], "gpu d4 (exact)", "{row}");
+            assert_eq!(row["total"], total, "{row}");
+        }
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -544,6 +561,33 @@ fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() 
         );
         assert!(err.contains("GPU"), "{err}");
         eprintln!("skipped the PoCL count: {err}");
+    }
+    // No GPU runtime at all (no CUDA driver, no OpenCL client driver): `gpus` and `--gpu` name what is
+    // missing.
+    let empty = tempfile::tempdir().unwrap();
+    let without = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_nqueens"))
+            .args(args)
+            .env("NQUEENS_DATA", empty.path())
+            .env("OCL_ICD_VENDORS", empty.path())
+            .env("LD_LIBRARY_PATH", empty.path())
+            .output()
+            .unwrap()
+    };
+    let listed = String::from_utf8(without(&["gpus"]).stdout).unwrap();
+    assert!(listed.contains("OpenCL: no runtime"), "{listed}");
+    // (A machine with an NVIDIA driver installed system-wide still has CUDA here.)
+    if !listed.lines().any(|l| l.starts_with("cuda:")) {
+        assert!(listed.contains("CUDA: "), "{listed}");
+        let refused = without(&["count", "8", "--gpu"]);
+        assert!(!refused.status.success());
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            err.starts_with("error: ")
+                && err.contains("CUDA: ")
+                && err.contains("OpenCL: no runtime"),
+            "{err}"
+        );
     }
     // A device that is not there: one clear line, a failure exit, no count.
     let out = nqueens(&["count", "10", "--gpu", "opencl:99"]);

@@ -175,3 +175,27 @@ pub fn open(spec: Option<&str>) -> Result<Vec<Gpu>, GpuError> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A device list that names no device this build knows, a device twice, or an index that is not a
+    /// number is refused before any device is opened (so without any GPU runtime too).
+    #[test]
+    fn bad_device_lists_are_refused_before_anything_is_opened() {
+        for spec in [
+            "foo:1",
+            "opencl:x",
+            "cuda:-1",
+            "opencl:0,opencl:0",
+            "opencl:0,",
+            "cuda:0 cuda:1",
+        ] {
+            assert!(
+                matches!(open(Some(spec)), Err(GpuError::BadSpec(_))),
+                "{spec:?}"
+            );
+        }
+    }
+}
