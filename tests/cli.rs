@@ -527,6 +527,12 @@ fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() 
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["total"], "365596");
         assert_eq!(v["unique"], "45752");
+        let on_gpu: u128 = v["gpu_nodes"].as_str().unwrap().parse().unwrap();
+        let nodes: u128 = v["nodes"].as_str().unwrap().parse().unwrap();
+        assert!(
+            on_gpu > 0 && on_gpu <= nodes,
+            "the device did part of the work: {v}"
+        );
         // The estimate on the device: a sample of every job is the exact count, priced in GPU-hours.
         let e = json(&[
             "estimate", "12", "--sample", "64", "--gpu", "opencl:0", "--json",

@@ -31,6 +31,9 @@ pub struct CountOutput {
     pub data: String,
     /// Search-tree nodes visited (by this and earlier invocations).
     pub nodes: String,
+    /// With `--gpu`: the nodes this invocation's GPUs searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_nodes: Option<String>,
     pub seconds: f64,
 }
 
@@ -94,6 +97,11 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
         run: view.id(),
         data: data.display().to_string(),
         nodes: view.tally.nodes.to_string(),
+        gpu_nodes: args
+            .gpu
+            .gpu
+            .is_some()
+            .then(|| outcome.gpu_nodes.to_string()),
         seconds: start.elapsed().as_secs_f64(),
     };
     if args.partition.json {
@@ -110,8 +118,13 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
             k if k == out.jobs => " (all jobs were already done: answered from the store)".into(),
             k => format!(" (resumed: {k} jobs were already done)"),
         };
+        let on_gpu = out
+            .gpu_nodes
+            .as_deref()
+            .map(|g| format!(" ({g} on GPUs)"))
+            .unwrap_or_default();
         eprintln!(
-            "strategy {}, {} sub-problems in {} jobs, {} threads, {} nodes, {:.3} s; run {} in {}{resumed}",
+            "strategy {}, {} sub-problems in {} jobs, {} threads, {} nodes{on_gpu}, {:.3} s; run {} in {}{resumed}",
             out.strategy, out.subproblems, out.jobs, out.threads, out.nodes, out.seconds, out.run, out.data
         );
     }

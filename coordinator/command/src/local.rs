@@ -34,6 +34,8 @@ pub struct LocalOutcome {
     pub view: RunView,
     /// Jobs already done in the store when this invocation started.
     pub jobs_resumed: u64,
+    /// Search nodes the local worker's GPUs searched in this invocation.
+    pub gpu_nodes: u128,
 }
 
 /// Counts through an embedded coordinator, resuming the store's run for the same plan if there is one.
@@ -64,7 +66,11 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     };
     let jobs_resumed = view.tally.jobs;
     if view.is_done() {
-        return Ok(LocalOutcome { view, jobs_resumed });
+        return Ok(LocalOutcome {
+            view,
+            jobs_resumed,
+            gpu_nodes: 0,
+        });
     }
     if jobs_resumed > 0 {
         tracing::info!(
@@ -129,7 +135,11 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     stop.cancel();
     let _ = server.await;
     match worked {
-        Ok(Ok(_)) if view.is_done() => Ok(LocalOutcome { view, jobs_resumed }),
+        Ok(Ok(summary)) if view.is_done() => Ok(LocalOutcome {
+            view,
+            jobs_resumed,
+            gpu_nodes: summary.gpu_nodes,
+        }),
         _ if view.is_stalled() => Err(Error::LocalWorker(format!(
             "{} jobs failed (the log says why); run the same command again to retry them",
             view.jobs_failed
