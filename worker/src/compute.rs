@@ -289,47 +289,73 @@ mod tests {
 
     #[test]
     fn a_failing_gpu_falls_back_to_the_cpu_and_is_given_up() {
-        let plan = Plan::new(10, Strategy::D4).unwrap();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let launches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let metrics = Arc::new(Metrics::default());
-        let info = nqueens_gpu::DeviceInfo {
-            backend: nqueens_gpu::Backend::OpenCl,
-            index: 0,
-            name: "broken".into(),
-            threads: 4,
-        };
-        let device = Device {
-            gpu: Gpu::new(Box::new(Broken(info, launches.clone()))),
-            batch: 2,
-            metrics: metrics.clone(),
-        };
-        metrics.gpus.set(1);
-        // No CPU thread: the GPU's thread does everything.
-        let pool = ComputePool::new(0, vec![device], tx);
-        let keys: Vec<_> = plan.jobs().collect();
-        for (i, key) in keys.iter().enumerate() {
-            pool.submit(Task {
-                lease: i,
-                job: plan.job(key).unwrap(),
-            });
+        // One device, then two in one pool: each is given up on its own, after its own failed batches.
+        for devices in [1usize, 2] {
+            let plan = Plan::new(10, Strategy::D4).unwrap();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let launches: Vec<Arc<std::sync::atomic::AtomicUsize>> = (0..devices)
+                .map(|_| Arc::new(std::sync::atomic::AtomicUsize::new(0)))
+                .collect();
+            let metrics = Arc::new(Metrics::default());
+            let pool_devices: Vec<Device> = launches
+                .iter()
+                .enumerate()
+                .map(|(index, launched)| {
+                    let info = nqueens_gpu::DeviceInfo {
+                        backend: nqueens_gpu::Backend::OpenCl,
+                        index,
+                        name: "broken".into(),
+                        threads: 4,
+                    };
+                    Device {
+                        gpu: Gpu::new(Box::new(Broken(info, launched.clone()))),
+                        batch: 2,
+                        metrics: metrics.clone(),
+                    }
+                })
+                .collect();
+            metrics.gpus.set(devices as i64);
+            // No CPU thread: the GPUs' threads do everything.
+            let pool = ComputePool::new(0, pool_devices, tx);
+            let keys: Vec<_> = plan.jobs().collect();
+            for (i, key) in keys.iter().enumerate() {
+                pool.submit(Task {
+                    lease: i,
+                    job: plan.job(key).unwrap(),
+                });
+            }
+            let mut total = 0;
+            for _ in 0..keys.len() {
+                let (_, r, source) = rx.blocking_recv().unwrap();
+                assert_eq!(source, None, "a batch the device failed is the CPU's");
+                total += r.total;
+            }
+            assert_eq!(total, 724, "every job counted exactly, on the CPU");
+            pool.join();
+            let each: Vec<usize> = launches
+                .iter()
+                .map(|l| l.load(std::sync::atomic::Ordering::SeqCst))
+                .collect();
+            // A device stops launching at its third failure; with two, the jobs may run out first.
+            let strikes = GPU_STRIKES as usize;
+            assert!(each.iter().all(|&k| k <= strikes), "{each:?}");
+            if devices == 1 {
+                assert!(keys.len() > 2 * strikes);
+                assert_eq!(
+                    each,
+                    vec![strikes],
+                    "given up after {GPU_STRIKES} failed batches"
+                );
+            }
+            let given_up = each.iter().filter(|&&k| k == strikes).count();
+            assert!(given_up >= 1, "{each:?}");
+            assert_eq!(metrics.gpus.get(), (devices - given_up) as i64, "{each:?}");
+            assert_eq!(
+                metrics.gpu_failures.get(),
+                each.iter().sum::<usize>() as u64
+            );
+            assert_eq!(metrics.gpu_jobs.get(), 0);
         }
-        let mut total = 0;
-        for _ in 0..keys.len() {
-            let (_, r, source) = rx.blocking_recv().unwrap();
-            assert_eq!(source, None, "a batch the device failed is the CPU's");
-            total += r.total;
-        }
-        assert_eq!(total, 724, "every job counted exactly, on the CPU");
-        assert!(keys.len() > 2 * GPU_STRIKES as usize);
-        assert_eq!(
-            launches.load(std::sync::atomic::Ordering::SeqCst),
-            GPU_STRIKES as usize,
-            "the device is given up after {GPU_STRIKES} failed batches"
-        );
-        assert_eq!(metrics.gpu_failures.get(), GPU_STRIKES as u64);
-        assert_eq!(metrics.gpu_jobs.get(), 0);
-        assert_eq!(metrics.gpus.get(), 0);
     }
 
     #[test]
