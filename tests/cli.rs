@@ -582,18 +582,18 @@ fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() 
     };
     let listed = String::from_utf8(without(&["gpus"]).stdout).unwrap();
     assert!(listed.contains("OpenCL: no runtime"), "{listed}");
-    // (A machine with an NVIDIA driver installed system-wide still has CUDA here.)
+    // (A machine with an NVIDIA driver installed system-wide may still have CUDA here.)
     if !listed.lines().any(|l| l.starts_with("cuda:")) {
-        assert!(listed.contains("CUDA: "), "{listed}");
         let refused = without(&["count", "8", "--gpu"]);
         assert!(!refused.status.success());
         let err = String::from_utf8_lossy(&refused.stderr);
         assert!(
-            err.starts_with("error: ")
-                && err.contains("CUDA: ")
-                && err.contains("OpenCL: no runtime"),
+            err.starts_with("error: ") && err.contains("OpenCL: no runtime"),
             "{err}"
         );
+        if listed.contains("libcuda.so.1") {
+            assert!(err.contains("libcuda.so.1"), "{err}");
+        }
     }
     // A device that is not there: one clear line, a failure exit, no count.
     let out = nqueens(&["count", "10", "--gpu", "opencl:99"]);

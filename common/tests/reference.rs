@@ -83,22 +83,32 @@ fn the_two_strategies_agree_and_d4_searches_fewer_nodes() {
 }
 
 /// A mirror job is handed to the kernel split two rows below its prefix (so that its searches fill the
-/// widest vector); the queens placed by those splits are nodes of its tree too. Its nodes must be the
-/// plain recursive walk's over the same sub-problems, whatever the split.
+/// widest vector); the queens placed by those splits are nodes of its tree too. Each job's nodes must be
+/// the plain recursive walk's over its prefix board, whatever the split, at every depth (prefixes that
+/// leave two rows, one, or none included).
 #[test]
 fn mirror_jobs_count_every_node_of_their_sub_problems() {
     use nqueens_common::kernel::{completions, Problem};
-    for n in 4u32..=12 {
-        let plan = Plan::new(n, Strategy::Mirror).unwrap();
-        let walked: u64 = plan
-            .subproblems()
-            .map(|sp| completions(&Problem::new(sp.board), &mut |_| {}).nodes)
-            .sum();
-        assert_eq!(
-            count(n, Strategy::Mirror, None).nodes,
-            walked as u128,
-            "N = {n}"
-        );
+    use nqueens_common::PartialBoard;
+    for n in 1u32..=11 {
+        let deepest = if n <= 9 { n } else { 4 };
+        for depth in 1..=deepest as u8 {
+            let Ok(plan) = Plan::with_depth(n, Strategy::Mirror, depth) else {
+                continue;
+            };
+            for key in plan.jobs() {
+                let queens: Vec<(u32, u32)> = key
+                    .0
+                    .iter()
+                    .enumerate()
+                    .map(|(row, &col)| (row as u32, col as u32))
+                    .collect();
+                let board = PartialBoard::from_queens(n, &queens).unwrap();
+                let walked = completions(&Problem::new(board), &mut |_| {}).nodes;
+                let job = plan.job(&key).unwrap().run();
+                assert_eq!(job.nodes, walked, "N = {n} depth {depth} job {key}");
+            }
+        }
     }
 }
 

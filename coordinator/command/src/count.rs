@@ -31,7 +31,7 @@ pub struct CountOutput {
     pub data: String,
     /// Search-tree nodes visited (by this and earlier invocations).
     pub nodes: String,
-    /// With `--gpu`: the nodes this invocation's GPUs searched.
+    /// With `--gpu`: the nodes of the jobs this invocation's GPUs computed (host-settled parts included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_nodes: Option<String>,
     pub seconds: f64,

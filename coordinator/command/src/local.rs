@@ -34,7 +34,7 @@ pub struct LocalOutcome {
     pub view: RunView,
     /// Jobs already done in the store when this invocation started.
     pub jobs_resumed: u64,
-    /// Search nodes the local worker's GPUs searched in this invocation.
+    /// Search nodes of the jobs the local worker's GPUs computed in this invocation.
     pub gpu_nodes: u128,
 }
 
