@@ -325,36 +325,50 @@ mod tests {
                 });
             }
             let mut total = 0;
+            let mut credited = 0;
             for _ in 0..keys.len() {
-                let (_, r, source) = rx.blocking_recv().unwrap();
-                assert_eq!(source, None, "a batch the device failed is the CPU's");
+                let (task, r, source) = rx.blocking_recv().unwrap();
+                assert_eq!(r, task.job.run(), "job {}", task.job.key());
+                // A batch the device failed is the CPU's. (A batch whose searches were all settled on
+                // the host needs no launch, and succeeds on the GPU's thread: with two devices racing
+                // for the queue, one may draw such a batch.)
+                credited += source.is_some() as u64;
                 total += r.total;
             }
-            assert_eq!(total, 724, "every job counted exactly, on the CPU");
+            assert_eq!(total, 724, "every job counted exactly");
             pool.join();
             let each: Vec<usize> = launches
                 .iter()
                 .map(|l| l.load(std::sync::atomic::Ordering::SeqCst))
                 .collect();
-            // A device stops launching at its third failure; with two, the jobs may run out first.
-            let strikes = GPU_STRIKES as usize;
-            assert!(each.iter().all(|&k| k <= strikes), "{each:?}");
+            assert_eq!(metrics.gpu_jobs.get(), credited);
+            assert_eq!(
+                metrics.gpu_failures.get(),
+                each.iter().sum::<usize>() as u64,
+                "every launch failed its batch"
+            );
             if devices == 1 {
+                // One device takes the queue in order: its first three batches fail, and it is given
+                // up (its thread goes on as a CPU thread).
+                let strikes = GPU_STRIKES as usize;
                 assert!(keys.len() > 2 * strikes);
                 assert_eq!(
                     each,
                     vec![strikes],
                     "given up after {GPU_STRIKES} failed batches"
                 );
+                assert_eq!(credited, 0);
+                assert_eq!(metrics.gpus.get(), 0);
+            } else {
+                // Two race for the queue (which gets how much is up to the scheduler): each fails
+                // whatever it launches, and is given up after three failures in a row unless the
+                // jobs run out first.
+                assert!(
+                    each.iter().all(|&k| k <= 2 * GPU_STRIKES as usize),
+                    "{each:?}"
+                );
+                assert!((0..=devices as i64).contains(&metrics.gpus.get()));
             }
-            let given_up = each.iter().filter(|&&k| k == strikes).count();
-            assert!(given_up >= 1, "{each:?}");
-            assert_eq!(metrics.gpus.get(), (devices - given_up) as i64, "{each:?}");
-            assert_eq!(
-                metrics.gpu_failures.get(),
-                each.iter().sum::<usize>() as u64
-            );
-            assert_eq!(metrics.gpu_jobs.get(), 0);
         }
     }
 
