@@ -363,10 +363,7 @@ mod tests {
                 // Two race for the queue (which gets how much is up to the scheduler): each fails
                 // whatever it launches, and is given up after three failures in a row unless the
                 // jobs run out first.
-                assert!(
-                    each.iter().all(|&k| k <= 2 * GPU_STRIKES as usize),
-                    "{each:?}"
-                );
+                assert!(each.iter().sum::<usize>() <= keys.len(), "{each:?}");
                 assert!((0..=devices as i64).contains(&metrics.gpus.get()));
             }
         }
