@@ -118,14 +118,8 @@ impl Job {
                 let weight = mirror::weight(n, &self.key.0) as u64;
                 // Split two rows deep: one row gives at most N searches, too few to keep the 16
                 // lanes of the AVX-512 kernel busy to the end of the job (BENCHMARKS.md, "Mirror jobs
-                // split two rows deep"). The queens the splits place are nodes of the job's tree.
-                let (first, mut placed) = kernel::units(&board.into(), weight);
-                let mut units = Vec::new();
-                for u in first {
-                    let (more, p) = kernel::units(&u.problem, weight);
-                    placed += p;
-                    units.extend(more);
-                }
+                // split two rows deep").
+                let (units, placed) = kernel::units(&board.into(), weight, 2);
                 Work {
                     units,
                     base: JobResult {

@@ -110,7 +110,7 @@ pub struct Search {
 
 /// Counts the completions of a problem and the nodes of its search tree.
 pub fn count(problem: &Problem) -> Search {
-    let (units, placed) = units(problem, 1);
+    let (units, placed) = units(problem, 1, 1);
     let t = run(units.into_iter());
     Search {
         count: t.count,
@@ -118,16 +118,24 @@ pub fn count(problem: &Problem) -> Search {
     }
 }
 
-/// A problem as kernel units of weight `weight` (split on its first empty row), and the queens that
-/// split placed: they are nodes of the search tree too.
-pub fn units(problem: &Problem, weight: u64) -> (Vec<Unit>, u64) {
-    let split = problem.split();
-    let placed = if problem.board.empty_rows().next().is_some() {
-        split.len() as u64
-    } else {
-        0
-    };
-    let units = split
+/// A problem as kernel units of weight `weight`, split `rows` rows deep (on its first empty rows; a
+/// complete board stays as it is), and the queens those splits placed: they are nodes of the search tree
+/// too.
+pub fn units(problem: &Problem, weight: u64, rows: u8) -> (Vec<Unit>, u64) {
+    let mut problems = vec![*problem];
+    let mut placed = 0;
+    for _ in 0..rows {
+        let mut next = Vec::new();
+        for p in &problems {
+            let split = p.split();
+            if p.board.empty_rows().next().is_some() {
+                placed += split.len() as u64;
+            }
+            next.extend(split);
+        }
+        problems = next;
+    }
+    let units = problems
         .into_iter()
         .map(|problem| Unit { problem, weight })
         .collect();

@@ -319,7 +319,8 @@ impl LiveRun {
     pub fn reported_by(
         &mut self,
         worker: &str,
-        (nodes, on_gpu): (u64, bool),
+        nodes: u64,
+        on_gpu: bool,
         now: Instant,
         timeout: Duration,
     ) {
@@ -555,9 +556,9 @@ mod tests {
         let timeout = Duration::from_secs(10);
         let mut live = LiveRun::new(run(70), tally(0, 0), HashMap::new()).unwrap();
         assert_eq!(live.gpu_share(), None, "nothing reported yet");
-        live.reported_by("c-1", (10, false), t0, timeout);
+        live.reported_by("c-1", 10, false, t0, timeout);
         assert_eq!(live.gpu_share(), Some(0.0));
-        live.reported_by("g-1", (30, true), t0, timeout);
+        live.reported_by("g-1", 30, true, t0, timeout);
         assert_eq!(live.gpu_share(), Some(0.75), "30 of 40 nodes from a GPU");
     }
 
@@ -569,7 +570,7 @@ mod tests {
         let none = |_: &str| false;
         assert_eq!(live.workers([], none, t0, timeout), 0, "no one works on it");
         assert_eq!(live.workers(["a-1", "a-1", "b-1"], none, t0, timeout), 2);
-        live.reported_by("c-1", (10, false), t0, timeout);
+        live.reported_by("c-1", 10, false, t0, timeout);
         assert_eq!(live.workers(["a-1"], none, t0, timeout), 2);
         assert_eq!(
             live.workers(["a-1"], |id| id == "c-1", t0, timeout),

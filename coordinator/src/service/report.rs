@@ -177,8 +177,7 @@ impl Coordinator {
         let timeout = state.leases.timeout();
         for (inc, r) in batch.iter().zip(&reports) {
             if let Some(live) = state.runs.get_mut(&inc.run) {
-                let on_gpu = r.device.is_some();
-                live.reported_by(worker, (inc.result.nodes, on_gpu), now, timeout);
+                live.reported_by(worker, inc.result.nodes, r.device.is_some(), now, timeout);
             }
         }
         for (run, tally) in &committed.tallies {
@@ -286,9 +285,7 @@ impl Coordinator {
             .collect::<Result<Vec<JobKey>>>()?;
         // A job already done only gets its result compared, whatever lease it names. The store is read
         // before the state lock is taken (no disk I/O under it), and once more, with the lock released,
-        // for a lease the check refuses: the job may have been settled in between. A result without a
-        // lease found issued for its job says so (`lease_checked`): should a revocation make its job open
-        // again before the commit, the commit refuses the batch rather than count it.
+        // for a lease the check refuses: the job may have been settled in between.
         let settled = keys
             .iter()
             .zip(&runs)
