@@ -262,6 +262,30 @@ mod tests {
     }
 
     #[test]
+    fn a_result_journaled_before_devices_were_named_is_read_and_sent_again() {
+        // The line exactly as the previous version wrote it: the same entry without a `device` key.
+        let old = finished(5);
+        assert!(old.device.is_some());
+        let mut entry = serde_json::to_value(Entry::Result(old.clone())).unwrap();
+        entry["result"].as_object_mut().unwrap().remove("device");
+        assert!(!entry.to_string().contains("device"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.journal");
+        std::fs::write(&path, jsonl::encode(&entry)).unwrap();
+        let j = Journal::open(&path).unwrap();
+        assert_eq!(j.damage(), Damage::default());
+        assert_eq!(
+            j.pending(),
+            vec![Finished {
+                device: None,
+                ..old
+            }],
+            "read whole, sealed, from the CPU"
+        );
+        assert!(j.pending()[0].sealed());
+    }
+
+    #[test]
     fn a_changed_digit_or_a_damaged_line_is_dropped_and_reported_never_resent() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.journal");
