@@ -308,9 +308,9 @@ fn restore(stack: &Stack, at: __m512i) -> [__m512i; 4] {
     // Row vector `k` holds, in its 128-bit part `q`, the row of search `4q + k`.
     let row = |k: usize| {
         let low = _mm512_castsi128_si512(load(k));
-        let low = _mm512_inserti32x4::<1>(low, load(4 + k));
-        let low = _mm512_inserti32x4::<2>(low, load(8 + k));
-        _mm512_inserti32x4::<3>(low, load(12 + k))
+        let low = _mm512_mask_broadcast_i32x4(low, 0x00f0, load(4 + k));
+        let low = _mm512_mask_broadcast_i32x4(low, 0x0f00, load(8 + k));
+        _mm512_mask_broadcast_i32x4(low, 0xf000, load(12 + k))
     };
     let (row0, row1, row2, row3) = (row(0), row(1), row(2), row(3));
     let cl01 = _mm512_unpacklo_epi32(row0, row1);
