@@ -20,12 +20,11 @@ use super::{full_mask, next_search, Totals, Unit};
 const SEARCHES: usize = 16;
 /// Levels of a search's stack (a board has at most 32 rows).
 const LEVELS: usize = 32;
-/// Rows of a search's forbidden-squares table: every level, and the two rows below the deepest.
-const FORBID: usize = LEVELS + 2;
 /// Per search and level: c, l, r and the squares left, saved when the search leaves the level.
 type Stack = [[u32; 4]; SEARCHES * LEVELS];
-/// Per search, its forbidden squares by level.
-type Forbid = [u32; SEARCHES * FORBID];
+/// Per search and level, the forbidden squares of the two rows below the level (the first in the low
+/// half).
+type Forbid = [u64; SEARCHES * LEVELS];
 /// Steps between two flushes of the 32-bit counters: a step adds at most 5 nodes and 2 completions to a
 /// search, so they cannot overflow.
 const FLUSH: u32 = 1 << 16;
@@ -67,7 +66,7 @@ pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let n = first.problem.board.n();
     let full = full_mask(n);
     let mut stack: Box<Stack> = Box::new([[0; 4]; SEARCHES * LEVELS]);
-    let mut forbid: Box<Forbid> = Box::new([0; SEARCHES * FORBID]);
+    let mut forbid: Box<Forbid> = Box::new([0; SEARCHES * LEVELS]);
     let mut state = State::default();
     let mut weight = [0u64; SEARCHES];
     let mut count = [0u64; SEARCHES];
@@ -83,8 +82,13 @@ pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
                 (state.c[lane], state.l[lane], state.r[lane], state.f[lane]) =
                     (setup.c0, setup.l0, setup.r0, ready.f0);
                 (state.v[lane], state.m[lane], state.tail[lane]) = (0, 1, setup.depth as u32 - 3);
-                forbid[lane * FORBID..lane * FORBID + setup.forbid.len()]
-                    .copy_from_slice(&setup.forbid);
+                let row = |level: usize| setup.forbid.get(level).map_or(0, |&row| row as u64);
+                for (level, below) in forbid[lane * LEVELS..(lane + 1) * LEVELS]
+                    .iter_mut()
+                    .enumerate()
+                {
+                    *below = row(level + 1) | row(level + 2) << 32;
+                }
                 weight[lane] = ready.weight;
             }
             None => (state.m[lane], state.tail[lane]) = (0, u32::MAX),
@@ -120,6 +124,9 @@ struct Consts {
     /// The largest level, as a mask.
     levels: __m512i,
     full: __m512i,
+    /// The even and the odd elements of two vectors, in order.
+    even: __m512i,
+    odd: __m512i,
 }
 
 /// The searches in the inner loop, one per element.
@@ -157,6 +164,8 @@ fn steps(
         one: _mm512_set1_epi32(1),
         levels: _mm512_set1_epi32(LEVELS as i32 - 1),
         full: _mm512_set1_epi32(full as i32),
+        even: _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+        odd: _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31),
     };
     let search = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let levels = vector(&state.m);
@@ -172,7 +181,7 @@ fn steps(
         found: consts.zero,
         rows: consts.zero,
         stack_at: _mm512_mullo_epi32(search, _mm512_set1_epi32(LEVELS as i32)),
-        forbid_at: _mm512_mullo_epi32(search, _mm512_set1_epi32(FORBID as i32)),
+        forbid_at: _mm512_mullo_epi32(search, _mm512_set1_epi32(LEVELS as i32)),
     };
     let mut taken = 0;
     while taken < FLUSH {
@@ -204,14 +213,16 @@ fn step(group: &mut Group, consts: &Consts, stack: &mut Stack, forbid: &Forbid) 
     let next_l = _mm512_slli_epi32::<1>(_mm512_or_si512(group.l, bit));
     let next_r = _mm512_srli_epi32::<1>(_mm512_or_si512(group.r, bit));
     let level_row = _mm512_add_epi32(group.forbid_at, _mm512_and_si512(group.v, consts.levels));
-    // SAFETY: `level_row` is a search's first row in `forbid` plus a level below LEVELS, so
-    // `level_row + 2` is inside `forbid` (SEARCHES * FORBID rows).
-    let (below, below2) = unsafe {
-        (
-            _mm512_i32gather_epi32::<4>(level_row, forbid.as_ptr().add(1) as *const i32),
-            _mm512_i32gather_epi32::<4>(level_row, forbid.as_ptr().add(2) as *const i32),
-        )
-    };
+    let rows = index(level_row);
+    let pair = |search: usize| unsafe { *forbid.as_ptr().add(rows[search] as usize) as i64 };
+    let mut low = consts.zero;
+    let mut high = consts.zero;
+    for search in 0..8 {
+        low = _mm512_mask_set1_epi64(low, 1 << search, pair(search));
+        high = _mm512_mask_set1_epi64(high, 1 << search, pair(8 + search));
+    }
+    let below = _mm512_permutex2var_epi32(low, consts.even, high);
+    let below2 = _mm512_permutex2var_epi32(low, consts.odd, high);
     // The next level's free squares: !(c | l | r | below) within the board.
     let next_f = _mm512_and_si512(
         _mm512_ternarylogic_epi32::<NOR3>(next_c, next_l, _mm512_or_si512(next_r, below)),
