@@ -387,8 +387,8 @@ pub enum Variant {
     Scalar,
     /// Eight searches in the lanes of a 256-bit vector: x86-64 with AVX2, BMI1/2, POPCNT and LZCNT.
     Avx2,
-    /// [`Variant::Avx2`] without gathers (the rows below each level kept in the search's stack): for
-    /// CPUs whose gathers are slow, such as AMD Zen 1 and 2.
+    /// [`Variant::Avx2`] with the forbidden rows below each level kept in the search's stack instead of
+    /// a table of their own (named when [`Variant::Avx2`] still used gathers, slow on AMD Zen 1 and 2).
     Avx2NoGather,
     /// Sixteen searches in the lanes of a 512-bit vector: x86-64 with AVX-512 F, BW, VL, DQ and CD,
     /// BMI1/2, POPCNT and LZCNT.

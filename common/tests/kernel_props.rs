@@ -136,3 +136,69 @@ fn a_complete_board_has_one_completion_and_an_attacked_row_none() {
     let dead = PartialBoard::from_queens(4, &[(0, 0), (2, 3)]).unwrap();
     assert_eq!(kernel::count(&dead.into()).count, 0);
 }
+
+/// A solution of `n` queens for `n` with remainder 2 by 6, as (row, column) pairs: the explicit
+/// construction (even rows first, then the odd ones, 1 and 3 swapped and 5 moved last; 1-based).
+fn explicit_solution(n: u32) -> Vec<(u32, u32)> {
+    assert_eq!(n % 6, 2);
+    let evens = (1..=n / 2).map(|k| 2 * k);
+    let odds = [3, 1]
+        .into_iter()
+        .chain((7..=n).step_by(2))
+        .chain(std::iter::once(5));
+    evens
+        .chain(odds)
+        .enumerate()
+        .map(|(col, row)| (row - 1, col as u32))
+        .collect()
+}
+
+/// The deepest searches a board allows (32 rows, every one a level): every variant this CPU runs agrees
+/// with the recursive walk, weights included. The vector kernels keep per-level tables that end at the
+/// last row: this is where an off-by-one there would show.
+#[test]
+fn every_variant_counts_the_deepest_boards() {
+    let n = 32;
+    let solution = explicit_solution(n);
+    let full = PartialBoard::from_queens(n, &solution).expect("the construction is a solution");
+    assert_eq!(kernel::count(&full.into()).count, 1);
+    // Empty rows at both ends (so the search spans all 32 rows) and a few between.
+    let gaps: [&[u32]; 4] = [
+        &[0, 1, 2, 29, 30, 31],
+        &[0, 1, 15, 16, 30, 31],
+        &[0, 5, 9, 13, 22, 27, 31],
+        &[0, 1, 2, 3, 28, 29, 30, 31],
+    ];
+    let units: Vec<kernel::Unit> = gaps
+        .iter()
+        .enumerate()
+        .map(|(i, gap)| {
+            let kept: Vec<(u32, u32)> = solution
+                .iter()
+                .copied()
+                .filter(|(row, _)| !gap.contains(row))
+                .collect();
+            let board = PartialBoard::from_queens(n, &kept).unwrap();
+            kernel::Unit {
+                problem: board.into(),
+                weight: i as u64 + 1,
+            }
+        })
+        .collect();
+    let mut walked = kernel::Totals::default();
+    for u in &units {
+        let s = kernel::completions(&u.problem, &mut |_| {});
+        assert!(s.count >= 1, "the solution itself completes it");
+        walked.count += s.count;
+        walked.weighted += s.count * u.weight;
+        walked.nodes += s.nodes;
+    }
+    assert_eq!(kernel::run_scalar(units.iter().copied()), walked);
+    for v in kernel::Variant::available() {
+        assert_eq!(
+            kernel::run_with(v, units.iter().copied()),
+            walked,
+            "kernel {v}"
+        );
+    }
+}

@@ -7,11 +7,13 @@
 //! (the same one when it has squares left, else the deepest that has), eight 16-byte rows moved with one
 //! transpose each way.
 //!
-//! The forbidden squares of the two rows below the current level come, in the `GATHER` form, from two
-//! gathers per step; in the other (the `avx2-nogather` variant, for CPUs whose gathers are slow: AMD
-//! Zen 1 and 2 split them into many micro-operations), from registers: each stack row also holds the
-//! forbidden squares below its level, written once when a search starts, and a step reads them back with
-//! the level it moves to (descending or not) in the transpose it does anyway.
+//! The forbidden squares of the two rows below the current level come, in the `TABLE` form (the `avx2`
+//! variant), from a per-search table of the pairs of them by level: one 64-bit load per search, where two
+//! gathers did before (0.470 s against 0.476 s at N = 16 on a Zen 4; gathers are slower still on AMD Zen
+//! 1 and 2, which split them into many micro-operations). In the other (the `avx2-nogather` variant,
+//! named when only it had no gathers), from registers: each stack row also holds the forbidden squares
+//! below its level, written once when a search starts, and a step reads them back with the level it
+//! moves to (descending or not) in the transpose it does anyway.
 
 use std::arch::x86_64::*;
 
@@ -22,14 +24,13 @@ use super::{full_mask, next_search, Totals, Unit};
 const SEARCHES: usize = 8;
 /// Levels of a search's stack (a board has at most 32 rows).
 const LEVELS: usize = 32;
-/// Rows of a search's forbidden-squares table: every level, and the two rows below the deepest.
-const FORBID: usize = LEVELS + 2;
 /// Per search and level: c, l, r and the squares left, saved when the search leaves the level; then the
 /// forbidden squares of the two rows below the level (written when the search starts; read by the form
-/// without gathers).
+/// without the table).
 type Stack = [[u32; 8]; SEARCHES * LEVELS];
-/// Per search, its forbidden squares by level.
-type Forbid = [u32; SEARCHES * FORBID];
+/// Per search and level, the forbidden squares of the two rows below the level (the first in the low
+/// half).
+type Forbid = [u64; SEARCHES * LEVELS];
 /// Steps between two flushes of the 32-bit counters: a step adds at most 5 nodes and 2 completions to a
 /// search, so they cannot overflow.
 const FLUSH: u32 = 1 << 16;
@@ -47,26 +48,26 @@ struct State {
     m: [u32; SEARCHES],
     /// The level whose steps settle the two rows below (`u32::MAX` for an idle search).
     tail: [u32; SEARCHES],
-    /// The forbidden squares of the two rows below the current level (the form without gathers).
+    /// The forbidden squares of the two rows below the current level (the form without the table).
     b1: [u32; SEARCHES],
     b2: [u32; SEARCHES],
 }
 
-/// Searches every unit (all of the same board size) and sums what they produced; `GATHER` picks the form
+/// Searches every unit (all of the same board size) and sums what they produced; `TABLE` picks the form
 /// (see the module text).
 ///
 /// # Safety
 ///
 /// The CPU must support AVX2, BMI1, BMI2, POPCNT and LZCNT ([`super::Variant::Avx2`]`.supported()`).
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
-pub unsafe fn run<const GATHER: bool, I: Iterator<Item = Unit>>(units: I) -> Totals {
+pub unsafe fn run<const TABLE: bool, I: Iterator<Item = Unit>>(units: I) -> Totals {
     let mut t = Totals::default();
     let mut units = units.peekable();
     let Some(first) = units.peek() else { return t };
     let n = first.problem.board.n();
     let full = full_mask(n);
     let mut stack: Box<Stack> = Box::new([[0; 8]; SEARCHES * LEVELS]);
-    let mut forbid: Box<Forbid> = Box::new([0; SEARCHES * FORBID]);
+    let mut forbid: Box<Forbid> = Box::new([0; SEARCHES * LEVELS]);
     let mut s = State::default();
     let mut weight = [0u64; SEARCHES];
     let mut count = [0u64; SEARCHES];
@@ -82,8 +83,11 @@ pub unsafe fn run<const GATHER: bool, I: Iterator<Item = Unit>>(units: I) -> Tot
                 let setup = &ready.setup;
                 (s.c[k], s.l[k], s.r[k], s.f[k]) = (setup.c0, setup.l0, setup.r0, ready.f0);
                 (s.v[k], s.m[k], s.tail[k]) = (0, 1, setup.depth as u32 - 3);
-                forbid[k * FORBID..k * FORBID + setup.forbid.len()].copy_from_slice(&setup.forbid);
-                if !GATHER {
+                let row = |level: usize| setup.forbid.get(level).map_or(0, |&row| row as u64);
+                for (level, below) in forbid[k * LEVELS..(k + 1) * LEVELS].iter_mut().enumerate() {
+                    *below = row(level + 1) | row(level + 2) << 32;
+                }
+                if !TABLE {
                     // Levels 0 to the tail (depth - 3): the rows below them are at most depth - 1.
                     for level in 0..setup.depth - 2 {
                         let row = &mut stack[k * LEVELS + level];
@@ -104,7 +108,7 @@ pub unsafe fn run<const GATHER: bool, I: Iterator<Item = Unit>>(units: I) -> Tot
         if !live.contains(&true) {
             break;
         }
-        let (found, placed) = steps::<GATHER>(&mut s, &mut stack, &forbid, full);
+        let (found, placed) = steps::<TABLE>(&mut s, &mut stack, &forbid, full);
         for k in 0..SEARCHES {
             count[k] += found[k] as u64;
             t.nodes += placed[k] as u64;
@@ -144,10 +148,9 @@ struct Group {
     /// Minus the completions found, and minus the nodes, over the inner loop.
     found: __m256i,
     placed: __m256i,
-    /// Each search's first row in the stack and in the forbidden-squares table.
+    /// Each search's first row in the stack and in the table of forbidden squares.
     stack_at: __m256i,
-    forbid_at: __m256i,
-    /// The forbidden squares of the two rows below (the form without gathers).
+    /// The forbidden squares of the two rows below (the form without the table).
     b1: __m256i,
     b2: __m256i,
 }
@@ -155,7 +158,7 @@ struct Group {
 /// Steps the searches until one of those that were running is over, or [`FLUSH`] times. Returns each
 /// search's completions and nodes over these steps.
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
-fn steps<const GATHER: bool>(
+fn steps<const TABLE: bool>(
     s: &mut State,
     stack: &mut Stack,
     forbid: &Forbid,
@@ -182,12 +185,11 @@ fn steps<const GATHER: bool>(
         found: k.zero,
         placed: k.zero,
         stack_at: _mm256_mullo_epi32(search, _mm256_set1_epi32(LEVELS as i32)),
-        forbid_at: _mm256_mullo_epi32(search, _mm256_set1_epi32(FORBID as i32)),
         b1: vector(&s.b1),
         b2: vector(&s.b2),
     };
     for _ in 0..FLUSH {
-        if _mm256_movemask_epi8(step::<GATHER>(&mut x, &k, stack, forbid)) != 0 {
+        if _mm256_movemask_epi8(step::<TABLE>(&mut x, &k, stack, forbid)) != 0 {
             break;
         }
     }
@@ -201,7 +203,7 @@ fn steps<const GATHER: bool>(
 /// One step of a vector of searches; returns the mask of those that were running and are now over.
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 #[inline]
-fn step<const GATHER: bool>(
+fn step<const TABLE: bool>(
     x: &mut Group,
     k: &Consts,
     stack: &mut Stack,
@@ -212,16 +214,25 @@ fn step<const GATHER: bool>(
     let nc = _mm256_or_si256(x.c, bit);
     let nl = _mm256_slli_epi32::<1>(_mm256_or_si256(x.l, bit));
     let nr = _mm256_srli_epi32::<1>(_mm256_or_si256(x.r, bit));
-    let (below, below2) = if GATHER {
-        let at = _mm256_add_epi32(x.forbid_at, _mm256_and_si256(x.v, k.levels));
-        // SAFETY: `at` is a search's first row in `forbid` plus a level below LEVELS, so `at + 2` is
-        // inside `forbid` (SEARCHES * FORBID rows).
-        unsafe {
-            (
-                _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(1) as *const i32, at),
-                _mm256_i32gather_epi32::<4>(forbid.as_ptr().add(2) as *const i32, at),
-            )
-        }
+    // Each search's current level: its row in the stack and in the table of forbidden squares.
+    let here = index::<true>(_mm256_add_epi32(
+        x.stack_at,
+        _mm256_and_si256(x.v, k.levels),
+    ));
+    let (below, below2) = if TABLE {
+        // SAFETY: `index` is below SEARCHES * LEVELS, the table's length; the load is 8 bytes.
+        let pair = |j: usize| unsafe {
+            _mm_loadl_epi64(forbid.as_ptr().add(here[j] as usize) as *const __m128i)
+        };
+        // Searches 0, 1, 4, 5 in `low` and 2, 3, 6, 7 in `high`, so that taking the first (second) half
+        // of each pair, within each 128-bit part, puts the searches in order.
+        let two = |a: usize| _mm_unpacklo_epi64(pair(a), pair(a + 1));
+        let low = _mm256_castsi256_ps(_mm256_set_m128i(two(4), two(0)));
+        let high = _mm256_castsi256_ps(_mm256_set_m128i(two(6), two(2)));
+        (
+            _mm256_castps_si256(_mm256_shuffle_ps::<0b10_00_10_00>(low, high)),
+            _mm256_castps_si256(_mm256_shuffle_ps::<0b11_01_11_01>(low, high)),
+        )
     } else {
         (x.b1, x.b2)
     };
@@ -265,15 +276,14 @@ fn step<const GATHER: bool>(
         _mm256_andnot_si256(spent, x.m),
         _mm256_and_si256(descend, _mm256_slli_epi32::<1>(level)),
     );
-    let here = _mm256_add_epi32(x.stack_at, _mm256_and_si256(x.v, k.levels));
-    save(stack, here, [x.c, x.l, x.r, rest]);
+    save(stack, &here, [x.c, x.l, x.r, rest]);
     let back = _mm256_and_si256(highest(x.m), k.levels);
     let next = _mm256_blendv_epi8(back, _mm256_add_epi32(x.v, k.one), descend);
-    // The state of the level a search goes back to; without gathers, the row of the level it goes to
+    // The state of the level a search goes back to; without the table, the row of the level it goes to
     // (back, or one down: its state is then unused) for the forbidden squares below that level too.
-    let row = _mm256_add_epi32(x.stack_at, if GATHER { back } else { next });
+    let row = _mm256_add_epi32(x.stack_at, if TABLE { back } else { next });
     let [bc, bl, br, bf] = restore::<0>(stack, row);
-    if !GATHER {
+    if !TABLE {
         let [b1, b2, _, _] = restore::<4>(stack, row);
         (x.b1, x.b2) = (b1, b2);
     }
@@ -303,8 +313,7 @@ fn highest(m: __m256i) -> __m256i {
 
 /// Writes each search's `[c, l, r, f]` to its stack row `at` (in rows of four).
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
-fn save(stack: &mut Stack, at: __m256i, [c, l, r, f]: [__m256i; 4]) {
-    let at = index::<true>(at);
+fn save(stack: &mut Stack, at: &[u32; SEARCHES], [c, l, r, f]: [__m256i; 4]) {
     let cl_lo = _mm256_unpacklo_epi32(c, l);
     let cl_hi = _mm256_unpackhi_epi32(c, l);
     let rf_lo = _mm256_unpacklo_epi32(r, f);
@@ -353,11 +362,12 @@ fn restore<const FROM: usize>(stack: &Stack, at: __m256i) -> [__m256i; 4] {
     ]
 }
 
-/// The elements of a vector of stack rows, checked to lie inside the stack. With `MEMORY`, they go
+/// The elements of a vector of stack rows, checked to lie inside the stack (and the table of forbidden
+/// squares, as long). With `MEMORY`, they go
 /// through memory (`black_box`): a load each instead of two operations on the vector side, but a
-/// store-to-load round trip. `save` takes them so (the nogather form: 0.534 s against 0.560 s at N = 16
-/// on a Zen 4; the gather form unchanged); `restore`, whose rows lie on the chain from one step to the
-/// next, does not (0.611 s against 0.477 s, the gather form, same machine).
+/// store-to-load round trip. `save` and the table take them so (the nogather form: 0.534 s against 0.560
+/// s at N = 16 on a Zen 4); `restore`, whose rows lie on the chain from one step to the next, does not
+/// (0.611 s against 0.477 s, the form with gathers then, same machine).
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 fn index<const MEMORY: bool>(at: __m256i) -> [u32; SEARCHES] {
     let mut rows = elements(at);
