@@ -162,12 +162,14 @@ fn every_variant_counts_the_deepest_boards() {
     let solution = explicit_solution(n);
     let full = PartialBoard::from_queens(n, &solution).expect("the construction is a solution");
     assert_eq!(kernel::count(&full.into()).count, 1);
-    // Empty rows at both ends (so the search spans all 32 rows) and a few between.
-    let gaps: [&[u32]; 4] = [
+    // Empty rows at both ends (so the search spans all 32 rows) and a few between; the last ones with
+    // pre-filled rows among empty ones, where the forbidden squares of the deepest levels decide.
+    let gaps: [&[u32]; 5] = [
         &[0, 1, 2, 29, 30, 31],
         &[0, 1, 15, 16, 30, 31],
         &[0, 5, 9, 13, 22, 27, 31],
-        &[0, 1, 2, 3, 28, 29, 30, 31],
+        &[0, 1, 2, 3, 22, 23, 24, 25, 26, 28, 29, 31],
+        &[0, 20, 21, 22, 23, 25, 26, 27, 29, 30, 31],
     ];
     let units: Vec<kernel::Unit> = gaps
         .iter()
