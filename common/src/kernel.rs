@@ -11,8 +11,8 @@
 //! by arithmetic, so the processor never has to guess the shape of the tree and no step is spent only
 //! on backing up. Every variant is compiled into every x86-64 build and chosen at run time ([`Variant`]):
 //! on a CPU with AVX2 (and BMI, POPCNT, LZCNT) [`run`] steps eight searches at once, one per lane of a
-//! vector (`kernel/avx2.rs`), and with AVX-512 (F, BW, VL, DQ, CD) sixteen (`kernel/avx512.rs`);
-//! elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in turn to give the processor
+//! vector (`kernel/avx2.rs`), and with AVX-512 (F, BW, VL, DQ, CD) sixteen (`kernel/avx512.rs`); on
+//! aarch64, four with NEON (`kernel/neon.rs`); elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in turn to give the processor
 //! independent work to overlap. No allocation in the loop, no I/O, no error
 //! path: problems are validated before they get here.
 
@@ -22,6 +22,8 @@ use crate::board::PartialBoard;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 pub mod seeds;
 
 /// Independent searches the scalar lanes step side by side (see BENCHMARKS.md). [`run_scalar`] writes its
@@ -385,6 +387,8 @@ fn full_mask(n: u8) -> u32 {
 pub enum Variant {
     /// [`LANES`] scalar searches stepped in turn: any CPU.
     Scalar,
+    /// Four searches in the lanes of a 128-bit vector: aarch64 (NEON, part of every aarch64 CPU).
+    Neon,
     /// Eight searches in the lanes of a 256-bit vector: x86-64 with AVX2, BMI1/2, POPCNT and LZCNT.
     Avx2,
     /// [`Variant::Avx2`] with the forbidden rows below each level kept in the search's stack instead of
@@ -397,8 +401,9 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant of this build, slowest first.
-    pub const ALL: [Variant; 4] = [
+    pub const ALL: [Variant; 5] = [
         Variant::Scalar,
+        Variant::Neon,
         Variant::Avx2NoGather,
         Variant::Avx2,
         Variant::Avx512,
@@ -408,6 +413,7 @@ impl Variant {
     pub fn name(self) -> &'static str {
         match self {
             Variant::Scalar => "scalar",
+            Variant::Neon => "neon",
             Variant::Avx2 => "avx2",
             Variant::Avx2NoGather => "avx2-nogather",
             Variant::Avx512 => "avx512",
@@ -423,6 +429,10 @@ impl Variant {
     pub fn supported(self) -> bool {
         match self {
             Variant::Scalar => true,
+            #[cfg(target_arch = "aarch64")]
+            Variant::Neon => std::arch::is_aarch64_feature_detected!("neon"),
+            #[cfg(not(target_arch = "aarch64"))]
+            Variant::Neon => false,
             #[cfg(target_arch = "x86_64")]
             Variant::Avx2 | Variant::Avx2NoGather => {
                 std::arch::is_x86_feature_detected!("avx2")
@@ -565,6 +575,11 @@ pub fn run_with<I: Iterator<Item = Unit>>(variant: Variant, units: I) -> Totals 
             // SAFETY: the CPU has every feature the AVX-512 kernel is compiled for (checked just above).
             unsafe { avx512::run(units) }
         }
+        #[cfg(target_arch = "aarch64")]
+        Variant::Neon if variant.supported() => {
+            // SAFETY: the CPU has NEON (checked just above).
+            unsafe { neon::run(units) }
+        }
         _ => run_scalar(units),
     }
 }
@@ -659,7 +674,9 @@ mod variant_tests {
         assert!(Variant::Scalar.supported());
         assert!(Variant::best().supported());
         assert!(Variant::available().contains(&Variant::best()));
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(target_arch = "aarch64")]
+        assert!(matches!(Variant::best(), Variant::Scalar | Variant::Neon));
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         assert_eq!(Variant::best(), Variant::Scalar);
     }
 
