@@ -1,6 +1,6 @@
 //! One build for every CPU, aarch64 included (issue 17): the counting core (`nqueens-common`: every
-//! kernel variant the target runs, which on aarch64 is the scalar lanes) is cross-compiled for
-//! `aarch64-unknown-linux-gnu` and its whole test suite run under qemu's user-mode emulation. Reported
+//! kernel variant the target runs, on aarch64 the NEON kernel and the scalar lanes) is cross-compiled
+//! for `aarch64-unknown-linux-gnu` and its whole test suite run under qemu's user-mode emulation. Reported
 //! ignored where the cross toolchain, qemu or the Rust target is missing; under CI, which installs them
 //! (`.ci/run`), a missing cross gcc or qemu fails it, a missing Rust target (rustup's server
 //! unreachable) still only makes it ignored.

@@ -226,10 +226,7 @@ fn step(group: &mut Group, k: &Consts, stack: &mut Stack, forbid: &Forbid) -> ui
     let tail_nodes = vandq_u32(vaddq_u32(row, leaves), on_tail);
     group.placed = vaddq_u32(group.placed, vaddq_u32(tail_nodes, group.running));
     // Where each search goes next: one level down, or the deepest level with squares left.
-    let descend = vbicq_u32(
-        group.running,
-        vorrq_u32(on_tail, vceqq_u32(nf, k.zero)),
-    );
+    let descend = vbicq_u32(group.running, vorrq_u32(on_tail, vceqq_u32(nf, k.zero)));
     let level = vshlq_u32(k.one, vreinterpretq_s32_u32(group.v));
     let spent = vandq_u32(vceqq_u32(rest, k.zero), level);
     group.m = vorrq_u32(
@@ -282,9 +279,8 @@ fn save(stack: &mut Stack, at: &[u32; SEARCHES], masks: [uint32x4_t; 4]) {
 fn restore(stack: &Stack, at: uint32x4_t) -> [uint32x4_t; 4] {
     let at = index(at);
     // SAFETY: as in `save`.
-    let row = |search: usize| unsafe {
-        vld1q_u32(stack.as_ptr().add(at[search] as usize) as *const u32)
-    };
+    let row =
+        |search: usize| unsafe { vld1q_u32(stack.as_ptr().add(at[search] as usize) as *const u32) };
     transpose([row(0), row(1), row(2), row(3)])
 }
 
