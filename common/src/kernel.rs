@@ -9,11 +9,12 @@
 //! The loop is branch-free: each step places one queen, and where the search goes next (one level down,
 //! or back to the deepest level that still has squares to try, kept as a bit mask of levels) is decided
 //! by arithmetic, so the processor never has to guess the shape of the tree and no step is spent only
-//! on backing up. Every variant is compiled into every x86-64 build and chosen at run time ([`Variant`]):
-//! on a CPU with AVX2 (and BMI, POPCNT, LZCNT) [`run`] steps eight searches at once, one per lane of a
-//! vector (`kernel/avx2.rs`), and with AVX-512 (F, BW, VL, DQ, CD) sixteen (`kernel/avx512.rs`); on
-//! aarch64, four with NEON (`kernel/neon.rs`); elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in turn to give the processor
-//! independent work to overlap. No allocation in the loop, no I/O, no error
+//! on backing up. Every variant of the architecture is compiled into every build and chosen at run time
+//! ([`Variant`]): on an x86-64 CPU with AVX2 (and BMI, POPCNT, LZCNT) [`run`] steps eight searches at
+//! once, one per lane of a vector (`kernel/avx2.rs`), and with AVX-512 (F, BW, VL, DQ, CD) sixteen
+//! (`kernel/avx512.rs`); on (little-endian) aarch64, four with NEON (`kernel/neon.rs`); the driver they
+//! share is `kernel/feed.rs`. Elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in
+//! turn to give the processor independent work to overlap. No allocation in the loop, no I/O, no error
 //! path: problems are validated before they get here.
 
 use crate::board::PartialBoard;
@@ -22,7 +23,12 @@ use crate::board::PartialBoard;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
-#[cfg(target_arch = "aarch64")]
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "aarch64", target_endian = "little")
+))]
+mod feed;
+#[cfg(all(target_arch = "aarch64", target_endian = "little"))]
 mod neon;
 pub mod seeds;
 
@@ -381,8 +387,9 @@ fn full_mask(n: u8) -> u32 {
     }
 }
 
-/// One way to run the kernel. Every variant is in every build; which ones a machine can run is found at
-/// run time.
+/// One way to run the kernel. Every variant is named in every build, and each architecture compiles its
+/// own (x86-64: the AVX2 and AVX-512 ones; little-endian aarch64: NEON; all: the scalar lanes); which
+/// ones a machine can run is found at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// [`LANES`] scalar searches stepped in turn: any CPU.
@@ -429,9 +436,10 @@ impl Variant {
     pub fn supported(self) -> bool {
         match self {
             Variant::Scalar => true,
-            #[cfg(target_arch = "aarch64")]
+            // The kernel reads 64-bit pairs as two 32-bit halves, low half first: little-endian only.
+            #[cfg(all(target_arch = "aarch64", target_endian = "little"))]
             Variant::Neon => std::arch::is_aarch64_feature_detected!("neon"),
-            #[cfg(not(target_arch = "aarch64"))]
+            #[cfg(not(all(target_arch = "aarch64", target_endian = "little")))]
             Variant::Neon => false,
             #[cfg(target_arch = "x86_64")]
             Variant::Avx2 | Variant::Avx2NoGather => {
@@ -575,7 +583,7 @@ pub fn run_with<I: Iterator<Item = Unit>>(variant: Variant, units: I) -> Totals 
             // SAFETY: the CPU has every feature the AVX-512 kernel is compiled for (checked just above).
             unsafe { avx512::run(units) }
         }
-        #[cfg(target_arch = "aarch64")]
+        #[cfg(all(target_arch = "aarch64", target_endian = "little"))]
         Variant::Neon if variant.supported() => {
             // SAFETY: the CPU has NEON (checked just above).
             unsafe { neon::run(units) }
@@ -674,12 +682,15 @@ mod variant_tests {
         assert!(Variant::Scalar.supported());
         assert!(Variant::best().supported());
         assert!(Variant::available().contains(&Variant::best()));
-        #[cfg(target_arch = "aarch64")]
+        #[cfg(all(target_arch = "aarch64", target_endian = "little"))]
         {
             assert!(Variant::Neon.supported(), "every aarch64 CPU has NEON");
             assert!(matches!(Variant::best(), Variant::Scalar | Variant::Neon));
         }
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        #[cfg(not(any(
+            target_arch = "x86_64",
+            all(target_arch = "aarch64", target_endian = "little")
+        )))]
         assert_eq!(Variant::best(), Variant::Scalar);
     }
 

@@ -13,19 +13,17 @@
 
 use std::arch::x86_64::*;
 
-use super::{full_mask, next_search, Totals, Unit};
+use super::feed::{self, Kernel, State, LEVELS};
+use super::{Ready, Totals, Unit};
 
 /// Searches in flight: one per 32-bit element of a 512-bit vector. (Two vectors stepped in turn, which
 /// the 32 vector registers of AVX-512 would hold, measured slower at N = 16 on a Zen 4: 0.52-0.59 s
 /// against 0.42-0.46 s for one, beside AVX2's 0.47-0.50 s, wall seconds, alternating.)
 const SEARCHES: usize = 16;
-/// Levels of a search's stack (a board has at most 32 rows).
-const LEVELS: usize = 32;
 /// Per search and level: c, l, r and the squares left, saved when the search leaves the level.
 type Stack = [[u32; 4]; SEARCHES * LEVELS];
-/// Per search and level, the forbidden squares of the two rows below the level (the first in the low
-/// half).
-type Forbid = [u64; SEARCHES * LEVELS];
+/// Per search, its table of forbidden squares ([`feed::pairs`]).
+type Forbid = [[u64; LEVELS]; SEARCHES];
 /// Steps between two flushes of the 32-bit counters: a step adds at most 5 nodes and 2 completions to a
 /// search, so they cannot overflow.
 const FLUSH: u32 = 1 << 16;
@@ -36,19 +34,25 @@ const NOR3: i32 = 0x01;
 /// `a | b | c`.
 const OR3: i32 = 0xfe;
 
-/// The searches' registers, kept in memory between runs of the inner loop.
-#[derive(Default)]
-struct State {
-    c: [u32; SEARCHES],
-    l: [u32; SEARCHES],
-    r: [u32; SEARCHES],
-    f: [u32; SEARCHES],
-    /// Current level.
-    v: [u32; SEARCHES],
-    /// Levels with squares left (0: the search is over).
-    m: [u32; SEARCHES],
-    /// The level whose steps settle the two rows below (`u32::MAX` for an idle search).
-    tail: [u32; SEARCHES],
+/// The kernel's own memory: the searches' stacks and tables.
+struct Avx512 {
+    stack: Box<Stack>,
+    forbid: Box<Forbid>,
+}
+
+impl Kernel<SEARCHES> for Avx512 {
+    fn start(&mut self, lane: usize, ready: &Ready) {
+        feed::pairs(&ready.setup, &mut self.forbid[lane]);
+    }
+
+    fn steps(
+        &mut self,
+        state: &mut State<SEARCHES>,
+        full: u32,
+    ) -> ([u32; SEARCHES], [u32; SEARCHES]) {
+        // SAFETY: an `Avx512` is only made by `run`, whose caller guarantees the CPU's features.
+        unsafe { steps(state, &mut self.stack, &self.forbid, full) }
+    }
 }
 
 /// Searches every unit (all of the same board size) and sums what they produced.
@@ -59,63 +63,11 @@ struct State {
 /// ([`super::Variant::Avx512`]`.supported()`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512cd,bmi1,bmi2,popcnt,lzcnt")]
 pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
-    let mut totals = Totals::default();
-    let mut units = units.peekable();
-    let Some(first) = units.peek() else {
-        return totals;
+    let mut kernel = Avx512 {
+        stack: Box::new([[0; 4]; SEARCHES * LEVELS]),
+        forbid: Box::new([[0; LEVELS]; SEARCHES]),
     };
-    let n = first.problem.board.n();
-    let full = full_mask(n);
-    let mut stack: Box<Stack> = Box::new([[0; 4]; SEARCHES * LEVELS]);
-    let mut forbid: Box<Forbid> = Box::new([0; SEARCHES * LEVELS]);
-    let mut state = State::default();
-    let mut weight = [0u64; SEARCHES];
-    let mut count = [0u64; SEARCHES];
-
-    let mut load = |state: &mut State,
-                    forbid: &mut Forbid,
-                    lane: usize,
-                    totals: &mut Totals,
-                    weight: &mut [u64]| {
-        match next_search(&mut units, n, full, totals) {
-            Some(ready) => {
-                let setup = &ready.setup;
-                (state.c[lane], state.l[lane], state.r[lane], state.f[lane]) =
-                    (setup.c0, setup.l0, setup.r0, ready.f0);
-                (state.v[lane], state.m[lane], state.tail[lane]) = (0, 1, setup.depth as u32 - 3);
-                let row = |level: usize| setup.forbid.get(level).map_or(0, |&row| row as u64);
-                for (level, below) in forbid[lane * LEVELS..(lane + 1) * LEVELS]
-                    .iter_mut()
-                    .enumerate()
-                {
-                    *below = row(level + 1) | row(level + 2) << 32;
-                }
-                weight[lane] = ready.weight;
-            }
-            None => (state.m[lane], state.tail[lane]) = (0, u32::MAX),
-        }
-    };
-    for lane in 0..SEARCHES {
-        load(&mut state, &mut forbid, lane, &mut totals, &mut weight);
-    }
-    loop {
-        let live: [bool; SEARCHES] = std::array::from_fn(|lane| state.m[lane] != 0);
-        if !live.contains(&true) {
-            break;
-        }
-        let (found, placed) = steps(&mut state, &mut stack, &forbid, full);
-        for lane in 0..SEARCHES {
-            count[lane] += found[lane] as u64;
-            totals.nodes += placed[lane] as u64;
-            if live[lane] && state.m[lane] == 0 {
-                totals.count += count[lane];
-                totals.weighted += count[lane] * weight[lane];
-                count[lane] = 0;
-                load(&mut state, &mut forbid, lane, &mut totals, &mut weight);
-            }
-        }
-    }
-    totals
+    feed::drive(&mut kernel, units)
 }
 
 /// Constants of the inner loop.
@@ -154,7 +106,7 @@ struct Group {
 /// search's completions and nodes over these steps.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512cd,bmi1,bmi2,popcnt,lzcnt")]
 fn steps(
-    state: &mut State,
+    state: &mut State<SEARCHES>,
     stack: &mut Stack,
     forbid: &Forbid,
     full: u32,
@@ -215,7 +167,9 @@ fn step(group: &mut Group, consts: &Consts, stack: &mut Stack, forbid: &Forbid) 
     let here = _mm512_add_epi32(group.stack_at, _mm512_and_si512(group.v, consts.levels));
     let rows = index(here);
     // SAFETY: `index` is below SEARCHES * LEVELS, the table's length.
-    let pair = |search: usize| unsafe { *forbid.as_ptr().add(rows[search] as usize) as i64 };
+    let pair = |search: usize| unsafe {
+        *(forbid.as_ptr() as *const u64).add(rows[search] as usize) as i64
+    };
     // Searches 0 to 7 in `low`, 8 to 15 in `high`, a pair each; then the pairs' halves apart.
     let mut low = consts.zero;
     let mut high = consts.zero;

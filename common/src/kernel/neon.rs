@@ -12,34 +12,38 @@
 
 use std::arch::aarch64::*;
 
-use super::{full_mask, next_search, Totals, Unit};
+use super::feed::{self, Kernel, State, LEVELS};
+use super::{Ready, Totals, Unit};
 
 /// Searches in flight: one per 32-bit lane of a 128-bit vector.
 const SEARCHES: usize = 4;
-/// Levels of a search's stack (a board has at most 32 rows).
-const LEVELS: usize = 32;
 /// Per search and level: c, l, r and the squares left, saved when the search leaves the level.
 type Stack = [[u32; 4]; SEARCHES * LEVELS];
-/// Per search and level, the forbidden squares of the two rows below the level (the first in the low
-/// half).
-type Forbid = [u64; SEARCHES * LEVELS];
+/// Per search, its table of forbidden squares ([`feed::pairs`]).
+type Forbid = [[u64; LEVELS]; SEARCHES];
 /// Steps between two flushes of the 32-bit counters: a step adds at most 5 nodes and 2 completions to a
 /// search, so they cannot overflow.
 const FLUSH: u32 = 1 << 16;
 
-/// The searches' registers, kept in memory between runs of the inner loop.
-#[derive(Default)]
-struct State {
-    c: [u32; SEARCHES],
-    l: [u32; SEARCHES],
-    r: [u32; SEARCHES],
-    f: [u32; SEARCHES],
-    /// Current level.
-    v: [u32; SEARCHES],
-    /// Levels with squares left (0: the search is over).
-    m: [u32; SEARCHES],
-    /// The level whose steps settle the two rows below (`u32::MAX` for an idle search).
-    tail: [u32; SEARCHES],
+/// The kernel's own memory: the searches' stacks and tables.
+struct Neon {
+    stack: Box<Stack>,
+    forbid: Box<Forbid>,
+}
+
+impl Kernel<SEARCHES> for Neon {
+    fn start(&mut self, lane: usize, ready: &Ready) {
+        feed::pairs(&ready.setup, &mut self.forbid[lane]);
+    }
+
+    fn steps(
+        &mut self,
+        state: &mut State<SEARCHES>,
+        full: u32,
+    ) -> ([u32; SEARCHES], [u32; SEARCHES]) {
+        // SAFETY: a `Neon` is only made by `run`, whose caller guarantees the CPU's features.
+        unsafe { steps(state, &mut self.stack, &self.forbid, full) }
+    }
 }
 
 /// Searches every unit (all of the same board size) and sums what they produced.
@@ -49,63 +53,11 @@ struct State {
 /// The CPU must support NEON ([`super::Variant::Neon`]`.supported()`; every aarch64 CPU does).
 #[target_feature(enable = "neon")]
 pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
-    let mut totals = Totals::default();
-    let mut units = units.peekable();
-    let Some(first) = units.peek() else {
-        return totals;
+    let mut kernel = Neon {
+        stack: Box::new([[0; 4]; SEARCHES * LEVELS]),
+        forbid: Box::new([[0; LEVELS]; SEARCHES]),
     };
-    let n = first.problem.board.n();
-    let full = full_mask(n);
-    let mut stack: Box<Stack> = Box::new([[0; 4]; SEARCHES * LEVELS]);
-    let mut forbid: Box<Forbid> = Box::new([0; SEARCHES * LEVELS]);
-    let mut state = State::default();
-    let mut weight = [0u64; SEARCHES];
-    let mut count = [0u64; SEARCHES];
-
-    let mut load = |state: &mut State,
-                    forbid: &mut Forbid,
-                    lane: usize,
-                    totals: &mut Totals,
-                    weight: &mut [u64]| {
-        match next_search(&mut units, n, full, totals) {
-            Some(ready) => {
-                let setup = &ready.setup;
-                (state.c[lane], state.l[lane], state.r[lane], state.f[lane]) =
-                    (setup.c0, setup.l0, setup.r0, ready.f0);
-                (state.v[lane], state.m[lane], state.tail[lane]) = (0, 1, setup.depth as u32 - 3);
-                let row = |level: usize| setup.forbid.get(level).map_or(0, |&row| row as u64);
-                for (level, below) in forbid[lane * LEVELS..(lane + 1) * LEVELS]
-                    .iter_mut()
-                    .enumerate()
-                {
-                    *below = row(level + 1) | row(level + 2) << 32;
-                }
-                weight[lane] = ready.weight;
-            }
-            None => (state.m[lane], state.tail[lane]) = (0, u32::MAX),
-        }
-    };
-    for lane in 0..SEARCHES {
-        load(&mut state, &mut forbid, lane, &mut totals, &mut weight);
-    }
-    loop {
-        let live: [bool; SEARCHES] = std::array::from_fn(|lane| state.m[lane] != 0);
-        if !live.contains(&true) {
-            break;
-        }
-        let (found, placed) = steps(&mut state, &mut stack, &forbid, full);
-        for lane in 0..SEARCHES {
-            count[lane] += found[lane] as u64;
-            totals.nodes += placed[lane] as u64;
-            if live[lane] && state.m[lane] == 0 {
-                totals.count += count[lane];
-                totals.weighted += count[lane] * weight[lane];
-                count[lane] = 0;
-                load(&mut state, &mut forbid, lane, &mut totals, &mut weight);
-            }
-        }
-    }
-    totals
+    feed::drive(&mut kernel, units)
 }
 
 /// Constants of the inner loop.
@@ -140,7 +92,7 @@ struct Group {
 /// search's completions and nodes over these steps.
 #[target_feature(enable = "neon")]
 fn steps(
-    state: &mut State,
+    state: &mut State<SEARCHES>,
     stack: &mut Stack,
     forbid: &Forbid,
     full: u32,
@@ -194,7 +146,9 @@ fn step(group: &mut Group, k: &Consts, stack: &mut Stack, forbid: &Forbid) -> ui
     // Each search's current level: its row in the stack and in the table of forbidden squares.
     let here = index(vaddq_u32(group.stack_at, vandq_u32(group.v, k.levels)));
     // SAFETY: `index` is below SEARCHES * LEVELS, the table's length; each load is 8 bytes.
-    let pair = |search: usize| unsafe { vld1_u64(forbid.as_ptr().add(here[search] as usize)) };
+    let pair = |search: usize| unsafe {
+        vld1_u64((forbid.as_ptr() as *const u64).add(here[search] as usize))
+    };
     let low = vreinterpretq_u32_u64(vcombine_u64(pair(0), pair(1)));
     let high = vreinterpretq_u32_u64(vcombine_u64(pair(2), pair(3)));
     // The pairs' first halves, then their second halves, searches in order.
