@@ -262,17 +262,12 @@ fn step<const TABLE: bool>(
 /// The index of the highest set bit of each element (below 2^31); garbage for 0.
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 fn highest(m: __m256i) -> __m256i {
-    // Converted to floats, values below 2^24 are exact and the exponent is the answer; so convert the
-    // top bits and the low byte apart.
-    let exponent = |x: __m256i| {
-        let bits = _mm256_castps_si256(_mm256_cvtepi32_ps(x));
-        _mm256_sub_epi32(_mm256_srli_epi32::<23>(bits), _mm256_set1_epi32(127))
-    };
-    let top = _mm256_srli_epi32::<8>(m);
-    let high = _mm256_add_epi32(exponent(top), _mm256_set1_epi32(8));
-    let low = exponent(m);
-    let small = _mm256_cmpeq_epi32(top, _mm256_setzero_si256());
-    _mm256_blendv_epi8(high, low, small)
+    // Converted to a float, the exponent is the answer, unless rounding carries into the next power of
+    // two: that needs the 24 bits below the top all set. So keep only the set bits whose upper
+    // neighbour is clear (the top among them): no two of those are adjacent, and the top one stays.
+    let tops = _mm256_andnot_si256(_mm256_srli_epi32::<1>(m), m);
+    let bits = _mm256_castps_si256(_mm256_cvtepi32_ps(tops));
+    _mm256_sub_epi32(_mm256_srli_epi32::<23>(bits), _mm256_set1_epi32(127))
 }
 
 /// Writes each search's `[c, l, r, f]` to its stack row `at` (in rows of four).
@@ -355,4 +350,37 @@ fn elements(x: __m256i) -> [u32; SEARCHES] {
 fn vector(a: &[u32; SEARCHES]) -> __m256i {
     let [a0, a1, a2, a3, a4, a5, a6, a7] = a.map(|x| x as i32);
     _mm256_setr_epi32(a0, a1, a2, a3, a4, a5, a6, a7)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The float trick against `leading_zeros`, on the masks that would round up if it kept every bit:
+    /// all ones below the top, and the top alone, for every top below bit 31; and on a spread of others.
+    #[test]
+    fn highest_is_the_top_bit_of_every_level_mask() {
+        if !super::super::Variant::Avx2.supported() {
+            return;
+        }
+        let mut masks: Vec<u32> = (0..31)
+            .flat_map(|top| [1u32 << top, (2u32 << top) - 1])
+            .collect();
+        let mut x = 0x9e37_79b9u32;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            masks.push((x >> 1).max(1));
+        }
+        for chunk in masks.chunks(SEARCHES) {
+            let mut lanes = [1u32; SEARCHES];
+            lanes[..chunk.len()].copy_from_slice(chunk);
+            // SAFETY: the CPU has the features (checked above).
+            let got = unsafe { elements(highest(vector(&lanes))) };
+            for (m, h) in lanes.iter().zip(got) {
+                assert_eq!(h, 31 - m.leading_zeros(), "mask {m:#x}");
+            }
+        }
+    }
 }
