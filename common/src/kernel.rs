@@ -394,7 +394,8 @@ fn full_mask(n: u8) -> u32 {
 pub enum Variant {
     /// [`LANES`] scalar searches stepped in turn: any CPU.
     Scalar,
-    /// Four searches in the lanes of a 128-bit vector: aarch64 (NEON, part of every aarch64 CPU).
+    /// Four searches in the lanes of a 128-bit vector: little-endian aarch64 (NEON, part of every
+    /// aarch64 CPU).
     Neon,
     /// Eight searches in the lanes of a 256-bit vector: x86-64 with AVX2, BMI1/2, POPCNT and LZCNT.
     Avx2,
