@@ -678,6 +678,8 @@ fn issue_17_bench_times_every_kernel_variant_this_cpu_runs_and_each_counts_exact
             .unwrap_or_else(|| panic!("no row {label:?} in {rows:?}"));
         assert_eq!(row["total"], "724", "{row}");
         assert_eq!(row["threads"], 1);
+        // Every row names the CPU it was measured on.
+        assert!(row["cpu"].as_str().is_some_and(|c| !c.is_empty()), "{row}");
     }
     assert!(rows.iter().any(|r| r["what"]
         .as_str()

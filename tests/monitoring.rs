@@ -93,6 +93,17 @@ fn issue_5_metrics_and_logs_tell_a_run_whose_outcome_is_known() {
         .unwrap();
     assert!(wait(&mut a, LIMIT, "worker a").success());
     let b_log = std::fs::read_to_string(dir.path().join("b.log")).unwrap();
+    // Its first line names its kernel and its CPU (speed depends on both).
+    let started = b_log
+        .lines()
+        .find(|l| l.contains("worker started"))
+        .unwrap();
+    for field in ["kernel", "cpu"] {
+        assert!(
+            log_field(started, field).is_some_and(|v| !v.is_empty()),
+            "{field}: {started}"
+        );
+    }
     let b_jobs: f64 = log_field(
         b_log
             .lines()

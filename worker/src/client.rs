@@ -199,7 +199,7 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
         config,
     };
     w.config.metrics.threads.set(w.config.threads as i64);
-    tracing::info!(worker = %w.id, coordinator = %w.config.connection.coordinator, threads = w.config.threads, gpus = w.gpus, kernel = %nqueens_common::kernel::chosen(), "worker started");
+    tracing::info!(worker = %w.id, coordinator = %w.config.connection.coordinator, threads = w.config.threads, gpus = w.gpus, kernel = %nqueens_common::kernel::chosen(), cpu = ?crate::cpu::model(), "worker started");
     if w.config.faults.any() {
         tracing::warn!(faults = ?w.config.faults, "FAULT INJECTION IS ON: this worker misbehaves on purpose");
     }

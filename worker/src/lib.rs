@@ -9,6 +9,7 @@
 
 pub mod client;
 pub mod compute;
+pub mod cpu;
 pub mod error;
 pub mod faults;
 pub mod journal;

@@ -38,6 +38,8 @@ pub struct BenchArgs {
 /// One measured row.
 #[derive(Debug, Serialize)]
 struct Row {
+    /// The machine's CPU ([`nqueens_worker::cpu::model`]): kernel speed depends on it.
+    cpu: &'static str,
     n: u32,
     what: String,
     threads: usize,
@@ -52,6 +54,7 @@ struct Row {
 /// Runs the benchmark and prints its rows.
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     if !args.json {
+        println!("cpu: {}", cpu());
         println!(
             "{:>3} {:<29} {:>7} {:>18} {:>15} {:>9} {:>10} {:>8}",
             "N", "what", "threads", "total", "nodes", "seconds", "Mnodes/s", "speedup"
@@ -203,6 +206,7 @@ fn row(
     base: Option<f64>,
 ) -> Row {
     Row {
+        cpu: cpu(),
         n,
         what: what.to_string(),
         threads,
@@ -212,6 +216,12 @@ fn row(
         mnodes_per_s: nodes as f64 / seconds / 1e6,
         speedup: base.map(|b| b / seconds),
     }
+}
+
+/// The machine's CPU, read once.
+fn cpu() -> &'static str {
+    static CPU: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CPU.get_or_init(nqueens_worker::cpu::model)
 }
 
 fn print_row(json: bool, r: &Row) -> anyhow::Result<()> {
