@@ -58,6 +58,28 @@ impl Coordinator {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        // The commit and what follows it run in a task of their own. A caller that goes away (a worker
+        // killed, a connection reset, a deadline passed) drops this future; a commit already under way
+        // must still have its effects applied in memory: a run it finished, jobs it reopened, a worker
+        // it quarantined.
+        let this = self.clone();
+        let (worker, name) = (worker.to_string(), name.to_string());
+        match tokio::spawn(async move { this.commit(&worker, &name, reports, batch).await }).await {
+            Ok(outcomes) => outcomes,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(Error::ShuttingDown),
+        }
+    }
+
+    /// Commits a validated batch durably, then applies it to the in-memory state; one outcome per
+    /// result, in order (`batch` holds every report, in order).
+    async fn commit(
+        &self,
+        worker: &str,
+        name: &str,
+        reports: Vec<Report>,
+        batch: Vec<Incoming>,
+    ) -> Result<Vec<Outcome>> {
         // A bounded number of batches wait on the committer; the rest wait here, holding nothing.
         let place = self
             .shared

@@ -427,3 +427,24 @@ async fn issue_16_a_report_that_meets_a_damaged_group_is_refused_and_degrades_st
     assert!(matches!(refused, Err(Error::Corrupt(_))), "{refused:?}");
     assert!(c.storage().degraded().is_some());
 }
+
+/// A report whose caller goes away while its batch is being committed (a worker killed, a connection
+/// reset or a deadline passed: the server drops the handler) still has its effects applied in memory once
+/// the commit is durable: the run it finishes shows as done now, not only after a restart.
+#[tokio::test(start_paused = true)]
+async fn a_report_dropped_while_its_batch_commits_still_has_its_effects_applied() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let leases = lease(&c, "gone", 4096).await;
+    let mut report = Box::pin(c.report("gone", "gone", leases.iter().map(report).collect()));
+    // One poll: the batch is checked and handed to the committer; then the caller is gone.
+    let polled = tokio::time::timeout(Duration::ZERO, &mut report).await;
+    assert!(polled.is_err(), "the commit was not awaited: {polled:?}");
+    drop(report);
+    let started = std::time::Instant::now();
+    while total(&c, &run) != (Q8, true) && started.elapsed() < Duration::from_secs(10) {
+        tokio::task::yield_now().await;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(total(&c, &run), (Q8, true));
+}
