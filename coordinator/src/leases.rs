@@ -187,20 +187,22 @@ impl Leases {
         Some(lease)
     }
 
-    /// Checks that a result for `(run, key)` may name lease `id` with `tag`: a lease of this incarnation
-    /// must have been for that job; one of an earlier incarnation must carry that job's tag.
+    /// Checks that a result for `(run, key)` may name lease `id` with `tag`: the tag must be that lease's
+    /// for that job (ids are guessable; tags need the store's secret), and a lease of this incarnation must
+    /// have been issued for that job.
     pub fn check_report(&self, id: u64, tag: u64, run: u64, key: &JobKey) -> Result<()> {
         let named = match self.active.get(&id) {
             Some(l) => Some((l.run, &l.key)),
             None => self.past.get(&id).map(|(r, k)| (*r, k)),
         };
-        let ok = match named {
-            Some((r, k)) => r == run && k == key,
-            None => {
-                let epoch = id >> SEQ_BITS;
-                epoch < self.epoch && epoch > 0 && tag == self.tag(id, run, key)
-            }
-        };
+        let ok = tag == self.tag(id, run, key)
+            && match named {
+                Some((r, k)) => r == run && k == key,
+                None => {
+                    let epoch = id >> SEQ_BITS;
+                    epoch < self.epoch && epoch > 0
+                }
+            };
         if ok {
             Ok(())
         } else {
@@ -277,11 +279,13 @@ mod tests {
         let gone = t.expire(now + Duration::from_secs(51));
         assert_eq!(gone.len(), 1);
         assert!(!t.is_leased(1, &key("0.1")));
-        // A late report under the expired lease is still recognised, for its own job only.
-        assert!(t.check_report(id, 0, 1, &key("0.1")).is_ok());
-        assert!(t.check_report(id, 0, 1, &key("0.2")).is_err());
-        t.settle(1, &key("0.1"));
+        // A late report under the expired lease is still recognised, for its own job only, with its tag.
+        let tag = t.tag(id, 1, &key("0.1"));
+        assert!(t.check_report(id, tag, 1, &key("0.1")).is_ok());
         assert!(t.check_report(id, 0, 1, &key("0.1")).is_err());
+        assert!(t.check_report(id, tag, 1, &key("0.2")).is_err());
+        t.settle(1, &key("0.1"));
+        assert!(t.check_report(id, tag, 1, &key("0.1")).is_err());
     }
 
     #[tokio::test(start_paused = true)]

@@ -448,3 +448,26 @@ async fn a_report_dropped_while_its_batch_commits_still_has_its_effects_applied(
     }
     assert_eq!(total(&c, &run), (Q8, true));
 }
+
+/// A lease of this incarnation is checked by its tag too: another worker that knows (or guesses) a live
+/// lease's id, and seals a result itself, cannot report under it with a wrong tag; the lease's holder,
+/// with the tag it was given, can.
+#[tokio::test(start_paused = true)]
+async fn a_report_under_a_live_lease_with_a_wrong_tag_is_refused_and_changes_nothing() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "a", 1).await;
+    for tag in [0, held[0].tag ^ 1] {
+        let mut borrowed = report(&held[0]);
+        borrowed.tag = tag;
+        let refused = c.report("b", "b", vec![borrowed]).await;
+        assert!(
+            matches!(refused, Err(Error::NotLeased { .. })),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0);
+    let outcomes = report_all(&c, "a", &held).await;
+    assert_eq!(outcomes, vec![Outcome::Accepted]);
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 1);
+}
