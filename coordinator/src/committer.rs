@@ -151,12 +151,13 @@ impl Committer {
         let (tx, rx) = mpsc::channel::<Request>();
         let (applied_tx, applied_rx) = mpsc::channel::<Applied>();
         let sync_store = store.clone();
-        std::thread::Builder::new()
-            .name("sync".into())
-            .spawn(move || sync_rounds(&sync_store, ledger, &applied_rx, &health))?;
+        std::thread::Builder::new().name("sync".into()).spawn({
+            let health = health.clone();
+            move || sync_rounds(&sync_store, ledger, &applied_rx, &health)
+        })?;
         std::thread::Builder::new()
             .name("commit".into())
-            .spawn(move || commit_rounds(&store, &rx, &applied_tx))?;
+            .spawn(move || commit_rounds(&store, &rx, &applied_tx, &health))?;
         Ok(Committer { tx })
     }
 
@@ -201,7 +202,12 @@ impl Committer {
 /// The commit thread: takes what has arrived (up to [`MAX_GROUP_RESULTS`] results), applies its result
 /// batches in one transaction (each in its own if that one fails, so that a bad batch fails alone), and
 /// hands the round to the sync thread.
-fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Sender<Applied>) {
+fn commit_rounds(
+    store: &Store,
+    rx: &mpsc::Receiver<Request>,
+    applied: &mpsc::Sender<Applied>,
+    health: &StorageHealth,
+) {
     let mut seq = 0;
     while let Ok(first) = rx.recv() {
         let mut round = Applied::default();
@@ -219,7 +225,7 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
                 Request::Write(write, reply) => {
                     // In arrival order: the results taken before it are applied first (a cancel or a
                     // failed job must not overtake a report that came earlier).
-                    pending.commit(store, &mut round, &mut seq);
+                    pending.commit(store, health, &mut round, &mut seq);
                     let written = apply(store, write);
                     if let Ok(Written::Run(meta)) = &written {
                         // The run's line, as it now is: a store rebuilt from the ledger alone keeps
@@ -234,7 +240,7 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
                 next = rx.try_recv().ok();
             }
         }
-        pending.commit(store, &mut round, &mut seq);
+        pending.commit(store, health, &mut round, &mut seq);
         if applied.send(round).is_err() {
             return;
         }
@@ -251,14 +257,20 @@ struct Pending {
 impl Pending {
     /// Applies the batches in one transaction (each in its own if that one fails, so that a bad batch
     /// fails alone) and adds them to `round`.
-    fn commit(&mut self, store: &Store, round: &mut Applied, seq: &mut u64) {
+    fn commit(
+        &mut self,
+        store: &Store,
+        health: &StorageHealth,
+        round: &mut Applied,
+        seq: &mut u64,
+    ) {
         if self.replies.is_empty() {
             return;
         }
         let merged = std::mem::take(&mut self.merged);
         let replies = std::mem::take(&mut self.replies);
         *seq += 1;
-        match commit(store, &merged, *seq) {
+        match commit(store, health, &merged, *seq) {
             Ok(all) => {
                 round.log(&all);
                 let lengths: Vec<usize> = replies.iter().map(|(n, _)| *n).collect();
@@ -271,7 +283,7 @@ impl Pending {
                 for (n, reply) in replies {
                     let batch: Vec<Incoming> = rest.by_ref().take(n).collect();
                     *seq += 1;
-                    let result = commit(store, &batch, *seq);
+                    let result = commit(store, health, &batch, *seq);
                     if let Ok(c) = &result {
                         round.log(c);
                     }
@@ -345,20 +357,40 @@ fn apply(store: &Store, write: Write) -> Result<Written> {
 }
 
 /// Commits one batch and, for every worker it quarantined, revokes that worker's unconfirmed results.
-fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
+fn commit(
+    store: &Store,
+    health: &StorageHealth,
+    batch: &[Incoming],
+    seq: u64,
+) -> Result<Committed> {
     let mut committed = store.commit(batch)?;
     committed.seq = seq;
     for q in committed.quarantined.clone() {
         // The batch is committed: an error now must not hide it from the ledger (its results would be
-        // answered without their second copy). The quarantine is stored; a revocation that fails here
-        // is completed at the next start (`service::revoke_quarantined`).
+        // answered without their second copy). The quarantine is stored; a revocation that fails here,
+        // or leaves out results it cannot read, is completed at the next start of the store
+        // (`service::revoke_quarantined`, after the repair from the ledger). Until then results of the
+        // worker may still be counted: storage is marked degraded, so that no more work is handed out
+        // and the store is reopened, and no run is announced finished by this commit.
+        let incomplete = |why: &str| {
+            tracing::error!(worker = %q.worker, why, "cannot take back every result of the quarantined worker now; the store is reopened to complete it");
+            health.failed(&format!(
+                "quarantined worker {:?}: its results could not all be taken back ({why}); reopening the store to complete it",
+                q.worker
+            ));
+        };
         let r = match store.revoke(&q.worker) {
             Ok(r) => r,
             Err(e) => {
-                tracing::error!(worker = %q.worker, error = %e, "cannot take back the quarantined worker's results now; done at the next start");
+                incomplete(&e.to_string());
+                committed.finished.clear();
                 continue;
             }
         };
+        if r.incomplete {
+            incomplete("some of its stored results cannot be read");
+            committed.finished.clear();
+        }
         committed.tallies.extend(r.tallies);
         committed.moved.extend(r.moved);
         committed.revoked.extend(r.revoked);
@@ -390,7 +422,7 @@ mod tests {
         }
         drop(tx);
         let (applied_tx, applied_rx) = mpsc::channel();
-        commit_rounds(store, &rx, &applied_tx);
+        commit_rounds(store, &rx, &applied_tx, &StorageHealth::default());
         let round = applied_rx.try_recv().expect("one round");
         assert!(applied_rx.try_recv().is_err(), "only one round");
         round.answer(&Ok(()));
@@ -499,7 +531,7 @@ mod tests {
         .unwrap();
         drop(tx);
         let (applied_tx, applied_rx) = mpsc::channel();
-        commit_rounds(&store, &rx, &applied_tx);
+        commit_rounds(&store, &rx, &applied_tx, &StorageHealth::default());
         let round = applied_rx.try_recv().expect("one round");
         // Nothing is answered before the sync round.
         assert!(cancel_answer.try_recv().is_err());
@@ -541,7 +573,7 @@ mod tests {
         .unwrap();
         drop(tx);
         let (applied_tx, applied_rx) = mpsc::channel();
-        commit_rounds(&store, &rx, &applied_tx);
+        commit_rounds(&store, &rx, &applied_tx, &StorageHealth::default());
         let round = applied_rx.try_recv().unwrap();
         round.answer(&Err(Error::Durability("disk full".into())));
         assert!(matches!(
@@ -570,5 +602,50 @@ mod tests {
         assert!(matches!(refused, Err(Error::Corrupt(_))), "{refused:?}");
         let why = health.degraded().expect("degraded");
         assert!(why.contains("damaged"), "{why}");
+    }
+
+    /// A quarantine whose revocation cannot take back every result of the worker (one is in a damaged
+    /// group) must not leave that result counted while the coordinator goes on: storage is marked
+    /// degraded, so that the store is reopened, repaired from the ledger and the revocation completed at
+    /// its start (`service::revoke_quarantined`).
+    #[tokio::test]
+    async fn a_revocation_left_incomplete_by_damage_degrades_storage() {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.5).unwrap();
+        let keys: Vec<JobKey> = plan.jobs().collect();
+        // A group holds the jobs that share all but their last number: the two jobs must not share one.
+        let group = |k: &JobKey| k.0[..k.0.len() - 1].to_vec();
+        let free = keys.iter().position(|k| !run.verifies(k)).unwrap();
+        let checked = keys
+            .iter()
+            .position(|k| run.verifies(k) && group(k) != group(&keys[free]))
+            .unwrap();
+        let health = Arc::new(StorageHealth::default());
+        let committer = Committer::start(store.clone(), None, health.clone()).unwrap();
+        // The liar's result of a job nobody verifies is counted; then its group is damaged.
+        committer
+            .commit(vec![incoming(run.id, &plan, free, "liar")])
+            .await
+            .unwrap();
+        store.damage_group(run.id, &keys[free]);
+        // On a verified job the liar is disproved: a, then the liar (wrong), then c decides.
+        committer
+            .commit(vec![incoming(run.id, &plan, checked, "a")])
+            .await
+            .unwrap();
+        let mut wrong = incoming(run.id, &plan, checked, "liar");
+        wrong.result.total += 1;
+        wrong.seal =
+            nqueens_common::checksum::seal(plan.fingerprint().1, &wrong.key, &wrong.result);
+        committer.commit(vec![wrong]).await.unwrap();
+        assert_eq!(health.degraded(), None);
+        let decided = committer
+            .commit(vec![incoming(run.id, &plan, checked, "c")])
+            .await
+            .unwrap();
+        assert_eq!(decided.quarantined.len(), 1, "{decided:?}");
+        let why = health.degraded().expect("degraded");
+        assert!(why.contains("liar"), "{why}");
     }
 }

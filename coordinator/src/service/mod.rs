@@ -107,6 +107,14 @@ fn revoke_quarantined(store: &Store, ledger: Option<&mut crate::ledger::Ledger>)
     let mut entries = Vec::new();
     for q in store.quarantined()? {
         let revocation = store.revoke(&q.worker)?;
+        if revocation.incomplete {
+            // The reconciliation has repaired what the ledger could: what is still unreadable may be a
+            // result of this worker, counted.
+            return Err(Error::Corrupt(format!(
+                "results of the quarantined worker {:?} cannot all be read after the repair from the ledger, so they cannot be taken back (the errors above name them)",
+                q.worker
+            )));
+        }
         if !revocation.revoked.is_empty() {
             tracing::warn!(worker = %q.worker, results = revocation.revoked.len(), "a quarantined worker's unconfirmed results were still counted (its revocation had not completed): taken back now");
         }

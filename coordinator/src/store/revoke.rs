@@ -34,12 +34,16 @@ pub struct Revocation {
     pub reopened: Vec<RunMeta>,
     /// Jobs whose state changed (`to: None`: pending again).
     pub moved: Vec<Moved>,
+    /// Stored results were left out because they cannot be read: the revocation is complete only once
+    /// the store is repaired (reopened: see `service::revoke_quarantined`).
+    pub incomplete: bool,
 }
 
 impl Store {
     /// Takes back every unconfirmed result of the worker named `worker` (see the module text).
     pub fn revoke(&self, worker: &str) -> Result<Revocation> {
         let mut counted = Vec::new();
+        let mut incomplete = false;
         for meta in self.runs()? {
             let run = meta.id;
             for item in self.results_raw(run) {
@@ -49,10 +53,12 @@ impl Store {
                     Ok((key, Ok(record))) => (key, record),
                     Ok((key, Err(e))) => {
                         tracing::error!(run, job = %key, error = %e, place = "store", "a stored result that cannot be read, left out of a revocation");
+                        incomplete = true;
                         continue;
                     }
                     Err(Error::Corrupt(e)) => {
                         tracing::error!(run, error = %e, place = "store", "a stored entry that cannot be read, left out of a revocation");
+                        incomplete = true;
                         continue;
                     }
                     Err(e) => return Err(e),
@@ -71,7 +77,10 @@ impl Store {
             }
         }
         if counted.is_empty() && recorded.is_empty() {
-            return Ok(Revocation::default());
+            return Ok(Revocation {
+                incomplete,
+                ..Revocation::default()
+            });
         }
         let trees = self.result_trees();
         let revocation = trees.transaction(|(runs, jobs, groups, workers, totals)| {
@@ -139,6 +148,9 @@ impl Store {
             }
             Ok(out)
         })?;
-        Ok(revocation)
+        Ok(Revocation {
+            incomplete,
+            ..revocation
+        })
     }
 }

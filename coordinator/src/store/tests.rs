@@ -263,6 +263,7 @@ fn revoking_a_worker_takes_back_its_unconfirmed_results_and_reopens_the_run() {
         .collect();
     assert_eq!(store.commit(&all).unwrap().finished.len(), 1);
     let r = store.revoke("liar").unwrap();
+    assert!(!r.incomplete);
     assert_eq!(r.revoked.len() as u64, run.jobs_total - 1);
     assert_eq!(r.reopened.len(), 1);
     assert_eq!(r.tallies[&run.id], store.tally(run.id).unwrap());
@@ -986,8 +987,9 @@ fn issue_16_damage_is_left_to_the_repair_by_revocations_and_removals() {
     // A revocation of a result in a damaged group is left for the repair (no error, nothing taken).
     store.damage_group(run.id, &first);
     assert!(!store.restore_revocation(run.id, &first, "w").unwrap());
-    // A quarantine's revocation skips what it cannot read and takes back the rest.
+    // A quarantine's revocation skips what it cannot read, says so, and takes back the rest.
     let revoked = store.revoke("w").unwrap();
+    assert!(revoked.incomplete);
     let unreadable = store.results_raw(run.id).count();
     assert_eq!(unreadable, 1, "the damaged group alone is left");
     let in_group = plan.jobs().filter(|k| k.0.starts_with(&prefix.0)).count();
