@@ -488,9 +488,13 @@ async fn a_quarantine_that_cannot_be_completed_at_start_refuses_the_store() {
         .iter()
         .position(|k| run.verifies(k) && group(k) != group(&keys[free]))
         .unwrap();
-    store.commit(&[incoming(run.id, &plan, free, "liar")]).unwrap();
+    store
+        .commit(&[incoming(run.id, &plan, free, "liar")])
+        .unwrap();
     store.damage_group(run.id, &keys[free]);
-    store.commit(&[incoming(run.id, &plan, checked, "a")]).unwrap();
+    store
+        .commit(&[incoming(run.id, &plan, checked, "a")])
+        .unwrap();
     let mut wrong = incoming(run.id, &plan, checked, "liar");
     wrong.result.total += 1;
     wrong.seal = seal(plan.fingerprint().1, &wrong.key, &wrong.result);
