@@ -147,24 +147,28 @@ impl Coordinator {
             .iter()
             .filter(|o| **o == Outcome::Accepted)
             .count();
-        // `batch` holds every report, in order.
+        // `batch` holds every report, in order. Nodes are credited for every result but one that differs
+        // from a done job's stored result: a result the store proves wrong proves no work either.
+        let credited: Vec<u64> = batch
+            .iter()
+            .zip(&committed.outcomes)
+            .map(|(i, o)| match o {
+                Outcome::Mismatch { .. } => 0,
+                _ => i.result.nodes,
+            })
+            .collect();
         let on_gpu = || {
-            batch
+            credited
                 .iter()
                 .zip(&reports)
                 .filter(|(_, r)| r.device.is_some())
         };
         let reported = Reported {
             jobs: batch.len() as u64,
-            nodes: batch
-                .iter()
-                .map(|i| i.result.nodes)
-                .fold(0, u64::saturating_add),
+            nodes: credited.iter().fold(0, |a, n| a.saturating_add(*n)),
             accepted: accepted as u64,
             gpu_jobs: on_gpu().count() as u64,
-            gpu_nodes: on_gpu()
-                .map(|(i, _)| i.result.nodes)
-                .fold(0, u64::saturating_add),
+            gpu_nodes: on_gpu().fold(0, |a, (n, _)| a.saturating_add(*n)),
         };
         state.workers.reported(worker, reported, now);
         for meta in &committed.reopened {
@@ -197,9 +201,9 @@ impl Coordinator {
             state.leases.settle(r.run, &r.key);
         }
         let timeout = state.leases.timeout();
-        for (inc, r) in batch.iter().zip(&reports) {
+        for ((inc, r), nodes) in batch.iter().zip(&reports).zip(&credited) {
             if let Some(live) = state.runs.get_mut(&inc.run) {
-                live.reported_by(worker, inc.result.nodes, r.device.is_some(), now, timeout);
+                live.reported_by(worker, *nodes, r.device.is_some(), now, timeout);
             }
         }
         for (run, tally) in &committed.tallies {

@@ -509,3 +509,27 @@ async fn a_quarantine_that_cannot_be_completed_at_start_refuses_the_store() {
         other => panic!("{:?}", other.map(|_| "opened")),
     }
 }
+
+/// A result that differs from a done job's stored one (a mismatch, logged at error level) credits no
+/// nodes: a worker cannot inflate its node rate, nor the run's GPU share, with results the store proves
+/// wrong.
+#[tokio::test(start_paused = true)]
+async fn a_mismatched_result_credits_no_nodes_to_its_worker_or_its_run() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "a", 1).await;
+    report_all(&c, "a", &held).await;
+    let mut inflated = report(&held[0]);
+    inflated.result.nodes = u64::MAX / 2;
+    inflated.device = Some("cuda:0".to_string());
+    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+    inflated.seal = Some(seal(plan.fingerprint().1, &held[0].key, &inflated.result));
+    let outcomes = c.report("m", "m", vec![inflated]).await.unwrap();
+    assert!(
+        matches!(outcomes[..], [Outcome::Mismatch { .. }]),
+        "{outcomes:?}"
+    );
+    let m = c.workers().into_iter().find(|w| w.id == "m").unwrap();
+    assert_eq!((m.nodes, m.gpus.nodes), (0, 0));
+    assert_ne!(c.run(&run).unwrap().gpu_share, Some(1.0));
+}
