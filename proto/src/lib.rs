@@ -34,6 +34,15 @@ pub const MAX_GPUS: u32 = 256;
 /// Longest name of the device that computed a result (`JobResult.device`).
 pub const MAX_DEVICE_LEN: usize = 64;
 
+/// Longest worker id or name the coordinator takes, in bytes.
+pub const MAX_WORKER_ID_LEN: usize = 128;
+
+/// Whether `id` may be a worker's id or name: 1 to [`MAX_WORKER_ID_LEN`] bytes, no control character
+/// (the coordinator refuses any request naming another, so a worker checks its own before it starts).
+pub fn valid_worker_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_WORKER_ID_LEN && !id.chars().any(char::is_control)
+}
+
 /// Whether `device` may name the device of a result: 1 to [`MAX_DEVICE_LEN`] letters, digits or `:._-`
 /// (the coordinator refuses a report with any other, so a worker sends only names that pass).
 pub fn valid_device(device: &str) -> bool {

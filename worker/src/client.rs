@@ -128,6 +128,22 @@ fn transient(s: &Status) -> bool {
     )
 }
 
+/// Longest worker name: its id adds the process id and a start time (up to 28 characters) and must stay
+/// within [`nqueens_proto::MAX_WORKER_ID_LEN`].
+pub const MAX_NAME_LEN: usize = nqueens_proto::MAX_WORKER_ID_LEN - 28;
+
+/// Whether the coordinator's refusal of a report of one result is about that result (a seal that fails,
+/// a run or job it does not know, a lease that does not cover it, a run cancelled or done): the result is
+/// dropped, since it would be refused forever, and its job is computed again. Any other refusal is about
+/// the request or the server (a worker name it refuses, a service it does not offer behind a proxy): the
+/// worker stops and keeps its journal.
+fn refuses_the_result(s: &Status) -> bool {
+    matches!(
+        s.code(),
+        Code::InvalidArgument | Code::NotFound | Code::FailedPrecondition
+    )
+}
+
 /// Whether the coordinator refuses this worker for good (quarantined, or a wrong token): it stops.
 fn refused(s: &Status) -> bool {
     matches!(s.code(), Code::PermissionDenied | Code::Unauthenticated)
@@ -162,6 +178,12 @@ struct Worker {
 /// Runs a worker until `shutdown` is cancelled (then hands back, finishes and reports), or, with
 /// `exit_when_idle`, until there is nothing left to lease.
 pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Summary> {
+    // Checked before anything else: a name the coordinator refuses would fail every request.
+    if config.name.len() > MAX_NAME_LEN || !nqueens_proto::valid_worker_id(&config.name) {
+        return Err(Error::BadName(
+            config.name.chars().take(MAX_NAME_LEN).collect(),
+        ));
+    }
     let (tx, mut results) = mpsc::unbounded_channel();
     let journal = config.journal.as_deref().map(Journal::open).transpose()?;
     let unreported = journal.as_ref().map(Journal::pending).unwrap_or_default();
@@ -406,7 +428,11 @@ impl Worker {
                     // is none) right away.
                     self.next_lease = Instant::now();
                 }
-                Err(s) if refused(&s) => return Err(Error::Refused(s.message().to_string())),
+                // Refused for good, or for something no retry changes (see `refuses_the_result`): stop,
+                // the journal kept for the next start.
+                Err(s) if refused(&s) || !transient(&s) => {
+                    return Err(Error::Refused(format!("{:?}: {}", s.code(), s.message())))
+                }
                 Err(s) => {
                     self.failed("report", &s);
                     return Ok(());
@@ -442,7 +468,7 @@ impl Worker {
                 }
                 Ok(())
             }
-            Err(s) if !transient(&s) => {
+            Err(s) if refuses_the_result(&s) => {
                 tracing::error!(run = %batch[0].run, job = %batch[0].job, lease = batch[0].lease, code = ?s.code(), error = %s.message(), "coordinator refused a result; dropping it");
                 self.acknowledged(batch, 0)
                     .map_err(|e| Status::internal(e.to_string()))
@@ -752,5 +778,102 @@ mod tests {
         assert_eq!(summary, Summary::default());
         // The unacknowledged result is still journaled for the next start.
         assert_eq!(Journal::open(&journal).unwrap().pending(), vec![finished]);
+    }
+
+    /// A journal holding one finished, unacknowledged result, and a worker configuration around it.
+    fn journaled(
+        dir: &std::path::Path,
+        address: String,
+        name: &str,
+    ) -> (PathBuf, Finished, WorkerConfig) {
+        let journal = dir.join("w.journal");
+        let plan = Plan::new(8, nqueens_common::Strategy::D4).unwrap();
+        let key = plan.jobs().next().unwrap();
+        let result = plan.job(&key).unwrap().run();
+        let fingerprint = plan.fingerprint().1;
+        let finished = Finished {
+            lease: 7,
+            lease_tag: 1,
+            run: "1".into(),
+            n: 8,
+            fingerprint,
+            job: key.to_string(),
+            total: result.total,
+            unique8: result.unique8,
+            nodes: result.nodes,
+            seal: nqueens_common::checksum::seal(fingerprint, &key, &result),
+            device: None,
+        };
+        Journal::open(&journal)
+            .unwrap()
+            .record(std::slice::from_ref(&finished))
+            .unwrap();
+        let config = WorkerConfig {
+            connection: Connection::new(address),
+            threads: 1,
+            name: name.into(),
+            journal: Some(journal.clone()),
+            run: None,
+            exit_when_idle: false,
+            faults: Faults::default(),
+            progress_interval: Duration::from_secs(30),
+            metrics: Arc::new(Metrics::default()),
+            gpu: GpuConfig::default(),
+        };
+        (journal, finished, config)
+    }
+
+    /// A server that answers every call UNIMPLEMENTED (a wrong address behind a proxy, another gRPC
+    /// service) refuses the worker's requests, not its results: the worker stops, naming the code, and
+    /// its journaled result stays for the next start. (It used to retry the batch result by result and
+    /// drop each one as refused.)
+    #[tokio::test]
+    async fn a_server_without_the_service_stops_the_worker_and_its_journal_keeps_its_results() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        // Only the health service: every call of the coordinator's service is UNIMPLEMENTED.
+        let (_, health) = tonic_health::server::health_reporter();
+        let server = tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(health)
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, finished, config) = journaled(dir.path(), address, "w");
+        let stopped = tokio::time::timeout(
+            Duration::from_secs(30),
+            run(config, CancellationToken::new()),
+        )
+        .await
+        .expect("the worker stops");
+        match stopped {
+            Err(Error::Refused(why)) => assert!(why.contains("Unimplemented"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(Journal::open(&journal).unwrap().pending(), vec![finished]);
+        server.abort();
+    }
+
+    /// A name the coordinator would refuse (empty, with a control character, too long for the id built
+    /// from it) stops the worker at once, before it opens its journal or calls anyone.
+    #[tokio::test]
+    async fn a_name_the_coordinator_would_refuse_stops_the_worker_before_anything() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["", "a\nb", &"x".repeat(MAX_NAME_LEN + 1)] {
+            let (journal, finished, config) =
+                journaled(dir.path(), "http://127.0.0.1:9".into(), name);
+            let stopped = run(config, CancellationToken::new()).await;
+            assert!(
+                matches!(stopped, Err(Error::BadName(_))),
+                "{name:?}: {stopped:?}"
+            );
+            assert_eq!(Journal::open(&journal).unwrap().pending(), vec![finished]);
+        }
+        let longest = "x".repeat(MAX_NAME_LEN);
+        let id = format!("{longest}-{}-{:x}", u32::MAX, u64::MAX);
+        assert!(
+            nqueens_proto::valid_worker_id(&id),
+            "the longest name makes a valid id"
+        );
     }
 }

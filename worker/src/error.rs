@@ -22,7 +22,10 @@ pub enum Error {
     /// A GPU asked for could not be opened (no runtime, no such device, the kernel did not compile).
     #[error("GPU: {0}")]
     Gpu(#[from] nqueens_gpu::GpuError),
-    /// The coordinator refused the worker for good (for example a bad worker name).
+    /// The worker's name cannot make a worker id the coordinator takes (see [`crate::client::MAX_NAME_LEN`]).
+    #[error("worker name {0:?} must be 1 to {max} printable characters", max = crate::client::MAX_NAME_LEN)]
+    BadName(String),
+    /// The coordinator refused the worker for good (for example a quarantine or a wrong token).
     #[error("the coordinator refused this worker: {0}")]
     Refused(String),
 }

@@ -27,7 +27,7 @@ pub const MAX_IDS: usize = 16_384;
 /// Longest a lease request may wait for a job.
 pub const MAX_WAIT: Duration = Duration::from_secs(10);
 /// Longest worker id or name.
-const MAX_ID_LEN: usize = 128;
+const MAX_ID_LEN: usize = nqueens_proto::MAX_WORKER_ID_LEN;
 /// Most GPUs a worker may say it computes on.
 pub const MAX_GPUS: u32 = nqueens_proto::MAX_GPUS;
 
@@ -93,7 +93,7 @@ pub struct Grant {
 
 /// Checks a worker id or name from the network.
 pub(crate) fn check_worker(what: &str, id: &str) -> Result<()> {
-    if id.is_empty() || id.len() > MAX_ID_LEN || id.chars().any(char::is_control) {
+    if !nqueens_proto::valid_worker_id(id) {
         return Err(Error::Invalid(format!(
             "{what} {:?} must be 1 to {MAX_ID_LEN} printable characters",
             truncate(id)
