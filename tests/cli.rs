@@ -757,3 +757,55 @@ fn issue_19_a_busy_port_is_named_with_its_listener() {
         "{err}"
     );
 }
+
+/// `count` runs one worker, and a verified job needs two of different names: a run submitted to the same
+/// data directory with a verify fraction (by `serve` and `submit`) cannot be finished by `count`. It
+/// refuses at once, saying why and what to do, and leaves the run as it was (it used to lease it, leave
+/// its verified jobs waiting, and stop with "local worker stopped before the run was done", every time).
+#[test]
+fn count_refuses_a_run_that_verifies_and_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let mut serve = support::Serve::start(&data, "127.0.0.1:0", "10s");
+    let submitted = support::stdout_of(support::nqueens().args([
+        "submit",
+        "9",
+        "--verify-fraction",
+        "0.5",
+        "--json",
+        "--coordinator",
+        &serve.address,
+    ]));
+    let run: serde_json::Value = serde_json::from_slice(&submitted).unwrap();
+    let run = run["run"].as_str().unwrap().to_string();
+    serve.stop();
+    let started = std::time::Instant::now();
+    let out = support::nqueens()
+        .args(["count", "9", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let cancel = format!("nqueens cancel {run}");
+    for what in [
+        format!("run {run}").as_str(),
+        "verif",
+        "two",
+        cancel.as_str(),
+    ] {
+        assert!(err.contains(what), "{what}: {err}");
+    }
+    // Nothing was leased or counted: the run is as it was, with none of its jobs done.
+    let mut serve = support::Serve::start(&data, "127.0.0.1:0", "10s");
+    let status = support::stdout_of(support::nqueens().args([
+        "status",
+        "--json",
+        "--coordinator",
+        &serve.address,
+    ]));
+    let status = String::from_utf8_lossy(&status);
+    assert!(status.contains("\"jobs_done\":0"), "{status}");
+    serve.stop();
+}

@@ -56,6 +56,20 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     let view = coordinator
         .create_run(opts.n, opts.strategy, opts.depth, Some(0.0), 0, true)
         .await?;
+    // The run of this plan may be one submitted to a coordinator on the same directory, verifying some of
+    // its jobs: each needs two workers of different names, and a local count runs one. Refused before
+    // anything is leased, saying what would finish it.
+    if !view.is_done() && view.meta.verify_fraction > 0.0 {
+        let id = view.id();
+        return Err(Error::Invalid(format!(
+            "run {id} (N = {} {}) in {} verifies {}% of its jobs, each by two workers of different names, and `count` runs one: serve the directory (`nqueens serve --data {}`) with workers of two names to finish it, or cancel it there (`nqueens cancel {id}`) to count afresh",
+            view.meta.n,
+            view.meta.strategy,
+            opts.data.display(),
+            view.meta.verify_fraction * 100.0,
+            opts.data.display(),
+        )));
+    }
     // Counting is asking for the run to go on: a run paused by an earlier `serve` is resumed.
     let view = if view.meta.paused && !view.is_done() {
         coordinator
@@ -111,12 +125,12 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     let mut changes = coordinator.subscribe();
     let id = view.id();
     let view = loop {
+        // Whether the worker is over, read before the run: a worker that ended after its last report
+        // is then seen with the run as that report left it.
+        let over = worker.is_finished();
         let view = coordinator.run(&id)?;
         progress(&view);
-        if view.is_done() || view.is_stalled() {
-            break view;
-        }
-        if worker.is_finished() {
+        if view.is_done() || view.is_stalled() || over {
             break view;
         }
         if coordinator.storage().reopen_requested() {
