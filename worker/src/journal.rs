@@ -91,6 +91,9 @@ pub struct Journal {
     _lock: File,
     pending: BTreeMap<u64, Finished>,
     damage: Damage,
+    /// A rewrite failed: `file` may be a file no longer at `path`, so nothing is appended until a
+    /// rewrite succeeds.
+    broken: bool,
 }
 
 impl Journal {
@@ -149,6 +152,7 @@ impl Journal {
             _lock: lock,
             pending,
             damage,
+            broken: false,
         })
     }
 
@@ -185,14 +189,26 @@ impl Journal {
         for id in leases {
             self.pending.remove(id);
         }
-        if self.pending.is_empty() {
+        if self.pending.is_empty() || self.broken {
+            // On failure the old file may or may not be at `path` any more (the rename may have been
+            // done): appending to it could write to no file at all.
+            self.broken = true;
             self.file = rewrite(&self.path, &self.pending)?;
+            self.broken = false;
             return Ok(());
         }
         self.append(&jsonl::encode(&Entry::Acked(leases.to_vec())))
     }
 
     fn append(&mut self, buf: &[u8]) -> Result<()> {
+        if self.broken {
+            return Err(Error::Journal(
+                self.path.clone(),
+                std::io::Error::other(
+                    "the journal could not be rewritten, so nothing more is written to it",
+                ),
+            ));
+        }
         self.file
             .append(buf)
             .map_err(|e| Error::Journal(self.path.clone(), e))
@@ -333,5 +349,30 @@ mod tests {
         let path = dir.path().join("w.journal");
         let _first = Journal::open(&path).unwrap();
         assert!(matches!(Journal::open(&path), Err(Error::JournalInUse(_))));
+    }
+
+    /// A rewrite that fails (here the rename, onto a directory standing where the file was) leaves the
+    /// journal refusing appends until a rewrite succeeds: before, later results were appended to the
+    /// replaced file, unlinked, and reported as journaled while no file held them.
+    #[test]
+    fn after_a_failed_rewrite_nothing_is_appended_to_a_file_that_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.journal");
+        let mut journal = Journal::open(&path).unwrap();
+        journal.record(&[finished(1)]).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("x"), b"x").unwrap();
+        assert!(
+            journal.ack(&[1]).is_err(),
+            "the rename onto a directory fails"
+        );
+        assert!(journal.record(&[finished(2)]).is_err());
+        // Once the path is usable again, the next rewrite succeeds and appends work again.
+        std::fs::remove_dir_all(&path).unwrap();
+        journal.ack(&[2]).unwrap();
+        journal.record(&[finished(3)]).unwrap();
+        drop(journal);
+        assert_eq!(Journal::open(&path).unwrap().pending(), vec![finished(3)]);
     }
 }
