@@ -722,42 +722,9 @@ mod tests {
             format!("http://{}", probe.local_addr().unwrap())
         };
         let dir = tempfile::tempdir().unwrap();
-        let journal = dir.path().join("w.journal");
         // One finished, unacknowledged result from an earlier start.
-        let plan = Plan::new(8, nqueens_common::Strategy::D4).unwrap();
-        let key = plan.jobs().next().unwrap();
-        let result = plan.job(&key).unwrap().run();
-        let fingerprint = plan.fingerprint().1;
-        let finished = Finished {
-            lease: 7,
-            lease_tag: 1,
-            run: "1".into(),
-            n: 8,
-            fingerprint,
-            job: key.to_string(),
-            total: result.total,
-            unique8: result.unique8,
-            nodes: result.nodes,
-            seal: nqueens_common::checksum::seal(fingerprint, &key, &result),
-            device: None,
-        };
-        Journal::open(&journal)
-            .unwrap()
-            .record(std::slice::from_ref(&finished))
-            .unwrap();
-        let metrics = Arc::new(Metrics::default());
-        let config = WorkerConfig {
-            connection: Connection::new(address),
-            threads: 1,
-            name: "w".into(),
-            journal: Some(journal.clone()),
-            run: None,
-            exit_when_idle: false,
-            faults: Faults::default(),
-            progress_interval: Duration::from_secs(30),
-            metrics: metrics.clone(),
-            gpu: GpuConfig::default(),
-        };
+        let (journal, finished, config) = journaled(dir.path(), address, "w");
+        let metrics = config.metrics.clone();
         let shutdown = CancellationToken::new();
         let worker = tokio::spawn(run(config, shutdown.clone()));
         // Two minutes of (paused, auto-advancing) time without a coordinator.
