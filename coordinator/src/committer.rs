@@ -611,39 +611,13 @@ mod tests {
     #[tokio::test]
     async fn a_revocation_left_incomplete_by_damage_degrades_storage() {
         let store = Store::temporary().unwrap();
-        let plan = Plan::new(10, Strategy::D4).unwrap();
-        let run = store.create_run(plan, 0.5).unwrap();
-        let keys: Vec<JobKey> = plan.jobs().collect();
-        // A group holds the jobs that share all but their last number: the two jobs must not share one.
-        let group = |k: &JobKey| k.0[..k.0.len() - 1].to_vec();
-        let free = keys.iter().position(|k| !run.verifies(k)).unwrap();
-        let checked = keys
-            .iter()
-            .position(|k| run.verifies(k) && group(k) != group(&keys[free]))
-            .unwrap();
+        let [a, wrong, c] = crate::store::tests::a_liar_with_a_damaged_result(&store);
         let health = Arc::new(StorageHealth::default());
         let committer = Committer::start(store.clone(), None, health.clone()).unwrap();
-        // The liar's result of a job nobody verifies is counted; then its group is damaged.
-        committer
-            .commit(vec![incoming(run.id, &plan, free, "liar")])
-            .await
-            .unwrap();
-        store.damage_group(run.id, &keys[free]);
-        // On a verified job the liar is disproved: a, then the liar (wrong), then c decides.
-        committer
-            .commit(vec![incoming(run.id, &plan, checked, "a")])
-            .await
-            .unwrap();
-        let mut wrong = incoming(run.id, &plan, checked, "liar");
-        wrong.result.total += 1;
-        wrong.seal =
-            nqueens_common::checksum::seal(plan.fingerprint().1, &wrong.key, &wrong.result);
+        committer.commit(vec![a]).await.unwrap();
         committer.commit(vec![wrong]).await.unwrap();
         assert_eq!(health.degraded(), None);
-        let decided = committer
-            .commit(vec![incoming(run.id, &plan, checked, "c")])
-            .await
-            .unwrap();
+        let decided = committer.commit(vec![c]).await.unwrap();
         assert_eq!(decided.quarantined.len(), 1, "{decided:?}");
         let why = health.degraded().expect("degraded");
         assert!(why.contains("liar"), "{why}");

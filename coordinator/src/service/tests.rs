@@ -477,31 +477,11 @@ async fn a_report_under_a_live_lease_with_a_wrong_tag_is_refused_and_changes_not
 /// worker: it may hold a wrong count, and serving it could finish a run with it.
 #[tokio::test(start_paused = true)]
 async fn a_quarantine_that_cannot_be_completed_at_start_refuses_the_store() {
-    use crate::store::tests::incoming_from as incoming;
     let store = Store::temporary().unwrap();
-    let plan = nqueens_common::Plan::new(10, Strategy::D4).unwrap();
-    let run = store.create_run(plan, 0.5).unwrap();
-    let keys: Vec<_> = plan.jobs().collect();
-    let group = |k: &nqueens_common::JobKey| k.0[..k.0.len() - 1].to_vec();
-    let free = keys.iter().position(|k| !run.verifies(k)).unwrap();
-    let checked = keys
-        .iter()
-        .position(|k| run.verifies(k) && group(k) != group(&keys[free]))
-        .unwrap();
-    store
-        .commit(&[incoming(run.id, &plan, free, "liar")])
-        .unwrap();
-    store.damage_group(run.id, &keys[free]);
-    store
-        .commit(&[incoming(run.id, &plan, checked, "a")])
-        .unwrap();
-    let mut wrong = incoming(run.id, &plan, checked, "liar");
-    wrong.result.total += 1;
-    wrong.seal = seal(plan.fingerprint().1, &wrong.key, &wrong.result);
+    let [a, wrong, c] = crate::store::tests::a_liar_with_a_damaged_result(&store);
+    store.commit(&[a]).unwrap();
     store.commit(&[wrong]).unwrap();
-    let decided = store
-        .commit(&[incoming(run.id, &plan, checked, "c")])
-        .unwrap();
+    let decided = store.commit(&[c]).unwrap();
     assert_eq!(decided.quarantined.len(), 1);
     let refused = Coordinator::open(store, Config::default());
     match refused {

@@ -52,6 +52,34 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
     }
 }
 
+/// A run of N = 10 verifying half its jobs where the worker "liar" has a counted result on a job nobody
+/// verifies (committed here, its group then damaged), and the three reports, in order, that disprove it
+/// on a verified job of another group (a; the liar, one off; c, who decides): not committed.
+pub(crate) fn a_liar_with_a_damaged_result(store: &Store) -> [Incoming; 3] {
+    let plan = Plan::new(10, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 0.5).unwrap();
+    let keys: Vec<_> = plan.jobs().collect();
+    // A group holds the jobs that share all but their last number: the two jobs must not share one.
+    let group = |k: &nqueens_common::JobKey| k.0[..k.0.len() - 1].to_vec();
+    let free = keys.iter().position(|k| !run.verifies(k)).unwrap();
+    let checked = keys
+        .iter()
+        .position(|k| run.verifies(k) && group(k) != group(&keys[free]))
+        .unwrap();
+    store
+        .commit(&[incoming_from(run.id, &plan, free, "liar")])
+        .unwrap();
+    store.damage_group(run.id, &keys[free]);
+    let mut wrong = incoming_from(run.id, &plan, checked, "liar");
+    wrong.result.total += 1;
+    wrong.seal = seal(plan.fingerprint().1, &wrong.key, &wrong.result);
+    [
+        incoming_from(run.id, &plan, checked, "a"),
+        wrong,
+        incoming_from(run.id, &plan, checked, "c"),
+    ]
+}
+
 #[test]
 fn results_commit_once_and_the_last_one_finishes_the_run() {
     let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
