@@ -309,15 +309,6 @@ impl Coordinator {
                 Ok(key)
             })
             .collect::<Result<Vec<JobKey>>>()?;
-        // A job already done only gets its result compared, whatever lease it names. The store is read
-        // before the state lock is taken (no disk I/O under it), and once more, with the lock released,
-        // for a lease the check refuses: the job may have been settled in between.
-        let settled = keys
-            .iter()
-            .zip(&runs)
-            .map(|(key, &(run, ..))| self.shared.store.is_settled(run, key))
-            .collect::<Result<Vec<bool>>>()
-            .inspect_err(|e| self.note_damage(e))?;
         // Every lease is checked (in memory), a done job's too: its result needs none, but one whose
         // job is open again by the commit (a revocation in between) counts only under a checked lease.
         let checked: Vec<Result<()>> = {
@@ -334,10 +325,11 @@ impl Coordinator {
             .zip(keys)
             .zip(&runs)
             .zip(checked)
-            .zip(&settled)
-            .map(|((((r, key), &(run, ..)), check), &done)| {
+            .map(|(((r, key), &(run, ..)), check)| {
                 let lease_checked = check.is_ok();
-                if let (Err(refused), false) = (check, done) {
+                // A job already done only gets its result compared, whatever lease it names: the store
+                // is read (with the state lock released) only for a result whose lease check failed.
+                if let Err(refused) = check {
                     if !self
                         .shared
                         .store
