@@ -132,6 +132,12 @@ fn transient(s: &Status) -> bool {
 /// within [`nqueens_proto::MAX_WORKER_ID_LEN`].
 pub const MAX_NAME_LEN: usize = nqueens_proto::MAX_WORKER_ID_LEN - 28;
 
+/// A worker process's id: its name, process id and start time (`-` and at most 10 digits, `-` and at most
+/// 16 hex digits: the 28 characters [`MAX_NAME_LEN`] leaves).
+fn worker_id(name: &str, pid: u32, started_ns: u64) -> String {
+    format!("{name}-{pid}-{started_ns:x}")
+}
+
 /// Whether the coordinator's refusal of a report of one result is about that result (a seal that fails,
 /// a run or job it does not know, a lease that does not cover it, a run cancelled or done): the result is
 /// dropped, since it would be refused forever, and its job is computed again. Any other refusal is about
@@ -195,13 +201,12 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
     let gpus = devices.len();
     let now = Instant::now();
     let mut w = Worker {
-        id: format!(
-            "{}-{}-{:x}",
-            config.name,
+        id: worker_id(
+            &config.name,
             std::process::id(),
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
+                .map_or(0, |d| d.as_nanos() as u64),
         ),
         client: connect(&config.connection)?,
         pool: ComputePool::new(config.threads, devices, tx),
@@ -430,7 +435,7 @@ impl Worker {
                 }
                 // Refused for good, or for something no retry changes (see `refuses_the_result`): stop,
                 // the journal kept for the next start.
-                Err(s) if refused(&s) || !transient(&s) => {
+                Err(s) if !transient(&s) => {
                     return Err(Error::Refused(format!("{:?}: {}", s.code(), s.message())))
                 }
                 Err(s) => {
@@ -451,7 +456,7 @@ impl Worker {
             match self.lease(want).await {
                 Ok(()) => self.succeeded(),
                 Err(s) if transient(&s) => self.failed("lease", &s),
-                Err(s) => return Err(Error::Refused(s.message().to_string())),
+                Err(s) => return Err(Error::Refused(format!("{:?}: {}", s.code(), s.message()))),
             }
         }
         Ok(())
@@ -462,7 +467,7 @@ impl Worker {
     async fn report(&mut self, batch: &[Finished]) -> std::result::Result<(), Status> {
         match self.send_report(batch).await {
             Err(s) if refused(&s) => Err(s),
-            Err(s) if !transient(&s) && batch.len() > 1 => {
+            Err(s) if refuses_the_result(&s) && batch.len() > 1 => {
                 for one in batch {
                     Box::pin(self.report(std::slice::from_ref(one))).await?;
                 }
@@ -829,7 +834,12 @@ mod tests {
         for name in ["", "a\nb", &"x".repeat(MAX_NAME_LEN + 1)] {
             let (journal, finished, config) =
                 journaled(dir.path(), "http://127.0.0.1:9".into(), name);
-            let stopped = run(config, CancellationToken::new()).await;
+            let stopped = tokio::time::timeout(
+                Duration::from_secs(30),
+                run(config, CancellationToken::new()),
+            )
+            .await
+            .expect("the worker stops at once");
             assert!(
                 matches!(stopped, Err(Error::BadName(_))),
                 "{name:?}: {stopped:?}"
@@ -837,7 +847,7 @@ mod tests {
             assert_eq!(Journal::open(&journal).unwrap().pending(), vec![finished]);
         }
         let longest = "x".repeat(MAX_NAME_LEN);
-        let id = format!("{longest}-{}-{:x}", u32::MAX, u64::MAX);
+        let id = worker_id(&longest, u32::MAX, u64::MAX);
         assert!(
             nqueens_proto::valid_worker_id(&id),
             "the longest name makes a valid id"

@@ -86,14 +86,13 @@ pub struct Damage {
 /// The journal file and what it holds unacknowledged, by lease id.
 pub struct Journal {
     path: PathBuf,
-    file: Appender,
+    /// The file being appended to; `None` after a rewrite that failed (the file it had may be no longer
+    /// at `path`), until a rewrite succeeds.
+    file: Option<Appender>,
     /// Held for the journal's life: the lock against a second worker.
     _lock: File,
     pending: BTreeMap<u64, Finished>,
     damage: Damage,
-    /// A rewrite failed: `file` may be a file no longer at `path`, so nothing is appended until a
-    /// rewrite succeeds.
-    broken: bool,
 }
 
 impl Journal {
@@ -148,11 +147,10 @@ impl Journal {
         let file = rewrite(path, &pending)?;
         Ok(Journal {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
             _lock: lock,
             pending,
             damage,
-            broken: false,
         })
     }
 
@@ -189,28 +187,26 @@ impl Journal {
         for id in leases {
             self.pending.remove(id);
         }
-        if self.pending.is_empty() || self.broken {
+        if self.pending.is_empty() || self.file.is_none() {
             // On failure the old file may or may not be at `path` any more (the rename may have been
             // done): appending to it could write to no file at all.
-            self.broken = true;
-            self.file = rewrite(&self.path, &self.pending)?;
-            self.broken = false;
+            self.file = None;
+            self.file = Some(rewrite(&self.path, &self.pending)?);
             return Ok(());
         }
         self.append(&jsonl::encode(&Entry::Acked(leases.to_vec())))
     }
 
     fn append(&mut self, buf: &[u8]) -> Result<()> {
-        if self.broken {
+        let Some(file) = self.file.as_mut() else {
             return Err(Error::Journal(
                 self.path.clone(),
                 std::io::Error::other(
                     "the journal could not be rewritten, so nothing more is written to it",
                 ),
             ));
-        }
-        self.file
-            .append(buf)
+        };
+        file.append(buf)
             .map_err(|e| Error::Journal(self.path.clone(), e))
     }
 }

@@ -511,5 +511,9 @@ async fn a_mismatched_result_credits_no_nodes_to_its_worker_or_its_run() {
     );
     let m = c.workers().into_iter().find(|w| w.id == "m").unwrap();
     assert_eq!((m.nodes, m.gpus.nodes), (0, 0));
-    assert_ne!(c.run(&run).unwrap().gpu_share, Some(1.0));
+    assert_eq!(
+        c.run(&run).unwrap().gpu_share,
+        Some(0.0),
+        "a's CPU nodes only"
+    );
 }
