@@ -84,16 +84,22 @@ impl Applied {
     /// What the store said was damaged in this round, if anything: a commit or write that met a record
     /// it cannot read.
     fn damage(&self) -> Option<String> {
-        let results = self.results.iter().map(|(r, _)| r.as_ref().err());
+        // A commit whose quarantine's revocation left results it cannot read counts as damage too.
+        let results = self.results.iter().map(|(r, _)| match r {
+            Ok(c) => c.incomplete.clone(),
+            Err(Error::Corrupt(why)) => Some(why.clone()),
+            Err(_) => None,
+        });
         let writes = self.writes.iter().flat_map(|(w, _)| match w {
             Err(e) => vec![Some(e)],
             Ok(Written::Failed(each)) => each.iter().map(|r| r.as_ref().err()).collect(),
             Ok(Written::Run(_)) => Vec::new(),
         });
-        results.chain(writes).flatten().find_map(|e| match e {
+        let writes = writes.flatten().filter_map(|e| match e {
             Error::Corrupt(why) => Some(why.clone()),
             _ => None,
-        })
+        });
+        results.flatten().chain(writes).next()
     }
 
     /// The ledger lines of a commit: the results it counted and those it revoked.
@@ -151,13 +157,12 @@ impl Committer {
         let (tx, rx) = mpsc::channel::<Request>();
         let (applied_tx, applied_rx) = mpsc::channel::<Applied>();
         let sync_store = store.clone();
-        std::thread::Builder::new().name("sync".into()).spawn({
-            let health = health.clone();
-            move || sync_rounds(&sync_store, ledger, &applied_rx, &health)
-        })?;
+        std::thread::Builder::new()
+            .name("sync".into())
+            .spawn(move || sync_rounds(&sync_store, ledger, &applied_rx, &health))?;
         std::thread::Builder::new()
             .name("commit".into())
-            .spawn(move || commit_rounds(&store, &rx, &applied_tx, &health))?;
+            .spawn(move || commit_rounds(&store, &rx, &applied_tx))?;
         Ok(Committer { tx })
     }
 
@@ -202,12 +207,7 @@ impl Committer {
 /// The commit thread: takes what has arrived (up to [`MAX_GROUP_RESULTS`] results), applies its result
 /// batches in one transaction (each in its own if that one fails, so that a bad batch fails alone), and
 /// hands the round to the sync thread.
-fn commit_rounds(
-    store: &Store,
-    rx: &mpsc::Receiver<Request>,
-    applied: &mpsc::Sender<Applied>,
-    health: &StorageHealth,
-) {
+fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Sender<Applied>) {
     let mut seq = 0;
     while let Ok(first) = rx.recv() {
         let mut round = Applied::default();
@@ -225,7 +225,7 @@ fn commit_rounds(
                 Request::Write(write, reply) => {
                     // In arrival order: the results taken before it are applied first (a cancel or a
                     // failed job must not overtake a report that came earlier).
-                    pending.commit(store, health, &mut round, &mut seq);
+                    pending.commit(store, &mut round, &mut seq);
                     let written = apply(store, write);
                     if let Ok(Written::Run(meta)) = &written {
                         // The run's line, as it now is: a store rebuilt from the ledger alone keeps
@@ -240,7 +240,7 @@ fn commit_rounds(
                 next = rx.try_recv().ok();
             }
         }
-        pending.commit(store, health, &mut round, &mut seq);
+        pending.commit(store, &mut round, &mut seq);
         if applied.send(round).is_err() {
             return;
         }
@@ -257,20 +257,14 @@ struct Pending {
 impl Pending {
     /// Applies the batches in one transaction (each in its own if that one fails, so that a bad batch
     /// fails alone) and adds them to `round`.
-    fn commit(
-        &mut self,
-        store: &Store,
-        health: &StorageHealth,
-        round: &mut Applied,
-        seq: &mut u64,
-    ) {
+    fn commit(&mut self, store: &Store, round: &mut Applied, seq: &mut u64) {
         if self.replies.is_empty() {
             return;
         }
         let merged = std::mem::take(&mut self.merged);
         let replies = std::mem::take(&mut self.replies);
         *seq += 1;
-        match commit(store, health, &merged, *seq) {
+        match commit(store, &merged, *seq) {
             Ok(all) => {
                 round.log(&all);
                 let lengths: Vec<usize> = replies.iter().map(|(n, _)| *n).collect();
@@ -283,7 +277,7 @@ impl Pending {
                 for (n, reply) in replies {
                     let batch: Vec<Incoming> = rest.by_ref().take(n).collect();
                     *seq += 1;
-                    let result = commit(store, health, &batch, *seq);
+                    let result = commit(store, &batch, *seq);
                     if let Ok(c) = &result {
                         round.log(c);
                     }
@@ -357,12 +351,7 @@ fn apply(store: &Store, write: Write) -> Result<Written> {
 }
 
 /// Commits one batch and, for every worker it quarantined, revokes that worker's unconfirmed results.
-fn commit(
-    store: &Store,
-    health: &StorageHealth,
-    batch: &[Incoming],
-    seq: u64,
-) -> Result<Committed> {
+fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
     let mut committed = store.commit(batch)?;
     committed.seq = seq;
     for q in committed.quarantined.clone() {
@@ -370,35 +359,34 @@ fn commit(
         // answered without their second copy). The quarantine is stored; a revocation that fails here,
         // or leaves out results it cannot read, is completed at the next start of the store
         // (`service::revoke_quarantined`, after the repair from the ledger). Until then results of the
-        // worker may still be counted: storage is marked degraded, so that no more work is handed out
-        // and the store is reopened, and no run is announced finished by this commit.
-        let incomplete = |why: &str| {
+        // worker may still be counted: the round reports it as damage (see `Applied::damage`), so that
+        // storage is marked degraded and the store reopened.
+        let left = match store.revoke(&q.worker) {
+            Ok(r) => {
+                committed.tallies.extend(r.tallies);
+                committed.moved.extend(r.moved);
+                committed.revoked.extend(r.revoked);
+                committed.reopened.extend(r.reopened);
+                // A run this very commit finished may have just been reopened.
+                committed
+                    .finished
+                    .retain(|f| !committed.reopened.iter().any(|o| o.id == f.id));
+                r.incomplete
+                    .then(|| "some of its stored results cannot be read".to_string())
+            }
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(why) = left {
             tracing::error!(worker = %q.worker, why, "cannot take back every result of the quarantined worker now; the store is reopened to complete it");
-            health.failed(&format!(
-                "quarantined worker {:?}: its results could not all be taken back ({why}); reopening the store to complete it",
+            committed.incomplete = Some(format!(
+                "quarantined worker {:?}: its results could not all be taken back ({why})",
                 q.worker
             ));
-        };
-        let r = match store.revoke(&q.worker) {
-            Ok(r) => r,
-            Err(e) => {
-                incomplete(&e.to_string());
-                committed.finished.clear();
-                continue;
-            }
-        };
-        if r.incomplete {
-            incomplete("some of its stored results cannot be read");
-            committed.finished.clear();
         }
-        committed.tallies.extend(r.tallies);
-        committed.moved.extend(r.moved);
-        committed.revoked.extend(r.revoked);
-        committed.reopened.extend(r.reopened);
-        // A run this very commit finished may have just been reopened.
-        committed
-            .finished
-            .retain(|f| !committed.reopened.iter().any(|o| o.id == f.id));
+    }
+    if committed.incomplete.is_some() {
+        // Any run it finished may still count a result of the worker: none is announced finished.
+        committed.finished.clear();
     }
     Ok(committed)
 }
@@ -422,7 +410,7 @@ mod tests {
         }
         drop(tx);
         let (applied_tx, applied_rx) = mpsc::channel();
-        commit_rounds(store, &rx, &applied_tx, &StorageHealth::default());
+        commit_rounds(store, &rx, &applied_tx);
         let round = applied_rx.try_recv().expect("one round");
         assert!(applied_rx.try_recv().is_err(), "only one round");
         round.answer(&Ok(()));
@@ -531,7 +519,7 @@ mod tests {
         .unwrap();
         drop(tx);
         let (applied_tx, applied_rx) = mpsc::channel();
-        commit_rounds(&store, &rx, &applied_tx, &StorageHealth::default());
+        commit_rounds(&store, &rx, &applied_tx);
         let round = applied_rx.try_recv().expect("one round");
         // Nothing is answered before the sync round.
         assert!(cancel_answer.try_recv().is_err());
@@ -573,7 +561,7 @@ mod tests {
         .unwrap();
         drop(tx);
         let (applied_tx, applied_rx) = mpsc::channel();
-        commit_rounds(&store, &rx, &applied_tx, &StorageHealth::default());
+        commit_rounds(&store, &rx, &applied_tx);
         let round = applied_rx.try_recv().unwrap();
         round.answer(&Err(Error::Durability("disk full".into())));
         assert!(matches!(

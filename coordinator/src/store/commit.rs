@@ -104,6 +104,9 @@ pub struct Committed {
     pub reopened: Vec<RunMeta>,
     /// The commit thread's sequence number: tallies of a later commit supersede earlier ones.
     pub seq: u64,
+    /// Why a revocation this commit's quarantine started could not take back every result (set by the
+    /// commit thread): the store is damaged until it is reopened and repaired.
+    pub incomplete: Option<String>,
 }
 
 impl Committed {
