@@ -1,9 +1,10 @@
 //! An operator's controls of a run: cancel, pause, resume and priority. Each is written through the
 //! committer (store and ledger, in order with the results; one control at a time, so that memory takes
-//! them in the store's order), then applied in memory: a cancelled run's leases end at once and heartbeats name them to their workers. Also
-//! the listing of a run's jobs in one state (failed, disputed, verifying), read with the lock released.
+//! them in the store's order), then applied in memory, even if its caller has gone away meanwhile: a
+//! cancelled run's leases end at once and heartbeats name them to their workers. Also the listing of a
+//! run's jobs in one state (failed, disputed, verifying), read with the lock released.
 
-use super::{lookup, Coordinator, RunView};
+use super::{lookup, to_the_end, Coordinator, RunView};
 use crate::committer::Write;
 use crate::error::{Error, Result};
 use crate::store::{Control, JobListing, JobState};
@@ -23,6 +24,12 @@ impl Coordinator {
                 "not changing runs while the coordinator cannot write its store ({why}); try again once it serves"
             )));
         }
+        let this = self.clone();
+        to_the_end(async move { this.apply(run, change).await }).await
+    }
+
+    /// Writes `change` to run `run` through the committer, then applies it in memory.
+    async fn apply(&self, run: u64, change: Control) -> Result<RunView> {
         let _one_at_a_time = self.shared.control.lock().await;
         let meta = self
             .shared

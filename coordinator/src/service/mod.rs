@@ -313,7 +313,7 @@ impl Coordinator {
 
     /// Creates a run at `priority` (`verify_fraction` of its jobs computed twice; default
     /// [`DEFAULT_VERIFY_FRACTION`]), or with `reuse` returns the newest existing run with the same plan
-    /// that is not cancelled.
+    /// that is not cancelled: refused if it verifies less than a `verify_fraction` asked.
     pub async fn create_run(
         &self,
         n: u32,
@@ -323,6 +323,7 @@ impl Coordinator {
         priority: i32,
         reuse: bool,
     ) -> Result<RunView> {
+        let asked = verify_fraction;
         let verify_fraction = verify_fraction.unwrap_or(DEFAULT_VERIFY_FRACTION);
         crate::store::check_verify_fraction(verify_fraction)?;
         let plan = match depth {
@@ -341,7 +342,18 @@ impl Coordinator {
                 .rev()
                 .find(|r| r.plan == plan && !r.meta.is_cancelled())
             {
-                return Ok(self.view(&state, run));
+                // Never a run verified less than asked: its count would be trusted more than it is.
+                match asked {
+                    Some(f) if run.meta.verify_fraction < f => {
+                        return Err(Error::Invalid(format!(
+                            "run {} of the same plan verifies {}% of its jobs, less than the {}% asked: submit without --reuse for a new run, or reuse it without --verify-fraction",
+                            run.meta.id,
+                            run.meta.verify_fraction * 100.0,
+                            f * 100.0
+                        )))
+                    }
+                    _ => return Ok(self.view(&state, run)),
+                }
             }
         }
         // A run created now could be acknowledged and then lost with the unsynced writes the reopen
@@ -351,7 +363,13 @@ impl Coordinator {
                 "not creating runs while the coordinator cannot write its store ({why}); try again once it serves"
             )));
         }
-        // The plan is enumerated here (seconds at N = 28), the records written by the committer.
+        let this = self.clone();
+        to_the_end(async move { this.create(plan, verify_fraction, priority).await }).await
+    }
+
+    /// Enumerates `plan` (seconds at N = 28), writes the run through the committer, then adds it to
+    /// memory.
+    async fn create(&self, plan: Plan, verify_fraction: f64, priority: i32) -> Result<RunView> {
         let stopping = self.shared.stopping.clone();
         let (jobs_total, fingerprint) = tokio::task::spawn_blocking(move || {
             plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, stopping)
@@ -402,6 +420,20 @@ impl Coordinator {
         let state = self.state();
         let run = lookup(&state, id)?;
         Ok(self.view(&state, run))
+    }
+}
+
+/// Runs `work` to its end in a task of its own, whatever becomes of the caller. A handler whose caller
+/// goes away (a worker killed, a connection reset, a deadline passed) is dropped where it waits; a write
+/// already handed to the committer still becomes durable, and its effects in memory (a run finished or
+/// created, a run cancelled, jobs reopened, a worker quarantined) must follow it, not wait for a restart.
+async fn to_the_end<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    match tokio::spawn(work).await {
+        Ok(done) => done,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Err(Error::ShuttingDown),
     }
 }
 

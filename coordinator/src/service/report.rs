@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::lease::{check_device, check_worker};
 use super::workers::{Contact, Reported};
-use super::{lookup, truncate, Coordinator};
+use super::{lookup, to_the_end, truncate, Coordinator};
 use crate::error::{Error, Result};
 use crate::store::{Incoming, JobState, Outcome};
 
@@ -58,17 +58,9 @@ impl Coordinator {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
-        // The commit and what follows it run in a task of their own. A caller that goes away (a worker
-        // killed, a connection reset, a deadline passed) drops this future; a commit already under way
-        // must still have its effects applied in memory: a run it finished, jobs it reopened, a worker
-        // it quarantined.
         let this = self.clone();
         let (worker, name) = (worker.to_string(), name.to_string());
-        match tokio::spawn(async move { this.commit(&worker, &name, reports, batch).await }).await {
-            Ok(outcomes) => outcomes,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(_) => Err(Error::ShuttingDown),
-        }
+        to_the_end(async move { this.commit(&worker, &name, reports, batch).await }).await
     }
 
     /// Commits a validated batch durably, then applies it to the in-memory state; one outcome per

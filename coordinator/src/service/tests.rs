@@ -517,3 +517,114 @@ async fn a_mismatched_result_credits_no_nodes_to_its_worker_or_its_run() {
         "a's CPU nodes only"
     );
 }
+
+/// Polls `call` until the store shows `written`, then drops it: the caller is gone.
+async fn drop_once_stored<F: std::future::Future>(call: F, written: impl Fn() -> bool) {
+    let mut call = Box::pin(call);
+    let started = std::time::Instant::now();
+    while !written() {
+        let polled = tokio::time::timeout(Duration::ZERO, &mut call).await;
+        assert!(polled.is_err(), "the call ended before the store was seen");
+        assert!(started.elapsed() < Duration::from_secs(10), "never stored");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(call);
+}
+
+/// Waits (in real time, at most ten seconds) until `done`.
+async fn until(done: impl Fn() -> bool) -> bool {
+    let started = std::time::Instant::now();
+    while !done() && started.elapsed() < Duration::from_secs(10) {
+        tokio::task::yield_now().await;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    done()
+}
+
+/// A cancel whose caller goes away once the store holds it (an operator's Ctrl-C, a deadline) still ends
+/// the run in memory: no more leases, the live ones ended. Before, the run stayed cancelled in the store
+/// and leasing in memory until a restart.
+#[tokio::test(start_paused = true)]
+async fn a_cancel_dropped_while_it_commits_still_ends_the_run_in_memory() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let id: u64 = run.parse().unwrap();
+    let held = lease(&c, "a", 1).await;
+    assert_eq!(held.len(), 1);
+    let store = c.shared.store.clone();
+    drop_once_stored(c.control(&run, crate::store::Control::Cancel), || {
+        store.run(id).unwrap().unwrap().is_cancelled()
+    })
+    .await;
+    assert!(
+        until(|| c.run(&run).unwrap().meta.is_cancelled()).await,
+        "memory never took the cancel"
+    );
+    assert_eq!(c.run(&run).unwrap().jobs_leased, 0);
+    assert!(lease(&c, "b", 16).await.is_empty());
+}
+
+/// A CreateRun whose caller goes away once the store holds the run still adds it to memory: it is
+/// listed, leased and found by a retry with reuse (which would otherwise create a second run).
+#[tokio::test(start_paused = true)]
+async fn a_run_created_for_a_caller_gone_mid_commit_is_served() {
+    let c = coordinator();
+    let store = c.shared.store.clone();
+    drop_once_stored(
+        c.create_run(8, Strategy::D4, None, Some(0.0), 0, true),
+        || !store.runs().unwrap().is_empty(),
+    )
+    .await;
+    assert!(
+        until(|| c.runs().len() == 1).await,
+        "memory never took the run"
+    );
+    let again = c
+        .create_run(8, Strategy::D4, None, Some(0.0), 0, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.runs().unwrap().len(),
+        1,
+        "the retry created a second run"
+    );
+    assert_eq!(again.id(), c.runs()[0].id());
+    assert!(!lease(&c, "a", 1).await.is_empty());
+}
+
+/// A reuse never returns a run verified less than asked: `submit --reuse --verify-fraction 0.5` over a
+/// run of the same plan verifying none is refused, naming the run and both fractions, and creates
+/// nothing. A run verified as much or more is returned, as is any run when no fraction is asked.
+#[tokio::test(start_paused = true)]
+async fn a_reuse_asking_for_more_verification_than_the_run_has_is_refused() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let refused = c
+        .create_run(8, Strategy::D4, None, Some(0.5), 0, true)
+        .await;
+    match refused {
+        Err(Error::Invalid(why)) => {
+            assert!(why.contains(&format!("run {run}")), "{why}");
+            assert!(why.contains("50%") && why.contains("0%"), "{why}");
+        }
+        other => panic!("{:?}", other.map(|v| v.id())),
+    }
+    assert_eq!(c.runs().len(), 1);
+    for asked in [None, Some(0.0)] {
+        let reused = c.create_run(8, Strategy::D4, None, asked, 0, true).await;
+        assert_eq!(reused.unwrap().id(), run);
+    }
+    let verified = c
+        .create_run(8, Strategy::D4, None, Some(0.5), 0, false)
+        .await
+        .unwrap();
+    let reused = c
+        .create_run(8, Strategy::D4, None, Some(0.25), 0, true)
+        .await;
+    assert_eq!(
+        reused.unwrap().id(),
+        verified.id(),
+        "the newest, verified enough"
+    );
+    assert_eq!(c.runs().len(), 2);
+}
