@@ -604,6 +604,13 @@ fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() 
     // A batch size out of range is refused by the parser.
     let out = nqueens(&["count", "10", "--gpu", "--gpu-batch", "0"]);
     assert_eq!(out.status.code(), Some(2));
+    // So is a launch timeout out of range, or not a duration.
+    for timeout in ["0s", "31d", "soon"] {
+        let out = nqueens(&["count", "10", "--gpu", "--gpu-timeout", timeout]);
+        assert_eq!(out.status.code(), Some(2), "--gpu-timeout {timeout}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--gpu-timeout"), "{err}");
+    }
 }
 
 #[test]

@@ -62,6 +62,10 @@ pub struct GpuConfig {
     pub devices: Option<String>,
     /// Jobs per launch.
     pub batch: usize,
+    /// How long one launch may run before the device is taken for hung: its jobs are then computed on
+    /// the CPU and the device is used no more (a hung driver would otherwise hold its leases, heartbeated,
+    /// for ever).
+    pub timeout: Duration,
 }
 
 impl Default for GpuConfig {
@@ -70,6 +74,7 @@ impl Default for GpuConfig {
         GpuConfig {
             devices: None,
             batch: DEFAULT_GPU_BATCH,
+            timeout: DEFAULT_GPU_TIMEOUT,
         }
     }
 }
@@ -78,12 +83,18 @@ impl Default for GpuConfig {
 /// device, so this only needs to cover the launch overhead and the tail of a batch.
 pub const DEFAULT_GPU_BATCH: usize = 64;
 
+/// How long one GPU launch may run unless told otherwise (`--gpu-timeout`): a hung device costs an hour,
+/// not the run. A launch takes about its batch's CPU time divided by the device's speed-up over a core;
+/// jobs larger than that allows need a longer timeout, and the worker warns when a launch has run half
+/// of it.
+pub const DEFAULT_GPU_TIMEOUT: Duration = Duration::from_secs(3600);
+
 /// Opens the configured GPUs (compiling the kernel for each), on a blocking thread.
 async fn open_devices(config: &GpuConfig, metrics: &Arc<Metrics>) -> Result<Vec<Device>> {
     let Some(spec) = config.devices.clone() else {
         return Ok(Vec::new());
     };
-    let batch = config.batch.max(1);
+    let (batch, timeout) = (config.batch.max(1), config.timeout);
     let gpus = tokio::task::spawn_blocking(move || nqueens_gpu::open(Some(&spec)))
         .await
         .map_err(|e| Error::Gpu(nqueens_gpu::GpuError::NoDevice(e.to_string())))??;
@@ -97,6 +108,7 @@ async fn open_devices(config: &GpuConfig, metrics: &Arc<Metrics>) -> Result<Vec<
             gpu,
             batch,
             metrics: metrics.clone(),
+            timeout,
         })
         .collect())
 }

@@ -1,13 +1,15 @@
 //! The compute pool of a networked worker: dedicated OS threads that take leased jobs from a queue and
 //! send each result back to the async client loop, so heartbeats and reports never wait behind the search.
 //! A GPU gets a thread of its own that takes jobs a batch at a time; a batch the device fails (or answers
-//! implausibly) is computed on the CPU instead, and a device that fails three batches in a row is given
-//! up for the CPU. Jobs still in the queue have not started and can be taken back (to hand them back on
+//! implausibly) is computed on the CPU instead, and a device that fails three batches in a row, or one
+//! launch that runs past its timeout (a hung driver), is given up for the CPU. Jobs still in the queue have not started and can be taken back (to hand them back on
 //! shutdown).
 
 use std::collections::VecDeque;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use nqueens_common::{Job, JobResult};
 use nqueens_gpu::Gpu;
@@ -23,6 +25,10 @@ pub struct Device {
     pub gpu: Gpu,
     pub batch: usize,
     pub metrics: Arc<Metrics>,
+    /// How long a launch may run before the device is taken for hung ([`GpuConfig::timeout`]).
+    ///
+    /// [`GpuConfig::timeout`]: crate::GpuConfig::timeout
+    pub timeout: Duration,
 }
 
 /// Where a job was computed: `None` for the CPU, else the GPU's label (`cuda:0`, `opencl:1`).
@@ -162,12 +168,20 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
 
 /// A GPU's thread: up to a batch of jobs per launch, each result checked by the engine; a failed batch
 /// is computed here on the CPU, and after [`GPU_STRIKES`] failed batches in a row the thread goes on as
-/// a CPU thread.
-fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, mut device: Device) {
+/// a CPU thread. The launches themselves run on a thread of their own ([`launcher`]): a launch that runs
+/// past the device's timeout (a hung driver) is given up, its batch computed here on the CPU, and the
+/// thread goes on as a CPU thread, leaving the launcher behind.
+fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device: Device) {
     let mut strikes = 0;
+    let info = device.gpu.info().clone();
     // The name results carry; one the coordinator would refuse (none today) is left off them.
-    let label = device.gpu.info().label();
+    let label = info.label();
     let label: Option<Arc<str>> = nqueens_proto::valid_device(&label).then(|| label.into());
+    let Some((launch, answers)) = launcher(device.gpu) else {
+        tracing::error!(device = %info, "cannot start the GPU's launch thread; computing on the CPU instead");
+        device.metrics.gpus.dec();
+        return compute(shared, results);
+    };
     loop {
         let tasks: Vec<Task<L>> = {
             let mut q = shared.lock();
@@ -183,18 +197,31 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, mut de
                 q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let jobs: Vec<&Job> = tasks.iter().map(|t| &t.job).collect();
-        let (computed, source) = match nqueens_gpu::run_jobs(&mut device.gpu, &jobs) {
-            Ok(r) => {
+        let jobs: Vec<Job> = tasks.iter().map(|t| t.job.clone()).collect();
+        let answer = match launch.send(jobs) {
+            Ok(()) => wait(&answers, device.timeout, &info, tasks.len()),
+            Err(_) => None,
+        };
+        let (computed, source) = match answer {
+            Some(Ok(r)) => {
                 strikes = 0;
                 device.metrics.gpu_jobs.inc_by(r.len() as u64);
                 (r, label.clone())
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 strikes += 1;
                 device.metrics.gpu_failures.inc();
-                tracing::warn!(device = %device.gpu.info(), jobs = jobs.len(), strikes, error = %e, "GPU batch failed; computing it on the CPU");
-                (jobs.iter().map(|j| j.run()).collect(), None)
+                tracing::warn!(device = %info, jobs = tasks.len(), strikes, error = %e, "GPU batch failed; computing it on the CPU");
+                if strikes >= GPU_STRIKES {
+                    tracing::error!(device = %info, "GPU failed {GPU_STRIKES} batches in a row; computing on the CPU instead");
+                }
+                (tasks.iter().map(|t| t.job.run()).collect(), None)
+            }
+            // Hung, or its launch thread gone (`wait` said which): given up at once.
+            None => {
+                strikes = GPU_STRIKES;
+                device.metrics.gpu_failures.inc();
+                (tasks.iter().map(|t| t.job.run()).collect(), None)
             }
         };
         {
@@ -205,9 +232,60 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, mut de
             }
         }
         if strikes >= GPU_STRIKES {
-            tracing::error!(device = %device.gpu.info(), "GPU failed {GPU_STRIKES} batches in a row; computing on the CPU instead");
             device.metrics.gpus.dec();
             return compute(shared, results);
+        }
+    }
+}
+
+/// What a launch thread answers: a batch's results, or why the device failed it.
+type Answer = Result<Vec<JobResult>, nqueens_gpu::GpuError>;
+
+/// Starts a thread that owns `gpu` and runs each batch sent to it, answering on the channel returned.
+/// It ends when the sender is dropped, or when its answer finds nobody waiting (after a launch given up
+/// for hung: whatever it computed then is not used). `None` if no thread could be started.
+fn launcher(mut gpu: Gpu) -> Option<(Sender<Vec<Job>>, Receiver<Answer>)> {
+    let (launch, batches) = std::sync::mpsc::channel::<Vec<Job>>();
+    let (answer, answers) = std::sync::mpsc::channel::<Answer>();
+    let name = format!("gpu-launch-{}", gpu.info().label());
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            while let Ok(jobs) = batches.recv() {
+                if answer.send(nqueens_gpu::run_jobs(&mut gpu, &jobs)).is_err() {
+                    return;
+                }
+            }
+        })
+        .ok()?;
+    Some((launch, answers))
+}
+
+/// Waits for the answer to a launch of `jobs` jobs, at most `timeout`, warning when half of it has
+/// passed. `None` (logged at error level) if the launch ran past `timeout` or its thread is gone.
+fn wait(
+    answers: &Receiver<Answer>,
+    timeout: Duration,
+    info: &nqueens_gpu::DeviceInfo,
+    jobs: usize,
+) -> Option<Answer> {
+    let half = timeout / 2;
+    let answer = answers.recv_timeout(half).or_else(|e| match e {
+        RecvTimeoutError::Timeout => {
+            tracing::warn!(device = %info, jobs, running = ?half, timeout = ?timeout, "GPU launch has run half of its timeout (--gpu-timeout)");
+            answers.recv_timeout(timeout - half)
+        }
+        RecvTimeoutError::Disconnected => Err(e),
+    });
+    match answer {
+        Ok(answer) => Some(answer),
+        Err(RecvTimeoutError::Timeout) => {
+            tracing::error!(device = %info, jobs, timeout = ?timeout, "GPU launch ran past its timeout (--gpu-timeout): the device is taken for hung; computing its batch, and from now on everything, on the CPU");
+            None
+        }
+        Err(RecvTimeoutError::Disconnected) => {
+            tracing::error!(device = %info, jobs, "the GPU's launch thread is gone; computing its batch, and from now on everything, on the CPU");
+            None
         }
     }
 }
@@ -311,6 +389,7 @@ mod tests {
                         gpu: Gpu::new(Box::new(Broken(info, launched.clone()))),
                         batch: 2,
                         metrics: metrics.clone(),
+                        timeout: std::time::Duration::from_secs(60),
                     }
                 })
                 .collect();
@@ -369,6 +448,91 @@ mod tests {
         }
     }
 
+    /// A device whose launch never returns (a hung driver) until the test lets it go.
+    struct Hung(
+        nqueens_gpu::DeviceInfo,
+        Mutex<std::sync::mpsc::Receiver<()>>,
+    );
+
+    impl nqueens_gpu::Launch for Hung {
+        fn info(&self) -> &nqueens_gpu::DeviceInfo {
+            &self.0
+        }
+        fn launch(
+            &mut self,
+            seeds: &[u32],
+            _: &[u32],
+            _: &[u32],
+            _: u32,
+        ) -> Result<Vec<u64>, nqueens_gpu::GpuError> {
+            let _ = self.1.lock().unwrap().recv();
+            Ok(vec![0; seeds.len() / 2])
+        }
+    }
+
+    /// A launch that runs past the device's timeout is given up: its jobs are computed on the CPU and the
+    /// device is used no more. Before, the worker waited for it for ever, heartbeating its leases, and the
+    /// run stalled. The pool still joins: the hung launch is left behind, not waited for.
+    #[test]
+    fn a_launch_that_never_returns_is_given_up_for_the_cpu() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let metrics = Arc::new(Metrics::default());
+        let info = nqueens_gpu::DeviceInfo {
+            backend: nqueens_gpu::Backend::Cuda,
+            index: 0,
+            name: "hung".into(),
+            threads: 4,
+        };
+        let device = Device {
+            gpu: Gpu::new(Box::new(Hung(info, Mutex::new(hold)))),
+            batch: 2,
+            metrics: metrics.clone(),
+            timeout: std::time::Duration::from_millis(200),
+        };
+        metrics.gpus.set(1);
+        // No CPU thread: the GPU's thread must take over.
+        let pool = ComputePool::new(0, vec![device], tx);
+        let keys: Vec<_> = plan.jobs().collect();
+        for (i, key) in keys.iter().enumerate() {
+            pool.submit(Task {
+                lease: i,
+                job: plan.job(key).unwrap(),
+            });
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut total = 0;
+        for _ in 0..keys.len() {
+            let (task, r, source) = loop {
+                match rx.try_recv() {
+                    Ok(done) => break done,
+                    Err(_) if std::time::Instant::now() < deadline => {
+                        std::thread::sleep(std::time::Duration::from_millis(5))
+                    }
+                    Err(_) => panic!("jobs stuck behind a launch that never returns"),
+                }
+            };
+            assert_eq!(source, None, "the CPU's");
+            assert_eq!(r, task.job.run(), "job {}", task.job.key());
+            total += r.total;
+        }
+        assert_eq!(total, 724, "every job counted exactly");
+        assert_eq!(metrics.gpus.get(), 0, "the device given up");
+        assert_eq!(metrics.gpu_failures.get(), 1);
+        let (joined, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            pool.join();
+            let _ = joined.send(());
+        });
+        assert!(
+            done.recv_timeout(std::time::Duration::from_secs(10))
+                .is_ok(),
+            "the pool waits for the hung launch"
+        );
+        drop(release);
+    }
+
     #[test]
     fn a_gpu_computes_batches_exactly() {
         // PoCL's CPU device where installed (CI installs it); otherwise this says it was skipped.
@@ -387,6 +551,7 @@ mod tests {
             gpu,
             batch: 7,
             metrics: metrics.clone(),
+            timeout: std::time::Duration::from_secs(600),
         };
         let pool = ComputePool::new(0, vec![device], tx);
         let keys: Vec<_> = plan.jobs().collect();

@@ -56,6 +56,10 @@ pub struct GpuArgs {
     /// Jobs per GPU launch.
     #[arg(long, value_name = "JOBS", default_value_t = nqueens_worker::DEFAULT_GPU_BATCH, value_parser = batch)]
     pub gpu_batch: usize,
+    /// How long one GPU launch may run before the device is taken for hung: its batch, and from then on
+    /// everything, is computed on the CPU (1s to 30d; e.g. 90m).
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = gpu_timeout)]
+    pub gpu_timeout: Duration,
 }
 
 impl GpuArgs {
@@ -64,6 +68,7 @@ impl GpuArgs {
         GpuConfig {
             devices: self.gpu.clone(),
             batch: self.gpu_batch,
+            timeout: self.gpu_timeout,
         }
     }
 
@@ -86,6 +91,15 @@ fn batch(s: &str) -> Result<usize, String> {
         Ok(n) if (1..=1024).contains(&n) => Ok(n),
         Ok(_) => Err("must be 1 to 1024".into()),
         Err(_) => Err(format!("{s:?} is not a whole number of jobs")),
+    }
+}
+
+fn gpu_timeout(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim()).map_err(|e| format!("{s:?}: {e}"))?;
+    if (Duration::from_secs(1)..=Duration::from_secs(30 * 86_400)).contains(&d) {
+        Ok(d)
+    } else {
+        Err("must be 1s to 30d".into())
     }
 }
 
