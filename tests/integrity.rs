@@ -351,3 +351,91 @@ fn finished_after_upgrade(name: &str, kept: u64, old: impl Fn(&str)) -> tempfile
     audited(&data);
     dir
 }
+
+/// Backups are taken only of a directory that passes the audit, and never leave a partial file where a
+/// good one was: an export of a store whose ledger disagrees with it (here the ledger's last result line cut
+/// off) is refused, and the previous export at `--out` is kept whole. Found by a review
+/// (2026-11-24): export read the store alone, after none of the start's repairs, and truncated `--out`
+/// before writing.
+#[test]
+fn an_export_of_a_directory_that_fails_its_audit_is_refused_and_keeps_the_previous_backup() {
+    let p = pristine();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    copy_dir(&p.path, &data);
+    let backup = dir.path().join("backup.jsonl");
+    let out = support::nqueens()
+        .args(["export", "--data"])
+        .arg(&data)
+        .arg("--out")
+        .arg(&backup)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let good = std::fs::read(&backup).unwrap();
+    // The last line (a result's) cut off whole: the ledger is one result short of the store.
+    edit_ledger(&data, |mut bytes| {
+        let end = bytes[..bytes.len() - 1]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .unwrap();
+        bytes.truncate(end + 1);
+        bytes
+    });
+    let out = support::nqueens()
+        .args(["export", "--data"])
+        .arg(&data)
+        .arg("--out")
+        .arg(&backup)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("disagree"), "{err}");
+    assert_eq!(
+        std::fs::read(&backup).unwrap(),
+        good,
+        "the previous backup kept whole"
+    );
+}
+
+/// An import of a file that is not there is refused and creates nothing (it imported an empty ledger
+/// and said "audit passed"); an import into a directory that holds a ledger but no store is refused
+/// (it replaced that ledger, the only copy of its results, with the import's).
+#[test]
+fn an_import_of_a_missing_file_or_over_a_lone_ledger_is_refused() {
+    let p = pristine();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("imported");
+    let out = support::nqueens()
+        .args(["import", "--data"])
+        .arg(&target)
+        .arg(dir.path().join("typo.jsonl"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("typo.jsonl"), "{err}");
+    assert!(!target.exists(), "nothing created");
+    let lone = dir.path().join("lone");
+    std::fs::create_dir_all(&lone).unwrap();
+    std::fs::copy(ledger(&p.path), ledger(&lone)).unwrap();
+    let before = std::fs::read(ledger(&lone)).unwrap();
+    let backup = dir.path().join("backup.jsonl");
+    std::fs::copy(ledger(&p.path), &backup).unwrap();
+    let out = support::nqueens()
+        .args(["import", "--data"])
+        .arg(&lone)
+        .arg(&backup)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ledger") && err.contains("serve"), "{err}");
+    assert_eq!(std::fs::read(ledger(&lone)).unwrap(), before);
+    assert!(!lone.join("db").exists(), "no store created");
+}

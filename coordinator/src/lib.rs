@@ -19,6 +19,7 @@ mod leases;
 pub mod ledger;
 mod live;
 pub mod metrics;
+pub mod offline;
 pub mod progress;
 pub mod reconcile;
 mod rpc_timer;

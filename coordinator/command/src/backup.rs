@@ -3,7 +3,6 @@
 //! a data directory whose coordinator is stopped (the store is locked while one runs; the ledger,
 //! `DATA/results.jsonl`, can be copied at any time).
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,6 +12,7 @@ use nqueens_common::JobKey;
 use serde::Serialize;
 
 use nqueens_coordinator::ledger::{self, LedgerView, LEDGER_FILE};
+use nqueens_coordinator::offline;
 use nqueens_coordinator::store::{JobState, ResultRecord, Store};
 
 /// Results restored per transaction.
@@ -67,19 +67,32 @@ fn open_existing(dir: &Path) -> anyhow::Result<Store> {
     Ok(Store::open(dir)?)
 }
 
-/// Writes the export.
+/// Writes the export, of a directory that passes the audit only ([`offline::check`]: a store that the
+/// coordinator's next start would correct is not backed up as it is). A file at `--out` is replaced
+/// whole once the export is complete and synced, never left partial.
 pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
-    let store = open_existing(&data_dir(&args.data))?;
+    let dir = data_dir(&args.data);
+    let store = open_existing(&dir)?;
     if let Some(run) = args.run {
         if store.run(run)?.is_none() {
             anyhow::bail!("no run {run} in this store");
         }
     }
+    offline::check(&store, &dir)
+        .map_err(|e| anyhow::anyhow!("{e}; nothing exported (`nqueens audit` says the same)"))?;
     let results = match &args.out {
         Some(path) => {
-            let mut out = std::io::BufWriter::new(File::create(path)?);
+            let parent = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            let partial = tempfile::NamedTempFile::new_in(parent)?;
+            let mut out = std::io::BufWriter::new(partial);
             let n = ledger::export(&store, args.run, &mut out)?;
-            out.into_inner()?.sync_all()?;
+            let partial = out.into_inner().map_err(|e| e.into_error())?;
+            partial.as_file().sync_all()?;
+            partial.persist(path).map_err(|e| e.error)?;
+            File::open(parent)?.sync_all()?;
             n
         }
         None => ledger::export(&store, args.run, &mut std::io::stdout().lock())?,
@@ -91,6 +104,18 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
 /// Rebuilds a store from an export or a ledger, then audits it. Every line's checksum and every result's
 /// seal is checked first: a file with damaged lines is refused, naming them, and nothing is imported.
 pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
+    // A missing file reads as an empty ledger: named here instead of imported as nothing.
+    std::fs::metadata(&args.file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.file.display()))?;
+    // A ledger without its store is the only copy of its results: the store is rebuilt from it by
+    // starting the coordinator, never replaced by an import's.
+    if args.data.join(LEDGER_FILE).exists() && !args.data.join("db").exists() {
+        anyhow::bail!(
+            "{} holds a ledger ({LEDGER_FILE}) but no store: start the coordinator on it (`nqueens serve --data {}`) to rebuild the store from its ledger, or import into another directory",
+            args.data.display(),
+            args.data.display()
+        );
+    }
     let view = LedgerView::read(&args.file)?;
     if let Some(first) = view.damaged.first() {
         anyhow::bail!(
@@ -155,43 +180,10 @@ struct AuditOutput {
 pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
     let dir = data_dir(&args.data);
     let store = open_existing(&dir)?;
-    let lines = store.audit()?;
-    let path = dir.join(LEDGER_FILE);
-    if !path.exists() {
-        anyhow::bail!("{} has no ledger ({LEDGER_FILE})", dir.display());
-    }
-    // Both ways: every result of the store is in the ledger and every result of the ledger in the store.
-    let view = LedgerView::read(&path)?;
-    if let Some(first) = view.damaged.first() {
-        anyhow::bail!(
-            "the ledger has {} damaged lines (first: {first}); start the coordinator to repair it from the store",
-            view.damaged.len()
-        );
-    }
-    let mut agreed: HashMap<u64, u64> = HashMap::new();
-    for meta in store.runs()? {
-        if !view.runs.contains_key(&meta.id) {
-            anyhow::bail!(
-                "run {}: the store holds it but the ledger does not",
-                meta.id
-            );
-        }
-        let diff = ledger::compare(&store, &meta, &view)?;
-        if !diff.is_empty() {
-            anyhow::bail!(
-                "run {}: the store and the ledger disagree: {} results only in the store, {} only in the ledger, {} different, {} damaged in the store; start the coordinator to reconcile them",
-                meta.id,
-                diff.store_only.len(),
-                diff.ledger_only.len(),
-                diff.conflicting.len(),
-                diff.damaged.len()
-            );
-        }
-        agreed.insert(meta.id, view.count(meta.id));
-    }
-    if let Some(id) = view.runs.keys().find(|id| !agreed.contains_key(id)) {
-        anyhow::bail!("run {id}: the ledger holds it but the store does not; start the coordinator to restore it");
-    }
+    let offline::Checked {
+        lines,
+        ledger_results: agreed,
+    } = offline::check(&store, &dir)?;
     let mut out = std::io::stdout().lock();
     for line in lines {
         let meta = store

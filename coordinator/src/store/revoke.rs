@@ -42,40 +42,11 @@ pub struct Revocation {
 impl Store {
     /// Takes back every unconfirmed result of the worker named `worker` (see the module text).
     pub fn revoke(&self, worker: &str) -> Result<Revocation> {
-        let mut counted = Vec::new();
-        let mut incomplete = false;
-        for meta in self.runs()? {
-            let run = meta.id;
-            for item in self.results_raw(run) {
-                // A result that cannot be read is damage: the next start removes it and restores the
-                // ledger's copy, then completes this revocation (see `revoke_quarantined`).
-                let (key, record) = match item {
-                    Ok((key, Ok(record))) => (key, record),
-                    Ok((key, Err(e))) => {
-                        tracing::error!(run, job = %key, error = %e, place = "store", "a stored result that cannot be read, left out of a revocation");
-                        incomplete = true;
-                        continue;
-                    }
-                    Err(Error::Corrupt(e)) => {
-                        tracing::error!(run, error = %e, place = "store", "a stored entry that cannot be read, left out of a revocation");
-                        incomplete = true;
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                if record.worker == worker && record.confirmed_by.is_empty() {
-                    counted.push(job_key(run, &key));
-                }
-            }
-        }
-        let mut recorded = Vec::new();
-        for kv in self.jobs.iter() {
-            let (k, v) = kv?;
-            let record: JobRecord = decode("job", &v)?;
-            if record.state.is_open() && record.computed_by(worker) {
-                recorded.push(k);
-            }
-        }
+        let Revocable {
+            counted,
+            recorded,
+            incomplete,
+        } = self.revocable(worker)?;
         if counted.is_empty() && recorded.is_empty() {
             return Ok(Revocation {
                 incomplete,
@@ -121,10 +92,10 @@ impl Store {
                     _ => Some(JobState::Disputed),
                 };
                 match to {
-                    None => jobs.remove(k.as_ref())?,
+                    None => jobs.remove(k.as_slice())?,
                     Some(state) => {
                         record.state = state;
-                        jobs.insert(k.as_ref(), encode(&record))?
+                        jobs.insert(k.as_slice(), encode(&record))?
                     }
                 };
                 if from != to {
@@ -153,4 +124,72 @@ impl Store {
             ..revocation
         })
     }
+
+    /// What revoking `worker` would take back, read without changing anything.
+    fn revocable(&self, worker: &str) -> Result<Revocable> {
+        let mut counted = Vec::new();
+        let mut incomplete = false;
+        for meta in self.runs()? {
+            let run = meta.id;
+            for item in self.results_raw(run) {
+                // A result that cannot be read is damage: the next start removes it and restores the
+                // ledger's copy, then completes this revocation (see `revoke_quarantined`).
+                let (key, record) = match item {
+                    Ok((key, Ok(record))) => (key, record),
+                    Ok((key, Err(e))) => {
+                        tracing::error!(run, job = %key, error = %e, place = "store", "a stored result that cannot be read, left out of a revocation");
+                        incomplete = true;
+                        continue;
+                    }
+                    Err(Error::Corrupt(e)) => {
+                        tracing::error!(run, error = %e, place = "store", "a stored entry that cannot be read, left out of a revocation");
+                        incomplete = true;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                if record.worker == worker && record.confirmed_by.is_empty() {
+                    counted.push(job_key(run, &key));
+                }
+            }
+        }
+        let mut recorded = Vec::new();
+        for kv in self.jobs.iter() {
+            let (k, v) = kv?;
+            let record: JobRecord = decode("job", &v)?;
+            if record.state.is_open() && record.computed_by(worker) {
+                recorded.push(k.to_vec());
+            }
+        }
+        Ok(Revocable {
+            counted,
+            recorded,
+            incomplete,
+        })
+    }
+
+    /// The quarantined workers whose revocation has not completed (a write that failed, or a crash,
+    /// between the quarantine and the revocation; the coordinator's next start completes it), each with
+    /// how many of its unconfirmed results are still counted. A store for which this is not empty may hold
+    /// a wrong count: `export` and `audit` refuse it.
+    pub fn unrevoked_quarantines(&self) -> Result<Vec<(String, usize)>> {
+        let mut left = Vec::new();
+        for q in self.quarantined()? {
+            let r = self.revocable(&q.worker)?;
+            if r.incomplete || !r.counted.is_empty() || !r.recorded.is_empty() {
+                left.push((q.worker, r.counted.len()));
+            }
+        }
+        Ok(left)
+    }
+}
+
+/// What a revocation would take back.
+struct Revocable {
+    /// Keys of the worker's counted results that nobody confirmed.
+    counted: Vec<Vec<u8>>,
+    /// Keys of open jobs that hold a result of the worker.
+    recorded: Vec<Vec<u8>>,
+    /// Some stored results could not be read.
+    incomplete: bool,
 }

@@ -1,0 +1,170 @@
+//! The offline check of a stopped coordinator's data directory (`nqueens audit`, and `nqueens export`
+//! before it writes a line): the store's totals against its results, no quarantine left half done, and
+//! the ledger holding exactly the store's results. A directory that fails it may hold a count that the
+//! coordinator's next start would correct; it is not audited, nor backed up, until then.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::ledger::{self, LedgerView, LEDGER_FILE};
+use crate::store::{AuditLine, Store};
+
+/// A data directory that passed the check.
+#[derive(Debug)]
+pub struct Checked {
+    /// Per run, its totals as the sum of its results.
+    pub lines: Vec<AuditLine>,
+    /// Per run, its results in the ledger (the same as the store's).
+    pub ledger_results: HashMap<u64, u64>,
+}
+
+/// Checks the store of `dir` (opened by the caller) and its ledger; an error names the first thing wrong
+/// and what repairs it.
+pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
+    let lines = store.audit()?;
+    // A quarantine's revocation that did not complete (a failed write, or a crash, in between) leaves
+    // the liar's unconfirmed results counted, the totals still agreeing with them.
+    if let Some((worker, counted)) = store.unrevoked_quarantines()?.into_iter().next() {
+        return Err(Error::Corrupt(format!(
+            "the quarantined worker {worker:?} still has {counted} unconfirmed results counted (its revocation did not complete); start the coordinator once to take them back"
+        )));
+    }
+    let path = dir.join(LEDGER_FILE);
+    if !path.exists() {
+        return Err(Error::Corrupt(format!(
+            "{} has no ledger ({LEDGER_FILE}); start the coordinator once to write it from the store",
+            dir.display()
+        )));
+    }
+    // Both ways: every result of the store is in the ledger and every result of the ledger in the store.
+    let view = LedgerView::read(&path)?;
+    if let Some(first) = view.damaged.first() {
+        return Err(Error::Corrupt(format!(
+            "the ledger has {} damaged lines (first: {first}); start the coordinator to repair it from the store",
+            view.damaged.len()
+        )));
+    }
+    let mut ledger_results = HashMap::new();
+    for meta in store.runs()? {
+        if !view.runs.contains_key(&meta.id) {
+            return Err(Error::Corrupt(format!(
+                "run {}: the store holds it but the ledger does not; start the coordinator to reconcile them",
+                meta.id
+            )));
+        }
+        let diff = ledger::compare(store, &meta, &view)?;
+        if !diff.is_empty() {
+            return Err(Error::Corrupt(format!(
+                "run {}: the store and the ledger disagree: {} results only in the store, {} only in the ledger, {} different, {} damaged in the store; start the coordinator to reconcile them",
+                meta.id,
+                diff.store_only.len(),
+                diff.ledger_only.len(),
+                diff.conflicting.len(),
+                diff.damaged.len()
+            )));
+        }
+        ledger_results.insert(meta.id, view.count(meta.id));
+    }
+    if let Some(id) = view.runs.keys().find(|id| !ledger_results.contains_key(id)) {
+        return Err(Error::Corrupt(format!(
+            "run {id}: the ledger holds it but the store does not; start the coordinator to restore it"
+        )));
+    }
+    Ok(Checked {
+        lines,
+        ledger_results,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::incoming_from;
+    use nqueens_common::checksum::seal;
+    use nqueens_common::{Plan, Strategy};
+
+    /// A directory where the worker "liar" was quarantined (disproved on a verified job) and the
+    /// revocation that should follow never ran: two of its unconfirmed results still counted, the
+    /// totals agreeing with them, the ledger written from the store.
+    fn a_quarantine_not_revoked(dir: &Path) -> Store {
+        let store = Store::open(dir).unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.5).unwrap();
+        let keys: Vec<_> = plan.jobs().collect();
+        let verified = (0..keys.len()).find(|&i| run.verifies(&keys[i])).unwrap();
+        let plain: Vec<usize> = (0..keys.len())
+            .filter(|&i| !run.verifies(&keys[i]))
+            .collect();
+        store
+            .commit(&[
+                incoming_from(run.id, &plan, plain[0], "liar"),
+                incoming_from(run.id, &plan, plain[1], "liar"),
+                incoming_from(run.id, &plan, plain[2], "a"),
+            ])
+            .unwrap();
+        let mut lie = incoming_from(run.id, &plan, verified, "liar");
+        lie.result.total += 1;
+        lie.seal = seal(plan.fingerprint().1, &lie.key, &lie.result);
+        store.commit(&[lie]).unwrap();
+        store
+            .commit(&[incoming_from(run.id, &plan, verified, "a")])
+            .unwrap();
+        let decided = store
+            .commit(&[incoming_from(run.id, &plan, verified, "b")])
+            .unwrap();
+        assert_eq!(decided.quarantined.len(), 1);
+        store.flush().unwrap();
+        ledger::rewrite(&dir.join(LEDGER_FILE), &store).unwrap();
+        store
+    }
+
+    /// Found by a review (2026-11-24): `audit` passed such a directory and `export` wrote the liar's
+    /// results out, and an import of that export (which carries no quarantine) counted them for good.
+    #[test]
+    fn a_quarantine_left_unrevoked_fails_the_check_naming_the_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        match check(&store, dir.path()) {
+            Err(Error::Corrupt(why)) => {
+                assert!(
+                    why.contains("\"liar\"") && why.contains("2 unconfirmed"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        // Once the revocation has run (as the coordinator's start does), the directory passes.
+        let revoked = store.revoke("liar").unwrap();
+        assert_eq!(revoked.revoked.len(), 2);
+        store.flush().unwrap();
+        ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
+        let checked = check(&store, dir.path()).unwrap();
+        assert_eq!(checked.lines[0].tally.jobs, 2);
+        assert_eq!(checked.ledger_results[&checked.lines[0].run], 2);
+    }
+
+    /// A ledger that disagrees with the store (here it still holds the liar's results the store gave
+    /// back) fails the check, as does a directory without a ledger.
+    #[test]
+    fn a_ledger_that_disagrees_with_the_store_or_none_fails_the_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        store.flush().unwrap();
+        match check(&store, dir.path()) {
+            Err(Error::Corrupt(why)) => {
+                assert!(
+                    why.contains("disagree") && why.contains("2 only in the ledger"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_file(dir.path().join(LEDGER_FILE)).unwrap();
+        match check(&store, dir.path()) {
+            Err(Error::Corrupt(why)) => assert!(why.contains("no ledger"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
