@@ -816,3 +816,63 @@ fn count_refuses_a_run_that_verifies_and_says_what_to_do() {
     assert!(status.contains("\"jobs_done\":0"), "{status}");
     serve.stop();
 }
+
+/// Flag values that no machine can honour are refused by the parser (exit code 2, the flag named),
+/// before anything starts: they panicked (a semaphore too large, a thread that cannot be spawned) or
+/// started a coordinator no client could reach (a token with a newline, from a secret file, that no
+/// client can send). Found by a review, 2026-11-24.
+#[test]
+fn absurd_flag_values_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let data = data.to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &[
+                "serve",
+                "--data",
+                data,
+                "--max-in-flight",
+                "18446744073709551615",
+            ],
+            "--max-in-flight",
+        ),
+        (&["serve", "--data", data, "--token", "abc\n"], "--token"),
+        (
+            &["serve", "--data", data, "--token", "caf\u{e9}"],
+            "--token",
+        ),
+        (&["serve", "--data", data, "--token", " padded"], "--token"),
+        (
+            &["bench", "10", "--threads", "1000000", "--no-baseline"],
+            "--threads",
+        ),
+    ];
+    for (args, flag) in cases {
+        let mut child = support::nqueens()
+            .args(args)
+            .env_remove("NQUEENS_TOKEN")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A value taken would start a server: bounded, it is killed and the case fails.
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(20) {
+                child.kill().unwrap();
+                panic!("{args:?}: accepted, and it started");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert!(
+            !std::path::Path::new(data).exists(),
+            "{args:?}: the data directory was touched"
+        );
+    }
+}

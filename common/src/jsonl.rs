@@ -133,6 +133,27 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<Line<T>, String> {
     }
 }
 
+/// Skips the rest of a line, through its newline (or to the end of the file), a buffer at a time: an
+/// endless line (a zeroed region has no newline) costs no memory. Returns the bytes skipped.
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<u64> {
+    let mut skipped = 0u64;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(skipped);
+        }
+        let (used, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        reader.consume(used);
+        skipped += used as u64;
+        if done {
+            return Ok(skipped);
+        }
+    }
+}
+
 /// Reads every line of `reader`, handing each entry to `each` with its line number.
 pub fn scan<T: DeserializeOwned>(
     reader: impl Read,
@@ -171,9 +192,8 @@ pub fn scan_with<T>(
                     offset,
                     reason: format!("longer than {MAX_LINE} bytes"),
                 });
-                let mut skipped = Vec::new();
-                let more = reader.read_until(b'\n', &mut skipped)?;
-                offset += (read + more) as u64;
+                let more = skip_line(&mut reader)?;
+                offset += read as u64 + more;
                 continue;
             }
             scan.torn = Some(offset);
@@ -453,5 +473,60 @@ mod tests {
         let (got, _) = read_all(&std::fs::read(&path).unwrap());
         assert_eq!(got, vec![(1, Line::Verified(E { a: 9 }))]);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
+
+#[cfg(test)]
+mod endless {
+    use super::*;
+
+    /// `len` bytes of `fill` without a newline, then `rest`: produced as read, never held whole.
+    struct Endless {
+        left: u64,
+        rest: std::io::Cursor<Vec<u8>>,
+    }
+
+    impl Read for Endless {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            if self.left == 0 {
+                return self.rest.read(out);
+            }
+            let n = out.len().min(self.left as usize);
+            out[..n].fill(0);
+            self.left -= n as u64;
+            Ok(n)
+        }
+    }
+
+    /// A zeroed region with no newline (as a crash can leave in a file) is one damaged line, skipped a
+    /// buffer at a time; the lines after it are read, at their offsets. Also to the end of the file.
+    #[test]
+    fn an_endless_line_is_damage_and_the_next_line_is_read() {
+        #[derive(Debug, Serialize, Deserialize)]
+        struct E {
+            a: u64,
+        }
+        let long = 3 * MAX_LINE as u64 + 5;
+        let mut rest = b"\n".to_vec();
+        rest.extend(encode(&E { a: 7 }));
+        let mut got = Vec::new();
+        let reader = Endless {
+            left: long,
+            rest: std::io::Cursor::new(rest),
+        };
+        let found = scan(reader, |n, l: Line<E>| got.push((n, l))).unwrap();
+        assert_eq!(found.damaged.len(), 1);
+        assert_eq!((found.damaged[0].line, found.damaged[0].offset), (1, 0));
+        assert!(
+            matches!(got[..], [(2, Line::Verified(E { a: 7 }))]),
+            "{got:?}"
+        );
+        assert_eq!(found.lines, 2);
+        let reader = Endless {
+            left: long,
+            rest: std::io::Cursor::new(Vec::new()),
+        };
+        let found = scan(reader, |_, _: Line<E>| panic!("no entry")).unwrap();
+        assert_eq!(found.damaged.len(), 1);
     }
 }

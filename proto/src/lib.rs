@@ -50,6 +50,19 @@ pub fn valid_device(device: &str) -> bool {
     !device.is_empty() && device.len() <= MAX_DEVICE_LEN && device.chars().all(allowed)
 }
 
+/// Longest bearer token a coordinator takes, in bytes.
+pub const MAX_TOKEN_LEN: usize = 1024;
+
+/// Whether `token` may be a coordinator's bearer token: 1 to [`MAX_TOKEN_LEN`] bytes of printable ASCII
+/// (what a gRPC header carries), no space at either end (a token read from a file with its newline, or
+/// in any other character set, could never be sent by a client, so `serve` refuses it at start).
+pub fn valid_token(token: &str) -> bool {
+    !token.is_empty()
+        && token.len() <= MAX_TOKEN_LEN
+        && token.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && token.trim() == token
+}
+
 impl From<nqueens_common::Strategy> for Strategy {
     fn from(s: nqueens_common::Strategy) -> Strategy {
         match s {

@@ -41,7 +41,7 @@ impl Outage {
     /// The wait before the next try; each call doubles the next one, up to the cap.
     pub fn backoff(&mut self) -> Duration {
         let delay = self.delay;
-        self.delay = (self.delay * 2).min(self.cap);
+        self.delay = self.delay.saturating_mul(2).min(self.cap);
         delay
     }
 
@@ -83,6 +83,15 @@ mod tests {
         let mut slow = Outage::begin(Duration::from_secs(10));
         assert_eq!(slow.backoff(), Duration::from_secs(10));
         assert_eq!(slow.backoff(), Duration::from_secs(10));
+    }
+
+    /// A watch interval as long as a duration can be (`--interval 300000000000years`) backs off without
+    /// overflowing (it panicked at the first outage).
+    #[tokio::test(start_paused = true)]
+    async fn the_longest_interval_backs_off_without_overflow() {
+        let mut o = Outage::begin(Duration::MAX);
+        assert_eq!(o.backoff(), Duration::MAX);
+        assert_eq!(o.backoff(), Duration::MAX);
     }
 
     #[tokio::test(start_paused = true)]

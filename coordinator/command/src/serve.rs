@@ -39,7 +39,7 @@ pub struct ServeArgs {
     pub release_quarantine: Vec<String>,
     /// Most report batches on their way to the store at once; more wait their turn (backpressure in
     /// front of the commit thread).
-    #[arg(long, value_name = "N", default_value_t = nqueens_coordinator::service::MAX_IN_FLIGHT, value_parser = crate::worker::threads)]
+    #[arg(long, value_name = "N", default_value_t = nqueens_coordinator::service::MAX_IN_FLIGHT, value_parser = in_flight)]
     pub max_in_flight: usize,
     /// Interval of the progress log line, e.g. 30s.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
@@ -107,8 +107,15 @@ impl std::error::Error for Unguarded {}
 
 /// Opens the store, audits it, and serves until SIGTERM or Ctrl-C.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    if args.token.as_deref().is_some_and(str::is_empty) {
-        anyhow::bail!("--token must not be empty");
+    if args
+        .token
+        .as_deref()
+        .is_some_and(|t| !nqueens_proto::valid_token(t))
+    {
+        anyhow::bail!(
+            "--token must be 1 to {} characters of printable ASCII, with no space at either end (a token read from a file keeps its newline: strip it)",
+            nqueens_proto::MAX_TOKEN_LEN
+        );
     }
     let guarded = args.token.is_some() && args.tls_cert.is_some();
     if !args.listen.ip().is_loopback() && !guarded && !args.insecure {
@@ -289,4 +296,13 @@ fn lease_timeout(s: &str) -> Result<Duration, String> {
         return Err("must be at least 100ms".into());
     }
     Ok(d)
+}
+
+/// Parses `--max-in-flight`: 1 to 65,536 batches.
+fn in_flight(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
+        Ok(_) => Err("must be 1 to 65536".into()),
+        Err(_) => Err(format!("{s:?} is not a whole number of batches")),
+    }
 }

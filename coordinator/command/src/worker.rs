@@ -140,10 +140,14 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Parses a thread count: a whole number from 1 (0 is an error, never read as one).
+/// Most threads a thread count may ask for.
+pub const MAX_THREADS: usize = 4096;
+
+/// Parses a thread count: a whole number from 1 (0 is an error, never read as one) to [`MAX_THREADS`].
 pub fn threads(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
+        Ok(n) if n > MAX_THREADS => Err(format!("must be at most {MAX_THREADS}")),
         Ok(n) => Ok(n),
         Err(_) => Err(format!("{s:?} is not a whole number of threads")),
     }

@@ -13,6 +13,14 @@ use crate::error::{Error, Result};
 impl Store {
     /// Restores a run under its own id, with no results yet. Refused if the store has a run with that id.
     pub fn restore_run(&self, meta: &RunMeta) -> Result<()> {
+        // Ids are handed out from 1, and the next one must exist.
+        if meta.id == 0 || meta.id == u64::MAX {
+            return Err(Error::Invalid(format!(
+                "run id {} is out of range (1 to {})",
+                meta.id,
+                u64::MAX - 1
+            )));
+        }
         meta.plan()?;
         let restored = RunMeta {
             finished_unix: None,

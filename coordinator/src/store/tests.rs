@@ -1122,3 +1122,22 @@ fn issue_16_a_lost_next_run_id_or_a_far_reverse_worker_entry_is_set_right_at_ope
     k.extend_from_slice(&1u32.to_be_bytes());
     assert!(store.workers.get(k).unwrap().is_some());
 }
+
+/// A run line whose id is the largest there is (its checksum is easy to forge) is refused by a restore,
+/// clearly, changing nothing; it overflowed the next id (a panic in a debug build). Found by a review,
+/// 2026-11-24. Id 0, which no store hands out, is refused too.
+#[test]
+fn a_restored_run_with_an_id_out_of_range_is_refused() {
+    let (_, _, run) = one_run(8, Strategy::D4, 0.0);
+    let store = Store::temporary().unwrap();
+    for id in [u64::MAX, 0] {
+        let forged = super::RunMeta { id, ..run.clone() };
+        match store.restore_run(&forged) {
+            Err(Error::Invalid(why)) => assert!(why.contains("out of range"), "{why}"),
+            other => panic!("id {id}: {other:?}"),
+        }
+    }
+    assert!(store.runs().unwrap().is_empty());
+    store.restore_run(&run).unwrap();
+    assert_eq!(store.runs().unwrap().len(), 1);
+}
