@@ -1,5 +1,6 @@
-//! The small HTTP listener both binaries open with `--metrics-listen`: axum routes served until shutdown,
-//! and the response that carries metrics in the OpenMetrics text format.
+//! The small HTTP listener both binaries open with `--metrics-listen`: axum routes served by hyper until
+//! shutdown (a header timeout, a bound on connections, every connection dropped at shutdown), and the
+//! response that carries metrics in the OpenMetrics text format.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -11,10 +12,16 @@ use tokio::net::TcpListener;
 
 use nqueens_proto::metrics::OPENMETRICS;
 
+/// How long a client has to send a request's headers; a connection that takes longer is closed.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A metrics page as an HTTP response.
 pub fn metrics_response(text: String) -> Response {
     ([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response()
 }
+
+/// Most connections the listener holds at once; more are closed as they come.
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// Binds `addr` and serves `router` on it in the background until `shutdown` completes; returns the
 /// bound address (port 0 picks one).
@@ -26,13 +33,134 @@ pub async fn spawn(
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     tracing::info!(addr = %bound, "http listening");
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
-            tracing::error!(error = %e, "http listener failed");
-        }
-    });
+    tokio::spawn(serve(listener, router, shutdown));
     Ok(bound)
+}
+
+/// Accepts connections until `shutdown`, each served by hyper with a [`HEADER_TIMEOUT`], at most
+/// [`MAX_CONNECTIONS`] at once. At shutdown every connection still open is dropped, and with it its hold
+/// on the router's state (the coordinator, and so its store): a stalled client cannot keep a store from
+/// being reopened.
+async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of file descriptors, say: a moment before the next try.
+                        tracing::warn!(error = %e, "http listener cannot accept a connection");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                if connections.len() >= MAX_CONNECTIONS {
+                    continue;
+                }
+                let service = hyper_util::service::TowerToHyperService::new(router.clone());
+                connections.spawn(async move {
+                    let served = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(HEADER_TIMEOUT)
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                    if let Err(e) = served {
+                        tracing::debug!(error = %e, "http connection ended");
+                    }
+                });
+            }
+        }
+    }
+    connections.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A router whose handler holds `held` (as the status page holds the coordinator, and so its store).
+    fn holding(held: Arc<()>) -> Router {
+        Router::new().route(
+            "/",
+            axum::routing::get(move || {
+                let _held = held.clone();
+                async { "ok" }
+            }),
+        )
+    }
+
+    /// A client that sends half a request and then nothing (or simply stays connected) must not keep the
+    /// router alive once the listener is told to stop: it held the coordinator, so a store reopen in
+    /// place failed ("in use") and `serve` exited. Found by a review, 2026-11-24.
+    #[tokio::test]
+    async fn a_stalled_client_does_not_outlive_the_shutdown() {
+        let held = Arc::new(());
+        let stop = tokio_util::sync::CancellationToken::new();
+        let addr = spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            holding(held.clone()),
+            stop.clone().cancelled_owned(),
+        )
+        .await
+        .unwrap();
+        // One full request, to show the listener serves.
+        let mut ok = tokio::net::TcpStream::connect(addr).await.unwrap();
+        ok.write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        ok.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.ends_with("ok"), "{answer}");
+        let mut stalled = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stalled.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+        let _idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        stop.cancel();
+        let weak = Arc::downgrade(&held);
+        drop(held);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while weak.upgrade().is_some() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the router is still held by a stalled connection"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A client that opens a connection and sends nothing is closed after the header timeout, and
+    /// connections past the limit are closed at once: a few sockets cannot pin the listener for ever.
+    #[tokio::test(start_paused = false)]
+    async fn a_silent_client_is_closed_after_the_header_timeout() {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let addr = spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            holding(Arc::new(())),
+            stop.clone().cancelled_owned(),
+        )
+        .await
+        .unwrap();
+        let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut byte = [0u8; 1];
+        let closed = tokio::time::timeout(
+            HEADER_TIMEOUT + std::time::Duration::from_secs(5),
+            silent.read(&mut byte),
+        )
+        .await;
+        assert!(
+            matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+            "still open after the header timeout: {closed:?}"
+        );
+        stop.cancel();
+    }
 }
