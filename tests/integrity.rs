@@ -439,3 +439,58 @@ fn an_import_of_a_missing_file_or_over_a_lone_ledger_is_refused() {
     assert_eq!(std::fs::read(ledger(&lone)).unwrap(), before);
     assert!(!lone.join("db").exists(), "no store created");
 }
+
+/// A file of the format before checksums whose results carry no seal cannot be verified: a changed digit
+/// in it would be counted for good. `import` refuses it unless told `--accept-unchecked` (it imported
+/// it with a warning). Found by a review, 2026-11-24.
+#[test]
+fn an_import_of_unverifiable_lines_is_refused_unless_accepted() {
+    let p = pristine();
+    let dir = tempfile::tempdir().unwrap();
+    let export = support::nqueens()
+        .args(["export", "--data"])
+        .arg(&p.path)
+        .output()
+        .unwrap();
+    assert!(export.status.success());
+    let text = String::from_utf8(export.stdout).unwrap();
+    let mut lines = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap());
+    let run = lines.next().unwrap()["entry"].clone();
+    assert_eq!(run["kind"], "run");
+    let first = lines.next().unwrap()["entry"].clone();
+    let job = first[2].as_str().unwrap().to_string();
+    // Old-format lines: no checksum, and a result without a seal (its total one off).
+    let result = serde_json::json!({
+        "kind": "result", "run": run["id"], "job": job,
+        "result": {"total": first[3].as_u64().unwrap() + 1, "unique8": null, "nodes": 1},
+        "worker": "old", "lease": 1, "at_unix": 0
+    });
+    let file = dir.path().join("old.jsonl");
+    std::fs::write(&file, format!("{run}\n{result}\n")).unwrap();
+    let target = dir.path().join("imported");
+    let import = |extra: &[&str]| {
+        support::nqueens()
+            .args(["import", "--data"])
+            .arg(&target)
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = import(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("--accept-unchecked") && err.contains("1 result"),
+        "{err}"
+    );
+    assert!(!target.join("db").exists(), "nothing imported");
+    let out = import(&["--accept-unchecked"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

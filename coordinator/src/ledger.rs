@@ -220,6 +220,8 @@ pub struct LedgerView {
     pub damaged: Vec<Damage>,
     /// Lines of the format before checksums (their results were sealed on reading; see [`LedgerView::read`]).
     pub legacy: u64,
+    /// Results of such lines that carried no seal either: nothing in the file can show them intact.
+    pub unchecked: u64,
     /// Results taken back by revocation lines.
     pub revoked: u64,
     /// Those revocations, in order: run, job and the worker whose result was taken back.
@@ -308,6 +310,7 @@ impl LedgerView {
                     .map_err(|e| format!("run {run} job {job}: {e}"))?;
                 let fingerprint = meta.fingerprint_value().map_err(|e| e.to_string())?;
                 if !verified && record.seal.is_none() {
+                    self.unchecked += 1;
                     record.seal = Some(nqueens_common::checksum::seal(
                         fingerprint,
                         &key,

@@ -41,6 +41,10 @@ pub struct ImportArgs {
     pub data: PathBuf,
     /// An export, or a ledger (`results.jsonl`).
     pub file: PathBuf,
+    /// Import results that nothing can verify (lines of the format before checksums, without a seal)
+    /// instead of refusing the file.
+    #[arg(long)]
+    pub accept_unchecked: bool,
 }
 
 /// Arguments of `nqueens audit`.
@@ -124,10 +128,17 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
             view.damaged.len()
         );
     }
+    if view.unchecked > 0 && !args.accept_unchecked {
+        anyhow::bail!(
+            "{} has {} result lines of the format before checksums and seals: nothing can show them intact, and a changed digit in one would be counted for good; nothing imported. Start a coordinator on the data directory that wrote them (it checks its ledger against its store), or pass --accept-unchecked to import them as they are",
+            args.file.display(),
+            view.unchecked
+        );
+    }
     if view.legacy > 0 {
         eprintln!(
-            "{} lines are of the format before checksums: they cannot be verified",
-            view.legacy
+            "{} lines are of the format before checksums ({} results without a seal, imported unchecked)",
+            view.legacy, view.unchecked
         );
     }
     std::fs::create_dir_all(&args.data)?;
