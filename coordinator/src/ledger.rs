@@ -32,7 +32,7 @@ pub use packed::{scan, Encoder};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::store::{ResultRecord, RunMeta, Store};
+use crate::store::{Quarantine, ResultRecord, RunMeta, Store};
 
 /// The ledger's file name in the data directory.
 pub const LEDGER_FILE: &str = "results.jsonl";
@@ -57,6 +57,9 @@ pub enum Entry {
         /// reconciliation can take it out of its digest.
         record: Option<ResultRecord>,
     },
+    /// A quarantined worker (exports only: a store restored from one keeps it out of service; the
+    /// ledger does not carry quarantines).
+    Quarantine(Quarantine),
 }
 
 /// The tagged form of an entry: a JSON object with a `kind`. Runs and revocations are written so; results
@@ -78,6 +81,7 @@ enum Tagged {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         record: Option<ResultRecord>,
     },
+    Quarantine(Quarantine),
 }
 
 /// The first element of a compact result entry.
@@ -121,6 +125,7 @@ impl Serialize for Entry {
                 record: record.clone(),
             }
             .serialize(s),
+            Entry::Quarantine(q) => Tagged::Quarantine(q.clone()).serialize(s),
         }
     }
 }
@@ -159,6 +164,7 @@ impl<'de> serde::de::Visitor<'de> for EntryVisitor {
                 worker,
                 record,
             },
+            Tagged::Quarantine(q) => Entry::Quarantine(q),
         })
     }
 
@@ -232,6 +238,8 @@ pub struct LedgerView {
     pub torn: bool,
     /// The first worker number no intact line defines (see [`packed`]).
     pub next_worker: u32,
+    /// Quarantined workers, by name (an export's; a ledger has none).
+    pub quarantines: BTreeMap<String, Quarantine>,
 }
 
 impl LedgerView {
@@ -343,6 +351,12 @@ impl LedgerView {
                     self.revocations.push((run, key, worker));
                 }
             }
+            Entry::Quarantine(q) => {
+                if !nqueens_proto::valid_worker_id(&q.worker) {
+                    return Err(format!("a quarantine of a bad worker name {:?}", q.worker));
+                }
+                self.quarantines.insert(q.worker.clone(), q);
+            }
         }
         Ok(())
     }
@@ -448,10 +462,18 @@ pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
     Ledger::open(path, len, next_worker)
 }
 
-/// Writes a store's runs (all, or one) and their counted results as JSON ledger lines (an export);
-/// returns how many results. Every result's seal is checked first: a damaged store is not exported.
+/// Writes a store's runs (all, or one) and their counted results as JSON ledger lines (an export), then
+/// its quarantined workers; returns how many results. Every result's seal is checked first: a damaged store is not exported.
 pub fn export(store: &Store, only: Option<u64>, out: &mut impl Write) -> Result<u64> {
-    write_store(store, only, out, jsonl::encode::<Entry>)
+    let io = |e: std::io::Error| Error::Durability(format!("cannot write the export: {e}"));
+    let results = write_store(store, only, out, jsonl::encode::<Entry>)?;
+    // The quarantines last: a store restored from the export keeps those workers out of service.
+    for q in store.quarantined()? {
+        out.write_all(&jsonl::encode(&Entry::Quarantine(q)))
+            .map_err(io)?;
+    }
+    out.flush().map_err(io)?;
+    Ok(results)
 }
 
 /// [`export`], each entry written as `encode` gives it (packed results in a rewritten ledger).

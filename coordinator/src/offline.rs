@@ -1,14 +1,20 @@
-//! The offline check of a stopped coordinator's data directory (`nqueens audit`, and `nqueens export`
-//! before it writes a line): the store's totals against its results, no quarantine left half done, and
-//! the ledger holding exactly the store's results. A directory that fails it may hold a count that the
-//! coordinator's next start would correct; it is not audited, nor backed up, until then.
+//! A stopped coordinator's data directory, offline: its check (`nqueens audit`, and `nqueens export`
+//! before it writes a line: the store's totals against its results, no quarantine left half done, and
+//! the ledger holding exactly the store's results; a directory that fails it may hold a count that the
+//! coordinator's next start would correct, and is not audited, nor backed up, until then), and a store
+//! rebuilt from an export (`nqueens import`).
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::ledger::{self, LedgerView, LEDGER_FILE};
-use crate::store::{AuditLine, Store};
+use nqueens_common::JobKey;
+
+use crate::store::{AuditLine, ResultRecord, Store};
+
+/// Results restored per transaction.
+const RESTORE_BATCH: usize = 4096;
 
 /// A data directory that passed the check.
 #[derive(Debug)]
@@ -77,6 +83,31 @@ pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
     })
 }
 
+/// Rebuilds `store` (new, or without runs of the same ids) from an export or a ledger read into `view`:
+/// its runs, its results (checked against their run's plan, added with checked sums) and its quarantines.
+/// Returns how many results were new.
+pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
+    let mut results = 0u64;
+    for meta in view.runs.values() {
+        store.restore_run(meta)?;
+        let batch: Vec<(JobKey, ResultRecord)> = view
+            .results
+            .get(&meta.id)
+            .into_iter()
+            .flatten()
+            .map(|(k, r)| (k.clone(), r.clone()))
+            .collect();
+        for chunk in batch.chunks(RESTORE_BATCH) {
+            results += store.restore_results(meta.id, chunk)?;
+        }
+    }
+    for q in view.quarantines.values() {
+        store.restore_quarantine(q)?;
+    }
+    store.flush()?;
+    Ok(results)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,6 +173,39 @@ mod tests {
         let checked = check(&store, dir.path()).unwrap();
         assert_eq!(checked.lines[0].tally.jobs, 2);
         assert_eq!(checked.ledger_results[&checked.lines[0].run], 2);
+    }
+
+    /// An export carries the store's quarantines, and a store restored from it keeps them: the worker
+    /// disproved in the old store is still out of service in the new one, where before it could lease
+    /// (and be counted) again.
+    #[test]
+    fn a_store_restored_from_an_export_keeps_its_quarantines() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        store.flush().unwrap();
+        let mut export = Vec::new();
+        ledger::export(&store, None, &mut export).unwrap();
+        let file = dir.path().join("backup.jsonl");
+        std::fs::write(&file, &export).unwrap();
+        let view = LedgerView::read(&file).unwrap();
+        assert!(view.damaged.is_empty(), "{:?}", view.damaged);
+        let target = tempfile::tempdir().unwrap();
+        let restored = Store::open(target.path()).unwrap();
+        assert_eq!(restore(&restored, &view).unwrap(), 2);
+        let names: Vec<String> = restored
+            .quarantined()
+            .unwrap()
+            .into_iter()
+            .map(|q| q.worker)
+            .collect();
+        assert_eq!(names, ["liar"]);
+        assert_eq!(
+            restored.quarantined().unwrap(),
+            store.quarantined().unwrap()
+        );
+        assert!(restored.unrevoked_quarantines().unwrap().is_empty());
+        assert_eq!(restored.audit().unwrap()[0].tally.jobs, 2);
     }
 
     /// A ledger that disagrees with the store (here it still holds the liar's results the store gave

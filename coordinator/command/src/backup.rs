@@ -8,15 +8,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use nqueens_common::JobKey;
 use serde::Serialize;
 
 use nqueens_coordinator::ledger::{self, LedgerView, LEDGER_FILE};
 use nqueens_coordinator::offline;
-use nqueens_coordinator::store::{JobState, ResultRecord, Store};
-
-/// Results restored per transaction.
-const RESTORE_BATCH: usize = 4096;
+use nqueens_coordinator::store::{JobState, Store};
 
 /// Arguments of `nqueens export`.
 #[derive(Debug, Args)]
@@ -143,27 +139,17 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&args.data)?;
     let store = Store::open(&args.data)?;
-    let mut results = 0u64;
-    for meta in view.runs.values() {
-        store.restore_run(meta)?;
-        let batch: Vec<(JobKey, ResultRecord)> = view.results[&meta.id]
-            .iter()
-            .map(|(k, r)| (k.clone(), r.clone()))
-            .collect();
-        for chunk in batch.chunks(RESTORE_BATCH) {
-            results += store.restore_results(meta.id, chunk)?;
-        }
-    }
+    let results = offline::restore(&store, &view)?;
     if view.torn {
         eprintln!("skipped a torn last line");
     }
-    store.flush()?;
     let lines = store.audit()?;
     // The new store's own ledger starts as a copy of what it holds.
     nqueens_coordinator::ledger::rewrite(&args.data.join(LEDGER_FILE), &store)?;
     eprintln!(
-        "imported {} runs and {results} results into {}; audit passed for {} runs",
+        "imported {} runs, {results} results and {} quarantined workers into {}; audit passed for {} runs",
         view.runs.len(),
+        view.quarantines.len(),
         args.data.display(),
         lines.len()
     );

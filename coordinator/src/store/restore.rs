@@ -5,12 +5,27 @@
 use nqueens_common::{JobKey, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
-use super::records::{decode, encode, job_key, run_key, ResultRecord, RunMeta};
+use super::records::{decode, encode, job_key, run_key, Quarantine, ResultRecord, RunMeta};
 use super::txn::{abort, stored_tally};
 use super::{groups, Store, NEXT_RUN};
 use crate::error::{Error, Result};
 
 impl Store {
+    /// Restores a quarantine (from an export): the worker stays out of service. One already stored is
+    /// kept as it is.
+    pub fn restore_quarantine(&self, q: &Quarantine) -> Result<()> {
+        if !nqueens_proto::valid_worker_id(&q.worker) {
+            return Err(Error::Invalid(format!(
+                "a quarantine of a bad worker name {:?}",
+                q.worker
+            )));
+        }
+        self.quarantine
+            .compare_and_swap(q.worker.as_bytes(), None as Option<&[u8]>, Some(encode(q)))?
+            .ok();
+        Ok(())
+    }
+
     /// Restores a run under its own id, with no results yet. Refused if the store has a run with that id.
     pub fn restore_run(&self, meta: &RunMeta) -> Result<()> {
         // Ids are handed out from 1, and the next one must exist.
