@@ -287,6 +287,11 @@ impl LedgerView {
     fn apply(&mut self, entry: Entry, verified: bool) -> std::result::Result<(), String> {
         match entry {
             Entry::Run(meta) => {
+                // Ids are handed out from 1, and the next one must exist: refused here, as damage,
+                // before anything is restored from the file.
+                if meta.id == 0 || meta.id == u64::MAX {
+                    return Err(format!("run id {} is out of range", meta.id));
+                }
                 meta.fingerprint_value().map_err(|e| e.to_string())?;
                 if let Some(known) = self.runs.get(&meta.id) {
                     if !same_plan(known, &meta) {

@@ -13,9 +13,6 @@ use nqueens_common::JobKey;
 
 use crate::store::{AuditLine, ResultRecord, Store};
 
-/// Results restored per transaction.
-const RESTORE_BATCH: usize = 4096;
-
 /// A data directory that passed the check.
 #[derive(Debug)]
 pub struct Checked {
@@ -33,7 +30,7 @@ pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
     // the liar's unconfirmed results counted, the totals still agreeing with them.
     if let Some((worker, counted)) = store.unrevoked_quarantines()?.into_iter().next() {
         return Err(Error::Corrupt(format!(
-            "the quarantined worker {worker:?} still has {counted} unconfirmed results counted (its revocation did not complete); start the coordinator once to take them back"
+            "the revocation of the quarantined worker {worker:?} did not complete: {counted} of its unconfirmed results are still counted, or open jobs still hold its results; start the coordinator once to take them back"
         )));
     }
     let path = dir.join(LEDGER_FILE);
@@ -87,6 +84,11 @@ pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
 /// its runs, its results (checked against their run's plan, added with checked sums) and its quarantines.
 /// Returns how many results were new.
 pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
+    // Quarantines first (each restore keeps one already stored): a restore cut short leaves no
+    // disproved worker free to lease.
+    for q in view.quarantines.values() {
+        store.restore_quarantine(q)?;
+    }
     let mut results = 0u64;
     for meta in view.runs.values() {
         store.restore_run(meta)?;
@@ -97,12 +99,7 @@ pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
             .flatten()
             .map(|(k, r)| (k.clone(), r.clone()))
             .collect();
-        for chunk in batch.chunks(RESTORE_BATCH) {
-            results += store.restore_results(meta.id, chunk)?;
-        }
-    }
-    for q in view.quarantines.values() {
-        store.restore_quarantine(q)?;
+        results += store.restore_all_results(meta.id, &batch)?;
     }
     store.flush()?;
     Ok(results)
@@ -159,7 +156,7 @@ mod tests {
         match check(&store, dir.path()) {
             Err(Error::Corrupt(why)) => {
                 assert!(
-                    why.contains("\"liar\"") && why.contains("2 unconfirmed"),
+                    why.contains("\"liar\"") && why.contains("2 of its unconfirmed"),
                     "{why}"
                 )
             }
@@ -206,6 +203,56 @@ mod tests {
         );
         assert!(restored.unrevoked_quarantines().unwrap().is_empty());
         assert_eq!(restored.audit().unwrap()[0].tally.jobs, 2);
+    }
+
+    /// A run line with an id no store hands out (0, or the largest, whose next id would overflow) is
+    /// damage when the file is read: `import` refuses the whole file before restoring anything (it
+    /// restored the runs before it, then failed).
+    #[test]
+    fn a_run_id_out_of_range_is_damage_on_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        let mut export = Vec::new();
+        ledger::export(&store, None, &mut export).unwrap();
+        let run = store.runs().unwrap().remove(0);
+        for id in [u64::MAX, 0] {
+            let mut file = export.clone();
+            file.extend(nqueens_common::jsonl::encode(&ledger::Entry::Run(
+                crate::store::RunMeta { id, ..run.clone() },
+            )));
+            let path = dir.path().join("forged.jsonl");
+            std::fs::write(&path, &file).unwrap();
+            let view = LedgerView::read(&path).unwrap();
+            assert_eq!(view.damaged.len(), 1, "id {id}");
+            assert!(
+                view.damaged[0].reason.contains("out of range"),
+                "{:?}",
+                view.damaged
+            );
+        }
+    }
+
+    /// An export copied in as the ledger (a natural restore step) has its quarantines kept in the store,
+    /// and the ledger is rewritten without them: the next start takes the quick path again.
+    #[test]
+    fn an_export_copied_in_as_the_ledger_keeps_its_quarantines() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        let mut export = Vec::new();
+        ledger::export(&store, None, &mut export).unwrap();
+        std::fs::write(dir.path().join(LEDGER_FILE), &export).unwrap();
+        assert!(store.release_quarantine("liar").unwrap());
+        let (_, repairs, _) =
+            crate::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert!(repairs.ledger_rewritten);
+        assert_eq!(store.quarantined().unwrap().len(), 1);
+        let view = LedgerView::read(&dir.path().join(LEDGER_FILE)).unwrap();
+        assert!(view.quarantines.is_empty() && view.damaged.is_empty());
+        let (_, repairs, audit) =
+            crate::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert_eq!(repairs, crate::reconcile::Repairs::default());
+        assert!(audit.is_some(), "the quick path");
     }
 
     /// A ledger that disagrees with the store (here it still holds the liar's results the store gave

@@ -14,9 +14,6 @@ use crate::error::{Error, Result};
 use crate::ledger::{self, same_plan, Ledger, LedgerView};
 use crate::store::{AuditLine, ResultRecord, Store};
 
-/// Results restored per transaction.
-const RESTORE_BATCH: usize = 4096;
-
 /// What reconciliation repaired (all zero: store and ledger agreed).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Repairs {
@@ -145,9 +142,7 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
                 .iter()
                 .map(|k| (k.clone(), logged[k].clone()))
                 .collect();
-            for chunk in batch.chunks(RESTORE_BATCH) {
-                repairs.results_restored += store.restore_results(meta.id, chunk)?;
-            }
+            repairs.results_restored += store.restore_all_results(meta.id, &batch)?;
             tracing::warn!(
                 run = meta.id,
                 results = diff.ledger_only.len(),
@@ -162,6 +157,18 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
             );
             rewrite = true;
         }
+    }
+    // Quarantine lines belong to exports (one copied in as the ledger): their workers stay out of
+    // service, and the ledger is rewritten without them (else every start would take this full path).
+    if !view.quarantines.is_empty() {
+        for q in view.quarantines.values() {
+            store.restore_quarantine(q)?;
+        }
+        tracing::warn!(
+            workers = view.quarantines.len(),
+            "the ledger holds quarantines (an export's lines): kept in the store, the ledger rewritten without them"
+        );
+        rewrite = true;
     }
     store.flush()?;
     let ledger = if rewrite {

@@ -2,8 +2,8 @@
 //! send each result back to the async client loop, so heartbeats and reports never wait behind the search.
 //! A GPU gets a thread of its own that takes jobs a batch at a time; a batch the device fails (or answers
 //! implausibly) is computed on the CPU instead, and a device that fails three batches in a row, or one
-//! launch that runs past its timeout (a hung driver), is given up for the CPU. Jobs still in the queue have not started and can be taken back (to hand them back on
-//! shutdown).
+//! launch that runs past its timeout (a hung driver), is given up for the CPU. Jobs still in the queue
+//! have not started and can be taken back (to hand them back on shutdown).
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -233,6 +233,8 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
         }
         if strikes >= GPU_STRIKES {
             device.metrics.gpus.dec();
+            // The launch thread ends once its sender is gone (a hung one when its launch returns, if ever).
+            drop(launch);
             return compute(shared, results);
         }
     }
@@ -291,7 +293,8 @@ fn wait(
 }
 
 impl<L> ComputePool<L> {
-    /// Closes the pool and waits until its threads end (a running job finishes first: minutes, at worst).
+    /// Closes the pool and waits until its threads end (a running job finishes first: minutes, at worst;
+    /// a GPU's thread waiting on a hung launch, up to its timeout and the batch's CPU time).
     /// Blocking: call it on a blocking thread (`spawn_blocking`), never on a runtime thread.
     pub fn join(mut self) {
         self.close();
@@ -528,7 +531,7 @@ mod tests {
         assert!(
             done.recv_timeout(std::time::Duration::from_secs(10))
                 .is_ok(),
-            "the pool waits for the hung launch"
+            "the pool waited for the hung launch"
         );
         drop(release);
     }

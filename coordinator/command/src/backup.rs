@@ -86,13 +86,17 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
-            let partial = tempfile::NamedTempFile::new_in(parent)?;
+            let failed =
+                |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", path.display());
+            let partial = tempfile::NamedTempFile::new_in(parent).map_err(failed)?;
             let mut out = std::io::BufWriter::new(partial);
             let n = ledger::export(&store, args.run, &mut out)?;
-            let partial = out.into_inner().map_err(|e| e.into_error())?;
-            partial.as_file().sync_all()?;
-            partial.persist(path).map_err(|e| e.error)?;
-            File::open(parent)?.sync_all()?;
+            let partial = out.into_inner().map_err(|e| failed(e.into_error()))?;
+            partial.as_file().sync_all().map_err(failed)?;
+            partial.persist(path).map_err(|e| failed(e.error))?;
+            File::open(parent)
+                .and_then(|d| d.sync_all())
+                .map_err(failed)?;
             n
         }
         None => ledger::export(&store, args.run, &mut std::io::stdout().lock())?,
@@ -126,7 +130,7 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     }
     if view.unchecked > 0 && !args.accept_unchecked {
         anyhow::bail!(
-            "{} has {} result lines of the format before checksums and seals: nothing can show them intact, and a changed digit in one would be counted for good; nothing imported. Start a coordinator on the data directory that wrote them (it checks its ledger against its store), or pass --accept-unchecked to import them as they are",
+            "{} has {} results in lines of the format before checksums and seals: nothing can show them intact, and a changed digit in one would be counted for good; nothing imported. Start a coordinator on the data directory that wrote them (it checks its ledger against its store), or pass --accept-unchecked to import them as they are",
             args.file.display(),
             view.unchecked
         );
@@ -140,6 +144,15 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data)?;
     let store = Store::open(&args.data)?;
     let results = offline::restore(&store, &view)?;
+    // Importing into a store that already held results of a worker the export quarantines.
+    let left = store.unrevoked_quarantines()?;
+    if !left.is_empty() {
+        eprintln!(
+            "{} quarantined workers still have results counted in this store (first: {:?}); the coordinator's next start takes them back",
+            left.len(),
+            left[0].0
+        );
+    }
     if view.torn {
         eprintln!("skipped a torn last line");
     }

@@ -23,6 +23,10 @@ pub fn metrics_response(text: String) -> Response {
 /// Most connections the listener holds at once; more are closed as they come.
 pub const MAX_CONNECTIONS: usize = 64;
 
+/// Longest a connection is kept, whatever its client does (one that asks and never reads the answer):
+/// a scraper keeping its connection alive opens another.
+pub const CONNECTION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Binds `addr` and serves `router` on it in the background until `shutdown` completes; returns the
 /// bound address (port 0 picks one).
 pub async fn spawn(
@@ -37,8 +41,8 @@ pub async fn spawn(
     Ok(bound)
 }
 
-/// Accepts connections until `shutdown`, each served by hyper with a [`HEADER_TIMEOUT`], at most
-/// [`MAX_CONNECTIONS`] at once. At shutdown every connection still open is dropped, and with it its hold
+/// Accepts connections until `shutdown`, each served by hyper with a [`HEADER_TIMEOUT`] for at most
+/// [`CONNECTION_LIFETIME`], at most [`MAX_CONNECTIONS`] at once. At shutdown every connection still open is dropped, and with it its hold
 /// on the router's state (the coordinator, and so its store): a stalled client cannot keep a store from
 /// being reopened.
 async fn serve(
@@ -47,6 +51,7 @@ async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let mut connections = tokio::task::JoinSet::new();
+    let mut warned: Option<tokio::time::Instant> = None;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -63,6 +68,11 @@ async fn serve(
                     }
                 };
                 if connections.len() >= MAX_CONNECTIONS {
+                    // At most one line a minute: a flood must not flood the log too.
+                    if warned.is_none_or(|at| at.elapsed() > std::time::Duration::from_secs(60)) {
+                        tracing::warn!(limit = MAX_CONNECTIONS, "http listener at its connection limit: closing new connections");
+                        warned = Some(tokio::time::Instant::now());
+                    }
                     continue;
                 }
                 let service = hyper_util::service::TowerToHyperService::new(router.clone());
@@ -70,10 +80,11 @@ async fn serve(
                     let served = hyper::server::conn::http1::Builder::new()
                         .timer(hyper_util::rt::TokioTimer::new())
                         .header_read_timeout(HEADER_TIMEOUT)
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                        .await;
-                    if let Err(e) = served {
-                        tracing::debug!(error = %e, "http connection ended");
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                    match tokio::time::timeout(CONNECTION_LIFETIME, served).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::debug!(error = %e, "http connection ended"),
+                        Err(_) => tracing::debug!("http connection closed at the end of its lifetime"),
                     }
                 });
             }
@@ -138,9 +149,9 @@ mod tests {
         }
     }
 
-    /// A client that opens a connection and sends nothing is closed after the header timeout, and
-    /// connections past the limit are closed at once: a few sockets cannot pin the listener for ever.
-    #[tokio::test(start_paused = false)]
+    /// Connections past the limit are closed at once; a client that opens a connection and sends
+    /// nothing is closed after the header timeout: a few sockets cannot pin the listener for ever.
+    #[tokio::test]
     async fn a_silent_client_is_closed_after_the_header_timeout() {
         let stop = tokio_util::sync::CancellationToken::new();
         let addr = spawn(
@@ -150,8 +161,20 @@ mod tests {
         )
         .await
         .unwrap();
-        let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut held = Vec::new();
+        for _ in 0..MAX_CONNECTIONS {
+            held.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         let mut byte = [0u8; 1];
+        let mut extra = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let refused =
+            tokio::time::timeout(std::time::Duration::from_secs(2), extra.read(&mut byte)).await;
+        assert!(
+            matches!(refused, Ok(Ok(0)) | Ok(Err(_))),
+            "a connection past the limit is still open: {refused:?}"
+        );
+        let mut silent = held.pop().unwrap();
         let closed = tokio::time::timeout(
             HEADER_TIMEOUT + std::time::Duration::from_secs(5),
             silent.read(&mut byte),

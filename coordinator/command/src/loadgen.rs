@@ -38,7 +38,8 @@ pub struct LoadgenArgs {
     /// N of the run the jobs come from (d4; a new run is created for the load).
     #[arg(long, default_value_t = 27)]
     pub n: u32,
-    /// Fraction of the run's jobs reported by two workers, as in a real run.
+    /// Fraction of the run's jobs reported by two workers, as in a real run (with --reuse, the existing
+    /// run keeps its own).
     #[arg(long, default_value_t = 0.01)]
     pub verify_fraction: f64,
     /// Load this coordinator (e.g. http://127.0.0.1:7447) instead of one started in this process.

@@ -46,7 +46,7 @@ pub struct ServeArgs {
     pub progress_interval: Duration,
     /// A shared bearer token that every RPC but health checks must carry (workers and clients pass
     /// it with --token or NQUEENS_TOKEN).
-    #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]
+    #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true, value_parser = token)]
     pub token: Option<String>,
     /// PEM certificate (chain) for TLS, e.g. DIR/server.pem from `nqueens tls init DIR`; with --tls-key,
     /// clients connect with https:// and --tls-ca.
@@ -107,16 +107,6 @@ impl std::error::Error for Unguarded {}
 
 /// Opens the store, audits it, and serves until SIGTERM or Ctrl-C.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    if args
-        .token
-        .as_deref()
-        .is_some_and(|t| !nqueens_proto::valid_token(t))
-    {
-        anyhow::bail!(
-            "--token must be 1 to {} characters of printable ASCII, with no space at either end (a token read from a file keeps its newline: strip it)",
-            nqueens_proto::MAX_TOKEN_LEN
-        );
-    }
     let guarded = args.token.is_some() && args.tls_cert.is_some();
     if !args.listen.ip().is_loopback() && !guarded && !args.insecure {
         return Err(Unguarded {
@@ -298,11 +288,26 @@ fn lease_timeout(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// Parses `--max-in-flight`: 1 to 65,536 batches.
+/// Parses `--token`: [`nqueens_proto::valid_token`].
+fn token(s: &str) -> Result<String, String> {
+    if nqueens_proto::valid_token(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "must be 1 to {} characters of printable ASCII, with no space at either end (a token read from a file keeps its newline: strip it)",
+            nqueens_proto::MAX_TOKEN_LEN
+        ))
+    }
+}
+
+/// Most report batches `--max-in-flight` may let through at once.
+const MAX_IN_FLIGHT_LIMIT: usize = 65_536;
+
+/// Parses `--max-in-flight`: 1 to [`MAX_IN_FLIGHT_LIMIT`] batches.
 fn in_flight(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
-        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
-        Ok(_) => Err("must be 1 to 65536".into()),
+        Ok(n) if (1..=MAX_IN_FLIGHT_LIMIT).contains(&n) => Ok(n),
+        Ok(_) => Err(format!("must be 1 to {MAX_IN_FLIGHT_LIMIT}")),
         Err(_) => Err(format!("{s:?} is not a whole number of batches")),
     }
 }

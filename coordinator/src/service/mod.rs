@@ -336,24 +336,25 @@ impl Coordinator {
         };
         if reuse {
             let state = self.state();
-            if let Some(run) = state
+            let same: Vec<&LiveRun> = state
                 .runs
                 .values()
                 .rev()
-                .find(|r| r.plan == plan && !r.meta.is_cancelled())
-            {
-                // Never a run verified less than asked: its count would be trusted more than it is.
-                match asked {
-                    Some(f) if run.meta.verify_fraction < f => {
-                        return Err(Error::Invalid(format!(
-                            "run {} of the same plan verifies {}% of its jobs, less than the {}% asked: submit without --reuse for a new run, or reuse it without --verify-fraction",
-                            run.meta.id,
-                            run.meta.verify_fraction * 100.0,
-                            f * 100.0
-                        )))
-                    }
-                    _ => return Ok(self.view(&state, run)),
-                }
+                .filter(|r| r.plan == plan && !r.meta.is_cancelled())
+                .collect();
+            // The newest verified at least as asked: never a run whose count would be trusted more than
+            // it was checked.
+            let enough = |r: &&&LiveRun| asked.is_none_or(|f| r.meta.verify_fraction >= f);
+            if let Some(run) = same.iter().find(enough) {
+                return Ok(self.view(&state, run));
+            }
+            if let (Some(newest), Some(f)) = (same.first(), asked) {
+                return Err(Error::Invalid(format!(
+                    "run {} of the same plan verifies {}% of its jobs, less than the {}% asked: submit without --reuse for a new run, or reuse it without --verify-fraction",
+                    newest.meta.id,
+                    percent(newest.meta.verify_fraction),
+                    percent(f)
+                )));
             }
         }
         // A run created now could be acknowledged and then lost with the unsynced writes the reopen
@@ -363,30 +364,28 @@ impl Coordinator {
                 "not creating runs while the coordinator cannot write its store ({why}); try again once it serves"
             )));
         }
-        let this = self.clone();
-        to_the_end(async move { this.create(plan, verify_fraction, priority).await }).await
-    }
-
-    /// Enumerates `plan` (seconds at N = 28), writes the run through the committer, then adds it to
-    /// memory.
-    async fn create(&self, plan: Plan, verify_fraction: f64, priority: i32) -> Result<RunView> {
+        // The plan is enumerated here (seconds at N = 28): a caller that goes away meanwhile creates
+        // nothing. From the write on, the run is created whatever becomes of the caller.
         let stopping = self.shared.stopping.clone();
         let (jobs_total, fingerprint) = tokio::task::spawn_blocking(move || {
             plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, stopping)
         })
         .await
         .map_err(|_| Error::ShuttingDown)??;
-        let meta = self
-            .shared
-            .committer
-            .write_run(Write::CreateRun {
-                plan,
-                jobs_total,
-                fingerprint,
-                verify_fraction,
-                priority,
-            })
-            .await?;
+        let this = self.clone();
+        let create = Write::CreateRun {
+            plan,
+            jobs_total,
+            fingerprint,
+            verify_fraction,
+            priority,
+        };
+        to_the_end(async move { this.create(create).await }).await
+    }
+
+    /// Writes a run (a [`Write::CreateRun`]) through the committer, then adds it to memory.
+    async fn create(&self, create: Write) -> Result<RunView> {
+        let meta = self.shared.committer.write_run(create).await?;
         tracing::info!(
             run = meta.id,
             n = meta.n,
@@ -421,6 +420,12 @@ impl Coordinator {
         let run = lookup(&state, id)?;
         Ok(self.view(&state, run))
     }
+}
+
+/// A fraction as a percentage for a message: at most two decimals, none when whole (`1%`, `0.25%`).
+fn percent(f: f64) -> String {
+    let p = format!("{:.2}", f * 100.0);
+    p.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Runs `work` to its end in a task of its own, whatever becomes of the caller. A handler whose caller

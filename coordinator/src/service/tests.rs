@@ -605,7 +605,10 @@ async fn a_reuse_asking_for_more_verification_than_the_run_has_is_refused() {
     match refused {
         Err(Error::Invalid(why)) => {
             assert!(why.contains(&format!("run {run}")), "{why}");
-            assert!(why.contains("50%") && why.contains("0%"), "{why}");
+            assert!(
+                why.contains("verifies 0% ") && why.contains("50% asked"),
+                "{why}"
+            );
         }
         other => panic!("{:?}", other.map(|v| v.id())),
     }
@@ -626,5 +629,20 @@ async fn a_reuse_asking_for_more_verification_than_the_run_has_is_refused() {
         verified.id(),
         "the newest, verified enough"
     );
-    assert_eq!(c.runs().len(), 2);
+    // A newer run verifying less does not hide the older one verified enough.
+    let newer = c
+        .create_run(8, Strategy::D4, None, Some(0.0), 0, false)
+        .await
+        .unwrap();
+    let reused = c
+        .create_run(8, Strategy::D4, None, Some(0.5), 0, true)
+        .await;
+    assert_eq!(reused.unwrap().id(), verified.id());
+    let reused = c.create_run(8, Strategy::D4, None, None, 0, true).await;
+    assert_eq!(
+        reused.unwrap().id(),
+        newer.id(),
+        "no fraction asked: the newest"
+    );
+    assert_eq!(c.runs().len(), 3);
 }

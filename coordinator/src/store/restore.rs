@@ -10,6 +10,9 @@ use super::txn::{abort, stored_tally};
 use super::{groups, Store, NEXT_RUN};
 use crate::error::{Error, Result};
 
+/// Results restored per transaction by [`Store::restore_all_results`].
+pub const RESTORE_BATCH: usize = 4096;
+
 impl Store {
     /// Restores a quarantine (from an export): the worker stays out of service. One already stored is
     /// kept as it is.
@@ -63,6 +66,15 @@ impl Store {
             Ok(())
         })?;
         Ok(())
+    }
+
+    /// Restores counted results of a run, [`RESTORE_BATCH`] to a transaction; returns how many were new.
+    pub fn restore_all_results(&self, run: u64, results: &[(JobKey, ResultRecord)]) -> Result<u64> {
+        let mut new = 0;
+        for chunk in results.chunks(RESTORE_BATCH) {
+            new += self.restore_results(run, chunk)?;
+        }
+        Ok(new)
     }
 
     /// Restores counted results of a run in one transaction; returns how many were new. A result for a

@@ -145,7 +145,8 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
             strategy: proto::Strategy::D4.into(),
             depth: None,
             reuse: load.reuse,
-            verify_fraction: Some(load.verify_fraction),
+            // A reused run keeps its own fraction (asking one would refuse a run verifying less).
+            verify_fraction: (!load.reuse).then_some(load.verify_fraction),
             priority: 0,
         })
         .await?
