@@ -114,6 +114,27 @@ fn edit_ledger(data: &Path, f: impl FnOnce(Vec<u8>) -> Vec<u8>) {
     std::fs::write(ledger(data), f(bytes)).unwrap();
 }
 
+/// `nqueens import --data TARGET FILE` (plus `extra`); its output.
+fn import(target: &Path, file: &Path, extra: &[&str]) -> Output {
+    support::nqueens()
+        .args(["import", "--data"])
+        .arg(target)
+        .arg(file)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// `nqueens export --data DATA` (plus `extra`); its output.
+fn export(data: &Path, extra: &[&str]) -> Output {
+    support::nqueens()
+        .args(["export", "--data"])
+        .arg(data)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn issue_15_damaged_ledgers_are_repaired_from_the_store_and_never_counted() {
     let p = pristine();
@@ -184,12 +205,7 @@ fn issue_15_import_refuses_a_ledger_with_a_changed_byte() {
     let bytes = std::fs::read(ledger(&p.path)).unwrap();
     std::fs::write(&file, support::with_changed_result_byte(bytes)).unwrap();
     let target = dir.path().join("imported");
-    let out = support::nqueens()
-        .args(["import", "--data"])
-        .arg(&target)
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = import(&target, &file, &[]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -364,13 +380,7 @@ fn an_export_of_a_directory_that_fails_its_audit_is_refused_and_keeps_the_previo
     let data = dir.path().join("data");
     copy_dir(&p.path, &data);
     let backup = dir.path().join("backup.jsonl");
-    let out = support::nqueens()
-        .args(["export", "--data"])
-        .arg(&data)
-        .arg("--out")
-        .arg(&backup)
-        .output()
-        .unwrap();
+    let out = export(&data, &["--out", backup.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",
@@ -386,13 +396,7 @@ fn an_export_of_a_directory_that_fails_its_audit_is_refused_and_keeps_the_previo
         bytes.truncate(end + 1);
         bytes
     });
-    let out = support::nqueens()
-        .args(["export", "--data"])
-        .arg(&data)
-        .arg("--out")
-        .arg(&backup)
-        .output()
-        .unwrap();
+    let out = export(&data, &["--out", backup.to_str().unwrap()]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("disagree"), "{err}");
@@ -411,12 +415,7 @@ fn an_import_of_a_missing_file_or_over_a_lone_ledger_is_refused() {
     let p = pristine();
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("imported");
-    let out = support::nqueens()
-        .args(["import", "--data"])
-        .arg(&target)
-        .arg(dir.path().join("typo.jsonl"))
-        .output()
-        .unwrap();
+    let out = import(&target, &dir.path().join("typo.jsonl"), &[]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("typo.jsonl"), "{err}");
@@ -427,12 +426,7 @@ fn an_import_of_a_missing_file_or_over_a_lone_ledger_is_refused() {
     let before = std::fs::read(ledger(&lone)).unwrap();
     let backup = dir.path().join("backup.jsonl");
     std::fs::copy(ledger(&p.path), &backup).unwrap();
-    let out = support::nqueens()
-        .args(["import", "--data"])
-        .arg(&lone)
-        .arg(&backup)
-        .output()
-        .unwrap();
+    let out = import(&lone, &backup, &[]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ledger") && err.contains("serve"), "{err}");
@@ -447,13 +441,9 @@ fn an_import_of_a_missing_file_or_over_a_lone_ledger_is_refused() {
 fn an_import_of_unverifiable_lines_is_refused_unless_accepted() {
     let p = pristine();
     let dir = tempfile::tempdir().unwrap();
-    let export = support::nqueens()
-        .args(["export", "--data"])
-        .arg(&p.path)
-        .output()
-        .unwrap();
-    assert!(export.status.success());
-    let text = String::from_utf8(export.stdout).unwrap();
+    let exported = export(&p.path, &[]);
+    assert!(exported.status.success());
+    let text = String::from_utf8(exported.stdout).unwrap();
     let mut lines = text
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap());
@@ -470,16 +460,7 @@ fn an_import_of_unverifiable_lines_is_refused_unless_accepted() {
     let file = dir.path().join("old.jsonl");
     std::fs::write(&file, format!("{run}\n{result}\n")).unwrap();
     let target = dir.path().join("imported");
-    let import = |extra: &[&str]| {
-        support::nqueens()
-            .args(["import", "--data"])
-            .arg(&target)
-            .arg(&file)
-            .args(extra)
-            .output()
-            .unwrap()
-    };
-    let out = import(&[]);
+    let out = import(&target, &file, &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
@@ -487,7 +468,7 @@ fn an_import_of_unverifiable_lines_is_refused_unless_accepted() {
         "{err}"
     );
     assert!(!target.join("db").exists(), "nothing imported");
-    let out = import(&["--accept-unchecked"]);
+    let out = import(&target, &file, &["--accept-unchecked"]);
     assert!(
         out.status.success(),
         "{}",

@@ -108,44 +108,7 @@ pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::tests::incoming_from;
-    use nqueens_common::checksum::seal;
-    use nqueens_common::{Plan, Strategy};
-
-    /// A directory where the worker "liar" was quarantined (disproved on a verified job) and the
-    /// revocation that should follow never ran: two of its unconfirmed results still counted, the
-    /// totals agreeing with them, the ledger written from the store.
-    fn a_quarantine_not_revoked(dir: &Path) -> Store {
-        let store = Store::open(dir).unwrap();
-        let plan = Plan::new(8, Strategy::D4).unwrap();
-        let run = store.create_run(plan, 0.5).unwrap();
-        let keys: Vec<_> = plan.jobs().collect();
-        let verified = (0..keys.len()).find(|&i| run.verifies(&keys[i])).unwrap();
-        let plain: Vec<usize> = (0..keys.len())
-            .filter(|&i| !run.verifies(&keys[i]))
-            .collect();
-        store
-            .commit(&[
-                incoming_from(run.id, &plan, plain[0], "liar"),
-                incoming_from(run.id, &plan, plain[1], "liar"),
-                incoming_from(run.id, &plan, plain[2], "a"),
-            ])
-            .unwrap();
-        let mut lie = incoming_from(run.id, &plan, verified, "liar");
-        lie.result.total += 1;
-        lie.seal = seal(plan.fingerprint().1, &lie.key, &lie.result);
-        store.commit(&[lie]).unwrap();
-        store
-            .commit(&[incoming_from(run.id, &plan, verified, "a")])
-            .unwrap();
-        let decided = store
-            .commit(&[incoming_from(run.id, &plan, verified, "b")])
-            .unwrap();
-        assert_eq!(decided.quarantined.len(), 1);
-        store.flush().unwrap();
-        ledger::rewrite(&dir.join(LEDGER_FILE), &store).unwrap();
-        store
-    }
+    use crate::store::tests::a_quarantine_not_revoked;
 
     /// Found by a review (2026-11-24): `audit` passed such a directory and `export` wrote the liar's
     /// results out, and an import of that export (which carries no quarantine) counted them for good.

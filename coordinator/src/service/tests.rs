@@ -330,44 +330,11 @@ async fn after_a_restart_leases_walk_past_the_done_jobs_without_losing_one() {
 
 #[tokio::test]
 async fn issue_16_a_quarantine_whose_revocation_did_not_complete_is_completed_at_the_next_start() {
-    use crate::store::tests::incoming_from;
     let dir = tempfile::tempdir().unwrap();
-    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
-    let jobs_before = {
-        let store = Store::open(dir.path()).unwrap();
-        let run = store.create_run(plan, 0.5).unwrap();
-        let keys: Vec<_> = plan.jobs().collect();
-        let index = |verified: bool| {
-            (0..keys.len())
-                .filter(|&i| run.verifies(&keys[i]) == verified)
-                .collect::<Vec<_>>()
-        };
-        let (verified, plain) = (index(true)[0], index(false));
-        // Two plain results of the liar, counted (unconfirmed), and one honest plain result.
-        store
-            .commit(&[
-                incoming_from(run.id, &plan, plain[0], "liar"),
-                incoming_from(run.id, &plan, plain[1], "liar"),
-                incoming_from(run.id, &plan, plain[2], "a"),
-            ])
-            .unwrap();
-        // A verified job: the liar's wrong result, then two honest ones that agree. The commit
-        // quarantines the liar; the revocation that should follow (the committer's) never ran.
-        let mut lie = incoming_from(run.id, &plan, verified, "liar");
-        lie.result.total += 1;
-        lie.seal = seal(plan.fingerprint().1, &lie.key, &lie.result);
-        store.commit(&[lie]).unwrap();
-        store
-            .commit(&[incoming_from(run.id, &plan, verified, "a")])
-            .unwrap();
-        let decided = store
-            .commit(&[incoming_from(run.id, &plan, verified, "b")])
-            .unwrap();
-        assert_eq!(decided.quarantined.len(), 1);
-        store.flush().unwrap();
-        crate::ledger::rewrite(&dir.path().join(crate::ledger::LEDGER_FILE), &store).unwrap();
-        store.tally(run.id).unwrap().jobs
-    };
+    let jobs_before = crate::store::tests::a_quarantine_not_revoked(dir.path())
+        .tally(1)
+        .unwrap()
+        .jobs;
     assert_eq!(jobs_before, 4);
     let c = reopened(dir.path()).await;
     let view = c.run("1").unwrap();

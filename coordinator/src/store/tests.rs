@@ -80,6 +80,41 @@ pub(crate) fn a_liar_with_a_damaged_result(store: &Store) -> [Incoming; 3] {
     ]
 }
 
+/// A directory where the worker "liar" was quarantined (disproved on a verified job) and the
+/// revocation that should follow never ran: two of its unconfirmed results still counted, the
+/// totals agreeing with them, the ledger written from the store.
+pub(crate) fn a_quarantine_not_revoked(dir: &std::path::Path) -> Store {
+    let store = Store::open(dir).unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 0.5).unwrap();
+    let keys: Vec<_> = plan.jobs().collect();
+    let verified = (0..keys.len()).find(|&i| run.verifies(&keys[i])).unwrap();
+    let plain: Vec<usize> = (0..keys.len())
+        .filter(|&i| !run.verifies(&keys[i]))
+        .collect();
+    store
+        .commit(&[
+            incoming_from(run.id, &plan, plain[0], "liar"),
+            incoming_from(run.id, &plan, plain[1], "liar"),
+            incoming_from(run.id, &plan, plain[2], "a"),
+        ])
+        .unwrap();
+    let mut lie = incoming_from(run.id, &plan, verified, "liar");
+    lie.result.total += 1;
+    lie.seal = seal(plan.fingerprint().1, &lie.key, &lie.result);
+    store.commit(&[lie]).unwrap();
+    store
+        .commit(&[incoming_from(run.id, &plan, verified, "a")])
+        .unwrap();
+    let decided = store
+        .commit(&[incoming_from(run.id, &plan, verified, "b")])
+        .unwrap();
+    assert_eq!(decided.quarantined.len(), 1);
+    store.flush().unwrap();
+    crate::ledger::rewrite(&dir.join(crate::ledger::LEDGER_FILE), &store).unwrap();
+    store
+}
+
 #[test]
 fn results_commit_once_and_the_last_one_finishes_the_run() {
     let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
