@@ -348,10 +348,11 @@ mod tests {
         assert_eq!(pool.load(), 0);
     }
 
-    /// A device that answers every launch with nothing sensible (and counts its launches).
-    struct Broken(nqueens_gpu::DeviceInfo, Arc<std::sync::atomic::AtomicUsize>);
+    /// A test double of a device: `before` runs at each launch, which then answers two words per seed,
+    /// as asked, but no nodes: a count nobody may believe.
+    struct Fake<F>(nqueens_gpu::DeviceInfo, F);
 
-    impl nqueens_gpu::Launch for Broken {
+    impl<F: FnMut() + Send> nqueens_gpu::Launch for Fake<F> {
         fn info(&self) -> &nqueens_gpu::DeviceInfo {
             &self.0
         }
@@ -362,8 +363,7 @@ mod tests {
             _: &[u32],
             _: u32,
         ) -> Result<Vec<u64>, nqueens_gpu::GpuError> {
-            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            // Two words per seed, as asked, but no nodes: a count nobody may believe.
+            (self.1)();
             Ok(vec![0; seeds.len() / 2])
         }
     }
@@ -389,7 +389,13 @@ mod tests {
                         threads: 4,
                     };
                     Device {
-                        gpu: Gpu::new(Box::new(Broken(info, launched.clone()))),
+                        gpu: Gpu::new(Box::new(Fake(info, {
+                            // Counts its launches.
+                            let launched = launched.clone();
+                            move || {
+                                launched.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            }
+                        }))),
                         batch: 2,
                         metrics: metrics.clone(),
                         timeout: std::time::Duration::from_secs(60),
@@ -451,28 +457,6 @@ mod tests {
         }
     }
 
-    /// A device whose launch never returns (a hung driver) until the test lets it go.
-    struct Hung(
-        nqueens_gpu::DeviceInfo,
-        Mutex<std::sync::mpsc::Receiver<()>>,
-    );
-
-    impl nqueens_gpu::Launch for Hung {
-        fn info(&self) -> &nqueens_gpu::DeviceInfo {
-            &self.0
-        }
-        fn launch(
-            &mut self,
-            seeds: &[u32],
-            _: &[u32],
-            _: &[u32],
-            _: u32,
-        ) -> Result<Vec<u64>, nqueens_gpu::GpuError> {
-            let _ = self.1.lock().unwrap().recv();
-            Ok(vec![0; seeds.len() / 2])
-        }
-    }
-
     /// A launch that runs past the device's timeout is given up: its jobs are computed on the CPU and the
     /// device is used no more. Before, the worker waited for it for ever, heartbeating its leases, and the
     /// run stalled. The pool still joins: the hung launch is left behind, not waited for.
@@ -489,7 +473,10 @@ mod tests {
             threads: 4,
         };
         let device = Device {
-            gpu: Gpu::new(Box::new(Hung(info, Mutex::new(hold)))),
+            // Its launch never returns (a hung driver) until the test lets it go.
+            gpu: Gpu::new(Box::new(Fake(info, move || {
+                let _ = hold.recv();
+            }))),
             batch: 2,
             metrics: metrics.clone(),
             timeout: std::time::Duration::from_millis(200),
