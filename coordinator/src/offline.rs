@@ -20,19 +20,14 @@ pub struct Checked {
     pub lines: Vec<AuditLine>,
     /// Per run, its results in the ledger (the same as the store's).
     pub ledger_results: HashMap<u64, u64>,
+    /// Whether the digests sufficed (both sides streamed, no result kept in memory); otherwise the
+    /// ledger was read whole.
+    pub quick: bool,
 }
 
 /// Checks the store of `dir` (opened by the caller) and its ledger; an error names the first thing wrong
 /// and what repairs it.
 pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
-    let lines = store.audit()?;
-    // A quarantine's revocation that did not complete (a failed write, or a crash, in between) leaves
-    // the liar's unconfirmed results counted, the totals still agreeing with them.
-    if let Some((worker, counted)) = store.unrevoked_quarantines()?.into_iter().next() {
-        return Err(Error::Corrupt(format!(
-            "the revocation of the quarantined worker {worker:?} did not complete: {counted} of its unconfirmed results are still counted, or open jobs still hold its results; start the coordinator once to take them back"
-        )));
-    }
     let path = dir.join(LEDGER_FILE);
     if !path.exists() {
         return Err(Error::Corrupt(format!(
@@ -40,8 +35,42 @@ pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
             dir.display()
         )));
     }
+    // The start's quick comparison first (both sides streamed, no result kept in memory); the full,
+    // result-by-result one only where the digests differ, to name what differs.
+    let checked = match crate::reconcile::digests_agree(store, &path)? {
+        Some(agreed) => Checked {
+            lines: agreed
+                .runs
+                .iter()
+                .zip(agreed.surveys)
+                .map(|(meta, survey)| store.audited(meta, survey))
+                .collect::<Result<_>>()?,
+            ledger_results: agreed
+                .ledger
+                .digests
+                .iter()
+                .map(|(run, digest)| (*run, digest.results))
+                .collect(),
+            quick: true,
+        },
+        None => compare_in_full(store, &path)?,
+    };
+    // A quarantine's revocation that did not complete (a failed write, or a crash, in between) leaves
+    // the liar's unconfirmed results counted, the totals, and the ledger, still agreeing with them.
+    if let Some((worker, counted)) = store.unrevoked_quarantines()?.into_iter().next() {
+        return Err(Error::Corrupt(format!(
+            "the revocation of the quarantined worker {worker:?} did not complete: {counted} of its unconfirmed results are still counted, or open jobs still hold its results; start the coordinator once to take them back"
+        )));
+    }
+    Ok(checked)
+}
+
+/// The store's audit and the ledger read whole, compared run by run: an error names the first
+/// difference.
+fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
+    let lines = store.audit()?;
     // Both ways: every result of the store is in the ledger and every result of the ledger in the store.
-    let view = LedgerView::read(&path)?;
+    let view = LedgerView::read(path)?;
     if let Some(first) = view.damaged.first() {
         return Err(Error::Corrupt(format!(
             "the ledger has {} damaged lines (first: {first}); start the coordinator to repair it from the store",
@@ -77,6 +106,7 @@ pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
     Ok(Checked {
         lines,
         ledger_results,
+        quick: false,
     })
 }
 
@@ -131,6 +161,7 @@ mod tests {
         store.flush().unwrap();
         ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
         let checked = check(&store, dir.path()).unwrap();
+        assert!(checked.quick, "streamed, the ledger not read whole");
         assert_eq!(checked.lines[0].tally.jobs, 2);
         assert_eq!(checked.ledger_results[&checked.lines[0].run], 2);
     }

@@ -12,7 +12,7 @@ use nqueens_common::JobKey;
 use crate::digest::{LedgerDigest, RunDigest};
 use crate::error::{Error, Result};
 use crate::ledger::{self, same_plan, Ledger, LedgerView};
-use crate::store::{AuditLine, ResultRecord, Store};
+use crate::store::{AuditLine, ResultRecord, RunMeta, Store, Survey};
 
 /// What reconciliation repaired (all zero: store and ledger agreed).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -183,12 +183,21 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
     Ok((ledger, repairs, None))
 }
 
-/// The quick path: when the ledger has only intact, sealed run and result lines, and every run's digest
-/// (a count and an order-independent hash sum, [`crate::digest`]) is the same in the store and in the
-/// ledger, the two agree; the stored totals are set from the results, and the store is audited on the
-/// same pass. Streams both sides, side by side on two threads, keeping no result in memory. `None`:
-/// take the full, result-by-result comparison.
-fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
+/// A store and a ledger found to agree by their digests.
+pub struct Agreed {
+    /// The store's runs, by id.
+    pub runs: Vec<RunMeta>,
+    /// Each run's survey (one pass over its results), in the same order.
+    pub surveys: Vec<Survey>,
+    /// The ledger's digests.
+    pub ledger: LedgerDigest,
+}
+
+/// The read-only half of the quick path: whether the ledger has only intact, sealed run and result
+/// lines, the same runs as the store, and every run's digest the same on both sides (streamed side by
+/// side on two threads, keeping no result in memory). `None`: a full, result-by-result comparison is
+/// needed.
+pub fn digests_agree(store: &Store, path: &Path) -> Result<Option<Agreed>> {
     let stored = store.runs()?;
     // The ledger and the store are read side by side, each in one pass: the ledger's digests on this
     // thread; on another, each run's results once (the digest, the sum for the totals, the audit's
@@ -235,7 +244,27 @@ fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
         }
         agreed.push(survey);
     }
-    let surveys = agreed;
+    Ok(Some(Agreed {
+        runs: stored,
+        surveys: agreed,
+        ledger,
+    }))
+}
+
+/// The quick path: when the ledger has only intact, sealed run and result lines, and every run's digest
+/// (a count and an order-independent hash sum, [`crate::digest`]) is the same in the store and in the
+/// ledger, the two agree; the stored totals are set from the results, and the store is audited on the
+/// same pass. Streams both sides, side by side on two threads, keeping no result in memory. `None`:
+/// take the full, result-by-result comparison.
+fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
+    let Some(Agreed {
+        runs: stored,
+        surveys,
+        ledger,
+    }) = digests_agree(store, path)?
+    else {
+        return Ok(None);
+    };
     let mut repairs = Repairs::default();
     let mut audit = Vec::with_capacity(stored.len());
     for (meta, survey) in stored.iter().zip(surveys) {

@@ -193,6 +193,7 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
     let offline::Checked {
         lines,
         ledger_results: agreed,
+        ..
     } = offline::check(&store, &dir)?;
     let mut out = std::io::stdout().lock();
     for line in lines {

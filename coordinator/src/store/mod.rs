@@ -31,7 +31,7 @@ mod revoke;
 mod txn;
 mod workers;
 
-pub use audit::AuditLine;
+pub use audit::{AuditLine, Survey};
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
 pub use control::{Control, JobListing, ListedJob};
 pub use records::{now_unix, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta};
