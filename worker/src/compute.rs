@@ -169,8 +169,8 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
 /// A GPU's thread: up to a batch of jobs per launch, each result checked by the engine; a failed batch
 /// is computed here on the CPU, and after [`GPU_STRIKES`] failed batches in a row the thread goes on as
 /// a CPU thread. The launches themselves run on a thread of their own ([`launcher`]): a launch that runs
-/// past the device's timeout (a hung driver) is given up, its batch computed here on the CPU, and the
-/// thread goes on as a CPU thread, leaving the launcher behind.
+/// past the device's timeout (a hung driver) is given up, its batch put back at the head of the queue
+/// for the CPU threads, and this thread goes on as one of them, leaving the launcher behind.
 fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device: Device) {
     let mut strikes = 0;
     let info = device.gpu.info().clone();
@@ -217,11 +217,21 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
                 }
                 (tasks.iter().map(|t| t.job.run()).collect(), None)
             }
-            // Hung, or its launch thread gone (`wait` said which): given up at once.
+            // Hung, or its launch thread gone (`wait` said which): given up at once. Its batch goes back
+            // to the head of the queue, for every CPU thread (this one among them) to share.
             None => {
-                strikes = GPU_STRIKES;
                 device.metrics.gpu_failures.inc();
-                (tasks.iter().map(|t| t.job.run()).collect(), None)
+                device.metrics.gpus.dec();
+                {
+                    let mut q = shared.lock();
+                    q.running -= tasks.len();
+                    for task in tasks.into_iter().rev() {
+                        q.waiting.push_front(task);
+                    }
+                }
+                shared.ready.notify_all();
+                drop(launch);
+                return compute(shared, results);
             }
         };
         {
