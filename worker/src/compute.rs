@@ -46,6 +46,9 @@ pub struct Task<L> {
 
 struct Queue<L> {
     waiting: VecDeque<Task<L>>,
+    /// Jobs for the CPU threads only, taken before `waiting`: the batch of a launch given up for hung
+    /// (another GPU must not take it: if the batch itself hangs a device, it would hang them all).
+    cpu_only: VecDeque<Task<L>>,
     running: usize,
     closed: bool,
 }
@@ -79,6 +82,7 @@ impl<L: Send + 'static> ComputePool<L> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 waiting: VecDeque::new(),
+                cpu_only: VecDeque::new(),
                 running: 0,
                 closed: false,
             }),
@@ -124,20 +128,27 @@ impl<L: Send + 'static> ComputePool<L> {
     /// Jobs queued or running.
     pub fn load(&self) -> usize {
         let q = self.shared.lock();
-        q.waiting.len() + q.running
+        q.waiting.len() + q.cpu_only.len() + q.running
     }
 
     /// Takes back every job that has not started.
     pub fn take_unstarted(&self) -> Vec<Task<L>> {
-        self.shared.lock().waiting.drain(..).collect()
+        let mut q = self.shared.lock();
+        let mut taken: Vec<Task<L>> = q.cpu_only.drain(..).collect();
+        taken.extend(q.waiting.drain(..));
+        taken
     }
 
     /// Takes back the jobs that have not started and whose lease `unwanted` picks.
     pub fn take_unstarted_if(&self, unwanted: impl Fn(&L) -> bool) -> Vec<Task<L>> {
         let mut q = self.shared.lock();
-        let (taken, kept): (std::collections::VecDeque<_>, _) =
+        let (mut taken, kept): (VecDeque<_>, VecDeque<_>) =
+            q.cpu_only.drain(..).partition(|t| unwanted(&t.lease));
+        q.cpu_only = kept;
+        let (more, kept): (VecDeque<_>, VecDeque<_>) =
             q.waiting.drain(..).partition(|t| unwanted(&t.lease));
         q.waiting = kept;
+        taken.extend(more);
         taken.into()
     }
 }
@@ -150,7 +161,7 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
                 if q.closed {
                     return;
                 }
-                if let Some(t) = q.waiting.pop_front() {
+                if let Some(t) = q.cpu_only.pop_front().or_else(|| q.waiting.pop_front()) {
                     q.running += 1;
                     break t;
                 }
@@ -169,8 +180,8 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
 /// A GPU's thread: up to a batch of jobs per launch, each result checked by the engine; a failed batch
 /// is computed here on the CPU, and after [`GPU_STRIKES`] failed batches in a row the thread goes on as
 /// a CPU thread. The launches themselves run on a thread of their own ([`launcher`]): a launch that runs
-/// past the device's timeout (a hung driver) is given up, its batch put back at the head of the queue
-/// for the CPU threads, and this thread goes on as one of them, leaving the launcher behind.
+/// past the device's timeout (a hung driver) is given up, its batch handed to the CPU threads (never to
+/// another GPU), and this thread goes on as one of them, leaving the launcher behind.
 fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device: Device) {
     let mut strikes = 0;
     let info = device.gpu.info().clone();
@@ -217,19 +228,12 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
                 }
                 (tasks.iter().map(|t| t.job.run()).collect(), None)
             }
-            // Hung, or its launch thread gone (`wait` said which): given up at once. Its batch goes back
-            // to the head of the queue, for every CPU thread (this one among them) to share.
+            // Hung, or its launch thread gone (`wait` said which): given up at once. Its batch goes to
+            // the CPU threads (this one among them), never to another GPU.
             None => {
                 device.metrics.gpu_failures.inc();
                 device.metrics.gpus.dec();
-                {
-                    let mut q = shared.lock();
-                    q.running -= tasks.len();
-                    for task in tasks.into_iter().rev() {
-                        q.waiting.push_front(task);
-                    }
-                }
-                shared.ready.notify_all();
+                for_the_cpus(shared, tasks);
                 drop(launch);
                 return compute(shared, results);
             }
@@ -248,6 +252,17 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
             return compute(shared, results);
         }
     }
+}
+
+/// Hands `tasks`, taken from the queue and not computed, to the CPU threads: ahead of every other job,
+/// and out of every GPU's reach.
+fn for_the_cpus<L>(shared: &Shared<L>, tasks: Vec<Task<L>>) {
+    {
+        let mut q = shared.lock();
+        q.running -= tasks.len();
+        q.cpu_only.extend(tasks);
+    }
+    shared.ready.notify_all();
 }
 
 /// What a launch thread answers: a batch's results, or why the device failed it.
@@ -292,11 +307,11 @@ fn wait(
     match answer {
         Ok(answer) => Some(answer),
         Err(RecvTimeoutError::Timeout) => {
-            tracing::error!(device = %info, jobs, timeout = ?timeout, "GPU launch ran past its timeout (--gpu-timeout): the device is taken for hung; computing its batch, and from now on everything, on the CPU");
+            tracing::error!(device = %info, jobs, timeout = ?timeout, "GPU launch ran past its timeout (--gpu-timeout): the device is taken for hung; its batch, and from now on everything, goes to the CPU");
             None
         }
         Err(RecvTimeoutError::Disconnected) => {
-            tracing::error!(device = %info, jobs, "the GPU's launch thread is gone; computing its batch, and from now on everything, on the CPU");
+            tracing::error!(device = %info, jobs, "the GPU's launch thread is gone; its batch, and from now on everything, goes to the CPU");
             None
         }
     }
@@ -304,7 +319,7 @@ fn wait(
 
 impl<L> ComputePool<L> {
     /// Closes the pool and waits until its threads end (a running job finishes first: minutes, at worst;
-    /// a GPU's thread waiting on a hung launch, up to its timeout and the batch's CPU time).
+    /// a GPU's thread waiting on a hung launch, up to its timeout).
     /// Blocking: call it on a blocking thread (`spawn_blocking`), never on a runtime thread.
     pub fn join(mut self) {
         self.close();
@@ -465,6 +480,48 @@ mod tests {
                 assert!((0..=devices as i64).contains(&metrics.gpus.get()));
             }
         }
+    }
+
+    /// A batch handed to the CPU threads (a hung launch's) is taken by them first, never by a GPU's
+    /// thread: a batch that hangs one device must not go on to hang the next. It still counts as load and
+    /// is handed back with the other unstarted jobs.
+    #[test]
+    fn a_hung_batch_goes_to_the_cpus_only() {
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let keys: Vec<_> = plan.jobs().collect();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        // No thread at all: the queue is driven by hand.
+        let pool: ComputePool<usize> = ComputePool::new(0, Vec::new(), tx.clone());
+        pool.close();
+        let task = |i: usize| Task {
+            lease: i,
+            job: plan.job(&keys[i]).unwrap(),
+        };
+        pool.shared.lock().running += 2;
+        for_the_cpus(&pool.shared, vec![task(0), task(1)]);
+        pool.submit(task(2));
+        assert_eq!(pool.load(), 3);
+        {
+            let q = pool.shared.lock();
+            let for_a_gpu: Vec<usize> = q.waiting.iter().map(|t| t.lease).collect();
+            assert_eq!(for_a_gpu, [2], "a GPU's thread sees only the other job");
+        }
+        let handed_back: Vec<usize> = pool.take_unstarted().iter().map(|t| t.lease).collect();
+        assert_eq!(handed_back, [0, 1, 2]);
+        // A CPU thread takes the hung batch first.
+        pool.shared.lock().closed = false;
+        for_the_cpus(&pool.shared, {
+            pool.shared.lock().running += 1;
+            vec![task(0)]
+        });
+        pool.submit(task(1));
+        let shared = pool.shared.clone();
+        let worker = std::thread::spawn(move || compute(&shared, &tx));
+        let (first, _, _) = rx.blocking_recv().unwrap();
+        assert_eq!(first.lease, 0);
+        let _ = rx.blocking_recv().unwrap();
+        pool.close();
+        worker.join().unwrap();
     }
 
     /// A launch that runs past the device's timeout is given up: its jobs are computed on the CPU and the
