@@ -232,10 +232,8 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
             // the CPU threads (this one among them), never to another GPU.
             None => {
                 device.metrics.gpu_failures.inc();
-                device.metrics.gpus.dec();
                 for_the_cpus(shared, tasks);
-                drop(launch);
-                return compute(shared, results);
+                break;
             }
         };
         {
@@ -246,12 +244,14 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
             }
         }
         if strikes >= GPU_STRIKES {
-            device.metrics.gpus.dec();
-            // The launch thread ends once its sender is gone (a hung one when its launch returns, if ever).
-            drop(launch);
-            return compute(shared, results);
+            break;
         }
     }
+    // Given up. The launch thread ends once its sender is gone (a hung one when its launch returns, if
+    // ever).
+    device.metrics.gpus.dec();
+    drop(launch);
+    compute(shared, results)
 }
 
 /// Hands `tasks`, taken from the queue and not computed, to the CPU threads: ahead of every other job,
@@ -347,19 +347,24 @@ mod tests {
     use super::*;
     use nqueens_common::{Plan, Strategy};
 
+    /// Queues every job of `plan`, the lease of each its index; returns their keys.
+    fn submit_all(pool: &ComputePool<usize>, plan: &Plan) -> Vec<nqueens_common::JobKey> {
+        let keys: Vec<_> = plan.jobs().collect();
+        for (i, key) in keys.iter().enumerate() {
+            pool.submit(Task {
+                lease: i,
+                job: plan.job(key).unwrap(),
+            });
+        }
+        keys
+    }
+
     #[test]
     fn every_job_comes_back_once() {
         let plan = Plan::new(10, Strategy::D4).unwrap();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let pool = ComputePool::new(3, Vec::new(), tx);
-        let mut n = 0;
-        for (i, key) in plan.jobs().enumerate() {
-            pool.submit(Task {
-                lease: i,
-                job: plan.job(&key).unwrap(),
-            });
-            n += 1;
-        }
+        let n = submit_all(&pool, &plan).len();
         let mut seen = vec![false; n];
         let mut total = 0;
         for _ in 0..n {
@@ -430,13 +435,7 @@ mod tests {
             metrics.gpus.set(devices as i64);
             // No CPU thread: the GPUs' threads do everything.
             let pool = ComputePool::new(0, pool_devices, tx);
-            let keys: Vec<_> = plan.jobs().collect();
-            for (i, key) in keys.iter().enumerate() {
-                pool.submit(Task {
-                    lease: i,
-                    job: plan.job(key).unwrap(),
-                });
-            }
+            let keys = submit_all(&pool, &plan);
             let mut total = 0;
             let mut credited = 0;
             for _ in 0..keys.len() {
@@ -551,13 +550,7 @@ mod tests {
         metrics.gpus.set(1);
         // No CPU thread: the GPU's thread must take over.
         let pool = ComputePool::new(0, vec![device], tx);
-        let keys: Vec<_> = plan.jobs().collect();
-        for (i, key) in keys.iter().enumerate() {
-            pool.submit(Task {
-                lease: i,
-                job: plan.job(key).unwrap(),
-            });
-        }
+        let keys = submit_all(&pool, &plan);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let mut total = 0;
         for _ in 0..keys.len() {
@@ -611,13 +604,7 @@ mod tests {
             timeout: std::time::Duration::from_secs(600),
         };
         let pool = ComputePool::new(0, vec![device], tx);
-        let keys: Vec<_> = plan.jobs().collect();
-        for (i, key) in keys.iter().enumerate() {
-            pool.submit(Task {
-                lease: i,
-                job: plan.job(key).unwrap(),
-            });
-        }
+        let keys = submit_all(&pool, &plan);
         let mut seen = vec![false; keys.len()];
         let mut total = 0;
         for _ in 0..keys.len() {

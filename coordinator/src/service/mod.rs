@@ -313,7 +313,8 @@ impl Coordinator {
 
     /// Creates a run at `priority` (`verify_fraction` of its jobs computed twice; default
     /// [`DEFAULT_VERIFY_FRACTION`]), or with `reuse` returns the newest existing run with the same plan
-    /// that is not cancelled: refused if it verifies less than a `verify_fraction` asked.
+    /// that is not cancelled and verifies at least a `verify_fraction` asked (refused if such runs
+    /// exist, all verifying less).
     pub async fn create_run(
         &self,
         n: u32,
