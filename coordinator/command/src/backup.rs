@@ -3,7 +3,6 @@
 //! a data directory whose coordinator is stopped (the store is locked while one runs; the ledger,
 //! `DATA/results.jsonl`, can be copied at any time).
 
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -94,9 +93,7 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
             let partial = out.into_inner().map_err(|e| failed(e.into_error()))?;
             partial.as_file().sync_all().map_err(failed)?;
             partial.persist(path).map_err(|e| failed(e.error))?;
-            File::open(parent)
-                .and_then(|d| d.sync_all())
-                .map_err(failed)?;
+            nqueens_common::jsonl::sync_dir(path).map_err(failed)?;
             n
         }
         None => ledger::export(&store, args.run, &mut std::io::stdout().lock())?,
