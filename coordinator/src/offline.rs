@@ -226,6 +226,31 @@ mod tests {
         }
     }
 
+    /// A changed byte in an export's quarantine line fails the line's checksum: the line is damage (an
+    /// import refuses the whole file), never a quarantine of another worker or none.
+    #[test]
+    fn a_damaged_quarantine_line_is_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        let mut export = Vec::new();
+        ledger::export(&store, None, &mut export).unwrap();
+        let at = export
+            .windows(b"\"liar\"".len())
+            .rposition(|w| w == b"\"liar\"")
+            .unwrap();
+        assert!(
+            export[..at].ends_with(b"\"worker\":"),
+            "the quarantine line's name"
+        );
+        export[at + 1] = b'm';
+        let path = dir.path().join("damaged.jsonl");
+        std::fs::write(&path, &export).unwrap();
+        let view = LedgerView::read(&path).unwrap();
+        assert_eq!(view.damaged.len(), 1, "{:?}", view.damaged);
+        assert!(view.quarantines.is_empty());
+    }
+
     /// An export copied in as the ledger (a natural restore step) has its quarantines kept in the store,
     /// and the ledger is rewritten without them: the next start takes the quick path again.
     #[test]
