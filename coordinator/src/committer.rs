@@ -102,7 +102,8 @@ impl Applied {
         results.flatten().chain(writes).next()
     }
 
-    /// The ledger lines of a commit: the results it counted and those it revoked.
+    /// The ledger lines of a commit: the results it counted, the workers it quarantined (so that a
+    /// store rebuilt from the ledger keeps them out of service) and the results it revoked.
     fn log(&mut self, c: &Committed) {
         self.entries
             .extend(c.counted.iter().map(|(run, key, record)| Entry::Result {
@@ -110,6 +111,8 @@ impl Applied {
                 job: key.to_string(),
                 record: record.clone(),
             }));
+        self.entries
+            .extend(c.quarantined.iter().cloned().map(Entry::Quarantine));
         self.entries
             .extend(c.revoked.iter().map(|r| Entry::Revoked {
                 run: r.run,

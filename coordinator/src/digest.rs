@@ -6,9 +6,10 @@
 //! that differs) makes the digests differ or the ledger unfit for the quick path, and reconciliation
 //! compares result by result.
 //! A revocation line of ledger format 2 carries the result it takes back and is subtracted; older ones
-//! make the ledger unfit.
+//! make the ledger unfit. Quarantine and release lines (ledger format 4) give the set of workers
+//! quarantined at the file's end, which must be the store's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::hash::Hasher;
 use std::path::Path;
@@ -77,6 +78,8 @@ pub struct LedgerDigest {
     pub len: u64,
     /// The first worker number no intact line defines (see [`crate::ledger::LedgerView::next_worker`]).
     pub next_worker: u32,
+    /// The workers quarantined at the file's end, by name.
+    pub quarantined: BTreeSet<String>,
 }
 
 impl LedgerDigest {
@@ -179,9 +182,11 @@ impl LedgerDigest {
                     "run {run} job {job}: a revocation of the format before format 2"
                 ));
             }
-            // Exports only: a ledger that holds one is compared in full.
             Entry::Quarantine(q) => {
-                return Err(format!("a quarantine of {:?} in a ledger", q.worker));
+                self.quarantined.insert(q.worker);
+            }
+            Entry::Released { worker, .. } => {
+                self.quarantined.remove(&worker);
             }
         }
         Ok(())

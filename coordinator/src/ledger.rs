@@ -15,7 +15,12 @@
 //! tagged object `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}`; both are still read, and
 //! exports are written in the JSON form of format 2, readable with any JSON tool. A result may appear
 //! twice (identical copies; readers keep one); a run's line appears again after each operator's control
-//! (cancel, pause, resume, priority), and the last holds. Appends never leave a partial line behind: a
+//! (cancel, pause, resume, priority), and the last holds. Since ledger format 4 the ledger also carries
+//! quarantines, `{"kind":"quarantine","worker":NAME,"reason":...,"at_unix":T}` (written with the commit
+//! that disproves the worker, before its revocation lines), and their lifting,
+//! `{"kind":"released","worker":NAME,"at_unix":T}` (`serve --release-quarantine`): a store rebuilt
+//! from the ledger alone keeps its disproved workers out of service. An export ends with the store's
+//! quarantines in the same form. Appends never leave a partial line behind: a
 //! failed append is cut off, and its entries stay queued in memory and go first in the next append, so
 //! nothing the store applied is missing from the ledger once an append succeeds.
 
@@ -57,9 +62,10 @@ pub enum Entry {
         /// reconciliation can take it out of its digest.
         record: Option<ResultRecord>,
     },
-    /// A quarantined worker (exports only: a store restored from one keeps it out of service; the
-    /// ledger does not carry quarantines).
+    /// A quarantined worker: a store restored from the file keeps it out of service.
     Quarantine(Quarantine),
+    /// A quarantine lifted by the operator (ledger format 4 on): the worker may lease again.
+    Released { worker: String, at_unix: u64 },
 }
 
 /// The tagged form of an entry: a JSON object with a `kind`. Runs and revocations are written so; results
@@ -82,6 +88,10 @@ enum Tagged {
         record: Option<ResultRecord>,
     },
     Quarantine(Quarantine),
+    Released {
+        worker: String,
+        at_unix: u64,
+    },
 }
 
 /// The first element of a compact result entry.
@@ -126,6 +136,11 @@ impl Serialize for Entry {
             }
             .serialize(s),
             Entry::Quarantine(q) => Tagged::Quarantine(q.clone()).serialize(s),
+            Entry::Released { worker, at_unix } => Tagged::Released {
+                worker: worker.clone(),
+                at_unix: *at_unix,
+            }
+            .serialize(s),
         }
     }
 }
@@ -165,6 +180,7 @@ impl<'de> serde::de::Visitor<'de> for EntryVisitor {
                 record,
             },
             Tagged::Quarantine(q) => Entry::Quarantine(q),
+            Tagged::Released { worker, at_unix } => Entry::Released { worker, at_unix },
         })
     }
 
@@ -238,7 +254,8 @@ pub struct LedgerView {
     pub torn: bool,
     /// The first worker number no intact line defines (see [`packed`]).
     pub next_worker: u32,
-    /// Quarantined workers, by name (an export's; a ledger has none).
+    /// The workers quarantined as of the file's end (quarantine lines, less those released after), by
+    /// name.
     pub quarantines: BTreeMap<String, Quarantine>,
 }
 
@@ -362,6 +379,12 @@ impl LedgerView {
                 }
                 self.quarantines.insert(q.worker.clone(), q);
             }
+            Entry::Released { worker, .. } => {
+                if !nqueens_proto::valid_worker_id(&worker) {
+                    return Err(format!("a release of a bad worker name {worker:?}"));
+                }
+                self.quarantines.remove(&worker);
+            }
         }
         Ok(())
     }
@@ -470,15 +493,7 @@ pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
 /// Writes a store's runs (all, or one) and their counted results as JSON ledger lines (an export), then
 /// its quarantined workers; returns how many results. Every result's seal is checked first: a damaged store is not exported.
 pub fn export(store: &Store, only: Option<u64>, out: &mut impl Write) -> Result<u64> {
-    let io = |e: std::io::Error| Error::Durability(format!("cannot write the export: {e}"));
-    let results = write_store(store, only, out, jsonl::encode::<Entry>)?;
-    // The quarantines last: a store restored from the export keeps those workers out of service.
-    for q in store.quarantined()? {
-        out.write_all(&jsonl::encode(&Entry::Quarantine(q)))
-            .map_err(io)?;
-    }
-    out.flush().map_err(io)?;
-    Ok(results)
+    write_store(store, only, out, jsonl::encode::<Entry>)
 }
 
 /// [`export`], each entry written as `encode` gives it (packed results in a rewritten ledger).
@@ -512,6 +527,10 @@ fn write_store(
             out.write_all(&encode(&entry)).map_err(io)?;
             results += 1;
         }
+    }
+    // The quarantines last: a store restored from the file keeps those workers out of service.
+    for q in store.quarantined()? {
+        out.write_all(&encode(&Entry::Quarantine(q))).map_err(io)?;
     }
     out.flush().map_err(io)?;
     Ok(results)

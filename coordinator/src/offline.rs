@@ -98,6 +98,13 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
         }
         ledger_results.insert(meta.id, view.count(meta.id));
     }
+    let quarantined: Vec<String> = store.quarantined()?.into_iter().map(|q| q.worker).collect();
+    if !quarantined.iter().eq(view.quarantines.keys()) {
+        return Err(Error::Corrupt(format!(
+            "the store quarantines {quarantined:?} and the ledger {:?}; start the coordinator to reconcile them",
+            view.quarantines.keys().collect::<Vec<_>>()
+        )));
+    }
     if let Some(id) = view.runs.keys().find(|id| !ledger_results.contains_key(id)) {
         return Err(Error::Corrupt(format!(
             "run {id}: the ledger holds it but the store does not; start the coordinator to restore it"
@@ -252,7 +259,8 @@ mod tests {
     }
 
     /// An export copied in as the ledger (a natural restore step) has its quarantines kept in the store,
-    /// and the ledger is rewritten without them: the next start takes the quick path again.
+    /// and in the ledger (which carries quarantines since ledger format 4): the next start takes the
+    /// quick path again.
     #[test]
     fn an_export_copied_in_as_the_ledger_keeps_its_quarantines() {
         let dir = tempfile::tempdir().unwrap();
@@ -264,10 +272,10 @@ mod tests {
         assert!(store.release_quarantine("liar").unwrap());
         let (_, repairs, _) =
             crate::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
-        assert!(repairs.ledger_rewritten);
+        assert_eq!(repairs.quarantines_restored, 1);
         assert_eq!(store.quarantined().unwrap().len(), 1);
         let view = LedgerView::read(&dir.path().join(LEDGER_FILE)).unwrap();
-        assert!(view.quarantines.is_empty() && view.damaged.is_empty());
+        assert!(view.quarantines.contains_key("liar") && view.damaged.is_empty());
         let (_, repairs, audit) =
             crate::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
         assert_eq!(repairs, crate::reconcile::Repairs::default());
@@ -294,6 +302,23 @@ mod tests {
         std::fs::remove_file(dir.path().join(LEDGER_FILE)).unwrap();
         match check(&store, dir.path()) {
             Err(Error::Corrupt(why)) => assert!(why.contains("no ledger"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A ledger that quarantines other workers than the store fails the check: the ledger alone would
+    /// not rebuild the store's quarantines (or a release).
+    #[test]
+    fn a_ledger_without_the_stores_quarantine_fails_the_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        store.flush().unwrap();
+        ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
+        check(&store, dir.path()).unwrap();
+        assert!(store.release_quarantine("liar").unwrap());
+        match check(&store, dir.path()) {
+            Err(Error::Corrupt(why)) => assert!(why.contains("\"liar\""), "{why}"),
             other => panic!("{other:?}"),
         }
     }

@@ -4,6 +4,7 @@
 //! again); totals are recomputed from the results when they disagree. When the ledger has damaged lines
 //! and the store lacks something the ledger holds, neither side can be trusted alone: the coordinator
 //! refuses to start and names the repair (`--repair`). It never starts silently empty or short.
+//! Quarantines go the safe way: a worker that either side holds quarantined is quarantined in both.
 
 use std::path::Path;
 
@@ -28,6 +29,10 @@ pub struct Repairs {
     pub results_damaged: u64,
     /// Runs whose stored totals were recomputed from their results.
     pub totals_recounted: u64,
+    /// Quarantines restored into the store from the ledger.
+    pub quarantines_restored: u64,
+    /// Quarantines of the store appended to the ledger (one of an earlier version carries none).
+    pub quarantines_logged: u64,
     /// Whether the ledger was rewritten from the store (it lacked something, had damaged or old-format
     /// lines).
     pub ledger_rewritten: bool,
@@ -158,24 +163,39 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
             rewrite = true;
         }
     }
-    // Quarantine lines belong to exports (one copied in as the ledger): their workers stay out of
-    // service, and the ledger is rewritten without them (else every start would take this full path).
-    if !view.quarantines.is_empty() {
-        for q in view.quarantines.values() {
+    // Quarantines, both ways: a worker either side holds quarantined stays out of service (the safe
+    // side: at worst a release is undone, and the operator releases it again). Whatever the ledger's
+    // lines are, damaged ones included: keeping a worker out never counts anything wrong.
+    let stored: Vec<_> = store.quarantined()?;
+    for q in view.quarantines.values() {
+        if !stored.iter().any(|s| s.worker == q.worker) {
             store.restore_quarantine(q)?;
+            repairs.quarantines_restored += 1;
+            tracing::warn!(worker = %q.worker, reason = %q.reason, "the store lacked a quarantine the ledger holds: restored from the ledger");
         }
-        tracing::warn!(
-            workers = view.quarantines.len(),
-            "the ledger holds quarantines (an export's lines): kept in the store, the ledger rewritten without them"
-        );
-        rewrite = true;
     }
+    let unlogged: Vec<ledger::Entry> = stored
+        .into_iter()
+        .filter(|q| !view.quarantines.contains_key(&q.worker))
+        .map(ledger::Entry::Quarantine)
+        .collect();
     store.flush()?;
     let ledger = if rewrite {
         repairs.ledger_rewritten = true;
         ledger::rewrite(path, store)?
     } else {
-        Ledger::open(path, view.len, view.next_worker)?
+        let mut ledger = Ledger::open(path, view.len, view.next_worker)?;
+        if !unlogged.is_empty() {
+            // A ledger of an earlier version (which kept quarantines in the store only), or a release
+            // the store never applied.
+            tracing::warn!(
+                workers = unlogged.len(),
+                "the ledger lacks quarantines the store holds: appended to the ledger"
+            );
+            ledger.append(&unlogged)?;
+            repairs.quarantines_logged += unlogged.len() as u64;
+        }
+        ledger
     };
     if repairs != Repairs::default() {
         tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
@@ -230,6 +250,16 @@ pub fn digests_agree(store: &Store, path: &Path) -> Result<Option<Agreed>> {
             .iter()
             .all(|s| ledger.runs.get(&s.id).is_some_and(|l| same_plan(s, l)));
     if !same_runs {
+        return Ok(None);
+    }
+    let quarantined: std::collections::BTreeSet<String> =
+        store.quarantined()?.into_iter().map(|q| q.worker).collect();
+    if quarantined != ledger.quarantined {
+        tracing::info!(
+            store = ?quarantined,
+            ledger = ?ledger.quarantined,
+            "store and ledger quarantine different workers: comparing them in full"
+        );
         return Ok(None);
     }
     let mut agreed = Vec::with_capacity(stored.len());
@@ -506,5 +536,44 @@ mod tests {
         );
         assert_eq!(store.tally(run).unwrap().jobs, 1);
         assert_eq!(store.audit().unwrap()[0].tally.jobs, 1);
+    }
+
+    /// Quarantine lines (ledger format 4) keep the quick path when both sides quarantine the same
+    /// workers; a difference takes the full comparison, which quarantines the worker on both sides.
+    #[test]
+    fn quarantines_agreeing_keep_the_quick_path_and_differing_ones_are_joined() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let store = crate::store::tests::a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        store.flush().unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        assert_eq!(LedgerView::read(&path).unwrap().quarantines.len(), 1);
+        assert!(quick(&store, &path).unwrap().is_some(), "the quick path");
+        // The store lost it (its flush never happened): restored from the ledger.
+        assert!(store.release_quarantine("liar").unwrap());
+        assert!(quick(&store, &path).unwrap().is_none());
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.quarantines_restored, 1);
+        assert!(!repairs.ledger_rewritten);
+        assert_eq!(store.quarantined().unwrap().len(), 1);
+        assert!(quick(&store, &path).unwrap().is_some(), "agreeing again");
+        // The ledger released it, the store did not (a release cut short): the worker stays out, and
+        // the ledger quarantines it again.
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
+        ledger
+            .append(&[Entry::Released {
+                worker: "liar".into(),
+                at_unix: 1,
+            }])
+            .unwrap();
+        drop(ledger);
+        assert!(LedgerView::read(&path).unwrap().quarantines.is_empty());
+        assert!(quick(&store, &path).unwrap().is_none());
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.quarantines_logged, 1);
+        assert_eq!(store.quarantined().unwrap().len(), 1);
+        assert_eq!(LedgerView::read(&path).unwrap().quarantines.len(), 1);
+        assert!(quick(&store, &path).unwrap().is_some(), "agreeing again");
     }
 }

@@ -144,17 +144,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         let n = store.retry_failed()?;
         tracing::info!(jobs = n, "failed jobs put back to pending");
     }
-    for name in &args.release_quarantine {
-        if !store.release_quarantine(name)? {
-            anyhow::bail!("no quarantined worker is named {name:?}");
-        }
-        tracing::info!(worker = %name, "worker released from quarantine");
-    }
-    let config = Config {
+    let mut config = Config {
         lease_timeout: args.lease_timeout,
         max_attempts: args.max_attempts,
         repair: args.repair,
         max_in_flight: args.max_in_flight,
+        // Given once, at the first open (store and ledger alike: a store rebuilt from the ledger
+        // keeps the release).
+        release: args.release_quarantine.clone(),
     };
     let options = nqueens_coordinator::server::Options {
         progress_interval: args.progress_interval,
@@ -191,6 +188,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 }
                 Err(e) => return Err(e.into()),
             };
+            config.release.clear();
             // This incarnation's listeners end with it (a reopen starts new ones on the same ports).
             let incarnation = shutdown.child_token();
             let listener = bind(args.listen).await?;

@@ -50,6 +50,9 @@ pub struct Config {
     /// Most report batches on their way to the committer at once; more wait for a place (backpressure
     /// in front of the commit thread, however many workers report at once).
     pub max_in_flight: usize,
+    /// Quarantined workers to let lease again (`serve --release-quarantine`), by name: each must be
+    /// quarantined, else the open is refused.
+    pub release: Vec<String>,
 }
 
 /// Default of [`Config::max_in_flight`].
@@ -62,6 +65,7 @@ impl Default for Config {
             max_attempts: 5,
             repair: false,
             max_in_flight: MAX_IN_FLIGHT,
+            release: Vec::new(),
         }
     }
 }
@@ -140,6 +144,26 @@ fn revoke_quarantined(store: &Store, ledger: Option<&mut crate::ledger::Ledger>)
     Ok(true)
 }
 
+/// Lifts the quarantine of the worker named `name`: the ledger's release line first (made durable), then
+/// the store. A crash between the two leaves the store's quarantine, which the next start writes to the
+/// ledger again: the worker stays out, and the release is to be given again.
+fn release(store: &Store, ledger: Option<&mut crate::ledger::Ledger>, name: &str) -> Result<()> {
+    if !store.quarantined()?.iter().any(|q| q.worker == name) {
+        return Err(Error::Invalid(format!(
+            "no quarantined worker is named {name:?}"
+        )));
+    }
+    if let Some(ledger) = ledger {
+        ledger.append(&[crate::ledger::Entry::Released {
+            worker: name.to_string(),
+            at_unix: crate::store::now_unix(),
+        }])?;
+    }
+    store.release_quarantine(name)?;
+    tracing::info!(worker = %name, "worker released from quarantine");
+    Ok(())
+}
+
 impl Coordinator {
     /// Audits the store, checks that this build plans every unfinished run the way it was planned, and
     /// loads the runs. A store that fails either check is refused.
@@ -156,6 +180,9 @@ impl Coordinator {
         // committed) is completed now, store and ledger alike, before anything is audited or served.
         if revoke_quarantined(&store, ledger.as_mut())? {
             audited_already = None;
+        }
+        for name in &config.release {
+            release(&store, ledger.as_mut(), name)?;
         }
         let reconciled = started.elapsed();
         // The quick reconciliation audits on its own pass over the results; otherwise audit now.

@@ -613,3 +613,164 @@ async fn a_reuse_asking_for_more_verification_than_the_run_has_is_refused() {
     );
     assert_eq!(c.runs().len(), 3);
 }
+
+/// Runs N = 8, every job verified, with "liar" lying on its first job and "a" and "b" honest, until the
+/// liar is quarantined; returns the run's id.
+async fn a_liar_caught(c: &Coordinator) -> String {
+    let run = c
+        .create_run(8, Strategy::D4, None, Some(1.0), 0, false)
+        .await
+        .unwrap()
+        .id();
+    let leases = lease(c, "liar", 4096).await;
+    let mut reports: Vec<Report> = leases.iter().map(report).collect();
+    reports[0].result.total += 1;
+    reports[0].seal = Some(seal(
+        leases[0].fingerprint,
+        &leases[0].key,
+        &reports[0].result,
+    ));
+    c.report("liar", "liar", reports).await.unwrap();
+    for honest in ["a", "b"] {
+        let leases = lease(c, honest, 4096).await;
+        report_all(c, honest, &leases).await;
+    }
+    let err = c.lease(&ask("liar", 1), Duration::ZERO).await.unwrap_err();
+    assert!(matches!(err, Error::Quarantined { .. }), "{err:?}");
+    run
+}
+
+/// Whether `worker` is refused leases, as quarantined.
+async fn refused_as_quarantined(c: &Coordinator, worker: &str) -> bool {
+    matches!(
+        c.lease(&ask(worker, 1), Duration::ZERO).await,
+        Err(Error::Quarantined { .. })
+    )
+}
+
+/// The ledger alone (its sled files lost) rebuilds a store that keeps the quarantine: before, the
+/// quarantine lived in the store only, and a disproved worker could lease, and be counted, again.
+#[tokio::test]
+async fn a_quarantine_survives_a_store_rebuilt_from_the_ledger_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let run = a_liar_caught(&c).await;
+    let before = c.run(&run).unwrap().tally;
+    drop(c);
+    let rebuilt = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        dir.path().join(crate::ledger::LEDGER_FILE),
+        rebuilt.path().join(crate::ledger::LEDGER_FILE),
+    )
+    .unwrap();
+    let c = reopened(rebuilt.path()).await;
+    assert_eq!(c.run(&run).unwrap().tally, before);
+    assert!(refused_as_quarantined(&c, "liar").await);
+    assert!(!refused_as_quarantined(&c, "a").await);
+}
+
+/// Opens the store in `dir` with `config`.
+fn opened_with(dir: &std::path::Path, config: Config) -> crate::error::Result<Coordinator> {
+    Store::open(dir).and_then(|store| Coordinator::open(store, config))
+}
+
+/// Copies the ledger of `dir` alone into a new directory (its sled files lost).
+fn ledger_alone(dir: &std::path::Path) -> tempfile::TempDir {
+    let rebuilt = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        dir.join(crate::ledger::LEDGER_FILE),
+        rebuilt.path().join(crate::ledger::LEDGER_FILE),
+    )
+    .unwrap();
+    rebuilt
+}
+
+/// `serve --release-quarantine NAME` lifts the quarantine in store and ledger alike: a store rebuilt from
+/// the ledger keeps the release. A name that is not quarantined is refused and changes nothing.
+#[tokio::test]
+async fn a_release_is_kept_by_a_store_rebuilt_from_the_ledger_and_an_unknown_name_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    a_liar_caught(&c).await;
+    drop(c);
+    let path = dir.path().join(crate::ledger::LEDGER_FILE);
+    let before = std::fs::read(&path).unwrap();
+    let unknown = Config {
+        release: vec!["nobody".into()],
+        ..Config::default()
+    };
+    let refused = loop {
+        match opened_with(dir.path(), unknown.clone()) {
+            Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+            other => break other,
+        }
+    };
+    match refused {
+        Err(Error::Invalid(why)) => assert!(why.contains("\"nobody\""), "{why}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("an unknown name was released"),
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the ledger unchanged"
+    );
+    let c = reopened(dir.path()).await;
+    assert!(
+        refused_as_quarantined(&c, "liar").await,
+        "still quarantined"
+    );
+    drop(c);
+    let release = Config {
+        release: vec!["liar".into()],
+        ..Config::default()
+    };
+    let c = loop {
+        match opened_with(dir.path(), release.clone()) {
+            Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+            other => break other.unwrap(),
+        }
+    };
+    assert!(!refused_as_quarantined(&c, "liar").await);
+    drop(c);
+    let rebuilt = ledger_alone(dir.path());
+    let c = reopened(rebuilt.path()).await;
+    assert!(
+        !refused_as_quarantined(&c, "liar").await,
+        "the release kept"
+    );
+}
+
+/// A ledger of the previous version carries no quarantine: the first start writes the store's to it, so
+/// that from then on the ledger alone rebuilds them.
+#[tokio::test]
+async fn a_quarantine_the_ledger_lacks_is_appended_to_it_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    a_liar_caught(&c).await;
+    drop(c);
+    // As the previous version wrote it: no quarantine line.
+    let path = dir.path().join(crate::ledger::LEDGER_FILE);
+    let quarantines = |bytes: &[u8]| {
+        bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| {
+                let kind = b"\"kind\":\"quarantine\"";
+                l.windows(kind.len()).any(|w| w == kind)
+            })
+            .count()
+    };
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(quarantines(&bytes), 1);
+    let old: Vec<u8> = bytes
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|l| quarantines(l) == 0)
+        .flatten()
+        .copied()
+        .collect();
+    std::fs::write(&path, old).unwrap();
+    assert!(refused_as_quarantined(&reopened(dir.path()).await, "liar").await);
+    assert_eq!(quarantines(&std::fs::read(&path).unwrap()), 1, "appended");
+    let rebuilt = ledger_alone(dir.path());
+    assert!(refused_as_quarantined(&reopened(rebuilt.path()).await, "liar").await);
+}
