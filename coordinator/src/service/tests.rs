@@ -774,3 +774,36 @@ async fn a_quarantine_the_ledger_lacks_is_appended_to_it_at_start() {
     let rebuilt = ledger_alone(dir.path());
     assert!(refused_as_quarantined(&reopened(rebuilt.path()).await, "liar").await);
 }
+
+/// A verified job needs two workers' results: the same lease's report sent again under another name (a
+/// worker restarted with a new `--name` over the same journal, or a replay) is one result, never its
+/// own confirmation. Found by a review (2026-11-24): it was counted as confirmed.
+#[tokio::test]
+async fn a_report_sent_again_under_another_name_does_not_confirm_itself() {
+    let c = coordinator();
+    let run = c
+        .create_run(8, Strategy::D4, None, Some(1.0), 0, false)
+        .await
+        .unwrap()
+        .id();
+    let leases = lease(&c, "a", 4096).await;
+    let outcomes = report_all(&c, "a", &leases).await;
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Pending),
+        "{outcomes:?}"
+    );
+    let again = c
+        .report("b-1", "b", leases.iter().map(report).collect())
+        .await;
+    if let Ok(outcomes) = &again {
+        assert!(
+            outcomes.iter().all(|o| *o != Outcome::Accepted),
+            "{outcomes:?}"
+        );
+    }
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0, "nothing counted");
+    // Two workers of their own leases count every job, exactly.
+    let leases = lease(&c, "b", 4096).await;
+    report_all(&c, "b", &leases).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+}

@@ -206,7 +206,13 @@ impl Store {
                     }
                     intact
                 });
-                if let Some(own) = candidates.iter().find(|c| c.worker == inc.name) {
+                // The worker's own earlier result, or this very lease's under another name (a worker
+                // restarted with a new name over the same journal, or a replay): one result, compared,
+                // never a confirmation of itself. Lease ids are unique across incarnations.
+                if let Some(own) = candidates
+                    .iter()
+                    .find(|c| c.worker == inc.name || c.lease == inc.lease)
+                {
                     out.outcomes.push(compare(&own.result, &inc.result));
                     continue;
                 }

@@ -36,7 +36,15 @@ fn incoming(run: u64, plan: &Plan, i: usize) -> Incoming {
     incoming_from(run, plan, i, "w")
 }
 
-/// Job `i` of `plan`, computed and reported by the worker named `name` (instance `NAME-1`) under lease 1.
+/// A lease id of the worker named `name` (each name its own: a lease is one worker's).
+pub(crate) fn lease_of(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// Job `i` of `plan`, computed and reported by the worker named `name` (instance `NAME-1`) under a lease
+/// of its own ([`lease_of`]).
 pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Incoming {
     let key = plan.jobs().nth(i).unwrap();
     let result = plan.job(&key).unwrap().run();
@@ -47,7 +55,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         result,
         worker: format!("{name}-1"),
         name: name.into(),
-        lease: 1,
+        lease: lease_of(name),
         lease_checked: true,
     }
 }
@@ -188,6 +196,7 @@ fn a_reopened_store_keeps_runs_and_results_and_counts_epochs() {
 fn by(plan: &Plan, name: &str, mut inc: Incoming, wrong: u64) -> Incoming {
     inc.name = name.into();
     inc.worker = format!("{name}-1");
+    inc.lease = lease_of(name);
     inc.result.total += wrong;
     inc.seal = seal(plan.fingerprint().1, &inc.key, &inc.result);
     inc
