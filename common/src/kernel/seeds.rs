@@ -159,7 +159,8 @@ impl Batch {
     }
 
     /// The totals of every group, given the device's answer: `(completions, nodes)` of seed `i` at
-    /// `out[2 * i]` and `out[2 * i + 1]`. `None` if `out` has the wrong length.
+    /// `out[2 * i]` and `out[2 * i + 1]`. `None` if `out` has the wrong length or its sums
+    /// overflow (a faulty device: refused, never wrapped into a plausible count).
     pub fn finish(&self, out: &[u64]) -> Option<Vec<Totals>> {
         if out.len() != 2 * self.len() {
             return None;
@@ -168,9 +169,11 @@ impl Batch {
         for (seed, o) in self.seeds.chunks_exact(SEED_WORDS).zip(out.chunks_exact(2)) {
             let unit = (seed[3] >> 5) as usize;
             let g = &mut t[self.unit_group[unit] as usize];
-            g.count += o[0];
-            g.weighted += o[0] * self.unit_weight[unit];
-            g.nodes += o[1];
+            g.count = g.count.checked_add(o[0])?;
+            g.weighted = g
+                .weighted
+                .checked_add(o[0].checked_mul(self.unit_weight[unit])?)?;
+            g.nodes = g.nodes.checked_add(o[1])?;
         }
         Some(t)
     }
@@ -282,5 +285,24 @@ mod tests {
         assert!(batch
             .push_group(&other.job(&key).unwrap().work().units)
             .is_none());
+    }
+
+    /// A device answer whose sums overflow (a faulty device: each seed's pair can pass the plausibility
+    /// check on its own) is refused, never wrapped into a plausible count.
+    #[test]
+    fn an_answer_whose_sums_overflow_is_refused() {
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let mut batch = Batch::new(8);
+        for k in plan.jobs() {
+            batch
+                .push_group(&plan.job(&k).unwrap().work().units)
+                .unwrap();
+        }
+        batch.expand(1 << 20);
+        assert!(batch.len() >= 2);
+        let honest = batch.search_all();
+        assert!(batch.finish(&honest).is_some());
+        let huge = vec![u64::MAX - 1; honest.len()];
+        assert!(batch.finish(&huge).is_none());
     }
 }

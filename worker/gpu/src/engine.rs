@@ -66,12 +66,12 @@ impl Gpu {
                     o[0], o[1]
                 )));
             }
-            nodes += o[1];
+            nodes = nodes.saturating_add(o[1]);
         }
-        self.device_nodes += nodes;
-        batch
-            .finish(&out)
-            .ok_or_else(|| GpuError::BadAnswer("answer length".into()))
+        self.device_nodes = self.device_nodes.saturating_add(nodes);
+        batch.finish(&out).ok_or_else(|| {
+            GpuError::BadAnswer("the answer's sums overflow (a faulty device)".into())
+        })
     }
 }
 
