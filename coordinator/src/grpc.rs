@@ -238,7 +238,12 @@ impl coordinator_server::Coordinator for CoordinatorService {
                 {
                     return;
                 }
-                tokio::time::sleep(interval).await;
+                // A client gone (or its connection closed by a stopping server) ends the task at
+                // once: it holds the coordinator, and with it the store.
+                tokio::select! {
+                    _ = tokio::time::sleep(interval) => {}
+                    _ = tx.closed() => return,
+                }
                 tokio::select! {
                     r = changes.changed() => if r.is_err() { return },
                     _ = tokio::time::sleep(interval.max(Duration::from_secs(5))) => {}

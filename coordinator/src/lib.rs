@@ -11,6 +11,7 @@
 
 pub mod auth;
 mod committer;
+pub mod connections;
 pub mod digest;
 pub mod error;
 pub mod grpc;

@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use nqueens_proto::coordinator_server::CoordinatorServer;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
-use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use tonic::service::interceptor::InterceptedService;
@@ -16,6 +14,7 @@ use tonic::transport::{Identity, ServerTlsConfig};
 use tonic_health::ServingStatus;
 
 use crate::auth::RequireToken;
+use crate::connections;
 use crate::grpc::CoordinatorService;
 use crate::progress;
 use crate::rpc_timer::RpcTimer;
@@ -59,6 +58,7 @@ pub async fn serve(
     let reopen = coordinator.storage().reopen_wanted();
     let stopping = coordinator.clone();
     let draining = CancellationToken::new();
+    let close = CancellationToken::new();
     let draining_tx = draining.clone();
     let background = CancellationToken::new();
     let _stop_background = background.clone().drop_guard();
@@ -94,7 +94,11 @@ pub async fn serve(
     let coordinator_metrics = coordinator.metrics().clone();
     let service = CoordinatorServer::new(CoordinatorService::new(coordinator))
         .max_decoding_message_size(MAX_MESSAGE_BYTES);
-    let mut builder = tonic::transport::Server::builder().layer(RpcTimer::new(coordinator_metrics));
+    let mut builder = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(connections::KEEPALIVE))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+        .max_concurrent_streams(Some(MAX_STREAMS))
+        .layer(RpcTimer::new(coordinator_metrics));
     if let Some(identity) = options.tls {
         builder = builder.tls_config(ServerTlsConfig::new().identity(identity))?;
     }
@@ -103,7 +107,7 @@ pub async fn serve(
         .add_service(InterceptedService::new(reflection, auth.clone()))
         .add_service(InterceptedService::new(reflection_alpha, auth.clone()))
         .add_service(InterceptedService::new(service, auth))
-        .serve_with_incoming_shutdown(incoming(listener), async move {
+        .serve_with_incoming_shutdown(connections::accept(listener, close.clone()), async move {
             tokio::select! {
                 _ = shutdown => {}
                 _ = reopen => {}
@@ -113,7 +117,9 @@ pub async fn serve(
             draining_tx.cancel();
         });
     // Streams (WatchRun, health Watch) would hold a graceful shutdown open for ever: after
-    // SHUTDOWN_GRACE the server is dropped with whatever is still open.
+    // SHUTDOWN_GRACE the server is dropped, and every connection still open closed (each holds the
+    // coordinator, and with it the store, which a reopen needs).
+    let _close_connections = close.drop_guard();
     tokio::select! {
         served = server => served,
         _ = async {
@@ -126,23 +132,14 @@ pub async fn serve(
     }
 }
 
+/// How long the server waits for a ping's answer before it closes the connection.
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Most streams (calls) open at once on one connection.
+pub const MAX_STREAMS: u32 = 1024;
+
 /// How long a stopping server waits for open requests and streams before it drops them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// The accepted connections, with Nagle's algorithm off: replies are small and latency-bound, and a reply
-/// written in two segments must not wait for the peer's delayed acknowledgement of the first.
-fn incoming(
-    listener: TcpListener,
-) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    TcpListenerStream::new(listener).map(|accepted| {
-        if let Ok(stream) = &accepted {
-            if let Err(e) = stream.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        }
-        accepted
-    })
-}
 
 /// Ends silent workers' leases, checking a few times per lease timeout.
 async fn expire_leases(coordinator: Coordinator, stop: CancellationToken) {

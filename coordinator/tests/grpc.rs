@@ -1789,3 +1789,67 @@ async fn issue_19_list_jobs_names_the_verifying_jobs_and_says_when_it_is_truncat
         .into_inner();
     assert!(none.jobs.is_empty() && !none.truncated);
 }
+
+/// A stopped server lets go of its coordinator, and so of its store, whatever streams were open on it:
+/// before, a `status --watch` (WatchRun) or a health Watch kept its connection, and with it the store,
+/// after the server stopped, so that `serve` could not reopen its store after a storage failure and
+/// exited. Found by a review (2026-11-24).
+#[tokio::test]
+async fn a_stopped_server_lets_go_of_its_store_though_streams_were_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let coordinator =
+        Coordinator::open(Store::open(dir.path()).unwrap(), Config::default()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let served = tokio::spawn(serve(
+        listener,
+        coordinator,
+        Options::default(),
+        stop.clone().cancelled_owned(),
+    ));
+    let mut client = nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
+    let run = create(&mut client, 14).await;
+    let mut watch = client
+        .watch_run(proto::WatchRunRequest {
+            run: run.run.clone(),
+            interval_ms: 3_600_000,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(watch.message().await.unwrap().is_some());
+    let channel = Channel::from_shared(address.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel)
+        .watch(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(health.message().await.unwrap().is_some());
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(30), served)
+        .await
+        .expect("the server stops")
+        .unwrap()
+        .unwrap();
+    // The streams are still held open by this client: the store must be free all the same.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        match Store::open(dir.path()) {
+            Ok(_) => break,
+            Err(nqueens_coordinator::error::Error::InUse(_))
+                if std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("the store is still held: {e}"),
+        }
+    }
+    drop((watch, health));
+}
