@@ -475,3 +475,40 @@ fn an_import_of_unverifiable_lines_is_refused_unless_accepted() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `import` into a directory holding a store and a ledger rewrote the ledger from the store without
+/// reconciling the two first: what the ledger held beyond the store (here a quarantine, as a crash after
+/// the ledger's fsync and before the store's flush leaves it) was lost for good. Found by a review,
+/// 2026-11-24. Now such a directory is refused, naming the repair, and nothing changes.
+#[test]
+fn an_import_into_a_directory_whose_store_and_ledger_disagree_is_refused() {
+    use nqueens_coordinator::ledger::Entry;
+    use nqueens_coordinator::store::Quarantine;
+    let p = pristine();
+    let dir = tempfile::tempdir().unwrap();
+    let existing = dir.path().join("existing");
+    copy_dir(&p.path, &existing);
+    let quarantine = |worker: &str| {
+        nqueens_common::jsonl::encode(&Entry::Quarantine(Quarantine {
+            worker: worker.into(),
+            reason: "disproved".into(),
+            at_unix: 1,
+        }))
+    };
+    let mut ahead = std::fs::read(ledger(&existing)).unwrap();
+    ahead.extend(quarantine("liar"));
+    std::fs::write(ledger(&existing), &ahead).unwrap();
+    let backup = dir.path().join("backup.jsonl");
+    std::fs::write(&backup, quarantine("other")).unwrap();
+    let out = import(&existing, &backup, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("serve") && err.contains("liar"), "{err}");
+    assert_eq!(std::fs::read(ledger(&existing)).unwrap(), ahead);
+    let out = support::nqueens()
+        .args(["audit", "--data"])
+        .arg(&existing)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the audit fails it too");
+}

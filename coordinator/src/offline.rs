@@ -118,8 +118,10 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
 }
 
 /// Rebuilds `store` (new, or without runs of the same ids) from an export or a ledger read into `view`:
-/// its runs, its results (checked against their run's plan, added with checked sums) and its quarantines.
-/// Returns how many results were new.
+/// its runs, its results (checked against their run's plan, added with checked sums) and its quarantines,
+/// each run's totals and state settled from its results (a run of no jobs is done), and every
+/// quarantined worker's unconfirmed results taken back, as a coordinator's start does. Returns how many
+/// results were new.
 pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
     // Quarantines first (each restore keeps one already stored): a restore cut short leaves no
     // disproved worker free to lease.
@@ -137,6 +139,20 @@ pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
             .map(|(k, r)| (k.clone(), r.clone()))
             .collect();
         results += store.restore_all_results(meta.id, &batch)?;
+        let stored = store
+            .run(meta.id)?
+            .ok_or_else(|| Error::Corrupt(format!("run {} vanished", meta.id)))?;
+        store.recount(&stored)?;
+    }
+    // A quarantine whose revocation never ran where the file was written (or results of the worker
+    // this store held already).
+    for q in store.quarantined()? {
+        if store.revoke(&q.worker)?.incomplete {
+            return Err(Error::Corrupt(format!(
+                "results of the quarantined worker {:?} cannot all be read, so they cannot be taken back",
+                q.worker
+            )));
+        }
     }
     store.flush()?;
     Ok(results)
@@ -321,5 +337,49 @@ mod tests {
             Err(Error::Corrupt(why)) => assert!(why.contains("\"liar\""), "{why}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A run of no jobs (N = 2 or 3: done as created) exports and imports done: the import failed its
+    /// audit ("0 of 0 jobs done but the run is not marked done"), leaving a half-built store. Found by a
+    /// review, 2026-11-24.
+    #[test]
+    fn a_run_of_no_jobs_is_restored_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let plan = nqueens_common::Plan::new(3, nqueens_common::Strategy::D4).unwrap();
+        assert!(store.create_run(plan, 0.0).unwrap().is_done());
+        let mut export = Vec::new();
+        ledger::export(&store, None, &mut export).unwrap();
+        let file = dir.path().join("backup.jsonl");
+        std::fs::write(&file, &export).unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let restored = Store::open(target.path()).unwrap();
+        restore(&restored, &LedgerView::read(&file).unwrap()).unwrap();
+        assert!(restored.runs().unwrap()[0].is_done());
+        restored.audit().unwrap();
+    }
+
+    /// A file holding a quarantine whose revocation never ran (the liar's unconfirmed results still
+    /// among its result lines) is restored with the revocation completed, as a start would: the import
+    /// said "audit passed" with the liar's results counted. Found by a review, 2026-11-24.
+    #[test]
+    fn a_restore_completes_the_revocation_of_its_quarantines() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        assert_eq!(store.tally(1).unwrap().jobs, 4);
+        let mut export = Vec::new();
+        ledger::export(&store, None, &mut export).unwrap();
+        let file = dir.path().join("backup.jsonl");
+        std::fs::write(&file, &export).unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let restored = Store::open(target.path()).unwrap();
+        restore(&restored, &LedgerView::read(&file).unwrap()).unwrap();
+        assert!(restored.unrevoked_quarantines().unwrap().is_empty());
+        assert_eq!(
+            restored.tally(1).unwrap().jobs,
+            2,
+            "the liar's two taken back"
+        );
+        restored.audit().unwrap();
     }
 }

@@ -138,18 +138,21 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
             view.legacy, view.unchecked
         );
     }
+    let had_store = args.data.join("db").exists();
     std::fs::create_dir_all(&args.data)?;
     let store = Store::open(&args.data)?;
-    let results = offline::restore(&store, &view)?;
-    // Importing into a store that already held results of a worker the export quarantines.
-    let left = store.unrevoked_quarantines()?;
-    if !left.is_empty() {
-        eprintln!(
-            "{} quarantined workers still have results counted in this store (first: {:?}); the coordinator's next start takes them back",
-            left.len(),
-            left[0].0
-        );
+    // The directory's ledger is rewritten from the store below: the two must agree first, or what the
+    // ledger holds beyond the store (a crash between the ledger's fsync and the store's flush) is lost.
+    if had_store {
+        offline::check(&store, &args.data).map_err(|e| {
+            anyhow::anyhow!(
+                "{} holds a store that fails its check ({e}); nothing imported. Start the coordinator on it once (`nqueens serve --data {}`) to reconcile store and ledger, then import",
+                args.data.display(),
+                args.data.display()
+            )
+        })?;
     }
+    let results = offline::restore(&store, &view)?;
     if view.torn {
         eprintln!("skipped a torn last line");
     }
