@@ -1,5 +1,6 @@
 //! Revoking a quarantined worker's results: once a worker is shown wrong on one job, none of its results
-//! is trusted. Its counted results that no other worker confirmed are taken out of the run totals (checked
+//! is trusted. Its counted results that no other worker confirmed, and those it computed or confirmed
+//! whose other workers are all quarantined as well, are taken out of the run totals (checked
 //! subtraction) and their jobs put back to pending, its recorded results of verified jobs are dropped, and
 //! a run it had finished is running again. One transaction; the caller flushes.
 
@@ -125,8 +126,13 @@ impl Store {
         })
     }
 
-    /// What revoking `worker` would take back, read without changing anything.
+    /// What revoking `worker` would take back, read without changing anything: its counted results
+    /// that nobody confirmed, and every counted result it computed or confirmed whose other workers
+    /// are all quarantined too (nobody trusted stands behind it).
     fn revocable(&self, worker: &str) -> Result<Revocable> {
+        let quarantined: std::collections::HashSet<String> =
+            self.quarantined()?.into_iter().map(|q| q.worker).collect();
+        let untrusted = |name: &str| name == worker || quarantined.contains(name);
         let mut counted = Vec::new();
         let mut incomplete = false;
         for meta in self.runs()? {
@@ -148,7 +154,12 @@ impl Store {
                     }
                     Err(e) => return Err(e),
                 };
-                if record.worker == worker && record.confirmed_by.is_empty() {
+                let involved =
+                    record.worker == worker || record.confirmed_by.iter().any(|c| c == worker);
+                if involved
+                    && untrusted(&record.worker)
+                    && record.confirmed_by.iter().all(|c| untrusted(c))
+                {
                     counted.push(job_key(run, &key));
                 }
             }
@@ -186,7 +197,7 @@ impl Store {
 
 /// What a revocation would take back.
 struct Revocable {
-    /// Keys of the worker's counted results that nobody confirmed.
+    /// Keys of the counted results nobody trusted stands behind (see [`Store::revocable`]).
     counted: Vec<Vec<u8>>,
     /// Keys of open jobs that hold a result of the worker.
     recorded: Vec<Vec<u8>>,

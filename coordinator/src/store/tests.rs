@@ -1185,3 +1185,50 @@ fn a_restored_run_with_an_id_out_of_range_is_refused() {
     store.restore_run(&run).unwrap();
     assert_eq!(store.runs().unwrap().len(), 1);
 }
+
+/// Two workers sharing a fault (the same device model, say) agree on a wrong count of a verified job:
+/// it is counted, confirmed. Once both are disproved elsewhere, nothing stands behind it: it is taken
+/// back. Before, a confirmed result was never revoked, so it stayed counted for good. Found by a
+/// review, 2026-11-24.
+#[test]
+fn a_result_confirmed_only_by_workers_all_quarantined_is_taken_back() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let shared = incoming(run.id, &plan, 0);
+    assert_eq!(
+        store
+            .commit(&[by(&plan, "x", shared.clone(), 1)])
+            .unwrap()
+            .outcomes,
+        vec![Outcome::Pending]
+    );
+    assert_eq!(
+        store
+            .commit(&[by(&plan, "y", shared.clone(), 1)])
+            .unwrap()
+            .outcomes,
+        vec![Outcome::Accepted],
+        "the shared fault confirmed"
+    );
+    let wrong_total = shared.result.total as u128 + 1;
+    assert_eq!(store.tally(run.id).unwrap().total, wrong_total);
+    // Each is disproved on a job of its own by two honest workers.
+    for (i, liar) in [(1, "x"), (2, "y")] {
+        let job = incoming(run.id, &plan, i);
+        store.commit(&[by(&plan, liar, job.clone(), 1)]).unwrap();
+        store.commit(&[by(&plan, "a", job.clone(), 0)]).unwrap();
+        let decided = store.commit(&[by(&plan, "b", job.clone(), 0)]).unwrap();
+        assert_eq!(decided.quarantined.len(), 1);
+        let revoked = store.revoke(liar).unwrap();
+        let shared_back = revoked.revoked.iter().any(|r| r.key == shared.key);
+        // Taken back only once both workers behind it are disproved.
+        assert_eq!(shared_back, liar == "y", "after {liar}");
+    }
+    assert!(
+        store.job(run.id, &shared.key).unwrap().is_none(),
+        "pending again"
+    );
+    let tally = store.tally(run.id).unwrap();
+    assert_eq!(tally.jobs, 2, "the two honest results only");
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    store.audit().unwrap();
+}
