@@ -104,14 +104,10 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
             }
         }
     }
+    // Every run compared first, and every refusal made, before anything is changed: a refusal leaves
+    // the store as it was.
+    let mut compared = Vec::new();
     for meta in store.runs()? {
-        if !view.runs.contains_key(&meta.id) {
-            tracing::warn!(
-                run = meta.id,
-                "the ledger lacks a run the store holds: rewriting the ledger from the store"
-            );
-            rewrite = true;
-        }
         let diff = ledger::compare(store, &meta, &view)?;
         if let Some(key) = diff.conflicting.first() {
             return Err(Error::Corrupt(format!(
@@ -126,6 +122,26 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
                 diff.ledger_only.len(),
                 meta.id
             )));
+        }
+        // The ledger's damaged lines may have held these results: removing them (and rewriting the
+        // ledger from the store) could lose both copies.
+        if !diff.damaged.is_empty() && !trusted {
+            return Err(refuse(format!(
+                "{} stored results of run {} are damaged (first: job {})",
+                diff.damaged.len(),
+                meta.id,
+                diff.damaged[0]
+            )));
+        }
+        compared.push((meta, diff));
+    }
+    for (meta, diff) in compared {
+        if !view.runs.contains_key(&meta.id) {
+            tracing::warn!(
+                run = meta.id,
+                "the ledger lacks a run the store holds: rewriting the ledger from the store"
+            );
+            rewrite = true;
         }
         if !diff.damaged.is_empty() {
             tracing::error!(run = meta.id, results = diff.damaged.len(), first = %diff.damaged[0], place = "store", "stored results fail their seal (damaged on disk): removed; the ledger's copies replace them where it has them, the other jobs are computed again");
@@ -575,5 +591,31 @@ mod tests {
         assert_eq!(store.quarantined().unwrap().len(), 1);
         assert_eq!(LedgerView::read(&path).unwrap().quarantines.len(), 1);
         assert!(quick(&store, &path).unwrap().is_some(), "agreeing again");
+    }
+
+    /// A damaged line in the ledger (here its run line, which makes every result line of the run
+    /// unusable) and damaged results in the store: neither copy can be trusted alone, so the start is
+    /// refused, naming `--repair`, and nothing is removed. Before, the store's damaged results were
+    /// removed and the ledger rewritten from the store, losing both copies of them without a word
+    /// beyond the log. Found by a review, 2026-11-24.
+    #[test]
+    fn damage_on_both_sides_refuses_the_start_unless_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = agreeing(dir.path());
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.windows(4).position(|w| w == b"\"n\":").unwrap() + 4;
+        bytes[at] = if bytes[at] == b'9' { b'7' } else { b'9' };
+        std::fs::write(&path, &bytes).unwrap();
+        let first = plan.jobs().next().unwrap();
+        store.damage_group(run, &first);
+        match reconcile(&store, &path, false) {
+            Err(Error::Corrupt(why)) => assert!(why.contains("--repair"), "{why}"),
+            other => panic!("{:?}", other.map(|r| r.1)),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "the ledger kept");
+        let (_, repairs, _) = reconcile(&store, &path, true).unwrap();
+        assert_eq!(repairs.results_damaged, 1);
+        assert!(repairs.ledger_rewritten);
     }
 }
