@@ -1073,6 +1073,38 @@ async fn issue_15_an_undecodable_request_is_invalid_argument_and_changes_nothing
     assert_eq!(after.jobs_done, 0);
 }
 
+/// A report of two million empty results fits in 4 MiB (2 bytes each on the wire) but would take
+/// hundreds of MB decoded: it is refused before decoding, and changes nothing. Found by a review,
+/// 2026-11-24 (it was decoded whole, twice over, before the batch size was checked).
+#[tokio::test]
+async fn a_message_of_millions_of_empty_entries_is_refused_before_decoding() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 6).await;
+    let stored_before = contents(&s.store);
+    let channel = tonic::transport::Channel::from_shared(s.address.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    let body: Vec<u8> = std::iter::repeat_n([0x12u8, 0x00], 2_000_000)
+        .flatten()
+        .collect();
+    grpc.ready().await.unwrap();
+    let err = grpc
+        .unary(
+            tonic::Request::new(body),
+            tonic::codegen::http::uri::PathAndQuery::from_static("/nqueens.v1.Coordinator/Report"),
+            RawCodec::<proto::ReportResponse>(std::marker::PhantomData),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert!(err.message().contains("fields"), "{err:?}");
+    assert_eq!(contents(&s.store), stored_before);
+    assert_eq!(status(&mut s.client, &run.run).await.jobs_done, 0);
+}
+
 #[tokio::test]
 async fn issue_15_after_a_restart_only_an_authentic_earlier_lease_counts() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,12 +1,42 @@
 //! The gRPC codec of the generated stubs: prost's, except that a message that cannot be decoded is
 //! INVALID_ARGUMENT (the sender's fault, never worth retrying) instead of prost's INTERNAL, which workers
-//! rightly treat as transient and would retry forever.
+//! rightly treat as transient and would retry forever, and that a message of too many fields is refused
+//! before it is decoded.
 
 use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder};
 use tonic::{Code, Status};
 use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
-/// [`ProstCodec`] with decode errors answered as INVALID_ARGUMENT.
+/// Most top-level fields a message may have (entries of repeated fields included): every message of the
+/// protocol has far fewer (a report at most 4096 results, a job listing at most 10000 jobs); more is
+/// refused before decoding, so that a 4 MiB message cannot become hundreds of MB of decoded entries.
+pub const MAX_FIELDS: usize = 65_536;
+
+/// The number of top-level fields in `bytes`, counting stops just past [`MAX_FIELDS`]; `None` if it is
+/// not a well-formed protobuf message (prost's decoder then says why).
+pub fn top_level_fields(mut bytes: &[u8]) -> Option<usize> {
+    use prost::encoding::decode_varint;
+    let mut n = 0;
+    while !bytes.is_empty() && n <= MAX_FIELDS {
+        let key = decode_varint(&mut bytes).ok()?;
+        let skip = match key & 7 {
+            0 => {
+                decode_varint(&mut bytes).ok()?;
+                0
+            }
+            1 => 8,
+            2 => usize::try_from(decode_varint(&mut bytes).ok()?).ok()?,
+            5 => 4,
+            _ => return None,
+        };
+        bytes = bytes.get(skip..)?;
+        n += 1;
+    }
+    Some(n)
+}
+
+/// [`ProstCodec`] with decode errors answered as INVALID_ARGUMENT, and messages of more than
+/// [`MAX_FIELDS`] fields refused before they are decoded.
 #[derive(Debug)]
 pub struct StrictCodec<T, U>(ProstCodec<T, U>);
 
@@ -44,6 +74,14 @@ impl<U: prost::Message + Default> Decoder for StrictDecoder<U> {
     type Error = Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+        use prost::bytes::Buf;
+        // Counted before anything is decoded: an entry of a repeated message field can take 2 bytes on
+        // the wire and a hundred or more once decoded.
+        if let Some(n) = top_level_fields(buf.chunk()).filter(|&n| n > MAX_FIELDS) {
+            return Err(Status::invalid_argument(format!(
+                "a message of more than {MAX_FIELDS} fields ({n} or more counted); nothing decoded"
+            )));
+        }
         self.0.decode(buf).map_err(|status| match status.code() {
             Code::Internal => Status::invalid_argument(format!(
                 "undecodable message: {}; the sender speaks another protocol or the message was damaged",
@@ -55,5 +93,34 @@ impl<U: prost::Message + Default> Decoder for StrictDecoder<U> {
 
     fn buffer_settings(&self) -> BufferSettings {
         self.0.buffer_settings()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_counted_without_decoding_and_bad_framing_is_left_to_prost() {
+        assert_eq!(top_level_fields(&[]), Some(0));
+        // A varint, a fixed64, a length-delimited field of 2 bytes, a fixed32.
+        let message = [
+            0x08, 0x96, 0x01, 0x11, 0, 0, 0, 0, 0, 0, 0, 0, 0x1a, 2, 7, 7, 0x25, 0, 0, 0, 0,
+        ];
+        assert_eq!(top_level_fields(&message), Some(4));
+        assert_eq!(
+            top_level_fields(&[0x1a, 5, 1]),
+            None,
+            "a length past the end"
+        );
+        assert_eq!(top_level_fields(&[0x0b]), None, "a group");
+        let empties: Vec<u8> = std::iter::repeat_n([0x12u8, 0x00], MAX_FIELDS + 10)
+            .flatten()
+            .collect();
+        assert_eq!(
+            top_level_fields(&empties),
+            Some(MAX_FIELDS + 1),
+            "stops early"
+        );
     }
 }
