@@ -507,3 +507,43 @@ fn issue_19_runs_are_cancelled_paused_resumed_and_prioritised_from_the_command_l
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// A worker whose journal holds a result of a run its coordinator does not know (another coordinator
+/// behind the same address, a data directory restored from an older backup) stops, naming the run, and
+/// keeps the result journaled: it dropped it as refused, although the right coordinator would count
+/// it. Found by a review, 2026-11-24.
+#[test]
+fn a_result_for_a_run_the_coordinator_does_not_know_stays_journaled_and_the_worker_stops() {
+    use nqueens_common::{checksum::seal, Plan, Strategy};
+    use nqueens_worker::journal::{Finished, Journal};
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "10s");
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let key = plan.jobs().next().unwrap();
+    let result = plan.job(&key).unwrap().run();
+    let fingerprint = plan.fingerprint().1;
+    let finished = Finished {
+        lease: 7,
+        lease_tag: 1,
+        run: "41".into(),
+        n: 8,
+        fingerprint,
+        job: key.to_string(),
+        total: result.total,
+        unique8: result.unique8,
+        nodes: result.nodes,
+        seal: seal(fingerprint, &key, &result),
+        device: None,
+    };
+    let journal = dir.path().join("w.journal");
+    Journal::open(&journal)
+        .unwrap()
+        .record(std::slice::from_ref(&finished))
+        .unwrap();
+    let mut w = worker(&serve.address, dir.path(), "w", &["--exit-when-idle"]);
+    let status = wait(&mut w, LIMIT, "worker");
+    let log = std::fs::read_to_string(dir.path().join("w.log")).unwrap();
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("41"), "{log}");
+    assert_eq!(Journal::open(&journal).unwrap().pending(), vec![finished]);
+}

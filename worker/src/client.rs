@@ -151,8 +151,8 @@ fn worker_id(name: &str, pid: u32, started_ns: u64) -> String {
 }
 
 /// Whether the coordinator's refusal of a report of one result is about that result (a seal that fails,
-/// a run or job it does not know, a lease that does not cover it, a run cancelled or done): the result is
-/// dropped, since it would be refused forever, and its job is computed again. Any other refusal is about
+/// a job it does not know, a lease that does not cover it, a run cancelled or done; a run it does not
+/// know at all is the wrong coordinator, see [`Worker::report`]): the result is dropped, since it would be refused forever, and its job is computed again. Any other refusal is about
 /// the request or the server (a worker name it refuses, a service it does not offer behind a proxy): the
 /// worker stops and keeps its journal.
 fn refuses_the_result(s: &Status) -> bool {
@@ -485,12 +485,30 @@ impl Worker {
                 }
                 Ok(())
             }
+            // NOT_FOUND is the result's job or its run: a run the coordinator does not know at all
+            // means another coordinator (or one restored from an older backup), not a bad result.
+            Err(s) if s.code() == Code::NotFound && !self.knows_run(&batch[0].run).await? => {
+                Err(Status::not_found(format!(
+                    "the coordinator knows no run {:?}, of which this worker holds a journaled result: it is kept for the coordinator of that run (point the worker at it, or remove the journal to drop the result)",
+                    batch[0].run
+                )))
+            }
             Err(s) if refuses_the_result(&s) => {
                 tracing::error!(run = %batch[0].run, job = %batch[0].job, lease = batch[0].lease, code = ?s.code(), error = %s.message(), "coordinator refused a result; dropping it");
                 self.acknowledged(batch, 0)
                     .map_err(|e| Status::internal(e.to_string()))
             }
             other => other,
+        }
+    }
+
+    /// Whether the coordinator knows the run `run`.
+    async fn knows_run(&mut self, run: &str) -> std::result::Result<bool, Status> {
+        let asked = proto::GetRunRequest { run: run.into() };
+        match self.client.get_run(asked).await {
+            Ok(_) => Ok(true),
+            Err(s) if s.code() == Code::NotFound => Ok(false),
+            Err(s) => Err(s),
         }
     }
 
