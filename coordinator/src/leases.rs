@@ -32,6 +32,9 @@ pub struct Lease {
 
 type JobId = (u64, JobKey);
 
+/// Ended leases of one job still recognised for a late report: the most recent ones.
+pub const PAST_PER_JOB: usize = 16;
+
 /// Every lease of this incarnation whose job is not done yet.
 #[derive(Debug)]
 pub struct Leases {
@@ -179,11 +182,20 @@ impl Leases {
     }
 
     fn end(&mut self, id: u64) -> Option<Lease> {
+        // (The history of ended leases, kept so that a late report under one is still recognised, is
+        // bounded per job: see `PAST_PER_JOB`.)
         let lease = self.active.remove(&id)?;
         let job = (lease.run, lease.key.clone());
         self.by_job.remove(&job);
         self.past.insert(id, job.clone());
-        self.past_by_job.entry(job).or_default().push(id);
+        let ids = self.past_by_job.entry(job).or_default();
+        ids.push(id);
+        // A report under an older lease of the job is then refused (its job is computed again).
+        if ids.len() > PAST_PER_JOB {
+            for old in ids.drain(..ids.len() - PAST_PER_JOB) {
+                self.past.remove(&old);
+            }
+        }
         Some(lease)
     }
 
@@ -309,6 +321,29 @@ mod tests {
             .check_report(future, t.tag(future, 1, &key("0.1")), 1, &key("0.1"))
             .is_err());
         assert!(t.check_report(7, 0, 1, &key("0.1")).is_err());
+    }
+
+    /// A job leased and handed back over and over (a worker looping Lease and Release) keeps only its
+    /// last [`PAST_PER_JOB`] leases recognised: the history no longer grows without bound. Found by a
+    /// review, 2026-11-24.
+    #[tokio::test(start_paused = true)]
+    async fn a_jobs_lease_history_is_bounded() {
+        let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
+        let now = Instant::now();
+        let mut ids = Vec::new();
+        for _ in 0..1000 {
+            let id = t.issue(1, key("1.2"), "a", now);
+            assert_eq!(t.release("a", &[id]).len(), 1);
+            ids.push(id);
+        }
+        assert!(t.past.len() <= PAST_PER_JOB, "{}", t.past.len());
+        let last = *ids.last().unwrap();
+        assert!(t
+            .check_report(last, t.tag(last, 1, &key("1.2")), 1, &key("1.2"))
+            .is_ok());
+        assert!(t
+            .check_report(ids[0], t.tag(ids[0], 1, &key("1.2")), 1, &key("1.2"))
+            .is_err());
     }
 
     #[tokio::test(start_paused = true)]

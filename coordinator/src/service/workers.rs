@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+/// How long a worker that left or fell silent stays in the table.
+pub const FORGET_AFTER: Duration = Duration::from_secs(3600);
+
 /// How far back a worker's rate looks.
 const RATE_WINDOW: Duration = Duration::from_secs(300);
 /// Most rate samples kept per worker (one per report batch; older ones are dropped first).
@@ -166,8 +169,14 @@ impl Workers {
             .is_some_and(|w| !std::mem::replace(&mut w.leaving, true))
     }
 
-    /// Marks the workers silent for longer than `timeout` as lost; returns the newly lost, by id.
+    /// Marks the workers silent for longer than `timeout` as lost, and forgets those gone (lost or
+    /// left) and silent for longer than [`FORGET_AFTER`]; returns the newly lost, by id.
     pub fn sweep(&mut self, now: Instant, timeout: Duration) -> Vec<(String, WorkerInfo)> {
+        // Every restart of a worker is a new id, and any caller can name one: the table must not grow
+        // for ever.
+        self.seen.retain(|_, w| {
+            !((w.lost || w.leaving) && now.saturating_duration_since(w.last_seen) > FORGET_AFTER)
+        });
         self.seen
             .iter_mut()
             .filter(|(_, w)| !w.lost && now - w.last_seen > timeout)
@@ -200,6 +209,26 @@ impl Workers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A worker gone for longer than [`FORGET_AFTER`] leaves the table (ids made up by a caller, or one
+    /// per restart, grew it without bound; found by a review, 2026-11-24); a live one never does.
+    #[test]
+    fn gone_workers_are_forgotten_after_a_while_and_live_ones_kept() {
+        let t0 = Instant::now();
+        let timeout = Duration::from_secs(10);
+        let mut w = Workers::default();
+        for i in 0..1000 {
+            w.seen(&format!("made-up-{i}"), t0);
+        }
+        w.seen("live-1", t0);
+        w.sweep(t0 + Duration::from_secs(11), timeout);
+        assert_eq!(w.all().count(), 1001, "lost, still shown");
+        let later = t0 + FORGET_AFTER + Duration::from_secs(12);
+        w.seen("live-1", later);
+        w.sweep(later, timeout);
+        let left: Vec<_> = w.all().map(|(id, _)| id.clone()).collect();
+        assert_eq!(left, ["live-1"]);
+    }
 
     #[test]
     fn a_worker_joins_reports_falls_silent_and_returns() {
