@@ -78,6 +78,8 @@ pub struct LedgerDigest {
     pub len: u64,
     /// The first worker number no intact line defines (see [`crate::ledger::LedgerView::next_worker`]).
     pub next_worker: u32,
+    /// A torn last line was found (it is cut off when the ledger is opened for appending).
+    pub torn: bool,
     /// The workers quarantined at the file's end, by name.
     pub quarantined: BTreeSet<String>,
 }
@@ -115,6 +117,7 @@ impl LedgerDigest {
             ));
         }
         out.len = scan.torn.unwrap_or(size);
+        out.torn = scan.torn.is_some();
         out.next_worker = next_worker;
         Ok(out)
     }

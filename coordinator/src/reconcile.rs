@@ -50,6 +50,9 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
         return Ok(agreed);
     }
     let view = LedgerView::read(path)?;
+    if view.torn {
+        torn(path, view.len);
+    }
     let mut repairs = Repairs::default();
     let mut rewrite = view.legacy > 0 || !view.damaged.is_empty();
     if view.legacy > 0 {
@@ -219,6 +222,14 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
     Ok((ledger, repairs, None))
 }
 
+/// Says that the ledger at `path` ends in a torn line, cut off after its first `len` bytes when it is
+/// opened: an append cut short by a crash (never acknowledged, since appends are synced before any
+/// answer), or a last newline damaged (a result it held that the store has makes the digests differ,
+/// and the ledger is rewritten from the store).
+fn torn(path: &Path, len: u64) {
+    tracing::warn!(path = %path.display(), kept_bytes = len, place = "ledger", "the ledger ends in a torn line (an append cut short by a crash, or a damaged last newline): cut off");
+}
+
 /// A store and a ledger found to agree by their digests.
 pub struct Agreed {
     /// The store's runs, by id.
@@ -311,6 +322,9 @@ fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
     else {
         return Ok(None);
     };
+    if ledger.torn {
+        torn(path, ledger.len);
+    }
     let mut repairs = Repairs::default();
     let mut audit = Vec::with_capacity(stored.len());
     for (meta, survey) in stored.iter().zip(surveys) {
