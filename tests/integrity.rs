@@ -447,6 +447,11 @@ fn an_import_of_unverifiable_lines_is_refused_unless_accepted() {
     let mut lines = text
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap());
+    assert_eq!(
+        lines.next().unwrap()["entry"]["kind"],
+        "export",
+        "the header"
+    );
     let run = lines.next().unwrap()["entry"].clone();
     assert_eq!(run["kind"], "run");
     let first = lines.next().unwrap()["entry"].clone();
@@ -498,8 +503,22 @@ fn an_import_into_a_directory_whose_store_and_ledger_disagree_is_refused() {
     let mut ahead = std::fs::read(ledger(&existing)).unwrap();
     ahead.extend(quarantine("liar"));
     std::fs::write(ledger(&existing), &ahead).unwrap();
+    // A backup of another run (id 2: no clash with the directory's run 1) and a quarantine.
+    let exported = export(&p.path, &[]).stdout;
+    let run = exported
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .find(|v| v["entry"]["kind"] == "run")
+        .unwrap();
+    let Entry::Run(mut meta) = serde_json::from_value::<Entry>(run["entry"].clone()).unwrap()
+    else {
+        panic!("a run line")
+    };
+    meta.id = 2;
+    let mut other = nqueens_common::jsonl::encode(&Entry::Run(meta));
+    other.extend(quarantine("other"));
     let backup = dir.path().join("backup.jsonl");
-    std::fs::write(&backup, quarantine("other")).unwrap();
+    std::fs::write(&backup, other).unwrap();
     let out = import(&existing, &backup, &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
@@ -511,4 +530,36 @@ fn an_import_into_a_directory_whose_store_and_ledger_disagree_is_refused() {
         .output()
         .unwrap();
     assert!(!out.status.success(), "the audit fails it too");
+}
+
+/// An export cut short at a line boundary (a copy interrupted, a disk full) lacks results, or its
+/// quarantines (written last), with every line intact: it imported cleanly. Found by a review,
+/// 2026-11-24. An export now begins with a header line and ends with a line counting what it holds;
+/// a file with the header and without a matching end is refused, nothing imported.
+#[test]
+fn an_export_cut_short_at_a_line_boundary_is_refused() {
+    let p = pristine();
+    let dir = tempfile::tempdir().unwrap();
+    let exported = export(&p.path, &[]);
+    assert!(exported.status.success());
+    let whole = exported.stdout;
+    let file = dir.path().join("backup.jsonl");
+    for cut in [1, 2] {
+        let lines: Vec<&[u8]> = whole.split_inclusive(|&b| b == b'\n').collect();
+        let short: Vec<u8> = lines[..lines.len() - cut].concat();
+        std::fs::write(&file, &short).unwrap();
+        let target = dir.path().join(format!("imported-{cut}"));
+        let out = import(&target, &file, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "cut {cut}: {err}");
+        assert!(err.contains("cut short"), "{err}");
+        assert!(!target.join("db").exists(), "nothing imported");
+    }
+    std::fs::write(&file, &whole).unwrap();
+    let out = import(&dir.path().join("whole"), &file, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -66,7 +66,19 @@ pub enum Entry {
     Quarantine(Quarantine),
     /// A quarantine lifted by the operator (ledger format 4 on): the worker may lease again.
     Released { worker: String, at_unix: u64 },
+    /// An export's first line (export format 2 on): the file must end with its [`Entry::End`].
+    Export { version: u32 },
+    /// An export's last line: how many runs, results and quarantines precede it, so that a copy cut
+    /// short at a line boundary is told from a whole one.
+    End {
+        runs: u64,
+        results: u64,
+        quarantines: u64,
+    },
 }
+
+/// The export format [`Entry::Export`] names.
+pub const EXPORT_FORMAT: u32 = 2;
 
 /// The tagged form of an entry: a JSON object with a `kind`. Runs and revocations are written so; results
 /// were up to ledger format 1 (and are still read so).
@@ -91,6 +103,14 @@ enum Tagged {
     Released {
         worker: String,
         at_unix: u64,
+    },
+    Export {
+        version: u32,
+    },
+    End {
+        runs: u64,
+        results: u64,
+        quarantines: u64,
     },
 }
 
@@ -141,6 +161,17 @@ impl Serialize for Entry {
                 at_unix: *at_unix,
             }
             .serialize(s),
+            Entry::Export { version } => Tagged::Export { version: *version }.serialize(s),
+            Entry::End {
+                runs,
+                results,
+                quarantines,
+            } => Tagged::End {
+                runs: *runs,
+                results: *results,
+                quarantines: *quarantines,
+            }
+            .serialize(s),
         }
     }
 }
@@ -181,6 +212,16 @@ impl<'de> serde::de::Visitor<'de> for EntryVisitor {
             },
             Tagged::Quarantine(q) => Entry::Quarantine(q),
             Tagged::Released { worker, at_unix } => Entry::Released { worker, at_unix },
+            Tagged::Export { version } => Entry::Export { version },
+            Tagged::End {
+                runs,
+                results,
+                quarantines,
+            } => Entry::End {
+                runs,
+                results,
+                quarantines,
+            },
         })
     }
 
@@ -257,6 +298,10 @@ pub struct LedgerView {
     /// The workers quarantined as of the file's end (quarantine lines, less those released after), by
     /// name.
     pub quarantines: BTreeMap<String, Quarantine>,
+    /// For an export of format 2 on (a file with the header line): whether its end line was found,
+    /// counting exactly what precedes it. `Some(false)`: the export was cut short. `None`: not such an
+    /// export (a ledger, or an export of an earlier version).
+    pub export_whole: Option<bool>,
 }
 
 impl LedgerView {
@@ -385,6 +430,32 @@ impl LedgerView {
                 }
                 self.quarantines.remove(&worker);
             }
+            Entry::Export { version } => {
+                if version != EXPORT_FORMAT {
+                    return Err(format!(
+                        "an export of format {version}, not {EXPORT_FORMAT}"
+                    ));
+                }
+                self.export_whole.get_or_insert(false);
+            }
+            Entry::End {
+                runs,
+                results,
+                quarantines,
+            } => {
+                let held = (
+                    self.runs.len() as u64,
+                    self.results.values().map(|r| r.len() as u64).sum::<u64>(),
+                    self.quarantines.len() as u64,
+                );
+                if held != (runs, results, quarantines) {
+                    return Err(format!(
+                        "the export's end counts {runs} runs, {results} results and {quarantines} quarantines, but {} runs, {} results and {} quarantines precede it: it was cut short or altered",
+                        held.0, held.1, held.2
+                    ));
+                }
+                self.export_whole = Some(true);
+            }
         }
         Ok(())
     }
@@ -493,7 +564,27 @@ pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
 /// Writes a store's runs (all, or one) and their counted results as JSON ledger lines (an export), then
 /// its quarantined workers; returns how many results. Every result's seal is checked first: a damaged store is not exported.
 pub fn export(store: &Store, only: Option<u64>, out: &mut impl Write) -> Result<u64> {
-    write_store(store, only, out, jsonl::encode::<Entry>)
+    let io = |e: std::io::Error| Error::Durability(format!("cannot write the export: {e}"));
+    let header = Entry::Export {
+        version: EXPORT_FORMAT,
+    };
+    out.write_all(&jsonl::encode(&header)).map_err(io)?;
+    let counts = write_store(store, only, out, jsonl::encode::<Entry>)?;
+    let end = Entry::End {
+        runs: counts.runs,
+        results: counts.results,
+        quarantines: counts.quarantines,
+    };
+    out.write_all(&jsonl::encode(&end)).map_err(io)?;
+    out.flush().map_err(io)?;
+    Ok(counts.results)
+}
+
+/// What [`write_store`] wrote.
+struct Counts {
+    runs: u64,
+    results: u64,
+    quarantines: u64,
 }
 
 /// [`export`], each entry written as `encode` gives it (packed results in a rewritten ledger).
@@ -502,13 +593,14 @@ fn write_store(
     only: Option<u64>,
     out: &mut impl Write,
     mut encode: impl FnMut(&Entry) -> Vec<u8>,
-) -> Result<u64> {
+) -> Result<Counts> {
     let io = |e: std::io::Error| Error::Durability(format!("cannot write the export: {e}"));
-    let mut results = 0;
+    let (mut runs, mut results, mut quarantines) = (0, 0, 0);
     for meta in store.runs()? {
         if only.is_some_and(|id| id != meta.id) {
             continue;
         }
+        runs += 1;
         let run = meta.id;
         let fingerprint = meta.fingerprint_value()?;
         out.write_all(&encode(&Entry::Run(meta))).map_err(io)?;
@@ -531,9 +623,14 @@ fn write_store(
     // The quarantines last: a store restored from the file keeps those workers out of service.
     for q in store.quarantined()? {
         out.write_all(&encode(&Entry::Quarantine(q))).map_err(io)?;
+        quarantines += 1;
     }
     out.flush().map_err(io)?;
-    Ok(results)
+    Ok(Counts {
+        runs,
+        results,
+        quarantines,
+    })
 }
 
 /// Per run, the results only one side holds (used by `audit` and startup reconciliation).

@@ -125,6 +125,15 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
             view.damaged.len()
         );
     }
+    if view.export_whole == Some(false) {
+        anyhow::bail!(
+            "{} is an export cut short: it begins as an export but its end line, counting what it holds, is missing (a copy interrupted, a full disk); nothing imported. Import a whole copy, or export again",
+            args.file.display()
+        );
+    }
+    if view.runs.is_empty() && view.export_whole != Some(true) {
+        anyhow::bail!("{} holds no run; nothing imported", args.file.display());
+    }
     if view.unchecked > 0 && !args.accept_unchecked {
         anyhow::bail!(
             "{} has {} results in lines of the format before checksums and seals: nothing can show them intact, and a changed digit in one would be counted for good; nothing imported. Start a coordinator on the data directory that wrote them (it checks its ledger against its store), or pass --accept-unchecked to import them as they are",
