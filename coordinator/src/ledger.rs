@@ -319,7 +319,9 @@ impl LedgerView {
         };
         let size = file.metadata().map_err(io)?.len();
         let mut extra = Vec::new();
+        let mut last_line = 0;
         let (scan, next_worker) = scan(file, |number, line| {
+            last_line = number;
             let (entry, verified) = match line {
                 Line::Verified(e) => (e, true),
                 Line::Legacy(e) => (e, false),
@@ -336,6 +338,14 @@ impl LedgerView {
         view.next_worker = next_worker;
         view.damaged = scan.damaged;
         view.damaged.extend(extra);
+        // An export whose end line is missing lacks what came after the cut, every line intact.
+        if view.export_whole == Some(false) {
+            view.damaged.push(Damage {
+                line: last_line + 1,
+                offset: size,
+                reason: "an export cut short: its end line, counting what it holds, is missing (a copy interrupted, a full disk)".into(),
+            });
+        }
         view.damaged.sort_by_key(|d| d.line);
         view.legacy = scan.legacy;
         view.torn = scan.torn.is_some();
