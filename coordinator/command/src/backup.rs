@@ -58,12 +58,12 @@ fn data_dir(data: &Option<PathBuf>) -> PathBuf {
     data.clone().unwrap_or_else(crate::setup::default_data_dir)
 }
 
-/// Opens an existing store (never creates one).
+/// Opens an existing store to look at it (never creates one, nor changes it: see [`Store::inspect`]).
 fn open_existing(dir: &Path) -> anyhow::Result<Store> {
     if !dir.join("db").exists() {
         anyhow::bail!("{} holds no nqueens store", dir.display());
     }
-    Ok(Store::open(dir)?)
+    Ok(Store::inspect(dir)?)
 }
 
 /// Writes the export, of a directory that passes the audit only ([`offline::check`]: a store that the

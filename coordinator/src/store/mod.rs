@@ -98,17 +98,42 @@ pub const CACHE_BYTES: u64 = 64 << 20;
 impl Store {
     /// Opens (or creates) the store in `dir` and starts a new epoch.
     pub fn open(dir: &Path) -> Result<Store> {
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(CACHE_BYTES)
-            .open()
-            .map_err(|e| match e {
-                sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-                    Error::InUse(dir.display().to_string())
-                }
-                other => Error::Store(other),
-            })?;
-        let mut store = Store::with_db(db)?;
+        let mut store = Store::with_db(open_db(dir)?)?;
+        store.dir = Some(dir.to_path_buf());
+        Ok(store)
+    }
+
+    /// Opens the store in `dir` to look at it only (`nqueens audit`, `export`): no new epoch, no repair,
+    /// no migration; a store of an earlier format (or one whose migration is unfinished) is refused,
+    /// since bringing it up to date would keep the build that wrote it from reading it back.
+    pub fn inspect(dir: &Path) -> Result<Store> {
+        let db = open_db(dir)?;
+        let meta = db.open_tree("meta")?;
+        let format = read_u64(&meta, FORMAT)?;
+        let upgrading = meta.get(UPGRADE)?.is_some();
+        let empty = db.open_tree("runs")?.is_empty();
+        match format {
+            Some(FORMAT_VERSION) if !upgrading => {}
+            None if empty => {}
+            other => {
+                let format = other.unwrap_or(1);
+                let unfinished = if upgrading {
+                    ", its migration unfinished"
+                } else {
+                    ""
+                };
+                return Err(Error::Corrupt(format!(
+                    "the store has format {format}{unfinished} (this build reads format {FORMAT_VERSION}): start this build's coordinator on it once to bring it up to date (the build that wrote it cannot read it back then), or look at it with the build that wrote it"
+                )));
+            }
+        }
+        let epoch = read_u64(&meta, EPOCH)?.unwrap_or(0);
+        // Only leases use the secret; a store that has none yet keeps none.
+        let lease_secret = meta
+            .get(LEASE_SECRET)?
+            .and_then(|v| <[u8; 16]>::try_from(v.as_ref()).ok())
+            .unwrap_or_default();
+        let mut store = Store::with_trees(db, meta, epoch, lease_secret)?;
         store.dir = Some(dir.to_path_buf());
         Ok(store)
     }
@@ -143,7 +168,20 @@ impl Store {
             }
         };
         db.flush()?;
-        let store = Store {
+        let store = Store::with_trees(db, meta, epoch, lease_secret)?;
+        workers::repair_next(&store.workers)?;
+        store.migrate()?;
+        store.repair_next_run()?;
+        Ok(store)
+    }
+
+    fn with_trees(
+        db: sled::Db,
+        meta: sled::Tree,
+        epoch: u64,
+        lease_secret: [u8; 16],
+    ) -> Result<Store> {
+        Ok(Store {
             runs: db.open_tree("runs")?,
             jobs: db.open_tree("jobs")?,
             results: db.open_tree(RESULT_GROUPS)?,
@@ -155,11 +193,7 @@ impl Store {
             epoch,
             lease_secret,
             dir: None,
-        };
-        workers::repair_next(&store.workers)?;
-        store.migrate()?;
-        store.repair_next_run()?;
-        Ok(store)
+        })
     }
 
     /// The trees a change to results and totals touches, for one transaction: runs, jobs, result
@@ -402,6 +436,20 @@ pub fn check_verify_fraction(verify_fraction: f64) -> Result<()> {
             "verify fraction {verify_fraction} is out of range: 0 to 1"
         )))
     }
+}
+
+/// Opens sled in `dir`; another process holding it is [`Error::InUse`].
+fn open_db(dir: &Path) -> Result<sled::Db> {
+    sled::Config::new()
+        .path(dir)
+        .cache_capacity(CACHE_BYTES)
+        .open()
+        .map_err(|e| match e {
+            sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+                Error::InUse(dir.display().to_string())
+            }
+            other => Error::Store(other),
+        })
 }
 
 fn read_u64(tree: &sled::Tree, key: &[u8]) -> Result<Option<u64>> {

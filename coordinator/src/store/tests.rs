@@ -1232,3 +1232,46 @@ fn a_result_confirmed_only_by_workers_all_quarantined_is_taken_back() {
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
     store.audit().unwrap();
 }
+
+/// `nqueens audit` and `export` look at a store without changing it: no new epoch, and a store of an
+/// earlier format is refused rather than migrated (which an older build could not read back). Found by
+/// a review, 2026-11-24: they opened it as the coordinator does.
+#[test]
+fn inspecting_a_store_changes_nothing_and_refuses_an_earlier_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let epoch = {
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .create_run(Plan::new(8, Strategy::D4).unwrap(), 0.0)
+            .unwrap();
+        store.flush().unwrap();
+        store.epoch()
+    };
+    {
+        let seen = Store::inspect(dir.path()).unwrap();
+        assert_eq!(seen.epoch(), epoch, "no new epoch");
+        assert_eq!(seen.runs().unwrap().len(), 1);
+    }
+    assert_eq!(
+        reopen(dir.path()).epoch(),
+        epoch + 1,
+        "only the reopen counted"
+    );
+    {
+        let store = reopen(dir.path());
+        at_format(&store, 3);
+        store.flush().unwrap();
+    }
+    match Store::inspect(dir.path()) {
+        Err(Error::Corrupt(why)) => assert!(why.contains("format 3"), "{why}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("an earlier format inspected"),
+    }
+    let store = reopen(dir.path());
+    let format = store.meta.get(super::FORMAT).unwrap().unwrap();
+    assert_eq!(
+        format.as_ref(),
+        super::FORMAT_VERSION.to_be_bytes(),
+        "the open migrates"
+    );
+}
