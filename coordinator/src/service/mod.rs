@@ -55,6 +55,9 @@ pub struct Config {
     pub release: Vec<String>,
 }
 
+/// Plans enumerated at once for CreateRun (seconds of a core each at N = 28); more callers wait.
+pub const MAX_PLANNING: usize = 2;
+
 /// Default of [`Config::max_in_flight`].
 pub const MAX_IN_FLIGHT: usize = 512;
 
@@ -89,6 +92,8 @@ struct Shared {
     stopping: Arc<std::sync::atomic::AtomicBool>,
     /// Places for report batches between validation and the committer's answer.
     in_flight: tokio::sync::Semaphore,
+    /// Places for plan enumerations ([`MAX_PLANNING`]), each held until its thread ends.
+    planning: Arc<tokio::sync::Semaphore>,
     /// Held by an operator's control of a run from its store write to its application in memory.
     control: tokio::sync::Mutex<()>,
 }
@@ -142,6 +147,15 @@ fn revoke_quarantined(store: &Store, ledger: Option<&mut crate::ledger::Ledger>)
         ledger.append(&entries)?;
     }
     Ok(true)
+}
+
+/// Sets its flag when dropped (a caller gone: the work it started ends).
+struct CancelOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Lifts the quarantine of the worker named `name`: the ledger's release line first (made durable), then
@@ -256,6 +270,7 @@ impl Coordinator {
                 health,
                 stopping: Arc::default(),
                 in_flight: tokio::sync::Semaphore::new(config.max_in_flight.max(1)),
+                planning: Arc::new(tokio::sync::Semaphore::new(MAX_PLANNING)),
                 control: tokio::sync::Mutex::new(()),
             }),
         })
@@ -392,14 +407,33 @@ impl Coordinator {
                 "not creating runs while the coordinator cannot write its store ({why}); try again once it serves"
             )));
         }
-        // The plan is enumerated here (seconds at N = 28): a caller that goes away meanwhile creates
-        // nothing. From the write on, the run is created whatever becomes of the caller.
-        let stopping = self.shared.stopping.clone();
-        let (jobs_total, fingerprint) = tokio::task::spawn_blocking(move || {
-            plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, stopping)
-        })
-        .await
-        .map_err(|_| Error::ShuttingDown)??;
+        // The plan is enumerated here (seconds at N = 28), [`MAX_PLANNING`] at a time: a caller that
+        // goes away meanwhile creates nothing, and its enumeration ends (as all do at shutdown). From
+        // the write on, the run is created whatever becomes of the caller.
+        let place = self
+            .shared
+            .planning
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::ShuttingDown)?;
+        let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let _abandoned = CancelOnDrop(cancel.clone());
+        let flag = cancel.clone();
+        let mut enumeration = tokio::task::spawn_blocking(move || {
+            let _place = place;
+            plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, flag)
+        });
+        let (jobs_total, fingerprint) = loop {
+            tokio::select! {
+                done = &mut enumeration => break done.map_err(|_| Error::ShuttingDown)??,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                    if self.shared.stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            }
+        };
         let this = self.clone();
         let create = Write::CreateRun {
             plan,

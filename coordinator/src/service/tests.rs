@@ -807,3 +807,30 @@ async fn a_report_sent_again_under_another_name_does_not_confirm_itself() {
     report_all(&c, "b", &leases).await;
     assert_eq!(total(&c, &run), (Q8, true));
 }
+
+/// A CreateRun whose caller goes away ends its plan's enumeration (seconds of a core at N = 32), and
+/// enumerations run [`super::MAX_PLANNING`] at a time: before, each went on to the end after its caller
+/// left, and any number ran at once. Found by a review, 2026-11-24.
+#[tokio::test]
+async fn an_abandoned_create_run_stops_enumerating_and_frees_its_place() {
+    let c = coordinator();
+    for _ in 0..super::MAX_PLANNING {
+        // 65 million jobs, more than a run may have: seconds of enumeration before the refusal.
+        let abandoned = c.create_run(32, Strategy::D4, None, Some(0.0), 0, false);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), abandoned)
+                .await
+                .is_err(),
+            "N = 32 takes longer than that"
+        );
+    }
+    // Every place was taken by an enumeration whose caller left: each ends at once and frees it (left
+    // to run, they would hold the places for seconds more).
+    let small = c.create_run(8, Strategy::D4, None, Some(0.0), 0, false);
+    let view = tokio::time::timeout(Duration::from_millis(500), small)
+        .await
+        .expect("a place is free again")
+        .unwrap();
+    assert_eq!(view.meta.n, 8);
+    assert_eq!(c.runs().len(), 1, "nothing of the abandoned runs");
+}
