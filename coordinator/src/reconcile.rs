@@ -632,4 +632,32 @@ mod tests {
         assert_eq!(repairs.results_damaged, 1);
         assert!(repairs.ledger_rewritten);
     }
+
+    /// A revocation the store missed, while the run's stored totals are damaged too: the revocation
+    /// takes the result out and leaves the totals to the recount that follows. Before, it needed the
+    /// damaged totals and refused every start. Found by a review, 2026-11-24.
+    #[test]
+    fn a_missed_revocation_over_damaged_totals_is_applied_and_the_totals_recounted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = agreeing(dir.path());
+        let key = plan.jobs().next().unwrap();
+        let record = store.result(run, &key).unwrap().unwrap();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 1).unwrap();
+        ledger
+            .append(&[Entry::Revoked {
+                run,
+                job: key.to_string(),
+                worker: record.worker.clone(),
+                record: Some(record),
+            }])
+            .unwrap();
+        drop(ledger);
+        store.damage_totals(run);
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_revoked, 1);
+        assert_eq!(repairs.totals_recounted, 1);
+        assert_eq!(store.tally(run).unwrap().jobs, 2);
+        store.audit().unwrap();
+    }
 }

@@ -156,13 +156,20 @@ impl Store {
             if record.worker != worker {
                 return Ok(false);
             }
-            let mut tally = stored_tally(totals, run)?;
-            tally
-                .remove(&record.result)
-                .map_err(|e| Abort::Abort(e.into()))?;
+            // Totals that cannot be read (or that this result does not fit) are damage the recount
+            // after the revocations mends from the results: dropped here, never a reason to keep a
+            // revoked result counted.
+            let tally = match stored_tally(totals, run) {
+                Ok(mut t) => t.remove(&record.result).ok().map(|()| t),
+                Err(Abort::Abort(_)) => None,
+                Err(conflict) => return Err(conflict),
+            };
             groups::txn_remove(results.groups, run, key)?;
             jobs.remove(k.as_slice())?;
-            totals.insert(&run_key(run), encode(&tally))?;
+            match tally {
+                Some(tally) => totals.insert(&run_key(run), encode(&tally))?,
+                None => totals.remove(&run_key(run))?,
+            };
             if let Some(raw) = runs.get(run_key(run))? {
                 let meta: RunMeta = decode("run", &raw).or_else(abort)?;
                 if meta.is_done() {

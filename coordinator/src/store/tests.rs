@@ -726,6 +726,13 @@ fn issue_16_the_audit_walks_records_beside_results_in_key_order() {
 }
 
 impl Store {
+    /// Makes a run's stored totals undecodable.
+    pub(crate) fn damage_totals(&self, run: u64) {
+        self.totals
+            .insert(run_key(run), b"{broken".to_vec())
+            .unwrap();
+    }
+
     /// Overwrites the group entry holding job `key` of `run` with bytes that do not decode (tests of the
     /// repairs).
     pub(crate) fn damage_group(&self, run: u64, key: &nqueens_common::JobKey) {
