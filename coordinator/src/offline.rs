@@ -163,6 +163,21 @@ mod tests {
     use super::*;
     use crate::store::tests::a_quarantine_not_revoked;
 
+    /// A new store restored from an export of `store` written to `dir`: its directory, the store and
+    /// how many results were restored.
+    fn restored_from_an_export(store: &Store, dir: &Path) -> (tempfile::TempDir, Store, u64) {
+        let mut export = Vec::new();
+        ledger::export(store, None, &mut export).unwrap();
+        let file = dir.join("backup.jsonl");
+        std::fs::write(&file, &export).unwrap();
+        let view = LedgerView::read(&file).unwrap();
+        assert!(view.damaged.is_empty(), "{:?}", view.damaged);
+        let target = tempfile::tempdir().unwrap();
+        let restored = Store::open(target.path()).unwrap();
+        let results = restore(&restored, &view).unwrap();
+        (target, restored, results)
+    }
+
     /// Found by a review (2026-11-24): `audit` passed such a directory and `export` wrote the liar's
     /// results out, and an import of that export (which carries no quarantine) counted them for good.
     #[test]
@@ -198,15 +213,8 @@ mod tests {
         let store = a_quarantine_not_revoked(dir.path());
         store.revoke("liar").unwrap();
         store.flush().unwrap();
-        let mut export = Vec::new();
-        ledger::export(&store, None, &mut export).unwrap();
-        let file = dir.path().join("backup.jsonl");
-        std::fs::write(&file, &export).unwrap();
-        let view = LedgerView::read(&file).unwrap();
-        assert!(view.damaged.is_empty(), "{:?}", view.damaged);
-        let target = tempfile::tempdir().unwrap();
-        let restored = Store::open(target.path()).unwrap();
-        assert_eq!(restore(&restored, &view).unwrap(), 2);
+        let (_target, restored, results) = restored_from_an_export(&store, dir.path());
+        assert_eq!(results, 2);
         let names: Vec<String> = restored
             .quarantined()
             .unwrap()
@@ -351,13 +359,7 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let plan = nqueens_common::Plan::new(3, nqueens_common::Strategy::D4).unwrap();
         assert!(store.create_run(plan, 0.0).unwrap().is_done());
-        let mut export = Vec::new();
-        ledger::export(&store, None, &mut export).unwrap();
-        let file = dir.path().join("backup.jsonl");
-        std::fs::write(&file, &export).unwrap();
-        let target = tempfile::tempdir().unwrap();
-        let restored = Store::open(target.path()).unwrap();
-        restore(&restored, &LedgerView::read(&file).unwrap()).unwrap();
+        let (_target, restored, _) = restored_from_an_export(&store, dir.path());
         assert!(restored.runs().unwrap()[0].is_done());
         restored.audit().unwrap();
     }
@@ -370,13 +372,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = a_quarantine_not_revoked(dir.path());
         assert_eq!(store.tally(1).unwrap().jobs, 4);
-        let mut export = Vec::new();
-        ledger::export(&store, None, &mut export).unwrap();
-        let file = dir.path().join("backup.jsonl");
-        std::fs::write(&file, &export).unwrap();
-        let target = tempfile::tempdir().unwrap();
-        let restored = Store::open(target.path()).unwrap();
-        restore(&restored, &LedgerView::read(&file).unwrap()).unwrap();
+        let (_target, restored, _) = restored_from_an_export(&store, dir.path());
         assert!(restored.unrevoked_quarantines().unwrap().is_empty());
         assert_eq!(
             restored.tally(1).unwrap().jobs,

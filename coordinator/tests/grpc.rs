@@ -65,6 +65,27 @@ impl Drop for Server {
     }
 }
 
+/// Serves `coordinator` on a new loopback port until the returned token is cancelled: its address, the
+/// token and the server's task.
+async fn serving(
+    coordinator: Coordinator,
+) -> (
+    String,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(serve(
+        listener,
+        coordinator,
+        Options::default(),
+        stop.clone().cancelled_owned(),
+    ));
+    (address, stop, server)
+}
+
 async fn create(c: &mut Client, n: u32) -> proto::RunStatus {
     create_verified(c, n, 0.0).await
 }
@@ -1117,15 +1138,7 @@ async fn issue_15_after_a_restart_only_an_authentic_earlier_lease_counts() {
     let incarnation = |config: Config| {
         let coordinator = Coordinator::open(Store::open(dir.path()).unwrap(), config).unwrap();
         async move {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let address = format!("http://{}", listener.local_addr().unwrap());
-            let stop = CancellationToken::new();
-            let server = tokio::spawn(serve(
-                listener,
-                coordinator,
-                Options::default(),
-                stop.clone().cancelled_owned(),
-            ));
+            let (address, stop, server) = serving(coordinator).await;
             let client = nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
             (client, stop, server)
         }
@@ -1179,15 +1192,7 @@ async fn issue_15_shutdown_cuts_the_enumeration_of_a_huge_plan_short() {
     let dir = tempfile::tempdir().unwrap();
     let coordinator =
         Coordinator::open(Store::open(dir.path()).unwrap(), Config::default()).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
-    let server = tokio::spawn(serve(
-        listener,
-        coordinator,
-        Options::default(),
-        stop.clone().cancelled_owned(),
-    ));
+    let (address, stop, server) = serving(coordinator).await;
     let mut client = nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
     // d4 split 14 at N = 32: seconds of enumeration before it is refused for its size.
     let creating = tokio::spawn(async move {
@@ -1338,15 +1343,7 @@ async fn incarnation_at(
         }
     };
     let coordinator = Coordinator::open(store, Config::default()).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
-    let server = tokio::spawn(serve(
-        listener,
-        coordinator,
-        Options::default(),
-        stop.clone().cancelled_owned(),
-    ));
+    let (address, stop, server) = serving(coordinator).await;
     let client = nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
     (client, stop, server)
 }
@@ -1440,15 +1437,7 @@ async fn incarnation(dir: &std::path::Path) -> (Client, CancellationToken, Store
     };
     let handle = store.clone();
     let coordinator = Coordinator::open(store, Config::default()).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
-    tokio::spawn(serve(
-        listener,
-        coordinator,
-        Options::default(),
-        stop.clone().cancelled_owned(),
-    ));
+    let (address, stop, _server) = serving(coordinator).await;
     let client = nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
     (client, stop, handle)
 }
@@ -1831,15 +1820,7 @@ async fn a_stopped_server_lets_go_of_its_store_though_streams_were_open() {
     let dir = tempfile::tempdir().unwrap();
     let coordinator =
         Coordinator::open(Store::open(dir.path()).unwrap(), Config::default()).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
-    let served = tokio::spawn(serve(
-        listener,
-        coordinator,
-        Options::default(),
-        stop.clone().cancelled_owned(),
-    ));
+    let (address, stop, served) = serving(coordinator).await;
     let mut client = nqueens_proto::connect(&nqueens_proto::Connection::new(&address)).unwrap();
     let run = create(&mut client, 14).await;
     let mut watch = client

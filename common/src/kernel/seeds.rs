@@ -240,6 +240,17 @@ mod tests {
     use super::*;
     use crate::{Plan, Strategy};
 
+    /// A batch holding every job of `plan`, one group each.
+    fn every_job_of(plan: &Plan) -> Batch {
+        let mut batch = Batch::new(plan.n());
+        for k in plan.jobs() {
+            batch
+                .push_group(&plan.job(&k).unwrap().work().units)
+                .unwrap();
+        }
+        batch
+    }
+
     /// The device's loop, fed by any expansion, gives what the CPU kernel gives: per job, bit for bit.
     #[test]
     fn seeds_search_like_the_kernel() {
@@ -272,12 +283,7 @@ mod tests {
     #[test]
     fn wrong_answer_length_is_refused() {
         let plan = Plan::new(8, Strategy::D4).unwrap();
-        let mut batch = Batch::new(8);
-        for k in plan.jobs() {
-            batch
-                .push_group(&plan.job(&k).unwrap().work().units)
-                .unwrap();
-        }
+        let mut batch = every_job_of(&plan);
         assert!(!batch.is_empty());
         assert!(batch.finish(&[]).is_none());
         let other = Plan::new(9, Strategy::D4).unwrap();
@@ -292,12 +298,7 @@ mod tests {
     #[test]
     fn an_answer_whose_sums_overflow_is_refused() {
         let plan = Plan::new(8, Strategy::D4).unwrap();
-        let mut batch = Batch::new(8);
-        for k in plan.jobs() {
-            batch
-                .push_group(&plan.job(&k).unwrap().work().units)
-                .unwrap();
-        }
+        let mut batch = every_job_of(&plan);
         batch.expand(1 << 20);
         assert!(batch.len() >= 2);
         let honest = batch.search_all();
