@@ -1108,20 +1108,24 @@ async fn a_message_of_millions_of_empty_entries_is_refused_before_decoding() {
         .await
         .unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
-    let body: Vec<u8> = std::iter::repeat_n([0x12u8, 0x00], 2_000_000)
-        .flatten()
-        .collect();
-    grpc.ready().await.unwrap();
-    let err = grpc
-        .unary(
-            tonic::Request::new(body),
-            tonic::codegen::http::uri::PathAndQuery::from_static("/nqueens.v1.Coordinator/Report"),
-            RawCodec::<proto::ReportResponse>(std::marker::PhantomData),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
-    assert!(err.message().contains("fields"), "{err:?}");
+    let entries = std::iter::repeat_n([0x12u8, 0x00], 2_000_000).flatten();
+    // Plain, and behind an empty group of an unknown field (prost skips it; the count must not).
+    for prefix in [&[][..], &[0x7b, 0x7c]] {
+        let body: Vec<u8> = prefix.iter().copied().chain(entries.clone()).collect();
+        grpc.ready().await.unwrap();
+        let err = grpc
+            .unary(
+                tonic::Request::new(body),
+                tonic::codegen::http::uri::PathAndQuery::from_static(
+                    "/nqueens.v1.Coordinator/Report",
+                ),
+                RawCodec::<proto::ReportResponse>(std::marker::PhantomData),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+        assert!(err.message().contains("fields"), "{err:?}");
+    }
     assert_eq!(contents(&s.store), stored_before);
     assert_eq!(status(&mut s.client, &run.run).await.jobs_done, 0);
 }

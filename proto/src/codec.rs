@@ -12,8 +12,8 @@ use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 /// refused before decoding, so that a 4 MiB message cannot become hundreds of MB of decoded entries.
 pub const MAX_FIELDS: usize = 65_536;
 
-/// The number of top-level fields in `bytes`, counting stops just past [`MAX_FIELDS`]; `None` if it is
-/// not a well-formed protobuf message (prost's decoder then says why).
+/// The number of top-level fields in `bytes`, counting stops just past [`MAX_FIELDS`]; `None` if its
+/// fields cannot be framed (groups included: this protocol has none), which is refused.
 pub fn top_level_fields(mut bytes: &[u8]) -> Option<usize> {
     use prost::encoding::decode_varint;
     let mut n = 0;
@@ -77,10 +77,20 @@ impl<U: prost::Message + Default> Decoder for StrictDecoder<U> {
         use prost::bytes::Buf;
         // Counted before anything is decoded: an entry of a repeated message field can take 2 bytes on
         // the wire and a hundred or more once decoded.
-        if let Some(n) = top_level_fields(buf.chunk()).filter(|&n| n > MAX_FIELDS) {
-            return Err(Status::invalid_argument(format!(
-                "a message of more than {MAX_FIELDS} fields ({n} or more counted); nothing decoded"
-            )));
+        match top_level_fields(buf.chunk()) {
+            Some(n) if n > MAX_FIELDS => {
+                return Err(Status::invalid_argument(format!(
+                    "a message of more than {MAX_FIELDS} fields ({n} or more counted); nothing decoded"
+                )))
+            }
+            Some(_) => {}
+            // Prost would skip what the count cannot (groups, which this protocol never sends): refused
+            // here, so that nothing escapes the count.
+            None => {
+                return Err(Status::invalid_argument(
+                    "undecodable message: its fields cannot be framed (a length past its end, a group, an unknown wire type); the sender speaks another protocol or the message was damaged",
+                ))
+            }
         }
         self.0.decode(buf).map_err(|status| match status.code() {
             Code::Internal => Status::invalid_argument(format!(
@@ -101,7 +111,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fields_are_counted_without_decoding_and_bad_framing_is_left_to_prost() {
+    fn fields_are_counted_without_decoding_and_bad_framing_is_refused() {
         assert_eq!(top_level_fields(&[]), Some(0));
         // A varint, a fixed64, a length-delimited field of 2 bytes, a fixed32.
         let message = [
