@@ -9,7 +9,7 @@
 //! make the ledger unfit. Quarantine and release lines (ledger format 4) give the set of workers
 //! quarantined at the file's end, which must be the store's.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::hash::Hasher;
 use std::path::Path;
@@ -20,7 +20,7 @@ use siphasher::sip128::{Hasher128, SipHasher13};
 
 use crate::error::{Error, Result};
 use crate::ledger::{same_plan, Entry};
-use crate::store::{ResultRecord, RunMeta};
+use crate::store::{Quarantine, ResultRecord, RunMeta};
 
 /// The digest of one run's results.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub struct LedgerDigest {
     /// A torn last line was found (it is cut off when the ledger is opened for appending).
     pub torn: bool,
     /// The workers quarantined at the file's end, by name.
-    pub quarantined: BTreeSet<String>,
+    pub quarantined: BTreeMap<String, Quarantine>,
 }
 
 impl LedgerDigest {
@@ -186,7 +186,10 @@ impl LedgerDigest {
                 ));
             }
             Entry::Quarantine(q) => {
-                self.quarantined.insert(q.worker);
+                if !nqueens_proto::valid_worker_id(&q.worker) {
+                    return Err(format!("a quarantine of a bad worker name {:?}", q.worker));
+                }
+                self.quarantined.insert(q.worker.clone(), q);
             }
             Entry::Released { worker, .. } => {
                 self.quarantined.remove(&worker);

@@ -446,7 +446,8 @@ impl LedgerView {
                         "an export of format {version}, not {EXPORT_FORMAT}"
                     ));
                 }
-                self.export_whole.get_or_insert(false);
+                // Every header opens an export that must end (two files joined: the second's too).
+                self.export_whole = Some(false);
             }
             Entry::End {
                 runs,

@@ -38,21 +38,24 @@ pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
     // The start's quick comparison first (both sides streamed, no result kept in memory); the full,
     // result-by-result one only where the digests differ, to name what differs.
     let checked = match crate::reconcile::digests_agree(store, &path)? {
-        Some(agreed) => Checked {
-            lines: agreed
-                .runs
-                .iter()
-                .zip(agreed.surveys)
-                .map(|(meta, survey)| store.audited(meta, survey))
-                .collect::<Result<_>>()?,
-            ledger_results: agreed
-                .ledger
-                .digests
-                .iter()
-                .map(|(run, digest)| (*run, digest.results))
-                .collect(),
-            quick: true,
-        },
+        Some(agreed) => {
+            same_quarantines(store, agreed.ledger.quarantined.keys())?;
+            Checked {
+                lines: agreed
+                    .runs
+                    .iter()
+                    .zip(agreed.surveys)
+                    .map(|(meta, survey)| store.audited(meta, survey))
+                    .collect::<Result<_>>()?,
+                ledger_results: agreed
+                    .ledger
+                    .digests
+                    .iter()
+                    .map(|(run, digest)| (*run, digest.results))
+                    .collect(),
+                quick: true,
+            }
+        }
         None => compare_in_full(store, &path)?,
     };
     // A quarantine's revocation that did not complete (a failed write, or a crash, in between) leaves
@@ -63,6 +66,19 @@ pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
         )));
     }
     Ok(checked)
+}
+
+/// The store quarantines exactly the workers the ledger does (by name, in order): the ledger alone
+/// rebuilds the store's quarantines, and releases.
+fn same_quarantines<'a>(store: &Store, logged: impl Iterator<Item = &'a String>) -> Result<()> {
+    let stored: Vec<String> = store.quarantined()?.into_iter().map(|q| q.worker).collect();
+    let logged: Vec<&String> = logged.collect();
+    if stored.iter().ne(logged.iter().copied()) {
+        return Err(Error::Corrupt(format!(
+            "the store quarantines {stored:?} and the ledger {logged:?}; start the coordinator to reconcile them"
+        )));
+    }
+    Ok(())
 }
 
 /// The store's audit and the ledger read whole, compared run by run: an error names the first
@@ -98,13 +114,7 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
         }
         ledger_results.insert(meta.id, view.count(meta.id));
     }
-    let quarantined: Vec<String> = store.quarantined()?.into_iter().map(|q| q.worker).collect();
-    if !quarantined.iter().eq(view.quarantines.keys()) {
-        return Err(Error::Corrupt(format!(
-            "the store quarantines {quarantined:?} and the ledger {:?}; start the coordinator to reconcile them",
-            view.quarantines.keys().collect::<Vec<_>>()
-        )));
-    }
+    same_quarantines(store, view.quarantines.keys())?;
     if let Some(id) = view.runs.keys().find(|id| !ledger_results.contains_key(id)) {
         return Err(Error::Corrupt(format!(
             "run {id}: the ledger holds it but the store does not; start the coordinator to restore it"
@@ -380,5 +390,33 @@ mod tests {
             "the liar's two taken back"
         );
         restored.audit().unwrap();
+    }
+
+    /// Two exports joined (`cat a b`), the second cut short at a line boundary: its header opens an
+    /// export that must end too, so the cut is damage (found by a second review, 2026-11-24: the first
+    /// export's end line let the second pass).
+    #[test]
+    fn a_second_export_cut_short_after_a_whole_one_is_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        let mut export = Vec::new();
+        ledger::export(&store, None, &mut export).unwrap();
+        let lines: Vec<&[u8]> = export.split_inclusive(|&b| b == b'\n').collect();
+        let mut joined = export.clone();
+        joined.extend(lines[..lines.len() - 1].concat());
+        let path = dir.path().join("joined.jsonl");
+        std::fs::write(&path, &joined).unwrap();
+        let view = LedgerView::read(&path).unwrap();
+        assert!(
+            view.damaged.iter().any(|d| d.reason.contains("cut short")),
+            "{:?}",
+            view.damaged
+        );
+        export.extend(export.clone());
+        std::fs::write(&path, &export).unwrap();
+        assert!(
+            LedgerView::read(&path).unwrap().damaged.is_empty(),
+            "two whole ones"
+        );
     }
 }

@@ -141,13 +141,12 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
             view.legacy, view.unchecked
         );
     }
-    let had_store = args.data.join("db").exists();
-    std::fs::create_dir_all(&args.data)?;
-    let store = Store::open(&args.data)?;
     // The directory's ledger is rewritten from the store below: the two must agree first, or what the
     // ledger holds beyond the store (a crash between the ledger's fsync and the store's flush) is lost.
-    if had_store {
-        offline::check(&store, &args.data).map_err(|e| {
+    // Checked on a store opened to look only: a refusal changes nothing (no epoch, no migration).
+    if args.data.join("db").exists() {
+        let existing = Store::inspect(&args.data)?;
+        offline::check(&existing, &args.data).map_err(|e| {
             anyhow::anyhow!(
                 "{} holds a store that fails its check ({e}); nothing imported. Start the coordinator on it once (`nqueens serve --data {}`) to reconcile store and ledger, then import",
                 args.data.display(),
@@ -155,6 +154,8 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
             )
         })?;
     }
+    std::fs::create_dir_all(&args.data)?;
+    let store = Store::open(&args.data)?;
     let results = offline::restore(&store, &view)?;
     if view.torn {
         eprintln!("skipped a torn last line");

@@ -195,7 +195,10 @@ impl Coordinator {
         if revoke_quarantined(&store, ledger.as_mut())? {
             audited_already = None;
         }
-        for name in &config.release {
+        let mut names = config.release.clone();
+        names.sort();
+        names.dedup();
+        for name in &names {
             release(&store, ledger.as_mut(), name)?;
         }
         let reconciled = started.elapsed();
