@@ -215,3 +215,26 @@ fn issue_4_a_coordinator_killed_twenty_times_loses_nothing_and_counts_nothing_tw
     let out = stdout_of(support::nqueens().args(["audit", "--data"]).arg(&data));
     assert!(String::from_utf8_lossy(&out).contains("audit passed"));
 }
+
+/// A report slower than the lease timeout (a backlogged coordinator, a slow link; here the worker's
+/// own switch delays every report by 1.5 s against a 1 s timeout) must not cost the worker its leases:
+/// heartbeats go on while a report is under way. Before, they waited behind it, the leases expired,
+/// the worker was struck for it and its jobs were handed to others. Found by a review, 2026-11-24.
+#[test]
+fn heartbeats_go_on_while_a_slow_report_is_under_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "1s");
+    let run = support::submit(&serve.address, 7, "d4");
+    let mut w = worker(
+        &serve.address,
+        dir.path(),
+        "slow",
+        &["--exit-when-idle", "--fault-slow-report-ms", "1500"],
+    );
+    assert!(wait(&mut w, LIMIT, "slow worker").success());
+    let done = probe(&serve.address, &run).unwrap();
+    assert_eq!(done.state, RunState::Done as i32, "{done:?}");
+    assert_eq!(done.total, reference(7).0.to_string());
+    let log = serve.log();
+    assert!(!log.contains("lease expired"), "{log}");
+}

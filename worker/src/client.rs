@@ -437,7 +437,13 @@ impl Worker {
         while !self.unreported.is_empty() {
             let n = self.unreported.len().min(REPORT_BATCH);
             let batch: Vec<Finished> = self.unreported[..n].to_vec();
-            match self.report(&batch).await {
+            // Heartbeats go on while the report is under way (it may take longer than a lease lives).
+            let beating = self.heartbeats_beside();
+            let reported = tokio::select! {
+                reported = self.report(&batch) => reported,
+                never = beating => match never {},
+            };
+            match reported {
                 Ok(()) => {
                     self.unreported.drain(..n);
                     self.succeeded();
@@ -528,6 +534,10 @@ impl Worker {
                 device: f.device.clone(),
             })
             .collect();
+        if let Some(ms) = self.config.faults.fault_slow_report_ms {
+            tracing::warn!(ms, "fault injection: a slow report");
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         let since = Instant::now();
         let reply = self
             .client
@@ -568,6 +578,27 @@ impl Worker {
         self.summary.accepted += accepted;
         self.config.metrics.accepted.inc_by(accepted);
         Ok(())
+    }
+
+    /// Heartbeats for the leases held now, from when the next one is due and at the usual interval, for
+    /// as long as the future is polled (beside a report; their answers are left to the next regular
+    /// heartbeat).
+    fn heartbeats_beside(&self) -> impl std::future::Future<Output = std::convert::Infallible> {
+        let mut client = self.client.clone();
+        let request = proto::HeartbeatRequest {
+            worker_id: self.id.clone(),
+            lease_ids: self.held.keys().copied().collect(),
+        };
+        let (first, every) = (self.next_heartbeat, self.heartbeat_every);
+        async move {
+            tokio::time::sleep_until(first).await;
+            loop {
+                if let Err(s) = client.heartbeat(request.clone()).await {
+                    tracing::debug!(code = ?s.code(), error = %s.message(), "heartbeat beside a report failed");
+                }
+                tokio::time::sleep(every).await;
+            }
+        }
     }
 
     async fn heartbeat(&mut self) -> std::result::Result<(), Status> {

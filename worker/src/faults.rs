@@ -1,8 +1,8 @@
 //! Fault injection, for tests of the coordinator's defences only. The switches exist only in a build with
 //! the `faults` cargo feature (the test command turns it on; a release build has none of them): a worker
 //! can be made to report a wrong count every K jobs, to stall (stop talking to the coordinator, as a hung
-//! machine does) after K jobs, to die mid-batch after K jobs, or to drop one job every time it gets it (a
-//! job that kills its workers).
+//! machine does) after K jobs, to die mid-batch after K jobs, to drop one job every time it gets it (a
+//! job that kills its workers), or to send every report late (a slow link or coordinator).
 
 use nqueens_common::JobResult;
 
@@ -18,6 +18,8 @@ pub struct Faults {
     pub fault_die_after: Option<u64>,
     /// Never compute this job (a job key) and let its lease expire, every time it is leased.
     pub fault_drop_job: Option<String>,
+    /// Delay every report by this many milliseconds before it is sent (a slow link or coordinator).
+    pub fault_slow_report_ms: Option<u64>,
 }
 
 impl Faults {
@@ -27,6 +29,7 @@ impl Faults {
             || self.fault_stall_after.is_some()
             || self.fault_die_after.is_some()
             || self.fault_drop_job.is_some()
+            || self.fault_slow_report_ms.is_some()
     }
 
     /// Applied to the `nth` job's result (counting from 1) as it finishes: dies, or falsifies it.
@@ -74,6 +77,9 @@ pub struct FaultArgs {
     /// Never compute this job (a job key) and let its lease expire, every time it is leased.
     #[arg(long, value_name = "JOB")]
     pub fault_drop_job: Option<String>,
+    /// Delay every report by MS milliseconds before it is sent (a slow link or coordinator).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub fault_slow_report_ms: Option<u64>,
 }
 
 #[cfg(feature = "faults")]
@@ -85,6 +91,7 @@ impl FaultArgs {
             fault_stall_after: self.fault_stall_after,
             fault_die_after: self.fault_die_after,
             fault_drop_job: self.fault_drop_job.clone(),
+            fault_slow_report_ms: self.fault_slow_report_ms,
         }
     }
 }
