@@ -1051,17 +1051,30 @@ impl<U: prost::Message + Default + Send + 'static> tonic::codec::Codec for RawCo
     }
 }
 
-#[tokio::test]
-async fn issue_15_an_undecodable_request_is_invalid_argument_and_changes_nothing() {
-    let mut s = start(Duration::from_secs(60)).await;
-    let run = create(&mut s.client, 6).await;
-    let stored_before = contents(&s.store);
-    let channel = tonic::transport::Channel::from_shared(s.address.clone())
+/// Sends `body` as it is to `method` of the coordinator at `address`; returns its refusal.
+async fn refusal_of_raw(address: &str, method: &str, body: Vec<u8>) -> tonic::Status {
+    let channel = Channel::from_shared(address.to_string())
         .unwrap()
         .connect()
         .await
         .unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let path = format!("/nqueens.v1.Coordinator/{method}");
+    grpc.unary(
+        tonic::Request::new(body),
+        tonic::codegen::http::uri::PathAndQuery::try_from(path).unwrap(),
+        RawCodec::<proto::ReportResponse>(std::marker::PhantomData),
+    )
+    .await
+    .unwrap_err()
+}
+
+#[tokio::test]
+async fn issue_15_an_undecodable_request_is_invalid_argument_and_changes_nothing() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 6).await;
+    let stored_before = contents(&s.store);
     for (method, body) in [
         ("Report", vec![0xff, 0xff, 0xff]),
         ("Report", vec![0x0a, 0x40, 0x01]),
@@ -1072,16 +1085,7 @@ async fn issue_15_an_undecodable_request_is_invalid_argument_and_changes_nothing
             ],
         ),
     ] {
-        grpc.ready().await.unwrap();
-        let path = format!("/nqueens.v1.Coordinator/{method}");
-        let err = grpc
-            .unary(
-                tonic::Request::new(body.clone()),
-                tonic::codegen::http::uri::PathAndQuery::try_from(path).unwrap(),
-                RawCodec::<proto::ReportResponse>(std::marker::PhantomData),
-            )
-            .await
-            .unwrap_err();
+        let err = refusal_of_raw(&s.address, method, body.clone()).await;
         assert_eq!(
             err.code(),
             Code::InvalidArgument,
@@ -1102,27 +1106,11 @@ async fn a_message_of_millions_of_empty_entries_is_refused_before_decoding() {
     let mut s = start(Duration::from_secs(60)).await;
     let run = create(&mut s.client, 6).await;
     let stored_before = contents(&s.store);
-    let channel = tonic::transport::Channel::from_shared(s.address.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
     let entries = std::iter::repeat_n([0x12u8, 0x00], 2_000_000).flatten();
     // Plain, and behind an empty group of an unknown field (prost skips it; the count must not).
     for prefix in [&[][..], &[0x7b, 0x7c]] {
         let body: Vec<u8> = prefix.iter().copied().chain(entries.clone()).collect();
-        grpc.ready().await.unwrap();
-        let err = grpc
-            .unary(
-                tonic::Request::new(body),
-                tonic::codegen::http::uri::PathAndQuery::from_static(
-                    "/nqueens.v1.Coordinator/Report",
-                ),
-                RawCodec::<proto::ReportResponse>(std::marker::PhantomData),
-            )
-            .await
-            .unwrap_err();
+        let err = refusal_of_raw(&s.address, "Report", body).await;
         assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
         assert!(err.message().contains("fields"), "{err:?}");
     }
