@@ -530,6 +530,25 @@ fn an_import_into_a_directory_whose_store_and_ledger_disagree_is_refused() {
         .output()
         .unwrap();
     assert!(!out.status.success(), "the audit fails it too");
+    // Into a directory whose store and ledger agree, the same backup imports beside its run.
+    let agreeing = dir.path().join("agreeing");
+    copy_dir(&p.path, &agreeing);
+    let out = import(&agreeing, &backup, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = support::nqueens()
+        .args(["audit", "--data"])
+        .arg(&agreeing)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// An export cut short at a line boundary (a copy interrupted, a disk full) lacks results, or its

@@ -311,11 +311,11 @@ fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
         audit.push(store.audited(&meta, survey)?);
     }
     store.flush()?;
+    let mut opened = Ledger::open(path, ledger.len, ledger.next_worker)?;
+    log_quarantines(&mut opened, unlogged, &mut repairs)?;
     if repairs != Repairs::default() {
         tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
     }
-    let mut opened = Ledger::open(path, ledger.len, ledger.next_worker)?;
-    log_quarantines(&mut opened, unlogged, &mut repairs)?;
     Ok(Some((opened, repairs, Some(audit))))
 }
 

@@ -144,7 +144,8 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     // The directory's ledger is rewritten from the store below: the two must agree first, or what the
     // ledger holds beyond the store (a crash between the ledger's fsync and the store's flush) is lost.
     // Checked on a store opened to look only: a refusal changes nothing (no epoch, no migration).
-    if args.data.join("db").exists() {
+    let looked = args.data.join("db").exists();
+    if looked {
         let existing = Store::inspect(&args.data)?;
         offline::check(&existing, &args.data).map_err(|e| {
             anyhow::anyhow!(
@@ -155,7 +156,19 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
         })?;
     }
     std::fs::create_dir_all(&args.data)?;
-    let store = Store::open(&args.data)?;
+    // sled lets go of its lock shortly after the look above is dropped: wait for it, not blame another
+    // process.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let store = loop {
+        match Store::open(&args.data) {
+            Err(nqueens_coordinator::error::Error::InUse(_))
+                if looked && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            opened => break opened?,
+        }
+    };
     let results = offline::restore(&store, &view)?;
     if view.torn {
         eprintln!("skipped a torn last line");

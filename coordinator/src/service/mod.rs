@@ -161,20 +161,34 @@ impl Drop for CancelOnDrop {
 /// Lifts the quarantine of the worker named `name`: the ledger's release line first (made durable), then
 /// the store. A crash between the two leaves the store's quarantine, which the next start writes to the
 /// ledger again: the worker stays out, and the release is to be given again.
-fn release(store: &Store, ledger: Option<&mut crate::ledger::Ledger>, name: &str) -> Result<()> {
-    if !store.quarantined()?.iter().any(|q| q.worker == name) {
+/// Every name is checked before any is released: one that is not quarantined refuses them all.
+fn release(
+    store: &Store,
+    mut ledger: Option<&mut crate::ledger::Ledger>,
+    names: &[String],
+) -> Result<()> {
+    let mut names = names.to_vec();
+    names.sort();
+    names.dedup();
+    let quarantined = store.quarantined()?;
+    if let Some(name) = names
+        .iter()
+        .find(|n| !quarantined.iter().any(|q| &q.worker == *n))
+    {
         return Err(Error::Invalid(format!(
-            "no quarantined worker is named {name:?}"
+            "no quarantined worker is named {name:?}; nothing released"
         )));
     }
-    if let Some(ledger) = ledger {
-        ledger.append(&[crate::ledger::Entry::Released {
-            worker: name.to_string(),
-            at_unix: crate::store::now_unix(),
-        }])?;
+    for name in &names {
+        if let Some(ledger) = ledger.as_deref_mut() {
+            ledger.append(&[crate::ledger::Entry::Released {
+                worker: name.to_string(),
+                at_unix: crate::store::now_unix(),
+            }])?;
+        }
+        store.release_quarantine(name)?;
+        tracing::info!(worker = %name, "worker released from quarantine");
     }
-    store.release_quarantine(name)?;
-    tracing::info!(worker = %name, "worker released from quarantine");
     Ok(())
 }
 
@@ -195,12 +209,7 @@ impl Coordinator {
         if revoke_quarantined(&store, ledger.as_mut())? {
             audited_already = None;
         }
-        let mut names = config.release.clone();
-        names.sort();
-        names.dedup();
-        for name in &names {
-            release(&store, ledger.as_mut(), name)?;
-        }
+        release(&store, ledger.as_mut(), &config.release)?;
         let reconciled = started.elapsed();
         // The quick reconciliation audits on its own pass over the results; otherwise audit now.
         let audit = match audited_already {

@@ -695,8 +695,9 @@ async fn a_release_is_kept_by_a_store_rebuilt_from_the_ledger_and_an_unknown_nam
     drop(c);
     let path = dir.path().join(crate::ledger::LEDGER_FILE);
     let before = std::fs::read(&path).unwrap();
+    // One unknown name refuses the others too (the liar stays quarantined).
     let unknown = Config {
-        release: vec!["nobody".into()],
+        release: vec!["liar".into(), "nobody".into()],
         ..Config::default()
     };
     let refused = loop {
@@ -722,7 +723,7 @@ async fn a_release_is_kept_by_a_store_rebuilt_from_the_ledger_and_an_unknown_nam
     );
     drop(c);
     let release = Config {
-        release: vec!["liar".into()],
+        release: vec!["liar".into(), "liar".into()],
         ..Config::default()
     };
     let c = loop {
