@@ -1,0 +1,223 @@
+//! A ledger or an export read and checked whole ([`LedgerView`]): its runs, its results as of its end,
+//! its quarantines, and what could not be trusted.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::Path;
+
+use nqueens_common::jsonl::{Damage, Line};
+use nqueens_common::JobKey;
+
+use super::{scan, Entry, EXPORT_FORMAT};
+use crate::error::{Error, Result};
+use crate::store::{Quarantine, ResultRecord, RunMeta};
+
+/// Everything a ledger (or an export) holds once read and checked: its runs, its results as of its end
+/// (revocations applied, copies kept once), and what could not be trusted.
+#[derive(Debug, Default)]
+pub struct LedgerView {
+    pub runs: BTreeMap<u64, RunMeta>,
+    pub results: BTreeMap<u64, BTreeMap<JobKey, ResultRecord>>,
+    /// Damaged lines and records: the line, and why (each is logged at error level by the reader).
+    pub damaged: Vec<Damage>,
+    /// Lines of the format before checksums (their results were sealed on reading; see [`LedgerView::read`]).
+    pub legacy: u64,
+    /// Results of such lines that carried no seal either: nothing in the file can show them intact.
+    pub unchecked: u64,
+    /// Results taken back by revocation lines.
+    pub revoked: u64,
+    /// Those revocations, in order: run, job and the worker whose result was taken back.
+    pub revocations: Vec<(u64, JobKey, String)>,
+    /// The length of the file's good content (a torn last line excluded).
+    pub len: u64,
+    /// A torn last line was found.
+    pub torn: bool,
+    /// The first worker number no intact line defines (see [`super::scan`]).
+    pub next_worker: u32,
+    /// The workers quarantined as of the file's end (quarantine lines, less those released after), by
+    /// name.
+    pub quarantines: BTreeMap<String, Quarantine>,
+    /// For an export of format 2 on (a file with the header line): whether its end line was found,
+    /// counting exactly what precedes it. `Some(false)`: the export was cut short. `None`: not such an
+    /// export (a ledger, or an export of an earlier version).
+    pub export_whole: Option<bool>,
+}
+
+impl LedgerView {
+    /// Reads a ledger or an export; `path` names it in errors and logs. Every line's checksum and every
+    /// result's seal is checked; what fails is listed in `damaged`, never used. Lines of the format
+    /// before checksums (a ledger of the previous version) cannot be checked: their results are sealed
+    /// as read, and the caller cross-checks them against the store.
+    pub fn read(path: &Path) -> Result<LedgerView> {
+        let io = |e: std::io::Error| Error::Durability(format!("{}: {e}", path.display()));
+        let mut view = LedgerView::default();
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(view),
+            Err(e) => return Err(io(e)),
+        };
+        let size = file.metadata().map_err(io)?.len();
+        let mut extra = Vec::new();
+        let mut last_line = 0;
+        let (scan, next_worker) = scan(file, |number, line| {
+            last_line = number;
+            let (entry, verified) = match line {
+                Line::Verified(e) => (e, true),
+                Line::Legacy(e) => (e, false),
+            };
+            if let Err(reason) = view.apply(entry, verified) {
+                extra.push(Damage {
+                    line: number,
+                    offset: 0,
+                    reason,
+                });
+            }
+        })
+        .map_err(io)?;
+        view.next_worker = next_worker;
+        view.damaged = scan.damaged;
+        view.damaged.extend(extra);
+        // An export whose end line is missing lacks what came after the cut, every line intact.
+        if view.export_whole == Some(false) {
+            view.damaged.push(Damage {
+                line: last_line + 1,
+                offset: size,
+                reason: "an export cut short: its end line, counting what it holds, is missing (a copy interrupted, a full disk)".into(),
+            });
+        }
+        view.damaged.sort_by_key(|d| d.line);
+        view.legacy = scan.legacy;
+        view.torn = scan.torn.is_some();
+        view.len = scan.torn.unwrap_or(size);
+        for d in &view.damaged {
+            tracing::error!(path = %path.display(), line = d.line, reason = %d.reason, place = "ledger", "damaged ledger line: not used");
+        }
+        Ok(view)
+    }
+
+    fn apply(&mut self, entry: Entry, verified: bool) -> std::result::Result<(), String> {
+        match entry {
+            Entry::Run(meta) => {
+                // Ids are handed out from 1, and the next one must exist: refused here, as damage,
+                // before anything is restored from the file.
+                if meta.id == 0 || meta.id == u64::MAX {
+                    return Err(format!("run id {} is out of range", meta.id));
+                }
+                meta.fingerprint_value().map_err(|e| e.to_string())?;
+                if let Some(known) = self.runs.get(&meta.id) {
+                    if !same_plan(known, &meta) {
+                        return Err(format!(
+                            "run {} appears twice with different plans",
+                            meta.id
+                        ));
+                    }
+                    // A later line of the same run carries an operator's control (cancel, pause,
+                    // priority): the last one holds.
+                    self.runs.insert(meta.id, meta);
+                    return Ok(());
+                }
+                self.results.entry(meta.id).or_default();
+                self.runs.insert(meta.id, meta);
+            }
+            Entry::Result {
+                run,
+                job,
+                mut record,
+            } => {
+                let key: JobKey = job.parse().map_err(|_| format!("bad job key {job:?}"))?;
+                let meta = self
+                    .runs
+                    .get(&run)
+                    .ok_or_else(|| format!("result of run {run} before the run"))?;
+                meta.plan()
+                    .and_then(|p| Ok(p.job(&key)?))
+                    .map_err(|e| format!("run {run} job {job}: {e}"))?;
+                let fingerprint = meta.fingerprint_value().map_err(|e| e.to_string())?;
+                if !verified && record.seal.is_none() {
+                    self.unchecked += 1;
+                    record.seal = Some(nqueens_common::checksum::seal(
+                        fingerprint,
+                        &key,
+                        &record.result,
+                    ));
+                }
+                if !record.sealed(fingerprint, &key) {
+                    return Err(format!("run {run} job {job}: the result fails its seal"));
+                }
+                let results = self.results.entry(run).or_default();
+                if let Some(earlier) = results.get(&key) {
+                    if earlier.result != record.result {
+                        return Err(format!(
+                            "run {run} job {job}: a second, different result ({:?}, earlier {:?})",
+                            record.result, earlier.result
+                        ));
+                    }
+                    return Ok(());
+                }
+                results.insert(key, record);
+            }
+            Entry::Revoked {
+                run, job, worker, ..
+            } => {
+                let key: JobKey = job.parse().map_err(|_| format!("bad job key {job:?}"))?;
+                let results = self.results.entry(run).or_default();
+                if results.get(&key).is_some_and(|r| r.worker == worker) {
+                    results.remove(&key);
+                    self.revoked += 1;
+                    self.revocations.push((run, key, worker));
+                }
+            }
+            Entry::Quarantine(q) => {
+                if !nqueens_proto::valid_worker_id(&q.worker) {
+                    return Err(format!("a quarantine of a bad worker name {:?}", q.worker));
+                }
+                self.quarantines.insert(q.worker.clone(), q);
+            }
+            Entry::Released { worker, .. } => {
+                if !nqueens_proto::valid_worker_id(&worker) {
+                    return Err(format!("a release of a bad worker name {worker:?}"));
+                }
+                self.quarantines.remove(&worker);
+            }
+            Entry::Export { version } => {
+                if version != EXPORT_FORMAT {
+                    return Err(format!(
+                        "an export of format {version}, not {EXPORT_FORMAT}"
+                    ));
+                }
+                // Every header opens an export that must end (two files joined: the second's too).
+                self.export_whole = Some(false);
+            }
+            Entry::End {
+                runs,
+                results,
+                quarantines,
+            } => {
+                let held = (
+                    self.runs.len() as u64,
+                    self.results.values().map(|r| r.len() as u64).sum::<u64>(),
+                    self.quarantines.len() as u64,
+                );
+                if held != (runs, results, quarantines) {
+                    return Err(format!(
+                        "the export's end counts {runs} runs, {results} results and {quarantines} quarantines, but {} runs, {} results and {} quarantines precede it: it was cut short or altered",
+                        held.0, held.1, held.2
+                    ));
+                }
+                self.export_whole = Some(true);
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of results it holds for `run`.
+    pub fn count(&self, run: u64) -> u64 {
+        self.results.get(&run).map_or(0, |r| r.len() as u64)
+    }
+}
+
+/// Whether two records of a run describe the same plan.
+pub fn same_plan(a: &RunMeta, b: &RunMeta) -> bool {
+    (a.id, a.n, a.strategy, a.depth, a.jobs_total, &a.fingerprint)
+        == (b.id, b.n, b.strategy, b.depth, b.jobs_total, &b.fingerprint)
+}
