@@ -91,11 +91,7 @@ fn case(p: &Pristine, what: &str, damage: impl FnOnce(&Path)) -> Result<(String,
     }
     if result.is_ok() {
         // Whatever was repaired, the store and the ledger now agree both ways.
-        let audit = support::nqueens()
-            .args(["audit", "--data"])
-            .arg(&data)
-            .output()
-            .unwrap();
+        let audit = audit(&data);
         assert!(
             audit.status.success(),
             "{what}: audit after the repair: {}",
@@ -337,13 +333,18 @@ fn fixture(name: &str) -> tempfile::TempDir {
     dir
 }
 
-/// `nqueens audit` passes on `data`.
-fn audited(data: &Path) {
-    let audit = support::nqueens()
+/// `nqueens audit` on `data`.
+fn audit(data: &Path) -> Output {
+    support::nqueens()
         .args(["audit", "--data"])
         .arg(data)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `nqueens audit` passes on `data`.
+fn audited(data: &Path) {
+    let audit = audit(data);
     assert!(
         audit.status.success(),
         "{}",
@@ -524,12 +525,7 @@ fn an_import_into_a_directory_whose_store_and_ledger_disagree_is_refused() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("serve") && err.contains("liar"), "{err}");
     assert_eq!(std::fs::read(ledger(&existing)).unwrap(), ahead);
-    let out = support::nqueens()
-        .args(["audit", "--data"])
-        .arg(&existing)
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "the audit fails it too");
+    assert!(!audit(&existing).status.success(), "the audit fails it too");
     // Into a directory whose store and ledger agree, the same backup imports beside its run.
     let agreeing = dir.path().join("agreeing");
     copy_dir(&p.path, &agreeing);
@@ -539,16 +535,7 @@ fn an_import_into_a_directory_whose_store_and_ledger_disagree_is_refused() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = support::nqueens()
-        .args(["audit", "--data"])
-        .arg(&agreeing)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    audited(&agreeing);
 }
 
 /// An export cut short at a line boundary (a copy interrupted, a disk full) lacks results, or its
