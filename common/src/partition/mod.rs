@@ -218,13 +218,17 @@ impl Plan {
         self.fingerprint_with(limit, &Budget::steps(MIN_STEPS))
     }
 
-    /// [`Plan::fingerprint_within`], ended early (with [`Error::Cancelled`]) once `cancel` is set.
+    /// [`Plan::fingerprint_within`], ended early (with [`Error::Cancelled`]) once any flag of `cancel`
+    /// is set.
     pub fn fingerprint_cancellable(
         &self,
         limit: u64,
-        cancel: Arc<AtomicBool>,
+        cancel: impl IntoIterator<Item = Arc<AtomicBool>>,
     ) -> Result<(u64, u64)> {
-        self.fingerprint_with(limit, &Budget::steps(MIN_STEPS).cancelled_by(cancel))
+        let budget = cancel
+            .into_iter()
+            .fold(Budget::steps(MIN_STEPS), Budget::cancelled_by);
+        self.fingerprint_with(limit, &budget)
     }
 
     fn fingerprint_with(&self, limit: u64, budget: &Budget) -> Result<(u64, u64)> {

@@ -11,8 +11,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Default)]
 pub struct Budget {
     left: Option<Arc<AtomicU64>>,
-    /// Set by someone else to end every walk using this budget (a coordinator shutting down).
-    cancel: Option<Arc<AtomicBool>>,
+    /// Set by someone else to end every walk using this budget (a coordinator shutting down, a caller
+    /// gone): any one of them ends it.
+    cancel: Vec<Arc<AtomicBool>>,
 }
 
 impl Budget {
@@ -25,23 +26,19 @@ impl Budget {
     pub fn steps(steps: u64) -> Self {
         Budget {
             left: Some(Arc::new(AtomicU64::new(steps))),
-            cancel: None,
+            cancel: Vec::new(),
         }
     }
 
-    /// This budget, also ended as soon as `cancel` is set.
-    pub fn cancelled_by(self, cancel: Arc<AtomicBool>) -> Self {
-        Budget {
-            cancel: Some(cancel),
-            ..self
-        }
+    /// This budget, also ended as soon as `cancel` is set (as well as any flag given before).
+    pub fn cancelled_by(mut self, cancel: Arc<AtomicBool>) -> Self {
+        self.cancel.push(cancel);
+        self
     }
 
     /// Whether the walks were cancelled.
     pub fn cancelled(&self) -> bool {
-        self.cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::Relaxed))
+        self.cancel.iter().any(|c| c.load(Ordering::Relaxed))
     }
 
     /// Takes one step; false once the budget is spent or cancelled.

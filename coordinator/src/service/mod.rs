@@ -150,6 +150,7 @@ fn revoke_quarantined(store: &Store, ledger: Option<&mut crate::ledger::Ledger>)
 }
 
 /// Sets its flag when dropped (a caller gone: the work it started ends).
+#[derive(Default)]
 struct CancelOnDrop(Arc<std::sync::atomic::AtomicBool>);
 
 impl Drop for CancelOnDrop {
@@ -429,23 +430,15 @@ impl Coordinator {
             .acquire_owned()
             .await
             .map_err(|_| Error::ShuttingDown)?;
-        let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let _abandoned = CancelOnDrop(cancel.clone());
-        let flag = cancel.clone();
-        let mut enumeration = tokio::task::spawn_blocking(move || {
+        let abandoned = CancelOnDrop::default();
+        let flags = [abandoned.0.clone(), self.shared.stopping.clone()];
+        let (jobs_total, fingerprint) = tokio::task::spawn_blocking(move || {
             let _place = place;
-            plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, flag)
-        });
-        let (jobs_total, fingerprint) = loop {
-            tokio::select! {
-                done = &mut enumeration => break done.map_err(|_| Error::ShuttingDown)??,
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {
-                    if self.shared.stopping.load(std::sync::atomic::Ordering::Relaxed) {
-                        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
-                    }
-                }
-            }
-        };
+            plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, flags)
+        })
+        .await
+        .map_err(|_| Error::ShuttingDown)??;
+        drop(abandoned);
         let this = self.clone();
         let create = Write::CreateRun {
             plan,

@@ -266,7 +266,7 @@ impl Store {
     ) -> Result<RunMeta> {
         check_verify_fraction(verify_fraction)?;
         let (jobs_total, fingerprint) =
-            plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, cancel)?;
+            plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, [cancel])?;
         let meta = self.insert_run(plan, jobs_total, fingerprint, verify_fraction, priority)?;
         self.flush()?;
         Ok(meta)
