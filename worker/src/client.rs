@@ -152,7 +152,8 @@ fn worker_id(name: &str, pid: u32, started_ns: u64) -> String {
 
 /// Whether the coordinator's refusal of a report of one result is about that result (a seal that fails,
 /// a job it does not know, a lease that does not cover it, a run cancelled or done; a run it does not
-/// know at all is the wrong coordinator, see [`Worker::report`]): the result is dropped, since it would be refused forever, and its job is computed again. Any other refusal is about
+/// know at all is the wrong coordinator, see [`Worker::report`]): the result is dropped, since it would
+/// be refused forever, and its job is computed again. Any other refusal is about
 /// the request or the server (a worker name it refuses, a service it does not offer behind a proxy): the
 /// worker stops and keeps its journal.
 fn refuses_the_result(s: &Status) -> bool {
@@ -585,10 +586,7 @@ impl Worker {
     /// heartbeat).
     fn heartbeats_beside(&self) -> impl std::future::Future<Output = std::convert::Infallible> {
         let mut client = self.client.clone();
-        let request = proto::HeartbeatRequest {
-            worker_id: self.id.clone(),
-            lease_ids: self.held.keys().copied().collect(),
-        };
+        let request = self.heartbeat_request();
         let (first, every) = (self.next_heartbeat, self.heartbeat_every);
         async move {
             tokio::time::sleep_until(first).await;
@@ -601,16 +599,18 @@ impl Worker {
         }
     }
 
+    /// A heartbeat for every lease held.
+    fn heartbeat_request(&self) -> proto::HeartbeatRequest {
+        proto::HeartbeatRequest {
+            worker_id: self.id.clone(),
+            lease_ids: self.held.keys().copied().collect(),
+        }
+    }
+
     async fn heartbeat(&mut self) -> std::result::Result<(), Status> {
-        let lease_ids: Vec<u64> = self.held.keys().copied().collect();
         let since = Instant::now();
-        let reply = self
-            .client
-            .heartbeat(proto::HeartbeatRequest {
-                worker_id: self.id.clone(),
-                lease_ids,
-            })
-            .await;
+        let request = self.heartbeat_request();
+        let reply = self.client.heartbeat(request).await;
         self.timed("Heartbeat", since, &reply);
         let reply = reply?.into_inner();
         if !reply.lost.is_empty() {
