@@ -419,4 +419,40 @@ mod tests {
             "two whole ones"
         );
     }
+
+    /// An export of the version before export format 2 (no header, no end line) still imports whole,
+    /// quarantines included.
+    #[test]
+    fn an_export_of_format_1_imports() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        let mut export = Vec::new();
+        ledger::export(&store, None, &mut export).unwrap();
+        let lines: Vec<&[u8]> = export.split_inclusive(|&b| b == b'\n').collect();
+        let framed = |l: &[u8]| {
+            let text = String::from_utf8_lossy(l);
+            text.contains("\"kind\":\"export\"") || text.contains("\"kind\":\"end\"")
+        };
+        assert_eq!(lines.iter().filter(|l| framed(l)).count(), 2);
+        let old: Vec<u8> = lines
+            .into_iter()
+            .filter(|l| !framed(l))
+            .flatten()
+            .copied()
+            .collect();
+        let path = dir.path().join("format-1.jsonl");
+        std::fs::write(&path, &old).unwrap();
+        let view = LedgerView::read(&path).unwrap();
+        assert!(view.damaged.is_empty(), "{:?}", view.damaged);
+        assert_eq!(view.export_whole, None);
+        let target = tempfile::tempdir().unwrap();
+        let restored = Store::open(target.path()).unwrap();
+        assert_eq!(restore(&restored, &view).unwrap(), 2);
+        assert_eq!(
+            restored.quarantined().unwrap(),
+            store.quarantined().unwrap()
+        );
+        restored.audit().unwrap();
+    }
 }
