@@ -489,9 +489,13 @@ mod tests {
         let plan = Plan::new(8, Strategy::D4).unwrap();
         let keys: Vec<_> = plan.jobs().collect();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        // No thread at all: the queue is driven by hand.
-        let pool: ComputePool<usize> = ComputePool::new(0, Vec::new(), tx.clone());
+        // The queue is driven by hand: the pool's own thread (a pool without devices has one) is ended
+        // first, or it could take a job below before the test's thread (a flaky order).
+        let mut pool: ComputePool<usize> = ComputePool::new(0, Vec::new(), tx.clone());
         pool.close();
+        for t in std::mem::take(&mut pool.threads) {
+            t.join().unwrap();
+        }
         let task = |i: usize| Task {
             lease: i,
             job: plan.job(&keys[i]).unwrap(),
