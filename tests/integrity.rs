@@ -569,3 +569,46 @@ fn an_export_cut_short_at_a_line_boundary_is_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An import into a new directory is built beside and moved into place whole: one refused after the
+/// file was read (here a run line, intact, whose plan this build cannot make: N = 40) leaves no store
+/// behind. Before, the store was created first and kept the runs restored before the refusal.
+#[test]
+fn an_import_refused_after_reading_leaves_no_store() {
+    use nqueens_coordinator::ledger::Entry;
+    let p = pristine();
+    let dir = tempfile::tempdir().unwrap();
+    let exported = export(&p.path, &[]).stdout;
+    // Of the format before export headers (no end line counting the runs), plus the forged run.
+    let mut file: Vec<u8> = exported
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|l| {
+            let text = String::from_utf8_lossy(l);
+            !text.contains("\"kind\":\"export\"") && !text.contains("\"kind\":\"end\"")
+        })
+        .flatten()
+        .copied()
+        .collect();
+    let run = exported
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .find(|v| v["entry"]["kind"] == "run")
+        .unwrap();
+    let Entry::Run(mut meta) = serde_json::from_value::<Entry>(run["entry"].clone()).unwrap()
+    else {
+        panic!("a run line")
+    };
+    (meta.id, meta.n) = (2, 40);
+    file.extend(nqueens_common::jsonl::encode(&Entry::Run(meta)));
+    let backup = dir.path().join("backup.jsonl");
+    std::fs::write(&backup, file).unwrap();
+    let target = dir.path().join("imported");
+    let out = import(&target, &backup, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("nothing imported"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&target)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

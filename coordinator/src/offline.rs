@@ -133,6 +133,7 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
 /// quarantined worker's unconfirmed results taken back, as a coordinator's start does. Returns how many
 /// results were new.
 pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
+    vet(store, view)?;
     // Quarantines first (each restore keeps one already stored): a restore cut short leaves no
     // disproved worker free to lease.
     for q in view.quarantines.values() {
@@ -166,6 +167,32 @@ pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
     }
     store.flush()?;
     Ok(results)
+}
+
+/// Every refusal a restore can meet, before it writes anything: a refused import changes nothing
+/// stored (before, the file's quarantines and the runs before the one refused stayed in the store).
+/// What a restore can still meet after this is a failing write, and a restore done again completes it.
+fn vet(store: &Store, view: &LedgerView) -> Result<()> {
+    if let Some(q) = view
+        .quarantines
+        .values()
+        .find(|q| !nqueens_proto::valid_worker_id(&q.worker))
+    {
+        return Err(Error::Invalid(format!(
+            "a quarantine of a bad worker name {:?}",
+            q.worker
+        )));
+    }
+    for meta in view.runs.values() {
+        store.check_restore_run(meta)?;
+        store.check_restore_results(meta, view.results.get(&meta.id).into_iter().flatten())?;
+    }
+    if let Some(run) = view.results.keys().find(|r| !view.runs.contains_key(r)) {
+        return Err(Error::Invalid(format!(
+            "results of run {run}, which the file does not define"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -454,5 +481,108 @@ mod tests {
             store.quarantined().unwrap()
         );
         restored.audit().unwrap();
+    }
+
+    /// Everything a store holds that an import may change: its export (runs, results, quarantines) and
+    /// each run's job states.
+    fn contents(store: &Store) -> String {
+        let mut out = Vec::new();
+        ledger::export(store, None, &mut out).unwrap();
+        let mut text = String::from_utf8(out).unwrap();
+        for run in store.runs().unwrap() {
+            let mut states: Vec<_> = store.job_states(run.id).unwrap().into_iter().collect();
+            states.sort_by_key(|(s, _)| format!("{s:?}"));
+            text += &format!("{states:?}\n");
+        }
+        text
+    }
+
+    /// A restore that is refused changes nothing: here the file's run 1 is another run than the store's
+    /// run 1. Before, the file's quarantines were written first, so a refused import left a worker of
+    /// the file quarantined in the store (and, past a first run that fitted, that run restored).
+    #[test]
+    fn a_refused_restore_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        let mut export = Vec::new();
+        ledger::export(&store, None, &mut export).unwrap();
+        let file = dir.path().join("backup.jsonl");
+        std::fs::write(&file, &export).unwrap();
+        let view = LedgerView::read(&file).unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let other = Store::open(target.path()).unwrap();
+        let plan = nqueens_common::Plan::new(6, nqueens_common::Strategy::Mirror).unwrap();
+        other.create_run(plan, 0.0).unwrap();
+        let before = contents(&other);
+        let refused = restore(&other, &view);
+        assert!(other.quarantined().unwrap().is_empty());
+        assert_eq!(contents(&other), before);
+        match refused {
+            Err(Error::Invalid(why)) => {
+                assert!(
+                    why.contains("run 1") && why.contains("another run"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A result the file holds for a job outside its run's plan (a line forged with a valid checksum) is
+    /// refused before anything is written: before, the file's quarantines and the run were restored,
+    /// then the batch failed, leaving a half-built store.
+    #[test]
+    fn a_result_outside_the_plan_is_refused_before_any_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        let mut export = Vec::new();
+        ledger::export(&store, None, &mut export).unwrap();
+        let file = dir.path().join("backup.jsonl");
+        std::fs::write(&file, &export).unwrap();
+        let mut view = LedgerView::read(&file).unwrap();
+        let results = view.results.get_mut(&1).unwrap();
+        let (key, record) = results
+            .iter()
+            .next()
+            .map(|(k, r)| (k.clone(), r.clone()))
+            .unwrap();
+        let mut outside = key.clone();
+        outside.0[0] = 200;
+        results.insert(outside, record);
+        let target = tempfile::tempdir().unwrap();
+        let restored = Store::open(target.path()).unwrap();
+        assert!(restore(&restored, &view).is_err());
+        assert!(restored.runs().unwrap().is_empty());
+        assert!(restored.quarantined().unwrap().is_empty());
+    }
+
+    /// A restore cut short (a crash, a full disk) is completed by the same restore again: a run the store
+    /// already holds as the file has it is kept, and its results already there are skipped. Before, the
+    /// second import was refused ("run 1 exists already"), and the half-restored run could not be
+    /// completed from the file.
+    #[test]
+    fn a_restore_again_completes_a_restore_cut_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        store.flush().unwrap();
+        let (target, restored, results) = restored_from_an_export(&store, dir.path());
+        assert_eq!(results, 2);
+        let whole = contents(&restored);
+        let view = LedgerView::read(&dir.path().join("backup.jsonl")).unwrap();
+        // Cut short: one of the run's results is missing from the store.
+        let (key, _) = restored.results(1).next().unwrap().unwrap();
+        let mut partial = LedgerView::read(&dir.path().join("backup.jsonl")).unwrap();
+        partial.results.get_mut(&1).unwrap().remove(&key);
+        let half = tempfile::tempdir().unwrap();
+        let half_store = Store::open(half.path()).unwrap();
+        assert_eq!(restore(&half_store, &partial).unwrap(), 1);
+        assert_eq!(restore(&half_store, &view).unwrap(), 1);
+        assert_eq!(contents(&half_store), whole);
+        assert_eq!(restore(&restored, &view).unwrap(), 0, "again: nothing new");
+        assert_eq!(contents(&restored), whole);
+        drop(target);
     }
 }

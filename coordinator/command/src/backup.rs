@@ -156,34 +156,66 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
         })?;
     }
     std::fs::create_dir_all(&args.data)?;
-    // sled lets go of its lock shortly after the look above is dropped: wait for it, not blame another
-    // process.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let store = loop {
-        match Store::open(&args.data) {
-            Err(nqueens_coordinator::error::Error::InUse(_))
-                if looked && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(20))
+    let refused = |e: nqueens_coordinator::error::Error| anyhow::anyhow!("{e}; nothing imported");
+    let (results, audited) = if looked {
+        // sled lets go of its lock shortly after the look above is dropped: wait for it, not blame
+        // another process.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let store = loop {
+            match Store::open(&args.data) {
+                Err(nqueens_coordinator::error::Error::InUse(_))
+                    if std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                opened => break opened?,
             }
-            opened => break opened?,
-        }
+        };
+        // Every refusal comes before the first write (`offline::restore`). A write failing half-way
+        // leaves what is restored so far in the store alone: a coordinator's start copies it into the
+        // ledger, and the same import, run again, completes it.
+        build(&store, &view, &args.data).map_err(refused)?
+    } else {
+        // A new store is built beside, in a directory of its own inside DATA, and moved into place
+        // whole: an import refused, failed or killed part-way leaves no store that looks like one.
+        let stage = tempfile::Builder::new()
+            .prefix(".import-")
+            .tempdir_in(&args.data)?;
+        let built = {
+            let store = Store::open(stage.path())?;
+            build(&store, &view, stage.path()).map_err(refused)?
+        };
+        // The store first: were the ledger's move lost to a crash, the coordinator's start writes the
+        // ledger from the store.
+        std::fs::rename(stage.path().join("db"), args.data.join("db"))?;
+        std::fs::rename(stage.path().join(LEDGER_FILE), args.data.join(LEDGER_FILE))?;
+        nqueens_common::jsonl::sync_dir(&args.data.join(LEDGER_FILE))?;
+        built
     };
-    let results = offline::restore(&store, &view)?;
     if view.torn {
         eprintln!("skipped a torn last line");
     }
-    let lines = store.audit()?;
-    // The new store's own ledger starts as a copy of what it holds.
-    nqueens_coordinator::ledger::rewrite(&args.data.join(LEDGER_FILE), &store)?;
     eprintln!(
-        "imported {} runs, {results} results and {} quarantined workers into {}; audit passed for {} runs",
+        "imported {} runs, {results} results and {} quarantined workers into {}; audit passed for {audited} runs",
         view.runs.len(),
         view.quarantines.len(),
         args.data.display(),
-        lines.len()
     );
     Ok(())
+}
+
+/// Restores `view` into `store` (in `dir`), audits it and writes its ledger; returns how many results
+/// were new and how many runs passed the audit.
+fn build(
+    store: &Store,
+    view: &LedgerView,
+    dir: &Path,
+) -> nqueens_coordinator::error::Result<(u64, usize)> {
+    let results = offline::restore(store, view)?;
+    let lines = store.audit()?;
+    // The store's own ledger starts as a copy of what it holds.
+    ledger::rewrite(&dir.join(LEDGER_FILE), store)?;
+    Ok((results, lines.len()))
 }
 
 /// One run's line of `audit --json`.

@@ -29,8 +29,10 @@ impl Store {
         Ok(())
     }
 
-    /// Restores a run under its own id, with no results yet. Refused if the store has a run with that id.
-    pub fn restore_run(&self, meta: &RunMeta) -> Result<()> {
+    /// Whether `meta` can be restored into this store: its id is in range, its plan is one this build
+    /// makes, and the store holds no other run of that id. Returns whether the store holds that very run
+    /// already (a restore cut short, done again), which [`Store::restore_run`] then keeps as it is.
+    pub fn check_restore_run(&self, meta: &RunMeta) -> Result<bool> {
         // Ids are handed out from 1, and the next one must exist.
         if meta.id == 0 || meta.id == u64::MAX {
             return Err(Error::Invalid(format!(
@@ -40,6 +42,68 @@ impl Store {
             )));
         }
         meta.plan()?;
+        let Some(stored) = self.run(meta.id)? else {
+            return Ok(false);
+        };
+        // A restored run is stored open; its results settle when it finished.
+        let open = |m: &RunMeta| RunMeta {
+            finished_unix: None,
+            ..m.clone()
+        };
+        if open(&stored) != open(meta) {
+            return Err(Error::Invalid(format!(
+                "run {} of the file is another run than this store's run {} (N = {} {}, created at {} against N = {} {}, created at {}); import into another directory",
+                meta.id,
+                meta.id,
+                meta.n,
+                meta.strategy,
+                meta.created_unix,
+                stored.n,
+                stored.strategy,
+                stored.created_unix
+            )));
+        }
+        Ok(true)
+    }
+
+    /// Whether counted results of the run `meta` can be restored: each names a job of the run's plan,
+    /// passes its seal, and is the result this store holds for its job, if it holds one.
+    pub fn check_restore_results<'a>(
+        &self,
+        meta: &RunMeta,
+        results: impl IntoIterator<Item = (&'a JobKey, &'a ResultRecord)>,
+    ) -> Result<()> {
+        let run = meta.id;
+        let plan = meta.plan()?;
+        let fingerprint = meta.fingerprint_value()?;
+        let held = self.run(run)?.is_some();
+        for (key, record) in results {
+            plan.job(key)?;
+            if !record.sealed(fingerprint, key) {
+                return Err(Error::Corrupt(format!(
+                    "run {run} job {key}: the result fails its seal; not restored"
+                )));
+            }
+            if held {
+                if let Some(stored) = self.result(run, key)? {
+                    if stored.result != record.result {
+                        return Err(Error::Invalid(format!(
+                            "run {run} job {key}: two different results ({:?} and {:?})",
+                            stored.result, record.result
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Restores a run under its own id, with no results yet. Refused if the store has another run with
+    /// that id; the same run (a restore done again) is kept as it is.
+    pub fn restore_run(&self, meta: &RunMeta) -> Result<()> {
+        if self.check_restore_run(meta)? {
+            return Ok(());
+        }
         let restored = RunMeta {
             finished_unix: None,
             ..meta.clone()
@@ -83,16 +147,7 @@ impl Store {
         let meta = self
             .run(run)?
             .ok_or_else(|| Error::Invalid(format!("result of run {run} before the run itself")))?;
-        let plan = meta.plan()?;
-        let fingerprint = meta.fingerprint_value()?;
-        for (key, record) in batch {
-            plan.job(key)?;
-            if !record.sealed(fingerprint, key) {
-                return Err(Error::Corrupt(format!(
-                    "run {run} job {key}: the result fails its seal; not restored"
-                )));
-            }
-        }
+        self.check_restore_results(&meta, batch.iter().map(|(k, r)| (k, r)))?;
         let trees = self.result_trees();
         let added = trees.transaction(|(runs, jobs, groups, workers, totals)| {
             let results = groups::Tx { groups, workers };
