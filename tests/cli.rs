@@ -826,7 +826,7 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     let data = data.to_str().unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &[
                 "serve",
@@ -846,6 +846,12 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
         (
             &["bench", "10", "--threads", "1000000", "--no-baseline"],
             "--threads",
+        ),
+        // A plan summarised before anything else walked its whole tree (found by a review,
+        // 2026-11-24): now refused by the bound a run's creation uses.
+        (
+            &["plan", "32", "--strategy", "mirror", "--depth", "30"],
+            "too deep",
         ),
     ];
     for (args, flag) in cases {

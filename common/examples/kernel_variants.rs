@@ -72,7 +72,9 @@ fn main() {
                 for work in &works {
                     let JobResult {
                         total: t, nodes: v, ..
-                    } = work.finish(kernel::run_with(variant, work.units.iter().copied()));
+                    } = work
+                        .finish(kernel::run_with(variant, work.units.iter().copied()))
+                        .expect("a job's sums fit 64 bits");
                     total += t;
                     nodes += v;
                 }

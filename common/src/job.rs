@@ -100,10 +100,17 @@ impl Job {
     }
 
     /// Computes the job. Pure and deterministic: the same job gives the same result everywhere.
+    ///
+    /// # Panics
+    ///
+    /// If a sum of the job's passes 64 bits, which no job can reach on a CPU: each step of a search
+    /// adds at most 8 to a sum, so it would take 2^61 steps of one job, about 70 years of one core at
+    /// 10^9 steps a second. A stop there, never a count wrapped.
     pub fn run(&self) -> JobResult {
         let work = self.work();
         let t = kernel::run(work.units.iter().copied());
         work.finish(t)
+            .expect("a job's sums passed 64 bits (2^61 search steps of one job)")
     }
 
     /// The job as searches for a kernel plus what is already settled: `work().finish(t)` is [`Job::run`]
@@ -159,14 +166,22 @@ pub struct Work {
 }
 
 impl Work {
-    /// The job's result once a kernel has searched [`Work::units`] with totals `t`.
-    pub fn finish(&self, t: kernel::Totals) -> JobResult {
-        JobResult {
-            total: self.base.total + t.weighted,
-            // Plain rings have a trivial stabiliser: each completion adds its weight to 8 * unique.
-            unique8: self.base.unique8.map(|u| u + t.weighted),
-            nodes: self.base.nodes + t.nodes,
+    /// The job's result once a kernel has searched [`Work::units`] with totals `t`; `None` where a sum
+    /// passes 64 bits, or `t` was saturated ([`kernel::Totals::add`]): a device's answer that large is
+    /// faulty, and is refused, never wrapped into a small and plausible count.
+    pub fn finish(&self, t: kernel::Totals) -> Option<JobResult> {
+        if t.saturated() {
+            return None;
         }
+        Some(JobResult {
+            total: self.base.total.checked_add(t.weighted)?,
+            // Plain rings have a trivial stabiliser: each completion adds its weight to 8 * unique.
+            unique8: match self.base.unique8 {
+                Some(u) => Some(u.checked_add(t.weighted)?),
+                None => None,
+            },
+            nodes: self.base.nodes.checked_add(t.nodes)?,
+        })
     }
 }
 

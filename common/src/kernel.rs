@@ -101,9 +101,20 @@ pub struct Totals {
 impl Totals {
     /// Adds one search of a unit of weight `weight`.
     pub fn add(&mut self, s: Search, weight: u64) {
-        self.count += s.count;
-        self.weighted += s.count * weight;
-        self.nodes += s.nodes;
+        self.add_completions(s.count, weight);
+        self.nodes = self.nodes.saturating_add(s.nodes);
+    }
+
+    /// Adds `count` completions of a unit of weight `weight`. The sums saturate at `u64::MAX`
+    /// ([`Totals::saturated`]), never wrap.
+    pub fn add_completions(&mut self, count: u64, weight: u64) {
+        self.count = self.count.saturating_add(count);
+        self.weighted = self.weighted.saturating_add(count.saturating_mul(weight));
+    }
+
+    /// Whether a sum reached `u64::MAX`, where it saturates: its true value is unknown.
+    pub fn saturated(&self) -> bool {
+        [self.count, self.weighted, self.nodes].contains(&u64::MAX)
     }
 }
 
@@ -653,8 +664,7 @@ fn scalar<I: Iterator<Item = Unit>>(units: I) -> Totals {
         live += (*m != 0) as usize;
     }
     let harvest = |lanes: &Lanes, k: usize, count: &mut u64, t: &mut Totals| {
-        t.count += *count;
-        t.weighted += *count * lanes.weight[k];
+        t.add_completions(*count, lanes.weight[k]);
         *count = 0;
     };
     // All lanes busy: step them in turn (an unrolled round over locals, so that the masks and counters
@@ -689,7 +699,7 @@ fn scalar<I: Iterator<Item = Unit>>(units: I) -> Totals {
         }
         harvest(&lanes, k, &mut count[k], &mut t);
     }
-    t.nodes += nodes;
+    t.nodes = t.nodes.saturating_add(nodes);
     t
 }
 

@@ -208,3 +208,25 @@ fn the_fingerprint_hashes_exactly_the_job_list_in_order() {
         }
     }
 }
+
+/// `nqueens plan` and `nqueens count` summarise a plan before anything else: an absurd one (mirror at
+/// N = 32 split 30 rows deep, d4 split 29) is refused by the bound a run's creation uses, where the
+/// summary walked its whole tree without end. Found by a review, 2026-11-24.
+#[test]
+fn the_summary_of_an_absurd_plan_is_refused_within_the_bound() {
+    for (strategy, depth) in [(Strategy::Mirror, 30), (Strategy::D4, 29)] {
+        let plan = Plan::with_depth(32, strategy, depth).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(plan.summary().map(|s| s.jobs));
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(Err(e)) => assert!(e.to_string().contains("too deep"), "{e}"),
+            other => panic!("{strategy} split {depth}: {other:?}"),
+        }
+    }
+    for strategy in [Strategy::D4, Strategy::Mirror] {
+        let plan = Plan::new(12, strategy).unwrap();
+        assert_eq!(plan.summary().unwrap().jobs, plan.fingerprint().0);
+    }
+}

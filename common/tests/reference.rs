@@ -142,7 +142,10 @@ fn d4_sub_problems_are_the_orbits_of_ring_placements() {
         for members in orbits.values() {
             *by_weight.entry(members.len() as u8).or_insert(0u64) += 1;
         }
-        let summary = Plan::new(n as u32, Strategy::D4).unwrap().summary();
+        let summary = Plan::new(n as u32, Strategy::D4)
+            .unwrap()
+            .summary()
+            .unwrap();
         assert_eq!(summary.subproblems, orbits.len() as u64, "N = {n}");
         assert_eq!(summary.by_weight, by_weight, "N = {n}");
     }

@@ -86,10 +86,9 @@ pub(super) fn drive<const S: usize, K: Kernel<S>>(
         let (found, placed) = kernel.steps(&mut state, full);
         for lane in 0..S {
             count[lane] += found[lane] as u64;
-            totals.nodes += placed[lane] as u64;
+            totals.nodes = totals.nodes.saturating_add(placed[lane] as u64);
             if live[lane] && state.m[lane] == 0 {
-                totals.count += count[lane];
-                totals.weighted += count[lane] * weight[lane];
+                totals.add_completions(count[lane], weight[lane]);
                 count[lane] = 0;
                 load(&mut state, kernel, &mut weight, lane, &mut totals);
             }

@@ -271,7 +271,7 @@ mod tests {
                 let totals = batch.finish(&batch.search_all()).unwrap();
                 for ((job, work), t) in jobs.iter().zip(&works).zip(totals) {
                     assert_eq!(
-                        work.finish(t),
+                        work.finish(t).unwrap(),
                         job.run(),
                         "n={n} {strategy} target={target}"
                     );
@@ -305,5 +305,35 @@ mod tests {
         assert!(batch.finish(&honest).is_some());
         let huge = vec![u64::MAX - 1; honest.len()];
         assert!(batch.finish(&huge).is_none());
+    }
+
+    /// A device answer that passes every check of its own (each seed's pair plausible, the batch's sums
+    /// within 64 bits) but whose job's total, with the part settled on the CPU (the symmetric rings of
+    /// `d4`), passes 64 bits is refused. Before, `Work::finish` added it unchecked: a release build
+    /// wrapped it into a small, plausible total, and the worker sealed and reported it. Found by a
+    /// review, 2026-11-24.
+    #[test]
+    fn a_job_whose_device_total_and_settled_part_overflow_is_refused() {
+        let (plan, work) = (8..=12)
+            .flat_map(|n| {
+                let plan = Plan::new(n, Strategy::D4).unwrap();
+                plan.jobs()
+                    .map(move |k| (plan, plan.job(&k).unwrap().work()))
+                    .collect::<Vec<_>>()
+            })
+            .find(|(_, w)| w.base.total >= 8 && !w.units.is_empty())
+            .expect("a d4 job with symmetric rings settled and searches left");
+        let mut batch = Batch::new(plan.n());
+        batch.push_group(&work.units).unwrap();
+        let mut out = vec![0u64; 2 * batch.len()];
+        for o in out.chunks_exact_mut(2) {
+            o[1] = 1;
+        }
+        let first_unit = (batch.seeds[3] >> 5) as usize;
+        let w = batch.unit_weight[first_unit];
+        let x = (u64::MAX - work.base.total) / w + 1;
+        (out[0], out[1]) = (x, x);
+        let totals = batch.finish(&out).expect("within 64 bits for the batch");
+        assert_eq!(work.finish(totals[0]), None);
     }
 }

@@ -279,8 +279,11 @@ impl Plan {
         Ok((jobs, hash))
     }
 
-    /// Counts sub-problems and jobs without computing anything.
-    pub fn summary(&self) -> Summary {
+    /// Counts sub-problems and jobs without computing anything; a plan over the bounds of a run's
+    /// creation ([`Plan::fingerprint_within`] at [`MAX_JOBS`]) is refused first, before a walk of its
+    /// tree could take hours.
+    pub fn summary(&self) -> Result<Summary> {
+        self.fingerprint_within(MAX_JOBS)?;
         let mut by_weight = BTreeMap::new();
         let mut subproblems = 0;
         for s in self.subproblems() {
@@ -291,13 +294,13 @@ impl Plan {
             Strategy::Mirror => subproblems,
             Strategy::D4 => self.jobs().count() as u64,
         };
-        Summary {
+        Ok(Summary {
             n: self.n,
             strategy: self.strategy,
             subproblems,
             by_weight,
             jobs,
             depth: self.depth,
-        }
+        })
     }
 }

@@ -46,7 +46,7 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(crate::setup::default_data_dir);
     let start = Instant::now();
-    let summary = plan.summary();
+    let summary = plan.summary()?;
     let bar = ProgressBar::new(summary.jobs);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} jobs, ETA {msg}")

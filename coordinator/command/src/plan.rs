@@ -4,7 +4,7 @@ use super::PlanArgs;
 
 /// Prints the plan's summary.
 pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
-    let summary = args.partition.plan()?.summary();
+    let summary = args.partition.plan()?.summary()?;
     if args.partition.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {

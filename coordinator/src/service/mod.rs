@@ -226,7 +226,15 @@ impl Coordinator {
             }
             // A cancelled run is never resumed: its plan need not match this build's.
             if !meta.is_done() && !meta.is_cancelled() {
-                let (jobs, hash) = meta.plan()?.fingerprint();
+                // Bounded by the job count it records: a stored depth, damaged, could name a plan
+                // whose enumeration never ends.
+                let limit = meta.jobs_total.min(nqueens_common::partition::MAX_JOBS);
+                let (jobs, hash) = meta.plan()?.fingerprint_within(limit).map_err(|e| {
+                    Error::Corrupt(format!(
+                        "run {}: its plan (N = {} {} depth {}) cannot be enumerated to the {} jobs it records: {e}; the store is damaged, or the run was made by another build",
+                        meta.id, meta.n, meta.strategy, meta.depth, meta.jobs_total
+                    ))
+                })?;
                 if jobs != meta.jobs_total || format!("{hash:016x}") != meta.fingerprint {
                     return Err(Error::Corrupt(format!(
                         "run {} was planned with a different job list ({} jobs, fingerprint {}) than this build gives ({jobs} jobs, {hash:016x}); resume it with the build that created it",

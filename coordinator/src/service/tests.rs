@@ -835,3 +835,21 @@ async fn an_abandoned_create_run_stops_enumerating_and_frees_its_place() {
     assert_eq!(view.meta.n, 8);
     assert_eq!(c.runs().len(), 1, "nothing of the abandoned runs");
 }
+
+/// A stored run whose plan takes for ever to enumerate (its depth damaged: mirror at N = 32 split 30
+/// rows deep, against the 100 jobs it records) is refused at the start, within the enumeration's budget.
+/// Before, the start enumerated its job list without end. Found by a review, 2026-11-24.
+#[test]
+fn a_stored_run_whose_plan_cannot_be_enumerated_is_refused_at_the_start() {
+    let store = Store::temporary().unwrap();
+    let plan = nqueens_common::Plan::with_depth(32, Strategy::Mirror, 30).unwrap();
+    store.insert_run(plan, 100, 0, 0.0, 0).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(Coordinator::open(store, Config::default()).map(|_| ()));
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Err(Error::Corrupt(why))) => assert!(why.contains("run 1"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -5,7 +5,7 @@ use std::borrow::Borrow;
 
 use nqueens_common::kernel::seeds::{Batch, SEED_WORDS};
 use nqueens_common::kernel::Totals;
-use nqueens_common::{Job, JobResult};
+use nqueens_common::{Job, JobResult, Work};
 
 use crate::{DeviceInfo, GpuError, Launch};
 
@@ -75,6 +75,13 @@ impl Gpu {
     }
 }
 
+/// A job's result from the device's totals and the part settled on the CPU: a sum past 64 bits is a
+/// faulty answer, refused (the batch is then computed on the CPU), never wrapped into a small count.
+fn finish(work: &Work, t: Totals) -> Result<JobResult, GpuError> {
+    work.finish(t)
+        .ok_or_else(|| GpuError::BadAnswer("a job's sums pass 64 bits (a faulty device)".into()))
+}
+
 /// Computes `jobs` on `gpu`: the same results as [`Job::run`], in the same order. Jobs of different
 /// board sizes go in separate batches.
 pub fn run_jobs<J: Borrow<Job>>(gpu: &mut Gpu, jobs: &[J]) -> Result<Vec<JobResult>, GpuError> {
@@ -92,7 +99,7 @@ pub fn run_jobs<J: Borrow<Job>>(gpu: &mut Gpu, jobs: &[J]) -> Result<Vec<JobResu
         let p = prepare(&of_size, n, gpu.target_seeds())?;
         let totals = gpu.search(&p.batch)?;
         for ((i, work), t) in p.members.into_iter().zip(totals) {
-            results[i] = Some(work.finish(t));
+            results[i] = Some(finish(&work, t)?);
         }
     }
     Ok(results
@@ -171,7 +178,7 @@ pub fn run_pipelined(
                 let p = prepared?;
                 let totals = gpu.search(&p.batch)?;
                 for ((i, work), t) in p.members.into_iter().zip(totals) {
-                    done(i, work.finish(t));
+                    done(i, finish(&work, t)?);
                 }
             }
             Ok(())
