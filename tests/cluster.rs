@@ -514,10 +514,27 @@ fn issue_19_runs_are_cancelled_paused_resumed_and_prioritised_from_the_command_l
 /// it. Found by a review, 2026-11-24.
 #[test]
 fn a_result_for_a_run_the_coordinator_does_not_know_stays_journaled_and_the_worker_stops() {
+    a_foreign_result_stays_journaled("41", None);
+}
+
+/// The same where the coordinator has a run of that id, of another N (run ids start at 1 in every
+/// store): the worker dropped the result, refused, though it belongs to another coordinator's run 1.
+/// Found by a review, 2026-11-24.
+#[test]
+fn a_result_for_another_coordinators_run_of_the_same_id_stays_journaled() {
+    a_foreign_result_stays_journaled("1", Some(9));
+}
+
+/// A journaled N = 8 result of run `run`, with a coordinator holding a run of N = `coordinator_n` (if
+/// any): the worker stops, naming the run, and the result stays journaled.
+fn a_foreign_result_stays_journaled(run: &str, coordinator_n: Option<u32>) {
     use nqueens_common::{checksum::seal, Plan, Strategy};
     use nqueens_worker::journal::{Finished, Journal};
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "10s");
+    if let Some(n) = coordinator_n {
+        assert_eq!(support::submit(&serve.address, n, "d4"), run);
+    }
     let plan = Plan::new(8, Strategy::D4).unwrap();
     let key = plan.jobs().next().unwrap();
     let result = plan.job(&key).unwrap().run();
@@ -525,7 +542,7 @@ fn a_result_for_a_run_the_coordinator_does_not_know_stays_journaled_and_the_work
     let finished = Finished {
         lease: 7,
         lease_tag: 1,
-        run: "41".into(),
+        run: run.into(),
         n: 8,
         fingerprint,
         job: key.to_string(),
@@ -544,6 +561,6 @@ fn a_result_for_a_run_the_coordinator_does_not_know_stays_journaled_and_the_work
     let status = wait(&mut w, LIMIT, "worker");
     let log = std::fs::read_to_string(dir.path().join("w.log")).unwrap();
     assert!(!status.success(), "{log}");
-    assert!(log.contains("41"), "{log}");
+    assert!(log.contains(&format!("run {run:?}")) || log.contains(&format!("run {run}")), "{log}");
     assert_eq!(Journal::open(&journal).unwrap().pending(), vec![finished]);
 }

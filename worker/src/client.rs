@@ -492,12 +492,13 @@ impl Worker {
                 }
                 Ok(())
             }
-            // NOT_FOUND is the result's job or its run: a run the coordinator does not know at all
-            // means another coordinator (or one restored from an older backup), not a bad result.
-            Err(s) if s.code() == Code::NotFound && !self.knows_run(&batch[0].run).await? => {
+            // A run the coordinator does not know at all, or knows with another N (run ids start at 1
+            // in every store), means another coordinator (or one restored from an older backup), not a
+            // bad result.
+            Err(s) if refuses_the_result(&s) && self.foreign(&batch[0]).await? => {
                 Err(Status::not_found(format!(
-                    "the coordinator knows no run {:?}, of which this worker holds a journaled result: it is kept for the coordinator of that run (point the worker at it, or remove the journal to drop the result)",
-                    batch[0].run
+                    "the coordinator knows no run {:?} of N = {}, of which this worker holds a journaled result: it is kept for the coordinator of that run (point the worker at it, or remove the journal to drop the result)",
+                    batch[0].run, batch[0].n
                 )))
             }
             Err(s) if refuses_the_result(&s) => {
@@ -509,12 +510,15 @@ impl Worker {
         }
     }
 
-    /// Whether the coordinator knows the run `run`.
-    async fn knows_run(&mut self, run: &str) -> std::result::Result<bool, Status> {
-        let asked = proto::GetRunRequest { run: run.into() };
+    /// Whether `result` belongs to a run this coordinator does not hold: it knows no run of that id, or
+    /// one of another N.
+    async fn foreign(&mut self, result: &Finished) -> std::result::Result<bool, Status> {
+        let asked = proto::GetRunRequest {
+            run: result.run.clone(),
+        };
         match self.client.get_run(asked).await {
-            Ok(_) => Ok(true),
-            Err(s) if s.code() == Code::NotFound => Ok(false),
+            Ok(run) => Ok(run.into_inner().n != result.n),
+            Err(s) if s.code() == Code::NotFound => Ok(true),
             Err(s) => Err(s),
         }
     }
