@@ -561,6 +561,9 @@ fn a_foreign_result_stays_journaled(run: &str, coordinator_n: Option<u32>) {
     let status = wait(&mut w, LIMIT, "worker");
     let log = std::fs::read_to_string(dir.path().join("w.log")).unwrap();
     assert!(!status.success(), "{log}");
-    assert!(log.contains(&format!("run {run:?}")) || log.contains(&format!("run {run}")), "{log}");
+    assert!(
+        log.contains(&format!("run {run:?}")) || log.contains(&format!("run {run}")),
+        "{log}"
+    );
     assert_eq!(Journal::open(&journal).unwrap().pending(), vec![finished]);
 }
