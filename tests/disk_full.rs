@@ -209,7 +209,7 @@ fn serve_on(tmpfs: &Tmpfs) -> (PathBuf, String, tempfile::NamedTempFile, Serve) 
 async fn connect(address: &str) -> nqueens_proto::Client {
     for _ in 0..200 {
         if let Ok(mut c) = nqueens_proto::connect(&nqueens_proto::Connection::new(address)) {
-            if c.list_runs(proto::ListRunsRequest {}).await.is_ok() {
+            if c.list_runs(proto::ListRunsRequest::default()).await.is_ok() {
                 return c;
             }
         }

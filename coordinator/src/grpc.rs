@@ -14,6 +14,33 @@ use crate::error::Error;
 use crate::service::{Ask, Coordinator, Grant, Report, RunView, WorkerView};
 use crate::store::{Control, JobState, Outcome, Phase};
 
+/// The most runs one ListRuns reply holds.
+pub const LIST_RUNS: usize = 10_000;
+/// The most bytes of runs one ListRuns reply holds (clients decode at most 4 MiB): past it, the page
+/// ends and `more` is set.
+pub const LIST_BYTES: usize = 1 << 20;
+
+/// A page of runs: the first of `runs` up to `limit` of them and `bytes` of their encoding (at least
+/// one), `more` set where any is left out.
+fn page(
+    runs: impl Iterator<Item = proto::RunStatus>,
+    limit: usize,
+    bytes: usize,
+) -> proto::ListRunsResponse {
+    let mut page = proto::ListRunsResponse::default();
+    let mut size = 0;
+    for run in runs {
+        // A field's tag and length take at most 6 bytes beside the message.
+        size += prost::Message::encoded_len(&run) + 6;
+        if page.runs.len() == limit || (size > bytes && !page.runs.is_empty()) {
+            page.more = true;
+            break;
+        }
+        page.runs.push(run);
+    }
+    page
+}
+
 /// The wire form of a grant.
 fn lease_response(grant: &Grant) -> proto::LeaseResponse {
     let leases = grant
@@ -189,10 +216,20 @@ impl coordinator_server::Coordinator for CoordinatorService {
 
     async fn list_runs(
         &self,
-        _: Request<proto::ListRunsRequest>,
+        req: Request<proto::ListRunsRequest>,
     ) -> Result<Response<proto::ListRunsResponse>, Status> {
-        let runs = self.coordinator.runs().iter().map(run_status).collect();
-        Ok(Response::new(proto::ListRunsResponse { runs }))
+        let r = req.into_inner();
+        let limit = match r.limit {
+            0 => LIST_RUNS,
+            l => (l as usize).min(LIST_RUNS),
+        };
+        // One more than the page holds, to tell whether more follow.
+        let views = self.coordinator.runs_after(r.after, limit + 1);
+        Ok(Response::new(page(
+            views.iter().map(run_status),
+            limit,
+            LIST_BYTES,
+        )))
     }
 
     async fn get_run(
@@ -459,5 +496,33 @@ impl CoordinatorService {
             .await
             .map_err(status)?;
         Ok(Response::new(run_status(&view)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page ends at its size in bytes as at its count, with `more` set; a run larger than the size
+    /// alone still makes a page (never an empty page with more to come).
+    #[test]
+    fn a_page_of_runs_ends_at_its_size_or_its_count() {
+        let run = |i: u64| proto::RunStatus {
+            run: i.to_string(),
+            total: "1".repeat(100),
+            ..Default::default()
+        };
+        let one = prost::Message::encoded_len(&run(1)) + 6;
+        let runs = |k: u64| (1..=k).map(run);
+        let p = page(runs(10), 100, 3 * one);
+        assert_eq!((p.runs.len(), p.more), (3, true));
+        let p = page(runs(10), 4, usize::MAX);
+        assert_eq!((p.runs.len(), p.more), (4, true));
+        let p = page(runs(4), 4, usize::MAX);
+        assert_eq!((p.runs.len(), p.more), (4, false));
+        let p = page(runs(2), 4, 1);
+        assert_eq!((p.runs.len(), p.more), (1, true));
+        let p = page(runs(0), 4, 1);
+        assert_eq!((p.runs.len(), p.more), (0, false));
     }
 }

@@ -508,7 +508,7 @@ async fn issue_3_and_4_bad_input_gets_a_clear_error_and_changes_nothing_stored()
     assert_eq!(contents(&s.store), stored_before);
     let runs = s
         .client
-        .list_runs(proto::ListRunsRequest {})
+        .list_runs(proto::ListRunsRequest::default())
         .await
         .unwrap()
         .into_inner()
@@ -845,7 +845,9 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
     for token in [None, Some("wrong"), Some("s3cret ")] {
         let mut bad = client(token);
         let codes = [
-            bad.list_runs(proto::ListRunsRequest {}).await.map(|_| ()),
+            bad.list_runs(proto::ListRunsRequest::default())
+                .await
+                .map(|_| ()),
             bad.get_run(proto::GetRunRequest {
                 run: run.run.clone(),
             })
@@ -914,7 +916,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
     }
     // Nothing the refused calls asked for happened.
     let runs = good
-        .list_runs(proto::ListRunsRequest {})
+        .list_runs(proto::ListRunsRequest::default())
         .await
         .unwrap()
         .into_inner()
@@ -929,7 +931,10 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
         tls_ca: None,
     })
     .unwrap();
-    assert!(plain.list_runs(proto::ListRunsRequest {}).await.is_err());
+    assert!(plain
+        .list_runs(proto::ListRunsRequest::default())
+        .await
+        .is_err());
 
     // Health checks need no token.
     let channel = Channel::from_shared(https.clone())
@@ -1857,4 +1862,51 @@ async fn a_stopped_server_lets_go_of_its_store_though_streams_were_open() {
         }
     }
     drop((watch, health));
+}
+
+/// ListRuns answers a page at a time, in id order: at most `limit` runs, `more` set while runs of
+/// greater ids remain, `after` going on past the last one listed. Before, every run went into one reply,
+/// whose size grew without bound with the runs a coordinator kept (past the clients' 4 MiB, no client
+/// could list them at all). A request without either field gets the first page: all of these runs.
+#[tokio::test]
+async fn runs_are_listed_a_page_at_a_time() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let mut ids = Vec::new();
+    for n in 4..9 {
+        ids.push(create(&mut s.client, n).await.run);
+    }
+    let list = |after: u64, limit: u32| proto::ListRunsRequest { after, limit };
+    let mut paged = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = s
+            .client
+            .list_runs(list(after, 2))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(page.runs.len() <= 2);
+        paged.extend(page.runs.iter().map(|r| r.run.clone()));
+        if !page.more {
+            break;
+        }
+        after = page.runs.last().unwrap().run.parse().unwrap();
+    }
+    assert_eq!(paged, ids);
+    let whole = s
+        .client
+        .list_runs(proto::ListRunsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!whole.more);
+    let all: Vec<String> = whole.runs.into_iter().map(|r| r.run).collect();
+    assert_eq!(all, ids);
+    let last = s
+        .client
+        .list_runs(list(ids[3].parse().unwrap(), 0))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((last.runs.len(), last.more), (1, false));
 }

@@ -210,12 +210,7 @@ async fn warn_if_submitted(
     client: &mut nqueens_proto::Client,
     plan: &nqueens_common::Plan,
 ) -> anyhow::Result<()> {
-    let runs = client
-        .list_runs(proto::ListRunsRequest {})
-        .await
-        .map_err(rpc)?
-        .into_inner()
-        .runs;
+    let runs = all_runs(client).await?;
     let strategy = proto::Strategy::from(plan.strategy()) as i32;
     for r in runs.into_iter().filter(|r| {
         r.n == plan.n() as u32
@@ -263,16 +258,31 @@ pub async fn fetch(
             .await
             .map_err(rpc)?
             .into_inner()],
-        None => {
-            client
-                .list_runs(proto::ListRunsRequest {})
-                .await
-                .map_err(rpc)?
-                .into_inner()
-                .runs
-        }
+        None => all_runs(client).await?,
     };
     Ok((runs, workers))
+}
+
+/// Every run of the coordinator, in id order, a page of ListRuns at a time.
+pub async fn all_runs(client: &mut nqueens_proto::Client) -> anyhow::Result<Vec<proto::RunStatus>> {
+    let mut runs = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = client
+            .list_runs(proto::ListRunsRequest { after, limit: 0 })
+            .await
+            .map_err(rpc)?
+            .into_inner();
+        let last = page.runs.last().map(|r| r.run.parse::<u64>());
+        runs.extend(page.runs);
+        match (page.more, last) {
+            (false, _) => return Ok(runs),
+            (true, Some(Ok(id))) if id > after => after = id,
+            _ => anyhow::bail!(
+                "the coordinator's list of runs does not go on: a page after run {after} announces more but ends where it began"
+            ),
+        }
+    }
 }
 
 /// Prints the status of one or every run (or the workers), and the quarantined workers; with --watch,

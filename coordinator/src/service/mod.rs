@@ -489,6 +489,18 @@ impl Coordinator {
         state.runs.values().map(|r| self.view(&state, r)).collect()
     }
 
+    /// At most `max` runs of ids greater than `after`, in id order.
+    pub fn runs_after(&self, after: u64, max: usize) -> Vec<RunView> {
+        let state = self.state();
+        let from = (std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded);
+        state
+            .runs
+            .range(from)
+            .take(max)
+            .map(|(_, r)| self.view(&state, r))
+            .collect()
+    }
+
     /// One run, by the id clients use.
     pub fn run(&self, id: &str) -> Result<RunView> {
         let state = self.state();
