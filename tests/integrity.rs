@@ -612,3 +612,80 @@ fn an_import_refused_after_reading_leaves_no_store() {
         .unwrap_or_default();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// A run started by the build before ledger format 4 (store format 5, ledger format 3; see the
+/// fixture's README), with a worker quarantined and its results revoked: the ledger then carried no
+/// quarantine. `audit` refuses the directory until a start (their quarantines differ); the first start
+/// appends the store's quarantine to the ledger, the quarantined worker is still refused, and two
+/// workers finish the run with the exact total.
+#[test]
+fn a_run_started_before_ledger_format_4_finishes_exactly_keeping_its_quarantine() {
+    let data = fixture("format5-n12");
+    let path = data.path().join("data");
+    let old = String::from_utf8_lossy(&std::fs::read(ledger(&path)).unwrap()).into_owned();
+    assert!(
+        old.contains("\"revoked\"") && !old.contains("quarantine"),
+        "the fixture is of ledger format 3"
+    );
+    let before = audit(&path);
+    let err = String::from_utf8_lossy(&before.stderr);
+    assert!(!before.status.success() && err.contains("liar"), "{err}");
+    let mut serve = support::Serve::start(&path, "127.0.0.1:0", "30s");
+    let view = nqueens_coordinator::ledger::LedgerView::read(&ledger(&path)).unwrap();
+    assert!(view.damaged.is_empty(), "{:?}", view.damaged);
+    assert_eq!(
+        view.quarantines.keys().collect::<Vec<_>>(),
+        ["liar"],
+        "appended at the first start"
+    );
+    let start = support::probe(&serve.address, "1").expect("the run is served");
+    assert_eq!((start.jobs_done, start.jobs_verifying), (6, 3));
+    let mut liar = support::worker(&serve.address, data.path(), "liar", &[]);
+    let refused = support::wait(&mut liar, Duration::from_secs(60), "liar");
+    assert!(!refused.success(), "the quarantined worker is refused");
+    let mut workers: Vec<_> = ["c", "d"]
+        .iter()
+        .map(|name| support::worker(&serve.address, data.path(), name, &[]))
+        .collect();
+    let done = support::poll(&serve.address, "1", Duration::from_secs(120), |s| {
+        s.jobs_done == s.jobs_total
+    });
+    for w in &mut workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+    serve.stop();
+    assert_eq!(done.total, support::reference(N).0.to_string());
+    audited(&path);
+}
+
+/// An export written by the build before export format 2 (no header or end line, the quarantine last;
+/// see the fixture's README) imports whole with this build: the run, its results and the quarantine.
+#[test]
+fn an_export_of_the_previous_build_imports_with_its_quarantine() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/format5-n12/export-format1.jsonl");
+    let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+    assert!(
+        text.contains("\"quarantine\"") && !text.contains("\"export\""),
+        "the fixture is of export format 1"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("imported");
+    let out = import(&target, &file, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    audited(&target);
+    let store = nqueens_coordinator::store::Store::inspect(&target).unwrap();
+    let quarantined: Vec<String> = store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .map(|q| q.worker)
+        .collect();
+    assert_eq!(quarantined, ["liar"]);
+    assert_eq!(store.tally(1).unwrap().jobs, 6);
+}
