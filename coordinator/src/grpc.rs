@@ -14,31 +14,30 @@ use crate::error::Error;
 use crate::service::{Ask, Coordinator, Grant, Report, RunView, WorkerView};
 use crate::store::{Control, JobState, Outcome, Phase};
 
-/// The most runs one ListRuns reply holds.
+/// The most runs (or workers) one ListRuns (ListWorkers) reply holds.
 pub const LIST_RUNS: usize = 10_000;
-/// The most bytes of runs one ListRuns reply holds (clients decode at most 4 MiB): past it, the page
-/// ends and `more` is set.
+/// The most bytes of runs (or workers) one reply holds (clients decode at most 4 MiB): past it, the
+/// page ends and `more` is set.
 pub const LIST_BYTES: usize = 1 << 20;
 
-/// A page of runs: the first of `runs` up to `limit` of them and `bytes` of their encoding (at least
-/// one), `more` set where any is left out.
-fn page(
-    runs: impl Iterator<Item = proto::RunStatus>,
+/// A page of a listing: the first of `items` up to `limit` of them and `bytes` of their encoding (at
+/// least one), and whether any is left out.
+fn page<M: prost::Message>(
+    items: impl Iterator<Item = M>,
     limit: usize,
     bytes: usize,
-) -> proto::ListRunsResponse {
-    let mut page = proto::ListRunsResponse::default();
+) -> (Vec<M>, bool) {
+    let mut page = Vec::new();
     let mut size = 0;
-    for run in runs {
+    for item in items {
         // A field's tag and length take at most 6 bytes beside the message.
-        size += prost::Message::encoded_len(&run) + 6;
-        if page.runs.len() == limit || (size > bytes && !page.runs.is_empty()) {
-            page.more = true;
-            break;
+        size += item.encoded_len() + 6;
+        if page.len() == limit || (size > bytes && !page.is_empty()) {
+            return (page, true);
         }
-        page.runs.push(run);
+        page.push(item);
     }
-    page
+    (page, false)
 }
 
 /// The wire form of a grant.
@@ -225,11 +224,8 @@ impl coordinator_server::Coordinator for CoordinatorService {
         };
         // One more than the page holds, to tell whether more follow.
         let views = self.coordinator.runs_after(r.after, limit + 1);
-        Ok(Response::new(page(
-            views.iter().map(run_status),
-            limit,
-            LIST_BYTES,
-        )))
+        let (runs, more) = page(views.iter().map(run_status), limit, LIST_BYTES);
+        Ok(Response::new(proto::ListRunsResponse { runs, more }))
     }
 
     async fn get_run(
@@ -415,15 +411,25 @@ impl coordinator_server::Coordinator for CoordinatorService {
 
     async fn list_workers(
         &self,
-        _: Request<proto::ListWorkersRequest>,
+        req: Request<proto::ListWorkersRequest>,
     ) -> Result<Response<proto::ListWorkersResponse>, Status> {
-        let workers = self
-            .coordinator
-            .workers()
-            .into_iter()
-            .map(worker_status)
-            .collect();
-        Ok(Response::new(proto::ListWorkersResponse { workers }))
+        let r = req.into_inner();
+        let after = (r.after_name, r.after_id);
+        let limit = match r.limit {
+            0 => LIST_RUNS,
+            l => (l as usize).min(LIST_RUNS),
+        };
+        // In (name, id) order already.
+        let views = self.coordinator.workers();
+        let (workers, more) = page(
+            views
+                .into_iter()
+                .filter(|w| (&w.name, &w.id) > (&after.0, &after.1))
+                .map(worker_status),
+            limit,
+            LIST_BYTES,
+        );
+        Ok(Response::new(proto::ListWorkersResponse { workers, more }))
     }
 
     async fn cancel_run(
@@ -506,7 +512,7 @@ mod tests {
     /// A page ends at its size in bytes as at its count, with `more` set; a run larger than the size
     /// alone still makes a page (never an empty page with more to come).
     #[test]
-    fn a_page_of_runs_ends_at_its_size_or_its_count() {
+    fn a_page_ends_at_its_size_or_its_count() {
         let run = |i: u64| proto::RunStatus {
             run: i.to_string(),
             total: "1".repeat(100),
@@ -514,15 +520,11 @@ mod tests {
         };
         let one = prost::Message::encoded_len(&run(1)) + 6;
         let runs = |k: u64| (1..=k).map(run);
-        let p = page(runs(10), 100, 3 * one);
-        assert_eq!((p.runs.len(), p.more), (3, true));
-        let p = page(runs(10), 4, usize::MAX);
-        assert_eq!((p.runs.len(), p.more), (4, true));
-        let p = page(runs(4), 4, usize::MAX);
-        assert_eq!((p.runs.len(), p.more), (4, false));
-        let p = page(runs(2), 4, 1);
-        assert_eq!((p.runs.len(), p.more), (1, true));
-        let p = page(runs(0), 4, 1);
-        assert_eq!((p.runs.len(), p.more), (0, false));
+        let count = |(page, more): (Vec<proto::RunStatus>, bool)| (page.len(), more);
+        assert_eq!(count(page(runs(10), 100, 3 * one)), (3, true));
+        assert_eq!(count(page(runs(10), 4, usize::MAX)), (4, true));
+        assert_eq!(count(page(runs(4), 4, usize::MAX)), (4, false));
+        assert_eq!(count(page(runs(2), 4, 1)), (1, true));
+        assert_eq!(count(page(runs(0), 4, 1)), (0, false));
     }
 }

@@ -630,7 +630,7 @@ async fn issue_3_watch_streams_progress_until_the_run_is_done() {
 }
 
 async fn list_workers(c: &mut Client) -> Vec<proto::WorkerStatus> {
-    c.list_workers(proto::ListWorkersRequest {})
+    c.list_workers(proto::ListWorkersRequest::default())
         .await
         .unwrap()
         .into_inner()
@@ -1909,4 +1909,41 @@ async fn runs_are_listed_a_page_at_a_time() {
         .unwrap()
         .into_inner();
     assert_eq!((last.runs.len(), last.more), (1, false));
+}
+
+/// ListWorkers answers a page at a time in (name, id) order, as ListRuns does: every worker exactly once
+/// over the pages, `more` set while any is left. Before, every worker went into one reply, whose size
+/// grew with the worker ids callers made up (each Lease with a new id is a new worker for an hour).
+#[tokio::test]
+async fn workers_are_listed_a_page_at_a_time() {
+    let mut s = start(Duration::from_secs(60)).await;
+    create(&mut s.client, 8).await;
+    let names = ["w1", "w2", "w3", "w4", "w5"];
+    for name in names {
+        lease(&mut s.client, name, 1).await;
+    }
+    let mut paged = Vec::new();
+    let (mut after_name, mut after_id) = (String::new(), String::new());
+    loop {
+        let asked = proto::ListWorkersRequest {
+            after_name,
+            after_id,
+            limit: 2,
+        };
+        let page = s.client.list_workers(asked).await.unwrap().into_inner();
+        assert!(page.workers.len() <= 2);
+        paged.extend(page.workers.iter().map(|w| w.name.clone()));
+        if !page.more {
+            break;
+        }
+        let last = page.workers.last().unwrap();
+        (after_name, after_id) = (last.name.clone(), last.worker_id.clone());
+    }
+    assert_eq!(paged, names);
+    let whole: Vec<String> = list_workers(&mut s.client)
+        .await
+        .into_iter()
+        .map(|w| w.name)
+        .collect();
+    assert_eq!(whole, names);
 }

@@ -244,12 +244,7 @@ pub async fn fetch(
     client: &mut nqueens_proto::Client,
     run: Option<&str>,
 ) -> anyhow::Result<(Vec<proto::RunStatus>, Vec<proto::WorkerStatus>)> {
-    let workers = client
-        .list_workers(proto::ListWorkersRequest {})
-        .await
-        .map_err(rpc)?
-        .into_inner()
-        .workers;
+    let workers = all_workers(client).await?;
     let runs = match run {
         Some(run) => vec![client
             .get_run(proto::GetRunRequest {
@@ -261,6 +256,38 @@ pub async fn fetch(
         None => all_runs(client).await?,
     };
     Ok((runs, workers))
+}
+
+/// Every worker the coordinator shows, in (name, id) order, a page of ListWorkers at a time.
+pub async fn all_workers(
+    client: &mut nqueens_proto::Client,
+) -> anyhow::Result<Vec<proto::WorkerStatus>> {
+    let mut workers: Vec<proto::WorkerStatus> = Vec::new();
+    loop {
+        let (after_name, after_id) = workers
+            .last()
+            .map(|w| (w.name.clone(), w.worker_id.clone()))
+            .unwrap_or_default();
+        let asked = proto::ListWorkersRequest {
+            after_name: after_name.clone(),
+            after_id: after_id.clone(),
+            limit: 0,
+        };
+        let page = client.list_workers(asked).await.map_err(rpc)?.into_inner();
+        let progress = page
+            .workers
+            .last()
+            .is_some_and(|w| (&w.name, &w.worker_id) > (&after_name, &after_id));
+        workers.extend(page.workers);
+        if !page.more {
+            return Ok(workers);
+        }
+        if !progress {
+            anyhow::bail!(
+                "the coordinator's list of workers does not go on: a page after {after_name:?} announces more but ends where it began"
+            );
+        }
+    }
 }
 
 /// Every run of the coordinator, in id order, a page of ListRuns at a time.

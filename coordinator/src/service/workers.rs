@@ -11,6 +11,10 @@ use tokio::time::Instant;
 /// How long a worker that left or fell silent stays in the table.
 pub const FORGET_AFTER: Duration = Duration::from_secs(3600);
 
+/// Most workers in the table: a new one beyond it takes the place of the one silent the longest (any
+/// caller can make up worker ids; an honest cluster has far fewer processes).
+pub const MAX_SEEN: usize = 65_536;
+
 /// How far back a worker's rate looks.
 const RATE_WINDOW: Duration = Duration::from_secs(300);
 /// Most rate samples kept per worker (one per report batch; older ones are dropped first).
@@ -112,6 +116,16 @@ impl Workers {
                 }
             }
             None => {
+                if self.seen.len() >= MAX_SEEN {
+                    if let Some(oldest) = self
+                        .seen
+                        .iter()
+                        .min_by_key(|(_, w)| w.last_seen)
+                        .map(|(id, _)| id.clone())
+                    {
+                        self.seen.remove(&oldest);
+                    }
+                }
                 let earlier = self.earlier.remove(id).unwrap_or(0);
                 self.seen.insert(
                     id.to_string(),
@@ -228,6 +242,24 @@ mod tests {
         w.sweep(later, timeout);
         let left: Vec<_> = w.all().map(|(id, _)| id.clone()).collect();
         assert_eq!(left, ["live-1"]);
+    }
+
+    /// The table holds at most [`MAX_SEEN`] workers however many ids callers make up within the hour
+    /// before gone ones are forgotten: a new one takes the place of the one silent the longest.
+    #[test]
+    fn the_table_is_bounded_and_keeps_the_most_recently_seen() {
+        let t0 = Instant::now();
+        let mut w = Workers::default();
+        for i in 0..MAX_SEEN + 100 {
+            w.seen(
+                &format!("made-up-{i}"),
+                t0 + Duration::from_millis(i as u64),
+            );
+        }
+        assert_eq!(w.all().count(), MAX_SEEN);
+        let last = format!("made-up-{}", MAX_SEEN + 99);
+        assert!(w.all().any(|(id, _)| *id == last));
+        assert!(!w.all().any(|(id, _)| id == "made-up-0"));
     }
 
     #[test]
