@@ -72,6 +72,8 @@ pub struct LiveRun {
     gpu_nodes: u64,
     /// Sequence number of the commit whose totals `tally` holds.
     seq: u64,
+    /// Sequence number of the last commit that finished or reopened the run (see [`LiveRun::finish`]).
+    meta_seq: u64,
     /// Progress over time, for the status page.
     pub history: History,
 }
@@ -102,6 +104,7 @@ impl LiveRun {
             states,
             attempts: HashMap::new(),
             seq: 0,
+            meta_seq: 0,
         })
     }
 
@@ -253,8 +256,13 @@ impl LiveRun {
         }
     }
 
-    /// Takes a run that was done and is running again (its results were revoked).
-    pub fn reopen(&mut self, meta: RunMeta) {
+    /// Takes a run that was done and is running again (its results were revoked), by commit `seq`;
+    /// ignored after a later commit's finish (see [`LiveRun::finish`]).
+    pub fn reopen(&mut self, meta: RunMeta, seq: u64) {
+        if seq < self.meta_seq {
+            return;
+        }
+        self.meta_seq = seq;
         self.meta = self.with_controls(meta);
     }
 
@@ -387,8 +395,14 @@ impl LiveRun {
         }
     }
 
-    /// Marks the run finished: nothing more to lease.
-    pub fn finish(&mut self, meta: RunMeta) {
+    /// Marks the run finished by commit `seq`: nothing more to lease. Each request applies its own
+    /// commit to memory, in any order: a finish older than the last reopen (results revoked by a later
+    /// commit, their jobs requeued) is ignored, as an older reopen after a later finish is.
+    pub fn finish(&mut self, meta: RunMeta, seq: u64) {
+        if seq < self.meta_seq {
+            return;
+        }
+        self.meta_seq = seq;
         self.meta = self.with_controls(meta);
         self.cursor = None;
         self.ahead.clear();
@@ -485,11 +499,44 @@ mod tests {
         assert!((jobs_per_s - 30.0 / since_t20).abs() < 1e-9, "{jobs_per_s}");
         assert_eq!(live.history.points().last().map(|p| p.jobs), Some(90));
         // A finished run has nothing left.
-        live.finish(RunMeta {
-            finished_unix: Some(1),
-            ..run(100)
-        });
+        live.finish(
+            RunMeta {
+                finished_unix: Some(1),
+                ..run(100)
+            },
+            4,
+        );
         assert_eq!(live.eta(late), Some(0.0));
+    }
+
+    /// Each request applies its own commit to memory, in any order: a commit that revokes results of
+    /// a finished run (reopening it, its jobs requeued) can be applied before the older commit that
+    /// finished it. The older finish must not close the run again; a newer finish still holds against
+    /// an older reopen. Before, the run showed done with a total short of the revoked results, and
+    /// their jobs were never leased again until a restart. Found by a review, 2026-11-24.
+    #[test]
+    fn commits_applied_out_of_order_finish_and_reopen_a_run_as_the_latest_says() {
+        let t0 = Instant::now();
+        let done = RunMeta {
+            finished_unix: Some(1),
+            ..run(4)
+        };
+        // Commit 1 counts the last job; commit 2 takes one back. 2 is applied first.
+        let mut live = LiveRun::new(run(4), tally(3, 30), HashMap::new()).unwrap();
+        live.reopen(run(4), 2);
+        live.requeue(JobKey(vec![0, 1]));
+        live.update(tally(3, 30), 2, t0);
+        live.update(tally(4, 40), 1, t0);
+        live.finish(done.clone(), 1);
+        assert!(!live.meta.is_done(), "open, as commit 2 left it");
+        assert_eq!(live.retry.len(), 1, "the revoked job still to lease");
+        assert_eq!(live.tally.jobs, 3);
+        // Commit 3 finishes it again; the older reopen of commit 2, applied late, changes nothing.
+        let mut live = LiveRun::new(run(4), tally(3, 30), HashMap::new()).unwrap();
+        live.update(tally(4, 40), 3, t0);
+        live.finish(done, 3);
+        live.reopen(run(4), 2);
+        assert!(live.meta.is_done());
     }
 
     #[test]

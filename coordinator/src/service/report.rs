@@ -169,7 +169,7 @@ impl Coordinator {
                     run = meta.id,
                     "run reopened: results of a quarantined worker were revoked"
                 );
-                run.reopen(meta.clone());
+                run.reopen(meta.clone(), committed.seq);
             }
         }
         for moved in &committed.moved {
@@ -206,7 +206,7 @@ impl Coordinator {
         for meta in committed.finished {
             let id = meta.id;
             if let Some(live) = state.runs.get_mut(&id) {
-                live.finish(meta);
+                live.finish(meta, committed.seq);
                 let unique = live.tally.unique();
                 tracing::info!(
                     run = id,
