@@ -249,7 +249,14 @@ impl Appender {
     /// Opens `path` for appending (creating it); `len` is the length of its good content, which the
     /// file is cut back to first (a torn last line goes).
     pub fn open(path: &Path, len: u64) -> std::io::Result<Appender> {
+        let new = !path.exists();
         let file = OpenOptions::new().append(true).create(true).open(path)?;
+        if new {
+            // A new file's name is durable once its directory is synced: the appends' fsyncs cover
+            // its content only.
+            file.sync_all()?;
+            sync_dir(path)?;
+        }
         let mut appender = Appender::new(Box::new(file), len);
         appender.dirty = true;
         appender.repair()?;

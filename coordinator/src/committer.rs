@@ -102,17 +102,20 @@ impl Applied {
         results.flatten().chain(writes).next()
     }
 
-    /// The ledger lines of a commit: the results it counted, the workers it quarantined (so that a
-    /// store rebuilt from the ledger keeps them out of service) and the results it revoked.
+    /// The ledger lines of a commit: the workers it quarantined (so that a store rebuilt from the
+    /// ledger keeps them out of service), the results it counted and the results it revoked. The
+    /// quarantines come first: an append cut short keeps them before the results that decided them
+    /// (and a result restored from the ledger alone quarantines the workers its job's candidates
+    /// disprove: `Store::restore_results`).
     fn log(&mut self, c: &Committed) {
+        self.entries
+            .extend(c.quarantined.iter().cloned().map(Entry::Quarantine));
         self.entries
             .extend(c.counted.iter().map(|(run, key, record)| Entry::Result {
                 run: *run,
                 job: key.to_string(),
                 record: record.clone(),
             }));
-        self.entries
-            .extend(c.quarantined.iter().cloned().map(Entry::Quarantine));
         self.entries
             .extend(c.revoked.iter().map(|r| Entry::Revoked {
                 run: r.run,

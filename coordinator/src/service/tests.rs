@@ -853,3 +853,52 @@ fn a_stored_run_whose_plan_cannot_be_enumerated_is_refused_at_the_start() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A crash in the round that decided a disputed job, with the ledger holding the deciding result but
+/// neither the quarantine line logged after it nor the store's transaction (a power loss: an append's
+/// pages persist in any order, and sled's flush runs beside the ledger's fsync). The start restores the
+/// result from the ledger. Before, that dropped the job's record, and with it the disproved worker's
+/// candidate: nobody was quarantined and the liar's unconfirmed results stayed counted. Now a candidate
+/// that disagrees with a restored result quarantines its worker, as the commit did, and the start takes
+/// the liar's results back. Found by a review, 2026-11-24.
+#[tokio::test]
+async fn a_result_restored_from_the_ledger_quarantines_the_worker_its_candidates_disprove() {
+    use crate::store::tests::a_dispute_undecided;
+    // Where the round completed: the counted result that decided the job.
+    let whole = tempfile::tempdir().unwrap();
+    let (decided, decider) = a_dispute_undecided(whole.path());
+    assert_eq!(
+        decided
+            .commit(&[decider.clone()])
+            .unwrap()
+            .quarantined
+            .len(),
+        1
+    );
+    let record = decided.result(1, &decider.key).unwrap().unwrap();
+    drop(decided);
+    // Where it crashed: the store before the round, the ledger with the deciding result alone.
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = a_dispute_undecided(dir.path());
+    assert_eq!(store.tally(1).unwrap().jobs, 3, "the liar's two and a's");
+    drop(store);
+    let line = nqueens_common::jsonl::encode(&crate::ledger::Entry::Result {
+        run: 1,
+        job: decider.key.to_string(),
+        record,
+    });
+    let path = dir.path().join(crate::ledger::LEDGER_FILE);
+    let mut ledger = std::fs::read(&path).unwrap();
+    ledger.extend(line);
+    std::fs::write(&path, ledger).unwrap();
+    let c = reopened(dir.path()).await;
+    assert!(refused_as_quarantined(&c, "liar").await, "the liar is out");
+    assert_eq!(
+        c.run("1").unwrap().tally.jobs,
+        2,
+        "a's result and the decided one; the liar's two taken back"
+    );
+    drop(c);
+    let view = crate::ledger::LedgerView::read(&path).unwrap();
+    assert!(view.quarantines.contains_key("liar"), "logged as well");
+}

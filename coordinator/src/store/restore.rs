@@ -5,7 +5,9 @@
 use nqueens_common::{JobKey, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
-use super::records::{decode, encode, job_key, run_key, Quarantine, ResultRecord, RunMeta};
+use super::records::{
+    decode, encode, job_key, run_key, JobRecord, Quarantine, ResultRecord, RunMeta,
+};
 use super::txn::{abort, stored_tally};
 use super::{groups, Store, NEXT_RUN};
 use crate::error::{Error, Result};
@@ -149,10 +151,11 @@ impl Store {
             .ok_or_else(|| Error::Invalid(format!("result of run {run} before the run itself")))?;
         self.check_restore_results(&meta, batch.iter().map(|(k, r)| (k, r)))?;
         let trees = self.result_trees();
-        let added = trees.transaction(|(runs, jobs, groups, workers, totals)| {
+        let (added, disproved) = trees.transaction(|(runs, jobs, groups, workers, totals)| {
             let results = groups::Tx { groups, workers };
             let mut tally = stored_tally(totals, run)?;
             let mut added = 0;
+            let mut disproved = Vec::new();
             for (key, record) in batch {
                 let k = job_key(run, key);
                 if let Some(stored) = groups::txn_get(results, run, key)? {
@@ -168,8 +171,30 @@ impl Store {
                     .add(&record.result)
                     .map_err(|e| Abort::Abort(e.into()))?;
                 groups::txn_put(results, run, key, record)?;
-                // A done job is its result: a verified job's record, if any, goes.
-                jobs.remove(k)?;
+                // A done job is its result: a verified job's record, if any, goes. Its candidates
+                // that disagree with the result are evidence against their workers (the commit that
+                // counted it quarantined them; a crash can have kept its result alone): kept as
+                // quarantines.
+                if let Some(raw) = jobs.remove(k)? {
+                    if let Ok(job) = decode::<JobRecord>("job", &raw) {
+                        disproved.extend(
+                            job.candidates
+                                .into_iter()
+                                .filter(|c| c.result != record.result)
+                                .map(|c| Quarantine {
+                                    reason: format!(
+                                        "run {run} job {key}: reported total {} nodes {}, confirmed result is total {} nodes {}",
+                                        c.result.total,
+                                        c.result.nodes,
+                                        record.result.total,
+                                        record.result.nodes
+                                    ),
+                                    worker: c.worker,
+                                    at_unix: record.at_unix,
+                                }),
+                        );
+                    }
+                }
                 added += 1;
             }
             totals.insert(&run_key(run), encode(&tally))?;
@@ -180,8 +205,12 @@ impl Store {
                 };
                 runs.insert(&run_key(run), encode(&done))?;
             }
-            Ok(added)
+            Ok((added, disproved))
         })?;
+        for q in &disproved {
+            tracing::warn!(worker = %q.worker, reason = %q.reason, "a restored result disproves a candidate of its job: its worker is quarantined");
+            self.restore_quarantine(q)?;
+        }
         Ok(added)
     }
 }

@@ -92,6 +92,18 @@ pub(crate) fn a_liar_with_a_damaged_result(store: &Store) -> [Incoming; 3] {
 /// revocation that should follow never ran: two of its unconfirmed results still counted, the
 /// totals agreeing with them, the ledger written from the store.
 pub(crate) fn a_quarantine_not_revoked(dir: &std::path::Path) -> Store {
+    let (store, decider) = a_dispute_undecided(dir);
+    let decided = store.commit(&[decider]).unwrap();
+    assert_eq!(decided.quarantined.len(), 1);
+    store.flush().unwrap();
+    crate::ledger::rewrite(&dir.join(crate::ledger::LEDGER_FILE), &store).unwrap();
+    store
+}
+
+/// The directory of [`a_quarantine_not_revoked`] before the decision: the liar's two unconfirmed
+/// results and one of "a" counted, the liar and "a" disagreeing on a verified job of run 1 (disputed),
+/// the ledger written from the store; and the report of "b" that decides it (not committed).
+pub(crate) fn a_dispute_undecided(dir: &std::path::Path) -> (Store, Incoming) {
     let store = Store::open(dir).unwrap();
     let plan = Plan::new(8, Strategy::D4).unwrap();
     let run = store.create_run(plan, 0.5).unwrap();
@@ -114,13 +126,9 @@ pub(crate) fn a_quarantine_not_revoked(dir: &std::path::Path) -> Store {
     store
         .commit(&[incoming_from(run.id, &plan, verified, "a")])
         .unwrap();
-    let decided = store
-        .commit(&[incoming_from(run.id, &plan, verified, "b")])
-        .unwrap();
-    assert_eq!(decided.quarantined.len(), 1);
     store.flush().unwrap();
     crate::ledger::rewrite(&dir.join(crate::ledger::LEDGER_FILE), &store).unwrap();
-    store
+    (store, incoming_from(run.id, &plan, verified, "b"))
 }
 
 #[test]
