@@ -150,7 +150,10 @@ impl LedgerDigest {
                     Some(known) if !same_plan(known, &meta) => {
                         return Err(format!("run {} appears with two plans", meta.id))
                     }
-                    Some(_) => {}
+                    // A later line of the same run carries an operator's control: the last one holds.
+                    Some(_) => {
+                        self.runs.insert(meta.id, meta);
+                    }
                     None => {
                         self.digests.entry(meta.id).or_default();
                         self.runs.insert(meta.id, meta);

@@ -34,6 +34,10 @@ pub struct Repairs {
     pub quarantines_restored: u64,
     /// Quarantines of the store appended to the ledger (one of an earlier version carries none).
     pub quarantines_logged: u64,
+    /// Cancels of the ledger applied to the store (a crash before the store's flush).
+    pub controls_restored: u64,
+    /// Runs whose controls (pause, priority, cancel) the store holds and the ledger lacked: appended.
+    pub controls_logged: u64,
     /// Whether the ledger was rewritten from the store (it lacked something, had damaged or old-format
     /// lines).
     pub ledger_rewritten: bool,
@@ -185,14 +189,16 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
         }
     }
     let unlogged = join_quarantines(store, &view.quarantines, &mut repairs)?;
+    let controls = join_controls(store, &view.runs, &mut repairs)?;
     store.flush()?;
     let ledger = if rewrite {
         repairs.ledger_rewritten = true;
-        // Written from the store: its quarantines included.
+        // Written from the store: its quarantines and its runs' controls included.
         ledger::rewrite(path, store)?
     } else {
         let mut ledger = Ledger::open(path, view.len, view.next_worker)?;
         log_quarantines(&mut ledger, unlogged, &mut repairs)?;
+        log_controls(&mut ledger, controls, &mut repairs)?;
         ledger
     };
     if repairs != Repairs::default() {
@@ -296,6 +302,7 @@ fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
     }
     let mut repairs = Repairs::default();
     let unlogged = join_quarantines(store, &ledger.quarantined, &mut repairs)?;
+    let controls = join_controls(store, &ledger.runs, &mut repairs)?;
     let mut audit = Vec::with_capacity(stored.len());
     for (meta, survey) in stored.iter().zip(surveys) {
         if store.settle_count(meta, survey.sum, survey.last_at)? {
@@ -313,6 +320,7 @@ fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
     store.flush()?;
     let mut opened = Ledger::open(path, ledger.len, ledger.next_worker)?;
     log_quarantines(&mut opened, unlogged, &mut repairs)?;
+    log_controls(&mut opened, controls, &mut repairs)?;
     if repairs != Repairs::default() {
         tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
     }
@@ -341,6 +349,63 @@ fn join_quarantines(
         .filter(|q| !logged.contains_key(&q.worker))
         .map(ledger::Entry::Quarantine)
         .collect())
+}
+
+/// Whether two records of a run hold the same operator's controls (a cancel by its presence: its
+/// time may differ between the two sides).
+pub fn same_controls(a: &RunMeta, b: &RunMeta) -> bool {
+    (a.paused, a.cancelled_unix.is_some(), a.priority)
+        == (b.paused, b.cancelled_unix.is_some(), b.priority)
+}
+
+/// A run's controls, both ways: a cancel the ledger holds and the store lacks is applied to the store
+/// (a cancelled run only counts nothing more: the safe side, as for quarantines); otherwise the store's
+/// controls hold (a control written on one side only was never acknowledged). Returns the store's runs
+/// whose controls the ledger lacks, to be appended to it.
+fn join_controls(
+    store: &Store,
+    logged: &BTreeMap<u64, RunMeta>,
+    repairs: &mut Repairs,
+) -> Result<Vec<ledger::Entry>> {
+    let mut unlogged = Vec::new();
+    for mut meta in store.runs()? {
+        let Some(theirs) = logged.get(&meta.id) else {
+            continue;
+        };
+        if same_controls(&meta, theirs) {
+            continue;
+        }
+        if theirs.is_cancelled() && !meta.is_cancelled() && !meta.is_done() {
+            meta = store.apply_control(meta.id, crate::store::Control::Cancel)?;
+            repairs.controls_restored += 1;
+            tracing::warn!(
+                run = meta.id,
+                "the store lacked a cancel the ledger holds: the run is cancelled"
+            );
+        }
+        if !same_controls(&meta, theirs) {
+            unlogged.push(ledger::Entry::Run(meta));
+        }
+    }
+    Ok(unlogged)
+}
+
+/// Appends the runs whose controls the ledger lacked.
+fn log_controls(
+    ledger: &mut Ledger,
+    unlogged: Vec<ledger::Entry>,
+    repairs: &mut Repairs,
+) -> Result<()> {
+    if unlogged.is_empty() {
+        return Ok(());
+    }
+    tracing::warn!(
+        runs = unlogged.len(),
+        "the ledger lacks controls of runs (pause, priority, cancel) the store holds: appended to the ledger"
+    );
+    ledger.append(&unlogged)?;
+    repairs.controls_logged += unlogged.len() as u64;
+    Ok(())
 }
 
 /// Appends the store's quarantines the ledger lacked (a ledger of an earlier version, which kept them
@@ -616,6 +681,49 @@ mod tests {
         assert_eq!(LedgerView::read(&path).unwrap().quarantines.len(), 1);
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs, Repairs::default(), "agreeing again");
+    }
+
+    /// A run's controls (cancel, pause, priority) written on one side only, a crash before the other
+    /// side's flush or fsync (the control never acknowledged): the two are joined at the start, on the
+    /// quick path as on the full one, and `audit` fails the directory until then. A cancel on either
+    /// side holds (a cancelled run only counts nothing more); otherwise the store's controls are logged.
+    /// Before, they stayed different without a word: `audit` passed, and a store rebuilt from the ledger
+    /// flipped the run's state. Found by a review, 2026-11-24.
+    #[test]
+    fn a_runs_controls_are_joined_both_ways() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, _) = agreeing(dir.path());
+        let logged = |path: &Path| LedgerView::read(path).unwrap().runs[&run].clone();
+        // The store paused it; the ledger never heard.
+        store.control(run, crate::store::Control::Pause).unwrap();
+        assert!(
+            crate::offline::check(&store, dir.path()).is_err(),
+            "audit fails it"
+        );
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.controls_logged, 1);
+        assert!(logged(&path).paused);
+        assert!(crate::offline::check(&store, dir.path()).is_ok());
+        // The ledger cancelled it; the store never heard.
+        let cancelled = RunMeta {
+            cancelled_unix: Some(7),
+            ..store.run(run).unwrap().unwrap()
+        };
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
+        ledger.append(&[Entry::Run(cancelled)]).unwrap();
+        drop(ledger);
+        assert!(
+            crate::offline::check(&store, dir.path()).is_err(),
+            "audit fails it"
+        );
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.controls_restored, 1);
+        assert!(store.run(run).unwrap().unwrap().is_cancelled());
+        assert!(logged(&path).is_cancelled());
+        let (_, repairs, audit) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs, Repairs::default(), "agreeing again");
+        assert!(audit.is_some(), "the quick path");
     }
 
     /// A damaged line in the ledger (here its run line, which makes every result line of the run
