@@ -869,7 +869,7 @@ async fn a_result_restored_from_the_ledger_quarantines_the_worker_its_candidates
     let (decided, decider) = a_dispute_undecided(whole.path());
     assert_eq!(
         decided
-            .commit(&[decider.clone()])
+            .commit(std::slice::from_ref(&decider))
             .unwrap()
             .quarantined
             .len(),
