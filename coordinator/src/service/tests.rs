@@ -863,6 +863,31 @@ fn a_stored_run_whose_plan_cannot_be_enumerated_is_refused_at_the_start() {
 /// the liar's results back. Found by a review, 2026-11-24.
 #[tokio::test]
 async fn a_result_restored_from_the_ledger_quarantines_the_worker_its_candidates_disprove() {
+    let (dir, c) = restored_over_a_dispute(false).await;
+    assert!(refused_as_quarantined(&c, "liar").await, "the liar is out");
+    assert_eq!(
+        c.run("1").unwrap().tally.jobs,
+        2,
+        "a's result and the decided one; the liar's two taken back"
+    );
+    let path = dir.path().join(crate::ledger::LEDGER_FILE);
+    drop(c);
+    let view = crate::ledger::LedgerView::read(&path).unwrap();
+    assert!(view.quarantines.contains_key("liar"), "logged as well");
+}
+
+/// The same, the liar's candidate damaged on disk (it fails its seal): damage is no evidence, and
+/// quarantines nobody (as a commit drops such a candidate). Found by a review, 2026-11-24.
+#[tokio::test]
+async fn a_damaged_candidate_quarantines_nobody_when_a_result_is_restored() {
+    let (_dir, c) = restored_over_a_dispute(true).await;
+    assert!(!refused_as_quarantined(&c, "liar").await);
+    assert!(!refused_as_quarantined(&c, "a").await);
+}
+
+/// A crash in the round that decided a disputed job (see the tests above), the liar's candidate
+/// damaged if `damaged`: its directory and the coordinator started on it.
+async fn restored_over_a_dispute(damaged: bool) -> (tempfile::TempDir, Coordinator) {
     use crate::store::tests::a_dispute_undecided;
     // Where the round completed: the counted result that decided the job.
     let whole = tempfile::tempdir().unwrap();
@@ -891,14 +916,16 @@ async fn a_result_restored_from_the_ledger_quarantines_the_worker_its_candidates
     let mut ledger = std::fs::read(&path).unwrap();
     ledger.extend(line);
     std::fs::write(&path, ledger).unwrap();
+    if damaged {
+        let store = loop {
+            match Store::open(dir.path()) {
+                Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+                other => break other.unwrap(),
+            }
+        };
+        store.damage_candidate(1, &decider.key, "liar");
+        store.flush().unwrap();
+    }
     let c = reopened(dir.path()).await;
-    assert!(refused_as_quarantined(&c, "liar").await, "the liar is out");
-    assert_eq!(
-        c.run("1").unwrap().tally.jobs,
-        2,
-        "a's result and the decided one; the liar's two taken back"
-    );
-    drop(c);
-    let view = crate::ledger::LedgerView::read(&path).unwrap();
-    assert!(view.quarantines.contains_key("liar"), "logged as well");
+    (dir, c)
 }

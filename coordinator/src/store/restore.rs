@@ -151,11 +151,18 @@ impl Store {
             .ok_or_else(|| Error::Invalid(format!("result of run {run} before the run itself")))?;
         self.check_restore_results(&meta, batch.iter().map(|(k, r)| (k, r)))?;
         let trees = self.result_trees();
-        let (added, disproved) = trees.transaction(|(runs, jobs, groups, workers, totals)| {
+        // A verified job's candidates that disagree with its restored result are evidence against
+        // their workers (the commit that counted the result quarantined them; a crash can have kept the
+        // result alone, in the ledger): kept as quarantines, written before the transaction that drops
+        // the job's record, so that no crash keeps the result and loses them.
+        for q in self.disproved(&meta, batch)? {
+            tracing::warn!(worker = %q.worker, reason = %q.reason, "a restored result disproves a candidate of its job: its worker is quarantined");
+            self.restore_quarantine(&q)?;
+        }
+        let added = trees.transaction(|(runs, jobs, groups, workers, totals)| {
             let results = groups::Tx { groups, workers };
             let mut tally = stored_tally(totals, run)?;
             let mut added = 0;
-            let mut disproved = Vec::new();
             for (key, record) in batch {
                 let k = job_key(run, key);
                 if let Some(stored) = groups::txn_get(results, run, key)? {
@@ -171,30 +178,9 @@ impl Store {
                     .add(&record.result)
                     .map_err(|e| Abort::Abort(e.into()))?;
                 groups::txn_put(results, run, key, record)?;
-                // A done job is its result: a verified job's record, if any, goes. Its candidates
-                // that disagree with the result are evidence against their workers (the commit that
-                // counted it quarantined them; a crash can have kept its result alone): kept as
-                // quarantines.
-                if let Some(raw) = jobs.remove(k)? {
-                    if let Ok(job) = decode::<JobRecord>("job", &raw) {
-                        disproved.extend(
-                            job.candidates
-                                .into_iter()
-                                .filter(|c| c.result != record.result)
-                                .map(|c| Quarantine {
-                                    reason: format!(
-                                        "run {run} job {key}: reported total {} nodes {}, confirmed result is total {} nodes {}",
-                                        c.result.total,
-                                        c.result.nodes,
-                                        record.result.total,
-                                        record.result.nodes
-                                    ),
-                                    worker: c.worker,
-                                    at_unix: record.at_unix,
-                                }),
-                        );
-                    }
-                }
+                // A done job is its result: a verified job's record, if any, goes (its disproved
+                // candidates were kept as quarantines first, below).
+                jobs.remove(k)?;
                 added += 1;
             }
             totals.insert(&run_key(run), encode(&tally))?;
@@ -205,13 +191,52 @@ impl Store {
                 };
                 runs.insert(&run_key(run), encode(&done))?;
             }
-            Ok((added, disproved))
+            Ok(added)
         })?;
-        for q in &disproved {
-            tracing::warn!(worker = %q.worker, reason = %q.reason, "a restored result disproves a candidate of its job: its worker is quarantined");
-            self.restore_quarantine(q)?;
-        }
         Ok(added)
+    }
+
+    /// The workers whose candidates (intact: a candidate that fails its seal is damage, never evidence)
+    /// disagree with the results `batch` restores for their jobs of run `meta`, as quarantines. The
+    /// worker, or the lease, of the restored result itself is never among them.
+    fn disproved(
+        &self,
+        meta: &RunMeta,
+        batch: &[(JobKey, ResultRecord)],
+    ) -> Result<Vec<Quarantine>> {
+        let fingerprint = meta.fingerprint_value()?;
+        let mut disproved = Vec::new();
+        for (key, record) in batch {
+            let Some(raw) = self.jobs.get(job_key(meta.id, key))? else {
+                continue;
+            };
+            let Ok(job) = decode::<JobRecord>("job", &raw) else {
+                continue;
+            };
+            disproved.extend(
+                job.candidates
+                    .into_iter()
+                    .filter(|c| {
+                        c.sealed(fingerprint, key)
+                            && c.worker != record.worker
+                            && c.lease != record.lease
+                            && c.result != record.result
+                    })
+                    .map(|c| Quarantine {
+                        reason: format!(
+                            "run {} job {key}: reported total {} nodes {}, confirmed result is total {} nodes {}",
+                            meta.id,
+                            c.result.total,
+                            c.result.nodes,
+                            record.result.total,
+                            record.result.nodes
+                        ),
+                        worker: c.worker,
+                        at_unix: record.at_unix,
+                    }),
+            );
+        }
+        Ok(disproved)
     }
 }
 

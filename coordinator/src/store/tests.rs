@@ -752,6 +752,21 @@ impl Store {
 }
 
 impl Store {
+    /// Changes the total of `worker`'s candidate for job `key` of `run`, its seal left as it was (a
+    /// candidate damaged on disk).
+    pub(crate) fn damage_candidate(&self, run: u64, key: &nqueens_common::JobKey, worker: &str) {
+        use super::records::{decode, job_key, JobRecord};
+        let k = job_key(run, key);
+        let mut job: JobRecord = decode("job", &self.jobs.get(&k).unwrap().unwrap()).unwrap();
+        let c = job
+            .candidates
+            .iter_mut()
+            .find(|c| c.worker == worker)
+            .expect("the worker's candidate");
+        c.result.total ^= 1 << 20;
+        self.jobs.insert(k, encode(&job)).unwrap();
+    }
+
     /// Overwrites the definition of worker number `n` with bytes that do not decode (tests of the
     /// repairs).
     pub(crate) fn damage_worker(&self, n: u32) {
