@@ -230,3 +230,19 @@ fn the_summary_of_an_absurd_plan_is_refused_within_the_bound() {
         assert_eq!(plan.summary().unwrap().jobs, plan.fingerprint().0);
     }
 }
+
+/// A stored run resumes within a bound of the job count it records, not within the limits of run
+/// creation, which a run made by an earlier build may pass: mirror split 14 rows deep at N = 14 (one
+/// job per solution of the half board, the whole tree walked to list them) is refused at creation as
+/// too deep, yet its stored record resumes with the same fingerprint; one job fewer recorded is refused.
+/// Found by a review, 2026-11-24 (the start used the creation limits).
+#[test]
+fn a_stored_run_resumes_within_the_count_it_records() {
+    use nqueens_common::partition::MAX_JOBS;
+    let deep = Plan::with_depth(14, Strategy::Mirror, 14).unwrap();
+    let err = deep.fingerprint_within(MAX_JOBS).unwrap_err().to_string();
+    assert!(err.contains("too deep"), "{err}");
+    let (jobs, hash) = deep.fingerprint();
+    assert_eq!(deep.fingerprint_of_stored(jobs).unwrap(), (jobs, hash));
+    assert!(deep.fingerprint_of_stored(jobs - 1).is_err());
+}

@@ -36,6 +36,11 @@ pub const STEPS_PER_JOB: u64 = 64;
 /// Enumeration steps every plan may take whatever its job count.
 pub const MIN_STEPS: u64 = 1 << 20;
 
+/// Enumeration steps a stored run's plan may take per job it records when it resumes
+/// ([`Plan::fingerprint_of_stored`]): far more than a useful plan takes (under 4), so that runs made
+/// before the limits of run creation resume.
+pub const RESUME_STEPS_PER_JOB: u64 = 4096;
+
 /// How the search space is split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -216,6 +221,19 @@ impl Plan {
         // Each job found earns the walk STEPS_PER_JOB more steps: a plan whose jobs are rare (a depth
         // so deep that reaching each takes a long search) runs dry after about MIN_STEPS steps.
         self.fingerprint_with(limit, &Budget::steps(MIN_STEPS))
+    }
+
+    /// [`Plan::fingerprint`] of a stored run that records `jobs` jobs, when it resumes: at most `jobs`
+    /// jobs, and [`RESUME_STEPS_PER_JOB`] enumeration steps a recorded job (beyond [`MIN_STEPS`]),
+    /// granted up front. A run that a build before the limits of run creation made (more than
+    /// [`MAX_JOBS`] jobs, or a split deep enough to take more than [`STEPS_PER_JOB`] steps a job) still
+    /// resumes; a damaged record (its depth changed into a plan whose enumeration never ends) is refused
+    /// in a time bounded by the count it records.
+    pub fn fingerprint_of_stored(&self, jobs: u64) -> Result<(u64, u64)> {
+        let steps = jobs
+            .saturating_mul(RESUME_STEPS_PER_JOB)
+            .saturating_add(MIN_STEPS);
+        self.fingerprint_with(jobs, &Budget::steps(steps))
     }
 
     /// [`Plan::fingerprint_within`], ended early (with [`Error::Cancelled`]) once any flag of `cancel`

@@ -226,10 +226,10 @@ impl Coordinator {
             }
             // A cancelled run is never resumed: its plan need not match this build's.
             if !meta.is_done() && !meta.is_cancelled() {
-                // Bounded by the job count it records: a stored depth, damaged, could name a plan
-                // whose enumeration never ends.
-                let limit = meta.jobs_total.min(nqueens_common::partition::MAX_JOBS);
-                let (jobs, hash) = meta.plan()?.fingerprint_within(limit).map_err(|e| {
+                // Bounded by the job count it records (not by the limits of run creation, which runs
+                // of earlier builds may pass): a stored depth, damaged, could name a plan whose
+                // enumeration never ends.
+                let (jobs, hash) = meta.plan()?.fingerprint_of_stored(meta.jobs_total).map_err(|e| {
                     Error::Corrupt(format!(
                         "run {}: its plan (N = {} {} depth {}) cannot be enumerated to the {} jobs it records: {e}; the store is damaged, or the run was made by another build",
                         meta.id, meta.n, meta.strategy, meta.depth, meta.jobs_total
