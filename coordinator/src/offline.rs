@@ -199,7 +199,7 @@ pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
 /// Every refusal a restore can meet, before it writes anything: a refused import changes nothing
 /// stored (before, the file's quarantines and the runs before the one refused stayed in the store).
 /// What a restore can still meet after this is a failing write, and a restore done again completes it.
-fn vet(store: &Store, view: &LedgerView) -> Result<()> {
+pub fn vet(store: &Store, view: &LedgerView) -> Result<()> {
     if let Some(q) = view
         .quarantines
         .values()

@@ -171,10 +171,17 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
                 opened => break opened?,
             }
         };
-        // Every refusal comes before the first write (`offline::restore`). A write failing half-way
-        // leaves what is restored so far in the store alone: a coordinator's start copies it into the
-        // ledger, and the same import, run again, completes it.
-        build(&store, &view, &args.data).map_err(refused)?
+        // Every refusal comes before the first write. A write failing half-way leaves what is
+        // restored so far in the store alone: a coordinator's start copies it into the ledger, and the
+        // same import, run again, completes it.
+        offline::vet(&store, &view).map_err(refused)?;
+        build(&store, &view, &args.data).map_err(|e| {
+            anyhow::anyhow!(
+                "the import stopped part-way ({e}): {} holds part of it. Start the coordinator on it once (`nqueens serve --data {}`), then run the same import again to complete it",
+                args.data.display(),
+                args.data.display()
+            )
+        })?
     } else {
         // A new store is built beside, in a directory of its own inside DATA, and moved into place
         // whole: an import refused, failed or killed part-way leaves no store that looks like one.
@@ -185,10 +192,27 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
             let store = Store::open(stage.path())?;
             build(&store, &view, stage.path()).map_err(refused)?
         };
-        // The store first: were the ledger's move lost to a crash, the coordinator's start writes the
-        // ledger from the store.
-        std::fs::rename(stage.path().join("db"), args.data.join("db"))?;
-        std::fs::rename(stage.path().join(LEDGER_FILE), args.data.join(LEDGER_FILE))?;
+        // Every file of sled's (`conf`, `blobs`, snapshots), then its `db`, then the ledger: were a
+        // crash to stop the moves, a store without its `db` is none, and a store without its ledger
+        // gets the ledger written from it at the coordinator's start.
+        let mut moves: Vec<std::ffi::OsString> = std::fs::read_dir(stage.path())?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<std::io::Result<_>>()?;
+        let last = |name: &std::ffi::OsString| match name.to_str() {
+            Some("db") => 1,
+            Some(LEDGER_FILE) => 2,
+            _ => 0,
+        };
+        moves.sort_by_key(last);
+        for name in moves {
+            std::fs::rename(stage.path().join(&name), args.data.join(&name)).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot move {} into {}: {e}",
+                    stage.path().join(&name).display(),
+                    args.data.display()
+                )
+            })?;
+        }
         nqueens_common::jsonl::sync_dir(&args.data.join(LEDGER_FILE))?;
         built
     };

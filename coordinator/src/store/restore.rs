@@ -47,22 +47,26 @@ impl Store {
         let Some(stored) = self.run(meta.id)? else {
             return Ok(false);
         };
-        // A restored run is stored open; its results settle when it finished.
-        let open = |m: &RunMeta| RunMeta {
-            finished_unix: None,
-            ..m.clone()
-        };
-        if open(&stored) != open(meta) {
+        // The same run: its plan, made at the same time, verifying as much. Its controls (pause,
+        // priority, cancel) may have changed since: the store's hold.
+        let same = crate::ledger::same_plan(&stored, meta)
+            && stored.created_unix == meta.created_unix
+            && stored.verify_fraction == meta.verify_fraction;
+        if !same {
             return Err(Error::Invalid(format!(
-                "run {} of the file is another run than this store's run {} (N = {} {}, created at {} against N = {} {}, created at {}); import into another directory",
+                "run {} of the file is another run than this store's run {} (N = {} {} depth {}, created at {}, verify fraction {}, against N = {} {} depth {}, created at {}, verify fraction {}); import into another directory",
                 meta.id,
                 meta.id,
                 meta.n,
                 meta.strategy,
+                meta.depth,
                 meta.created_unix,
+                meta.verify_fraction,
                 stored.n,
                 stored.strategy,
-                stored.created_unix
+                stored.depth,
+                stored.created_unix,
+                stored.verify_fraction
             )));
         }
         Ok(true)
