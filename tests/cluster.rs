@@ -525,15 +525,27 @@ fn a_result_for_another_coordinators_run_of_the_same_id_stays_journaled() {
     a_foreign_result_stays_journaled("1", Some(9));
 }
 
-/// A journaled N = 8 result of run `run`, with a coordinator holding a run of N = `coordinator_n` (if
-/// any): the worker stops, naming the run, and the result stays journaled.
+/// The same where the coordinator's run of that id has the same N and another plan (mirror, where the
+/// result is of d4): the worker compared N only. Found by a review, 2026-11-24.
+#[test]
+fn a_result_for_another_coordinators_run_of_the_same_n_and_another_plan_stays_journaled() {
+    a_foreign_result_stays_journaled_beside("1", Some((8, "mirror")));
+}
+
+/// A journaled N = 8 d4 result of run `run`, with a coordinator holding a run of N = `coordinator_n`
+/// (if any): the worker stops, naming the run, and the result stays journaled.
 fn a_foreign_result_stays_journaled(run: &str, coordinator_n: Option<u32>) {
+    a_foreign_result_stays_journaled_beside(run, coordinator_n.map(|n| (n, "d4")));
+}
+
+/// [`a_foreign_result_stays_journaled`] with the coordinator's run of N and strategy `coordinator`.
+fn a_foreign_result_stays_journaled_beside(run: &str, coordinator: Option<(u32, &str)>) {
     use nqueens_common::{checksum::seal, Plan, Strategy};
     use nqueens_worker::journal::{Finished, Journal};
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "10s");
-    if let Some(n) = coordinator_n {
-        assert_eq!(support::submit(&serve.address, n, "d4"), run);
+    if let Some((n, strategy)) = coordinator {
+        assert_eq!(support::submit(&serve.address, n, strategy), run);
     }
     let plan = Plan::new(8, Strategy::D4).unwrap();
     let key = plan.jobs().next().unwrap();

@@ -138,6 +138,7 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
         verify_fraction: v.meta.verify_fraction,
         solutions_per_second: v.solutions_per_second,
         priority: v.meta.priority,
+        plan_fingerprint: v.meta.fingerprint_value().unwrap_or(0),
         cancelled_unix: v.meta.cancelled_unix,
     }
 }

@@ -511,13 +511,19 @@ impl Worker {
     }
 
     /// Whether `result` belongs to a run this coordinator does not hold: it knows no run of that id, or
-    /// one of another N.
+    /// one of another N or another plan (by its fingerprint, where the coordinator sends it).
     async fn foreign(&mut self, result: &Finished) -> std::result::Result<bool, Status> {
         let asked = proto::GetRunRequest {
             run: result.run.clone(),
         };
         match self.client.get_run(asked).await {
-            Ok(run) => Ok(run.into_inner().n != result.n),
+            Ok(run) => {
+                let run = run.into_inner();
+                let other_plan = run.plan_fingerprint != 0
+                    && result.fingerprint != 0
+                    && run.plan_fingerprint != result.fingerprint;
+                Ok(run.n != result.n || other_plan)
+            }
             Err(s) if s.code() == Code::NotFound => Ok(true),
             Err(s) => Err(s),
         }
