@@ -20,6 +20,14 @@ pub const LIST_RUNS: usize = 10_000;
 /// page ends and `more` is set.
 pub const LIST_BYTES: usize = 1 << 20;
 
+/// The entries a page holds for a request's `limit` (0: as many as a page holds).
+fn page_limit(limit: u32) -> usize {
+    match limit {
+        0 => LIST_RUNS,
+        l => (l as usize).min(LIST_RUNS),
+    }
+}
+
 /// A page of a listing: the first of `items` up to `limit` of them and `bytes` of their encoding (at
 /// least one), and whether any is left out.
 fn page<M: prost::Message>(
@@ -219,10 +227,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         req: Request<proto::ListRunsRequest>,
     ) -> Result<Response<proto::ListRunsResponse>, Status> {
         let r = req.into_inner();
-        let limit = match r.limit {
-            0 => LIST_RUNS,
-            l => (l as usize).min(LIST_RUNS),
-        };
+        let limit = page_limit(r.limit);
         // One more than the page holds, to tell whether more follow.
         let views = self.coordinator.runs_after(r.after, limit + 1);
         let (runs, more) = page(views.iter().map(run_status), limit, LIST_BYTES);
@@ -416,10 +421,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
     ) -> Result<Response<proto::ListWorkersResponse>, Status> {
         let r = req.into_inner();
         let after = (r.after_name, r.after_id);
-        let limit = match r.limit {
-            0 => LIST_RUNS,
-            l => (l as usize).min(LIST_RUNS),
-        };
+        let limit = page_limit(r.limit);
         // In (name, id) order already.
         let views = self.coordinator.workers();
         let (workers, more) = page(

@@ -397,16 +397,18 @@ impl LiveRun {
 
     /// Marks the run finished by commit `seq`: nothing more to lease. Each request applies its own
     /// commit to memory, in any order: a finish older than the last reopen (results revoked by a later
-    /// commit, their jobs requeued) is ignored, as an older reopen after a later finish is.
-    pub fn finish(&mut self, meta: RunMeta, seq: u64) {
+    /// commit, their jobs requeued) is ignored, as an older reopen after a later finish is. Returns
+    /// whether it was applied.
+    pub fn finish(&mut self, meta: RunMeta, seq: u64) -> bool {
         if seq < self.meta_seq {
-            return;
+            return false;
         }
         self.meta_seq = seq;
         self.meta = self.with_controls(meta);
         self.cursor = None;
         self.ahead.clear();
         self.retry.clear();
+        true
     }
 
     /// Jobs and solutions per second over the recent window, as of `now` (zero before a worker took a
@@ -527,14 +529,14 @@ mod tests {
         live.requeue(JobKey(vec![0, 1]));
         live.update(tally(3, 30), 2, t0);
         live.update(tally(4, 40), 1, t0);
-        live.finish(done.clone(), 1);
+        assert!(!live.finish(done.clone(), 1), "ignored");
         assert!(!live.meta.is_done(), "open, as commit 2 left it");
         assert_eq!(live.retry.len(), 1, "the revoked job still to lease");
         assert_eq!(live.tally.jobs, 3);
         // Commit 3 finishes it again; the older reopen of commit 2, applied late, changes nothing.
         let mut live = LiveRun::new(run(4), tally(3, 30), HashMap::new()).unwrap();
         live.update(tally(4, 40), 3, t0);
-        live.finish(done, 3);
+        assert!(live.finish(done, 3));
         live.reopen(run(4), 2);
         assert!(live.meta.is_done());
     }

@@ -200,15 +200,8 @@ pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
 /// stored (before, the file's quarantines and the runs before the one refused stayed in the store).
 /// What a restore can still meet after this is a failing write, and a restore done again completes it.
 pub fn vet(store: &Store, view: &LedgerView) -> Result<()> {
-    if let Some(q) = view
-        .quarantines
-        .values()
-        .find(|q| !nqueens_proto::valid_worker_id(&q.worker))
-    {
-        return Err(Error::Invalid(format!(
-            "a quarantine of a bad worker name {:?}",
-            q.worker
-        )));
+    for q in view.quarantines.values() {
+        crate::store::check_quarantine(q)?;
     }
     for meta in view.runs.values() {
         store.check_restore_run(meta)?;

@@ -206,7 +206,10 @@ impl Coordinator {
         for meta in committed.finished {
             let id = meta.id;
             if let Some(live) = state.runs.get_mut(&id) {
-                live.finish(meta, committed.seq);
+                // An older commit's finish, applied after a later one reopened the run, says nothing.
+                if !live.finish(meta, committed.seq) {
+                    continue;
+                }
                 let unique = live.tally.unique();
                 tracing::info!(
                     run = id,

@@ -117,14 +117,7 @@ impl Workers {
             }
             None => {
                 if self.seen.len() >= MAX_SEEN {
-                    if let Some(oldest) = self
-                        .seen
-                        .iter()
-                        .min_by_key(|(_, w)| w.last_seen)
-                        .map(|(id, _)| id.clone())
-                    {
-                        self.seen.remove(&oldest);
-                    }
+                    self.make_room();
                 }
                 let earlier = self.earlier.remove(id).unwrap_or(0);
                 self.seen.insert(
@@ -144,6 +137,21 @@ impl Workers {
                 );
                 Contact::Joined
             }
+        }
+    }
+
+    /// Forgets a sixteenth of a full table in one pass (not one worker per new id, each a pass over
+    /// the whole table under the coordinator's lock): the workers that left or were lost first, then
+    /// those silent the longest.
+    fn make_room(&mut self) {
+        let mut order: Vec<(bool, Instant, String)> = self
+            .seen
+            .iter()
+            .map(|(id, w)| (!(w.lost || w.leaving), w.last_seen, id.clone()))
+            .collect();
+        order.sort_unstable();
+        for (_, _, id) in order.into_iter().take(MAX_SEEN / 16) {
+            self.seen.remove(&id);
         }
     }
 
@@ -249,17 +257,24 @@ mod tests {
     #[test]
     fn the_table_is_bounded_and_keeps_the_most_recently_seen() {
         let t0 = Instant::now();
+        let at = |i: usize| t0 + Duration::from_millis(i as u64);
         let mut w = Workers::default();
-        for i in 0..MAX_SEEN + 100 {
-            w.seen(
-                &format!("made-up-{i}"),
-                t0 + Duration::from_millis(i as u64),
-            );
+        w.seen("gone", at(MAX_SEEN));
+        assert!(w.leaving("gone"));
+        for i in 1..MAX_SEEN + 100 {
+            w.seen(&format!("made-up-{i}"), at(i));
         }
-        assert_eq!(w.all().count(), MAX_SEEN);
+        assert!(w.all().count() <= MAX_SEEN);
+        assert!(w.all().count() >= MAX_SEEN - MAX_SEEN / 16);
         let last = format!("made-up-{}", MAX_SEEN + 99);
-        assert!(w.all().any(|(id, _)| *id == last));
-        assert!(!w.all().any(|(id, _)| id == "made-up-0"));
+        assert!(w.all().any(|(id, _)| *id == last), "the newest kept");
+        assert!(
+            !w.all().any(|(id, _)| id == "made-up-1"),
+            "the oldest forgotten"
+        );
+        assert!(!w.all().any(|(id, _)| id == "gone"), "one that left first");
+        let recent = format!("made-up-{}", MAX_SEEN - 1);
+        assert!(w.all().any(|(id, _)| *id == recent));
     }
 
     #[test]

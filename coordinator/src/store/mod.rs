@@ -27,6 +27,7 @@ mod groups;
 mod records;
 mod repair;
 mod restore;
+pub use restore::check_quarantine;
 mod revoke;
 mod txn;
 mod workers;

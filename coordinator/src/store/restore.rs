@@ -15,16 +15,22 @@ use crate::error::{Error, Result};
 /// Results restored per transaction by [`Store::restore_all_results`].
 pub const RESTORE_BATCH: usize = 4096;
 
+/// Whether a quarantine from a file can be restored: its worker's name is one the coordinator accepts.
+pub fn check_quarantine(q: &Quarantine) -> Result<()> {
+    if !nqueens_proto::valid_worker_id(&q.worker) {
+        return Err(Error::Invalid(format!(
+            "a quarantine of a bad worker name {:?}",
+            q.worker
+        )));
+    }
+    Ok(())
+}
+
 impl Store {
     /// Restores a quarantine (from an export): the worker stays out of service. One already stored is
     /// kept as it is.
     pub fn restore_quarantine(&self, q: &Quarantine) -> Result<()> {
-        if !nqueens_proto::valid_worker_id(&q.worker) {
-            return Err(Error::Invalid(format!(
-                "a quarantine of a bad worker name {:?}",
-                q.worker
-            )));
-        }
+        check_quarantine(q)?;
         self.quarantine
             .compare_and_swap(q.worker.as_bytes(), None as Option<&[u8]>, Some(encode(q)))?
             .ok();
