@@ -197,8 +197,18 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
         ledger::rewrite(path, store)?
     } else {
         let mut ledger = Ledger::open(path, view.len, view.next_worker)?;
-        log_quarantines(&mut ledger, unlogged, &mut repairs)?;
-        log_controls(&mut ledger, controls, &mut repairs)?;
+        log_missing(
+            &mut ledger,
+            unlogged,
+            "quarantines",
+            &mut repairs.quarantines_logged,
+        )?;
+        log_missing(
+            &mut ledger,
+            controls,
+            "runs' controls",
+            &mut repairs.controls_logged,
+        )?;
         ledger
     };
     if repairs != Repairs::default() {
@@ -319,8 +329,18 @@ fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
     }
     store.flush()?;
     let mut opened = Ledger::open(path, ledger.len, ledger.next_worker)?;
-    log_quarantines(&mut opened, unlogged, &mut repairs)?;
-    log_controls(&mut opened, controls, &mut repairs)?;
+    log_missing(
+        &mut opened,
+        unlogged,
+        "quarantines",
+        &mut repairs.quarantines_logged,
+    )?;
+    log_missing(
+        &mut opened,
+        controls,
+        "runs' controls",
+        &mut repairs.controls_logged,
+    )?;
     if repairs != Repairs::default() {
         tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
     }
@@ -390,40 +410,24 @@ fn join_controls(
     Ok(unlogged)
 }
 
-/// Appends the runs whose controls the ledger lacked.
-fn log_controls(
+/// Appends to the ledger what the store holds and the ledger lacked (`what`: quarantines, which a
+/// ledger of an earlier version kept in the store only, or that a release the store never applied
+/// took out; runs' controls), counting them in `logged`.
+fn log_missing(
     ledger: &mut Ledger,
     unlogged: Vec<ledger::Entry>,
-    repairs: &mut Repairs,
+    what: &str,
+    logged: &mut u64,
 ) -> Result<()> {
     if unlogged.is_empty() {
         return Ok(());
     }
     tracing::warn!(
-        runs = unlogged.len(),
-        "the ledger lacks controls of runs (pause, priority, cancel) the store holds: appended to the ledger"
+        entries = unlogged.len(),
+        "the ledger lacks {what} the store holds: appended to the ledger"
     );
     ledger.append(&unlogged)?;
-    repairs.controls_logged += unlogged.len() as u64;
-    Ok(())
-}
-
-/// Appends the store's quarantines the ledger lacked (a ledger of an earlier version, which kept them
-/// in the store only, or a release the store never applied).
-fn log_quarantines(
-    ledger: &mut Ledger,
-    unlogged: Vec<ledger::Entry>,
-    repairs: &mut Repairs,
-) -> Result<()> {
-    if unlogged.is_empty() {
-        return Ok(());
-    }
-    tracing::warn!(
-        workers = unlogged.len(),
-        "the ledger lacks quarantines the store holds: appended to the ledger"
-    );
-    ledger.append(&unlogged)?;
-    repairs.quarantines_logged += unlogged.len() as u64;
+    *logged += unlogged.len() as u64;
     Ok(())
 }
 
