@@ -58,8 +58,12 @@ pub struct LiveRun {
     in_flight: usize,
     /// Jobs that came back to the retry queue (handed back, expired, waiting for verification) so far.
     requeued: u64,
-    /// Jobs per state, as stored (pending jobs are not counted).
-    states: HashMap<JobState, u64>,
+    /// Jobs per state, as stored (pending jobs are not counted). Signed: the moves of two commits
+    /// applied out of order add up the same (a move out of a state may come before the move into it).
+    states: HashMap<JobState, i64>,
+    /// Jobs put back (pending again) by a commit, and the latest such commit: an Accepted result of an
+    /// older commit, applied after, must not end the lease the job has since.
+    reopened_at: HashMap<JobKey, u64>,
     /// Leases of a job that expired in this incarnation, and under which workers.
     attempts: HashMap<JobKey, Expiries>,
     /// `(when, jobs done, total)` samples, oldest first; empty until a worker first takes a job of the
@@ -101,7 +105,11 @@ impl LiveRun {
             ahead: VecDeque::new(),
             in_flight: 0,
             requeued: 0,
-            states,
+            states: states
+                .into_iter()
+                .map(|(state, n)| (state, i64::try_from(n).unwrap_or(i64::MAX)))
+                .collect(),
+            reopened_at: HashMap::new(),
             attempts: HashMap::new(),
             seq: 0,
             meta_seq: 0,
@@ -243,16 +251,65 @@ impl LiveRun {
         e.clone()
     }
 
-    /// Records a job's change of state (`to: None`: pending again, and leased again).
+    /// Records a job's change of state (`to: None`: pending again, and leased again), outside any
+    /// commit (a lease's expiry).
     pub fn moved(&mut self, key: &JobKey, from: Option<JobState>, to: Option<JobState>) {
         if let Some(from) = from {
-            if let Some(n) = self.states.get_mut(&from) {
-                *n = n.saturating_sub(1);
-            }
+            *self.states.entry(from).or_insert(0) -= 1;
         }
         match to {
             Some(to) => *self.states.entry(to).or_insert(0) += 1,
             None => self.requeue(key.clone()),
+        }
+    }
+
+    /// [`LiveRun::moved`] by commit `seq`. A job put back says the run was open at `seq`: a finish
+    /// of an older commit applied after it is ignored (see [`LiveRun::finish`]), and the job is
+    /// [reopened after](LiveRun::reopened_after) any older commit.
+    pub fn moved_by(
+        &mut self,
+        key: &JobKey,
+        from: Option<JobState>,
+        to: Option<JobState>,
+        seq: u64,
+    ) {
+        if to.is_none() {
+            self.open_at(seq);
+            let at = self.reopened_at.entry(key.clone()).or_insert(seq);
+            *at = (*at).max(seq);
+        }
+        self.moved(key, from, to);
+    }
+
+    /// [`LiveRun::requeue`] of a job that commit `seq` left open (a verified job waiting for another
+    /// result): the run was open at `seq`.
+    pub fn requeue_by(&mut self, key: JobKey, seq: u64) {
+        self.open_at(seq);
+        self.requeue(key);
+    }
+
+    /// The run was open as of commit `seq`: a finish of an older commit is ignored from now on, and
+    /// one applied already (older than `seq`) is undone.
+    fn open_at(&mut self, seq: u64) {
+        if seq < self.meta_seq {
+            // A later commit's finish or reopen holds.
+            return;
+        }
+        self.meta_seq = seq;
+        if self.meta.is_done() {
+            self.meta.finished_unix = None;
+        }
+    }
+
+    /// Whether job `key` was put back by a commit later than `seq`.
+    pub fn reopened_after(&self, key: &JobKey, seq: u64) -> bool {
+        self.reopened_at.get(key).is_some_and(|&at| at > seq)
+    }
+
+    /// Job `key` was counted by commit `seq`: a put-back older than that is over.
+    pub fn counted(&mut self, key: &JobKey, seq: u64) {
+        if self.reopened_at.get(key).is_some_and(|&at| at < seq) {
+            self.reopened_at.remove(key);
         }
     }
 
@@ -291,7 +348,9 @@ impl LiveRun {
 
     /// Jobs in a state.
     pub fn jobs_in(&self, state: JobState) -> u64 {
-        self.states.get(&state).copied().unwrap_or(0)
+        self.states
+            .get(&state)
+            .map_or(0, |&n| u64::try_from(n).unwrap_or(0))
     }
 
     /// Where the run stands.
@@ -509,6 +568,63 @@ mod tests {
             4,
         );
         assert_eq!(live.eta(late), Some(0.0));
+    }
+
+    /// A job put back by a later commit (a revocation) keeps a finish of an older commit, applied after
+    /// it, from closing the run (the put-back says the run was open then), and is known as reopened
+    /// after that older commit (whose Accepted result for it must not end the lease it has since).
+    /// Found by a review, 2026-11-24: the older finish emptied the retry queue, the job was never
+    /// leased again until a restart.
+    #[test]
+    fn a_job_put_back_by_a_later_commit_survives_an_older_finish() {
+        let (j1, j2) = (JobKey(vec![0, 1]), JobKey(vec![0, 2]));
+        let done = RunMeta {
+            finished_unix: Some(1),
+            ..run(4)
+        };
+        let mut live = LiveRun::new(run(4), tally(2, 20), HashMap::new()).unwrap();
+        // Commit 1 finished the run; commit 2 reopened it and put j1 back; commit 3 put j2 back.
+        // Applied 3, 1, 2.
+        live.moved_by(&j2, Some(JobState::Done), None, 3);
+        assert!(!live.finish(done, 1), "older than the put-back");
+        live.reopen(run(4), 2);
+        live.moved_by(&j1, Some(JobState::Done), None, 2);
+        assert!(!live.meta.is_done());
+        assert_eq!(live.retry.len(), 2, "both still to lease");
+        assert!(live.reopened_after(&j2, 1) && live.reopened_after(&j1, 1));
+        assert!(!live.reopened_after(&j2, 3) && !live.reopened_after(&j1, 4));
+        // Applied 1, 3, 2: the put-back of 3 reopens the run the older finish closed.
+        let mut live = LiveRun::new(run(4), tally(2, 20), HashMap::new()).unwrap();
+        assert!(live.finish(
+            RunMeta {
+                finished_unix: Some(1),
+                ..run(4)
+            },
+            1
+        ));
+        live.moved_by(&j2, Some(JobState::Done), None, 3);
+        live.reopen(run(4), 2);
+        live.moved_by(&j1, Some(JobState::Done), None, 2);
+        assert!(!live.meta.is_done());
+        assert_eq!(live.retry.len(), 2, "both still to lease");
+    }
+
+    /// Job-state counts add up whatever order two commits' moves are applied in: a move out of a state
+    /// applied before the move into it lost its decrement (a count stuck at 1 for good). Found by a
+    /// review, 2026-11-24.
+    #[test]
+    fn job_state_counts_add_up_in_any_order() {
+        let k = JobKey(vec![0, 1]);
+        let mut live = LiveRun::new(run(4), tally(0, 0), HashMap::new()).unwrap();
+        live.moved(&k, Some(JobState::Verifying), Some(JobState::Disputed));
+        assert_eq!(
+            live.jobs_in(JobState::Verifying),
+            0,
+            "never below zero shown"
+        );
+        live.moved(&k, None, Some(JobState::Verifying));
+        assert_eq!(live.jobs_in(JobState::Verifying), 0);
+        assert_eq!(live.jobs_in(JobState::Disputed), 1);
     }
 
     /// Each request applies its own commit to memory, in any order: a commit that revokes results of

@@ -88,7 +88,22 @@ impl Coordinator {
             self.shared.metrics.result(outcome.name());
             match outcome {
                 Outcome::Accepted => {
-                    state.leases.settle(inc.run, &inc.key);
+                    let run = state.runs.get_mut(&inc.run);
+                    if run
+                        .as_ref()
+                        .is_some_and(|r| r.reopened_after(&inc.key, committed.seq))
+                    {
+                        // A later commit, applied first, took the result back and the job may be
+                        // leased again since: only this worker's lease ends.
+                        state
+                            .leases
+                            .close_delivered(inc.lease, inc.run, &inc.key, worker);
+                    } else {
+                        if let Some(run) = run {
+                            run.counted(&inc.key, committed.seq);
+                        }
+                        state.leases.settle(inc.run, &inc.key);
+                    }
                     if state.strikes.clear(name) {
                         tracing::info!(
                             worker,
@@ -104,7 +119,7 @@ impl Coordinator {
                     // This worker is done with the job; another must compute it.
                     state.leases.close(inc.lease);
                     if let Some(run) = state.runs.get_mut(&inc.run) {
-                        run.requeue(inc.key.clone());
+                        run.requeue_by(inc.key.clone(), committed.seq);
                     }
                     if *outcome == Outcome::Disputed {
                         tracing::warn!(worker, name, run = inc.run, job = %inc.key, total = inc.result.total, nodes = inc.result.nodes, "disputed job: results disagree; another worker decides");
@@ -174,7 +189,7 @@ impl Coordinator {
         }
         for moved in &committed.moved {
             if let Some(run) = state.runs.get_mut(&moved.run) {
-                run.moved(&moved.key, moved.from, moved.to);
+                run.moved_by(&moved.key, moved.from, moved.to, committed.seq);
                 if moved.to == Some(JobState::Failed) {
                     tracing::error!(run = moved.run, job = %moved.key, "job failed: its workers gave different results");
                 }
