@@ -141,13 +141,13 @@ impl Workers {
     }
 
     /// Forgets a sixteenth of a full table in one pass (not one worker per new id, each a pass over
-    /// the whole table under the coordinator's lock): the workers that left or were lost first, then
-    /// those silent the longest.
+    /// the whole table under the coordinator's lock): the workers that were lost first, then those
+    /// silent the longest (one leaving may still be finishing its jobs).
     fn make_room(&mut self) {
         let mut order: Vec<(bool, Instant, String)> = self
             .seen
             .iter()
-            .map(|(id, w)| (!(w.lost || w.leaving), w.last_seen, id.clone()))
+            .map(|(id, w)| (!w.lost, w.last_seen, id.clone()))
             .collect();
         order.sort_unstable();
         for (_, _, id) in order.into_iter().take(MAX_SEEN / 16) {
@@ -260,7 +260,15 @@ mod tests {
         let at = |i: usize| t0 + Duration::from_millis(i as u64);
         let mut w = Workers::default();
         w.seen("gone", at(MAX_SEEN));
-        assert!(w.leaving("gone"));
+        // Lost: silent past the timeout (at the sweep's time, the others are not seen yet).
+        assert_eq!(
+            w.sweep(
+                at(MAX_SEEN) + Duration::from_secs(11),
+                Duration::from_secs(10)
+            )
+            .len(),
+            1
+        );
         for i in 1..MAX_SEEN + 100 {
             w.seen(&format!("made-up-{i}"), at(i));
         }
@@ -272,7 +280,7 @@ mod tests {
             !w.all().any(|(id, _)| id == "made-up-1"),
             "the oldest forgotten"
         );
-        assert!(!w.all().any(|(id, _)| id == "gone"), "one that left first");
+        assert!(!w.all().any(|(id, _)| id == "gone"), "one lost first");
         let recent = format!("made-up-{}", MAX_SEEN - 1);
         assert!(w.all().any(|(id, _)| *id == recent));
     }
