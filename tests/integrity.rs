@@ -295,7 +295,7 @@ fn finished_with_a_verifying_half(name: &str, marker: &str) {
     let data = fixture(name);
     let ledger = std::fs::read_to_string(data.path().join("data/results.jsonl")).unwrap();
     assert!(ledger.contains(marker), "the {name} fixture");
-    let mut serve = support::Serve::start(&data.path().join("data"), "127.0.0.1:0", "30s");
+    let serve = support::Serve::start(&data.path().join("data"), "127.0.0.1:0", "30s");
     assert!(
         serve.log().contains("store migrated"),
         "the migration is logged: {}",
@@ -303,9 +303,15 @@ fn finished_with_a_verifying_half(name: &str, marker: &str) {
     );
     let before = support::probe(&serve.address, "1").expect("the run is served");
     assert_eq!((before.jobs_done, before.jobs_verifying), (7, 4));
-    let mut workers: Vec<_> = ["a", "b"]
+    finished_by(serve, data.path(), &["a", "b"]);
+    audited(&data.path().join("data"));
+}
+
+/// Workers `names` (logging in `dir`) finish run 1 on `serve`, which then stops; its total is Q(N).
+fn finished_by(mut serve: support::Serve, dir: &Path, names: &[&str]) {
+    let mut workers: Vec<_> = names
         .iter()
-        .map(|name| support::worker(&serve.address, data.path(), name, &[]))
+        .map(|name| support::worker(&serve.address, dir, name, &[]))
         .collect();
     let done = support::poll(&serve.address, "1", Duration::from_secs(120), |s| {
         s.jobs_done == s.jobs_total
@@ -316,7 +322,6 @@ fn finished_with_a_verifying_half(name: &str, marker: &str) {
     }
     serve.stop();
     assert_eq!(done.total, support::reference(N).0.to_string());
-    audited(&data.path().join("data"));
 }
 
 /// A fresh copy of the data directory `tests/fixtures/NAME` (in `data/` of the returned directory).
@@ -630,7 +635,7 @@ fn a_run_started_before_ledger_format_4_finishes_exactly_keeping_its_quarantine(
     let before = audit(&path);
     let err = String::from_utf8_lossy(&before.stderr);
     assert!(!before.status.success() && err.contains("liar"), "{err}");
-    let mut serve = support::Serve::start(&path, "127.0.0.1:0", "30s");
+    let serve = support::Serve::start(&path, "127.0.0.1:0", "30s");
     let view = nqueens_coordinator::ledger::LedgerView::read(&ledger(&path)).unwrap();
     assert!(view.damaged.is_empty(), "{:?}", view.damaged);
     assert_eq!(
@@ -643,19 +648,7 @@ fn a_run_started_before_ledger_format_4_finishes_exactly_keeping_its_quarantine(
     let mut liar = support::worker(&serve.address, data.path(), "liar", &[]);
     let refused = support::wait(&mut liar, Duration::from_secs(60), "liar");
     assert!(!refused.success(), "the quarantined worker is refused");
-    let mut workers: Vec<_> = ["c", "d"]
-        .iter()
-        .map(|name| support::worker(&serve.address, data.path(), name, &[]))
-        .collect();
-    let done = support::poll(&serve.address, "1", Duration::from_secs(120), |s| {
-        s.jobs_done == s.jobs_total
-    });
-    for w in &mut workers {
-        let _ = w.kill();
-        let _ = w.wait();
-    }
-    serve.stop();
-    assert_eq!(done.total, support::reference(N).0.to_string());
+    finished_by(serve, data.path(), &["c", "d"]);
     audited(&path);
 }
 

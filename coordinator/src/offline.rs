@@ -220,15 +220,21 @@ mod tests {
     use super::*;
     use crate::store::tests::a_quarantine_not_revoked;
 
-    /// A new store restored from an export of `store` written to `dir`: its directory, the store and
-    /// how many results were restored.
-    fn restored_from_an_export(store: &Store, dir: &Path) -> (tempfile::TempDir, Store, u64) {
+    /// An export of `store`, written to `dir/backup.jsonl` and read back.
+    fn exported(store: &Store, dir: &Path) -> LedgerView {
         let mut export = Vec::new();
         ledger::export(store, None, &mut export).unwrap();
         let file = dir.join("backup.jsonl");
         std::fs::write(&file, &export).unwrap();
         let view = LedgerView::read(&file).unwrap();
         assert!(view.damaged.is_empty(), "{:?}", view.damaged);
+        view
+    }
+
+    /// A new store restored from an export of `store` written to `dir`: its directory, the store and
+    /// how many results were restored.
+    fn restored_from_an_export(store: &Store, dir: &Path) -> (tempfile::TempDir, Store, u64) {
+        let view = exported(store, dir);
         let target = tempfile::tempdir().unwrap();
         let restored = Store::open(target.path()).unwrap();
         let results = restore(&restored, &view).unwrap();
@@ -525,11 +531,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = a_quarantine_not_revoked(dir.path());
         store.revoke("liar").unwrap();
-        let mut export = Vec::new();
-        ledger::export(&store, None, &mut export).unwrap();
-        let file = dir.path().join("backup.jsonl");
-        std::fs::write(&file, &export).unwrap();
-        let view = LedgerView::read(&file).unwrap();
+        let view = exported(&store, dir.path());
         let target = tempfile::tempdir().unwrap();
         let other = Store::open(target.path()).unwrap();
         let plan = nqueens_common::Plan::new(6, nqueens_common::Strategy::Mirror).unwrap();
@@ -557,11 +559,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = a_quarantine_not_revoked(dir.path());
         store.revoke("liar").unwrap();
-        let mut export = Vec::new();
-        ledger::export(&store, None, &mut export).unwrap();
-        let file = dir.path().join("backup.jsonl");
-        std::fs::write(&file, &export).unwrap();
-        let mut view = LedgerView::read(&file).unwrap();
+        let mut view = exported(&store, dir.path());
         let results = view.results.get_mut(&1).unwrap();
         let (key, record) = results
             .iter()
