@@ -301,17 +301,14 @@ impl Plan {
     /// creation ([`Plan::fingerprint_within`] at [`MAX_JOBS`]) is refused first, before a walk of its
     /// tree could take hours.
     pub fn summary(&self) -> Result<Summary> {
-        self.fingerprint_within(MAX_JOBS)?;
+        // The walk that bounds the plan counts its jobs too.
+        let (jobs, _) = self.fingerprint_within(MAX_JOBS)?;
         let mut by_weight = BTreeMap::new();
         let mut subproblems = 0;
         for s in self.subproblems() {
             *by_weight.entry(s.weight).or_insert(0) += 1;
             subproblems += 1;
         }
-        let jobs = match self.strategy {
-            Strategy::Mirror => subproblems,
-            Strategy::D4 => self.jobs().count() as u64,
-        };
         Ok(Summary {
             n: self.n,
             strategy: self.strategy,
