@@ -188,14 +188,8 @@ impl LedgerDigest {
                     "run {run} job {job}: a revocation of the format before format 2"
                 ));
             }
-            Entry::Quarantine(q) => {
-                if !nqueens_proto::valid_worker_id(&q.worker) {
-                    return Err(format!("a quarantine of a bad worker name {:?}", q.worker));
-                }
-                self.quarantined.insert(q.worker.clone(), q);
-            }
-            Entry::Released { worker, .. } => {
-                self.quarantined.remove(&worker);
+            line @ (Entry::Quarantine(_) | Entry::Released { .. }) => {
+                crate::ledger::quarantine_line(&mut self.quarantined, line)?;
             }
             // An export copied in as the ledger: its framing says nothing of the results.
             Entry::Export { .. } | Entry::End { .. } => {}

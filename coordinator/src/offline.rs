@@ -40,7 +40,7 @@ pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
     let checked = match crate::reconcile::digests_agree(store, &path)? {
         Some(agreed) => {
             same_quarantines(store, agreed.ledger.quarantined.keys())?;
-            same_controls(&agreed.runs, &agreed.ledger.runs)?;
+            controls_agree(&agreed.runs, &agreed.ledger.runs)?;
             Checked {
                 lines: agreed
                     .runs
@@ -84,13 +84,13 @@ fn same_quarantines<'a>(store: &Store, logged: impl Iterator<Item = &'a String>)
 
 /// Every run's controls (pause, priority, cancel) are the same in the store and in the ledger's last
 /// line of the run.
-fn same_controls(
+fn controls_agree(
     stored: &[crate::store::RunMeta],
     logged: &std::collections::BTreeMap<u64, crate::store::RunMeta>,
 ) -> Result<()> {
     for meta in stored {
         if let Some(theirs) = logged.get(&meta.id) {
-            if !crate::reconcile::same_controls(meta, theirs) {
+            if !ledger::same_controls(meta, theirs) {
                 return Err(Error::Corrupt(format!(
                     "run {}: the store and the ledger hold different controls (paused {} and {}, cancelled {} and {}, priority {} and {}); start the coordinator to reconcile them",
                     meta.id,
@@ -141,7 +141,7 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
         ledger_results.insert(meta.id, view.count(meta.id));
     }
     same_quarantines(store, view.quarantines.keys())?;
-    same_controls(&store.runs()?, &view.runs)?;
+    controls_agree(&store.runs()?, &view.runs)?;
     if let Some(id) = view.runs.keys().find(|id| !ledger_results.contains_key(id)) {
         return Err(Error::Corrupt(format!(
             "run {id}: the ledger holds it but the store does not; start the coordinator to restore it"

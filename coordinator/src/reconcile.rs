@@ -13,7 +13,7 @@ use nqueens_common::JobKey;
 
 use crate::digest::{LedgerDigest, RunDigest};
 use crate::error::{Error, Result};
-use crate::ledger::{self, same_plan, Ledger, LedgerView};
+use crate::ledger::{self, same_controls, same_plan, Ledger, LedgerView};
 use crate::store::{AuditLine, Quarantine, ResultRecord, RunMeta, Store, Survey};
 
 /// What reconciliation repaired (all zero: store and ledger agreed).
@@ -32,11 +32,11 @@ pub struct Repairs {
     pub totals_recounted: u64,
     /// Quarantines restored into the store from the ledger.
     pub quarantines_restored: u64,
-    /// Quarantines of the store appended to the ledger (one of an earlier version carries none).
+    /// Quarantines of the store the ledger lacked (one of an earlier version carries none): logged.
     pub quarantines_logged: u64,
     /// Cancels of the ledger applied to the store (a crash before the store's flush).
     pub controls_restored: u64,
-    /// Runs whose controls (pause, priority, cancel) the store holds and the ledger lacked: appended.
+    /// Runs whose controls (pause, priority, cancel) the store holds and the ledger lacked: logged.
     pub controls_logged: u64,
     /// Whether the ledger was rewritten from the store (it lacked something, had damaged or old-format
     /// lines).
@@ -188,8 +188,7 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
             rewrite = true;
         }
     }
-    let unlogged = join_quarantines(store, &view.quarantines, &mut repairs)?;
-    let controls = join_controls(store, &view.runs, &mut repairs)?;
+    let unlogged = join(store, &view.quarantines, &view.runs, &mut repairs)?;
     store.flush()?;
     let ledger = if rewrite {
         repairs.ledger_rewritten = true;
@@ -197,18 +196,7 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
         ledger::rewrite(path, store)?
     } else {
         let mut ledger = Ledger::open(path, view.len, view.next_worker)?;
-        log_missing(
-            &mut ledger,
-            unlogged,
-            "quarantines",
-            &mut repairs.quarantines_logged,
-        )?;
-        log_missing(
-            &mut ledger,
-            controls,
-            "runs' controls",
-            &mut repairs.controls_logged,
-        )?;
+        ledger.append(&unlogged)?;
         ledger
     };
     if repairs != Repairs::default() {
@@ -311,8 +299,7 @@ fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
         torn(path, ledger.len);
     }
     let mut repairs = Repairs::default();
-    let unlogged = join_quarantines(store, &ledger.quarantined, &mut repairs)?;
-    let controls = join_controls(store, &ledger.runs, &mut repairs)?;
+    let unlogged = join(store, &ledger.quarantined, &ledger.runs, &mut repairs)?;
     let mut audit = Vec::with_capacity(stored.len());
     for (meta, survey) in stored.iter().zip(surveys) {
         if store.settle_count(meta, survey.sum, survey.last_at)? {
@@ -329,18 +316,7 @@ fn quick(store: &Store, path: &Path) -> Result<Option<Reconciled>> {
     }
     store.flush()?;
     let mut opened = Ledger::open(path, ledger.len, ledger.next_worker)?;
-    log_missing(
-        &mut opened,
-        unlogged,
-        "quarantines",
-        &mut repairs.quarantines_logged,
-    )?;
-    log_missing(
-        &mut opened,
-        controls,
-        "runs' controls",
-        &mut repairs.controls_logged,
-    )?;
+    opened.append(&unlogged)?;
     if repairs != Repairs::default() {
         tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
     }
@@ -369,13 +345,6 @@ fn join_quarantines(
         .filter(|q| !logged.contains_key(&q.worker))
         .map(ledger::Entry::Quarantine)
         .collect())
-}
-
-/// Whether two records of a run hold the same operator's controls (a cancel by its presence: its
-/// time may differ between the two sides).
-pub fn same_controls(a: &RunMeta, b: &RunMeta) -> bool {
-    (a.paused, a.cancelled_unix.is_some(), a.priority)
-        == (b.paused, b.cancelled_unix.is_some(), b.priority)
 }
 
 /// A run's controls, both ways: a cancel the ledger holds and the store lacks is applied to the store
@@ -410,25 +379,28 @@ fn join_controls(
     Ok(unlogged)
 }
 
-/// Appends to the ledger what the store holds and the ledger lacked (`what`: quarantines, which a
-/// ledger of an earlier version kept in the store only, or that a release the store never applied
-/// took out; runs' controls), counting them in `logged`.
-fn log_missing(
-    ledger: &mut Ledger,
-    unlogged: Vec<ledger::Entry>,
-    what: &str,
-    logged: &mut u64,
-) -> Result<()> {
-    if unlogged.is_empty() {
-        return Ok(());
+/// Quarantines and runs' controls, both ways ([`join_quarantines`], [`join_controls`]): returns the
+/// store's that the ledger lacks, for the ledger (appended, or written by its rewrite), counted in
+/// `repairs`.
+fn join(
+    store: &Store,
+    quarantines: &BTreeMap<String, Quarantine>,
+    runs: &BTreeMap<u64, RunMeta>,
+    repairs: &mut Repairs,
+) -> Result<Vec<ledger::Entry>> {
+    let mut unlogged = join_quarantines(store, quarantines, repairs)?;
+    repairs.quarantines_logged += unlogged.len() as u64;
+    let controls = join_controls(store, runs, repairs)?;
+    repairs.controls_logged += controls.len() as u64;
+    unlogged.extend(controls);
+    if !unlogged.is_empty() {
+        tracing::warn!(
+            quarantines = repairs.quarantines_logged,
+            runs = repairs.controls_logged,
+            "the ledger lacks quarantines or runs' controls the store holds: logged"
+        );
     }
-    tracing::warn!(
-        entries = unlogged.len(),
-        "the ledger lacks {what} the store holds: appended to the ledger"
-    );
-    ledger.append(&unlogged)?;
-    *logged += unlogged.len() as u64;
-    Ok(())
+    Ok(unlogged)
 }
 
 #[cfg(test)]

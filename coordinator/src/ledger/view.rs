@@ -167,17 +167,8 @@ impl LedgerView {
                     self.revocations.push((run, key, worker));
                 }
             }
-            Entry::Quarantine(q) => {
-                if !nqueens_proto::valid_worker_id(&q.worker) {
-                    return Err(format!("a quarantine of a bad worker name {:?}", q.worker));
-                }
-                self.quarantines.insert(q.worker.clone(), q);
-            }
-            Entry::Released { worker, .. } => {
-                if !nqueens_proto::valid_worker_id(&worker) {
-                    return Err(format!("a release of a bad worker name {worker:?}"));
-                }
-                self.quarantines.remove(&worker);
+            line @ (Entry::Quarantine(_) | Entry::Released { .. }) => {
+                quarantine_line(&mut self.quarantines, line)?;
             }
             Entry::Export { version } => {
                 if version != EXPORT_FORMAT {
@@ -214,6 +205,37 @@ impl LedgerView {
     pub fn count(&self, run: u64) -> u64 {
         self.results.get(&run).map_or(0, |r| r.len() as u64)
     }
+}
+
+/// A quarantine or release line, as the full read ([`LedgerView`]) and the streamed digest
+/// ([`crate::digest::LedgerDigest`]) both apply it: the workers quarantined as of the line. A name the
+/// coordinator would refuse is damage.
+pub fn quarantine_line(
+    quarantined: &mut BTreeMap<String, Quarantine>,
+    line: Entry,
+) -> std::result::Result<(), String> {
+    match line {
+        Entry::Quarantine(q) => {
+            crate::store::check_quarantine(&q)
+                .map_err(|_| format!("a quarantine of a bad worker name {:?}", q.worker))?;
+            quarantined.insert(q.worker.clone(), q);
+        }
+        Entry::Released { worker, .. } => {
+            if !nqueens_proto::valid_worker_id(&worker) {
+                return Err(format!("a release of a bad worker name {worker:?}"));
+            }
+            quarantined.remove(&worker);
+        }
+        _ => return Err("not a quarantine or release line".into()),
+    }
+    Ok(())
+}
+
+/// Whether two records of a run hold the same operator's controls (a cancel by its presence: its
+/// time may differ between the two sides).
+pub fn same_controls(a: &RunMeta, b: &RunMeta) -> bool {
+    (a.paused, a.cancelled_unix.is_some(), a.priority)
+        == (b.paused, b.cancelled_unix.is_some(), b.priority)
 }
 
 /// Whether two records of a run describe the same plan.
