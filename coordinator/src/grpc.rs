@@ -14,17 +14,17 @@ use crate::error::Error;
 use crate::service::{Ask, Coordinator, Grant, Report, RunView, WorkerView};
 use crate::store::{Control, JobState, Outcome, Phase};
 
-/// The most runs (or workers) one ListRuns (ListWorkers) reply holds.
-pub const LIST_RUNS: usize = 10_000;
-/// The most bytes of runs (or workers) one reply holds (clients decode at most 4 MiB): past it, the
+/// The most entries (runs, workers) one ListRuns or ListWorkers reply holds.
+pub const PAGE_ENTRIES: usize = 10_000;
+/// The most bytes of entries one such reply holds (clients decode at most 4 MiB): past it, the
 /// page ends and `more` is set.
-pub const LIST_BYTES: usize = 1 << 20;
+pub const PAGE_BYTES: usize = 1 << 20;
 
 /// The entries a page holds for a request's `limit` (0: as many as a page holds).
 fn page_limit(limit: u32) -> usize {
     match limit {
-        0 => LIST_RUNS,
-        l => (l as usize).min(LIST_RUNS),
+        0 => PAGE_ENTRIES,
+        l => (l as usize).min(PAGE_ENTRIES),
     }
 }
 
@@ -230,7 +230,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         let limit = page_limit(r.limit);
         // One more than the page holds, to tell whether more follow.
         let views = self.coordinator.runs_after(r.after, limit + 1);
-        let (runs, more) = page(views.iter().map(run_status), limit, LIST_BYTES);
+        let (runs, more) = page(views.iter().map(run_status), limit, PAGE_BYTES);
         Ok(Response::new(proto::ListRunsResponse { runs, more }))
     }
 
@@ -430,7 +430,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
                 .filter(|w| (&w.name, &w.id) > (&after.0, &after.1))
                 .map(worker_status),
             limit,
-            LIST_BYTES,
+            PAGE_BYTES,
         );
         Ok(Response::new(proto::ListWorkersResponse { workers, more }))
     }

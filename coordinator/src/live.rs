@@ -76,7 +76,8 @@ pub struct LiveRun {
     gpu_nodes: u64,
     /// Sequence number of the commit whose totals `tally` holds.
     seq: u64,
-    /// Sequence number of the last commit that finished or reopened the run (see [`LiveRun::finish`]).
+    /// Sequence number of the latest commit that finished the run, reopened it, or put back one of its
+    /// jobs (see [`LiveRun::finish`] and `open_at`): older ones say nothing of whether it is done.
     meta_seq: u64,
     /// Progress over time, for the status page.
     pub history: History,

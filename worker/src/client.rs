@@ -492,12 +492,12 @@ impl Worker {
                 }
                 Ok(())
             }
-            // A run the coordinator does not know at all, or knows with another N (run ids start at 1
-            // in every store), means another coordinator (or one restored from an older backup), not a
-            // bad result.
+            // A run the coordinator does not know at all, or knows with another N or plan (run ids
+            // start at 1 in every store), means another coordinator (or one restored from an older
+            // backup), not a bad result.
             Err(s) if refuses_the_result(&s) && self.foreign(&batch[0]).await? => {
                 Err(Status::not_found(format!(
-                    "the coordinator knows no run {:?} of N = {}, of which this worker holds a journaled result: it is kept for the coordinator of that run (point the worker at it, or remove the journal to drop the result)",
+                    "the coordinator knows no run {:?} of N = {} and this plan, of which this worker holds a journaled result: it is kept for the coordinator of that run (point the worker at it, or remove the journal to drop the result)",
                     batch[0].run, batch[0].n
                 )))
             }

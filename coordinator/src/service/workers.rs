@@ -11,8 +11,8 @@ use tokio::time::Instant;
 /// How long a worker that left or fell silent stays in the table.
 pub const FORGET_AFTER: Duration = Duration::from_secs(3600);
 
-/// Most workers in the table: a new one beyond it takes the place of the one silent the longest (any
-/// caller can make up worker ids; an honest cluster has far fewer processes).
+/// Most workers in the table (any caller can make up worker ids; an honest cluster has far fewer
+/// processes): a full table forgets a sixteenth of itself ([`Workers::make_room`]).
 pub const MAX_SEEN: usize = 65_536;
 
 /// How far back a worker's rate looks.
@@ -253,7 +253,7 @@ mod tests {
     }
 
     /// The table holds at most [`MAX_SEEN`] workers however many ids callers make up within the hour
-    /// before gone ones are forgotten: a new one takes the place of the one silent the longest.
+    /// before gone ones are forgotten: a full table forgets the lost first, then the longest silent.
     #[test]
     fn the_table_is_bounded_and_keeps_the_most_recently_seen() {
         let t0 = Instant::now();
