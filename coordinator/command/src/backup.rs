@@ -160,17 +160,7 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     let (results, audited) = if looked {
         // sled lets go of its lock shortly after the look above is dropped: wait for it, not blame
         // another process.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let store = loop {
-            match Store::open(&args.data) {
-                Err(nqueens_coordinator::error::Error::InUse(_))
-                    if std::time::Instant::now() < deadline =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(20))
-                }
-                opened => break opened?,
-            }
-        };
+        let store = Store::open_when_free(&args.data, std::time::Duration::from_secs(30))?;
         // Every refusal comes before the first write. A write failing half-way leaves what is
         // restored so far in the store alone: a coordinator's start copies it into the ledger, and the
         // same import, run again, completes it.

@@ -917,12 +917,7 @@ async fn restored_over_a_dispute(damaged: bool) -> (tempfile::TempDir, Coordinat
     ledger.extend(line);
     std::fs::write(&path, ledger).unwrap();
     if damaged {
-        let store = loop {
-            match Store::open(dir.path()) {
-                Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
-                other => break other.unwrap(),
-            }
-        };
+        let store = Store::open_when_free(dir.path(), Duration::from_secs(30)).unwrap();
         store.damage_candidate(1, &decider.key, "liar");
         store.flush().unwrap();
     }

@@ -104,6 +104,21 @@ impl Store {
         Ok(store)
     }
 
+    /// [`Store::open`], waiting up to `wait` for the lock of a store just let go of in this process
+    /// (sled's threads hold it a moment after the last handle is dropped); another holder past that
+    /// is [`Error::InUse`].
+    pub fn open_when_free(dir: &Path, wait: std::time::Duration) -> Result<Store> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            match Store::open(dir) {
+                Err(Error::InUse(_)) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                opened => return opened,
+            }
+        }
+    }
+
     /// Opens the store in `dir` to look at it only (`nqueens audit`, `export`): no new epoch, no repair,
     /// no migration; a store of an earlier format (or one whose migration is unfinished) is refused,
     /// since bringing it up to date would keep the build that wrote it from reading it back.

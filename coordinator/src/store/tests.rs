@@ -13,15 +13,7 @@ use sled::transaction::Transactional;
 /// Opens the store in `dir` again, once the instance just dropped has let go of it (sled's threads hold
 /// its lock a moment longer).
 fn reopen(dir: &std::path::Path) -> Store {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        match Store::open(dir) {
-            Err(Error::InUse(_)) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(10))
-            }
-            other => return other.unwrap(),
-        }
-    }
+    Store::open_when_free(dir, std::time::Duration::from_secs(30)).unwrap()
 }
 
 /// A temporary store with one run of N = `n` under `strategy`, `verify` of its jobs verified.
@@ -1147,12 +1139,7 @@ fn issue_16_an_unreadable_run_record_refuses_a_format_4_store_and_drops_none_of_
             .unwrap();
         store.flush().unwrap();
     }
-    let refused = loop {
-        match Store::open(dir.path()) {
-            Err(Error::InUse(_)) => std::thread::sleep(std::time::Duration::from_millis(20)),
-            other => break other,
-        }
-    };
+    let refused = Store::open_when_free(dir.path(), std::time::Duration::from_secs(30));
     assert!(matches!(refused, Err(Error::Corrupt(_))), "refused");
     let db = sled::open(dir.path()).unwrap();
     let legacy = db.open_tree(super::LEGACY_RESULTS).unwrap();
