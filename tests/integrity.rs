@@ -511,15 +511,7 @@ fn an_import_into_a_directory_whose_store_and_ledger_disagree_is_refused() {
     std::fs::write(ledger(&existing), &ahead).unwrap();
     // A backup of another run (id 2: no clash with the directory's run 1) and a quarantine.
     let exported = export(&p.path, &[]).stdout;
-    let run = exported
-        .split(|&b| b == b'\n')
-        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
-        .find(|v| v["entry"]["kind"] == "run")
-        .unwrap();
-    let Entry::Run(mut meta) = serde_json::from_value::<Entry>(run["entry"].clone()).unwrap()
-    else {
-        panic!("a run line")
-    };
+    let mut meta = run_line(&exported);
     meta.id = 2;
     let mut other = nqueens_common::jsonl::encode(&Entry::Run(meta));
     other.extend(quarantine("other"));
@@ -575,6 +567,20 @@ fn an_export_cut_short_at_a_line_boundary_is_refused() {
     );
 }
 
+/// The run of an export's first run line.
+fn run_line(exported: &[u8]) -> nqueens_coordinator::store::RunMeta {
+    use nqueens_coordinator::ledger::Entry;
+    let run = exported
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .find(|v| v["entry"]["kind"] == "run")
+        .unwrap();
+    match serde_json::from_value::<Entry>(run["entry"].clone()).unwrap() {
+        Entry::Run(meta) => meta,
+        other => panic!("a run line: {other:?}"),
+    }
+}
+
 /// An import into a new directory is built beside and moved into place whole: one refused after the
 /// file was read (here a run line, intact, whose plan this build cannot make: N = 40) leaves no store
 /// behind. Before, the store was created first and kept the runs restored before the refusal.
@@ -594,15 +600,7 @@ fn an_import_refused_after_reading_leaves_no_store() {
         .flatten()
         .copied()
         .collect();
-    let run = exported
-        .split(|&b| b == b'\n')
-        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
-        .find(|v| v["entry"]["kind"] == "run")
-        .unwrap();
-    let Entry::Run(mut meta) = serde_json::from_value::<Entry>(run["entry"].clone()).unwrap()
-    else {
-        panic!("a run line")
-    };
+    let mut meta = run_line(&exported);
     (meta.id, meta.n) = (2, 40);
     file.extend(nqueens_common::jsonl::encode(&Entry::Run(meta)));
     let backup = dir.path().join("backup.jsonl");
