@@ -262,51 +262,50 @@ pub async fn fetch(
 pub async fn all_workers(
     client: &mut nqueens_proto::Client,
 ) -> anyhow::Result<Vec<proto::WorkerStatus>> {
-    let mut workers: Vec<proto::WorkerStatus> = Vec::new();
-    loop {
-        let (after_name, after_id) = workers
-            .last()
-            .map(|w| (w.name.clone(), w.worker_id.clone()))
-            .unwrap_or_default();
+    let page = async |(after_name, after_id): (String, String)| {
         let asked = proto::ListWorkersRequest {
-            after_name: after_name.clone(),
-            after_id: after_id.clone(),
+            after_name,
+            after_id,
             limit: 0,
         };
         let page = client.list_workers(asked).await.map_err(rpc)?.into_inner();
-        let progress = page
-            .workers
-            .last()
-            .is_some_and(|w| (&w.name, &w.worker_id) > (&after_name, &after_id));
-        workers.extend(page.workers);
-        if !page.more {
-            return Ok(workers);
-        }
-        if !progress {
-            anyhow::bail!(
-                "the coordinator's list of workers does not go on: a page after {after_name:?} announces more but ends where it began"
-            );
-        }
-    }
+        Ok((page.workers, page.more))
+    };
+    every_page("workers", page, |w: &proto::WorkerStatus| {
+        Some((w.name.clone(), w.worker_id.clone()))
+    })
+    .await
 }
 
 /// Every run of the coordinator, in id order, a page of ListRuns at a time.
 pub async fn all_runs(client: &mut nqueens_proto::Client) -> anyhow::Result<Vec<proto::RunStatus>> {
-    let mut runs = Vec::new();
-    let mut after = 0;
+    let page = async |after: u64| {
+        let asked = proto::ListRunsRequest { after, limit: 0 };
+        let page = client.list_runs(asked).await.map_err(rpc)?.into_inner();
+        Ok((page.runs, page.more))
+    };
+    every_page("runs", page, |r: &proto::RunStatus| r.run.parse().ok()).await
+}
+
+/// Every entry of a paged listing: `page(after)` answers the entries after the cursor `after` (the
+/// default cursor: from the start) and whether more follow; `cursor` names an entry's place. A listing
+/// that announces more but does not move past its cursor is refused, not asked again for ever.
+async fn every_page<T, C: Default + Clone + PartialOrd + std::fmt::Debug>(
+    what: &str,
+    mut page: impl AsyncFnMut(C) -> anyhow::Result<(Vec<T>, bool)>,
+    cursor: impl Fn(&T) -> Option<C>,
+) -> anyhow::Result<Vec<T>> {
+    let mut all = Vec::new();
+    let mut after = C::default();
     loop {
-        let page = client
-            .list_runs(proto::ListRunsRequest { after, limit: 0 })
-            .await
-            .map_err(rpc)?
-            .into_inner();
-        let last = page.runs.last().map(|r| r.run.parse::<u64>());
-        runs.extend(page.runs);
-        match (page.more, last) {
-            (false, _) => return Ok(runs),
-            (true, Some(Ok(id))) if id > after => after = id,
+        let (entries, more) = page(after.clone()).await?;
+        let next = entries.last().map(&cursor);
+        all.extend(entries);
+        match (more, next) {
+            (false, _) => return Ok(all),
+            (true, Some(Some(next))) if next > after => after = next,
             _ => anyhow::bail!(
-                "the coordinator's list of runs does not go on: a page after run {after} announces more but ends where it began"
+                "the coordinator's list of {what} does not go on: a page after {after:?} announces more but ends where it began"
             ),
         }
     }
@@ -362,4 +361,57 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::every_page;
+
+    /// A listing of `entries` served `size` at a time; `stuck` makes every page after the first
+    /// answer the first page again.
+    async fn list(entries: u64, size: usize, stuck: bool) -> anyhow::Result<Vec<u64>> {
+        let all: Vec<u64> = (1..=entries).collect();
+        let mut asked = 0;
+        let page = async |after: u64| {
+            asked += 1;
+            let from = if stuck { 0 } else { after as usize };
+            let page: Vec<u64> = all.iter().skip(from).take(size).copied().collect();
+            let more = from + page.len() < all.len();
+            Ok((page, more))
+        };
+        every_page("numbers", page, |n: &u64| Some(*n)).await
+    }
+
+    #[tokio::test]
+    async fn every_page_is_joined_in_order() {
+        assert_eq!(
+            list(10, 3, false).await.unwrap(),
+            (1..=10).collect::<Vec<_>>()
+        );
+        assert_eq!(list(0, 3, false).await.unwrap(), Vec::<u64>::new());
+        assert_eq!(
+            list(6, 3, false).await.unwrap(),
+            (1..=6).collect::<Vec<_>>()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_listing_that_does_not_move_on_is_refused() {
+        let refused = list(10, 3, true).await.unwrap_err().to_string();
+        assert!(refused.contains("does not go on"), "{refused}");
+        // A page that is empty yet announces more.
+        let empty = every_page(
+            "numbers",
+            async |_: u64| Ok((Vec::<u64>::new(), true)),
+            |n| Some(*n),
+        );
+        assert!(empty.await.is_err());
+        // An entry whose place cannot be read.
+        let unreadable = every_page(
+            "numbers",
+            async |_: u64| Ok((vec![7u64], true)),
+            |_| None::<u64>,
+        );
+        assert!(unreadable.await.is_err());
+    }
 }
