@@ -117,29 +117,37 @@ impl LiveRun {
         })
     }
 
-    /// Candidates for a lease, taken out of the run's queues without reading the store: the whole
-    /// retry queue if `with_retry` (jobs handed back, and verified jobs waiting for another worker), then keys of the
-    /// plan's list, as many as still wanted (at least `batch`, to walk past done jobs quickly; those
-    /// not used go back in front of the list). Keys leased meanwhile are dropped (an expired lease
-    /// puts its job back). The caller reads their records with the state lock released and hands every
-    /// one back to [`LiveRun::settle`] (or, on a read error, [`LiveRun::put_back`]): until then they
-    /// count as in flight, and the run is not dry.
+    /// Candidates for a lease, taken out of the run's queues without reading the store: keys from the
+    /// front of the retry queue (jobs handed back, and verified jobs waiting for another worker), at
+    /// most `retry_left` of them and as many as wanted (at least `batch`), then keys of the plan's list,
+    /// as many as still wanted (at least `batch`, to walk past done jobs quickly; those not used go
+    /// back in front of the list). `retry_left` counts down the keys of the retry queue the lease call
+    /// may still look at (0 once the queue is empty): retry keys not leased go to the back of the
+    /// queue, so that a call's next round looks at others. Keys leased meanwhile are dropped (an
+    /// expired lease puts its job back). The caller reads their records with the state lock released
+    /// and hands every one back to [`LiveRun::settle`] (or, on a read error, [`LiveRun::put_back`]):
+    /// until then they count as in flight, and the run is not dry.
     pub fn take_candidates(
         &mut self,
         leases: &Leases,
         want: usize,
         batch: usize,
-        with_retry: bool,
+        retry_left: &mut usize,
     ) -> Candidates {
         let run = self.meta.id;
-        let retry: Vec<JobKey> = if with_retry {
-            self.retry
-                .drain(..)
-                .filter(|key| !leases.is_leased(run, key))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let mut retry = Vec::new();
+        let mut looked = 0;
+        while looked < want.max(batch) && *retry_left > 0 {
+            let Some(key) = self.retry.pop_front() else {
+                *retry_left = 0;
+                break;
+            };
+            looked += 1;
+            *retry_left -= 1;
+            if !leases.is_leased(run, &key) {
+                retry.push(key);
+            }
+        }
         let need = want.saturating_sub(retry.len());
         let mut list = Vec::new();
         if need > 0 {
@@ -160,6 +168,11 @@ impl LiveRun {
         }
         self.in_flight += retry.len() + list.len();
         Candidates { retry, list }
+    }
+
+    /// Jobs in the retry queue now.
+    pub fn retry_len(&self) -> usize {
+        self.retry.len()
     }
 
     /// Decides on the candidates of [`LiveRun::take_candidates`], given their stored records (read
@@ -201,9 +214,8 @@ impl LiveRun {
         }
         retry_back.extend(computed);
         let returned = !retry_back.is_empty() || !ahead_back.is_empty();
-        for key in retry_back.into_iter().rev() {
-            self.retry.push_front(key);
-        }
+        // To the back: the lease call's next round, and the next call, look at the keys after them.
+        self.retry.extend(retry_back);
         for key in ahead_back.into_iter().rev() {
             self.ahead.push_front(key);
         }
@@ -526,6 +538,45 @@ mod tests {
             cancelled_unix: None,
             priority: 0,
         }
+    }
+
+    /// A lease call takes from the retry queue what it wants (at least its batch), not the whole
+    /// queue: each candidate costs a store read, and a queue of a million jobs (a quarantined worker's
+    /// results revoked) read whole by every call would make leasing quadratic in the queue.
+    #[test]
+    fn a_lease_takes_a_bounded_part_of_the_retry_queue() {
+        let leases = Leases::new(1, [7; 16], Duration::from_secs(60));
+        let mut live = LiveRun::new(run(100_000), tally(0, 0), HashMap::new()).unwrap();
+        let keys: Vec<JobKey> = (0..5_000u32)
+            .map(|i| JobKey(vec![(i >> 8) as u8, i as u8]))
+            .collect();
+        for key in &keys {
+            live.requeue(key.clone());
+        }
+        let mut retry_left = live.retry_len();
+        let taken = live.take_candidates(&leases, 3, 8, &mut retry_left);
+        assert_eq!(
+            taken.retry,
+            keys[..8].to_vec(),
+            "the front of the queue, a batch of it"
+        );
+        assert!(taken.list.is_empty());
+        assert_eq!(retry_left, 5_000 - 8);
+        // What was not chosen goes to the back: the next round looks at keys it has not seen.
+        let records = vec![None; taken.retry.len()];
+        let (chosen, _) = live.settle(&leases, "w", taken, records, 3);
+        assert_eq!(chosen, keys[..3].to_vec());
+        let next = live.take_candidates(&leases, 3, 8, &mut retry_left);
+        assert_eq!(next.retry, keys[8..16].to_vec());
+        assert_eq!(
+            live.retry_len(),
+            5_000 - 16 + 5,
+            "the 5 not chosen wait at the back"
+        );
+        // A call may look at no more of the queue than it was given.
+        let mut one = 1;
+        let last = live.take_candidates(&leases, 3, 8, &mut one);
+        assert_eq!((last.retry.len(), one), (1, 0));
     }
 
     fn tally(jobs: u64, total: u128) -> Tally {

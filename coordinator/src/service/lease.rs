@@ -20,6 +20,11 @@ use crate::store::{JobRecord, JobState, Phase};
 /// while they find only done jobs, as after a restart).
 const MAX_BATCH_OF_CANDIDATES: usize = 4096;
 
+/// Most keys of a run's retry queue one lease call looks at (each costs a store read). A call stops
+/// there, with what it found; a worker that nothing there is for (verified jobs it computed itself,
+/// waiting for another worker name) is not told it is idle while the queue holds more.
+const MAX_RETRY_LOOK: usize = 4 * MAX_BATCH_OF_CANDIDATES;
+
 /// Most jobs one lease request may ask for.
 pub const MAX_CAPACITY: u32 = nqueens_proto::MAX_LEASE_CAPACITY;
 /// Most lease ids one heartbeat or release may name.
@@ -206,8 +211,12 @@ impl Coordinator {
         for (_, id) in order {
             let mut run_dry = false;
             let mut first_round = true;
-            // Jobs come back to the retry queue so far, when this call took it whole.
+            // Jobs come back to the retry queue so far, when this call first looked at it.
             let mut requeued_at_look = None;
+            // Keys of the retry queue this call may still look at: the queue as it was at the first
+            // look, up to MAX_RETRY_LOOK; and whether the queue held more than that.
+            let mut retry_left = 0;
+            let mut retry_beyond_look = false;
             // Keys of the list taken per round: what is wanted, doubled while the list yields only
             // done jobs (a restarted run walks past them quickly, a fresh one reads no more than needed).
             let mut batch = 0;
@@ -224,12 +233,15 @@ impl Coordinator {
                     if run.phase() != Phase::Running {
                         break;
                     }
-                    // The retry queue once per call; then the list, until it runs out or enough is found.
+                    // The retry queue (each key at most once per call), then the list, until both
+                    // run out or enough is found.
                     if first_round {
                         requeued_at_look = Some(run.requeued());
+                        retry_left = run.retry_len().min(MAX_RETRY_LOOK);
+                        retry_beyond_look = run.retry_len() > MAX_RETRY_LOOK;
                     }
                     batch = batch.max(want);
-                    run.take_candidates(&state.leases, want, batch, first_round)
+                    run.take_candidates(&state.leases, want, batch, &mut retry_left)
                 };
                 first_round = false;
                 let read: Result<Vec<_>> = candidates
@@ -269,7 +281,7 @@ impl Coordinator {
                     run.put_back_chosen(chosen);
                     break;
                 }
-                run_dry = chosen.len() < want && run.list_exhausted();
+                run_dry = chosen.len() < want && run.list_exhausted() && retry_left == 0;
                 for key in chosen {
                     run.working(now);
                     let lease = state.leases.issue(run.meta.id, key.clone(), worker, now);
@@ -287,10 +299,11 @@ impl Coordinator {
                 }
             }
             let state = self.state();
-            // Nothing of the list left, nothing in other calls' hands, and no job come back to the retry
-            // queue since this call looked at it.
+            // Nothing of the list left, nothing in other calls' hands, the whole retry queue looked at,
+            // and no job come back to it since this call first looked.
             let exhausted = state.runs.get(&id).is_none_or(|run| {
-                run.list_exhausted()
+                !retry_beyond_look
+                    && run.list_exhausted()
                     && !run.candidates_in_flight()
                     && requeued_at_look == Some(run.requeued())
             });

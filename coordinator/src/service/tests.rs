@@ -328,6 +328,41 @@ async fn after_a_restart_leases_walk_past_the_done_jobs_without_losing_one() {
     assert!(grant.idle && grant.leases.is_empty());
 }
 
+/// Jobs handed back wait in the retry queue; a lease call takes from its front only what it wants
+/// (not the whole queue, each key a store read), and keys looked at but not leased go to its back.
+/// Every job handed back is leased again exactly once, and the count is exact.
+#[tokio::test]
+async fn jobs_handed_back_are_leased_again_a_few_at_a_time_each_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let view = c
+        .create_run(13, Strategy::D4, Some(2), Some(0.0), 0, false)
+        .await
+        .unwrap();
+    let run = view.id();
+    let jobs = view.meta.jobs_total as usize;
+    let all = lease(&c, "a", 4096).await;
+    assert_eq!(all.len(), jobs);
+    let ids: Vec<u64> = all.iter().map(|g| g.id).collect();
+    assert_eq!(c.release("a", &ids, true).unwrap() as usize, jobs);
+    let mut again: Vec<Granted> = Vec::new();
+    loop {
+        let got = lease(&c, "b", 3).await;
+        if got.is_empty() {
+            break;
+        }
+        assert!(got.len() <= 3);
+        again.extend(got);
+    }
+    let mut keys: Vec<String> = again.iter().map(|g| g.key.to_string()).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), jobs, "every job handed back, leased once");
+    assert_eq!(again.len(), jobs);
+    report_all(&c, "b", &again).await;
+    assert_eq!(total(&c, &run), (73712, true), "Q(13)");
+}
+
 #[tokio::test]
 async fn issue_16_a_quarantine_whose_revocation_did_not_complete_is_completed_at_the_next_start() {
     let dir = tempfile::tempdir().unwrap();
