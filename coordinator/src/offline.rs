@@ -121,10 +121,16 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
     }
     let mut ledger_results = HashMap::new();
     for meta in store.runs()? {
-        if !view.runs.contains_key(&meta.id) {
+        let Some(logged) = view.runs.get(&meta.id) else {
             return Err(Error::Corrupt(format!(
                 "run {}: the store holds it but the ledger does not; start the coordinator to reconcile them",
                 meta.id
+            )));
+        };
+        if !ledger::same_plan(&meta, logged) {
+            return Err(Error::Corrupt(format!(
+                "run {}: the store and the ledger describe different plans (verify fractions {} and {}); the ledger's lines are checksummed and the store's run record is not: if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`)",
+                meta.id, meta.verify_fraction, logged.verify_fraction, path.display()
             )));
         }
         let diff = ledger::compare(store, &meta, &view)?;
@@ -392,6 +398,26 @@ mod tests {
         std::fs::remove_file(dir.path().join(LEDGER_FILE)).unwrap();
         match check(&store, dir.path()) {
             Err(Error::Corrupt(why)) => assert!(why.contains("no ledger"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A store whose run record lost its verify fraction (damaged on disk; the record has no
+    /// checksum) fails the check against the ledger's intact run line (found by a review, 2026-11-24,
+    /// a later session).
+    #[test]
+    fn a_verify_fraction_damaged_in_the_store_fails_the_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let plan = nqueens_common::Plan::new(8, nqueens_common::Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.5).unwrap().id;
+        ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
+        check(&store, dir.path()).unwrap();
+        store.damage_run_record(run, |r| {
+            r.replace("\"verify_fraction\"", "\"verify_fractiom\"")
+        });
+        match check(&store, dir.path()) {
+            Err(Error::Corrupt(why)) => assert!(why.contains("different plans"), "{why}"),
             other => panic!("{other:?}"),
         }
     }

@@ -81,8 +81,11 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
         match stored.iter().find(|s| s.id == meta.id) {
             Some(s) if !same_plan(s, meta) => {
                 return Err(Error::Corrupt(format!(
-                    "run {}: the store and the ledger describe different plans",
-                    meta.id
+                    "run {}: the store and the ledger describe different plans (store: N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}; ledger: N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}). The ledger's lines are checksummed and the store's run record is not: if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`) and serve that; otherwise restore the directory from a backup",
+                    meta.id,
+                    s.n, s.strategy, s.depth, s.jobs_total, s.fingerprint, s.verify_fraction,
+                    meta.n, meta.strategy, meta.depth, meta.jobs_total, meta.fingerprint, meta.verify_fraction,
+                    path.display()
                 )))
             }
             Some(_) => {}
@@ -665,6 +668,36 @@ mod tests {
     /// side holds (a cancelled run only counts nothing more); otherwise the store's controls are logged.
     /// Before, they stayed different without a word: `audit` passed, and a store rebuilt from the ledger
     /// flipped the run's state. Found by a review, 2026-11-24.
+    /// The store's run record is not checksummed: one whose verify fraction was damaged (here its
+    /// field's name, read back as 0) differs from the ledger's intact line, and the start is refused,
+    /// on the quick path as on the full one, before a job waiting for its second result could count
+    /// alone (found by a review, 2026-11-24, a later session: the fraction was left out of the
+    /// comparison).
+    #[test]
+    fn a_verify_fraction_damaged_in_the_store_refuses_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let store = Store::open(dir.path()).unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.5).unwrap().id;
+        ledger::rewrite(&path, &store).unwrap();
+        assert!(quick(&store, &path).unwrap().is_some(), "agreeing");
+        store.damage_run_record(run, |r| {
+            r.replace("\"verify_fraction\"", "\"verify_fractiom\"")
+        });
+        assert_eq!(store.run(run).unwrap().unwrap().verify_fraction, 0.0);
+        assert!(
+            quick(&store, &path).unwrap().is_none(),
+            "not the quick path"
+        );
+        let refused = reconcile(&store, &path, false)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(refused.contains("different plans"), "{refused}");
+        assert!(refused.contains("nqueens import"), "{refused}");
+    }
+
     #[test]
     fn a_runs_controls_are_joined_both_ways() {
         let dir = tempfile::tempdir().unwrap();

@@ -238,8 +238,17 @@ pub fn same_controls(a: &RunMeta, b: &RunMeta) -> bool {
         == (b.paused, b.cancelled_unix.is_some(), b.priority)
 }
 
-/// Whether two records of a run describe the same plan.
+/// Whether two records of a run describe the same plan, verifying the same share of it (the fraction
+/// decides which jobs need a second result: a store whose record lost it would count their results
+/// alone).
 pub fn same_plan(a: &RunMeta, b: &RunMeta) -> bool {
     (a.id, a.n, a.strategy, a.depth, a.jobs_total, &a.fingerprint)
         == (b.id, b.n, b.strategy, b.depth, b.jobs_total, &b.fingerprint)
+        && same_fraction(a.verify_fraction, b.verify_fraction)
+}
+
+/// Whether two verify fractions are one, read back from two JSON copies (serde_json's float parsing
+/// may differ in the last place from the number written; a damaged digit differs by far more).
+fn same_fraction(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12
 }

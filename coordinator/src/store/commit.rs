@@ -230,7 +230,11 @@ impl Store {
                     .filter(|c| c.result == inc.result)
                     .map(|c| c.worker.clone())
                     .collect();
-                if meta.verifies(&inc.key) && agreeing.is_empty() {
+                // A job open for verification (a result waiting, or two disagreeing) stays verified
+                // whatever the run record says: the record's fraction, damaged, must not let this
+                // result count alone over the one waiting.
+                let verified = meta.verifies(&inc.key) || from.is_some_and(JobState::is_open);
+                if verified && agreeing.is_empty() {
                     // Recorded, not counted: a worker of another name must agree first.
                     candidates.push(mine);
                     let n = candidates.len();

@@ -262,6 +262,37 @@ fn a_dispute_is_decided_by_a_third_worker_and_the_wrong_one_is_quarantined() {
     assert!(store.quarantined().unwrap().is_empty());
 }
 
+/// A job waiting for a second result stays verified whatever the run record says: a run record
+/// whose verify fraction was damaged (a digit, or its name, read back as 0) must not let the next
+/// result count alone and quarantine the worker that gave the first (found by a review, 2026-11-24,
+/// a later session: the commit asked only the run record).
+#[test]
+fn an_open_job_stays_verified_when_the_run_record_says_otherwise() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    let first = store
+        .commit(&[by(&plan, "honest", job.clone(), 0)])
+        .unwrap();
+    assert_eq!(first.outcomes, vec![Outcome::Pending]);
+    // The stored run record, damaged: the field's name changed by one byte.
+    store.damage_run_record(run.id, |r| {
+        r.replace("\"verify_fraction\"", "\"verify_fractiom\"")
+    });
+    let liar = store.commit(&[by(&plan, "liar", job.clone(), 1)]).unwrap();
+    assert_eq!(
+        liar.outcomes,
+        vec![Outcome::Disputed],
+        "compared, not counted"
+    );
+    assert!(liar.quarantined.is_empty());
+    assert!(liar.tallies.is_empty());
+    let decided = store.commit(&[by(&plan, "third", job.clone(), 0)]).unwrap();
+    assert_eq!(decided.outcomes, vec![Outcome::Accepted]);
+    assert_eq!(decided.quarantined.len(), 1);
+    assert_eq!(decided.quarantined[0].worker, "liar");
+    assert_eq!(store.tally(run.id).unwrap().total, job.result.total as u128);
+}
+
 #[test]
 fn three_different_results_fail_the_job_and_retry_puts_it_back() {
     let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
@@ -744,6 +775,14 @@ impl Store {
 }
 
 impl Store {
+    /// Rewrites the stored run record of `run` (its JSON text) by `edit`: a record damaged on disk.
+    pub(crate) fn damage_run_record(&self, run: u64, edit: impl Fn(&str) -> String) {
+        let k = super::records::run_key(run);
+        let raw = self.runs.get(k).unwrap().unwrap();
+        let text = edit(std::str::from_utf8(&raw).unwrap());
+        self.runs.insert(k, text.as_bytes()).unwrap();
+    }
+
     /// Changes the total of `worker`'s candidate for job `key` of `run`, its seal left as it was (a
     /// candidate damaged on disk).
     pub(crate) fn damage_candidate(&self, run: u64, key: &nqueens_common::JobKey, worker: &str) {
