@@ -413,7 +413,7 @@ mod tests {
         let run = store.create_run(plan, 0.5).unwrap().id;
         ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
         check(&store, dir.path()).unwrap();
-        store.damage_run_record(run, |r| {
+        store.rewrite_run_record(run, |r| {
             r.replace("\"verify_fraction\"", "\"verify_fractiom\"")
         });
         match check(&store, dir.path()) {

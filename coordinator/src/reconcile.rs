@@ -682,7 +682,7 @@ mod tests {
         let run = store.create_run(plan, 0.5).unwrap().id;
         ledger::rewrite(&path, &store).unwrap();
         assert!(quick(&store, &path).unwrap().is_some(), "agreeing");
-        store.damage_run_record(run, |r| {
+        store.rewrite_run_record(run, |r| {
             r.replace("\"verify_fraction\"", "\"verify_fractiom\"")
         });
         assert_eq!(store.run(run).unwrap().unwrap().verify_fraction, 0.0);

@@ -14,7 +14,8 @@
 //!   store, which authenticate lease ids across incarnations).
 //!
 //! Every result record carries the seal its worker computed ([`nqueens_common::checksum`]); every read
-//! that can reach a total checks it.
+//! that can reach a total checks it. Every other record carries a CRC-64 of its own (store format 6),
+//! checked on every read.
 //!
 //! A job's pending list is never stored: it is the plan's deterministic job list minus the jobs with a
 //! record, so the store grows with results, not with the size of the plan. Results are committed by
@@ -68,8 +69,11 @@ const LEGACY_RESULTS: &str = "results";
 /// alone (no `done` record in the `jobs` tree) and result records compact (postcard behind a tag byte;
 /// JSON results of earlier formats are read as they are); 5 grouped the results of the jobs that differ
 /// only in their key's last number into one entry, in a new tree (`result_groups`; sled spends about
-/// 130 bytes on an entry), each naming its worker by a number defined once (`workers`).
-pub const FORMAT_VERSION: u64 = 5;
+/// 130 bytes on an entry), each naming its worker by a number defined once (`workers`); 6 put a
+/// CRC-64 before the JSON of every run, job, totals and quarantine record (a tag byte, the checksum,
+/// the JSON: see [`records::decode`]), so that a byte damaged on disk in a verify fraction, a candidate's
+/// worker name or a field's name is refused instead of read as another value or a default.
+pub const FORMAT_VERSION: u64 = 6;
 
 /// The coordinator's persistent state.
 #[derive(Clone)]

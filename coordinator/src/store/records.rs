@@ -1,8 +1,9 @@
 //! What the store keeps, and how it is laid out: the records and the keys (big-endian run ids, so that a
-//! tree's order is creation order). Run, job, totals and quarantine records are JSON (few, and readable
-//! with any tool); a counted result, the one record whose size grows the store, is compact (a tag
-//! byte, then postcard), grouped with its neighbours since store format 5 ([`super::groups`]); the
-//! single results of formats 1 to 4 (compact or JSON) are read by the migration.
+//! tree's order is creation order). Run, job, totals and quarantine records are checked JSON (few, and
+//! readable with any tool once the tag byte and CRC-64 before it are cut off; plain JSON up to store
+//! format 5); a counted result, the one record whose size grows the store, is compact (a tag byte, then
+//! postcard), grouped with its neighbours since store format 5 ([`super::groups`]); the single results
+//! of formats 1 to 4 (compact or JSON) are read by the migration.
 
 use nqueens_common::{JobKey, JobResult, Plan, Strategy};
 use serde::{Deserialize, Serialize};
@@ -265,14 +266,56 @@ pub fn split_job_key(k: &[u8]) -> Result<(u64, JobKey)> {
     Ok((u64::from_be_bytes(*run), JobKey(key.to_vec())))
 }
 
-/// Decodes a stored record.
+/// The tag byte of a checked record (store format 6): the CRC-64 of the JSON that follows (8 bytes,
+/// big-endian), then the JSON. A plain JSON record (formats 1 to 5) starts with `{`, never with it.
+const CHECKED_V1: u8 = 2;
+
+/// Decodes a stored run, job, totals or quarantine record: checked JSON whose checksum matches. A
+/// record of the plain JSON of formats 1 to 5 is refused (the migration to format 6 checks every one;
+/// see [`decode_plain`]), as is any record damaged on disk, whatever byte changed: a field's value, or
+/// its name (which JSON alone would read as the field's default).
 pub fn decode<T: for<'de> Deserialize<'de>>(what: &str, bytes: &[u8]) -> Result<T> {
+    let damaged = |why: &str| Error::Corrupt(format!("undecodable {what}: {why}"));
+    match bytes.split_first() {
+        Some((&CHECKED_V1, rest)) => {
+            let (sum, json) = rest
+                .split_first_chunk::<8>()
+                .ok_or_else(|| damaged("the record is cut short"))?;
+            if u64::from_be_bytes(*sum) != nqueens_common::checksum::checksum(json) {
+                return Err(damaged("the record fails its checksum (damaged on disk)"));
+            }
+            decode_plain(what, json)
+        }
+        Some((b'{', _)) => Err(damaged(
+            "a record without a checksum in a store of format 6 (damaged on disk)",
+        )),
+        Some((tag, _)) => Err(damaged(&format!("unknown record tag {tag}"))),
+        None => Err(damaged("an empty record")),
+    }
+}
+
+/// Decodes plain JSON: a record of store formats 1 to 5 (the migration), or the JSON of a checked one.
+pub fn decode_plain<T: for<'de> Deserialize<'de>>(what: &str, bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|e| Error::Corrupt(format!("undecodable {what}: {e}")))
 }
 
-/// Encodes a record.
+/// Encodes a run, job, totals or quarantine record: checked JSON ([`decode`]).
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    serde_json::to_vec(value).expect("records serialize to JSON")
+    checked(&serde_json::to_vec(value).expect("records serialize to JSON"))
+}
+
+/// `json` as a checked record.
+pub fn checked(json: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(9 + json.len());
+    bytes.push(CHECKED_V1);
+    bytes.extend_from_slice(&nqueens_common::checksum::checksum(json).to_be_bytes());
+    bytes.extend_from_slice(json);
+    bytes
+}
+
+/// Whether `bytes` is a checked record (intact or not).
+pub fn is_checked(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&CHECKED_V1)
 }
 
 /// The tag byte of a compact result record (postcard of [`Compact`] follows). A JSON record starts
@@ -347,7 +390,7 @@ pub fn decode_result(bytes: &[u8]) -> Result<ResultRecord> {
             }
             Ok(c.into_record())
         }
-        Some(b'{') => decode("result", bytes),
+        Some(b'{') => decode_plain("result", bytes),
         Some(tag) => Err(Error::Corrupt(format!(
             "undecodable result: unknown record tag {tag}"
         ))),

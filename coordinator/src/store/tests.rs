@@ -275,7 +275,7 @@ fn an_open_job_stays_verified_when_the_run_record_says_otherwise() {
         .unwrap();
     assert_eq!(first.outcomes, vec![Outcome::Pending]);
     // The stored run record, damaged: the field's name changed by one byte.
-    store.damage_run_record(run.id, |r| {
+    store.rewrite_run_record(run.id, |r| {
         r.replace("\"verify_fraction\"", "\"verify_fractiom\"")
     });
     let liar = store.commit(&[by(&plan, "liar", job.clone(), 1)]).unwrap();
@@ -498,7 +498,9 @@ fn a_result_of_a_worker_quarantined_after_it_was_validated_is_refused_at_commit(
 /// Writes a store as format 3 left it: job `i`'s result as JSON in the `results` tree, and a `done`
 /// record beside it.
 fn as_format_3(store: &Store, run: u64, plan: &Plan, done: std::ops::Range<usize>) {
-    as_single_results(store, run, plan, done.clone(), encode);
+    as_single_results(store, run, plan, done.clone(), |r| {
+        serde_json::to_vec(r).unwrap()
+    });
     for i in done {
         let k = super::records::job_key(run, &plan.jobs().nth(i).unwrap());
         store
@@ -510,12 +512,36 @@ fn as_format_3(store: &Store, run: u64, plan: &Plan, done: std::ops::Range<usize
     store.flush().unwrap();
 }
 
-/// Records `format` as the store's format (as a build of that format left it).
+/// A run's totals as stored, plain JSON (formats up to 5) or checked.
+fn tally_as_stored(store: &Store, run: u64) -> nqueens_common::Tally {
+    let raw = store
+        .totals
+        .get(super::records::run_key(run))
+        .unwrap()
+        .unwrap();
+    match super::records::is_checked(&raw) {
+        true => super::records::decode("totals", &raw).unwrap(),
+        false => super::records::decode_plain("totals", &raw).unwrap(),
+    }
+}
+
+/// Records `format` as the store's format (as a build of that format left it); below 6, every run,
+/// job, totals and quarantine record is made plain JSON again, as such a build wrote it.
 fn at_format(store: &Store, format: u64) {
     store
         .meta
         .insert(super::FORMAT, &format.to_be_bytes())
         .unwrap();
+    if format < 6 {
+        for tree in [&store.runs, &store.jobs, &store.totals, &store.quarantine] {
+            for kv in tree.iter() {
+                let (k, v) = kv.unwrap();
+                if super::records::is_checked(&v) {
+                    tree.insert(k, &v[9..]).unwrap();
+                }
+            }
+        }
+    }
 }
 
 /// Marks `store` as a migration from format `from` cut short leaves it: the current format recorded,
@@ -582,7 +608,7 @@ fn issue_16_result_records_decode_compact_and_json_and_refuse_damage() {
     let compact = super::records::encode_result(&record);
     assert_eq!(super::records::decode_result(&compact).unwrap(), record);
     assert_eq!(
-        super::records::decode_result(&encode(&record)).unwrap(),
+        super::records::decode_result(&serde_json::to_vec(&record).unwrap()).unwrap(),
         record,
         "a JSON record of an earlier format"
     );
@@ -621,6 +647,94 @@ fn issue_16_result_records_decode_compact_and_json_and_refuse_damage() {
     }
 }
 
+/// Store format 6: every run, job, totals and quarantine record carries a CRC-64 of its JSON. Every
+/// single changed byte and every truncation of a checked record is refused (before, a changed digit
+/// or a field's name read back as another value or the field's default: a verify fraction of 0, a
+/// candidate credited to another worker); so is a record without a checksum.
+#[test]
+fn records_are_checked_and_any_damage_is_refused() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "liar", job.clone(), 1)]).unwrap();
+    let k = super::records::job_key(run.id, &job.key);
+    let raw = store.jobs.get(&k).unwrap().unwrap().to_vec();
+    assert!(super::records::is_checked(&raw));
+    let record: super::JobRecord = super::records::decode("job", &raw).unwrap();
+    assert_eq!(record.candidates[0].worker, "liar");
+    for i in 0..raw.len() {
+        for bit in 0..8 {
+            let mut flipped = raw.clone();
+            flipped[i] ^= 1 << bit;
+            let e = super::records::decode::<super::JobRecord>("job", &flipped).unwrap_err();
+            assert!(matches!(e, Error::Corrupt(_)), "byte {i} bit {bit}: {e:?}");
+        }
+    }
+    for cut in 0..raw.len() {
+        assert!(super::records::decode::<super::JobRecord>("job", &raw[..cut]).is_err());
+    }
+    assert!(
+        super::records::decode::<super::JobRecord>("job", &raw[9..]).is_err(),
+        "plain JSON in a store of format 6"
+    );
+    // The candidate's worker name changed on disk: the record is refused, not read as another
+    // worker's (who would be quarantined in the liar's place when the dispute is decided).
+    store.damage_record("jobs", &k, |json| json.replace("\"liar\"", "\"liaR\""));
+    let refused = store.job(run.id, &job.key).unwrap_err().to_string();
+    assert!(refused.contains("checksum"), "{refused}");
+    store.damage_record("runs", &super::records::run_key(run.id), |json| {
+        json.replace("\"verify_fraction\"", "\"verify_fractiom\"")
+    });
+    assert!(store.run(run.id).is_err());
+}
+
+/// A store of format 5 (plain JSON records) migrates to format 6: every record of every kind checked,
+/// holding what it held; a record that did not decode is left as it was, refused by name.
+#[test]
+fn a_format_5_store_gets_its_records_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let (id, runs, jobs, quarantined, tally) = {
+        let store = Store::open(dir.path()).unwrap();
+        let run = store.create_run(plan, 1.0).unwrap();
+        let job = incoming(run.id, &plan, 0);
+        store.commit(&[by(&plan, "a", job.clone(), 0)]).unwrap();
+        store.commit(&[by(&plan, "liar", job.clone(), 1)]).unwrap();
+        store.commit(&[by(&plan, "c", job.clone(), 0)]).unwrap();
+        store
+            .commit(&[by(&plan, "a", incoming(run.id, &plan, 1), 0)])
+            .unwrap();
+        let state = (
+            run.id,
+            store.runs().unwrap(),
+            store.job_states(run.id).unwrap(),
+            store.quarantined().unwrap(),
+            store.tally(run.id).unwrap(),
+        );
+        assert_eq!(state.3.len(), 1);
+        assert_eq!(state.2.get(&JobState::Verifying), Some(&1));
+        at_format(&store, 5);
+        assert!(
+            store.run(run.id).is_err(),
+            "plain JSON, refused until migrated"
+        );
+        store.flush().unwrap();
+        state
+    };
+    let store = reopen(dir.path());
+    let format = store.meta.get(super::FORMAT).unwrap().unwrap();
+    assert_eq!(format.as_ref(), 6u64.to_be_bytes());
+    for tree in [&store.runs, &store.jobs, &store.totals, &store.quarantine] {
+        assert!(!tree.is_empty());
+        for kv in tree.iter() {
+            assert!(super::records::is_checked(&kv.unwrap().1));
+        }
+    }
+    assert_eq!(store.runs().unwrap(), runs);
+    assert_eq!(store.job_states(id).unwrap(), jobs);
+    assert_eq!(store.quarantined().unwrap(), quarantined);
+    assert_eq!(store.audit().unwrap()[0].tally, tally);
+}
+
 #[test]
 fn issue_16_a_format_3_store_migrates_to_done_jobs_without_records() {
     let dir = tempfile::tempdir().unwrap();
@@ -652,7 +766,7 @@ fn issue_16_a_format_3_store_migrates_to_done_jobs_without_records() {
             )
             .unwrap();
         store.flush().unwrap();
-        (run.id, store.tally(run.id).unwrap())
+        (run.id, tally_as_stored(&store, run.id))
     };
     let store = reopen(dir.path());
     let format = store.meta.get(super::FORMAT).unwrap().unwrap();
@@ -775,12 +889,25 @@ impl Store {
 }
 
 impl Store {
-    /// Rewrites the stored run record of `run` (its JSON text) by `edit`: a record damaged on disk.
-    pub(crate) fn damage_run_record(&self, run: u64, edit: impl Fn(&str) -> String) {
+    /// Rewrites the JSON of the stored run record of `run` by `edit`, its checksum made anew: a
+    /// record damaged on disk before store format 6 gave it one (the migration checked it as it was).
+    pub(crate) fn rewrite_run_record(&self, run: u64, edit: impl Fn(&str) -> String) {
         let k = super::records::run_key(run);
         let raw = self.runs.get(k).unwrap().unwrap();
-        let text = edit(std::str::from_utf8(&raw).unwrap());
-        self.runs.insert(k, text.as_bytes()).unwrap();
+        let text = edit(std::str::from_utf8(&raw[9..]).unwrap());
+        self.runs
+            .insert(k, super::records::checked(text.as_bytes()))
+            .unwrap();
+    }
+
+    /// Rewrites the JSON of the stored record of `key` in `tree` by `edit`, its checksum left as it
+    /// was: a record damaged on disk.
+    pub(crate) fn damage_record(&self, tree: &str, key: &[u8], edit: impl Fn(&str) -> String) {
+        let tree = self.db.open_tree(tree).unwrap();
+        let raw = tree.get(key).unwrap().unwrap();
+        let mut damaged = raw[..9].to_vec();
+        damaged.extend(edit(std::str::from_utf8(&raw[9..]).unwrap()).into_bytes());
+        tree.insert(key, damaged).unwrap();
     }
 
     /// Changes the total of `worker`'s candidate for job `key` of `run`, its seal left as it was (a
@@ -1040,7 +1167,7 @@ fn issue_16_a_format_4_store_is_regrouped_and_a_regrouping_cut_short_goes_on() {
                 at_format(&store, 4);
             }
             store.flush().unwrap();
-            (run.id, store.tally(run.id).unwrap())
+            (run.id, tally_as_stored(&store, run.id))
         };
         let store = reopen(dir.path());
         assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
