@@ -633,7 +633,10 @@ fn a_run_started_before_ledger_format_4_finishes_exactly_keeping_its_quarantine(
     );
     let before = audit(&path);
     let err = String::from_utf8_lossy(&before.stderr);
-    assert!(!before.status.success() && err.contains("format 5"), "{err}");
+    assert!(
+        !before.status.success() && err.contains("format 5"),
+        "{err}"
+    );
     let serve = support::Serve::start(&path, "127.0.0.1:0", "30s");
     let view = nqueens_coordinator::ledger::LedgerView::read(&ledger(&path)).unwrap();
     assert!(view.damaged.is_empty(), "{:?}", view.damaged);

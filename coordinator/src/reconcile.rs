@@ -25,6 +25,12 @@ pub struct Repairs {
     pub results_restored: u64,
     /// Results the ledger says were taken back (a quarantine) that the store still held: taken back.
     pub results_revoked: u64,
+    /// Stored run records that failed their checks, written again from the ledger's line.
+    pub runs_mended: u64,
+    /// Stored job records that failed their checks, removed (the jobs pending again).
+    pub jobs_mended: u64,
+    /// Stored quarantine records that failed their checks, written again (the workers kept out).
+    pub quarantines_mended: u64,
     /// Damaged stored items removed (replaced when the ledger had their results): a result that fails
     /// its seal or names an undefined worker, or a whole group of results that does not decode.
     pub results_damaged: u64,
@@ -76,6 +82,13 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
             view.damaged.len()
         ))
     };
+    // Records the store alone checks, damaged: mended first (everything below reads them).
+    let (runs, jobs, quarantines) = store.mend_records(&view.runs, trusted, &view.quarantines)?;
+    (
+        repairs.runs_mended,
+        repairs.jobs_mended,
+        repairs.quarantines_mended,
+    ) = (runs, jobs, quarantines);
     let stored = store.runs()?;
     for meta in view.runs.values() {
         match stored.iter().find(|s| s.id == meta.id) {
@@ -231,7 +244,14 @@ pub struct Agreed {
 /// side on two threads, keeping no result in memory). `None`: a full, result-by-result comparison is
 /// needed.
 pub fn digests_agree(store: &Store, path: &Path) -> Result<Option<Agreed>> {
-    let stored = store.runs()?;
+    // A run or quarantine record that fails its check is for the full path to mend.
+    let stored = match (store.runs(), store.quarantined()) {
+        (Err(Error::Corrupt(_)), _) | (_, Err(Error::Corrupt(_))) => return Ok(None),
+        (runs, quarantined) => {
+            quarantined?;
+            runs?
+        }
+    };
     // The ledger and the store are read side by side, each in one pass: the ledger's digests on this
     // thread; on another, each run's results once (the digest, the sum for the totals, the audit's
     // findings).
@@ -696,6 +716,96 @@ mod tests {
             .to_string();
         assert!(refused.contains("different plans"), "{refused}");
         assert!(refused.contains("nqueens import"), "{refused}");
+    }
+
+    /// Records the store alone checks (run, job, quarantine) found damaged at a start: the run's
+    /// record is written again from the ledger's intact line, the job's record goes (the job is
+    /// pending: its candidates, never counted, are computed again), the quarantine is kept (the
+    /// ledger's line for it). The start goes on, and the run finishes exactly. Before, each refused
+    /// every start with no way out but a backup (found by a review, 2026-11-24, a later session).
+    #[test]
+    fn damaged_records_are_mended_at_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let store = Store::open(dir.path()).unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let meta = store.create_run(plan, 1.0).unwrap();
+        let run = meta.id;
+        let by = |i: usize, name: &str, wrong: u64| {
+            let mut inc = incoming_from(run, &plan, i, name);
+            inc.result.total += wrong;
+            inc.seal = nqueens_common::checksum::seal(plan.fingerprint().1, &inc.key, &inc.result);
+            inc
+        };
+        // A dispute decided (the liar quarantined), and a job waiting for its second result.
+        store.commit(&[by(0, "a", 0)]).unwrap();
+        store.commit(&[by(0, "liar", 1)]).unwrap();
+        store.commit(&[by(0, "c", 0)]).unwrap();
+        store.commit(&[by(1, "a", 0)]).unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        let waiting = plan.jobs().nth(1).unwrap();
+        let job = crate::store::records::job_key(run, &waiting);
+        let run_key = crate::store::records::run_key(run);
+        store.damage_record("runs", &run_key, |j| j.replace("\"n\":8", "\"n\":9"));
+        store.damage_record("jobs", &job, |j| j.replace("\"a\"", "\"b\""));
+        store.damage_record("quarantine", b"liar", |j| j.replace("liar", "lier"));
+        assert!(store.run(run).is_err() && store.job(run, &waiting).is_err());
+        assert!(store.quarantined().is_err());
+
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(
+            (
+                repairs.runs_mended,
+                repairs.jobs_mended,
+                repairs.quarantines_mended
+            ),
+            (1, 1, 1)
+        );
+        assert_eq!(store.run(run).unwrap().unwrap(), meta);
+        assert_eq!(store.job(run, &waiting).unwrap(), None, "pending again");
+        let quarantined = store.quarantined().unwrap();
+        assert_eq!(quarantined.len(), 1);
+        assert_eq!(quarantined[0].worker, "liar");
+        store.audit().unwrap();
+        let (_, repairs, audit) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs, Repairs::default(), "agreeing again");
+        assert!(audit.is_some(), "the quick path");
+        // Every job, each confirmed by two names: the count is exact.
+        for i in 1..plan.jobs().count() {
+            store.commit(&[by(i, "a", 0)]).unwrap();
+            store.commit(&[by(i, "c", 0)]).unwrap();
+        }
+        let tally = store.tally(run).unwrap();
+        assert_eq!(tally.total, 92, "Q(8)");
+        assert!(store.run(run).unwrap().unwrap().is_done());
+    }
+
+    /// A damaged run record with no intact copy in the ledger refuses the start, naming the run.
+    #[test]
+    fn a_damaged_run_record_without_a_ledger_copy_refuses_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, _) = agreeing(dir.path());
+        let bytes = std::fs::read(&path).unwrap();
+        // The ledger without the run's line: its result lines are then damaged lines too.
+        let kept: Vec<u8> = bytes
+            .split_inclusive(|&b| b == b'\n')
+            .filter(|l| !l.windows(13).any(|w| w == b"\"fingerprint\""))
+            .flatten()
+            .copied()
+            .collect();
+        assert!(kept.len() < bytes.len());
+        std::fs::write(&path, kept).unwrap();
+        let run_key = crate::store::records::run_key(run);
+        store.damage_record("runs", &run_key, |j| j.replace("\"n\":8", "\"n\":9"));
+        let refused = reconcile(&store, &path, true)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            refused.contains(&format!("run {run}")) && refused.contains("backup"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ mod audit;
 mod commit;
 mod control;
 mod groups;
-mod records;
+pub(crate) mod records;
 mod repair;
 mod restore;
 pub use restore::check_quarantine;

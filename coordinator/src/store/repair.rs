@@ -61,7 +61,8 @@ impl Store {
         let legacy = self.db.open_tree(LEGACY_RESULTS)?;
         let mut sealed = 0u64;
         // 2 -> 3 changes no record: the run controls are new fields with defaults.
-        for meta in self.runs()?.into_iter().filter(|_| from < 2) {
+        let sealing = if from < 2 { self.runs()? } else { Vec::new() };
+        for meta in sealing {
             let fingerprint = meta.fingerprint_value()?;
             for kv in legacy.scan_prefix(run_key(meta.id)) {
                 let (k, v) = kv?;
@@ -132,6 +133,73 @@ impl Store {
             tracing::error!(results = unreadable, place = "store", "results of the earlier format that did not decode (damaged on disk) were not carried over: the reconciliation restores them from the ledger, or their jobs are computed again");
         }
         Ok(())
+    }
+
+    /// Mends the run, job and quarantine records that fail their checks (damaged on disk), at a start,
+    /// with the ledger's last intact line of each run and its quarantines (`runs`, `quarantines`):
+    /// a run's record is written again from the ledger's line (`trusted_runs`: the ledger's lines are
+    /// complete enough to hold its controls; otherwise, as with no line at all, the start is refused,
+    /// naming the run); a job's record goes (the job is pending again: its candidates were never
+    /// counted, and are computed again); a quarantine is kept, as the ledger has it or with a reason
+    /// saying why. Returns how many of each were mended.
+    pub fn mend_records(
+        &self,
+        runs: &std::collections::BTreeMap<u64, RunMeta>,
+        trusted_runs: bool,
+        quarantines: &std::collections::BTreeMap<String, super::Quarantine>,
+    ) -> Result<(u64, u64, u64)> {
+        let (mut mended_runs, mut mended_jobs, mut mended_quarantines) = (0, 0, 0);
+        for kv in self.runs.iter() {
+            let (k, v) = kv?;
+            let id = <[u8; 8]>::try_from(k.as_ref())
+                .map(u64::from_be_bytes)
+                .map_err(|_| Error::Corrupt(format!("a run key of {} bytes", k.len())))?;
+            let damage = match decode::<RunMeta>("run", &v) {
+                Ok(meta) if meta.id == id => continue,
+                Ok(meta) => format!("the record of run {id} names run {}", meta.id),
+                Err(e) => e.to_string(),
+            };
+            let Some(logged) = runs.get(&id).filter(|_| trusted_runs) else {
+                return Err(Error::Corrupt(format!(
+                    "run {id}: its stored record is damaged ({damage}) and the ledger holds no intact line of it{}; restore the data directory from a backup",
+                    if runs.contains_key(&id) { " it can be trusted for (the ledger has damaged lines: start once with --repair to take it)" } else { "" }
+                )));
+            };
+            let restored = RunMeta {
+                finished_unix: None,
+                ..logged.clone()
+            };
+            self.runs.insert(k, encode(&restored))?;
+            mended_runs += 1;
+            tracing::error!(run = id, damage = %damage, place = "store", "a stored run record is damaged: written again from the ledger's line");
+        }
+        for kv in self.jobs.iter() {
+            let (k, v) = kv?;
+            if let Err(e) = decode::<JobRecord>("job", &v) {
+                self.jobs.remove(&k)?;
+                mended_jobs += 1;
+                let job = split_job_key(&k)
+                    .map(|(run, key)| format!("run {run} job {key}"))
+                    .unwrap_or_else(|_| format!("key {k:?}"));
+                tracing::error!(job = %job, damage = %e, place = "store", "a stored job record is damaged: removed, the job is pending again (its results waiting for verification, never counted, are computed again)");
+            }
+        }
+        for kv in self.quarantine.iter() {
+            let (k, v) = kv?;
+            let Err(e) = decode::<super::Quarantine>("quarantine", &v) else {
+                continue;
+            };
+            let worker = String::from_utf8_lossy(&k).into_owned();
+            let kept = quarantines.get(&worker).cloned().unwrap_or_else(|| super::Quarantine {
+                worker: worker.clone(),
+                reason: format!("the stored quarantine record was damaged on disk ({e}); the quarantine is kept"),
+                at_unix: super::now_unix(),
+            });
+            self.quarantine.insert(k, encode(&kept))?;
+            mended_quarantines += 1;
+            tracing::error!(worker = %worker, damage = %e, place = "store", "a stored quarantine record is damaged: written again, the worker stays quarantined");
+        }
+        Ok((mended_runs, mended_jobs, mended_quarantines))
     }
 
     /// 5 -> 6: puts a checksum before every plain JSON record of the run, job, totals and quarantine
