@@ -808,6 +808,37 @@ mod tests {
         );
     }
 
+    /// A cancel only the ledger holds (a crash before the store's flush) is applied to the store on the
+    /// quick path, and stays applied when the run's totals are recounted in the same start (here its
+    /// stored totals record is damaged). Before, the recount wrote back the run record as read before
+    /// the cancel was applied, undoing it (found by a review, 2026-11-24, a later session).
+    #[test]
+    fn a_cancel_joined_from_the_ledger_survives_a_recount() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, _) = agreeing(dir.path());
+        let cancelled = RunMeta {
+            cancelled_unix: Some(7),
+            ..store.run(run).unwrap().unwrap()
+        };
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
+        ledger.append(&[Entry::Run(cancelled)]).unwrap();
+        drop(ledger);
+        let totals = crate::store::records::run_key(run);
+        store.damage_record("totals", &totals, |j| j.replace("\"jobs\":3", "\"jobs\":4"));
+        let (_, repairs, audit) = reconcile(&store, &path, false).unwrap();
+        assert!(audit.is_some(), "the quick path");
+        assert_eq!(
+            (repairs.controls_restored, repairs.totals_recounted),
+            (1, 1)
+        );
+        assert!(
+            store.run(run).unwrap().unwrap().is_cancelled(),
+            "still cancelled"
+        );
+        assert_eq!(store.tally(run).unwrap().jobs, 3);
+    }
+
     #[test]
     fn a_runs_controls_are_joined_both_ways() {
         let dir = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@ use nqueens_common::checksum::seal;
 use std::collections::HashMap;
 
 use nqueens_common::{JobKey, Plan, Tally};
-use sled::transaction::Transactional;
+use sled::transaction::{ConflictableTransactionError, Transactional};
 
 use super::records::{
     checked, decode, decode_plain, decode_result, encode, encode_result, is_checked, job_key,
@@ -370,14 +370,24 @@ impl Store {
         let done = tally.jobs == meta.jobs_total;
         let changed = stored != Some(tally) || done != meta.is_done();
         if changed {
-            let updated = RunMeta {
-                finished_unix: done.then(|| meta.finished_unix.unwrap_or(last_at)),
-                ..meta.clone()
-            };
             (&self.runs, &self.totals).transaction(|(runs, totals)| {
+                // The run as stored now, not as `meta` read it: a control joined from the ledger
+                // since (a cancel) stays.
+                let raw = runs.get(run_key(meta.id))?.ok_or_else(|| {
+                    ConflictableTransactionError::Abort(Error::Corrupt(format!(
+                        "run {} vanished",
+                        meta.id
+                    )))
+                })?;
+                let now: RunMeta =
+                    decode("run", &raw).map_err(ConflictableTransactionError::Abort)?;
+                let updated = RunMeta {
+                    finished_unix: done.then(|| now.finished_unix.unwrap_or(last_at)),
+                    ..now
+                };
                 totals.insert(&run_key(meta.id), encode(&tally))?;
                 runs.insert(&run_key(meta.id), encode(&updated))?;
-                Ok::<_, sled::transaction::ConflictableTransactionError<Error>>(())
+                Ok::<_, ConflictableTransactionError<Error>>(())
             })?;
         }
         Ok(changed)
