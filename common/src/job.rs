@@ -170,7 +170,13 @@ impl Work {
     /// passes 64 bits, or `t` was saturated ([`kernel::Totals::add`]): a device's answer that large is
     /// faulty, and is refused, never wrapped into a small and plausible count.
     pub fn finish(&self, t: kernel::Totals) -> Option<JobResult> {
-        if t.saturated() {
+        // The settled part's sums saturate as the kernels' do: at u64::MAX the true value is unknown.
+        let base = [
+            self.base.total,
+            self.base.nodes,
+            self.base.unique8.unwrap_or(0),
+        ];
+        if t.saturated() || base.contains(&u64::MAX) {
             return None;
         }
         Some(JobResult {

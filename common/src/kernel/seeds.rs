@@ -336,4 +336,25 @@ mod tests {
         let totals = batch.finish(&out).expect("within 64 bits for the batch");
         assert_eq!(work.finish(totals[0]), None);
     }
+
+    /// The part settled on the CPU saturates as the kernels' sums do (found by a review, 2026-11-24, a
+    /// later session: its sums were unchecked, wrapping in a release build): a settled sum at u64::MAX
+    /// is unknown, and the job's result is refused, whatever the searches add.
+    #[test]
+    fn a_saturated_settled_part_is_refused() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let mut work = plan.job(&plan.jobs().next().unwrap()).unwrap().work();
+        assert!(work.finish(crate::kernel::Totals::default()).is_some());
+        for field in 0..3 {
+            let mut saturated = work.clone();
+            match field {
+                0 => saturated.base.total = u64::MAX,
+                1 => saturated.base.nodes = u64::MAX,
+                _ => saturated.base.unique8 = Some(u64::MAX),
+            }
+            assert_eq!(saturated.finish(crate::kernel::Totals::default()), None);
+        }
+        work.base.total = u64::MAX - 1;
+        assert!(work.finish(crate::kernel::Totals::default()).is_some());
+    }
 }

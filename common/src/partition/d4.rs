@@ -151,7 +151,7 @@ impl Group {
         let base = self.problem(cols)?;
         let m = self.n - 1;
         let mut plain = Vec::new();
-        let (mut total, mut unique8, mut nodes) = (0, 0, 0);
+        let (mut total, mut unique8, mut nodes) = (0u64, 0u64, 0u64);
         for &(right, left, ref ring) in &self.rings {
             let mut board = base.board;
             // A side queen may already stand there (a corner or the prefix); a clash rules the ring out.
@@ -176,9 +176,10 @@ impl Group {
                         .filter(|g| g.apply_board(&board) == board)
                         .count() as u64;
                 });
-                total += weight * found.count;
-                unique8 += weight * fixed;
-                nodes += found.nodes;
+                // Saturating, never wrapping: a sum at u64::MAX is refused by `Work::finish`.
+                total = total.saturating_add(weight.saturating_mul(found.count));
+                unique8 = unique8.saturating_add(weight.saturating_mul(fixed));
+                nodes = nodes.saturating_add(found.nodes);
             } else {
                 plain.extend(
                     unit.split()
