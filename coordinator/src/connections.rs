@@ -1,13 +1,16 @@
 //! The gRPC server's connections, bounded: at most [`MAX_CONNECTIONS`] at once (more wait in the
-//! listen backlog), each closed after [`IDLE`] without a byte from its peer (a live peer answers the
-//! server's HTTP/2 pings well within it), and every one closed when the server is done with them, so
-//! that no stream left open (a `status --watch`, a health Watch) keeps the coordinator, and its store,
-//! alive after the server stopped.
+//! listen backlog) and [`MAX_PER_PEER`] from one peer address (more are closed as they come: one host,
+//! before any token is checked, cannot take every place), each closed after [`IDLE`] without a byte
+//! from its peer (a live peer answers the server's HTTP/2 pings well within it), and every one closed
+//! when the server is done with them, so that no stream left open (a `status --watch`, a health Watch)
+//! keeps the coordinator, and its store, alive after the server stopped.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
+use std::net::{IpAddr, Ipv6Addr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -27,43 +30,137 @@ pub const IDLE: Duration = Duration::from_secs(120);
 /// How often the server pings each connection (HTTP/2 keepalive); well within [`IDLE`].
 pub const KEEPALIVE: Duration = Duration::from_secs(30);
 
+/// Most connections from one peer at once: an IPv4 address, or an IPv6 /64 (what one host is given).
+/// A worker process holds one or two; 1024 leaves room for many behind one NAT address.
+pub const MAX_PER_PEER: usize = 1024;
+
 /// The connections accepted on `listener` (Nagle's algorithm off: replies are small and latency-bound),
 /// each closed once `close` is cancelled. A place among [`MAX_CONNECTIONS`] is taken before each accept:
-/// at the limit, new connections wait in the listen backlog.
+/// at the limit, new connections wait in the listen backlog. A peer holding [`MAX_PER_PEER`] already
+/// has its new ones closed at once.
 pub fn accept(
     listener: TcpListener,
     close: CancellationToken,
 ) -> impl tokio_stream::Stream<Item = io::Result<Conn>> {
+    accept_with(listener, close, MAX_PER_PEER)
+}
+
+/// [`accept`] with at most `per_peer` connections from one peer.
+pub fn accept_with(
+    listener: TcpListener,
+    close: CancellationToken,
+    per_peer: usize,
+) -> impl tokio_stream::Stream<Item = io::Result<Conn>> {
     let room = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let state = (listener, room, close, None::<Instant>);
-    futures_util::stream::unfold(state, |(listener, room, close, mut warned)| async move {
-        let permit = match room.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                // At most one line a minute: a flood must not flood the log too.
+    let peers = Arc::new(Peers {
+        limit: per_peer,
+        open: Mutex::new(HashMap::new()),
+    });
+    let state = (listener, room, peers, close, None::<Instant>);
+    futures_util::stream::unfold(
+        state,
+        |(listener, room, peers, close, mut warned)| async move {
+            // At most one line a minute of each warning: a flood must not flood the log too.
+            let mut warn = |what: &str, limit: usize| {
                 if warned.is_none_or(|at| at.elapsed() > Duration::from_secs(60)) {
-                    tracing::warn!(
-                        limit = MAX_CONNECTIONS,
-                        "gRPC listener at its connection limit: new connections wait"
-                    );
+                    tracing::warn!(limit, "{what}");
                     warned = Some(Instant::now());
                 }
-                room.clone().acquire_owned().await.ok()?
+            };
+            let permit = match room.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => {
+                    warn(
+                        "gRPC listener at its connection limit: new connections wait",
+                        MAX_CONNECTIONS,
+                    );
+                    room.clone().acquire_owned().await.ok()?
+                }
+            };
+            let accepted = loop {
+                match listener.accept().await {
+                    Ok((io, addr)) => {
+                        let Some(place) = Peers::enter(&peers, addr.ip()) else {
+                            warn(
+                                "a peer at its connection limit: its new connections are closed",
+                                peers.limit,
+                            );
+                            continue;
+                        };
+                        if let Err(e) = io.set_nodelay(true) {
+                            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+                        }
+                        break Ok(Conn {
+                            io,
+                            closed: Box::pin(close.clone().cancelled_owned()),
+                            idle: Box::pin(tokio::time::sleep(IDLE)),
+                            _permit: permit,
+                            _place: place,
+                        });
+                    }
+                    // Out of file descriptors, say: the server logs it and accepts again, after a pause
+                    // rather than at once (which would spin).
+                    Err(e) => {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        break Err(e);
+                    }
+                }
+            };
+            Some((accepted, (listener, room, peers, close, warned)))
+        },
+    )
+}
+
+/// Connections open per peer.
+struct Peers {
+    limit: usize,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+impl Peers {
+    /// A place for a connection from `ip`, if its peer has fewer than the limit open.
+    fn enter(peers: &Arc<Peers>, ip: IpAddr) -> Option<PeerPlace> {
+        let peer = peer_of(ip);
+        let mut open = peers.open.lock().unwrap_or_else(|e| e.into_inner());
+        let n = open.entry(peer).or_insert(0);
+        if *n >= peers.limit {
+            return None;
+        }
+        *n += 1;
+        Some(PeerPlace {
+            peers: peers.clone(),
+            peer,
+        })
+    }
+}
+
+/// The peer an address belongs to: an IPv4 address (also when mapped into IPv6), or an IPv6 /64.
+fn peer_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() >> 64 << 64)),
+        },
+        v4 => v4,
+    }
+}
+
+/// A connection's place among its peer's; given back when dropped.
+struct PeerPlace {
+    peers: Arc<Peers>,
+    peer: IpAddr,
+}
+
+impl Drop for PeerPlace {
+    fn drop(&mut self) {
+        let mut open = self.peers.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.peer) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.peer);
             }
-        };
-        let accepted = listener.accept().await.map(|(io, _)| {
-            if let Err(e) = io.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-            Conn {
-                io,
-                closed: Box::pin(close.clone().cancelled_owned()),
-                idle: Box::pin(tokio::time::sleep(IDLE)),
-                _permit: permit,
-            }
-        });
-        Some((accepted, (listener, room, close, warned)))
-    })
+        }
+    }
 }
 
 /// One accepted connection.
@@ -75,6 +172,8 @@ pub struct Conn {
     idle: Pin<Box<Sleep>>,
     /// This connection's place among [`MAX_CONNECTIONS`].
     _permit: OwnedSemaphorePermit,
+    /// Its place among its peer's [`MAX_PER_PEER`].
+    _place: PeerPlace,
 }
 
 impl Conn {
@@ -174,5 +273,50 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted);
         let e = talking.write(b"y").await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted);
+    }
+
+    /// One peer gets at most its limit of connections (more are closed as they come); a place it
+    /// gives back is its again. Before, any client, before a token was checked, could take every
+    /// place and keep it with the answers to the server's own pings (found by a review, 2026-11-24, a
+    /// later session).
+    #[tokio::test]
+    async fn a_peer_gets_at_most_its_limit_of_connections() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let close = CancellationToken::new();
+        let mut incoming = Box::pin(accept_with(listener, close.clone(), 2));
+        let _a = TcpStream::connect(addr).await.unwrap();
+        let first = incoming.next().await.unwrap().unwrap();
+        let _b = TcpStream::connect(addr).await.unwrap();
+        let _second = incoming.next().await.unwrap().unwrap();
+        // A third from the same peer is closed at once, as long as two are open.
+        let next = tokio::spawn(async move {
+            let conn = incoming.next().await;
+            (conn.map(|c| c.is_ok()), incoming)
+        });
+        let mut third = TcpStream::connect(addr).await.unwrap();
+        let mut buf = [0u8; 1];
+        let closed = tokio::time::timeout(Duration::from_secs(10), third.read(&mut buf))
+            .await
+            .expect("closed, not left waiting");
+        assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+        assert!(!next.is_finished(), "nothing accepted while two are open");
+        // A place given back is the peer's again.
+        drop(first);
+        let _fourth = TcpStream::connect(addr).await.unwrap();
+        let (accepted, _incoming) = tokio::time::timeout(Duration::from_secs(10), next)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(accepted, Some(true));
+        assert_eq!(
+            peer_of("::ffff:10.0.0.1".parse().unwrap()),
+            "10.0.0.1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            peer_of("2001:db8::1:2".parse().unwrap()),
+            peer_of("2001:db8::ff:3".parse().unwrap()),
+            "one /64"
+        );
     }
 }
