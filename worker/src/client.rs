@@ -464,9 +464,16 @@ impl Worker {
             }
         }
         if Instant::now() >= self.next_heartbeat {
-            if let Err(s) = self.heartbeat().await {
-                self.failed("heartbeat", &s);
-                return Ok(());
+            match self.heartbeat().await {
+                // Quarantined (its leases are taken back), or a wrong token: stop, the journal kept.
+                Err(s) if refused(&s) => {
+                    return Err(Error::Refused(format!("{:?}: {}", s.code(), s.message())))
+                }
+                Err(s) => {
+                    self.failed("heartbeat", &s);
+                    return Ok(());
+                }
+                Ok(_) => {}
             }
             self.succeeded();
         }

@@ -341,14 +341,35 @@ impl Coordinator {
     }
 
     /// Extends the worker's leases; returns those that are no longer its, and among them those whose
-    /// run was cancelled (their jobs are not wanted any more).
+    /// run was cancelled (their jobs are not wanted any more). A quarantined worker's heartbeat is
+    /// refused, and the leases it names go back in line at once.
     pub fn heartbeat(&self, worker: &str, ids: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
         check_worker("worker id", worker)?;
         check_ids(ids)?;
         let now = Instant::now();
-        let mut state = self.state();
+        let mut guard = self.state();
+        let state = &mut *guard;
         if state.workers.seen(worker, now) == Contact::Returned {
             tracing::info!(worker = %worker, "worker returned");
+        }
+        let name = state.workers.name_of(worker);
+        if let Some(reason) = state.quarantined.get(name) {
+            let refused = Error::Quarantined {
+                worker: name.to_string(),
+                reason: reason.clone(),
+            };
+            let released = state.leases.release(worker, ids);
+            for lease in &released {
+                if let Some(run) = state.runs.get_mut(&lease.run) {
+                    run.requeue(lease.key.clone());
+                }
+            }
+            drop(guard);
+            if !released.is_empty() {
+                tracing::warn!(worker = %worker, jobs = released.len(), "a quarantined worker's leases taken back");
+                self.changed();
+            }
+            return Err(refused);
         }
         let lost = state.leases.heartbeat(worker, ids, now);
         let cancelled = state.leases.cancelled_among(&lost);

@@ -675,6 +675,39 @@ async fn a_liar_caught(c: &Coordinator) -> String {
     run
 }
 
+/// A quarantined worker's heartbeat is refused, and the leases it names go back in line at once.
+/// Before, heartbeats went on extending them (a worker whose compute is slow, or a hung GPU launch,
+/// reaches its next report or lease call late): its jobs waited for it (found by a review,
+/// 2026-11-24, a later session).
+#[tokio::test]
+async fn a_quarantined_workers_heartbeat_is_refused_and_its_leases_freed() {
+    let c = coordinator();
+    c.create_run(8, Strategy::D4, None, Some(1.0), 0, false)
+        .await
+        .unwrap();
+    let held = lease(&c, "liar", 4096).await;
+    assert!(held.len() > 2);
+    let mut lie = report(&held[0]);
+    lie.result.total += 1;
+    lie.seal = Some(seal(held[0].fingerprint, &held[0].key, &lie.result));
+    c.report("liar", "liar", vec![lie]).await.unwrap();
+    for honest in ["a", "b"] {
+        let got = lease(&c, honest, 4096).await;
+        assert_eq!(
+            got.len(),
+            1,
+            "only the disputed job: the liar holds the rest"
+        );
+        report_all(&c, honest, &got).await;
+    }
+    assert!(refused_as_quarantined(&c, "liar").await);
+    let ids: Vec<u64> = held[1..].iter().map(|g| g.id).collect();
+    let err = c.heartbeat("liar", &ids).unwrap_err();
+    assert!(matches!(err, Error::Quarantined { .. }), "{err:?}");
+    let freed = lease(&c, "a", 4096).await;
+    assert_eq!(freed.len(), held.len() - 1, "its leases are free at once");
+}
+
 /// Whether `worker` is refused leases, as quarantined.
 async fn refused_as_quarantined(c: &Coordinator, worker: &str) -> bool {
     matches!(
