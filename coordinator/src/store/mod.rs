@@ -8,8 +8,9 @@
 //!   the migration regroups and drops); `workers`: the numbers by which stored results name their
 //!   workers ([`workers`]);
 //! - `quarantine`: worker name -> [`Quarantine`] (workers that reported a result others disproved);
-//! - `meta`: the next run id, the coordinator's epoch (incremented at every open, so that lease ids of
-//!   an earlier incarnation are recognisable), the store's format version (and, while a migration is
+//! - `meta`: the next run id, the coordinator's epoch (drawn at random for a new store, then
+//!   incremented at every open, so that lease ids of an earlier incarnation, or of a store this one
+//!   replaced, are recognisable), the store's format version (and, while a migration is
 //!   under way, the format it started from), and the lease secret (128 random bits made with the
 //!   store, which authenticate lease ids across incarnations).
 //!
@@ -74,6 +75,27 @@ const LEGACY_RESULTS: &str = "results";
 /// the JSON: see [`records::decode`]), so that a byte damaged on disk in a verify fraction, a candidate's
 /// worker name or a field's name is refused instead of read as another value or a default.
 pub const FORMAT_VERSION: u64 = 6;
+
+/// Epochs fit the 24 bits a lease id gives them.
+const EPOCH_LIMIT: u64 = 1 << 24;
+
+/// The epoch of a store's next incarnation, after `last` (`None`: a new store). A new store's first is
+/// drawn at random from 1 to 2^20: a store rebuilt from its ledger or an export starts anew, and its
+/// lease ids must not repeat those of the store it replaces (workers may still hold and journal them).
+/// Past 2^24 - 1 (16 million restarts) it wraps to 1.
+fn next_epoch(last: Option<u64>) -> Result<u64> {
+    match last {
+        Some(e) if e < EPOCH_LIMIT - 1 => Ok(e + 1),
+        Some(_) => Ok(1),
+        None => {
+            let mut bytes = [0u8; 4];
+            getrandom::fill(&mut bytes).map_err(|e| {
+                Error::Durability(format!("no randomness for the first epoch: {e}"))
+            })?;
+            Ok(1 + u64::from(u32::from_be_bytes(bytes) % (1 << 20)))
+        }
+    }
+}
 
 /// The coordinator's persistent state.
 #[derive(Clone)]
@@ -170,10 +192,7 @@ impl Store {
 
     fn with_db(db: sled::Db) -> Result<Store> {
         let meta = db.open_tree("meta")?;
-        let epoch = read_u64(&meta, EPOCH)?.map_or(Ok(1), |e| {
-            e.checked_add(1)
-                .ok_or_else(|| Error::Corrupt("epoch overflow".into()))
-        })?;
+        let epoch = next_epoch(read_u64(&meta, EPOCH)?)?;
         meta.insert(EPOCH, &epoch.to_be_bytes())?;
         let lease_secret = match meta.get(LEASE_SECRET)? {
             Some(v) => <[u8; 16]>::try_from(v.as_ref())
