@@ -322,8 +322,11 @@ impl LiveRun {
         self.reopened_at.get(key).is_some_and(|&at| at >= seq)
     }
 
-    /// Job `key` was counted by commit `seq`: a put-back older than that is over.
+    /// Job `key` was counted by commit `seq`: a put-back older than that is over, and so are the
+    /// expiries of its leases (the table keeps only jobs not done yet; a job reopened later starts its
+    /// attempts anew).
     pub fn counted(&mut self, key: &JobKey, seq: u64) {
+        self.attempts.remove(key);
         if self.reopened_at.get(key).is_some_and(|&at| at < seq) {
             self.reopened_at.remove(key);
         }
@@ -538,6 +541,19 @@ mod tests {
             cancelled_unix: None,
             priority: 0,
         }
+    }
+
+    /// The expiries of a job's leases are forgotten once it is counted: the table does not grow with
+    /// every job that ever had one (found by a review, 2026-11-24, a later session).
+    #[test]
+    fn a_counted_job_forgets_its_expiries() {
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let key = live.plan.jobs().next().unwrap();
+        live.attempt_failed(&key, "a");
+        assert_eq!(live.attempt_failed(&key, "b").count, 2);
+        live.counted(&key, 1);
+        assert!(live.attempts.is_empty());
+        assert_eq!(live.attempt_failed(&key, "a").count, 1, "anew");
     }
 
     /// A lease call takes from the retry queue what it wants (at least its batch), not the whole
