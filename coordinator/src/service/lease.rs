@@ -143,10 +143,15 @@ impl Coordinator {
         let deadline = Instant::now() + wait.min(MAX_WAIT);
         let mut changes = self.subscribe();
         loop {
-            changes.borrow_and_update();
-            let grant = self.try_lease(ask)?;
+            let seen = *changes.borrow_and_update();
+            let (grant, notified) = self.try_lease(ask)?;
             if !grant.leases.is_empty() || grant.idle || Instant::now() >= deadline {
                 return Ok(grant);
+            }
+            // Keys this call looked at and handed back are no news to it: a change that is only its
+            // own is marked seen, or the call would wake itself at once, look again, and spin.
+            if notified && *changes.borrow() == seen.wrapping_add(1) {
+                changes.borrow_and_update();
             }
             tokio::select! {
                 _ = changes.changed() => {}
@@ -155,8 +160,9 @@ impl Coordinator {
         }
     }
 
-    /// One attempt of [`Coordinator::lease`], without waiting.
-    fn try_lease(&self, ask: &Ask<'_>) -> Result<Grant> {
+    /// One attempt of [`Coordinator::lease`], without waiting; and whether it announced a change
+    /// (jobs leased, or keys handed back that a waiting call may take).
+    fn try_lease(&self, ask: &Ask<'_>) -> Result<(Grant, bool)> {
         ask.check()?;
         let Ask {
             worker,
@@ -322,7 +328,8 @@ impl Coordinator {
         if !leases.is_empty() {
             tracing::debug!(worker, jobs = leases.len(), "leased");
         }
-        if !leases.is_empty() || wake_others {
+        let notified = !leases.is_empty() || wake_others;
+        if notified {
             self.changed();
         }
         let retry_after = match benched {
@@ -332,12 +339,13 @@ impl Coordinator {
         };
         // A worker with nothing it may ever lease is idle too: `--exit-when-idle` lets it go.
         let idle = running == 0 || (leases.is_empty() && beyond_reach);
-        Ok(Grant {
+        let grant = Grant {
             leases,
             lease_timeout,
             retry_after,
             idle,
-        })
+        };
+        Ok((grant, notified))
     }
 
     /// Extends the worker's leases; returns those that are no longer its, and among them those whose

@@ -708,6 +708,34 @@ async fn a_quarantined_workers_heartbeat_is_refused_and_its_leases_freed() {
     assert_eq!(freed.len(), held.len() - 1, "its leases are free at once");
 }
 
+/// A lease call that waits does not wake itself with its own hand-backs: here "a" computed every
+/// job of a verified run (they wait for another name) while "b" holds one, so "a" may lease nothing
+/// yet is not idle. Before, each look handed the keys back, announced a change, woke the same call at
+/// once, and it looked again, reading every waiting job's record, until its wait ran out (found by a
+/// review, 2026-11-24, a later session).
+#[tokio::test]
+async fn a_waiting_lease_call_does_not_wake_itself() {
+    let c = coordinator();
+    c.create_run(8, Strategy::D4, None, Some(1.0), 0, false)
+        .await
+        .unwrap();
+    let all = lease(&c, "a", 4096).await;
+    report_all(&c, "a", &all).await;
+    assert_eq!(lease(&c, "b", 1).await.len(), 1);
+    let changes = c.subscribe();
+    let before = *changes.borrow();
+    let grant = c
+        .lease(&ask("a", 1), Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert!(grant.leases.is_empty() && !grant.idle);
+    let announced = changes.borrow().wrapping_sub(before);
+    assert!(
+        announced <= 2,
+        "{announced} changes announced while it waited"
+    );
+}
+
 /// Whether `worker` is refused leases, as quarantined.
 async fn refused_as_quarantined(c: &Coordinator, worker: &str) -> bool {
     matches!(
