@@ -826,7 +826,15 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     let data = data.to_str().unwrap();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["serve", "--data", data, "--max-connections-per-peer", "0"],
+            "--max-connections-per-peer",
+        ),
+        (
+            &["serve", "--data", data, "--max-connections-per-peer", "8193"],
+            "--max-connections-per-peer",
+        ),
         (
             &[
                 "serve",

@@ -1,6 +1,6 @@
 //! The gRPC server's connections, bounded: at most [`MAX_CONNECTIONS`] at once (more wait in the
-//! listen backlog) and [`MAX_PER_PEER`] from one peer address (more are closed as they come: one host,
-//! before any token is checked, cannot take every place), each closed after [`IDLE`] without a byte
+//! listen backlog) and [`MAX_PER_PEER`] (by default) from one peer address (more are closed as they
+//! come: one host, before any token is checked, cannot take every place), each closed after [`IDLE`] without a byte
 //! from its peer (a live peer answers the server's HTTP/2 pings well within it), and every one closed
 //! when the server is done with them, so that no stream left open (a `status --watch`, a health Watch)
 //! keeps the coordinator, and its store, alive after the server stopped.
@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -30,23 +30,15 @@ pub const IDLE: Duration = Duration::from_secs(120);
 /// How often the server pings each connection (HTTP/2 keepalive); well within [`IDLE`].
 pub const KEEPALIVE: Duration = Duration::from_secs(30);
 
-/// Most connections from one peer at once: an IPv4 address, or an IPv6 /64 (what one host is given).
+/// Most connections from one peer address at once, by default (`serve --max-connections-per-peer`).
 /// A worker process holds one or two; 1024 leaves room for many behind one NAT address.
 pub const MAX_PER_PEER: usize = 1024;
 
 /// The connections accepted on `listener` (Nagle's algorithm off: replies are small and latency-bound),
 /// each closed once `close` is cancelled. A place among [`MAX_CONNECTIONS`] is taken before each accept:
-/// at the limit, new connections wait in the listen backlog. A peer holding [`MAX_PER_PEER`] already
+/// at the limit, new connections wait in the listen backlog. A peer address holding `per_peer` already
 /// has its new ones closed at once.
 pub fn accept(
-    listener: TcpListener,
-    close: CancellationToken,
-) -> impl tokio_stream::Stream<Item = io::Result<Conn>> {
-    accept_with(listener, close, MAX_PER_PEER)
-}
-
-/// [`accept`] with at most `per_peer` connections from one peer.
-pub fn accept_with(
     listener: TcpListener,
     close: CancellationToken,
     per_peer: usize,
@@ -82,9 +74,9 @@ pub fn accept_with(
                     Ok((io, addr)) => {
                         let Some(place) = Peers::enter(&peers, addr.ip()) else {
                             warn(
-                                "a peer at its connection limit: its new connections are closed",
-                                peers.limit,
-                            );
+                            "a peer address at its connection limit (serve --max-connections-per-peer): its new connections are closed",
+                            peers.limit,
+                        );
                             continue;
                         };
                         if let Err(e) = io.set_nodelay(true) {
@@ -98,9 +90,10 @@ pub fn accept_with(
                             _place: place,
                         });
                     }
-                    // Out of file descriptors, say: the server logs it and accepts again, after a pause
-                    // rather than at once (which would spin).
+                    // Out of file descriptors, say: logged here (tonic, which accepts again, logs it
+                    // only at trace level), and accepted again after a pause rather than at once.
                     Err(e) => {
+                        tracing::warn!(error = %e, "gRPC listener cannot accept a connection");
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         break Err(e);
                     }
@@ -134,13 +127,11 @@ impl Peers {
     }
 }
 
-/// The peer an address belongs to: an IPv4 address (also when mapped into IPv6), or an IPv6 /64.
+/// The peer an address belongs to: the address itself (an IPv4 address mapped into IPv6 as that IPv4
+/// address). Not a whole IPv6 /64: a cloud subnet is often one, with every machine of a fleet in it.
 fn peer_of(ip: IpAddr) -> IpAddr {
     match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() >> 64 << 64)),
-        },
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
     }
 }
@@ -255,7 +246,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let close = CancellationToken::new();
-        let mut incoming = Box::pin(accept(listener, close.clone()));
+        let mut incoming = Box::pin(accept(listener, close.clone(), MAX_PER_PEER));
         let _silent = TcpStream::connect(addr).await.unwrap();
         let mut silent = incoming.next().await.unwrap().unwrap();
         let mut talker = TcpStream::connect(addr).await.unwrap();
@@ -284,7 +275,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let close = CancellationToken::new();
-        let mut incoming = Box::pin(accept_with(listener, close.clone(), 2));
+        let mut incoming = Box::pin(accept(listener, close.clone(), 2));
         let _a = TcpStream::connect(addr).await.unwrap();
         let first = incoming.next().await.unwrap().unwrap();
         let _b = TcpStream::connect(addr).await.unwrap();
@@ -313,10 +304,10 @@ mod tests {
             peer_of("::ffff:10.0.0.1".parse().unwrap()),
             "10.0.0.1".parse::<IpAddr>().unwrap()
         );
-        assert_eq!(
+        assert_ne!(
             peer_of("2001:db8::1:2".parse().unwrap()),
             peer_of("2001:db8::ff:3".parse().unwrap()),
-            "one /64"
+            "two machines of one /64"
         );
     }
 }

@@ -33,6 +33,8 @@ pub struct Options {
     pub token: Option<String>,
     /// The TLS certificate chain and key (PEM); none: plaintext.
     pub tls: Option<Identity>,
+    /// Most connections from one peer address at once ([`connections::MAX_PER_PEER`] by default).
+    pub per_peer: usize,
 }
 
 impl Default for Options {
@@ -41,6 +43,7 @@ impl Default for Options {
             progress_interval: Duration::from_secs(30),
             token: None,
             tls: None,
+            per_peer: connections::MAX_PER_PEER,
         }
     }
 }
@@ -107,15 +110,18 @@ pub async fn serve(
         .add_service(InterceptedService::new(reflection, auth.clone()))
         .add_service(InterceptedService::new(reflection_alpha, auth.clone()))
         .add_service(InterceptedService::new(service, auth))
-        .serve_with_incoming_shutdown(connections::accept(listener, close.clone()), async move {
-            tokio::select! {
-                _ = shutdown => {}
-                _ = reopen => {}
-            }
-            // In-flight requests are answered before the server stops: cut the long ones short.
-            stopping.begin_shutdown();
-            draining_tx.cancel();
-        });
+        .serve_with_incoming_shutdown(
+            connections::accept(listener, close.clone(), options.per_peer),
+            async move {
+                tokio::select! {
+                    _ = shutdown => {}
+                    _ = reopen => {}
+                }
+                // In-flight requests are answered before the server stops: cut the long ones short.
+                stopping.begin_shutdown();
+                draining_tx.cancel();
+            },
+        );
     // Streams (WatchRun, health Watch) would hold a graceful shutdown open for ever: after
     // SHUTDOWN_GRACE the server is dropped, and every connection still open closed (each holds the
     // coordinator, and with it the store, which a reopen needs).

@@ -16,9 +16,9 @@ use nqueens_coordinator::store::Store;
 /// Arguments of `nqueens loadgen`.
 #[derive(Debug, Args)]
 pub struct LoadgenArgs {
-    /// Simulated workers, each on its own connection (from this one host: fewer than the
-    /// coordinator's connections per peer, 1024).
-    #[arg(long, default_value_t = 1000, value_parser = fleet)]
+    /// Simulated workers, each on its own connection (all from this host: a coordinator given with
+    /// --coordinator takes as many from one address as its --max-connections-per-peer).
+    #[arg(long, default_value_t = 1000)]
     pub workers: usize,
     /// Results per second offered over all workers; 0: every worker as fast as it is answered.
     #[arg(long, default_value_t = 5000.0)]
@@ -134,7 +134,11 @@ async fn embedded(dir: &Path, load: &Load) -> anyhow::Result<LoadReport> {
     let server = tokio::spawn(nqueens_coordinator::server::serve(
         listener,
         coordinator,
-        nqueens_coordinator::server::Options::default(),
+        // Every simulated worker comes from this one address.
+        nqueens_coordinator::server::Options {
+            per_peer: nqueens_coordinator::connections::MAX_CONNECTIONS,
+            ..Default::default()
+        },
         stop.clone().cancelled_owned(),
     ));
     let connection = nqueens_proto::Connection::new(format!("http://{address}"));
@@ -204,19 +208,5 @@ fn print_text(o: &Output) {
             bytes as f64 / (1024.0 * 1024.0),
             bytes as f64 / r.jobs_done.max(1) as f64
         );
-    }
-}
-
-/// A fleet one host can offer: each simulated worker and the load generator's own client take one of
-/// the coordinator's [`MAX_PER_PEER`](nqueens_coordinator::connections::MAX_PER_PEER) connections
-/// from one peer.
-fn fleet(s: &str) -> Result<usize, String> {
-    let limit = nqueens_coordinator::connections::MAX_PER_PEER - 1;
-    match s.parse::<usize>().map_err(|e| e.to_string())? {
-        w if w > limit => Err(format!(
-            "at most {limit} simulated workers from one host (the coordinator takes at most {} connections from one peer); run more load generators on other hosts",
-            limit + 1
-        )),
-        w => Ok(w),
     }
 }

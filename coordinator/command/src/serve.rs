@@ -41,6 +41,10 @@ pub struct ServeArgs {
     /// front of the commit thread).
     #[arg(long, value_name = "N", default_value_t = nqueens_coordinator::service::MAX_IN_FLIGHT, value_parser = in_flight)]
     pub max_in_flight: usize,
+    /// Most gRPC connections from one peer address at once (more are closed as they come); raise it
+    /// for more worker processes than that behind one NAT address or proxy.
+    #[arg(long, value_name = "N", default_value_t = nqueens_coordinator::connections::MAX_PER_PEER, value_parser = per_peer)]
+    pub max_connections_per_peer: usize,
     /// Interval of the progress log line, e.g. 30s.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub progress_interval: Duration,
@@ -157,6 +161,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         progress_interval: args.progress_interval,
         token: args.token.clone(),
         tls,
+        per_peer: args.max_connections_per_peer,
     };
     super::runtime()?.block_on(async {
         let shutdown = setup::shutdown_on_signals();
@@ -307,5 +312,15 @@ fn in_flight(s: &str) -> Result<usize, String> {
         Ok(n) if (1..=MAX_IN_FLIGHT_LIMIT).contains(&n) => Ok(n),
         Ok(_) => Err(format!("must be 1 to {MAX_IN_FLIGHT_LIMIT}")),
         Err(_) => Err(format!("{s:?} is not a whole number of batches")),
+    }
+}
+
+/// Parses `--max-connections-per-peer`: 1 to the listener's whole limit.
+fn per_peer(s: &str) -> Result<usize, String> {
+    let limit = nqueens_coordinator::connections::MAX_CONNECTIONS;
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=limit).contains(&n) => Ok(n),
+        Ok(_) => Err(format!("must be 1 to {limit}")),
+        Err(_) => Err(format!("{s:?} is not a whole number of connections")),
     }
 }
