@@ -832,7 +832,13 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
             "--max-connections-per-peer",
         ),
         (
-            &["serve", "--data", data, "--max-connections-per-peer", "8193"],
+            &[
+                "serve",
+                "--data",
+                data,
+                "--max-connections-per-peer",
+                "8193",
+            ],
             "--max-connections-per-peer",
         ),
         (

@@ -41,10 +41,12 @@ impl Store {
             )));
         }
         let from = match super::read_u64(&self.meta, UPGRADE)? {
-            Some(from) if format == FORMAT_VERSION && from < FORMAT_VERSION => from,
+            // A migration cut short: this build's, or an earlier build's (to a format before this
+            // one), whose every step this build takes up where it stopped.
+            Some(from) if from < format => from,
             Some(from) => {
                 return Err(Error::Corrupt(format!(
-                    "the store is marked as migrating from format {from} to {format}, which this build never writes"
+                    "the store is marked as migrating from format {from} to {format}, which no build writes"
                 )))
             }
             None if format == FORMAT_VERSION => return Ok(()),

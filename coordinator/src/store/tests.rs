@@ -844,6 +844,34 @@ fn issue_16_a_migration_cut_short_is_taken_up_at_the_next_open() {
     assert_eq!(store.audit().unwrap()[0].tally.jobs, 4);
 }
 
+/// A migration the previous build (format 5) left cut short (its mark: format 5, from 4; results of
+/// format 4 still single, records plain JSON) is taken up by this build, which brings the store to
+/// format 6. Before, the mark's format had to be this build's, and the store was refused: "migrating
+/// from format 4 to 5, which this build never writes" (found by a review, 2026-11-24, a later session).
+#[test]
+fn a_migration_the_previous_build_left_unfinished_is_taken_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(9, Strategy::D4).unwrap();
+    let (id, tally) = {
+        let store = Store::open(dir.path()).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        as_single_results(&store, run.id, &plan, 0..4, super::records::encode_result);
+        at_format(&store, 5);
+        store
+            .meta
+            .insert(super::UPGRADE, &4u64.to_be_bytes())
+            .unwrap();
+        store.flush().unwrap();
+        (run.id, tally_as_stored(&store, run.id))
+    };
+    let store = reopen(dir.path());
+    let format = store.meta.get(super::FORMAT).unwrap().unwrap();
+    assert_eq!(format.as_ref(), super::FORMAT_VERSION.to_be_bytes());
+    assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
+    assert_eq!(store.audit().unwrap()[0].tally, tally);
+    assert_eq!(store.results(id).count(), 4);
+}
+
 #[test]
 fn issue_16_the_audit_refuses_a_result_beside_a_record_a_stray_done_record_and_a_damaged_record() {
     let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
