@@ -129,7 +129,7 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
         };
         if !ledger::same_plan(&meta, logged) {
             return Err(Error::Corrupt(format!(
-                "run {}: the store and the ledger describe different plans (verify fractions {} and {}); the ledger's lines are checksummed and the store's run record is not: if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`)",
+                "run {}: the store and the ledger describe different plans (verify fractions {} and {}); one of the two was damaged (a store record before format 6 gave it a checksum, say): if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`)",
                 meta.id, meta.verify_fraction, logged.verify_fraction, path.display()
             )));
         }
@@ -402,8 +402,8 @@ mod tests {
         }
     }
 
-    /// A store whose run record lost its verify fraction (damaged on disk; the record has no
-    /// checksum) fails the check against the ledger's intact run line (found by a review, 2026-11-24,
+    /// A store whose run record lost its verify fraction (damaged on disk before store format 6 gave
+    /// it a checksum) fails the check against the ledger's intact run line (found by a review, 2026-11-24,
     /// a later session).
     #[test]
     fn a_verify_fraction_damaged_in_the_store_fails_the_check() {

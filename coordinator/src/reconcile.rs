@@ -82,7 +82,8 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
             view.damaged.len()
         ))
     };
-    // Records the store alone checks, damaged: mended first (everything below reads them).
+    // Records the store alone checks, damaged: mended first (everything below reads them), or the
+    // start refused with the store as it was.
     let (runs, jobs, quarantines) = store.mend_records(&view.runs, trusted, &view.quarantines)?;
     (
         repairs.runs_mended,
@@ -94,7 +95,7 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
         match stored.iter().find(|s| s.id == meta.id) {
             Some(s) if !same_plan(s, meta) => {
                 return Err(Error::Corrupt(format!(
-                    "run {}: the store and the ledger describe different plans (store: N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}; ledger: N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}). The ledger's lines are checksummed and the store's run record is not: if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`) and serve that; otherwise restore the directory from a backup",
+                    "run {}: the store and the ledger describe different plans (store: N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}; ledger: N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}). One of the two was damaged (a store record before format 6 gave it a checksum, say): if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`) and serve that; otherwise restore the directory from a backup",
                     meta.id,
                     s.n, s.strategy, s.depth, s.jobs_total, s.fingerprint, s.verify_fraction,
                     meta.n, meta.strategy, meta.depth, meta.jobs_total, meta.fingerprint, meta.verify_fraction,
@@ -682,17 +683,11 @@ mod tests {
         assert_eq!(repairs, Repairs::default(), "agreeing again");
     }
 
-    /// A run's controls (cancel, pause, priority) written on one side only, a crash before the other
-    /// side's flush or fsync (the control never acknowledged): the two are joined at the start, on the
-    /// quick path as on the full one, and `audit` fails the directory until then. A cancel on either
-    /// side holds (a cancelled run only counts nothing more); otherwise the store's controls are logged.
-    /// Before, they stayed different without a word: `audit` passed, and a store rebuilt from the ledger
-    /// flipped the run's state. Found by a review, 2026-11-24.
-    /// The store's run record is not checksummed: one whose verify fraction was damaged (here its
-    /// field's name, read back as 0) differs from the ledger's intact line, and the start is refused,
-    /// on the quick path as on the full one, before a job waiting for its second result could count
-    /// alone (found by a review, 2026-11-24, a later session: the fraction was left out of the
-    /// comparison).
+    /// A store run record whose verify fraction was damaged before store format 6 gave it a checksum
+    /// (here its field's name, read back as 0; the migration checksummed it as it was) differs from
+    /// the ledger's intact line, and the start is refused, on the quick path as on the full one,
+    /// before a job waiting for its second result could count alone (found by a review, 2026-11-24, a
+    /// later session: the fraction was left out of the comparison).
     #[test]
     fn a_verify_fraction_damaged_in_the_store_refuses_the_start() {
         let dir = tempfile::tempdir().unwrap();
@@ -780,6 +775,36 @@ mod tests {
         assert!(store.run(run).unwrap().unwrap().is_done());
     }
 
+    /// Damaged records while the ledger has damaged lines too: the start is refused, naming
+    /// `--repair`, and nothing is mended (the store as it was); with `--repair` they are mended.
+    #[test]
+    fn damaged_records_beside_a_damaged_ledger_wait_for_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let store = Store::open(dir.path()).unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 1.0).unwrap().id;
+        store.commit(&[incoming_from(run, &plan, 0, "a")]).unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        // A line of garbage in the middle of the ledger.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+        bytes.splice(at..at, b"{\"damaged\"}\n".iter().copied());
+        std::fs::write(&path, bytes).unwrap();
+        let waiting = plan.jobs().next().unwrap();
+        let job = crate::store::records::job_key(run, &waiting);
+        store.damage_record("jobs", &job, |j| j.replace("\"a\"", "\"b\""));
+        let refused = reconcile(&store, &path, false)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(refused.contains("--repair"), "{refused}");
+        assert!(store.job(run, &waiting).is_err(), "left as it was");
+        let (_, repairs, _) = reconcile(&store, &path, true).unwrap();
+        assert_eq!(repairs.jobs_mended, 1);
+        assert_eq!(store.job(run, &waiting).unwrap(), None);
+    }
+
     /// A damaged run record with no intact copy in the ledger refuses the start, naming the run.
     #[test]
     fn a_damaged_run_record_without_a_ledger_copy_refuses_the_start() {
@@ -839,6 +864,12 @@ mod tests {
         assert_eq!(store.tally(run).unwrap().jobs, 3);
     }
 
+    /// A run's controls (cancel, pause, priority) written on one side only, a crash before the other
+    /// side's flush or fsync (the control never acknowledged): the two are joined at the start, on the
+    /// quick path as on the full one, and `audit` fails the directory until then. A cancel on either
+    /// side holds (a cancelled run only counts nothing more); otherwise the store's controls are logged.
+    /// Before, they stayed different without a word: `audit` passed, and a store rebuilt from the ledger
+    /// flipped the run's state. Found by a review, 2026-11-24.
     #[test]
     fn a_runs_controls_are_joined_both_ways() {
         let dir = tempfile::tempdir().unwrap();

@@ -283,7 +283,7 @@ impl Store {
         self.lease_secret
     }
 
-    /// This incarnation's epoch (1 for a new store, then one more at every open).
+    /// This incarnation's epoch (drawn at random for a new store, then one more at every open).
     pub fn epoch(&self) -> u64 {
         self.epoch
     }

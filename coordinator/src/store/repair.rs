@@ -139,18 +139,19 @@ impl Store {
 
     /// Mends the run, job and quarantine records that fail their checks (damaged on disk), at a start,
     /// with the ledger's last intact line of each run and its quarantines (`runs`, `quarantines`):
-    /// a run's record is written again from the ledger's line (`trusted_runs`: the ledger's lines are
-    /// complete enough to hold its controls; otherwise, as with no line at all, the start is refused,
-    /// naming the run); a job's record goes (the job is pending again: its candidates were never
-    /// counted, and are computed again); a quarantine is kept, as the ledger has it or with a reason
-    /// saying why. Returns how many of each were mended.
+    /// a run's record is written again from the ledger's line; a job's record goes (the job is
+    /// pending again: its candidates were never counted, and are computed again); a quarantine is
+    /// kept, as the ledger has it or with a reason saying why. Every record is looked at before any is
+    /// mended: a damaged run the ledger has no line of refuses the start, naming it, and so does any
+    /// damage when the ledger is not `trusted` (it has damaged lines: `--repair` trusts it), the store
+    /// left as it was. Returns how many of each were mended.
     pub fn mend_records(
         &self,
         runs: &std::collections::BTreeMap<u64, RunMeta>,
-        trusted_runs: bool,
+        trusted: bool,
         quarantines: &std::collections::BTreeMap<String, super::Quarantine>,
     ) -> Result<(u64, u64, u64)> {
-        let (mut mended_runs, mut mended_jobs, mut mended_quarantines) = (0, 0, 0);
+        let mut damaged_runs = Vec::new();
         for kv in self.runs.iter() {
             let (k, v) = kv?;
             let id = <[u8; 8]>::try_from(k.as_ref())
@@ -161,47 +162,75 @@ impl Store {
                 Ok(meta) => format!("the record of run {id} names run {}", meta.id),
                 Err(e) => e.to_string(),
             };
-            let Some(logged) = runs.get(&id).filter(|_| trusted_runs) else {
+            let Some(logged) = runs.get(&id) else {
                 return Err(Error::Corrupt(format!(
-                    "run {id}: its stored record is damaged ({damage}) and the ledger holds no intact line of it{}; restore the data directory from a backup",
-                    if runs.contains_key(&id) { " it can be trusted for (the ledger has damaged lines: start once with --repair to take it)" } else { "" }
+                    "run {id}: its stored record is damaged ({damage}) and the ledger holds no intact line of it; restore the data directory from a backup"
                 )));
             };
-            let restored = RunMeta {
-                finished_unix: None,
-                ..logged.clone()
-            };
-            self.runs.insert(k, encode(&restored))?;
-            mended_runs += 1;
-            tracing::error!(run = id, damage = %damage, place = "store", "a stored run record is damaged: written again from the ledger's line");
+            damaged_runs.push((k, id, damage, logged));
         }
+        let mut damaged_jobs = Vec::new();
         for kv in self.jobs.iter() {
             let (k, v) = kv?;
             if let Err(e) = decode::<JobRecord>("job", &v) {
-                self.jobs.remove(&k)?;
-                mended_jobs += 1;
                 let job = split_job_key(&k)
                     .map(|(run, key)| format!("run {run} job {key}"))
                     .unwrap_or_else(|_| format!("key {k:?}"));
-                tracing::error!(job = %job, damage = %e, place = "store", "a stored job record is damaged: removed, the job is pending again (its results waiting for verification, never counted, are computed again)");
+                damaged_jobs.push((k, job, e));
             }
         }
+        let mut damaged_quarantines = Vec::new();
         for kv in self.quarantine.iter() {
             let (k, v) = kv?;
-            let Err(e) = decode::<super::Quarantine>("quarantine", &v) else {
-                continue;
+            if let Err(e) = decode::<super::Quarantine>("quarantine", &v) {
+                damaged_quarantines.push((k, e));
+            }
+        }
+        let first = damaged_runs
+            .first()
+            .map(|(_, id, damage, _)| format!("run {id}: {damage}"))
+            .or_else(|| {
+                damaged_jobs
+                    .first()
+                    .map(|(_, job, e)| format!("{job}: {e}"))
+            })
+            .or_else(|| {
+                damaged_quarantines.first().map(|(k, e)| {
+                    format!("the quarantine of {:?}: {e}", String::from_utf8_lossy(k))
+                })
+            });
+        if let (Some(first), false) = (&first, trusted) {
+            return Err(Error::Corrupt(format!(
+                "stored records fail their checks (first: {first}), and the ledger has damaged lines: neither copy can be trusted alone. Start once with --repair to mend them from the ledger's intact lines, or restore the data directory from a backup"
+            )));
+        }
+        for (k, id, damage, logged) in &damaged_runs {
+            let restored = RunMeta {
+                finished_unix: None,
+                ..(*logged).clone()
             };
-            let worker = String::from_utf8_lossy(&k).into_owned();
+            self.runs.insert(k, encode(&restored))?;
+            tracing::error!(run = id, damage = %damage, place = "store", "a stored run record is damaged: written again from the ledger's line");
+        }
+        for (k, job, e) in &damaged_jobs {
+            self.jobs.remove(k)?;
+            tracing::error!(job = %job, damage = %e, place = "store", "a stored job record is damaged: removed, the job is pending again (its results waiting for verification, never counted, are computed again)");
+        }
+        for (k, e) in &damaged_quarantines {
+            let worker = String::from_utf8_lossy(k).into_owned();
             let kept = quarantines.get(&worker).cloned().unwrap_or_else(|| super::Quarantine {
                 worker: worker.clone(),
                 reason: format!("the stored quarantine record was damaged on disk ({e}); the quarantine is kept"),
                 at_unix: super::now_unix(),
             });
             self.quarantine.insert(k, encode(&kept))?;
-            mended_quarantines += 1;
             tracing::error!(worker = %worker, damage = %e, place = "store", "a stored quarantine record is damaged: written again, the worker stays quarantined");
         }
-        Ok((mended_runs, mended_jobs, mended_quarantines))
+        Ok((
+            damaged_runs.len() as u64,
+            damaged_jobs.len() as u64,
+            damaged_quarantines.len() as u64,
+        ))
     }
 
     /// 5 -> 6: puts a checksum before every plain JSON record of the run, job, totals and quarantine

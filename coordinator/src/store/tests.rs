@@ -297,7 +297,8 @@ fn a_dispute_is_decided_by_a_third_worker_and_the_wrong_one_is_quarantined() {
 }
 
 /// A job waiting for a second result stays verified whatever the run record says: a run record
-/// whose verify fraction was damaged (a digit, or its name, read back as 0) must not let the next
+/// whose verify fraction was damaged (a digit, or its name, read back as 0; before store format 6,
+/// or however a wrong record came to be checksummed) must not let the next
 /// result count alone and quarantine the worker that gave the first (found by a review, 2026-11-24,
 /// a later session: the commit asked only the run record).
 #[test]
