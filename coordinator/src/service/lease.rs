@@ -96,6 +96,26 @@ pub struct Grant {
     pub idle: bool,
 }
 
+/// Whether `id` is the id of a process of the worker named `name`: the name itself, or the name, a
+/// process id and a start time in hex (`NAME-PID-STARTHEX`, as workers make it).
+fn id_of(id: &str, name: &str) -> bool {
+    let Some(rest) = id.strip_prefix(name) else {
+        return false;
+    };
+    if rest.is_empty() {
+        return true;
+    }
+    let mut parts = rest.split('-');
+    matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some(""), Some(pid), Some(start), None)
+            if !pid.is_empty()
+                && pid.bytes().all(|b| b.is_ascii_digit())
+                && !start.is_empty()
+                && start.bytes().all(|b| b.is_ascii_hexdigit())
+    )
+}
+
 /// Checks a worker id or name from the network.
 pub(crate) fn check_worker(what: &str, id: &str) -> Result<()> {
     if !nqueens_proto::valid_worker_id(id) {
@@ -360,8 +380,17 @@ impl Coordinator {
         if state.workers.seen(worker, now) == Contact::Returned {
             tracing::info!(worker = %worker, "worker returned");
         }
-        let name = state.workers.name_of(worker);
-        if let Some(reason) = state.quarantined.get(name) {
+        // Its name as its lease calls gave it; one the worker table forgot (or never heard) is read
+        // off the id, which workers make as NAME-PID-STARTHEX.
+        let named = state.workers.name_of(worker);
+        let quarantined = match state.quarantined.get_key_value(named) {
+            Some(q) if named != worker => Some(q),
+            _ => state
+                .quarantined
+                .iter()
+                .find(|(name, _)| id_of(worker, name)),
+        };
+        if let Some((name, reason)) = quarantined {
             let refused = Error::Quarantined {
                 worker: name.to_string(),
                 reason: reason.clone(),

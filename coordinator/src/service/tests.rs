@@ -706,6 +706,12 @@ async fn a_quarantined_workers_heartbeat_is_refused_and_its_leases_freed() {
     assert!(matches!(err, Error::Quarantined { .. }), "{err:?}");
     let freed = lease(&c, "a", 4096).await;
     assert_eq!(freed.len(), held.len() - 1, "its leases are free at once");
+    // A process of the liar the coordinator never heard name itself (the worker table forgot it, or
+    // a restart): known by its id. A worker whose name only begins like it is not refused.
+    let err = c.heartbeat("liar-4242-18c0ffee", &[]).unwrap_err();
+    assert!(matches!(err, Error::Quarantined { .. }), "{err:?}");
+    assert!(c.heartbeat("liar-2-4242-18c0ffee", &[]).is_ok());
+    assert!(c.heartbeat("liars-4242-18c0ffee", &[]).is_ok());
 }
 
 /// A lease call that waits does not wake itself with its own hand-backs: here "a" computed every
