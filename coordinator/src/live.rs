@@ -179,8 +179,10 @@ impl LiveRun {
     /// with the lock released; `None`: pending), in the same order: returns at most `want` to lease to
     /// the worker named `name`, never a job that is done, failed or leased, nor a verified job this
     /// worker has already computed (those wait in the retry queue for another worker; candidates
-    /// beyond `want` go back where they came from); and whether any key went back (another lease
-    /// call waiting may now find it).
+    /// beyond `want` go back where they came from); and how many keys went back to the retry queue
+    /// and whether any key went back at all (another lease call waiting may now find it). Keys back in
+    /// the retry queue count as [requeued](LiveRun::requeued): a concurrent lease call that looked at
+    /// the queue while they were out does not take the run for dry.
     pub fn settle(
         &mut self,
         leases: &Leases,
@@ -188,7 +190,7 @@ impl LiveRun {
         candidates: Candidates,
         records: Vec<Option<JobRecord>>,
         want: usize,
-    ) -> (Vec<JobKey>, bool) {
+    ) -> (Vec<JobKey>, usize, bool) {
         let run = self.meta.id;
         self.in_flight = self
             .in_flight
@@ -210,16 +212,18 @@ impl LiveRun {
             }
         }
         if self.meta.is_done() || self.meta.is_cancelled() {
-            return (chosen, false);
+            return (chosen, 0, false);
         }
         retry_back.extend(computed);
         let returned = !retry_back.is_empty() || !ahead_back.is_empty();
+        let requeued = retry_back.len();
+        self.requeued += requeued as u64;
         // To the back: the lease call's next round, and the next call, look at the keys after them.
         self.retry.extend(retry_back);
         for key in ahead_back.into_iter().rev() {
             self.ahead.push_front(key);
         }
-        (chosen, returned)
+        (chosen, requeued, returned)
     }
 
     /// Hands back keys [`LiveRun::settle`] chose but that were not leased (the run stopped running
@@ -580,8 +584,15 @@ mod tests {
         assert_eq!(retry_left, 5_000 - 8);
         // What was not chosen goes to the back: the next round looks at keys it has not seen.
         let records = vec![None; taken.retry.len()];
-        let (chosen, _) = live.settle(&leases, "w", taken, records, 3);
+        let requeued = live.requeued();
+        let (chosen, back, _) = live.settle(&leases, "w", taken, records, 3);
         assert_eq!(chosen, keys[..3].to_vec());
+        assert_eq!(back, 5);
+        assert_eq!(
+            live.requeued(),
+            requeued + 5,
+            "back in the queue: news to other calls"
+        );
         let next = live.take_candidates(&leases, 3, 8, &mut retry_left);
         assert_eq!(next.retry, keys[8..16].to_vec());
         assert_eq!(

@@ -239,6 +239,8 @@ impl Coordinator {
             let mut first_round = true;
             // Jobs come back to the retry queue so far, when this call first looked at it.
             let mut requeued_at_look = None;
+            // Of the jobs come back to the retry queue since, those this call handed back itself.
+            let mut own_back = 0u64;
             // Keys of the retry queue this call may still look at: the queue as it was at the first
             // look, up to MAX_RETRY_LOOK; and whether the queue held more than that.
             let mut retry_left = 0;
@@ -297,7 +299,9 @@ impl Coordinator {
                         return Err(e);
                     }
                 };
-                let (chosen, returned) = run.settle(&state.leases, name, candidates, records, want);
+                let (chosen, back, returned) =
+                    run.settle(&state.leases, name, candidates, records, want);
+                own_back += back as u64;
                 wake_others |= returned;
                 if chosen.is_empty() {
                     batch = (batch * 2).min(MAX_BATCH_OF_CANDIDATES);
@@ -331,7 +335,7 @@ impl Coordinator {
                 !retry_beyond_look
                     && run.list_exhausted()
                     && !run.candidates_in_flight()
-                    && requeued_at_look == Some(run.requeued())
+                    && requeued_at_look.map(|at| at + own_back) == Some(run.requeued())
             });
             if !(run_dry && exhausted && state.leases.count(id) == 0) {
                 beyond_reach = false;
