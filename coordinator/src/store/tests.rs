@@ -752,21 +752,70 @@ fn a_format_5_store_gets_its_records_checked() {
             store.run(run.id).is_err(),
             "plain JSON, refused until migrated"
         );
+        // A record of format 5 damaged on disk: it does not decode, and stays as it is.
+        let damaged = super::records::job_key(run.id, &plan.jobs().nth(2).unwrap());
+        store.jobs.insert(&damaged, &b"{\"state\":"[..]).unwrap();
         store.flush().unwrap();
         state
     };
     let store = reopen(dir.path());
     let format = store.meta.get(super::FORMAT).unwrap().unwrap();
     assert_eq!(format.as_ref(), 6u64.to_be_bytes());
+    let damaged = plan.jobs().nth(2).unwrap();
+    let damaged_key = super::records::job_key(id, &damaged);
     for tree in [&store.runs, &store.jobs, &store.totals, &store.quarantine] {
         assert!(!tree.is_empty());
         for kv in tree.iter() {
-            assert!(super::records::is_checked(&kv.unwrap().1));
+            let (k, v) = kv.unwrap();
+            assert_eq!(super::records::is_checked(&v), *k != *damaged_key);
         }
     }
+    // The damaged one is refused by name, and the start's mend removes it (its job pending again).
+    let refused = store.job(id, &damaged).unwrap_err().to_string();
+    assert!(refused.contains("without a checksum"), "{refused}");
+    let logged: std::collections::BTreeMap<u64, super::RunMeta> =
+        runs.iter().map(|r| (r.id, r.clone())).collect();
+    let mended = store
+        .mend_records(&logged, true, &Default::default())
+        .unwrap();
+    assert_eq!(mended, (0, 1, 0));
+    assert_eq!(store.job(id, &damaged).unwrap(), None);
     assert_eq!(store.runs().unwrap(), runs);
     assert_eq!(store.job_states(id).unwrap(), jobs);
     assert_eq!(store.quarantined().unwrap(), quarantined);
+    assert_eq!(store.audit().unwrap()[0].tally, tally);
+}
+
+/// A migration to format 6 cut short (some records checked, the rest still plain JSON) is taken up
+/// at the next open: every record checked, none checked twice.
+#[test]
+fn a_migration_to_format_6_cut_short_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let (runs, tally) = {
+        let store = Store::open(dir.path()).unwrap();
+        let first = store.create_run(plan, 0.0).unwrap();
+        store.create_run(plan, 0.5).unwrap();
+        store.commit(&[incoming(first.id, &plan, 0)]).unwrap();
+        let state = (store.runs().unwrap(), store.tally(first.id).unwrap());
+        // The first run's records plain again, the second's checked: as a crash left the conversion.
+        for tree in [&store.runs, &store.totals] {
+            let (k, v) = tree.first().unwrap().unwrap();
+            tree.insert(k, &v[9..]).unwrap();
+        }
+        migrating_from(&store, 5);
+        store.flush().unwrap();
+        state
+    };
+    let store = reopen(dir.path());
+    assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
+    for tree in [&store.runs, &store.totals] {
+        for kv in tree.iter() {
+            let v = kv.unwrap().1;
+            assert!(super::records::is_checked(&v) && !super::records::is_checked(&v[9..]));
+        }
+    }
+    assert_eq!(store.runs().unwrap(), runs);
     assert_eq!(store.audit().unwrap()[0].tally, tally);
 }
 
