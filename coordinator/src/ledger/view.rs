@@ -252,3 +252,24 @@ pub fn same_plan(a: &RunMeta, b: &RunMeta) -> bool {
 fn same_fraction(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12
 }
+
+#[cfg(test)]
+mod tests {
+    use super::same_fraction;
+
+    /// Two JSON copies of one fraction may differ in the last place; a damaged digit differs by far
+    /// more, and is another fraction.
+    #[test]
+    fn fractions_are_one_within_the_last_place_only() {
+        let f = 0.1f64;
+        let next = f64::from_bits(f.to_bits() + 1);
+        assert!(same_fraction(f, f) && same_fraction(f, next) && same_fraction(0.0, 0.0));
+        assert!(
+            !same_fraction(0.25, 0.05) && !same_fraction(0.01, 0.0) && !same_fraction(1.0, 0.9)
+        );
+        assert!(
+            !same_fraction(1e-9, 0.0),
+            "one job in a billion differs from none"
+        );
+    }
+}
