@@ -12,6 +12,34 @@ use crate::{DeviceInfo, GpuError, Launch};
 /// Seeds per device thread in a batch: enough that threads which finish early find more work.
 const SEEDS_PER_THREAD: usize = 8;
 
+/// Seeds of every batch searched again on the host, drawn at random, whose answers must equal the
+/// device's exactly. A batch holds hundreds of thousands of seeds on a large GPU, so this costs the host
+/// a few millionths of the device's work; a device wrong on a share `f` of its seeds escapes a batch's
+/// checks with probability `(1 - f)^8`, a run of thousands of batches almost never.
+const SPOT_CHECKS: usize = 8;
+
+/// The seeds of a batch of `n` to search again on the host: all of a small batch, else [`SPOT_CHECKS`]
+/// drawn anew (a device's faults need not sit at fixed places).
+fn spot_checks(n: usize) -> impl Iterator<Item = usize> {
+    use std::hash::{BuildHasher, Hasher};
+    // A freshly keyed SipHash of nothing: random enough to pick seeds, with no dependency.
+    let mut state = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let all = n <= SPOT_CHECKS;
+    (0..n.min(SPOT_CHECKS)).map(move |i| {
+        if all {
+            return i;
+        }
+        // splitmix64
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % n as u64) as usize
+    })
+}
+
 /// A device ready to search, with the checks around it.
 pub struct Gpu {
     launch: Box<dyn Launch>,
@@ -67,6 +95,17 @@ impl Gpu {
                 )));
             }
             nodes = nodes.saturating_add(o[1]);
+        }
+        // Plausible is not right: a few seeds searched again on the host must agree exactly.
+        for i in spot_checks(n) {
+            let host = batch.search(i);
+            if host != (out[2 * i], out[2 * i + 1]) {
+                let s = &batch.seeds()[i * SEED_WORDS..][..SEED_WORDS];
+                return Err(GpuError::BadAnswer(format!(
+                    "seed {i} of {n} {s:?}: the device found {} completions in {} nodes, the host {} in {}",
+                    out[2 * i], out[2 * i + 1], host.0, host.1
+                )));
+            }
         }
         self.device_nodes = self.device_nodes.saturating_add(nodes);
         batch.finish(&out).ok_or_else(|| {
@@ -189,4 +228,93 @@ pub fn run_pipelined(
         drop(rx);
         result
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Backend, DeviceInfo};
+    use nqueens_common::{Plan, Strategy};
+
+    /// A test double of a device that answers `answer` to every launch.
+    struct Answers(DeviceInfo, Vec<u64>);
+
+    impl Launch for Answers {
+        fn info(&self) -> &DeviceInfo {
+            &self.0
+        }
+        fn launch(
+            &mut self,
+            _: &[u32],
+            _: &[u32],
+            _: &[u32],
+            _: u32,
+        ) -> Result<Vec<u64>, GpuError> {
+            Ok(self.1.clone())
+        }
+    }
+
+    fn gpu(answer: Vec<u64>) -> Gpu {
+        let info = DeviceInfo {
+            backend: Backend::OpenCl,
+            index: 0,
+            name: "double".into(),
+            threads: 64,
+        };
+        Gpu::new(Box::new(Answers(info, answer)))
+    }
+
+    /// A batch of every job of N = 11, expanded to many seeds, and the true answer to it.
+    fn batch() -> (Batch, Vec<u64>) {
+        let plan = Plan::new(11, Strategy::D4).unwrap();
+        let jobs: Vec<Job> = plan.jobs().map(|k| plan.job(&k).unwrap()).collect();
+        let of_size: Vec<(usize, &Job)> = jobs.iter().enumerate().collect();
+        let p = prepare(&of_size, 11, 4096).unwrap();
+        let truth = p.batch.search_all();
+        assert!(p.batch.len() > 4 * SPOT_CHECKS, "{} seeds", p.batch.len());
+        (p.batch, truth)
+    }
+
+    /// A device whose every answer is plausible (completions at most nodes, a node at least) but
+    /// wrong is caught by the seeds searched again on the host, whichever they are. Before, only
+    /// plausibility was checked: such a device's counts were sealed and reported, and only the
+    /// sampled verification of other workers could catch them (found by a review, 2026-11-24, a
+    /// later session).
+    #[test]
+    fn a_plausible_but_wrong_answer_is_caught_by_the_spot_checks() {
+        let (batch, truth) = batch();
+        assert_eq!(
+            gpu(truth.clone()).search(&batch).unwrap(),
+            batch.finish(&truth).unwrap()
+        );
+        let mut wrong = truth.clone();
+        for o in wrong.chunks_exact_mut(2) {
+            o[0] = if o[0] < o[1] { o[0] + 1 } else { o[0] - 1 };
+        }
+        for _ in 0..4 {
+            let err = gpu(wrong.clone()).search(&batch).unwrap_err();
+            assert!(matches!(err, GpuError::BadAnswer(_)), "{err:?}");
+        }
+        // Wrong nodes alone are caught too.
+        let mut nodes = truth.clone();
+        for o in nodes.chunks_exact_mut(2) {
+            o[1] += 1;
+        }
+        assert!(matches!(
+            gpu(nodes).search(&batch),
+            Err(GpuError::BadAnswer(_))
+        ));
+    }
+
+    /// The seeds checked are drawn anew for every batch, in range, and all of a small batch.
+    #[test]
+    fn spot_checks_are_drawn_anew_in_range() {
+        assert_eq!(spot_checks(3).collect::<Vec<_>>(), [0, 1, 2]);
+        let draws: Vec<Vec<usize>> = (0..4).map(|_| spot_checks(1 << 20).collect()).collect();
+        for d in &draws {
+            assert_eq!(d.len(), SPOT_CHECKS);
+            assert!(d.iter().all(|&i| i < 1 << 20));
+        }
+        assert!(draws.windows(2).any(|w| w[0] != w[1]), "{draws:?}");
+    }
 }
