@@ -12,6 +12,10 @@ pub enum Error {
     /// A request that is malformed or over a limit: nothing was changed.
     #[error("invalid request: {0}")]
     Invalid(String),
+    /// A report refused whole, for the request itself (a worker id or name, its size, a device name),
+    /// not for any result it carries: the worker stops rather than drop its results.
+    #[error("invalid request: {0}")]
+    BadRequest(String),
     /// No run has this id.
     #[error("unknown run {0:?}")]
     UnknownRun(String),

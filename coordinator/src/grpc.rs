@@ -99,6 +99,9 @@ pub fn status(e: Error) -> Status {
         Error::Input(_) | Error::Invalid(_) | Error::Unsealed { .. } => {
             Status::invalid_argument(e.to_string())
         }
+        Error::BadRequest(_) => {
+            nqueens_proto::refusing_the_request(Status::invalid_argument(e.to_string()))
+        }
         Error::NotLeased { .. } | Error::RunCancelled(_) | Error::RunDone(_) => {
             Status::failed_precondition(e.to_string())
         }

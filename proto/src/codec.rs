@@ -79,24 +79,24 @@ impl<U: prost::Message + Default> Decoder for StrictDecoder<U> {
         // the wire and a hundred or more once decoded.
         match top_level_fields(buf.chunk()) {
             Some(n) if n > MAX_FIELDS => {
-                return Err(Status::invalid_argument(format!(
+                return Err(crate::refusing_the_request(Status::invalid_argument(format!(
                     "a message of more than {MAX_FIELDS} fields ({n} or more counted); nothing decoded"
-                )))
+                ))))
             }
             Some(_) => {}
             // Prost would skip what the count cannot (groups, which this protocol never sends): refused
             // here, so that nothing escapes the count.
             None => {
-                return Err(Status::invalid_argument(
+                return Err(crate::refusing_the_request(Status::invalid_argument(
                     "undecodable message: its fields cannot be framed (a length past its end, a group, an unknown wire type); the sender speaks another protocol or the message was damaged",
-                ))
+                )))
             }
         }
         self.0.decode(buf).map_err(|status| match status.code() {
-            Code::Internal => Status::invalid_argument(format!(
+            Code::Internal => crate::refusing_the_request(Status::invalid_argument(format!(
                 "undecodable message: {}; the sender speaks another protocol or the message was damaged",
                 status.message()
-            )),
+            ))),
             _ => status,
         })
     }

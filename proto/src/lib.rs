@@ -25,6 +25,31 @@ pub use generated::*;
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/nqueens_descriptor.bin"));
 
+/// The metadata key a refusal of a whole request carries (value [`REFUSED_REQUEST`]): the request
+/// itself is malformed or over a limit (a worker name, a batch size, a device name, an undecodable
+/// message), not one of the results it reports. A worker stops on it rather than drop its results.
+pub const REFUSED: &str = "nqueens-refused";
+
+/// The value of [`REFUSED`] on a refusal of the whole request.
+pub const REFUSED_REQUEST: &str = "request";
+
+/// `status` marked as a refusal of the whole request ([`REFUSED`]).
+pub fn refusing_the_request(mut status: tonic::Status) -> tonic::Status {
+    status.metadata_mut().insert(
+        REFUSED,
+        tonic::metadata::MetadataValue::from_static(REFUSED_REQUEST),
+    );
+    status
+}
+
+/// Whether `status` refuses the whole request ([`refusing_the_request`]).
+pub fn refuses_the_request(status: &tonic::Status) -> bool {
+    status
+        .metadata()
+        .get(REFUSED)
+        .is_some_and(|v| v.as_bytes() == REFUSED_REQUEST.as_bytes())
+}
+
 /// Most jobs one lease request may ask for (the coordinator refuses more).
 pub const MAX_LEASE_CAPACITY: u32 = 4096;
 

@@ -154,13 +154,14 @@ fn worker_id(name: &str, pid: u32, started_ns: u64) -> String {
 /// a job it does not know, a lease that does not cover it, a run cancelled or done; a run it does not
 /// know at all is the wrong coordinator, see [`Worker::report`]): the result is dropped, since it would
 /// be refused forever, and its job is computed again. Any other refusal is about
-/// the request or the server (a worker name it refuses, a service it does not offer behind a proxy): the
-/// worker stops and keeps its journal.
+/// the request or the server (a worker name, a batch size or a device name it refuses, or a message it
+/// cannot decode, each marked as a refusal of the request; a service it does not offer behind a proxy):
+/// the worker stops and keeps its journal.
 fn refuses_the_result(s: &Status) -> bool {
     matches!(
         s.code(),
         Code::InvalidArgument | Code::NotFound | Code::FailedPrecondition
-    )
+    ) && !nqueens_proto::refuses_the_request(s)
 }
 
 /// Whether the coordinator refuses this worker for good (quarantined, or a wrong token): it stops.
@@ -906,6 +907,24 @@ mod tests {
 
     /// A name the coordinator would refuse (empty, with a control character, too long for the id built
     /// from it) stops the worker at once, before it opens its journal or calls anyone.
+    #[test]
+    fn a_refusal_of_the_request_is_not_one_of_the_result() {
+        // A result refused (its seal, its lease, its job): dropped, computed again.
+        assert!(refuses_the_result(&Status::invalid_argument("seal")));
+        assert!(refuses_the_result(&Status::failed_precondition(
+            "not leased"
+        )));
+        // The request refused whole (a device name, a batch size, an undecodable message): before, the
+        // worker took it for its results', dropped them one by one, and computed them again for ever
+        // where the refusal was its own (found by a review, 2026-11-24, a later session).
+        let whole = nqueens_proto::refusing_the_request(Status::invalid_argument("device"));
+        assert!(!refuses_the_result(&whole));
+        assert!(
+            !transient(&whole) && !refused(&whole),
+            "it stops the worker"
+        );
+    }
+
     #[tokio::test]
     async fn a_name_the_coordinator_would_refuse_stops_the_worker_before_anything() {
         let dir = tempfile::tempdir().unwrap();

@@ -43,16 +43,21 @@ impl Coordinator {
         name: &str,
         reports: Vec<Report>,
     ) -> Result<Vec<Outcome>> {
-        check_worker("worker id", worker)?;
-        check_worker("worker name", name)?;
+        // The request itself: refused whole, marked so (the worker stops, its results kept).
+        let whole = |e: Error| match e {
+            Error::Invalid(why) => Error::BadRequest(why),
+            other => other,
+        };
+        check_worker("worker id", worker).map_err(whole)?;
+        check_worker("worker name", name).map_err(whole)?;
         if reports.len() > MAX_BATCH {
-            return Err(Error::Invalid(format!(
+            return Err(Error::BadRequest(format!(
                 "{} results in one report; at most {MAX_BATCH}",
                 reports.len()
             )));
         }
         for device in reports.iter().filter_map(|r| r.device.as_deref()) {
-            check_device(device)?;
+            check_device(device).map_err(whole)?;
         }
         let batch = self.validate(worker, name, &reports)?;
         if batch.is_empty() {

@@ -176,14 +176,18 @@ async fn issue_18_the_worker_table_shows_what_a_workers_gpus_computed() {
     let held = c.lease(&with_gpu, Duration::ZERO).await.unwrap().leases;
     assert_eq!(held.len(), 3);
     // A device name that is not a short label is refused, with the whole batch: nothing is counted.
+    // The refusal is of the request (marked so on the wire: the worker stops, keeping its results),
+    // not of a result.
     for bad in ["", "cuda 0", "gpu\n0", &"x".repeat(65)] {
         let mut forged: Vec<Report> = held.iter().map(report).collect();
         forged[2].device = Some(bad.to_string());
         let refused = c.report("a", "a", forged).await;
         assert!(
-            matches!(refused, Err(Error::Invalid(_))),
+            matches!(refused, Err(Error::BadRequest(_))),
             "{bad:?}: {refused:?}"
         );
+        let status = crate::grpc::status(refused.unwrap_err());
+        assert!(nqueens_proto::refuses_the_request(&status));
     }
     assert_eq!(c.run(&run).unwrap().tally.jobs, 0);
     // Two results from a GPU, one from the CPU.
