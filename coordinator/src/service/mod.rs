@@ -91,7 +91,7 @@ struct Shared {
     /// Set when the coordinator begins to shut down: long enumerations end early.
     stopping: Arc<std::sync::atomic::AtomicBool>,
     /// Places for report batches between validation and the committer's answer.
-    in_flight: tokio::sync::Semaphore,
+    in_flight: Arc<tokio::sync::Semaphore>,
     /// Places for plan enumerations ([`MAX_PLANNING`]), each held until its thread ends.
     planning: Arc<tokio::sync::Semaphore>,
     /// Held by an operator's control of a run from its store write to its application in memory.
@@ -290,7 +290,7 @@ impl Coordinator {
                 metrics: Arc::default(),
                 health,
                 stopping: Arc::default(),
-                in_flight: tokio::sync::Semaphore::new(config.max_in_flight.max(1)),
+                in_flight: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1))),
                 planning: Arc::new(tokio::sync::Semaphore::new(MAX_PLANNING)),
                 control: tokio::sync::Mutex::new(()),
             }),

@@ -59,31 +59,35 @@ impl Coordinator {
         for device in reports.iter().filter_map(|r| r.device.as_deref()) {
             check_device(device).map_err(whole)?;
         }
+        // A bounded number of batches are validated and committed at once; the rest wait here, holding
+        // nothing (validation may read the store for each result whose lease fails its check).
+        let place = self
+            .shared
+            .in_flight
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::ShuttingDown)?;
         let batch = self.validate(worker, name, &reports)?;
         if batch.is_empty() {
             return Ok(Vec::new());
         }
         let this = self.clone();
         let (worker, name) = (worker.to_string(), name.to_string());
-        to_the_end(async move { this.commit(&worker, &name, reports, batch).await }).await
+        to_the_end(async move { this.commit(&worker, &name, reports, batch, place).await }).await
     }
 
     /// Commits a validated batch durably, then applies it to the in-memory state; one outcome per
-    /// result, in order (`batch` holds every report, in order).
+    /// result, in order (`batch` holds every report, in order). `place` is the batch's place among those
+    /// in flight, given back once the store has it.
     async fn commit(
         &self,
         worker: &str,
         name: &str,
         reports: Vec<Report>,
         batch: Vec<Incoming>,
+        place: tokio::sync::OwnedSemaphorePermit,
     ) -> Result<Vec<Outcome>> {
-        // A bounded number of batches wait on the committer; the rest wait here, holding nothing.
-        let place = self
-            .shared
-            .in_flight
-            .acquire()
-            .await
-            .map_err(|_| Error::ShuttingDown)?;
         let committed = self.shared.committer.commit(batch.clone()).await?;
         drop(place);
         let now = Instant::now();
