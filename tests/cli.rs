@@ -826,7 +826,7 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     let data = data.to_str().unwrap();
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["serve", "--data", data, "--max-connections-per-peer", "0"],
             "--max-connections-per-peer",
@@ -865,6 +865,16 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
         // 2026-11-24): now refused by the bound a run's creation uses.
         (
             &["plan", "32", "--strategy", "mirror", "--depth", "30"],
+            "too deep",
+        ),
+        // An estimate counted its plan's jobs unbounded (found by a review, 2026-11-24, a later
+        // session): minutes to hours for these, refused now as a run's creation refuses them.
+        (
+            &["estimate", "32", "--strategy", "mirror", "--depth", "30"],
+            "too deep",
+        ),
+        (
+            &["estimate", "32", "--strategy", "d4", "--depth", "29"],
             "too deep",
         ),
     ];

@@ -104,13 +104,14 @@ impl Job {
     /// # Panics
     ///
     /// If a sum of the job's passes 64 bits, which no job can reach on a CPU: each step of a search
-    /// adds at most 8 to a sum, so it would take 2^61 steps of one job, about 70 years of one core at
-    /// 10^9 steps a second. A stop there, never a count wrapped.
+    /// adds at most 16 to a sum (two completions of weight 8 at the last rows), so it would take 2^60
+    /// steps of one job, about 36 years of one core at 10^9 steps a second. A stop there, never a
+    /// count wrapped.
     pub fn run(&self) -> JobResult {
         let work = self.work();
         let t = kernel::run(work.units.iter().copied());
         work.finish(t)
-            .expect("a job's sums passed 64 bits (2^61 search steps of one job)")
+            .expect("a job's sums passed 64 bits (2^60 search steps of one job)")
     }
 
     /// The job as searches for a kernel plus what is already settled: `work().finish(t)` is [`Job::run`]

@@ -133,7 +133,7 @@ pub fn count(problem: &Problem) -> Search {
     let t = run(units.into_iter());
     Search {
         count: t.count,
-        nodes: t.nodes + placed,
+        nodes: t.nodes.saturating_add(placed),
     }
 }
 

@@ -107,7 +107,7 @@ impl Batch {
             while f != 0 {
                 let bit = f & f.wrapping_neg();
                 f ^= bit;
-                self.settled[group].nodes += 1;
+                self.settled[group].nodes = self.settled[group].nodes.saturating_add(1);
                 let (nc, nl, nr) = (c | bit, (l | bit) << 1, (r | bit) >> 1);
                 let nf = !(nc | nl | nr | forbid[v as usize + 1]) & self.full;
                 if nf != 0 {

@@ -30,8 +30,9 @@ pub struct BenchArgs {
     /// published count.
     #[arg(long, num_args = 0..=1, default_missing_value = "all", value_name = "DEVICE")]
     pub gpu: Option<String>,
-    /// Jobs per GPU launch (with `--gpu`); 0 picks about 16 launches per count.
-    #[arg(long, default_value_t = 0, requires = "gpu")]
+    /// Jobs per GPU launch (with `--gpu`), 0 to 65536; 0 picks about 16 launches per count (at most
+    /// 65536 jobs each).
+    #[arg(long, default_value_t = 0, requires = "gpu", value_parser = gpu_batch)]
     pub gpu_batch: usize,
 }
 
@@ -133,6 +134,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 
 /// The `--gpu` rows: each N counted on the device, with the host preparing batches alongside.
 fn gpu(args: &BenchArgs, spec: &str) -> anyhow::Result<()> {
+    // Every job is held in memory, and a launch's share of them expanded: a count past this is a run
+    // for `count` or a cluster, not a timing.
+    if let Some(n) = args.n.iter().find(|&&n| n > MAX_GPU_BENCH_N) {
+        anyhow::bail!(
+            "bench --gpu times N up to {MAX_GPU_BENCH_N} (it holds every job in memory); count N = {n} with `nqueens count {n} --gpu ...`"
+        );
+    }
     let mut gpus = nqueens_gpu::open(Some(spec))?;
     let gpu = &mut gpus[0];
     eprintln!("device: {}", gpu.info());
@@ -146,7 +154,7 @@ fn gpu(args: &BenchArgs, spec: &str) -> anyhow::Result<()> {
         let per_batch = if args.gpu_batch > 0 {
             args.gpu_batch
         } else {
-            jobs.len().div_ceil(16)
+            jobs.len().div_ceil(16).clamp(1, MAX_GPU_BATCH)
         };
         let start = Instant::now();
         let device_before = gpu.device_nodes;
@@ -235,4 +243,19 @@ fn print_row(json: bool, r: &Row) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Largest N `bench --gpu` times (N = 24's d4 plan is under a million jobs).
+const MAX_GPU_BENCH_N: u32 = 24;
+
+/// Most jobs per launch of `bench --gpu`.
+const MAX_GPU_BATCH: usize = 65_536;
+
+/// Parses `--gpu-batch`: 0 (automatic) to [`MAX_GPU_BATCH`] jobs.
+fn gpu_batch(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= MAX_GPU_BATCH => Ok(n),
+        Ok(_) => Err(format!("must be 0 (automatic) to {MAX_GPU_BATCH}")),
+        Err(_) => Err(format!("{s:?} is not a whole number of jobs")),
+    }
 }

@@ -101,7 +101,8 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
     });
-    let jobs = plan.jobs().count() as u64;
+    // Bounded as a run's creation is: an absurd plan is refused in moments, not walked for hours.
+    let (jobs, _) = plan.fingerprint_within(nqueens_common::partition::MAX_JOBS)?;
     let picked = sample_indices(jobs, args.sample, seed);
     let mut wanted = picked.iter().copied().peekable();
     let keys: Vec<JobKey> = plan
