@@ -204,3 +204,51 @@ fn every_variant_counts_the_deepest_boards() {
         );
     }
 }
+
+/// Many more deep searches than any variant has lanes (16 for AVX-512), at N = 32 and 26: every lane
+/// ends its search and takes up another many times over, at every depth up to the last row (before, the
+/// deepest test had five searches, fewer than the lanes, so no lane was ever refilled there; found by
+/// a review, 2026-11-24, a later session).
+#[test]
+fn every_variant_refills_its_lanes_with_deep_searches() {
+    for n in [32u32, 26] {
+        let solution = explicit_solution(n);
+        // Rows left empty, drawn by a fixed sequence: 3 to 10 of them, one an end row at times.
+        let mut state = 0x2545_f491_4f6c_dd1du64 ^ u64::from(n);
+        let mut next = move |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        let units: Vec<kernel::Unit> = (0..80)
+            .map(|i| {
+                let gaps: Vec<u32> = (0..3 + next(8))
+                    .map(|_| next(u64::from(n)) as u32)
+                    .chain((i % 3 == 0).then_some(n - 1))
+                    .collect();
+                let kept: Vec<(u32, u32)> = solution
+                    .iter()
+                    .copied()
+                    .filter(|(row, _)| !gaps.contains(row))
+                    .collect();
+                kernel::Unit {
+                    problem: PartialBoard::from_queens(n, &kept).unwrap().into(),
+                    weight: 1 + i % 8,
+                }
+            })
+            .collect();
+        let scalar = kernel::run_scalar(units.iter().copied());
+        assert!(
+            scalar.count >= 80,
+            "each unit completes to the solution at least"
+        );
+        for v in kernel::Variant::available() {
+            assert_eq!(
+                kernel::run_with(v, units.iter().copied()),
+                scalar,
+                "kernel {v}, N = {n}"
+            );
+        }
+    }
+}
