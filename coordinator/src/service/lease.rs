@@ -96,6 +96,17 @@ pub struct Grant {
     pub idle: bool,
 }
 
+/// Ends the leases among `ids` that `worker` holds and puts their jobs back in line; returns how many.
+fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> usize {
+    let released = state.leases.release(worker, ids);
+    for lease in &released {
+        if let Some(run) = state.runs.get_mut(&lease.run) {
+            run.requeue(lease.key.clone());
+        }
+    }
+    released.len()
+}
+
 /// Whether `id` is the id of a process of the worker named `name`: the name itself, or the name, a
 /// process id and a start time in hex (`NAME-PID-STARTHEX`, as workers make it).
 fn id_of(id: &str, name: &str) -> bool {
@@ -399,15 +410,10 @@ impl Coordinator {
                 worker: name.to_string(),
                 reason: reason.clone(),
             };
-            let released = state.leases.release(worker, ids);
-            for lease in &released {
-                if let Some(run) = state.runs.get_mut(&lease.run) {
-                    run.requeue(lease.key.clone());
-                }
-            }
+            let released = hand_back(state, worker, ids);
             drop(guard);
-            if !released.is_empty() {
-                tracing::warn!(worker = %worker, jobs = released.len(), "a quarantined worker's leases taken back");
+            if released > 0 {
+                tracing::warn!(worker = %worker, jobs = released, "a quarantined worker's leases taken back");
                 self.changed();
             }
             return Err(refused);
@@ -428,18 +434,13 @@ impl Coordinator {
         if leaving && state.workers.leaving(worker) {
             tracing::info!(worker = %worker, handed_back = ids.len(), "worker left");
         }
-        let released = state.leases.release(worker, ids);
-        for lease in &released {
-            if let Some(run) = state.runs.get_mut(&lease.run) {
-                run.requeue(lease.key.clone());
-            }
-        }
+        let released = hand_back(state, worker, ids);
         drop(guard);
-        if !released.is_empty() {
-            tracing::info!(worker = %worker, jobs = released.len(), "leases handed back");
+        if released > 0 {
+            tracing::info!(worker = %worker, jobs = released, "leases handed back");
             self.changed();
         }
-        Ok(released.len() as u32)
+        Ok(released as u32)
     }
 
     /// Ends the leases whose worker stopped heartbeating and puts their jobs back in line. Each worker
