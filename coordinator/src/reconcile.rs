@@ -436,11 +436,17 @@ mod tests {
     use crate::store::tests::incoming_from;
     use crate::store::RunMeta;
 
-    /// A store with a run of N = 8 and three of its results, and a ledger that agrees with it.
-    fn agreeing(dir: &Path) -> (Store, u64, Plan) {
+    /// A store in `dir` with a run of N = 8, `verify` of its jobs verified.
+    fn one_run(dir: &Path, verify: f64) -> (Store, u64, Plan) {
         let store = Store::open(dir).unwrap();
         let plan = Plan::new(8, Strategy::D4).unwrap();
-        let run = store.create_run(plan, 0.0).unwrap().id;
+        let run = store.create_run(plan, verify).unwrap().id;
+        (store, run, plan)
+    }
+
+    /// A store with a run of N = 8 and three of its results, and a ledger that agrees with it.
+    fn agreeing(dir: &Path) -> (Store, u64, Plan) {
+        let (store, run, plan) = one_run(dir, 0.0);
         let batch: Vec<_> = (0..3).map(|i| incoming_from(run, &plan, i, "w")).collect();
         store.commit(&batch).unwrap();
         ledger::rewrite(&dir.join(LEDGER_FILE), &store).unwrap();
@@ -692,9 +698,7 @@ mod tests {
     fn a_verify_fraction_damaged_in_the_store_refuses_the_start() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
-        let store = Store::open(dir.path()).unwrap();
-        let plan = Plan::new(8, Strategy::D4).unwrap();
-        let run = store.create_run(plan, 0.5).unwrap().id;
+        let (store, run, _) = one_run(dir.path(), 0.5);
         ledger::rewrite(&path, &store).unwrap();
         assert!(quick(&store, &path).unwrap().is_some(), "agreeing");
         store.rewrite_run_record(run, |r| {
@@ -722,10 +726,8 @@ mod tests {
     fn damaged_records_are_mended_at_the_start() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
-        let store = Store::open(dir.path()).unwrap();
-        let plan = Plan::new(8, Strategy::D4).unwrap();
-        let meta = store.create_run(plan, 1.0).unwrap();
-        let run = meta.id;
+        let (store, run, plan) = one_run(dir.path(), 1.0);
+        let meta = store.run(run).unwrap().unwrap();
         let by = |i: usize, name: &str, wrong: u64| {
             let mut inc = incoming_from(run, &plan, i, name);
             inc.result.total += wrong;
@@ -781,9 +783,7 @@ mod tests {
     fn damaged_records_beside_a_damaged_ledger_wait_for_repair() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
-        let store = Store::open(dir.path()).unwrap();
-        let plan = Plan::new(8, Strategy::D4).unwrap();
-        let run = store.create_run(plan, 1.0).unwrap().id;
+        let (store, run, plan) = one_run(dir.path(), 1.0);
         store.commit(&[incoming_from(run, &plan, 0, "a")]).unwrap();
         ledger::rewrite(&path, &store).unwrap();
         // A line of garbage in the middle of the ledger.
