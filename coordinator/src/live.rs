@@ -66,6 +66,11 @@ pub struct LiveRun {
     reopened_at: HashMap<JobKey, u64>,
     /// Leases of a job that expired in this incarnation, and under which workers.
     attempts: HashMap<JobKey, Expiries>,
+    /// Verified jobs waiting in the retry queue, and the worker names known (from their stored
+    /// records, read by earlier lease calls) to have computed them: a lease call of such a name passes
+    /// them by without reading the store, or taking them out of the queue (which other waiting calls
+    /// would then have to be woken for).
+    computed_by: HashMap<JobKey, Vec<String>>,
     /// `(when, jobs done, total)` samples, oldest first; empty until a worker first takes a job of the
     /// run in this incarnation (the rate window starts there).
     samples: VecDeque<(Instant, u64, u128)>,
@@ -112,6 +117,7 @@ impl LiveRun {
                 .collect(),
             reopened_at: HashMap::new(),
             attempts: HashMap::new(),
+            computed_by: HashMap::new(),
             seq: 0,
             meta_seq: 0,
         })
@@ -130,12 +136,14 @@ impl LiveRun {
     pub fn take_candidates(
         &mut self,
         leases: &Leases,
+        name: &str,
         want: usize,
         batch: usize,
         retry_left: &mut usize,
     ) -> Candidates {
         let run = self.meta.id;
         let mut retry = Vec::new();
+        let mut passed = Vec::new();
         let mut looked = 0;
         while looked < want.max(batch) && *retry_left > 0 {
             let Some(key) = self.retry.pop_front() else {
@@ -144,10 +152,18 @@ impl LiveRun {
             };
             looked += 1;
             *retry_left -= 1;
-            if !leases.is_leased(run, &key) {
+            let computed = self
+                .computed_by
+                .get(&key)
+                .is_some_and(|names| names.iter().any(|n| n == name));
+            if computed {
+                passed.push(key);
+            } else if !leases.is_leased(run, &key) {
                 retry.push(key);
             }
         }
+        // Known to be this worker's own already: to the back, never out of the queue.
+        self.retry.extend(passed);
         let need = want.saturating_sub(retry.len());
         let mut list = Vec::new();
         if need > 0 {
@@ -205,7 +221,10 @@ impl LiveRun {
             }
             match record {
                 Some(r) if !r.state.is_open() => {}
-                Some(r) if r.computed_by(name) => computed.push(key),
+                Some(r) if r.computed_by(name) => {
+                    self.computed(&key, name);
+                    computed.push(key)
+                }
                 _ if chosen.len() < want => chosen.push(key),
                 _ if i < from_retry => retry_back.push(key),
                 _ => ahead_back.push(key),
@@ -271,6 +290,11 @@ impl LiveRun {
     /// Records a job's change of state (`to: None`: pending again, and leased again), outside any
     /// commit (a lease's expiry).
     pub fn moved(&mut self, key: &JobKey, from: Option<JobState>, to: Option<JobState>) {
+        // Done, failed, or pending again (its results taken back): whoever computed it is no longer
+        // passed by.
+        if !to.is_some_and(JobState::is_open) {
+            self.computed_by.remove(key);
+        }
         if let Some(from) = from {
             *self.states.entry(from).or_insert(0) -= 1;
         }
@@ -326,11 +350,24 @@ impl LiveRun {
         self.reopened_at.get(key).is_some_and(|&at| at >= seq)
     }
 
+    /// Job `key`, waiting for verification, was computed by a worker named `name`: a lease call of
+    /// that name passes it by from now on (see [`LiveRun::take_candidates`]).
+    pub fn computed(&mut self, key: &JobKey, name: &str) {
+        if self.meta.is_done() || self.meta.is_cancelled() {
+            return;
+        }
+        let names = self.computed_by.entry(key.clone()).or_default();
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+
     /// Job `key` was counted by commit `seq`: a put-back older than that is over, and so are the
     /// expiries of its leases (the table keeps only jobs not done yet; a job reopened later starts its
     /// attempts anew).
     pub fn counted(&mut self, key: &JobKey, seq: u64) {
         self.attempts.remove(key);
+        self.computed_by.remove(key);
         if self.reopened_at.get(key).is_some_and(|&at| at < seq) {
             self.reopened_at.remove(key);
         }
@@ -574,7 +611,7 @@ mod tests {
             live.requeue(key.clone());
         }
         let mut retry_left = live.retry_len();
-        let taken = live.take_candidates(&leases, 3, 8, &mut retry_left);
+        let taken = live.take_candidates(&leases, "w", 3, 8, &mut retry_left);
         assert_eq!(
             taken.retry,
             keys[..8].to_vec(),
@@ -593,7 +630,7 @@ mod tests {
             requeued + 5,
             "back in the queue: news to other calls"
         );
-        let next = live.take_candidates(&leases, 3, 8, &mut retry_left);
+        let next = live.take_candidates(&leases, "w", 3, 8, &mut retry_left);
         assert_eq!(next.retry, keys[8..16].to_vec());
         assert_eq!(
             live.retry_len(),
@@ -602,7 +639,7 @@ mod tests {
         );
         // A call may look at no more of the queue than it was given.
         let mut one = 1;
-        let last = live.take_candidates(&leases, 3, 8, &mut one);
+        let last = live.take_candidates(&leases, "w", 3, 8, &mut one);
         assert_eq!((last.retry.len(), one), (1, 0));
     }
 

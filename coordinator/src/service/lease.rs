@@ -280,7 +280,7 @@ impl Coordinator {
                         retry_beyond_look = run.retry_len() > MAX_RETRY_LOOK;
                     }
                     batch = batch.max(want);
-                    run.take_candidates(&state.leases, want, batch, &mut retry_left)
+                    run.take_candidates(&state.leases, name, want, batch, &mut retry_left)
                 };
                 first_round = false;
                 let read: Result<Vec<_>> = candidates

@@ -129,6 +129,7 @@ impl Coordinator {
                     state.leases.close(inc.lease);
                     if let Some(run) = state.runs.get_mut(&inc.run) {
                         run.requeue_by(inc.key.clone(), committed.seq);
+                        run.computed(&inc.key, name);
                     }
                     if *outcome == Outcome::Disputed {
                         tracing::warn!(worker, name, run = inc.run, job = %inc.key, total = inc.result.total, nodes = inc.result.nodes, "disputed job: results disagree; another worker decides");

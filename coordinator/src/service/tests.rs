@@ -744,6 +744,29 @@ async fn a_waiting_lease_call_does_not_wake_itself() {
         announced <= 2,
         "{announced} changes announced while it waited"
     );
+    // Two processes of "a" waiting at once do not wake each other either: the jobs "a" computed are
+    // passed by, never taken out of the queue and handed back (found by a review, 2026-11-24, a later
+    // session: the two woke each other in turn until their waits ran out).
+    let before = *changes.borrow();
+    let process = |id| Ask {
+        worker: id,
+        name: "a",
+        threads: 1,
+        gpus: 0,
+        capacity: 1,
+        only: None,
+    };
+    let (one, two) = (process("a-1-1"), process("a-2-1"));
+    let (first, second) = tokio::join!(
+        c.lease(&one, Duration::from_millis(300)),
+        c.lease(&two, Duration::from_millis(300))
+    );
+    assert!(first.unwrap().leases.is_empty() && second.unwrap().leases.is_empty());
+    let announced = changes.borrow().wrapping_sub(before);
+    assert!(
+        announced <= 4,
+        "{announced} changes announced while they waited"
+    );
 }
 
 /// Whether `worker` is refused leases, as quarantined.
