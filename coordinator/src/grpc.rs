@@ -334,9 +334,15 @@ impl coordinator_server::Coordinator for CoordinatorService {
             capacity: r.lease_capacity,
             only: r.lease_run.as_deref(),
         });
-        // Checked before anything is committed: a bad request changes nothing.
+        // Checked before anything is committed: a bad request changes nothing, and is refused whole
+        // (marked so: not a refusal of the results it carries).
         if let Some(ask) = &ask {
-            ask.check().map_err(status)?;
+            ask.check()
+                .map_err(|e| match e {
+                    Error::Invalid(why) => Error::BadRequest(why),
+                    other => other,
+                })
+                .map_err(status)?;
         }
         let reports = r
             .results

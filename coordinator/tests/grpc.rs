@@ -424,15 +424,29 @@ async fn issue_3_and_4_bad_input_gets_a_clear_error_and_changes_nothing_stored()
             .unwrap_err();
         assert_eq!(err.code(), code, "{what}: {}", err.message());
         assert!(!err.message().is_empty(), "{what}");
+        // A refusal for a result's sake: the worker drops that result.
+        assert!(!nqueens_proto::refuses_the_request(&err), "{what}");
     }
+    // Refusals of the request itself carry the mark over the wire (the worker stops on them).
     let empty_worker = report(&mut s.client, "", vec![second.clone()])
         .await
         .unwrap_err();
     assert_eq!(empty_worker.code(), Code::InvalidArgument);
+    assert!(nqueens_proto::refuses_the_request(&empty_worker));
     let too_many = report(&mut s.client, "w1", vec![second.clone(); 5000])
         .await
         .unwrap_err();
     assert_eq!(too_many.code(), Code::InvalidArgument);
+    assert!(nqueens_proto::refuses_the_request(&too_many));
+    let bad_device = proto::JobResult {
+        device: Some("cuda 0".into()),
+        ..second.clone()
+    };
+    let bad_device = report(&mut s.client, "w1", vec![bad_device])
+        .await
+        .unwrap_err();
+    assert_eq!(bad_device.code(), Code::InvalidArgument);
+    assert!(nqueens_proto::refuses_the_request(&bad_device));
 
     for (capacity, worker) in [(0, "w1"), (1_000_000, "w1"), (1, "")] {
         let err = s
@@ -1097,6 +1111,9 @@ async fn issue_15_an_undecodable_request_is_invalid_argument_and_changes_nothing
             "{method} {body:?}: {err:?}"
         );
         assert!(err.message().contains("undecodable"), "{err:?}");
+        // Marked, over the wire, as a refusal of the request: a worker stops on it, keeping its
+        // results, rather than drop them.
+        assert!(nqueens_proto::refuses_the_request(&err), "{err:?}");
     }
     assert_eq!(contents(&s.store), stored_before);
     let after = status(&mut s.client, &run.run).await;

@@ -905,8 +905,6 @@ mod tests {
         server.abort();
     }
 
-    /// A name the coordinator would refuse (empty, with a control character, too long for the id built
-    /// from it) stops the worker at once, before it opens its journal or calls anyone.
     #[test]
     fn a_refusal_of_the_request_is_not_one_of_the_result() {
         // A result refused (its seal, its lease, its job): dropped, computed again.
@@ -925,6 +923,8 @@ mod tests {
         );
     }
 
+    /// A name the coordinator would refuse (empty, with a control character, too long for the id built
+    /// from it) stops the worker at once, before it opens its journal or calls anyone.
     #[tokio::test]
     async fn a_name_the_coordinator_would_refuse_stops_the_worker_before_anything() {
         let dir = tempfile::tempdir().unwrap();
