@@ -9,7 +9,7 @@ use nqueens_common::{Job, Strategy};
 use super::lease::{Ask, Granted};
 use super::report::Report;
 use super::workers::Gpus;
-use super::{Config, Coordinator};
+use super::{Config, Coordinator, RunView};
 use crate::error::Error;
 use crate::store::{Outcome, Store};
 
@@ -25,6 +25,13 @@ fn coordinator() -> Coordinator {
         ..Config::default()
     };
     Coordinator::open(Store::temporary().unwrap(), config).unwrap()
+}
+
+/// A run of N = 13, split two rows deep (hundreds of jobs), nothing verified.
+async fn run_of_13(c: &Coordinator) -> RunView {
+    c.create_run(13, Strategy::D4, Some(2), Some(0.0), 0, false)
+        .await
+        .unwrap()
 }
 
 async fn run_of_8(c: &Coordinator) -> String {
@@ -287,10 +294,7 @@ async fn reopened(dir: &std::path::Path) -> Coordinator {
 async fn after_a_restart_leases_walk_past_the_done_jobs_without_losing_one() {
     let dir = tempfile::tempdir().unwrap();
     let c = reopened(dir.path()).await;
-    let view = c
-        .create_run(13, Strategy::D4, Some(2), Some(0.0), 0, false)
-        .await
-        .unwrap();
+    let view = run_of_13(&c).await;
     let run = view.id();
     let total = view.meta.jobs_total as usize;
     assert!(
@@ -339,10 +343,7 @@ async fn after_a_restart_leases_walk_past_the_done_jobs_without_losing_one() {
 async fn jobs_handed_back_are_leased_again_a_few_at_a_time_each_once() {
     let dir = tempfile::tempdir().unwrap();
     let c = reopened(dir.path()).await;
-    let view = c
-        .create_run(13, Strategy::D4, Some(2), Some(0.0), 0, false)
-        .await
-        .unwrap();
+    let view = run_of_13(&c).await;
     let run = view.id();
     let jobs = view.meta.jobs_total as usize;
     let all = lease(&c, "a", 4096).await;
