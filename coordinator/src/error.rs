@@ -65,6 +65,17 @@ pub enum Error {
     ShuttingDown,
 }
 
+impl Error {
+    /// This error as a refusal of the whole request ([`Error::BadRequest`]), where it is an invalid
+    /// request; any other error as it is.
+    pub fn of_the_request(self) -> Error {
+        match self {
+            Error::Invalid(why) => Error::BadRequest(why),
+            other => other,
+        }
+    }
+}
+
 impl From<sled::Error> for Error {
     fn from(e: sled::Error) -> Error {
         Error::Store(e)

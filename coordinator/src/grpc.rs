@@ -337,12 +337,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         // Checked before anything is committed: a bad request changes nothing, and is refused whole
         // (marked so: not a refusal of the results it carries).
         if let Some(ask) = &ask {
-            ask.check()
-                .map_err(|e| match e {
-                    Error::Invalid(why) => Error::BadRequest(why),
-                    other => other,
-                })
-                .map_err(status)?;
+            ask.check().map_err(|e| status(e.of_the_request()))?;
         }
         let reports = r
             .results

@@ -44,12 +44,8 @@ impl Coordinator {
         reports: Vec<Report>,
     ) -> Result<Vec<Outcome>> {
         // The request itself: refused whole, marked so (the worker stops, its results kept).
-        let whole = |e: Error| match e {
-            Error::Invalid(why) => Error::BadRequest(why),
-            other => other,
-        };
-        check_worker("worker id", worker).map_err(whole)?;
-        check_worker("worker name", name).map_err(whole)?;
+        check_worker("worker id", worker).map_err(Error::of_the_request)?;
+        check_worker("worker name", name).map_err(Error::of_the_request)?;
         if reports.len() > MAX_BATCH {
             return Err(Error::BadRequest(format!(
                 "{} results in one report; at most {MAX_BATCH}",
@@ -57,7 +53,7 @@ impl Coordinator {
             )));
         }
         for device in reports.iter().filter_map(|r| r.device.as_deref()) {
-            check_device(device).map_err(whole)?;
+            check_device(device).map_err(Error::of_the_request)?;
         }
         // A bounded number of batches are validated and committed at once; the rest wait here, holding
         // nothing (validation may read the store for each result whose lease fails its check).
