@@ -84,12 +84,11 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
     };
     // Records the store alone checks, damaged: mended first (everything below reads them), or the
     // start refused with the store as it was.
-    let (runs, jobs, quarantines) = store.mend_records(&view.runs, trusted, &view.quarantines)?;
     (
         repairs.runs_mended,
         repairs.jobs_mended,
         repairs.quarantines_mended,
-    ) = (runs, jobs, quarantines);
+    ) = store.mend_records(&view.runs, trusted, &view.quarantines)?;
     let stored = store.runs()?;
     for meta in view.runs.values() {
         match stored.iter().find(|s| s.id == meta.id) {

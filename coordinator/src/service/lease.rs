@@ -395,16 +395,13 @@ impl Coordinator {
         if state.workers.seen(worker, now) == Contact::Returned {
             tracing::info!(worker = %worker, "worker returned");
         }
-        // Its name as its lease calls gave it; one the worker table forgot (or never heard) is read
-        // off the id, which workers make as NAME-PID-STARTHEX.
+        // By its name as its lease calls gave it, or, where the worker table forgot it (or never
+        // heard it), by its id, which workers make as NAME-PID-STARTHEX.
         let named = state.workers.name_of(worker);
-        let quarantined = match state.quarantined.get_key_value(named) {
-            Some(q) if named != worker => Some(q),
-            _ => state
-                .quarantined
-                .iter()
-                .find(|(name, _)| id_of(worker, name)),
-        };
+        let quarantined = state
+            .quarantined
+            .iter()
+            .find(|(name, _)| name.as_str() == named || id_of(worker, name));
         if let Some((name, reason)) = quarantined {
             let refused = Error::Quarantined {
                 worker: name.to_string(),

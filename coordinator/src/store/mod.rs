@@ -263,7 +263,7 @@ impl Store {
             .iter()
             .keys()
             .filter_map(|k| k.ok())
-            .filter_map(|k| <[u8; 8]>::try_from(k.as_ref()).ok().map(u64::from_be_bytes))
+            .filter_map(|k| records::run_of_key(&k))
             .max();
         let Some(highest) = highest else {
             return Ok(());

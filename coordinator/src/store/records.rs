@@ -248,6 +248,11 @@ pub fn run_key(run: u64) -> [u8; 8] {
     run.to_be_bytes()
 }
 
+/// The run id of a `runs` or `totals` key (`None`: not 8 bytes).
+pub fn run_of_key(k: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(k).ok().map(u64::from_be_bytes)
+}
+
 /// The `jobs` key of a job (and the `results` key of formats 1 to 4): the run id, then the job key's
 /// numbers. All keys of one run
 /// have the same length, so a run's jobs are one contiguous, prefix-free range.

@@ -10,7 +10,7 @@ use sled::transaction::{ConflictableTransactionError, Transactional};
 
 use super::records::{
     checked, decode, decode_plain, decode_result, encode, encode_result, is_checked, job_key,
-    run_key, split_job_key, JobRecord, JobState,
+    run_key, run_of_key, split_job_key, JobRecord, JobState,
 };
 use super::workers::Names;
 use super::{
@@ -154,9 +154,8 @@ impl Store {
         let mut damaged_runs = Vec::new();
         for kv in self.runs.iter() {
             let (k, v) = kv?;
-            let id = <[u8; 8]>::try_from(k.as_ref())
-                .map(u64::from_be_bytes)
-                .map_err(|_| Error::Corrupt(format!("a run key of {} bytes", k.len())))?;
+            let id = run_of_key(&k)
+                .ok_or_else(|| Error::Corrupt(format!("a run key of {} bytes", k.len())))?;
             let damage = match decode::<RunMeta>("run", &v) {
                 Ok(meta) if meta.id == id => continue,
                 Ok(meta) => format!("the record of run {id} names run {}", meta.id),

@@ -53,11 +53,10 @@ impl Store {
         let Some(stored) = self.run(meta.id)? else {
             return Ok(false);
         };
-        // The same run: its plan, made at the same time, verifying as much. Its controls (pause,
+        // The same run: its plan (verifying as much), made at the same time. Its controls (pause,
         // priority, cancel) may have changed since: the store's hold.
-        let same = crate::ledger::same_plan(&stored, meta)
-            && stored.created_unix == meta.created_unix
-            && stored.verify_fraction == meta.verify_fraction;
+        let same =
+            crate::ledger::same_plan(&stored, meta) && stored.created_unix == meta.created_unix;
         if !same {
             return Err(Error::Invalid(format!(
                 "run {} of the file is another run than this store's run {} (N = {} {} depth {}, created at {}, verify fraction {}, against N = {} {} depth {}, created at {}, verify fraction {}); import into another directory",
