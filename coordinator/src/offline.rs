@@ -128,10 +128,7 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
             )));
         };
         if !ledger::same_plan(&meta, logged) {
-            return Err(Error::Corrupt(format!(
-                "run {}: the store and the ledger describe different plans (verify fractions {} and {}); one of the two was damaged (a store record before format 6 gave it a checksum, say): if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`)",
-                meta.id, meta.verify_fraction, logged.verify_fraction, path.display()
-            )));
+            return Err(Error::Corrupt(ledger::different_plans(&meta, logged, path)));
         }
         let diff = ledger::compare(store, &meta, &view)?;
         if !diff.is_empty() {

@@ -93,13 +93,7 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
     for meta in view.runs.values() {
         match stored.iter().find(|s| s.id == meta.id) {
             Some(s) if !same_plan(s, meta) => {
-                return Err(Error::Corrupt(format!(
-                    "run {}: the store and the ledger describe different plans (store: N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}; ledger: N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}). One of the two was damaged (a store record before format 6 gave it a checksum, say): if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`) and serve that; otherwise restore the directory from a backup",
-                    meta.id,
-                    s.n, s.strategy, s.depth, s.jobs_total, s.fingerprint, s.verify_fraction,
-                    meta.n, meta.strategy, meta.depth, meta.jobs_total, meta.fingerprint, meta.verify_fraction,
-                    path.display()
-                )))
+                return Err(Error::Corrupt(ledger::different_plans(s, meta, path)))
             }
             Some(_) => {}
             None => {

@@ -247,6 +247,24 @@ pub fn same_plan(a: &RunMeta, b: &RunMeta) -> bool {
         && same_fraction(a.verify_fraction, b.verify_fraction)
 }
 
+/// Why the store's and the ledger's records of a run (`stored`, `logged`) are refused as two plans,
+/// and the way out, for a refusal naming the ledger at `path`.
+pub fn different_plans(stored: &RunMeta, logged: &RunMeta, path: &std::path::Path) -> String {
+    let plan = |m: &RunMeta| {
+        format!(
+            "N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}",
+            m.n, m.strategy, m.depth, m.jobs_total, m.fingerprint, m.verify_fraction
+        )
+    };
+    format!(
+        "run {}: the store and the ledger describe different plans (store: {}; ledger: {}). One of the two was damaged (a store record before format 6 gave it a checksum, say): if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`) and serve that; otherwise restore the directory from a backup",
+        stored.id,
+        plan(stored),
+        plan(logged),
+        path.display()
+    )
+}
+
 /// Whether two verify fractions are one, read back from two JSON copies (serde_json's float parsing
 /// may differ in the last place from the number written; a damaged digit differs by far more).
 fn same_fraction(a: f64, b: f64) -> bool {
