@@ -13,9 +13,8 @@ use crate::{DeviceInfo, GpuError, Launch};
 const SEEDS_PER_THREAD: usize = 8;
 
 /// Seeds of every batch searched again on the host, drawn at random, whose answers must equal the
-/// device's exactly. A batch holds hundreds of thousands of seeds on a large GPU, so this costs the host
-/// a few millionths of the device's work; a device wrong on a share `f` of its seeds escapes a batch's
-/// checks with probability `(1 - f)^8`, a run of thousands of batches almost never.
+/// device's exactly: 8 of the [`SEEDS_PER_THREAD`] seeds per device thread a batch holds. A device
+/// wrong on a share `f` of its seeds escapes a batch's checks with probability `(1 - f)^8`.
 const SPOT_CHECKS: usize = 8;
 
 /// The seeds of a batch of `n` to search again on the host: all of a small batch, else [`SPOT_CHECKS`]
