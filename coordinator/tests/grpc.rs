@@ -250,10 +250,21 @@ async fn issue_3_duplicates_are_compared_never_added() {
         },
         leases[0].plan_fingerprint,
     );
-    let mismatch = report(&mut s.client, "w2", vec![wrong]).await.unwrap();
+    // Under a tag that is not the job's lease's: compared, nothing changes.
+    let forged = proto::JobResult {
+        lease_tag: wrong.lease_tag ^ 1,
+        ..wrong.clone()
+    };
+    let mismatch = report(&mut s.client, "w2", vec![forged]).await.unwrap();
     assert_eq!(mismatch, vec![proto::Outcome::Mismatch as i32]);
     let now = status(&mut s.client, &run.run).await;
     assert_eq!((now.jobs_done, now.total), (1, good.total.to_string()));
+    // Under the job's lease: evidence that one of the two is wrong. The count is taken back and the
+    // job disputed until a further worker decides.
+    let disputed = report(&mut s.client, "w2", vec![wrong]).await.unwrap();
+    assert_eq!(disputed, vec![proto::Outcome::Disputed as i32]);
+    let now = status(&mut s.client, &run.run).await;
+    assert_eq!((now.jobs_done, now.jobs_disputed), (0, 1));
 }
 
 #[tokio::test]

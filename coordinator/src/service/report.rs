@@ -327,13 +327,16 @@ impl Coordinator {
             .collect::<Result<Vec<JobKey>>>()?;
         // Every lease is checked (in memory), a done job's too: its result needs none, but one whose
         // job is open again by the commit (a revocation in between) counts only under a checked lease.
-        let checked: Vec<Result<()>> = {
+        let checked: Vec<(Result<()>, bool)> = {
             let state = self.state();
             reports
                 .iter()
                 .zip(&keys)
                 .zip(&runs)
-                .map(|((r, key), &(run, ..))| state.leases.check_report(r.lease, r.tag, run, key))
+                .map(|((r, key), &(run, ..))| {
+                    let issued = state.leases.tag(r.lease, run, key) == r.tag;
+                    (state.leases.check_report(r.lease, r.tag, run, key), issued)
+                })
                 .collect()
         };
         reports
@@ -341,7 +344,7 @@ impl Coordinator {
             .zip(keys)
             .zip(&runs)
             .zip(checked)
-            .map(|(((r, key), &(run, ..)), check)| {
+            .map(|(((r, key), &(run, ..)), (check, lease_issued))| {
                 let lease_checked = check.is_ok();
                 // A job already done only gets its result compared, whatever lease it names: the store
                 // is read (with the state lock released) only for a result whose lease check failed.
@@ -364,6 +367,7 @@ impl Coordinator {
                     lease: r.lease,
                     seal: r.seal.unwrap_or_default(),
                     lease_checked,
+                    lease_issued,
                 })
             })
             .collect()

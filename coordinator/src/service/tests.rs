@@ -497,9 +497,9 @@ async fn a_quarantine_that_cannot_be_completed_at_start_refuses_the_store() {
     }
 }
 
-/// A result that differs from a done job's stored one (a mismatch, logged at error level) credits no
-/// nodes: a worker cannot inflate its node rate, nor the run's GPU share, with results the store proves
-/// wrong.
+/// A result that differs from a done job's stored one under no lease issued for the job (a mismatch,
+/// logged at error level) credits no nodes: a worker cannot inflate its node rate, nor the run's GPU
+/// share, with results that prove nothing.
 #[tokio::test(start_paused = true)]
 async fn a_mismatched_result_credits_no_nodes_to_its_worker_or_its_run() {
     let c = coordinator();
@@ -507,6 +507,7 @@ async fn a_mismatched_result_credits_no_nodes_to_its_worker_or_its_run() {
     let held = lease(&c, "a", 1).await;
     report_all(&c, "a", &held).await;
     let mut inflated = report(&held[0]);
+    inflated.tag ^= 1;
     inflated.result.nodes = u64::MAX / 2;
     inflated.device = Some("cuda:0".to_string());
     let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
@@ -1053,4 +1054,40 @@ async fn restored_over_a_dispute(damaged: bool) -> (tempfile::TempDir, Coordinat
     }
     let c = reopened(dir.path()).await;
     (dir, c)
+}
+
+/// A worker's late result for a job another worker finished, different from the counted one and under
+/// a lease issued for the job, disputes the count: the run is running again, the job is leased to a
+/// third worker, and its decision quarantines the wrong worker and finishes the run exactly (found by a
+/// review, 2026-11-24, a later session: the late result was logged as a mismatch and the run stayed
+/// done with whatever the first result said).
+#[tokio::test(start_paused = true)]
+async fn a_late_different_result_reopens_the_run_and_a_third_worker_decides() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "a", 64).await;
+    report_all(&c, "a", &held).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+    // "m" computed the first job under a lease of it too (say, a's expired meanwhile), one off.
+    let mut late = report(&held[0]);
+    late.result.total += 1;
+    late.seal = Some(seal(held[0].fingerprint, &held[0].key, &late.result));
+    let outcomes = c.report("m", "m", vec![late]).await.unwrap();
+    assert_eq!(outcomes, vec![Outcome::Disputed]);
+    let view = c.run(&run).unwrap();
+    assert!(!view.is_done(), "running again");
+    assert_eq!(view.jobs_disputed, 1);
+    let first = Job::new(held[0].plan, held[0].key.clone()).unwrap().run();
+    assert_eq!(view.tally.total, Q8 - u128::from(first.total));
+    // Neither a nor m is given the job again; z is, and decides.
+    assert!(lease(&c, "a", 4).await.is_empty());
+    let decider = lease(&c, "z", 4).await;
+    assert_eq!(decider.len(), 1);
+    assert_eq!(decider[0].key, held[0].key);
+    assert_eq!(report_all(&c, "z", &decider).await, vec![Outcome::Accepted]);
+    assert_eq!(total(&c, &run), (Q8, true));
+    assert!(matches!(
+        c.lease(&ask("m", 1), Duration::ZERO).await,
+        Err(Error::Quarantined { .. })
+    ));
 }

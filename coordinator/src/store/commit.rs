@@ -6,7 +6,9 @@
 //! `verifying`); a result from a worker of another name that agrees with a recorded one is counted, and
 //! the workers whose recorded results disagree with it are quarantined. Results that disagree with every
 //! recorded one make the job `disputed` until a further worker decides; [`MAX_CANDIDATES`] results without
-//! any two agreeing fail the job. A result for a job already done is compared, never added.
+//! any two agreeing fail the job. A result for a job already done is compared, never added; different,
+//! under a lease issued for the job, it quarantines its worker when that worker contradicts its own
+//! counted result or a confirmed one, and otherwise disputes the count (taken back, the run reopened).
 
 use std::collections::BTreeMap;
 
@@ -40,6 +42,10 @@ pub struct Incoming {
     /// by the commit (a revocation in between), the commit refuses the batch (`Error::Raced`) instead of
     /// counting a result no lease stands behind.
     pub lease_checked: bool,
+    /// Whether the lease it names was issued for its job (its tag, which needs the store's secret, is
+    /// that job's), remembered or not: a result for a done job that differs from the counted one is
+    /// evidence only under such a lease (see [`Store::commit`]).
+    pub lease_issued: bool,
 }
 
 /// What happened to one incoming result.
@@ -98,7 +104,8 @@ pub struct Committed {
     pub quarantined: Vec<Quarantine>,
     /// The results this commit counted, as stored.
     pub counted: Vec<(u64, JobKey, ResultRecord)>,
-    /// Results taken back because this commit quarantined their worker.
+    /// Results taken back: because this commit quarantined their worker, or a different result under a
+    /// lease of the job disputed them.
     pub revoked: Vec<super::Revoked>,
     /// Runs that were done and are running again (they lost revoked results).
     pub reopened: Vec<RunMeta>,
@@ -153,6 +160,9 @@ impl Store {
             let results = groups::Tx { groups, workers };
             let mut out = Committed::default();
             let mut metas: BTreeMap<u64, RunMeta> = BTreeMap::new();
+            // Workers shown wrong by a result of their own: quarantined once the batch is through (so
+            // that their other results in it are taken, then revoked with the rest of theirs).
+            let mut contradicted: Vec<Quarantine> = Vec::new();
             for inc in batch {
                 if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(inc.run) {
                     let Some(raw) = runs.get(run_key(inc.run))? else {
@@ -177,7 +187,81 @@ impl Store {
                 }
                 let k = job_key(inc.run, &inc.key);
                 if let Some(stored) = groups::txn_counts(results.groups, inc.run, &inc.key)? {
-                    out.outcomes.push(compare(&stored, &inc.result));
+                    if stored == inc.result || !inc.lease_issued {
+                        out.outcomes.push(compare(&stored, &inc.result));
+                        continue;
+                    }
+                    // A different result under a lease issued for the job: one of the two is wrong.
+                    let Some(counted) = groups::txn_get(results, inc.run, &inc.key)? else {
+                        return abort(Error::Corrupt(format!(
+                            "run {} job {}: counts without a result",
+                            inc.run, inc.key
+                        )));
+                    };
+                    let own = counted.worker == inc.name || counted.confirmed_by.contains(&inc.name);
+                    if own || !counted.confirmed_by.is_empty() {
+                        // It contradicts itself, or two workers that agreed: it is the wrong one.
+                        contradicted.push(Quarantine {
+                            worker: inc.name.clone(),
+                            reason: format!(
+                                "run {} job {}: reported total {} nodes {}, {} is total {} nodes {}",
+                                inc.run,
+                                inc.key,
+                                inc.result.total,
+                                inc.result.nodes,
+                                if own {
+                                    "its own counted result"
+                                } else {
+                                    "the confirmed result"
+                                },
+                                stored.total,
+                                stored.nodes
+                            ),
+                            at_unix: now_unix(),
+                        });
+                        out.outcomes.push(Outcome::Mismatch { stored });
+                        continue;
+                    }
+                    // Neither was confirmed: the counted one is taken back and the two are disputed
+                    // (the job stays verified while open); a further worker decides, as for any dispute.
+                    groups::txn_take(results, inc.run, &inc.key)?;
+                    let mut tally = match out.tallies.get(&inc.run) {
+                        Some(t) => *t,
+                        None => stored_tally(totals, inc.run)?,
+                    };
+                    tally
+                        .remove(&counted.result)
+                        .map_err(|e| Abort::Abort(e.into()))?;
+                    out.tallies.insert(inc.run, tally);
+                    let record = JobRecord {
+                        state: JobState::Disputed,
+                        candidates: vec![
+                            counted.clone(),
+                            ResultRecord {
+                                result: inc.result,
+                                worker: inc.name.clone(),
+                                worker_id: inc.worker.clone(),
+                                lease: inc.lease,
+                                at_unix: now_unix(),
+                                confirmed_by: Vec::new(),
+                                seal: Some(inc.seal),
+                            },
+                        ],
+                        reason: None,
+                    };
+                    jobs.insert(k, encode(&record))?;
+                    out.moved.push(Moved {
+                        run: inc.run,
+                        key: inc.key.clone(),
+                        from: Some(JobState::Done),
+                        to: Some(JobState::Disputed),
+                    });
+                    out.revoked.push(super::Revoked {
+                        run: inc.run,
+                        key: inc.key.clone(),
+                        record: counted,
+                    });
+                    out.outcomes.push(Outcome::Disputed);
                     continue;
                 }
                 let record = job_record(jobs, &k)?;
@@ -303,6 +387,12 @@ impl Store {
                 out.tallies.insert(inc.run, tally);
                 out.outcomes.push(Outcome::Accepted);
             }
+            for q in contradicted {
+                if out.quarantined.iter().all(|o| o.worker != q.worker) {
+                    quarantine.insert(q.worker.as_bytes(), encode(&q))?;
+                    out.quarantined.push(q);
+                }
+            }
             for (run, tally) in &out.tallies {
                 totals.insert(&run_key(*run), encode(tally))?;
                 let meta = &metas[run];
@@ -319,6 +409,14 @@ impl Store {
                     };
                     runs.insert(&run_key(*run), encode(&done))?;
                     out.finished.push(done);
+                } else if tally.jobs < meta.jobs_total && meta.is_done() {
+                    // A counted result disputed: the run is running again.
+                    let open = RunMeta {
+                        finished_unix: None,
+                        ..meta.clone()
+                    };
+                    runs.insert(&run_key(*run), encode(&open))?;
+                    out.reopened.push(open);
                 }
             }
             Ok(out)

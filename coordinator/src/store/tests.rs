@@ -49,6 +49,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         name: name.into(),
         lease: lease_of(name),
         lease_checked: true,
+        lease_issued: true,
     }
 }
 
@@ -133,8 +134,10 @@ fn results_commit_once_and_the_last_one_finishes_the_run() {
     assert_eq!(first.outcomes, vec![Outcome::Accepted]);
     assert!(first.finished.is_empty());
 
+    // A different result under no lease issued for the job proves nothing: compared only.
     let mut wrong = all[0].clone();
     wrong.result.total += 1;
+    (wrong.lease_checked, wrong.lease_issued) = (false, false);
     let again = store.commit(&[all[0].clone(), wrong]).unwrap();
     assert_eq!(again.outcomes[0], Outcome::Duplicate);
     assert!(matches!(again.outcomes[1], Outcome::Mismatch { .. }));
@@ -457,6 +460,101 @@ fn issue_19_a_format_2_store_without_run_controls_loads_running_at_priority_0_an
     let refused = store.commit(&[incoming(id, &plan, 0)]).unwrap_err();
     assert!(matches!(refused, Error::RunCancelled(_)), "{refused:?}");
     assert_eq!(store.tally(id).unwrap().jobs, 0);
+}
+
+/// A result for a done job that differs from the counted one, under a lease issued for that job, is
+/// evidence that one of the two is wrong. Neither was confirmed: the counted one is taken back and the
+/// two are disputed, a further worker decides, and the wrong one's worker is quarantined (found by a
+/// review, 2026-11-24, a later session: the second result was logged as a mismatch and dropped, and a
+/// run finished by the first, wrong, result stayed done with a wrong total).
+#[test]
+fn a_late_result_that_disagrees_with_an_unconfirmed_count_disputes_it() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
+    let right: Vec<Incoming> = (0..run.jobs_total as usize)
+        .map(|i| incoming(run.id, &plan, i))
+        .collect();
+    let exact: u128 = right.iter().map(|i| i.result.total as u128).sum();
+    // "f" (faulty memory) gets job 0 one off and finishes the run alone.
+    let faulty: Vec<Incoming> = right
+        .iter()
+        .enumerate()
+        .map(|(i, inc)| by(&plan, "f", inc.clone(), u64::from(i == 0)))
+        .collect();
+    assert_eq!(store.commit(&faulty).unwrap().finished.len(), 1);
+    assert_eq!(store.tally(run.id).unwrap().total, exact + 1);
+    // "h" computed job 0 under an earlier lease of it (f's expired, then f reported late anyway).
+    let late = store
+        .commit(&[by(&plan, "h", right[0].clone(), 0)])
+        .unwrap();
+    assert_eq!(late.outcomes, vec![Outcome::Disputed]);
+    assert_eq!(late.reopened.len(), 1, "the run is running again");
+    assert_eq!(late.revoked.len(), 1, "the counted result is taken back");
+    assert_eq!(late.revoked[0].record.worker, "f");
+    assert!(!store.run(run.id).unwrap().unwrap().is_done());
+    assert_eq!(
+        store.job(run.id, &right[0].key).unwrap().unwrap().state,
+        JobState::Disputed
+    );
+    assert_eq!(store.tally(run.id).unwrap().jobs, run.jobs_total - 1);
+    assert_eq!(late.tallies[&run.id], store.tally(run.id).unwrap());
+    store.audit().unwrap();
+    // A third worker decides: f is disproved, and its other results go with the revocation that follows.
+    let decided = store
+        .commit(&[by(&plan, "z", right[0].clone(), 0)])
+        .unwrap();
+    assert_eq!(decided.outcomes, vec![Outcome::Accepted]);
+    assert_eq!(decided.quarantined.len(), 1);
+    assert_eq!(decided.quarantined[0].worker, "f");
+    store.revoke("f").unwrap();
+    let rest = store.commit(&right[1..]).unwrap();
+    assert_eq!(rest.finished.len(), 1);
+    assert_eq!(store.tally(run.id).unwrap().total, exact);
+    store.audit().unwrap();
+}
+
+/// A worker whose result for a done job differs from its own counted result, or from a result two
+/// workers agreed on, is shown wrong: it is quarantined (its unconfirmed results are then revoked).
+/// A different result under no lease issued for the job proves nothing and is only compared.
+#[test]
+fn a_worker_that_contradicts_its_own_or_a_confirmed_count_is_quarantined() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
+    let job = incoming(run.id, &plan, 0);
+    let first = store.commit(&[by(&plan, "f", job.clone(), 0)]).unwrap();
+    assert_eq!(first.outcomes, vec![Outcome::Accepted]);
+    let own = store.commit(&[by(&plan, "f", job.clone(), 1)]).unwrap();
+    assert!(
+        matches!(own.outcomes[..], [Outcome::Mismatch { .. }]),
+        "{own:?}"
+    );
+    assert_eq!(own.quarantined.len(), 1);
+    assert_eq!(own.quarantined[0].worker, "f");
+    assert_eq!(store.quarantined().unwrap(), own.quarantined);
+    assert_eq!(store.revoke("f").unwrap().revoked.len(), 1);
+    assert!(!store.is_settled(run.id, &job.key).unwrap());
+
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "a", job.clone(), 0)]).unwrap();
+    let agreed = store.commit(&[by(&plan, "b", job.clone(), 0)]).unwrap();
+    assert_eq!(agreed.outcomes, vec![Outcome::Accepted]);
+    let tally = store.tally(run.id).unwrap();
+    // Not under a lease issued for the job (a made-up lease): compared, nothing else.
+    let mut forged = by(&plan, "x", job.clone(), 1);
+    (forged.lease_checked, forged.lease_issued) = (false, false);
+    let compared = store.commit(&[forged]).unwrap();
+    assert!(matches!(compared.outcomes[..], [Outcome::Mismatch { .. }]));
+    assert!(compared.quarantined.is_empty());
+    let wrong = store.commit(&[by(&plan, "c", job.clone(), 1)]).unwrap();
+    assert!(matches!(wrong.outcomes[..], [Outcome::Mismatch { .. }]));
+    assert_eq!(wrong.quarantined.len(), 1);
+    assert_eq!(wrong.quarantined[0].worker, "c");
+    assert!(wrong.revoked.is_empty() && wrong.moved.is_empty());
+    assert_eq!(
+        store.tally(run.id).unwrap(),
+        tally,
+        "the confirmed result stays"
+    );
+    store.audit().unwrap();
 }
 
 #[test]
