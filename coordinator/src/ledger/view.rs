@@ -24,6 +24,8 @@ pub struct LedgerView {
     pub legacy: u64,
     /// Results of such lines that carried no seal either: nothing in the file can show them intact.
     pub unchecked: u64,
+    /// Those results' runs and jobs.
+    pub unchecked_jobs: std::collections::BTreeSet<(u64, JobKey)>,
     /// Results taken back by revocation lines.
     pub revoked: u64,
     /// Those revocations, in order: run, job and the worker whose result was taken back.
@@ -135,6 +137,7 @@ impl LedgerView {
                 let fingerprint = meta.fingerprint_value().map_err(|e| e.to_string())?;
                 if !verified && record.seal.is_none() {
                     self.unchecked += 1;
+                    self.unchecked_jobs.insert((run, key.clone()));
                     record.seal = Some(nqueens_common::checksum::seal(
                         fingerprint,
                         &key,
