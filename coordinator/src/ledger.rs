@@ -37,7 +37,9 @@ mod write;
 pub use compare::{compare, Difference};
 pub use entry::{Entry, EXPORT_FORMAT};
 pub use packed::{scan, Encoder};
-pub use view::{different_plans, quarantine_line, same_controls, same_plan, LedgerView};
+pub use view::{
+    different_plans, quarantine_line, same_controls, same_plan, taken_back, LedgerView, RevokedLine,
+};
 pub use write::{export, rewrite};
 
 use crate::error::{Error, Result};

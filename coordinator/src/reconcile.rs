@@ -9,12 +9,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use nqueens_common::JobKey;
-
 use crate::digest::{LedgerDigest, RunDigest};
 use crate::error::{Error, Result};
 use crate::ledger::{self, same_controls, same_plan, Ledger, LedgerView};
-use crate::store::{AuditLine, Quarantine, ResultRecord, RunMeta, Store, Survey};
+use crate::store::{AuditLine, Quarantine, RunMeta, Store, Survey};
 
 /// What reconciliation repaired (all zero: store and ledger agreed).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -115,8 +113,9 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
     // from the store, which would count the quarantined worker's results again. Only the ledger's
     // intact lines are trusted for it.
     if trusted {
-        for (run, key, worker) in &view.revocations {
-            if store.restore_revocation(*run, key, worker)? {
+        for line in &view.revocations {
+            let (run, key, worker) = (line.run, &line.key, &line.worker);
+            if store.restore_revocation(run, key, worker, line.record.as_ref())? {
                 repairs.results_revoked += 1;
                 tracing::warn!(run, job = %key, worker = %worker, "the ledger took back a result the store still held: taken back from the store");
             }
@@ -448,7 +447,8 @@ mod tests {
     use super::*;
     use crate::ledger::{Entry, LEDGER_FILE};
     use crate::store::tests::incoming_from;
-    use crate::store::RunMeta;
+    use crate::store::{ResultRecord, RunMeta};
+    use nqueens_common::JobKey;
 
     /// A store in `dir` with a run of N = 8, `verify` of its jobs verified.
     fn one_run(dir: &Path, verify: f64) -> (Store, u64, Plan) {
@@ -505,6 +505,107 @@ mod tests {
         assert_eq!(repairs.results_restored, 0);
         assert_eq!(store.tally(run).unwrap().jobs, 3);
         assert!(!store.is_settled(run, &key).unwrap(), "computed again");
+    }
+
+    /// A ledger where the worker "L" had its result for job 0 (under lease 7) counted, revoked with its
+    /// quarantine, then was released; `lines` follow. The store holds the run alone.
+    fn a_revocation_then_a_release(dir: &Path, after: &[Entry]) -> (Store, u64, Plan, JobKey) {
+        let (store, run, plan) = one_run(dir, 0.0);
+        let path = dir.join(LEDGER_FILE);
+        ledger::rewrite(&path, &store).unwrap();
+        let key = plan.jobs().next().unwrap();
+        let inc = incoming_from(run, &plan, 0, "L");
+        let record = ResultRecord {
+            result: inc.result,
+            worker: "L".into(),
+            worker_id: inc.worker.clone(),
+            lease: 7,
+            at_unix: 1,
+            confirmed_by: Vec::new(),
+            seal: Some(inc.seal),
+        };
+        let mut lines = vec![
+            Entry::Quarantine(crate::store::Quarantine {
+                worker: "L".into(),
+                reason: "shown wrong".into(),
+                at_unix: 1,
+            }),
+            Entry::Result {
+                run,
+                job: key.to_string(),
+                record: record.clone(),
+            },
+            Entry::Revoked {
+                run,
+                job: key.to_string(),
+                worker: "L".into(),
+                record: Some(record),
+            },
+            Entry::Released {
+                worker: "L".into(),
+                at_unix: 2,
+            },
+        ];
+        lines.extend_from_slice(after);
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 1).unwrap();
+        ledger.append(&lines).unwrap();
+        (store, run, plan, key)
+    }
+
+    /// A revocation line takes back the result it names, not whatever result of its worker the store
+    /// holds for the job: "L", released, computed job 0 again under a new lease and had it counted,
+    /// and the ledger lost that line (found by a review, 2026-11-24, a later session: the start took
+    /// the new, acknowledged result back as well).
+    #[test]
+    fn a_revocation_takes_back_only_the_result_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run, plan, key) = a_revocation_then_a_release(dir.path(), &[]);
+        let again = incoming_from(run, &plan, 0, "L");
+        assert_ne!(again.lease, 7);
+        assert_eq!(
+            store.commit(&[again]).unwrap().outcomes,
+            vec![crate::store::Outcome::Accepted]
+        );
+        let (_, repairs, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert_eq!(repairs.results_revoked, 0);
+        assert!(store.is_settled(run, &key).unwrap(), "the new result stays");
+        assert_eq!(store.tally(run).unwrap().jobs, 1);
+    }
+
+    /// A result line that comes again after the revocation that took it back (a line copied or moved)
+    /// is not counted again (found by a review, 2026-11-24, a later session: once its worker was
+    /// released, the copy was restored and counted).
+    #[test]
+    fn a_revoked_result_that_comes_again_is_not_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let inc = {
+            let plan = Plan::new(8, Strategy::D4).unwrap();
+            incoming_from(1, &plan, 0, "L")
+        };
+        let copy = Entry::Result {
+            run: 1,
+            job: inc.key.to_string(),
+            record: ResultRecord {
+                result: inc.result,
+                worker: "L".into(),
+                worker_id: inc.worker.clone(),
+                lease: 7,
+                at_unix: 1,
+                confirmed_by: Vec::new(),
+                seal: Some(inc.seal),
+            },
+        };
+        let (store, run, _, key) = a_revocation_then_a_release(dir.path(), &[copy]);
+        assert_eq!(run, 1);
+        let _ = reconcile(&store, &dir.path().join(LEDGER_FILE), false);
+        assert!(!store.is_settled(run, &key).unwrap());
+        assert_eq!(store.tally(run).unwrap().jobs, 0);
+        let _ = reconcile(&store, &dir.path().join(LEDGER_FILE), true);
+        assert_eq!(
+            store.tally(run).unwrap().jobs,
+            0,
+            "not with --repair either"
+        );
     }
 
     #[test]

@@ -28,8 +28,11 @@ pub struct LedgerView {
     pub unchecked_jobs: std::collections::BTreeSet<(u64, JobKey)>,
     /// Results taken back by revocation lines.
     pub revoked: u64,
-    /// Those revocations, in order: run, job and the worker whose result was taken back.
-    pub revocations: Vec<(u64, JobKey, String)>,
+    /// Those revocations, in order.
+    pub revocations: Vec<RevokedLine>,
+    /// Every revocation line's run, job and lease (where the line carries its result): a result line
+    /// of that lease coming after it is damage, never counted again.
+    revoked_leases: std::collections::BTreeSet<(u64, JobKey, u64)>,
     /// The length of the file's good content (a torn last line excluded).
     pub len: u64,
     /// A torn last line was found.
@@ -43,6 +46,17 @@ pub struct LedgerView {
     /// counting exactly what precedes it. `Some(false)`: the export was cut short. `None`: not such an
     /// export (a ledger, or an export of an earlier version).
     pub export_whole: Option<bool>,
+}
+
+/// A revocation line that took a result back.
+#[derive(Debug, Clone)]
+pub struct RevokedLine {
+    pub run: u64,
+    pub key: JobKey,
+    /// The worker whose result was taken back.
+    pub worker: String,
+    /// The result taken back (ledger format 2 on): only that very result is taken back from a store.
+    pub record: Option<ResultRecord>,
 }
 
 impl LedgerView {
@@ -147,6 +161,15 @@ impl LedgerView {
                 if !record.sealed(fingerprint, &key) {
                     return Err(format!("run {run} job {job}: the result fails its seal"));
                 }
+                if self
+                    .revoked_leases
+                    .contains(&(run, key.clone(), record.lease))
+                {
+                    return Err(format!(
+                        "run {run} job {job}: a result under lease {} after the revocation that took it back (a line copied or moved)",
+                        record.lease
+                    ));
+                }
                 let results = self.results.entry(run).or_default();
                 if let Some(earlier) = results.get(&key) {
                     if earlier.result != record.result {
@@ -160,14 +183,28 @@ impl LedgerView {
                 results.insert(key, record);
             }
             Entry::Revoked {
-                run, job, worker, ..
+                run,
+                job,
+                worker,
+                record,
             } => {
                 let key: JobKey = job.parse().map_err(|_| format!("bad job key {job:?}"))?;
+                if let Some(r) = &record {
+                    self.revoked_leases.insert((run, key.clone(), r.lease));
+                }
                 let results = self.results.entry(run).or_default();
-                if results.get(&key).is_some_and(|r| r.worker == worker) {
+                if results
+                    .get(&key)
+                    .is_some_and(|held| taken_back(held, &worker, record.as_ref()))
+                {
                     results.remove(&key);
                     self.revoked += 1;
-                    self.revocations.push((run, key, worker));
+                    self.revocations.push(RevokedLine {
+                        run,
+                        key,
+                        worker,
+                        record,
+                    });
                 }
             }
             line @ (Entry::Quarantine(_) | Entry::Released { .. }) => {
@@ -272,6 +309,14 @@ pub fn different_plans(stored: &RunMeta, logged: &RunMeta, path: &std::path::Pat
 /// may differ in the last place from the number written; a damaged digit differs by far more).
 fn same_fraction(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12
+}
+
+/// Whether a revocation line of `worker`'s result (`revoked`, where the line carries it) takes back
+/// the result `held`: that very result (its worker, lease and counts), or any of the worker's for a
+/// line of the format before it carried its result.
+pub fn taken_back(held: &ResultRecord, worker: &str, revoked: Option<&ResultRecord>) -> bool {
+    held.worker == worker
+        && revoked.is_none_or(|r| r.lease == held.lease && r.result == held.result)
 }
 
 #[cfg(test)]

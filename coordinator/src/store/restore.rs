@@ -255,11 +255,18 @@ fn record_time(batch: &[(JobKey, ResultRecord)]) -> Option<u64> {
 }
 
 impl Store {
-    /// Applies a revocation while restoring: the job's result, if it is `worker`'s, is taken out of the
+    /// Applies a revocation while restoring: the job's result, if it is the one revoked (`worker`'s, and
+    /// `revoked` where the line carries it: see [`crate::ledger::taken_back`]), is taken out of the
     /// totals and the job is pending again. Returns whether a result was removed. A result that cannot
     /// be read (its group or its worker's definition damaged) is left alone: the reconciliation removes
     /// it as damaged and restores the ledger's copy, revocations applied.
-    pub fn restore_revocation(&self, run: u64, key: &JobKey, worker: &str) -> Result<bool> {
+    pub fn restore_revocation(
+        &self,
+        run: u64,
+        key: &JobKey,
+        worker: &str,
+        revoked: Option<&ResultRecord>,
+    ) -> Result<bool> {
         if let Err(Error::Corrupt(why)) = self.result(run, key) {
             tracing::warn!(run, job = %key, reason = %why, "a revoked result that cannot be read: left for the repair of damaged results");
             return Ok(false);
@@ -271,7 +278,7 @@ impl Store {
             let Some(record) = groups::txn_get(results, run, key)? else {
                 return Ok(false);
             };
-            if record.worker != worker {
+            if !crate::ledger::taken_back(&record, worker, revoked) {
                 return Ok(false);
             }
             // Totals that cannot be read (or that this result does not fit) are damage the recount
