@@ -19,7 +19,7 @@ use nqueens_common::JobKey;
 use siphasher::sip128::{Hasher128, SipHasher13};
 
 use crate::error::{Error, Result};
-use crate::ledger::{same_plan, Entry};
+use crate::ledger::{same_run, Entry};
 use crate::store::{Quarantine, ResultRecord, RunMeta};
 
 /// The digest of one run's results.
@@ -147,7 +147,7 @@ impl LedgerDigest {
             Entry::Run(meta) => {
                 meta.fingerprint_value().map_err(|e| e.to_string())?;
                 match self.runs.get(&meta.id) {
-                    Some(known) if !same_plan(known, &meta) => {
+                    Some(known) if !same_run(known, &meta) => {
                         return Err(format!("run {} appears with two plans", meta.id))
                     }
                     // A later line of the same run carries an operator's control: the last one holds.

@@ -38,7 +38,7 @@ pub use compare::{compare, Difference};
 pub use entry::{Entry, EXPORT_FORMAT};
 pub use packed::{scan, Encoder};
 pub use view::{
-    different_plans, quarantine_line, same_controls, same_plan, taken_back, LedgerView, RevokedLine,
+    different_runs, quarantine_line, same_controls, same_run, taken_back, LedgerView, RevokedLine,
 };
 pub use write::{export, rewrite};
 

@@ -127,8 +127,8 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
                 meta.id
             )));
         };
-        if !ledger::same_plan(&meta, logged) {
-            return Err(Error::Corrupt(ledger::different_plans(&meta, logged, path)));
+        if !ledger::same_run(&meta, logged) {
+            return Err(Error::Corrupt(ledger::different_runs(&meta, logged, path)));
         }
         let diff = ledger::compare(store, &meta, &view)?;
         if !diff.is_empty() {
@@ -414,7 +414,7 @@ mod tests {
             r.replace("\"verify_fraction\"", "\"verify_fractiom\"")
         });
         match check(&store, dir.path()) {
-            Err(Error::Corrupt(why)) => assert!(why.contains("different plans"), "{why}"),
+            Err(Error::Corrupt(why)) => assert!(why.contains("different runs"), "{why}"),
             other => panic!("{other:?}"),
         }
     }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::digest::{LedgerDigest, RunDigest};
 use crate::error::{Error, Result};
-use crate::ledger::{self, same_controls, same_plan, Ledger, LedgerView};
+use crate::ledger::{self, same_controls, same_run, Ledger, LedgerView};
 use crate::store::{AuditLine, Quarantine, RunMeta, Store, Survey};
 
 /// What reconciliation repaired (all zero: store and ledger agreed).
@@ -90,8 +90,8 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
     let stored = store.runs()?;
     for meta in view.runs.values() {
         match stored.iter().find(|s| s.id == meta.id) {
-            Some(s) if !same_plan(s, meta) => {
-                return Err(Error::Corrupt(ledger::different_plans(s, meta, path)))
+            Some(s) if !same_run(s, meta) => {
+                return Err(Error::Corrupt(ledger::different_runs(s, meta, path)))
             }
             Some(_) => {}
             None => {
@@ -295,7 +295,7 @@ pub fn digests_agree(store: &Store, path: &Path) -> Result<Option<Agreed>> {
     let same_runs = stored.len() == ledger.runs.len()
         && stored
             .iter()
-            .all(|s| ledger.runs.get(&s.id).is_some_and(|l| same_plan(s, l)));
+            .all(|s| ledger.runs.get(&s.id).is_some_and(|l| same_run(s, l)));
     if !same_runs {
         return Ok(None);
     }
@@ -868,8 +868,38 @@ mod tests {
             .err()
             .expect("refused")
             .to_string();
-        assert!(refused.contains("different plans"), "{refused}");
+        assert!(refused.contains("different runs"), "{refused}");
         assert!(refused.contains("nqueens import"), "{refused}");
+    }
+
+    /// A ledger of another store's run of the same id and plan (copied in from another cluster, or a
+    /// backup of another directory) is not this run's: the start is refused, on the quick path as on
+    /// the full one, as `import` refuses it (found by a review, 2026-11-24, a later session: the start
+    /// joined its quarantines and revocations, and restored its results).
+    #[test]
+    fn a_ledger_of_another_stores_run_of_the_same_plan_refuses_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, _) = one_run(dir.path(), 0.0);
+        ledger::rewrite(&path, &store).unwrap();
+        let created = store.run(run).unwrap().unwrap().created_unix;
+        store.rewrite_run_record(run, |r| {
+            r.replace(
+                &format!("\"created_unix\":{created}"),
+                &format!("\"created_unix\":{}", created + 5),
+            )
+        });
+        assert_eq!(store.run(run).unwrap().unwrap().created_unix, created + 5);
+        assert!(
+            quick(&store, &path).unwrap().is_none(),
+            "not the quick path"
+        );
+        let refused = reconcile(&store, &path, false)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(refused.contains("different runs"), "{refused}");
+        assert!(refused.contains(&format!("created {created}")), "{refused}");
     }
 
     /// Records the store alone checks (run, job, quarantine) found damaged at a start: the run's

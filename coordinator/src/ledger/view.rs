@@ -121,11 +121,8 @@ impl LedgerView {
                 }
                 meta.fingerprint_value().map_err(|e| e.to_string())?;
                 if let Some(known) = self.runs.get(&meta.id) {
-                    if !same_plan(known, &meta) {
-                        return Err(format!(
-                            "run {} appears twice with different plans",
-                            meta.id
-                        ));
+                    if !same_run(known, &meta) {
+                        return Err(format!("run {} appears twice as different runs", meta.id));
                     }
                     // A later line of the same run carries an operator's control (cancel, pause,
                     // priority): the last one holds.
@@ -278,26 +275,47 @@ pub fn same_controls(a: &RunMeta, b: &RunMeta) -> bool {
         == (b.paused, b.cancelled_unix.is_some(), b.priority)
 }
 
-/// Whether two records of a run describe the same plan, verifying the same share of it (the fraction
-/// decides which jobs need a second result: a store whose record lost it would count their results
-/// alone).
-pub fn same_plan(a: &RunMeta, b: &RunMeta) -> bool {
-    (a.id, a.n, a.strategy, a.depth, a.jobs_total, &a.fingerprint)
-        == (b.id, b.n, b.strategy, b.depth, b.jobs_total, &b.fingerprint)
-        && same_fraction(a.verify_fraction, b.verify_fraction)
+/// Whether two records of a run describe the same run: created at the same second (run ids start at 1
+/// in every store: another store's run of the same id and plan is another run), of the same plan,
+/// verifying the same share of it (the fraction decides which jobs need a second result: a store
+/// whose record lost it would count their results alone).
+pub fn same_run(a: &RunMeta, b: &RunMeta) -> bool {
+    (
+        a.id,
+        a.created_unix,
+        a.n,
+        a.strategy,
+        a.depth,
+        a.jobs_total,
+        &a.fingerprint,
+    ) == (
+        b.id,
+        b.created_unix,
+        b.n,
+        b.strategy,
+        b.depth,
+        b.jobs_total,
+        &b.fingerprint,
+    ) && same_fraction(a.verify_fraction, b.verify_fraction)
 }
 
-/// Why the store's and the ledger's records of a run (`stored`, `logged`) are refused as two plans,
+/// Why the store's and the ledger's records of a run (`stored`, `logged`) are refused as two runs,
 /// and the way out, for a refusal naming the ledger at `path`.
-pub fn different_plans(stored: &RunMeta, logged: &RunMeta, path: &std::path::Path) -> String {
+pub fn different_runs(stored: &RunMeta, logged: &RunMeta, path: &std::path::Path) -> String {
     let plan = |m: &RunMeta| {
         format!(
-            "N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}",
-            m.n, m.strategy, m.depth, m.jobs_total, m.fingerprint, m.verify_fraction
+            "created {}, N = {} {} depth {}, {} jobs, fingerprint {}, verify fraction {}",
+            m.created_unix,
+            m.n,
+            m.strategy,
+            m.depth,
+            m.jobs_total,
+            m.fingerprint,
+            m.verify_fraction
         )
     };
     format!(
-        "run {}: the store and the ledger describe different plans (store: {}; ledger: {}). One of the two was damaged (a store record before format 6 gave it a checksum, say): if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`) and serve that; otherwise restore the directory from a backup",
+        "run {}: the store and the ledger describe different runs (store: {}; ledger: {}). The ledger is another directory's, or one of the two was damaged (a store record before format 6 gave it a checksum, say): if this ledger is this directory's, import it into a new directory (`nqueens import --data NEW {}`) and serve that; otherwise restore the directory from a backup",
         stored.id,
         plan(stored),
         plan(logged),

@@ -55,8 +55,7 @@ impl Store {
         };
         // The same run: its plan (verifying as much), made at the same time. Its controls (pause,
         // priority, cancel) may have changed since: the store's hold.
-        let same =
-            crate::ledger::same_plan(&stored, meta) && stored.created_unix == meta.created_unix;
+        let same = crate::ledger::same_run(&stored, meta);
         if !same {
             return Err(Error::Invalid(format!(
                 "run {} of the file is another run than this store's run {} (N = {} {} depth {}, created at {}, verify fraction {}, against N = {} {} depth {}, created at {}, verify fraction {}); import into another directory",
