@@ -31,6 +31,13 @@ fn main() {
             "apt-get install prometheus",
             promtool_check,
         ),
+        needs(
+            "alert_rules_fire_on_their_series_only",
+            &["promtool"],
+            false,
+            "apt-get install prometheus",
+            promtool_test,
+        ),
         Trial::test(
             "issue_19_alert_rules_ask_only_for_metrics_the_coordinator_serves",
             served_names,
@@ -57,8 +64,27 @@ fn promtool_check() -> Result<(), Failed> {
     if !out.status.success() {
         return Err(format!("promtool check rules failed:\n{text}").into());
     }
-    if !text.contains("SUCCESS: 8 rules found") {
-        return Err(format!("expected the 8 rules:\n{text}").into());
+    if !text.contains("SUCCESS: 9 rules found") {
+        return Err(format!("expected the 9 rules:\n{text}").into());
+    }
+    Ok(())
+}
+
+/// `promtool test rules` over `deploy/prometheus/alerts.test.yml`: the rules fire on the series they
+/// are for, and only on those (a paused or cancelled run is not stalled; an inconsistent run alerts).
+fn promtool_test() -> Result<(), Failed> {
+    let tests = rules().with_file_name("alerts.test.yml");
+    let out = Command::new("promtool")
+        .args(["test", "rules"])
+        .arg(&tests)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "promtool test rules failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
     }
     Ok(())
 }
@@ -168,7 +194,7 @@ fn served_names() -> Result<(), Failed> {
         "nqueens_jobs",
         "nqueens_workers",
         "nqueens_store_degraded",
-        "nqueens_run_done",
+        "nqueens_run_state",
     ] {
         if !wanted.contains(must) {
             return Err(format!("no rule uses {must}").into());

@@ -131,6 +131,7 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
             Phase::Stalled => proto::RunState::Stalled,
             Phase::Paused => proto::RunState::Paused,
             Phase::Cancelled => proto::RunState::Cancelled,
+            Phase::Inconsistent => proto::RunState::Inconsistent,
         } as i32,
         jobs_total: v.meta.jobs_total,
         jobs_done: v.tally.jobs,

@@ -415,8 +415,7 @@ impl LiveRun {
 
     /// Where the run stands.
     pub fn phase(&self) -> Phase {
-        self.meta
-            .phase(self.tally.jobs, self.jobs_in(JobState::Failed))
+        self.meta.phase(&self.tally, self.jobs_in(JobState::Failed))
     }
 
     /// Puts a job whose lease ended back in line.

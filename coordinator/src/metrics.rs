@@ -32,6 +32,13 @@ pub struct RunLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RunStateLabel {
+    pub run: String,
+    pub n: u32,
+    pub state: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct JobsLabel {
     pub run: String,
     pub state: &'static str,
@@ -64,6 +71,7 @@ pub struct Metrics {
     solutions_per_second: Family<RunLabel, FloatGauge>,
     eta_seconds: Family<RunLabel, FloatGauge>,
     done: Family<RunLabel, Gauge>,
+    state: Family<RunStateLabel, Gauge>,
     workers: Family<StateLabel, Gauge>,
     nodes_per_second: FloatGauge,
     /// 1 while the store takes no writes (see [`crate::storage_health`]), set at each scrape.
@@ -115,7 +123,12 @@ impl Default for Metrics {
                 "run_eta_seconds",
                 "Seconds left at the recent rate (-1: unknown)",
             ),
-            done: registered(&mut r, "run_done", "1 once every job of the run is counted"),
+            done: registered(&mut r, "run_done", "1 once every job of the run is counted and the counts agree (its total is final)"),
+            state: registered(
+                &mut r,
+                "run_state",
+                "1 for the state the run is in (running, done, stalled, paused, cancelled, inconsistent), 0 for the others",
+            ),
             workers: registered(&mut r, "workers", "Workers by state"),
             nodes_per_second: registered(
                 &mut r,
@@ -181,7 +194,18 @@ impl Metrics {
             self.eta_seconds
                 .get_or_create(&label)
                 .set(v.eta_seconds.unwrap_or(-1.0));
-            self.done.get_or_create(&label).set(v.is_done() as i64);
+            self.done
+                .get_or_create(&label)
+                .set((v.phase == crate::store::Phase::Done) as i64);
+            for phase in crate::store::Phase::ALL {
+                self.state
+                    .get_or_create(&RunStateLabel {
+                        run: v.id(),
+                        n: v.meta.n as u32,
+                        state: phase.as_str(),
+                    })
+                    .set((v.phase == phase) as i64);
+            }
         }
         for state in [
             WorkerState::Working,

@@ -54,6 +54,7 @@ impl From<proto::RunStatus> for StatusOutput {
                 Ok(RunState::Stalled) => "stalled",
                 Ok(RunState::Paused) => "paused",
                 Ok(RunState::Cancelled) => "cancelled",
+                Ok(RunState::Inconsistent) => "inconsistent",
                 _ => "running",
             },
             jobs_done: s.jobs_done,

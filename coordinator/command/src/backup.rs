@@ -273,7 +273,7 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
             run: line.run,
             n: meta.n,
             strategy: meta.strategy.to_string(),
-            state: meta.phase(line.tally.jobs, failed).to_string(),
+            state: meta.phase(&line.tally, failed).to_string(),
             jobs_done: line.tally.jobs,
             jobs_total: meta.jobs_total,
             jobs_failed: failed,

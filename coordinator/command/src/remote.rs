@@ -167,7 +167,7 @@ pub fn run_line(s: &StatusOutput) -> String {
         s.jobs_leased,
         s.active_workers,
         s.jobs_per_second,
-        if matches!(s.state, "done" | "cancelled") { "-".to_string() } else { format_eta(s.eta_seconds) },
+        if matches!(s.state, "done" | "cancelled" | "inconsistent") { "-".to_string() } else { format_eta(s.eta_seconds) },
     )
 }
 

@@ -63,7 +63,7 @@ fn finished(runs: &[StatusOutput]) -> bool {
     !runs.is_empty()
         && runs
             .iter()
-            .all(|r| matches!(r.state, "done" | "stalled" | "cancelled"))
+            .all(|r| matches!(r.state, "done" | "stalled" | "cancelled" | "inconsistent"))
 }
 
 /// The live view's bars.

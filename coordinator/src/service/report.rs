@@ -232,6 +232,16 @@ impl Coordinator {
                     continue;
                 }
                 let unique = live.tally.unique();
+                if let Err(e) = &unique {
+                    tracing::error!(
+                        run = id,
+                        n = live.meta.n,
+                        total = %live.tally.total,
+                        error = %e,
+                        "every job is counted, but the counts contradict each other: some result is wrong and the total is not final (run state: inconsistent)"
+                    );
+                    continue;
+                }
                 tracing::info!(
                     run = id,
                     n = live.meta.n,

@@ -1091,3 +1091,26 @@ async fn a_late_different_result_reopens_the_run_and_a_third_worker_decides() {
         Err(Error::Quarantined { .. })
     ));
 }
+
+/// A run whose every job is counted but whose unique counts' Burnside sum is not a multiple of 8 holds
+/// a wrong result somewhere: it is `inconsistent`, never `done` (found by a review, 2026-11-24, a later
+/// session: the view dropped the error, and status, the page, the metrics and the batch scripts showed
+/// the run done, its total as final).
+#[tokio::test(start_paused = true)]
+async fn a_run_whose_unique_counts_disagree_is_inconsistent_not_done() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "a", 64).await;
+    let mut reports: Vec<Report> = held.iter().map(report).collect();
+    let first = &mut reports[0];
+    first.result.unique8 = first.result.unique8.map(|u| u + 1);
+    first.seal = Some(seal(held[0].fingerprint, &held[0].key, &first.result));
+    c.report("a", "a", reports).await.unwrap();
+    let view = c.run(&run).unwrap();
+    assert_eq!(view.tally.jobs, view.meta.jobs_total);
+    assert_eq!(view.phase, crate::store::Phase::Inconsistent);
+    assert_eq!(view.unique(), None);
+    let status = crate::grpc::run_status(&view);
+    assert_eq!(status.state, nqueens_proto::RunState::Inconsistent as i32);
+    assert!(lease(&c, "b", 4).await.is_empty());
+}

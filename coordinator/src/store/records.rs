@@ -73,10 +73,15 @@ impl RunMeta {
         self.cancelled_unix.is_some()
     }
 
-    /// Where the run stands, given how many of its jobs are done and failed.
-    pub fn phase(&self, jobs_done: u64, jobs_failed: u64) -> Phase {
+    /// Where the run stands, given its totals and how many of its jobs failed.
+    pub fn phase(&self, tally: &nqueens_common::Tally, jobs_failed: u64) -> Phase {
+        let jobs_done = tally.jobs;
         if self.is_done() {
-            Phase::Done
+            if tally.unique().is_err() {
+                Phase::Inconsistent
+            } else {
+                Phase::Done
+            }
         } else if self.is_cancelled() {
             Phase::Cancelled
         } else if self.paused {
@@ -124,16 +129,20 @@ pub enum Phase {
     Paused,
     /// Cancelled by an operator: nothing more is leased or counted; the totals stay partial.
     Cancelled,
+    /// Every job is counted, but the results contradict each other (the unique counts' Burnside sum is
+    /// not a multiple of 8): some result is wrong, and the total is not to be trusted.
+    Inconsistent,
 }
 
 impl Phase {
     /// Every phase, as `status` and the metrics name them.
-    pub const ALL: [Phase; 5] = [
+    pub const ALL: [Phase; 6] = [
         Phase::Running,
         Phase::Done,
         Phase::Stalled,
         Phase::Paused,
         Phase::Cancelled,
+        Phase::Inconsistent,
     ];
 
     /// Its name in `status`, the status page and the metrics.
@@ -144,6 +153,7 @@ impl Phase {
             Phase::Stalled => "stalled",
             Phase::Paused => "paused",
             Phase::Cancelled => "cancelled",
+            Phase::Inconsistent => "inconsistent",
         }
     }
 }

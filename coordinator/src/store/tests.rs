@@ -452,10 +452,13 @@ fn issue_19_a_format_2_store_without_run_controls_loads_running_at_priority_0_an
     assert_eq!(format.as_ref(), super::FORMAT_VERSION.to_be_bytes());
     let run = store.run(id).unwrap().unwrap();
     assert!(!run.paused && !run.is_cancelled() && run.priority == 0);
-    assert_eq!(run.phase(0, 0), super::Phase::Running);
+    assert_eq!(run.phase(&Tally::new(true), 0), super::Phase::Running);
     let cancelled = store.control(id, super::Control::Cancel).unwrap();
     assert_eq!(store.run(id).unwrap().unwrap(), cancelled);
-    assert_eq!(cancelled.phase(0, 0), super::Phase::Cancelled);
+    assert_eq!(
+        cancelled.phase(&Tally::new(true), 0),
+        super::Phase::Cancelled
+    );
     // A cancelled run records no result.
     let refused = store.commit(&[incoming(id, &plan, 0)]).unwrap_err();
     assert!(matches!(refused, Error::RunCancelled(_)), "{refused:?}");
