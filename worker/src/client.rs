@@ -126,6 +126,20 @@ pub struct Summary {
     pub accepted: u64,
 }
 
+/// Why a report or a lease call did not go through: the coordinator's answer, or something that stops
+/// the worker whatever the coordinator says (its journal failing, an answer it cannot take).
+#[derive(Debug)]
+enum Failure {
+    Rpc(Status),
+    Stop(Error),
+}
+
+impl From<Status> for Failure {
+    fn from(s: Status) -> Failure {
+        Failure::Rpc(s)
+    }
+}
+
 /// Whether a failed call is worth retrying later (the coordinator is down, restarting or overloaded).
 fn transient(s: &Status) -> bool {
     matches!(
@@ -385,11 +399,13 @@ impl Worker {
         wake.max(Instant::now() + Duration::from_millis(1))
     }
 
-    /// Jobs to hold at once: one per CPU thread, and two batches per GPU (one searching, one queued
-    /// behind it). Holding more would hide a lease round trip (about a millisecond, against jobs of
-    /// seconds) but lets a job wait in one worker's queue while another worker idles at the end of a run.
+    /// Jobs to hold at once: one per CPU thread, and two batches per GPU still computing (one searching,
+    /// one queued behind it; a GPU given up holds none: its thread computes as one more CPU thread).
+    /// Holding more would hide a lease round trip (about a millisecond, against jobs of seconds) but lets
+    /// a job wait in one worker's queue while another worker idles at the end of a run.
     fn target(&self) -> usize {
-        let gpu = self.gpus * 2 * self.config.gpu.batch;
+        let alive = self.pool.gpus();
+        let gpu = alive * 2 * self.config.gpu.batch + self.gpus.saturating_sub(alive);
         (self.config.threads + gpu).clamp(1, nqueens_proto::MAX_LEASE_CAPACITY as usize)
     }
 
@@ -453,12 +469,13 @@ impl Worker {
                     // is none) right away.
                     self.next_lease = Instant::now();
                 }
+                Err(Failure::Stop(e)) => return Err(e),
                 // Refused for good, or for something no retry changes (see `refuses_the_result`): stop,
                 // the journal kept for the next start.
-                Err(s) if !transient(&s) => {
+                Err(Failure::Rpc(s)) if !transient(&s) => {
                     return Err(Error::Refused(format!("{:?}: {}", s.code(), s.message())))
                 }
-                Err(s) => {
+                Err(Failure::Rpc(s)) => {
                     self.failed("report", &s);
                     return Ok(());
                 }
@@ -482,8 +499,11 @@ impl Worker {
         if !draining && want > 0 && Instant::now() >= self.next_lease {
             match self.lease(want).await {
                 Ok(()) => self.succeeded(),
-                Err(s) if transient(&s) => self.failed("lease", &s),
-                Err(s) => return Err(Error::Refused(format!("{:?}: {}", s.code(), s.message()))),
+                Err(Failure::Stop(e)) => return Err(e),
+                Err(Failure::Rpc(s)) if transient(&s) => self.failed("lease", &s),
+                Err(Failure::Rpc(s)) => {
+                    return Err(Error::Refused(format!("{:?}: {}", s.code(), s.message())))
+                }
             }
         }
         Ok(())
@@ -491,10 +511,10 @@ impl Worker {
 
     /// Reports a batch; a batch refused for bad input is retried one by one, and a single result the
     /// coordinator refuses for good is logged and dropped (it would be refused forever).
-    async fn report(&mut self, batch: &[Finished]) -> std::result::Result<(), Status> {
+    async fn report(&mut self, batch: &[Finished]) -> std::result::Result<(), Failure> {
         match self.send_report(batch).await {
-            Err(s) if refused(&s) => Err(s),
-            Err(s) if refuses_the_result(&s) && batch.len() > 1 => {
+            Err(Failure::Rpc(s)) if refused(&s) => Err(s.into()),
+            Err(Failure::Rpc(s)) if refuses_the_result(&s) && batch.len() > 1 => {
                 for one in batch {
                     Box::pin(self.report(std::slice::from_ref(one))).await?;
                 }
@@ -503,16 +523,15 @@ impl Worker {
             // A run the coordinator does not know at all, or knows with another N or plan (run ids
             // start at 1 in every store), means another coordinator (or one restored from an older
             // backup), not a bad result.
-            Err(s) if refuses_the_result(&s) && self.foreign(&batch[0]).await? => {
-                Err(Status::not_found(format!(
+            Err(Failure::Rpc(s)) if refuses_the_result(&s) && self.foreign(&batch[0]).await? => {
+                Err(Failure::Rpc(Status::not_found(format!(
                     "the coordinator knows no run {:?} of N = {} and this plan, of which this worker holds a journaled result: it is kept for the coordinator of that run (point the worker at it, or remove the journal to drop the result)",
                     batch[0].run, batch[0].n
-                )))
+                ))))
             }
-            Err(s) if refuses_the_result(&s) => {
+            Err(Failure::Rpc(s)) if refuses_the_result(&s) => {
                 tracing::error!(run = %batch[0].run, job = %batch[0].job, lease = batch[0].lease, code = ?s.code(), error = %s.message(), "coordinator refused a result; dropping it");
-                self.acknowledged(batch, 0)
-                    .map_err(|e| Status::internal(e.to_string()))
+                self.acknowledged(batch, 0).map_err(Failure::Stop)
             }
             other => other,
         }
@@ -537,7 +556,7 @@ impl Worker {
         }
     }
 
-    async fn send_report(&mut self, batch: &[Finished]) -> std::result::Result<(), Status> {
+    async fn send_report(&mut self, batch: &[Finished]) -> std::result::Result<(), Failure> {
         let results = batch
             .iter()
             .map(|f| proto::JobResult {
@@ -570,20 +589,33 @@ impl Worker {
             .await;
         self.timed("Report", since, &reply);
         let reply = reply?.into_inner();
-        let accepted = reply
+        // One known outcome per result, or nothing is acknowledged: an answer without them (a stub, a
+        // proxy, another version) says nothing of what the coordinator holds.
+        let outcomes: Vec<proto::Outcome> = reply
             .outcomes
             .iter()
-            .filter(|&&o| o == proto::Outcome::Accepted as i32)
+            .filter_map(|&o| proto::Outcome::try_from(o).ok())
+            .filter(|&o| o != proto::Outcome::Unspecified)
+            .collect();
+        if outcomes.len() != batch.len() || reply.outcomes.len() != batch.len() {
+            return Err(Failure::Stop(Error::Refused(format!(
+                "the coordinator answered a report of {} results with {} outcomes, {} of them known to this worker: nothing is acknowledged, and the journal keeps the results (a coordinator of another version, or something else at its address?)",
+                batch.len(),
+                reply.outcomes.len(),
+                outcomes.len()
+            ))));
+        }
+        let accepted = outcomes
+            .iter()
+            .filter(|&&o| o == proto::Outcome::Accepted)
             .count() as u64;
-        for (f, &o) in batch.iter().zip(&reply.outcomes) {
-            let outcome = proto::Outcome::try_from(o).unwrap_or(proto::Outcome::Unspecified);
+        for (f, &outcome) in batch.iter().zip(&outcomes) {
             if outcome == proto::Outcome::Mismatch {
                 tracing::error!(run = %f.run, job = %f.job, total = f.total, "coordinator holds a different result for this job");
             }
             tracing::debug!(run = %f.run, job = %f.job, total = f.total, nodes = f.nodes, outcome = outcome.as_str_name(), "result acknowledged");
         }
-        self.acknowledged(batch, accepted)
-            .map_err(|e| Status::internal(e.to_string()))
+        self.acknowledged(batch, accepted).map_err(Failure::Stop)
     }
 
     fn acknowledged(&mut self, batch: &[Finished], accepted: u64) -> Result<()> {
@@ -682,7 +714,7 @@ impl Worker {
         self.next_heartbeat = Instant::now() + self.heartbeat_every;
     }
 
-    async fn lease(&mut self, capacity: usize) -> std::result::Result<(), Status> {
+    async fn lease(&mut self, capacity: usize) -> std::result::Result<(), Failure> {
         // Long-poll only when holding nothing: a held request must not delay reports.
         let wait_ms = if self.held.is_empty() {
             LEASE_WAIT_MS
@@ -719,6 +751,7 @@ impl Worker {
         } else if self.held.is_empty() {
             self.set_timeout(reply.lease_timeout_ms);
         }
+        let mut unbuildable = Vec::new();
         for lease in reply.leases {
             if self.config.faults.drops(&lease.job) {
                 tracing::warn!(run = %lease.run, job = %lease.job, "fault injection: dropping a job");
@@ -729,11 +762,24 @@ impl Worker {
                     self.held.insert(lease.lease_id, lease.clone());
                     self.pool.submit(Task { lease, job });
                 }
-                // Not ours to compute: its lease expires and a sound worker takes it.
                 Err(e) => {
-                    tracing::error!(run = %lease.run, job = %lease.job, error = %e, "coordinator sent a job this worker cannot build")
+                    tracing::error!(run = %lease.run, job = %lease.job, error = %e, "coordinator sent a job this worker cannot build");
+                    unbuildable.push((lease, e));
                 }
             }
+        }
+        // Not this worker's to compute (a plan of a newer coordinator, most likely): handed back at once
+        // for a sound worker, and the worker stops, since every later call would get the same.
+        if let Some((first, why)) = unbuildable.first() {
+            let why = format!(
+                "the coordinator sent {} jobs this worker cannot build (first: run {} job {:?}: {why}); handed back. A coordinator newer than this worker? Upgrade the worker",
+                unbuildable.len(),
+                first.run,
+                first.job
+            );
+            let ids = unbuildable.iter().map(|(l, _)| l.lease_id).collect();
+            self.give_back(ids).await;
+            return Err(Failure::Stop(Error::Refused(why)));
         }
         Ok(())
     }
@@ -756,16 +802,29 @@ impl Worker {
 
     /// Tells the coordinator that this worker takes no more jobs, handing back `lease_ids` (best effort).
     async fn leave(&mut self, lease_ids: Vec<u64>) {
+        self.release(lease_ids, true).await
+    }
+
+    /// Hands `lease_ids` back to the coordinator, the worker staying (best effort).
+    async fn give_back(&mut self, lease_ids: Vec<u64>) {
+        self.release(lease_ids, false).await
+    }
+
+    async fn release(&mut self, lease_ids: Vec<u64>, leaving: bool) {
         let req = proto::ReleaseRequest {
             worker_id: self.id.clone(),
             lease_ids,
-            leaving: true,
+            leaving,
         };
         let since = Instant::now();
         let reply = self.client.release(req).await;
         self.timed("Release", since, &reply);
         if let Err(s) = reply {
-            tracing::warn!(error = %s.message(), "could not tell the coordinator that this worker leaves; its leases will expire");
+            if leaving {
+                tracing::warn!(error = %s.message(), "could not tell the coordinator that this worker leaves; its leases will expire");
+            } else {
+                tracing::warn!(error = %s.message(), "could not hand leases back; they will expire");
+            }
         }
     }
 }
@@ -781,8 +840,12 @@ fn job_of(lease: &proto::JobLease) -> nqueens_common::Result<nqueens_common::Job
 }
 
 #[cfg(test)]
+mod fake;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering::SeqCst;
 
     #[test]
     fn retry_delays_start_small_double_and_never_pass_the_cap_jitter_included() {
@@ -949,5 +1012,118 @@ mod tests {
             nqueens_proto::valid_worker_id(&id),
             "the longest name makes a valid id"
         );
+    }
+
+    /// An OK answer to a report without one known outcome per result (a stub, a proxy, another
+    /// version) acknowledges nothing: the worker stops, its journal kept (found by a review, 2026-11-24,
+    /// a later session: the whole batch was dropped from the journal).
+    #[tokio::test]
+    async fn an_answer_without_an_outcome_per_result_acknowledges_nothing() {
+        for outcomes in [vec![], vec![0], vec![99]] {
+            let fake = fake::Fake {
+                report: Box::new(move |_| {
+                    Ok(proto::ReportResponse {
+                        outcomes: outcomes.clone(),
+                        lease: None,
+                    })
+                }),
+                ..Default::default()
+            };
+            let (address, server) = fake.serve().await;
+            let dir = tempfile::tempdir().unwrap();
+            let (journal, finished, config) = journaled(dir.path(), address, "w");
+            let stopped = tokio::time::timeout(
+                Duration::from_secs(10),
+                run(config, CancellationToken::new()),
+            )
+            .await
+            .expect("the worker stops");
+            match stopped {
+                Err(Error::Refused(why)) => assert!(why.contains("outcome"), "{why}"),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(Journal::open(&journal).unwrap().pending(), vec![finished]);
+            server.abort();
+        }
+    }
+
+    /// A journal that cannot be written when results are acknowledged stops the worker, naming the
+    /// journal (found by a review, 2026-11-24, a later session: the failure was taken for an
+    /// unreachable coordinator, and the worker sent the batch again every few seconds for as long as
+    /// the disk stayed full, leasing nothing and never stopping).
+    #[tokio::test]
+    async fn a_journal_that_cannot_be_written_stops_the_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        let swap = dir.path().join("w.journal");
+        let fake = fake::Fake {
+            report: Box::new(move |r| {
+                // The journal's file gives way to a directory: its rewrite on acknowledgement fails.
+                let _ = std::fs::remove_file(&swap);
+                let _ = std::fs::create_dir(&swap);
+                let _ = std::fs::write(swap.join("x"), b"x");
+                Ok(proto::ReportResponse {
+                    outcomes: vec![proto::Outcome::Accepted as i32; r.results.len()],
+                    lease: None,
+                })
+            }),
+            ..Default::default()
+        };
+        let reports = fake.reports.clone();
+        let (address, server) = fake.serve().await;
+        let (_, _, config) = journaled(dir.path(), address, "w");
+        let stopped = tokio::time::timeout(
+            Duration::from_secs(10),
+            run(config, CancellationToken::new()),
+        )
+        .await
+        .expect("the worker stops");
+        assert!(matches!(stopped, Err(Error::Journal(..))), "{stopped:?}");
+        assert_eq!(reports.load(SeqCst), 1, "not sent again and again");
+        server.abort();
+    }
+
+    /// Leases of jobs this worker cannot build (a strategy of a newer coordinator) are handed back, and
+    /// the worker stops, saying why (found by a review, 2026-11-24, a later session: they were dropped
+    /// unreleased, and the worker asked for more at once, about a thousand calls a second, each taking
+    /// jobs of the run from every other worker until their leases expired).
+    #[tokio::test]
+    async fn leases_of_jobs_this_worker_cannot_build_are_handed_back_and_stop_it() {
+        let fake = fake::Fake {
+            lease: Box::new(|_| {
+                Ok(proto::LeaseResponse {
+                    leases: vec![proto::JobLease {
+                        lease_id: 9,
+                        run: "1".into(),
+                        n: 8,
+                        strategy: 99,
+                        depth: 2,
+                        job: "0".into(),
+                        plan_fingerprint: 1,
+                        lease_tag: 1,
+                    }],
+                    lease_timeout_ms: 60_000,
+                    retry_after_ms: 0,
+                    idle: false,
+                })
+            }),
+            ..Default::default()
+        };
+        let (leases, released) = (fake.leases.clone(), fake.released.clone());
+        let (address, server) = fake.serve().await;
+        let dir = tempfile::tempdir().unwrap();
+        let (_, _, config) = journaled(dir.path(), address, "w");
+        let stopped = tokio::time::timeout(
+            Duration::from_secs(10),
+            run(config, CancellationToken::new()),
+        )
+        .await
+        .expect("the worker stops");
+        match stopped {
+            Err(Error::Refused(why)) => assert!(why.contains("cannot build"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(leases.load(SeqCst), 1);
+        assert_eq!(released.load(SeqCst), 1, "handed back");
+        server.abort();
     }
 }

@@ -56,6 +56,8 @@ struct Queue<L> {
 struct Shared<L> {
     queue: Mutex<Queue<L>>,
     ready: Condvar,
+    /// GPUs not given up.
+    gpus: std::sync::atomic::AtomicUsize,
 }
 
 impl<L> Shared<L> {
@@ -87,6 +89,7 @@ impl<L: Send + 'static> ComputePool<L> {
                 closed: false,
             }),
             ready: Condvar::new(),
+            gpus: std::sync::atomic::AtomicUsize::new(devices.len()),
         });
         let cpus = if devices.is_empty() {
             threads.max(1)
@@ -123,6 +126,11 @@ impl<L: Send + 'static> ComputePool<L> {
     pub fn submit(&self, task: Task<L>) {
         self.shared.lock().waiting.push_back(task);
         self.shared.ready.notify_one();
+    }
+
+    /// GPUs computing: those opened, less those given up (failed batches in a row, or a hung launch).
+    pub fn gpus(&self) -> usize {
+        self.shared.gpus.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Jobs queued or running.
@@ -250,6 +258,9 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
     // Given up. The launch thread ends once its sender is gone (a hung one when its launch returns, if
     // ever).
     device.metrics.gpus.dec();
+    shared
+        .gpus
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     drop(launch);
     compute(shared, results)
 }
@@ -448,6 +459,7 @@ mod tests {
                 total += r.total;
             }
             assert_eq!(total, 724, "every job counted exactly");
+            let gpus_left = pool.gpus();
             pool.join();
             let each: Vec<usize> = launches
                 .iter()
@@ -471,6 +483,7 @@ mod tests {
                 );
                 assert_eq!(credited, 0);
                 assert_eq!(metrics.gpus.get(), 0);
+                assert_eq!(gpus_left, 0, "the pool counts it given up");
             } else {
                 // Two race for the queue (which gets how much is up to the scheduler): each fails
                 // whatever it launches, and is given up after three failures in a row unless the
