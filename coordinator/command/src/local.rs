@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use nqueens_coordinator::error::{Error, Result};
-use nqueens_coordinator::service::{Config, Coordinator, RunView};
+use nqueens_coordinator::service::{plan_of, Config, Coordinator, RetryFailed, RunView};
 use nqueens_coordinator::store::Store;
 
 /// What to count, where, and with how many threads.
@@ -45,14 +45,18 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     let store = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&data)
             .map_err(|e| Error::Io(format!("cannot create {}: {e}", data.display())))?;
-        let store = Store::open(&data)?;
-        // A local count has no operator to look into a failed job: it tries it again.
-        store.retry_failed()?;
-        Ok::<_, Error>(store)
+        Ok::<_, Error>(Store::open(&data)?)
     })
     .await
     .map_err(|_| Error::ShuttingDown)??;
-    let coordinator = Coordinator::open(store, Config::default())?;
+    let plan = plan_of(opts.n, opts.strategy, opts.depth)?;
+    // A local count has no operator to look into a failed job: its plan's are tried again (once the
+    // start has mended the store; never a verified run's, which it refuses below).
+    let config = Config {
+        retry_failed: RetryFailed::Plan(plan),
+        ..Config::default()
+    };
+    let coordinator = Coordinator::open(store, config)?;
     let view = coordinator
         .create_run(opts.n, opts.strategy, opts.depth, Some(0.0), 0, true)
         .await?;

@@ -8,7 +8,7 @@ use crate::setup;
 use clap::Args;
 use tokio::net::TcpListener;
 
-use nqueens_coordinator::service::{Config, Coordinator};
+use nqueens_coordinator::service::{Config, Coordinator, RetryFailed};
 use nqueens_coordinator::store::Store;
 
 /// Arguments of `nqueens serve`.
@@ -144,11 +144,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let data = args.data.clone().unwrap_or_else(setup::default_data_dir);
     std::fs::create_dir_all(&data)?;
     let store = Store::open(&data)?;
-    if args.retry_failed {
-        let n = store.retry_failed()?;
-        tracing::info!(jobs = n, "failed jobs put back to pending");
-    }
     let mut config = Config {
+        retry_failed: if args.retry_failed {
+            RetryFailed::All
+        } else {
+            RetryFailed::None
+        },
         lease_timeout: args.lease_timeout,
         max_attempts: args.max_attempts,
         repair: args.repair,

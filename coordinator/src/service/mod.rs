@@ -53,6 +53,32 @@ pub struct Config {
     /// Quarantined workers to let lease again (`serve --release-quarantine`), by name: each must be
     /// quarantined, else the open is refused.
     pub release: Vec<String>,
+    /// Failed jobs to put back to pending at the open, once the store is reconciled and mended.
+    pub retry_failed: RetryFailed,
+}
+
+/// Which failed jobs an open puts back to pending.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RetryFailed {
+    #[default]
+    None,
+    /// Every run's (`serve --retry-failed`).
+    All,
+    /// Those of the runs of this plan that verify nothing and are not cancelled (a local count's, which
+    /// has no operator to look into a failed job).
+    Plan(nqueens_common::Plan),
+}
+
+/// The plan of N = `n` under `strategy`, at `depth` or the strategy's default depth.
+pub fn plan_of(n: u32, strategy: Strategy, depth: Option<u32>) -> Result<Plan> {
+    Ok(match depth {
+        None => Plan::new(n, strategy)?,
+        Some(d) => {
+            let d = u8::try_from(d)
+                .map_err(|_| Error::Invalid(format!("depth {d} is out of range")))?;
+            Plan::with_depth(n, strategy, d)?
+        }
+    })
 }
 
 /// Plans enumerated at once for CreateRun (seconds of a core each at N = 28); more callers wait.
@@ -69,6 +95,7 @@ impl Default for Config {
             repair: false,
             max_in_flight: MAX_IN_FLIGHT,
             release: Vec::new(),
+            retry_failed: RetryFailed::None,
         }
     }
 }
@@ -211,6 +238,18 @@ impl Coordinator {
             audited_already = None;
         }
         release(&store, ledger.as_mut(), &config.release)?;
+        let retried = match config.retry_failed {
+            RetryFailed::None => 0,
+            RetryFailed::All => store.retry_failed(|_| true)?,
+            RetryFailed::Plan(plan) => store.retry_failed(|meta| {
+                !meta.is_cancelled()
+                    && meta.verify_fraction <= 0.0
+                    && meta.plan().is_ok_and(|p| p == plan)
+            })?,
+        };
+        if retried > 0 {
+            tracing::info!(jobs = retried, "failed jobs put back to pending");
+        }
         let reconciled = started.elapsed();
         // The quick reconciliation audits on its own pass over the results; otherwise audit now.
         let audit = match audited_already {
@@ -390,14 +429,7 @@ impl Coordinator {
         let asked = verify_fraction;
         let verify_fraction = verify_fraction.unwrap_or(DEFAULT_VERIFY_FRACTION);
         crate::store::check_verify_fraction(verify_fraction)?;
-        let plan = match depth {
-            None => Plan::new(n, strategy)?,
-            Some(d) => {
-                let d = u8::try_from(d)
-                    .map_err(|_| Error::Invalid(format!("depth {d} is out of range")))?;
-                Plan::with_depth(n, strategy, d)?
-            }
-        };
+        let plan = plan_of(n, strategy, depth)?;
         if reuse {
             let state = self.state();
             let same: Vec<&LiveRun> = state

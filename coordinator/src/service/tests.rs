@@ -1114,3 +1114,53 @@ async fn a_run_whose_unique_counts_disagree_is_inconsistent_not_done() {
     assert_eq!(status.state, nqueens_proto::RunState::Inconsistent as i32);
     assert!(lease(&c, "b", 4).await.is_empty());
 }
+
+/// Failed jobs are put back after the start has mended the store, and only in the runs asked for: a
+/// damaged job record in another run no longer refuses `count` and `serve --retry-failed` (they read
+/// every job record before the start's repair), and `count` puts back only its own plan's failed jobs,
+/// never a run it then refuses (found by a review, 2026-11-24, a later session).
+#[test]
+fn failed_jobs_are_retried_after_the_repair_and_only_where_asked() {
+    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+    let other = nqueens_common::Plan::new(9, Strategy::D4).unwrap();
+    for retry in [super::RetryFailed::Plan(plan), super::RetryFailed::All] {
+        let dir = tempfile::tempdir().unwrap();
+        let (ours, theirs, key, their_key) = {
+            let store = Store::open(dir.path()).unwrap();
+            let ours = store.create_run(plan, 0.0).unwrap().id;
+            let theirs = store.create_run(other, 1.0).unwrap().id;
+            let key = plan.jobs().next().unwrap();
+            let their_key = other.jobs().next().unwrap();
+            store.fail_job(ours, &key, "test").unwrap();
+            store.fail_job(theirs, &their_key, "test").unwrap();
+            // A job waiting for its second result, its record then damaged.
+            let waiting = other.jobs().nth(1).unwrap();
+            store
+                .commit(&[crate::store::tests::incoming_from(theirs, &other, 1, "a")])
+                .unwrap();
+            store.flush().unwrap();
+            crate::ledger::rewrite(&dir.path().join(crate::ledger::LEDGER_FILE), &store).unwrap();
+            let k = crate::store::records::job_key(theirs, &waiting);
+            store.damage_record("jobs", &k, |j| j.replace("\"a\"", "\"b\""));
+            (ours, theirs, key, their_key)
+        };
+        let store = Store::open_when_free(dir.path(), Duration::from_secs(30)).unwrap();
+        let config = Config {
+            retry_failed: retry,
+            ..Config::default()
+        };
+        let c = Coordinator::open(store, config).expect("the start mends the damaged record first");
+        let store = &c.shared.store;
+        assert_eq!(store.job(ours, &key).unwrap(), None, "ours pending again");
+        let theirs_now = store.job(theirs, &their_key).unwrap();
+        if retry == super::RetryFailed::All {
+            assert_eq!(theirs_now, None, "every run's");
+        } else {
+            assert_eq!(
+                theirs_now.unwrap().state,
+                crate::store::JobState::Failed,
+                "another plan's failure kept"
+            );
+        }
+    }
+}

@@ -416,12 +416,21 @@ impl Store {
         Ok(counts)
     }
 
-    /// Puts every failed job of every run back to pending (their recorded results are dropped);
-    /// returns how many. Durable on return.
-    pub fn retry_failed(&self) -> Result<u64> {
+    /// Puts every failed job of the runs `which` picks back to pending (their recorded results are
+    /// dropped); returns how many. Durable on return.
+    pub fn retry_failed(&self, which: impl Fn(&RunMeta) -> bool) -> Result<u64> {
+        let runs: std::collections::HashSet<u64> = self
+            .runs()?
+            .into_iter()
+            .filter(|m| which(m))
+            .map(|m| m.id)
+            .collect();
         let mut n = 0;
         for kv in self.jobs.iter() {
             let (k, v) = kv?;
+            if !runs.contains(&records::split_job_key(&k)?.0) {
+                continue;
+            }
             let record: JobRecord = decode("job", &v)?;
             if record.state == JobState::Failed {
                 self.jobs.remove(k)?;

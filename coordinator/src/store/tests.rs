@@ -344,7 +344,7 @@ fn three_different_results_fail_the_job_and_retry_puts_it_back() {
     assert_eq!(store.job_states(run.id).unwrap()[&JobState::Failed], 1);
     let late = store.commit(&[by(&plan, "d", job.clone(), 0)]).unwrap();
     assert_eq!(late.outcomes, vec![Outcome::JobFailed]);
-    assert_eq!(store.retry_failed().unwrap(), 1);
+    assert_eq!(store.retry_failed(|_| true).unwrap(), 1);
     assert!(store.job(run.id, &job.key).unwrap().is_none());
     store.audit().unwrap();
 }
