@@ -45,7 +45,7 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     let store = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&data)
             .map_err(|e| Error::Io(format!("cannot create {}: {e}", data.display())))?;
-        Ok::<_, Error>(Store::open(&data)?)
+        Store::open(&data)
     })
     .await
     .map_err(|_| Error::ShuttingDown)??;
