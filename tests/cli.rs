@@ -826,7 +826,41 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     let data = data.to_str().unwrap();
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 17] = [
+        // Durations past what a clock can add panicked at their first use: serve's every Lease call
+        // (holding the state lock), its progress log, the worker at its start, loadgen (found by a
+        // review, 2026-11-24, a later session).
+        (
+            &["serve", "--data", data, "--lease-timeout", "300000000000y"],
+            "--lease-timeout",
+        ),
+        (
+            &[
+                "serve",
+                "--data",
+                data,
+                "--progress-interval",
+                "300000000000y",
+            ],
+            "--progress-interval",
+        ),
+        (
+            &[
+                "worker",
+                "--journal",
+                data,
+                "--progress-interval",
+                "300000000000y",
+            ],
+            "--progress-interval",
+        ),
+        (
+            &["worker", "--journal", data, "--progress-interval", "0s"],
+            "--progress-interval",
+        ),
+        (&["loadgen", "--duration", "300000000000y"], "--duration"),
+        (&["loadgen", "--warmup", "300000000000y"], "--warmup"),
+        (&["loadgen", "--rate", "1e-20"], "--rate"),
         (
             &["serve", "--data", data, "--max-connections-per-peer", "0"],
             "--max-connections-per-peer",

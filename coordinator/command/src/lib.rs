@@ -13,6 +13,7 @@ mod bench;
 pub mod connection;
 mod control;
 mod count;
+mod durations;
 mod estimate;
 pub mod http;
 mod load;

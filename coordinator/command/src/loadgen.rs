@@ -20,8 +20,9 @@ pub struct LoadgenArgs {
     /// --coordinator takes as many from one address as its --max-connections-per-peer).
     #[arg(long, default_value_t = 1000)]
     pub workers: usize,
-    /// Results per second offered over all workers; 0: every worker as fast as it is answered.
-    #[arg(long, default_value_t = 5000.0)]
+    /// Results per second offered over all workers (0.001 to 1e9); 0: every worker as fast as it is
+    /// answered.
+    #[arg(long, default_value_t = 5000.0, value_parser = rate)]
     pub rate: f64,
     /// Jobs per lease request (and results per report) of each simulated worker.
     #[arg(long, default_value_t = 1)]
@@ -31,10 +32,10 @@ pub struct LoadgenArgs {
     #[arg(long)]
     pub lease_with_report: bool,
     /// Time measured, e.g. 20s.
-    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "20s", value_parser = crate::durations::load_time)]
     pub duration: Duration,
     /// Time to connect and settle before measuring.
-    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "3s", value_parser = crate::durations::load_time)]
     pub warmup: Duration,
     /// N of the run the jobs come from (d4; a new run is created for the load).
     #[arg(long, default_value_t = 27)]
@@ -208,5 +209,19 @@ fn print_text(o: &Output) {
             bytes as f64 / (1024.0 * 1024.0),
             bytes as f64 / r.jobs_done.max(1) as f64
         );
+    }
+}
+
+/// Parses `--rate`: 0, or 0.001 to 1e9 results per second (a smaller rate's period between two results
+/// is past what a clock can add).
+fn rate(s: &str) -> Result<f64, String> {
+    let r: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    if r == 0.0 || (1e-3..=1e9).contains(&r) {
+        Ok(r)
+    } else {
+        Err("must be 0 (as fast as answered) or from 0.001 to 1e9 results per second".into())
     }
 }

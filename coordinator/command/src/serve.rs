@@ -22,7 +22,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// How long a lease lives without a heartbeat, e.g. 60s, 5m (at least 100ms).
-    #[arg(long, default_value = "60s", value_parser = lease_timeout)]
+    #[arg(long, default_value = "60s", value_parser = crate::durations::lease_timeout)]
     pub lease_timeout: Duration,
     /// Expired leases after which a job fails (it stalls or kills every worker that takes it).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
@@ -46,7 +46,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = nqueens_coordinator::connections::MAX_PER_PEER, value_parser = per_peer)]
     pub max_connections_per_peer: usize,
     /// Interval of the progress log line, e.g. 30s.
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = crate::durations::progress_interval)]
     pub progress_interval: Duration,
     /// A shared bearer token that every RPC but health checks must carry (workers and clients pass
     /// it with --token or NQUEENS_TOKEN).
@@ -281,15 +281,6 @@ async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
             Err(e) => return Err(anyhow::anyhow!("cannot listen on {addr}: {e}")),
         }
     }
-}
-
-/// Parses `--lease-timeout`: a duration of at least 100 ms.
-fn lease_timeout(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
-    if d < Duration::from_millis(100) {
-        return Err("must be at least 100ms".into());
-    }
-    Ok(d)
 }
 
 /// Parses `--token`: [`nqueens_proto::valid_token`].

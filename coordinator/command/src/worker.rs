@@ -34,7 +34,7 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub exit_when_idle: bool,
     /// Interval of the summary log line (jobs done, nodes/s), e.g. 30s.
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = crate::durations::progress_interval)]
     pub progress_interval: Duration,
     /// Serve Prometheus metrics over HTTP at this address (e.g. 0.0.0.0:9101), path /metrics.
     #[arg(long, value_name = "ADDR")]
