@@ -49,7 +49,29 @@ impl Store {
                 u64::MAX - 1
             )));
         }
-        meta.plan()?;
+        // Its plan's own jobs: a file's count or fingerprint, changed (seals cover neither), would
+        // restore a run done short of its plan. Enumerated within the bound of a run's creation.
+        let plan = meta.plan()?;
+        let bound = meta.jobs_total.min(nqueens_common::partition::MAX_JOBS);
+        let enumerated = plan.fingerprint_of_stored(bound);
+        let plans_own = enumerated.as_ref().is_ok_and(|&(jobs, hash)| {
+            jobs == meta.jobs_total && format!("{hash:016x}") == meta.fingerprint
+        });
+        if !plans_own {
+            return Err(Error::Invalid(format!(
+                "run {}: N = {} {} depth {} records {} jobs and fingerprint {}, which are not its plan's ({}); the file was altered, or made by another build",
+                meta.id,
+                meta.n,
+                meta.strategy,
+                meta.depth,
+                meta.jobs_total,
+                meta.fingerprint,
+                match enumerated {
+                    Ok((jobs, hash)) => format!("{jobs} jobs, fingerprint {hash:016x}"),
+                    Err(e) => e.to_string(),
+                }
+            )));
+        }
         let Some(stored) = self.run(meta.id)? else {
             return Ok(false);
         };

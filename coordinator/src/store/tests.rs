@@ -1591,6 +1591,36 @@ fn a_restored_run_with_an_id_out_of_range_is_refused() {
     assert_eq!(store.runs().unwrap().len(), 1);
 }
 
+/// A run restored from a file must be its plan's: its job count and fingerprint are the plan's own.
+/// A file that lowers the count (and drops a result: every seal still holds, since seals cover the
+/// fingerprint, not the count) would restore a run done short of its plan, with a short total that the
+/// audit passes (found by a review, 2026-11-24, a later session).
+#[test]
+fn a_restored_run_must_count_its_plans_jobs() {
+    let (_, _, run) = one_run(8, Strategy::D4, 0.0);
+    let store = Store::temporary().unwrap();
+    let short = super::RunMeta {
+        jobs_total: run.jobs_total - 1,
+        ..run.clone()
+    };
+    let huge = super::RunMeta {
+        jobs_total: u64::MAX,
+        ..run.clone()
+    };
+    let other = super::RunMeta {
+        fingerprint: "0123456789abcdef".into(),
+        ..run.clone()
+    };
+    for forged in [short, huge, other] {
+        match store.restore_run(&forged) {
+            Err(Error::Invalid(why)) => assert!(why.contains("plan"), "{why}"),
+            other => panic!("{forged:?}: {other:?}"),
+        }
+    }
+    assert!(store.runs().unwrap().is_empty());
+    store.restore_run(&run).unwrap();
+}
+
 /// Two workers sharing a fault (the same device model, say) agree on a wrong count of a verified job:
 /// it is counted, confirmed. Once both are disproved elsewhere, nothing stands behind it: it is taken
 /// back. Before, a confirmed result was never revoked, so it stayed counted for good. Found by a
