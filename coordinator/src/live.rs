@@ -314,7 +314,10 @@ impl LiveRun {
         to: Option<JobState>,
         seq: u64,
     ) {
-        if to.is_none() {
+        // Pending again, or a count disputed (done, then open again): put back.
+        let put_back =
+            to.is_none() || (from == Some(JobState::Done) && to.is_some_and(JobState::is_open));
+        if put_back {
             self.open_at(seq);
             let at = self.reopened_at.entry(key.clone()).or_insert(seq);
             *at = (*at).max(seq);
@@ -890,5 +893,22 @@ mod tests {
             0,
             "silent for a lease timeout"
         );
+    }
+
+    /// A counted job disputed (done, then open again) by commit 2: it is put back as of commit 2 (an
+    /// older commit's count, applied after it, does not settle its leases), and a run finished by
+    /// commit 1 is running again (found by a review, 2026-11-24, a later session).
+    #[test]
+    fn a_disputed_count_is_a_job_put_back() {
+        let mut live = LiveRun::new(run(4), tally(3, 0), HashMap::new()).unwrap();
+        let key = JobKey(vec![0]);
+        let done = RunMeta {
+            finished_unix: Some(1),
+            ..run(4)
+        };
+        assert!(live.finish(done, 1));
+        live.moved_by(&key, Some(JobState::Done), Some(JobState::Disputed), 2);
+        assert!(live.reopened_after(&key, 1));
+        assert!(!live.meta.is_done());
     }
 }

@@ -28,9 +28,9 @@ pub fn lease_timeout(s: &str) -> Result<Duration, String> {
     within(s, Duration::from_millis(100), 7 * DAY)
 }
 
-/// A progress log's interval (`serve`, `worker`): 1 s to a day.
+/// A progress log's interval (`serve`, `worker`): 10 ms to a day.
 pub fn progress_interval(s: &str) -> Result<Duration, String> {
-    within(s, Duration::from_secs(1), DAY)
+    within(s, Duration::from_millis(10), DAY)
 }
 
 /// `loadgen --duration` and `--warmup`: up to a day.

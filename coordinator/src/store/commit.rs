@@ -104,9 +104,11 @@ pub struct Committed {
     pub quarantined: Vec<Quarantine>,
     /// The results this commit counted, as stored.
     pub counted: Vec<(u64, JobKey, ResultRecord)>,
-    /// Results taken back: because this commit quarantined their worker, or a different result under a
-    /// lease of the job disputed them.
+    /// Results taken back because this commit quarantined their worker.
     pub revoked: Vec<super::Revoked>,
+    /// Results counted by earlier commits that a different result under a lease of their job disputed
+    /// in this one (taken back; their jobs are disputed).
+    pub disputed: Vec<super::Revoked>,
     /// Runs that were done and are running again (they lost revoked results).
     pub reopened: Vec<RunMeta>,
     /// The commit thread's sequence number: tallies of a later commit supersede earlier ones.
@@ -163,6 +165,8 @@ impl Store {
             // Workers shown wrong by a result of their own: quarantined once the batch is through (so
             // that their other results in it are taken, then revoked with the rest of theirs).
             let mut contradicted: Vec<Quarantine> = Vec::new();
+            // Runs with a count disputed in this commit.
+            let mut disputed_runs = std::collections::BTreeSet::new();
             for inc in batch {
                 if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(inc.run) {
                     let Some(raw) = runs.get(run_key(inc.run))? else {
@@ -198,7 +202,9 @@ impl Store {
                             inc.run, inc.key
                         )));
                     };
-                    let own = counted.worker == inc.name || counted.confirmed_by.contains(&inc.name);
+                    let own = counted.worker == inc.name
+                        || counted.confirmed_by.contains(&inc.name)
+                        || counted.lease == inc.lease;
                     if own || !counted.confirmed_by.is_empty() {
                         // It contradicts itself, or two workers that agreed: it is the wrong one.
                         contradicted.push(Quarantine {
@@ -256,11 +262,19 @@ impl Store {
                         from: Some(JobState::Done),
                         to: Some(JobState::Disputed),
                     });
-                    out.revoked.push(super::Revoked {
-                        run: inc.run,
-                        key: inc.key.clone(),
-                        record: counted,
-                    });
+                    disputed_runs.insert(inc.run);
+                    // A count of this very commit never reaches the ledger; an earlier one is taken
+                    // back there (before this commit's counts, one of which may decide the job).
+                    let before = out.counted.len();
+                    out.counted
+                        .retain(|(run, key, _)| !(*run == inc.run && *key == inc.key));
+                    if out.counted.len() == before {
+                        out.disputed.push(super::Revoked {
+                            run: inc.run,
+                            key: inc.key.clone(),
+                            record: counted,
+                        });
+                    }
                     out.outcomes.push(Outcome::Disputed);
                     continue;
                 }
@@ -269,15 +283,6 @@ impl Store {
                 if from == Some(JobState::Failed) {
                     out.outcomes.push(Outcome::JobFailed);
                     continue;
-                }
-                if !inc.lease_checked {
-                    // Read as settled when validated, open now: only a revocation in between does
-                    // this. No checked lease stands behind the result, so it cannot count; the batch
-                    // is refused for now, and validated anew when the worker sends it again.
-                    return abort(Error::Raced {
-                        run: inc.run.to_string(),
-                        job: inc.key.to_string(),
-                    });
                 }
                 // A verified job's results so far (none for a pending job). A candidate damaged on disk
                 // is dropped here, loudly: it must neither count nor get an honest worker quarantined.
@@ -299,6 +304,15 @@ impl Store {
                 {
                     out.outcomes.push(compare(&own.result, &inc.result));
                     continue;
+                }
+                if !inc.lease_checked {
+                    // Read as settled when validated, open now: only a revocation in between does
+                    // this. No checked lease stands behind the result, so it cannot count; the batch
+                    // is refused for now, and validated anew when the worker sends it again.
+                    return abort(Error::Raced {
+                        run: inc.run.to_string(),
+                        job: inc.key.to_string(),
+                    });
                 }
                 let mine = ResultRecord {
                     result: inc.result,
@@ -402,7 +416,10 @@ impl Store {
                         tally.jobs, meta.jobs_total
                     )));
                 }
-                if tally.jobs == meta.jobs_total && !meta.is_done() {
+                // A done run whose count was disputed and decided again in this commit is finished anew.
+                if tally.jobs == meta.jobs_total
+                    && (!meta.is_done() || disputed_runs.contains(run))
+                {
                     let done = RunMeta {
                         finished_unix: Some(now_unix()),
                         ..meta.clone()

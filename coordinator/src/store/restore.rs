@@ -50,10 +50,10 @@ impl Store {
             )));
         }
         // Its plan's own jobs: a file's count or fingerprint, changed (seals cover neither), would
-        // restore a run done short of its plan. Enumerated within the bound of a run's creation.
+        // restore a run done short of its plan. Enumerated as a start enumerates a run it resumes
+        // (bounded by the count recorded: a run of an earlier build past today's limits still passes).
         let plan = meta.plan()?;
-        let bound = meta.jobs_total.min(nqueens_common::partition::MAX_JOBS);
-        let enumerated = plan.fingerprint_of_stored(bound);
+        let enumerated = plan.fingerprint_of_stored(meta.jobs_total);
         let plans_own = enumerated.as_ref().is_ok_and(|&(jobs, hash)| {
             jobs == meta.jobs_total && format!("{hash:016x}") == meta.fingerprint
         });

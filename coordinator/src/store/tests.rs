@@ -491,8 +491,8 @@ fn a_late_result_that_disagrees_with_an_unconfirmed_count_disputes_it() {
         .unwrap();
     assert_eq!(late.outcomes, vec![Outcome::Disputed]);
     assert_eq!(late.reopened.len(), 1, "the run is running again");
-    assert_eq!(late.revoked.len(), 1, "the counted result is taken back");
-    assert_eq!(late.revoked[0].record.worker, "f");
+    assert_eq!(late.disputed.len(), 1, "the counted result is taken back");
+    assert_eq!(late.disputed[0].record.worker, "f");
     assert!(!store.run(run.id).unwrap().unwrap().is_done());
     assert_eq!(
         store.job(run.id, &right[0].key).unwrap().unwrap().state,
@@ -558,6 +558,36 @@ fn a_worker_that_contradicts_its_own_or_a_confirmed_count_is_quarantined() {
         "the confirmed result stays"
     );
     store.audit().unwrap();
+}
+
+/// A late, different result disputes a count: a second result of the same worker for the job (another
+/// lease of it, no longer remembered: the batch is not refused for it, which its worker would send
+/// again for ever) is its own, compared; and a result under the counted result's own lease, whatever
+/// the name, is that worker contradicting itself (found by a review, 2026-11-24, a later session).
+#[test]
+fn a_dispute_takes_a_workers_second_result_as_its_own() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "f", job.clone(), 1)]).unwrap();
+    let mut first = by(&plan, "h", job.clone(), 0);
+    first.lease_checked = false;
+    let mut second = first.clone();
+    second.lease += 1;
+    let outcomes = store.commit(&[first, second]).unwrap().outcomes;
+    assert_eq!(outcomes, vec![Outcome::Disputed, Outcome::Duplicate]);
+
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
+    store.commit(&[by(&plan, "f", job.clone(), 0)]).unwrap();
+    let mut renamed = by(&plan, "f2", job.clone(), 1);
+    renamed.lease = lease_of("f");
+    let contradicted = store.commit(&[renamed]).unwrap();
+    assert!(matches!(
+        contradicted.outcomes[..],
+        [Outcome::Mismatch { .. }]
+    ));
+    assert_eq!(contradicted.quarantined.len(), 1);
+    assert_eq!(contradicted.quarantined[0].worker, "f2");
+    let _ = run;
 }
 
 #[test]

@@ -123,8 +123,11 @@ impl Load {
         if !(1..=MAX_WORKERS).contains(&self.workers) {
             return bad(format!("workers must be 1 to {MAX_WORKERS}"));
         }
-        if self.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
-            return bad("the rate must be a positive number of results per second".into());
+        // A smaller rate's period between two results is past what a clock can add.
+        if self.rate.is_some_and(|r| !(1e-3..=1e9).contains(&r)) {
+            return bad(
+                "--rate must be 0 (as fast as answered) or 0.001 to 1e9 results per second".into(),
+            );
         }
         if !(1..=4096).contains(&self.batch) {
             return bad("the batch must be 1 to 4096 jobs".into());
