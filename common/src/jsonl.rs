@@ -93,14 +93,30 @@ impl std::fmt::Display for Damage {
 /// What reading a whole file found besides its entries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scan {
-    /// Damaged lines, in order.
+    /// Damaged lines, in order: the first [`MAX_DAMAGE_KEPT`].
     pub damaged: Vec<Damage>,
+    /// Damaged lines in all.
+    pub damaged_lines: u64,
     /// The offset of a torn last line, if any.
     pub torn: Option<u64>,
     /// Lines of the legacy format.
     pub legacy: u64,
     /// Lines read in all (the torn one aside).
     pub lines: u64,
+}
+
+/// Damaged lines a [`Scan`] keeps (the rest are counted only): a hostile file of damaged lines must not
+/// take memory without bound.
+pub const MAX_DAMAGE_KEPT: u64 = 1000;
+
+impl Scan {
+    /// Notes a damaged line: kept among the first [`MAX_DAMAGE_KEPT`], counted always.
+    pub fn damage(&mut self, d: Damage) {
+        self.damaged_lines += 1;
+        if (self.damaged.len() as u64) < MAX_DAMAGE_KEPT {
+            self.damaged.push(d);
+        }
+    }
 }
 
 /// Decodes one complete line (without its newline).
@@ -187,8 +203,9 @@ pub fn scan_with<T>(
             if read > MAX_LINE {
                 // An endless line: damage, and the rest of the file is read after its next newline.
                 scan.lines += 1;
-                scan.damaged.push(Damage {
-                    line: scan.lines,
+                let line = scan.lines;
+                scan.damage(Damage {
+                    line,
                     offset,
                     reason: format!("longer than {MAX_LINE} bytes"),
                 });
@@ -208,11 +225,14 @@ pub fn scan_with<T>(
                 each(scan.lines, line);
             }
             Ok(None) => {}
-            Err(reason) => scan.damaged.push(Damage {
-                line: scan.lines,
-                offset,
-                reason,
-            }),
+            Err(reason) => {
+                let line = scan.lines;
+                scan.damage(Damage {
+                    line,
+                    offset,
+                    reason,
+                })
+            }
         }
         offset += read as u64;
     }
@@ -394,6 +414,20 @@ mod tests {
         assert_eq!(scan.damaged[1].line, 4);
         assert_eq!(scan.legacy, 1);
         assert_eq!(scan.torn, Some((file.len() - 10) as u64));
+    }
+
+    /// A file of damaged lines keeps the first [`MAX_DAMAGE_KEPT`] and counts the rest: memory stays
+    /// bounded however many there are (found by a review, 2026-11-24, a later session: every one was
+    /// kept, about 100 bytes a line, so a hostile file of newlines or garbage took gigabytes).
+    #[test]
+    fn damaged_lines_are_counted_past_the_ones_kept() {
+        let lines = MAX_DAMAGE_KEPT as usize + 500;
+        let file = b"garbage\n".repeat(lines);
+        let (got, scan) = read_all(&file);
+        assert!(got.is_empty());
+        assert_eq!(scan.damaged.len(), MAX_DAMAGE_KEPT as usize);
+        assert_eq!(scan.damaged_lines, lines as u64);
+        assert_eq!(scan.damaged[0].line, 1);
     }
 
     #[test]

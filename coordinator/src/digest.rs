@@ -112,8 +112,7 @@ impl LedgerDigest {
         if out.unfit.is_none() && (!scan.damaged.is_empty() || scan.legacy > 0) {
             out.unfit = Some(format!(
                 "{} damaged and {} legacy lines",
-                scan.damaged.len(),
-                scan.legacy
+                scan.damaged_lines, scan.legacy
             ));
         }
         out.len = scan.torn.unwrap_or(size);

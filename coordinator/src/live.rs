@@ -535,7 +535,10 @@ impl LiveRun {
     /// Jobs and solutions per second over the recent window, as of `now` (zero before a worker took a
     /// job in this incarnation).
     pub fn rates(&self, now: Instant) -> (f64, f64) {
-        let Some(first) = self.samples.front() else {
+        // From the last sample the window has left behind (the totals as it began), else the oldest.
+        let start = now.checked_sub(RATE_WINDOW);
+        let behind = start.and_then(|s| self.samples.iter().rev().find(|x| x.0 <= s));
+        let Some(first) = behind.or(self.samples.front()) else {
             return (0.0, 0.0);
         };
         let secs = (now - first.0).as_secs_f64();
@@ -910,5 +913,22 @@ mod tests {
         live.moved_by(&key, Some(JobState::Done), Some(JobState::Disputed), 2);
         assert!(live.reopened_after(&key, 1));
         assert!(!live.meta.is_done());
+    }
+
+    /// Rates are over the last five minutes: an hour after the last job was counted they are zero and
+    /// the ETA unknown (found by a review, 2026-11-24, a later session: samples were dropped only when
+    /// a job was counted, so the rates averaged over everything since and the ETA stayed finite).
+    #[test]
+    fn rates_fall_to_zero_once_nothing_is_counted() {
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let t0 = Instant::now();
+        for i in 1..=6u64 {
+            live.update(tally(2 * i, 0), i, t0 + Duration::from_secs(10 * i));
+        }
+        assert!(live.rates(t0 + Duration::from_secs(70)).0 > 0.0);
+        assert!(live.eta(t0 + Duration::from_secs(70)).is_some());
+        let later = t0 + Duration::from_secs(3600);
+        assert_eq!(live.rates(later), (0.0, 0.0));
+        assert_eq!(live.eta(later), None);
     }
 }

@@ -116,7 +116,7 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
     if let Some(first) = view.damaged.first() {
         return Err(Error::Corrupt(format!(
             "the ledger has {} damaged lines (first: {first}); start the coordinator to repair it from the store",
-            view.damaged.len()
+            view.damaged_lines
         )));
     }
     let mut ledger_results = HashMap::new();

@@ -77,7 +77,7 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
         Error::Corrupt(format!(
             "{what}, but the ledger {} has {} damaged lines (first: {first}): neither copy can be trusted alone. Start once with --repair to rebuild from the ledger's intact lines (jobs of damaged lines are computed again), or restore the data directory from a backup",
             path.display(),
-            view.damaged.len()
+            view.damaged_lines
         ))
     };
     // Records the store alone checks, damaged: mended first (everything below reads them), or the

@@ -122,7 +122,7 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
         anyhow::bail!(
             "{} has {} damaged lines (first: {first}); nothing imported. Import a backup, or start a coordinator on the damaged ledger's own data directory (it repairs from the store)",
             args.file.display(),
-            view.damaged.len()
+            view.damaged_lines
         );
     }
     if view.runs.is_empty() && view.export_whole != Some(true) {

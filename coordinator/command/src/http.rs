@@ -23,6 +23,10 @@ pub fn metrics_response(text: String) -> Response {
 /// Most connections the listener holds at once; more are closed as they come.
 pub const MAX_CONNECTIONS: usize = 64;
 
+/// Most connections one peer address holds at once (a browser opens six; Prometheus and a probe one
+/// each): one client cannot take the listener from the others.
+pub const MAX_PER_PEER: usize = 8;
+
 /// Longest a connection is kept, whatever its client does (one that asks and never reads the answer):
 /// a scraper keeping its connection alive opens another.
 pub const CONNECTION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(60);
@@ -51,6 +55,7 @@ async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let mut connections = tokio::task::JoinSet::new();
+    let peers = Peers::default();
     let mut warned: Option<tokio::time::Instant> = None;
     tokio::pin!(shutdown);
     loop {
@@ -58,8 +63,8 @@ async fn serve(
             () = &mut shutdown => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok((stream, peer)) => (stream, peer),
                     Err(e) => {
                         // Out of file descriptors, say: a moment before the next try.
                         tracing::warn!(error = %e, "http listener cannot accept a connection");
@@ -75,8 +80,13 @@ async fn serve(
                     }
                     continue;
                 }
+                let Some(place) = peers.take(peer.ip()) else {
+                    tracing::debug!(peer = %peer.ip(), limit = MAX_PER_PEER, "http peer at its connection limit: closing its new connection");
+                    continue;
+                };
                 let service = hyper_util::service::TowerToHyperService::new(router.clone());
                 connections.spawn(async move {
+                    let _place = place;
                     let served = hyper::server::conn::http1::Builder::new()
                         .timer(hyper_util::rt::TokioTimer::new())
                         .header_read_timeout(HEADER_TIMEOUT)
@@ -91,6 +101,38 @@ async fn serve(
         }
     }
     connections.shutdown().await;
+}
+
+/// Connections held by each peer address.
+#[derive(Clone, Default)]
+struct Peers(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>);
+
+/// One connection's place among its peer's, given back when dropped.
+struct Place(Peers, std::net::IpAddr);
+
+impl Peers {
+    /// A place for one more connection of `ip`, unless it holds [`MAX_PER_PEER`] already.
+    fn take(&self, ip: std::net::IpAddr) -> Option<Place> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = held.entry(ip).or_insert(0);
+        if *n >= MAX_PER_PEER {
+            return None;
+        }
+        *n += 1;
+        Some(Place(self.clone(), ip))
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut held = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = held.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.1);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -149,8 +191,29 @@ mod tests {
         }
     }
 
-    /// Connections past the limit are closed at once; a client that opens a connection and sends
-    /// nothing is closed after the header timeout: a few sockets cannot pin the listener for ever.
+    /// A connection to `addr` from the loopback address 127.0.0.`host`.
+    async fn from(host: u8, addr: SocketAddr) -> tokio::net::TcpStream {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket
+            .bind(SocketAddr::from(([127, 0, 0, host], 0)))
+            .unwrap();
+        socket.connect(addr).await.unwrap()
+    }
+
+    /// Whether the listener closed `stream` (at once: within two seconds).
+    async fn closed(stream: &mut tokio::net::TcpStream) -> bool {
+        let mut byte = [0u8; 1];
+        let read =
+            tokio::time::timeout(std::time::Duration::from_secs(2), stream.read(&mut byte)).await;
+        matches!(read, Ok(Ok(0)) | Ok(Err(_)))
+    }
+
+    /// One peer holds at most [`MAX_PER_PEER`] connections: a client holding that many idle (or a
+    /// pod looping on requests) leaves the listener to the others, the kubelet's probe and Prometheus
+    /// among them (found by a review, 2026-11-24, a later session: any one peer could hold all 64 and
+    /// get the coordinator restarted by its liveness probe). Past the whole limit, connections are
+    /// closed at once; a client that opens a connection and sends nothing is closed after the header
+    /// timeout: a few sockets cannot pin the listener for ever.
     #[tokio::test]
     async fn a_silent_client_is_closed_after_the_header_timeout() {
         let stop = tokio_util::sync::CancellationToken::new();
@@ -162,18 +225,34 @@ mod tests {
         .await
         .unwrap();
         let mut held = Vec::new();
-        for _ in 0..MAX_CONNECTIONS {
-            held.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        for _ in 0..MAX_PER_PEER {
+            held.push(from(1, addr).await);
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        let mut byte = [0u8; 1];
-        let mut extra = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let refused =
-            tokio::time::timeout(std::time::Duration::from_secs(2), extra.read(&mut byte)).await;
+        let mut extra = from(1, addr).await;
+        assert!(closed(&mut extra).await, "one peer past its limit");
+        let mut other = from(2, addr).await;
+        other
+            .write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        other.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.ends_with("ok"), "another peer is served: {answer}");
+        // The whole limit, over many peers.
+        let peers = MAX_CONNECTIONS / MAX_PER_PEER;
+        for host in 2..=peers as u8 {
+            for _ in 0..MAX_PER_PEER {
+                held.push(from(host, addr).await);
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let mut past = from(peers as u8 + 1, addr).await;
         assert!(
-            matches!(refused, Ok(Ok(0)) | Ok(Err(_))),
-            "a connection past the limit is still open: {refused:?}"
+            closed(&mut past).await,
+            "a connection past the limit is still open"
         );
+        let mut byte = [0u8; 1];
         let mut silent = held.pop().unwrap();
         let closed = tokio::time::timeout(
             HEADER_TIMEOUT + std::time::Duration::from_secs(5),

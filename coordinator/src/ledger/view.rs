@@ -18,8 +18,11 @@ use crate::store::{Quarantine, ResultRecord, RunMeta};
 pub struct LedgerView {
     pub runs: BTreeMap<u64, RunMeta>,
     pub results: BTreeMap<u64, BTreeMap<JobKey, ResultRecord>>,
-    /// Damaged lines and records: the line, and why (each is logged at error level by the reader).
+    /// Damaged lines and records: the line, and why (each is logged at error level by the reader); the
+    /// first [`nqueens_common::jsonl::MAX_DAMAGE_KEPT`] of each kind only.
     pub damaged: Vec<Damage>,
+    /// Damaged lines and records in all.
+    pub damaged_lines: u64,
     /// Lines of the format before checksums (their results were sealed on reading; see [`LedgerView::read`]).
     pub legacy: u64,
     /// Results of such lines that carried no seal either: nothing in the file can show them intact.
@@ -73,7 +76,7 @@ impl LedgerView {
             Err(e) => return Err(io(e)),
         };
         let size = file.metadata().map_err(io)?.len();
-        let mut extra = Vec::new();
+        let mut extra = nqueens_common::jsonl::Scan::default();
         let mut last_line = 0;
         let (scan, next_worker) = scan(file, |number, line| {
             last_line = number;
@@ -82,7 +85,7 @@ impl LedgerView {
                 Line::Legacy(e) => (e, false),
             };
             if let Err(reason) = view.apply(entry, verified) {
-                extra.push(Damage {
+                extra.damage(Damage {
                     line: number,
                     offset: 0,
                     reason,
@@ -91,10 +94,12 @@ impl LedgerView {
         })
         .map_err(io)?;
         view.next_worker = next_worker;
+        view.damaged_lines = scan.damaged_lines + extra.damaged_lines;
         view.damaged = scan.damaged;
-        view.damaged.extend(extra);
+        view.damaged.extend(extra.damaged);
         // An export whose end line is missing lacks what came after the cut, every line intact.
         if view.export_whole == Some(false) {
+            view.damaged_lines += 1;
             view.damaged.push(Damage {
                 line: last_line + 1,
                 offset: size,
@@ -107,6 +112,10 @@ impl LedgerView {
         view.len = scan.torn.unwrap_or(size);
         for d in &view.damaged {
             tracing::error!(path = %path.display(), line = d.line, reason = %d.reason, place = "ledger", "damaged ledger line: not used");
+        }
+        let unlisted = view.damaged_lines - view.damaged.len() as u64;
+        if unlisted > 0 {
+            tracing::error!(path = %path.display(), lines = unlisted, place = "ledger", "more damaged ledger lines, not listed: not used");
         }
         Ok(view)
     }
