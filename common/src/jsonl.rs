@@ -109,11 +109,23 @@ pub struct Scan {
 /// take memory without bound.
 pub const MAX_DAMAGE_KEPT: u64 = 1000;
 
+/// Longest reason kept for a damaged line, in bytes (a reason may quote the line).
+pub const MAX_REASON: usize = 256;
+
 impl Scan {
-    /// Notes a damaged line: kept among the first [`MAX_DAMAGE_KEPT`], counted always.
-    pub fn damage(&mut self, d: Damage) {
+    /// Notes a damaged line: kept among the first [`MAX_DAMAGE_KEPT`] (its reason cut to [`MAX_REASON`]
+    /// bytes), counted always.
+    pub fn damage(&mut self, mut d: Damage) {
         self.damaged_lines += 1;
         if (self.damaged.len() as u64) < MAX_DAMAGE_KEPT {
+            if d.reason.len() > MAX_REASON {
+                let mut end = MAX_REASON - 3;
+                while !d.reason.is_char_boundary(end) {
+                    end -= 1;
+                }
+                d.reason.truncate(end);
+                d.reason.push_str("...");
+            }
             self.damaged.push(d);
         }
     }
@@ -428,6 +440,15 @@ mod tests {
         assert_eq!(scan.damaged.len(), MAX_DAMAGE_KEPT as usize);
         assert_eq!(scan.damaged_lines, lines as u64);
         assert_eq!(scan.damaged[0].line, 1);
+        // Each reason is kept short, whatever the line quotes.
+        let long = format!("{{\"v\":1,\"{}\":1}}\n", "x".repeat(100_000));
+        let (_, scan) = read_all(long.as_bytes());
+        assert_eq!(scan.damaged_lines, 1);
+        assert!(
+            scan.damaged[0].reason.len() <= MAX_REASON,
+            "{}",
+            scan.damaged[0].reason.len()
+        );
     }
 
     #[test]

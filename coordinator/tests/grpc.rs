@@ -259,15 +259,12 @@ async fn issue_3_duplicates_are_compared_never_added() {
     assert_eq!(mismatch, vec![proto::Outcome::Mismatch as i32]);
     let now = status(&mut s.client, &run.run).await;
     assert_eq!((now.jobs_done, now.total), (1, good.total.to_string()));
-    // Under the counted result's own lease: that worker contradicting itself, whatever the name it
-    // gives. It is quarantined; the count stands. (Under another lease of the job, the count would be
-    // disputed: `service::tests::a_late_different_result_reopens_the_run_and_a_third_worker_decides`.)
-    let contradicted = report(&mut s.client, "w2", vec![wrong]).await.unwrap();
-    assert_eq!(contradicted, vec![proto::Outcome::Mismatch as i32]);
+    // Under the job's lease: evidence that one of the two is wrong. The count is taken back and the
+    // job disputed until a further worker decides.
+    let disputed = report(&mut s.client, "w2", vec![wrong]).await.unwrap();
+    assert_eq!(disputed, vec![proto::Outcome::Disputed as i32]);
     let now = status(&mut s.client, &run.run).await;
-    assert_eq!((now.jobs_done, now.total), (1, good.total.to_string()));
-    let quarantined = report(&mut s.client, "w2", vec![good.clone()]).await;
-    assert!(quarantined.is_err(), "{quarantined:?}");
+    assert_eq!((now.jobs_done, now.jobs_disputed), (0, 1));
 }
 
 #[tokio::test]

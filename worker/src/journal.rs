@@ -139,7 +139,7 @@ impl Journal {
         for d in &scan.damaged {
             tracing::error!(path = %path.display(), line = d.line, offset = d.offset, reason = %d.reason, "damaged journal line; dropped (an unacknowledged result in it will be computed again)");
         }
-        damage.lines = scan.damaged.len() as u64;
+        damage.lines = scan.damaged_lines;
         if let Some(offset) = scan.torn {
             // A crash mid-append: never fsynced, never reported.
             tracing::warn!(path = %path.display(), offset, "cutting a torn last line off the journal");

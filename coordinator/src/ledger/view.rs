@@ -18,8 +18,8 @@ use crate::store::{Quarantine, ResultRecord, RunMeta};
 pub struct LedgerView {
     pub runs: BTreeMap<u64, RunMeta>,
     pub results: BTreeMap<u64, BTreeMap<JobKey, ResultRecord>>,
-    /// Damaged lines and records: the line, and why (each is logged at error level by the reader); the
-    /// first [`nqueens_common::jsonl::MAX_DAMAGE_KEPT`] of each kind only.
+    /// Damaged lines and records: the line, and why (each is logged at error level by the reader); at
+    /// most [`nqueens_common::jsonl::MAX_DAMAGE_KEPT`], the earliest of those found.
     pub damaged: Vec<Damage>,
     /// Damaged lines and records in all.
     pub damaged_lines: u64,
@@ -107,6 +107,8 @@ impl LedgerView {
             });
         }
         view.damaged.sort_by_key(|d| d.line);
+        view.damaged
+            .truncate(nqueens_common::jsonl::MAX_DAMAGE_KEPT as usize);
         view.legacy = scan.legacy;
         view.torn = scan.torn.is_some();
         view.len = scan.torn.unwrap_or(size);

@@ -202,9 +202,9 @@ impl Store {
                             inc.run, inc.key
                         )));
                     };
-                    let own = counted.worker == inc.name
-                        || counted.confirmed_by.contains(&inc.name)
-                        || counted.lease == inc.lease;
+                    // (Under the counted result's lease and another name, a worker renamed over its
+                    // journal: one lease, two answers. Disputed below, which takes the count back.)
+                    let own = counted.worker == inc.name || counted.confirmed_by.contains(&inc.name);
                     if own || !counted.confirmed_by.is_empty() {
                         // It contradicts itself, or two workers that agreed: it is the wrong one.
                         contradicted.push(Quarantine {

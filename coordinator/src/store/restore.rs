@@ -50,9 +50,20 @@ impl Store {
             )));
         }
         // Its plan's own jobs: a file's count or fingerprint, changed (seals cover neither), would
-        // restore a run done short of its plan. Enumerated as a start enumerates a run it resumes
-        // (bounded by the count recorded: a run of an earlier build past today's limits still passes).
+        // restore a run done short of its plan. Enumerated as a start enumerates a run it resumes,
+        // bounded by the count recorded, itself within the limit of a run's creation.
         let plan = meta.plan()?;
+        if meta.jobs_total > nqueens_common::partition::MAX_JOBS {
+            return Err(Error::Invalid(format!(
+                "run {}: N = {} {} depth {} records {} jobs, more jobs than a run may have ({}); the file was altered, or made by a build before that limit (such a run resumes where it is, but is not restored from a file)",
+                meta.id,
+                meta.n,
+                meta.strategy,
+                meta.depth,
+                meta.jobs_total,
+                nqueens_common::partition::MAX_JOBS
+            )));
+        }
         let enumerated = plan.fingerprint_of_stored(meta.jobs_total);
         let plans_own = enumerated.as_ref().is_ok_and(|&(jobs, hash)| {
             jobs == meta.jobs_total && format!("{hash:016x}") == meta.fingerprint

@@ -1,13 +1,16 @@
 //! The coordinator's HTTP listener (`serve --metrics-listen`): Prometheus metrics at `/metrics`, the
 //! self-contained status page at `/` (served with the status of that moment embedded, so that it shows
 //! the numbers at once), and the JSON it reads at `/api/status`. Read-only: nothing here changes the
-//! store.
+//! store. Each is rendered at most every [`FRESH_FOR`] whatever the number of clients: rendering reads
+//! every run, lease and worker under the lock that leases and reports take.
 
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use std::sync::Arc;
+
+use axum::Router;
 use serde::Serialize;
 
 use crate::grpc::{run_status, worker_status};
@@ -36,19 +39,63 @@ pub struct PageRun {
     pub history: Vec<Point>,
 }
 
+/// How long a rendered status or metrics page is served again before it is rendered anew.
+pub const FRESH_FOR: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A text rendered at most every [`FRESH_FOR`]: the last one, and when it was made.
+#[derive(Default)]
+struct Fresh(std::sync::Mutex<Option<(tokio::time::Instant, Arc<String>)>>);
+
+impl Fresh {
+    /// The text, rendered by `render` if the last one is older than [`FRESH_FOR`] (callers meanwhile
+    /// wait for it, and share it).
+    fn get(&self, render: impl FnOnce() -> String) -> Arc<String> {
+        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, text)) = last.as_ref() {
+            if at.elapsed() < FRESH_FOR {
+                return text.clone();
+            }
+        }
+        let text = Arc::new(render());
+        *last = Some((tokio::time::Instant::now(), text.clone()));
+        text
+    }
+}
+
+/// The routes' state.
+#[derive(Clone)]
+struct Web {
+    coordinator: Coordinator,
+    status: Arc<Fresh>,
+    metrics: Arc<Fresh>,
+}
+
 /// The routes.
 pub fn router(coordinator: Coordinator) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/api/status", get(status))
         .route("/metrics", get(metrics))
-        .with_state(coordinator)
+        .with_state(Web {
+            coordinator,
+            status: Arc::default(),
+            metrics: Arc::default(),
+        })
 }
 
-async fn page(State(coordinator): State<Coordinator>) -> Response {
+/// The status as JSON, `<` escaped (see [`render_page`]).
+fn status_json(web: &Web) -> Arc<String> {
+    web.status.get(|| {
+        serde_json::to_string(&page_status(&web.coordinator))
+            .unwrap_or_else(|_| "null".to_string())
+            .replace('<', "\\u003c")
+    })
+}
+
+async fn page(State(web): State<Web>) -> Response {
     (
         [(header::CACHE_CONTROL, "no-store")],
-        Html(render_page(&page_status(&coordinator))),
+        Html(PAGE.replacen(STATUS_SLOT, &status_json(&web), 1)),
     )
         .into_response()
 }
@@ -84,18 +131,22 @@ pub fn page_status(coordinator: &Coordinator) -> PageStatus {
     }
 }
 
-async fn status(State(coordinator): State<Coordinator>) -> Response {
+async fn status(State(web): State<Web>) -> Response {
     (
-        [(header::CACHE_CONTROL, "no-store")],
-        Json(page_status(&coordinator)),
+        [
+            (header::CACHE_CONTROL, "no-store"),
+            (header::CONTENT_TYPE, "application/json"),
+        ],
+        status_json(&web).to_string(),
     )
         .into_response()
 }
 
-async fn metrics(State(coordinator): State<Coordinator>) -> Response {
+async fn metrics(State(web): State<Web>) -> Response {
+    let text = web.metrics.get(|| web.coordinator.render_metrics());
     (
         [(header::CONTENT_TYPE, nqueens_proto::metrics::OPENMETRICS)],
-        coordinator.render_metrics(),
+        text.to_string(),
     )
         .into_response()
 }
@@ -187,5 +238,40 @@ mod tests {
             embedded(&page)["workers"][0]["name"],
             "</script><script>alert(1)</script>"
         );
+    }
+
+    /// Pages are rendered at most every [`FRESH_FOR`]: clients looping on `/metrics` or `/api/status`
+    /// cannot keep the lock that leases and reports take (found by a review, 2026-11-24, a later
+    /// session: each request read every run, lease and worker under it).
+    #[tokio::test(start_paused = true)]
+    async fn pages_are_rendered_at_most_every_quarter_second() {
+        let coordinator =
+            Coordinator::open(Store::temporary().unwrap(), Config::default()).unwrap();
+        let app = router(coordinator.clone());
+        let fetch = |path: &'static str| {
+            let mut app = app.clone();
+            async move {
+                let request = http::Request::get(path)
+                    .body(axum::body::Body::empty())
+                    .unwrap();
+                let response = app.call(request).await.unwrap();
+                let body = axum::body::to_bytes(response.into_body(), 1 << 24)
+                    .await
+                    .unwrap();
+                String::from_utf8(body.to_vec()).unwrap()
+            }
+        };
+        let before = fetch("/metrics").await;
+        let status = fetch("/api/status").await;
+        coordinator
+            .create_run(9, Strategy::D4, None, Some(0.0), 0, false)
+            .await
+            .unwrap();
+        assert_eq!(fetch("/metrics").await, before, "the same render");
+        assert_eq!(fetch("/api/status").await, status);
+        tokio::time::advance(FRESH_FOR).await;
+        assert_ne!(fetch("/metrics").await, before, "rendered anew");
+        let fresh: serde_json::Value = serde_json::from_str(&fetch("/api/status").await).unwrap();
+        assert_eq!(fresh["runs"].as_array().unwrap().len(), 1);
     }
 }
