@@ -111,26 +111,14 @@ impl Applied {
         self.entries
             .extend(c.quarantined.iter().cloned().map(Entry::Quarantine));
         // Counts of earlier commits this one disputed, before this one's counts (one may decide the job).
-        self.entries
-            .extend(c.disputed.iter().map(|r| Entry::Revoked {
-                run: r.run,
-                job: r.key.to_string(),
-                worker: r.record.worker.clone(),
-                record: Some(r.record.clone()),
-            }));
+        self.entries.extend(c.disputed.iter().map(revoked_line));
         self.entries
             .extend(c.counted.iter().map(|(run, key, record)| Entry::Result {
                 run: *run,
                 job: key.to_string(),
                 record: record.clone(),
             }));
-        self.entries
-            .extend(c.revoked.iter().map(|r| Entry::Revoked {
-                run: r.run,
-                job: r.key.to_string(),
-                worker: r.record.worker.clone(),
-                record: Some(r.record.clone()),
-            }));
+        self.entries.extend(c.revoked.iter().map(revoked_line));
     }
 
     /// Answers every request: with its own outcome if `synced`, else with the durability error.
@@ -361,6 +349,16 @@ fn apply(store: &Store, write: Write) -> Result<Written> {
                 .map(|(run, key, reason)| store.mark_failed(*run, key, reason))
                 .collect(),
         )),
+    }
+}
+
+/// The ledger line of a result taken back.
+fn revoked_line(r: &crate::store::Revoked) -> Entry {
+    Entry::Revoked {
+        run: r.run,
+        job: r.key.to_string(),
+        worker: r.record.worker.clone(),
+        record: Some(r.record.clone()),
     }
 }
 

@@ -844,6 +844,15 @@ mod tests {
         assert_eq!(repairs, Repairs::default(), "agreeing again");
     }
 
+    /// The refusal of a start that the quick path does not take either.
+    fn refused_on_both_paths(store: &Store, path: &Path) -> String {
+        assert!(quick(store, path).unwrap().is_none(), "not the quick path");
+        reconcile(store, path, false)
+            .err()
+            .expect("refused")
+            .to_string()
+    }
+
     /// A store run record whose verify fraction was damaged before store format 6 gave it a checksum
     /// (here its field's name, read back as 0; the migration checksummed it as it was) differs from
     /// the ledger's intact line, and the start is refused, on the quick path as on the full one,
@@ -860,14 +869,7 @@ mod tests {
             r.replace("\"verify_fraction\"", "\"verify_fractiom\"")
         });
         assert_eq!(store.run(run).unwrap().unwrap().verify_fraction, 0.0);
-        assert!(
-            quick(&store, &path).unwrap().is_none(),
-            "not the quick path"
-        );
-        let refused = reconcile(&store, &path, false)
-            .err()
-            .expect("refused")
-            .to_string();
+        let refused = refused_on_both_paths(&store, &path);
         assert!(refused.contains("different runs"), "{refused}");
         assert!(refused.contains("nqueens import"), "{refused}");
     }
@@ -890,14 +892,7 @@ mod tests {
             )
         });
         assert_eq!(store.run(run).unwrap().unwrap().created_unix, created + 5);
-        assert!(
-            quick(&store, &path).unwrap().is_none(),
-            "not the quick path"
-        );
-        let refused = reconcile(&store, &path, false)
-            .err()
-            .expect("refused")
-            .to_string();
+        let refused = refused_on_both_paths(&store, &path);
         assert!(refused.contains("different runs"), "{refused}");
         assert!(refused.contains(&format!("created {created}")), "{refused}");
     }

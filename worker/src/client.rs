@@ -1014,6 +1014,16 @@ mod tests {
         );
     }
 
+    /// Runs a worker until it stops on its own (at most ten seconds).
+    async fn stops(config: WorkerConfig) -> Result<Summary> {
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            run(config, CancellationToken::new()),
+        )
+        .await
+        .expect("the worker stops")
+    }
+
     /// An OK answer to a report without one known outcome per result (a stub, a proxy, another
     /// version) acknowledges nothing: the worker stops, its journal kept (found by a review, 2026-11-24,
     /// a later session: the whole batch was dropped from the journal).
@@ -1032,12 +1042,7 @@ mod tests {
             let (address, server) = fake.serve().await;
             let dir = tempfile::tempdir().unwrap();
             let (journal, finished, config) = journaled(dir.path(), address, "w");
-            let stopped = tokio::time::timeout(
-                Duration::from_secs(10),
-                run(config, CancellationToken::new()),
-            )
-            .await
-            .expect("the worker stops");
+            let stopped = stops(config).await;
             match stopped {
                 Err(Error::Refused(why)) => assert!(why.contains("outcome"), "{why}"),
                 other => panic!("{other:?}"),
@@ -1071,12 +1076,7 @@ mod tests {
         let reports = fake.reports.clone();
         let (address, server) = fake.serve().await;
         let (_, _, config) = journaled(dir.path(), address, "w");
-        let stopped = tokio::time::timeout(
-            Duration::from_secs(10),
-            run(config, CancellationToken::new()),
-        )
-        .await
-        .expect("the worker stops");
+        let stopped = stops(config).await;
         assert!(matches!(stopped, Err(Error::Journal(..))), "{stopped:?}");
         assert_eq!(reports.load(SeqCst), 1, "not sent again and again");
         server.abort();
@@ -1112,12 +1112,7 @@ mod tests {
         let (address, server) = fake.serve().await;
         let dir = tempfile::tempdir().unwrap();
         let (_, _, config) = journaled(dir.path(), address, "w");
-        let stopped = tokio::time::timeout(
-            Duration::from_secs(10),
-            run(config, CancellationToken::new()),
-        )
-        .await
-        .expect("the worker stops");
+        let stopped = stops(config).await;
         match stopped {
             Err(Error::Refused(why)) => assert!(why.contains("cannot build"), "{why}"),
             other => panic!("{other:?}"),

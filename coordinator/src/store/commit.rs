@@ -48,6 +48,21 @@ pub struct Incoming {
     pub lease_issued: bool,
 }
 
+impl Incoming {
+    /// Its record as stored now (a candidate of a verified job, or a result counted unconfirmed).
+    fn record(&self) -> ResultRecord {
+        ResultRecord {
+            result: self.result,
+            worker: self.name.clone(),
+            worker_id: self.worker.clone(),
+            lease: self.lease,
+            at_unix: now_unix(),
+            confirmed_by: Vec::new(),
+            seal: Some(self.seal),
+        }
+    }
+}
+
 /// What happened to one incoming result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -241,18 +256,7 @@ impl Store {
                     out.tallies.insert(inc.run, tally);
                     let record = JobRecord {
                         state: JobState::Disputed,
-                        candidates: vec![
-                            counted.clone(),
-                            ResultRecord {
-                                result: inc.result,
-                                worker: inc.name.clone(),
-                                worker_id: inc.worker.clone(),
-                                lease: inc.lease,
-                                at_unix: now_unix(),
-                                confirmed_by: Vec::new(),
-                                seal: Some(inc.seal),
-                            },
-                        ],
+                        candidates: vec![counted.clone(), inc.record()],
                         reason: None,
                     };
                     jobs.insert(k, encode(&record))?;
@@ -314,15 +318,7 @@ impl Store {
                         job: inc.key.to_string(),
                     });
                 }
-                let mine = ResultRecord {
-                    result: inc.result,
-                    worker: inc.name.clone(),
-                    worker_id: inc.worker.clone(),
-                    lease: inc.lease,
-                    at_unix: now_unix(),
-                    confirmed_by: Vec::new(),
-                    seal: Some(inc.seal),
-                };
+                let mine = inc.record();
                 let agreeing: Vec<String> = candidates
                     .iter()
                     .filter(|c| c.result == inc.result)
