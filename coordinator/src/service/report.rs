@@ -188,7 +188,7 @@ impl Coordinator {
             if let Some(run) = state.runs.get_mut(&meta.id) {
                 tracing::warn!(
                     run = meta.id,
-                    "run reopened: results of a quarantined worker were revoked"
+                    "run reopened: counted results were taken back (a quarantined worker's, or a count a different result disputed)"
                 );
                 run.reopen(meta.clone(), committed.seq);
             }
