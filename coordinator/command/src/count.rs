@@ -63,8 +63,9 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
         gpu: args.gpu.config(),
     };
     let runtime = super::runtime()?;
-    // Jobs acknowledged so far (each is in the store: a later count resumes from them).
-    let saved = std::sync::atomic::AtomicU64::new(0);
+    // Jobs acknowledged so far (each is in the store: a later count resumes from them); `u64::MAX`
+    // until the run is first seen (the store still opening).
+    let saved = std::sync::atomic::AtomicU64::new(u64::MAX);
     let outcome = runtime.block_on(async {
         tokio::select! {
             outcome = local::count(opts, |v| {
@@ -74,8 +75,9 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
             }) => outcome.map_err(anyhow::Error::from),
             _ = tokio::signal::ctrl_c() => {
                 bar.abandon();
+                let seen = saved.load(std::sync::atomic::Ordering::Relaxed);
                 Err(Interrupted {
-                    saved: saved.load(std::sync::atomic::Ordering::Relaxed),
+                    saved: (seen != u64::MAX).then_some(seen),
                     jobs: summary.jobs,
                     data: data.clone(),
                 }
@@ -142,16 +144,55 @@ fn bar_eta(eta_seconds: Option<f64>) -> String {
 
 /// A count stopped by Ctrl-C: what is saved, and how to go on.
 #[derive(Debug, thiserror::Error)]
-#[error("interrupted: {saved} of {jobs} jobs are saved in {}; run the same command again to resume", data.display())]
+#[error("{}", interrupted(self))]
 pub struct Interrupted {
-    pub saved: u64,
+    /// Jobs saved, once the run was seen (`None`: interrupted while the store was opening).
+    pub saved: Option<u64>,
     pub jobs: u64,
     pub data: std::path::PathBuf,
+}
+
+fn interrupted(i: &Interrupted) -> String {
+    match i.saved {
+        Some(saved) => format!(
+            "interrupted: {saved} of {} jobs are saved in {}; run the same command again to resume",
+            i.jobs,
+            i.data.display()
+        ),
+        None => format!(
+            "interrupted while {} was being opened, before its run was read: every job it saved before is kept; run the same command again to resume",
+            i.data.display()
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::bar_eta;
+
+    /// A Ctrl-C while the store opens says so, not "0 of N jobs are saved" of a store that may hold
+    /// many (found by a review, 2026-11-24, a later session).
+    #[test]
+    fn an_interrupt_before_the_run_is_read_does_not_say_nothing_is_saved() {
+        let early = super::Interrupted {
+            saved: None,
+            jobs: 69,
+            data: "D".into(),
+        };
+        let text = early.to_string();
+        assert!(
+            !text.contains("0 of") && text.contains("before its run was read"),
+            "{text}"
+        );
+        let late = super::Interrupted {
+            saved: Some(18),
+            jobs: 69,
+            data: "D".into(),
+        };
+        assert!(late
+            .to_string()
+            .starts_with("interrupted: 18 of 69 jobs are saved in D"));
+    }
 
     #[test]
     fn the_bar_shows_no_eta_until_there_is_a_rate() {
