@@ -507,6 +507,16 @@ mod tests {
         assert!(!store.is_settled(run, &key).unwrap(), "computed again");
     }
 
+    /// The result of job 0 of `plan` (run 1) by the worker "L" under lease 7.
+    fn l_under_lease_7(plan: &Plan) -> ResultRecord {
+        let inc = incoming_from(1, plan, 0, "L");
+        ResultRecord {
+            lease: 7,
+            at_unix: 1,
+            ..inc.record()
+        }
+    }
+
     /// A ledger where the worker "L" had its result for job 0 (under lease 7) counted, revoked with its
     /// quarantine, then was released; `lines` follow. The store holds the run alone.
     fn a_revocation_then_a_release(dir: &Path, after: &[Entry]) -> (Store, u64, Plan, JobKey) {
@@ -514,16 +524,7 @@ mod tests {
         let path = dir.join(LEDGER_FILE);
         ledger::rewrite(&path, &store).unwrap();
         let key = plan.jobs().next().unwrap();
-        let inc = incoming_from(run, &plan, 0, "L");
-        let record = ResultRecord {
-            result: inc.result,
-            worker: "L".into(),
-            worker_id: inc.worker.clone(),
-            lease: 7,
-            at_unix: 1,
-            confirmed_by: Vec::new(),
-            seal: Some(inc.seal),
-        };
+        let record = l_under_lease_7(&plan);
         let mut lines = vec![
             Entry::Quarantine(crate::store::Quarantine {
                 worker: "L".into(),
@@ -578,22 +579,11 @@ mod tests {
     #[test]
     fn a_revoked_result_that_comes_again_is_not_counted() {
         let dir = tempfile::tempdir().unwrap();
-        let inc = {
-            let plan = Plan::new(8, Strategy::D4).unwrap();
-            incoming_from(1, &plan, 0, "L")
-        };
+        let plan = Plan::new(8, Strategy::D4).unwrap();
         let copy = Entry::Result {
             run: 1,
-            job: inc.key.to_string(),
-            record: ResultRecord {
-                result: inc.result,
-                worker: "L".into(),
-                worker_id: inc.worker.clone(),
-                lease: 7,
-                at_unix: 1,
-                confirmed_by: Vec::new(),
-                seal: Some(inc.seal),
-            },
+            job: plan.jobs().next().unwrap().to_string(),
+            record: l_under_lease_7(&plan),
         };
         let (store, run, _, key) = a_revocation_then_a_release(dir.path(), &[copy]);
         assert_eq!(run, 1);

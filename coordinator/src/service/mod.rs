@@ -265,21 +265,14 @@ impl Coordinator {
             }
             // A cancelled run is never resumed: its plan need not match this build's.
             if !meta.is_done() && !meta.is_cancelled() {
-                // Bounded by the job count it records (not by the limits of run creation, which runs
-                // of earlier builds may pass): a stored depth, damaged, could name a plan whose
-                // enumeration never ends.
-                let (jobs, hash) = meta.plan()?.fingerprint_of_stored(meta.jobs_total).map_err(|e| {
+                // Bounded by the job count it records, not by the limits of run creation, which runs
+                // of earlier builds may pass.
+                meta.check_job_list().map_err(|why| {
                     Error::Corrupt(format!(
-                        "run {}: its plan (N = {} {} depth {}) cannot be enumerated to the {} jobs it records: {e}; the store is damaged, or the run was made by another build",
-                        meta.id, meta.n, meta.strategy, meta.depth, meta.jobs_total
+                        "run {}: {why}; the store is damaged, or the run was made by another build (resume it with the build that created it)",
+                        meta.id
                     ))
                 })?;
-                if jobs != meta.jobs_total || format!("{hash:016x}") != meta.fingerprint {
-                    return Err(Error::Corrupt(format!(
-                        "run {} was planned with a different job list ({} jobs, fingerprint {}) than this build gives ({jobs} jobs, {hash:016x}); resume it with the build that created it",
-                        meta.id, meta.jobs_total, meta.fingerprint
-                    )));
-                }
             }
             let states = store.job_states(meta.id)?;
             let live = LiveRun::new(meta, line.tally, states)?;

@@ -50,7 +50,7 @@ pub struct Incoming {
 
 impl Incoming {
     /// Its record as stored now (a candidate of a verified job, or a result counted unconfirmed).
-    fn record(&self) -> ResultRecord {
+    pub(crate) fn record(&self) -> ResultRecord {
         ResultRecord {
             result: self.result,
             worker: self.name.clone(),

@@ -63,6 +63,26 @@ impl RunMeta {
         })
     }
 
+    /// Whether this build's planner gives the job list the run records (its count and fingerprint),
+    /// enumerated up to the count it records: bounded by it, since a damaged or altered depth could name
+    /// a plan whose enumeration never ends. `Err` says how they differ.
+    pub fn check_job_list(&self) -> std::result::Result<(), String> {
+        let plan = self.plan().map_err(|e| e.to_string())?;
+        let (jobs, hash) = plan.fingerprint_of_stored(self.jobs_total).map_err(|e| {
+            format!(
+                "its plan (N = {} {} depth {}) cannot be enumerated to the {} jobs it records: {e}",
+                self.n, self.strategy, self.depth, self.jobs_total
+            )
+        })?;
+        if jobs != self.jobs_total || format!("{hash:016x}") != self.fingerprint {
+            return Err(format!(
+                "it records {} jobs and fingerprint {}, where this build's plan of N = {} {} depth {} has {jobs} jobs, fingerprint {hash:016x}",
+                self.jobs_total, self.fingerprint, self.n, self.strategy, self.depth
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether every job has a result.
     pub fn is_done(&self) -> bool {
         self.finished_unix.is_some()

@@ -50,9 +50,9 @@ impl Store {
             )));
         }
         // Its plan's own jobs: a file's count or fingerprint, changed (seals cover neither), would
-        // restore a run done short of its plan. Enumerated as a start enumerates a run it resumes,
-        // bounded by the count recorded, itself within the limit of a run's creation.
-        let plan = meta.plan()?;
+        // restore a run done short of its plan. Checked as a start checks a run it resumes, with the
+        // count first held within the limit of a run's creation.
+        meta.plan()?;
         if meta.jobs_total > nqueens_common::partition::MAX_JOBS {
             return Err(Error::Invalid(format!(
                 "run {}: N = {} {} depth {} records {} jobs, more jobs than a run may have ({}); the file was altered, or made by a build before that limit (such a run resumes where it is, but is not restored from a file)",
@@ -64,25 +64,12 @@ impl Store {
                 nqueens_common::partition::MAX_JOBS
             )));
         }
-        let enumerated = plan.fingerprint_of_stored(meta.jobs_total);
-        let plans_own = enumerated.as_ref().is_ok_and(|&(jobs, hash)| {
-            jobs == meta.jobs_total && format!("{hash:016x}") == meta.fingerprint
-        });
-        if !plans_own {
-            return Err(Error::Invalid(format!(
-                "run {}: N = {} {} depth {} records {} jobs and fingerprint {}, which are not its plan's ({}); the file was altered, or made by another build",
-                meta.id,
-                meta.n,
-                meta.strategy,
-                meta.depth,
-                meta.jobs_total,
-                meta.fingerprint,
-                match enumerated {
-                    Ok((jobs, hash)) => format!("{jobs} jobs, fingerprint {hash:016x}"),
-                    Err(e) => e.to_string(),
-                }
-            )));
-        }
+        meta.check_job_list().map_err(|why| {
+            Error::Invalid(format!(
+                "run {}: {why}, not its plan's job list; the file was altered, or made by another build",
+                meta.id
+            ))
+        })?;
         let Some(stored) = self.run(meta.id)? else {
             return Ok(false);
         };
