@@ -243,43 +243,9 @@ impl Store {
                         out.outcomes.push(Outcome::Mismatch { stored });
                         continue;
                     }
-                    // Neither was confirmed: the counted one is taken back and the two are disputed
-                    // (the job stays verified while open); a further worker decides, as for any dispute.
-                    groups::txn_take(results, inc.run, &inc.key)?;
-                    let mut tally = match out.tallies.get(&inc.run) {
-                        Some(t) => *t,
-                        None => stored_tally(totals, inc.run)?,
-                    };
-                    tally
-                        .remove(&counted.result)
-                        .map_err(|e| Abort::Abort(e.into()))?;
-                    out.tallies.insert(inc.run, tally);
-                    let record = JobRecord {
-                        state: JobState::Disputed,
-                        candidates: vec![counted.clone(), inc.record()],
-                        reason: None,
-                    };
-                    jobs.insert(k, encode(&record))?;
-                    out.moved.push(Moved {
-                        run: inc.run,
-                        key: inc.key.clone(),
-                        from: Some(JobState::Done),
-                        to: Some(JobState::Disputed),
-                    });
+                    // Neither was confirmed: disputed, a further worker decides.
+                    dispute(results, jobs, totals, &mut out, inc, counted)?;
                     disputed_runs.insert(inc.run);
-                    // A count of this very commit never reaches the ledger; an earlier one is taken
-                    // back there (before this commit's counts, one of which may decide the job).
-                    let before = out.counted.len();
-                    out.counted
-                        .retain(|(run, key, _)| !(*run == inc.run && *key == inc.key));
-                    if out.counted.len() == before {
-                        out.disputed.push(super::Revoked {
-                            run: inc.run,
-                            key: inc.key.clone(),
-                            record: counted,
-                        });
-                    }
-                    out.outcomes.push(Outcome::Disputed);
                     continue;
                 }
                 let record = job_record(jobs, &k)?;
@@ -475,6 +441,54 @@ impl Store {
         })?;
         Ok(moved)
     }
+}
+
+/// Takes `counted`, job `inc.key`'s result, back and makes the job disputed between it and `inc` (the
+/// job stays verified while open; a further worker decides, as for any dispute), inside a commit's
+/// transaction, noting the effects in `out`.
+fn dispute(
+    results: groups::Tx,
+    jobs: &sled::transaction::TransactionalTree,
+    totals: &sled::transaction::TransactionalTree,
+    out: &mut Committed,
+    inc: &Incoming,
+    counted: ResultRecord,
+) -> super::txn::TxResult<()> {
+    groups::txn_take(results, inc.run, &inc.key)?;
+    let mut tally = match out.tallies.get(&inc.run) {
+        Some(t) => *t,
+        None => stored_tally(totals, inc.run)?,
+    };
+    tally
+        .remove(&counted.result)
+        .map_err(|e| Abort::Abort(e.into()))?;
+    out.tallies.insert(inc.run, tally);
+    let record = JobRecord {
+        state: JobState::Disputed,
+        candidates: vec![counted.clone(), inc.record()],
+        reason: None,
+    };
+    jobs.insert(job_key(inc.run, &inc.key), encode(&record))?;
+    out.moved.push(Moved {
+        run: inc.run,
+        key: inc.key.clone(),
+        from: Some(JobState::Done),
+        to: Some(JobState::Disputed),
+    });
+    // A count of this very commit never reaches the ledger; an earlier one is taken back there
+    // (before this commit's counts, one of which may decide the job).
+    let before = out.counted.len();
+    out.counted
+        .retain(|(run, key, _)| !(*run == inc.run && *key == inc.key));
+    if out.counted.len() == before {
+        out.disputed.push(super::Revoked {
+            run: inc.run,
+            key: inc.key.clone(),
+            record: counted,
+        });
+    }
+    out.outcomes.push(Outcome::Disputed);
+    Ok(())
 }
 
 fn compare(stored: &JobResult, reported: &JobResult) -> Outcome {
