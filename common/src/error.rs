@@ -31,6 +31,10 @@ pub enum Error {
     /// Results that cannot all be right (for example a unique-count sum that is not a multiple of 8).
     #[error("inconsistent results: {0}")]
     Inconsistent(String),
+    /// A job's result that no search of that job can produce (a fault in the machine that computed it,
+    /// or a forged result): never counted.
+    #[error("implausible result: {0}")]
+    Implausible(String),
     /// Work ended early because it was cancelled (its process is shutting down).
     #[error("cancelled while {0}")]
     Cancelled(&'static str),

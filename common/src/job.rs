@@ -114,6 +114,72 @@ impl Job {
             .expect("a job's sums passed 64 bits (2^60 search steps of one job)")
     }
 
+    /// Checks that `r` is a result this job's search can produce: an error naming the first bound it
+    /// breaks ([`Error::Implausible`]). The bounds, each proven for every job of every N below (an
+    /// honest result is never refused: a run could not finish), and run by the tests over every job of
+    /// small boards, every bit of the counts flipped:
+    ///
+    /// - `mirror`: no unique count; the total is a multiple of the job's weight (1 or 2: every
+    ///   completion of the job counts it).
+    /// - `d4`: with `h` the largest stabiliser of the rings that fit the job (1 for a job of plain
+    ///   rings only, as almost every job is; [`d4::Group::largest_stabiliser`]), each completion of a
+    ///   ring of stabiliser `s` (1, 2, 4 or 8 symmetries, so `s` divides `h`) adds `8 / s` to the total
+    ///   and `8 / s * k` to `unique * 8`, `k` the symmetries of the ring that fix it (`1 <= k <= s`).
+    ///   So both counts are multiples of `8 / h`, and `total <= unique * 8 <= h * total`: for a job of
+    ///   plain rings the two are equal, and any one flipped bit in either is caught. A job no ring fits
+    ///   has no count and no node.
+    ///
+    /// A result that passes can still be wrong (a fault that changes both counts alike, or a
+    /// completion missed): these bounds catch damage, not every error; verification and disputes
+    /// catch the rest.
+    pub fn check(&self, r: &JobResult) -> Result<()> {
+        let bad = |why: String| Err(Error::Implausible(format!("job {}: {why}", self.key)));
+        let total = r.total as u128;
+        match (self.plan.strategy(), r.unique8) {
+            (Strategy::Mirror, None) => {
+                let weight = mirror::weight(self.plan.n(), &self.key.0) as u128;
+                if !total.is_multiple_of(weight) {
+                    return bad(format!(
+                        "total {total} is not a multiple of the job's weight {weight}"
+                    ));
+                }
+                Ok(())
+            }
+            (Strategy::D4, Some(unique8)) => {
+                let [w, e, prefix @ ..] = self.key.0.as_slice() else {
+                    unreachable!("validated in Job::new")
+                };
+                let h = d4::Group::new(self.plan.n(), *w, *e)
+                    .and_then(|g| g.largest_stabiliser(prefix))
+                    .expect("validated in Job::new") as u128;
+                let unique8 = unique8 as u128;
+                if h == 0 {
+                    if (total, unique8, r.nodes) != (0, 0, 0) {
+                        return bad(format!("no ring fits the job, yet it has total {total}, unique * 8 {unique8}, {} nodes", r.nodes));
+                    }
+                    return Ok(());
+                }
+                if !total.is_multiple_of(8 / h) || !unique8.is_multiple_of(8 / h) {
+                    return bad(format!(
+                        "total {total} or unique * 8 = {unique8} is not a multiple of {}",
+                        8 / h
+                    ));
+                }
+                if unique8 < total || unique8 > h * total {
+                    return bad(format!(
+                        "unique * 8 = {unique8} is outside [total, {h} * total] for total {total}"
+                    ));
+                }
+                Ok(())
+            }
+            (_, u) => bad(format!(
+                "a {} result {} a unique count",
+                self.plan.strategy(),
+                if u.is_some() { "with" } else { "without" }
+            )),
+        }
+    }
+
     /// The job as searches for a kernel plus what is already settled: `work().finish(t)` is [`Job::run`]
     /// for any kernel whose `t` equals [`kernel::run`] on `work().units`. This is how a GPU (or any other
     /// device) computes a job: it searches the units, and the few sub-problems that need each completion

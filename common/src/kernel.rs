@@ -349,7 +349,9 @@ fn next_search(
     t: &mut Totals,
 ) -> Option<Ready> {
     for u in units {
-        debug_assert_eq!(u.problem.board.n(), n, "one board size per batch");
+        // A unit of another size would be searched with this size's masks: a wrong count, silently.
+        // No caller mixes sizes (every batch is one job's, or `seeds` checks); a slip stops here.
+        assert_eq!(u.problem.board.n(), n, "one board size per batch");
         match prepare(&u, full) {
             Ok(ready) => return Some(ready),
             Err(done) => t.add(done, u.weight),
@@ -463,7 +465,12 @@ impl Variant {
             }
             #[cfg(target_arch = "x86_64")]
             Variant::Avx512 => {
-                std::arch::is_x86_feature_detected!("avx512f")
+                // What rustc lets `avx512f` code use besides (it implies AVX2, FMA and F16C), checked
+                // too: a hypervisor may hide one of them while it shows AVX-512.
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                    && std::arch::is_x86_feature_detected!("f16c")
+                    && std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("avx512bw")
                     && std::arch::is_x86_feature_detected!("avx512vl")
                     && std::arch::is_x86_feature_detected!("avx512dq")
@@ -573,6 +580,10 @@ pub fn chosen() -> Variant {
 
 /// Searches every unit (all of the same board size) and sums what they produced, with the [`chosen`]
 /// variant.
+///
+/// # Panics
+///
+/// If the units are not all of one board size (a caller's slip, never input: a job's units are).
 pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     run_with(chosen(), units)
 }

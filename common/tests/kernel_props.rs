@@ -252,3 +252,19 @@ fn every_variant_refills_its_lanes_with_deep_searches() {
         }
     }
 }
+
+/// Units of two board sizes in one batch stop every variant (each would search the second size with
+/// the first one's masks: a wrong count, silently; found by a review, 2026-11-24, a later session: the
+/// check was a debug assertion only).
+#[test]
+fn a_batch_of_two_board_sizes_stops_every_variant() {
+    let unit = |n: u32| kernel::Unit {
+        problem: PartialBoard::empty(n).unwrap().into(),
+        weight: 1,
+    };
+    for v in kernel::Variant::available() {
+        let mixed =
+            std::panic::catch_unwind(|| kernel::run_with(v, [unit(8), unit(9)].into_iter()));
+        assert!(mixed.is_err(), "{v:?} counted a mixed batch");
+    }
+}

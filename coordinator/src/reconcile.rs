@@ -217,6 +217,10 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
             );
             rewrite = true;
         }
+        if !diff.superseded.is_empty() {
+            tracing::warn!(run = meta.id, results = diff.superseded.len(), first = %diff.superseded[0], "the ledger holds counts the store took back later (a dispute, or a quarantine's revocation, whose ledger line a crash lost): not restored; rewriting the ledger from the store");
+            rewrite = true;
+        }
     }
     let unlogged = join(store, &view.quarantines, &view.runs, &mut repairs)?;
     store.flush()?;
@@ -571,6 +575,71 @@ mod tests {
         assert_eq!(repairs.results_revoked, 0);
         assert!(store.is_settled(run, &key).unwrap(), "the new result stays");
         assert_eq!(store.tally(run).unwrap().jobs, 1);
+    }
+
+    /// A store where worker "x" had a wrong count of job 0 counted, which the ledger holds, and "y"'s
+    /// different result then disputed it in the store alone: the ledger's line taking x's count back
+    /// was never written (sled writes on its own, so a crash can keep the store's dispute and lose the
+    /// ledger's append of the same round). Returns the store, the run, the plan and y's right result.
+    fn a_dispute_the_ledger_missed(dir: &Path) -> (Store, u64, Plan, crate::store::Incoming) {
+        use crate::store::tests::by;
+        let (store, run, plan) = one_run(dir, 0.0);
+        let right = incoming_from(run, &plan, 0, "x");
+        store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
+        ledger::rewrite(&dir.join(LEDGER_FILE), &store).unwrap();
+        let disputed = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
+        assert_eq!(disputed.outcomes, vec![crate::store::Outcome::Disputed]);
+        (store, run, plan, right)
+    }
+
+    /// The start does not restore a count the store disputed (the ledger missed the line taking it
+    /// back): the job stays disputed, the worker that disputed it is not quarantined, and a third
+    /// worker decides (found by a review, 2026-11-24, a later session: the start restored x's count
+    /// from the ledger, quarantined y as disproved by it, and a run could end done with x's wrong total).
+    #[test]
+    fn a_count_the_store_disputed_is_not_restored_from_the_ledger() {
+        use crate::store::tests::by;
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run, plan, right) = a_dispute_the_ledger_missed(dir.path());
+        let (_, repairs, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert_eq!(repairs.results_restored, 0);
+        assert!(repairs.ledger_rewritten, "the ledger follows the store");
+        assert_eq!(store.tally(run).unwrap().jobs, 0);
+        assert!(
+            store.quarantined().unwrap().is_empty(),
+            "y is not disproved"
+        );
+        let (_, again, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert_eq!(again, Repairs::default(), "the rewritten ledger agrees");
+        let decided = store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
+        assert_eq!(decided.outcomes, vec![crate::store::Outcome::Accepted]);
+        let names: Vec<String> = store
+            .quarantined()
+            .unwrap()
+            .into_iter()
+            .map(|q| q.worker)
+            .collect();
+        assert_eq!(names, vec!["x".to_string()]);
+    }
+
+    /// The same dispute decided in the store too (z agreed with y, x is quarantined there), the ledger
+    /// still holding x's count alone: the store's result stands, as x's quarantine says, and the start
+    /// goes on (before, both results sealed and different, the start was refused for good, `--repair`
+    /// included).
+    #[test]
+    fn a_count_the_store_disputed_and_decided_is_not_a_conflict() {
+        use crate::store::tests::by;
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run, plan, right) = a_dispute_the_ledger_missed(dir.path());
+        store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
+        let (_, repairs, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert!(repairs.ledger_rewritten);
+        assert_eq!(
+            store.tally(run).unwrap().total,
+            u128::from(right.result.total)
+        );
+        let (_, again, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert_eq!(again, Repairs::default());
     }
 
     /// A result line that comes again after the revocation that took it back (a line copied or moved)

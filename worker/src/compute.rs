@@ -176,7 +176,13 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
                 q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let result = task.job.run();
+        let mut result = task.job.run();
+        if let Err(why) = task.job.check(&result) {
+            // Counts that contradict each other (a fault of this machine): computed once more, and
+            // sent as it comes then; the coordinator refuses it if it is still wrong.
+            tracing::error!(job = %task.job.key(), error = %why, "a computed result fails its bounds (a fault of this machine?): computing the job again");
+            result = task.job.run();
+        }
         // Send the result and count the job finished under one lock: `load` never undercounts (a result
         // in transit is still load), and whoever has received the result sees it no longer counted.
         let mut q = shared.lock();

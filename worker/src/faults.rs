@@ -9,7 +9,9 @@ use nqueens_common::JobResult;
 /// The faults a worker injects (all off by default, and always off without the `faults` feature).
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
-    /// Report a wrong total (one more) for every K-th job computed.
+    /// Report a wrong count for every K-th job computed: one class of eight solutions more on both
+    /// counts, a wrong count whose counts still bound each other (`Job::check`), as a fault in the
+    /// search itself gives; it takes verification or a dispute to catch it.
     pub fault_wrong_every: Option<u64>,
     /// After K jobs computed, stop talking to the coordinator for good (no reports, heartbeats or
     /// leases), as a hung machine does.
@@ -44,7 +46,8 @@ impl Faults {
             .is_some_and(|k| nth.is_multiple_of(k))
         {
             tracing::warn!(jobs = nth, "fault injection: reporting a wrong count");
-            result.total = result.total.wrapping_add(1);
+            result.total = result.total.wrapping_add(8);
+            result.unique8 = result.unique8.map(|u| u.wrapping_add(8));
         }
     }
 
@@ -64,7 +67,9 @@ impl Faults {
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = "Fault injection (a test build only; never on a real run)")]
 pub struct FaultArgs {
-    /// Report a wrong total (one more) for every K-th job computed.
+    /// Report a wrong count for every K-th job computed: one class of eight solutions more on both
+    /// counts, a wrong count whose counts still bound each other (`Job::check`), as a fault in the
+    /// search itself gives; it takes verification or a dispute to catch it.
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
     pub fault_wrong_every: Option<u64>,
     /// After K jobs computed, stop talking to the coordinator for good (no reports, heartbeats or

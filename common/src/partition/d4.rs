@@ -149,21 +149,9 @@ impl Group {
     /// searched here, checking each completion (Burnside), and make the settled part.
     pub fn work(&self, cols: &[u8]) -> Option<(Vec<Unit>, (u64, u64, u64))> {
         let base = self.problem(cols)?;
-        let m = self.n - 1;
         let mut plain = Vec::new();
         let (mut total, mut unique8, mut nodes) = (0u64, 0u64, 0u64);
-        for &(right, left, ref ring) in &self.rings {
-            let mut board = base.board;
-            // A side queen may already stand there (a corner or the prefix); a clash rules the ring out.
-            if board.try_place(right as u32, m as u32).is_err()
-                || board.try_place(left as u32, 0).is_err()
-            {
-                continue;
-            }
-            let unit = Problem {
-                board,
-                forbid: base.forbid,
-            };
+        for (unit, ring) in self.fitting(base) {
             let weight = ring.weight() as u64;
             if ring.stabiliser.len() > 1 {
                 // Burnside: a completion fixed by k symmetries of the ring's stabiliser adds weight * k.
@@ -189,6 +177,41 @@ impl Group {
             }
         }
         Some((plain, (total, unique8, nodes)))
+    }
+
+    /// The largest stabiliser among the group's canonical rings that fit the job with prefix `cols` (0
+    /// when none fits, 1 when every one is plain), or `None` if `cols` is not a prefix of the group. It
+    /// bounds what the job's result can be ([`crate::Job::check`]).
+    pub fn largest_stabiliser(&self, cols: &[u8]) -> Option<u32> {
+        let base = self.problem(cols)?;
+        Some(
+            self.fitting(base)
+                .map(|(_, ring)| ring.stabiliser.len())
+                .max()
+                .unwrap_or(0),
+        )
+    }
+
+    /// The group's rings that fit the job of search problem `base`, each with its sub-problem: its
+    /// north and south queens placed on the frame's side columns.
+    fn fitting(&self, base: Problem) -> impl Iterator<Item = (Problem, &Ring)> + '_ {
+        let m = self.n - 1;
+        self.rings.iter().filter_map(move |(right, left, ring)| {
+            let mut board = base.board;
+            // A side queen may already stand there (a corner or the prefix); a clash rules the ring out.
+            if board.try_place(*right as u32, m as u32).is_err()
+                || board.try_place(*left as u32, 0).is_err()
+            {
+                return None;
+            }
+            Some((
+                Problem {
+                    board,
+                    forbid: base.forbid,
+                },
+                ring,
+            ))
+        })
     }
 }
 

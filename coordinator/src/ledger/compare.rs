@@ -6,7 +6,7 @@ use nqueens_common::JobKey;
 
 use super::LedgerView;
 use crate::error::Result;
-use crate::store::{RunMeta, Store};
+use crate::store::{JobState, ResultRecord, RunMeta, Store};
 
 /// Per run, the results only one side holds (used by `audit` and startup reconciliation).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -20,6 +20,12 @@ pub struct Difference {
     /// Results in the store that fail their seal, cannot be read (a group is named by its prefix), or
     /// credit the ledger's counts to another worker.
     pub damaged: Vec<JobKey>,
+    /// Results of the ledger that the store shows it took back later, the ledger's line that took
+    /// them back lost (the store is written first, and sled writes on its own: a crash can keep the
+    /// store's part of a round and lose the ledger's): a count a later result disputed (the store's
+    /// open record of the job lists it beside a different candidate), or a count of a worker the
+    /// store has quarantined where the store holds another worker's result. The store's side stands.
+    pub superseded: Vec<JobKey>,
 }
 
 impl Difference {
@@ -29,6 +35,7 @@ impl Difference {
             && self.ledger_only.is_empty()
             && self.conflicting.is_empty()
             && self.damaged.is_empty()
+            && self.superseded.is_empty()
     }
 }
 
@@ -39,6 +46,15 @@ pub fn compare(store: &Store, meta: &RunMeta, view: &LedgerView) -> Result<Diffe
     let logged = view.results.get(&meta.id).unwrap_or(&empty);
     let mut seen: HashMap<&JobKey, ()> = HashMap::with_capacity(logged.len());
     let mut diff = Difference::default();
+    // The store's quarantines, read once and only where a conflict asks.
+    let mut names: Option<std::collections::HashSet<String>> = None;
+    let mut quarantined = |worker: &str| -> Result<bool> {
+        if names.is_none() {
+            let q = store.quarantined()?;
+            names = Some(q.into_iter().map(|q| q.worker).collect());
+        }
+        Ok(names.as_ref().is_some_and(|n| n.contains(worker)))
+    };
     for item in store.results_raw(meta.id) {
         let (key, record) = item?;
         let intact = record.as_ref().is_ok_and(|r| r.sealed(fingerprint, &key));
@@ -54,6 +70,11 @@ pub fn compare(store: &Store, meta: &RunMeta, view: &LedgerView) -> Result<Diffe
             (false, None) => diff.damaged.push(key),
             (true, None) => diff.store_only.push(key),
             (true, Some((_, l))) => match record {
+                Ok(r)
+                    if r.result != l.result && r.worker != l.worker && quarantined(&l.worker)? =>
+                {
+                    diff.superseded.push(key)
+                }
                 Ok(r) if r.result != l.result => diff.conflicting.push(key),
                 // The same counts credited to another worker: the ledger's lines are checked, so the
                 // store's copy is the damaged one (quarantines go by worker).
@@ -65,10 +86,29 @@ pub fn compare(store: &Store, meta: &RunMeta, view: &LedgerView) -> Result<Diffe
             },
         }
     }
-    for key in logged.keys() {
+    for (key, l) in logged {
         if !seen.contains_key(key) {
-            diff.ledger_only.push(key.clone());
+            if disputed(store, meta.id, key, l)? {
+                diff.superseded.push(key.clone());
+            } else {
+                diff.ledger_only.push(key.clone());
+            }
         }
     }
     Ok(diff)
+}
+
+/// Whether the store's record of job `key` of run `run` is open or failed and lists the ledger's
+/// counted result `l` as a candidate beside a different one: a later result disputed it. (A record
+/// listing it alone is a verified job whose confirmation the store lost: restored.)
+fn disputed(store: &Store, run: u64, key: &JobKey, l: &ResultRecord) -> Result<bool> {
+    // A damaged record is not evidence: the result is restored (and the record mended first).
+    let Ok(Some(job)) = store.job(run, key) else {
+        return Ok(false);
+    };
+    let listed =
+        |c: &&ResultRecord| (&c.worker, c.lease, &c.result) == (&l.worker, l.lease, &l.result);
+    Ok(job.state != JobState::Done
+        && job.candidates.iter().any(|c| listed(&c))
+        && job.candidates.iter().any(|c| c.result != l.result))
 }

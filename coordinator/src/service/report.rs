@@ -307,7 +307,7 @@ impl Coordinator {
                     )));
                 }
                 let key: JobKey = r.job.parse()?;
-                plan.job(&key)?;
+                let job = plan.job(&key)?;
                 if r.result.unique8.is_some() != (strategy == Strategy::D4) {
                     return Err(Error::Invalid(format!(
                         "result for job {} of run {id} {} a unique count",
@@ -331,6 +331,13 @@ impl Coordinator {
                         run: id.to_string(),
                         job: key.to_string(),
                     });
+                }
+                // Counts that contradict each other, sealed (a fault before the worker sealed them, a
+                // faulty device's sums, a forged or broken worker): refused, never compared or counted.
+                if let Err(why) = job.check(&r.result) {
+                    self.shared.metrics.result("implausible");
+                    tracing::error!(worker, name, run = id, job = %key, lease = r.lease, reason = %why, "a reported result that no search of its job can produce: refused; the job is computed again");
+                    return Err(why.into());
                 }
                 Ok(key)
             })

@@ -74,6 +74,17 @@ fn report(g: &Granted) -> Report {
     }
 }
 
+/// A sealed report of a count that is wrong yet plausible: one class of eight solutions more on both
+/// counts, as a fault in the search itself would give (a count that contradicts itself is refused
+/// before any comparison: see `a_result_whose_counts_contradict_each_other_is_refused`).
+fn lying(g: &Granted) -> Report {
+    let mut lie = report(g);
+    lie.result.total += 8;
+    lie.result.unique8 = lie.result.unique8.map(|u| u + 8);
+    lie.seal = Some(seal(g.fingerprint, &g.key, &lie.result));
+    lie
+}
+
 /// Reports every lease honestly as `worker`; returns the outcomes.
 async fn report_all(c: &Coordinator, worker: &str, leases: &[Granted]) -> Vec<Outcome> {
     c.report(worker, worker, leases.iter().map(report).collect())
@@ -258,6 +269,44 @@ async fn a_wrong_count_under_a_valid_lease_fails_its_seal_and_is_not_counted() {
         "{refused:?}"
     );
     assert_eq!(total(&c, &run), (0, false));
+}
+
+/// A sealed result whose counts contradict each other (a total off by one: no search gives an odd
+/// total in `d4`; or a unique count changed alone) is refused before anything is compared or stored,
+/// and the job stays open. Before, such a result was committed: a job computed once counted it for
+/// good, and a verified job disputed an honest worker's count over it.
+#[tokio::test(start_paused = true)]
+async fn a_result_whose_counts_contradict_each_other_is_refused() {
+    let c = coordinator();
+    let run = c
+        .create_run(8, Strategy::D4, None, Some(1.0), 0, false)
+        .await
+        .unwrap()
+        .id();
+    let held = lease(&c, "a", 1).await;
+    let mut odd = report(&held[0]);
+    odd.result.total += 1;
+    let mut unique = report(&held[0]);
+    unique.result.unique8 = unique.result.unique8.map(|u| u + 8);
+    for mut bad in [odd, unique] {
+        bad.seal = Some(seal(held[0].fingerprint, &held[0].key, &bad.result));
+        let refused = c.report("a", "a", vec![bad]).await;
+        assert!(
+            matches!(
+                refused,
+                Err(Error::Input(nqueens_common::Error::Implausible(_)))
+            ),
+            "{refused:?}"
+        );
+    }
+    let view = c.run(&run).unwrap();
+    assert_eq!((view.tally.jobs, view.jobs_disputed), (0, 0));
+    // The job is still a's to report, and its honest result counts.
+    assert_eq!(
+        report_all(&c, "a", &held).await,
+        vec![Outcome::Pending],
+        "verified: its first result waits for a second"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -687,12 +736,7 @@ async fn a_liar_caught(c: &Coordinator) -> String {
         .id();
     let leases = lease(c, "liar", 4096).await;
     let mut reports: Vec<Report> = leases.iter().map(report).collect();
-    reports[0].result.total += 1;
-    reports[0].seal = Some(seal(
-        leases[0].fingerprint,
-        &leases[0].key,
-        &reports[0].result,
-    ));
+    reports[0] = lying(&leases[0]);
     c.report("liar", "liar", reports).await.unwrap();
     for honest in ["a", "b"] {
         let leases = lease(c, honest, 4096).await;
@@ -715,10 +759,9 @@ async fn a_quarantined_workers_heartbeat_is_refused_and_its_leases_freed() {
         .unwrap();
     let held = lease(&c, "liar", 4096).await;
     assert!(held.len() > 2);
-    let mut lie = report(&held[0]);
-    lie.result.total += 1;
-    lie.seal = Some(seal(held[0].fingerprint, &held[0].key, &lie.result));
-    c.report("liar", "liar", vec![lie]).await.unwrap();
+    c.report("liar", "liar", vec![lying(&held[0])])
+        .await
+        .unwrap();
     for honest in ["a", "b"] {
         let got = lease(&c, honest, 4096).await;
         assert_eq!(
@@ -1097,10 +1140,7 @@ async fn a_late_different_result_reopens_the_run_and_a_third_worker_decides() {
     assert_eq!(total(&c, &run), (Q8, true));
     // m computed the first job one off (faulty memory, or a's count is the wrong one).
     let first = again.iter().find(|g| g.key == held[0].key).unwrap();
-    let mut late = report(first);
-    late.result.total += 1;
-    late.seal = Some(seal(first.fingerprint, &first.key, &late.result));
-    let outcomes = c.report("m", "m", vec![late]).await.unwrap();
+    let outcomes = c.report("m", "m", vec![lying(first)]).await.unwrap();
     assert_eq!(outcomes, vec![Outcome::Disputed]);
     let view = c.run(&run).unwrap();
     assert!(!view.is_done(), "running again");
@@ -1130,9 +1170,26 @@ async fn a_run_whose_unique_counts_disagree_is_inconsistent_not_done() {
     let run = run_of_8(&c).await;
     let held = lease(&c, "a", 64).await;
     let mut reports: Vec<Report> = held.iter().map(report).collect();
-    let first = &mut reports[0];
-    first.result.unique8 = first.result.unique8.map(|u| u + 1);
-    first.seal = Some(seal(held[0].fingerprint, &held[0].key, &first.result));
+    // A job with a symmetric ring, its unique count one step of its own off (each job's counts still
+    // bound each other: `Job::check`), so that only the sum shows it.
+    let (i, step) = held
+        .iter()
+        .zip(&reports)
+        .enumerate()
+        .find_map(|(i, (g, r))| {
+            let [w, e, prefix @ ..] = g.key.0.as_slice() else {
+                return None;
+            };
+            let h =
+                nqueens_common::partition::d4::Group::new(8, *w, *e)?.largest_stabiliser(prefix)?;
+            let u = r.result.unique8?;
+            let step = 8 / u64::from(h);
+            (h > 1 && u + step <= u64::from(h) * r.result.total).then_some((i, step))
+        })
+        .expect("N = 8 has a job of a symmetric ring with a solution");
+    let wrong = &mut reports[i];
+    wrong.result.unique8 = wrong.result.unique8.map(|u| u + step);
+    wrong.seal = Some(seal(held[i].fingerprint, &held[i].key, &wrong.result));
     c.report("a", "a", reports).await.unwrap();
     let view = c.run(&run).unwrap();
     assert_eq!(view.tally.jobs, view.meta.jobs_total);

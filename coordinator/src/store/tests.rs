@@ -230,7 +230,7 @@ fn a_reopened_store_keeps_runs_and_results_and_counts_epochs() {
 
 /// `inc` as reported by the worker named `name`, `wrong` off in its total (and sealed: a lying worker
 /// seals its lie; seals guard against damage, verification against liars).
-fn by(plan: &Plan, name: &str, mut inc: Incoming, wrong: u64) -> Incoming {
+pub(crate) fn by(plan: &Plan, name: &str, mut inc: Incoming, wrong: u64) -> Incoming {
     inc.name = name.into();
     inc.worker = format!("{name}-1");
     inc.lease = lease_of(name);

@@ -113,11 +113,16 @@ impl Gpu {
     }
 }
 
-/// A job's result from the device's totals and the part settled on the CPU: a sum past 64 bits is a
-/// faulty answer, refused (the batch is then computed on the CPU), never wrapped into a small count.
-fn finish(work: &Work, t: Totals) -> Result<JobResult, GpuError> {
-    work.finish(t)
-        .ok_or_else(|| GpuError::BadAnswer("a job's sums pass 64 bits (a faulty device)".into()))
+/// A job's result from the device's totals and the part settled on the CPU: a sum past 64 bits, or
+/// counts that no search of the job can give ([`Job::check`]), is a faulty answer, refused (the batch
+/// is then computed on the CPU), never wrapped into a small count.
+fn finish(job: &Job, work: &Work, t: Totals) -> Result<JobResult, GpuError> {
+    let r = work
+        .finish(t)
+        .ok_or_else(|| GpuError::BadAnswer("a job's sums pass 64 bits (a faulty device)".into()))?;
+    job.check(&r)
+        .map_err(|e| GpuError::BadAnswer(format!("{e} (a faulty device)")))?;
+    Ok(r)
 }
 
 /// Computes `jobs` on `gpu`: the same results as [`Job::run`], in the same order. Jobs of different
@@ -137,7 +142,7 @@ pub fn run_jobs<J: Borrow<Job>>(gpu: &mut Gpu, jobs: &[J]) -> Result<Vec<JobResu
         let p = prepare(&of_size, n, gpu.target_seeds())?;
         let totals = gpu.search(&p.batch)?;
         for ((i, work), t) in p.members.into_iter().zip(totals) {
-            results[i] = Some(finish(&work, t)?);
+            results[i] = Some(finish(jobs[i].borrow(), &work, t)?);
         }
     }
     Ok(results
@@ -216,7 +221,7 @@ pub fn run_pipelined(
                 let p = prepared?;
                 let totals = gpu.search(&p.batch)?;
                 for ((i, work), t) in p.members.into_iter().zip(totals) {
-                    done(i, finish(&work, t)?);
+                    done(i, finish(&jobs[i], &work, t)?);
                 }
             }
             Ok(())
