@@ -2,6 +2,7 @@
 //! coordinator errors become `tonic::Status` codes.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use nqueens_common::JobResult;
@@ -76,12 +77,25 @@ fn lease_response(grant: &Grant) -> proto::LeaseResponse {
 #[derive(Clone)]
 pub struct CoordinatorService {
     coordinator: Coordinator,
+    /// One permit per open `WatchRun` stream.
+    watchers: Arc<tokio::sync::Semaphore>,
 }
+
+/// Most `WatchRun` streams open at once, all clients together: each builds a run's view (under the
+/// state lock) up to every [`MIN_WATCH_INTERVAL`], so that many bound what watchers cost the leases and
+/// reports. One more is refused with `RESOURCE_EXHAUSTED`.
+pub const MAX_WATCHERS: usize = 256;
+
+/// Shortest interval between two messages of a `WatchRun` stream (a shorter one asked is raised to it).
+pub const MIN_WATCH_INTERVAL: Duration = Duration::from_millis(250);
 
 impl CoordinatorService {
     /// The service for `coordinator`.
     pub fn new(coordinator: Coordinator) -> CoordinatorService {
-        CoordinatorService { coordinator }
+        CoordinatorService {
+            coordinator,
+            watchers: Arc::new(tokio::sync::Semaphore::new(MAX_WATCHERS)),
+        }
     }
 }
 
@@ -258,12 +272,19 @@ impl coordinator_server::Coordinator for CoordinatorService {
         let r = req.into_inner();
         let coordinator = self.coordinator.clone();
         coordinator.run(&r.run).map_err(status)?;
+        let permit = self.watchers.clone().try_acquire_owned().map_err(|_| {
+            Status::resource_exhausted(format!(
+                "too many WatchRun streams open (at most {MAX_WATCHERS}, all clients together): close one, or poll GetRun"
+            ))
+        })?;
         let interval = match r.interval_ms {
             0 => Duration::from_secs(1),
-            ms => Duration::from_millis(ms.clamp(10, 3_600_000) as u64),
+            ms => Duration::from_millis(u64::from(ms.min(3_600_000))).max(MIN_WATCH_INTERVAL),
         };
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
+            // Held until the stream's task ends (its client gone, or the run finished).
+            let _permit = permit;
             let mut changes = coordinator.subscribe();
             loop {
                 changes.borrow_and_update();

@@ -45,6 +45,9 @@ pub struct Leases {
     next_seq: u64,
     active: HashMap<u64, Lease>,
     by_job: HashMap<JobId, u64>,
+    /// Active leases per run and worker id: what a run's view counts, without a walk over every
+    /// lease of every run (a view is built for each status call, watch stream and page).
+    held: HashMap<u64, HashMap<String, u64>>,
     /// Expired or released leases of jobs not done yet: a late result under them is still accepted.
     past: HashMap<u64, JobId>,
     past_by_job: HashMap<JobId, Vec<u64>>,
@@ -63,6 +66,7 @@ impl Leases {
             next_seq: 1,
             active: HashMap::new(),
             by_job: HashMap::new(),
+            held: HashMap::new(),
             past: HashMap::new(),
             past_by_job: HashMap::new(),
             cancelled: HashSet::new(),
@@ -79,6 +83,12 @@ impl Leases {
         let id = (self.epoch << SEQ_BITS) | self.next_seq;
         self.next_seq += 1;
         self.by_job.insert((run, key.clone()), id);
+        *self
+            .held
+            .entry(run)
+            .or_default()
+            .entry(worker.to_string())
+            .or_default() += 1;
         self.active.insert(
             id,
             Lease {
@@ -109,15 +119,32 @@ impl Leases {
 
     /// Number of active leases of a run.
     pub fn count(&self, run: u64) -> u64 {
-        self.active.values().filter(|l| l.run == run).count() as u64
+        self.held.get(&run).map_or(0, |by| by.values().sum())
     }
 
-    /// The workers (by id) holding a lease of a run.
+    /// The workers (by id) holding a lease of a run, each once.
     pub fn holders(&self, run: u64) -> impl Iterator<Item = &str> {
-        self.active
-            .values()
-            .filter(move |l| l.run == run)
-            .map(|l| l.worker.as_str())
+        self.held
+            .get(&run)
+            .into_iter()
+            .flat_map(|by| by.keys().map(String::as_str))
+    }
+
+    /// Takes an active lease out of the table (and out of [`Leases::held`]).
+    fn take(&mut self, id: u64) -> Option<Lease> {
+        let lease = self.active.remove(&id)?;
+        if let Some(by) = self.held.get_mut(&lease.run) {
+            if let Some(n) = by.get_mut(&lease.worker) {
+                *n -= 1;
+                if *n == 0 {
+                    by.remove(&lease.worker);
+                }
+            }
+            if by.is_empty() {
+                self.held.remove(&lease.run);
+            }
+        }
+        Some(lease)
     }
 
     /// Active leases per worker id.
@@ -184,7 +211,7 @@ impl Leases {
     fn end(&mut self, id: u64) -> Option<Lease> {
         // (The history of ended leases, kept so that a late report under one is still recognised, is
         // bounded per job: see `PAST_PER_JOB`.)
-        let lease = self.active.remove(&id)?;
+        let lease = self.take(id)?;
         let job = (lease.run, lease.key.clone());
         self.by_job.remove(&job);
         self.past.insert(id, job.clone());
@@ -236,7 +263,7 @@ impl Leases {
             .map(|l| l.id)
             .collect();
         for id in &active {
-            if let Some(lease) = self.active.remove(id) {
+            if let Some(lease) = self.take(*id) {
                 self.by_job.remove(&(lease.run, lease.key));
             }
         }
@@ -261,7 +288,7 @@ impl Leases {
             self.past.remove(&id);
         }
         let id = self.by_job.remove(&job)?;
-        self.active.remove(&id)
+        self.take(id)
     }
 }
 
@@ -326,6 +353,40 @@ mod tests {
     /// A job leased and handed back over and over (a worker looping Lease and Release) keeps only its
     /// last [`PAST_PER_JOB`] leases recognised: the history no longer grows without bound. Found by a
     /// review, 2026-11-24.
+    #[tokio::test(start_paused = true)]
+    async fn a_runs_lease_count_and_holders_follow_every_way_a_lease_ends() {
+        let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
+        let now = Instant::now();
+        let ids: Vec<u64> = ["1", "2", "3", "4"]
+            .iter()
+            .map(|k| t.issue(1, key(k), if *k == "4" { "b" } else { "a" }, now))
+            .collect();
+        let other = t.issue(2, key("1"), "a", now);
+        let holders = |t: &Leases, run| {
+            let mut h: Vec<String> = t.holders(run).map(str::to_string).collect();
+            h.sort();
+            h
+        };
+        assert_eq!(
+            (t.count(1), holders(&t, 1)),
+            (4, vec!["a".into(), "b".into()])
+        );
+        t.settle(1, &key("1"));
+        t.release("a", &[ids[1]]);
+        assert_eq!(
+            (t.count(1), holders(&t, 1)),
+            (2, vec!["a".into(), "b".into()])
+        );
+        let later = now + Duration::from_secs(5);
+        t.heartbeat("b", &[ids[3]], later);
+        t.heartbeat("a", &[other], later);
+        assert_eq!(t.expire(now + Duration::from_secs(11)).len(), 1);
+        assert_eq!((t.count(1), holders(&t, 1)), (1, vec!["b".into()]));
+        assert_eq!(t.cancel_run(1), 1);
+        assert_eq!((t.count(1), holders(&t, 1)), (0, vec![]));
+        assert_eq!((t.count(2), holders(&t, 2)), (1, vec!["a".into()]));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_jobs_lease_history_is_bounded() {
         let mut t = Leases::new(1, SECRET, Duration::from_secs(10));

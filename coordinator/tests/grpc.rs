@@ -246,6 +246,7 @@ async fn issue_3_duplicates_are_compared_never_added() {
     let wrong = reseal(
         proto::JobResult {
             total: good.total + 8,
+            unique8: good.unique8.map(|u| u + 8),
             ..good.clone()
         },
         leases[0].plan_fingerprint,
@@ -654,6 +655,42 @@ async fn issue_3_watch_streams_progress_until_the_run_is_done() {
     assert_eq!(unknown.code(), Code::NotFound);
 }
 
+/// Watch streams are bounded, all clients together: one past the limit is refused, and a stream its
+/// client closes frees its place (found by a review, 2026-11-24, a later session: any number of
+/// streams, each building a run's view under the state lock every 10 ms, could stall leases and
+/// reports).
+#[tokio::test]
+async fn watch_streams_are_bounded_and_a_closed_one_frees_its_place() {
+    use nqueens_coordinator::grpc::MAX_WATCHERS;
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 8).await;
+    let ask = || proto::WatchRunRequest {
+        run: run.run.clone(),
+        interval_ms: 1,
+    };
+    let mut open = Vec::new();
+    for _ in 0..MAX_WATCHERS {
+        let mut w = s.client.watch_run(ask()).await.unwrap().into_inner();
+        w.message().await.unwrap().unwrap();
+        open.push(w);
+    }
+    let refused = s.client.watch_run(ask()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    drop(open.pop());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match s.client.watch_run(ask()).await {
+            Ok(_) => break,
+            Err(e)
+                if e.code() == Code::ResourceExhausted && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+}
+
 async fn list_workers(c: &mut Client) -> Vec<proto::WorkerStatus> {
     c.list_workers(proto::ListWorkersRequest::default())
         .await
@@ -686,7 +723,10 @@ async fn issue_4_a_verified_job_needs_two_workers_and_a_wrong_one_is_quarantined
     let liar_lease = lease(&mut s.client, "liar", 1).await;
     assert_eq!(liar_lease[0].job, first[0].job);
     let mut lie = result_of(&liar_lease[0]);
+    // One class of eight more on both counts: a lie whose counts still fit each other (one that does
+    // not is refused before any comparison).
     lie.total += 8;
+    lie.unique8 = lie.unique8.map(|u| u + 8);
     let lie = reseal(lie, liar_lease[0].plan_fingerprint);
     let got = report(&mut s.client, "liar", vec![lie]).await.unwrap();
     assert_eq!(got, vec![outcome(proto::Outcome::Disputed)]);
@@ -1187,16 +1227,18 @@ async fn issue_15_after_a_restart_only_an_authentic_earlier_lease_counts() {
     borrowed.lease_tag = leased[2].lease_tag;
     let err = report(&mut client, "w", vec![borrowed]).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
-    // An earlier lease's id and tag for another job (a count of 999999 for a job never leased).
-    let other = Plan::new(8, Strategy::D4)
-        .unwrap()
+    // An earlier lease's id and tag for another job (a count eight solutions high, its counts fitting
+    // each other, for a job never leased).
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let (other, right) = plan
         .jobs()
-        .map(|k| k.to_string())
-        .find(|k| leased.iter().all(|l| &l.job != k))
+        .map(|k| (k.to_string(), plan.job(&k).unwrap().run()))
+        .find(|(k, r)| r.total > 0 && leased.iter().all(|l| &l.job != k))
         .unwrap();
     let mut stolen = result_of(&leased[3]);
     stolen.job = other.clone();
-    stolen.total = 999_999;
+    (stolen.total, stolen.unique8, stolen.nodes) =
+        (right.total + 8, right.unique8.map(|u| u + 8), right.nodes);
     let stolen = reseal(stolen, leased[3].plan_fingerprint);
     let err = report(&mut client, "w", vec![stolen]).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");

@@ -31,6 +31,25 @@ impl Coordinator {
     /// Writes `change` to run `run` through the committer, then applies it in memory.
     async fn apply(&self, run: u64, change: Control) -> Result<RunView> {
         let _one_at_a_time = self.shared.control.lock().await;
+        // A control that changes nothing is answered without a write: a loop of them grew the ledger
+        // by a line and an fsync each (found by a review, 2026-11-24, a later session).
+        {
+            let state = self.state();
+            if let Some(live) = state.runs.get(&run) {
+                let m = &live.meta;
+                let same = !m.is_done()
+                    && match change {
+                        Control::Cancel => m.is_cancelled(),
+                        _ if m.is_cancelled() => false,
+                        Control::Pause => m.paused,
+                        Control::Resume => !m.paused,
+                        Control::Priority(p) => m.priority == p,
+                    };
+                if same {
+                    return Ok(self.view(&state, live));
+                }
+            }
+        }
         let meta = self
             .shared
             .committer

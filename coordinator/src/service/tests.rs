@@ -11,7 +11,7 @@ use super::report::Report;
 use super::workers::Gpus;
 use super::{Config, Coordinator, RunView};
 use crate::error::Error;
-use crate::store::{Outcome, Store};
+use crate::store::{Control, Outcome, Store};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -269,6 +269,40 @@ async fn a_wrong_count_under_a_valid_lease_fails_its_seal_and_is_not_counted() {
         "{refused:?}"
     );
     assert_eq!(total(&c, &run), (0, false));
+}
+
+/// A control that changes nothing (a second pause, the same priority, a second cancel) writes nothing:
+/// the ledger does not grow (found by a review, 2026-11-24, a later session: each appended a run line
+/// and an fsync, so a loop of them grew the ledger without bound).
+#[tokio::test]
+async fn a_control_that_changes_nothing_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let run = run_of_8(&c).await;
+    let ledger = dir.path().join(crate::ledger::LEDGER_FILE);
+    let len = || std::fs::metadata(&ledger).unwrap().len();
+    c.control(&run, Control::Pause).await.unwrap();
+    let paused = len();
+    for change in [Control::Pause, Control::Priority(0)] {
+        let view = c.control(&run, change).await.unwrap();
+        assert!(view.meta.paused);
+        assert_eq!(len(), paused, "{change:?}");
+    }
+    c.control(&run, Control::Priority(3)).await.unwrap();
+    assert!(len() > paused, "a change is written");
+    c.control(&run, Control::Cancel).await.unwrap();
+    let cancelled = len();
+    assert!(c
+        .control(&run, Control::Cancel)
+        .await
+        .unwrap()
+        .meta
+        .is_cancelled());
+    assert_eq!(len(), cancelled);
+    assert!(matches!(
+        c.control(&run, Control::Pause).await,
+        Err(Error::RunCancelled(_))
+    ));
 }
 
 /// A sealed result whose counts contradict each other (a total off by one: no search gives an odd

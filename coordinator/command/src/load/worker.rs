@@ -79,14 +79,48 @@ pub fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 100_000_000, 3).expect("static histogram bounds are valid")
 }
 
-/// The synthetic result of a job: `(total, unique8, nodes)`, a hash of its key.
+/// The synthetic result of a job: `(total, unique8, nodes)`, a hash of its key; both counts equal and
+/// a multiple of 8, so that they fit the bounds the coordinator checks (`Job::check`: the weights of
+/// every job divide 8), except where the job is nothing at all ([`synthetic_result`]).
 pub fn synthetic(job: &str) -> (u64, u64, u64) {
     // FNV-1a, 64 bits.
     let h = job.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
-    let total = h % 1_000_000;
+    let total = 8 * (h % 125_000);
     (total, total, total * 3 + 1)
+}
+
+/// The result a simulated worker reports for `lease`: [`synthetic`], or nothing at all for a job
+/// that no sub-problem fits (a `d4` job whose every ring clashes with its prefix), as its search
+/// would give.
+fn synthetic_result(lease: &proto::JobLease, role: &Role) -> nqueens_common::JobResult {
+    let (total, unique8, nodes) = synthetic(&lease.job);
+    let strategy = if role.d4 {
+        nqueens_common::Strategy::D4
+    } else {
+        nqueens_common::Strategy::Mirror
+    };
+    let result = nqueens_common::JobResult {
+        total,
+        unique8: role.d4.then_some(unique8),
+        nodes,
+    };
+    let fits = u8::try_from(lease.depth)
+        .ok()
+        .and_then(|depth| nqueens_common::Plan::with_depth(role.n, strategy, depth).ok())
+        .zip(lease.job.parse().ok())
+        .and_then(|(plan, key)| plan.job(&key).ok())
+        .is_some_and(|job| job.check(&result).is_ok());
+    if fits {
+        result
+    } else {
+        nqueens_common::JobResult {
+            total: 0,
+            unique8: role.d4.then_some(0),
+            nodes: 0,
+        }
+    }
 }
 
 /// Runs one simulated worker until `role.until`, then hands back what it holds.
@@ -139,11 +173,17 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
                         match outcome {
                             Ok(proto::Outcome::Accepted) => {
                                 t.committed += u64::from(in_window);
-                                t.done.insert(lease.job.clone(), synthetic(&lease.job).0);
+                                t.done.insert(
+                                    lease.job.clone(),
+                                    synthetic_result(&lease, &role).total,
+                                );
                             }
                             Ok(proto::Outcome::Pending) => t.committed += u64::from(in_window),
                             Ok(proto::Outcome::Duplicate) => {
-                                t.done.insert(lease.job.clone(), synthetic(&lease.job).0);
+                                t.done.insert(
+                                    lease.job.clone(),
+                                    synthetic_result(&lease, &role).total,
+                                );
                             }
                             _ => {}
                         }
@@ -201,12 +241,7 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
 }
 
 fn result_of(lease: &proto::JobLease, role: &Role) -> proto::JobResult {
-    let (total, unique8, nodes) = synthetic(&lease.job);
-    let result = nqueens_common::JobResult {
-        total,
-        unique8: role.d4.then_some(unique8),
-        nodes,
-    };
+    let result = synthetic_result(lease, role);
     let seal = lease
         .job
         .parse()
@@ -217,9 +252,9 @@ fn result_of(lease: &proto::JobLease, role: &Role) -> proto::JobResult {
         run: lease.run.clone(),
         n: role.n,
         job: lease.job.clone(),
-        total,
+        total: result.total,
         unique8: result.unique8,
-        nodes,
+        nodes: result.nodes,
         seal,
         lease_tag: lease.lease_tag,
         device: None,
@@ -238,7 +273,7 @@ mod tests {
     fn synthetic_results_are_a_function_of_the_key() {
         assert_eq!(synthetic("3.17.4"), synthetic("3.17.4"));
         assert_ne!(synthetic("3.17.4"), synthetic("3.17.5"));
-        let (total, _, nodes) = synthetic("0.1");
-        assert!(total < 1_000_000 && nodes > total);
+        let (total, unique8, nodes) = synthetic("0.1");
+        assert!(total < 1_000_000 && total.is_multiple_of(8) && unique8 == total && nodes > total);
     }
 }
