@@ -133,12 +133,13 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
         let diff = ledger::compare(store, &meta, &view)?;
         if !diff.is_empty() {
             return Err(Error::Corrupt(format!(
-                "run {}: the store and the ledger disagree: {} results only in the store, {} only in the ledger, {} different, {} damaged in the store; start the coordinator to reconcile them",
+                "run {}: the store and the ledger disagree: {} results only in the store, {} only in the ledger, {} different, {} damaged in the store, {} in the ledger that the store took back since; start the coordinator to reconcile them",
                 meta.id,
                 diff.store_only.len(),
                 diff.ledger_only.len(),
                 diff.conflicting.len(),
-                diff.damaged.len()
+                diff.damaged.len(),
+                diff.superseded.len()
             )));
         }
         ledger_results.insert(meta.id, view.count(meta.id));

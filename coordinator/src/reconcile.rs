@@ -141,6 +141,16 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
                 meta.id
             )));
         }
+        // Counts the store shows it took back since: with the ledger untrusted, the store may as well
+        // be behind it (restored from a backup), so neither side decides alone.
+        if !diff.superseded.is_empty() && !trusted {
+            return Err(refuse(format!(
+                "the ledger holds {} results of run {} that the store took back or replaced (first: job {})",
+                diff.superseded.len(),
+                meta.id,
+                diff.superseded[0]
+            )));
+        }
         // The ledger's damaged lines may have held these results: removing them (and rewriting the
         // ledger from the store) could lose both copies.
         if !diff.damaged.is_empty() && !trusted {
@@ -622,6 +632,61 @@ mod tests {
         assert_eq!(names, vec!["x".to_string()]);
     }
 
+    /// The same dispute, then x quarantined in the store on another job, which took x's candidate
+    /// out of the disputed job's record (its revocation): x's count is still not restored, and y is
+    /// not quarantined as "disproved" by it (found by a review of the fix, 2026-11-24, a later
+    /// session: the record no longer listed x's count, so it was restored, and y quarantined).
+    #[test]
+    fn a_disputed_count_whose_worker_was_quarantined_since_is_not_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run, _plan, right) = a_dispute_the_ledger_missed(dir.path());
+        store
+            .restore_quarantine(&crate::store::Quarantine {
+                worker: "x".into(),
+                reason: "shown wrong on another job".into(),
+                at_unix: 2,
+            })
+            .unwrap();
+        store.revoke("x").unwrap();
+        let job = store.job(run, &right.key).unwrap().unwrap();
+        assert!(job.candidates.iter().all(|c| c.worker != "x"), "{job:?}");
+        let (_, repairs, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert_eq!(repairs.results_restored, 0);
+        assert_eq!(store.tally(run).unwrap().jobs, 0);
+        let names: Vec<String> = store
+            .quarantined()
+            .unwrap()
+            .into_iter()
+            .map(|q| q.worker)
+            .collect();
+        assert_eq!(names, vec!["x".to_string()], "y is not disproved");
+    }
+
+    /// The same dispute beside a damaged ledger line: neither side decides alone (the store could as
+    /// well be behind a ledger whose damaged line held the revocation), the start is refused naming
+    /// `--repair`, and with it the store's side stands.
+    #[test]
+    fn a_disputed_count_beside_a_damaged_ledger_waits_for_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, _plan, _right) = a_dispute_the_ledger_missed(dir.path());
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        writeln!(file, "{{damaged").unwrap();
+        drop(file);
+        let refused = reconcile(&store, &path, false).map(|_| ());
+        assert!(
+            matches!(&refused, Err(Error::Corrupt(why)) if why.contains("took back") && why.contains("--repair")),
+            "{refused:?}"
+        );
+        let (_, repairs, _) = reconcile(&store, &path, true).unwrap();
+        assert_eq!(repairs.results_restored, 0);
+        assert_eq!(store.tally(run).unwrap().jobs, 0);
+    }
+
     /// The same dispute decided in the store too (z agreed with y, x is quarantined there), the ledger
     /// still holding x's count alone: the store's result stands, as x's quarantine says, and the start
     /// goes on (before, both results sealed and different, the start was refused for good, `--repair`
@@ -640,6 +705,37 @@ mod tests {
         );
         let (_, again, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
         assert_eq!(again, Repairs::default());
+    }
+
+    /// A d4 result without its unique count (sealed: the seal is a CRC anyone can compute) that the
+    /// store lacks is not restored: it would turn the run's check of its unique counts off for good
+    /// (found by a review, 2026-11-24, a later session: it was restored and the run's tally lost its
+    /// unique count).
+    #[test]
+    fn a_d4_result_without_its_unique_count_is_not_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = agreeing(dir.path());
+        let mut inc = incoming_from(run, &plan, 3, "w");
+        inc.result.unique8 = None;
+        inc.seal = nqueens_common::checksum::seal(plan.fingerprint().1, &inc.key, &inc.result);
+        let line = Entry::Result {
+            run,
+            job: inc.key.to_string(),
+            record: inc.record(),
+        };
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 1).unwrap();
+        ledger.append(&[line]).unwrap();
+        drop(ledger);
+        for repair in [false, true] {
+            let refused = reconcile(&store, &path, repair).map(|_| ());
+            assert!(
+                matches!(&refused, Err(Error::Corrupt(why)) if why.contains("without a unique count")),
+                "{refused:?}"
+            );
+            assert_eq!(store.tally(run).unwrap().jobs, 3, "nothing restored");
+            assert!(store.tally(run).unwrap().unique8.is_some());
+        }
     }
 
     /// A result line that comes again after the revocation that took it back (a line copied or moved)

@@ -87,6 +87,17 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
     })?;
     bar.finish_and_clear();
     let view = &outcome.view;
+    // Every job counted, yet the counts cannot be right (some result is wrong): no total is printed
+    // as the answer.
+    if let Some(why) = view.meta.contradiction(&view.tally) {
+        anyhow::bail!(
+            "run {} of N = {} in {}: every job is counted, but {why}: some result is wrong and the total ({}) is not the answer (run state: inconsistent). Count again in a new directory (--data); on a cluster, `submit --verify-fraction 1` has every job computed twice",
+            view.id(),
+            plan.n(),
+            data.display(),
+            view.tally.total
+        );
+    }
     let out = CountOutput {
         n: plan.n(),
         strategy: plan.strategy(),

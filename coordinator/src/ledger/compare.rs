@@ -6,7 +6,7 @@ use nqueens_common::JobKey;
 
 use super::LedgerView;
 use crate::error::Result;
-use crate::store::{JobState, ResultRecord, RunMeta, Store};
+use crate::store::{JobRecord, JobState, ResultRecord, RunMeta, Store};
 
 /// Per run, the results only one side holds (used by `audit` and startup reconciliation).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -87,28 +87,34 @@ pub fn compare(store: &Store, meta: &RunMeta, view: &LedgerView) -> Result<Diffe
         }
     }
     for (key, l) in logged {
-        if !seen.contains_key(key) {
-            if disputed(store, meta.id, key, l)? {
-                diff.superseded.push(key.clone());
-            } else {
-                diff.ledger_only.push(key.clone());
+        if seen.contains_key(key) {
+            continue;
+        }
+        // The store's open (or failed) record of the job is its state after the ledger's count: the
+        // count was taken back if the record lists it beside a different result (a dispute), or if
+        // its worker is quarantined in the store (the quarantine's revocation; a dispute's loser's
+        // candidate is removed by it too). A damaged record is not evidence: the count is restored
+        // (the record was mended first).
+        let later = match store.job(meta.id, key) {
+            Ok(Some(job)) if job.state != JobState::Done => {
+                disputed(&job, l) || quarantined(&l.worker)?
             }
+            _ => false,
+        };
+        if later {
+            diff.superseded.push(key.clone());
+        } else {
+            diff.ledger_only.push(key.clone());
         }
     }
     Ok(diff)
 }
 
-/// Whether the store's record of job `key` of run `run` is open or failed and lists the ledger's
-/// counted result `l` as a candidate beside a different one: a later result disputed it. (A record
-/// listing it alone is a verified job whose confirmation the store lost: restored.)
-fn disputed(store: &Store, run: u64, key: &JobKey, l: &ResultRecord) -> Result<bool> {
-    // A damaged record is not evidence: the result is restored (and the record mended first).
-    let Ok(Some(job)) = store.job(run, key) else {
-        return Ok(false);
-    };
+/// Whether the store's record `job` lists the ledger's counted result `l` as a candidate beside a
+/// different one: a later result disputed it. (A record listing it alone is a verified job whose
+/// confirmation the store lost: restored.)
+fn disputed(job: &JobRecord, l: &ResultRecord) -> bool {
     let listed =
         |c: &&ResultRecord| (&c.worker, c.lease, &c.result) == (&l.worker, l.lease, &l.result);
-    Ok(job.state != JobState::Done
-        && job.candidates.iter().any(|c| listed(&c))
-        && job.candidates.iter().any(|c| c.result != l.result))
+    job.candidates.iter().any(|c| listed(&c)) && job.candidates.iter().any(|c| c.result != l.result)
 }

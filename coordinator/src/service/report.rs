@@ -231,17 +231,17 @@ impl Coordinator {
                 if !live.finish(meta, committed.seq) {
                     continue;
                 }
-                let unique = live.tally.unique();
-                if let Err(e) = &unique {
+                if let Some(why) = live.meta.contradiction(&live.tally) {
                     tracing::error!(
                         run = id,
                         n = live.meta.n,
                         total = %live.tally.total,
-                        error = %e,
-                        "every job is counted, but the counts contradict each other: some result is wrong and the total is not final (run state: inconsistent)"
+                        error = %why,
+                        "every job is counted, but the counts cannot be right: some result is wrong and the total is not final (run state: inconsistent)"
                     );
                     continue;
                 }
+                let unique = live.tally.unique();
                 tracing::info!(
                     run = id,
                     n = live.meta.n,
@@ -337,6 +337,11 @@ impl Coordinator {
                 if let Err(why) = job.check(&r.result) {
                     self.shared.metrics.result("implausible");
                     tracing::error!(worker, name, run = id, job = %key, lease = r.lease, reason = %why, "a reported result that no search of its job can produce: refused; the job is computed again");
+                    // Its lease (if it is this worker's) ends now: the worker drops the result, and
+                    // the job goes to another worker at once rather than after a lease timeout.
+                    if super::lease::hand_back(&mut self.state(), worker, &[r.lease]) > 0 {
+                        self.changed();
+                    }
                     return Err(why.into());
                 }
                 Ok(key)

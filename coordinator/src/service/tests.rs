@@ -271,6 +271,26 @@ async fn a_wrong_count_under_a_valid_lease_fails_its_seal_and_is_not_counted() {
     assert_eq!(total(&c, &run), (0, false));
 }
 
+/// A run whose every job is counted, with one wrong count whose counts still fit each other (eight
+/// solutions more on both: what a fault in the search gives), nothing verified: its totals differ from
+/// the published counts of N = 8, so it is `inconsistent`, never `done` (found by a review,
+/// 2026-11-24, a later session: it ended done with total 100).
+#[tokio::test(start_paused = true)]
+async fn a_run_finished_with_a_count_off_the_published_one_is_inconsistent() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "a", 64).await;
+    let mut reports: Vec<Report> = held.iter().map(report).collect();
+    reports[0] = lying(&held[0]);
+    c.report("a", "a", reports).await.unwrap();
+    let view = c.run(&run).unwrap();
+    assert_eq!(view.tally.jobs, view.meta.jobs_total);
+    assert_eq!(view.tally.total, Q8 + 8);
+    assert_eq!(view.phase, crate::store::Phase::Inconsistent);
+    let why = view.meta.contradiction(&view.tally).unwrap();
+    assert!(why.contains("published"), "{why}");
+}
+
 /// A control that changes nothing (a second pause, the same priority, a second cancel) writes nothing:
 /// the ledger does not grow (found by a review, 2026-11-24, a later session: each appended a run line
 /// and an fsync, so a loop of them grew the ledger without bound).
@@ -335,7 +355,12 @@ async fn a_result_whose_counts_contradict_each_other_is_refused() {
     }
     let view = c.run(&run).unwrap();
     assert_eq!((view.tally.jobs, view.jobs_disputed), (0, 0));
-    // The job is still a's to report, and its honest result counts.
+    // Its lease ended with the refusal (the worker drops the result): the job goes to another worker
+    // at once, not after a lease timeout.
+    assert_eq!(view.jobs_leased, 0);
+    let again = lease(&c, "b", 1).await;
+    assert_eq!(again[0].key, held[0].key);
+    // a's honest result, under its ended lease of a job still open, counts as any late result does.
     assert_eq!(
         report_all(&c, "a", &held).await,
         vec![Outcome::Pending],

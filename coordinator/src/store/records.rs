@@ -93,11 +93,53 @@ impl RunMeta {
         self.cancelled_unix.is_some()
     }
 
+    /// Why the totals of this run, every job counted, cannot be right, if they cannot: the unique
+    /// count's Burnside sum is not a multiple of 8; they differ from the published counts of N (N up
+    /// to 27, `nqueens_common::reference`); or they break what every count of N obeys. For N >= 2 a
+    /// class of solutions has 8, 4 or 2 members (2 only for a class the quarter turn fixes, which
+    /// needs N mod 4 to be 0 or 1), so the total is even, a multiple of 4 where N mod 4 is 2 or 3, and
+    /// `total <= 8 * unique <= 4 * total`.
+    pub fn contradiction(&self, tally: &nqueens_common::Tally) -> Option<String> {
+        let unique = match tally.unique() {
+            Ok(u) => u,
+            Err(e) => return Some(e.to_string()),
+        };
+        let total = tally.total;
+        if let Some((known, known_unique)) = nqueens_common::reference::counts(u32::from(self.n)) {
+            if total != known || unique.is_some_and(|u| u != known_unique) {
+                return Some(format!(
+                    "the counts (total {total}, unique {}) differ from the published ones of N = {} (total {known}, unique {known_unique})",
+                    unique.map_or("-".to_string(), |u| u.to_string()),
+                    self.n
+                ));
+            }
+        }
+        if self.n >= 2 {
+            let step = if self.n % 4 >= 2 { 4 } else { 2 };
+            if !total.is_multiple_of(step) {
+                return Some(format!(
+                    "total {total} is not a multiple of {step}, as every total of N = {} is",
+                    self.n
+                ));
+            }
+            if let Some(u) = unique {
+                if u.checked_mul(8)
+                    .is_none_or(|u8| total > u8 || u8 > total.saturating_mul(4))
+                {
+                    return Some(format!(
+                        "total {total} and unique {u} break total <= 8 * unique <= 4 * total"
+                    ));
+                }
+            }
+        }
+        None
+    }
+
     /// Where the run stands, given its totals and how many of its jobs failed.
     pub fn phase(&self, tally: &nqueens_common::Tally, jobs_failed: u64) -> Phase {
         let jobs_done = tally.jobs;
         if self.is_done() {
-            if tally.unique().is_err() {
+            if self.contradiction(tally).is_some() {
                 Phase::Inconsistent
             } else {
                 Phase::Done

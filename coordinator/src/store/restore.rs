@@ -114,6 +114,19 @@ impl Store {
                     "run {run} job {key}: the result fails its seal; not restored"
                 )));
             }
+            // A d4 result without its unique count would turn the run's check of the unique counts
+            // off for good (its tally then has none), as a mirror one with a unique count is foreign.
+            if record.result.unique8.is_some() != (meta.strategy == nqueens_common::Strategy::D4) {
+                return Err(Error::Corrupt(format!(
+                    "run {run} job {key}: a {} result {} a unique count; not restored",
+                    meta.strategy,
+                    if record.result.unique8.is_some() {
+                        "with"
+                    } else {
+                        "without"
+                    }
+                )));
+            }
             if held {
                 if let Some(stored) = self.result(run, key)? {
                     if stored.result != record.result {

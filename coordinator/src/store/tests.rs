@@ -1763,3 +1763,57 @@ fn inspecting_a_store_changes_nothing_and_refuses_an_earlier_format() {
         "the open migrates"
     );
 }
+
+/// What a complete run's totals must be: the published counts where there are some, and for every N
+/// an even total (a multiple of 4 where N mod 4 is 2 or 3) with `total <= 8 * unique <= 4 * total`.
+#[test]
+fn complete_totals_are_checked_against_what_every_count_of_n_obeys() {
+    let (_store, _plan, run) = one_run(8, Strategy::D4, 0.0);
+    let tally = |total: u128, unique: u128| nqueens_common::Tally {
+        total,
+        unique8: Some(8 * unique),
+        nodes: 1,
+        jobs: run.jobs_total,
+    };
+    assert_eq!(run.contradiction(&tally(92, 12)), None);
+    for (total, unique) in [(100, 12), (92, 13), (92, 11)] {
+        assert!(
+            run.contradiction(&tally(total, unique)).is_some(),
+            "{total} {unique}"
+        );
+    }
+    let mut off = tally(92, 12);
+    off.unique8 = Some(8 * 12 + 4);
+    assert!(run.contradiction(&off).unwrap().contains("multiple of 8"));
+    // No published counts: the rules every count obeys.
+    let big = |n: u8| super::RunMeta { n, ..run.clone() };
+    assert_eq!(big(30).contradiction(&tally(4 * 1000, 600)), None);
+    assert!(
+        big(30).contradiction(&tally(4 * 1000 + 2, 600)).is_some(),
+        "N = 30: a multiple of 4"
+    );
+    assert_eq!(
+        big(28).contradiction(&tally(4 * 1000 + 2, 600)),
+        None,
+        "N = 28: even"
+    );
+    assert!(big(28).contradiction(&tally(4 * 1000 + 1, 600)).is_some());
+    assert!(
+        big(28).contradiction(&tally(4000, 400)).is_some(),
+        "8 * unique < total"
+    );
+    assert!(
+        big(28).contradiction(&tally(4000, 2001)).is_some(),
+        "8 * unique > 4 * total"
+    );
+    let mirror = super::RunMeta {
+        n: 28,
+        strategy: Strategy::Mirror,
+        ..run.clone()
+    };
+    let no_unique = nqueens_common::Tally {
+        unique8: None,
+        ..tally(4001, 0)
+    };
+    assert!(mirror.contradiction(&no_unique).is_some());
+}
