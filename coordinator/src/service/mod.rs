@@ -123,6 +123,10 @@ struct Shared {
     planning: Arc<tokio::sync::Semaphore>,
     /// Held by an operator's control of a run from its store write to its application in memory.
     control: tokio::sync::Mutex<()>,
+    /// Held by a CreateRun with `reuse` from its look for a run of the plan to the new run in memory
+    /// (kept by the write's task if the caller goes away): two such calls, or a retry after a client's
+    /// timeout, never both create a run of one plan.
+    reusing: Arc<tokio::sync::Mutex<()>>,
 }
 
 struct State {
@@ -325,6 +329,7 @@ impl Coordinator {
                 in_flight: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1))),
                 planning: Arc::new(tokio::sync::Semaphore::new(MAX_PLANNING)),
                 control: tokio::sync::Mutex::new(()),
+                reusing: Arc::default(),
             }),
         })
     }
@@ -423,6 +428,10 @@ impl Coordinator {
         let verify_fraction = verify_fraction.unwrap_or(DEFAULT_VERIFY_FRACTION);
         crate::store::check_verify_fraction(verify_fraction)?;
         let plan = plan_of(n, strategy, depth)?;
+        let one_reuse_at_a_time = match reuse {
+            true => Some(self.shared.reusing.clone().lock_owned().await),
+            false => None,
+        };
         if reuse {
             let state = self.state();
             let same: Vec<&LiveRun> = state
@@ -480,7 +489,11 @@ impl Coordinator {
             verify_fraction,
             priority,
         };
-        to_the_end(async move { this.create(create).await }).await
+        to_the_end(async move {
+            let _one_reuse_at_a_time = one_reuse_at_a_time;
+            this.create(create).await
+        })
+        .await
     }
 
     /// Writes a run (a [`Write::CreateRun`]) through the committer, then adds it to memory.

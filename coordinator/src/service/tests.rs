@@ -291,6 +291,28 @@ async fn a_run_finished_with_a_count_off_the_published_one_is_inconsistent() {
     assert!(why.contains("published"), "{why}");
 }
 
+/// Two CreateRuns with `reuse` at once (or a retry after a client's timeout while the first is still
+/// writing) make one run: the second finds the first's (found by a review, 2026-11-24, a later
+/// session: both looked before either wrote, and two runs of one plan doubled the compute).
+#[tokio::test]
+async fn creates_with_reuse_at_once_make_one_run() {
+    let c = coordinator();
+    let create = || c.create_run(10, Strategy::D4, None, Some(0.0), 0, true);
+    let (a, b) = tokio::join!(create(), create());
+    assert_eq!(a.unwrap().id(), b.unwrap().id());
+    assert_eq!(c.runs().len(), 1);
+    // The first caller gone once its write has begun: the retry still finds its run.
+    let first = c.create_run(11, Strategy::D4, None, Some(0.0), 0, true);
+    let retry = async {
+        tokio::task::yield_now().await;
+        c.create_run(11, Strategy::D4, None, Some(0.0), 0, true)
+            .await
+    };
+    let (_, retried) = tokio::join!(tokio::time::timeout(Duration::from_millis(1), first), retry);
+    retried.unwrap();
+    assert_eq!(c.runs().len(), 2, "one run of each plan");
+}
+
 /// A control that changes nothing (a second pause, the same priority, a second cancel) writes nothing:
 /// the ledger does not grow (found by a review, 2026-11-24, a later session: each appended a run line
 /// and an fsync, so a loop of them grew the ledger without bound).
