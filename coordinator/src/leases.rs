@@ -27,6 +27,8 @@ pub struct Lease {
     pub run: u64,
     pub key: JobKey,
     pub worker: String,
+    /// The name of the worker it was issued to (a result under it counts only under that name).
+    pub name: String,
     pub deadline: Instant,
 }
 
@@ -49,7 +51,7 @@ pub struct Leases {
     /// lease of every run (a view is built for each status call, watch stream and page).
     held: HashMap<u64, HashMap<String, u64>>,
     /// Expired or released leases of jobs not done yet: a late result under them is still accepted.
-    past: HashMap<u64, JobId>,
+    past: HashMap<u64, (JobId, String)>,
     past_by_job: HashMap<JobId, Vec<u64>>,
     /// Leases of this incarnation ended because their run was cancelled: heartbeats name them, so that
     /// their workers drop the jobs.
@@ -79,7 +81,7 @@ impl Leases {
     }
 
     /// Leases a job to a worker until `now + timeout`.
-    pub fn issue(&mut self, run: u64, key: JobKey, worker: &str, now: Instant) -> u64 {
+    pub fn issue(&mut self, run: u64, key: JobKey, worker: &str, name: &str, now: Instant) -> u64 {
         let id = (self.epoch << SEQ_BITS) | self.next_seq;
         self.next_seq += 1;
         self.by_job.insert((run, key.clone()), id);
@@ -96,10 +98,20 @@ impl Leases {
                 run,
                 key,
                 worker: worker.to_string(),
+                name: name.to_string(),
                 deadline: now + self.timeout,
             },
         );
         id
+    }
+
+    /// The name of the worker lease `id` of this incarnation was issued to (active, or ended and still
+    /// remembered); `None` for a lease of an earlier incarnation or one forgotten.
+    pub fn issued_to(&self, id: u64) -> Option<&str> {
+        match self.active.get(&id) {
+            Some(l) => Some(&l.name),
+            None => self.past.get(&id).map(|(_, name)| name.as_str()),
+        }
     }
 
     /// The tag of lease `id` for a job: what a worker repeats to prove the lease was issued to it.
@@ -214,7 +226,7 @@ impl Leases {
         let lease = self.take(id)?;
         let job = (lease.run, lease.key.clone());
         self.by_job.remove(&job);
-        self.past.insert(id, job.clone());
+        self.past.insert(id, (job.clone(), lease.name.clone()));
         let ids = self.past_by_job.entry(job).or_default();
         ids.push(id);
         // A report under an older lease of the job is then refused (its job is computed again).
@@ -232,7 +244,7 @@ impl Leases {
     pub fn check_report(&self, id: u64, tag: u64, run: u64, key: &JobKey) -> Result<()> {
         let named = match self.active.get(&id) {
             Some(l) => Some((l.run, &l.key)),
-            None => self.past.get(&id).map(|(r, k)| (*r, k)),
+            None => self.past.get(&id).map(|((r, k), _)| (*r, k)),
         };
         let ok = tag == self.tag(id, run, key)
             && match named {
@@ -267,7 +279,7 @@ impl Leases {
                 self.by_job.remove(&(lease.run, lease.key));
             }
         }
-        self.past.retain(|_, (r, _)| *r != run);
+        self.past.retain(|_, ((r, _), _)| *r != run);
         self.past_by_job.retain(|(r, _), _| *r != run);
         self.cancelled.extend(&active);
         active.len()
@@ -306,7 +318,7 @@ mod tests {
     async fn heartbeats_keep_a_lease_and_silence_ends_it() {
         let mut t = Leases::new(3, SECRET, Duration::from_secs(10));
         let now = Instant::now();
-        let id = t.issue(1, key("0.1"), "w", now);
+        let id = t.issue(1, key("0.1"), "w", "w", now);
         assert!(t.is_leased(1, &key("0.1")));
         for s in 1..=5 {
             assert!(t
@@ -359,9 +371,12 @@ mod tests {
         let now = Instant::now();
         let ids: Vec<u64> = ["1", "2", "3", "4"]
             .iter()
-            .map(|k| t.issue(1, key(k), if *k == "4" { "b" } else { "a" }, now))
+            .map(|k| {
+                let w = if *k == "4" { "b" } else { "a" };
+                t.issue(1, key(k), w, w, now)
+            })
             .collect();
-        let other = t.issue(2, key("1"), "a", now);
+        let other = t.issue(2, key("1"), "a", "a", now);
         let holders = |t: &Leases, run| {
             let mut h: Vec<String> = t.holders(run).map(str::to_string).collect();
             h.sort();
@@ -393,7 +408,7 @@ mod tests {
         let now = Instant::now();
         let mut ids = Vec::new();
         for _ in 0..1000 {
-            let id = t.issue(1, key("1.2"), "a", now);
+            let id = t.issue(1, key("1.2"), "a", "a", now);
             assert_eq!(t.release("a", &[id]).len(), 1);
             ids.push(id);
         }
@@ -411,8 +426,8 @@ mod tests {
     async fn release_only_ends_the_workers_own_leases() {
         let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
         let now = Instant::now();
-        let a = t.issue(1, key("1.2"), "a", now);
-        let b = t.issue(1, key("1.3"), "b", now);
+        let a = t.issue(1, key("1.2"), "a", "a", now);
+        let b = t.issue(1, key("1.3"), "b", "b", now);
         assert_eq!(t.release("a", &[a, b]).len(), 1);
         assert!(t.is_leased(1, &key("1.3")));
         assert_eq!(t.count(1), 1);
@@ -424,7 +439,7 @@ mod tests {
         let now = Instant::now();
         let key: JobKey = "1.2".parse().unwrap();
         let other: JobKey = "1.3".parse().unwrap();
-        let id = leases.issue(1, key.clone(), "w-1", now);
+        let id = leases.issue(1, key.clone(), "w-1", "w", now);
         leases.close_delivered(id, 1, &other, "w-1");
         leases.close_delivered(id, 2, &key, "w-1");
         leases.close_delivered(id, 1, &key, "someone-else");

@@ -325,7 +325,9 @@ impl Coordinator {
                 run_dry = chosen.len() < want && run.list_exhausted() && retry_left == 0;
                 for key in chosen {
                     run.working(now);
-                    let lease = state.leases.issue(run.meta.id, key.clone(), worker, now);
+                    let lease = state
+                        .leases
+                        .issue(run.meta.id, key.clone(), worker, name, now);
                     leases.push(Granted {
                         id: lease,
                         tag: state.leases.tag(lease, run.meta.id, &key),

@@ -356,6 +356,17 @@ impl Coordinator {
                 .zip(&keys)
                 .zip(&runs)
                 .map(|((r, key), &(run, ..))| {
+                    // A lease of this incarnation counts only under the name it was issued to: a
+                    // worker reporting under another name cannot confirm its own result with a
+                    // second lease of the job.
+                    if state.leases.issued_to(r.lease).is_some_and(|n| n != name) {
+                        let refused = Error::NotLeased {
+                            run: run.to_string(),
+                            job: key.to_string(),
+                            lease: r.lease,
+                        };
+                        return (Err(refused), false);
+                    }
                     let issued = state.leases.tag(r.lease, run, key) == r.tag;
                     (state.leases.check_report(r.lease, r.tag, run, key), issued)
                 })

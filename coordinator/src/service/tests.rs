@@ -313,6 +313,37 @@ async fn creates_with_reuse_at_once_make_one_run() {
     assert_eq!(c.runs().len(), 2, "one run of each plan");
 }
 
+/// A lease counts only under the name it was issued to: a worker that got a verified job twice (its
+/// first lease handed back) cannot report one result as itself and the other under a new name to
+/// confirm its own count (found by a review, 2026-11-24, a later session: the second report, matching
+/// neither the first's name nor its lease, counted as a confirmation).
+#[tokio::test(start_paused = true)]
+async fn a_second_lease_of_a_job_confirms_nothing_under_another_name() {
+    let c = coordinator();
+    let run = c
+        .create_run(8, Strategy::D4, None, Some(1.0), 0, false)
+        .await
+        .unwrap()
+        .id();
+    let first = lease(&c, "a", 1).await;
+    assert_eq!(c.release("a", &[first[0].id], false).unwrap(), 1);
+    let again = lease(&c, "a", 4096).await;
+    let second = again.iter().find(|g| g.key == first[0].key).unwrap();
+    assert_ne!(second.id, first[0].id);
+    assert_eq!(report_all(&c, "a", &first).await, vec![Outcome::Pending]);
+    let borrowed = c.report("b", "b", vec![report(second)]).await;
+    assert!(
+        matches!(borrowed, Err(Error::NotLeased { .. })),
+        "{borrowed:?}"
+    );
+    let view = c.run(&run).unwrap();
+    assert_eq!(
+        (view.tally.jobs, view.jobs_verifying),
+        (0, 1),
+        "not confirmed"
+    );
+}
+
 /// A control that changes nothing (a second pause, the same priority, a second cancel) writes nothing:
 /// the ledger does not grow (found by a review, 2026-11-24, a later session: each appended a run line
 /// and an fsync, so a loop of them grew the ledger without bound).
