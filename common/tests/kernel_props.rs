@@ -268,3 +268,35 @@ fn a_batch_of_two_board_sizes_stops_every_variant() {
         assert!(mixed.is_err(), "{v:?} counted a mixed batch");
     }
 }
+
+/// Long searches in every lane at once: 17 empty boards of N = 12 (each some 860,000 nodes, so every
+/// lane passes the 65,536 steps after which the vector kernels flush their 32-bit counters, with all 16
+/// lanes of AVX-512 still live), each weighted apart. Every variant must give 17 times the count and
+/// the nodes of one board, weighted (found missing by a review, 2026-11-24, a later session: no test
+/// reached a flush with every lane live).
+#[test]
+fn every_variant_flushes_its_counters_with_every_lane_live() {
+    let board = || Problem::from(PartialBoard::empty(12).unwrap());
+    let one = kernel::completions(&board(), &mut |_| {});
+    assert_eq!(one.count, 14_200, "N = 12");
+    assert!(one.nodes / 5 > 65_536, "{} nodes", one.nodes);
+    let units: Vec<kernel::Unit> = (0..17u64)
+        .map(|i| kernel::Unit {
+            problem: board(),
+            weight: i + 1,
+        })
+        .collect();
+    let expected = kernel::Totals {
+        count: 17 * one.count,
+        weighted: (1..=17).sum::<u64>() * one.count,
+        nodes: 17 * one.nodes,
+    };
+    assert_eq!(kernel::run_scalar(units.iter().copied()), expected);
+    for v in kernel::Variant::available() {
+        assert_eq!(
+            kernel::run_with(v, units.iter().copied()),
+            expected,
+            "kernel {v}"
+        );
+    }
+}
