@@ -115,7 +115,9 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
     if trusted {
         for line in &view.revocations {
             let (run, key, worker) = (line.run, &line.key, &line.worker);
-            if store.restore_revocation(run, key, worker, line.record.as_ref())? {
+            // A revocation of a worker the ledger does not hold quarantined is a dispute's.
+            let disputed = !view.quarantines.contains_key(worker.as_str());
+            if store.restore_revocation(run, key, worker, line.record.as_ref(), disputed)? {
                 repairs.results_revoked += 1;
                 tracing::warn!(run, job = %key, worker = %worker, "the ledger took back a result the store still held: taken back from the store");
             }
@@ -630,6 +632,47 @@ mod tests {
             .map(|q| q.worker)
             .collect();
         assert_eq!(names, vec!["x".to_string()]);
+    }
+
+    /// The ledger ahead of the store on a dispute's round (the ledger's append synced, the store's
+    /// flush lost in a crash): the ledger takes x's count back and the store still holds it. The start
+    /// takes it back and leaves the job disputed with x's count as its candidate, as the dispute left
+    /// it: y's result, sent again, does not count alone; a third worker decides (found by a review,
+    /// 2026-11-24, a later session: the job was left plain and pending, and y's result, had it been the
+    /// wrong one, counted alone).
+    #[test]
+    fn a_dispute_the_store_missed_leaves_the_job_disputed() {
+        use crate::store::tests::by;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = one_run(dir.path(), 0.0);
+        let right = incoming_from(run, &plan, 0, "x");
+        let wrong = by(&plan, "x", right.clone(), 8);
+        store.commit(&[wrong.clone()]).unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 2).unwrap();
+        ledger
+            .append(&[Entry::Revoked {
+                run,
+                job: right.key.to_string(),
+                worker: "x".into(),
+                record: Some(wrong.record()),
+            }])
+            .unwrap();
+        drop(ledger);
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_revoked, 1);
+        let job = store.job(run, &right.key).unwrap().unwrap();
+        assert_eq!(job.state, crate::store::JobState::Disputed);
+        assert_eq!(store.tally(run).unwrap().jobs, 0);
+        let again = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
+        assert_eq!(again.outcomes, vec![crate::store::Outcome::Disputed]);
+        let decided = store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
+        assert_eq!(decided.outcomes, vec![crate::store::Outcome::Accepted]);
+        assert_eq!(
+            store.tally(run).unwrap().total,
+            u128::from(right.result.total)
+        );
     }
 
     /// The same dispute, then x quarantined in the store on another job, which took x's candidate

@@ -6,7 +6,7 @@ use nqueens_common::{JobKey, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
 use super::records::{
-    decode, encode, job_key, run_key, JobRecord, Quarantine, ResultRecord, RunMeta,
+    decode, encode, job_key, run_key, JobRecord, JobState, Quarantine, ResultRecord, RunMeta,
 };
 use super::txn::{abort, stored_tally};
 use super::{groups, Store, NEXT_RUN};
@@ -289,15 +289,19 @@ fn record_time(batch: &[(JobKey, ResultRecord)]) -> Option<u64> {
 impl Store {
     /// Applies a revocation while restoring: the job's result, if it is the one revoked (`worker`'s, and
     /// `revoked` where the line carries it: see [`crate::ledger::taken_back`]), is taken out of the
-    /// totals and the job is pending again. Returns whether a result was removed. A result that cannot
-    /// be read (its group or its worker's definition damaged) is left alone: the reconciliation removes
-    /// it as damaged and restores the ledger's copy, revocations applied.
+    /// totals. The job is then pending again, or, for a count a later result `disputed` (its worker
+    /// not quarantined), disputed with that count as its candidate, as the commit that disputed it
+    /// left it: the disputing worker's result (which the ledger does not hold) cannot count alone
+    /// when it comes again, a worker of a third name decides. Returns whether a result was removed.
+    /// A result that cannot be read (its group or its worker's definition damaged) is left alone: the
+    /// reconciliation removes it as damaged and restores the ledger's copy, revocations applied.
     pub fn restore_revocation(
         &self,
         run: u64,
         key: &JobKey,
         worker: &str,
         revoked: Option<&ResultRecord>,
+        disputed: bool,
     ) -> Result<bool> {
         if let Err(Error::Corrupt(why)) = self.result(run, key) {
             tracing::warn!(run, job = %key, reason = %why, "a revoked result that cannot be read: left for the repair of damaged results");
@@ -322,7 +326,16 @@ impl Store {
                 Err(conflict) => return Err(conflict),
             };
             groups::txn_remove(results.groups, run, key)?;
-            jobs.remove(k.as_slice())?;
+            if disputed {
+                let open = JobRecord {
+                    state: JobState::Disputed,
+                    candidates: vec![record.clone()],
+                    reason: None,
+                };
+                jobs.insert(k.as_slice(), encode(&open))?;
+            } else {
+                jobs.remove(k.as_slice())?;
+            }
             match tally {
                 Some(tally) => totals.insert(&run_key(run), encode(&tally))?,
                 None => totals.remove(&run_key(run))?,

@@ -1510,7 +1510,9 @@ fn issue_16_damage_is_left_to_the_repair_by_revocations_and_removals() {
     assert_eq!(store.results(run.id).count(), all);
     // A revocation of a result in a damaged group is left for the repair (no error, nothing taken).
     store.damage_group(run.id, &first);
-    assert!(!store.restore_revocation(run.id, &first, "w", None).unwrap());
+    assert!(!store
+        .restore_revocation(run.id, &first, "w", None, false)
+        .unwrap());
     // A quarantine's revocation skips what it cannot read, says so, and takes back the rest.
     let revoked = store.revoke("w").unwrap();
     assert!(revoked.incomplete);
