@@ -648,7 +648,7 @@ mod tests {
         let (store, run, plan) = one_run(dir.path(), 0.0);
         let right = incoming_from(run, &plan, 0, "x");
         let wrong = by(&plan, "x", right.clone(), 8);
-        store.commit(&[wrong.clone()]).unwrap();
+        store.commit(std::slice::from_ref(&wrong)).unwrap();
         ledger::rewrite(&path, &store).unwrap();
         let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 2).unwrap();
         ledger
