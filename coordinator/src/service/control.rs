@@ -13,6 +13,10 @@ use crate::store::{Control, JobListing, JobState};
 pub const DEFAULT_JOB_LIMIT: u32 = 1000;
 /// Most jobs one listing may return.
 pub const MAX_JOB_LIMIT: u32 = 10_000;
+/// Most text one listing returns (keys, reasons, worker names): well within the 4 MiB clients decode.
+pub const MAX_LISTING_BYTES: usize = 2 << 20;
+/// Most listings walking the job records at once.
+pub const MAX_LISTINGS: usize = 2;
 
 impl Coordinator {
     /// Applies `change` to run `id` durably, then in memory; returns the run as it now is. A done run
@@ -121,9 +125,23 @@ impl Coordinator {
                 None => guard.runs.keys().copied().collect(),
             }
         };
-        let store = self.shared.store.clone();
-        tokio::task::spawn_blocking(move || store.jobs_in_state(&runs, state, limit as usize))
+        // At most MAX_LISTINGS walks of the job records at once (each reads every open or failed
+        // job's record of the runs asked); more wait their turn. A walk goes on after its caller has
+        // gone, its place held to its end.
+        let place = self
+            .shared
+            .listing
+            .clone()
+            .acquire_owned()
             .await
-            .map_err(|_| Error::ShuttingDown)?
+            .map_err(|_| Error::ShuttingDown)?;
+        let store = self.shared.store.clone();
+        tokio::task::spawn_blocking(move || {
+            let _place = place;
+            store.jobs_in_state(&runs, state, limit as usize, MAX_LISTING_BYTES)
+        })
+        .await
+        .map_err(|_| Error::ShuttingDown)?
+        .inspect_err(|e| self.note_damage(e))
     }
 }

@@ -127,6 +127,8 @@ struct Shared {
     /// (kept by the write's task if the caller goes away): two such calls, or a retry after a client's
     /// timeout, never both create a run of one plan.
     reusing: Arc<tokio::sync::Mutex<()>>,
+    /// Places for walks of the job records ([`control::MAX_LISTINGS`]).
+    listing: Arc<tokio::sync::Semaphore>,
 }
 
 struct State {
@@ -330,6 +332,7 @@ impl Coordinator {
                 planning: Arc::new(tokio::sync::Semaphore::new(MAX_PLANNING)),
                 control: tokio::sync::Mutex::new(()),
                 reusing: Arc::default(),
+                listing: Arc::new(tokio::sync::Semaphore::new(control::MAX_LISTINGS)),
             }),
         })
     }

@@ -87,8 +87,19 @@ impl Store {
     }
 
     /// The jobs of `runs` in `state`, in run and key order, at most `limit` of them.
-    pub fn jobs_in_state(&self, runs: &[u64], state: JobState, limit: usize) -> Result<JobListing> {
+    ///
+    /// The listing also stops (`truncated`) before its entries pass `max_bytes` of text (keys, reasons
+    /// and worker names, about what its answer takes on the wire), so that an answer always fits what
+    /// clients decode.
+    pub fn jobs_in_state(
+        &self,
+        runs: &[u64],
+        state: JobState,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<JobListing> {
         let mut listing = JobListing::default();
+        let mut bytes = 0;
         for &run in runs {
             for kv in self.jobs.scan_prefix(run_key(run)) {
                 let (k, v) = kv?;
@@ -96,17 +107,26 @@ impl Store {
                 if record.state != state {
                     continue;
                 }
-                if listing.jobs.len() == limit {
+                let (_, key) = split_job_key(&k)?;
+                let workers: Vec<String> =
+                    record.candidates.into_iter().map(|c| c.worker).collect();
+                // Per entry: its key as text (at most 4 bytes a number), its reason, its names, and
+                // some framing.
+                let size = 16
+                    + 4 * key.0.len()
+                    + record.reason.as_ref().map_or(0, String::len)
+                    + workers.iter().map(|w| w.len() + 2).sum::<usize>();
+                if listing.jobs.len() == limit || bytes + size > max_bytes {
                     listing.truncated = true;
                     return Ok(listing);
                 }
-                let (_, key) = split_job_key(&k)?;
+                bytes += size;
                 listing.jobs.push(ListedJob {
                     run,
                     key,
                     state,
                     reason: record.reason,
-                    workers: record.candidates.into_iter().map(|c| c.worker).collect(),
+                    workers,
                 });
             }
         }

@@ -1819,3 +1819,25 @@ fn complete_totals_are_checked_against_what_every_count_of_n_obeys() {
     };
     assert!(mirror.contradiction(&no_unique).is_some());
 }
+
+/// A listing of jobs stops before its text passes the byte budget, saying it was cut (found by a
+/// review, 2026-11-24, a later session: 10,000 failed jobs with long worker names made an answer past
+/// the 4 MiB clients decode).
+#[test]
+fn a_job_listing_stops_at_its_byte_budget() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let name = "w".repeat(100);
+    let batch: Vec<Incoming> = (0..5)
+        .map(|i| by(&plan, &name, incoming(run.id, &plan, i), 0))
+        .collect();
+    store.commit(&batch).unwrap();
+    let all = store
+        .jobs_in_state(&[run.id], JobState::Verifying, 1000, 1 << 20)
+        .unwrap();
+    assert_eq!((all.jobs.len(), all.truncated), (5, false));
+    let cut = store
+        .jobs_in_state(&[run.id], JobState::Verifying, 1000, 300)
+        .unwrap();
+    assert_eq!((cut.jobs.len(), cut.truncated), (2, true));
+    assert_eq!(cut.jobs[..], all.jobs[..2]);
+}
