@@ -115,9 +115,7 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
     if trusted {
         for line in &view.revocations {
             let (run, key, worker) = (line.run, &line.key, &line.worker);
-            // A revocation of a worker the ledger does not hold quarantined is a dispute's.
-            let disputed = !view.quarantines.contains_key(worker.as_str());
-            if store.restore_revocation(run, key, worker, line.record.as_ref(), disputed)? {
+            if store.restore_revocation(run, key, worker, line.record.as_ref(), line.disputed)? {
                 repairs.results_revoked += 1;
                 tracing::warn!(run, job = %key, worker = %worker, "the ledger took back a result the store still held: taken back from the store");
             }
@@ -770,15 +768,40 @@ mod tests {
         let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 1).unwrap();
         ledger.append(&[line]).unwrap();
         drop(ledger);
-        for repair in [false, true] {
-            let refused = reconcile(&store, &path, repair).map(|_| ());
-            assert!(
-                matches!(&refused, Err(Error::Corrupt(why)) if why.contains("without a unique count")),
-                "{refused:?}"
-            );
-            assert_eq!(store.tally(run).unwrap().jobs, 3, "nothing restored");
-            assert!(store.tally(run).unwrap().unique8.is_some());
-        }
+        // A damaged line (`LedgerView` says why, as `import` and `audit` do): never restored, the
+        // ledger rewritten from the store, the job computed again.
+        let view = LedgerView::read(&path).unwrap();
+        assert!(
+            view.damaged
+                .iter()
+                .any(|d| d.to_string().contains("without a unique count")),
+            "{:?}",
+            view.damaged
+        );
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert!(repairs.ledger_rewritten);
+        assert_eq!(store.tally(run).unwrap().jobs, 3, "nothing restored");
+        assert!(store.tally(run).unwrap().unique8.is_some());
+        assert!(!store.is_settled(run, &inc.key).unwrap());
+    }
+
+    /// A quarantine's revocation applied from the ledger after the worker's release (the store behind
+    /// the ledger: it still holds the result) leaves the job plain and pending, as the quarantine's
+    /// revocation did, not disputed (found by a review, 2026-11-24, a later session: the dispute was
+    /// told from the quarantines at the ledger's end, where the release had removed the worker, and
+    /// the job waited for a third name).
+    #[test]
+    fn a_quarantines_revocation_after_a_release_is_not_a_dispute() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run, plan, key) = a_revocation_then_a_release(dir.path(), &[]);
+        let record = l_under_lease_7(&plan);
+        store
+            .restore_all_results(run, &[(key.clone(), record)])
+            .unwrap();
+        let (_, repairs, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert_eq!(repairs.results_revoked, 1);
+        assert!(!store.is_settled(run, &key).unwrap());
+        assert_eq!(store.job(run, &key).unwrap(), None, "pending, no record");
     }
 
     /// A result line that comes again after the revocation that took it back (a line copied or moved)

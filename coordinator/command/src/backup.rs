@@ -269,17 +269,18 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
             .get(&JobState::Failed)
             .copied()
             .unwrap_or(0);
+        let phase = meta.phase(&line.tally, failed);
         let report = AuditOutput {
             run: line.run,
             n: meta.n,
             strategy: meta.strategy.to_string(),
-            state: meta.phase(&line.tally, failed).to_string(),
+            state: phase.to_string(),
             jobs_done: line.tally.jobs,
             jobs_total: meta.jobs_total,
             jobs_failed: failed,
             total: line.tally.total.to_string(),
-            unique: meta
-                .is_done()
+            // Only a final count's (an inconsistent run's counts are not the answer).
+            unique: (phase == nqueens_coordinator::store::Phase::Done)
                 .then(|| line.tally.unique().ok().flatten())
                 .flatten()
                 .map(|u| u.to_string()),

@@ -60,6 +60,9 @@ pub struct RevokedLine {
     pub worker: String,
     /// The result taken back (ledger format 2 on): only that very result is taken back from a store.
     pub record: Option<ResultRecord>,
+    /// Whether its worker was not quarantined at the line: a later result disputed the count (a
+    /// quarantine's revocations follow the quarantine's line; a release later does not change this).
+    pub disputed: bool,
 }
 
 impl LedgerView {
@@ -156,6 +159,21 @@ impl LedgerView {
                 meta.plan()
                     .and_then(|p| Ok(p.job(&key)?))
                     .map_err(|e| format!("run {run} job {job}: {e}"))?;
+                // A d4 result without its unique count would turn its run's check of the unique
+                // counts off for good; a mirror one with one is foreign.
+                if record.result.unique8.is_some()
+                    != (meta.strategy == nqueens_common::Strategy::D4)
+                {
+                    return Err(format!(
+                        "run {run} job {job}: a {} result {} a unique count",
+                        meta.strategy,
+                        if record.result.unique8.is_some() {
+                            "with"
+                        } else {
+                            "without"
+                        }
+                    ));
+                }
                 let fingerprint = meta.fingerprint_value().map_err(|e| e.to_string())?;
                 if !verified && record.seal.is_none() {
                     self.unchecked += 1;
@@ -207,11 +225,13 @@ impl LedgerView {
                 {
                     results.remove(&key);
                     self.revoked += 1;
+                    let disputed = !self.quarantines.contains_key(&worker);
                     self.revocations.push(RevokedLine {
                         run,
                         key,
                         worker,
                         record,
+                        disputed,
                     });
                 }
             }

@@ -97,7 +97,7 @@ pub struct Grant {
 }
 
 /// Ends the leases among `ids` that `worker` holds and puts their jobs back in line; returns how many.
-pub(super) fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> usize {
+fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> usize {
     let released = state.leases.release(worker, ids);
     for lease in &released {
         if let Some(run) = state.runs.get_mut(&lease.run) {

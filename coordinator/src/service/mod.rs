@@ -441,7 +441,13 @@ impl Coordinator {
                 .runs
                 .values()
                 .rev()
-                .filter(|r| r.plan == plan && !r.meta.is_cancelled())
+                // Not a cancelled run, nor an inconsistent one (its counts hold a wrong result:
+                // counted again in a new run).
+                .filter(|r| {
+                    r.plan == plan
+                        && !r.meta.is_cancelled()
+                        && r.phase() != crate::store::Phase::Inconsistent
+                })
                 .collect();
             // The newest verified at least as asked: never a run whose count would be trusted more than
             // it was checked.

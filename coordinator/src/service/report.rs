@@ -337,11 +337,9 @@ impl Coordinator {
                 if let Err(why) = job.check(&r.result) {
                     self.shared.metrics.result("implausible");
                     tracing::error!(worker, name, run = id, job = %key, lease = r.lease, reason = %why, "a reported result that no search of its job can produce: refused; the job is computed again");
-                    // Its lease (if it is this worker's) ends now: the worker drops the result, and
-                    // the job goes to another worker at once rather than after a lease timeout.
-                    if super::lease::hand_back(&mut self.state(), worker, &[r.lease]) > 0 {
-                        self.changed();
-                    }
+                    // Its lease is left to expire (the worker drops the result): the expiry charges
+                    // the worker a strike and the job an attempt, so that a fault that repeats on the
+                    // job fails it in sight (`stalled`) instead of a loop of leases handed back.
                     return Err(why.into());
                 }
                 Ok(key)

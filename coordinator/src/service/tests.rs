@@ -289,6 +289,13 @@ async fn a_run_finished_with_a_count_off_the_published_one_is_inconsistent() {
     assert_eq!(view.phase, crate::store::Phase::Inconsistent);
     let why = view.meta.contradiction(&view.tally).unwrap();
     assert!(why.contains("published"), "{why}");
+    assert_eq!(view.unique(), None, "no unique count shown as the answer");
+    // `submit --reuse` does not return it: a new run counts again.
+    let again = c
+        .create_run(8, Strategy::D4, None, Some(0.0), 0, true)
+        .await
+        .unwrap();
+    assert_ne!(again.id(), run);
 }
 
 /// Two CreateRuns with `reuse` at once (or a retry after a client's timeout while the first is still
@@ -408,12 +415,8 @@ async fn a_result_whose_counts_contradict_each_other_is_refused() {
     }
     let view = c.run(&run).unwrap();
     assert_eq!((view.tally.jobs, view.jobs_disputed), (0, 0));
-    // Its lease ended with the refusal (the worker drops the result): the job goes to another worker
-    // at once, not after a lease timeout.
-    assert_eq!(view.jobs_leased, 0);
-    let again = lease(&c, "b", 1).await;
-    assert_eq!(again[0].key, held[0].key);
-    // a's honest result, under its ended lease of a job still open, counts as any late result does.
+    // The job is still a's to report (its lease stands until it expires: the expiry, not the
+    // refusal, charges the worker and the job), and its honest result counts.
     assert_eq!(
         report_all(&c, "a", &held).await,
         vec![Outcome::Pending],

@@ -49,9 +49,10 @@ impl RunView {
         self.phase == Phase::Stalled
     }
 
-    /// The unique count, once the run is done and its strategy counts them.
+    /// The unique count, once the run is done (its counts final: not `inconsistent`) and its strategy
+    /// counts them.
     pub fn unique(&self) -> Option<u128> {
-        if !self.is_done() {
+        if self.phase != Phase::Done {
             return None;
         }
         self.tally.unique().ok().flatten()
