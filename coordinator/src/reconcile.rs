@@ -472,6 +472,13 @@ mod tests {
         (store, run, plan)
     }
 
+    /// Appends `line` as it is (no checksum) to the ledger at `path`.
+    fn append_raw(path: &Path, line: &str) {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        writeln!(file, "{line}").unwrap();
+    }
+
     /// A store with a run of N = 8 and three of its results, and a ledger that agrees with it.
     fn agreeing(dir: &Path) -> (Store, u64, Plan) {
         let (store, run, plan) = one_run(dir, 0.0);
@@ -497,13 +504,7 @@ mod tests {
             "result": {"total": right.total + 1, "unique8": right.unique8, "nodes": right.nodes},
             "worker": "old", "lease": 1, "at_unix": 0
         });
-        use std::io::Write;
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        writeln!(file, "{old}").unwrap();
-        drop(file);
+        append_raw(&path, &old.to_string());
         let refused = reconcile(&store, &path, false).map(|_| ());
         match refused {
             Err(Error::Corrupt(why)) => {
@@ -711,13 +712,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
         let (store, run, _plan, _right) = a_dispute_the_ledger_missed(dir.path());
-        use std::io::Write;
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        writeln!(file, "{{damaged").unwrap();
-        drop(file);
+        append_raw(&path, "{damaged");
         let refused = reconcile(&store, &path, false).map(|_| ());
         assert!(
             matches!(&refused, Err(Error::Corrupt(why)) if why.contains("took back") && why.contains("--repair")),
