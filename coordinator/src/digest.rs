@@ -164,6 +164,18 @@ impl LedgerDigest {
                 // not one of the plan's jobs cannot be in the store, whose keys were checked as they were
                 // committed, so the digests differ and the full comparison names it.
                 let key = self.sealed(run, &job, &record, "result")?;
+                // The full read's rule (`LedgerView`): a d4 result without its unique count, or a
+                // mirror one with one, is damage.
+                if let Some(meta) = self.runs.get(&run) {
+                    let d4 = meta.strategy == nqueens_common::Strategy::D4;
+                    if record.result.unique8.is_some() != d4 {
+                        return Err(format!(
+                            "run {run} job {job}: a {} result {} a unique count",
+                            meta.strategy,
+                            if d4 { "without" } else { "with" }
+                        ));
+                    }
+                }
                 self.digests.entry(run).or_default().add(run, &key, &record);
             }
             // A revocation that carries its result (ledger format 2) takes it out of the digest:

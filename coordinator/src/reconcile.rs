@@ -780,6 +780,35 @@ mod tests {
         assert!(!store.is_settled(run, &inc.key).unwrap());
     }
 
+    /// A d4 result without its unique count held by both sides (restored from a forged line by an
+    /// earlier build): the quick path does not take it (its digest says the ledger is unfit), the
+    /// store's copy is damaged and the ledger's line too, so the start waits for `--repair`, which
+    /// removes it and has its job computed again (found by a review, 2026-11-24, a later session: the
+    /// quick path and `audit` passed it, and `--repair` wrote it back from the store).
+    #[test]
+    fn a_d4_result_without_its_unique_count_on_both_sides_is_removed_by_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = agreeing(dir.path());
+        let mut inc = incoming_from(run, &plan, 3, "w");
+        inc.result.unique8 = None;
+        inc.seal = nqueens_common::checksum::seal(plan.fingerprint().1, &inc.key, &inc.result);
+        store.commit(std::slice::from_ref(&inc)).unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        let refused = reconcile(&store, &path, false).map(|_| ());
+        assert!(
+            matches!(&refused, Err(Error::Corrupt(why)) if why.contains("--repair")),
+            "{refused:?}"
+        );
+        reconcile(&store, &path, true).unwrap();
+        assert!(!store.is_settled(run, &inc.key).unwrap(), "computed again");
+        let tally = store.tally(run).unwrap();
+        assert_eq!(tally.jobs, 3);
+        assert!(tally.unique8.is_some(), "the run's unique check holds");
+        let (_, again, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(again, Repairs::default(), "healed");
+    }
+
     /// A quarantine's revocation applied from the ledger after the worker's release (the store behind
     /// the ledger: it still holds the result) leaves the job plain and pending, as the quarantine's
     /// revocation did, not disputed (found by a review, 2026-11-24, a later session: the dispute was

@@ -441,13 +441,10 @@ impl Coordinator {
                 .runs
                 .values()
                 .rev()
-                // Not a cancelled run, nor an inconsistent one (its counts hold a wrong result:
-                // counted again in a new run).
-                .filter(|r| {
-                    r.plan == plan
-                        && !r.meta.is_cancelled()
-                        && r.phase() != crate::store::Phase::Inconsistent
-                })
+                // Not a cancelled run. An inconsistent one is returned (it fails `count` at once):
+                // a new run of the plan is asked for without `reuse`, never made behind a caller's
+                // back at each retry.
+                .filter(|r| r.plan == plan && !r.meta.is_cancelled())
                 .collect();
             // The newest verified at least as asked: never a run whose count would be trusted more than
             // it was checked.

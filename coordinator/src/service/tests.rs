@@ -290,12 +290,12 @@ async fn a_run_finished_with_a_count_off_the_published_one_is_inconsistent() {
     let why = view.meta.contradiction(&view.tally).unwrap();
     assert!(why.contains("published"), "{why}");
     assert_eq!(view.unique(), None, "no unique count shown as the answer");
-    // `submit --reuse` does not return it: a new run counts again.
+    // `submit --reuse` (and `count`) return it: no new run is made behind a caller's back.
     let again = c
         .create_run(8, Strategy::D4, None, Some(0.0), 0, true)
         .await
         .unwrap();
-    assert_ne!(again.id(), run);
+    assert_eq!(again.id(), run);
 }
 
 /// Two CreateRuns with `reuse` at once (or a retry after a client's timeout while the first is still
