@@ -52,11 +52,30 @@ pub struct JobResult {
     pub nodes: u64,
 }
 
+impl JobResult {
+    /// Why this result cannot be one of `strategy`'s, if it cannot: a `d4` result carries the unique
+    /// count (without it, its run's check of the unique counts would be off for good), a `mirror`
+    /// one none. Every path that takes a result in (a report, the ledger, the store, an import)
+    /// checks this.
+    pub fn shape_error(&self, strategy: Strategy) -> Option<String> {
+        let d4 = strategy == Strategy::D4;
+        (self.unique8.is_some() != d4).then(|| {
+            format!(
+                "a {strategy} result {} a unique count",
+                if d4 { "without" } else { "with" }
+            )
+        })
+    }
+}
+
 /// A validated job of a plan, ready to compute.
 #[derive(Debug, Clone)]
 pub struct Job {
     plan: Plan,
     key: JobKey,
+    /// `d4`: the largest stabiliser of the rings that fit the job (0: none fits), which bounds its
+    /// result ([`Job::check`]); `mirror`: 0.
+    largest_stabiliser: u32,
 }
 
 impl Job {
@@ -64,7 +83,7 @@ impl Job {
     pub fn new(plan: Plan, key: JobKey) -> Result<Job> {
         let n = plan.n();
         let bad = || Error::UnknownJob(key.to_string());
-        match plan.strategy() {
+        let largest_stabiliser = match plan.strategy() {
             Strategy::Mirror => {
                 let cols = &key.0;
                 if cols.len() != plan.depth() as usize
@@ -74,6 +93,7 @@ impl Job {
                     return Err(bad());
                 }
                 mirror_board(n, cols).ok_or_else(bad)?;
+                0
             }
             Strategy::D4 => {
                 let [w, e, prefix @ ..] = key.0.as_slice() else {
@@ -83,10 +103,14 @@ impl Job {
                     return Err(bad());
                 }
                 let group = d4::Group::new(n, *w, *e).ok_or_else(bad)?;
-                group.problem(prefix).ok_or_else(bad)?;
+                group.largest_stabiliser(prefix).ok_or_else(bad)?
             }
-        }
-        Ok(Job { plan, key })
+        };
+        Ok(Job {
+            plan,
+            key,
+            largest_stabiliser,
+        })
     }
 
     /// The job's key.
@@ -122,7 +146,8 @@ impl Job {
     /// - `mirror`: no unique count; the total is a multiple of the job's weight (1 or 2: every
     ///   completion of the job counts it).
     /// - `d4`: with `h` the largest stabiliser of the rings that fit the job (1 for a job of plain
-    ///   rings only, as almost every job is; [`d4::Group::largest_stabiliser`]), each completion of a
+    ///   rings only, as almost every job is; [`d4::Group::largest_stabiliser`], found once in
+    ///   [`Job::new`]), each completion of a
     ///   ring of stabiliser `s` (1, 2, 4 or 8 symmetries, so `s` divides `h`) adds `8 / s` to the total
     ///   and `8 / s * k` to `unique * 8`, `k` the symmetries of the ring that fix it (`1 <= k <= s`).
     ///   So both counts are multiples of `8 / h`, and `total <= unique * 8 <= h * total`: for a job of
@@ -134,9 +159,13 @@ impl Job {
     /// catch the rest.
     pub fn check(&self, r: &JobResult) -> Result<()> {
         let bad = |why: String| Err(Error::Implausible(format!("job {}: {why}", self.key)));
+        if let Some(why) = r.shape_error(self.plan.strategy()) {
+            return bad(why);
+        }
         let total = r.total as u128;
-        match (self.plan.strategy(), r.unique8) {
-            (Strategy::Mirror, None) => {
+        // The shape checked: no unique count is `mirror`, one is `d4`.
+        match r.unique8 {
+            None => {
                 let weight = mirror::weight(self.plan.n(), &self.key.0) as u128;
                 if !total.is_multiple_of(weight) {
                     return bad(format!(
@@ -145,13 +174,8 @@ impl Job {
                 }
                 Ok(())
             }
-            (Strategy::D4, Some(unique8)) => {
-                let [w, e, prefix @ ..] = self.key.0.as_slice() else {
-                    unreachable!("validated in Job::new")
-                };
-                let h = d4::Group::new(self.plan.n(), *w, *e)
-                    .and_then(|g| g.largest_stabiliser(prefix))
-                    .expect("validated in Job::new") as u128;
+            Some(unique8) => {
+                let h = u128::from(self.largest_stabiliser);
                 let unique8 = unique8 as u128;
                 if h == 0 {
                     if (total, unique8, r.nodes) != (0, 0, 0) {
@@ -172,11 +196,6 @@ impl Job {
                 }
                 Ok(())
             }
-            (_, u) => bad(format!(
-                "a {} result {} a unique count",
-                self.plan.strategy(),
-                if u.is_some() { "with" } else { "without" }
-            )),
         }
     }
 

@@ -166,15 +166,12 @@ impl LedgerDigest {
                 let key = self.sealed(run, &job, &record, "result")?;
                 // The full read's rule (`LedgerView`): a d4 result without its unique count, or a
                 // mirror one with one, is damage.
-                if let Some(meta) = self.runs.get(&run) {
-                    let d4 = meta.strategy == nqueens_common::Strategy::D4;
-                    if record.result.unique8.is_some() != d4 {
-                        return Err(format!(
-                            "run {run} job {job}: a {} result {} a unique count",
-                            meta.strategy,
-                            if d4 { "without" } else { "with" }
-                        ));
-                    }
+                if let Some(why) = self
+                    .runs
+                    .get(&run)
+                    .and_then(|meta| record.result.shape_error(meta.strategy))
+                {
+                    return Err(format!("run {run} job {job}: {why}"));
                 }
                 self.digests.entry(run).or_default().add(run, &key, &record);
             }

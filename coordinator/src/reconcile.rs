@@ -479,6 +479,15 @@ mod tests {
         writeln!(file, "{line}").unwrap();
     }
 
+    /// Job 3 of `plan` (run `run`) by "w", its unique count dropped and the result sealed again (the
+    /// seal is a CRC anyone can compute).
+    fn without_unique_count(run: u64, plan: &Plan) -> crate::store::Incoming {
+        let mut inc = incoming_from(run, plan, 3, "w");
+        inc.result.unique8 = None;
+        inc.seal = nqueens_common::checksum::seal(plan.fingerprint().1, &inc.key, &inc.result);
+        inc
+    }
+
     /// A store with a run of N = 8 and three of its results, and a ledger that agrees with it.
     fn agreeing(dir: &Path) -> (Store, u64, Plan) {
         let (store, run, plan) = one_run(dir, 0.0);
@@ -752,9 +761,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
         let (store, run, plan) = agreeing(dir.path());
-        let mut inc = incoming_from(run, &plan, 3, "w");
-        inc.result.unique8 = None;
-        inc.seal = nqueens_common::checksum::seal(plan.fingerprint().1, &inc.key, &inc.result);
+        let inc = without_unique_count(run, &plan);
         let line = Entry::Result {
             run,
             job: inc.key.to_string(),
@@ -790,9 +797,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
         let (store, run, plan) = agreeing(dir.path());
-        let mut inc = incoming_from(run, &plan, 3, "w");
-        inc.result.unique8 = None;
-        inc.seal = nqueens_common::checksum::seal(plan.fingerprint().1, &inc.key, &inc.result);
+        let inc = without_unique_count(run, &plan);
         store.commit(std::slice::from_ref(&inc)).unwrap();
         ledger::rewrite(&path, &store).unwrap();
         let refused = reconcile(&store, &path, false).map(|_| ());

@@ -59,10 +59,9 @@ pub fn compare(store: &Store, meta: &RunMeta, view: &LedgerView) -> Result<Diffe
         let (key, record) = item?;
         // Sealed, and with a unique count exactly where its run's strategy has one (a d4 result
         // without one would turn the run's check of unique counts off): else damaged.
-        let d4 = meta.strategy == nqueens_common::Strategy::D4;
-        let intact = record
-            .as_ref()
-            .is_ok_and(|r| r.sealed(fingerprint, &key) && r.result.unique8.is_some() == d4);
+        let intact = record.as_ref().is_ok_and(|r| {
+            r.sealed(fingerprint, &key) && r.result.shape_error(meta.strategy).is_none()
+        });
         let theirs = logged.get_key_value(&key);
         if let Some((k, _)) = theirs {
             seen.insert(k, ());

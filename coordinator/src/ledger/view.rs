@@ -161,18 +161,8 @@ impl LedgerView {
                     .map_err(|e| format!("run {run} job {job}: {e}"))?;
                 // A d4 result without its unique count would turn its run's check of the unique
                 // counts off for good; a mirror one with one is foreign.
-                if record.result.unique8.is_some()
-                    != (meta.strategy == nqueens_common::Strategy::D4)
-                {
-                    return Err(format!(
-                        "run {run} job {job}: a {} result {} a unique count",
-                        meta.strategy,
-                        if record.result.unique8.is_some() {
-                            "with"
-                        } else {
-                            "without"
-                        }
-                    ));
+                if let Some(why) = record.result.shape_error(meta.strategy) {
+                    return Err(format!("run {run} job {job}: {why}"));
                 }
                 let fingerprint = meta.fingerprint_value().map_err(|e| e.to_string())?;
                 if !verified && record.seal.is_none() {

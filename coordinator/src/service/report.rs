@@ -308,15 +308,10 @@ impl Coordinator {
                 }
                 let key: JobKey = r.job.parse()?;
                 let job = plan.job(&key)?;
-                if r.result.unique8.is_some() != (strategy == Strategy::D4) {
+                if let Some(why) = r.result.shape_error(strategy) {
                     return Err(Error::Invalid(format!(
-                        "result for job {} of run {id} {} a unique count",
-                        truncate(&r.job),
-                        if r.result.unique8.is_some() {
-                            "has"
-                        } else {
-                            "lacks"
-                        }
+                        "result for job {} of run {id}: {why}",
+                        truncate(&r.job)
                     )));
                 }
                 // The seal: a result damaged anywhere between the worker's compute pool and here (its

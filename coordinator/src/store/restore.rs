@@ -116,15 +116,9 @@ impl Store {
             }
             // A d4 result without its unique count would turn the run's check of the unique counts
             // off for good (its tally then has none), as a mirror one with a unique count is foreign.
-            if record.result.unique8.is_some() != (meta.strategy == nqueens_common::Strategy::D4) {
+            if let Some(why) = record.result.shape_error(meta.strategy) {
                 return Err(Error::Corrupt(format!(
-                    "run {run} job {key}: a {} result {} a unique count; not restored",
-                    meta.strategy,
-                    if record.result.unique8.is_some() {
-                        "with"
-                    } else {
-                        "without"
-                    }
+                    "run {run} job {key}: {why}; not restored"
                 )));
             }
             if held {
