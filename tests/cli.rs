@@ -826,7 +826,7 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     let data = data.to_str().unwrap();
-    let cases: [(&[&str], &str); 17] = [
+    let cases: [(&[&str], &str); 20] = [
         // Durations past what a clock can add panicked at their first use: serve's every Lease call
         // (holding the state lock), its progress log, the worker at its start, loadgen (found by a
         // review, 2026-11-24, a later session).
@@ -891,6 +891,36 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
             "--token",
         ),
         (&["serve", "--data", data, "--token", " padded"], "--token"),
+        // A worker token without the operator's would leave no call able to create a run; the same
+        // token twice would give workers the operator's rights.
+        (
+            &["serve", "--data", data, "--worker-token", "w0rker"],
+            "--worker-token",
+        ),
+        (
+            &[
+                "serve",
+                "--data",
+                data,
+                "--token",
+                "same",
+                "--worker-token",
+                "same",
+            ],
+            "--worker-token must differ",
+        ),
+        (
+            &[
+                "serve",
+                "--data",
+                data,
+                "--token",
+                "t",
+                "--worker-token",
+                "w\n",
+            ],
+            "--worker-token",
+        ),
         (
             &["bench", "10", "--threads", "1000000", "--no-baseline"],
             "--threads",
@@ -916,6 +946,7 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
         let mut child = support::nqueens()
             .args(args)
             .env_remove("NQUEENS_TOKEN")
+            .env_remove("NQUEENS_WORKER_TOKEN")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()

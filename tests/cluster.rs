@@ -157,7 +157,7 @@ fn issue_3_a_worker_stopped_with_sigterm_reports_its_running_job_and_exits() {
 }
 
 #[test]
-fn issue_4_a_cluster_runs_over_tls_with_a_token() {
+fn issue_4_a_cluster_runs_over_tls_with_a_token_and_workers_with_theirs() {
     let dir = tempfile::tempdir().unwrap();
     let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
     let (cert, pem_key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
@@ -168,10 +168,28 @@ fn issue_4_a_cluster_runs_over_tls_with_a_token() {
         &dir.path().join("store"),
         "127.0.0.1:0",
         "10s",
-        &["--token", "t0ken", "--tls-cert", cert, "--tls-key", pem_key],
+        &[
+            "--token",
+            "t0ken",
+            "--worker-token",
+            "w0rker",
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            pem_key,
+        ],
     );
     let https = serve.address.replace("http://", "https://");
     let secure = ["--token", "t0ken", "--tls-ca", cert];
+    // The workers' token cannot submit a run: refused, naming the operator's token, nothing created.
+    let out = support::nqueens()
+        .args(["submit", "12", "--coordinator", &https])
+        .args(["--token", "w0rker", "--tls-ca", cert])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("operator's token"), "{err}");
     let out = support::nqueens()
         .args([
             "submit",
@@ -209,7 +227,7 @@ fn issue_4_a_cluster_runs_over_tls_with_a_token() {
         &https,
         dir.path(),
         "w",
-        &[&["--exit-when-idle"][..], &secure].concat(),
+        &["--exit-when-idle", "--token", "w0rker", "--tls-ca", cert],
     );
     assert!(wait(&mut w, LIMIT, "worker").success());
     let out = support::nqueens()

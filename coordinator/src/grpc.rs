@@ -11,6 +11,7 @@ use nqueens_proto::{self as proto, coordinator_server};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
+use crate::auth::require_operator;
 use crate::error::Error;
 use crate::service::{Ask, Coordinator, Grant, Report, RunView, WorkerView};
 use crate::store::{Control, JobState, Outcome, Phase};
@@ -223,6 +224,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::CreateRunRequest>,
     ) -> Result<Response<proto::RunStatus>, Status> {
+        require_operator(&req)?;
         let r = req.into_inner();
         let strategy = strategy_from_wire(r.strategy).map_err(|e| status(e.into()))?;
         let view = self
@@ -465,6 +467,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::RunControlRequest>,
     ) -> Result<Response<proto::RunStatus>, Status> {
+        require_operator(&req)?;
         self.control(&req.into_inner().run, Control::Cancel).await
     }
 
@@ -472,6 +475,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::RunControlRequest>,
     ) -> Result<Response<proto::RunStatus>, Status> {
+        require_operator(&req)?;
         self.control(&req.into_inner().run, Control::Pause).await
     }
 
@@ -479,6 +483,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::RunControlRequest>,
     ) -> Result<Response<proto::RunStatus>, Status> {
+        require_operator(&req)?;
         self.control(&req.into_inner().run, Control::Resume).await
     }
 
@@ -486,6 +491,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::SetPriorityRequest>,
     ) -> Result<Response<proto::RunStatus>, Status> {
+        require_operator(&req)?;
         let r = req.into_inner();
         self.control(&r.run, Control::Priority(r.priority)).await
     }

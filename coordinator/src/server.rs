@@ -29,8 +29,11 @@ pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 pub struct Options {
     /// Interval of the progress log line.
     pub progress_interval: Duration,
-    /// The bearer token every RPC but health must carry (none: open).
+    /// The operator's bearer token: every RPC but health must carry it or the worker token (none of
+    /// either: open).
     pub token: Option<String>,
+    /// A bearer token for workers: it leases, reports and reads, but cannot create or steer runs.
+    pub worker_token: Option<String>,
     /// The TLS certificate chain and key (PEM); none: plaintext.
     pub tls: Option<Identity>,
     /// Most connections from one peer address at once ([`connections::MAX_PER_PEER`] by default).
@@ -42,6 +45,7 @@ impl Default for Options {
         Options {
             progress_interval: Duration::from_secs(30),
             token: None,
+            worker_token: None,
             tls: None,
             per_peer: connections::MAX_PER_PEER,
         }
@@ -93,7 +97,7 @@ pub async fn serve(
     let reflection_alpha = reflection_builder()
         .build_v1alpha()
         .expect("the embedded descriptor sets are valid");
-    let auth = RequireToken::new(options.token.as_deref());
+    let auth = RequireToken::new(options.token.as_deref(), options.worker_token.as_deref());
     let coordinator_metrics = coordinator.metrics().clone();
     let service = CoordinatorServer::new(CoordinatorService::new(coordinator))
         .max_decoding_message_size(MAX_MESSAGE_BYTES);

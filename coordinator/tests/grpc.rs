@@ -2017,3 +2017,109 @@ async fn workers_are_listed_a_page_at_a_time() {
         .collect();
     assert_eq!(whole, names);
 }
+
+/// A worker token (`serve --worker-token`) leases, heartbeats, reports and reads, but cannot create or
+/// steer runs: those calls get PERMISSION_DENIED and change nothing stored. The operator token does
+/// everything; any other token nothing.
+#[tokio::test]
+async fn a_worker_token_computes_and_reads_but_cannot_create_or_steer_runs() {
+    let s = start_with(
+        Duration::from_secs(60),
+        Options {
+            token: Some("operator".into()),
+            worker_token: Some("worker".into()),
+            ..Options::default()
+        },
+    )
+    .await;
+    let client = |token: &str| {
+        nqueens_proto::connect(&nqueens_proto::Connection {
+            coordinator: s.address.clone(),
+            token: Some(token.into()),
+            tls_ca: None,
+        })
+        .unwrap()
+    };
+    let mut operator = client("operator");
+    let mut worker = client("worker");
+    let run = create(&mut operator, 6).await;
+    let before = contents(&s.store);
+
+    // Every call that creates or steers a run is the operator's.
+    let denied = [
+        worker
+            .create_run(proto::CreateRunRequest {
+                n: 8,
+                strategy: proto::Strategy::D4 as i32,
+                depth: None,
+                reuse: true,
+                verify_fraction: None,
+                priority: 0,
+            })
+            .await
+            .map(|_| ()),
+        worker.cancel_run(control(&run.run)).await.map(|_| ()),
+        worker.pause_run(control(&run.run)).await.map(|_| ()),
+        worker.resume_run(control(&run.run)).await.map(|_| ()),
+        worker
+            .set_priority(proto::SetPriorityRequest {
+                run: run.run.clone(),
+                priority: 9,
+            })
+            .await
+            .map(|_| ()),
+    ];
+    for (i, d) in denied.into_iter().enumerate() {
+        let e = d.unwrap_err();
+        assert_eq!(e.code(), Code::PermissionDenied, "call {i}: {e:?}");
+        assert!(e.message().contains("operator"), "{}", e.message());
+    }
+    assert_eq!(
+        contents(&s.store),
+        before,
+        "a denied call changed the store"
+    );
+
+    // A wrong token is still unauthenticated, not merely denied.
+    let mut stranger = client("workerx");
+    let e = stranger.cancel_run(control(&run.run)).await.unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+
+    // The worker token reads and computes the run to the end.
+    assert_eq!(
+        worker
+            .list_runs(proto::ListRunsRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+            .runs
+            .len(),
+        1
+    );
+    worker
+        .list_jobs(proto::ListJobsRequest {
+            state: proto::JobState::Failed as i32,
+            run: None,
+            limit: 0,
+        })
+        .await
+        .unwrap();
+    let leases = lease(&mut worker, "w", 1000).await;
+    assert_eq!(leases.len() as u64, run.jobs_total);
+    heartbeat(
+        &mut worker,
+        "w",
+        leases.iter().map(|l| l.lease_id).collect(),
+    )
+    .await;
+    let results = leases.iter().map(result_of).collect();
+    report(&mut worker, "w", results).await.unwrap();
+    let done = status(&mut worker, &run.run).await;
+    assert_eq!(done.total, "4");
+    assert!(!list_workers(&mut worker).await.is_empty());
+
+    // The operator token steers runs.
+    let second = create(&mut operator, 7).await;
+    operator.pause_run(control(&second.run)).await.unwrap();
+    operator.cancel_run(control(&second.run)).await.unwrap();
+}

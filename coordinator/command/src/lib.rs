@@ -247,8 +247,11 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
     let refused = e
         .downcast_ref::<remote::RpcError>()
         .is_some_and(|s| matches!(s.code, tonic::Code::InvalidArgument | tonic::Code::NotFound));
-    if e.downcast_ref::<serve::Unguarded>().is_some() {
-        // A usage error: the command line asks to serve other machines unguarded.
+    if e.downcast_ref::<serve::Unguarded>().is_some()
+        || e.downcast_ref::<serve::BadTokens>().is_some()
+    {
+        // A usage error: the command line asks to serve other machines unguarded, or gives tokens
+        // that cannot work together.
         return 2;
     }
     if e.downcast_ref::<count::Interrupted>().is_some() {

@@ -52,6 +52,11 @@ pub struct ServeArgs {
     /// it with --token or NQUEENS_TOKEN).
     #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true, value_parser = token)]
     pub token: Option<String>,
+    /// A second token, for the workers of a cluster: calls made with it lease, report and read, but
+    /// cannot create, cancel, pause, resume or reprioritise runs (PERMISSION_DENIED). Needs --token (the
+    /// operator's), and must differ from it.
+    #[arg(long, env = "NQUEENS_WORKER_TOKEN", hide_env_values = true, value_parser = token, value_name = "T")]
+    pub worker_token: Option<String>,
     /// PEM certificate (chain) for TLS, e.g. DIR/server.pem from `nqueens tls init DIR`; with --tls-key,
     /// clients connect with https:// and --tls-ca.
     #[arg(
@@ -109,8 +114,32 @@ impl std::fmt::Display for Unguarded {
 
 impl std::error::Error for Unguarded {}
 
+/// `serve` was given a worker token without the operator's, or the same token twice.
+#[derive(Debug)]
+pub struct BadTokens(&'static str);
+
+impl std::fmt::Display for BadTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for BadTokens {}
+
 /// Opens the store, audits it, and serves until SIGTERM or Ctrl-C.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    match (&args.token, &args.worker_token) {
+        (None, Some(_)) => return Err(BadTokens(
+            "--worker-token (NQUEENS_WORKER_TOKEN) needs --token (NQUEENS_TOKEN), the operator's: \
+                 without it no call could create or steer a run",
+        )
+        .into()),
+        (Some(operator), Some(worker)) if operator == worker => return Err(BadTokens(
+            "--worker-token must differ from --token: a worker holding it could steer every run",
+        )
+        .into()),
+        _ => {}
+    }
     let guarded = args.token.is_some() && args.tls_cert.is_some();
     if !args.listen.ip().is_loopback() && !guarded && !args.insecure {
         return Err(Unguarded {
@@ -161,6 +190,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let options = nqueens_coordinator::server::Options {
         progress_interval: args.progress_interval,
         token: args.token.clone(),
+        worker_token: args.worker_token.clone(),
         tls,
         per_peer: args.max_connections_per_peer,
     };
@@ -219,6 +249,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 lease_timeout = %humantime::format_duration(args.lease_timeout),
                 tls = options.tls.is_some(),
                 token = args.token.is_some(),
+                worker_token = args.worker_token.is_some(),
                 "coordinator listening"
             );
             nqueens_coordinator::server::serve(
