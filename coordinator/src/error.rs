@@ -16,6 +16,9 @@ pub enum Error {
     /// not for any result it carries: the worker stops rather than drop its results.
     #[error("invalid request: {0}")]
     BadRequest(String),
+    /// A limit on what the coordinator holds at once (open runs) is reached: nothing was changed.
+    #[error("{0}")]
+    TooMany(String),
     /// No run has this id.
     #[error("unknown run {0:?}")]
     UnknownRun(String),

@@ -121,6 +121,7 @@ pub fn status(e: Error) -> Status {
             Status::failed_precondition(e.to_string())
         }
         Error::Quarantined { .. } => Status::permission_denied(e.to_string()),
+        Error::TooMany(_) => Status::resource_exhausted(e.to_string()),
         // Transient: the worker sends the batch again and the next validation decides.
         Error::Raced { .. } => Status::aborted(e.to_string()),
         // Nothing was acknowledged and the worker keeps the results in its journal: it tries again.

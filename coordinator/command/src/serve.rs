@@ -186,6 +186,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         // Given once, at the first open (store and ledger alike: a store rebuilt from the ledger
         // keeps the release).
         release: args.release_quarantine.clone(),
+        ..Config::default()
     };
     let options = nqueens_coordinator::server::Options {
         progress_interval: args.progress_interval,

@@ -32,7 +32,7 @@ use crate::live::LiveRun;
 use crate::metrics::Metrics;
 use crate::reconcile::reconcile;
 use crate::storage_health::StorageHealth;
-use crate::store::{JobState, Store};
+use crate::store::{JobState, Phase, Store};
 use workers::Workers;
 
 /// The fraction of a run's jobs computed twice when the request does not say.
@@ -55,7 +55,14 @@ pub struct Config {
     pub release: Vec<String>,
     /// Failed jobs to put back to pending at the open, once the store is reconciled and mended.
     pub retry_failed: RetryFailed,
+    /// Most open runs (running, stalled or paused) at once; a creation past it is refused
+    /// ([`MAX_OPEN_RUNS`] by default). Runs already stored are all served, however many.
+    pub max_open_runs: usize,
 }
+
+/// Most open runs (running, stalled or paused) a coordinator creates ([`Config::max_open_runs`]): each
+/// is scanned by every Lease call, and far more than a cluster can compute at once.
+pub const MAX_OPEN_RUNS: usize = 1024;
 
 /// Which failed jobs an open puts back to pending.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -96,6 +103,7 @@ impl Default for Config {
             max_in_flight: MAX_IN_FLIGHT,
             release: Vec::new(),
             retry_failed: RetryFailed::None,
+            max_open_runs: MAX_OPEN_RUNS,
         }
     }
 }
@@ -127,6 +135,11 @@ struct Shared {
     /// (kept by the write's task if the caller goes away): two such calls, or a retry after a client's
     /// timeout, never both create a run of one plan.
     reusing: Arc<tokio::sync::Mutex<()>>,
+    /// Held from the count of open runs to the new run's place in memory: creations at once never pass
+    /// [`Config::max_open_runs`] together.
+    creating: tokio::sync::Mutex<()>,
+    /// [`Config::max_open_runs`].
+    max_open_runs: usize,
     /// Places for walks of the job records ([`control::MAX_LISTINGS`]).
     listing: Arc<tokio::sync::Semaphore>,
 }
@@ -332,6 +345,8 @@ impl Coordinator {
                 planning: Arc::new(tokio::sync::Semaphore::new(MAX_PLANNING)),
                 control: tokio::sync::Mutex::new(()),
                 reusing: Arc::default(),
+                creating: tokio::sync::Mutex::new(()),
+                max_open_runs: config.max_open_runs,
                 listing: Arc::new(tokio::sync::Semaphore::new(control::MAX_LISTINGS)),
             }),
         })
@@ -468,6 +483,8 @@ impl Coordinator {
                 "not creating runs while the coordinator cannot write its store ({why}); try again once it serves"
             )));
         }
+        // Refused before the enumeration, where there is no room (and checked again at the write).
+        self.room_for_a_run()?;
         // The plan is enumerated here (seconds at N = 28), [`MAX_PLANNING`] at a time: a caller that
         // goes away meanwhile creates nothing, and its enumeration ends (as all do at shutdown). From
         // the write on, the run is created whatever becomes of the caller.
@@ -502,8 +519,28 @@ impl Coordinator {
         .await
     }
 
+    /// Refuses a new run when [`Config::max_open_runs`] runs are open.
+    fn room_for_a_run(&self) -> Result<()> {
+        let state = self.state();
+        let open = state
+            .runs
+            .values()
+            .filter(|r| matches!(r.phase(), Phase::Running | Phase::Stalled | Phase::Paused))
+            .count();
+        let max = self.shared.max_open_runs;
+        if open >= max {
+            return Err(Error::TooMany(format!(
+                "{open} runs are open (running, stalled or paused), the most this coordinator creates: \
+                 cancel one (`nqueens cancel RUN`) or let one finish, then submit again"
+            )));
+        }
+        Ok(())
+    }
+
     /// Writes a run (a [`Write::CreateRun`]) through the committer, then adds it to memory.
     async fn create(&self, create: Write) -> Result<RunView> {
+        let _one_at_a_time = self.shared.creating.lock().await;
+        self.room_for_a_run()?;
         let meta = self.shared.committer.write_run(create).await?;
         tracing::info!(
             run = meta.id,

@@ -1364,3 +1364,35 @@ fn failed_jobs_are_retried_after_the_repair_and_only_where_asked() {
         }
     }
 }
+
+/// Open runs (running, stalled or paused) are bounded: past `max_open_runs` a creation is refused with
+/// a clear error and writes nothing; a cancelled or finished run frees its place; creations at once
+/// never overshoot the bound; `reuse` still returns an existing run.
+#[tokio::test]
+async fn open_runs_are_bounded_and_a_closed_one_frees_its_place() {
+    let config = Config {
+        max_open_runs: 3,
+        ..Config::default()
+    };
+    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+    let create = |n: u32| c.create_run(n, Strategy::D4, None, Some(0.0), 0, false);
+    let (a, b, d, e) = tokio::join!(create(8), create(9), create(10), create(11));
+    let made: Vec<_> = [a, b, d, e].into_iter().filter_map(|r| r.ok()).collect();
+    assert_eq!(made.len(), 3, "creations at once overshot the bound");
+    assert_eq!(c.runs().len(), 3);
+    let refused = create(12).await.unwrap_err();
+    assert!(matches!(refused, Error::TooMany(_)), "{refused:?}");
+    assert!(refused.to_string().contains("cancel"), "{refused}");
+    assert_eq!(c.runs().len(), 3, "a refused creation wrote a run");
+    // `reuse` of an open run's plan is no creation.
+    let n = u32::from(made[0].meta.n);
+    let again = c
+        .create_run(n, Strategy::D4, None, Some(0.0), 0, true)
+        .await
+        .unwrap();
+    assert_eq!(again.id(), made[0].id());
+    // A cancelled run frees its place.
+    c.control(&made[1].id(), Control::Cancel).await.unwrap();
+    create(12).await.unwrap();
+    assert!(matches!(create(13).await, Err(Error::TooMany(_))));
+}
