@@ -12,7 +12,8 @@
 //! on backing up. Every variant of the architecture is compiled into every build and chosen at run time
 //! ([`Variant`]): on an x86-64 CPU with AVX2 (and BMI, POPCNT, LZCNT) [`run`] steps eight searches at
 //! once, one per lane of a vector (`kernel/avx2.rs`), and with AVX-512 (F, BW, VL, DQ, CD) sixteen
-//! (`kernel/avx512.rs`); on (little-endian) aarch64, four with NEON (`kernel/neon.rs`); the driver they
+//! (`kernel/avx512.rs`); without AVX2 but with SSE4.1, four (`kernel/sse41.rs`); on (little-endian)
+//! aarch64, four with NEON (`kernel/neon.rs`); the driver they
 //! share is `kernel/feed.rs`. Elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in
 //! turn to give the processor independent work to overlap. No allocation in the loop, no I/O, no error
 //! path: problems are validated before they get here.
@@ -31,6 +32,8 @@ mod feed;
 #[cfg(all(target_arch = "aarch64", target_endian = "little"))]
 mod neon;
 pub mod seeds;
+#[cfg(target_arch = "x86_64")]
+mod sse41;
 
 /// Independent searches the scalar lanes step side by side (see BENCHMARKS.md). [`run_scalar`] writes its
 /// round out for five lanes, so changing this means changing that round too (it does not compile otherwise).
@@ -401,7 +404,7 @@ fn full_mask(n: u8) -> u32 {
 }
 
 /// One way to run the kernel. Every variant is named in every build, and each architecture compiles its
-/// own (x86-64: the AVX2 and AVX-512 ones; little-endian aarch64: NEON; all: the scalar lanes); which
+/// own (x86-64: the SSE4.1, AVX2 and AVX-512 ones; little-endian aarch64: NEON; all: the scalar lanes); which
 /// ones a machine can run is found at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Variant {
@@ -410,6 +413,9 @@ pub enum Variant {
     /// Four searches in the lanes of a 128-bit vector: little-endian aarch64 (NEON, part of every
     /// aarch64 CPU).
     Neon,
+    /// Four searches in the lanes of a 128-bit vector: x86-64 with SSE4.1 (for CPUs without AVX2: Intel
+    /// from Penryn to Ivy Bridge, AMD from Bulldozer to Steamroller).
+    Sse41,
     /// Eight searches in the lanes of a 256-bit vector: x86-64 with AVX2, BMI1/2, POPCNT and LZCNT.
     Avx2,
     /// [`Variant::Avx2`] with the forbidden rows below each level kept in the search's stack instead of
@@ -422,9 +428,10 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant of this build, slowest first.
-    pub const ALL: [Variant; 5] = [
+    pub const ALL: [Variant; 6] = [
         Variant::Scalar,
         Variant::Neon,
+        Variant::Sse41,
         Variant::Avx2NoGather,
         Variant::Avx2,
         Variant::Avx512,
@@ -435,6 +442,7 @@ impl Variant {
         match self {
             Variant::Scalar => "scalar",
             Variant::Neon => "neon",
+            Variant::Sse41 => "sse41",
             Variant::Avx2 => "avx2",
             Variant::Avx2NoGather => "avx2-nogather",
             Variant::Avx512 => "avx512",
@@ -455,6 +463,8 @@ impl Variant {
             Variant::Neon => std::arch::is_aarch64_feature_detected!("neon"),
             #[cfg(not(all(target_arch = "aarch64", target_endian = "little")))]
             Variant::Neon => false,
+            #[cfg(target_arch = "x86_64")]
+            Variant::Sse41 => std::arch::is_x86_feature_detected!("sse4.1"),
             #[cfg(target_arch = "x86_64")]
             Variant::Avx2 | Variant::Avx2NoGather => {
                 std::arch::is_x86_feature_detected!("avx2")
@@ -481,7 +491,7 @@ impl Variant {
                     && std::arch::is_x86_feature_detected!("lzcnt")
             }
             #[cfg(not(target_arch = "x86_64"))]
-            Variant::Avx2 | Variant::Avx2NoGather | Variant::Avx512 => false,
+            Variant::Sse41 | Variant::Avx2 | Variant::Avx2NoGather | Variant::Avx512 => false,
         }
     }
 
@@ -591,6 +601,11 @@ pub fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
 /// [`run`] with a given variant; one the machine cannot run falls back to the scalar lanes.
 pub fn run_with<I: Iterator<Item = Unit>>(variant: Variant, units: I) -> Totals {
     match variant {
+        #[cfg(target_arch = "x86_64")]
+        Variant::Sse41 if variant.supported() => {
+            // SAFETY: the CPU has SSE4.1 (checked just above).
+            unsafe { sse41::run(units) }
+        }
         #[cfg(target_arch = "x86_64")]
         Variant::Avx2 if variant.supported() => {
             // SAFETY: the CPU has every feature the vector kernel is compiled for (checked just above).

@@ -1,6 +1,6 @@
 //! What every vector kernel shares: feeding searches to the lanes of a vector and summing what they found.
 //!
-//! A vector kernel (`kernel/avx2.rs`, `kernel/avx512.rs`, `kernel/neon.rs`) steps one search per lane. The
+//! A vector kernel (`kernel/avx2.rs`, `kernel/avx512.rs`, `kernel/sse41.rs`, `kernel/neon.rs`) steps one search per lane. The
 //! driver here gives each lane a search, runs the kernel's inner loop until a search is over (or the
 //! counters are due a flush), adds up each lane's completions with its unit's weight, and gives the lane
 //! the next search; the kernel supplies its inner loop and its own per-search tables.
