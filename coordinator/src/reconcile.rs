@@ -642,6 +642,43 @@ mod tests {
         assert_eq!(names, vec!["x".to_string()]);
     }
 
+    /// A disputed job's record damaged on disk (the ledger rewritten since, so that it no longer holds
+    /// the dispute): the record is mended into an open one with no candidates, never removed, so the
+    /// job stays verified and the disputed worker's result, sent again, does not count alone (found by
+    /// a review, 2026-11-25: the record was removed, the job was plain and pending, and x's wrong count
+    /// was accepted alone in a run verifying nothing).
+    #[test]
+    fn a_damaged_disputed_record_keeps_its_job_verified() {
+        use crate::store::tests::by;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan, right) = a_dispute_the_ledger_missed(dir.path());
+        reconcile(&store, &path, false).unwrap();
+        let disputed = store.job(run, &right.key).unwrap().unwrap();
+        assert_eq!(disputed.state, crate::store::JobState::Disputed);
+        let job = crate::store::records::job_key(run, &right.key);
+        store.damage_record("jobs", &job, |j| j.replace("\"y\"", "\"q\""));
+        assert!(store.job(run, &right.key).is_err());
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.jobs_mended, 1);
+        let mended = store.job(run, &right.key).unwrap().expect("a record");
+        assert!(mended.state.is_open(), "{mended:?}");
+        assert!(mended.candidates.is_empty());
+        store.audit().unwrap();
+        // x's wrong count again: a candidate, never counted alone.
+        let again = store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
+        assert_eq!(again.outcomes, vec![crate::store::Outcome::Pending]);
+        assert_eq!(store.tally(run).unwrap().jobs, 0);
+        // Two names agreeing on the right count decide it; x is disproved.
+        store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
+        let decided = store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
+        assert_eq!(decided.outcomes, vec![crate::store::Outcome::Accepted]);
+        assert_eq!(
+            store.tally(run).unwrap().total,
+            u128::from(right.result.total)
+        );
+    }
+
     /// The ledger ahead of the store on a dispute's round (the ledger's append synced, the store's
     /// flush lost in a crash): the ledger takes x's count back and the store still holds it. The start
     /// takes it back and leaves the job disputed with x's count as its candidate, as the dispute left
@@ -1148,9 +1185,9 @@ mod tests {
     }
 
     /// Records the store alone checks (run, job, quarantine) found damaged at a start: the run's
-    /// record is written again from the ledger's intact line, the job's record goes (the job is
-    /// pending: its candidates, never counted, are computed again), the quarantine is kept (the
-    /// ledger's line for it). The start goes on, and the run finishes exactly. Before, each refused
+    /// record is written again from the ledger's intact line, the job's record is written again open
+    /// with no candidates (its candidates, never counted, are computed again, and verified), the
+    /// quarantine is kept (the ledger's line for it). The start goes on, and the run finishes exactly. Before, each refused
     /// every start with no way out but a backup (found by a review, 2026-11-24, a later session).
     #[test]
     fn damaged_records_are_mended_at_the_start() {
@@ -1189,7 +1226,11 @@ mod tests {
             (1, 1, 1)
         );
         assert_eq!(store.run(run).unwrap().unwrap(), meta);
-        assert_eq!(store.job(run, &waiting).unwrap(), None, "pending again");
+        let open = store.job(run, &waiting).unwrap().expect("open again");
+        assert!(
+            open.state.is_open() && open.candidates.is_empty(),
+            "{open:?}"
+        );
         let quarantined = store.quarantined().unwrap();
         assert_eq!(quarantined.len(), 1);
         assert_eq!(quarantined[0].worker, "liar");
@@ -1232,7 +1273,11 @@ mod tests {
         assert!(store.job(run, &waiting).is_err(), "left as it was");
         let (_, repairs, _) = reconcile(&store, &path, true).unwrap();
         assert_eq!(repairs.jobs_mended, 1);
-        assert_eq!(store.job(run, &waiting).unwrap(), None);
+        let open = store.job(run, &waiting).unwrap().expect("open again");
+        assert!(
+            open.state.is_open() && open.candidates.is_empty(),
+            "{open:?}"
+        );
     }
 
     /// A damaged run record with no intact copy in the ledger refuses the start, naming the run.

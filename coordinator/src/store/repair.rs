@@ -211,9 +211,18 @@ impl Store {
             self.runs.insert(k, encode(&restored))?;
             tracing::error!(run = id, damage = %damage, place = "store", "a stored run record is damaged: written again from the ledger's line");
         }
+        // What the record said is unknown: perhaps a dispute, whose evidence it alone held (a ledger
+        // rewrite keeps no revocation lines). It becomes an open record with no candidates, so that the
+        // job is computed again and verified, whatever the run's fraction: a removed record made the job
+        // plain, and a disputed worker's result, sent again, counted alone.
         for (k, job, e) in &damaged_jobs {
-            self.jobs.remove(k)?;
-            tracing::error!(job = %job, damage = %e, place = "store", "a stored job record is damaged: removed, the job is pending again (its results waiting for verification, never counted, are computed again)");
+            let open = JobRecord {
+                state: JobState::Verifying,
+                candidates: Vec::new(),
+                reason: None,
+            };
+            self.jobs.insert(k, encode(&open))?;
+            tracing::error!(job = %job, damage = %e, place = "store", "a stored job record is damaged: written again as open, the job is computed again and verified by two workers of different names (its results waiting for verification, never counted, are computed again)");
         }
         for (k, e) in &damaged_quarantines {
             let worker = String::from_utf8_lossy(k).into_owned();

@@ -922,7 +922,8 @@ fn a_format_5_store_gets_its_records_checked() {
             assert_eq!(super::records::is_checked(&v), *k != *damaged_key);
         }
     }
-    // The damaged one is refused by name, and the start's mend removes it (its job pending again).
+    // The damaged one is refused by name, and the start's mend writes it again open (its job computed
+    // again, and verified).
     let refused = store.job(id, &damaged).unwrap_err().to_string();
     assert!(refused.contains("without a checksum"), "{refused}");
     let logged: std::collections::BTreeMap<u64, super::RunMeta> =
@@ -931,8 +932,14 @@ fn a_format_5_store_gets_its_records_checked() {
         .mend_records(&logged, true, &Default::default())
         .unwrap();
     assert_eq!(mended, (0, 1, 0));
-    assert_eq!(store.job(id, &damaged).unwrap(), None);
+    let open = store.job(id, &damaged).unwrap().expect("open again");
+    assert!(
+        open.state.is_open() && open.candidates.is_empty(),
+        "{open:?}"
+    );
     assert_eq!(store.runs().unwrap(), runs);
+    let mut jobs = jobs;
+    *jobs.entry(JobState::Verifying).or_insert(0) += 1;
     assert_eq!(store.job_states(id).unwrap(), jobs);
     assert_eq!(store.quarantined().unwrap(), quarantined);
     assert_eq!(store.audit().unwrap()[0].tally, tally);
