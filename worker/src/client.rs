@@ -194,6 +194,8 @@ struct Worker {
     journal: Option<Journal>,
     /// Leases held: queued, running, or finished but not yet acknowledged.
     held: HashMap<u64, proto::JobLease>,
+    /// Each plan's fingerprint as this build enumerates it, by (N, strategy, depth) on the wire.
+    fingerprints: HashMap<(u32, i32, u32), u64>,
     /// Finished results not yet acknowledged, in order.
     unreported: Vec<Finished>,
     /// Running jobs of cancelled runs: their results are dropped as they finish.
@@ -241,6 +243,7 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
         gpus,
         journal,
         held: HashMap::new(),
+        fingerprints: HashMap::new(),
         unreported,
         unwanted: HashSet::new(),
         backoff: None,
@@ -757,7 +760,11 @@ impl Worker {
                 tracing::warn!(run = %lease.run, job = %lease.job, "fault injection: dropping a job");
                 continue;
             }
-            match job_of(&lease) {
+            let built = match job_of(&lease) {
+                Ok(job) => self.same_plan(&lease).await.map(|()| job),
+                Err(e) => Err(e),
+            };
+            match built {
                 Ok(job) => {
                     self.held.insert(lease.lease_id, lease.clone());
                     self.pool.submit(Task { lease, job });
@@ -782,6 +789,41 @@ impl Worker {
             return Err(Failure::Stop(Error::Refused(why)));
         }
         Ok(())
+    }
+
+    /// Whether this build enumerates the lease's plan as the coordinator does: its fingerprint (the
+    /// hash of the plan's job keys, in order) must be the lease's. A coordinator of another version
+    /// may cut the plan otherwise, and a key would then name other sub-problems; the seal would not
+    /// tell, since it is made with the lease's fingerprint. Computed once per plan, on a blocking
+    /// thread (about a second at N = 28), bounded as a run's creation is.
+    async fn same_plan(&mut self, lease: &proto::JobLease) -> nqueens_common::Result<()> {
+        let id = (lease.n, lease.strategy, lease.depth);
+        let ours = match self.fingerprints.get(&id) {
+            Some(known) => *known,
+            None => {
+                let plan = plan_of(lease)?;
+                let computed = tokio::task::spawn_blocking(move || {
+                    plan.fingerprint_within(nqueens_common::partition::MAX_JOBS)
+                })
+                .await
+                .map_err(|e| {
+                    nqueens_common::Error::InvalidSetting(format!(
+                        "the plan's fingerprint could not be computed: {e}"
+                    ))
+                })??
+                .1;
+                self.fingerprints.insert(id, computed);
+                computed
+            }
+        };
+        if ours == lease.plan_fingerprint {
+            return Ok(());
+        }
+        Err(nqueens_common::Error::InvalidSetting(format!(
+            "its plan's fingerprint is {:#018x} at the coordinator and {ours:#018x} here: the two \
+             enumerate the plan's jobs differently, and a key would name other sub-problems",
+            lease.plan_fingerprint
+        )))
     }
 
     /// Takes back the unstarted jobs and returns their leases to the coordinator (best effort).
@@ -829,14 +871,18 @@ impl Worker {
     }
 }
 
-/// The job a lease names, rebuilt from its plan and key.
-fn job_of(lease: &proto::JobLease) -> nqueens_common::Result<nqueens_common::Job> {
+/// The plan a lease names.
+fn plan_of(lease: &proto::JobLease) -> nqueens_common::Result<Plan> {
     let strategy = strategy_from_wire(lease.strategy)?;
     let depth = u8::try_from(lease.depth)
         .map_err(|_| nqueens_common::Error::InvalidSetting(format!("depth {}", lease.depth)))?;
-    let plan = Plan::with_depth(lease.n, strategy, depth)?;
+    Plan::with_depth(lease.n, strategy, depth)
+}
+
+/// The job a lease names, rebuilt from its plan and key.
+fn job_of(lease: &proto::JobLease) -> nqueens_common::Result<nqueens_common::Job> {
     let key: JobKey = lease.job.parse()?;
-    plan.job(&key)
+    plan_of(lease)?.job(&key)
 }
 
 #[cfg(test)]
@@ -1120,5 +1166,75 @@ mod tests {
         assert_eq!(leases.load(SeqCst), 1);
         assert_eq!(released.load(SeqCst), 1, "handed back");
         server.abort();
+    }
+    /// A lease whose plan fingerprint is not this build's enumeration of its plan (a coordinator of
+    /// another version, whose job keys may mean other sub-problems) is handed back unstarted and the
+    /// worker stops, saying so; with the right fingerprint the same job is computed and reported (found
+    /// by a review, 2026-11-25: the fingerprint was only copied into the seal, never compared, and a job
+    /// of another enumeration was counted under its key).
+    #[tokio::test]
+    async fn a_lease_of_another_enumeration_of_its_plan_is_handed_back_and_stops_the_worker() {
+        let plan = Plan::new(8, nqueens_common::Strategy::D4).unwrap();
+        let key = plan.jobs().nth(1).unwrap();
+        let right = plan.fingerprint().1;
+        for (fingerprint, refused) in [(right ^ 1, true), (right, false)] {
+            let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+            let job = key.to_string();
+            let reported = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+            let seen = reported.clone();
+            let fake = fake::Fake {
+                lease: Box::new(move |_| {
+                    let leases = if first.swap(false, SeqCst) {
+                        vec![proto::JobLease {
+                            lease_id: 9,
+                            run: "1".into(),
+                            n: 8,
+                            strategy: proto::Strategy::D4 as i32,
+                            depth: u32::from(plan.depth()),
+                            job: job.clone(),
+                            plan_fingerprint: fingerprint,
+                            lease_tag: 1,
+                        }]
+                    } else {
+                        Vec::new()
+                    };
+                    Ok(proto::LeaseResponse {
+                        idle: leases.is_empty(),
+                        leases,
+                        lease_timeout_ms: 60_000,
+                        retry_after_ms: 10,
+                    })
+                }),
+                report: Box::new(move |r: &proto::ReportRequest| {
+                    seen.lock()
+                        .unwrap()
+                        .extend(r.results.iter().map(|x| x.job.clone()));
+                    Ok(proto::ReportResponse {
+                        outcomes: vec![proto::Outcome::Accepted as i32; r.results.len()],
+                        lease: None,
+                    })
+                }),
+                ..Default::default()
+            };
+            let released = fake.released.clone();
+            let (address, server) = fake.serve().await;
+            let dir = tempfile::tempdir().unwrap();
+            let (_, _, mut config) = journaled(dir.path(), address, "w");
+            config.exit_when_idle = true;
+            let stopped = stops(config).await;
+            let reported = reported.lock().unwrap().clone();
+            if refused {
+                match stopped {
+                    Err(Error::Refused(why)) => assert!(why.contains("fingerprint"), "{why}"),
+                    other => panic!("{other:?}"),
+                }
+                assert_eq!(released.load(SeqCst), 1, "handed back");
+                assert!(!reported.contains(&key.to_string()), "{reported:?}");
+            } else {
+                stopped.unwrap();
+                assert!(reported.contains(&key.to_string()), "{reported:?}");
+            }
+            server.abort();
+        }
     }
 }
