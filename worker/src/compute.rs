@@ -176,18 +176,26 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
                 q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let mut result = task.job.run();
-        if let Err(why) = task.job.check(&result) {
-            // Counts that contradict each other (a fault of this machine): computed once more, and
-            // sent as it comes then; the coordinator refuses it if it is still wrong.
-            tracing::error!(job = %task.job.key(), error = %why, "a computed result fails its bounds (a fault of this machine?): computing the job again");
-            result = task.job.run();
-        }
+        let result = run_checked(&task.job);
         // Send the result and count the job finished under one lock: `load` never undercounts (a result
         // in transit is still load), and whoever has received the result sees it no longer counted.
         let mut q = shared.lock();
         let _ = results.send((task, result, None));
         q.running -= 1;
+    }
+}
+
+/// Computes `job` on this thread's CPU. A result whose counts contradict each other (a fault of this
+/// machine) is computed once more and sent as it comes then; the coordinator refuses it if it is still
+/// wrong.
+fn run_checked(job: &Job) -> nqueens_common::JobResult {
+    let result = job.run();
+    match job.check(&result) {
+        Ok(()) => result,
+        Err(why) => {
+            tracing::error!(job = %job.key(), error = %why, "a computed result fails its bounds (a fault of this machine?): computing the job again");
+            job.run()
+        }
     }
 }
 
@@ -240,7 +248,7 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
                 if strikes >= GPU_STRIKES {
                     tracing::error!(device = %info, "GPU failed {GPU_STRIKES} batches in a row; computing on the CPU instead");
                 }
-                (tasks.iter().map(|t| t.job.run()).collect(), None)
+                (tasks.iter().map(|t| run_checked(&t.job)).collect(), None)
             }
             // Hung, or its launch thread gone (`wait` said which): given up at once. Its batch goes to
             // the CPU threads (this one among them), never to another GPU.
