@@ -120,6 +120,22 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
                 tracing::warn!(run, job = %key, worker = %worker, "the ledger took back a result the store still held: taken back from the store");
             }
         }
+    } else {
+        // Not applied, since the ledger is not trusted; nor left for the rewrite from the store below
+        // to erase (a dispute's line is its only copy once the store missed it): refused.
+        for line in &view.revocations {
+            let held = match store.result(line.run, &line.key) {
+                Ok(Some(record)) => ledger::taken_back(&record, &line.worker, line.record.as_ref()),
+                // Unreadable: the damaged results' own refusal below names it.
+                Ok(None) | Err(_) => false,
+            };
+            if held {
+                return Err(refuse(format!(
+                    "the ledger takes back the count of run {} job {} by {:?}, which the store still counts",
+                    line.run, line.key, line.worker
+                )));
+            }
+        }
     }
     // Every run compared first, and every refusal made, before any run's results are repaired: a
     // refusal for damage (the ledger not trusted, so nothing above changed the store either) leaves the
@@ -718,6 +734,43 @@ mod tests {
             store.tally(run).unwrap().total,
             u128::from(right.result.total)
         );
+    }
+
+    /// The same ledger ahead of the store, beside a damaged ledger line: the revocation is neither
+    /// applied (the ledger is not trusted) nor erased by a rewrite from the store; the start is
+    /// refused naming `--repair`, the store as it was, and with `--repair` the count is taken back
+    /// (found by a review, 2026-11-25: the start went on, x's count stayed counted, and the rewritten
+    /// ledger lost the line for good).
+    #[test]
+    fn a_revocation_the_store_missed_beside_a_damaged_ledger_waits_for_repair() {
+        use crate::store::tests::by;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = one_run(dir.path(), 0.0);
+        let right = incoming_from(run, &plan, 0, "x");
+        let wrong = by(&plan, "x", right.clone(), 8);
+        store.commit(std::slice::from_ref(&wrong)).unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 2).unwrap();
+        ledger
+            .append(&[Entry::Revoked {
+                run,
+                job: right.key.to_string(),
+                worker: "x".into(),
+                record: Some(wrong.record()),
+            }])
+            .unwrap();
+        drop(ledger);
+        append_raw(&path, "{damaged");
+        let refused = reconcile(&store, &path, false).map(|_| ());
+        assert!(
+            matches!(&refused, Err(Error::Corrupt(why)) if why.contains("takes back") && why.contains("--repair")),
+            "{refused:?}"
+        );
+        assert_eq!(store.tally(run).unwrap().jobs, 1, "the store as it was");
+        let (_, repairs, _) = reconcile(&store, &path, true).unwrap();
+        assert_eq!(repairs.results_revoked, 1);
+        assert_eq!(store.tally(run).unwrap().jobs, 0);
     }
 
     /// The same dispute, then x quarantined in the store on another job, which took x's candidate
