@@ -773,6 +773,41 @@ mod tests {
         assert_eq!(store.tally(run).unwrap().jobs, 0);
     }
 
+    /// A ledger cut after x's count (the lines of x's quarantine, its revocation and y's equal count
+    /// of the job lost): the store holds y's count, the same counts credited to another worker. x is
+    /// quarantined in the store, so y's count replaced x's: it stands, never removed as damaged (found
+    /// by a review, 2026-11-25: y's acknowledged count was removed as "damaged on disk", x's restored,
+    /// then taken back by x's quarantine, and the job computed again).
+    #[test]
+    fn a_count_that_replaced_a_quarantined_workers_equal_count_stands() {
+        use crate::store::tests::by;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = one_run(dir.path(), 0.0);
+        let right = incoming_from(run, &plan, 0, "x");
+        store.commit(&[by(&plan, "x", right.clone(), 0)]).unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        store
+            .restore_quarantine(&crate::store::Quarantine {
+                worker: "x".into(),
+                reason: "shown wrong on another job".into(),
+                at_unix: 2,
+            })
+            .unwrap();
+        store.revoke("x").unwrap();
+        assert_eq!(store.tally(run).unwrap().jobs, 0);
+        let y = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
+        assert_eq!(y.outcomes, vec![crate::store::Outcome::Accepted]);
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_damaged, 0, "{repairs:?}");
+        assert!(repairs.ledger_rewritten);
+        let held = store.result(run, &right.key).unwrap().expect("y's count");
+        assert_eq!(held.worker, "y");
+        assert_eq!(store.tally(run).unwrap().jobs, 1);
+        let (_, again, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(again, Repairs::default(), "the rewritten ledger agrees");
+    }
+
     /// The same dispute, then x quarantined in the store on another job, which took x's candidate
     /// out of the disputed job's record (its revocation): x's count is still not restored, and y is
     /// not quarantined as "disproved" by it (found by a review of the fix, 2026-11-24, a later

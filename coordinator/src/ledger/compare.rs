@@ -24,7 +24,8 @@ pub struct Difference {
     /// them back lost (the store is written first, and sled writes on its own: a crash can keep the
     /// store's part of a round and lose the ledger's): a count a later result disputed (the store's
     /// open record of the job lists it beside a different candidate), or a count of a worker the
-    /// store has quarantined where the store holds another worker's result. The store's side stands.
+    /// store has quarantined where the store holds another worker's result (different or equal
+    /// counts). The store's side stands.
     pub superseded: Vec<JobKey>,
 }
 
@@ -80,6 +81,13 @@ pub fn compare(store: &Store, meta: &RunMeta, view: &LedgerView) -> Result<Diffe
                     diff.superseded.push(key)
                 }
                 Ok(r) if r.result != l.result => diff.conflicting.push(key),
+                // The same counts credited to another worker, the ledger's quarantined in the store:
+                // the store's count replaced it after its revocation (whose ledger lines, and the
+                // replacement's, were lost). The store's side stands; restoring the ledger's would
+                // only have it taken back again by the quarantine.
+                Ok(r) if r.worker != l.worker && quarantined(&l.worker)? => {
+                    diff.superseded.push(key)
+                }
                 // The same counts credited to another worker: the ledger's lines are checked, so the
                 // store's copy is the damaged one (quarantines go by worker).
                 Ok(r) if (&r.worker, &r.worker_id) != (&l.worker, &l.worker_id) => {
