@@ -6,14 +6,17 @@ use std::ptr;
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU};
-use opencl3::kernel::{ExecuteKernel, Kernel};
-use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
 use opencl3::platform::get_platforms;
 use opencl3::types::{cl_uint, cl_ulong, CL_BLOCKING};
 
 use nqueens_common::kernel::seeds::SEED_WORDS;
 
 use crate::{prelude, Backend, DeviceInfo, GpuError, Launch};
+
+mod release;
+use release::Quiet;
 
 const BACKEND: &str = "OpenCL";
 /// Work-items per work-group.
@@ -49,12 +52,13 @@ pub fn devices() -> Result<Vec<(Device, bool)>, String> {
     Ok(out)
 }
 
-/// One OpenCL device with the kernel built.
+/// One OpenCL device with the kernel built. (Fields drop in order: the kernel and the queue before the
+/// context they were made in.)
 pub struct OpenCl {
     info: DeviceInfo,
-    context: Context,
-    queue: CommandQueue,
-    kernel: Kernel,
+    kernel: Quiet<Kernel>,
+    queue: Quiet<CommandQueue>,
+    context: Quiet<Context>,
     groups: usize,
 }
 
@@ -71,20 +75,26 @@ impl OpenCl {
         let units = device
             .max_compute_units()
             .map_err(call("reading the compute units"))? as usize;
-        let context = Context::from_device(&device).map_err(call("creating a context"))?;
+        let context =
+            Quiet::new(Context::from_device(&device).map_err(call("creating a context"))?);
         #[allow(deprecated)]
-        let queue = CommandQueue::create_default(&context, 0).map_err(call("creating a queue"))?;
-        let program = opencl3::program::Program::create_and_build_from_source(
-            &context,
-            &prelude::source(Backend::OpenCl),
-            "",
-        )
-        .map_err(|log| GpuError::Compile {
-            backend: BACKEND,
-            log,
-        })?;
-        let kernel =
-            Kernel::create(&program, prelude::ENTRY).map_err(call("finding the kernel"))?;
+        let queue = Quiet::new(
+            CommandQueue::create_default(&context, 0).map_err(call("creating a queue"))?,
+        );
+        let program = Quiet::new(
+            opencl3::program::Program::create_and_build_from_source(
+                &context,
+                &prelude::source(Backend::OpenCl),
+                "",
+            )
+            .map_err(|log| GpuError::Compile {
+                backend: BACKEND,
+                log,
+            })?,
+        );
+        let kernel = Quiet::new(
+            Kernel::create(&program, prelude::ENTRY).map_err(call("finding the kernel"))?,
+        );
         // Enough work-groups to keep every compute unit busy with several in flight.
         let groups = units.max(1) * 32;
         Ok(OpenCl {
@@ -101,12 +111,14 @@ impl OpenCl {
         })
     }
 
-    fn buffer<T>(&self, data: &[T], flags: u64) -> Result<Buffer<T>, GpuError> {
+    fn buffer<T>(&self, data: &[T], flags: u64) -> Result<Quiet<Buffer<T>>, GpuError> {
         // SAFETY: a plain device allocation of `data.len()` elements (at least one), no host pointer.
-        let mut b = unsafe {
-            Buffer::<T>::create(&self.context, flags, data.len().max(1), ptr::null_mut())
-        }
-        .map_err(call("allocating a buffer"))?;
+        let mut b = Quiet::new(
+            unsafe {
+                Buffer::<T>::create(&self.context, flags, data.len().max(1), ptr::null_mut())
+            }
+            .map_err(call("allocating a buffer"))?,
+        );
         if !data.is_empty() {
             // SAFETY: blocking write of exactly `data.len()` elements into a buffer that holds them.
             unsafe {
@@ -140,22 +152,40 @@ impl Launch for OpenCl {
         let out_d = self.buffer::<cl_ulong>(&vec![u64::MAX; 2 * n], CL_MEM_READ_WRITE)?;
         let groups = self.groups.min(n.div_ceil(GROUP)).max(1);
         let (n32, full) = (n as cl_uint, full as cl_uint);
-        // SAFETY: the arguments match the kernel's parameters in number, order and type (search.cl), and
-        // every table is as long as the indices the kernel derives from `n` and the seeds (Batch checks).
-        let event = unsafe {
-            ExecuteKernel::new(&self.kernel)
-                .set_arg(&seeds_d)
-                .set_arg(&n32)
-                .set_arg(&forbid_d)
-                .set_arg(&tails_d)
-                .set_arg(&full)
-                .set_arg(&next_d)
-                .set_arg(&out_d)
-                .set_global_work_size(groups * GROUP)
-                .set_local_work_size(GROUP)
-                .enqueue_nd_range(&self.queue)
-        }
-        .map_err(call("launching the kernel"))?;
+        let (seeds_m, forbid_m, tails_m) = (seeds_d.get(), forbid_d.get(), tails_d.get());
+        let (next_m, out_m) = (next_d.get(), out_d.get());
+        // Each argument set on its own, its error returned (`ExecuteKernel` panics on one).
+        // SAFETY: the arguments match the kernel's parameters in number, order and type (search.cl): a
+        // buffer's handle or a 32-bit integer; each is read by the driver during the call.
+        let kernel = &self.kernel;
+        let set = || -> opencl3::Result<()> {
+            unsafe {
+                kernel.set_arg(0, &seeds_m)?;
+                kernel.set_arg(1, &n32)?;
+                kernel.set_arg(2, &forbid_m)?;
+                kernel.set_arg(3, &tails_m)?;
+                kernel.set_arg(4, &full)?;
+                kernel.set_arg(5, &next_m)?;
+                kernel.set_arg(6, &out_m)
+            }
+        };
+        set().map_err(call("setting the kernel's arguments"))?;
+        let (global, local) = ([groups * GROUP], [GROUP]);
+        // SAFETY: one dimension, sizes read during the call; every table is as long as the indices the
+        // kernel derives from `n` and the seeds (Batch checks), and the buffers outlive the wait below.
+        let event = Quiet::new(
+            unsafe {
+                self.queue.enqueue_nd_range_kernel(
+                    self.kernel.get(),
+                    1,
+                    ptr::null(),
+                    global.as_ptr(),
+                    local.as_ptr(),
+                    &[],
+                )
+            }
+            .map_err(call("launching the kernel"))?,
+        );
         event.wait().map_err(call("running the kernel"))?;
         let mut out = vec![0u64; 2 * n];
         // SAFETY: blocking read of exactly the buffer's `2 * n` elements.
