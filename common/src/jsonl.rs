@@ -103,6 +103,9 @@ pub struct Scan {
     pub legacy: u64,
     /// Lines read in all (the torn one aside).
     pub lines: u64,
+    /// Of the damaged lines, those whose checksum holds although this build cannot read them: another
+    /// (newer) build's, of a line format or an entry kind this one does not know.
+    pub unknown: u64,
 }
 
 /// Damaged lines a [`Scan`] keeps (the rest are counted only): a hostile file of damaged lines must not
@@ -159,6 +162,16 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<Line<T>, String> {
             _ => Err(format!("undecodable: {sealed_error}")),
         },
     }
+}
+
+/// Whether `bytes` is a checksummed line whose checksum holds, whatever its version and entry.
+fn intact(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Sealed>(text).ok())
+        .is_some_and(|sealed| {
+            sealed.crc == format!("{:016x}", checksum(sealed.entry.get().as_bytes()))
+        })
 }
 
 /// Skips the rest of a line, through its newline (or to the end of the file), a buffer at a time: an
@@ -239,6 +252,9 @@ pub fn scan_with<T>(
             Ok(None) => {}
             Err(reason) => {
                 let line = scan.lines;
+                if intact(&buf[..buf.len() - 1]) {
+                    scan.unknown += 1;
+                }
                 scan.damage(Damage {
                     line,
                     offset,

@@ -16,6 +16,9 @@ pub enum Error {
     /// The journal file could not be read or written.
     #[error("journal {path}: {1}", path = .0.display())]
     Journal(PathBuf, std::io::Error),
+    /// The journal holds lines whose checksums hold but that this build cannot read: a newer build's.
+    #[error("journal {path} holds {1} lines of a newer build (intact, in a format or of a kind this build does not know): run that build on it, or move the journal away (its unacknowledged results are then computed again)", path = .0.display())]
+    JournalOfAnotherBuild(PathBuf, u64),
     /// Another worker holds the journal's lock.
     #[error("journal {} is in use by another worker; give each worker its own --name or --journal", .0.display())]
     JournalInUse(PathBuf),

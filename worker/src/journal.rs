@@ -139,6 +139,14 @@ impl Journal {
         for d in &scan.damaged {
             tracing::error!(path = %path.display(), line = d.line, offset = d.offset, reason = %d.reason, "damaged journal line; dropped (an unacknowledged result in it will be computed again)");
         }
+        // Lines another build wrote (their checksums hold, their format or kind is not this build's):
+        // the journal is that build's to replay. Refused before the rewrite below could drop them.
+        if scan.unknown > 0 {
+            return Err(Error::JournalOfAnotherBuild(
+                path.to_path_buf(),
+                scan.unknown,
+            ));
+        }
         damage.lines = scan.damaged_lines;
         if let Some(offset) = scan.torn {
             // A crash mid-append: never fsynced, never reported.
@@ -271,6 +279,46 @@ mod tests {
         j.ack(&[1, 3]).unwrap();
         assert!(j.pending().is_empty());
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    }
+
+    /// A journal holding lines this build cannot read but whose checksums hold (a newer build's: a
+    /// newer line format, or an entry of a kind this build does not know) is not opened: the worker
+    /// stops naming it, and the file is left as it was, its results kept for the build that wrote it
+    /// (found by a review, 2026-11-25: they were dropped as damage and the journal compacted without
+    /// them, so a downgrade lost the newer build's unacknowledged results).
+    #[test]
+    fn a_journal_of_a_newer_build_is_refused_and_left_as_it_was() {
+        let body = serde_json::to_string(&Entry::Result(finished(4))).unwrap();
+        let newer_format = format!(
+            "{{\"v\":{},\"crc\":\"{:016x}\",\"entry\":{body}}}\n",
+            jsonl::LINE_VERSION + 1,
+            nqueens_common::checksum::checksum(body.as_bytes())
+        );
+        let kind = r#"{"later":[1,2]}"#;
+        let newer_kind = format!(
+            "{{\"v\":{},\"crc\":\"{:016x}\",\"entry\":{kind}}}\n",
+            jsonl::LINE_VERSION,
+            nqueens_common::checksum::checksum(kind.as_bytes())
+        );
+        for line in [newer_format, newer_kind] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("w.journal");
+            let mut bytes = jsonl::encode(&Entry::Result(finished(1)));
+            bytes.extend_from_slice(line.as_bytes());
+            std::fs::write(&path, &bytes).unwrap();
+            let refused = Journal::open(&path).err().expect("refused");
+            assert!(refused.to_string().contains("newer"), "{refused}");
+            assert_eq!(std::fs::read(&path).unwrap(), bytes, "left as it was");
+        }
+        // A line whose checksum fails is damage, as before: dropped, the journal opened.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.journal");
+        let mut damaged = jsonl::encode(&Entry::Result(finished(2)));
+        let at = damaged.len() - 5;
+        damaged[at] ^= 1;
+        std::fs::write(&path, &damaged).unwrap();
+        let j = Journal::open(&path).unwrap();
+        assert_eq!(j.damage().lines, 1);
     }
 
     #[test]
