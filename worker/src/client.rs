@@ -755,7 +755,31 @@ impl Worker {
             self.set_timeout(reply.lease_timeout_ms);
         }
         let mut unbuildable = Vec::new();
+        // Checked before anything is computed: an id already held (or given twice in the reply) is a
+        // coordinator's fault; the second is ignored, never handed back (that would release the first),
+        // and expires there. Leases beyond the capacity asked are handed back at once.
+        let taken: HashSet<u64> = self.unreported.iter().map(|f| f.lease).collect();
+        let (mut fresh, mut excess) = (HashSet::new(), Vec::new());
+        let mut leases = Vec::with_capacity(reply.leases.len().min(capacity));
         for lease in reply.leases {
+            let id = lease.lease_id;
+            if self.held.contains_key(&id) || taken.contains(&id) || !fresh.insert(id) {
+                tracing::error!(run = %lease.run, job = %lease.job, lease = id, "coordinator sent a lease id this worker already holds; ignored (it expires at the coordinator)");
+            } else if leases.len() < capacity {
+                leases.push(lease);
+            } else {
+                excess.push(id);
+            }
+        }
+        if !excess.is_empty() {
+            tracing::warn!(
+                asked = capacity,
+                handed_back = excess.len(),
+                "coordinator sent more leases than asked for; handing the rest back"
+            );
+            self.give_back(excess).await;
+        }
+        for lease in leases {
             if self.config.faults.drops(&lease.job) {
                 tracing::warn!(run = %lease.run, job = %lease.job, "fault injection: dropping a job");
                 continue;
@@ -1236,5 +1260,80 @@ mod tests {
             }
             server.abort();
         }
+    }
+    /// A lease reply is checked before anything is computed: a lease id given twice (in the reply, or
+    /// already held) is computed once, the second ignored (never handed back, which would release the
+    /// first); leases beyond the capacity asked are handed back at once (found by a review, 2026-11-25:
+    /// both were taken as given, a duplicate id overwrote the first in the worker's books, and a reply
+    /// of many thousands took every one).
+    #[tokio::test]
+    async fn a_lease_reply_with_a_repeated_id_or_more_than_asked_is_trimmed() {
+        let plan = Plan::new(8, nqueens_common::Strategy::D4).unwrap();
+        let fingerprint = plan.fingerprint().1;
+        let keys: Vec<String> = plan.jobs().map(|k| k.to_string()).collect();
+        let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let asked_in = asked.clone();
+        let reported = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+        let seen = reported.clone();
+        let lease = move |id: u64, k: usize| proto::JobLease {
+            lease_id: id,
+            run: "1".into(),
+            n: 8,
+            strategy: proto::Strategy::D4 as i32,
+            depth: u32::from(plan.depth()),
+            job: keys[k % keys.len()].clone(),
+            plan_fingerprint: fingerprint,
+            lease_tag: id,
+        };
+        let fake = fake::Fake {
+            lease: Box::new(move |r: &proto::LeaseRequest| {
+                let leases = if first.swap(false, SeqCst) {
+                    let capacity = r.capacity as usize;
+                    asked_in.store(capacity, SeqCst);
+                    let mut l = vec![lease(1, 0), lease(1, 1)];
+                    l.extend((0..capacity + 5).map(|i| lease(100 + i as u64, i + 2)));
+                    l
+                } else {
+                    Vec::new()
+                };
+                Ok(proto::LeaseResponse {
+                    idle: leases.is_empty(),
+                    leases,
+                    lease_timeout_ms: 60_000,
+                    retry_after_ms: 10,
+                })
+            }),
+            report: Box::new(move |r: &proto::ReportRequest| {
+                seen.lock()
+                    .unwrap()
+                    .extend(r.results.iter().map(|x| x.lease_id));
+                Ok(proto::ReportResponse {
+                    outcomes: vec![proto::Outcome::Accepted as i32; r.results.len()],
+                    lease: None,
+                })
+            }),
+            ..Default::default()
+        };
+        let released = fake.released.clone();
+        let (address, server) = fake.serve().await;
+        let dir = tempfile::tempdir().unwrap();
+        let (_, journaled_result, mut config) = journaled(dir.path(), address, "w");
+        config.exit_when_idle = true;
+        stops(config).await.unwrap();
+        let capacity = asked.load(SeqCst);
+        assert!(capacity >= 1);
+        let mut reported = reported.lock().unwrap().clone();
+        reported.retain(|id| *id != journaled_result.lease);
+        reported.sort();
+        let mut expected: Vec<u64> = vec![1];
+        expected.extend((0..capacity as u64 - 1).map(|i| 100 + i));
+        assert_eq!(reported, expected, "capacity {capacity}");
+        assert_eq!(
+            released.load(SeqCst),
+            6,
+            "the leases beyond the capacity asked"
+        );
+        server.abort();
     }
 }
