@@ -659,40 +659,95 @@ mod tests {
     }
 
     /// A disputed job's record damaged on disk (the ledger rewritten since, so that it no longer holds
-    /// the dispute): the record is mended into an open one with no candidates, never removed, so the
-    /// job stays verified and the disputed worker's result, sent again, does not count alone (found by
-    /// a review, 2026-11-25: the record was removed, the job was plain and pending, and x's wrong count
-    /// was accepted alone in a run verifying nothing).
+    /// the dispute), in a run that verifies some of its jobs (not this one): the record is mended into
+    /// an open one with no candidates, never removed, so the job stays verified and the disputed
+    /// worker's result, sent again, does not count alone (found by a review, 2026-11-25: the record was
+    /// removed, the job was plain and pending, and x's wrong count was accepted alone). In a run that
+    /// verifies nothing, where one worker's count stands alone anyway (and a local count, one worker,
+    /// could not finish a verified job), the record is removed, the job pending again.
     #[test]
-    fn a_damaged_disputed_record_keeps_its_job_verified() {
+    fn a_damaged_disputed_record_keeps_its_job_verified_where_the_run_verifies() {
+        use crate::store::tests::by;
+        for verify in [0.01, 0.0] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(LEDGER_FILE);
+            let (store, run, plan) = one_run(dir.path(), verify);
+            let meta = store.run(run).unwrap().unwrap();
+            let i = (0..plan.jobs().count())
+                .find(|&i| !meta.verifies(&plan.jobs().nth(i).unwrap()))
+                .unwrap();
+            let right = incoming_from(run, &plan, i, "x");
+            store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
+            let disputed = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
+            assert_eq!(disputed.outcomes, vec![crate::store::Outcome::Disputed]);
+            ledger::rewrite(&path, &store).unwrap();
+            let job = crate::store::records::job_key(run, &right.key);
+            store.damage_record("jobs", &job, |j| j.replace("\"y\"", "\"q\""));
+            assert!(store.job(run, &right.key).is_err());
+            let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+            assert_eq!(repairs.jobs_mended, 1);
+            store.audit().unwrap();
+            let mended = store.job(run, &right.key).unwrap();
+            if verify == 0.0 {
+                assert_eq!(mended, None, "pending again");
+                continue;
+            }
+            let mended = mended.expect("a record");
+            assert!(mended.state.is_open(), "{mended:?}");
+            assert!(mended.candidates.is_empty());
+            // x's wrong count again: a candidate, never counted alone.
+            let again = store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
+            assert_eq!(again.outcomes, vec![crate::store::Outcome::Pending]);
+            assert_eq!(store.tally(run).unwrap().jobs, 0);
+            // Two names agreeing on the right count decide it; x is disproved.
+            store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
+            let decided = store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
+            assert_eq!(decided.outcomes, vec![crate::store::Outcome::Accepted]);
+            assert_eq!(
+                store.tally(run).unwrap().total,
+                u128::from(right.result.total)
+            );
+        }
+    }
+
+    /// A mended record is no evidence of the job's past: the store behind the ledger (y's candidate
+    /// waiting, where the ledger has x's count confirmed by y), x quarantined since, and the job's
+    /// record damaged and mended open: the ledger's count, confirmed by a worker in good standing, is
+    /// restored and stays counted (found by a review, 2026-11-25: the mended open record, with x
+    /// quarantined, made the count look taken back; it was dropped and the job computed again).
+    #[test]
+    fn a_mended_record_does_not_make_a_ledger_count_look_taken_back() {
         use crate::store::tests::by;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
-        let (store, run, plan, right) = a_dispute_the_ledger_missed(dir.path());
-        reconcile(&store, &path, false).unwrap();
-        let disputed = store.job(run, &right.key).unwrap().unwrap();
-        assert_eq!(disputed.state, crate::store::JobState::Disputed);
+        let (store, run, plan) = one_run(dir.path(), 1.0);
+        let right = incoming_from(run, &plan, 0, "x");
+        store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
+        let waiting = store.job(run, &right.key).unwrap().unwrap();
+        let confirmed = store.commit(&[by(&plan, "x", right.clone(), 0)]).unwrap();
+        assert_eq!(confirmed.outcomes, vec![crate::store::Outcome::Accepted]);
+        ledger::rewrite(&path, &store).unwrap();
+        // x's count, confirmed by y, is what the ledger holds. The store as before x's result (its
+        // flush lost), y's candidate waiting; then x quarantined in it.
+        store
+            .remove_results(run, std::slice::from_ref(&right.key))
+            .unwrap();
+        store.put_job_record(run, &right.key, &waiting);
+        store
+            .restore_quarantine(&crate::store::Quarantine {
+                worker: "x".into(),
+                reason: "shown wrong on another job".into(),
+                at_unix: 2,
+            })
+            .unwrap();
         let job = crate::store::records::job_key(run, &right.key);
         store.damage_record("jobs", &job, |j| j.replace("\"y\"", "\"q\""));
-        assert!(store.job(run, &right.key).is_err());
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.jobs_mended, 1);
-        let mended = store.job(run, &right.key).unwrap().expect("a record");
-        assert!(mended.state.is_open(), "{mended:?}");
-        assert!(mended.candidates.is_empty());
-        store.audit().unwrap();
-        // x's wrong count again: a candidate, never counted alone.
-        let again = store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
-        assert_eq!(again.outcomes, vec![crate::store::Outcome::Pending]);
-        assert_eq!(store.tally(run).unwrap().jobs, 0);
-        // Two names agreeing on the right count decide it; x is disproved.
-        store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
-        let decided = store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
-        assert_eq!(decided.outcomes, vec![crate::store::Outcome::Accepted]);
-        assert_eq!(
-            store.tally(run).unwrap().total,
-            u128::from(right.result.total)
-        );
+        assert_eq!(repairs.results_restored, 1, "{repairs:?}");
+        let held = store.result(run, &right.key).unwrap().expect("restored");
+        assert_eq!(held.worker, "x");
+        assert_eq!(store.tally(run).unwrap().jobs, 1);
     }
 
     /// The ledger ahead of the store on a dispute's round (the ledger's append synced, the store's

@@ -826,16 +826,42 @@ impl Worker {
             Some(known) => *known,
             None => {
                 let plan = plan_of(lease)?;
-                let computed = tokio::task::spawn_blocking(move || {
-                    plan.fingerprint_within(nqueens_common::partition::MAX_JOBS)
-                })
-                .await
-                .map_err(|e| {
+                let lost = |e: tokio::task::JoinError| {
                     nqueens_common::Error::InvalidSetting(format!(
                         "the plan's fingerprint could not be computed: {e}"
                     ))
-                })??
-                .1;
+                };
+                let within = tokio::task::spawn_blocking(move || {
+                    plan.fingerprint_within(nqueens_common::partition::MAX_JOBS)
+                })
+                .await
+                .map_err(lost)?;
+                let computed = match within {
+                    Ok((_, fingerprint)) => fingerprint,
+                    // Past the limits of a run's creation: a run an earlier build made, which the
+                    // coordinator still resumes. Checked as it checks it, within the job count the
+                    // run records.
+                    Err(limit) => {
+                        let run = self
+                            .client
+                            .get_run(proto::GetRunRequest {
+                                run: lease.run.clone(),
+                            })
+                            .await
+                            .map_err(|s| {
+                                nqueens_common::Error::InvalidSetting(format!(
+                                    "{limit}; the run's job count, to check it within, could not be read: {}",
+                                    s.message()
+                                ))
+                            })?
+                            .into_inner();
+                        let jobs = run.jobs_total;
+                        tokio::task::spawn_blocking(move || plan.fingerprint_of_stored(jobs))
+                            .await
+                            .map_err(lost)??
+                            .1
+                    }
+                };
                 self.fingerprints.insert(id, computed);
                 computed
             }
@@ -1335,5 +1361,84 @@ mod tests {
             "the leases beyond the capacity asked"
         );
         server.abort();
+    }
+    /// A lease of a run an earlier build created past today's limits of run creation (a split too deep
+    /// to create now, which the coordinator still resumes): the worker checks its plan within the job
+    /// count the run records (GetRun), computes it and reports it, rather than refusing it as a plan
+    /// it cannot build (found by a review of the plan check, 2026-11-25: every worker leased such a job
+    /// stopped, and the run could never finish).
+    #[tokio::test]
+    async fn a_lease_of_a_run_deeper_than_creation_allows_is_checked_and_computed() {
+        let deep = Plan::with_depth(14, nqueens_common::Strategy::Mirror, 14).unwrap();
+        assert!(deep
+            .fingerprint_within(nqueens_common::partition::MAX_JOBS)
+            .is_err());
+        let (jobs, fingerprint) = deep.fingerprint();
+        let key = deep.jobs().next().unwrap().to_string();
+        for (recorded, computed) in [(jobs, true), (jobs - 1, false)] {
+            let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+            let reported = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+            let seen = reported.clone();
+            let job = key.clone();
+            let fake = fake::Fake {
+                lease: Box::new(move |_| {
+                    let leases = if first.swap(false, SeqCst) {
+                        vec![proto::JobLease {
+                            lease_id: 9,
+                            run: "3".into(),
+                            n: 14,
+                            strategy: proto::Strategy::Mirror as i32,
+                            depth: 14,
+                            job: job.clone(),
+                            plan_fingerprint: fingerprint,
+                            lease_tag: 1,
+                        }]
+                    } else {
+                        Vec::new()
+                    };
+                    Ok(proto::LeaseResponse {
+                        idle: leases.is_empty(),
+                        leases,
+                        lease_timeout_ms: 60_000,
+                        retry_after_ms: 10,
+                    })
+                }),
+                get_run: Box::new(move |r: &proto::GetRunRequest| {
+                    assert_eq!(r.run, "3");
+                    Ok(proto::RunStatus {
+                        run: "3".into(),
+                        n: 14,
+                        jobs_total: recorded,
+                        plan_fingerprint: fingerprint,
+                        ..Default::default()
+                    })
+                }),
+                report: Box::new(move |r: &proto::ReportRequest| {
+                    seen.lock()
+                        .unwrap()
+                        .extend(r.results.iter().map(|x| x.lease_id));
+                    Ok(proto::ReportResponse {
+                        outcomes: vec![proto::Outcome::Accepted as i32; r.results.len()],
+                        lease: None,
+                    })
+                }),
+                ..Default::default()
+            };
+            let (address, server) = fake.serve().await;
+            let dir = tempfile::tempdir().unwrap();
+            let (_, _, mut config) = journaled(dir.path(), address, "w");
+            config.exit_when_idle = true;
+            let stopped = stops(config).await;
+            let reported = reported.lock().unwrap().clone();
+            if computed {
+                stopped.unwrap();
+                assert!(reported.contains(&9), "{reported:?}");
+            } else {
+                // A run recording fewer jobs than its plan has: not the plan this worker enumerates.
+                assert!(matches!(stopped, Err(Error::Refused(_))), "{stopped:?}");
+                assert!(!reported.contains(&9), "{reported:?}");
+            }
+            server.abort();
+        }
     }
 }

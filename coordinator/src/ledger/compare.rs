@@ -106,9 +106,12 @@ pub fn compare(store: &Store, meta: &RunMeta, view: &LedgerView) -> Result<Diffe
         // count was taken back if the record lists it beside a different result (a dispute), or if
         // its worker is quarantined in the store (the quarantine's revocation; a dispute's loser's
         // candidate is removed by it too). A damaged record is not evidence: the count is restored
-        // (the record was mended first).
+        // (the record was mended first: removed, or open and marked `MENDED`).
         let later = match store.job(meta.id, key) {
-            Ok(Some(job)) if job.state != JobState::Done => {
+            Ok(Some(job))
+                if job.state != JobState::Done
+                    && job.reason.as_deref() != Some(crate::store::records::MENDED) =>
+            {
                 disputed(&job, l) || quarantined(&l.worker)?
             }
             _ => false,

@@ -248,6 +248,11 @@ impl JobState {
     }
 }
 
+/// The reason an open record mended from a damaged one carries ([`JobRecord::reason`]): it says nothing
+/// of the job's past (the ledger's comparison does not take it for evidence of a dispute or a
+/// revocation), only that the job is computed again and verified.
+pub const MENDED: &str = "its record was damaged on disk and mended: computed again, and verified";
+
 /// A job's record in the `jobs` tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord {
@@ -255,7 +260,7 @@ pub struct JobRecord {
     /// Results of a verified job not counted yet (one per worker name).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<ResultRecord>,
-    /// Why the job failed.
+    /// Why the job failed (or, open, [`MENDED`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }

@@ -10,7 +10,7 @@ use sled::transaction::{ConflictableTransactionError, Transactional};
 
 use super::records::{
     checked, decode, decode_plain, decode_result, encode, encode_result, is_checked, job_key,
-    run_key, run_of_key, split_job_key, JobRecord, JobState,
+    run_key, run_of_key, split_job_key, JobRecord, JobState, MENDED,
 };
 use super::workers::Names;
 use super::{
@@ -212,17 +212,28 @@ impl Store {
             tracing::error!(run = id, damage = %damage, place = "store", "a stored run record is damaged: written again from the ledger's line");
         }
         // What the record said is unknown: perhaps a dispute, whose evidence it alone held (a ledger
-        // rewrite keeps no revocation lines). It becomes an open record with no candidates, so that the
-        // job is computed again and verified, whatever the run's fraction: a removed record made the job
-        // plain, and a disputed worker's result, sent again, counted alone.
+        // rewrite keeps no revocation lines). In a run that verifies jobs it becomes an open record with
+        // no candidates, so that the job is computed again and verified whatever its own draw: a
+        // removed record made the job plain, and a disputed worker's result, sent again, counted alone.
+        // In a run that verifies nothing (one worker's count stands alone there anyway, and a local
+        // count runs one worker) it is removed, the job pending again.
         for (k, job, e) in &damaged_jobs {
-            let open = JobRecord {
-                state: JobState::Verifying,
-                candidates: Vec::new(),
-                reason: None,
-            };
-            self.jobs.insert(k, encode(&open))?;
-            tracing::error!(job = %job, damage = %e, place = "store", "a stored job record is damaged: written again as open, the job is computed again and verified by two workers of different names (its results waiting for verification, never counted, are computed again)");
+            let verifies = split_job_key(k)
+                .ok()
+                .and_then(|(run, _)| self.run(run).ok().flatten())
+                .is_some_and(|meta| meta.verify_fraction > 0.0);
+            if verifies {
+                let open = JobRecord {
+                    state: JobState::Verifying,
+                    candidates: Vec::new(),
+                    reason: Some(MENDED.into()),
+                };
+                self.jobs.insert(k, encode(&open))?;
+                tracing::error!(job = %job, damage = %e, place = "store", "a stored job record is damaged: written again as open, the job is computed again and verified by two workers of different names (its results waiting for verification, never counted, are computed again)");
+            } else {
+                self.jobs.remove(k)?;
+                tracing::error!(job = %job, damage = %e, place = "store", "a stored job record is damaged: removed, the job is pending again (its results waiting for verification, never counted, are computed again)");
+            }
         }
         for (k, e) in &damaged_quarantines {
             let worker = String::from_utf8_lossy(k).into_owned();

@@ -1181,6 +1181,18 @@ impl Store {
         tree.insert(key, damaged).unwrap();
     }
 
+    /// Writes `record` as job `key`'s record of `run`, as it is (a store whose write of a later
+    /// round was lost).
+    pub(crate) fn put_job_record(
+        &self,
+        run: u64,
+        key: &nqueens_common::JobKey,
+        record: &super::records::JobRecord,
+    ) {
+        use super::records::{encode, job_key};
+        self.jobs.insert(job_key(run, key), encode(record)).unwrap();
+    }
+
     /// Changes the total of `worker`'s candidate for job `key` of `run`, its seal left as it was (a
     /// candidate damaged on disk).
     pub(crate) fn damage_candidate(&self, run: u64, key: &nqueens_common::JobKey, worker: &str) {

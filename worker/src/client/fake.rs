@@ -15,6 +15,7 @@ type Answer<Q, A> = Box<dyn Fn(&Q) -> Result<A, Status> + Send + Sync>;
 pub struct Fake {
     pub report: Answer<proto::ReportRequest, proto::ReportResponse>,
     pub lease: Answer<proto::LeaseRequest, proto::LeaseResponse>,
+    pub get_run: Answer<proto::GetRunRequest, proto::RunStatus>,
     pub leases: Arc<AtomicUsize>,
     pub reports: Arc<AtomicUsize>,
     pub released: Arc<AtomicUsize>,
@@ -37,6 +38,7 @@ impl Default for Fake {
                     ..Default::default()
                 })
             }),
+            get_run: Box::new(|_| Err(Status::unimplemented("not in this fake"))),
             leases: Arc::default(),
             reports: Arc::default(),
             released: Arc::default(),
@@ -81,9 +83,9 @@ impl Coordinator for Fake {
     }
     async fn get_run(
         &self,
-        _: Request<proto::GetRunRequest>,
+        r: Request<proto::GetRunRequest>,
     ) -> Result<Response<proto::RunStatus>, Status> {
-        no()
+        (self.get_run)(r.get_ref()).map(Response::new)
     }
     type WatchRunStream = Stream;
     async fn watch_run(
