@@ -819,7 +819,8 @@ impl Worker {
     /// hash of the plan's job keys, in order) must be the lease's. A coordinator of another version
     /// may cut the plan otherwise, and a key would then name other sub-problems; the seal would not
     /// tell, since it is made with the lease's fingerprint. Computed once per plan, on a blocking
-    /// thread (about a second at N = 28), bounded as a run's creation is.
+    /// thread (about a second at N = 28) while heartbeats go on, bounded as a run's creation is (or,
+    /// for a run an earlier build made past those bounds, within the job count the run records).
     async fn same_plan(&mut self, lease: &proto::JobLease) -> nqueens_common::Result<()> {
         let id = (lease.n, lease.strategy, lease.depth);
         let ours = match self.fingerprints.get(&id) {
@@ -831,11 +832,14 @@ impl Worker {
                         "the plan's fingerprint could not be computed: {e}"
                     ))
                 };
-                let within = tokio::task::spawn_blocking(move || {
-                    plan.fingerprint_within(nqueens_common::partition::MAX_JOBS)
-                })
-                .await
-                .map_err(lost)?;
+                // Heartbeats go on meanwhile for the leases held (seconds for the largest plans).
+                let beating = self.heartbeats_beside();
+                let within = tokio::select! {
+                    within = tokio::task::spawn_blocking(move || {
+                        plan.fingerprint_within(nqueens_common::partition::MAX_JOBS)
+                    }) => within.map_err(lost)?,
+                    never = beating => match never {},
+                };
                 let computed = match within {
                     Ok((_, fingerprint)) => fingerprint,
                     // Past the limits of a run's creation: a run an earlier build made, which the
@@ -856,10 +860,13 @@ impl Worker {
                             })?
                             .into_inner();
                         let jobs = run.jobs_total;
-                        tokio::task::spawn_blocking(move || plan.fingerprint_of_stored(jobs))
-                            .await
-                            .map_err(lost)??
-                            .1
+                        let beating = self.heartbeats_beside();
+                        tokio::select! {
+                            stored = tokio::task::spawn_blocking(move || {
+                                plan.fingerprint_of_stored(jobs)
+                            }) => stored.map_err(lost)??.1,
+                            never = beating => match never {},
+                        }
                     }
                 };
                 self.fingerprints.insert(id, computed);
