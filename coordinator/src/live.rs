@@ -76,9 +76,10 @@ pub struct LiveRun {
     samples: VecDeque<(Instant, u64, u128)>,
     /// Workers (by id) that reported a result for the run, and when they last did.
     reporters: HashMap<String, Instant>,
-    /// Search nodes of the results reported for the run in this incarnation, and of those a GPU computed.
-    reported_nodes: u64,
-    gpu_nodes: u64,
+    /// Search nodes of the results reported for the run in this incarnation, and of those a GPU computed
+    /// (u128: N = 28's search alone is more nodes than a u64 holds).
+    reported_nodes: u128,
+    gpu_nodes: u128,
     /// Sequence number of the commit whose totals `tally` holds.
     seq: u64,
     /// Sequence number of the latest commit that finished the run, reopened it, or put back one of its
@@ -453,9 +454,9 @@ impl LiveRun {
         now: Instant,
         timeout: Duration,
     ) {
-        self.reported_nodes = self.reported_nodes.saturating_add(nodes);
+        self.reported_nodes = self.reported_nodes.saturating_add(u128::from(nodes));
         if on_gpu {
-            self.gpu_nodes = self.gpu_nodes.saturating_add(nodes);
+            self.gpu_nodes = self.gpu_nodes.saturating_add(u128::from(nodes));
         }
         if let Some(t) = self.reporters.get_mut(worker) {
             *t = now;
@@ -930,5 +931,22 @@ mod tests {
         let later = t0 + Duration::from_secs(3600);
         assert_eq!(live.rates(later), (0.0, 0.0));
         assert_eq!(live.eta(later), None);
+    }
+    /// The GPU share of a run's nodes past 2^64 nodes in one incarnation (N = 28's d4 search is about
+    /// 5.9e19 nodes): the counts do not saturate (found by a review, 2026-11-25: u64 counters saturated
+    /// about a third of the way in, and the share froze, or drifted to 1 while GPUs reported).
+    #[test]
+    fn the_gpu_share_holds_past_two_to_the_sixty_four_nodes() {
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let (now, timeout) = (Instant::now(), Duration::from_secs(60));
+        for _ in 0..4 {
+            live.reported_by("cpu", u64::MAX, false, now, timeout);
+            live.reported_by("gpu", u64::MAX, true, now, timeout);
+        }
+        assert_eq!(live.gpu_share(), Some(0.5));
+        live.reported_by("cpu", u64::MAX, false, now, timeout);
+        live.reported_by("cpu", u64::MAX, false, now, timeout);
+        let share = live.gpu_share().unwrap();
+        assert!((share - 0.4).abs() < 1e-9, "{share}");
     }
 }

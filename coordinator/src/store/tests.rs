@@ -1860,3 +1860,20 @@ fn a_job_listing_stops_at_its_byte_budget() {
     assert_eq!((cut.jobs.len(), cut.truncated), (2, true));
     assert_eq!(cut.jobs[..], all.jobs[..2]);
 }
+
+/// Totals past 2^64 (N = 28's nodes, about 5.9e19; a run's weighted total near u128's range) survive the
+/// totals tree's encoding exactly (JSON numbers of 39 digits).
+#[test]
+fn totals_past_two_to_the_sixty_four_round_trip() {
+    use nqueens_common::Tally;
+    for big in [59_300_000_000_000_000_000u128, u128::MAX / 8, u128::MAX] {
+        let tally = Tally {
+            total: big,
+            unique8: Some(big - big % 8),
+            nodes: big,
+            jobs: u64::MAX,
+        };
+        let back: Tally = super::records::decode("totals", &encode(&tally)).unwrap();
+        assert_eq!(back, tally);
+    }
+}
