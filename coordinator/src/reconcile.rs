@@ -700,13 +700,7 @@ mod tests {
             assert_eq!(again.outcomes, vec![crate::store::Outcome::Pending]);
             assert_eq!(store.tally(run).unwrap().jobs, 0);
             // Two names agreeing on the right count decide it; x is disproved.
-            store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
-            let decided = store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
-            assert_eq!(decided.outcomes, vec![crate::store::Outcome::Accepted]);
-            assert_eq!(
-                store.tally(run).unwrap().total,
-                u128::from(right.result.total)
-            );
+            y_and_z_decide(&store, &plan, &right, crate::store::Outcome::Disputed);
         }
     }
 
@@ -750,18 +744,32 @@ mod tests {
         assert_eq!(store.tally(run).unwrap().jobs, 1);
     }
 
-    /// The ledger ahead of the store on a dispute's round (the ledger's append synced, the store's
-    /// flush lost in a crash): the ledger takes x's count back and the store still holds it. The start
-    /// takes it back and leaves the job disputed with x's count as its candidate, as the dispute left
-    /// it: y's result, sent again, does not count alone; a third worker decides (found by a review,
-    /// 2026-11-24, a later session: the job was left plain and pending, and y's result, had it been the
-    /// wrong one, counted alone).
-    #[test]
-    fn a_dispute_the_store_missed_leaves_the_job_disputed() {
+    /// Workers "y" and then "z" report the right result of a job that x disputed: y's is `first`, z's
+    /// decides, and the run's total is the right count.
+    fn y_and_z_decide(
+        store: &Store,
+        plan: &Plan,
+        right: &crate::store::Incoming,
+        first: crate::store::Outcome,
+    ) {
         use crate::store::tests::by;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(LEDGER_FILE);
-        let (store, run, plan) = one_run(dir.path(), 0.0);
+        let again = store.commit(&[by(plan, "y", right.clone(), 0)]).unwrap();
+        assert_eq!(again.outcomes, vec![first]);
+        let decided = store.commit(&[by(plan, "z", right.clone(), 0)]).unwrap();
+        assert_eq!(decided.outcomes, vec![crate::store::Outcome::Accepted]);
+        assert_eq!(
+            store.tally(right.run).unwrap().total,
+            u128::from(right.result.total)
+        );
+    }
+
+    /// A store where worker "x"'s wrong count of job 0 is counted, and the ledger holds it and then
+    /// the line taking it back (a dispute's round whose store flush a crash lost). Returns the store,
+    /// the run, the plan and the right result.
+    fn a_revocation_the_store_missed(dir: &Path) -> (Store, u64, Plan, crate::store::Incoming) {
+        use crate::store::tests::by;
+        let path = dir.join(LEDGER_FILE);
+        let (store, run, plan) = one_run(dir, 0.0);
         let right = incoming_from(run, &plan, 0, "x");
         let wrong = by(&plan, "x", right.clone(), 8);
         store.commit(std::slice::from_ref(&wrong)).unwrap();
@@ -775,20 +783,26 @@ mod tests {
                 record: Some(wrong.record()),
             }])
             .unwrap();
-        drop(ledger);
+        (store, run, plan, right)
+    }
+
+    /// The ledger ahead of the store on a dispute's round (the ledger's append synced, the store's
+    /// flush lost in a crash): the ledger takes x's count back and the store still holds it. The start
+    /// takes it back and leaves the job disputed with x's count as its candidate, as the dispute left
+    /// it: y's result, sent again, does not count alone; a third worker decides (found by a review,
+    /// 2026-11-24, a later session: the job was left plain and pending, and y's result, had it been the
+    /// wrong one, counted alone).
+    #[test]
+    fn a_dispute_the_store_missed_leaves_the_job_disputed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan, right) = a_revocation_the_store_missed(dir.path());
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_revoked, 1);
         let job = store.job(run, &right.key).unwrap().unwrap();
         assert_eq!(job.state, crate::store::JobState::Disputed);
         assert_eq!(store.tally(run).unwrap().jobs, 0);
-        let again = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
-        assert_eq!(again.outcomes, vec![crate::store::Outcome::Disputed]);
-        let decided = store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
-        assert_eq!(decided.outcomes, vec![crate::store::Outcome::Accepted]);
-        assert_eq!(
-            store.tally(run).unwrap().total,
-            u128::from(right.result.total)
-        );
+        y_and_z_decide(&store, &plan, &right, crate::store::Outcome::Disputed);
     }
 
     /// The same ledger ahead of the store, beside a damaged ledger line: the revocation is neither
@@ -798,24 +812,9 @@ mod tests {
     /// ledger lost the line for good).
     #[test]
     fn a_revocation_the_store_missed_beside_a_damaged_ledger_waits_for_repair() {
-        use crate::store::tests::by;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
-        let (store, run, plan) = one_run(dir.path(), 0.0);
-        let right = incoming_from(run, &plan, 0, "x");
-        let wrong = by(&plan, "x", right.clone(), 8);
-        store.commit(std::slice::from_ref(&wrong)).unwrap();
-        ledger::rewrite(&path, &store).unwrap();
-        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 2).unwrap();
-        ledger
-            .append(&[Entry::Revoked {
-                run,
-                job: right.key.to_string(),
-                worker: "x".into(),
-                record: Some(wrong.record()),
-            }])
-            .unwrap();
-        drop(ledger);
+        let (store, run, _, _) = a_revocation_the_store_missed(dir.path());
         append_raw(&path, "{damaged");
         let refused = reconcile(&store, &path, false).map(|_| ());
         assert!(

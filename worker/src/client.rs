@@ -1235,42 +1235,22 @@ mod tests {
         let key = plan.jobs().nth(1).unwrap();
         let right = plan.fingerprint().1;
         for (fingerprint, refused) in [(right ^ 1, true), (right, false)] {
-            let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
             let job = key.to_string();
-            let reported = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-            let seen = reported.clone();
+            let reported = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
             let fake = fake::Fake {
-                lease: Box::new(move |_| {
-                    let leases = if first.swap(false, SeqCst) {
-                        vec![proto::JobLease {
-                            lease_id: 9,
-                            run: "1".into(),
-                            n: 8,
-                            strategy: proto::Strategy::D4 as i32,
-                            depth: u32::from(plan.depth()),
-                            job: job.clone(),
-                            plan_fingerprint: fingerprint,
-                            lease_tag: 1,
-                        }]
-                    } else {
-                        Vec::new()
-                    };
-                    Ok(proto::LeaseResponse {
-                        idle: leases.is_empty(),
-                        leases,
-                        lease_timeout_ms: 60_000,
-                        retry_after_ms: 10,
-                    })
+                lease: fake::lease_once(move |_| {
+                    vec![proto::JobLease {
+                        lease_id: 9,
+                        run: "1".into(),
+                        n: 8,
+                        strategy: proto::Strategy::D4 as i32,
+                        depth: u32::from(plan.depth()),
+                        job: job.clone(),
+                        plan_fingerprint: fingerprint,
+                        lease_tag: 1,
+                    }]
                 }),
-                report: Box::new(move |r: &proto::ReportRequest| {
-                    seen.lock()
-                        .unwrap()
-                        .extend(r.results.iter().map(|x| x.job.clone()));
-                    Ok(proto::ReportResponse {
-                        outcomes: vec![proto::Outcome::Accepted as i32; r.results.len()],
-                        lease: None,
-                    })
-                }),
+                report: fake::accept_noting(reported.clone()),
                 ..Default::default()
             };
             let released = fake.released.clone();
@@ -1286,10 +1266,10 @@ mod tests {
                     other => panic!("{other:?}"),
                 }
                 assert_eq!(released.load(SeqCst), 1, "handed back");
-                assert!(!reported.contains(&key.to_string()), "{reported:?}");
+                assert!(!reported.contains(&9), "{reported:?}");
             } else {
                 stopped.unwrap();
-                assert!(reported.contains(&key.to_string()), "{reported:?}");
+                assert!(reported.contains(&9), "{reported:?}");
             }
             server.abort();
         }
@@ -1304,11 +1284,9 @@ mod tests {
         let plan = Plan::new(8, nqueens_common::Strategy::D4).unwrap();
         let fingerprint = plan.fingerprint().1;
         let keys: Vec<String> = plan.jobs().map(|k| k.to_string()).collect();
-        let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let asked_in = asked.clone();
         let reported = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
-        let seen = reported.clone();
         let lease = move |id: u64, k: usize| proto::JobLease {
             lease_id: id,
             run: "1".into(),
@@ -1320,32 +1298,14 @@ mod tests {
             lease_tag: id,
         };
         let fake = fake::Fake {
-            lease: Box::new(move |r: &proto::LeaseRequest| {
-                let leases = if first.swap(false, SeqCst) {
-                    let capacity = r.capacity as usize;
-                    asked_in.store(capacity, SeqCst);
-                    let mut l = vec![lease(1, 0), lease(1, 1)];
-                    l.extend((0..capacity + 5).map(|i| lease(100 + i as u64, i + 2)));
-                    l
-                } else {
-                    Vec::new()
-                };
-                Ok(proto::LeaseResponse {
-                    idle: leases.is_empty(),
-                    leases,
-                    lease_timeout_ms: 60_000,
-                    retry_after_ms: 10,
-                })
+            lease: fake::lease_once(move |r: &proto::LeaseRequest| {
+                let capacity = r.capacity as usize;
+                asked_in.store(capacity, SeqCst);
+                let mut l = vec![lease(1, 0), lease(1, 1)];
+                l.extend((0..capacity + 5).map(|i| lease(100 + i as u64, i + 2)));
+                l
             }),
-            report: Box::new(move |r: &proto::ReportRequest| {
-                seen.lock()
-                    .unwrap()
-                    .extend(r.results.iter().map(|x| x.lease_id));
-                Ok(proto::ReportResponse {
-                    outcomes: vec![proto::Outcome::Accepted as i32; r.results.len()],
-                    lease: None,
-                })
-            }),
+            report: fake::accept_noting(reported.clone()),
             ..Default::default()
         };
         let released = fake.released.clone();
@@ -1383,32 +1343,20 @@ mod tests {
         let (jobs, fingerprint) = deep.fingerprint();
         let key = deep.jobs().next().unwrap().to_string();
         for (recorded, computed) in [(jobs, true), (jobs - 1, false)] {
-            let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
             let reported = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
-            let seen = reported.clone();
             let job = key.clone();
             let fake = fake::Fake {
-                lease: Box::new(move |_| {
-                    let leases = if first.swap(false, SeqCst) {
-                        vec![proto::JobLease {
-                            lease_id: 9,
-                            run: "3".into(),
-                            n: 14,
-                            strategy: proto::Strategy::Mirror as i32,
-                            depth: 14,
-                            job: job.clone(),
-                            plan_fingerprint: fingerprint,
-                            lease_tag: 1,
-                        }]
-                    } else {
-                        Vec::new()
-                    };
-                    Ok(proto::LeaseResponse {
-                        idle: leases.is_empty(),
-                        leases,
-                        lease_timeout_ms: 60_000,
-                        retry_after_ms: 10,
-                    })
+                lease: fake::lease_once(move |_| {
+                    vec![proto::JobLease {
+                        lease_id: 9,
+                        run: "3".into(),
+                        n: 14,
+                        strategy: proto::Strategy::Mirror as i32,
+                        depth: 14,
+                        job: job.clone(),
+                        plan_fingerprint: fingerprint,
+                        lease_tag: 1,
+                    }]
                 }),
                 get_run: Box::new(move |r: &proto::GetRunRequest| {
                     assert_eq!(r.run, "3");
@@ -1420,15 +1368,7 @@ mod tests {
                         ..Default::default()
                     })
                 }),
-                report: Box::new(move |r: &proto::ReportRequest| {
-                    seen.lock()
-                        .unwrap()
-                        .extend(r.results.iter().map(|x| x.lease_id));
-                    Ok(proto::ReportResponse {
-                        outcomes: vec![proto::Outcome::Accepted as i32; r.results.len()],
-                        lease: None,
-                    })
-                }),
+                report: fake::accept_noting(reported.clone()),
                 ..Default::default()
             };
             let (address, server) = fake.serve().await;

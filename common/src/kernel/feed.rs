@@ -105,3 +105,21 @@ pub(super) fn pairs(setup: &Setup, table: &mut [u64; LEVELS]) {
         *below = row(level + 1) | row(level + 2) << 32;
     }
 }
+
+/// Level masks on which a kernel's "highest set bit" is tested (tests only): for every top bit below 31,
+/// the top alone and all ones below it (the masks a conversion that kept every bit would round up),
+/// then a spread of others.
+#[cfg(test)]
+pub(super) fn level_masks() -> Vec<u32> {
+    let mut masks: Vec<u32> = (0..31)
+        .flat_map(|top| [1u32 << top, (2u32 << top) - 1])
+        .collect();
+    let mut x = 0x9e37_79b9u32;
+    for _ in 0..10_000 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        masks.push((x >> 1).max(1));
+    }
+    masks
+}

@@ -349,16 +349,7 @@ mod tests {
             let got = unsafe { elements(power_of_two(vector(&lanes))) };
             assert_eq!(got, lanes.map(|v| 1u32 << v));
         }
-        let mut masks: Vec<u32> = (0..31)
-            .flat_map(|top| [1u32 << top, (2u32 << top) - 1])
-            .collect();
-        let mut x = 0x9e37_79b9u32;
-        for _ in 0..10_000 {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            masks.push((x >> 1).max(1));
-        }
+        let masks = super::super::feed::level_masks();
         for chunk in masks.chunks(WIDTH) {
             let mut lanes = [1u32; WIDTH];
             lanes[..chunk.len()].copy_from_slice(chunk);

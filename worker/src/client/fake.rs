@@ -2,14 +2,14 @@
 //! GetRun from closures, every other call UNIMPLEMENTED; it counts the calls it gets.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use nqueens_proto as proto;
 use proto::coordinator_server::{Coordinator, CoordinatorServer};
 use tonic::{Request, Response, Status};
 
-type Answer<Q, A> = Box<dyn Fn(&Q) -> Result<A, Status> + Send + Sync>;
+pub type Answer<Q, A> = Box<dyn Fn(&Q) -> Result<A, Status> + Send + Sync>;
 
 /// What the fake answers, and the calls it got.
 pub struct Fake {
@@ -44,6 +44,41 @@ impl Default for Fake {
             released: Arc::default(),
         }
     }
+}
+
+/// A Lease answer: the leases `first` makes of the first request, then none (idle, asked again soon).
+pub fn lease_once(
+    first: impl Fn(&proto::LeaseRequest) -> Vec<proto::JobLease> + Send + Sync + 'static,
+) -> Answer<proto::LeaseRequest, proto::LeaseResponse> {
+    let fresh = AtomicBool::new(true);
+    Box::new(move |r| {
+        let leases = if fresh.swap(false, Ordering::SeqCst) {
+            first(r)
+        } else {
+            Vec::new()
+        };
+        Ok(proto::LeaseResponse {
+            idle: leases.is_empty(),
+            leases,
+            lease_timeout_ms: 60_000,
+            retry_after_ms: 10,
+        })
+    })
+}
+
+/// A Report answer that accepts every result, noting its lease id in `ids`.
+pub fn accept_noting(
+    ids: Arc<Mutex<Vec<u64>>>,
+) -> Answer<proto::ReportRequest, proto::ReportResponse> {
+    Box::new(move |r| {
+        ids.lock()
+            .unwrap()
+            .extend(r.results.iter().map(|x| x.lease_id));
+        Ok(proto::ReportResponse {
+            outcomes: vec![proto::Outcome::Accepted as i32; r.results.len()],
+            lease: None,
+        })
+    })
 }
 
 impl Fake {
