@@ -246,3 +246,31 @@ fn a_stored_run_resumes_within_the_count_it_records() {
     assert_eq!(deep.fingerprint_of_stored(jobs).unwrap(), (jobs, hash));
     assert!(deep.fingerprint_of_stored(jobs - 1).is_err());
 }
+
+/// Every N a run may have gets a default plan within the limit of a run's creation: `count`, `plan` and
+/// `submit` of N = 29 to 32 work without `--depth` (found by a review, 2026-11-25: the default split of
+/// N = 31 and 32, 4, has more than 50 million jobs, and each was refused, naming `--depth`). Mirror's
+/// default is checked the same way at 31 and 32.
+#[test]
+fn the_default_plan_of_every_n_is_within_the_limit() {
+    use nqueens_common::partition::MAX_JOBS;
+    for n in 29..=32u32 {
+        for strategy in [Strategy::D4, Strategy::Mirror] {
+            if strategy == Strategy::Mirror && n < 31 {
+                continue;
+            }
+            let plan = Plan::new(n, strategy).unwrap();
+            let within = plan.fingerprint_within(MAX_JOBS);
+            assert!(
+                within.is_ok(),
+                "{strategy} N = {n} depth {}: {within:?}",
+                plan.depth()
+            );
+            eprintln!(
+                "{strategy} N = {n} depth {}: {} jobs",
+                plan.depth(),
+                within.unwrap().0
+            );
+        }
+    }
+}

@@ -24,7 +24,10 @@ pub fn default_split(n: u8) -> u8 {
         21..=22 => 1,
         23..=24 => 2,
         25..=26 => 3,
-        _ => 4,
+        27..=30 => 4,
+        // Split 4 has more than `MAX_JOBS` jobs from N = 31: 3 keeps them under it (2.8 and 3.4
+        // million jobs at N = 31 and 32).
+        _ => 3,
     }
 }
 

@@ -1127,8 +1127,9 @@ async fn a_report_sent_again_under_another_name_does_not_confirm_itself() {
 async fn an_abandoned_create_run_stops_enumerating_and_frees_its_place() {
     let c = coordinator();
     for _ in 0..super::MAX_PLANNING {
-        // 65 million jobs, more than a run may have: seconds of enumeration before the refusal.
-        let abandoned = c.create_run(32, Strategy::D4, None, Some(0.0), 0, false);
+        // Split 4: 65 million jobs, more than a run may have: seconds of enumeration before the
+        // refusal.
+        let abandoned = c.create_run(32, Strategy::D4, Some(4), Some(0.0), 0, false);
         assert!(
             tokio::time::timeout(Duration::from_millis(200), abandoned)
                 .await
