@@ -103,8 +103,8 @@ pub struct Scan {
     pub legacy: u64,
     /// Lines read in all (the torn one aside).
     pub lines: u64,
-    /// Of the damaged lines, those whose checksum holds although this build cannot read them: another
-    /// (newer) build's, of a line format or an entry kind this one does not know.
+    /// Of the damaged lines, those whose checksum holds but whose entry this build cannot read: another
+    /// (newer) build's kind of entry ([`scan`] counts them; [`scan_with`] leaves 0).
     pub unknown: u64,
 }
 
@@ -164,13 +164,17 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<Line<T>, String> {
     }
 }
 
-/// Whether `bytes` is a checksummed line whose checksum holds, whatever its version and entry.
-fn intact(bytes: &[u8]) -> bool {
+/// Whether `bytes` is a checksummed line whose checksum holds but whose entry is not a `T`: another
+/// (newer) build's kind of entry. (The version number is outside the checksum: a line whose entry is a
+/// `T` under an unknown version may be one whose version digit was damaged, and stays damage.)
+fn foreign<T: DeserializeOwned>(bytes: &[u8]) -> bool {
     std::str::from_utf8(bytes)
         .ok()
         .and_then(|text| serde_json::from_str::<Sealed>(text).ok())
         .is_some_and(|sealed| {
-            sealed.crc == format!("{:016x}", checksum(sealed.entry.get().as_bytes()))
+            let body = sealed.entry.get();
+            sealed.crc == format!("{:016x}", checksum(body.as_bytes()))
+                && serde_json::from_str::<T>(body).is_err()
         })
 }
 
@@ -200,7 +204,18 @@ pub fn scan<T: DeserializeOwned>(
     reader: impl Read,
     each: impl FnMut(u64, Line<T>),
 ) -> std::io::Result<Scan> {
-    scan_with(reader, |bytes| decode(bytes).map(Some), each)
+    let mut unknown = 0;
+    let mut scan = scan_with(
+        reader,
+        |bytes| {
+            decode(bytes).map(Some).inspect_err(|_| {
+                unknown += u64::from(foreign::<T>(bytes));
+            })
+        },
+        each,
+    )?;
+    scan.unknown = unknown;
+    Ok(scan)
 }
 
 /// [`scan`] with a decoder of its own for each complete line (without its newline): a file whose
@@ -252,9 +267,6 @@ pub fn scan_with<T>(
             Ok(None) => {}
             Err(reason) => {
                 let line = scan.lines;
-                if intact(&buf[..buf.len() - 1]) {
-                    scan.unknown += 1;
-                }
                 scan.damage(Damage {
                     line,
                     offset,

@@ -194,8 +194,11 @@ struct Worker {
     journal: Option<Journal>,
     /// Leases held: queued, running, or finished but not yet acknowledged.
     held: HashMap<u64, proto::JobLease>,
-    /// Each plan's fingerprint as this build enumerates it, by (N, strategy, depth) on the wire.
-    fingerprints: HashMap<(u32, i32, u32), u64>,
+    /// Each plan's fingerprint as this build enumerates it, or why it has none, by (N, strategy, depth)
+    /// on the wire.
+    fingerprints: HashMap<(u32, i32, u32), std::result::Result<u64, String>>,
+    /// The worker's shutdown: a plan check under way gives up on it.
+    shutdown: CancellationToken,
     /// Finished results not yet acknowledged, in order.
     unreported: Vec<Finished>,
     /// Running jobs of cancelled runs: their results are dropped as they finish.
@@ -244,6 +247,7 @@ pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Su
         journal,
         held: HashMap::new(),
         fingerprints: HashMap::new(),
+        shutdown: shutdown.clone(),
         unreported,
         unwanted: HashSet::new(),
         backoff: None,
@@ -758,7 +762,12 @@ impl Worker {
         // Checked before anything is computed: an id already held (or given twice in the reply) is a
         // coordinator's fault; the second is ignored, never handed back (that would release the first),
         // and expires there. Leases beyond the capacity asked are handed back at once.
-        let taken: HashSet<u64> = self.unreported.iter().map(|f| f.lease).collect();
+        let taken: HashSet<u64> = self
+            .unreported
+            .iter()
+            .map(|f| f.lease)
+            .chain(self.unwanted.iter().copied())
+            .collect();
         let (mut fresh, mut excess) = (HashSet::new(), Vec::new());
         let mut leases = Vec::with_capacity(reply.leases.len().min(capacity));
         for lease in reply.leases {
@@ -779,25 +788,37 @@ impl Worker {
             );
             self.give_back(excess).await;
         }
+        // Held (and so heartbeated) while their plans are checked, which may take seconds.
+        for lease in &leases {
+            self.held.insert(lease.lease_id, lease.clone());
+        }
+        let mut unchecked = Vec::new();
         for lease in leases {
             if self.config.faults.drops(&lease.job) {
                 tracing::warn!(run = %lease.run, job = %lease.job, "fault injection: dropping a job");
+                self.held.remove(&lease.lease_id);
                 continue;
             }
             let built = match job_of(&lease) {
                 Ok(job) => self.same_plan(&lease).await.map(|()| job),
-                Err(e) => Err(e),
+                Err(e) => Err(PlanCheck::Other(e)),
             };
             match built {
-                Ok(job) => {
-                    self.held.insert(lease.lease_id, lease.clone());
-                    self.pool.submit(Task { lease, job });
+                Ok(job) => self.pool.submit(Task { lease, job }),
+                Err(PlanCheck::Unchecked(why)) => {
+                    tracing::warn!(run = %lease.run, job = %lease.job, error = %why, "cannot check the plan of a leased job now; handing it back");
+                    self.held.remove(&lease.lease_id);
+                    unchecked.push(lease.lease_id);
                 }
-                Err(e) => {
+                Err(PlanCheck::Other(e)) => {
                     tracing::error!(run = %lease.run, job = %lease.job, error = %e, "coordinator sent a job this worker cannot build");
+                    self.held.remove(&lease.lease_id);
                     unbuildable.push((lease, e));
                 }
             }
+        }
+        if !unchecked.is_empty() {
+            self.give_back(unchecked).await;
         }
         // Not this worker's to compute (a plan of a newer coordinator, most likely): handed back at once
         // for a sound worker, and the worker stops, since every later call would get the same.
@@ -818,69 +839,87 @@ impl Worker {
     /// Whether this build enumerates the lease's plan as the coordinator does: its fingerprint (the
     /// hash of the plan's job keys, in order) must be the lease's. A coordinator of another version
     /// may cut the plan otherwise, and a key would then name other sub-problems; the seal would not
-    /// tell, since it is made with the lease's fingerprint. Computed once per plan, on a blocking
-    /// thread (about a second at N = 28) while heartbeats go on, bounded as a run's creation is (or,
-    /// for a run an earlier build made past those bounds, within the job count the run records).
-    async fn same_plan(&mut self, lease: &proto::JobLease) -> nqueens_common::Result<()> {
+    /// tell, since it is made with the lease's fingerprint. Computed once per plan (a plan found
+    /// different is remembered too), on a blocking thread (about a second at N = 28) while heartbeats
+    /// go on, bounded as a run's creation is; for a run an earlier build made past those bounds, within
+    /// the job count the run records (GetRun, at most [`MAX_STORED_JOBS`]). A plan that cannot be
+    /// checked now (GetRun failed) is [`PlanCheck::Unchecked`]: its lease is handed back, nothing
+    /// remembered.
+    async fn same_plan(&mut self, lease: &proto::JobLease) -> std::result::Result<(), PlanCheck> {
         let id = (lease.n, lease.strategy, lease.depth);
         let ours = match self.fingerprints.get(&id) {
-            Some(known) => *known,
+            Some(known) => known.clone(),
             None => {
-                let plan = plan_of(lease)?;
-                let lost = |e: tokio::task::JoinError| {
-                    nqueens_common::Error::InvalidSetting(format!(
-                        "the plan's fingerprint could not be computed: {e}"
-                    ))
-                };
-                // Heartbeats go on meanwhile for the leases held (seconds for the largest plans).
-                let beating = self.heartbeats_beside();
-                let within = tokio::select! {
-                    within = tokio::task::spawn_blocking(move || {
-                        plan.fingerprint_within(nqueens_common::partition::MAX_JOBS)
-                    }) => within.map_err(lost)?,
-                    never = beating => match never {},
-                };
-                let computed = match within {
-                    Ok((_, fingerprint)) => fingerprint,
-                    // Past the limits of a run's creation: a run an earlier build made, which the
-                    // coordinator still resumes. Checked as it checks it, within the job count the
-                    // run records.
-                    Err(limit) => {
-                        let run = self
-                            .client
-                            .get_run(proto::GetRunRequest {
-                                run: lease.run.clone(),
-                            })
-                            .await
-                            .map_err(|s| {
-                                nqueens_common::Error::InvalidSetting(format!(
-                                    "{limit}; the run's job count, to check it within, could not be read: {}",
-                                    s.message()
-                                ))
-                            })?
-                            .into_inner();
-                        let jobs = run.jobs_total;
-                        let beating = self.heartbeats_beside();
-                        tokio::select! {
-                            stored = tokio::task::spawn_blocking(move || {
-                                plan.fingerprint_of_stored(jobs)
-                            }) => stored.map_err(lost)??.1,
-                            never = beating => match never {},
-                        }
-                    }
-                };
-                self.fingerprints.insert(id, computed);
-                computed
+                let ours = self.fingerprint_of(lease).await?;
+                self.fingerprints.insert(id, ours.clone());
+                ours
             }
         };
-        if ours == lease.plan_fingerprint {
-            return Ok(());
+        match ours {
+            Ok(ours) if ours == lease.plan_fingerprint => Ok(()),
+            Ok(ours) => Err(PlanCheck::Other(nqueens_common::Error::InvalidSetting(format!(
+                "its plan's fingerprint is {:#018x} at the coordinator and {ours:#018x} here: the two \
+                 enumerate the plan's jobs differently, and a key would name other sub-problems",
+                lease.plan_fingerprint
+            )))),
+            Err(why) => Err(PlanCheck::Other(nqueens_common::Error::InvalidSetting(why))),
         }
-        Err(nqueens_common::Error::InvalidSetting(format!(
-            "its plan's fingerprint is {:#018x} at the coordinator and {ours:#018x} here: the two \
-             enumerate the plan's jobs differently, and a key would name other sub-problems",
-            lease.plan_fingerprint
-        )))
+    }
+
+    /// The fingerprint of the lease's plan as this build enumerates it (see [`Self::same_plan`]), or why
+    /// it has none; `Err` where it cannot be known now.
+    async fn fingerprint_of(
+        &mut self,
+        lease: &proto::JobLease,
+    ) -> std::result::Result<std::result::Result<u64, String>, PlanCheck> {
+        let plan = match plan_of(lease) {
+            Ok(plan) => plan,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        let stopping = || PlanCheck::Unchecked("the worker is stopping".into());
+        let within = beside(self.heartbeats_beside(), &self.shutdown, move || {
+            plan.fingerprint_within(nqueens_common::partition::MAX_JOBS)
+        })
+        .await
+        .ok_or_else(stopping)?;
+        let limit = match within {
+            Ok((_, fingerprint)) => return Ok(Ok(fingerprint)),
+            Err(limit) => limit,
+        };
+        // Past the limits of a run's creation: a run an earlier build made, which the coordinator still
+        // resumes. Checked as it checks it, within the job count the run records.
+        let run = match self
+            .client
+            .get_run(proto::GetRunRequest {
+                run: lease.run.clone(),
+            })
+            .await
+        {
+            Ok(run) => run.into_inner(),
+            Err(s) => {
+                return Err(PlanCheck::Unchecked(format!(
+                    "{limit}; the run's job count, to check it within, could not be read: {}",
+                    s.message()
+                )))
+            }
+        };
+        if (run.run.as_str(), run.n, run.plan_fingerprint)
+            != (lease.run.as_str(), lease.n, lease.plan_fingerprint)
+        {
+            return Ok(Err(format!(
+                "{limit}; and the coordinator's status of run {} is not of the lease's plan",
+                lease.run
+            )));
+        }
+        let jobs = run.jobs_total.min(MAX_STORED_JOBS);
+        let stored = beside(self.heartbeats_beside(), &self.shutdown, move || {
+            plan.fingerprint_of_stored(jobs)
+        })
+        .await
+        .ok_or_else(stopping)?;
+        Ok(stored
+            .map(|(_, fingerprint)| fingerprint)
+            .map_err(|e| e.to_string()))
     }
 
     /// Takes back the unstarted jobs and returns their leases to the coordinator (best effort).
@@ -927,6 +966,36 @@ impl Worker {
         }
     }
 }
+
+/// Runs `work` on a blocking thread while `beating` (heartbeats for the leases held) goes on; `None`
+/// once `shutdown` is cancelled (the thread is left to end on its own).
+async fn beside<T: Send + 'static>(
+    beating: impl std::future::Future<Output = std::convert::Infallible>,
+    shutdown: &CancellationToken,
+    work: impl FnOnce() -> nqueens_common::Result<T> + Send + 'static,
+) -> Option<nqueens_common::Result<T>> {
+    tokio::select! {
+        done = tokio::task::spawn_blocking(work) => Some(done.unwrap_or_else(|e| {
+            Err(nqueens_common::Error::InvalidSetting(format!(
+                "the plan's fingerprint could not be computed: {e}"
+            )))
+        })),
+        never = beating => match never {},
+        _ = shutdown.cancelled() => None,
+    }
+}
+
+/// Why a lease's job is not computed ([`Worker::same_plan`]).
+enum PlanCheck {
+    /// Its plan could not be checked now: the lease is handed back, the worker goes on.
+    Unchecked(String),
+    /// It cannot be built, or its plan is not this build's: the worker stops.
+    Other(nqueens_common::Error),
+}
+
+/// Most jobs of a run made past the limits of creation that a worker enumerates to check its plan
+/// ([`Worker::same_plan`]): four times the limit of creation, whatever a coordinator's status says.
+const MAX_STORED_JOBS: u64 = 4 * nqueens_common::partition::MAX_JOBS;
 
 /// The plan a lease names.
 fn plan_of(lease: &proto::JobLease) -> nqueens_common::Result<Plan> {
@@ -1342,7 +1411,9 @@ mod tests {
             .is_err());
         let (jobs, fingerprint) = deep.fingerprint();
         let key = deep.jobs().next().unwrap().to_string();
-        for (recorded, computed) in [(jobs, true), (jobs - 1, false)] {
+        // The run's recorded job count: the plan's (computed), one short (refused, the worker stops),
+        // or unreadable now (handed back, the worker goes on).
+        for recorded in [Some(jobs), Some(jobs - 1), None] {
             let reported = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
             let job = key.clone();
             let fake = fake::Fake {
@@ -1360,10 +1431,11 @@ mod tests {
                 }),
                 get_run: Box::new(move |r: &proto::GetRunRequest| {
                     assert_eq!(r.run, "3");
+                    let jobs_total = recorded.ok_or_else(|| Status::unavailable("restarting"))?;
                     Ok(proto::RunStatus {
                         run: "3".into(),
                         n: 14,
-                        jobs_total: recorded,
+                        jobs_total,
                         plan_fingerprint: fingerprint,
                         ..Default::default()
                     })
@@ -1371,19 +1443,28 @@ mod tests {
                 report: fake::accept_noting(reported.clone()),
                 ..Default::default()
             };
+            let released = fake.released.clone();
             let (address, server) = fake.serve().await;
             let dir = tempfile::tempdir().unwrap();
             let (_, _, mut config) = journaled(dir.path(), address, "w");
             config.exit_when_idle = true;
             let stopped = stops(config).await;
             let reported = reported.lock().unwrap().clone();
-            if computed {
-                stopped.unwrap();
-                assert!(reported.contains(&9), "{reported:?}");
-            } else {
+            match recorded {
+                Some(r) if r == jobs => {
+                    stopped.unwrap();
+                    assert!(reported.contains(&9), "{reported:?}");
+                }
                 // A run recording fewer jobs than its plan has: not the plan this worker enumerates.
-                assert!(matches!(stopped, Err(Error::Refused(_))), "{stopped:?}");
-                assert!(!reported.contains(&9), "{reported:?}");
+                Some(_) => {
+                    assert!(matches!(stopped, Err(Error::Refused(_))), "{stopped:?}");
+                    assert!(!reported.contains(&9), "{reported:?}");
+                }
+                None => {
+                    stopped.unwrap();
+                    assert!(!reported.contains(&9), "{reported:?}");
+                    assert_eq!(released.load(SeqCst), 1, "handed back");
+                }
             }
             server.abort();
         }

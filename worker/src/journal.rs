@@ -281,44 +281,47 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
     }
 
-    /// A journal holding lines this build cannot read but whose checksums hold (a newer build's: a
-    /// newer line format, or an entry of a kind this build does not know) is not opened: the worker
-    /// stops naming it, and the file is left as it was, its results kept for the build that wrote it
-    /// (found by a review, 2026-11-25: they were dropped as damage and the journal compacted without
-    /// them, so a downgrade lost the newer build's unacknowledged results).
+    /// A journal holding a line whose checksum holds but whose entry this build cannot read (a newer
+    /// build's kind of entry) is not opened: the worker stops naming it, and the file is left as it
+    /// was, its results kept for the build that wrote it (found by a review, 2026-11-25: it was dropped
+    /// as damage and the journal compacted without it, so a downgrade lost the newer build's
+    /// unacknowledged results). A line whose version digit alone is damaged (the version is outside
+    /// the checksum), or whose checksum fails, is damage: dropped, the rest of the journal kept.
     #[test]
     fn a_journal_of_a_newer_build_is_refused_and_left_as_it_was() {
-        let body = serde_json::to_string(&Entry::Result(finished(4))).unwrap();
-        let newer_format = format!(
-            "{{\"v\":{},\"crc\":\"{:016x}\",\"entry\":{body}}}\n",
-            jsonl::LINE_VERSION + 1,
-            nqueens_common::checksum::checksum(body.as_bytes())
-        );
         let kind = r#"{"later":[1,2]}"#;
         let newer_kind = format!(
             "{{\"v\":{},\"crc\":\"{:016x}\",\"entry\":{kind}}}\n",
             jsonl::LINE_VERSION,
             nqueens_common::checksum::checksum(kind.as_bytes())
         );
-        for line in [newer_format, newer_kind] {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("w.journal");
-            let mut bytes = jsonl::encode(&Entry::Result(finished(1)));
-            bytes.extend_from_slice(line.as_bytes());
-            std::fs::write(&path, &bytes).unwrap();
-            let refused = Journal::open(&path).err().expect("refused");
-            assert!(refused.to_string().contains("newer"), "{refused}");
-            assert_eq!(std::fs::read(&path).unwrap(), bytes, "left as it was");
-        }
-        // A line whose checksum fails is damage, as before: dropped, the journal opened.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.journal");
-        let mut damaged = jsonl::encode(&Entry::Result(finished(2)));
-        let at = damaged.len() - 5;
-        damaged[at] ^= 1;
-        std::fs::write(&path, &damaged).unwrap();
-        let j = Journal::open(&path).unwrap();
-        assert_eq!(j.damage().lines, 1);
+        let mut bytes = jsonl::encode(&Entry::Result(finished(1)));
+        bytes.extend_from_slice(newer_kind.as_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let refused = Journal::open(&path).err().expect("refused");
+        assert!(refused.to_string().contains("newer"), "{refused}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "left as it was");
+        // The version digit flipped (2 to 3, 0 or 6), or one bit of the entry: damage, one line.
+        let version = format!("\"v\":{}", jsonl::LINE_VERSION);
+        for flipped in ["\"v\":3", "\"v\":0", "\"v\":6", "entry bit"] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("w.journal");
+            let kept = jsonl::encode(&Entry::Result(finished(1)));
+            let mut damaged = jsonl::encode(&Entry::Result(finished(2)));
+            if flipped == "entry bit" {
+                let at = damaged.len() - 5;
+                damaged[at] ^= 1;
+            } else {
+                let text = String::from_utf8(damaged).unwrap();
+                damaged = text.replacen(&version, flipped, 1).into_bytes();
+            }
+            std::fs::write(&path, [kept, damaged].concat()).unwrap();
+            let j = Journal::open(&path).unwrap();
+            assert_eq!(j.damage().lines, 1, "{flipped}");
+            assert_eq!(j.pending(), vec![finished(1)], "{flipped}");
+        }
     }
 
     #[test]

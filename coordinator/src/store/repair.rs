@@ -218,9 +218,15 @@ impl Store {
         // In a run that verifies nothing (one worker's count stands alone there anyway, and a local
         // count runs one worker) it is removed, the job pending again.
         for (k, job, e) in &damaged_jobs {
+            // The store's run record, else the ledger's (a run the start restores after this).
             let verifies = split_job_key(k)
                 .ok()
-                .and_then(|(run, _)| self.run(run).ok().flatten())
+                .and_then(|(run, _)| {
+                    self.run(run)
+                        .ok()
+                        .flatten()
+                        .or_else(|| runs.get(&run).cloned())
+                })
                 .is_some_and(|meta| meta.verify_fraction > 0.0);
             if verifies {
                 let open = JobRecord {
