@@ -41,6 +41,14 @@ async fn run_of_8(c: &Coordinator) -> String {
         .id()
 }
 
+/// A run of N = 8 that verifies every job.
+async fn verified_run_of_8(c: &Coordinator) -> String {
+    c.create_run(8, Strategy::D4, None, Some(1.0), 0, false)
+        .await
+        .unwrap()
+        .id()
+}
+
 fn ask<'a>(worker: &'a str, capacity: u32) -> Ask<'a> {
     Ask {
         worker,
@@ -327,11 +335,7 @@ async fn creates_with_reuse_at_once_make_one_run() {
 #[tokio::test(start_paused = true)]
 async fn a_second_lease_of_a_job_confirms_nothing_under_another_name() {
     let c = coordinator();
-    let run = c
-        .create_run(8, Strategy::D4, None, Some(1.0), 0, false)
-        .await
-        .unwrap()
-        .id();
+    let run = verified_run_of_8(&c).await;
     let first = lease(&c, "a", 1).await;
     assert_eq!(c.release("a", &[first[0].id], false).unwrap(), 1);
     let again = lease(&c, "a", 4096).await;
@@ -392,11 +396,7 @@ async fn a_control_that_changes_nothing_writes_nothing() {
 #[tokio::test(start_paused = true)]
 async fn a_result_whose_counts_contradict_each_other_is_refused() {
     let c = coordinator();
-    let run = c
-        .create_run(8, Strategy::D4, None, Some(1.0), 0, false)
-        .await
-        .unwrap()
-        .id();
+    let run = verified_run_of_8(&c).await;
     let held = lease(&c, "a", 1).await;
     let mut odd = report(&held[0]);
     odd.result.total += 1;
@@ -844,11 +844,7 @@ async fn a_reuse_asking_for_more_verification_than_the_run_has_is_refused() {
 /// Runs N = 8, every job verified, with "liar" lying on its first job and "a" and "b" honest, until the
 /// liar is quarantined; returns the run's id.
 async fn a_liar_caught(c: &Coordinator) -> String {
-    let run = c
-        .create_run(8, Strategy::D4, None, Some(1.0), 0, false)
-        .await
-        .unwrap()
-        .id();
+    let run = verified_run_of_8(&c).await;
     let leases = lease(c, "liar", 4096).await;
     let mut reports: Vec<Report> = leases.iter().map(report).collect();
     reports[0] = lying(&leases[0]);
@@ -869,9 +865,7 @@ async fn a_liar_caught(c: &Coordinator) -> String {
 #[tokio::test]
 async fn a_quarantined_workers_heartbeat_is_refused_and_its_leases_freed() {
     let c = coordinator();
-    c.create_run(8, Strategy::D4, None, Some(1.0), 0, false)
-        .await
-        .unwrap();
+    verified_run_of_8(&c).await;
     let held = lease(&c, "liar", 4096).await;
     assert!(held.len() > 2);
     c.report("liar", "liar", vec![lying(&held[0])])
@@ -908,9 +902,7 @@ async fn a_quarantined_workers_heartbeat_is_refused_and_its_leases_freed() {
 #[tokio::test]
 async fn a_waiting_lease_call_does_not_wake_itself() {
     let c = coordinator();
-    c.create_run(8, Strategy::D4, None, Some(1.0), 0, false)
-        .await
-        .unwrap();
+    verified_run_of_8(&c).await;
     let all = lease(&c, "a", 4096).await;
     report_all(&c, "a", &all).await;
     assert_eq!(lease(&c, "b", 1).await.len(), 1);
@@ -1093,11 +1085,7 @@ async fn a_quarantine_the_ledger_lacks_is_appended_to_it_at_start() {
 #[tokio::test]
 async fn a_report_sent_again_under_another_name_does_not_confirm_itself() {
     let c = coordinator();
-    let run = c
-        .create_run(8, Strategy::D4, None, Some(1.0), 0, false)
-        .await
-        .unwrap()
-        .id();
+    let run = verified_run_of_8(&c).await;
     let leases = lease(&c, "a", 4096).await;
     let outcomes = report_all(&c, "a", &leases).await;
     assert!(
