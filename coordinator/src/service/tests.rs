@@ -844,7 +844,7 @@ async fn a_reuse_asking_for_more_verification_than_the_run_has_is_refused() {
 /// Runs N = 8, every job verified, with "liar" lying on its first job and "a" and "b" honest, until the
 /// liar is quarantined; returns the run's id.
 async fn a_liar_caught(c: &Coordinator) -> String {
-    let run = verified_run_of_8(&c).await;
+    let run = verified_run_of_8(c).await;
     let leases = lease(c, "liar", 4096).await;
     let mut reports: Vec<Report> = leases.iter().map(report).collect();
     reports[0] = lying(&leases[0]);
