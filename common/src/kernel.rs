@@ -29,6 +29,12 @@ mod avx512;
     all(target_arch = "aarch64", target_endian = "little")
 ))]
 mod feed;
+#[cfg(target_arch = "x86_64")]
+mod lists;
+#[cfg(target_arch = "x86_64")]
+mod lists256;
+#[cfg(target_arch = "x86_64")]
+mod lists512;
 #[cfg(all(target_arch = "aarch64", target_endian = "little"))]
 mod neon;
 pub mod seeds;
@@ -424,17 +430,25 @@ pub enum Variant {
     /// Sixteen searches in the lanes of a 512-bit vector: x86-64 with AVX-512 F, BW, VL, DQ and CD,
     /// BMI1/2, POPCNT and LZCNT.
     Avx512,
+    /// Eight nodes of one level per step, from work lists by level (`kernel/lists.rs`): the features of
+    /// [`Variant::Avx2`].
+    Avx2Lists,
+    /// Sixteen nodes of one level per step, from work lists by level (`kernel/lists.rs`): the features
+    /// of [`Variant::Avx512`].
+    Avx512Lists,
 }
 
 impl Variant {
     /// Every variant of this build, slowest first.
-    pub const ALL: [Variant; 6] = [
+    pub const ALL: [Variant; 8] = [
         Variant::Scalar,
         Variant::Neon,
         Variant::Sse41,
         Variant::Avx2NoGather,
         Variant::Avx2,
         Variant::Avx512,
+        Variant::Avx2Lists,
+        Variant::Avx512Lists,
     ];
 
     /// The name `--kernel` takes.
@@ -446,6 +460,8 @@ impl Variant {
             Variant::Avx2 => "avx2",
             Variant::Avx2NoGather => "avx2-nogather",
             Variant::Avx512 => "avx512",
+            Variant::Avx2Lists => "avx2-lists",
+            Variant::Avx512Lists => "avx512-lists",
         }
     }
 
@@ -466,7 +482,7 @@ impl Variant {
             #[cfg(target_arch = "x86_64")]
             Variant::Sse41 => std::arch::is_x86_feature_detected!("sse4.1"),
             #[cfg(target_arch = "x86_64")]
-            Variant::Avx2 | Variant::Avx2NoGather => {
+            Variant::Avx2 | Variant::Avx2NoGather | Variant::Avx2Lists => {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("bmi1")
                     && std::arch::is_x86_feature_detected!("bmi2")
@@ -474,7 +490,7 @@ impl Variant {
                     && std::arch::is_x86_feature_detected!("lzcnt")
             }
             #[cfg(target_arch = "x86_64")]
-            Variant::Avx512 => {
+            Variant::Avx512 | Variant::Avx512Lists => {
                 // What rustc lets `avx512f` code use besides (it implies AVX2, FMA and F16C), checked
                 // too: a hypervisor may hide one of them while it shows AVX-512.
                 std::arch::is_x86_feature_detected!("avx2")
@@ -491,7 +507,12 @@ impl Variant {
                     && std::arch::is_x86_feature_detected!("lzcnt")
             }
             #[cfg(not(target_arch = "x86_64"))]
-            Variant::Sse41 | Variant::Avx2 | Variant::Avx2NoGather | Variant::Avx512 => false,
+            Variant::Sse41
+            | Variant::Avx2
+            | Variant::Avx2NoGather
+            | Variant::Avx2Lists
+            | Variant::Avx512
+            | Variant::Avx512Lists => false,
         }
     }
 
@@ -620,6 +641,16 @@ pub fn run_with<I: Iterator<Item = Unit>>(variant: Variant, units: I) -> Totals 
         Variant::Avx512 if variant.supported() => {
             // SAFETY: the CPU has every feature the AVX-512 kernel is compiled for (checked just above).
             unsafe { avx512::run(units) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Variant::Avx2Lists if variant.supported() => {
+            // SAFETY: as for `Avx2`, the same features (checked just above).
+            unsafe { lists256::run(units) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Variant::Avx512Lists if variant.supported() => {
+            // SAFETY: as for `Avx512`, the same features (checked just above).
+            unsafe { lists512::run(units) }
         }
         #[cfg(all(target_arch = "aarch64", target_endian = "little"))]
         Variant::Neon if variant.supported() => {

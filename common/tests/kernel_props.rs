@@ -300,3 +300,37 @@ fn every_variant_flushes_its_counters_with_every_lane_live() {
         );
     }
 }
+
+/// A long batch of searches of very different sizes, each weighted apart: every unit of N = 13 split
+/// three rows deep (some 1,100 searches). The work-list kernels (`avx2-lists`, `avx512-lists`) then hold
+/// more searches at once than a frame has slots, so their slots are freed and taken again many times,
+/// and a slot freed while its search still had nodes, or its completions added with another search's
+/// weight, changes the weighted sum.
+#[test]
+fn every_variant_sums_a_long_batch_of_many_searches() {
+    let board = Problem::from(PartialBoard::empty(13).unwrap());
+    let units: Vec<kernel::Unit> = board
+        .split()
+        .iter()
+        .flat_map(Problem::split)
+        .flat_map(|p| p.split())
+        .enumerate()
+        .map(|(i, problem)| kernel::Unit {
+            problem,
+            weight: (i as u64 * 7919) % 13 + 1,
+        })
+        .collect();
+    assert!(units.len() > 1_000, "{} units", units.len());
+    let mut walked = kernel::Totals::default();
+    for u in &units {
+        walked.add(kernel::completions(&u.problem, &mut |_| {}), u.weight);
+    }
+    assert_eq!(walked.count, 73_712, "N = 13");
+    for v in kernel::Variant::available() {
+        assert_eq!(
+            kernel::run_with(v, units.iter().copied()),
+            walked,
+            "kernel {v}"
+        );
+    }
+}
