@@ -18,7 +18,7 @@
 //!   for sixteen lanes).
 //! - **Slots** are freed by a scan of the lists when none is free: a slot no node refers to is over, and
 //!   its completions are added to the totals with its unit's weight.
-//! - **Frames:** a step's loads depend on the step before (its stores), so [`FRAMES`] independent sets
+//! - **Frames:** a step's loads depend on the step before (its stores), so a few independent sets
 //!   of lists are stepped in turn, for the processor to overlap.
 //!
 //! Node counts and completions are those of every other variant (the property tests check them against
@@ -31,9 +31,6 @@ use super::{full_mask, next_search, Totals, Unit};
 pub(super) const LEVELS: usize = 33;
 /// The tail level: its nodes have two rows below them.
 pub(super) const TAIL: usize = 3;
-/// Independent frames stepped in turn. On a Zen 4 (AVX-512, every `d4` job of N = 17, one thread): one
-/// frame 2.3 s, two 1.6 to 1.7 s, three 1.36 to 1.47 s; four were slower at N = 16.
-pub(super) const FRAMES: usize = 3;
 
 /// One level's open nodes, one array per field: the masks `c`, `l`, `r`, the squares left `f`, and
 /// the slot of the node's search. `ROOM` is two vectors' worth.
@@ -103,7 +100,12 @@ pub(super) trait Step<const ROOM: usize, const SLOTS: usize> {
 ///
 /// The CPU must have the kernel's features; the caller is compiled with them (this is inlined into it).
 #[inline(always)]
-pub(super) unsafe fn drive<const ROOM: usize, const SLOTS: usize, S: Step<ROOM, SLOTS>>(
+pub(super) unsafe fn drive<
+    const ROOM: usize,
+    const SLOTS: usize,
+    const FRAMES: usize,
+    S: Step<ROOM, SLOTS>,
+>(
     kernel: &S,
     units: impl Iterator<Item = Unit>,
 ) -> Totals {

@@ -11,6 +11,8 @@ use std::arch::x86_64::*;
 use super::lists::{self, Frame, Step, TAIL};
 use super::{Totals, Unit};
 
+/// Frames stepped in turn ([`lists::drive`]).
+const FRAMES: usize = 3;
 /// Nodes per step.
 const WIDTH: usize = 8;
 /// Room in a list: two vectors.
@@ -62,7 +64,7 @@ pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
         full: _mm256_set1_epi32(super::full_mask(first.problem.board.n()) as i32),
     };
     // SAFETY: this function has the kernel's features (its caller's guarantee).
-    unsafe { lists::drive(&kernel, units) }
+    unsafe { lists::drive::<ROOM, SLOTS, FRAMES, _>(&kernel, units) }
 }
 
 impl Step<ROOM, SLOTS> for Lists256 {

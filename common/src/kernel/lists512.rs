@@ -11,6 +11,8 @@ use std::arch::x86_64::*;
 use super::lists::{self, Frame, Step, TAIL};
 use super::{Totals, Unit};
 
+/// Frames stepped in turn ([`lists::drive`]).
+const FRAMES: usize = 3;
 /// Nodes per step.
 const WIDTH: usize = 16;
 /// Room in a list: two vectors.
@@ -46,7 +48,7 @@ pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
         full: _mm512_set1_epi32(super::full_mask(first.problem.board.n()) as i32),
     };
     // SAFETY: this function has the kernel's features (its caller's guarantee).
-    unsafe { lists::drive(&kernel, units) }
+    unsafe { lists::drive::<ROOM, SLOTS, FRAMES, _>(&kernel, units) }
 }
 
 impl Step<ROOM, SLOTS> for Lists512 {
