@@ -32,6 +32,8 @@ mod feed;
 #[cfg(target_arch = "x86_64")]
 mod lists;
 #[cfg(target_arch = "x86_64")]
+mod lists128;
+#[cfg(target_arch = "x86_64")]
 mod lists256;
 #[cfg(target_arch = "x86_64")]
 mod lists512;
@@ -430,6 +432,9 @@ pub enum Variant {
     /// Sixteen searches in the lanes of a 512-bit vector: x86-64 with AVX-512 F, BW, VL, DQ and CD,
     /// BMI1/2, POPCNT and LZCNT.
     Avx512,
+    /// Four nodes of one level per step, from work lists by level (`kernel/lists.rs`): the features of
+    /// [`Variant::Sse41`].
+    Sse41Lists,
     /// Eight nodes of one level per step, from work lists by level (`kernel/lists.rs`): the features of
     /// [`Variant::Avx2`].
     Avx2Lists,
@@ -440,13 +445,14 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant of this build, slowest first.
-    pub const ALL: [Variant; 8] = [
+    pub const ALL: [Variant; 9] = [
         Variant::Scalar,
         Variant::Neon,
         Variant::Sse41,
         Variant::Avx2NoGather,
         Variant::Avx2,
         Variant::Avx512,
+        Variant::Sse41Lists,
         Variant::Avx2Lists,
         Variant::Avx512Lists,
     ];
@@ -460,6 +466,7 @@ impl Variant {
             Variant::Avx2 => "avx2",
             Variant::Avx2NoGather => "avx2-nogather",
             Variant::Avx512 => "avx512",
+            Variant::Sse41Lists => "sse41-lists",
             Variant::Avx2Lists => "avx2-lists",
             Variant::Avx512Lists => "avx512-lists",
         }
@@ -480,7 +487,7 @@ impl Variant {
             #[cfg(not(all(target_arch = "aarch64", target_endian = "little")))]
             Variant::Neon => false,
             #[cfg(target_arch = "x86_64")]
-            Variant::Sse41 => std::arch::is_x86_feature_detected!("sse4.1"),
+            Variant::Sse41 | Variant::Sse41Lists => std::arch::is_x86_feature_detected!("sse4.1"),
             #[cfg(target_arch = "x86_64")]
             Variant::Avx2 | Variant::Avx2NoGather | Variant::Avx2Lists => {
                 std::arch::is_x86_feature_detected!("avx2")
@@ -508,6 +515,7 @@ impl Variant {
             }
             #[cfg(not(target_arch = "x86_64"))]
             Variant::Sse41
+            | Variant::Sse41Lists
             | Variant::Avx2
             | Variant::Avx2NoGather
             | Variant::Avx2Lists
@@ -641,6 +649,11 @@ pub fn run_with<I: Iterator<Item = Unit>>(variant: Variant, units: I) -> Totals 
         Variant::Avx512 if variant.supported() => {
             // SAFETY: the CPU has every feature the AVX-512 kernel is compiled for (checked just above).
             unsafe { avx512::run(units) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Variant::Sse41Lists if variant.supported() => {
+            // SAFETY: the CPU has SSE4.1 (checked just above).
+            unsafe { lists128::run(units) }
         }
         #[cfg(target_arch = "x86_64")]
         Variant::Avx2Lists if variant.supported() => {
