@@ -14,7 +14,9 @@
 //! once, one per lane of a vector (`kernel/avx2.rs`), and with AVX-512 (F, BW, VL, DQ, CD) sixteen
 //! (`kernel/avx512.rs`); without AVX2 but with SSE4.1, four (`kernel/sse41.rs`); on (little-endian)
 //! aarch64, four with NEON (`kernel/neon.rs`); the driver they
-//! share is `kernel/feed.rs`. Elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in
+//! share is `kernel/feed.rs`. The work-list variants (`kernel/lists.rs`: `kernel/lists512.rs`,
+//! `kernel/lists256.rs`, `kernel/lists128.rs`) run the same search with the lanes on nodes of one level,
+//! taken from a list of open nodes per level, instead of one search per lane. Elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in
 //! turn to give the processor independent work to overlap. No allocation in the loop, no I/O, no error
 //! path: problems are validated before they get here.
 
@@ -544,20 +546,24 @@ impl Variant {
     }
 }
 
-/// Board size of the calibration batch: under a millisecond per vector variant on a Zen 4 (release build).
-const CALIBRATION_N: u32 = 11;
+/// Board size of the calibration batch: 0.8 to 2 ms per vector variant on a Zen 4 (release build). A
+/// batch of N = 11 split two rows deep (about 90 searches) measured the work-list variants 1.25x faster
+/// than `avx512`, where real jobs (hundreds of searches each) run them 1.6x faster, and once in some
+/// dozen starts picked `avx512`; N = 12 split three rows deep (some 800 searches) measures 1.5x.
+const CALIBRATION_N: u32 = 12;
 /// Rounds of the calibration; each variant keeps its fastest.
 const CALIBRATION_ROUNDS: usize = 3;
 
-/// Times each of `variants` on a small fixed batch (every search of N = [`CALIBRATION_N`] split two rows
-/// deep, more units than the widest vector has lanes), the variants alternating round by round, and
-/// returns the fastest and each one's best time. About 10 ms in all on a Zen 4.
+/// Times each of `variants` on a small fixed batch (every search of N = [`CALIBRATION_N`] split three rows
+/// deep, many more units than the widest vector has lanes), the variants alternating round by round, and
+/// returns the fastest and each one's best time. About 55 ms in all on a Zen 4.
 pub fn calibrate(variants: &[Variant]) -> (Variant, Vec<std::time::Duration>) {
     let board = PartialBoard::empty(CALIBRATION_N).expect("a valid board size");
     let batch: Vec<Unit> = Problem::new(board)
         .split()
         .iter()
         .flat_map(Problem::split)
+        .flat_map(|p| p.split())
         .map(|problem| Unit { problem, weight: 1 })
         .collect();
     let mut best = vec![std::time::Duration::MAX; variants.len()];
@@ -829,7 +835,7 @@ mod variant_tests {
         let available = Variant::available();
         let start = std::time::Instant::now();
         let (fastest, times) = super::calibrate(&available);
-        // About 10 ms on a 2-core Zen 4; the bound leaves room for a loaded machine.
+        // About 55 ms on a 2-core Zen 4 (release); the bound leaves room for a loaded machine.
         assert!(
             start.elapsed() < std::time::Duration::from_secs(1),
             "{:?}",
