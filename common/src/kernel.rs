@@ -31,7 +31,10 @@ mod avx512;
     all(target_arch = "aarch64", target_endian = "little")
 ))]
 mod feed;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "aarch64", target_endian = "little")
+))]
 mod lists;
 #[cfg(target_arch = "x86_64")]
 mod lists128;
@@ -39,6 +42,8 @@ mod lists128;
 mod lists256;
 #[cfg(target_arch = "x86_64")]
 mod lists512;
+#[cfg(all(target_arch = "aarch64", target_endian = "little"))]
+mod lists_neon;
 #[cfg(all(target_arch = "aarch64", target_endian = "little"))]
 mod neon;
 pub mod seeds;
@@ -435,6 +440,9 @@ pub enum Variant {
     /// BMI1/2, POPCNT and LZCNT.
     Avx512,
     /// Four nodes of one level per step, from work lists by level (`kernel/lists.rs`): the features of
+    /// [`Variant::Neon`].
+    NeonLists,
+    /// Four nodes of one level per step, from work lists by level (`kernel/lists.rs`): the features of
     /// [`Variant::Sse41`].
     Sse41Lists,
     /// Eight nodes of one level per step, from work lists by level (`kernel/lists.rs`): the features of
@@ -447,13 +455,14 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant of this build, slowest first.
-    pub const ALL: [Variant; 9] = [
+    pub const ALL: [Variant; 10] = [
         Variant::Scalar,
         Variant::Neon,
         Variant::Sse41,
         Variant::Avx2NoGather,
         Variant::Avx2,
         Variant::Avx512,
+        Variant::NeonLists,
         Variant::Sse41Lists,
         Variant::Avx2Lists,
         Variant::Avx512Lists,
@@ -468,6 +477,7 @@ impl Variant {
             Variant::Avx2 => "avx2",
             Variant::Avx2NoGather => "avx2-nogather",
             Variant::Avx512 => "avx512",
+            Variant::NeonLists => "neon-lists",
             Variant::Sse41Lists => "sse41-lists",
             Variant::Avx2Lists => "avx2-lists",
             Variant::Avx512Lists => "avx512-lists",
@@ -485,9 +495,9 @@ impl Variant {
             Variant::Scalar => true,
             // The kernel reads 64-bit pairs as two 32-bit halves, low half first: little-endian only.
             #[cfg(all(target_arch = "aarch64", target_endian = "little"))]
-            Variant::Neon => std::arch::is_aarch64_feature_detected!("neon"),
+            Variant::Neon | Variant::NeonLists => std::arch::is_aarch64_feature_detected!("neon"),
             #[cfg(not(all(target_arch = "aarch64", target_endian = "little")))]
-            Variant::Neon => false,
+            Variant::Neon | Variant::NeonLists => false,
             #[cfg(target_arch = "x86_64")]
             Variant::Sse41 | Variant::Sse41Lists => std::arch::is_x86_feature_detected!("sse4.1"),
             #[cfg(target_arch = "x86_64")]
@@ -676,6 +686,11 @@ pub fn run_with<I: Iterator<Item = Unit>>(variant: Variant, units: I) -> Totals 
             // SAFETY: the CPU has NEON (checked just above).
             unsafe { neon::run(units) }
         }
+        #[cfg(all(target_arch = "aarch64", target_endian = "little"))]
+        Variant::NeonLists if variant.supported() => {
+            // SAFETY: the CPU has NEON (checked just above).
+            unsafe { lists_neon::run(units) }
+        }
         _ => run_scalar(units),
     }
 }
@@ -796,7 +811,10 @@ mod variant_tests {
         #[cfg(all(target_arch = "aarch64", target_endian = "little"))]
         {
             assert!(Variant::Neon.supported(), "every aarch64 CPU has NEON");
-            assert!(matches!(Variant::best(), Variant::Scalar | Variant::Neon));
+            assert!(matches!(
+                Variant::best(),
+                Variant::Scalar | Variant::Neon | Variant::NeonLists
+            ));
         }
         #[cfg(not(any(
             target_arch = "x86_64",
