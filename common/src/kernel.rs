@@ -10,14 +10,19 @@
 //! or back to the deepest level that still has squares to try, kept as a bit mask of levels) is decided
 //! by arithmetic, so the processor never has to guess the shape of the tree and no step is spent only
 //! on backing up. Every variant of the architecture is compiled into every build and chosen at run time
-//! ([`Variant`]): on an x86-64 CPU with AVX2 (and BMI, POPCNT, LZCNT) [`run`] steps eight searches at
-//! once, one per lane of a vector (`kernel/avx2.rs`), and with AVX-512 (F, BW, VL, DQ, CD) sixteen
-//! (`kernel/avx512.rs`); without AVX2 but with SSE4.1, four (`kernel/sse41.rs`); on (little-endian)
-//! aarch64, four with NEON (`kernel/neon.rs`); the driver they
-//! share is `kernel/feed.rs`. The work-list variants (`kernel/lists.rs`: `kernel/lists512.rs`,
-//! `kernel/lists256.rs`, `kernel/lists128.rs`) run the same search with the lanes on nodes of one level,
-//! taken from a list of open nodes per level, instead of one search per lane. Elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in
-//! turn to give the processor independent work to overlap. No allocation in the loop, no I/O, no error
+//! ([`Variant`], by a short calibration). Two families run that search on vectors:
+//!
+//! - **Work lists by level** (`kernel/lists.rs`, the fastest on every CPU measured): a vector holds
+//!   open nodes of one level, taken from a list per level, and a step places the next queen of each;
+//!   sixteen nodes with AVX-512 (`kernel/lists512.rs`), eight with AVX2 (`kernel/lists256.rs`), four
+//!   with SSE4.1 (`kernel/lists128.rs`) or NEON (`kernel/lists_neon.rs`).
+//! - **A search per lane** (`kernel/feed.rs`, the driver they share): each lane runs a search of its
+//!   own at its own level; sixteen with AVX-512 (`kernel/avx512.rs`), eight with AVX2
+//!   (`kernel/avx2.rs`), eight in two vectors with SSE4.1 (`kernel/sse41.rs`), four with NEON
+//!   (`kernel/neon.rs`).
+//!
+//! Elsewhere, and in [`run_scalar`], [`LANES`] scalar searches are stepped in turn to give the processor
+//! independent work to overlap. No allocation in the loop, no I/O, no error
 //! path: problems are validated before they get here.
 
 use crate::board::PartialBoard;
@@ -454,7 +459,8 @@ pub enum Variant {
 }
 
 impl Variant {
-    /// Every variant of this build, slowest first.
+    /// Every variant of this build: the scalar lanes, the search-per-lane kernels, then the work-list
+    /// kernels, each family from the narrowest vectors to the widest.
     pub const ALL: [Variant; 10] = [
         Variant::Scalar,
         Variant::Neon,
@@ -536,7 +542,7 @@ impl Variant {
         }
     }
 
-    /// The variants this machine can run, slowest first.
+    /// The variants this machine can run, in the order of [`Variant::ALL`].
     pub fn available() -> Vec<Variant> {
         Variant::ALL.into_iter().filter(|v| v.supported()).collect()
     }

@@ -205,8 +205,9 @@ fn every_variant_counts_the_deepest_boards() {
     }
 }
 
-/// Many more deep searches than any variant has lanes (16 for AVX-512), at N = 32 and 26: every lane
-/// ends its search and takes up another many times over, at every depth up to the last row (before, the
+/// Many more deep searches than any variant has lanes (16 for AVX-512) or slots (three frames of 32 for
+/// `avx512-lists`), at N = 32 and 26: every lane ends its search and takes up another many times over,
+/// at every depth up to the last row (before, the
 /// deepest test had five searches, fewer than the lanes, so no lane was ever refilled there; found by
 /// a review, 2026-11-24, a later session).
 #[test]
@@ -221,7 +222,7 @@ fn every_variant_refills_its_lanes_with_deep_searches() {
             state ^= state << 17;
             state % m
         };
-        let units: Vec<kernel::Unit> = (0..80)
+        let units: Vec<kernel::Unit> = (0..240)
             .map(|i| {
                 let gaps: Vec<u32> = (0..3 + next(8))
                     .map(|_| next(u64::from(n)) as u32)
@@ -240,7 +241,7 @@ fn every_variant_refills_its_lanes_with_deep_searches() {
             .collect();
         let scalar = kernel::run_scalar(units.iter().copied());
         assert!(
-            scalar.count >= 80,
+            scalar.count >= 240,
             "each unit completes to the solution at least"
         );
         for v in kernel::Variant::available() {
@@ -301,31 +302,45 @@ fn every_variant_flushes_its_counters_with_every_lane_live() {
     }
 }
 
-/// A long batch of searches of very different sizes, each weighted apart: every unit of N = 13 split
-/// three rows deep (some 1,100 searches). The work-list kernels (`avx2-lists`, `avx512-lists`) then hold
-/// more searches at once than a frame has slots, so their slots are freed and taken again many times,
-/// and a slot freed while its search still had nodes, or its completions added with another search's
-/// weight, changes the weighted sum.
+/// A long batch of searches of different depths and forbidden squares, each weighted apart: the units of
+/// N = 13 split two, three or four rows deep (some 1,300 searches), each with forbidden squares of its own
+/// on about one square in eight. The work-list kernels (`sse41-lists`, `avx2-lists`, `avx512-lists`,
+/// `neon-lists`) then hold more searches at once than a frame has slots, so their slots are freed and
+/// taken again many times, with searches of several depths sharing the lists: a slot freed while its
+/// search still had nodes, its completions added with another search's weight, or a node given another
+/// slot's forbidden squares changes the sums.
 #[test]
 fn every_variant_sums_a_long_batch_of_many_searches() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
     let board = Problem::from(PartialBoard::empty(13).unwrap());
-    let units: Vec<kernel::Unit> = board
-        .split()
-        .iter()
-        .flat_map(Problem::split)
-        .flat_map(|p| p.split())
-        .enumerate()
-        .map(|(i, problem)| kernel::Unit {
-            problem,
-            weight: (i as u64 * 7919) % 13 + 1,
-        })
-        .collect();
+    let mut units = Vec::new();
+    for (i, two) in board.split().iter().flat_map(Problem::split).enumerate() {
+        // Two rows deep, three, or four: searches of 11, 10 and 9 rows in one batch.
+        let mut problems = vec![two];
+        for _ in 0..i % 3 {
+            problems = problems.iter().flat_map(Problem::split).collect();
+        }
+        for mut problem in problems {
+            for row in problem.forbid.iter_mut().take(13) {
+                let m = next() as u32;
+                *row = m & m.rotate_left(7) & m.rotate_left(13);
+            }
+            let weight = next() % 13 + 1;
+            units.push(kernel::Unit { problem, weight });
+        }
+    }
     assert!(units.len() > 1_000, "{} units", units.len());
     let mut walked = kernel::Totals::default();
     for u in &units {
         walked.add(kernel::completions(&u.problem, &mut |_| {}), u.weight);
     }
-    assert_eq!(walked.count, 73_712, "N = 13");
+    assert!(walked.count > 10_000, "{walked:?}");
     for v in kernel::Variant::available() {
         assert_eq!(
             kernel::run_with(v, units.iter().copied()),

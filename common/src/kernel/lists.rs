@@ -14,8 +14,8 @@
 //!   searches are started (each takes a slot: its forbidden rows and weight) until one is; where no
 //!   search is left to start or no slot is free, the level with the most nodes steps a part vector. So
 //!   the level below the one stepped always holds less than a vector, and a list never exceeds two
-//!   vectors ([`ROOM`]): memory stays a few kilobytes, and the lanes stay full (98 to 99 % at N = 16
-//!   for sixteen lanes).
+//!   vectors (`ROOM`): a frame is some 26 KB (AVX-512; its steps touch the lists of the few deepest
+//!   levels), and the lanes stay full (98 to 99 % at N = 16 for sixteen lanes).
 //! - **Slots** are freed by a scan of the lists when none is free: a slot no node refers to is over, and
 //!   its completions are added to the totals with its unit's weight.
 //! - **Frames:** a step's loads depend on the step before (its stores), so a few independent sets
@@ -86,11 +86,12 @@ pub(super) trait Step<const ROOM: usize, const SLOTS: usize> {
     /// Steps the last `min(len, WIDTH)` nodes of `level`'s list (a level from [`TAIL`] up): writes those
     /// with squares left back packed, appends their children with free squares to the list below (above
     /// the tail), or settles the two rows below (the tail); updates `len` and adds the nodes placed to
-    /// `nodes` and completions to `count`. The list below holds less than `WIDTH` nodes.
+    /// `nodes` and completions to `count`.
     ///
     /// # Safety
     ///
-    /// The CPU must have the kernel's features.
+    /// The CPU must have the kernel's features; `level` is from [`TAIL`] up, its list holds at most
+    /// `ROOM` nodes and the list below less than `WIDTH` (the step's loads and stores rely on them).
     unsafe fn step(&self, frame: &mut Frame<ROOM, SLOTS>, level: usize);
 }
 
@@ -210,10 +211,13 @@ unsafe fn act<const ROOM: usize, const SLOTS: usize, S: Step<ROOM, SLOTS>>(
         }
         level
     };
-    // The invariant the step's stores rely on (a slip would write past the list below: stop instead).
+    // The invariants the step's loads and stores rely on (a slip would read or write past a list: stop
+    // instead).
     assert!(
-        (TAIL..LEVELS).contains(&level) && (frame.len[level - 1] as usize) < S::WIDTH,
-        "a step's level and the list below"
+        (TAIL..LEVELS).contains(&level)
+            && frame.len[level] as usize <= ROOM
+            && (frame.len[level - 1] as usize) < S::WIDTH,
+        "a step's level and its lists"
     );
     // SAFETY: the caller's features; the list below has room for a vector.
     unsafe { kernel.step(frame, level) };

@@ -56,6 +56,9 @@ impl Step<ROOM, SLOTS> for Lists512 {
 
     #[inline(always)]
     unsafe fn step(&self, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
+        // The slot lookup reads a row of the slot table as exactly two vectors: more slots would be
+        // looked up modulo the two (a wrong count), fewer would read past the row.
+        const { assert!(SLOTS == 2 * WIDTH && ROOM == 2 * WIDTH) };
         // SAFETY: the caller's guarantee.
         unsafe { step(self.full, frame, level) }
     }
@@ -67,9 +70,15 @@ fn first_lanes(m: usize) -> __mmask16 {
 }
 
 /// See [`Step::step`].
+///
+/// # Safety
+///
+/// The CPU must have the kernel's features; `frame.len[level]` is at most `ROOM` and
+/// `frame.len[level - 1]` less than `WIDTH` (the driver checks both before every step): the loads and
+/// stores of the lists rely on them.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512cd,bmi1,bmi2,popcnt,lzcnt")]
 #[inline]
-fn step(full: __m512i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
+unsafe fn step(full: __m512i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
     let len = frame.len[level] as usize;
     let m = len.min(WIDTH);
     let base = len - m;

@@ -74,6 +74,9 @@ impl Step<ROOM, SLOTS> for ListsNeon {
 
     #[inline(always)]
     unsafe fn step(&self, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
+        // The slot lookup reads a row of the slot table as exactly two vectors: more slots would be
+        // looked up modulo the two (a wrong count), fewer would read past the row.
+        const { assert!(SLOTS == 2 * WIDTH && ROOM == 2 * WIDTH) };
         // SAFETY: the caller's guarantee.
         unsafe { step(self.full, frame, level) }
     }
@@ -90,9 +93,15 @@ fn nonzero(v: uint32x4_t) -> u32 {
 }
 
 /// See [`Step::step`].
+///
+/// # Safety
+///
+/// The CPU must have the kernel's features; `frame.len[level]` is at most `ROOM` and
+/// `frame.len[level - 1]` less than `WIDTH` (the driver checks both before every step): the loads and
+/// stores of the lists rely on them.
 #[target_feature(enable = "neon")]
 #[inline]
-fn step(full: uint32x4_t, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
+unsafe fn step(full: uint32x4_t, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
     let len = frame.len[level] as usize;
     let m = len.min(WIDTH);
     let base = len - m;
