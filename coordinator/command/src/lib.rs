@@ -45,7 +45,7 @@ pub struct Cli {
     /// Log format of every command: text lines, or one JSON object per line (levels by RUST_LOG).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-    /// Search kernel: `avx512-lists`, `avx2-lists`, `sse41-lists`, `avx512`, `avx2`, `avx2-nogather`,
+    /// Search kernel: `avx512-lists`, `avx2-lists`, `sse41-lists`, `neon-lists`, `avx512`, `avx2`, `avx2-nogather`,
     /// `sse41`, `neon` or `scalar` (default: the fastest this CPU runs, measured at
     /// start). A kernel the CPU cannot run is refused.
     #[arg(long, global = true, value_name = "NAME", value_parser = crate::worker::kernel)]

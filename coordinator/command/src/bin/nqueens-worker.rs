@@ -13,7 +13,7 @@ struct Cli {
     /// Log format: text lines, or one JSON object per line (levels by RUST_LOG).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
-    /// Search kernel: `avx512-lists`, `avx2-lists`, `sse41-lists`, `avx512`, `avx2`, `avx2-nogather`,
+    /// Search kernel: `avx512-lists`, `avx2-lists`, `sse41-lists`, `neon-lists`, `avx512`, `avx2`, `avx2-nogather`,
     /// `sse41`, `neon` or `scalar` (default: the fastest this CPU runs, measured at
     /// start). A kernel the CPU cannot run is refused.
     #[arg(long, value_name = "NAME", value_parser = nqueens_cli::worker::kernel)]
