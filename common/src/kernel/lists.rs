@@ -66,7 +66,36 @@ pub(super) struct Frame<const ROOM: usize, const SLOTS: usize> {
     pub nodes: u64,
 }
 
+/// A kernel's frames. Each kernel keeps its own per thread from one batch to the next ([`frames`] makes
+/// them), instead of allocating and zeroing some 80 KB (AVX-512) for every job.
+pub(super) type Frames<const ROOM: usize, const SLOTS: usize, const FRAMES: usize> =
+    [Box<Frame<ROOM, SLOTS>>; FRAMES];
+
+/// New frames, for [`drive`] (which empties them before it starts).
+pub(super) fn frames<const ROOM: usize, const SLOTS: usize, const FRAMES: usize>(
+) -> Frames<ROOM, SLOTS, FRAMES> {
+    std::array::from_fn(|_| {
+        // SAFETY: a frame is integers only, for which all-zero bytes are a value.
+        unsafe { Box::new_zeroed().assume_init() }
+    })
+}
+
 impl<const ROOM: usize, const SLOTS: usize> Frame<ROOM, SLOTS> {
+    /// Empties the frame: no nodes in its lists, every slot free, no nodes counted. (What the lists and
+    /// slots still hold past that is never read: a list is read below its length, a slot's rows and
+    /// weight are written when a search takes it.)
+    fn reset(&mut self) {
+        self.len = [0; LEVELS];
+        self.used = 0;
+        self.free = if SLOTS == 32 {
+            u32::MAX
+        } else {
+            (1 << SLOTS) - 1
+        };
+        self.full_levels = 0;
+        self.nodes = 0;
+    }
+
     /// Adds one completion to the search of each lane in `lanes` (a bit per lane), whose slots are
     /// `slots`.
     #[inline(always)]
@@ -109,6 +138,7 @@ pub(super) unsafe fn drive<
 >(
     kernel: &S,
     units: impl Iterator<Item = Unit>,
+    frames: &mut Frames<ROOM, SLOTS, FRAMES>,
 ) -> Totals {
     const { assert!(SLOTS <= 32 && ROOM >= 2 * S::WIDTH && S::WIDTH <= 32) };
     let mut totals = Totals::default();
@@ -118,17 +148,9 @@ pub(super) unsafe fn drive<
     };
     let n = first.problem.board.n();
     let full = full_mask(n);
-    let mut frames: [Box<Frame<ROOM, SLOTS>>; FRAMES] = std::array::from_fn(|_| {
-        // SAFETY: a frame is integers only, for which all-zero bytes are a value: empty lists, no
-        // searches.
-        let mut frame: Box<Frame<ROOM, SLOTS>> = unsafe { Box::new_zeroed().assume_init() };
-        frame.free = if SLOTS == 32 {
-            u32::MAX
-        } else {
-            (1 << SLOTS) - 1
-        };
-        frame
-    });
+    for frame in frames.iter_mut() {
+        frame.reset();
+    }
     let mut more = true;
     let mut busy = [true; FRAMES];
     while busy.contains(&true) {
@@ -138,7 +160,7 @@ pub(super) unsafe fn drive<
             }
         }
     }
-    for frame in &frames {
+    for frame in frames.iter() {
         retire(frame.used, frame, &mut totals);
         totals.nodes = totals.nodes.saturating_add(frame.nodes);
     }

@@ -8,7 +8,7 @@
 
 use std::arch::x86_64::*;
 
-use super::lists::{self, Frame, Step, TAIL};
+use super::lists::{self, Frame, Frames, Step, TAIL};
 use super::{Totals, Unit};
 
 /// Frames stepped in turn ([`lists::drive`]).
@@ -32,6 +32,12 @@ struct Lists512 {
     full: __m512i,
 }
 
+thread_local! {
+    /// This thread's frames between batches ([`lists::Frames`]).
+    static SPARE: std::cell::Cell<Option<Frames<ROOM, SLOTS, FRAMES>>> =
+        const { std::cell::Cell::new(None) };
+}
+
 /// Searches every unit (all of the same board size) and sums what they produced.
 ///
 /// # Safety
@@ -47,8 +53,11 @@ pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let kernel = Lists512 {
         full: _mm512_set1_epi32(super::full_mask(first.problem.board.n()) as i32),
     };
+    let mut frames = SPARE.take().unwrap_or_else(lists::frames);
     // SAFETY: this function has the kernel's features (its caller's guarantee).
-    unsafe { lists::drive::<ROOM, SLOTS, FRAMES, _>(&kernel, units) }
+    let totals = unsafe { lists::drive::<ROOM, SLOTS, FRAMES, _>(&kernel, units, &mut frames) };
+    SPARE.set(Some(frames));
+    totals
 }
 
 impl Step<ROOM, SLOTS> for Lists512 {

@@ -7,7 +7,7 @@
 
 use std::arch::aarch64::*;
 
-use super::lists::{self, Frame, Step, TAIL};
+use super::lists::{self, Frame, Frames, Step, TAIL};
 use super::{Totals, Unit};
 
 /// Frames stepped in turn ([`lists::drive`]).
@@ -51,6 +51,12 @@ struct ListsNeon {
     full: uint32x4_t,
 }
 
+thread_local! {
+    /// This thread's frames between batches ([`lists::Frames`]).
+    static SPARE: std::cell::Cell<Option<Frames<ROOM, SLOTS, FRAMES>>> =
+        const { std::cell::Cell::new(None) };
+}
+
 /// Searches every unit (all of the same board size) and sums what they produced.
 ///
 /// # Safety
@@ -65,8 +71,11 @@ pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let kernel = ListsNeon {
         full: vdupq_n_u32(super::full_mask(first.problem.board.n())),
     };
+    let mut frames = SPARE.take().unwrap_or_else(lists::frames);
     // SAFETY: this function has the kernel's features (its caller's guarantee).
-    unsafe { lists::drive::<ROOM, SLOTS, FRAMES, _>(&kernel, units) }
+    let totals = unsafe { lists::drive::<ROOM, SLOTS, FRAMES, _>(&kernel, units, &mut frames) };
+    SPARE.set(Some(frames));
+    totals
 }
 
 impl Step<ROOM, SLOTS> for ListsNeon {
