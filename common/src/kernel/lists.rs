@@ -76,7 +76,7 @@ pub(super) fn frames<const ROOM: usize, const SLOTS: usize, const FRAMES: usize>
 ) -> Frames<ROOM, SLOTS, FRAMES> {
     std::array::from_fn(|_| {
         // SAFETY: a frame is integers only, for which all-zero bytes are a value.
-        unsafe { Box::new_zeroed().assume_init() }
+        Box::new(unsafe { std::mem::zeroed() })
     })
 }
 
