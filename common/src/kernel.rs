@@ -12,7 +12,7 @@
 //! on backing up. Every variant of the architecture is compiled into every build and chosen at run time
 //! ([`Variant`], by a short calibration). Two families run that search on vectors:
 //!
-//! - **Work lists by level** (`kernel/lists.rs`, the fastest on every CPU measured): a vector holds
+//! - **Work lists by level** (`kernel/lists.rs`, the fastest on the Zen 4 measured): a vector holds
 //!   open nodes of one level, taken from a list per level, and a step places the next queen of each;
 //!   sixteen nodes with AVX-512 (`kernel/lists512.rs`), eight with AVX2 (`kernel/lists256.rs`), four
 //!   with SSE4.1 (`kernel/lists128.rs`) or NEON (`kernel/lists_neon.rs`).
@@ -562,7 +562,7 @@ impl Variant {
     }
 }
 
-/// Board size of the calibration batch: 0.8 to 2 ms per vector variant on a Zen 4 (release build). A
+/// Board size of the calibration batch: 0.8 to 3 ms per vector variant on a Zen 4 (release build). A
 /// batch of N = 11 split two rows deep (about 90 searches) measured the work-list variants 1.25x faster
 /// than `avx512`, where real jobs (hundreds of searches each) run them 1.6x faster, and once in some
 /// dozen starts picked `avx512`; N = 12 split three rows deep (some 800 searches) measures 1.5x.
@@ -859,12 +859,15 @@ mod variant_tests {
         let available = Variant::available();
         let start = std::time::Instant::now();
         let (fastest, times) = super::calibrate(&available);
-        // About 55 ms on a 2-core Zen 4 (release); the bound leaves room for a loaded machine.
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(1),
-            "{:?}",
-            start.elapsed()
-        );
+        // About 55 ms on a 2-core Zen 4 (release); the bound leaves room for a loaded machine. Under
+        // qemu (`tests/aarch64.rs` sets NQUEENS_EMULATED) time is the emulator's: no bound there.
+        if std::env::var_os("NQUEENS_EMULATED").is_none() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(1),
+                "{:?}",
+                start.elapsed()
+            );
+        }
         assert!(available.contains(&fastest));
         let fastest_time = times[available.iter().position(|v| *v == fastest).unwrap()];
         assert!(times.iter().all(|t| *t >= fastest_time), "{times:?}");

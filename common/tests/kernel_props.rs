@@ -267,6 +267,17 @@ fn a_batch_of_two_board_sizes_stops_every_variant() {
         let mixed =
             std::panic::catch_unwind(|| kernel::run_with(v, [unit(8), unit(9)].into_iter()));
         assert!(mixed.is_err(), "{v:?} counted a mixed batch");
+        // The same variant on the same thread then counts as before: nothing of the stopped batch (the
+        // work-list kernels keep their frames per thread) reaches the next one.
+        let board = Problem::from(PartialBoard::empty(9).unwrap());
+        let units: Vec<kernel::Unit> = board
+            .split()
+            .into_iter()
+            .map(|problem| kernel::Unit { problem, weight: 3 })
+            .collect();
+        let after = kernel::run_with(v, units.iter().copied());
+        assert_eq!(after, kernel::run_scalar(units.iter().copied()), "{v:?}");
+        assert_eq!(after.count, 352, "N = 9");
     }
 }
 
@@ -303,7 +314,7 @@ fn every_variant_flushes_its_counters_with_every_lane_live() {
 }
 
 /// A long batch of searches of different depths and forbidden squares, each weighted apart: the units of
-/// N = 13 split two, three or four rows deep (some 1,300 searches), each with forbidden squares of its own
+/// N = 13 split two, three or four rows deep (some 2,500 searches), each with forbidden squares of its own
 /// on about one square in eight. The work-list kernels (`sse41-lists`, `avx2-lists`, `avx512-lists`,
 /// `neon-lists`) then hold more searches at once than a frame has slots, so their slots are freed and
 /// taken again many times, with searches of several depths sharing the lists: a slot freed while its
