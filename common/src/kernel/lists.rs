@@ -31,6 +31,8 @@ use super::{full_mask, next_search, Totals, Unit};
 pub(super) const LEVELS: usize = 33;
 /// The tail level: its nodes have two rows below them.
 pub(super) const TAIL: usize = 3;
+/// Where a packed slot starts in `c` ([`Step::PACKED`]).
+pub(super) const PACK_SHIFT: u32 = 27;
 
 /// One level's open nodes, one array per field: the masks `c`, `l`, `r`, the squares left `f`, and
 /// the slot of the node's search. `ROOM` is two vectors' worth.
@@ -112,6 +114,9 @@ impl<const ROOM: usize, const SLOTS: usize> Frame<ROOM, SLOTS> {
 pub(super) trait Step<const ROOM: usize, const SLOTS: usize> {
     /// Nodes per vector.
     const WIDTH: usize;
+    /// Whether a node's slot rides in the top five bits of its `c` ([`PACK_SHIFT`] up; boards of up to
+    /// 27 columns leave them free) instead of in its own field.
+    const PACKED: bool = false;
     /// Steps the last `min(len, WIDTH)` nodes of `level`'s list (a level from [`TAIL`] up): writes those
     /// with squares left back packed, appends their children with free squares to the list below (above
     /// the tail), or settles the two rows below (the tail); updates `len` and adds the nodes placed to
@@ -181,7 +186,7 @@ unsafe fn act<const ROOM: usize, const SLOTS: usize, S: Step<ROOM, SLOTS>>(
 ) -> bool {
     while frame.full_levels == 0 && *more {
         if frame.free == 0 {
-            let over = frame.used & !seen(frame);
+            let over = frame.used & !seen(frame, S::PACKED);
             retire(over, frame, totals);
             frame.used &= !over;
             frame.free |= over;
@@ -205,7 +210,10 @@ unsafe fn act<const ROOM: usize, const SLOTS: usize, S: Step<ROOM, SLOTS>>(
                 }
                 let at = frame.len[depth] as usize;
                 let list = &mut frame.lists[depth];
-                list.c[at] = ready.setup.c0;
+                list.c[at] = match S::PACKED {
+                    true => ready.setup.c0 | (slot as u32) << PACK_SHIFT,
+                    false => ready.setup.c0,
+                };
                 list.l[at] = ready.setup.l0;
                 list.r[at] = ready.setup.r0;
                 list.f[at] = ready.f0;
@@ -252,10 +260,16 @@ unsafe fn act<const ROOM: usize, const SLOTS: usize, S: Step<ROOM, SLOTS>>(
 }
 
 /// The slots some node in the lists refers to, as a mask. (Rare: at N = 16, once in some 2,000 steps.)
-fn seen<const ROOM: usize, const SLOTS: usize>(frame: &Frame<ROOM, SLOTS>) -> u32 {
+fn seen<const ROOM: usize, const SLOTS: usize>(frame: &Frame<ROOM, SLOTS>, packed: bool) -> u32 {
     let mut seen = 0u32;
     for (list, &len) in frame.lists.iter().zip(&frame.len).skip(TAIL) {
-        for &slot in &list.slot[..(len as usize).min(ROOM)] {
+        let len = (len as usize).min(ROOM);
+        let slots = match packed {
+            true => &list.c[..len],
+            false => &list.slot[..len],
+        };
+        for &slot in slots {
+            let slot = if packed { slot >> PACK_SHIFT } else { slot };
             seen |= 1 << (slot % 32);
         }
     }

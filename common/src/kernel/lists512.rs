@@ -27,8 +27,9 @@ const NOR3: i32 = 0x01;
 /// `a | b | c`.
 const OR3: i32 = 0xfe;
 
-/// The AVX-512 step.
-struct Lists512 {
+/// The AVX-512 step; `PACKED`: each node's slot rides in its `c` (boards of up to 27 columns), which
+/// saves packing and storing a field twice per step.
+struct Lists512<const PACKED: bool> {
     full: __m512i,
 }
 
@@ -50,18 +51,31 @@ pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let Some(first) = units.peek() else {
         return Totals::default();
     };
-    let kernel = Lists512 {
-        full: _mm512_set1_epi32(super::full_mask(first.problem.board.n()) as i32),
-    };
+    let n = first.problem.board.n();
+    let full = _mm512_set1_epi32(super::full_mask(n) as i32);
     let mut frames = SPARE.take().unwrap_or_else(lists::frames);
     // SAFETY: this function has the kernel's features (its caller's guarantee).
-    let totals = unsafe { lists::drive::<ROOM, SLOTS, FRAMES, _>(&kernel, units, &mut frames) };
+    let totals = unsafe {
+        match u32::from(n) <= lists::PACK_SHIFT {
+            true => lists::drive::<ROOM, SLOTS, FRAMES, _>(
+                &Lists512::<true> { full },
+                units,
+                &mut frames,
+            ),
+            false => lists::drive::<ROOM, SLOTS, FRAMES, _>(
+                &Lists512::<false> { full },
+                units,
+                &mut frames,
+            ),
+        }
+    };
     SPARE.set(Some(frames));
     totals
 }
 
-impl Step<ROOM, SLOTS> for Lists512 {
+impl<const PACKED: bool> Step<ROOM, SLOTS> for Lists512<PACKED> {
     const WIDTH: usize = WIDTH;
+    const PACKED: bool = PACKED;
 
     #[inline(always)]
     unsafe fn step(&self, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
@@ -69,7 +83,7 @@ impl Step<ROOM, SLOTS> for Lists512 {
         // looked up modulo the two (a wrong count), fewer would read past the row.
         const { assert!(SLOTS == 2 * WIDTH && ROOM == 2 * WIDTH) };
         // SAFETY: the caller's guarantee.
-        unsafe { step(self.full, frame, level) }
+        unsafe { step::<PACKED>(self.full, frame, level) }
     }
 }
 
@@ -87,7 +101,7 @@ fn first_lanes(m: usize) -> __mmask16 {
 /// stores of the lists rely on them.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512cd,bmi1,bmi2,popcnt,lzcnt")]
 #[inline]
-unsafe fn step(full: __m512i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
+unsafe fn step<const PACKED: bool>(full: __m512i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
     let len = frame.len[level] as usize;
     let m = len.min(WIDTH);
     let base = len - m;
@@ -99,13 +113,11 @@ unsafe fn step(full: __m512i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
     let load = |field: &[u32; ROOM]| unsafe {
         _mm512_maskz_loadu_epi32(lanes, field.as_ptr().add(base) as *const i32)
     };
-    let (c, l, r, f, slot) = (
-        load(&list.c),
-        load(&list.l),
-        load(&list.r),
-        load(&list.f),
-        load(&list.slot),
-    );
+    let (c, l, r, f) = (load(&list.c), load(&list.l), load(&list.r), load(&list.f));
+    let slot = match PACKED {
+        true => _mm512_srli_epi32::<{ lists::PACK_SHIFT }>(c),
+        false => load(&list.slot),
+    };
     let zero = _mm512_setzero_si512();
     let bit = _mm512_and_si512(f, _mm512_sub_epi32(zero, f));
     let rest = _mm512_xor_si512(f, bit);
@@ -136,7 +148,9 @@ unsafe fn step(full: __m512i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
     put(&mut list.l, base, l, keep);
     put(&mut list.r, base, r, keep);
     put(&mut list.f, base, rest, keep);
-    put(&mut list.slot, base, slot, keep);
+    if !PACKED {
+        put(&mut list.slot, base, slot, keep);
+    }
     frame.len[level] = (base + keep.count_ones() as usize) as u32;
     if level == TAIL {
         // The two rows below (see `last_two`): `last_free` is the last row's free squares. Both rows'
@@ -179,7 +193,9 @@ unsafe fn step(full: __m512i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
         put(&mut below.l, at, next_l, grow);
         put(&mut below.r, at, next_r, grow);
         put(&mut below.f, at, next_f, grow);
-        put(&mut below.slot, at, slot, grow);
+        if !PACKED {
+            put(&mut below.slot, at, slot, grow);
+        }
         frame.len[level - 1] = (at + grow.count_ones() as usize) as u32;
         frame.nodes += m as u64;
     }
