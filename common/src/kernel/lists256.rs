@@ -44,8 +44,8 @@ const fn pack_table() -> [[u32; WIDTH]; 256] {
     table
 }
 
-/// The AVX2 step.
-struct Lists256 {
+/// The AVX2 step; `PACKED`: each node's slot rides in its `c` (boards of up to 27 columns).
+struct Lists256<const PACKED: bool> {
     full: __m256i,
 }
 
@@ -66,18 +66,31 @@ pub unsafe fn run<I: Iterator<Item = Unit>>(units: I) -> Totals {
     let Some(first) = units.peek() else {
         return Totals::default();
     };
-    let kernel = Lists256 {
-        full: _mm256_set1_epi32(super::full_mask(first.problem.board.n()) as i32),
-    };
+    let n = first.problem.board.n();
+    let full = _mm256_set1_epi32(super::full_mask(n) as i32);
     let mut frames = SPARE.take().unwrap_or_else(lists::frames);
     // SAFETY: this function has the kernel's features (its caller's guarantee).
-    let totals = unsafe { lists::drive::<ROOM, SLOTS, FRAMES, _>(&kernel, units, &mut frames) };
+    let totals = unsafe {
+        match u32::from(n) <= lists::PACK_SHIFT {
+            true => lists::drive::<ROOM, SLOTS, FRAMES, _>(
+                &Lists256::<true> { full },
+                units,
+                &mut frames,
+            ),
+            false => lists::drive::<ROOM, SLOTS, FRAMES, _>(
+                &Lists256::<false> { full },
+                units,
+                &mut frames,
+            ),
+        }
+    };
     SPARE.set(Some(frames));
     totals
 }
 
-impl Step<ROOM, SLOTS> for Lists256 {
+impl<const PACKED: bool> Step<ROOM, SLOTS> for Lists256<PACKED> {
     const WIDTH: usize = WIDTH;
+    const PACKED: bool = PACKED;
 
     #[inline(always)]
     unsafe fn step(&self, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
@@ -85,7 +98,7 @@ impl Step<ROOM, SLOTS> for Lists256 {
         // looked up modulo the two (a wrong count), fewer would read past the row.
         const { assert!(SLOTS == 2 * WIDTH && ROOM == 2 * WIDTH) };
         // SAFETY: the caller's guarantee.
-        unsafe { step(self.full, frame, level) }
+        unsafe { step::<PACKED>(self.full, frame, level) }
     }
 }
 
@@ -106,7 +119,7 @@ fn nonzero(v: __m256i) -> u32 {
 /// stores of the lists rely on them.
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
 #[inline]
-unsafe fn step(full: __m256i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
+unsafe fn step<const PACKED: bool>(full: __m256i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
     let len = frame.len[level] as usize;
     let m = len.min(WIDTH);
     let base = len - m;
@@ -119,13 +132,11 @@ unsafe fn step(full: __m256i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
     let load = |field: &[u32; ROOM]| unsafe {
         _mm256_loadu_si256(field.as_ptr().add(base) as *const __m256i)
     };
-    let (c, l, r, f, slot) = (
-        load(&list.c),
-        load(&list.l),
-        load(&list.r),
-        load(&list.f),
-        load(&list.slot),
-    );
+    let (c, l, r, f) = (load(&list.c), load(&list.l), load(&list.r), load(&list.f));
+    let slot = match PACKED {
+        true => _mm256_srli_epi32::<{ lists::PACK_SHIFT as i32 }>(c),
+        false => load(&list.slot),
+    };
     let zero = _mm256_setzero_si256();
     let bit = _mm256_and_si256(f, _mm256_sub_epi32(zero, f));
     let rest = _mm256_xor_si256(f, bit);
@@ -164,7 +175,9 @@ unsafe fn step(full: __m256i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
     put(&mut list.l, base, l, keep);
     put(&mut list.r, base, r, keep);
     put(&mut list.f, base, rest, keep);
-    put(&mut list.slot, base, slot, keep);
+    if !PACKED {
+        put(&mut list.slot, base, slot, keep);
+    }
     frame.len[level] = (base + keep.count_ones() as usize) as u32;
     if level == TAIL {
         // The two rows below (see `last_two` and `kernel/lists512.rs`).
@@ -205,7 +218,9 @@ unsafe fn step(full: __m256i, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
         put(&mut below.l, at, next_l, grow);
         put(&mut below.r, at, next_r, grow);
         put(&mut below.f, at, next_f, grow);
-        put(&mut below.slot, at, slot, grow);
+        if !PACKED {
+            put(&mut below.slot, at, slot, grow);
+        }
         frame.len[level - 1] = (at + grow.count_ones() as usize) as u32;
         frame.nodes += m as u64;
     }
