@@ -98,16 +98,67 @@ impl<const ROOM: usize, const SLOTS: usize> Frame<ROOM, SLOTS> {
         self.nodes = 0;
     }
 
+    /// Counts a step of the tail over `m` nodes: a queen per node, one per square of the row below
+    /// (`has`: the lanes with a first and with a second square there) and one per completion (`fits`:
+    /// the lanes whose first and whose second square completes), and each completion to its node's
+    /// search, whose slots `slots` reads out (only where there is a completion).
+    #[inline(always)]
+    pub fn settle<const W: usize>(
+        &mut self,
+        m: usize,
+        has: [u32; 2],
+        fits: [u32; 2],
+        slots: impl FnOnce() -> [u32; W],
+    ) {
+        let placed = has[0].count_ones() + has[1].count_ones();
+        let found = fits[0].count_ones() + fits[1].count_ones();
+        self.nodes += u64::from(m as u32 + placed + found);
+        if found != 0 {
+            let slots = slots();
+            self.complete(&slots, fits[0]);
+            self.complete(&slots, fits[1]);
+        }
+    }
+
     /// Adds one completion to the search of each lane in `lanes` (a bit per lane), whose slots are
     /// `slots`.
     #[inline(always)]
-    pub fn complete(&mut self, slots: &[u32], mut lanes: u32) {
+    fn complete(&mut self, slots: &[u32], mut lanes: u32) {
         while lanes != 0 {
             let lane = lanes.trailing_zeros() as usize;
             self.count[slots[lane] as usize % SLOTS] += 1;
             lanes &= lanes - 1;
         }
     }
+}
+
+/// Per mask of four lanes, the byte order that packs those 32-bit lanes first, in order (`pshufb` on
+/// SSE4.1, `tbl` on NEON).
+#[repr(C, align(16))]
+pub(super) struct ByteOrders(pub [[u8; 16]; 16]);
+
+/// [`ByteOrders`] of the four-lane kernels.
+pub(super) static BYTE_ORDERS: ByteOrders = ByteOrders(byte_orders());
+
+const fn byte_orders() -> [[u8; 16]; 16] {
+    let mut table = [[0u8; 16]; 16];
+    let mut mask = 0;
+    while mask < 16 {
+        let (mut lane, mut at) = (0, 0);
+        while lane < 4 {
+            if mask & (1 << lane) != 0 {
+                let mut byte = 0;
+                while byte < 4 {
+                    table[mask][4 * at + byte] = (4 * lane + byte) as u8;
+                    byte += 1;
+                }
+                at += 1;
+            }
+            lane += 1;
+        }
+        mask += 1;
+    }
+    table
 }
 
 /// What a kernel adds to the driver: its step.

@@ -21,33 +21,6 @@ const ROOM: usize = 2 * WIDTH;
 /// stay 99.6 % full, as with 16.)
 const SLOTS: usize = 8;
 
-/// Per 4-bit lane mask, the byte order that packs those lanes first, in order.
-#[repr(C, align(16))]
-struct Pack([[u8; 16]; 16]);
-
-static PACK: Pack = Pack(pack_table());
-
-const fn pack_table() -> [[u8; 16]; 16] {
-    let mut table = [[0u8; 16]; 16];
-    let mut mask = 0;
-    while mask < 16 {
-        let (mut lane, mut at) = (0, 0);
-        while lane < WIDTH {
-            if mask & (1 << lane) != 0 {
-                let mut byte = 0;
-                while byte < 4 {
-                    table[mask][4 * at + byte] = (4 * lane + byte) as u8;
-                    byte += 1;
-                }
-                at += 1;
-            }
-            lane += 1;
-        }
-        mask += 1;
-    }
-    table
-}
-
 /// The SSE4.1 step; `PACKED`: each node's slot rides in its `c` (boards of up to 27 columns).
 struct Lists128<const PACKED: bool> {
     full: __m128i,
@@ -174,7 +147,8 @@ unsafe fn step<const PACKED: bool>(full: __m128i, frame: &mut Frame<ROOM, SLOTS>
     let next_f = _mm_andnot_si128(taken, full);
     let keep = nonzero(rest) & lanes;
     let put = |field: &mut [u32; ROOM], at: usize, value: __m128i, which: u32| unsafe {
-        let order = _mm_load_si128(PACK.0[which as usize & 0xf].as_ptr() as *const __m128i);
+        let order =
+            _mm_load_si128(lists::BYTE_ORDERS.0[which as usize & 0xf].as_ptr() as *const __m128i);
         _mm_storeu_si128(
             field.as_mut_ptr().add(at) as *mut __m128i,
             _mm_shuffle_epi8(value, order),
@@ -206,20 +180,17 @@ unsafe fn step<const PACKED: bool>(full: __m128i, frame: &mut Frame<ROOM, SLOTS>
             present & apart & nonzero(_mm_andnot_si128(square, last_free))
         };
         let (fits_first, fits_second) = (fits(first_bit, has_first), fits(second_bit, has_second));
-        frame.nodes += u64::from(
-            m as u32
-                + has_first.count_ones()
-                + has_second.count_ones()
-                + fits_first.count_ones()
-                + fits_second.count_ones(),
+        frame.settle(
+            m,
+            [has_first, has_second],
+            [fits_first, fits_second],
+            || {
+                let mut slots = [0u32; WIDTH];
+                // SAFETY: `slots` is 16 bytes; the store is unaligned.
+                unsafe { _mm_storeu_si128(slots.as_mut_ptr() as *mut __m128i, slot) };
+                slots
+            },
         );
-        if fits_first | fits_second != 0 {
-            let mut slots = [0u32; WIDTH];
-            // SAFETY: `slots` is 16 bytes; the store is unaligned.
-            unsafe { _mm_storeu_si128(slots.as_mut_ptr() as *mut __m128i, slot) };
-            frame.complete(&slots, fits_first);
-            frame.complete(&slots, fits_second);
-        }
     } else {
         let grow = nonzero(next_f) & lanes;
         let at = frame.len[level - 1] as usize;

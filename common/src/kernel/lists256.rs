@@ -196,20 +196,17 @@ unsafe fn step<const PACKED: bool>(full: __m256i, frame: &mut Frame<ROOM, SLOTS>
             present & apart & nonzero(_mm256_andnot_si256(square, last_free))
         };
         let (fits_first, fits_second) = (fits(first_bit, has_first), fits(second_bit, has_second));
-        frame.nodes += u64::from(
-            m as u32
-                + has_first.count_ones()
-                + has_second.count_ones()
-                + fits_first.count_ones()
-                + fits_second.count_ones(),
+        frame.settle(
+            m,
+            [has_first, has_second],
+            [fits_first, fits_second],
+            || {
+                let mut slots = [0u32; WIDTH];
+                // SAFETY: `slots` is 32 bytes; the store is unaligned.
+                unsafe { _mm256_storeu_si256(slots.as_mut_ptr() as *mut __m256i, slot) };
+                slots
+            },
         );
-        if fits_first | fits_second != 0 {
-            let mut slots = [0u32; WIDTH];
-            // SAFETY: `slots` is 32 bytes; the store is unaligned.
-            unsafe { _mm256_storeu_si256(slots.as_mut_ptr() as *mut __m256i, slot) };
-            frame.complete(&slots, fits_first);
-            frame.complete(&slots, fits_second);
-        }
     } else {
         let grow = nonzero(next_f) & lanes;
         let at = frame.len[level - 1] as usize;

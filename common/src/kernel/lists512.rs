@@ -173,18 +173,12 @@ unsafe fn step<const PACKED: bool>(full: __m512i, frame: &mut Frame<ROOM, SLOTS>
             _mm512_mask_test_epi32_mask(present & apart, other, other)
         };
         let (fits_first, fits_second) = (fits(first_bit, has_first), fits(second_bit, has_second));
-        frame.nodes += u64::from(
-            m as u32
-                + has_first.count_ones()
-                + has_second.count_ones()
-                + fits_first.count_ones()
-                + fits_second.count_ones(),
+        frame.settle(
+            m,
+            [has_first, has_second].map(u32::from),
+            [fits_first, fits_second].map(u32::from),
+            || elements(slot),
         );
-        if fits_first | fits_second != 0 {
-            let slots = elements(slot);
-            frame.complete(&slots, u32::from(fits_first));
-            frame.complete(&slots, u32::from(fits_second));
-        }
     } else {
         let grow = _mm512_mask_test_epi32_mask(lanes, next_f, next_f);
         let at = frame.len[level - 1] as usize;

@@ -19,33 +19,6 @@ const ROOM: usize = 2 * WIDTH;
 /// Searches a frame holds at once: the 32 bytes of a two-register `tbl`.
 const SLOTS: usize = 8;
 
-/// Per 4-bit lane mask, the byte order that packs those lanes first, in order.
-#[repr(C, align(16))]
-struct Pack([[u8; 16]; 16]);
-
-static PACK: Pack = Pack(pack_table());
-
-const fn pack_table() -> [[u8; 16]; 16] {
-    let mut table = [[0u8; 16]; 16];
-    let mut mask = 0;
-    while mask < 16 {
-        let (mut lane, mut at) = (0, 0);
-        while lane < WIDTH {
-            if mask & (1 << lane) != 0 {
-                let mut byte = 0;
-                while byte < 4 {
-                    table[mask][4 * at + byte] = (4 * lane + byte) as u8;
-                    byte += 1;
-                }
-                at += 1;
-            }
-            lane += 1;
-        }
-        mask += 1;
-    }
-    table
-}
-
 /// The NEON step.
 struct ListsNeon {
     full: uint32x4_t,
@@ -154,7 +127,7 @@ unsafe fn step(full: uint32x4_t, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
     let next_f = vbicq_u32(full, taken);
     let keep = nonzero(rest) & lanes;
     let put = |field: &mut [u32; ROOM], at: usize, value: uint32x4_t, which: u32| unsafe {
-        let order = vld1q_u8(PACK.0[which as usize & 0xf].as_ptr());
+        let order = vld1q_u8(lists::BYTE_ORDERS.0[which as usize & 0xf].as_ptr());
         vst1q_u32(
             field.as_mut_ptr().add(at),
             vreinterpretq_u32_u8(vqtbl1q_u8(vreinterpretq_u8_u32(value), order)),
@@ -184,20 +157,17 @@ unsafe fn step(full: uint32x4_t, frame: &mut Frame<ROOM, SLOTS>, level: usize) {
             present & apart & nonzero(vbicq_u32(last_free, square))
         };
         let (fits_first, fits_second) = (fits(first_bit, has_first), fits(second_bit, has_second));
-        frame.nodes += u64::from(
-            m as u32
-                + has_first.count_ones()
-                + has_second.count_ones()
-                + fits_first.count_ones()
-                + fits_second.count_ones(),
+        frame.settle(
+            m,
+            [has_first, has_second],
+            [fits_first, fits_second],
+            || {
+                let mut slots = [0u32; WIDTH];
+                // SAFETY: `slots` is four u32s.
+                unsafe { vst1q_u32(slots.as_mut_ptr(), slot) };
+                slots
+            },
         );
-        if fits_first | fits_second != 0 {
-            let mut slots = [0u32; WIDTH];
-            // SAFETY: `slots` is four u32s.
-            unsafe { vst1q_u32(slots.as_mut_ptr(), slot) };
-            frame.complete(&slots, fits_first);
-            frame.complete(&slots, fits_second);
-        }
     } else {
         let grow = nonzero(next_f) & lanes;
         let at = frame.len[level - 1] as usize;
