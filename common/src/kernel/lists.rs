@@ -57,11 +57,10 @@ pub(super) struct Frame<const ROOM: usize, const SLOTS: usize> {
     /// Per level, per slot: the forbidden squares of the row with that many rows left.
     pub forbid: [Row<SLOTS>; LEVELS],
     /// Per slot: completions found so far, and the weight of each.
-    pub count: [u64; SLOTS],
+    count: [u64; SLOTS],
     weight: [u64; SLOTS],
-    /// Slots holding a search that may still have nodes, and slots free to take one.
+    /// Slots holding a search that may still have nodes (the others are free to take one).
     used: u32,
-    free: u32,
     /// Levels whose list holds at least a full vector.
     full_levels: u64,
     /// Queens placed by the steps.
@@ -89,13 +88,13 @@ impl<const ROOM: usize, const SLOTS: usize> Frame<ROOM, SLOTS> {
     fn reset(&mut self) {
         self.len = [0; LEVELS];
         self.used = 0;
-        self.free = if SLOTS == 32 {
-            u32::MAX
-        } else {
-            (1 << SLOTS) - 1
-        };
         self.full_levels = 0;
         self.nodes = 0;
+    }
+
+    /// The slots free to take a search.
+    fn free(&self) -> u32 {
+        !self.used & (u64::MAX >> (64 - SLOTS)) as u32
     }
 
     /// Counts a step of the tail over `m` nodes: a queen per node, one per square of the row below
@@ -236,19 +235,17 @@ unsafe fn act<const ROOM: usize, const SLOTS: usize, S: Step<ROOM, SLOTS>>(
     totals: &mut Totals,
 ) -> bool {
     while frame.full_levels == 0 && *more {
-        if frame.free == 0 {
+        if frame.free() == 0 {
             let over = frame.used & !seen(frame, S::PACKED);
             retire(over, frame, totals);
             frame.used &= !over;
-            frame.free |= over;
-            if frame.free == 0 {
+            if over == 0 {
                 break;
             }
         }
         match next_search(units, n, full, totals) {
             Some(ready) => {
-                let slot = frame.free.trailing_zeros() as usize;
-                frame.free &= !(1 << slot);
+                let slot = frame.free().trailing_zeros() as usize;
                 frame.used |= 1 << slot;
                 frame.weight[slot] = ready.weight;
                 frame.count[slot] = 0;
@@ -268,7 +265,9 @@ unsafe fn act<const ROOM: usize, const SLOTS: usize, S: Step<ROOM, SLOTS>>(
                 list.l[at] = ready.setup.l0;
                 list.r[at] = ready.setup.r0;
                 list.f[at] = ready.f0;
-                list.slot[at] = slot as u32;
+                if !S::PACKED {
+                    list.slot[at] = slot as u32;
+                }
                 frame.len[depth] += 1;
                 if frame.len[depth] as usize >= S::WIDTH {
                     frame.full_levels |= 1 << depth;
