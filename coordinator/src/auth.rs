@@ -1,21 +1,27 @@
 //! Authentication of RPCs: when the coordinator has a token, every call of the coordinator service and of
 //! server reflection must carry `authorization: Bearer TOKEN` (health checks stay open, for load balancers
 //! and orchestrators). A missing or wrong token gets UNAUTHENTICATED. The comparison takes the same time
-//! whatever the token's content. Two tokens make two roles: the operator's token does everything; a worker
-//! token (given to the machines of a cluster) leases, reports and reads, but cannot create or steer runs.
+//! whatever the token's content. Three kinds of token make two roles: the operator's token does
+//! everything; a worker credential (issued per worker, [`crate::credentials`]) or the shared workers'
+//! token leases, reports and reads its own runs' status, but cannot create or steer runs, list workers or
+//! jobs. A worker's identity is its credential: every call with the shared token is one identity.
 
 use std::sync::Arc;
 
 use tonic::service::Interceptor;
 use tonic::{Request, Status};
 
+use crate::credentials::{Credentials, Verdict, SHARED_IDENTITY};
+
 /// What the token of a call lets it do; the check puts it in every request's extensions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Role {
-    /// Every call: the operator's token, or a coordinator without tokens.
+    /// Every call: the operator's token, or a coordinator without tokens. A worker under it is known by
+    /// the name it states (the operator is trusted).
     Operator,
-    /// Leasing, reporting and reading: a worker token.
-    Worker,
+    /// Leasing, reporting and reading a run's status, as this identity: an issued credential's, or
+    /// [`SHARED_IDENTITY`] for the shared workers' token.
+    Worker(Arc<str>),
 }
 
 /// The server-side check; with no token at all, every call passes as the operator's.
@@ -23,6 +29,7 @@ pub enum Role {
 pub struct RequireToken {
     operator: Option<Arc<[u8]>>,
     worker: Option<Arc<[u8]>>,
+    credentials: Option<Credentials>,
 }
 
 impl RequireToken {
@@ -33,19 +40,37 @@ impl RequireToken {
         RequireToken {
             operator: operator.map(bearer),
             worker: worker.map(bearer),
+            credentials: None,
         }
     }
 
-    /// The role `given` (an `authorization` value) proves, if any. Both tokens are always compared.
-    fn role(&self, given: &[u8]) -> Option<Role> {
+    /// Accepts the worker credentials `credentials` issues too (where a token is required at all).
+    pub fn with_credentials(mut self, credentials: Credentials) -> RequireToken {
+        self.credentials = Some(credentials);
+        self
+    }
+
+    /// The role `given` (an `authorization` value) proves, or why it proves none. Both shared tokens are
+    /// always compared.
+    fn role(&self, given: &[u8]) -> Result<Role, Status> {
         let matches = |t: &Option<Arc<[u8]>>| t.as_deref().is_some_and(|t| same(given, t));
         let (operator, worker) = (matches(&self.operator), matches(&self.worker));
         if operator {
-            Some(Role::Operator)
-        } else if worker {
-            Some(Role::Worker)
-        } else {
-            None
+            return Ok(Role::Operator);
+        }
+        if worker {
+            return Ok(Role::Worker(Arc::from(SHARED_IDENTITY)));
+        }
+        let issued = given
+            .strip_prefix(b"Bearer ")
+            .zip(self.credentials.as_ref())
+            .map_or(Verdict::Unknown, |(token, c)| c.verify(token));
+        match issued {
+            Verdict::Valid(identity) => Ok(Role::Worker(identity)),
+            Verdict::Revoked(identity) => Err(Status::unauthenticated(format!(
+                "the credential of {identity:?} was revoked by the operator"
+            ))),
+            Verdict::Unknown => Err(Status::unauthenticated("wrong token")),
         }
     }
 }
@@ -55,6 +80,7 @@ impl std::fmt::Debug for RequireToken {
         f.debug_struct("RequireToken")
             .field("operator", &self.operator.is_some())
             .field("worker", &self.worker.is_some())
+            .field("credentials", &self.credentials.is_some())
             .finish()
     }
 }
@@ -70,9 +96,7 @@ impl Interceptor for RequireToken {
             Role::Operator
         } else {
             match req.metadata().get("authorization") {
-                Some(given) => self
-                    .role(given.as_bytes())
-                    .ok_or_else(|| Status::unauthenticated("wrong token"))?,
+                Some(given) => self.role(given.as_bytes())?,
                 None => {
                     return Err(Status::unauthenticated(
                         "this coordinator requires a token (--token or NQUEENS_TOKEN)",
@@ -91,9 +115,20 @@ pub fn require_operator<T>(req: &Request<T>) -> Result<(), Status> {
     match req.extensions().get::<Role>() {
         Some(Role::Operator) => Ok(()),
         _ => Err(Status::permission_denied(
-            "this call creates or steers runs and needs the operator's token (serve --token); \
-             the token given is a worker token (serve --worker-token)",
+            "this call creates or steers runs, or lists workers, jobs or credentials, and needs the \
+             operator's token (serve --token); the token given is a worker's",
         )),
+    }
+}
+
+/// The identity a worker credential proves, if the call was made with one (`None`: the operator's
+/// token, or a coordinator without tokens). A request that never met the check proves the shared
+/// identity, the least trusted there is.
+pub fn worker_identity<T>(req: &Request<T>) -> Option<Arc<str>> {
+    match req.extensions().get::<Role>() {
+        Some(Role::Operator) => None,
+        Some(Role::Worker(identity)) => Some(identity.clone()),
+        None => Some(Arc::from(SHARED_IDENTITY)),
     }
 }
 
@@ -132,18 +167,19 @@ mod tests {
         let role = |check: &mut RequireToken, v: &str| {
             check
                 .call(with(Some(v)))
-                .map(|r| *r.extensions().get::<Role>().unwrap())
+                .map(|r| r.extensions().get::<Role>().unwrap().clone())
                 .map_err(|e| e.code())
         };
         let mut both = RequireToken::new(Some("op"), Some("wk"));
         assert_eq!(role(&mut both, "Bearer op"), Ok(Role::Operator));
-        assert_eq!(role(&mut both, "Bearer wk"), Ok(Role::Worker));
+        let shared = Role::Worker(Arc::from(SHARED_IDENTITY));
+        assert_eq!(role(&mut both, "Bearer wk"), Ok(shared.clone()));
         assert_eq!(
             role(&mut both, "Bearer wkx"),
             Err(tonic::Code::Unauthenticated)
         );
         let mut worker_only = RequireToken::new(None, Some("wk"));
-        assert_eq!(role(&mut worker_only, "Bearer wk"), Ok(Role::Worker));
+        assert_eq!(role(&mut worker_only, "Bearer wk"), Ok(shared));
         assert_eq!(
             role(&mut worker_only, "Bearer op"),
             Err(tonic::Code::Unauthenticated)
@@ -154,5 +190,37 @@ mod tests {
         let denied = require_operator(&worker).unwrap_err();
         assert_eq!(denied.code(), tonic::Code::PermissionDenied);
         assert!(require_operator(&Request::new(())).is_err());
+        assert_eq!(worker_identity(&open), None);
+        assert_eq!(worker_identity(&worker).as_deref(), Some(SHARED_IDENTITY));
+        assert_eq!(
+            worker_identity(&Request::new(())).as_deref(),
+            Some(SHARED_IDENTITY)
+        );
+    }
+
+    /// An issued credential proves its own identity, a worker's role; revoked, it is refused at once;
+    /// a coordinator with no token at all ignores credentials (every call is the operator's).
+    #[test]
+    fn an_issued_credential_proves_its_identity_until_revoked() {
+        let credentials = Credentials::open(None).unwrap();
+        let token = credentials.issue("node-1").unwrap();
+        let mut check = RequireToken::new(Some("op"), None).with_credentials(credentials.clone());
+        let req = check.call(with(Some(&format!("Bearer {token}")))).unwrap();
+        assert_eq!(worker_identity(&req).as_deref(), Some("node-1"));
+        assert_eq!(
+            require_operator(&req).unwrap_err().code(),
+            tonic::Code::PermissionDenied
+        );
+        // Without the "Bearer " it proves nothing.
+        assert!(check.call(with(Some(&token))).is_err());
+        credentials.revoke("node-1").unwrap();
+        let e = check
+            .call(with(Some(&format!("Bearer {token}"))))
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unauthenticated);
+        assert!(e.message().contains("revoked"), "{}", e.message());
+        let mut open = RequireToken::new(None, None).with_credentials(credentials);
+        let req = open.call(with(Some(&format!("Bearer {token}")))).unwrap();
+        assert!(require_operator(&req).is_ok());
     }
 }

@@ -43,6 +43,8 @@ pub enum Write {
     Control(u64, Control),
     /// Jobs to mark failed, with the reason.
     Fail(Vec<(u64, JobKey, String)>),
+    /// A run's failed jobs to put back to pending.
+    Retry(u64),
 }
 
 /// What a [`Write`] did.
@@ -52,6 +54,8 @@ pub enum Written {
     Run(RunMeta),
     /// Per job to fail, in order: the state it left (`None`: it was done or failed already).
     Failed(Vec<Result<Option<Option<JobState>>>>),
+    /// The failed jobs put back to pending.
+    Retried(Vec<JobKey>),
 }
 
 enum Request {
@@ -93,7 +97,7 @@ impl Applied {
         let writes = self.writes.iter().flat_map(|(w, _)| match w {
             Err(e) => vec![Some(e)],
             Ok(Written::Failed(each)) => each.iter().map(|r| r.as_ref().err()).collect(),
-            Ok(Written::Run(_)) => Vec::new(),
+            Ok(Written::Run(_) | Written::Retried(_)) => Vec::new(),
         });
         let writes = writes.flatten().filter_map(|e| match e {
             Error::Corrupt(why) => Some(why.clone()),
@@ -210,7 +214,9 @@ impl Committer {
     pub async fn write_run(&self, write: Write) -> Result<RunMeta> {
         match self.write(write).await? {
             Written::Run(meta) => Ok(meta),
-            Written::Failed(_) => Err(Error::Invalid("not a run's write".into())),
+            Written::Failed(_) | Written::Retried(_) => {
+                Err(Error::Invalid("not a run's write".into()))
+            }
         }
     }
 }
@@ -358,6 +364,7 @@ fn apply(store: &Store, write: Write) -> Result<Written> {
                 .map(|(run, key, reason)| store.mark_failed(*run, key, reason))
                 .collect(),
         )),
+        Write::Retry(run) => store.retry_failed_of(run).map(Written::Retried),
     }
 }
 

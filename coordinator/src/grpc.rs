@@ -11,7 +11,7 @@ use nqueens_proto::{self as proto, coordinator_server};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::auth::require_operator;
+use crate::auth::{require_operator, worker_identity};
 use crate::error::Error;
 use crate::service::{Ask, Coordinator, Grant, Report, RunView, WorkerView};
 use crate::store::{Control, JobState, Outcome, Phase};
@@ -72,6 +72,39 @@ fn lease_response(grant: &Grant) -> proto::LeaseResponse {
         retry_after_ms: millis(grant.retry_after),
         idle: grant.idle,
     }
+}
+
+/// Who a worker's call speaks for.
+struct Caller {
+    /// Its identity for every check, dispute, quarantine and strike: the credential's, or (operator's
+    /// token, or none) the name it states.
+    name: String,
+    /// The name it states.
+    label: String,
+    /// Its process id as the coordinator knows it: scoped to its credential's identity.
+    worker: String,
+    /// Whether it holds a worker credential (not the operator's token).
+    credential: bool,
+}
+
+/// The caller of a worker's call made with `req`'s token, stating `id` and `name`. A stated id that is
+/// not one is refused before it is scoped.
+fn caller<T>(req: &Request<T>, id: &str, name: &str) -> Result<Caller, Error> {
+    crate::service::check_worker("worker id", id)?;
+    Ok(match worker_identity(req) {
+        Some(identity) => Caller {
+            name: identity.to_string(),
+            label: name.to_string(),
+            worker: crate::service::scoped_id(&identity, id),
+            credential: true,
+        },
+        None => Caller {
+            name: name.to_string(),
+            label: name.to_string(),
+            worker: id.to_string(),
+            credential: false,
+        },
+    })
 }
 
 /// The tonic service over a coordinator.
@@ -196,6 +229,7 @@ fn job_state_to_wire(state: JobState) -> proto::JobState {
 pub fn worker_status(w: WorkerView) -> proto::WorkerStatus {
     proto::WorkerStatus {
         name: w.name,
+        label: w.label,
         worker_id: w.id,
         threads: w.threads,
         gpus: w.gpus.count,
@@ -327,13 +361,16 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::LeaseRequest>,
     ) -> Result<Response<proto::LeaseResponse>, Status> {
+        let who =
+            caller(&req, &req.get_ref().worker_id, &req.get_ref().worker_name).map_err(status)?;
         let r = req.into_inner();
         let grant = self
             .coordinator
             .lease(
                 &Ask {
-                    worker: &r.worker_id,
-                    name: &r.worker_name,
+                    worker: &who.worker,
+                    name: &who.name,
+                    label: &who.label,
                     threads: r.threads,
                     gpus: r.gpus,
                     capacity: r.capacity,
@@ -350,10 +387,13 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::ReportRequest>,
     ) -> Result<Response<proto::ReportResponse>, Status> {
+        let who = caller(&req, &req.get_ref().worker_id, &req.get_ref().worker_name)
+            .map_err(|e| status(e.of_the_request()))?;
         let r = req.into_inner();
         let ask = (r.lease_capacity > 0).then(|| Ask {
-            worker: &r.worker_id,
-            name: &r.worker_name,
+            worker: &who.worker,
+            name: &who.name,
+            label: &who.label,
             threads: r.threads,
             gpus: r.gpus,
             capacity: r.lease_capacity,
@@ -384,7 +424,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
             .collect();
         let outcomes = self
             .coordinator
-            .report(&r.worker_id, &r.worker_name, reports)
+            .report(&who.worker, &who.name, reports)
             .await
             .map_err(status)?;
         let outcomes = outcomes
@@ -394,6 +434,10 @@ impl coordinator_server::Coordinator for CoordinatorService {
                     Outcome::Accepted => proto::Outcome::Accepted,
                     Outcome::Duplicate => proto::Outcome::Duplicate,
                     Outcome::Mismatch { .. } => proto::Outcome::Mismatch,
+                    // A worker credential cannot tell a result held for a check from one counted.
+                    Outcome::Pending | Outcome::Disputed if who.credential => {
+                        proto::Outcome::Accepted
+                    }
                     Outcome::Pending => proto::Outcome::Pending,
                     Outcome::Disputed => proto::Outcome::Disputed,
                     Outcome::JobFailed => proto::Outcome::JobFailed,
@@ -407,7 +451,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
             Some(ask) => match self.coordinator.lease(&ask, Duration::ZERO).await {
                 Ok(grant) => Some(lease_response(&grant)),
                 Err(e) => {
-                    tracing::debug!(worker = %r.worker_id, error = %e, "no lease with the report");
+                    tracing::debug!(worker = %who.worker, error = %e, "no lease with the report");
                     None
                 }
             },
@@ -420,10 +464,11 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::HeartbeatRequest>,
     ) -> Result<Response<proto::HeartbeatResponse>, Status> {
+        let who = caller(&req, &req.get_ref().worker_id, "-").map_err(status)?;
         let r = req.into_inner();
         let (lost, cancelled) = self
             .coordinator
-            .heartbeat(&r.worker_id, &r.lease_ids)
+            .heartbeat(&who.worker, &r.lease_ids)
             .map_err(status)?;
         Ok(Response::new(proto::HeartbeatResponse {
             lost,
@@ -436,10 +481,11 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::ReleaseRequest>,
     ) -> Result<Response<proto::ReleaseResponse>, Status> {
+        let who = caller(&req, &req.get_ref().worker_id, "-").map_err(status)?;
         let r = req.into_inner();
         let released = self
             .coordinator
-            .release(&r.worker_id, &r.lease_ids, r.leaving)
+            .release(&who.worker, &r.lease_ids, r.leaving)
             .map_err(status)?;
         Ok(Response::new(proto::ReleaseResponse { released }))
     }
@@ -448,6 +494,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::ListWorkersRequest>,
     ) -> Result<Response<proto::ListWorkersResponse>, Status> {
+        require_operator(&req)?;
         let r = req.into_inner();
         let after = (r.after_name, r.after_id);
         let limit = page_limit(r.limit);
@@ -501,6 +548,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::ListJobsRequest>,
     ) -> Result<Response<proto::ListJobsResponse>, Status> {
+        require_operator(&req)?;
         let r = req.into_inner();
         let state = job_state_from_wire(r.state)?;
         let listing = self
@@ -522,6 +570,70 @@ impl coordinator_server::Coordinator for CoordinatorService {
         Ok(Response::new(proto::ListJobsResponse {
             jobs,
             truncated: listing.truncated,
+        }))
+    }
+    async fn issue_credential(
+        &self,
+        req: Request<proto::IssueCredentialRequest>,
+    ) -> Result<Response<proto::IssueCredentialResponse>, Status> {
+        require_operator(&req)?;
+        let identity = req.into_inner().identity;
+        let credentials = self.coordinator.credentials().clone();
+        let token = tokio::task::spawn_blocking(move || credentials.issue(&identity))
+            .await
+            .map_err(|_| status(Error::ShuttingDown))?
+            .map_err(status)?;
+        Ok(Response::new(proto::IssueCredentialResponse { token }))
+    }
+
+    async fn revoke_credential(
+        &self,
+        req: Request<proto::RevokeCredentialRequest>,
+    ) -> Result<Response<proto::RevokeCredentialResponse>, Status> {
+        require_operator(&req)?;
+        let identity = req.into_inner().identity;
+        let credentials = self.coordinator.credentials().clone();
+        let revoked = tokio::task::spawn_blocking(move || credentials.revoke(&identity))
+            .await
+            .map_err(|_| status(Error::ShuttingDown))?
+            .map_err(status)?;
+        Ok(Response::new(proto::RevokeCredentialResponse { revoked }))
+    }
+
+    async fn list_credentials(
+        &self,
+        req: Request<proto::ListCredentialsRequest>,
+    ) -> Result<Response<proto::ListCredentialsResponse>, Status> {
+        require_operator(&req)?;
+        let credentials = self
+            .coordinator
+            .credentials()
+            .book()
+            .into_iter()
+            .map(|(identity, issued)| proto::Credential {
+                identity,
+                issued_unix: issued.issued_unix,
+                revoked_unix: issued.revoked_unix,
+            })
+            .collect();
+        Ok(Response::new(proto::ListCredentialsResponse {
+            credentials,
+        }))
+    }
+
+    async fn retry_failed(
+        &self,
+        req: Request<proto::RunControlRequest>,
+    ) -> Result<Response<proto::RetryFailedResponse>, Status> {
+        require_operator(&req)?;
+        let (retried, view) = self
+            .coordinator
+            .retry_failed(&req.into_inner().run)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(proto::RetryFailedResponse {
+            retried,
+            run: Some(run_status(&view)),
         }))
     }
 }

@@ -12,6 +12,7 @@
 pub mod auth;
 mod committer;
 pub mod connections;
+pub mod credentials;
 pub mod digest;
 pub mod error;
 pub mod grpc;

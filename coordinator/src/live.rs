@@ -288,6 +288,12 @@ impl LiveRun {
         e.clone()
     }
 
+    /// A failed job put back to pending by the operator: leased again, its expiries forgotten.
+    pub fn retried(&mut self, key: &JobKey) {
+        self.attempts.remove(key);
+        self.moved(key, Some(JobState::Failed), None);
+    }
+
     /// Records a job's change of state (`to: None`: pending again, and leased again), outside any
     /// commit (a lease's expiry).
     pub fn moved(&mut self, key: &JobKey, from: Option<JobState>, to: Option<JobState>) {
@@ -587,6 +593,7 @@ mod tests {
             paused: false,
             cancelled_unix: None,
             priority: 0,
+            checks: crate::store::Checks::Keyed,
         }
     }
 

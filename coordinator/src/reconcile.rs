@@ -674,7 +674,7 @@ mod tests {
             let (store, run, plan) = one_run(dir.path(), verify);
             let meta = store.run(run).unwrap().unwrap();
             let i = (0..plan.jobs().count())
-                .find(|&i| !meta.verifies(&plan.jobs().nth(i).unwrap()))
+                .find(|&i| !meta.verifies(&store.lease_secret(), &plan.jobs().nth(i).unwrap()))
                 .unwrap();
             let right = incoming_from(run, &plan, i, "x");
             store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();

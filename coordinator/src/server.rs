@@ -97,7 +97,8 @@ pub async fn serve(
     let reflection_alpha = reflection_builder()
         .build_v1alpha()
         .expect("the embedded descriptor sets are valid");
-    let auth = RequireToken::new(options.token.as_deref(), options.worker_token.as_deref());
+    let auth = RequireToken::new(options.token.as_deref(), options.worker_token.as_deref())
+        .with_credentials(coordinator.credentials().clone());
     let coordinator_metrics = coordinator.metrics().clone();
     let service = CoordinatorServer::new(CoordinatorService::new(coordinator))
         .max_decoding_message_size(MAX_MESSAGE_BYTES);

@@ -174,6 +174,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         _ => "warn",
     };
     setup::init_logging(cli.log_format, level);
+    setup::private_files();
     if let Some(variant) = cli.kernel {
         nqueens_common::kernel::choose(variant)?;
     }

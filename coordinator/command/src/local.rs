@@ -43,7 +43,7 @@ pub struct LocalOutcome {
 pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<LocalOutcome> {
     let data = opts.data.clone();
     let store = tokio::task::spawn_blocking(move || {
-        std::fs::create_dir_all(&data)
+        crate::setup::private_dir(&data)
             .map_err(|e| Error::Io(format!("cannot create {}: {e}", data.display())))?;
         Store::open(&data)
     })

@@ -171,7 +171,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     }
     super::raise_open_files();
     let data = args.data.clone().unwrap_or_else(setup::default_data_dir);
-    std::fs::create_dir_all(&data)?;
+    setup::private_dir(&data)?;
     let store = Store::open(&data)?;
     let mut config = Config {
         retry_failed: if args.retry_failed {

@@ -44,6 +44,28 @@ pub fn default_data_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("nqueens-data"))
 }
 
+/// Makes what this process creates its owner's alone (umask 077): the store, the ledger, the journal
+/// and the credentials hold secrets (the lease-tag key, the credential key).
+pub fn private_files() {
+    #[cfg(unix)]
+    // SAFETY: umask only sets the process's file mode creation mask; it cannot fail.
+    unsafe {
+        libc::umask(0o077);
+    }
+}
+
+/// Creates the data directory `dir` if needed, and makes it its owner's alone (0700), whatever an
+/// earlier build left it.
+pub fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
 /// This machine's host name (for worker names).
 pub fn host_name() -> String {
     let name = gethostname::gethostname().to_string_lossy().into_owned();

@@ -5,7 +5,7 @@
 //! run's jobs in one state (failed, disputed, verifying), read with the lock released.
 
 use super::{lookup, to_the_end, Coordinator, RunView};
-use crate::committer::Write;
+use crate::committer::{Write, Written};
 use crate::error::{Error, Result};
 use crate::store::{Control, JobListing, JobState};
 
@@ -19,6 +19,55 @@ pub const MAX_LISTING_BYTES: usize = 2 << 20;
 pub const MAX_LISTINGS: usize = 2;
 
 impl Coordinator {
+    /// Puts run `id`'s failed jobs back to pending, durably, then in memory (a stalled run runs again),
+    /// while serving; returns how many, and the run as it now is. A cancelled run is refused.
+    pub async fn retry_failed(&self, id: &str) -> Result<(u64, RunView)> {
+        let run = {
+            let state = self.state();
+            let meta = &lookup(&state, id)?.meta;
+            if meta.is_cancelled() {
+                return Err(Error::RunCancelled(meta.id.to_string()));
+            }
+            meta.id
+        };
+        if let Some(why) = self.storage().degraded() {
+            return Err(Error::Durability(format!(
+                "not changing runs while the coordinator cannot write its store ({why}); try again once it serves"
+            )));
+        }
+        let this = self.clone();
+        to_the_end(async move { this.retry(run).await }).await
+    }
+
+    /// Writes the retry of run `run` through the committer, then applies it in memory.
+    async fn retry(&self, run: u64) -> Result<(u64, RunView)> {
+        let _one_at_a_time = self.shared.control.lock().await;
+        let keys = match self.shared.committer.write(Write::Retry(run)).await? {
+            Written::Retried(keys) => keys,
+            _ => {
+                return Err(Error::Invalid(
+                    "the committer answered another write".into(),
+                ))
+            }
+        };
+        let view = {
+            let mut state = self.state();
+            let live = state
+                .runs
+                .get_mut(&run)
+                .ok_or_else(|| Error::UnknownRun(run.to_string()))?;
+            for key in &keys {
+                live.retried(key);
+            }
+            self.view(&state, &state.runs[&run])
+        };
+        if !keys.is_empty() {
+            tracing::warn!(run, jobs = keys.len(), state = %view.phase, "failed jobs put back to pending by the operator");
+            self.changed();
+        }
+        Ok((keys.len() as u64, view))
+    }
+
     /// Applies `change` to run `id` durably, then in memory; returns the run as it now is. A done run
     /// takes no control; a cancelled one only another cancel (which changes nothing).
     pub async fn control(&self, id: &str, change: Control) -> Result<RunView> {

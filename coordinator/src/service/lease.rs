@@ -53,7 +53,11 @@ pub struct Granted {
 #[derive(Debug, Clone, Copy)]
 pub struct Ask<'a> {
     pub worker: &'a str,
+    /// Who the worker is for every check, dispute, quarantine and strike: its credential's identity, or
+    /// under the operator's token (or none) the name it states.
     pub name: &'a str,
+    /// The name it states for itself (a label for people).
+    pub label: &'a str,
     pub threads: u32,
     /// GPUs computing beside its threads (at most [`MAX_GPUS`]).
     pub gpus: u32,
@@ -68,6 +72,7 @@ impl Ask<'_> {
     pub fn check(&self) -> Result<()> {
         check_worker("worker id", self.worker)?;
         check_worker("worker name", self.name)?;
+        check_worker("worker name", self.label)?;
         if self.gpus > MAX_GPUS {
             return Err(Error::Invalid(format!(
                 "{} GPUs; at most {MAX_GPUS}",
@@ -107,13 +112,14 @@ fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> usize {
     released.len()
 }
 
-/// Whether `id` is the id of a process of the worker named `name`: the name itself, or the name, a
-/// process id and a start time in hex (`NAME-PID-STARTHEX`, as workers make it).
+/// Whether `id` is the id of a process of the worker named `name`: the name itself, the name, a
+/// process id and a start time in hex (`NAME-PID-STARTHEX`, as workers make it), or any id the
+/// coordinator scoped to the identity `name` (`NAME/ID`, see [`scoped_id`]).
 fn id_of(id: &str, name: &str) -> bool {
     let Some(rest) = id.strip_prefix(name) else {
         return false;
     };
-    if rest.is_empty() {
+    if rest.is_empty() || rest.starts_with('/') {
         return true;
     }
     let mut parts = rest.split('-');
@@ -125,6 +131,20 @@ fn id_of(id: &str, name: &str) -> bool {
                 && !start.is_empty()
                 && start.bytes().all(|b| b.is_ascii_hexdigit())
     )
+}
+
+/// The worker id a process of the credential `identity` is known by: `IDENTITY/ID`, so that no holder
+/// of another credential can heartbeat, hand back or report as it, whatever id it states. An id too long
+/// for that is replaced by a hash of it.
+pub fn scoped_id(identity: &str, id: &str) -> String {
+    let scoped = format!("{identity}/{id}");
+    if scoped.len() <= MAX_ID_LEN {
+        return scoped;
+    }
+    use std::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher24::new();
+    h.write(id.as_bytes());
+    format!("{identity}/{:016x}", h.finish())
 }
 
 /// Checks a worker id or name from the network.
@@ -198,6 +218,7 @@ impl Coordinator {
         let Ask {
             worker,
             name,
+            label,
             threads,
             gpus,
             capacity,
@@ -226,7 +247,7 @@ impl Coordinator {
             }
             Contact::Known => {}
         }
-        state.workers.describe(worker, name, threads, gpus);
+        state.workers.describe(worker, name, label, threads, gpus);
         // The highest priority first; among equals, the oldest.
         let mut order: Vec<(i32, u64)> = state
             .runs
@@ -455,7 +476,7 @@ impl Coordinator {
         let jobs: Vec<(u64, JobKey, String)> = failing.clone();
         let moves = match self.shared.committer.write(Write::Fail(jobs)).await {
             Ok(Written::Failed(moves)) => moves,
-            Ok(Written::Run(_)) => failing
+            Ok(Written::Run(_) | Written::Retried(_)) => failing
                 .iter()
                 .map(|_| {
                     Err(Error::Invalid(
@@ -522,9 +543,7 @@ impl Coordinator {
         // Each worker whose leases expired in this sweep gets one strike, however many they were.
         let mut charged = std::collections::BTreeMap::<String, u32>::new();
         for lease in &expired {
-            *charged
-                .entry(state.workers.name_of(&lease.worker).to_string())
-                .or_default() += 1;
+            *charged.entry(lease.name.clone()).or_default() += 1;
         }
         for (name, leases) in &charged {
             match state.strikes.charge(name, now, state.leases.timeout()) {
@@ -544,11 +563,18 @@ impl Coordinator {
             }
         }
         for lease in &expired {
-            let name = state.workers.name_of(&lease.worker).to_string();
+            let name = lease.name.as_str();
             let Some(run) = state.runs.get_mut(&lease.run) else {
                 continue;
             };
-            let expiries = run.attempt_failed(&lease.key, &name);
+            // A worker that never had a result counted cannot make a job fail: fresh identities that
+            // take jobs and walk away only delay them.
+            if !state.credible.contains(name) {
+                tracing::info!(worker = %lease.worker, name, run = lease.run, job = %lease.key, lease = lease.id, "lease expired (a worker with no counted result: not an attempt)");
+                run.requeue(lease.key.clone());
+                continue;
+            }
+            let expiries = run.attempt_failed(&lease.key, name);
             let attempts = expiries.count;
             tracing::info!(
                 worker = %lease.worker,

@@ -11,12 +11,13 @@ mod view;
 mod workers;
 
 pub use control::{DEFAULT_JOB_LIMIT, MAX_JOB_LIMIT};
-pub use lease::{Ask, Grant, Granted};
+pub(crate) use lease::check_worker;
+pub use lease::{scoped_id, Ask, Grant, Granted};
 pub use report::Report;
 pub use strikes::Expiries;
 pub use view::{RunView, WorkerState, WorkerView};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -142,6 +143,8 @@ struct Shared {
     max_open_runs: usize,
     /// Places for walks of the job records ([`control::MAX_LISTINGS`]).
     listing: Arc<tokio::sync::Semaphore>,
+    /// The worker credentials this coordinator issues and accepts.
+    credentials: crate::credentials::Credentials,
 }
 
 struct State {
@@ -152,6 +155,9 @@ struct State {
     quarantined: HashMap<String, String>,
     /// Workers charged for leases that expired.
     strikes: Strikes,
+    /// Workers (by name: their identity, where they hold credentials) with a result counted, in the
+    /// store or in this incarnation: only their expired leases can make a job fail.
+    credible: HashSet<String>,
     max_attempts: u32,
 }
 
@@ -278,10 +284,12 @@ impl Coordinator {
         let audited = started.elapsed();
         let mut runs = BTreeMap::new();
         let mut earlier_results: HashMap<String, u64> = HashMap::new();
+        let mut credible = HashSet::new();
         for (meta, line) in store.runs()?.into_iter().zip(audit) {
             for (worker, n) in &line.by_worker {
                 *earlier_results.entry(worker.clone()).or_insert(0) += n;
             }
+            credible.extend(line.names);
             // A cancelled run is never resumed: its plan need not match this build's.
             if !meta.is_done() && !meta.is_cancelled() {
                 // Bounded by the job count it records, not by the limits of run creation, which runs
@@ -322,6 +330,7 @@ impl Coordinator {
             load_ms = (started.elapsed() - audited).as_millis() as u64,
             "store opened"
         );
+        let credentials = crate::credentials::Credentials::open(store.dir())?;
         let health = Arc::new(StorageHealth::default());
         let committer = Committer::start(store.clone(), ledger, health.clone())
             .map_err(|e| Error::Durability(format!("cannot start the commit thread: {e}")))?;
@@ -333,6 +342,7 @@ impl Coordinator {
                     workers: Workers::with_earlier_results(earlier_results),
                     quarantined,
                     strikes: Strikes::default(),
+                    credible,
                     max_attempts: config.max_attempts.max(1),
                 }),
                 store,
@@ -348,6 +358,7 @@ impl Coordinator {
                 creating: tokio::sync::Mutex::new(()),
                 max_open_runs: config.max_open_runs,
                 listing: Arc::new(tokio::sync::Semaphore::new(control::MAX_LISTINGS)),
+                credentials,
             }),
         })
     }
@@ -365,6 +376,11 @@ impl Coordinator {
             .get(&id)
             .map(|r| r.history.points().to_vec())
             .unwrap_or_default()
+    }
+
+    /// The worker credentials it issues and accepts (the token check of its server holds them too).
+    pub fn credentials(&self) -> &crate::credentials::Credentials {
+        &self.shared.credentials
     }
 
     /// The coordinator's metrics.

@@ -109,6 +109,9 @@ impl Coordinator {
                         }
                         state.leases.settle(inc.run, &inc.key);
                     }
+                    if !state.credible.contains(name) {
+                        state.credible.insert(name.to_string());
+                    }
                     if state.strikes.clear(name) {
                         tracing::info!(
                             worker,

@@ -53,6 +53,7 @@ fn ask<'a>(worker: &'a str, capacity: u32) -> Ask<'a> {
     Ask {
         worker,
         name: worker,
+        label: worker,
         threads: 1,
         gpus: 0,
         capacity,
@@ -925,6 +926,7 @@ async fn a_waiting_lease_call_does_not_wake_itself() {
     let process = |id| Ask {
         worker: id,
         name: "a",
+        label: "a",
         threads: 1,
         gpus: 0,
         capacity: 1,
@@ -1187,11 +1189,31 @@ async fn a_damaged_candidate_quarantines_nobody_when_a_result_is_restored() {
 
 /// A crash in the round that decided a disputed job (see the tests above), the liar's candidate
 /// damaged if `damaged`: its directory and the coordinator started on it.
+/// Copies the files of directory `from` (a closed store's) into `to`, recursively.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 async fn restored_over_a_dispute(damaged: bool) -> (tempfile::TempDir, Coordinator) {
     use crate::store::tests::a_dispute_undecided;
-    // Where the round completed: the counted result that decided the job.
+    // Where it crashed: the store before the round. Where the round completed (a copy of it, with the
+    // same secret and so the same verified jobs): the counted result that decided the job.
+    let dir = tempfile::tempdir().unwrap();
+    let (store, decider) = a_dispute_undecided(dir.path());
+    assert_eq!(store.tally(1).unwrap().jobs, 3, "the liar's two and a's");
+    drop(store);
     let whole = tempfile::tempdir().unwrap();
-    let (decided, decider) = a_dispute_undecided(whole.path());
+    copy_dir(dir.path(), whole.path());
+    let decided = Store::open_when_free(whole.path(), Duration::from_secs(30)).unwrap();
     assert_eq!(
         decided
             .commit(std::slice::from_ref(&decider))
@@ -1202,11 +1224,7 @@ async fn restored_over_a_dispute(damaged: bool) -> (tempfile::TempDir, Coordinat
     );
     let record = decided.result(1, &decider.key).unwrap().unwrap();
     drop(decided);
-    // Where it crashed: the store before the round, the ledger with the deciding result alone.
-    let dir = tempfile::tempdir().unwrap();
-    let (store, _) = a_dispute_undecided(dir.path());
-    assert_eq!(store.tally(1).unwrap().jobs, 3, "the liar's two and a's");
-    drop(store);
+    // The ledger with the deciding result alone.
     let line = nqueens_common::jsonl::encode(&crate::ledger::Entry::Result {
         run: 1,
         job: decider.key.to_string(),
@@ -1384,4 +1402,69 @@ async fn open_runs_are_bounded_and_a_closed_one_frees_its_place() {
     c.control(&made[1].id(), Control::Cancel).await.unwrap();
     create(12).await.unwrap();
     assert!(matches!(create(13).await, Err(Error::TooMany(_))));
+}
+
+/// Waves of fresh identities that take every job and walk away fail no job: a worker with no result
+/// counted cannot make a job fail, however many of them there are. Before, the expiries of any two
+/// names failed a job (names were free), and the run stalled until a restart with --retry-failed.
+#[tokio::test(start_paused = true)]
+async fn walk_away_waves_of_fresh_identities_fail_no_job() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    for wave in 0..8 {
+        let name = format!("walker-{wave}");
+        assert!(!lease(&c, &name, 4096).await.is_empty());
+        tokio::time::advance(TIMEOUT * 2).await;
+        c.expire_leases().await;
+    }
+    assert_eq!(c.run(&run).unwrap().jobs_failed, 0);
+    let held = lease(&c, "honest", 4096).await;
+    report_all(&c, "honest", &held).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+}
+
+/// A job that kills every credible worker that takes it still fails (two workers with results counted
+/// let its leases expire, again and again), and the operator puts it back while serving: the stalled
+/// run runs again and ends exact.
+#[tokio::test(start_paused = true)]
+async fn a_poison_job_still_fails_under_credible_workers_and_is_retried_while_serving() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    for name in ["a", "b"] {
+        let one = lease(&c, name, 1).await;
+        report_all(&c, name, &one).await;
+    }
+    let mut rounds = 0;
+    while c.run(&run).unwrap().jobs_failed == 0 {
+        rounds += 1;
+        assert!(rounds < 60, "no job failed");
+        let name = if rounds % 2 == 0 { "a" } else { "b" };
+        lease(&c, name, 4096).await;
+        tokio::time::advance(TIMEOUT * 2).await;
+        c.expire_leases().await;
+    }
+    // Every job left fails in time: the run stalls.
+    while c.run(&run).unwrap().phase != crate::store::Phase::Stalled {
+        rounds += 1;
+        assert!(rounds < 200, "the run never stalled");
+        let name = if rounds % 2 == 0 { "a" } else { "b" };
+        lease(&c, name, 4096).await;
+        tokio::time::advance(TIMEOUT * 2).await;
+        c.expire_leases().await;
+    }
+    let failed = c.run(&run).unwrap().jobs_failed;
+    let (retried, view) = c.retry_failed(&run).await.unwrap();
+    assert_eq!(retried, failed);
+    assert_eq!(view.jobs_failed, 0);
+    assert_eq!(view.phase, crate::store::Phase::Running);
+    // Nothing more to retry; an unknown run is refused.
+    assert_eq!(c.retry_failed(&run).await.unwrap().0, 0);
+    assert!(matches!(
+        c.retry_failed("99").await,
+        Err(Error::UnknownRun(_))
+    ));
+    let held = lease(&c, "c", 4096).await;
+    assert_eq!(held.len() as u64, retried);
+    report_all(&c, "c", &held).await;
+    assert_eq!(total(&c, &run), (Q8, true));
 }

@@ -96,7 +96,10 @@ impl Coordinator {
 /// One worker as status shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerView {
+    /// Its identity (for a worker under the operator's token, the name it states).
     pub name: String,
+    /// The name it states for itself (empty for a quarantined worker this incarnation has not seen).
+    pub label: String,
     /// Empty for a quarantined worker this incarnation has not seen.
     pub id: String,
     pub threads: u32,
@@ -172,6 +175,7 @@ impl Coordinator {
                 };
                 WorkerView {
                     name: w.name.clone(),
+                    label: w.label.clone(),
                     id: id.clone(),
                     threads: w.threads,
                     gpus: w.gpus,
@@ -190,6 +194,7 @@ impl Coordinator {
             if !out.iter().any(|w| &w.name == name) {
                 out.push(WorkerView {
                     name: name.clone(),
+                    label: String::new(),
                     id: String::new(),
                     threads: 0,
                     gpus: Gpus::default(),

@@ -41,7 +41,10 @@ pub struct Reported {
 /// What the coordinator knows of one worker process.
 #[derive(Debug, Clone)]
 pub struct WorkerInfo {
+    /// Its identity (the name it states, under the operator's token).
     pub name: String,
+    /// The name it states for itself.
+    pub label: String,
     pub threads: u32,
     pub gpus: Gpus,
     pub last_seen: Instant,
@@ -124,6 +127,7 @@ impl Workers {
                     id.to_string(),
                     WorkerInfo {
                         name: String::new(),
+                        label: String::new(),
                         threads: 0,
                         gpus: Gpus::default(),
                         last_seen: now,
@@ -155,11 +159,14 @@ impl Workers {
         }
     }
 
-    /// Records what a worker says of itself (in its lease requests).
-    pub fn describe(&mut self, id: &str, name: &str, threads: u32, gpus: u32) {
+    /// Records what a worker says of itself (in its lease requests), and its identity.
+    pub fn describe(&mut self, id: &str, name: &str, label: &str, threads: u32, gpus: u32) {
         if let Some(w) = self.seen.get_mut(id) {
             if w.name != name {
                 w.name = name.to_string();
+            }
+            if w.label != label {
+                w.label = label.to_string();
             }
             w.threads = threads;
             w.gpus.count = gpus;
@@ -290,7 +297,7 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Workers::default();
         assert_eq!(w.seen("a-1", t0), Contact::Joined);
-        w.describe("a-1", "a", 4, 1);
+        w.describe("a-1", "a", "a", 4, 1);
         assert_eq!(w.seen("a-1", t0), Contact::Known);
         let batch = |jobs, nodes, accepted, gpu_jobs, gpu_nodes| Reported {
             jobs,

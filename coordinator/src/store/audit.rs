@@ -6,7 +6,7 @@
 //! pass that hands every intact result to the caller too: on the quick path the reconciliation's digest,
 //! the recount of the totals and the audit share that one pass.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use nqueens_common::{JobKey, Tally};
 
@@ -23,6 +23,8 @@ pub struct AuditLine {
     /// The stored results per id of the worker process that computed them (records of store format 1,
     /// which carry no id, are left out).
     pub by_worker: HashMap<String, u64>,
+    /// The names (identities, for results of workers with credentials) with a result counted.
+    pub names: HashSet<String>,
 }
 
 /// What one pass over a run's stored results found.
@@ -32,6 +34,8 @@ pub struct Survey {
     pub sum: Tally,
     /// Its intact results per worker process id.
     pub by_worker: HashMap<String, u64>,
+    /// The names of the workers of its intact results.
+    pub names: HashSet<String>,
     /// The latest commit time among them (the run's creation time when there are none).
     pub last_at: u64,
     /// The first result that is undecodable or fails its seal (damaged on disk), if any.
@@ -57,6 +61,7 @@ impl Store {
         let mut survey = Survey {
             sum: Tally::new(meta.strategy == nqueens_common::Strategy::D4),
             by_worker: HashMap::new(),
+            names: HashSet::new(),
             last_at: meta.created_unix,
             damaged: None,
             damaged_record: None,
@@ -112,6 +117,9 @@ impl Store {
             each(&key, &record);
             if !record.worker_id.is_empty() {
                 *survey.by_worker.entry(record.worker_id).or_insert(0) += 1;
+            }
+            if !survey.names.contains(&record.worker) {
+                survey.names.insert(record.worker);
             }
         }
         while next_record.is_some() {
@@ -178,6 +186,7 @@ impl Store {
             run: meta.id,
             tally: survey.sum,
             by_worker: survey.by_worker,
+            names: survey.names,
         })
     }
 }

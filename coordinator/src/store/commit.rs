@@ -293,7 +293,7 @@ impl Store {
                 // A job open for verification (a result waiting, or two disagreeing) stays verified
                 // whatever the run record says: the record's fraction, damaged, must not let this
                 // result count alone over the one waiting.
-                let verified = meta.verifies(&inc.key) || from.is_some_and(JobState::is_open);
+                let verified = meta.verifies(&self.lease_secret, &inc.key) || from.is_some_and(JobState::is_open);
                 if verified && agreeing.is_empty() {
                     // Recorded, not counted: a worker of another name must agree first.
                     candidates.push(mine);

@@ -37,7 +37,9 @@ mod workers;
 pub use audit::{AuditLine, Survey};
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
 pub use control::{Control, JobListing, ListedJob};
-pub use records::{now_unix, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta};
+pub use records::{
+    now_unix, Checks, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta,
+};
 pub use revoke::{Revocation, Revoked};
 
 use std::collections::HashMap;
@@ -350,6 +352,7 @@ impl Store {
                 paused: false,
                 cancelled_unix: None,
                 priority,
+                checks: Checks::Keyed,
             };
             runs.insert(&run_key(id), encode(&run))?;
             totals.insert(&run_key(id), encode(&Tally::new(with_unique)))?;
@@ -439,6 +442,27 @@ impl Store {
         }
         self.flush()?;
         Ok(n)
+    }
+
+    /// Puts the failed jobs of run `run` back to pending (their recorded results are dropped); returns
+    /// their keys. Not flushed: the committer makes it durable with its round.
+    pub fn retry_failed_of(&self, run: u64) -> Result<Vec<JobKey>> {
+        let mut keys = Vec::new();
+        for kv in self.jobs.scan_prefix(run_key(run)) {
+            let (k, v) = kv?;
+            let record: JobRecord = decode("job", &v)?;
+            if record.state == JobState::Failed {
+                // Removed only if unchanged since it was read (no other writer: the committer alone).
+                if self
+                    .jobs
+                    .compare_and_swap(&k, Some(&v), None as Option<&[u8]>)?
+                    .is_ok()
+                {
+                    keys.push(records::split_job_key(&k)?.1);
+                }
+            }
+        }
+        Ok(keys)
     }
 
     /// The quarantined workers, by name.

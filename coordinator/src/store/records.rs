@@ -41,6 +41,28 @@ pub struct RunMeta {
     /// Absent from records of store format 2 (read as 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub priority: i32,
+    /// How the run picks the jobs it verifies. Absent from the records of runs created before checks
+    /// were keyed (read as [`Checks::Public`]: such a run goes on picking as it began).
+    #[serde(default, skip_serializing_if = "Checks::is_public")]
+    pub checks: Checks,
+}
+
+/// How a run picks the jobs it computes twice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Checks {
+    /// A public hash of the run id and the job key: anyone can tell which jobs are checked (runs of
+    /// builds before keyed checks).
+    #[default]
+    Public,
+    /// SipHash-2-4 of the run id and the job key under the store's secret: no worker can tell.
+    Keyed,
+}
+
+impl Checks {
+    fn is_public(&self) -> bool {
+        *self == Checks::Public
+    }
 }
 
 fn is_zero(p: &i32) -> bool {
@@ -155,24 +177,41 @@ impl RunMeta {
         }
     }
 
-    /// Whether a job is one of the run's verified jobs: a deterministic choice (a hash of the run id
-    /// and the job key against the run's fraction), the same in every incarnation.
-    pub fn verifies(&self, key: &JobKey) -> bool {
+    /// Whether a job is one of the run's verified jobs: a deterministic choice, the same in every
+    /// incarnation, of a hash of the run id and the job key against the run's fraction. For a run of
+    /// [`Checks::Keyed`] the hash is keyed with `secret` (the store's), so that no worker can predict
+    /// which of its jobs are checked.
+    pub fn verifies(&self, secret: &[u8; 16], key: &JobKey) -> bool {
         if self.verify_fraction <= 0.0 {
             return false;
         }
         if self.verify_fraction >= 1.0 {
             return true;
         }
-        const PRIME: u64 = 0x0000_0100_0000_01b3;
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for &b in self.id.to_be_bytes().iter().chain(&key.0) {
-            hash = (hash ^ b as u64).wrapping_mul(PRIME);
-        }
-        // FNV's low bits mix poorly on short inputs: finish with a multiply-xorshift.
-        hash ^= hash >> 33;
-        hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        hash ^= hash >> 33;
+        let hash = match self.checks {
+            Checks::Public => {
+                const PRIME: u64 = 0x0000_0100_0000_01b3;
+                let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+                for &b in self.id.to_be_bytes().iter().chain(&key.0) {
+                    hash = (hash ^ b as u64).wrapping_mul(PRIME);
+                }
+                // FNV's low bits mix poorly on short inputs: finish with a multiply-xorshift.
+                hash ^= hash >> 33;
+                hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
+                hash ^= hash >> 33;
+                hash
+            }
+            Checks::Keyed => {
+                use std::hash::Hasher;
+                let mut h = siphasher::sip::SipHasher24::new_with_key(secret);
+                // Apart from the lease tags under the same secret: another domain.
+                h.write(b"nqueens verify v1");
+                h.write(&self.id.to_be_bytes());
+                h.write(&[key.0.len() as u8]);
+                h.write(&key.0);
+                h.finish()
+            }
+        };
         (hash as f64) < self.verify_fraction * u64::MAX as f64
     }
 }

@@ -24,6 +24,15 @@ fn one_run(n: u32, strategy: Strategy, verify: f64) -> (Store, Plan, super::RunM
     (store, plan, run)
 }
 
+/// A temporary store with one run of thousands of jobs (N = 14 mirror, four rows deep), `verify` of
+/// them verified: enough for a share drawn with a random secret to land near its fraction.
+fn many_jobs(verify: f64) -> (Store, Plan, super::RunMeta) {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::with_depth(14, Strategy::Mirror, 4).unwrap();
+    let run = store.create_run(plan, verify).unwrap();
+    (store, plan, run)
+}
+
 fn incoming(run: u64, plan: &Plan, i: usize) -> Incoming {
     incoming_from(run, plan, i, "w")
 }
@@ -62,10 +71,13 @@ pub(crate) fn a_liar_with_a_damaged_result(store: &Store) -> [Incoming; 3] {
     let keys: Vec<_> = plan.jobs().collect();
     // A group holds the jobs that share all but their last number: the two jobs must not share one.
     let group = |k: &nqueens_common::JobKey| k.0[..k.0.len() - 1].to_vec();
-    let free = keys.iter().position(|k| !run.verifies(k)).unwrap();
+    let free = keys
+        .iter()
+        .position(|k| !run.verifies(&store.lease_secret(), k))
+        .unwrap();
     let checked = keys
         .iter()
-        .position(|k| run.verifies(k) && group(k) != group(&keys[free]))
+        .position(|k| run.verifies(&store.lease_secret(), k) && group(k) != group(&keys[free]))
         .unwrap();
     store
         .commit(&[incoming_from(run.id, &plan, free, "liar")])
@@ -101,9 +113,11 @@ pub(crate) fn a_dispute_undecided(dir: &std::path::Path) -> (Store, Incoming) {
     let plan = Plan::new(8, Strategy::D4).unwrap();
     let run = store.create_run(plan, 0.5).unwrap();
     let keys: Vec<_> = plan.jobs().collect();
-    let verified = (0..keys.len()).find(|&i| run.verifies(&keys[i])).unwrap();
+    let verified = (0..keys.len())
+        .find(|&i| run.verifies(&store.lease_secret(), &keys[i]))
+        .unwrap();
     let plain: Vec<usize> = (0..keys.len())
-        .filter(|&i| !run.verifies(&keys[i]))
+        .filter(|&i| !run.verifies(&store.lease_secret(), &keys[i]))
         .collect();
     store
         .commit(&[
@@ -372,9 +386,12 @@ fn a_job_fails_after_its_attempts_and_only_when_not_done() {
 
 #[test]
 fn the_verified_jobs_are_a_deterministic_share_of_the_plan() {
-    let (store, plan, run) = one_run(16, Strategy::D4, 0.25);
+    let (store, plan, run) = many_jobs(0.25);
     let jobs: Vec<_> = plan.jobs().collect();
-    let picked = jobs.iter().filter(|k| run.verifies(k)).count();
+    let picked = jobs
+        .iter()
+        .filter(|k| run.verifies(&store.lease_secret(), k))
+        .count();
     let share = picked as f64 / jobs.len() as f64;
     assert!(
         (0.2..0.3).contains(&share),
@@ -383,9 +400,11 @@ fn the_verified_jobs_are_a_deterministic_share_of_the_plan() {
     );
     // Another run draws another share: the choice depends on the run, not on the job alone.
     let other = store.create_run(plan, 0.25).unwrap();
-    assert!(jobs.iter().any(|k| run.verifies(k) != other.verifies(k)));
+    assert!(jobs.iter().any(
+        |k| run.verifies(&store.lease_secret(), k) != other.verifies(&store.lease_secret(), k)
+    ));
     let none = store.create_run(plan, 0.0).unwrap();
-    assert!(!jobs.iter().any(|k| none.verifies(k)));
+    assert!(!jobs.iter().any(|k| none.verifies(&store.lease_secret(), k)));
     assert!(store.create_run(plan, 1.5).is_err());
 }
 
@@ -1876,4 +1895,54 @@ fn totals_past_two_to_the_sixty_four_round_trip() {
         let back: Tally = super::records::decode("totals", &encode(&tally)).unwrap();
         assert_eq!(back, tally);
     }
+}
+
+/// A liar that predicts the checks with the public hash of runs before keyed checks, and lies only on
+/// the jobs it predicts unchecked: under the public rule it is never checked; under the keyed rule a
+/// share of its lies near the run's fraction lands on checked jobs (0.25 here; over a thousand lies,
+/// between 0.18 and 0.32), as on jobs picked at random.
+#[test]
+fn a_liar_that_predicts_the_public_checks_meets_keyed_ones_at_the_runs_fraction() {
+    let (store, plan, run) = many_jobs(0.25);
+    assert_eq!(
+        run.checks,
+        super::Checks::Keyed,
+        "new runs key their checks"
+    );
+    let public = super::RunMeta {
+        checks: super::Checks::Public,
+        ..run.clone()
+    };
+    let secret = store.lease_secret();
+    let lies: Vec<_> = plan
+        .jobs()
+        .filter(|k| !public.verifies(&secret, k))
+        .collect();
+    assert!(lies.len() > 1000, "{} lies", lies.len());
+    let caught = lies.iter().filter(|k| run.verifies(&secret, k)).count();
+    let share = caught as f64 / lies.len() as f64;
+    assert!(
+        (0.18..0.32).contains(&share),
+        "{caught} of {} lies checked",
+        lies.len()
+    );
+    // The same liar against the public rule: never checked.
+    assert!(!lies.iter().any(|k| public.verifies(&secret, k)));
+    // Another secret, another pick.
+    let other = Store::temporary().unwrap().lease_secret();
+    assert!(lies
+        .iter()
+        .any(|k| run.verifies(&secret, k) != run.verifies(&other, k)));
+}
+
+/// A run's record of the format before keyed checks (no `checks` field) reads as public checks, and
+/// goes on picking as it began; a new record names its keyed checks.
+#[test]
+fn a_run_record_without_checks_reads_as_public() {
+    let (_, _, run) = one_run(8, Strategy::D4, 0.5);
+    let json = serde_json::to_string(&run).unwrap();
+    assert!(json.contains("\"checks\":\"keyed\""), "{json}");
+    let old: super::RunMeta =
+        serde_json::from_str(&json.replace(",\"checks\":\"keyed\"", "")).unwrap();
+    assert_eq!(old.checks, super::Checks::Public);
 }
