@@ -2096,14 +2096,16 @@ async fn a_worker_token_computes_and_reads_but_cannot_create_or_steer_runs() {
             .len(),
         1
     );
-    worker
+    // Which jobs wait for a check, and who the other workers are, are the operator's to know.
+    let e = worker
         .list_jobs(proto::ListJobsRequest {
             state: proto::JobState::Failed as i32,
             run: None,
             limit: 0,
         })
         .await
-        .unwrap();
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied);
     let leases = lease(&mut worker, "w", 1000).await;
     assert_eq!(leases.len() as u64, run.jobs_total);
     heartbeat(
@@ -2116,7 +2118,18 @@ async fn a_worker_token_computes_and_reads_but_cannot_create_or_steer_runs() {
     report(&mut worker, "w", results).await.unwrap();
     let done = status(&mut worker, &run.run).await;
     assert_eq!(done.total, "4");
-    assert!(!list_workers(&mut worker).await.is_empty());
+    let e = worker
+        .list_workers(proto::ListWorkersRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied);
+    let listed = list_workers(&mut operator).await;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].name.as_str(), listed[0].label.as_str()),
+        ("workers-token", "w"),
+        "the shared token is one identity; the name is a label"
+    );
 
     // The operator token steers runs.
     let second = create(&mut operator, 7).await;

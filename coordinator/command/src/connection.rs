@@ -18,9 +18,21 @@ pub struct ConnectionArgs {
         default_value = DEFAULT_COORDINATOR
     )]
     pub coordinator: String,
-    /// The shared bearer token, when the coordinator requires one.
+    /// The bearer token, when the coordinator requires one: the operator's, a worker credential
+    /// (`nqueens credential issue`) or the shared workers' token. Prefer NQUEENS_TOKEN or --token-file:
+    /// a token on the command line shows in `ps`.
     #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// A file holding the token (one line; a final newline is dropped), e.g. as `nqueens credential
+    /// issue --out` writes it.
+    #[arg(
+        long,
+        env = "NQUEENS_TOKEN_FILE",
+        value_name = "PATH",
+        conflicts_with = "token",
+        value_parser = token_file
+    )]
+    pub token_file: Option<String>,
     /// PEM file of the CA certificate that the coordinator's TLS certificate must chain to (as written
     /// by `nqueens tls init`); implies TLS.
     #[arg(
@@ -37,7 +49,7 @@ impl ConnectionArgs {
     pub fn connection(&self) -> Connection {
         Connection {
             coordinator: self.coordinator.clone(),
-            token: self.token.clone(),
+            token: self.token.clone().or_else(|| self.token_file.clone()),
             tls_ca: self.tls_ca.clone(),
         }
     }
@@ -45,5 +57,46 @@ impl ConnectionArgs {
     /// A lazily connecting client of the coordinator.
     pub fn connect(&self) -> Result<Client, nqueens_proto::Error> {
         nqueens_proto::connect(&self.connection())
+    }
+}
+
+/// Reads a token from the file at `path` (a `--token-file` flag): its one line, without the final
+/// newline, checked as a token ([`nqueens_proto::valid_token`]).
+pub fn token_file(path: &str) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let token = text
+        .strip_suffix('\n')
+        .map(|t| t.strip_suffix('\r').unwrap_or(t))
+        .unwrap_or(&text);
+    if !nqueens_proto::valid_token(token) {
+        return Err(format!(
+            "{path} must hold one token: 1 to {} characters of printable ASCII on one line",
+            nqueens_proto::MAX_TOKEN_LEN
+        ));
+    }
+    Ok(token.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_file_gives_its_line_without_the_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        for (text, token) in [
+            ("abc\n", Some("abc")),
+            ("abc\r\n", Some("abc")),
+            ("abc", Some("abc")),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            assert_eq!(token_file(path.to_str().unwrap()).ok().as_deref(), token);
+        }
+        for bad in ["", "\n", "a\nb\n", "abc\n\n", " abc\n"] {
+            std::fs::write(&path, bad).unwrap();
+            assert!(token_file(path.to_str().unwrap()).is_err(), "{bad:?}");
+        }
+        assert!(token_file(dir.path().join("none").to_str().unwrap()).is_err());
     }
 }

@@ -13,6 +13,7 @@ mod bench;
 pub mod connection;
 mod control;
 mod count;
+mod credential;
 mod durations;
 mod estimate;
 pub mod http;
@@ -94,6 +95,11 @@ pub enum Command {
     Resume(control::RunArgs),
     /// Set a run's priority: workers take jobs from the running run of the highest priority first.
     Priority(control::PriorityArgs),
+    /// Put a run's failed jobs back to pending, while the coordinator serves (a stalled run runs again).
+    Retry(control::RunArgs),
+    /// Issue, revoke or list worker credentials: one token per worker, the identity every check knows
+    /// it by.
+    Credential(credential::CredentialArgs),
     /// Load a coordinator with simulated workers (synthetic results, no search) and measure what it
     /// sustains: committed results per second and lease/report latency.
     Loadgen(loadgen::LoadgenArgs),
@@ -200,6 +206,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pause(args) => control::run(control::Action::Pause, &args),
         Command::Resume(args) => control::run(control::Action::Resume, &args),
         Command::Priority(args) => control::priority(&args),
+        Command::Retry(args) => credential::retry(&args),
+        Command::Credential(args) => credential::run(&args),
         Command::Loadgen(args) => loadgen::run(&args),
         Command::Worker(args) => runtime()?.block_on(crate::worker::run(args)),
         Command::Export(args) => backup::export(&args),

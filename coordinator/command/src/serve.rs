@@ -12,7 +12,7 @@ use nqueens_coordinator::service::{Config, Coordinator, RetryFailed};
 use nqueens_coordinator::store::Store;
 
 /// Arguments of `nqueens serve`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on (loopback by default; use 0.0.0.0:7447 to serve other machines).
     #[arg(long, default_value = "127.0.0.1:7447")]
@@ -57,6 +57,12 @@ pub struct ServeArgs {
     /// operator's), and must differ from it.
     #[arg(long, env = "NQUEENS_WORKER_TOKEN", hide_env_values = true, value_parser = token, value_name = "T")]
     pub worker_token: Option<String>,
+    /// A file holding --token (one line): no token on the command line, where `ps` shows it.
+    #[arg(long, env = "NQUEENS_TOKEN_FILE", value_name = "PATH", conflicts_with = "token", value_parser = crate::connection::token_file)]
+    pub token_file: Option<String>,
+    /// A file holding --worker-token (one line).
+    #[arg(long, env = "NQUEENS_WORKER_TOKEN_FILE", value_name = "PATH", conflicts_with = "worker_token", value_parser = crate::connection::token_file)]
+    pub worker_token_file: Option<String>,
     /// PEM certificate (chain) for TLS, e.g. DIR/server.pem from `nqueens tls init DIR`; with --tls-key,
     /// clients connect with https:// and --tls-ca.
     #[arg(
@@ -128,6 +134,15 @@ impl std::error::Error for BadTokens {}
 
 /// Opens the store, audits it, and serves until SIGTERM or Ctrl-C.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    // The tokens read from files are the tokens.
+    let args = &ServeArgs {
+        token: args.token.clone().or_else(|| args.token_file.clone()),
+        worker_token: args
+            .worker_token
+            .clone()
+            .or_else(|| args.worker_token_file.clone()),
+        ..args.clone()
+    };
     match (&args.token, &args.worker_token) {
         (None, Some(_)) => return Err(BadTokens(
             "--worker-token (NQUEENS_WORKER_TOKEN) needs --token (NQUEENS_TOKEN), the operator's: \

@@ -193,4 +193,28 @@ impl Coordinator for Fake {
     ) -> Result<Response<proto::ListJobsResponse>, Status> {
         no()
     }
+    async fn issue_credential(
+        &self,
+        _: Request<proto::IssueCredentialRequest>,
+    ) -> Result<Response<proto::IssueCredentialResponse>, Status> {
+        no()
+    }
+    async fn revoke_credential(
+        &self,
+        _: Request<proto::RevokeCredentialRequest>,
+    ) -> Result<Response<proto::RevokeCredentialResponse>, Status> {
+        no()
+    }
+    async fn list_credentials(
+        &self,
+        _: Request<proto::ListCredentialsRequest>,
+    ) -> Result<Response<proto::ListCredentialsResponse>, Status> {
+        no()
+    }
+    async fn retry_failed(
+        &self,
+        _: Request<proto::RunControlRequest>,
+    ) -> Result<Response<proto::RetryFailedResponse>, Status> {
+        no()
+    }
 }

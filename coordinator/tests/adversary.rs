@@ -1,0 +1,422 @@
+//! Hostile workers against a real coordinator on 127.0.0.1:0: what a holder of a worker credential (the
+//! shared workers' token, or one issued credential) can do to a total. Names under one credential are
+//! one worker; a check's outcome is hidden from it; it lists nobody; a revoked credential is refused at
+//! once.
+
+use std::time::Duration;
+
+use nqueens_common::checksum::seal;
+use nqueens_common::{JobKey, Plan, Strategy};
+use nqueens_coordinator::server::{serve, Options};
+use nqueens_coordinator::store::Store;
+use nqueens_coordinator::{Config, Coordinator};
+use nqueens_proto as proto;
+use nqueens_proto::Client;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::Code;
+
+/// Q(8).
+const Q8: &str = "92";
+
+struct Server {
+    address: String,
+    stop: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// A coordinator with the operator's token "operator" and the shared workers' token "workers".
+async fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let config = Config {
+        lease_timeout: Duration::from_secs(60),
+        ..Config::default()
+    };
+    let coordinator = Coordinator::open(store, config).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let options = Options {
+        token: Some("operator".into()),
+        worker_token: Some("workers".into()),
+        ..Options::default()
+    };
+    tokio::spawn(serve(
+        listener,
+        coordinator,
+        options,
+        stop.clone().cancelled_owned(),
+    ));
+    Server {
+        address,
+        stop,
+        _dir: dir,
+    }
+}
+
+impl Server {
+    fn client(&self, token: &str) -> Client {
+        nqueens_proto::connect(&proto::Connection {
+            coordinator: self.address.clone(),
+            token: Some(token.into()),
+            tls_ca: None,
+        })
+        .unwrap()
+    }
+
+    /// A client holding a credential the operator issues to `identity`.
+    async fn issued(&self, identity: &str) -> Client {
+        let token = self
+            .client("operator")
+            .issue_credential(proto::IssueCredentialRequest {
+                identity: identity.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .token;
+        self.client(&token)
+    }
+}
+
+/// A run of N = 8 that verifies `fraction` of its jobs.
+async fn create(operator: &mut Client, fraction: f64) -> proto::RunStatus {
+    operator
+        .create_run(proto::CreateRunRequest {
+            n: 8,
+            strategy: proto::Strategy::D4 as i32,
+            depth: None,
+            reuse: false,
+            verify_fraction: Some(fraction),
+            priority: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+async fn lease(c: &mut Client, name: &str, capacity: u32) -> Vec<proto::JobLease> {
+    c.lease(proto::LeaseRequest {
+        worker_id: name.into(),
+        worker_name: name.into(),
+        threads: 1,
+        capacity,
+        run: None,
+        wait_ms: 0,
+        gpus: 0,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .leases
+}
+
+/// The true, sealed result of a leased job.
+fn truth(l: &proto::JobLease) -> proto::JobResult {
+    let plan = Plan::with_depth(l.n, Strategy::D4, l.depth as u8).unwrap();
+    let key: JobKey = l.job.parse().unwrap();
+    let r = plan.job(&key).unwrap().run();
+    proto::JobResult {
+        lease_id: l.lease_id,
+        run: l.run.clone(),
+        n: l.n,
+        job: l.job.clone(),
+        total: r.total,
+        unique8: r.unique8,
+        nodes: r.nodes,
+        seal: Some(seal(l.plan_fingerprint, &key, &r)),
+        lease_tag: l.lease_tag,
+        device: None,
+    }
+}
+
+/// A sealed lie that fits every check of its counts: one class of eight solutions more.
+fn lie(l: &proto::JobLease) -> proto::JobResult {
+    let mut r = truth(l);
+    r.total += 8;
+    r.unique8 = r.unique8.map(|u| u + 8);
+    let key: JobKey = l.job.parse().unwrap();
+    let counts = nqueens_common::JobResult {
+        total: r.total,
+        unique8: r.unique8,
+        nodes: r.nodes,
+    };
+    r.seal = Some(seal(l.plan_fingerprint, &key, &counts));
+    r
+}
+
+async fn report(
+    c: &mut Client,
+    name: &str,
+    results: Vec<proto::JobResult>,
+) -> Result<Vec<proto::Outcome>, tonic::Status> {
+    c.report(proto::ReportRequest {
+        worker_id: name.into(),
+        worker_name: name.into(),
+        results,
+        ..Default::default()
+    })
+    .await
+    .map(|r| {
+        r.into_inner()
+            .outcomes
+            .into_iter()
+            .map(|o| proto::Outcome::try_from(o).unwrap())
+            .collect()
+    })
+}
+
+async fn status(c: &mut Client, run: &str) -> proto::RunStatus {
+    c.get_run(proto::GetRunRequest { run: run.into() })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// One process with the shared workers' token, naming itself "a" and then "b", lies on every job of a
+/// run that verifies every job: "b" gets nothing to lease and cannot confirm "a"'s lies by reporting
+/// them again; nothing is counted. Two honest credentials then compute the run: the first disputes
+/// every lie, the second decides; the shared token's identity is quarantined, and the run ends exact.
+/// Before, "a" and "b" were two workers and the run ended `done` with the made-up total.
+#[tokio::test]
+async fn names_under_one_credential_cannot_confirm_each_other() {
+    let s = start().await;
+    let mut operator = s.client("operator");
+    let run = create(&mut operator, 1.0).await;
+    let mut liar = s.client("workers");
+    let leases = lease(&mut liar, "a", 4096).await;
+    assert_eq!(leases.len() as u64, run.jobs_total);
+    let outcomes = report(&mut liar, "a", leases.iter().map(lie).collect())
+        .await
+        .unwrap();
+    // Held for a check, but the worker is told nothing of it.
+    assert!(outcomes.iter().all(|o| *o == proto::Outcome::Accepted));
+    assert!(lease(&mut liar, "b", 4096).await.is_empty());
+    // Reported again under "b": "a"'s own results, compared (or refused, its leases closed).
+    match report(&mut liar, "b", leases.iter().map(lie).collect()).await {
+        Ok(again) => assert!(again.iter().all(|o| *o == proto::Outcome::Duplicate)),
+        Err(e) => assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}"),
+    }
+    let st = status(&mut operator, &run.run).await;
+    assert_eq!((st.jobs_done, st.jobs_verifying), (0, run.jobs_total));
+    assert_eq!(st.total, "0");
+
+    let mut first = s.issued("honest-1").await;
+    let held = lease(&mut first, "h1", 4096).await;
+    assert_eq!(held.len() as u64, run.jobs_total);
+    report(&mut first, "h1", held.iter().map(truth).collect())
+        .await
+        .unwrap();
+    let st = status(&mut operator, &run.run).await;
+    assert_eq!(st.jobs_done, 0, "disputed, not counted");
+    let mut second = s.issued("honest-2").await;
+    let held = lease(&mut second, "h2", 4096).await;
+    report(&mut second, "h2", held.iter().map(truth).collect())
+        .await
+        .unwrap();
+    let st = status(&mut operator, &run.run).await;
+    assert_eq!(st.state, proto::RunState::Done as i32);
+    assert_eq!(st.total, Q8);
+    let e = liar
+        .lease(proto::LeaseRequest {
+            worker_id: "c".into(),
+            worker_name: "c".into(),
+            threads: 1,
+            capacity: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    assert!(e.message().contains("workers-token"), "{}", e.message());
+}
+
+/// A framing attempt: an honest credential's result waits for its check; the shared token's holder,
+/// under one name, disputes it with a lie, then under another name tries to decide: it is one identity
+/// and gets no lease of the job. A third credential decides for the truth: the honest worker serves on
+/// and its result counts; the liar is quarantined.
+#[tokio::test]
+async fn a_framing_attempt_leaves_the_honest_worker_serving_and_counted() {
+    let s = start().await;
+    let mut operator = s.client("operator");
+    let run = create(&mut operator, 1.0).await;
+    let mut honest = s.issued("honest").await;
+    let first = lease(&mut honest, "h", 1).await;
+    report(&mut honest, "h", vec![truth(&first[0])])
+        .await
+        .unwrap();
+    let mut framer = s.client("workers");
+    let mine = lease(&mut framer, "x", 1).await;
+    assert_eq!(mine[0].job, first[0].job, "the job waiting for a check");
+    report(&mut framer, "x", vec![lie(&mine[0])]).await.unwrap();
+    let y = lease(&mut framer, "y", 4096).await;
+    assert!(y.iter().all(|l| l.job != first[0].job), "y is x");
+    let mut judge = s.issued("judge").await;
+    let decide = lease(&mut judge, "j", 1).await;
+    assert_eq!(decide[0].job, first[0].job);
+    report(&mut judge, "j", vec![truth(&decide[0])])
+        .await
+        .unwrap();
+    let st = status(&mut operator, &run.run).await;
+    assert_eq!((st.jobs_done, st.jobs_disputed), (1, 0));
+    // The honest worker leases on; the framer is out.
+    honest
+        .lease(proto::LeaseRequest {
+            worker_id: "h".into(),
+            worker_name: "h".into(),
+            threads: 1,
+            capacity: 1,
+            ..Default::default()
+        })
+        .await
+        .expect("the honest worker is not quarantined");
+    let e = framer
+        .heartbeat(proto::HeartbeatRequest {
+            worker_id: "x".into(),
+            lease_ids: vec![],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied);
+}
+
+/// A worker credential learns nothing of the checks and of other workers: listing workers, jobs or
+/// credentials is the operator's alone, and a result held for a check is answered as accepted.
+#[tokio::test]
+async fn a_worker_credential_sees_no_check_and_lists_nobody() {
+    let s = start().await;
+    let mut operator = s.client("operator");
+    let run = create(&mut operator, 1.0).await;
+    for mut worker in [s.issued("node-1").await, s.client("workers")] {
+        let e = worker
+            .list_workers(proto::ListWorkersRequest::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::PermissionDenied);
+        let e = worker
+            .list_jobs(proto::ListJobsRequest {
+                state: proto::JobState::Verifying as i32,
+                run: None,
+                limit: 0,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::PermissionDenied);
+        let e = worker
+            .list_credentials(proto::ListCredentialsRequest {})
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::PermissionDenied);
+        let e = worker
+            .issue_credential(proto::IssueCredentialRequest {
+                identity: "mine".into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::PermissionDenied);
+        let e = worker
+            .retry_failed(proto::RunControlRequest {
+                run: run.run.clone(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::PermissionDenied);
+    }
+    let mut worker = s.issued("node-1").await;
+    let held = lease(&mut worker, "n1", 1).await;
+    let outcomes = report(&mut worker, "n1", held.iter().map(truth).collect())
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![proto::Outcome::Accepted]);
+    let st = status(&mut operator, &run.run).await;
+    assert_eq!(
+        (st.jobs_done, st.jobs_verifying),
+        (0, 1),
+        "held for a check"
+    );
+    // The operator sees the worker by its identity, with the name it states as a label.
+    let workers = operator
+        .list_workers(proto::ListWorkersRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .workers;
+    assert_eq!(workers.len(), 1);
+    assert_eq!(
+        (workers[0].name.as_str(), workers[0].label.as_str()),
+        ("node-1", "n1")
+    );
+    assert_eq!(workers[0].worker_id, "node-1/n1");
+    let listed = operator
+        .list_credentials(proto::ListCredentialsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .credentials;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].identity, "node-1");
+}
+
+/// A credential revoked mid-run is refused at once, for every call: its report changes nothing stored.
+/// A forged credential (another identity under a real one's MAC) is refused too.
+#[tokio::test]
+async fn a_revoked_credential_is_refused_at_once_mid_run() {
+    let s = start().await;
+    let mut operator = s.client("operator");
+    let run = create(&mut operator, 0.0).await;
+    let token = operator
+        .issue_credential(proto::IssueCredentialRequest {
+            identity: "stolen".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    let mut thief = s.client(&token);
+    let held = lease(&mut thief, "t", 4).await;
+    assert!(!held.is_empty());
+    let revoked = operator
+        .revoke_credential(proto::RevokeCredentialRequest {
+            identity: "stolen".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(revoked.revoked);
+    let e = report(&mut thief, "t", held.iter().map(truth).collect())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+    assert!(e.message().contains("revoked"), "{}", e.message());
+    let e = thief
+        .heartbeat(proto::HeartbeatRequest {
+            worker_id: "t".into(),
+            lease_ids: held.iter().map(|l| l.lease_id).collect(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+    assert_eq!(status(&mut operator, &run.run).await.jobs_done, 0);
+    // Revoked for good: not issued again.
+    let e = operator
+        .issue_credential(proto::IssueCredentialRequest {
+            identity: "stolen".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let mac = token.rsplit_once('.').unwrap().1;
+    let mut forger = s.client(&format!("nqw1.other.{mac}"));
+    let e = forger
+        .list_runs(proto::ListRunsRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+}
