@@ -85,7 +85,7 @@ pub enum JobsIn {
     Failed,
     /// Verified jobs whose results disagree.
     Disputed,
-    /// Verified jobs waiting for a second worker name.
+    /// Verified jobs waiting for a worker of another identity.
     Verifying,
 }
 

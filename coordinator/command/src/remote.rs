@@ -84,8 +84,9 @@ pub struct SubmitArgs {
     pub partition: PartitionArgs,
     #[command(flatten)]
     pub connection: crate::connection::ConnectionArgs,
-    /// Fraction of jobs (0 to 1) computed twice by workers of different names (default: the
-    /// coordinator's, 0.01).
+    /// Fraction of jobs (0 to 1) computed twice, by workers of different identities (worker
+    /// credentials; default: the coordinator's, 0.01). The jobs checked are drawn with a secret of the
+    /// coordinator, 8 at the least on average however small the run.
     #[arg(long)]
     pub verify_fraction: Option<f64>,
     /// Print the coordinator's existing run of the same N, strategy and depth, if it has one, instead
@@ -142,8 +143,8 @@ pub fn run_line(s: &StatusOutput) -> String {
         && s.jobs_leased == 0
         && s.jobs_done + s.jobs_verifying + s.jobs_failed == s.jobs_total
     {
-        // Only verification is left: it needs a worker of another name than the one that computed it.
-        checks += " (waiting for a second worker name to verify)";
+        // Only verification is left: it needs a worker of another identity than the one that computed it.
+        checks += " (waiting for a worker of another credential to verify)";
     }
     if s.jobs_disputed > 0 {
         checks += &format!(", {} DISPUTED", s.jobs_disputed);
@@ -201,6 +202,14 @@ pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
             anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
         })
         .map_err(|e| locate(e, &args.connection.coordinator))?;
+    if status.verify_fraction > 0.0 && status.jobs_done < status.jobs_total {
+        let least = nqueens_coordinator::store::MIN_CHECKS as f64 / status.jobs_total.max(1) as f64;
+        let checked = status.verify_fraction.max(least).min(1.0) * status.jobs_total as f64;
+        eprintln!(
+            "note: about {checked:.0} of its {} jobs are checked by a second worker of another identity: the run ends once workers of two credentials (`nqueens credential issue`) have worked on it",
+            status.jobs_total
+        );
+    }
     print(&status.into(), args.partition.json)
 }
 
