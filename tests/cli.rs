@@ -971,3 +971,39 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
         );
     }
 }
+
+/// The data directory and everything in it are the owner's alone (the store holds the lease-tag key,
+/// `credentials.json` the credential key): 0700 for the directory, made or found 0755, no file readable by
+/// group or others. Before, they were 0755 and 0644.
+#[cfg(unix)]
+#[test]
+fn the_data_directory_and_its_files_are_the_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(count_in(&data, &["8"])["total"], "92");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&data), 0o700);
+    let mut seen = 0;
+    let mut walk = vec![data.clone()];
+    while let Some(d) = walk.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            assert_eq!(
+                mode(&path) & 0o077,
+                0,
+                "{} is {:o}",
+                path.display(),
+                mode(&path)
+            );
+            seen += 1;
+            if path.is_dir() {
+                walk.push(path);
+            }
+        }
+    }
+    assert!(data.join("credentials.json").exists());
+    assert!(seen > 3, "{seen} entries");
+}

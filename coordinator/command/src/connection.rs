@@ -28,6 +28,7 @@ pub struct ConnectionArgs {
     #[arg(
         long,
         env = "NQUEENS_TOKEN_FILE",
+        hide_env_values = true,
         value_name = "PATH",
         conflicts_with = "token",
         value_parser = token_file

@@ -58,10 +58,10 @@ pub struct ServeArgs {
     #[arg(long, env = "NQUEENS_WORKER_TOKEN", hide_env_values = true, value_parser = token, value_name = "T")]
     pub worker_token: Option<String>,
     /// A file holding --token (one line): no token on the command line, where `ps` shows it.
-    #[arg(long, env = "NQUEENS_TOKEN_FILE", value_name = "PATH", conflicts_with = "token", value_parser = crate::connection::token_file)]
+    #[arg(long, env = "NQUEENS_TOKEN_FILE", hide_env_values = true, value_name = "PATH", conflicts_with = "token", value_parser = crate::connection::token_file)]
     pub token_file: Option<String>,
     /// A file holding --worker-token (one line).
-    #[arg(long, env = "NQUEENS_WORKER_TOKEN_FILE", value_name = "PATH", conflicts_with = "worker_token", value_parser = crate::connection::token_file)]
+    #[arg(long, env = "NQUEENS_WORKER_TOKEN_FILE", hide_env_values = true, value_name = "PATH", conflicts_with = "worker_token", value_parser = crate::connection::token_file)]
     pub worker_token_file: Option<String>,
     /// PEM certificate (chain) for TLS, e.g. DIR/server.pem from `nqueens tls init DIR`; with --tls-key,
     /// clients connect with https:// and --tls-ca.
