@@ -50,6 +50,8 @@ pub struct Leases {
     /// Active leases per run and worker id: what a run's view counts, without a walk over every
     /// lease of every run (a view is built for each status call, watch stream and page).
     held: HashMap<u64, HashMap<String, u64>>,
+    /// Active leases per worker name (identity), all runs together.
+    by_name: HashMap<String, u64>,
     /// Expired or released leases of jobs not done yet: a late result under them is still accepted.
     past: HashMap<u64, (JobId, String)>,
     past_by_job: HashMap<JobId, Vec<u64>>,
@@ -69,6 +71,7 @@ impl Leases {
             active: HashMap::new(),
             by_job: HashMap::new(),
             held: HashMap::new(),
+            by_name: HashMap::new(),
             past: HashMap::new(),
             past_by_job: HashMap::new(),
             cancelled: HashSet::new(),
@@ -91,6 +94,7 @@ impl Leases {
             .or_default()
             .entry(worker.to_string())
             .or_default() += 1;
+        *self.by_name.entry(name.to_string()).or_default() += 1;
         self.active.insert(
             id,
             Lease {
@@ -156,7 +160,18 @@ impl Leases {
                 self.held.remove(&lease.run);
             }
         }
+        if let Some(n) = self.by_name.get_mut(&lease.name) {
+            *n -= 1;
+            if *n == 0 {
+                self.by_name.remove(&lease.name);
+            }
+        }
         Some(lease)
+    }
+
+    /// Active leases issued to the worker name (identity) `name`, all runs together.
+    pub fn held_by(&self, name: &str) -> u64 {
+        self.by_name.get(name).copied().unwrap_or(0)
     }
 
     /// Active leases per worker id.

@@ -180,7 +180,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         _ => "warn",
     };
     setup::init_logging(cli.log_format, level);
-    setup::private_files();
+    // The commands that write a data directory or a journal keep them to their owner (`tls init`
+    // chooses each file's mode itself: the certificates are public).
+    if matches!(
+        cli.command,
+        Command::Serve(_)
+            | Command::Count(_)
+            | Command::Worker(_)
+            | Command::Import(_)
+            | Command::Loadgen(_)
+    ) {
+        setup::private_files();
+    }
     if let Some(variant) = cli.kernel {
         nqueens_common::kernel::choose(variant)?;
     }

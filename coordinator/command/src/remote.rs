@@ -86,7 +86,7 @@ pub struct SubmitArgs {
     pub connection: crate::connection::ConnectionArgs,
     /// Fraction of jobs (0 to 1) computed twice, by workers of different identities (worker
     /// credentials; default: the coordinator's, 0.01). The jobs checked are drawn with a secret of the
-    /// coordinator, 8 at the least on average however small the run.
+    /// coordinator; a run too small for its fraction to check any is warned of.
     #[arg(long)]
     pub verify_fraction: Option<f64>,
     /// Print the coordinator's existing run of the same N, strategy and depth, if it has one, instead
@@ -202,15 +202,28 @@ pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
             anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
         })
         .map_err(|e| locate(e, &args.connection.coordinator))?;
-    if status.verify_fraction > 0.0 && status.jobs_done < status.jobs_total {
-        let least = nqueens_coordinator::store::MIN_CHECKS as f64 / status.jobs_total.max(1) as f64;
-        let checked = status.verify_fraction.max(least).min(1.0) * status.jobs_total as f64;
-        eprintln!(
-            "note: about {checked:.0} of its {} jobs are checked by a second worker of another identity: the run ends once workers of two credentials (`nqueens credential issue`) have worked on it",
-            status.jobs_total
-        );
+    if let Some(warning) = checks_warning(status.verify_fraction, status.jobs_total) {
+        eprintln!("{warning}");
     }
     print(&status.into(), args.partition.json)
+}
+
+/// What `submit` says of a run's checks: that a run too small for its fraction likely checks no job
+/// at all (a liar would go unseen), or that checks need workers of two identities.
+fn checks_warning(fraction: f64, jobs: u64) -> Option<String> {
+    if fraction <= 0.0 || jobs == 0 {
+        return None;
+    }
+    let expected = fraction * jobs as f64;
+    if expected < 3.0 {
+        let enough = (3.0 / jobs as f64).min(1.0);
+        return Some(format!(
+            "warning: at --verify-fraction {fraction}, a run of {jobs} jobs checks about {expected:.1} of them (likely none): a wrong result would go unseen; submit with --verify-fraction {enough:.2} or more to check a few"
+        ));
+    }
+    Some(format!(
+        "note: about {expected:.0} of its {jobs} jobs are checked by a worker of a second identity: the run ends once workers of two credentials (`nqueens credential issue`) have worked on it"
+    ))
 }
 
 /// Warns on stderr about the coordinator's runs (not cancelled) of the same N, strategy and depth as
@@ -374,6 +387,23 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::checks_warning;
+
+    #[test]
+    fn submit_warns_of_a_run_too_small_for_its_fraction() {
+        let small = checks_warning(0.01, 79).unwrap();
+        assert!(
+            small.starts_with("warning:") && small.contains("0.04"),
+            "{small}"
+        );
+        let big = checks_warning(0.01, 10_000).unwrap();
+        assert!(
+            big.starts_with("note:") && big.contains("about 100 of its 10000"),
+            "{big}"
+        );
+        assert_eq!(checks_warning(0.0, 79), None);
+    }
+
     use super::every_page;
 
     /// A listing of `entries` served `size` at a time; `stuck` makes every page after the first

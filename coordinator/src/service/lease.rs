@@ -36,6 +36,16 @@ const MAX_ID_LEN: usize = nqueens_proto::MAX_WORKER_ID_LEN;
 /// Most GPUs a worker may say it computes on.
 pub const MAX_GPUS: u32 = nqueens_proto::MAX_GPUS;
 
+/// Leases a worker credential with no result counted may hold at once, all its processes together.
+pub const NEW_IDENTITY_LEASES: u64 = 256;
+/// Further leases it may hold per result it had counted.
+pub const LEASES_PER_RESULT: u64 = 4;
+
+/// Leases a worker credential with `counted` results counted may hold at once.
+pub fn lease_limit(counted: u64) -> u64 {
+    NEW_IDENTITY_LEASES.saturating_add(counted.saturating_mul(LEASES_PER_RESULT))
+}
+
 /// One leased job.
 #[derive(Debug, Clone)]
 pub struct Granted {
@@ -58,6 +68,8 @@ pub struct Ask<'a> {
     pub name: &'a str,
     /// The name it states for itself (a label for people).
     pub label: &'a str,
+    /// Whether it holds a worker credential: it may hold at most [`lease_limit`] leases.
+    pub credential: bool,
     pub threads: u32,
     /// GPUs computing beside its threads (at most [`MAX_GPUS`]).
     pub gpus: u32,
@@ -219,6 +231,7 @@ impl Coordinator {
             worker,
             name,
             label,
+            credential,
             threads,
             gpus,
             capacity,
@@ -238,6 +251,16 @@ impl Coordinator {
         }
         let benched = state.strikes.benched(name, now);
         let capacity = state.strikes.capacity(name, capacity);
+        // A credential holds leases in proportion to the results it had counted: a new identity
+        // cannot take a whole run and sit on it.
+        let capacity = match credential {
+            true => {
+                let counted = state.counted.get(name).copied().unwrap_or(0);
+                let room = lease_limit(counted).saturating_sub(state.leases.held_by(name));
+                capacity.min(u32::try_from(room).unwrap_or(u32::MAX))
+            }
+            false => capacity,
+        };
         match state.workers.seen(worker, now) {
             Contact::Joined => {
                 tracing::info!(worker = %worker, name = %name, threads, "worker joined")
@@ -569,7 +592,7 @@ impl Coordinator {
             };
             // A worker that never had a result counted cannot make a job fail: fresh identities that
             // take jobs and walk away only delay them.
-            if !state.credible.contains(name) {
+            if !state.counted.contains_key(name) {
                 tracing::info!(worker = %lease.worker, name, run = lease.run, job = %lease.key, lease = lease.id, "lease expired (a worker with no counted result: not an attempt)");
                 run.requeue(lease.key.clone());
                 continue;

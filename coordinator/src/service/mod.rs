@@ -17,7 +17,7 @@ pub use report::Report;
 pub use strikes::Expiries;
 pub use view::{RunView, WorkerState, WorkerView};
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -155,9 +155,10 @@ struct State {
     quarantined: HashMap<String, String>,
     /// Workers charged for leases that expired.
     strikes: Strikes,
-    /// Workers (by name: their identity, where they hold credentials) with a result counted, in the
-    /// store or in this incarnation: only their expired leases can make a job fail.
-    credible: HashSet<String>,
+    /// Results counted per worker name (identity, where it holds a credential), in the store or in
+    /// this incarnation: only the expired leases of a worker with one can make a job fail, and a
+    /// credential holds more leases the more it has.
+    counted: HashMap<String, u64>,
     max_attempts: u32,
 }
 
@@ -284,12 +285,14 @@ impl Coordinator {
         let audited = started.elapsed();
         let mut runs = BTreeMap::new();
         let mut earlier_results: HashMap<String, u64> = HashMap::new();
-        let mut credible = HashSet::new();
+        let mut counted: HashMap<String, u64> = HashMap::new();
         for (meta, line) in store.runs()?.into_iter().zip(audit) {
             for (worker, n) in &line.by_worker {
                 *earlier_results.entry(worker.clone()).or_insert(0) += n;
             }
-            credible.extend(line.names);
+            for (name, n) in line.names {
+                *counted.entry(name).or_insert(0) += n;
+            }
             // A cancelled run is never resumed: its plan need not match this build's.
             if !meta.is_done() && !meta.is_cancelled() {
                 // Bounded by the job count it records, not by the limits of run creation, which runs
@@ -342,7 +345,7 @@ impl Coordinator {
                     workers: Workers::with_earlier_results(earlier_results),
                     quarantined,
                     strikes: Strikes::default(),
-                    credible,
+                    counted,
                     max_attempts: config.max_attempts.max(1),
                 }),
                 store,

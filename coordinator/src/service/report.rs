@@ -109,8 +109,11 @@ impl Coordinator {
                         }
                         state.leases.settle(inc.run, &inc.key);
                     }
-                    if !state.credible.contains(name) {
-                        state.credible.insert(name.to_string());
+                    match state.counted.get_mut(name) {
+                        Some(n) => *n += 1,
+                        None => {
+                            state.counted.insert(name.to_string(), 1);
+                        }
                     }
                     if state.strikes.clear(name) {
                         tracing::info!(

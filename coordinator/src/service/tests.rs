@@ -54,6 +54,7 @@ fn ask<'a>(worker: &'a str, capacity: u32) -> Ask<'a> {
         worker,
         name: worker,
         label: worker,
+        credential: false,
         threads: 1,
         gpus: 0,
         capacity,
@@ -927,6 +928,7 @@ async fn a_waiting_lease_call_does_not_wake_itself() {
         worker: id,
         name: "a",
         label: "a",
+        credential: false,
         threads: 1,
         gpus: 0,
         capacity: 1,
@@ -1467,4 +1469,42 @@ async fn a_poison_job_still_fails_under_credible_workers_and_is_retried_while_se
     assert_eq!(held.len() as u64, retried);
     report_all(&c, "c", &held).await;
     assert_eq!(total(&c, &run), (Q8, true));
+}
+
+/// A worker credential with no result counted holds at most `NEW_IDENTITY_LEASES` leases, however many
+/// it asks for: it cannot take a whole run and sit on it. Each result counted lets it hold
+/// `LEASES_PER_RESULT` more. Workers under the operator's token are not limited.
+#[tokio::test(start_paused = true)]
+async fn a_new_credential_cannot_take_a_whole_run() {
+    use super::lease::{lease_limit, NEW_IDENTITY_LEASES};
+    let c = coordinator();
+    let view = run_of_13(&c).await;
+    let total = view.meta.jobs_total;
+    assert!(total > 2 * NEW_IDENTITY_LEASES, "{total} jobs");
+    let as_credential = |capacity| Ask {
+        worker: "node/1",
+        name: "node",
+        label: "node",
+        credential: true,
+        threads: 1,
+        gpus: 0,
+        capacity,
+        only: None,
+    };
+    let first = c.lease(&as_credential(4096), Duration::ZERO).await.unwrap();
+    assert_eq!(first.leases.len() as u64, NEW_IDENTITY_LEASES);
+    let more = c.lease(&as_credential(4096), Duration::ZERO).await.unwrap();
+    assert!(more.leases.is_empty() && !more.idle, "full, not idle");
+    c.report("node/1", "node", first.leases.iter().map(report).collect())
+        .await
+        .unwrap();
+    let second = c.lease(&as_credential(4096), Duration::ZERO).await.unwrap();
+    let left = total - NEW_IDENTITY_LEASES;
+    assert_eq!(
+        second.leases.len() as u64,
+        left.min(lease_limit(NEW_IDENTITY_LEASES))
+    );
+    // The operator's workers are trusted: one takes whatever is left.
+    let trusted = lease(&c, "operator-worker", 4096).await;
+    assert_eq!(trusted.len() as u64, left - second.leases.len() as u64);
 }

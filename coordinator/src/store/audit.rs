@@ -6,7 +6,7 @@
 //! pass that hands every intact result to the caller too: on the quick path the reconciliation's digest,
 //! the recount of the totals and the audit share that one pass.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use nqueens_common::{JobKey, Tally};
 
@@ -23,8 +23,8 @@ pub struct AuditLine {
     /// The stored results per id of the worker process that computed them (records of store format 1,
     /// which carry no id, are left out).
     pub by_worker: HashMap<String, u64>,
-    /// The names (identities, for results of workers with credentials) with a result counted.
-    pub names: HashSet<String>,
+    /// The stored results per worker name (identity, for results of workers with credentials).
+    pub names: HashMap<String, u64>,
 }
 
 /// What one pass over a run's stored results found.
@@ -34,8 +34,8 @@ pub struct Survey {
     pub sum: Tally,
     /// Its intact results per worker process id.
     pub by_worker: HashMap<String, u64>,
-    /// The names of the workers of its intact results.
-    pub names: HashSet<String>,
+    /// Its intact results per worker name.
+    pub names: HashMap<String, u64>,
     /// The latest commit time among them (the run's creation time when there are none).
     pub last_at: u64,
     /// The first result that is undecodable or fails its seal (damaged on disk), if any.
@@ -61,7 +61,7 @@ impl Store {
         let mut survey = Survey {
             sum: Tally::new(meta.strategy == nqueens_common::Strategy::D4),
             by_worker: HashMap::new(),
-            names: HashSet::new(),
+            names: HashMap::new(),
             last_at: meta.created_unix,
             damaged: None,
             damaged_record: None,
@@ -118,8 +118,11 @@ impl Store {
             if !record.worker_id.is_empty() {
                 *survey.by_worker.entry(record.worker_id).or_insert(0) += 1;
             }
-            if !survey.names.contains(&record.worker) {
-                survey.names.insert(record.worker);
+            match survey.names.get_mut(&record.worker) {
+                Some(n) => *n += 1,
+                None => {
+                    survey.names.insert(record.worker, 1);
+                }
             }
         }
         while next_record.is_some() {

@@ -38,7 +38,7 @@ pub use audit::{AuditLine, Survey};
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
 pub use control::{Control, JobListing, ListedJob};
 pub use records::{
-    now_unix, Checks, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta, MIN_CHECKS,
+    now_unix, Checks, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta,
 };
 pub use revoke::{Revocation, Revoked};
 

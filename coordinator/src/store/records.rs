@@ -182,7 +182,7 @@ impl RunMeta {
     /// [`Checks::Keyed`] the hash is keyed with `secret` (the store's), so that no worker can predict
     /// which of its jobs are checked.
     pub fn verifies(&self, secret: &[u8; 16], key: &JobKey) -> bool {
-        let fraction = self.check_fraction();
+        let fraction = self.verify_fraction;
         if fraction <= 0.0 {
             return false;
         }
@@ -215,21 +215,7 @@ impl RunMeta {
         };
         (hash as f64) < fraction * u64::MAX as f64
     }
-
-    /// The share of jobs the run checks: its fraction, raised for a run of keyed checks so that it
-    /// checks [`MIN_CHECKS`] jobs on average however small it is (a run of a few dozen jobs at 1 %
-    /// would check none). A run that verifies nothing checks nothing.
-    pub fn check_fraction(&self) -> f64 {
-        if self.verify_fraction <= 0.0 || self.checks == Checks::Public {
-            return self.verify_fraction;
-        }
-        let least = MIN_CHECKS as f64 / self.jobs_total.max(1) as f64;
-        self.verify_fraction.max(least).min(1.0)
-    }
 }
-
-/// The jobs a run of keyed checks that verifies any checks at the least, on average.
-pub const MIN_CHECKS: u64 = 8;
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

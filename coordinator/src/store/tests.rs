@@ -110,7 +110,9 @@ pub(crate) fn a_quarantine_not_revoked(dir: &std::path::Path) -> Store {
 /// the ledger written from the store; and the report of "b" that decides it (not committed).
 pub(crate) fn a_dispute_undecided(dir: &std::path::Path) -> (Store, Incoming) {
     let store = Store::open(dir).unwrap();
-    let plan = Plan::new(8, Strategy::D4).unwrap();
+    // Of N = 10 (23 jobs): half of them verified leaves at least three plain jobs and a verified one
+    // whatever the store's secret (but with odds below 1 in 10,000).
+    let plan = Plan::new(10, Strategy::D4).unwrap();
     let run = store.create_run(plan, 0.5).unwrap();
     let keys: Vec<_> = plan.jobs().collect();
     let verified = (0..keys.len())
@@ -1945,34 +1947,4 @@ fn a_run_record_without_checks_reads_as_public() {
     let old: super::RunMeta =
         serde_json::from_str(&json.replace(",\"checks\":\"keyed\"", "")).unwrap();
     assert_eq!(old.checks, super::Checks::Public);
-}
-
-/// A run too small for its fraction still checks jobs: at 1 %, a run of 62 jobs checks 8 on average
-/// (its share raised to 8 / 62), a run of thousands its 1 %; a run that verifies nothing checks
-/// nothing, and a run of public checks keeps its fraction as it began.
-#[test]
-fn a_small_run_checks_a_few_jobs_at_the_least() {
-    let (store, plan, run) = one_run(16, Strategy::D4, 0.01);
-    assert_eq!(run.jobs_total, 62);
-    assert!((run.check_fraction() - 8.0 / 62.0).abs() < 1e-12);
-    // Checks land on some job (with three secrets: one alone misses all with odds of 1 in 4,000).
-    let keys: Vec<_> = plan.jobs().collect();
-    let secrets = [
-        store.lease_secret(),
-        Store::temporary().unwrap().lease_secret(),
-        Store::temporary().unwrap().lease_secret(),
-    ];
-    assert!(secrets
-        .iter()
-        .any(|secret| keys.iter().any(|k| run.verifies(secret, k))));
-    let (_, _, big) = many_jobs(0.01);
-    assert!(big.jobs_total > 800);
-    assert_eq!(big.check_fraction(), 0.01);
-    let (_, _, none) = one_run(16, Strategy::D4, 0.0);
-    assert_eq!(none.check_fraction(), 0.0);
-    let public = super::RunMeta {
-        checks: super::Checks::Public,
-        ..run.clone()
-    };
-    assert_eq!(public.check_fraction(), 0.01);
 }

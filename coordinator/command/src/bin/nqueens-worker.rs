@@ -24,6 +24,7 @@ struct Cli {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     setup::init_logging(cli.log_format, "info");
+    setup::private_files();
     if let Some(variant) = cli.kernel {
         nqueens_common::kernel::choose(variant)?;
     }
