@@ -434,12 +434,13 @@ impl coordinator_server::Coordinator for CoordinatorService {
             .map(|o| {
                 let wire = match o {
                     Outcome::Accepted => proto::Outcome::Accepted,
-                    Outcome::Duplicate => proto::Outcome::Duplicate,
-                    Outcome::Mismatch { .. } => proto::Outcome::Mismatch,
-                    // A worker credential cannot tell a result held for a check from one counted.
-                    Outcome::Pending | Outcome::Disputed if who.credential => {
+                    // A worker credential cannot tell a result held for a check, or a spot check's
+                    // answer, from one counted.
+                    Outcome::Pending | Outcome::Disputed | Outcome::Duplicate if who.credential => {
                         proto::Outcome::Accepted
                     }
+                    Outcome::Duplicate => proto::Outcome::Duplicate,
+                    Outcome::Mismatch { .. } => proto::Outcome::Mismatch,
                     Outcome::Pending => proto::Outcome::Pending,
                     Outcome::Disputed => proto::Outcome::Disputed,
                     Outcome::JobFailed => proto::Outcome::JobFailed,

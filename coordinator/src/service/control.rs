@@ -118,6 +118,7 @@ impl Coordinator {
             let was = live.phase();
             live.control(&meta);
             let ended = if meta.is_cancelled() {
+                state.spot.forget_run(run);
                 state.leases.cancel_run(run)
             } else {
                 0

@@ -117,6 +117,11 @@ pub struct Grant {
 fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> usize {
     let released = state.leases.release(worker, ids);
     for lease in &released {
+        // A spot check's job is done: nothing goes back in line.
+        if let Some(out) = state.spot.ended(lease.id) {
+            state.leases.settle(out.run, &out.key);
+            continue;
+        }
         if let Some(run) = state.runs.get_mut(&lease.run) {
             run.requeue(lease.key.clone());
         }
@@ -271,6 +276,42 @@ impl Coordinator {
             Contact::Known => {}
         }
         state.workers.describe(worker, name, label, threads, gpus);
+        // Spot checks first, in place of some of the jobs asked for: confirmed jobs this identity did
+        // not compute, leased like any other (the running runs' first, by priority).
+        let mut spots = Vec::new();
+        if credential && benched.is_none() && capacity > 0 {
+            let wanted = state.spot.how_many(name, capacity);
+            let mut runs: Vec<(bool, i32, u64)> = state
+                .runs
+                .values()
+                .filter(|r| !r.meta.is_cancelled())
+                .map(|r| (r.phase() != Phase::Running, -r.meta.priority, r.meta.id))
+                .collect();
+            runs.sort();
+            let runs: Vec<u64> = runs.into_iter().map(|(_, _, id)| id).collect();
+            for _ in 0..wanted {
+                let Some(out) = state.spot.pick(&runs, name) else {
+                    break;
+                };
+                let Some(run) = state.runs.get(&out.run) else {
+                    break;
+                };
+                let (plan, fingerprint) = (run.plan, run.fingerprint);
+                let id = state
+                    .leases
+                    .issue(out.run, out.key.clone(), worker, name, now);
+                spots.push(Granted {
+                    id,
+                    tag: state.leases.tag(id, out.run, &out.key),
+                    run: out.run,
+                    plan,
+                    fingerprint,
+                    key: out.key.clone(),
+                });
+                state.spot.leased(id, out);
+            }
+        }
+        let capacity = capacity - spots.len() as u32;
         // The highest priority first; among equals, the oldest.
         let mut order: Vec<(i32, u64)> = state
             .runs
@@ -281,7 +322,8 @@ impl Coordinator {
         order.sort_by_key(|&(priority, id)| (std::cmp::Reverse(priority), id));
         drop(guard);
 
-        let mut leases = Vec::new();
+        let spotted = spots.len();
+        let mut leases = spots;
         let running = order.len();
         // Whether keys went back to a run's queues that a waiting call might take.
         let mut wake_others = false;
@@ -303,8 +345,8 @@ impl Coordinator {
             // Keys of the list taken per round: what is wanted, doubled while the list yields only
             // done jobs (a restarted run walks past them quickly, a fresh one reads no more than needed).
             let mut batch = 0;
-            while benched.is_none() && leases.len() < capacity as usize {
-                let want = capacity as usize - leases.len();
+            while benched.is_none() && leases.len() - spotted < capacity as usize {
+                let want = capacity as usize - (leases.len() - spotted);
                 // Candidates are taken under the lock, their records read without it, and decided on
                 // under it again: no store read while the state lock is held.
                 let candidates = {
@@ -586,6 +628,11 @@ impl Coordinator {
             }
         }
         for lease in &expired {
+            // A spot check's job is done: its expiry charged the worker (above), the job nothing.
+            if let Some(out) = state.spot.ended(lease.id) {
+                state.leases.settle(out.run, &out.key);
+                continue;
+            }
             let name = lease.name.as_str();
             let Some(run) = state.runs.get_mut(&lease.run) else {
                 continue;

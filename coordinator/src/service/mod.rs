@@ -4,6 +4,7 @@
 mod control;
 mod lease;
 mod report;
+mod spot;
 mod strikes;
 #[cfg(test)]
 mod tests;
@@ -14,6 +15,7 @@ pub use control::{DEFAULT_JOB_LIMIT, MAX_JOB_LIMIT};
 pub(crate) use lease::check_worker;
 pub use lease::{scoped_id, Ask, Grant, Granted};
 pub use report::Report;
+pub use spot::{rate as spot_check_rate, MIN_RATE as MIN_SPOT_RATE, NEW_RATE as NEW_SPOT_RATE};
 pub use strikes::Expiries;
 pub use view::{RunView, WorkerState, WorkerView};
 
@@ -159,6 +161,8 @@ struct State {
     /// this incarnation: only the expired leases of a worker with one can make a job fail, and a
     /// credential holds more leases the more it has.
     counted: HashMap<String, u64>,
+    /// Confirmed jobs leased again to worker credentials, unseen, as checks.
+    spot: spot::SpotChecks,
     max_attempts: u32,
 }
 
@@ -200,6 +204,14 @@ fn revoke_quarantined(store: &Store, ledger: Option<&mut crate::ledger::Ledger>)
         ledger.append(&entries)?;
     }
     Ok(true)
+}
+
+/// A random key for the spot checks' draws.
+fn spot_key() -> Result<[u8; 16]> {
+    let mut key = [0u8; 16];
+    getrandom::fill(&mut key)
+        .map_err(|e| Error::Io(format!("no randomness for the spot checks: {e}")))?;
+    Ok(key)
 }
 
 /// Sets its flag when dropped (a caller gone: the work it started ends).
@@ -346,6 +358,7 @@ impl Coordinator {
                     quarantined,
                     strikes: Strikes::default(),
                     counted,
+                    spot: spot::SpotChecks::new(spot_key()?),
                     max_attempts: config.max_attempts.max(1),
                 }),
                 store,

@@ -158,6 +158,34 @@ impl Coordinator {
                 ),
             }
         }
+        // Spot checks answered: passed, or failed (the commit quarantined the worker).
+        for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
+            let Some(out) = state.spot.ended(inc.lease) else {
+                continue;
+            };
+            state.leases.settle(out.run, &out.key);
+            match outcome {
+                Outcome::Duplicate => {
+                    state.spot.passed(name);
+                    tracing::debug!(worker, name, run = out.run, job = %out.key, "spot check passed");
+                }
+                _ => {
+                    tracing::warn!(worker, name, run = out.run, job = %out.key, outcome = outcome.name(), "spot check failed: the result contradicts a confirmed one")
+                }
+            }
+        }
+        // Jobs two identities agreed on may serve as spot checks; a result taken back may not.
+        // (Not a job no queen ring fits: its one plausible answer, zero, tests nothing.)
+        for (run, key, record) in &committed.counted {
+            if !record.confirmed_by.is_empty() && record.result.nodes > 0 {
+                let mut by = record.confirmed_by.clone();
+                by.push(record.worker.clone());
+                state.spot.confirmed(*run, key.clone(), by);
+            }
+        }
+        for r in committed.revoked.iter().chain(&committed.disputed) {
+            state.spot.forget(r.run, &r.key);
+        }
         if state.workers.seen(worker, now) == Contact::Returned {
             tracing::info!(worker = %worker, name = %name, "worker returned");
         }

@@ -1,0 +1,219 @@
+//! Spot checks: jobs whose result two identities already agreed on, leased again to a worker credential
+//! among its ordinary jobs, where it cannot tell them apart. A right answer is a passed check; a wrong
+//! one contradicts a confirmed result, which quarantines the worker and takes back everything it had
+//! counted (the store's commit does that). New identities are checked often, and less as they pass:
+//! the chance that a worker lying on a share `L` of its jobs goes `k` jobs unseen is at most
+//! `(1 - rate * L)^k`, with `rate` its spot-check rate ([`rate`]).
+//!
+//! In memory only: a restart forgets the confirmed jobs seen and the checks passed (identities start
+//! over at the new-identity rate, a cost, never a wrong count).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::Hasher;
+
+use nqueens_common::JobKey;
+
+/// The share of a new identity's leases that are spot checks.
+pub const NEW_RATE: f64 = 0.2;
+/// The least share, however many checks an identity passed.
+pub const MIN_RATE: f64 = 0.01;
+/// Confirmed jobs remembered per run (the oldest are forgotten first).
+pub const POOL_PER_RUN: usize = 4096;
+/// Identities whose passed checks are remembered (the fewest-checked are forgotten first beyond it).
+const MAX_IDENTITIES: usize = 65_536;
+
+/// The share of an identity's leases that are spot checks, after it passed `passed` of them:
+/// [`NEW_RATE`] at first, halved for every ten passed, never below [`MIN_RATE`].
+pub fn rate(passed: u64) -> f64 {
+    let halvings = (passed / 10).min(64) as i32;
+    (NEW_RATE * 0.5f64.powi(halvings)).max(MIN_RATE)
+}
+
+/// A confirmed job that spot checks may lease.
+#[derive(Debug, Clone)]
+struct Confirmed {
+    key: JobKey,
+    /// The identities whose results it holds (never checked with it).
+    by: Vec<String>,
+}
+
+/// One spot check out: its run and job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Out {
+    pub run: u64,
+    pub key: JobKey,
+}
+
+/// The spot checks of one coordinator incarnation.
+#[derive(Debug)]
+pub struct SpotChecks {
+    pool: HashMap<u64, VecDeque<Confirmed>>,
+    passed: HashMap<String, u64>,
+    out: HashMap<u64, Out>,
+    /// The jobs of `out` (a job has one spot check out at a time: its lease is the job's only one).
+    out_jobs: HashSet<(u64, JobKey)>,
+    /// The key of the draws (random per incarnation) and a counter.
+    key: [u8; 16],
+    draws: u64,
+}
+
+impl SpotChecks {
+    /// No confirmed job yet; draws keyed with `key`.
+    pub fn new(key: [u8; 16]) -> SpotChecks {
+        SpotChecks {
+            pool: HashMap::new(),
+            passed: HashMap::new(),
+            out: HashMap::new(),
+            out_jobs: HashSet::new(),
+            key,
+            draws: 0,
+        }
+    }
+
+    /// A uniform draw in [0, 1) that no worker can predict.
+    fn draw(&mut self) -> f64 {
+        let mut h = siphasher::sip::SipHasher24::new_with_key(&self.key);
+        h.write_u64(self.draws);
+        self.draws += 1;
+        (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Remembers job `key` of run `run`, whose result the identities `by` agreed on.
+    pub fn confirmed(&mut self, run: u64, key: JobKey, by: Vec<String>) {
+        let pool = self.pool.entry(run).or_default();
+        if pool.len() >= POOL_PER_RUN {
+            pool.pop_front();
+        }
+        pool.push_back(Confirmed { key, by });
+    }
+
+    /// Forgets the confirmed jobs of run `run` (the run cancelled).
+    pub fn forget_run(&mut self, run: u64) {
+        self.pool.remove(&run);
+    }
+
+    /// Forgets job `key` of run `run` (its result taken back).
+    pub fn forget(&mut self, run: u64, key: &JobKey) {
+        if let Some(pool) = self.pool.get_mut(&run) {
+            pool.retain(|c| &c.key != key);
+        }
+    }
+
+    /// How many of `slots` leases for the identity `name` are to be spot checks, drawn one by one at
+    /// its [`rate`].
+    pub fn how_many(&mut self, name: &str, slots: u32) -> u32 {
+        let rate = rate(self.passed.get(name).copied().unwrap_or(0));
+        (0..slots).filter(|_| self.draw() < rate).count() as u32
+    }
+
+    /// A confirmed job of one of `runs` (in that order of preference) that `name` did not compute,
+    /// drawn at random from the run's pool.
+    pub fn pick(&mut self, runs: &[u64], name: &str) -> Option<Out> {
+        for &run in runs {
+            let Some(len) = self.pool.get(&run).map(VecDeque::len) else {
+                continue;
+            };
+            if len == 0 {
+                continue;
+            }
+            // A few tries: the jobs this identity computed itself are passed by.
+            for _ in 0..4 {
+                let i = (self.draw() * len as f64) as usize % len;
+                let c = &self.pool[&run][i];
+                if !c.by.iter().any(|b| b == name) && !self.out_jobs.contains(&(run, c.key.clone()))
+                {
+                    return Some(Out {
+                        run,
+                        key: c.key.clone(),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Notes that lease `id` is a spot check of `out`.
+    pub fn leased(&mut self, id: u64, out: Out) {
+        self.out_jobs.insert((out.run, out.key.clone()));
+        self.out.insert(id, out);
+    }
+
+    /// Ends spot check `id` (answered, expired or handed back); returns what it checked.
+    pub fn ended(&mut self, id: u64) -> Option<Out> {
+        let out = self.out.remove(&id)?;
+        self.out_jobs.remove(&(out.run, out.key.clone()));
+        Some(out)
+    }
+
+    /// Notes a check `name` passed.
+    pub fn passed(&mut self, name: &str) {
+        if !self.passed.contains_key(name) && self.passed.len() >= MAX_IDENTITIES {
+            if let Some(least) = self
+                .passed
+                .iter()
+                .min_by_key(|(_, n)| **n)
+                .map(|(k, _)| k.clone())
+            {
+                self.passed.remove(&least);
+            }
+        }
+        *self.passed.entry(name.to_string()).or_insert(0) += 1;
+    }
+
+    /// The checks `name` passed in this incarnation.
+    #[cfg(test)]
+    pub fn passed_by(&self, name: &str) -> u64 {
+        self.passed.get(name).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_falls_with_passed_checks_to_its_floor() {
+        assert_eq!(rate(0), NEW_RATE);
+        assert_eq!(rate(9), NEW_RATE);
+        assert_eq!(rate(10), NEW_RATE / 2.0);
+        assert_eq!(rate(20), NEW_RATE / 4.0);
+        assert_eq!(rate(1000), MIN_RATE);
+        assert_eq!(rate(u64::MAX), MIN_RATE);
+    }
+
+    #[test]
+    fn draws_follow_the_rate_and_picks_pass_by_the_identitys_own_jobs() {
+        let mut s = SpotChecks::new([7; 16]);
+        let n = s.how_many("new", 10_000);
+        assert!((1700..2300).contains(&n), "{n} of 10000 at 0.2");
+        for _ in 0..100 {
+            s.passed("old");
+        }
+        let n = s.how_many("old", 10_000);
+        assert!((50..150).contains(&n), "{n} of 10000 at 0.01");
+        assert_eq!(s.passed_by("old"), 100);
+        assert_eq!(s.pick(&[1], "x"), None);
+        let key: JobKey = "1.2".parse().unwrap();
+        s.confirmed(1, key.clone(), vec!["a".into(), "b".into()]);
+        assert_eq!(s.pick(&[2, 1], "a"), None, "a computed it");
+        let out = s.pick(&[2, 1], "c").unwrap();
+        assert_eq!(out, Out { run: 1, key });
+        s.leased(9, out.clone());
+        assert_eq!(s.pick(&[1], "c"), None, "one check of a job out at a time");
+        assert_eq!(s.ended(9), Some(out));
+        assert_eq!(s.ended(9), None);
+        s.forget_run(1);
+        assert_eq!(s.pick(&[1], "c"), None);
+    }
+
+    #[test]
+    fn a_pool_keeps_its_newest_jobs() {
+        let mut s = SpotChecks::new([1; 16]);
+        for i in 0..POOL_PER_RUN + 10 {
+            let key = format!("{}.{}", i / 200, i % 200);
+            s.confirmed(1, key.parse().unwrap(), vec![]);
+        }
+        assert_eq!(s.pool[&1].len(), POOL_PER_RUN);
+        assert_eq!(s.pool[&1][0].key, "0.10".parse().unwrap());
+    }
+}
