@@ -196,6 +196,7 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
         jobs_verifying: v.jobs_verifying,
         jobs_disputed: v.jobs_disputed,
         jobs_failed: v.jobs_failed,
+        jobs_confirmed: v.jobs_confirmed,
         verify_fraction: v.meta.verify_fraction,
         solutions_per_second: v.solutions_per_second,
         priority: v.meta.priority,

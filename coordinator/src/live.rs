@@ -87,6 +87,8 @@ pub struct LiveRun {
     meta_seq: u64,
     /// Progress over time, for the status page.
     pub history: History,
+    /// Counted results that a second identity confirmed (counted jobs checked independently).
+    pub jobs_confirmed: u64,
 }
 
 impl LiveRun {
@@ -99,6 +101,7 @@ impl LiveRun {
         history.record(unix_seconds(), tally.jobs, tally.total);
         Ok(LiveRun {
             history,
+            jobs_confirmed: 0,
             samples: VecDeque::new(),
             reporters: HashMap::new(),
             reported_nodes: 0,
@@ -207,6 +210,7 @@ impl LiveRun {
         candidates: Candidates,
         records: Vec<Option<JobRecord>>,
         want: usize,
+        may_decide: bool,
     ) -> (Vec<JobKey>, usize, bool) {
         let run = self.meta.id;
         self.in_flight = self
@@ -226,6 +230,8 @@ impl LiveRun {
                     self.computed(&key, name);
                     computed.push(key)
                 }
+                // A dispute waits for a worker with a record of confirmed results.
+                Some(r) if r.state == JobState::Disputed && !may_decide => computed.push(key),
                 _ if chosen.len() < want => chosen.push(key),
                 _ if i < from_retry => retry_back.push(key),
                 _ => ahead_back.push(key),
@@ -635,7 +641,7 @@ mod tests {
         // What was not chosen goes to the back: the next round looks at keys it has not seen.
         let records = vec![None; taken.retry.len()];
         let requeued = live.requeued();
-        let (chosen, back, _) = live.settle(&leases, "w", taken, records, 3);
+        let (chosen, back, _) = live.settle(&leases, "w", taken, records, 3, true);
         assert_eq!(chosen, keys[..3].to_vec());
         assert_eq!(back, 5);
         assert_eq!(

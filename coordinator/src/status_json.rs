@@ -19,6 +19,8 @@ pub struct StatusOutput {
     pub jobs_verifying: u64,
     pub jobs_disputed: u64,
     pub jobs_failed: u64,
+    /// Counted jobs whose result a worker of a second identity confirmed.
+    pub jobs_confirmed: u64,
     pub verify_fraction: f64,
     pub percent: f64,
     /// The partial total while running; the final count once done.
@@ -63,6 +65,7 @@ impl From<proto::RunStatus> for StatusOutput {
             jobs_verifying: s.jobs_verifying,
             jobs_disputed: s.jobs_disputed,
             jobs_failed: s.jobs_failed,
+            jobs_confirmed: s.jobs_confirmed,
             verify_fraction: s.verify_fraction,
             total: s.total,
             unique: s.unique,

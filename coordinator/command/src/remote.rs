@@ -146,6 +146,9 @@ pub fn run_line(s: &StatusOutput) -> String {
         // Only verification is left: it needs a worker of another identity than the one that computed it.
         checks += " (waiting for a worker of another credential to verify)";
     }
+    if s.jobs_confirmed > 0 {
+        checks += &format!(", {} confirmed", s.jobs_confirmed);
+    }
     if s.jobs_disputed > 0 {
         checks += &format!(", {} DISPUTED", s.jobs_disputed);
     }

@@ -312,6 +312,11 @@ impl Coordinator {
             }
         }
         let capacity = capacity - spots.len() as u32;
+        // A worker credential decides disputes only with a record: a result a second identity
+        // confirmed, or a spot check passed (never an identity that is new, or a name of the shared
+        // token's that has neither).
+        let may_decide =
+            !credential || state.confirmed.contains(name) || state.spot.passed_by(name) > 0;
         // The highest priority first; among equals, the oldest.
         let mut order: Vec<(i32, u64)> = state
             .runs
@@ -397,7 +402,7 @@ impl Coordinator {
                     }
                 };
                 let (chosen, back, returned) =
-                    run.settle(&state.leases, name, candidates, records, want);
+                    run.settle(&state.leases, name, candidates, records, want, may_decide);
                 own_back += back as u64;
                 wake_others |= returned;
                 if chosen.is_empty() {

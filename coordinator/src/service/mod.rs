@@ -19,7 +19,7 @@ pub use spot::{rate as spot_check_rate, MIN_RATE as MIN_SPOT_RATE, NEW_RATE as N
 pub use strikes::Expiries;
 pub use view::{RunView, WorkerState, WorkerView};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -161,6 +161,9 @@ struct State {
     /// this incarnation: only the expired leases of a worker with one can make a job fail, and a
     /// credential holds more leases the more it has.
     counted: HashMap<String, u64>,
+    /// Identities with a result a second identity confirmed (in the store, or in this incarnation): a
+    /// worker credential decides a dispute only once it has one, or has passed a spot check.
+    confirmed: HashSet<String>,
     /// Confirmed jobs leased again to worker credentials, unseen, as checks.
     spot: spot::SpotChecks,
     max_attempts: u32,
@@ -298,6 +301,7 @@ impl Coordinator {
         let mut runs = BTreeMap::new();
         let mut earlier_results: HashMap<String, u64> = HashMap::new();
         let mut counted: HashMap<String, u64> = HashMap::new();
+        let mut confirmed = HashSet::new();
         for (meta, line) in store.runs()?.into_iter().zip(audit) {
             for (worker, n) in &line.by_worker {
                 *earlier_results.entry(worker.clone()).or_insert(0) += n;
@@ -305,6 +309,8 @@ impl Coordinator {
             for (name, n) in line.names {
                 *counted.entry(name).or_insert(0) += n;
             }
+            confirmed.extend(line.confirmed_names);
+            let jobs_confirmed = line.confirmed;
             // A cancelled run is never resumed: its plan need not match this build's.
             if !meta.is_done() && !meta.is_cancelled() {
                 // Bounded by the job count it records, not by the limits of run creation, which runs
@@ -317,7 +323,8 @@ impl Coordinator {
                 })?;
             }
             let states = store.job_states(meta.id)?;
-            let live = LiveRun::new(meta, line.tally, states)?;
+            let mut live = LiveRun::new(meta, line.tally, states)?;
+            live.jobs_confirmed = jobs_confirmed;
             tracing::info!(
                 run = live.meta.id,
                 n = live.meta.n,
@@ -358,6 +365,7 @@ impl Coordinator {
                     quarantined,
                     strikes: Strikes::default(),
                     counted,
+                    confirmed,
                     spot: spot::SpotChecks::new(spot_key()?),
                     max_attempts: config.max_attempts.max(1),
                 }),

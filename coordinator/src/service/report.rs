@@ -177,6 +177,16 @@ impl Coordinator {
         // Jobs two identities agreed on may serve as spot checks; a result taken back may not.
         // (Not a job no queen ring fits: its one plausible answer, zero, tests nothing.)
         for (run, key, record) in &committed.counted {
+            if !record.confirmed_by.is_empty() {
+                for who in record.confirmed_by.iter().chain([&record.worker]) {
+                    if !state.confirmed.contains(who) {
+                        state.confirmed.insert(who.clone());
+                    }
+                }
+                if let Some(live) = state.runs.get_mut(run) {
+                    live.jobs_confirmed += 1;
+                }
+            }
             if !record.confirmed_by.is_empty() && record.result.nodes > 0 {
                 let mut by = record.confirmed_by.clone();
                 by.push(record.worker.clone());
@@ -185,6 +195,11 @@ impl Coordinator {
         }
         for r in committed.revoked.iter().chain(&committed.disputed) {
             state.spot.forget(r.run, &r.key);
+            if !r.record.confirmed_by.is_empty() {
+                if let Some(live) = state.runs.get_mut(&r.run) {
+                    live.jobs_confirmed = live.jobs_confirmed.saturating_sub(1);
+                }
+            }
         }
         if state.workers.seen(worker, now) == Contact::Returned {
             tracing::info!(worker = %worker, name = %name, "worker returned");

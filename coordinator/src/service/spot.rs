@@ -161,7 +161,6 @@ impl SpotChecks {
     }
 
     /// The checks `name` passed in this incarnation.
-    #[cfg(test)]
     pub fn passed_by(&self, name: &str) -> u64 {
         self.passed.get(name).copied().unwrap_or(0)
     }

@@ -1615,3 +1615,70 @@ async fn an_honest_credential_passes_its_spot_checks_and_is_checked_less() {
     assert!(c.state().quarantined.is_empty());
     assert!(c.run(&open).unwrap().tally.jobs > 300);
 }
+
+/// A dispute is decided only by a worker credential with a record (a result a second identity
+/// confirmed, or a spot check passed): a new identity, perhaps the framer's accomplice, never gets the
+/// disputed job; one with a record decides it, for the truth, and the framer is quarantined. Workers
+/// under the operator's token are trusted to decide.
+#[tokio::test(start_paused = true)]
+async fn only_a_credential_with_a_record_decides_a_dispute() {
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    let lease_as = |name: &'static str, capacity| {
+        let c = c.clone();
+        async move {
+            c.lease(
+                &Ask {
+                    capacity,
+                    ..as_credential(name)
+                },
+                Duration::ZERO,
+            )
+            .await
+            .unwrap()
+            .leases
+        }
+    };
+    // "veteran" earns a record: a job "honest" confirms.
+    let first = lease_as("veteran", 1).await;
+    c.report("veteran", "veteran", vec![report(&first[0])])
+        .await
+        .unwrap();
+    let confirm = lease_as("honest", 1).await;
+    assert_eq!(confirm[0].key, first[0].key);
+    c.report("honest", "honest", vec![report(&confirm[0])])
+        .await
+        .unwrap();
+    assert_eq!(c.run(&run).unwrap().jobs_confirmed, 1);
+    // "honest" computes a job; the framer disputes it with a lie.
+    let target = lease_as("honest", 1).await;
+    c.report("honest", "honest", vec![report(&target[0])])
+        .await
+        .unwrap();
+    let all = lease_as("framer", 4096).await;
+    let others: Vec<u64> = all
+        .iter()
+        .filter(|g| g.key != target[0].key)
+        .map(|g| g.id)
+        .collect();
+    c.release("framer", &others, false).unwrap();
+    let framed = all.iter().find(|g| g.key == target[0].key).unwrap();
+    c.report("framer", "framer", vec![lying(framed)])
+        .await
+        .unwrap();
+    assert_eq!(c.run(&run).unwrap().jobs_disputed, 1);
+    // A new identity gets every job but the disputed one.
+    let accomplice = lease_as("accomplice", 4096).await;
+    assert!(!accomplice.is_empty());
+    assert!(accomplice.iter().all(|g| g.key != target[0].key));
+    // The veteran decides, for the truth.
+    let decide = lease_as("veteran", 4096).await;
+    let judged = decide.iter().find(|g| g.key == target[0].key).unwrap();
+    c.report("veteran", "veteran", vec![report(judged)])
+        .await
+        .unwrap();
+    let view = c.run(&run).unwrap();
+    assert_eq!(view.jobs_disputed, 0);
+    assert!(c.state().quarantined.contains_key("framer"));
+    assert!(!c.state().quarantined.contains_key("honest"));
+}

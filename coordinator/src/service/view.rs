@@ -22,6 +22,8 @@ pub struct RunView {
     pub jobs_disputed: u64,
     /// Jobs that failed (see the log for why).
     pub jobs_failed: u64,
+    /// Counted jobs whose result a second identity confirmed.
+    pub jobs_confirmed: u64,
     pub phase: Phase,
     /// Workers on this run: holding a lease of it, or that reported a result for it within one lease
     /// timeout (and have not left or been lost since).
@@ -78,6 +80,7 @@ impl Coordinator {
             jobs_verifying: run.jobs_in(JobState::Verifying),
             jobs_disputed: run.jobs_in(JobState::Disputed),
             jobs_failed: run.jobs_in(JobState::Failed),
+            jobs_confirmed: run.jobs_confirmed,
             phase: run.phase(),
             active_workers: run.workers(
                 state.leases.holders(run.meta.id),

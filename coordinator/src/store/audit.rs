@@ -6,7 +6,7 @@
 //! pass that hands every intact result to the caller too: on the quick path the reconciliation's digest,
 //! the recount of the totals and the audit share that one pass.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use nqueens_common::{JobKey, Tally};
 
@@ -25,6 +25,10 @@ pub struct AuditLine {
     pub by_worker: HashMap<String, u64>,
     /// The stored results per worker name (identity, for results of workers with credentials).
     pub names: HashMap<String, u64>,
+    /// Results that a second identity confirmed.
+    pub confirmed: u64,
+    /// The identities with a confirmed result (its worker's, or one that confirmed it).
+    pub confirmed_names: HashSet<String>,
 }
 
 /// What one pass over a run's stored results found.
@@ -36,6 +40,10 @@ pub struct Survey {
     pub by_worker: HashMap<String, u64>,
     /// Its intact results per worker name.
     pub names: HashMap<String, u64>,
+    /// Its intact results that a second identity confirmed.
+    pub confirmed: u64,
+    /// The identities with a confirmed result among them.
+    pub confirmed_names: HashSet<String>,
     /// The latest commit time among them (the run's creation time when there are none).
     pub last_at: u64,
     /// The first result that is undecodable or fails its seal (damaged on disk), if any.
@@ -62,6 +70,8 @@ impl Store {
             sum: Tally::new(meta.strategy == nqueens_common::Strategy::D4),
             by_worker: HashMap::new(),
             names: HashMap::new(),
+            confirmed: 0,
+            confirmed_names: HashSet::new(),
             last_at: meta.created_unix,
             damaged: None,
             damaged_record: None,
@@ -117,6 +127,14 @@ impl Store {
             each(&key, &record);
             if !record.worker_id.is_empty() {
                 *survey.by_worker.entry(record.worker_id).or_insert(0) += 1;
+            }
+            if !record.confirmed_by.is_empty() {
+                survey.confirmed += 1;
+                for name in record.confirmed_by.iter().chain([&record.worker]) {
+                    if !survey.confirmed_names.contains(name) {
+                        survey.confirmed_names.insert(name.clone());
+                    }
+                }
             }
             match survey.names.get_mut(&record.worker) {
                 Some(n) => *n += 1,
@@ -190,6 +208,8 @@ impl Store {
             tally: survey.sum,
             by_worker: survey.by_worker,
             names: survey.names,
+            confirmed: survey.confirmed,
+            confirmed_names: survey.confirmed_names,
         })
     }
 }
