@@ -50,6 +50,10 @@ pub struct LoadgenArgs {
     /// The coordinator's bearer token, if it requires one.
     #[arg(long, env = "NQUEENS_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// With --coordinator: a file holding the simulated workers' token (a worker credential, as
+    /// `nqueens credential issue --out` writes it); the run is still created with --token.
+    #[arg(long, value_name = "PATH", requires = "coordinator", value_parser = crate::connection::token_file)]
+    pub worker_token_file: Option<String>,
     /// PEM file of the CA certificate the coordinator's TLS certificate chains to (DIR/ca.pem from
     /// `nqueens tls init DIR`), for an https:// --coordinator.
     #[arg(long, value_name = "PEM", requires = "coordinator")]
@@ -89,6 +93,7 @@ pub fn run(args: &LoadgenArgs) -> anyhow::Result<()> {
         n: args.n,
         verify_fraction: args.verify_fraction,
         reuse: args.reuse,
+        worker_token: args.worker_token_file.clone(),
     };
     load.check()
         .map_err(|e| nqueens_common::Error::InvalidSetting(e.to_string()))?;

@@ -43,6 +43,9 @@ pub struct Load {
     /// Load the coordinator's existing run of the same N (d4, default depth), if any, instead of a new
     /// run: successive loads fill one run further.
     pub reuse: bool,
+    /// The token of the simulated workers (a worker credential, say), where it is not the one that
+    /// creates the run.
+    pub worker_token: Option<String>,
 }
 
 /// Latency percentiles of one kind of call, in milliseconds.
@@ -155,6 +158,10 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
         })
         .await?
         .into_inner();
+    let workers_connection = Connection {
+        token: load.worker_token.clone().or(connection.token.clone()),
+        ..connection.clone()
+    };
     let workers = load.workers;
     let period = load.rate.map_or(Duration::ZERO, |r| {
         Duration::from_secs_f64(workers as f64 * f64::from(load.batch) / r)
@@ -191,7 +198,7 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
             measure_from,
             until,
         };
-        tasks.push(tokio::spawn(simulate(connect(connection)?, role)));
+        tasks.push(tokio::spawn(simulate(connect(&workers_connection)?, role)));
     }
     let mut lease = latency_histogram();
     let mut report = latency_histogram();
