@@ -578,7 +578,7 @@ impl Coordinator {
                         tracing::error!(
                             run = id,
                             jobs_failed = run.jobs_in(JobState::Failed),
-                            "run stalled: every job is done or failed; restart the coordinator with --retry-failed to try the failed jobs again"
+                            "run stalled: every job is done or failed; `nqueens retry RUN` (or a restart with --retry-failed) tries the failed jobs again"
                         );
                     }
                 }

@@ -277,7 +277,7 @@ pub enum JobState {
     /// A verified job whose results disagree, waiting for a worker of another name to decide.
     Disputed,
     /// Gave up after too many attempts (see the record's reason); not counted, never leased again
-    /// until the coordinator is restarted with `--retry-failed`.
+    /// until they are retried (`nqueens retry RUN`, or a restart with `--retry-failed`).
     Failed,
 }
 
