@@ -153,6 +153,8 @@ mod tests {
             Some("Bearer s3cre"),
             Some("Bearer s3cret!"),
             Some("s3cret"),
+            // Two bytes swapped: their differences cancel in an xor, never in an or.
+            Some("Bearer 3scret"),
         ] {
             let e = check.call(with(bad)).unwrap_err();
             assert_eq!(e.code(), tonic::Code::Unauthenticated, "{bad:?}");
@@ -195,6 +197,19 @@ mod tests {
         assert_eq!(
             worker_identity(&Request::new(())).as_deref(),
             Some(SHARED_IDENTITY)
+        );
+    }
+
+    /// The check's debug form says which tokens are set, never what they are (secrets stay out of logs).
+    #[test]
+    fn the_debug_form_names_no_token() {
+        let check = RequireToken::new(Some("s3cret-op"), Some("s3cret-wk"))
+            .with_credentials(Credentials::open(None).unwrap());
+        let shown = format!("{check:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(
+            shown.contains("operator: true") && shown.contains("credentials: true"),
+            "{shown}"
         );
     }
 

@@ -383,6 +383,29 @@ mod tests {
         assert!(matches!(c.revoke("node-2"), Err(Error::Invalid(_))));
     }
 
+    /// A credentials file that cannot be read (here a directory in its place) is an error, never taken
+    /// for a missing one and replaced by a fresh key (which would invalidate every credential).
+    #[test]
+    fn an_unreadable_file_is_an_error_not_a_fresh_start() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(CREDENTIALS_FILE)).unwrap();
+        assert!(matches!(
+            Credentials::open(Some(dir.path())),
+            Err(Error::Io(_))
+        ));
+        assert!(dir.path().join(CREDENTIALS_FILE).is_dir());
+    }
+
+    /// The debug form shows where the credentials live, never their key.
+    #[test]
+    fn the_debug_form_shows_no_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Credentials::open(Some(dir.path())).unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains(&c.inner.key_hex), "{shown}");
+        assert!(shown.contains(CREDENTIALS_FILE), "{shown}");
+    }
+
     #[test]
     fn identities_are_checked() {
         for bad in ["", "a.b", "a b", SHARED_IDENTITY, &"x".repeat(33), "é"] {
@@ -410,6 +433,10 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         let again = Credentials::open(Some(dir.path())).unwrap();
+        let book = again.book();
+        assert!(book["node-1"].issued_unix > 1_700_000_000);
+        assert!(book["node-2"].revoked_unix.unwrap() >= book["node-2"].issued_unix);
+        assert_eq!(book["node-1"].revoked_unix, None);
         assert_eq!(
             again.verify(one.as_bytes()),
             Verdict::Valid("node-1".into())

@@ -460,3 +460,78 @@ async fn a_revoked_credential_is_refused_at_once_mid_run() {
         .unwrap_err();
     assert_eq!(e.code(), Code::Unauthenticated);
 }
+
+/// Made-up results for a run of N = 28 (split at depth 0: 194 jobs, each hours of search) never reach
+/// `done`: one process with the shared token, naming itself "a" and then "b", leases every job and
+/// reports made-up counts that fit every plausibility bound, at the default fraction and at 1. The jobs
+/// picked for a check wait for a second identity, which names under one token are not. Before, the run
+/// ended `done` in under a second with the made-up total.
+#[tokio::test]
+async fn made_up_results_at_n_28_never_reach_done() {
+    let s = start().await;
+    let mut operator = s.client("operator");
+    let mut liar = s.client("workers");
+    for fraction in [None, Some(1.0)] {
+        let run = operator
+            .create_run(proto::CreateRunRequest {
+                n: 28,
+                strategy: proto::Strategy::D4 as i32,
+                depth: Some(0),
+                reuse: false,
+                verify_fraction: fraction,
+                priority: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(run.jobs_total, 194);
+        for name in ["a", "b"] {
+            let leases = liar
+                .lease(proto::LeaseRequest {
+                    worker_id: name.into(),
+                    worker_name: name.into(),
+                    threads: 1,
+                    capacity: 4096,
+                    run: Some(run.run.clone()),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .leases;
+            if name == "a" {
+                assert_eq!(leases.len() as u64, run.jobs_total);
+            }
+            let made_up = leases
+                .iter()
+                .map(|l| {
+                    let key: JobKey = l.job.parse().unwrap();
+                    let counts = nqueens_common::JobResult {
+                        total: 8_000_000,
+                        unique8: Some(8_000_000),
+                        nodes: 1 << 40,
+                    };
+                    proto::JobResult {
+                        lease_id: l.lease_id,
+                        run: l.run.clone(),
+                        n: l.n,
+                        job: l.job.clone(),
+                        total: counts.total,
+                        unique8: counts.unique8,
+                        nodes: counts.nodes,
+                        seal: Some(seal(l.plan_fingerprint, &key, &counts)),
+                        lease_tag: l.lease_tag,
+                        device: None,
+                    }
+                })
+                .collect();
+            report(&mut liar, name, made_up).await.unwrap();
+        }
+        let st = status(&mut operator, &run.run).await;
+        assert_ne!(st.state, proto::RunState::Done as i32, "{st:?}");
+        assert!(
+            st.jobs_verifying > 0 && st.jobs_done < st.jobs_total,
+            "{st:?}"
+        );
+    }
+}

@@ -276,41 +276,11 @@ impl Coordinator {
             Contact::Known => {}
         }
         state.workers.describe(worker, name, label, threads, gpus);
-        // Spot checks first, in place of some of the jobs asked for: confirmed jobs this identity did
-        // not compute, leased like any other (the running runs' first, by priority).
-        let mut spots = Vec::new();
-        if credential && benched.is_none() && capacity > 0 {
-            let wanted = state.spot.how_many(name, capacity);
-            let mut runs: Vec<(bool, i32, u64)> = state
-                .runs
-                .values()
-                .filter(|r| !r.meta.is_cancelled())
-                .map(|r| (r.phase() != Phase::Running, -r.meta.priority, r.meta.id))
-                .collect();
-            runs.sort();
-            let runs: Vec<u64> = runs.into_iter().map(|(_, _, id)| id).collect();
-            for _ in 0..wanted {
-                let Some(out) = state.spot.pick(&runs, name) else {
-                    break;
-                };
-                let Some(run) = state.runs.get(&out.run) else {
-                    break;
-                };
-                let (plan, fingerprint) = (run.plan, run.fingerprint);
-                let id = state
-                    .leases
-                    .issue(out.run, out.key.clone(), worker, name, now);
-                spots.push(Granted {
-                    id,
-                    tag: state.leases.tag(id, out.run, &out.key),
-                    run: out.run,
-                    plan,
-                    fingerprint,
-                    key: out.key.clone(),
-                });
-                state.spot.leased(id, out);
-            }
-        }
+        // Spot checks first, in place of some of the jobs asked for.
+        let spots = match credential && benched.is_none() {
+            true => super::spot::lease(state, worker, name, capacity, now),
+            false => Vec::new(),
+        };
         let capacity = capacity - spots.len() as u32;
         // A worker credential decides disputes only with a record: a result a second identity
         // confirmed, or a spot check passed (never an identity that is new, or a name of the shared

@@ -12,6 +12,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hasher;
 
 use nqueens_common::JobKey;
+use tokio::time::Instant;
+
+use super::lease::Granted;
+use crate::store::Phase;
 
 /// The share of a new identity's leases that are spot checks.
 pub const NEW_RATE: f64 = 0.2;
@@ -166,6 +170,56 @@ impl SpotChecks {
     }
 }
 
+/// Leases spot checks to the worker process `worker` of the credential `name`, in place of some of the
+/// `capacity` jobs it asked for: confirmed jobs it did not compute, of the runs not cancelled (the
+/// running ones first, by priority), leased like any other job.
+pub(super) fn lease(
+    state: &mut super::State,
+    worker: &str,
+    name: &str,
+    capacity: u32,
+    now: Instant,
+) -> Vec<Granted> {
+    let wanted = state.spot.how_many(name, capacity);
+    if wanted == 0 {
+        return Vec::new();
+    }
+    let mut runs: Vec<(bool, std::cmp::Reverse<i32>, u64)> = state
+        .runs
+        .values()
+        .filter(|r| !r.meta.is_cancelled())
+        .map(|r| {
+            let running = r.phase() == Phase::Running;
+            (!running, std::cmp::Reverse(r.meta.priority), r.meta.id)
+        })
+        .collect();
+    runs.sort();
+    let runs: Vec<u64> = runs.into_iter().map(|(_, _, id)| id).collect();
+    let mut spots = Vec::new();
+    for _ in 0..wanted {
+        let Some(out) = state.spot.pick(&runs, name) else {
+            break;
+        };
+        let Some(run) = state.runs.get(&out.run) else {
+            break;
+        };
+        let (plan, fingerprint) = (run.plan, run.fingerprint);
+        let id = state
+            .leases
+            .issue(out.run, out.key.clone(), worker, name, now);
+        spots.push(Granted {
+            id,
+            tag: state.leases.tag(id, out.run, &out.key),
+            run: out.run,
+            plan,
+            fingerprint,
+            key: out.key.clone(),
+        });
+        state.spot.leased(id, out);
+    }
+    spots
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +257,43 @@ mod tests {
         assert_eq!(s.ended(9), None);
         s.forget_run(1);
         assert_eq!(s.pick(&[1], "c"), None);
+    }
+
+    /// Picks are drawn over the whole pool (not its first job), and a job taken back is never picked.
+    #[test]
+    fn picks_spread_over_the_pool_and_skip_jobs_taken_back() {
+        let mut s = SpotChecks::new([3; 16]);
+        let keys: Vec<JobKey> = ["1.1", "1.2", "1.3"].map(|k| k.parse().unwrap()).into();
+        for k in &keys {
+            s.confirmed(1, k.clone(), vec![]);
+        }
+        s.forget(1, &keys[1]);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            seen.insert(s.pick(&[1], "c").unwrap().key);
+        }
+        assert_eq!(seen, [keys[0].clone(), keys[2].clone()].into());
+    }
+
+    /// The passed checks of at most `MAX_IDENTITIES` identities are remembered: a known one adds to its
+    /// count, a new one past the bound takes the place of one of the least checked.
+    #[test]
+    fn passed_checks_are_remembered_for_a_bounded_number_of_identities() {
+        let mut s = SpotChecks::new([0; 16]);
+        for _ in 0..5 {
+            s.passed("veteran");
+        }
+        for i in 0..MAX_IDENTITIES - 1 {
+            s.passed(&format!("w{i}"));
+        }
+        assert_eq!(s.passed.len(), MAX_IDENTITIES);
+        s.passed("veteran");
+        assert_eq!(s.passed.len(), MAX_IDENTITIES);
+        assert_eq!(s.passed_by("veteran"), 6);
+        s.passed("newcomer");
+        assert_eq!(s.passed.len(), MAX_IDENTITIES);
+        assert_eq!(s.passed_by("newcomer"), 1);
+        assert_eq!(s.passed_by("veteran"), 6);
     }
 
     #[test]
