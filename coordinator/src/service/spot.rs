@@ -15,7 +15,6 @@ use nqueens_common::JobKey;
 use tokio::time::Instant;
 
 use super::lease::Granted;
-use crate::store::Phase;
 
 /// The share of a new identity's leases that are spot checks.
 pub const NEW_RATE: f64 = 0.2;
@@ -110,8 +109,8 @@ impl SpotChecks {
         (0..slots).filter(|_| self.draw() < rate).count() as u32
     }
 
-    /// A confirmed job of one of `runs` (in that order of preference) that `name` did not compute,
-    /// drawn at random from the run's pool.
+    /// A confirmed job of one of `runs` (the first with one) that `name` did not compute, drawn at
+    /// random from the run's pool.
     pub fn pick(&mut self, runs: &[u64], name: &str) -> Option<Out> {
         for &run in runs {
             let Some(len) = self.pool.get(&run).map(VecDeque::len) else {
@@ -171,8 +170,8 @@ impl SpotChecks {
 }
 
 /// Leases spot checks to the worker process `worker` of the credential `name`, in place of some of the
-/// `capacity` jobs it asked for: confirmed jobs it did not compute, of the runs not cancelled (the
-/// running ones first, by priority), leased like any other job.
+/// `capacity` jobs it asked for: confirmed jobs it did not compute, of the runs not cancelled (done
+/// ones too: a check needs a known answer, not open work), leased like any other job.
 pub(super) fn lease(
     state: &mut super::State,
     worker: &str,
@@ -184,17 +183,12 @@ pub(super) fn lease(
     if wanted == 0 {
         return Vec::new();
     }
-    let mut runs: Vec<(bool, std::cmp::Reverse<i32>, u64)> = state
+    let runs: Vec<u64> = state
         .runs
         .values()
         .filter(|r| !r.meta.is_cancelled())
-        .map(|r| {
-            let running = r.phase() == Phase::Running;
-            (!running, std::cmp::Reverse(r.meta.priority), r.meta.id)
-        })
+        .map(|r| r.meta.id)
         .collect();
-    runs.sort();
-    let runs: Vec<u64> = runs.into_iter().map(|(_, _, id)| id).collect();
     let mut spots = Vec::new();
     for _ in 0..wanted {
         let Some(out) = state.spot.pick(&runs, name) else {
