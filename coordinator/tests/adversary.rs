@@ -3,10 +3,12 @@
 //! one worker; a check's outcome is hidden from it; it lists nobody; a revoked credential is refused at
 //! once.
 
+mod support;
+
 use std::time::Duration;
 
 use nqueens_common::checksum::seal;
-use nqueens_common::{JobKey, Plan, Strategy};
+use nqueens_common::JobKey;
 use nqueens_coordinator::server::{serve, Options};
 use nqueens_coordinator::store::Store;
 use nqueens_coordinator::{Config, Coordinator};
@@ -15,6 +17,8 @@ use nqueens_proto::Client;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
+
+use support::{result_of as truth, status};
 
 /// Q(8).
 const Q8: &str = "92";
@@ -122,25 +126,6 @@ async fn lease(c: &mut Client, name: &str, capacity: u32) -> Vec<proto::JobLease
     .leases
 }
 
-/// The true, sealed result of a leased job.
-fn truth(l: &proto::JobLease) -> proto::JobResult {
-    let plan = Plan::with_depth(l.n, Strategy::D4, l.depth as u8).unwrap();
-    let key: JobKey = l.job.parse().unwrap();
-    let r = plan.job(&key).unwrap().run();
-    proto::JobResult {
-        lease_id: l.lease_id,
-        run: l.run.clone(),
-        n: l.n,
-        job: l.job.clone(),
-        total: r.total,
-        unique8: r.unique8,
-        nodes: r.nodes,
-        seal: Some(seal(l.plan_fingerprint, &key, &r)),
-        lease_tag: l.lease_tag,
-        device: None,
-    }
-}
-
 /// A sealed lie that fits every check of its counts: one class of eight solutions more.
 fn lie(l: &proto::JobLease) -> proto::JobResult {
     let mut r = truth(l);
@@ -190,13 +175,6 @@ async fn earn_records(operator: &mut Client, one: (&mut Client, &str), two: (&mu
     let st = status(operator, &run.run).await;
     assert_eq!(st.state, proto::RunState::Done as i32, "{st:?}");
     assert_eq!(st.jobs_confirmed, st.jobs_total);
-}
-
-async fn status(c: &mut Client, run: &str) -> proto::RunStatus {
-    c.get_run(proto::GetRunRequest { run: run.into() })
-        .await
-        .unwrap()
-        .into_inner()
 }
 
 /// One process with the shared workers' token, naming itself "a" and then "b", lies on every job of a

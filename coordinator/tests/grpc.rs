@@ -1,10 +1,12 @@
 //! The coordinator's gRPC service on a real server on 127.0.0.1:0: leasing and reporting, duplicate and
 //! late reports, and bad input, which must get a clear error and change nothing stored (issue 3).
 
+mod support;
+
 use std::time::Duration;
 
 use nqueens_common::checksum::seal;
-use nqueens_common::{JobKey, Plan, Strategy};
+use nqueens_common::{Plan, Strategy};
 use nqueens_coordinator::server::{serve, Options};
 use nqueens_coordinator::store::Store;
 use nqueens_coordinator::{Config, Coordinator};
@@ -14,6 +16,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use tonic::Code;
+
+use support::{result_of, status};
 
 struct Server {
     client: Client,
@@ -130,24 +134,6 @@ async fn lease_with_gpus(
     .leases
 }
 
-/// The true result of a leased job, as an honest worker reports it.
-fn result_of(l: &proto::JobLease) -> proto::JobResult {
-    let plan = Plan::with_depth(l.n, Strategy::D4, l.depth as u8).unwrap();
-    let r = plan.job(&l.job.parse::<JobKey>().unwrap()).unwrap().run();
-    proto::JobResult {
-        lease_id: l.lease_id,
-        run: l.run.clone(),
-        n: l.n,
-        job: l.job.clone(),
-        total: r.total,
-        unique8: r.unique8,
-        nodes: r.nodes,
-        seal: Some(seal(l.plan_fingerprint, &l.job.parse().unwrap(), &r)),
-        lease_tag: l.lease_tag,
-        device: None,
-    }
-}
-
 /// `r` sealed again for what it now says (a lying worker seals its lie; seals guard against damage).
 fn reseal(mut r: proto::JobResult, fingerprint: u64) -> proto::JobResult {
     let result = nqueens_common::JobResult {
@@ -186,13 +172,6 @@ fn contents(store: &Store) -> String {
         text += &format!("{states:?}\n");
     }
     text + &format!("{:?}", store.quarantined().unwrap())
-}
-
-async fn status(c: &mut Client, run: &str) -> proto::RunStatus {
-    c.get_run(proto::GetRunRequest { run: run.into() })
-        .await
-        .unwrap()
-        .into_inner()
 }
 
 #[tokio::test]
