@@ -23,6 +23,8 @@ PORT=${SOAK_PORT:-7460}
 VERIFY=${SOAK_VERIFY:-0.05}
 DIR=${SOAK_DIR:-$(mktemp -d /tmp/nqueens-soak.XXXXXX)}
 TOKEN=soak-$RANDOM$RANDOM
+# Every command reads it from the environment: a token on a command line shows in `ps`.
+export NQUEENS_TOKEN="$TOKEN"
 mkdir -p "$DIR"
 log() { echo "$(date -u +%H:%M:%S) $*" | tee -a "$DIR/soak.log"; }
 
@@ -67,11 +69,11 @@ LOCAL=https://127.0.0.1:$PORT
 export NQUEENS_TLS_CA="$DIR/tls/ca.pem"
 
 start_serve() {
-  "$NQ" serve --data "$DIR/store" --listen "$LISTEN" --lease-timeout 10s --token "$TOKEN" \
+  "$NQ" serve --data "$DIR/store" --listen "$LISTEN" --lease-timeout 10s \
     --tls-cert "$DIR/tls/server.pem" --tls-key "$DIR/tls/server-key.pem" --progress-interval 60s 2>>"$DIR/serve.log" &
   SPID=$!
   for _ in $(seq 100); do
-    "$NQ" status --coordinator "$LOCAL" --token "$TOKEN" >/dev/null 2>&1 && return
+    "$NQ" status --coordinator "$LOCAL" >/dev/null 2>&1 && return
     sleep 0.2
   done
   log "coordinator did not come up"; exit 1
@@ -80,18 +82,18 @@ start_serve() {
 start_worker() {
   local k=$1 url prefix=()
   if [ "$NETNS" = 1 ]; then url=https://10.77.$k.1:$PORT; prefix=(ip netns exec "nqsoak$k"); else url=$LOCAL; fi
-  "${prefix[@]}" "$NQ" worker --coordinator "$url" --token "$TOKEN" --threads "$THREADS" --name "w$k" \
+  "${prefix[@]}" "$NQ" worker --coordinator "$url" --threads "$THREADS" --name "w$k" \
     --journal "$DIR/w$k.journal" --exit-when-idle 2>>"$DIR/w$k.log" &
   WPID[$k]=$!
 }
 
-state() { "$NQ" status --coordinator "$LOCAL" --token "$TOKEN" --run "$RUN" --json 2>/dev/null || true; }
+state() { "$NQ" status --coordinator "$LOCAL" --run "$RUN" --json 2>/dev/null || true; }
 field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\)\"\{0,1\}.*/\1/p"; }
 
 log "soak of N = $N in $DIR (network namespaces: $NETNS), a fault every ${EVERY}s"
 START=$(date +%s)
 start_serve
-RUN=$("$NQ" submit "$N" --coordinator "$LOCAL" --token "$TOKEN" --verify-fraction "$VERIFY" --json | field run)
+RUN=$("$NQ" submit "$N" --coordinator "$LOCAL" --verify-fraction "$VERIFY" --json | field run)
 log "run $RUN submitted"
 for k in 1 2 3; do start_worker "$k"; done
 
