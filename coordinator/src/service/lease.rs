@@ -278,7 +278,7 @@ impl Coordinator {
         state.workers.describe(worker, name, label, threads, gpus);
         // Spot checks first, in place of some of the jobs asked for.
         let spots = match credential && benched.is_none() {
-            true => super::spot::lease(state, worker, name, capacity, now),
+            true => super::spot::lease(state, worker, name, capacity, only, now),
             false => Vec::new(),
         };
         let capacity = capacity - spots.len() as u32;

@@ -171,12 +171,14 @@ impl SpotChecks {
 
 /// Leases spot checks to the worker process `worker` of the credential `name`, in place of some of the
 /// `capacity` jobs it asked for: confirmed jobs it did not compute, of the runs not cancelled (done
-/// ones too: a check needs a known answer, not open work), leased like any other job.
+/// ones too: a check needs a known answer, not open work; only run `only` for a worker that asked for
+/// one run's jobs), leased like any other job.
 pub(super) fn lease(
     state: &mut super::State,
     worker: &str,
     name: &str,
     capacity: u32,
+    only: Option<u64>,
     now: Instant,
 ) -> Vec<Granted> {
     let wanted = state.spot.how_many(name, capacity);
@@ -186,7 +188,7 @@ pub(super) fn lease(
     let runs: Vec<u64> = state
         .runs
         .values()
-        .filter(|r| !r.meta.is_cancelled())
+        .filter(|r| !r.meta.is_cancelled() && only.is_none_or(|id| id == r.meta.id))
         .map(|r| r.meta.id)
         .collect();
     let mut spots = Vec::new();

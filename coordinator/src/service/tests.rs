@@ -1682,3 +1682,31 @@ async fn only_a_credential_with_a_record_decides_a_dispute() {
     assert!(c.state().quarantined.contains_key("framer"));
     assert!(!c.state().quarantined.contains_key("honest"));
 }
+
+/// A worker that asks for one run's jobs (`worker --run`) gets spot checks of that run only: never a
+/// lease of another run, which it would not take.
+#[tokio::test(start_paused = true)]
+async fn a_worker_of_one_run_gets_spot_checks_of_that_run_only() {
+    let (c, open) = confirmed_and_open().await;
+    let id: u64 = open.parse().unwrap();
+    for _ in 0..40 {
+        let got = c
+            .lease(
+                &Ask {
+                    only: Some(&open),
+                    ..as_credential("focused")
+                },
+                Duration::ZERO,
+            )
+            .await
+            .unwrap();
+        assert!(got.leases.iter().all(|g| g.run == id), "{:?}", got.leases);
+        c.report(
+            "focused",
+            "focused",
+            got.leases.iter().map(report).collect(),
+        )
+        .await
+        .unwrap();
+    }
+}
