@@ -18,7 +18,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
 
-use support::{result_of as truth, status};
+use support::{create_verified, lease, result_of as truth, status};
 
 /// Q(8).
 const Q8: &str = "92";
@@ -92,38 +92,7 @@ impl Server {
 
 /// A run of N = 8 that verifies `fraction` of its jobs.
 async fn create(operator: &mut Client, fraction: f64) -> proto::RunStatus {
-    create_n(operator, 8, fraction).await
-}
-
-async fn create_n(operator: &mut Client, n: u32, fraction: f64) -> proto::RunStatus {
-    operator
-        .create_run(proto::CreateRunRequest {
-            n,
-            strategy: proto::Strategy::D4 as i32,
-            depth: None,
-            reuse: false,
-            verify_fraction: Some(fraction),
-            priority: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-}
-
-async fn lease(c: &mut Client, name: &str, capacity: u32) -> Vec<proto::JobLease> {
-    c.lease(proto::LeaseRequest {
-        worker_id: name.into(),
-        worker_name: name.into(),
-        threads: 1,
-        capacity,
-        run: None,
-        wait_ms: 0,
-        gpus: 0,
-    })
-    .await
-    .unwrap()
-    .into_inner()
-    .leases
+    create_verified(operator, 8, fraction).await
 }
 
 /// A sealed lie that fits every check of its counts: one class of eight solutions more.
@@ -165,7 +134,7 @@ async fn report(
 /// Two credentials earn a record: they compute every job of a run of N = 6 that verifies every job,
 /// confirming each other (a worker credential decides a dispute only with a record).
 async fn earn_records(operator: &mut Client, one: (&mut Client, &str), two: (&mut Client, &str)) {
-    let run = create_n(operator, 6, 1.0).await;
+    let run = create_verified(operator, 6, 1.0).await;
     for (client, name) in [one, two] {
         let held = lease(client, name, 4096).await;
         report(client, name, held.iter().map(truth).collect())

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use tonic::Code;
 
-use support::{result_of, status};
+use support::{create_verified, lease, lease_with_gpus, result_of, status};
 
 struct Server {
     client: Client,
@@ -92,46 +92,6 @@ async fn serving(
 
 async fn create(c: &mut Client, n: u32) -> proto::RunStatus {
     create_verified(c, n, 0.0).await
-}
-
-async fn create_verified(c: &mut Client, n: u32, verify_fraction: f64) -> proto::RunStatus {
-    c.create_run(proto::CreateRunRequest {
-        n,
-        strategy: proto::Strategy::D4 as i32,
-        depth: None,
-        reuse: false,
-        verify_fraction: Some(verify_fraction),
-        priority: 0,
-    })
-    .await
-    .unwrap()
-    .into_inner()
-}
-
-async fn lease(c: &mut Client, worker: &str, capacity: u32) -> Vec<proto::JobLease> {
-    lease_with_gpus(c, worker, capacity, 0).await
-}
-
-/// Leases as a worker of one thread and `gpus` GPUs.
-async fn lease_with_gpus(
-    c: &mut Client,
-    worker: &str,
-    capacity: u32,
-    gpus: u32,
-) -> Vec<proto::JobLease> {
-    c.lease(proto::LeaseRequest {
-        worker_id: worker.into(),
-        worker_name: worker.into(),
-        threads: 1,
-        capacity,
-        run: None,
-        wait_ms: 0,
-        gpus,
-    })
-    .await
-    .unwrap()
-    .into_inner()
-    .leases
 }
 
 /// `r` sealed again for what it now says (a lying worker seals its lie; seals guard against damage).

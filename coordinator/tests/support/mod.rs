@@ -1,5 +1,5 @@
-//! What the coordinator's end-to-end tests share: a leased job's true result, as an honest worker
-//! reports it, and a run's status.
+//! What the coordinator's end-to-end tests share: creating a run, leasing as a worker, a leased job's
+//! true result as an honest worker reports it, and a run's status.
 
 use nqueens_common::checksum::seal;
 use nqueens_common::{JobKey, Plan, Strategy};
@@ -31,4 +31,46 @@ pub async fn status(c: &mut Client, run: &str) -> proto::RunStatus {
         .await
         .unwrap()
         .into_inner()
+}
+
+/// A d4 run of N = `n` that verifies `verify_fraction` of its jobs.
+pub async fn create_verified(c: &mut Client, n: u32, verify_fraction: f64) -> proto::RunStatus {
+    c.create_run(proto::CreateRunRequest {
+        n,
+        strategy: proto::Strategy::D4 as i32,
+        depth: None,
+        reuse: false,
+        verify_fraction: Some(verify_fraction),
+        priority: 0,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+/// Leases as a worker of one thread, named and identified `worker`.
+pub async fn lease(c: &mut Client, worker: &str, capacity: u32) -> Vec<proto::JobLease> {
+    lease_with_gpus(c, worker, capacity, 0).await
+}
+
+/// Leases as a worker of one thread and `gpus` GPUs.
+pub async fn lease_with_gpus(
+    c: &mut Client,
+    worker: &str,
+    capacity: u32,
+    gpus: u32,
+) -> Vec<proto::JobLease> {
+    c.lease(proto::LeaseRequest {
+        worker_id: worker.into(),
+        worker_name: worker.into(),
+        threads: 1,
+        capacity,
+        run: None,
+        wait_ms: 0,
+        gpus,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .leases
 }
