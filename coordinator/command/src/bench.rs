@@ -34,6 +34,15 @@ pub struct BenchArgs {
     /// 65536 jobs each).
     #[arg(long, default_value_t = 0, requires = "gpu", value_parser = gpu_batch)]
     pub gpu_batch: usize,
+    /// Kernel variants and launch shapes to time (with `--gpu`), comma-separated, each
+    /// `VARIANT[/BLOCK[/PER_THREAD]]`: `--gpu-shape local/256/8,shared/128/8`. Default: the device's
+    /// default shape.
+    #[arg(long, value_delimiter = ',', requires = "gpu", value_parser = gpu_shape)]
+    pub gpu_shape: Vec<nqueens_gpu::Shape>,
+}
+
+fn gpu_shape(s: &str) -> Result<nqueens_gpu::Shape, String> {
+    s.parse().map_err(|e: nqueens_gpu::GpuError| e.to_string())
 }
 
 /// One measured row.
@@ -141,9 +150,22 @@ fn gpu(args: &BenchArgs, spec: &str) -> anyhow::Result<()> {
             "bench --gpu times N up to {MAX_GPU_BENCH_N} (it holds every job in memory); count N = {n} with `nqueens count {n} --gpu ...`"
         );
     }
-    let mut gpus = nqueens_gpu::open(Some(spec))?;
-    let gpu = &mut gpus[0];
+    let shapes: Vec<Option<nqueens_gpu::Shape>> = if args.gpu_shape.is_empty() {
+        vec![None]
+    } else {
+        args.gpu_shape.iter().copied().map(Some).collect()
+    };
+    for shape in shapes {
+        let mut gpus = nqueens_gpu::open_shaped(Some(spec), shape)?;
+        gpu_rows(args, &mut gpus[0])?;
+    }
+    Ok(())
+}
+
+/// The `--gpu` rows of one device built for one shape.
+fn gpu_rows(args: &BenchArgs, gpu: &mut nqueens_gpu::Gpu) -> anyhow::Result<()> {
     eprintln!("device: {}", gpu.info());
+    let shape = gpu.info().shape;
     let host = std::thread::available_parallelism().map_or(1, |n| n.get());
     for &n in &args.n {
         let plan = Plan::new(n, Strategy::D4)?;
@@ -181,7 +203,7 @@ fn gpu(args: &BenchArgs, spec: &str) -> anyhow::Result<()> {
             args.json,
             &row(
                 n,
-                &format!("gpu d4 ({check})"),
+                &format!("gpu {shape} ({check})"),
                 host,
                 tally.total,
                 tally.nodes,

@@ -9,11 +9,9 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use nqueens_common::kernel::seeds::SEED_WORDS;
 
-use crate::{prelude, Backend, DeviceInfo, GpuError, Launch};
+use crate::{prelude, Backend, DeviceInfo, GpuError, Launch, Shape};
 
 const BACKEND: &str = "CUDA";
-/// Threads per block (the kernel's launch bound).
-const BLOCK: u32 = 256;
 
 fn call<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
     GpuError::call(BACKEND, what)
@@ -65,8 +63,9 @@ pub fn name(ordinal: usize) -> Result<String, GpuError> {
     Ok(format!("{name} (compute {}.{})", cc.0, cc.1))
 }
 
-/// Compiles the kernel to PTX for compute capability `cc` (e.g. `(9, 0)`); no device is needed.
-pub fn compile(cc: (i32, i32)) -> Result<Ptx, GpuError> {
+/// Compiles the kernel built for `shape` to PTX for compute capability `cc` (e.g. `(9, 0)`); no device
+/// is needed.
+pub fn compile(cc: (i32, i32), shape: &Shape) -> Result<Ptx, GpuError> {
     if let Some(why) = nvrtc_missing() {
         return Err(GpuError::NoDevice(why));
     }
@@ -77,7 +76,7 @@ pub fn compile(cc: (i32, i32)) -> Result<Ptx, GpuError> {
         ],
         ..Default::default()
     };
-    compile_ptx_with_opts(prelude::source(Backend::Cuda), opts).map_err(|e| GpuError::Compile {
+    compile_ptx_with_opts(prelude::source(Backend::Cuda, shape), opts).map_err(|e| GpuError::Compile {
         backend: BACKEND,
         log: e.to_string(),
     })
@@ -89,11 +88,13 @@ pub struct Cuda {
     stream: Arc<CudaStream>,
     function: CudaFunction,
     grid: u32,
+    /// Shared memory per block the device allows (the `shared` variant's stack must fit).
+    shared_max: u32,
 }
 
 impl Cuda {
-    /// Opens device `ordinal` and compiles the kernel for it.
-    pub fn open(ordinal: usize) -> Result<Cuda, GpuError> {
+    /// Opens device `ordinal` and compiles the kernel for it, built for `shape`.
+    pub fn open(ordinal: usize, shape: Shape) -> Result<Cuda, GpuError> {
         if let Some(why) = missing() {
             return Err(GpuError::NoDevice(why));
         }
@@ -108,22 +109,36 @@ impl Cuda {
         let per_sm = ctx
             .attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
             .map_err(call("reading the threads per multiprocessor"))? as u32;
-        let ptx = compile(cc)?;
+        let shared_max = ctx
+            .attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(call("reading the shared memory size"))? as u32;
+        let ptx = compile(cc, &shape)?;
         let module = ctx.load_module(ptx).map_err(call("loading the kernel"))?;
         let function = module
             .load_function(prelude::ENTRY)
             .map_err(call("finding the kernel"))?;
-        let grid = sms.max(1) * (per_sm / BLOCK).max(1);
+        if shared_max > 48 * 1024 {
+            // Above 48 KiB of dynamic shared memory a kernel must opt in.
+            function
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_max as i32,
+                )
+                .map_err(call("allowing the shared memory"))?;
+        }
+        let grid = sms.max(1) * (per_sm / shape.block).max(1);
         Ok(Cuda {
             info: DeviceInfo {
                 backend: Backend::Cuda,
                 index: ordinal,
                 name: format!("{name} (compute {}.{}, {sms} SMs)", cc.0, cc.1),
-                threads: (grid * BLOCK) as usize,
+                threads: (grid * shape.block) as usize,
+                shape,
             },
             stream: ctx.default_stream(),
             function,
             grid,
+            shared_max,
         })
     }
 }
@@ -150,10 +165,22 @@ impl Launch for Cuda {
         let mut out_d = s
             .clone_htod(&vec![u64::MAX; 2 * n as usize])
             .map_err(call("allocating the answer"))?;
+        let shape = self.info.shape;
+        let depth = prelude::depth(seeds, tails);
+        let shared = match shape.kernel {
+            crate::Kernel::Local | crate::Kernel::Compact => 0,
+            crate::Kernel::Shared => 4 * prelude::stack_words(depth) * shape.block,
+        };
+        if shared > self.shared_max {
+            return Err(GpuError::BadShape(format!(
+                "{shape} needs {shared} bytes of shared memory per block for {depth} levels, the device has {}",
+                self.shared_max
+            )));
+        }
         let cfg = LaunchConfig {
-            grid_dim: (self.grid.min(n.div_ceil(BLOCK)).max(1), 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
+            grid_dim: (self.grid.min(n.div_ceil(shape.block)).max(1), 1, 1),
+            block_dim: (shape.block, 1, 1),
+            shared_mem_bytes: shared,
         };
         let mut b = s.launch_builder(&self.function);
         b.arg(&seeds_d)
@@ -162,7 +189,8 @@ impl Launch for Cuda {
             .arg(&tails_d)
             .arg(&full)
             .arg(&next_d)
-            .arg(&mut out_d);
+            .arg(&mut out_d)
+            .arg(&depth);
         // SAFETY: the arguments match the kernel's parameters in number, order and type (search.cl), and
         // every table is as long as the indices the kernel derives from `n` and the seeds (Batch checks).
         unsafe { b.launch(cfg) }.map_err(call("launching the kernel"))?;

@@ -9,16 +9,13 @@ use nqueens_common::{Job, JobResult, Work};
 
 use crate::{DeviceInfo, GpuError, Launch};
 
-/// Seeds per device thread in a batch: enough that threads which finish early find more work.
-const SEEDS_PER_THREAD: usize = 8;
-
 /// Seeds of every batch searched again on the host, drawn at random, whose answers must equal the
-/// device's exactly: 8 of the [`SEEDS_PER_THREAD`] seeds per device thread a batch holds. A device
-/// wrong on a share `f` of its seeds escapes a batch's checks with probability `(1 - f)^8`.
+/// device's exactly. A device wrong on a share `f` of its seeds escapes a batch's checks with probability `(1 - f)^8`.
 const SPOT_CHECKS: usize = 8;
 
 /// The seeds of a batch of `n` to search again on the host: all of a small batch, else [`SPOT_CHECKS`]
-/// drawn anew (a device's faults need not sit at fixed places).
+/// drawn anew (a device's faults need not sit at fixed places). 8 of the (default) 8 seeds per device
+/// thread a batch holds.
 fn spot_checks(n: usize) -> impl Iterator<Item = usize> {
     use std::hash::{BuildHasher, Hasher};
     // A freshly keyed SipHash of nothing: random enough to pick seeds, with no dependency.
@@ -62,7 +59,7 @@ impl Gpu {
 
     /// Seeds a batch should have to fill the device.
     pub fn target_seeds(&self) -> usize {
-        self.info().threads.max(1) * SEEDS_PER_THREAD
+        self.info().threads.max(1) * self.info().shape.per_thread.max(1) as usize
     }
 
     /// Searches every seed of `batch` and returns the totals of its groups, once the answer is checked.
@@ -264,6 +261,7 @@ mod tests {
             index: 0,
             name: "double".into(),
             threads: 64,
+            shape: crate::Shape::default_for(Backend::OpenCl),
         };
         Gpu::new(Box::new(Answers(info, answer)))
     }

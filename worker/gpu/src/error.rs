@@ -24,6 +24,9 @@ pub enum GpuError {
     /// its driver is not trustworthy, and nothing it computed in this batch is used.
     #[error("the device's answer failed its check: {0}")]
     BadAnswer(String),
+    /// A kernel variant or launch shape that does not exist or no device can run.
+    #[error("invalid GPU kernel shape: {0}")]
+    BadShape(String),
     /// A batch too large for the device's tables.
     #[error("batch too large: {0}")]
     TooLarge(String),

@@ -15,6 +15,9 @@ pub mod prelude;
 
 pub use engine::{run_jobs, run_pipelined, Gpu};
 pub use error::GpuError;
+pub use shape::{Kernel, Shape};
+
+mod shape;
 
 use std::fmt;
 
@@ -44,6 +47,8 @@ pub struct DeviceInfo {
     pub name: String,
     /// Threads the device runs at once: batches are sized from it.
     pub threads: usize,
+    /// The kernel variant and launch shape it was built for.
+    pub shape: Shape,
 }
 
 impl DeviceInfo {
@@ -55,7 +60,11 @@ impl DeviceInfo {
 
 impl fmt::Display for DeviceInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{} {}", self.backend, self.index, self.name)
+        write!(
+            f,
+            "{}:{} {} [{}]",
+            self.backend, self.index, self.name, self.shape
+        )
     }
 }
 
@@ -128,8 +137,13 @@ pub fn list() -> Vec<String> {
 
 /// Opens the devices `spec` names: `None`, `""` or `"all"` for every CUDA device, or failing that every
 /// OpenCL device that is not a CPU; else a comma-separated list of `cuda:K`, `opencl:K` or `K` (the K-th
-/// CUDA device, or OpenCL device where there is no CUDA).
+/// CUDA device, or OpenCL device where there is no CUDA). Each runs its backend's default [`Shape`].
 pub fn open(spec: Option<&str>) -> Result<Vec<Gpu>, GpuError> {
+    open_shaped(spec, None)
+}
+
+/// [`open`], each device built for `shape` where one is given (else its backend's default).
+pub fn open_shaped(spec: Option<&str>, shape: Option<Shape>) -> Result<Vec<Gpu>, GpuError> {
     let spec = spec.map(str::trim).unwrap_or("");
     let mut wanted = Vec::new();
     if spec.is_empty() || spec == "all" {
@@ -167,13 +181,19 @@ pub fn open(spec: Option<&str>) -> Result<Vec<Gpu>, GpuError> {
     wanted
         .into_iter()
         .map(|(backend, k)| {
-            let launch: Box<dyn Launch> = match backend {
-                Backend::Cuda => Box::new(cuda::Cuda::open(k)?),
-                Backend::OpenCl => Box::new(opencl::OpenCl::open(k)?),
-            };
-            Ok(Gpu::new(launch))
+            let shape = shape.unwrap_or_else(|| Shape::default_for(backend));
+            Ok(Gpu::new(open_one(backend, k, shape)?))
         })
         .collect()
+}
+
+/// Opens device `k` of `backend` built for `shape`.
+pub(crate) fn open_one(backend: Backend, k: usize, shape: Shape) -> Result<Box<dyn Launch>, GpuError> {
+    shape.check()?;
+    Ok(match backend {
+        Backend::Cuda => Box::new(cuda::Cuda::open(k, shape)?),
+        Backend::OpenCl => Box::new(opencl::OpenCl::open(k, shape)?),
+    })
 }
 
 #[cfg(test)]

@@ -13,14 +13,12 @@ use opencl3::types::{cl_uint, cl_ulong, CL_BLOCKING};
 
 use nqueens_common::kernel::seeds::SEED_WORDS;
 
-use crate::{prelude, Backend, DeviceInfo, GpuError, Launch};
+use crate::{prelude, Backend, DeviceInfo, GpuError, Launch, Shape};
 
 mod release;
 use release::Quiet;
 
 const BACKEND: &str = "OpenCL";
-/// Work-items per work-group.
-const GROUP: usize = 64;
 
 fn call<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> GpuError {
     GpuError::call(BACKEND, what)
@@ -60,11 +58,14 @@ pub struct OpenCl {
     queue: Quiet<CommandQueue>,
     context: Quiet<Context>,
     groups: usize,
+    /// Local memory per work-group the device has (the `shared` variant's stack must fit).
+    local_max: u64,
 }
 
 impl OpenCl {
-    /// Opens the `index`-th OpenCL device (in [`devices`] order) and builds the kernel for it.
-    pub fn open(index: usize) -> Result<OpenCl, GpuError> {
+    /// Opens the `index`-th OpenCL device (in [`devices`] order) and builds the kernel for it, built for
+    /// `shape`.
+    pub fn open(index: usize, shape: Shape) -> Result<OpenCl, GpuError> {
         let list = devices().map_err(GpuError::NoDevice)?;
         let Some((device, _)) = list.into_iter().nth(index) else {
             return Err(GpuError::NoDevice(format!(
@@ -75,6 +76,9 @@ impl OpenCl {
         let units = device
             .max_compute_units()
             .map_err(call("reading the compute units"))? as usize;
+        let local_max = device
+            .local_mem_size()
+            .map_err(call("reading the local memory size"))?;
         let context =
             Quiet::new(Context::from_device(&device).map_err(call("creating a context"))?);
         #[allow(deprecated)]
@@ -84,7 +88,7 @@ impl OpenCl {
         let program = Quiet::new(
             opencl3::program::Program::create_and_build_from_source(
                 &context,
-                &prelude::source(Backend::OpenCl),
+                &prelude::source(Backend::OpenCl, &shape),
                 "",
             )
             .map_err(|log| GpuError::Compile {
@@ -102,12 +106,14 @@ impl OpenCl {
                 backend: Backend::OpenCl,
                 index,
                 name: format!("{} ({units} compute units)", name.trim()),
-                threads: groups * GROUP,
+                threads: groups * shape.block as usize,
+                shape,
             },
             context,
             queue,
             kernel,
             groups,
+            local_max,
         })
     }
 
@@ -150,7 +156,20 @@ impl Launch for OpenCl {
         let next_d = self.buffer::<cl_uint>(&[0], CL_MEM_READ_WRITE)?;
         // Poisoned: a seed the kernel never wrote is caught by the check.
         let out_d = self.buffer::<cl_ulong>(&vec![u64::MAX; 2 * n], CL_MEM_READ_WRITE)?;
-        let groups = self.groups.min(n.div_ceil(GROUP)).max(1);
+        let shape = self.info.shape;
+        let group = shape.block as usize;
+        let groups = self.groups.min(n.div_ceil(group)).max(1);
+        let depth = prelude::depth(seeds, tails);
+        let local = match shape.kernel {
+            crate::Kernel::Local | crate::Kernel::Compact => 4,
+            crate::Kernel::Shared => 4 * prelude::stack_words(depth) as usize * group,
+        };
+        if local as u64 > self.local_max {
+            return Err(GpuError::BadShape(format!(
+                "{shape} needs {local} bytes of local memory per work-group for {depth} levels, the device has {}",
+                self.local_max
+            )));
+        }
         let (n32, full) = (n as cl_uint, full as cl_uint);
         let (seeds_m, forbid_m, tails_m) = (seeds_d.get(), forbid_d.get(), tails_d.get());
         let (next_m, out_m) = (next_d.get(), out_d.get());
@@ -166,11 +185,13 @@ impl Launch for OpenCl {
                 kernel.set_arg(3, &tails_m)?;
                 kernel.set_arg(4, &full)?;
                 kernel.set_arg(5, &next_m)?;
-                kernel.set_arg(6, &out_m)
+                kernel.set_arg(6, &out_m)?;
+                kernel.set_arg(7, &depth)?;
+                kernel.set_arg_local_buffer(8, local)
             }
         };
         set().map_err(call("setting the kernel's arguments"))?;
-        let (global, local) = ([groups * GROUP], [GROUP]);
+        let (global, local) = ([groups * group], [group]);
         // SAFETY: one dimension, sizes read during the call; every table is as long as the indices the
         // kernel derives from `n` and the seeds (Batch checks), and the buffers outlive the wait below.
         let event = Quiet::new(

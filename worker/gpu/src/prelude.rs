@@ -1,7 +1,7 @@
 //! The kernel source and the prelude that makes it CUDA C++ or OpenCL C: one source, a few macros (the
-//! way hashcat shares its kernels between the two).
+//! way hashcat shares its kernels between the two), and the variant and block size it is built for.
 
-use crate::Backend;
+use crate::{Backend, Shape};
 
 /// The search kernel, shared by every backend.
 pub const SEARCH: &str = include_str!("search.cl");
@@ -12,28 +12,61 @@ pub const ENTRY: &str = "nq_search";
 const CUDA: &str = r#"
 typedef unsigned int u32;
 typedef unsigned long long u64;
-#define KERNEL extern "C" __global__ void __launch_bounds__(256)
+#define KERNEL extern "C" __global__ void __launch_bounds__(BLOCK)
 #define GLOBAL
 #define RESTRICT __restrict__
 #define ATOMIC_NEXT(p) atomicAdd((p), 1u)
 #define POPCOUNT(x) __popc(x)
+#define LOCAL_ID threadIdx.x
+#define LOCAL_SIZE blockDim.x
+#define LOCAL_PTR
+#define STACK_PARAM
+#define SHARED_STACK extern __shared__ u32 nq_stack[];
 "#;
 
 const OPENCL: &str = r#"
 typedef uint u32;
 typedef ulong u64;
-#define KERNEL __kernel void
+#define KERNEL __kernel __attribute__((reqd_work_group_size(BLOCK, 1, 1))) void
 #define GLOBAL __global
 #define RESTRICT restrict
 #define ATOMIC_NEXT(p) atomic_inc(p)
 #define POPCOUNT(x) popcount(x)
+#define LOCAL_ID ((u32)get_local_id(0))
+#define LOCAL_SIZE ((u32)get_local_size(0))
+#define LOCAL_PTR __local
+#define STACK_PARAM , __local u32 *nq_stack
+#define SHARED_STACK
 "#;
 
-/// The complete source for `backend`.
-pub fn source(backend: Backend) -> String {
+/// The complete source for `backend`, built for `shape`'s variant and block size.
+pub fn source(backend: Backend, shape: &Shape) -> String {
     let prelude = match backend {
         Backend::Cuda => CUDA,
         Backend::OpenCl => OPENCL,
     };
-    format!("{prelude}\n#line 1 \"search.cl\"\n{SEARCH}")
+    format!(
+        "#define VARIANT {}\n#define BLOCK {}\n{prelude}\n#line 1 \"search.cl\"\n{SEARCH}",
+        shape.kernel.index(),
+        shape.block
+    )
+}
+
+/// Words of shared memory a thread of the `shared` variant needs for seeds that hold `depth` levels.
+pub fn stack_words(depth: u32) -> u32 {
+    2 * depth
+}
+
+/// The deepest stack any seed of a batch needs: `tail - level + 1` levels (at least one).
+pub fn depth(seeds: &[u32], tails: &[u32]) -> u32 {
+    use nqueens_common::kernel::seeds::SEED_WORDS;
+    seeds
+        .chunks_exact(SEED_WORDS)
+        .map(|s| {
+            let tail = tails.get((s[3] >> 5) as usize).copied().unwrap_or(0);
+            (tail + 1).saturating_sub(s[3] & 31)
+        })
+        .max()
+        .unwrap_or(0)
+        .max(1)
 }

@@ -1,5 +1,6 @@
 /* The device search: one source for CUDA (NVRTC) and OpenCL. The host prepends a prelude that defines
- * KERNEL, GLOBAL, RESTRICT, u32, u64 and ATOMIC_NEXT for the language it compiles for (see prelude.rs).
+ * KERNEL, GLOBAL, RESTRICT, u32, u64, ATOMIC_NEXT, POPCOUNT, LOCAL_ID and LOCAL_SIZE for the language it
+ * compiles for, and VARIANT for the kernel variant (see prelude.rs).
  *
  * Each thread takes seeds from a shared counter until none is left and searches each one depth first
  * from its level to its unit's tail, where the two last rows are settled by mask tests. The loop is
@@ -9,15 +10,38 @@
  * forbid: 32 words per unit: per level, the squares it may not use beyond the queens above
  * tails:  per unit, its third-to-last level
  * out:    2 words per seed: completions, nodes
+ * depth:  levels a seed's search may hold at once (at least tail - level + 1 for every seed)
+ * stack:  the shared-memory stack of VARIANT 1: 2 * depth words per thread of the block
+ *
+ * VARIANT 0 ("local"): the four masks of every level on a per-thread stack (local memory on CUDA).
+ * VARIANT 1 ("shared"): the masks of the current level in registers, the diagonals 64 bits wide so that
+ * going up a level is exact (a shift loses nothing for 32 levels); per level only the squares left and
+ * the queen placed, in shared memory, level-major so that the threads of a warp touch adjacent words.
+ * VARIANT 2 ("compact"): VARIANT 1's loop with its two words per level on the per-thread stack.
  */
 
 #define STACK 32
 
+/* The last two rows below level `tail`: nf has at most two squares; each is a completion when the last
+ * row keeps a square once it is placed. */
+#define SETTLE(c, l, r, nf, g_forbid)                                                          \
+    do {                                                                                       \
+        u32 g = ~((c) | ((l) << 1) | ((r) >> 1) | (g_forbid)) & full;                          \
+        u32 b1 = (nf) & (0u - (nf));                                                           \
+        u32 b2 = (nf) ^ b1;                                                                    \
+        u32 leaves = (u32)((b1 != 0u) & ((g & ~(b1 | (b1 << 1) | (b1 >> 1))) != 0u))           \
+                   + (u32)((b2 != 0u) & ((g & ~(b2 | (b2 << 1) | (b2 >> 1))) != 0u));          \
+        count += leaves;                                                                       \
+        nodes += (u64)(POPCOUNT(nf) + leaves);                                                 \
+    } while (0)
+
 KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
                       GLOBAL const u32 *RESTRICT forbid, GLOBAL const u32 *RESTRICT tails,
-                      u32 full, GLOBAL u32 *next, GLOBAL u64 *out)
+                      u32 full, GLOBAL u32 *next, GLOBAL u64 *out, u32 depth STACK_PARAM)
 {
+#if VARIANT == 0
     u32 cs[STACK], ls[STACK], rs[STACK], fs[STACK];
+    (void)depth;
     for (;;) {
         u32 i = ATOMIC_NEXT(next);
         if (i >= nseeds) {
@@ -51,15 +75,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
             u32 nf = ~(c | l | r | fb[v + 1]) & full;
             nodes += 1;
             if (v == tail) {
-                /* The last two rows: nf has at most two squares; each is a completion when the last
-                 * row keeps a square once it is placed. */
-                u32 g = ~(c | (l << 1) | (r >> 1) | fb[v + 2]) & full;
-                u32 b1 = nf & (0u - nf);
-                u32 b2 = nf ^ b1;
-                u32 leaves = (u32)((b1 != 0u) & ((g & ~(b1 | (b1 << 1) | (b1 >> 1))) != 0u))
-                           + (u32)((b2 != 0u) & ((g & ~(b2 | (b2 << 1) | (b2 >> 1))) != 0u));
-                count += leaves;
-                nodes += (u64)(POPCOUNT(nf) + leaves);
+                SETTLE(c, l, r, nf, fb[v + 2]);
             } else if (nf != 0u) {
                 v += 1;
                 cs[v] = c;
@@ -71,4 +87,77 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
         out[2 * (u64)i] = count;
         out[2 * (u64)i + 1] = nodes;
     }
+#else
+#if VARIANT == 1
+    u32 t = LOCAL_ID;
+    u32 stride = LOCAL_SIZE;
+    SHARED_STACK
+#define FSQ(k) fsq[(k) * stride]
+#define BSQ(k) bsq[(k) * stride]
+#else
+    u32 fsq[STACK], bsq[STACK];
+#define FSQ(k) fsq[k]
+#define BSQ(k) bsq[k]
+#endif
+    for (;;) {
+        u32 i = ATOMIC_NEXT(next);
+        if (i >= nseeds) {
+            return;
+        }
+        GLOBAL const u32 *s = seeds + 4 * (u64)i;
+        u32 unit = s[3] >> 5;
+        int v0 = (int)(s[3] & 31u);
+        GLOBAL const u32 *fb = forbid + 32 * (u64)unit;
+        int tail = (int)tails[unit];
+        u64 count = 0, nodes = 0;
+        int v = v0;
+        /* l in the low half (it moves up), r in the high half (it moves down): 32 levels of room. */
+        u32 c = s[0];
+        u64 l = (u64)s[1];
+        u64 r = (u64)s[2] << 32;
+        u32 f = ~(s[0] | s[1] | s[2] | fb[v]) & full;
+        /* FSQ(k), BSQ(k): the squares left and the queen placed at level v0 + k. */
+#if VARIANT == 1
+        LOCAL_PTR u32 *fsq = nq_stack + t;
+        LOCAL_PTR u32 *bsq = nq_stack + depth * stride + t;
+#endif
+        for (;;) {
+            if (f == 0u) {
+                if (v == v0) {
+                    break;
+                }
+                v -= 1;
+                u32 k = (u32)(v - v0);
+                u32 bit = BSQ(k);
+                f = FSQ(k);
+                c &= ~bit;
+                l = (l >> 1) & ~(u64)bit;
+                r = (r << 1) & ~((u64)bit << 32);
+                continue;
+            }
+            u32 bit = f & (0u - f);
+            f ^= bit;
+            u32 nc = c | bit;
+            u64 nl = (l | (u64)bit) << 1;
+            u64 nr = (r | ((u64)bit << 32)) >> 1;
+            u32 l32 = (u32)nl, r32 = (u32)(nr >> 32);
+            u32 nf = ~(nc | l32 | r32 | fb[v + 1]) & full;
+            nodes += 1;
+            if (v == tail) {
+                SETTLE(nc, l32, r32, nf, fb[v + 2]);
+            } else if (nf != 0u) {
+                u32 k = (u32)(v - v0);
+                FSQ(k) = f;
+                BSQ(k) = bit;
+                v += 1;
+                c = nc;
+                l = nl;
+                r = nr;
+                f = nf;
+            }
+        }
+        out[2 * (u64)i] = count;
+        out[2 * (u64)i + 1] = nodes;
+    }
+#endif
 }

@@ -3,7 +3,7 @@
 //! installs (PyPI's `nvidia-cuda-nvrtc-cu12`); without it the test says it was skipped, except under CI
 //! (`CI` set), where that is a failure.
 
-use nqueens_gpu::{cuda, prelude::ENTRY};
+use nqueens_gpu::{cuda, prelude::ENTRY, Backend, Kernel, Shape};
 
 #[test]
 fn kernel_compiles_to_ptx_for_turing_to_hopper() {
@@ -15,8 +15,16 @@ fn kernel_compiles_to_ptx_for_turing_to_hopper() {
         eprintln!("skipped: {why}");
         return;
     }
-    for cc in [(7, 5), (8, 0), (8, 6), (9, 0)] {
-        let ptx = cuda::compile(cc).unwrap_or_else(|e| panic!("compute_{}{}: {e}", cc.0, cc.1));
+    for (cc, kernel) in [(7, 5), (8, 0), (8, 6), (9, 0)]
+        .into_iter()
+        .flat_map(|cc| Kernel::ALL.map(|k| (cc, k)))
+    {
+        let shape = Shape {
+            kernel,
+            ..Shape::default_for(Backend::Cuda)
+        };
+        let ptx = cuda::compile(cc, &shape)
+            .unwrap_or_else(|e| panic!("compute_{}{} {shape}: {e}", cc.0, cc.1));
         let text = ptx.to_src();
         assert!(
             text.contains(&format!(".target sm_{}{}", cc.0, cc.1)),

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The GPU measurement (issue 39): one command on a machine with an NVIDIA GPU. It builds the release
+# binary if none is given (BIN=...; the lent machines here reach no registry, so the binary is built
+# beside and carried), finds NVRTC, prints `nqueens gpus`, times every kernel variant and launch shape at
+# N = 18 and 19, keeps the fastest, times it and the default at N = 20 and 21 (N = 22 when it will take
+# under PLAN22 seconds), and the host's CPUs at N = 18, then writes one table.
+# Every total is checked against the published count by `nqueens bench` itself (a wrong one fails).
+# Usage: coordinator/benches/gpu.sh [OUTDIR]    (BIN, DEVICE=cuda:0, SHAPES, PLAN22=150 may be set)
+set -uo pipefail
+OUTDIR=${1:-target/gpu-bench}
+mkdir -p "$OUTDIR"
+BIN=${BIN:-target/release/nqueens}
+DEVICE=${DEVICE:-cuda:0}
+PLAN22=${PLAN22:-120}
+SWEEP=${SWEEP:-18 19}   # every shape
+BIG=${BIG:-20 21}       # the fastest and the default
+TOP=${TOP:-22}          # the fastest, if it fits PLAN22
+CPU=${CPU:-18}          # the host's CPUs
+SHAPES=${SHAPES:-local/256/8,local/128/8,compact/256/8,compact/128/8,shared/64/8,shared/128/8,shared/256/8,shared/128/32,shared/128/2}
+LOG="$OUTDIR/log.txt"
+TABLE="$OUTDIR/table.md"
+: >"$LOG"
+say() { echo "$@" | tee -a "$LOG"; }
+START=$(date +%s)
+
+if [ ! -x "$BIN" ]; then
+  say "building $BIN"
+  cargo build --release --locked -p nqueens --bin nqueens 2>&1 | tail -3 | tee -a "$LOG"
+fi
+
+# cudarc opens libnvrtc.so (or .so.12): point it at whatever NVRTC this machine has.
+if ! ldconfig -p | grep -q 'libnvrtc.so '; then
+  NV=$(ls /usr/local/cuda*/lib64/libnvrtc.so* /usr/local/cuda*/targets/*/lib/libnvrtc.so* \
+        /usr/lib/x86_64-linux-gnu/libnvrtc.so* \
+        $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null | tr ' ' '\n' | sed 's|$|/nvidia/*/lib/libnvrtc.so*|') \
+        2>/dev/null | grep -v alt | sort -V | tail -1)
+  if [ -n "$NV" ]; then
+    mkdir -p "$OUTDIR/lib"
+    ln -sf "$NV" "$OUTDIR/lib/libnvrtc.so"
+    export LD_LIBRARY_PATH="$(cd "$OUTDIR/lib" && pwd):$(dirname "$NV")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    say "NVRTC: $NV"
+  fi
+fi
+
+say "## $(date -u +%FT%TZ)"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader 2>&1 | tee -a "$LOG"
+say "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) threads"
+"$BIN" gpus 2>&1 | tee -a "$LOG"
+
+rows="$OUTDIR/rows.jsonl"
+: >"$rows"
+bench() { # N... then flags
+  timeout "${LIMIT:-200}" "$BIN" bench "$@" --json 2> >(tee -a "$LOG" >&2) | tee -a "$rows" | tee -a "$LOG"
+}
+seconds() { # shape N -> seconds of that row
+  grep "\"n\":$2," "$rows" | grep "gpu $1 " | sed 's/.*"seconds":\([0-9.e+-]*\).*/\1/' | head -1
+}
+
+# Every shape at the sweep's sizes; the fastest at the largest of them.
+LIMIT=150 bench $SWEEP --gpu "$DEVICE" --gpu-shape "$SHAPES"
+last=${SWEEP##* }; big=${BIG##* }
+best=""; best_s=""
+for s in ${SHAPES//,/ }; do
+  t=$(seconds "$s" "$last")
+  [ -z "$t" ] && continue
+  if [ -z "$best_s" ] || awk "BEGIN{exit !($t < $best_s)}"; then best=$s; best_s=$t; fi
+done
+say "fastest at N = $last: $best ($best_s s)"
+default=${SHAPES%%,*}
+both=$best; [ "$best" != "$default" ] && both="$best,$default"
+[ -n "$best" ] && LIMIT=150 bench $BIG --gpu "$DEVICE" --gpu-shape "$both"
+t21=$(seconds "$best" "$big")
+if [ -n "$t21" ] && awk "BEGIN{exit !($t21 * 7 < $PLAN22)}"; then
+  LIMIT=$((PLAN22 + 60)) bench $TOP --gpu "$DEVICE" --gpu-shape "$best"
+else
+  say "N = $TOP skipped: N = $big took ${t21:-?} s, N = $TOP would take about 7x that"
+fi
+# The host's CPUs beside it.
+LIMIT=40 bench $CPU --threads "$(nproc)" --no-baseline
+
+{
+  echo "| N | what | seconds | Gnodes/s | total |"
+  echo "|---|---|---|---|---|"
+  sed 's/.*"n":\([0-9]*\),"what":"\([^"]*\)","threads":\([0-9]*\),"total":"\([0-9]*\)","nodes":"\([0-9]*\)","seconds":\([0-9.e+-]*\),"mnodes_per_s":\([0-9.e+-]*\).*/\1 \2@\3 \6 \7 \4/' "$rows" |
+    awk '{split($0,a," "); w=a[2]; for(i=3;i<NF-2;i++) w=w" "a[i]; printf "| %s | %s | %.3f | %.1f | %s |\n", a[1], w, a[NF-2], a[NF-1]/1000, a[NF]}'
+} >"$TABLE"
+cat "$TABLE" | tee -a "$LOG"
+say "wall: $(( $(date +%s) - START )) s"

@@ -1,0 +1,167 @@
+//! A kernel variant and its launch shape: what a device is built and launched with, named on the command
+//! line as `VARIANT/BLOCK/PER_THREAD` (for example `shared/128/8`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::{Backend, GpuError};
+
+/// The kernel variants of `search.cl`, one source for both backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// Every level's four masks on a per-thread stack (local memory on CUDA).
+    Local,
+    /// The current level's masks in registers; per level only the squares left and the queen placed,
+    /// in shared memory.
+    Shared,
+    /// [`Kernel::Shared`]'s loop with its two words per level on the per-thread stack.
+    Compact,
+}
+
+impl Kernel {
+    /// Every variant, in the order calibration tries them.
+    pub const ALL: [Kernel; 3] = [Kernel::Local, Kernel::Shared, Kernel::Compact];
+
+    /// Its number in the source (`VARIANT`).
+    pub fn index(self) -> u32 {
+        match self {
+            Kernel::Local => 0,
+            Kernel::Shared => 1,
+            Kernel::Compact => 2,
+        }
+    }
+
+    /// Its name on the command line and in logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Local => "local",
+            Kernel::Shared => "shared",
+            Kernel::Compact => "compact",
+        }
+    }
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Kernel {
+    type Err = GpuError;
+    fn from_str(s: &str) -> Result<Kernel, GpuError> {
+        Kernel::ALL
+            .into_iter()
+            .find(|k| k.name() == s.trim())
+            .ok_or_else(|| GpuError::BadShape(format!("no kernel variant {s:?} (local, shared, compact)")))
+    }
+}
+
+/// Smallest and largest threads per block.
+pub const BLOCKS: std::ops::RangeInclusive<u32> = 32..=1024;
+/// Largest seeds per thread in a batch.
+pub const MAX_PER_THREAD: u32 = 256;
+
+/// What a device is built and launched with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shape {
+    pub kernel: Kernel,
+    /// Threads per block (work-items per work-group): a multiple of 32.
+    pub block: u32,
+    /// Seeds per device thread in a batch: more lets threads that finish early find more work.
+    pub per_thread: u32,
+}
+
+impl Shape {
+    /// The shape a device of `backend` runs when nothing else is asked or calibrated.
+    pub fn default_for(backend: Backend) -> Shape {
+        Shape {
+            kernel: Kernel::Local,
+            block: match backend {
+                Backend::Cuda => 256,
+                Backend::OpenCl => 64,
+            },
+            per_thread: 8,
+        }
+    }
+
+    /// Refuses a shape no device can run.
+    pub fn check(&self) -> Result<(), GpuError> {
+        if !BLOCKS.contains(&self.block) || self.block % 32 != 0 {
+            return Err(GpuError::BadShape(format!(
+                "block {} must be a multiple of 32 from {} to {}",
+                self.block,
+                BLOCKS.start(),
+                BLOCKS.end()
+            )));
+        }
+        if !(1..=MAX_PER_THREAD).contains(&self.per_thread) {
+            return Err(GpuError::BadShape(format!(
+                "{} seeds per thread must be 1 to {MAX_PER_THREAD}",
+                self.per_thread
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}/{}", self.kernel, self.block, self.per_thread)
+    }
+}
+
+impl FromStr for Shape {
+    type Err = GpuError;
+    /// `VARIANT`, `VARIANT/BLOCK` or `VARIANT/BLOCK/PER_THREAD`; what is left out is the CUDA default.
+    fn from_str(s: &str) -> Result<Shape, GpuError> {
+        let mut parts = s.trim().split('/');
+        let mut shape = Shape::default_for(Backend::Cuda);
+        shape.kernel = parts.next().unwrap_or("").parse()?;
+        let number = |p: &str| {
+            p.trim()
+                .parse::<u32>()
+                .map_err(|_| GpuError::BadShape(format!("{p:?} in {s:?} is not a whole number")))
+        };
+        if let Some(b) = parts.next() {
+            shape.block = number(b)?;
+        }
+        if let Some(p) = parts.next() {
+            shape.per_thread = number(p)?;
+        }
+        if parts.next().is_some() {
+            return Err(GpuError::BadShape(format!(
+                "{s:?}: expected VARIANT/BLOCK/PER_THREAD"
+            )));
+        }
+        shape.check()?;
+        Ok(shape)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_parse_and_print_back() {
+        for s in ["local/256/8", "shared/128/16", "shared/1024/256", "local/32/1"] {
+            assert_eq!(s.parse::<Shape>().unwrap().to_string(), s);
+        }
+        assert_eq!("shared".parse::<Shape>().unwrap().to_string(), "shared/256/8");
+        assert_eq!("local/64".parse::<Shape>().unwrap().to_string(), "local/64/8");
+    }
+
+    #[test]
+    fn shapes_no_device_can_run_are_refused() {
+        for s in [
+            "", "warp", "local/0", "local/48", "local/2048", "local/256/0", "local/256/257",
+            "local/256/8/1", "local/x", "shared/128/-1",
+        ] {
+            assert!(
+                matches!(s.parse::<Shape>(), Err(GpuError::BadShape(_))),
+                "{s:?}"
+            );
+        }
+    }
+}
