@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The GPU measurement (issue 39): one command on a machine with an NVIDIA GPU. It builds the release
 # binary if none is given (BIN=...; the lent machines here reach no registry, so the binary is built
-# beside and carried), finds NVRTC, prints `nqueens gpus`, times every kernel variant and launch shape at
-# N = 18 and 19, keeps the fastest, times it and the default at N = 20 and 21 (N = 22 when it will take
-# under PLAN22 seconds), and the host's CPUs at N = 18, then writes one table.
+# beside and carried), finds NVRTC, prints `nqueens gpus`, runs the calibration (`bench 18 --gpu`, which
+# prints every candidate's time and the choice), times every shape of SHAPES at N = 18 and 19, keeps the
+# fastest, times it at N = 20 and 21 and the default at N = 20 (N = 22 when it will take under PLAN22
+# seconds), counts N = 19 through a mixed worker (`count --gpu`: the GPU's share of the nodes), and the
+# host's CPUs at N = 18, then writes one table.
 # Every total is checked against the published count by `nqueens bench` itself (a wrong one fails).
 # Usage: coordinator/benches/gpu.sh [OUTDIR]    (BIN, DEVICE=cuda:0, SHAPES, PLAN22=150 may be set)
 set -uo pipefail
@@ -16,7 +18,7 @@ SWEEP=${SWEEP:-18 19}   # every shape
 BIG=${BIG:-20 21}       # the fastest and the default
 TOP=${TOP:-22}          # the fastest, if it fits PLAN22
 CPU=${CPU:-18}          # the host's CPUs
-SHAPES=${SHAPES:-local/256/8,local/128/8,compact/256/8,compact/128/8,shared/64/8,shared/128/8,shared/256/8,shared/128/32,shared/128/2}
+SHAPES=${SHAPES:-local/256/8,shared/64/8,flat/64/2,flat/64/4,flat/128/4,flat/256/4,flat/64/8,flat/128/8,flat/256/8}
 LOG="$OUTDIR/log.txt"
 TABLE="$OUTDIR/table.md"
 : >"$LOG"
@@ -56,8 +58,10 @@ seconds() { # shape N -> seconds of that row
   grep "\"n\":$2," "$rows" | grep "gpu $1 " | sed 's/.*"seconds":\([0-9.e+-]*\).*/\1/' | head -1
 }
 
+# The calibration, as every device open without --gpu-kernel runs it.
+LIMIT=60 bench $CPU --gpu "$DEVICE"
 # Every shape at the sweep's sizes; the fastest at the largest of them.
-LIMIT=150 bench $SWEEP --gpu "$DEVICE" --gpu-shape "$SHAPES"
+LIMIT=150 bench $SWEEP --gpu "$DEVICE" --gpu-kernel "$SHAPES"
 last=${SWEEP##* }; big=${BIG##* }
 best=""; best_s=""
 for s in ${SHAPES//,/ }; do
@@ -67,14 +71,18 @@ for s in ${SHAPES//,/ }; do
 done
 say "fastest at N = $last: $best ($best_s s)"
 default=${SHAPES%%,*}
-both=$best; [ "$best" != "$default" ] && both="$best,$default"
-[ -n "$best" ] && LIMIT=150 bench $BIG --gpu "$DEVICE" --gpu-shape "$both"
+[ -n "$best" ] && LIMIT=150 bench $BIG --gpu "$DEVICE" --gpu-kernel "$best"
+[ "$best" != "$default" ] && LIMIT=60 bench ${BIG%% *} --gpu "$DEVICE" --gpu-kernel "$default"
 t21=$(seconds "$best" "$big")
 if [ -n "$t21" ] && awk "BEGIN{exit !($t21 * 7 < $PLAN22)}"; then
-  LIMIT=$((PLAN22 + 60)) bench $TOP --gpu "$DEVICE" --gpu-shape "$best"
+  LIMIT=$((PLAN22 + 60)) bench $TOP --gpu "$DEVICE" --gpu-kernel "$best"
 else
   say "N = $TOP skipped: N = $big took ${t21:-?} s, N = $TOP would take about 7x that"
 fi
+# A mixed worker through the embedded coordinator: the GPU's share of the nodes.
+data=$(mktemp -d)
+timeout 90 "$BIN" count "$last" --gpu "$DEVICE" --data "$data" --json 2>>"$LOG" | tee -a "$LOG"
+rm -rf "$data"
 # The host's CPUs beside it.
 LIMIT=40 bench $CPU --threads "$(nproc)" --no-baseline
 

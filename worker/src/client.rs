@@ -66,6 +66,8 @@ pub struct GpuConfig {
     /// the CPU and the device is used no more (a hung driver would otherwise hold its leases, heartbeated,
     /// for ever).
     pub timeout: Duration,
+    /// The kernel variant and launch shape every device runs; `None`: each device is calibrated.
+    pub shape: Option<nqueens_gpu::Shape>,
 }
 
 impl Default for GpuConfig {
@@ -75,6 +77,7 @@ impl Default for GpuConfig {
             devices: None,
             batch: DEFAULT_GPU_BATCH,
             timeout: DEFAULT_GPU_TIMEOUT,
+            shape: None,
         }
     }
 }
@@ -94,13 +97,15 @@ async fn open_devices(config: &GpuConfig, metrics: &Arc<Metrics>) -> Result<Vec<
     let Some(spec) = config.devices.clone() else {
         return Ok(Vec::new());
     };
-    let (batch, timeout) = (config.batch.max(1), config.timeout);
-    let gpus = tokio::task::spawn_blocking(move || nqueens_gpu::open(Some(&spec)))
+    let (batch, timeout, shape) = (config.batch.max(1), config.timeout, config.shape);
+    let gpus = tokio::task::spawn_blocking(move || nqueens_gpu::open_shaped(Some(&spec), shape))
         .await
         .map_err(|e| Error::Gpu(nqueens_gpu::GpuError::NoDevice(e.to_string())))??;
     for g in &gpus {
         tracing::info!(device = %g.info(), threads = g.info().threads, batch, "GPU ready");
         metrics.device(&g.info().label());
+        let rate = g.calibration.as_ref().map_or(0.0, |c| c.rate());
+        metrics.gpu_kernel(&g.info().label(), &g.info().shape.to_string(), rate);
     }
     Ok(gpus
         .into_iter()

@@ -18,9 +18,18 @@ pub struct DeviceLabel {
     pub device: String,
 }
 
+/// The label of a GPU's kernel series: the device and the kernel variant and shape it runs.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KernelLabel {
+    pub device: String,
+    pub shape: String,
+}
+
 /// The worker's metrics.
 #[derive(Debug)]
 pub struct Metrics {
+    /// Per GPU, the kernel it runs (as a label), valued at its calibrated node rate (0 if given).
+    gpu_kernel: Family<KernelLabel, Gauge<f64, AtomicU64>>,
     registry: Registry,
     /// Jobs computed, by the device that computed them.
     jobs: Family<DeviceLabel, Counter>,
@@ -66,6 +75,11 @@ impl Default for Metrics {
                 "gpu_failures",
                 "GPU batches that failed or were answered implausibly, computed on the CPU instead",
             ),
+            gpu_kernel: registered(
+                &mut r,
+                "gpu_kernel",
+                "The kernel variant and shape each GPU runs, valued at its calibrated nodes per second (0: given by --gpu-kernel)",
+            ),
             rpc: RpcMetrics::register(&mut r, "calls to the coordinator"),
             registry: r,
         };
@@ -82,6 +96,16 @@ impl Metrics {
         };
         let _ = self.jobs.get_or_create(&label);
         let _ = self.nodes.get_or_create(&label);
+    }
+
+    /// Records the kernel variant and shape GPU `device` runs, and its calibrated rate (0 if given).
+    pub fn gpu_kernel(&self, device: &str, shape: &str, rate: f64) {
+        self.gpu_kernel
+            .get_or_create(&KernelLabel {
+                device: device.to_string(),
+                shape: shape.to_string(),
+            })
+            .set(rate);
     }
 
     /// Counts a computed job of `nodes` nodes on `device` (`None`: the CPU).

@@ -35,14 +35,10 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0, requires = "gpu", value_parser = gpu_batch)]
     pub gpu_batch: usize,
     /// Kernel variants and launch shapes to time (with `--gpu`), comma-separated, each
-    /// `VARIANT[/BLOCK[/PER_THREAD]]`: `--gpu-shape local/256/8,shared/128/8`. Default: the device's
-    /// default shape.
-    #[arg(long, value_delimiter = ',', requires = "gpu", value_parser = gpu_shape)]
-    pub gpu_shape: Vec<nqueens_gpu::Shape>,
-}
-
-fn gpu_shape(s: &str) -> Result<nqueens_gpu::Shape, String> {
-    s.parse().map_err(|e: nqueens_gpu::GpuError| e.to_string())
+    /// `VARIANT[/BLOCK[/PER_THREAD]]`: `--gpu-kernel local/256/8,flat/128/4`. Default: the shape the
+    /// device's calibration chooses (printed with every candidate's time).
+    #[arg(long, value_delimiter = ',', requires = "gpu", value_parser = crate::worker::gpu_kernel)]
+    pub gpu_kernel: Vec<nqueens_gpu::Shape>,
 }
 
 /// One measured row.
@@ -150,13 +146,16 @@ fn gpu(args: &BenchArgs, spec: &str) -> anyhow::Result<()> {
             "bench --gpu times N up to {MAX_GPU_BENCH_N} (it holds every job in memory); count N = {n} with `nqueens count {n} --gpu ...`"
         );
     }
-    let shapes: Vec<Option<nqueens_gpu::Shape>> = if args.gpu_shape.is_empty() {
+    let shapes: Vec<Option<nqueens_gpu::Shape>> = if args.gpu_kernel.is_empty() {
         vec![None]
     } else {
-        args.gpu_shape.iter().copied().map(Some).collect()
+        args.gpu_kernel.iter().copied().map(Some).collect()
     };
     for shape in shapes {
         let mut gpus = nqueens_gpu::open_shaped(Some(spec), shape)?;
+        if let Some(c) = &gpus[0].calibration {
+            eprintln!("calibration: {}", c.summary());
+        }
         gpu_rows(args, &mut gpus[0])?;
     }
     Ok(())

@@ -43,6 +43,10 @@ pub struct EstimateArgs {
     /// `opencl:1`): the run is priced in GPU-hours at the device's measured node rate.
     #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "all")]
     pub gpu: Option<String>,
+    /// The GPU kernel variant and launch shape (`VARIANT[/BLOCK[/PER_THREAD]]`, e.g. `flat/128/4`).
+    /// Default: the device's calibration chooses.
+    #[arg(long, value_name = "SHAPE", requires = "gpu", value_parser = crate::worker::gpu_kernel)]
+    pub gpu_kernel: Option<nqueens_gpu::Shape>,
 }
 
 /// What `estimate --json` prints.
@@ -134,7 +138,7 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
     let (measured, device) = match &args.gpu {
         None => (compute(&work, threads), None),
         Some(spec) => {
-            let (m, d) = compute_on_gpu(&work, spec)?;
+            let (m, d) = compute_on_gpu(&work, spec, args.gpu_kernel)?;
             (m, Some(d))
         }
     };
@@ -227,8 +231,12 @@ fn compute(work: &[Piece], threads: usize) -> Vec<Measured> {
 
 /// Computes the pieces on the GPU `spec` names, in batches of a few dozen jobs; each piece's seconds are
 /// its share (by nodes) of its batch's wall time.
-fn compute_on_gpu(work: &[Piece], spec: &str) -> anyhow::Result<(Vec<Measured>, String)> {
-    let mut gpus = nqueens_gpu::open(Some(spec))?;
+fn compute_on_gpu(
+    work: &[Piece],
+    spec: &str,
+    shape: Option<nqueens_gpu::Shape>,
+) -> anyhow::Result<(Vec<Measured>, String)> {
+    let mut gpus = nqueens_gpu::open_shaped(Some(spec), shape)?;
     let mut gpu = gpus.remove(0);
     let device = gpu.info().to_string();
     let mut out = Vec::with_capacity(work.len());

@@ -60,6 +60,16 @@ pub struct GpuArgs {
     /// everything, is computed on the CPU (1s to 30d; e.g. 90m).
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = gpu_timeout)]
     pub gpu_timeout: Duration,
+    /// The GPU kernel variant and launch shape, `VARIANT[/BLOCK[/PER_THREAD]]` (variants: local, shared,
+    /// compact, flat; e.g. `flat/128/4`). Default: each device times the candidates when it opens and
+    /// keeps the fastest (logged, and in the `gpu_kernel` metric).
+    #[arg(long, value_name = "SHAPE", value_parser = gpu_kernel)]
+    pub gpu_kernel: Option<nqueens_gpu::Shape>,
+}
+
+/// Parses `--gpu-kernel`.
+pub fn gpu_kernel(s: &str) -> Result<nqueens_gpu::Shape, String> {
+    s.parse().map_err(|e: nqueens_gpu::GpuError| e.to_string())
 }
 
 impl GpuArgs {
@@ -69,6 +79,7 @@ impl GpuArgs {
             devices: self.gpu.clone(),
             batch: self.gpu_batch,
             timeout: self.gpu_timeout,
+            shape: self.gpu_kernel,
         }
     }
 

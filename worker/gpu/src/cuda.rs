@@ -167,10 +167,7 @@ impl Launch for Cuda {
             .map_err(call("allocating the answer"))?;
         let shape = self.info.shape;
         let depth = prelude::depth(seeds, tails);
-        let shared = match shape.kernel {
-            crate::Kernel::Local | crate::Kernel::Compact => 0,
-            crate::Kernel::Shared => 4 * prelude::stack_words(depth) * shape.block,
-        };
+        let shared = 4 * prelude::stack_words(shape.kernel, depth) * shape.block;
         if shared > self.shared_max {
             return Err(GpuError::BadShape(format!(
                 "{shape} needs {shared} bytes of shared memory per block for {depth} levels, the device has {}",

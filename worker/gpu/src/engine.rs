@@ -41,6 +41,10 @@ pub struct Gpu {
     launch: Box<dyn Launch>,
     /// Search nodes the device itself visited (for rates).
     pub device_nodes: u64,
+    /// How long the last launch took, copies included.
+    pub last_launch: std::time::Duration,
+    /// What calibration measured, if the shape was calibrated rather than given.
+    pub calibration: Option<crate::Calibration>,
 }
 
 impl Gpu {
@@ -49,6 +53,8 @@ impl Gpu {
         Gpu {
             launch,
             device_nodes: 0,
+            last_launch: std::time::Duration::ZERO,
+            calibration: None,
         }
     }
 
@@ -68,12 +74,14 @@ impl Gpu {
         if n > u32::MAX as usize {
             return Err(GpuError::TooLarge(format!("{n} seeds")));
         }
+        let start = std::time::Instant::now();
         let out = if n == 0 {
             Vec::new()
         } else {
             self.launch
                 .launch(batch.seeds(), batch.forbid(), batch.tails(), batch.full())?
         };
+        self.last_launch = start.elapsed();
         if out.len() != 2 * n {
             return Err(GpuError::BadAnswer(format!(
                 "{} words for {n} seeds",

@@ -7,12 +7,14 @@
 //! and the host adds exactly what the CPU kernel would have counted for the same units: a GPU worker
 //! reports the same totals, unique counts and nodes as a CPU worker, so either can verify the other.
 
+mod calibrate;
 pub mod cuda;
 mod engine;
 mod error;
 pub mod opencl;
 pub mod prelude;
 
+pub use calibrate::{calibrate, candidates, Calibration, Trial};
 pub use engine::{run_jobs, run_pipelined, Gpu};
 pub use error::GpuError;
 pub use shape::{Kernel, Shape};
@@ -137,12 +139,13 @@ pub fn list() -> Vec<String> {
 
 /// Opens the devices `spec` names: `None`, `""` or `"all"` for every CUDA device, or failing that every
 /// OpenCL device that is not a CPU; else a comma-separated list of `cuda:K`, `opencl:K` or `K` (the K-th
-/// CUDA device, or OpenCL device where there is no CUDA). Each runs its backend's default [`Shape`].
+/// CUDA device, or OpenCL device where there is no CUDA). Each device is calibrated ([`calibrate`]): it
+/// runs the fastest of its backend's [`candidates`] there, and logs the choice.
 pub fn open(spec: Option<&str>) -> Result<Vec<Gpu>, GpuError> {
     open_shaped(spec, None)
 }
 
-/// [`open`], each device built for `shape` where one is given (else its backend's default).
+/// [`open`], each device built for `shape` where one is given (else calibrated).
 pub fn open_shaped(spec: Option<&str>, shape: Option<Shape>) -> Result<Vec<Gpu>, GpuError> {
     let spec = spec.map(str::trim).unwrap_or("");
     let mut wanted = Vec::new();
@@ -181,8 +184,14 @@ pub fn open_shaped(spec: Option<&str>, shape: Option<Shape>) -> Result<Vec<Gpu>,
     wanted
         .into_iter()
         .map(|(backend, k)| {
-            let shape = shape.unwrap_or_else(|| Shape::default_for(backend));
-            Ok(Gpu::new(open_one(backend, k, shape)?))
+            match shape {
+                Some(shape) => Ok(Gpu::new(open_one(backend, k, shape)?)),
+                None => {
+                    let (gpu, c) = calibrate(backend, k, &candidates(backend))?;
+                    tracing::info!(device = %format!("{backend}:{k}"), "GPU calibrated: {}", c.summary());
+                    Ok(gpu)
+                }
+            }
         })
         .collect()
 }

@@ -160,10 +160,7 @@ impl Launch for OpenCl {
         let group = shape.block as usize;
         let groups = self.groups.min(n.div_ceil(group)).max(1);
         let depth = prelude::depth(seeds, tails);
-        let local = match shape.kernel {
-            crate::Kernel::Local | crate::Kernel::Compact => 4,
-            crate::Kernel::Shared => 4 * prelude::stack_words(depth) as usize * group,
-        };
+        let local = (4 * prelude::stack_words(shape.kernel, depth) as usize * group).max(4);
         if local as u64 > self.local_max {
             return Err(GpuError::BadShape(format!(
                 "{shape} needs {local} bytes of local memory per work-group for {depth} levels, the device has {}",

@@ -21,7 +21,9 @@ typedef unsigned long long u64;
 #define LOCAL_SIZE blockDim.x
 #define LOCAL_PTR
 #define STACK_PARAM
-#define SHARED_STACK extern __shared__ u32 nq_stack[];
+#define SHARED_STACK extern __shared__ __align__(16) u32 nq_stack[];
+#define U32X4 uint4
+#define MAKE_U32X4(a, b, c, d) make_uint4((a), (b), (c), (d))
 "#;
 
 const OPENCL: &str = r#"
@@ -37,6 +39,8 @@ typedef ulong u64;
 #define LOCAL_PTR __local
 #define STACK_PARAM , __local u32 *nq_stack
 #define SHARED_STACK
+#define U32X4 uint4
+#define MAKE_U32X4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
 "#;
 
 /// The complete source for `backend`, built for `shape`'s variant and block size.
@@ -52,9 +56,14 @@ pub fn source(backend: Backend, shape: &Shape) -> String {
     )
 }
 
-/// Words of shared memory a thread of the `shared` variant needs for seeds that hold `depth` levels.
-pub fn stack_words(depth: u32) -> u32 {
-    2 * depth
+/// Words of shared memory a thread of `kernel` needs for seeds that hold `depth` levels (none: its stack
+/// is per thread).
+pub fn stack_words(kernel: crate::Kernel, depth: u32) -> u32 {
+    match kernel {
+        crate::Kernel::Local | crate::Kernel::Compact => 0,
+        crate::Kernel::Shared => 2 * depth,
+        crate::Kernel::Flat => 4 * depth,
+    }
 }
 
 /// The deepest stack any seed of a batch needs: `tail - level + 1` levels (at least one).

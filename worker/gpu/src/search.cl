@@ -18,6 +18,12 @@
  * going up a level is exact (a shift loses nothing for 32 levels); per level only the squares left and
  * the queen placed, in shared memory, level-major so that the threads of a warp touch adjacent words.
  * VARIANT 2 ("compact"): VARIANT 1's loop with its two words per level on the per-thread stack.
+ * VARIANT 3 ("flat"): one node per pass of one loop with no inner branch, so that the lanes of a warp stay
+ * in step: each pass takes the top entry of a stack in shared memory (c, l, r and the squares left, 16
+ * bytes, lane-interleaved), tries its lowest square, drops the entry when that was its last square, and
+ * pushes the child unless it is a dead end or the tail (settled by mask tests). A level's entry leaves the
+ * stack as its last square is tried, so the stack holds at most one entry per level; an entry's level is
+ * the seed's plus the queens it adds (popcount of c).
  */
 
 #define STACK 32
@@ -82,6 +88,53 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
                 ls[v] = l;
                 rs[v] = r;
                 fs[v] = nf;
+            }
+        }
+        out[2 * (u64)i] = count;
+        out[2 * (u64)i + 1] = nodes;
+    }
+#elif VARIANT == 3
+    u32 t = LOCAL_ID;
+    u32 stride = LOCAL_SIZE;
+    SHARED_STACK
+    LOCAL_PTR U32X4 *st = (LOCAL_PTR U32X4 *)nq_stack + t;
+    for (;;) {
+        u32 i = ATOMIC_NEXT(next);
+        if (i >= nseeds) {
+            return;
+        }
+        GLOBAL const u32 *s = seeds + 4 * (u64)i;
+        u32 unit = s[3] >> 5;
+        int v0 = (int)(s[3] & 31u);
+        GLOBAL const u32 *fb = forbid + 32 * (u64)unit;
+        int tail = (int)tails[unit];
+        int base = v0 - (int)POPCOUNT(s[0]);
+        u64 count = 0, nodes = 0;
+        u32 f0 = ~(s[0] | s[1] | s[2] | fb[v0]) & full;
+        u32 top = 0;
+        if (f0 != 0u) {
+            st[0] = MAKE_U32X4(s[0], s[1], s[2], f0);
+            top = 1;
+        }
+        while (top != 0u) {
+            u32 k = (top - 1u) * stride;
+            U32X4 e = st[k];
+            u32 f = e.w;
+            u32 bit = f & (0u - f);
+            f ^= bit;
+            st[k].w = f;
+            top -= (u32)(f == 0u);
+            int v = base + (int)POPCOUNT(e.x);
+            u32 c = e.x | bit;
+            u32 l = (e.y | bit) << 1;
+            u32 r = (e.z | bit) >> 1;
+            u32 nf = ~(c | l | r | fb[v + 1]) & full;
+            nodes += 1;
+            if (v == tail) {
+                SETTLE(c, l, r, nf, fb[v + 2]);
+            } else if (nf != 0u) {
+                st[top * stride] = MAKE_U32X4(c, l, r, nf);
+                top += 1u;
             }
         }
         out[2 * (u64)i] = count;

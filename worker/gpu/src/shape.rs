@@ -16,11 +16,13 @@ pub enum Kernel {
     Shared,
     /// [`Kernel::Shared`]'s loop with its two words per level on the per-thread stack.
     Compact,
+    /// One node per pass of a loop with no inner branch, the stack of whole levels in shared memory.
+    Flat,
 }
 
 impl Kernel {
     /// Every variant, in the order calibration tries them.
-    pub const ALL: [Kernel; 3] = [Kernel::Local, Kernel::Shared, Kernel::Compact];
+    pub const ALL: [Kernel; 4] = [Kernel::Local, Kernel::Shared, Kernel::Compact, Kernel::Flat];
 
     /// Its number in the source (`VARIANT`).
     pub fn index(self) -> u32 {
@@ -28,6 +30,7 @@ impl Kernel {
             Kernel::Local => 0,
             Kernel::Shared => 1,
             Kernel::Compact => 2,
+            Kernel::Flat => 3,
         }
     }
 
@@ -37,6 +40,7 @@ impl Kernel {
             Kernel::Local => "local",
             Kernel::Shared => "shared",
             Kernel::Compact => "compact",
+            Kernel::Flat => "flat",
         }
     }
 }
@@ -53,7 +57,7 @@ impl FromStr for Kernel {
         Kernel::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| GpuError::BadShape(format!("no kernel variant {s:?} (local, shared, compact)")))
+            .ok_or_else(|| GpuError::BadShape(format!("no kernel variant {s:?} (local, shared, compact, flat)")))
     }
 }
 

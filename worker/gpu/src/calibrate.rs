@@ -1,0 +1,210 @@
+//! Calibration: every candidate kernel variant and launch shape timed on the device itself, on one fixed
+//! batch (every job of one board size, its total checked against the published count), the fastest kept.
+//! Devices differ too much (an H100, a laptop GPU, PoCL on a CPU) for one shape to suit them all.
+
+use std::time::Duration;
+
+use nqueens_common::{reference, Job, Plan, Strategy, Tally};
+
+use crate::{open_one, run_jobs, Backend, Gpu, GpuError, Kernel, Shape};
+
+/// Board sizes the calibration batch may have: the smallest whose launch takes [`ENOUGH`] on the
+/// first candidate, so that a fast device is timed on enough work and a slow one is not kept waiting.
+const SIZES: std::ops::RangeInclusive<u8> = 12..=18;
+
+/// Device time per launch that times a candidate well enough.
+const ENOUGH: Duration = Duration::from_millis(100);
+
+/// One candidate's result.
+#[derive(Debug, Clone)]
+pub struct Trial {
+    pub shape: Shape,
+    /// Device time of the batch's launch, or why the candidate cannot run here.
+    pub outcome: Result<Duration, String>,
+}
+
+/// What calibration measured and chose.
+#[derive(Debug, Clone)]
+pub struct Calibration {
+    /// The board size of the batch every candidate searched.
+    pub n: u8,
+    /// Search nodes of that batch on the device.
+    pub nodes: u64,
+    pub trials: Vec<Trial>,
+    pub chosen: Shape,
+}
+
+impl Calibration {
+    /// The chosen shape's node rate on the batch.
+    pub fn rate(&self) -> f64 {
+        self.trials
+            .iter()
+            .find(|t| t.shape == self.chosen)
+            .and_then(|t| t.outcome.as_ref().ok())
+            .map_or(0.0, |d| self.nodes as f64 / d.as_secs_f64().max(1e-9))
+    }
+
+    /// One line for logs: the choice, its rate, and every candidate's time.
+    pub fn summary(&self) -> String {
+        let trials: Vec<String> = self
+            .trials
+            .iter()
+            .map(|t| match &t.outcome {
+                Ok(d) => format!("{} {:.1} ms", t.shape, d.as_secs_f64() * 1e3),
+                Err(e) => format!("{} failed ({e})", t.shape),
+            })
+            .collect();
+        format!(
+            "chose {} at {:.2} Gnodes/s on N = {} ({})",
+            self.chosen,
+            self.rate() / 1e9,
+            self.n,
+            trials.join(", ")
+        )
+    }
+}
+
+/// The shapes calibration tries on a device of `backend`, the backend's default first.
+pub fn candidates(backend: Backend) -> Vec<Shape> {
+    let shape = |kernel, block, per_thread| Shape {
+        kernel,
+        block,
+        per_thread,
+    };
+    let mut list = vec![Shape::default_for(backend)];
+    match backend {
+        Backend::Cuda => list.extend([
+            shape(Kernel::Compact, 256, 8),
+            shape(Kernel::Shared, 64, 8),
+            shape(Kernel::Shared, 256, 8),
+            shape(Kernel::Flat, 64, 4),
+            shape(Kernel::Flat, 128, 4),
+            shape(Kernel::Flat, 256, 4),
+            shape(Kernel::Flat, 128, 8),
+        ]),
+        Backend::OpenCl => list.extend([
+            shape(Kernel::Shared, 64, 8),
+            shape(Kernel::Compact, 64, 8),
+            shape(Kernel::Flat, 64, 8),
+        ]),
+    }
+    list
+}
+
+/// Every job of N's d4 plan.
+fn jobs(n: u8) -> Result<Vec<Job>, GpuError> {
+    let plan = Plan::new(n.into(), Strategy::D4).map_err(|e| GpuError::TooLarge(e.to_string()))?;
+    plan.jobs()
+        .map(|k| plan.job(&k).map_err(|e| GpuError::TooLarge(e.to_string())))
+        .collect()
+}
+
+/// Searches `jobs` (every job of `n`) on `gpu` and checks the total: the device time of the launch.
+fn time(gpu: &mut Gpu, n: u8, jobs: &[Job]) -> Result<Duration, GpuError> {
+    let results = run_jobs(gpu, jobs)?;
+    let mut tally = Tally::new(true);
+    for r in &results {
+        tally
+            .add(r)
+            .map_err(|e| GpuError::BadAnswer(e.to_string()))?;
+    }
+    match reference::counts(n.into()) {
+        Some((total, _)) if total != tally.total => Err(GpuError::BadAnswer(format!(
+            "N = {n}: {} solutions, the published count is {total}",
+            tally.total
+        ))),
+        _ => Ok(gpu.last_launch),
+    }
+}
+
+/// Opens device `index` of `backend` once per candidate, times each on the same batch, and returns the
+/// fastest, opened, with what was measured. A candidate that fails (too little shared memory, a wrong
+/// answer) is skipped; if every one fails, the first's error is returned.
+pub fn calibrate(
+    backend: Backend,
+    index: usize,
+    candidates: &[Shape],
+) -> Result<(Gpu, Calibration), GpuError> {
+    let Some(&first) = candidates.first() else {
+        return Err(GpuError::BadShape("no candidate shape to calibrate".into()));
+    };
+    // The batch: grown on the first candidate until a launch takes long enough to time.
+    let mut gpu = Gpu::new(open_one(backend, index, first)?);
+    let mut batch = (*SIZES.start(), jobs(*SIZES.start())?);
+    time(&mut gpu, batch.0, &batch.1)?; // warm-up: module load, first allocations
+    for n in SIZES {
+        batch = (n, jobs(n)?);
+        if time(&mut gpu, n, &batch.1)? >= ENOUGH {
+            break;
+        }
+    }
+    let (n, jobs) = batch;
+    let mut warm = Some(gpu);
+    let mut trials = Vec::with_capacity(candidates.len());
+    let mut best: Option<(Duration, Gpu)> = None;
+    let mut nodes = 0;
+    let mut first_error = None;
+    for (k, &shape) in candidates.iter().enumerate() {
+        let opened = match warm.take() {
+            Some(g) if k == 0 => Ok(g),
+            _ => open_one(backend, index, shape).map(Gpu::new),
+        };
+        let outcome = opened.and_then(|mut g| {
+            let before = g.device_nodes;
+            let d = time(&mut g, n, &jobs)?;
+            nodes = g.device_nodes - before;
+            Ok((d, g))
+        });
+        match outcome {
+            Ok((d, g)) => {
+                trials.push(Trial {
+                    shape,
+                    outcome: Ok(d),
+                });
+                if best.as_ref().is_none_or(|(b, _)| d < *b) {
+                    best = Some((d, g));
+                }
+            }
+            Err(e) => {
+                trials.push(Trial {
+                    shape,
+                    outcome: Err(e.to_string()),
+                });
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match best {
+        Some((_, mut g)) => {
+            let chosen = g.info().shape;
+            let calibration = Calibration {
+                n,
+                nodes,
+                trials,
+                chosen,
+            };
+            g.calibration = Some(calibration.clone());
+            Ok((g, calibration))
+        }
+        None => Err(first_error.unwrap_or_else(|| GpuError::BadShape("no candidate ran".into()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_backend_tries_every_variant_its_default_first() {
+        for backend in [Backend::Cuda, Backend::OpenCl] {
+            let list = candidates(backend);
+            assert_eq!(list[0], Shape::default_for(backend));
+            for k in Kernel::ALL {
+                assert!(list.iter().any(|s| s.kernel == k), "{backend} {k}");
+            }
+            for s in &list {
+                s.check().unwrap();
+            }
+        }
+    }
+}
