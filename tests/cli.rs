@@ -542,7 +542,8 @@ fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() 
         assert!(e["gpu_hours"]["estimate"].as_f64().unwrap() > 0.0);
         assert!(e.get("core_hours").is_none());
         assert!(e["device"].as_str().unwrap().starts_with("opencl:0"));
-        // The bench on the device: every total checked against the published count.
+        // The bench on the device: every total checked against the published count, with the shape
+        // the calibration chose, and with each shape given.
         let out = nqueens(&["bench", "9", "10", "--gpu", "opencl:0", "--json"]);
         assert!(
             out.status.success(),
@@ -555,10 +556,54 @@ fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() 
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert_eq!(rows.len(), 2);
+        let calibration = String::from_utf8_lossy(&out.stderr);
+        assert!(calibration.contains("calibration: chose "), "{calibration}");
         for (row, total) in rows.iter().zip(["352", "724"]) {
-            assert_eq!(row["what"], "gpu d4 (exact)", "{row}");
+            let what = row["what"].as_str().unwrap();
+            assert!(
+                what.starts_with("gpu ") && what.ends_with(" (exact)"),
+                "{row}"
+            );
             assert_eq!(row["total"], total, "{row}");
         }
+        let out = nqueens(&[
+            "bench",
+            "10",
+            "--gpu",
+            "opencl:0",
+            "--gpu-kernel",
+            "flat/64/2,local",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let whats: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["what"].to_string())
+            .collect();
+        assert_eq!(
+            whats,
+            ["\"gpu flat/64/2 (exact)\"", "\"gpu local/256/8 (exact)\""]
+        );
+        // A shape no device runs is refused before anything is opened.
+        let out = nqueens(&[
+            "count",
+            "10",
+            "--gpu",
+            "opencl:0",
+            "--gpu-kernel",
+            "flat/48",
+        ]);
+        assert!(!out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("multiple of 32"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(

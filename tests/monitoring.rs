@@ -263,6 +263,12 @@ fn issue_18_a_gpus_share_shows_in_the_worker_table_and_the_workers_log() {
     let exited = wait(&mut g, LIMIT, "GPU worker");
     let log = std::fs::read_to_string(dir.path().join("g.log")).unwrap();
     assert!(exited.success(), "{log}");
+    // The device was calibrated when it opened, and the choice logged.
+    assert!(
+        log.lines()
+            .any(|l| l.contains("GPU calibrated: chose ") && l.contains("opencl:0")),
+        "{log}"
+    );
     let done = poll(&serve.address, &run, LIMIT, |s| s.state == 2);
     assert_eq!(done.total, reference(13).0.to_string());
 

@@ -442,6 +442,7 @@ mod tests {
                         index,
                         name: "broken".into(),
                         threads: 4,
+                        shape: nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::OpenCl),
                     };
                     Device {
                         gpu: Gpu::new(Box::new(Fake(info, {
@@ -568,6 +569,7 @@ mod tests {
             index: 0,
             name: "hung".into(),
             threads: 4,
+            shape: nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::Cuda),
         };
         let device = Device {
             // Its launch never returns (a hung driver) until the test lets it go.

@@ -190,6 +190,19 @@ mod tests {
     }
 
     #[test]
+    fn a_gpus_kernel_and_calibrated_rate_are_a_series() {
+        let m = Metrics::default();
+        m.gpu_kernel("cuda:0", "flat/128/4", 1.5e11);
+        let text = m.render();
+        assert!(
+            text.contains(
+                "nqueens_worker_gpu_kernel{device=\"cuda:0\",shape=\"flat/128/4\"} 150000000000"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn rendered_metrics_name_every_family() {
         let m = Metrics::default();
         assert!(

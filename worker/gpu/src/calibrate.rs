@@ -117,19 +117,14 @@ fn time(gpu: &mut Gpu, n: u8, jobs: &[Job]) -> Result<Duration, GpuError> {
     }
 }
 
-/// Opens device `index` of `backend` once per candidate, times each on the same batch, and returns the
-/// fastest, opened, with what was measured. A candidate that fails (too little shared memory, a wrong
-/// answer) is skipped; if every one fails, the first's error is returned.
-pub fn calibrate(
+/// Opens the device built for `shape` and finds the calibration batch: every job of the smallest N in
+/// [`SIZES`] whose launch takes [`ENOUGH`] (after a warm-up launch).
+fn size_batch(
     backend: Backend,
     index: usize,
-    candidates: &[Shape],
-) -> Result<(Gpu, Calibration), GpuError> {
-    let Some(&first) = candidates.first() else {
-        return Err(GpuError::BadShape("no candidate shape to calibrate".into()));
-    };
-    // The batch: grown on the first candidate until a launch takes long enough to time.
-    let mut gpu = Gpu::new(open_one(backend, index, first)?);
+    shape: Shape,
+) -> Result<(Gpu, u8, Vec<Job>), GpuError> {
+    let mut gpu = Gpu::new(open_one(backend, index, shape)?);
     let mut batch = (*SIZES.start(), jobs(*SIZES.start())?);
     time(&mut gpu, batch.0, &batch.1)?; // warm-up: module load, first allocations
     for n in SIZES {
@@ -138,16 +133,48 @@ pub fn calibrate(
             break;
         }
     }
-    let (n, jobs) = batch;
+    Ok((gpu, batch.0, batch.1))
+}
+
+/// Opens device `index` of `backend` once per candidate, times each on the same batch, and returns the
+/// fastest, opened, with what was measured. A candidate that fails (too little shared memory, a wrong
+/// answer) is skipped; if every one fails, the first's error is returned.
+pub fn calibrate(
+    backend: Backend,
+    index: usize,
+    candidates: &[Shape],
+) -> Result<(Gpu, Calibration), GpuError> {
+    if candidates.is_empty() {
+        return Err(GpuError::BadShape("no candidate shape to calibrate".into()));
+    }
+    // The batch: grown on the first candidate that runs here until a launch takes long enough to time.
+    let mut sized = None;
+    let mut first_error = None;
+    for (k, &shape) in candidates.iter().enumerate() {
+        match size_batch(backend, index, shape) {
+            Ok((gpu, n, jobs)) => {
+                sized = Some((k, gpu, n, jobs));
+                break;
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let Some((sizer, gpu, n, jobs)) = sized else {
+        return Err(first_error.expect("a candidate failed"));
+    };
     let mut warm = Some(gpu);
     let mut trials = Vec::with_capacity(candidates.len());
     let mut best: Option<(Duration, Gpu)> = None;
     let mut nodes = 0;
-    let mut first_error = None;
     for (k, &shape) in candidates.iter().enumerate() {
         let opened = match warm.take() {
-            Some(g) if k == 0 => Ok(g),
-            _ => open_one(backend, index, shape).map(Gpu::new),
+            Some(g) if k == sizer => Ok(g),
+            other => {
+                warm = other;
+                open_one(backend, index, shape).map(Gpu::new)
+            }
         };
         let outcome = opened.and_then(|mut g| {
             let before = g.device_nodes;

@@ -76,9 +76,11 @@ pub fn compile(cc: (i32, i32), shape: &Shape) -> Result<Ptx, GpuError> {
         ],
         ..Default::default()
     };
-    compile_ptx_with_opts(prelude::source(Backend::Cuda, shape), opts).map_err(|e| GpuError::Compile {
-        backend: BACKEND,
-        log: e.to_string(),
+    compile_ptx_with_opts(prelude::source(Backend::Cuda, shape), opts).map_err(|e| {
+        GpuError::Compile {
+            backend: BACKEND,
+            log: e.to_string(),
+        }
     })
 }
 
@@ -112,6 +114,12 @@ impl Cuda {
         let shared_max = ctx
             .attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .map_err(call("reading the shared memory size"))? as u32;
+        if prelude::worst_stack_bytes(&shape) > u64::from(shared_max) {
+            return Err(GpuError::BadShape(format!(
+                "{shape} needs up to {} bytes of shared memory per block, the device has {shared_max}",
+                prelude::worst_stack_bytes(&shape)
+            )));
+        }
         let ptx = compile(cc, &shape)?;
         let module = ctx.load_module(ptx).map_err(call("loading the kernel"))?;
         let function = module

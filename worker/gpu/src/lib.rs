@@ -197,7 +197,11 @@ pub fn open_shaped(spec: Option<&str>, shape: Option<Shape>) -> Result<Vec<Gpu>,
 }
 
 /// Opens device `k` of `backend` built for `shape`.
-pub(crate) fn open_one(backend: Backend, k: usize, shape: Shape) -> Result<Box<dyn Launch>, GpuError> {
+pub(crate) fn open_one(
+    backend: Backend,
+    k: usize,
+    shape: Shape,
+) -> Result<Box<dyn Launch>, GpuError> {
     shape.check()?;
     Ok(match backend {
         Backend::Cuda => Box::new(cuda::Cuda::open(k, shape)?),

@@ -79,6 +79,12 @@ impl OpenCl {
         let local_max = device
             .local_mem_size()
             .map_err(call("reading the local memory size"))?;
+        if prelude::worst_stack_bytes(&shape) > local_max {
+            return Err(GpuError::BadShape(format!(
+                "{shape} needs up to {} bytes of local memory per work-group, the device has {local_max}",
+                prelude::worst_stack_bytes(&shape)
+            )));
+        }
         let context =
             Quiet::new(Context::from_device(&device).map_err(call("creating a context"))?);
         #[allow(deprecated)]

@@ -66,6 +66,12 @@ pub fn stack_words(kernel: crate::Kernel, depth: u32) -> u32 {
     }
 }
 
+/// Bytes of shared memory a block of `shape` needs for the deepest seeds any board has (32 levels): a
+/// device that cannot give them refuses the shape when it opens, so that no launch fails on a larger N.
+pub fn worst_stack_bytes(shape: &Shape) -> u64 {
+    4 * u64::from(stack_words(shape.kernel, 32)) * u64::from(shape.block)
+}
+
 /// The deepest stack any seed of a batch needs: `tail - level + 1` levels (at least one).
 pub fn depth(seeds: &[u32], tails: &[u32]) -> u32 {
     use nqueens_common::kernel::seeds::SEED_WORDS;
@@ -78,4 +84,42 @@ pub fn depth(seeds: &[u32], tails: &[u32]) -> u32 {
         .max()
         .unwrap_or(0)
         .max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Kernel;
+
+    #[test]
+    fn a_batch_needs_the_deepest_of_its_seeds_levels() {
+        // Seeds of units 0 and 1 (tails 10 and 12) at levels 4 and 3: 7 and 10 levels.
+        let seeds = [0, 0, 0, 4, 0, 0, 0, (1 << 5) | 3];
+        assert_eq!(depth(&seeds, &[10, 12]), 10);
+        assert_eq!(depth(&[], &[]), 1);
+        // A seed at its tail still holds one level.
+        assert_eq!(depth(&[0, 0, 0, 12], &[12]), 1);
+    }
+
+    #[test]
+    fn only_the_shared_memory_variants_take_shared_memory() {
+        let shape = |kernel| Shape {
+            kernel,
+            block: 128,
+            per_thread: 4,
+        };
+        assert_eq!(worst_stack_bytes(&shape(Kernel::Local)), 0);
+        assert_eq!(worst_stack_bytes(&shape(Kernel::Compact)), 0);
+        assert_eq!(worst_stack_bytes(&shape(Kernel::Shared)), 2 * 4 * 32 * 128);
+        assert_eq!(worst_stack_bytes(&shape(Kernel::Flat)), 4 * 4 * 32 * 128);
+    }
+
+    #[test]
+    fn the_source_names_its_variant_and_block() {
+        let src = source(Backend::Cuda, &"flat/128/4".parse().unwrap());
+        assert!(
+            src.starts_with("#define VARIANT 3\n#define BLOCK 128\n"),
+            "{src}"
+        );
+    }
 }

@@ -57,7 +57,11 @@ impl FromStr for Kernel {
         Kernel::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| GpuError::BadShape(format!("no kernel variant {s:?} (local, shared, compact, flat)")))
+            .ok_or_else(|| {
+                GpuError::BadShape(format!(
+                    "no kernel variant {s:?} (local, shared, compact, flat)"
+                ))
+            })
     }
 }
 
@@ -91,7 +95,7 @@ impl Shape {
 
     /// Refuses a shape no device can run.
     pub fn check(&self) -> Result<(), GpuError> {
-        if !BLOCKS.contains(&self.block) || self.block % 32 != 0 {
+        if !BLOCKS.contains(&self.block) || !self.block.is_multiple_of(32) {
             return Err(GpuError::BadShape(format!(
                 "block {} must be a multiple of 32 from {} to {}",
                 self.block,
@@ -149,18 +153,37 @@ mod tests {
 
     #[test]
     fn shapes_parse_and_print_back() {
-        for s in ["local/256/8", "shared/128/16", "shared/1024/256", "local/32/1"] {
+        for s in [
+            "local/256/8",
+            "shared/128/16",
+            "shared/1024/256",
+            "local/32/1",
+        ] {
             assert_eq!(s.parse::<Shape>().unwrap().to_string(), s);
         }
-        assert_eq!("shared".parse::<Shape>().unwrap().to_string(), "shared/256/8");
-        assert_eq!("local/64".parse::<Shape>().unwrap().to_string(), "local/64/8");
+        assert_eq!(
+            "shared".parse::<Shape>().unwrap().to_string(),
+            "shared/256/8"
+        );
+        assert_eq!(
+            "local/64".parse::<Shape>().unwrap().to_string(),
+            "local/64/8"
+        );
     }
 
     #[test]
     fn shapes_no_device_can_run_are_refused() {
         for s in [
-            "", "warp", "local/0", "local/48", "local/2048", "local/256/0", "local/256/257",
-            "local/256/8/1", "local/x", "shared/128/-1",
+            "",
+            "warp",
+            "local/0",
+            "local/48",
+            "local/2048",
+            "local/256/0",
+            "local/256/257",
+            "local/256/8/1",
+            "local/x",
+            "shared/128/-1",
         ] {
             assert!(
                 matches!(s.parse::<Shape>(), Err(GpuError::BadShape(_))),

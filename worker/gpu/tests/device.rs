@@ -1,16 +1,43 @@
-//! The real search kernel on a real OpenCL (or CUDA) device: the reference counts for N = 1..14 under
-//! both strategies, and the CPU kernel's exact results (totals, unique counts, nodes) on random jobs.
+//! The real search kernel on a real OpenCL (or CUDA) device, every variant: the reference counts for
+//! N = 1..14 under both strategies, and the CPU kernel's exact results (totals, unique counts, nodes) on
+//! random jobs; and the calibration that picks among them.
 //!
 //! The device is `NQUEENS_TEST_GPU` (a `--gpu` list; default `opencl:0`, which in CI is PoCL's CPU
 //! device, installed by `.ci/run`). Without any OpenCL runtime the tests say they were skipped, except
 //! under CI (`CI` set), where that is a failure.
 
 use nqueens_common::{reference, Job, Plan, Strategy, Tally};
-use nqueens_gpu::{run_jobs, Gpu};
+use nqueens_gpu::{run_jobs, Gpu, Kernel, Shape};
 
-fn device() -> Option<Gpu> {
-    let spec = std::env::var("NQUEENS_TEST_GPU").unwrap_or_else(|_| "opencl:0".into());
-    match nqueens_gpu::open(Some(&spec)) {
+fn spec() -> String {
+    std::env::var("NQUEENS_TEST_GPU").unwrap_or_else(|_| "opencl:0".into())
+}
+
+/// The test device built for each kernel variant, at two launch shapes of the backend's block size
+/// (one seed per thread, and the default), so that every variant and a block of another size runs.
+fn devices() -> Vec<Gpu> {
+    let Some(first) = device(None) else {
+        return Vec::new();
+    };
+    let base = first.info().shape;
+    let mut out = vec![first];
+    for kernel in Kernel::ALL {
+        for (block, per_thread) in [(base.block, 1), (base.block * 2, base.per_thread)] {
+            let shape = Shape {
+                kernel,
+                block,
+                per_thread,
+            };
+            out.push(device(Some(shape)).expect("the device opened once"));
+        }
+    }
+    out
+}
+
+fn device(shape: Option<Shape>) -> Option<Gpu> {
+    let spec = spec();
+    let shape = shape.or_else(|| Some(Shape::default_for(backend(&spec))));
+    match nqueens_gpu::open_shaped(Some(&spec), shape) {
         Ok(mut g) => {
             let g = g.remove(0);
             eprintln!("device: {}", g.info());
@@ -24,9 +51,23 @@ fn device() -> Option<Gpu> {
     }
 }
 
+fn backend(spec: &str) -> nqueens_gpu::Backend {
+    if spec.starts_with("cuda") {
+        nqueens_gpu::Backend::Cuda
+    } else {
+        nqueens_gpu::Backend::OpenCl
+    }
+}
+
 #[test]
 fn reference_counts_n_1_to_14_both_strategies() {
-    let Some(mut gpu) = device() else { return };
+    for gpu in devices() {
+        reference_counts(gpu);
+    }
+}
+
+fn reference_counts(mut gpu: Gpu) {
+    let shape = gpu.info().shape;
     for n in 1..=14 {
         let (total, unique) = reference::counts(n).expect("published");
         for strategy in [Strategy::D4, Strategy::Mirror] {
@@ -37,13 +78,22 @@ fn reference_counts_n_1_to_14_both_strategies() {
             for r in &results {
                 tally.add(r).unwrap();
             }
-            assert_eq!(tally.total, total, "N = {n} {strategy}");
+            assert_eq!(tally.total, total, "N = {n} {strategy} {shape}");
             if strategy == Strategy::D4 {
-                assert_eq!(tally.unique().unwrap(), Some(unique), "N = {n} unique");
+                assert_eq!(
+                    tally.unique().unwrap(),
+                    Some(unique),
+                    "N = {n} unique {shape}"
+                );
             }
             // The same results as the CPU, job by job, nodes included.
             for (job, r) in jobs.iter().zip(&results) {
-                assert_eq!(*r, job.run(), "N = {n} {strategy} job {}", job.key());
+                assert_eq!(
+                    *r,
+                    job.run(),
+                    "N = {n} {strategy} {shape} job {}",
+                    job.key()
+                );
             }
         }
     }
@@ -52,7 +102,13 @@ fn reference_counts_n_1_to_14_both_strategies() {
 
 #[test]
 fn random_jobs_match_the_cpu_kernel() {
-    let Some(mut gpu) = device() else { return };
+    for gpu in devices() {
+        random_jobs(gpu);
+    }
+}
+
+fn random_jobs(mut gpu: Gpu) {
+    let shape = gpu.info().shape;
     // A small deterministic generator from a seed that changes from run to run (`NQUEENS_TEST_SEED`
     // repeats one): the seed is printed, so that a failure can be reproduced.
     let seed: u64 = std::env::var("NQUEENS_TEST_SEED")
@@ -85,7 +141,47 @@ fn random_jobs_match_the_cpu_kernel() {
             .collect();
         let results = run_jobs(&mut gpu, &jobs).unwrap();
         for (job, r) in jobs.iter().zip(results) {
-            assert_eq!(r, job.run(), "N = {n} {strategy} job {}", job.key());
+            assert_eq!(r, job.run(), "N = {n} {strategy} {shape} job {}", job.key());
         }
+    }
+}
+
+/// Calibration times every candidate on the device, each on the same batch with its total checked, and
+/// keeps the fastest, opened and built for that shape.
+#[test]
+fn calibration_keeps_the_fastest_candidate() {
+    let Some(gpu) = device(None) else { return };
+    let (backend, index) = (gpu.info().backend, gpu.info().index);
+    drop(gpu);
+    let candidates = nqueens_gpu::candidates(backend);
+    let (gpu, c) = nqueens_gpu::calibrate(backend, index, &candidates).unwrap();
+    eprintln!("{}", c.summary());
+    assert_eq!(c.trials.len(), candidates.len());
+    let times: Vec<_> = c
+        .trials
+        .iter()
+        .map(|t| {
+            *t.outcome
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{}: {e}", t.shape))
+        })
+        .collect();
+    let fastest = c.trials[times.iter().enumerate().min_by_key(|(_, d)| **d).unwrap().0].shape;
+    assert_eq!(c.chosen, fastest);
+    assert_eq!(gpu.info().shape, fastest);
+    assert_eq!(gpu.calibration.as_ref().unwrap().chosen, fastest);
+    assert!((12..=18).contains(&c.n), "N = {}", c.n);
+    assert!(c.nodes > 0 && c.rate() > 0.0);
+    // A candidate that cannot run here is skipped, not chosen.
+    let mut with_bad = vec![Shape {
+        kernel: Kernel::Flat,
+        block: 1024,
+        per_thread: 1,
+    }];
+    with_bad.extend(candidates);
+    match nqueens_gpu::calibrate(backend, index, &with_bad) {
+        Ok((_, c)) => assert_ne!(c.chosen, with_bad[0], "{}", c.summary()),
+        // The device refuses a block of 1024 outright (the first candidate opens the device).
+        Err(e) => eprintln!("a block of 1024 is refused here: {e}"),
     }
 }
