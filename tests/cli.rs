@@ -1052,3 +1052,33 @@ fn the_data_directory_and_its_files_are_the_owners_alone() {
     assert!(data.join("credentials.json").exists());
     assert!(seen > 3, "{seen} entries");
 }
+
+/// Both worker commands end an error the same way: one `error:` line, no backtrace even when
+/// `RUST_BACKTRACE` asks for one, and an address scheme a coordinator does not speak is refused before
+/// anything dials (issue 40).
+#[test]
+fn issue_40_worker_errors_are_one_line_and_odd_schemes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (bin, sub) in [
+        (env!("CARGO_BIN_EXE_nqueens-worker"), None),
+        (env!("CARGO_BIN_EXE_nqueens"), Some("worker")),
+    ] {
+        for address in ["ftp://127.0.0.1:1", "htp://127.0.0.1:1"] {
+            let out = Command::new(bin)
+                .args(sub)
+                .args(["--coordinator", address, "--exit-when-idle"])
+                .env("RUST_BACKTRACE", "1")
+                .env("NQUEENS_DATA", dir.path())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{bin} {address}: {err}");
+            let last = err.lines().last().unwrap_or_default();
+            assert!(
+                last.starts_with("error: ") && last.contains("use http:// or https://"),
+                "{bin} {address}: {err}"
+            );
+            assert!(!err.to_lowercase().contains("backtrace"), "{bin}: {err}");
+        }
+    }
+}

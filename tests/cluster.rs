@@ -597,3 +597,195 @@ fn a_foreign_result_stays_journaled_beside(run: &str, coordinator: Option<(u32, 
     );
     assert_eq!(Journal::open(&journal).unwrap().pending(), vec![finished]);
 }
+
+/// The README's cluster quick start, pasted as written into a shell on loopback (issue 40): the block is
+/// read from README.md itself, with the coordinator's host name replaced by `localhost` and its port by a
+/// free one. `serve` and the workers, which stay in front on their own machines, run in the background
+/// here; `status --watch` must end by itself, its last run line `done` with the exact total.
+#[test]
+fn issue_40_the_readmes_cluster_quick_start_works_when_pasted() {
+    let readme = include_str!("../README.md");
+    let section = &readme[readme
+        .find("\n## A cluster in")
+        .expect("the README has its quick start")..];
+    let open = section.find("```sh\n").expect("a sh block") + "```sh\n".len();
+    let block = &section[open..open + section[open..].find("```").expect("closed")];
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let mut script = String::from("set -eu\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n");
+    let mut commands = 0;
+    for line in block.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        commands += 1;
+        let line = line
+            .replace("coordinator.example", "localhost")
+            .replace("7447", &port);
+        if line.starts_with("nqueens serve") {
+            script += &format!(
+                "{line} > serve.log 2>&1 &\n\
+                 for i in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.1; done\n"
+            );
+        } else if line.starts_with("nqueens worker") {
+            script += &format!("{line} >> workers.log 2>&1 &\n");
+        } else {
+            script += &line;
+            script += "\n";
+        }
+    }
+    assert!(commands <= 10, "the quick start has {commands} commands");
+    let dir = tempfile::tempdir().unwrap();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_nqueens"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut child = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("NQUEENS_DATA", dir.path().join("default-data"))
+        .env_remove("NQUEENS_TOKEN")
+        .env_remove("NQUEENS_TOKEN_FILE")
+        .env_remove("NQUEENS_COORDINATOR")
+        .env_remove("NQUEENS_TLS_CA")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait(&mut child, Duration::from_secs(180), "the quick start");
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let logs = ["serve.log", "workers.log"]
+        .map(|f| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default());
+    assert!(
+        status.success(),
+        "{script}\nstdout:\n{stdout}\nstderr:\n{stderr}\n{}\n{}",
+        logs[0],
+        logs[1]
+    );
+    let last = stdout
+        .lines()
+        .filter(|l| l.starts_with("run "))
+        .last()
+        .unwrap_or_default();
+    assert!(
+        last.contains(" done,") && last.contains(&format!("total {}", reference(16).0)),
+        "{stdout}"
+    );
+}
+
+/// TLS failures a worker cannot get past alone stop it with one line that names what to fix, as a
+/// wrong token does: a coordinator certificate that does not chain to `--tls-ca`, and an address
+/// naming a host the certificate was not made for. Before, the worker retried for ever, warning
+/// `coordinator unreachable ... BadSignature` (issue 40).
+#[test]
+fn issue_40_a_worker_stops_on_a_certificate_it_cannot_trust_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let other = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let (cert, pem_key, wrong) = (
+        dir.path().join("cert.pem"),
+        dir.path().join("key.pem"),
+        dir.path().join("other.pem"),
+    );
+    std::fs::write(&cert, key.cert.pem()).unwrap();
+    std::fs::write(&pem_key, key.signing_key.serialize_pem()).unwrap();
+    std::fs::write(&wrong, other.cert.pem()).unwrap();
+    let serve = Serve::start_with(
+        &dir.path().join("store"),
+        "127.0.0.1:0",
+        "10s",
+        &[
+            "--token",
+            "t0ken",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            pem_key.to_str().unwrap(),
+        ],
+    );
+    let https = serve.address.replace("http://", "https://");
+    let by_name = https.replace("127.0.0.1", "localhost");
+    for (address, ca, fix) in [
+        (&https, &wrong, "--tls-ca"),
+        (&by_name, &cert, "--coordinator"),
+    ] {
+        let mut w = support::nqueens()
+            .args(["worker", "--coordinator", address, "--token", "t0ken"])
+            .arg("--tls-ca")
+            .arg(ca)
+            .arg("--journal")
+            .arg(dir.path().join("w.journal"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = wait(&mut w, LIMIT, "a worker facing a certificate it cannot trust");
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut w.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(!status.success(), "{err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("error: cannot trust the coordinator: TLS: invalid peer certificate")
+                && last.contains(fix),
+            "{err}"
+        );
+    }
+}
+
+/// `serve` refuses a certificate that has expired, naming the date in UTC and how to renew it; and it
+/// finds a port in use before it opens (or creates) the store (issue 40).
+#[test]
+fn issue_40_serve_refuses_an_expired_certificate_and_a_busy_port_before_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    let out = support::nqueens()
+        .args(["serve", "--listen", "127.0.0.1:0", "--token", "t0ken"])
+        .arg("--data")
+        .arg(dir.path().join("expired-store"))
+        .arg("--tls-cert")
+        .arg(&cert_path)
+        .arg("--tls-key")
+        .arg(&key_path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("expired on 2021-01-01T00:00:00Z") && err.contains("tls init"),
+        "{err}"
+    );
+    assert!(!dir.path().join("expired-store").exists(), "{err}");
+    // A port another process holds.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let started = std::time::Instant::now();
+    let out = support::nqueens()
+        .args(["serve", "--listen", &addr])
+        .arg("--data")
+        .arg(dir.path().join("busy-store"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains(&format!("cannot listen on {addr} (--listen)")), "{err}");
+    assert!(!dir.path().join("busy-store").exists(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+}

@@ -7,8 +7,15 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::service::{Coordinator, RunView};
+use crate::store::Phase;
 
-/// Logs a progress line for every running run every `interval`, until `stop`.
+/// Whether a run in `phase` gets a progress line: one that is computing or stalled (an operator must act).
+/// A finished, cancelled, paused or inconsistent run changes no more by itself: its last line stands.
+pub fn worth_a_line(phase: Phase) -> bool {
+    matches!(phase, Phase::Running | Phase::Stalled)
+}
+
+/// Logs a progress line for every running or stalled run every `interval`, until `stop`.
 pub async fn log_every(coordinator: Coordinator, interval: Duration, stop: CancellationToken) {
     let mut tick = tokio::time::interval(interval.max(Duration::from_millis(100)));
     tick.tick().await;
@@ -17,7 +24,7 @@ pub async fn log_every(coordinator: Coordinator, interval: Duration, stop: Cance
             _ = tick.tick() => {}
             _ = stop.cancelled() => return,
         }
-        for view in coordinator.runs().iter().filter(|v| !v.is_done()) {
+        for view in coordinator.runs().iter().filter(|v| worth_a_line(v.phase)) {
             log_line(view);
         }
     }
@@ -64,7 +71,13 @@ fn log_line(v: &RunView) {
 
 #[cfg(test)]
 mod tests {
-    use super::format_eta;
+    use super::{format_eta, worth_a_line, Phase};
+
+    #[test]
+    fn only_runs_that_can_move_get_progress_lines() {
+        let lined: Vec<Phase> = Phase::ALL.into_iter().filter(|&p| worth_a_line(p)).collect();
+        assert_eq!(lined, [Phase::Running, Phase::Stalled]);
+    }
 
     #[test]
     fn etas_read_naturally() {

@@ -65,6 +65,13 @@ pub fn connect(c: &Connection) -> Result<Client> {
     } else {
         format!("http://{address}")
     };
+    // Only the two schemes a coordinator speaks: `htp://` or `ftp://` would otherwise dial and fail late.
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        let scheme = url.split("://").next().unwrap_or_default();
+        return Err(bad(format!(
+            "the scheme {scheme:?} is not one a coordinator speaks: use http:// or https:// (with --tls-ca)"
+        )));
+    }
     let mut endpoint = Endpoint::from_shared(url.clone())
         .map_err(|e| bad(e.to_string()))?
         .connect_timeout(Duration::from_secs(5))
@@ -100,4 +107,24 @@ pub fn connect(c: &Connection) -> Result<Client> {
         endpoint.connect_lazy(),
         Bearer(token),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scheme other than `http` or `https` is refused before anything dials, naming the two that work.
+    #[test]
+    fn only_http_and_https_addresses_are_taken() {
+        for address in ["htp://127.0.0.1:7447", "ftp://host:21", "grpc://h:1", "://h:1"] {
+            match connect(&Connection::new(address)) {
+                Err(Error::Address(a, why)) => {
+                    assert_eq!(a, address);
+                    assert!(why.contains("use http:// or https://"), "{why}");
+                }
+                Err(other) => panic!("{address}: {other}"),
+                Ok(_) => panic!("{address} was taken"),
+            }
+        }
+    }
 }

@@ -147,7 +147,8 @@ impl From<Status> for Failure {
 
 /// Whether a failed call is worth retrying later (the coordinator is down, restarting or overloaded).
 fn transient(s: &Status) -> bool {
-    matches!(
+    tls_refusal(s).is_none()
+        && matches!(
         s.code(),
         Code::Unavailable
             | Code::Unknown
@@ -169,6 +170,24 @@ fn worker_id(name: &str, pid: u32, started_ns: u64) -> String {
     format!("{name}-{pid}-{started_ns:x}")
 }
 
+/// `s` with the Unix times rustls writes (`verification time 1795000000 (UNIX)`) as UTC dates.
+fn utc_times(s: &str) -> String {
+    s.replace(" (UNIX)", "")
+        .split(' ')
+        .map(|word| {
+            let digits = word.trim_end_matches([',', ')', ';']);
+            match digits.parse::<u64>() {
+                Ok(secs) if (9..=11).contains(&digits.len()) => {
+                    let t = std::time::UNIX_EPOCH + Duration::from_secs(secs);
+                    word.replacen(digits, &humantime::format_rfc3339_seconds(t).to_string(), 1)
+                }
+                _ => word.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Whether the coordinator's refusal of a report of one result is about that result (a seal that fails,
 /// a job it does not know, a lease that does not cover it, a run cancelled or done; a run it does not
 /// know at all is the wrong coordinator, see [`Worker::report`]): the result is dropped, since it would
@@ -183,9 +202,47 @@ fn refuses_the_result(s: &Status) -> bool {
     ) && !nqueens_proto::refuses_the_request(s)
 }
 
-/// Whether the coordinator refuses this worker for good (quarantined, or a wrong token): it stops.
+/// Whether the coordinator refuses this worker for good (quarantined, or a wrong token), or its
+/// certificate cannot be trusted ([`tls_refusal`]): it stops.
 fn refused(s: &Status) -> bool {
-    matches!(s.code(), Code::PermissionDenied | Code::Unauthenticated)
+    matches!(s.code(), Code::PermissionDenied | Code::Unauthenticated) || tls_refusal(s).is_some()
+}
+
+/// The error a worker stops with on `s`, a refusal: a TLS failure says what to fix.
+fn refusal(s: &Status) -> Error {
+    match tls_refusal(s) {
+        Some(why) => Error::Tls(why),
+        None => Error::Refused(format!("{:?}: {}", s.code(), s.message())),
+    }
+}
+
+/// A TLS handshake the worker cannot get past alone: the coordinator's certificate does not chain to
+/// `--tls-ca`, is outside its validity dates, or names another host. What failed and what to fix, or
+/// `None` (a refused or lost connection is retried as before).
+pub(crate) fn tls_refusal(s: &Status) -> Option<String> {
+    let mut text = s.message().to_string();
+    let mut cause: Option<&dyn std::error::Error> = std::error::Error::source(s);
+    while let Some(e) = cause {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    let at = text.find("invalid peer certificate")?;
+    let why = utc_times(text[at..].lines().next().unwrap_or_default());
+    let fix = if ["Expired", "expired", "NotValidYet", "not valid yet"]
+        .iter()
+        .any(|w| why.contains(w))
+    {
+        "the coordinator's certificate is outside its validity dates: renew it on the coordinator \
+         (`nqueens tls init DIR --force`) and check both machines' clocks"
+    } else if why.contains("NotValidForName") || why.contains("not valid for name") {
+        "--coordinator names a host the certificate was not made for: use one of its names, or add \
+         this one on the coordinator (`nqueens tls init DIR --host NAME --force`)"
+    } else {
+        "the coordinator's certificate does not chain to --tls-ca: give the CA it was made with \
+         (DIR/ca.pem of `nqueens tls init DIR` on the coordinator)"
+    };
+    Some(format!("TLS: {why}; {fix}"))
 }
 
 /// The worker's state between two turns of its loop.
@@ -484,9 +541,7 @@ impl Worker {
                 Err(Failure::Stop(e)) => return Err(e),
                 // Refused for good, or for something no retry changes (see `refuses_the_result`): stop,
                 // the journal kept for the next start.
-                Err(Failure::Rpc(s)) if !transient(&s) => {
-                    return Err(Error::Refused(format!("{:?}: {}", s.code(), s.message())))
-                }
+                Err(Failure::Rpc(s)) if !transient(&s) => return Err(refusal(&s)),
                 Err(Failure::Rpc(s)) => {
                     self.failed("report", &s);
                     return Ok(());
@@ -496,9 +551,7 @@ impl Worker {
         if Instant::now() >= self.next_heartbeat {
             match self.heartbeat().await {
                 // Quarantined (its leases are taken back), or a wrong token: stop, the journal kept.
-                Err(s) if refused(&s) => {
-                    return Err(Error::Refused(format!("{:?}: {}", s.code(), s.message())))
-                }
+                Err(s) if refused(&s) => return Err(refusal(&s)),
                 Err(s) => {
                     self.failed("heartbeat", &s);
                     return Ok(());
@@ -513,9 +566,7 @@ impl Worker {
                 Ok(()) => self.succeeded(),
                 Err(Failure::Stop(e)) => return Err(e),
                 Err(Failure::Rpc(s)) if transient(&s) => self.failed("lease", &s),
-                Err(Failure::Rpc(s)) => {
-                    return Err(Error::Refused(format!("{:?}: {}", s.code(), s.message())))
-                }
+                Err(Failure::Rpc(s)) => return Err(refusal(&s)),
             }
         }
         Ok(())
@@ -595,7 +646,7 @@ impl Worker {
                 worker_id: self.id.clone(),
                 worker_name: self.config.name.clone(),
                 results,
-                // Leases come from Lease calls (see the README on leases riding on reports).
+                // Leases come from Lease calls (see docs/cluster.md on leases riding on reports).
                 ..Default::default()
             })
             .await;
@@ -1022,6 +1073,28 @@ mod fake;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A TLS failure no retry mends stops the worker with what to fix and dates in UTC; a refused or
+    /// lost connection is still retried.
+    #[test]
+    fn certificate_failures_stop_the_worker_naming_the_flag() {
+        let expired = Status::unavailable(
+            "transport error: invalid peer certificate: certificate expired: verification time 1795000000 (UNIX), but certificate is not valid after 1609459200 (185540800 seconds ago)",
+        );
+        let why = tls_refusal(&expired).unwrap();
+        assert!(why.contains("2026-11-18T") && why.contains("2021-01-01T00:00:00Z"), "{why}");
+        assert!(why.contains("tls init DIR --force") && !why.contains("(UNIX)"), "{why}");
+        assert!(refused(&expired) && !transient(&expired));
+        let name = Status::unavailable(
+            "invalid peer certificate: certificate not valid for name \"localhost\"; certificate is only valid for IpAddress(127.0.0.1)",
+        );
+        assert!(tls_refusal(&name).unwrap().contains("--coordinator names a host"));
+        let ca = Status::unavailable("invalid peer certificate: BadSignature");
+        assert!(tls_refusal(&ca).unwrap().contains("does not chain to --tls-ca"));
+        assert!(matches!(refusal(&ca), Error::Tls(_)));
+        let lost = Status::unavailable("tcp connect error: Connection refused");
+        assert!(tls_refusal(&lost).is_none() && transient(&lost) && !refused(&lost));
+    }
     use std::sync::atomic::Ordering::SeqCst;
 
     #[test]

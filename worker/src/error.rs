@@ -31,6 +31,10 @@ pub enum Error {
     /// The coordinator refused the worker for good (for example a quarantine or a wrong token).
     #[error("the coordinator refused this worker: {0}")]
     Refused(String),
+    /// The TLS handshake failed in a way no retry mends (a certificate that does not chain to `--tls-ca`,
+    /// has expired, is not yet valid, or names another host): what happened and the flag to fix.
+    #[error("cannot trust the coordinator: {0}")]
+    Tls(String),
 }
 
 /// Result alias of the worker library.

@@ -269,45 +269,51 @@ fn print_text(o: &EstimateOutput) {
         "N = {} {}: {} of {} jobs sampled{parts} (seed {}), {pct:.0}% intervals",
         o.n, o.strategy, o.sampled, o.jobs, o.seed
     );
-    println!(
-        "search nodes: {:.4e} ({:.4e} to {:.4e})",
-        o.nodes.estimate, o.nodes.low, o.nodes.high
-    );
-    let days = |h: f64| {
-        let cores = h / 24.0 / 30.0;
-        if cores >= 10.0 {
-            format!("{cores:.0}")
+    use crate::human::{hours, number};
+    let range = |i: &Interval| {
+        format!(
+            "{} ({} to {})",
+            number(i.estimate, 4),
+            number(i.low, 4),
+            number(i.high, 4)
+        )
+    };
+    println!("search nodes: {}", range(&o.nodes));
+    // Machines for 30 days, or, below one, how long one takes.
+    let fleet = |h: f64, what: &str| {
+        let machines = h / 24.0 / 30.0;
+        if machines >= 1.0 {
+            format!("{} {what} for 30 days", number(machines, 3))
         } else {
-            format!("{cores:.2e}")
+            format!("one {what} for {}", hours(h))
         }
     };
     if let Some(h) = &o.core_hours {
         println!(
-            "core-hours:   {:.4e} ({:.4e} to {:.4e}) at {:.3e} nodes/s per core",
-            h.estimate, h.low, h.high, o.nodes_per_second
+            "core-hours:   {} at {} nodes/s per core",
+            range(h),
+            number(o.nodes_per_second, 3)
         );
         println!(
-            "that is {} cores for 30 days ({} to {})",
-            days(h.estimate),
-            days(h.low),
-            days(h.high)
+            "that is {} ({} to {})",
+            fleet(h.estimate, "core"),
+            fleet(h.low, "core"),
+            fleet(h.high, "core")
         );
     }
     if let (Some(h), Some(device)) = (&o.gpu_hours, &o.device) {
         println!(
-            "GPU-hours:    {:.4e} ({:.4e} to {:.4e}) at {:.3e} nodes/s on {device}",
-            h.estimate, h.low, h.high, o.nodes_per_second
+            "GPU-hours:    {} at {} nodes/s on {device}",
+            range(h),
+            number(o.nodes_per_second, 3)
         );
         println!(
-            "that is {} such GPUs for 30 days ({} to {})",
-            days(h.estimate),
-            days(h.low),
-            days(h.high)
+            "that is {} ({} to {})",
+            fleet(h.estimate, "such GPU"),
+            fleet(h.low, "such GPU"),
+            fleet(h.high, "such GPU")
         );
     }
-    println!(
-        "solutions:    {:.4e} ({:.4e} to {:.4e})",
-        o.total.estimate, o.total.low, o.total.high
-    );
+    println!("solutions:    {}", range(&o.total));
     eprintln!("estimated in {:.1} s", o.seconds);
 }

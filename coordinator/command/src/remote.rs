@@ -229,6 +229,16 @@ fn checks_warning(fraction: f64, jobs: u64) -> Option<String> {
     ))
 }
 
+/// What to do about an earlier run of the same plan: a finished one already has the count; another can
+/// be reused or cancelled.
+fn submitted_advice(run: &str, done: bool) -> String {
+    if done {
+        format!("Run {run} is done: `nqueens status {run}` shows its total")
+    } else {
+        format!("`--reuse` prints the existing run instead; `nqueens cancel {run}` cancels it")
+    }
+}
+
 /// Warns on stderr about the coordinator's runs (not cancelled) of the same N, strategy and depth as
 /// `plan`: a second one computes the same count again.
 async fn warn_if_submitted(
@@ -243,10 +253,18 @@ async fn warn_if_submitted(
             && r.depth == plan.depth() as u32
             && r.state != proto::RunState::Cancelled as i32
     }) {
+        let done = r.state == proto::RunState::Done as i32;
         let s = StatusOutput::from(r);
         eprintln!(
-            "warning: the coordinator already has run {} of N = {} {} depth {} ({}, {}/{} jobs); creating another anyway. `--reuse` prints the existing run instead; `nqueens cancel {}` cancels it",
-            s.run, s.n, s.strategy, s.depth, s.state, s.jobs_done, s.jobs_total, s.run
+            "warning: the coordinator already has run {} of N = {} {} depth {} ({}, {}/{} jobs); creating another anyway. {}",
+            s.run,
+            s.n,
+            s.strategy,
+            s.depth,
+            s.state,
+            s.jobs_done,
+            s.jobs_total,
+            submitted_advice(&s.run, done)
         );
     }
     Ok(())
@@ -455,5 +473,18 @@ mod tests {
             |_| None::<u64>,
         );
         assert!(unreadable.await.is_err());
+    }
+}
+
+#[cfg(test)]
+mod advice_tests {
+    use super::submitted_advice;
+
+    #[test]
+    fn a_finished_run_is_not_offered_for_cancelling() {
+        let done = submitted_advice("2", true);
+        assert!(done.contains("is done") && !done.contains("cancel"), "{done}");
+        let running = submitted_advice("2", false);
+        assert!(running.contains("nqueens cancel 2") && running.contains("--reuse"), "{running}");
     }
 }

@@ -169,10 +169,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             let read = |p: &PathBuf| {
                 std::fs::read(p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))
             };
-            Some(tonic::transport::Identity::from_pem(
-                read(cert)?,
-                read(key)?,
-            ))
+            let pem = read(cert)?;
+            if let Some(warning) =
+                crate::tls::check_validity(cert, &pem, std::time::SystemTime::now())?
+            {
+                tracing::warn!("{warning}");
+            }
+            Some(tonic::transport::Identity::from_pem(pem, read(key)?))
         }
         _ => None,
     };
@@ -185,6 +188,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         );
     }
     super::raise_open_files();
+    // A port taken by another process is found before the store is opened (or created).
+    for (addr, flag) in [(Some(args.listen), "--listen"), (args.metrics_listen, "--metrics-listen")] {
+        if let Some(addr) = addr {
+            std::net::TcpListener::bind(addr).map_err(|e| {
+                anyhow::anyhow!("cannot listen on {addr} ({flag}): {e}; is another coordinator running there?")
+            })?;
+        }
+    }
     let data = args.data.clone().unwrap_or_else(setup::default_data_dir);
     setup::private_dir(&data)?;
     let store = Store::open(&data)?;

@@ -337,3 +337,90 @@ mod tests {
         }
     }
 }
+
+/// A week: `serve` warns when its certificate ends sooner.
+const EXPIRY_WARNING: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
+/// A date for people: RFC 3339 in UTC, to the second.
+fn utc(unix: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix.max(0) as u64);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// Checks the validity dates of the first certificate in `pem` (read from `path`) at `now`: refused when
+/// it has expired or is not valid yet, a warning when it ends within a week, else `None`.
+pub fn check_validity(
+    path: &Path,
+    pem: &[u8],
+    now: std::time::SystemTime,
+) -> anyhow::Result<Option<String>> {
+    let (_, block) = x509_parser::pem::parse_x509_pem(pem)
+        .map_err(|e| anyhow::anyhow!("{}: not a PEM certificate: {e}", path.display()))?;
+    let cert = block
+        .parse_x509()
+        .map_err(|e| anyhow::anyhow!("{}: not an X.509 certificate: {e}", path.display()))?;
+    let validity = cert.validity();
+    let (from, until) = (validity.not_before.timestamp(), validity.not_after.timestamp());
+    let now = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let renew = "make a new one with `nqueens tls init DIR --force` (or from your CA) and copy the new ca.pem to the workers if it changed";
+    if now > until {
+        anyhow::bail!(
+            "the certificate {} expired on {} (now {}): workers would refuse it; {renew}",
+            path.display(),
+            utc(until),
+            utc(now)
+        );
+    }
+    if now < from {
+        anyhow::bail!(
+            "the certificate {} is not valid until {} (now {}): check this machine's clock, or {renew}",
+            path.display(),
+            utc(from),
+            utc(now)
+        );
+    }
+    Ok((until - now < EXPIRY_WARNING.as_secs() as i64).then(|| {
+        format!(
+            "the certificate {} expires on {}: {renew}",
+            path.display(),
+            utc(until)
+        )
+    }))
+}
+
+#[cfg(test)]
+mod validity_tests {
+    use super::*;
+
+    fn cert(from: (i32, u8, u8), until: (i32, u8, u8)) -> Vec<u8> {
+        let mut p = CertificateParams::new(vec!["localhost".into()]).unwrap();
+        p.not_before = rcgen::date_time_ymd(from.0, from.1, from.2);
+        p.not_after = rcgen::date_time_ymd(until.0, until.1, until.2);
+        let key = KeyPair::generate().unwrap();
+        p.self_signed(&key).unwrap().pem().into_bytes()
+    }
+
+    fn at(y: i32, m: u8, d: u8) -> std::time::SystemTime {
+        let t = rcgen::date_time_ymd(y, m, d).unix_timestamp();
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(t as u64)
+    }
+
+    #[test]
+    fn an_expired_or_early_certificate_is_refused_and_one_ending_soon_warned_of() {
+        let path = Path::new("server.pem");
+        let pem = cert((2026, 1, 1), (2026, 12, 1));
+        assert_eq!(check_validity(path, &pem, at(2026, 6, 1)).unwrap(), None);
+        let soon = check_validity(path, &pem, at(2026, 11, 27)).unwrap().unwrap();
+        assert!(soon.contains("expires on 2026-12-01T00:00:00Z"), "{soon}");
+        let expired = check_validity(path, &pem, at(2026, 12, 2)).unwrap_err().to_string();
+        assert!(
+            expired.contains("expired on 2026-12-01T00:00:00Z") && expired.contains("tls init"),
+            "{expired}"
+        );
+        let early = check_validity(path, &pem, at(2025, 12, 31)).unwrap_err().to_string();
+        assert!(early.contains("not valid until 2026-01-01T00:00:00Z"), "{early}");
+        assert!(check_validity(path, b"not a certificate", at(2026, 6, 1)).is_err());
+    }
+}

@@ -20,13 +20,20 @@ struct Cli {
     kernel: Option<nqueens_common::kernel::Variant>,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// Errors end as `nqueens worker`'s do: one `error:` line (never a backtrace) and the same exit code.
+fn main() {
     let cli = Cli::parse();
     setup::init_logging(cli.log_format, "info");
     setup::private_files();
+    if let Err(e) = run(cli) {
+        eprintln!("error: {e:#}");
+        std::process::exit(nqueens_cli::exit_code(&e));
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(variant) = cli.kernel {
         nqueens_common::kernel::choose(variant)?;
     }
-    nqueens_cli::worker::run(cli.args).await
+    tokio::runtime::Runtime::new()?.block_on(nqueens_cli::worker::run(cli.args))
 }
