@@ -805,7 +805,7 @@ fn issue_19_a_busy_port_is_named_with_its_listener() {
     let err = String::from_utf8_lossy(&http.stderr);
     assert!(!http.status.success());
     assert!(
-        err.contains(&format!("--metrics-listen) on {addr}")),
+        err.contains(&format!("cannot listen on {addr} (--metrics-listen)")),
         "{err}"
     );
 }

@@ -644,7 +644,11 @@ fn issue_40_the_readmes_cluster_quick_start_works_when_pasted() {
         .parent()
         .unwrap()
         .to_path_buf();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let mut child = std::process::Command::new("bash")
         .arg("-c")
         .arg(&script)
@@ -675,8 +679,7 @@ fn issue_40_the_readmes_cluster_quick_start_works_when_pasted() {
     );
     let last = stdout
         .lines()
-        .filter(|l| l.starts_with("run "))
-        .last()
+        .rfind(|l| l.starts_with("run "))
         .unwrap_or_default();
     assert!(
         last.contains(" done,") && last.contains(&format!("total {}", reference(16).0)),
@@ -730,7 +733,11 @@ fn issue_40_a_worker_stops_on_a_certificate_it_cannot_trust_naming_the_flag() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let status = wait(&mut w, LIMIT, "a worker facing a certificate it cannot trust");
+        let status = wait(
+            &mut w,
+            LIMIT,
+            "a worker facing a certificate it cannot trust",
+        );
         let mut err = String::new();
         std::io::Read::read_to_string(&mut w.stderr.take().unwrap(), &mut err).unwrap();
         assert!(!status.success(), "{err}");
@@ -785,7 +792,14 @@ fn issue_40_serve_refuses_an_expired_certificate_and_a_busy_port_before_the_stor
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
-    assert!(err.contains(&format!("cannot listen on {addr} (--listen)")), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on {addr} (--listen)")),
+        "{err}"
+    );
     assert!(!dir.path().join("busy-store").exists(), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -75,7 +75,10 @@ mod tests {
 
     #[test]
     fn only_runs_that_can_move_get_progress_lines() {
-        let lined: Vec<Phase> = Phase::ALL.into_iter().filter(|&p| worth_a_line(p)).collect();
+        let lined: Vec<Phase> = Phase::ALL
+            .into_iter()
+            .filter(|&p| worth_a_line(p))
+            .collect();
         assert_eq!(lined, [Phase::Running, Phase::Stalled]);
     }
 

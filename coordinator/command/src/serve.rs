@@ -189,10 +189,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     }
     super::raise_open_files();
     // A port taken by another process is found before the store is opened (or created).
-    for (addr, flag) in [(Some(args.listen), "--listen"), (args.metrics_listen, "--metrics-listen")] {
+    for (addr, flag) in [
+        (Some(args.listen), "--listen"),
+        (args.metrics_listen, "--metrics-listen"),
+    ] {
         if let Some(addr) = addr {
             std::net::TcpListener::bind(addr).map_err(|e| {
-                anyhow::anyhow!("cannot listen on {addr} ({flag}): {e}; is another coordinator running there?")
+                anyhow::anyhow!(
+                    "cannot listen on {addr} ({flag}): {e}; is another coordinator running there?"
+                )
             })?;
         }
     }

@@ -360,7 +360,10 @@ pub fn check_validity(
         .parse_x509()
         .map_err(|e| anyhow::anyhow!("{}: not an X.509 certificate: {e}", path.display()))?;
     let validity = cert.validity();
-    let (from, until) = (validity.not_before.timestamp(), validity.not_after.timestamp());
+    let (from, until) = (
+        validity.not_before.timestamp(),
+        validity.not_after.timestamp(),
+    );
     let now = now
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
@@ -412,15 +415,24 @@ mod validity_tests {
         let path = Path::new("server.pem");
         let pem = cert((2026, 1, 1), (2026, 12, 1));
         assert_eq!(check_validity(path, &pem, at(2026, 6, 1)).unwrap(), None);
-        let soon = check_validity(path, &pem, at(2026, 11, 27)).unwrap().unwrap();
+        let soon = check_validity(path, &pem, at(2026, 11, 27))
+            .unwrap()
+            .unwrap();
         assert!(soon.contains("expires on 2026-12-01T00:00:00Z"), "{soon}");
-        let expired = check_validity(path, &pem, at(2026, 12, 2)).unwrap_err().to_string();
+        let expired = check_validity(path, &pem, at(2026, 12, 2))
+            .unwrap_err()
+            .to_string();
         assert!(
             expired.contains("expired on 2026-12-01T00:00:00Z") && expired.contains("tls init"),
             "{expired}"
         );
-        let early = check_validity(path, &pem, at(2025, 12, 31)).unwrap_err().to_string();
-        assert!(early.contains("not valid until 2026-01-01T00:00:00Z"), "{early}");
+        let early = check_validity(path, &pem, at(2025, 12, 31))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            early.contains("not valid until 2026-01-01T00:00:00Z"),
+            "{early}"
+        );
         assert!(check_validity(path, b"not a certificate", at(2026, 6, 1)).is_err());
     }
 }

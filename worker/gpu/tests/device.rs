@@ -9,7 +9,8 @@
 /// Runs each test as a libtest-mimic trial, ignored where the device cannot be opened (not under CI).
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
-    let why = nqueens_gpu::open_shaped(Some(&spec()), Some(Shape::default_for(backend(&spec())))).err();
+    let why =
+        nqueens_gpu::open_shaped(Some(&spec()), Some(Shape::default_for(backend(&spec())))).err();
     let ignore = why.is_some() && std::env::var_os("CI").is_none();
     if let (true, Some(why)) = (ignore, &why) {
         eprintln!("ignored: no device {}: {why}", spec());

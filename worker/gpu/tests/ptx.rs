@@ -12,17 +12,19 @@ fn main() {
     if let (true, Some(why)) = (ignore, &missing) {
         eprintln!("ignored: {why}");
     }
-    let trials = vec![libtest_mimic::Trial::test(
-        "kernel_compiles_to_ptx_for_turing_to_hopper",
-        || std::panic::catch_unwind(kernel_compiles_to_ptx_for_turing_to_hopper).map_err(|e| {
-            e.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default()
-                .into()
-        }),
-    )
-    .with_ignored_flag(ignore)];
+    let trials =
+        vec![
+            libtest_mimic::Trial::test("kernel_compiles_to_ptx_for_turing_to_hopper", || {
+                std::panic::catch_unwind(kernel_compiles_to_ptx_for_turing_to_hopper).map_err(|e| {
+                    e.downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default()
+                        .into()
+                })
+            })
+            .with_ignored_flag(ignore),
+        ];
     libtest_mimic::run(&args, trials).exit();
 }
 
