@@ -474,6 +474,12 @@ fn issue_19_ctrl_c_on_count_says_what_is_saved_and_how_to_resume() {
         stderr.contains("jobs are saved in") && stderr.contains("run the same command again"),
         "{stderr}"
     );
+    // On a line of its own, and not an error: the user asked for it (issue 40).
+    assert!(
+        stderr.lines().any(|l| l.starts_with("interrupted")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("error:"), "{stderr}");
 }
 
 #[test]

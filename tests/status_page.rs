@@ -33,6 +33,19 @@ fn status_of(address: &str, run: &str) -> serde_json::Value {
     serde_json::from_slice(&out).unwrap()
 }
 
+/// `n` with its digits grouped by thousands, as the page shows it.
+fn grouped(n: u128) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn status_page() -> Result<(), Failed> {
     let dir = tempfile::tempdir().unwrap();
     // After the first worker dies no job is done until the second starts (the dead worker's lease
@@ -47,6 +60,15 @@ fn status_page() -> Result<(), Failed> {
         "http://{}/",
         serve.http.as_deref().expect("an HTTP listener")
     );
+    // A small run first, finished: the page folds it to one line, below the running one.
+    let small = submit_with(&serve.address, 8, "d4", &["--verify-fraction", "0"]);
+    let mut first = worker(
+        &serve.address,
+        dir.path(),
+        "first",
+        &["--run", &small, "--exit-when-idle"],
+    );
+    assert!(wait(&mut first, LIMIT, "first").success());
     let run = submit_with(&serve.address, 16, "d4", &["--verify-fraction", "0"]);
     let mut dies = worker(
         &serve.address,
@@ -67,11 +89,27 @@ fn status_page() -> Result<(), Failed> {
     let text = |dom: &str, id: &str| element_text(dom, &format!("run-{run}-{id}"));
     assert_eq!(text(&dom, "state").as_deref(), Some("running"), "{dom}");
     assert_eq!(text(&dom, "jobs"), Some(format!("{done} / {total}")));
+    // The running run first; the finished one folded after it, with its total, digits grouped.
+    let (running_at, folded_at) = (
+        dom.find(&format!("id=\"run-{run}\"")).expect("the running run"),
+        dom.find(&format!("id=\"run-{small}-folded\"")).expect("the finished run, folded"),
+    );
+    assert!(running_at < folded_at, "{dom}");
+    let folded = &dom[folded_at..];
+    let folded = &folded[..folded.find("</summary>").unwrap()];
+    assert!(
+        !folded[..folded.find('>').unwrap()].contains(" open")
+            && folded.contains(&format!("done, total {}", grouped(reference(8).0))),
+        "{folded}"
+    );
     assert_eq!(
         text(&dom, "percent"),
         Some(format!("{:.2}%", 100.0 * done as f64 / total as f64))
     );
-    assert_eq!(text(&dom, "total").as_deref(), known["total"].as_str());
+    assert_eq!(
+        text(&dom, "total"),
+        Some(grouped(known["total"].as_str().unwrap().parse().unwrap()))
+    );
     assert_eq!(text(&dom, "unique"), None, "no unique count before the end");
     assert!(text(&dom, "eta").is_some_and(|e| e != "-"), "{dom}");
     assert!(dom.contains("data-worker=\"dies\""), "{dom}");
@@ -84,8 +122,14 @@ fn status_page() -> Result<(), Failed> {
     assert_eq!(text(&dom, "state").as_deref(), Some("done"), "{dom}");
     assert_eq!(text(&dom, "jobs"), Some(format!("{total} / {total}")));
     assert_eq!(text(&dom, "percent").as_deref(), Some("100.00%"));
-    assert_eq!(text(&dom, "total"), Some(total16.to_string()));
-    assert_eq!(text(&dom, "unique"), Some(unique16.to_string()));
+    assert_eq!(text(&dom, "total"), Some(grouped(total16)));
+    assert_eq!(text(&dom, "unique"), Some(grouped(unique16)));
+    // A picture for people to look at (kept under the target directory; the note of issue 40 says
+    // what it showed): the page as a browser draws it.
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
+    support::chromium_screenshot(&page, &dir.path().join("chromium-3"), &shot);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{} bytes", png.len());
     assert_eq!(text(&dom, "eta").as_deref(), Some("-"));
     let row = &dom[dom
         .find("data-worker=\"rescuer\"")

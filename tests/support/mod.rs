@@ -355,6 +355,39 @@ pub fn chromium_dom(url: &str, profile: &Path, budget_ms: u32) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Draws `url` in headless Chromium into the PNG file `out` (a tall window, so that the whole page shows).
+pub fn chromium_screenshot(url: &str, profile: &Path, out: &Path) {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("Chromium is needed for the status page test: apt-get install chromium");
+    let status = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--window-size=1000,1400",
+            "--virtual-time-budget=3000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", out.display()))
+        .arg(url)
+        .output()
+        .expect("run chromium");
+    assert!(
+        status.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+}
+
 /// The text of the element with `id` in a dumped DOM (its first text, up to the next tag).
 pub fn element_text(dom: &str, id: &str) -> Option<String> {
     let start = dom.find(&format!("id=\"{id}\""))?;

@@ -303,6 +303,16 @@ pub fn raise_open_files() {
     }
 }
 
+/// How an error ends the program on stderr: `error: ...` on one line, except a Ctrl-C the user asked for,
+/// which says what is saved on a line of its own (after a progress bar that may hold the cursor).
+pub fn message(e: &anyhow::Error) -> String {
+    if e.downcast_ref::<count::Interrupted>().is_some() {
+        format!("\n{e}")
+    } else {
+        format!("error: {e:#}")
+    }
+}
+
 /// Exit code for an error: 2 for bad input (as for command-line syntax errors), 1 otherwise.
 pub fn exit_code(e: &anyhow::Error) -> i32 {
     let bad_input = |e: &Error| {

@@ -20,7 +20,7 @@ fn main() {
         }
     }
     if let Err(e) = cli::run(cli) {
-        eprintln!("error: {e:#}");
+        eprintln!("{}", cli::message(&e));
         std::process::exit(cli::exit_code(&e));
     }
 }

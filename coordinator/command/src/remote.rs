@@ -144,7 +144,7 @@ pub fn run_line(s: &StatusOutput) -> String {
         && s.jobs_done + s.jobs_verifying + s.jobs_failed == s.jobs_total
     {
         // Only verification is left: it needs a worker of another identity than the one that computed it.
-        checks += " (waiting for a worker of another credential to verify)";
+        checks += " (waiting for a worker of another credential to verify: start one with a second credential, `nqueens credential issue NAME`)";
     }
     if s.jobs_confirmed > 0 {
         checks += &format!(", {} confirmed", s.jobs_confirmed);
@@ -478,7 +478,32 @@ mod tests {
 
 #[cfg(test)]
 mod advice_tests {
-    use super::submitted_advice;
+    use super::{run_line, submitted_advice, StatusOutput};
+
+    /// A run whose only jobs left wait for a check by a second credential says so, and what to do; one
+    /// with work still leased does not (issue 40).
+    #[test]
+    fn a_run_waiting_for_a_second_credential_says_what_to_do() {
+        let mut r = nqueens_proto::RunStatus {
+            run: "2".into(),
+            n: 12,
+            jobs_total: 34,
+            jobs_done: 33,
+            jobs_verifying: 1,
+            state: nqueens_proto::RunState::Running as i32,
+            ..Default::default()
+        };
+        let line = run_line(&StatusOutput::from(r.clone()));
+        assert!(
+            line.contains("waiting for a worker of another credential")
+                && line.contains("nqueens credential issue"),
+            "{line}"
+        );
+        r.jobs_leased = 1;
+        r.jobs_done = 32;
+        let line = run_line(&StatusOutput::from(r));
+        assert!(!line.contains("waiting for"), "{line}");
+    }
 
     #[test]
     fn a_finished_run_is_not_offered_for_cancelling() {

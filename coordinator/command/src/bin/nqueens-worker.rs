@@ -26,7 +26,7 @@ fn main() {
     setup::init_logging(cli.log_format, "info");
     setup::private_files();
     if let Err(e) = run(cli) {
-        eprintln!("error: {e:#}");
+        eprintln!("{}", nqueens_cli::message(&e));
         std::process::exit(nqueens_cli::exit_code(&e));
     }
 }
