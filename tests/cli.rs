@@ -1088,3 +1088,25 @@ fn issue_40_worker_errors_are_one_line_and_odd_schemes_are_refused() {
         }
     }
 }
+
+/// A client pointed at the coordinator's HTTP port (metrics and the status page) is told it reached
+/// something that is not a coordinator, and where the gRPC port is (issue 40: it said `operation was
+/// canceled`, or `transport error`).
+#[test]
+fn issue_40_a_client_at_the_http_port_is_told_it_is_not_the_coordinator() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = support::Serve::start_with(
+        &dir.path().join("store"),
+        "127.0.0.1:0",
+        "10s",
+        &["--metrics-listen", "127.0.0.1:0"],
+    );
+    let http = format!("http://{}", serve.http.as_deref().unwrap());
+    let out = nqueens(&["status", "--coordinator", &http]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("not as a coordinator") && err.contains("--listen"),
+        "{err}"
+    );
+}

@@ -91,8 +91,10 @@ fn status_page() -> Result<(), Failed> {
     assert_eq!(text(&dom, "jobs"), Some(format!("{done} / {total}")));
     // The running run first; the finished one folded after it, with its total, digits grouped.
     let (running_at, folded_at) = (
-        dom.find(&format!("id=\"run-{run}\"")).expect("the running run"),
-        dom.find(&format!("id=\"run-{small}-folded\"")).expect("the finished run, folded"),
+        dom.find(&format!("id=\"run-{run}\""))
+            .expect("the running run"),
+        dom.find(&format!("id=\"run-{small}-folded\""))
+            .expect("the finished run, folded"),
     );
     assert!(running_at < folded_at, "{dom}");
     let folded = &dom[folded_at..];
@@ -129,7 +131,11 @@ fn status_page() -> Result<(), Failed> {
     let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
     support::chromium_screenshot(&page, &dir.path().join("chromium-3"), &shot);
     let png = std::fs::read(&shot).unwrap();
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{} bytes", png.len());
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
     assert_eq!(text(&dom, "eta").as_deref(), Some("-"));
     let row = &dom[dom
         .find("data-worker=\"rescuer\"")

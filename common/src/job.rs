@@ -284,3 +284,171 @@ fn mirror_board(n: u8, cols: &[u8]) -> Option<crate::PartialBoard> {
     }
     Some(board)
 }
+
+/// Tests written for the mutants `cargo mutants` left alive in this file (issue 42).
+#[cfg(test)]
+mod mutants_found {
+    use super::*;
+
+    /// A job key of 200 characters is parsed; one of 201 is refused, quoting only its start.
+    #[test]
+    fn a_job_key_of_the_longest_length_parses_and_one_more_is_refused() {
+        let longest = format!("{}11", "1.".repeat(99));
+        assert_eq!(longest.len(), 200);
+        assert_eq!(longest.parse::<JobKey>().unwrap().0.len(), 100);
+        let longer = format!("{longest}1");
+        match longer.parse::<JobKey>() {
+            Err(Error::UnknownJob(quoted)) => assert_eq!(quoted, format!("{}...", &longer[..32])),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// For a job whose ring has a symmetry (largest stabiliser 2 or 4), a result whose unique count
+    /// alone is off by one is refused, the total being right: the two divisibility tests each stand.
+    #[test]
+    fn a_unique_count_alone_off_is_refused_for_a_symmetric_ring() {
+        let mut tried = 0;
+        for n in 8..=12 {
+            let plan = Plan::new(n, Strategy::D4).unwrap();
+            for key in plan.jobs() {
+                let job = plan.job(&key).unwrap();
+                let h = u64::from(job.largest_stabiliser);
+                if h < 2 {
+                    continue;
+                }
+                let right = job.run();
+                job.check(&right).unwrap();
+                let (total, unique8) = (right.total, right.unique8.unwrap());
+                if total == 0 {
+                    continue;
+                }
+                // One more or one less, staying within [total, h * total].
+                let off = if unique8 < h * total {
+                    unique8 + 1
+                } else {
+                    unique8 - 1
+                };
+                let wrong = JobResult {
+                    unique8: Some(off),
+                    ..right
+                };
+                assert!(job.check(&wrong).is_err(), "N = {n} job {key}: {wrong:?}");
+                // And the total alone off by one.
+                let wrong = JobResult {
+                    total: total + 1,
+                    ..right
+                };
+                assert!(job.check(&wrong).is_err(), "N = {n} job {key}: {wrong:?}");
+                // A unique count below the total, a multiple of 8 / h all the same.
+                let step = 8 / h;
+                if total >= step {
+                    let wrong = JobResult {
+                        unique8: Some(total - step),
+                        total,
+                        ..right
+                    };
+                    assert!(job.check(&wrong).is_err(), "N = {n} job {key}: {wrong:?}");
+                }
+                tried += 1;
+            }
+        }
+        assert!(
+            tried > 0,
+            "no job of N = 8..12 has a symmetric ring with solutions"
+        );
+    }
+
+    /// A job no ring fits has no count and no node; a result with any is refused.
+    #[test]
+    fn a_job_no_ring_fits_takes_only_an_empty_result() {
+        // Such keys are valid (`Job::new` takes them) but no plan lists them: every key of small
+        // boards is tried.
+        let mut tried = 0;
+        for (n, depth) in (5..=12u8).flat_map(|n| (0..=3u8).map(move |d| (n, d))) {
+            let Ok(plan) = Plan::with_depth(n.into(), Strategy::D4, depth) else {
+                continue;
+            };
+            let depth = u32::from(depth);
+            if u32::from(n).pow(2 + depth) > 300_000 {
+                continue;
+            }
+            for code in 0..u32::from(n).pow(2 + depth) {
+                let key = JobKey(
+                    (0..2 + depth)
+                        .map(|i| (code / u32::from(n).pow(i) % u32::from(n)) as u8)
+                        .collect(),
+                );
+                let Ok(job) = plan.job(&key) else { continue };
+                if job.largest_stabiliser != 0 {
+                    continue;
+                }
+                let empty = JobResult {
+                    total: 0,
+                    unique8: Some(0),
+                    nodes: 0,
+                };
+                assert_eq!(job.run(), empty, "N = {n} job {key}");
+                job.check(&empty).unwrap();
+                for wrong in [(8, 8, 1), (0, 0, 1), (0, 8, 0)] {
+                    let wrong = JobResult {
+                        total: wrong.0,
+                        unique8: Some(wrong.1),
+                        nodes: wrong.2,
+                    };
+                    assert!(job.check(&wrong).is_err(), "N = {n} job {key}: {wrong:?}");
+                }
+                tried += 1;
+            }
+        }
+        assert!(tried > 0, "no key of N = 5..12 lacks a ring");
+    }
+
+    /// A `mirror` result whose total is not a multiple of its job's weight is refused; one without a
+    /// unique count is the only shape a `mirror` job takes, and the reverse for `d4`.
+    #[test]
+    fn a_mirror_total_off_its_weight_and_a_result_of_the_wrong_shape_are_refused() {
+        let plan = Plan::new(10, Strategy::Mirror).unwrap();
+        let mut tried = 0;
+        for key in plan.jobs() {
+            let job = plan.job(&key).unwrap();
+            let right = job.run();
+            job.check(&right).unwrap();
+            let weight = mirror::weight(10, &key.0);
+            if weight > 1 {
+                let wrong = JobResult {
+                    total: right.total + 1,
+                    ..right
+                };
+                assert!(job.check(&wrong).is_err(), "job {key}: {wrong:?}");
+                tried += 1;
+            }
+            let with_unique = JobResult {
+                unique8: Some(right.total),
+                ..right
+            };
+            assert!(job.check(&with_unique).is_err(), "job {key}");
+        }
+        assert!(tried > 0);
+        let d4 = Plan::new(10, Strategy::D4).unwrap();
+        let key = d4.jobs().next().unwrap();
+        let job = d4.job(&key).unwrap();
+        let without = JobResult {
+            unique8: None,
+            ..job.run()
+        };
+        assert!(job.check(&without).is_err());
+        assert!(without
+            .shape_error(Strategy::D4)
+            .unwrap()
+            .contains("without"));
+        assert_eq!(without.shape_error(Strategy::Mirror), None);
+    }
+
+    /// A key prints as its numbers joined by dots, and parses back.
+    #[test]
+    fn a_key_prints_as_dotted_numbers_and_parses_back() {
+        let key = JobKey(vec![3, 0, 17]);
+        assert_eq!(key.to_string(), "3.0.17");
+        assert_eq!("3.0.17".parse::<JobKey>().unwrap(), key);
+    }
+}

@@ -332,16 +332,6 @@ impl Appender {
         }
     }
 
-    /// The length of the acknowledged content.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether nothing was appended.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     fn repair(&mut self) -> std::io::Result<()> {
         if self.dirty {
             self.sink.truncate(self.len)?;
@@ -540,7 +530,7 @@ mod tests {
                 data: data.clone(),
                 room: 1 << 20,
             }),
-            appender.len(),
+            appender.len,
         );
         appender.append(&third).unwrap();
         let (got, scan) = read_all(&data.lock().unwrap());
@@ -618,5 +608,198 @@ mod endless {
         };
         let found = scan(reader, |_, _: Line<E>| panic!("no entry")).unwrap();
         assert_eq!(found.damaged.len(), 1);
+    }
+}
+
+/// Tests written for the mutants `cargo mutants` left alive in this file (issue 42).
+#[cfg(test)]
+mod mutants_found {
+    use super::*;
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct E {
+        a: u64,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Other {
+        b: String,
+    }
+
+    /// Offsets count every byte before a line: after a good line, an over-long line, a damaged line and
+    /// a torn tail, each damage and the tail are named at their true offsets (the torn-tail offset
+    /// decides how much of a ledger is kept).
+    #[test]
+    fn offsets_after_an_over_long_line_are_exact() {
+        let good = encode(&E { a: 1 });
+        let mut file = good.clone();
+        let long_at = file.len() as u64;
+        file.extend(std::iter::repeat_n(b'x', MAX_LINE + 10));
+        file.push(b'\n');
+        let garbage_at = file.len() as u64;
+        file.extend(b"garbage\n");
+        let after_at = file.len() as u64;
+        file.extend(encode(&E { a: 2 }));
+        let torn_at = file.len() as u64;
+        file.extend(&encode(&E { a: 3 })[..5]);
+        let mut got = Vec::new();
+        let found = scan(&file[..], |n, l: Line<E>| got.push((n, l))).unwrap();
+        let at: Vec<(u64, u64)> = found.damaged.iter().map(|d| (d.line, d.offset)).collect();
+        assert_eq!(at, [(2, long_at), (3, garbage_at)]);
+        assert_eq!(
+            got,
+            [
+                (1, Line::Verified(E { a: 1 })),
+                (4, Line::Verified(E { a: 2 }))
+            ]
+        );
+        assert_eq!(found.torn, Some(torn_at));
+        assert_eq!((found.lines, found.damaged_lines), (4, 2));
+        assert!(after_at < torn_at);
+    }
+
+    /// A line of exactly the longest length is read; one byte more is damage.
+    #[test]
+    fn the_longest_line_is_read_and_one_byte_more_is_damage() {
+        // A legacy line (no seal) of exactly MAX_LINE bytes before its newline.
+        let mut line = b"{\"a\":5".to_vec();
+        line.extend(std::iter::repeat_n(b' ', MAX_LINE - line.len() - 1));
+        line.push(b'}');
+        assert_eq!(line.len(), MAX_LINE);
+        let mut file = line.clone();
+        file.push(b'\n');
+        let mut got = Vec::new();
+        let found = scan(&file[..], |_, l: Line<E>| got.push(l)).unwrap();
+        assert_eq!(got, [Line::Legacy(E { a: 5 })]);
+        assert!(found.damaged.is_empty());
+        let mut longer = line;
+        longer.insert(1, b' ');
+        longer.push(b'\n');
+        let found = scan(&longer[..], |_, _: Line<E>| panic!("no entry")).unwrap();
+        assert_eq!(found.damaged_lines, 1);
+        assert_eq!(found.torn, None);
+    }
+
+    /// A checksummed line of another build's kind of entry is counted as unknown; a line whose checksum
+    /// fails is damage only; `scan_with` counts none.
+    #[test]
+    fn lines_of_another_kind_are_unknown_and_damage_is_not() {
+        let mut file = encode(&Other { b: "newer".into() });
+        let mut flipped = encode(&E { a: 12345 });
+        let at = flipped.windows(3).position(|w| w == b"234").unwrap();
+        flipped[at] = b'9';
+        file.extend(&flipped);
+        file.extend(encode(&E { a: 6 }));
+        let mut got = Vec::new();
+        let found = scan(&file[..], |_, l: Line<E>| got.push(l)).unwrap();
+        assert_eq!(got, [Line::Verified(E { a: 6 })]);
+        assert_eq!((found.damaged_lines, found.unknown), (2, 1));
+        let found = scan_with(&file[..], |b| decode::<E>(b).map(Some), |_, _: Line<E>| {}).unwrap();
+        assert_eq!((found.damaged_lines, found.unknown), (2, 0));
+        assert!(foreign::<E>(&encode(&Other { b: "x".into() })[..]));
+        assert!(!foreign::<E>(&encode(&E { a: 1 })[..]));
+        assert!(!foreign::<E>(&flipped[..flipped.len() - 1]));
+    }
+
+    /// A damage reason is cut to [`MAX_REASON`] bytes at a character boundary, ending in `...`; only the
+    /// first [`MAX_DAMAGE_KEPT`] are kept, all are counted.
+    #[test]
+    fn damage_reasons_are_cut_to_size_and_only_so_many_kept() {
+        let mut scan = Scan::default();
+        // Multi-byte characters across the cut.
+        scan.damage(Damage {
+            line: 1,
+            offset: 0,
+            reason: "é".repeat(MAX_REASON),
+        });
+        let r = &scan.damaged[0].reason;
+        assert!(
+            r.len() <= MAX_REASON && r.len() >= MAX_REASON - 4,
+            "{}",
+            r.len()
+        );
+        assert!(r.ends_with("...") && r.starts_with("éé"), "{r}");
+        scan.damage(Damage {
+            line: 2,
+            offset: 9,
+            reason: "x".repeat(MAX_REASON),
+        });
+        assert_eq!(
+            scan.damaged[1].reason,
+            "x".repeat(MAX_REASON),
+            "a reason of the limit is kept whole"
+        );
+        for i in 0..MAX_DAMAGE_KEPT + 5 {
+            scan.damage(Damage {
+                line: 3 + i,
+                offset: 0,
+                reason: "short".into(),
+            });
+        }
+        assert_eq!(scan.damaged.len() as u64, MAX_DAMAGE_KEPT);
+        assert_eq!(scan.damaged_lines, MAX_DAMAGE_KEPT + 7);
+    }
+
+    /// A damage names its line, byte and reason.
+    #[test]
+    fn a_damage_reads_as_line_byte_and_reason() {
+        let d = Damage {
+            line: 7,
+            offset: 1234,
+            reason: "undecodable".into(),
+        };
+        assert_eq!(d.to_string(), "line 7 (byte 1234): undecodable");
+    }
+
+    /// A last line of exactly the longest length without its newline is a torn tail (kept for the next
+    /// append to cut), not damage.
+    #[test]
+    fn a_torn_tail_of_the_longest_length_is_torn_not_damage() {
+        let mut file = encode(&E { a: 1 });
+        let at = file.len() as u64;
+        file.extend(std::iter::repeat_n(b'y', MAX_LINE));
+        let found = scan(&file[..], |_, _: Line<E>| {}).unwrap();
+        assert_eq!(found.torn, Some(at));
+        assert_eq!(found.damaged_lines, 0);
+    }
+
+    /// A decoder given to `scan_with` sees each line without its newline.
+    #[test]
+    fn a_decoder_sees_lines_without_their_newline() {
+        let mut file = encode(&E { a: 1 });
+        file.extend(b"raw\n");
+        let mut seen = Vec::new();
+        scan_with(
+            &file[..],
+            |b| {
+                seen.push(b.to_vec());
+                Ok(None::<Line<E>>)
+            },
+            |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(seen.len(), 2);
+        assert!(seen.iter().all(|b| !b.ends_with(b"\n")), "{seen:?}");
+        assert_eq!(seen[1], b"raw");
+    }
+
+    /// The directory of a bare file name is the current one: syncing it works.
+    #[test]
+    fn a_bare_file_names_directory_is_the_current_one() {
+        sync_dir(Path::new("a-bare-name")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        sync_dir(&dir.path().join("f")).unwrap();
+        assert!(sync_dir(&dir.path().join("missing").join("f")).is_err());
+    }
+
+    /// A real file's `truncate` cuts it (the appender relies on it to take back a failed append).
+    #[test]
+    fn a_files_truncate_cuts_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = File::create(dir.path().join("f")).unwrap();
+        f.write_all(b"0123456789").unwrap();
+        Sink::truncate(&mut f, 4).unwrap();
+        Sink::sync(&mut f).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"0123");
     }
 }

@@ -41,11 +41,6 @@ impl Symmetry {
         self as usize
     }
 
-    /// True for the four rotations (the identity included).
-    pub fn is_rotation(self) -> bool {
-        self.index() < 4
-    }
-
     /// Image of square `(row, col)` on a board of size `n`.
     pub fn apply(self, n: u8, (r, c): (u8, u8)) -> (u8, u8) {
         let m = n - 1;
@@ -105,11 +100,6 @@ impl SymmetrySet {
     pub fn iter(self) -> impl Iterator<Item = Symmetry> {
         Symmetry::ALL.into_iter().filter(move |&g| self.contains(g))
     }
-
-    /// The set without the identity: the symmetries whose fixed completions need counting.
-    pub fn non_identity(self) -> SymmetrySet {
-        SymmetrySet(self.0 & !1)
-    }
 }
 
 #[cfg(test)]
@@ -152,5 +142,32 @@ mod tests {
                 );
             }
         }
+    }
+}
+
+/// Tests written for the mutants `cargo mutants` left alive in this file (issue 42).
+#[cfg(test)]
+mod mutants_found {
+    use super::*;
+
+    #[test]
+    fn a_set_knows_its_members_size_and_emptiness() {
+        let mut s = SymmetrySet::default();
+        assert!(s.is_empty() && s.len() == 0);
+        s.insert(Symmetry::Rot180);
+        s.insert(Symmetry::Transpose);
+        assert!(!s.is_empty() && s.len() == 2);
+        let members: Vec<Symmetry> = s.iter().collect();
+        assert_eq!(members, [Symmetry::Rot180, Symmetry::Transpose]);
+        for g in Symmetry::ALL {
+            assert_eq!(
+                s.contains(g),
+                matches!(g, Symmetry::Rot180 | Symmetry::Transpose),
+                "{g:?}"
+            );
+        }
+        assert!(
+            SymmetrySet::TRIVIAL.contains(Symmetry::Identity) && SymmetrySet::TRIVIAL.len() == 1
+        );
     }
 }

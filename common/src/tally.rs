@@ -149,3 +149,46 @@ mod tests {
         assert_eq!(t.unique().unwrap(), None);
     }
 }
+
+/// Tests written for the mutants `cargo mutants` left alive in this file (issue 42).
+#[cfg(test)]
+mod mutants_found {
+    use super::*;
+
+    fn r(total: u64, unique8: Option<u64>, nodes: u64) -> JobResult {
+        JobResult {
+            total,
+            unique8,
+            nodes,
+        }
+    }
+
+    /// A result taken out leaves the tally as if it was never added; one the tally does not hold is an
+    /// error that changes nothing (a revocation depends on both).
+    #[test]
+    fn a_result_taken_out_leaves_what_was_there_before() {
+        let mut t = Tally::new(true);
+        t.add(&r(10, Some(16), 100)).unwrap();
+        let before = t;
+        t.add(&r(4, Some(8), 30)).unwrap();
+        t.remove(&r(4, Some(8), 30)).unwrap();
+        assert_eq!(t, before);
+        for more in [r(11, Some(0), 0), r(0, Some(17), 0), r(0, Some(0), 101)] {
+            assert!(
+                matches!(t.remove(&more), Err(Error::Inconsistent(_))),
+                "{more:?}"
+            );
+            assert_eq!(t, before, "{more:?}");
+        }
+        // Every job taken out: no job left to take.
+        t.remove(&r(10, Some(16), 100)).unwrap();
+        assert_eq!(t, Tally::new(true));
+        assert!(t.remove(&r(0, Some(0), 0)).is_err());
+        assert_eq!(t, Tally::new(true));
+        // A tally without unique counts keeps none.
+        let mut m = Tally::new(false);
+        m.add(&r(6, None, 2)).unwrap();
+        m.remove(&r(6, None, 2)).unwrap();
+        assert_eq!(m, Tally::new(false));
+    }
+}

@@ -41,8 +41,12 @@ impl RpcError {
             .is_some_and(|a| a.starts_with("https://"));
         if m.contains("https without tls") {
             Some("an https:// address needs --tls-ca PEM (the certificate the coordinator's chains to)")
-        } else if m.contains("h2 protocol error") || m.contains("frame with invalid size") {
-            Some("the coordinator may serve TLS: use https:// and --tls-ca PEM")
+        } else if m.contains("h2 protocol error")
+            || m.contains("frame with invalid size")
+            || m.contains("operation was canceled")
+            || m.contains("http/1")
+        {
+            Some("this address answers, but not as a coordinator's gRPC port: it may be the HTTP port (--metrics-listen; gRPC is --listen, 7447 by default), or a coordinator serving TLS (then use https:// and --tls-ca PEM)")
         } else if m.contains("connect error") || m.contains("connection refused") {
             Some(if tls {
                 "is it running, and does its certificate match the host name and --tls-ca?"
@@ -59,9 +63,20 @@ impl RpcError {
 
 /// The error for a call the coordinator refused or could not answer.
 pub fn rpc(s: tonic::Status) -> RpcError {
+    // A transport error says little alone ("transport error"): its causes say what the other end was.
+    let mut message = s.message().to_string();
+    let mut cause: Option<&dyn std::error::Error> = std::error::Error::source(&s);
+    while let Some(e) = cause {
+        let more = e.to_string();
+        if !message.contains(&more) {
+            message.push_str(": ");
+            message.push_str(&more);
+        }
+        cause = e.source();
+    }
     RpcError {
         code: s.code(),
-        message: s.message().to_string(),
+        message,
         at: None,
     }
 }
