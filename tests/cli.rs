@@ -669,7 +669,7 @@ fn issue_17_the_kernel_is_chosen_at_run_time_and_can_be_named() {
     for variant in nqueens_common::kernel::Variant::ALL {
         let kernel = variant.name();
         let supported = variant.supported();
-        let out = nqueens(&["--kernel", kernel, "count", "12", "--json"]);
+        let out = nqueens(&["count", "12", "--json", "--kernel", kernel]);
         if supported {
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             assert_eq!(v["total"], "14200", "kernel {kernel}");
@@ -677,7 +677,7 @@ fn issue_17_the_kernel_is_chosen_at_run_time_and_can_be_named() {
             assert_eq!(out.status.code(), Some(2), "kernel {kernel}");
         }
     }
-    let out = nqueens(&["--kernel", "avx1024", "count", "8"]);
+    let out = nqueens(&["count", "8", "--kernel", "avx1024"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a kernel"));
 }
@@ -1109,4 +1109,31 @@ fn issue_40_a_client_at_the_http_port_is_told_it_is_not_the_coordinator() {
         err.contains("not as a coordinator") && err.contains("--listen"),
         "{err}"
     );
+}
+
+/// Flags appear only on the commands they affect (issue 40): the kernel on the commands that search,
+/// the log format and runtime threads on those that run long; `status` and `tls init` have none of them.
+#[test]
+fn issue_40_flags_only_on_the_commands_they_affect() {
+    let help = |args: &[&str]| String::from_utf8(nqueens(args).stdout).unwrap();
+    for (command, kernel, process) in [
+        (&["count", "--help"][..], true, true),
+        (&["worker", "--help"], true, true),
+        (&["bench", "--help"], true, false),
+        (&["estimate", "--help"], true, false),
+        (&["serve", "--help"], false, true),
+        (&["loadgen", "--help"], false, true),
+        (&["status", "--help"], false, false),
+        (&["tls", "init", "--help"], false, false),
+        (&["submit", "--help"], false, false),
+    ] {
+        let h = help(command);
+        assert!(h.contains("Usage:"), "{command:?}: {h}");
+        assert_eq!(h.contains("--kernel"), kernel, "{command:?}");
+        assert_eq!(h.contains("--log-format"), process, "{command:?}");
+        assert_eq!(h.contains("--runtime-threads"), process, "{command:?}");
+    }
+    // A flag of another command is refused.
+    let out = nqueens(&["status", "--kernel", "scalar"]);
+    assert_eq!(out.status.code(), Some(2));
 }

@@ -153,7 +153,8 @@ mod mutants_found {
     #[test]
     fn a_set_knows_its_members_size_and_emptiness() {
         let mut s = SymmetrySet::default();
-        assert!(s.is_empty() && s.len() == 0);
+        assert!(s.is_empty());
+        assert_eq!(s.len(), 0);
         s.insert(Symmetry::Rot180);
         s.insert(Symmetry::Transpose);
         assert!(!s.is_empty() && s.len() == 2);

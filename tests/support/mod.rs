@@ -321,15 +321,7 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
 /// The DOM of `url` after headless Chromium ran its scripts for `budget_ms` of virtual time. Fails with
 /// the install line when Chromium is missing: the test command needs it (`.ci/run` installs it).
 pub fn chromium_dom(url: &str, profile: &Path, budget_ms: u32) -> String {
-    let chromium = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .expect("Chromium is needed for the status page test: apt-get install chromium");
+    let chromium = chromium();
     let out = Command::new(chromium)
         .args([
             "--headless",
@@ -355,9 +347,9 @@ pub fn chromium_dom(url: &str, profile: &Path, budget_ms: u32) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Draws `url` in headless Chromium into the PNG file `out` (a tall window, so that the whole page shows).
-pub fn chromium_screenshot(url: &str, profile: &Path, out: &Path) {
-    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+/// The Chromium command of this machine.
+fn chromium() -> &'static str {
+    ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|c| {
             Command::new(c)
@@ -365,7 +357,12 @@ pub fn chromium_screenshot(url: &str, profile: &Path, out: &Path) {
                 .output()
                 .is_ok_and(|o| o.status.success())
         })
-        .expect("Chromium is needed for the status page test: apt-get install chromium");
+        .expect("Chromium is needed for the status page test: apt-get install chromium")
+}
+
+/// Draws `url` in headless Chromium into the PNG file `out` (a tall window, so that the whole page shows).
+pub fn chromium_screenshot(url: &str, profile: &Path, out: &Path) {
+    let chromium = chromium();
     let status = Command::new(chromium)
         .args([
             "--headless",

@@ -13,6 +13,8 @@ use serde::Serialize;
 /// Arguments of `nqueens bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
+    #[command(flatten)]
+    pub kernel: crate::KernelFlag,
     /// Board sizes to time.
     #[arg(default_values_t = [16u32])]
     pub n: Vec<u32>,

@@ -19,6 +19,8 @@ use super::{default_threads, PartitionArgs};
 #[derive(Debug, Args)]
 pub struct EstimateArgs {
     #[command(flatten)]
+    pub kernel: crate::KernelFlag,
+    #[command(flatten)]
     pub partition: PartitionArgs,
     /// Jobs to compute (drawn at random, without replacement; all of them when the plan has fewer).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(2..))]

@@ -44,21 +44,53 @@ use nqueens_common::{Error, Plan, Strategy};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Log format of every command: text lines, or one JSON object per line (levels by RUST_LOG).
-    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+}
+
+/// The flags of the commands that run long and log: `serve`, `worker`, `count`, `loadgen`.
+#[derive(Debug, Clone, Args)]
+pub struct ProcessFlags {
+    /// Log format: text lines, or one JSON object per line (levels by RUST_LOG).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-    /// Search kernel: `avx512-lists`, `avx2-lists`, `sse41-lists`, `neon-lists`, `avx512`, `avx2`, `avx2-nogather`,
-    /// `sse41`, `neon` or `scalar` (default: the fastest this CPU runs, measured at
-    /// start). A kernel the CPU cannot run is refused.
-    #[arg(long, global = true, value_name = "NAME", value_parser = crate::worker::kernel)]
-    pub kernel: Option<nqueens_common::kernel::Variant>,
     /// Threads of the async runtime that serves gRPC, HTTP and the store (default: one per core, at
     /// least 2); searches run on threads of their own.
-    #[arg(long, global = true, value_name = "N", value_parser = crate::worker::threads)]
+    #[arg(long, value_name = "N", value_parser = crate::worker::threads)]
     pub runtime_threads: Option<usize>,
 }
 
+/// The flag of the commands that search: `count`, `worker`, `bench`, `estimate`.
+#[derive(Debug, Clone, Args)]
+pub struct KernelFlag {
+    /// Search kernel: `avx512-lists`, `avx2-lists`, `sse41-lists`, `neon-lists`, `avx512`, `avx2`, `avx2-nogather`,
+    /// `sse41`, `neon` or `scalar` (default: the fastest this CPU runs, measured at
+    /// start). A kernel the CPU cannot run is refused.
+    #[arg(long, value_name = "NAME", value_parser = crate::worker::kernel)]
+    pub kernel: Option<nqueens_common::kernel::Variant>,
+}
+
 impl Cli {
+    /// The process flags of a command that has them.
+    fn process(&self) -> Option<&ProcessFlags> {
+        match &self.command {
+            Command::Serve(a) => Some(&a.process),
+            Command::Worker(a) => Some(&a.process),
+            Command::Count(a) => Some(&a.process),
+            Command::Loadgen(a) => Some(&a.process),
+            _ => None,
+        }
+    }
+
+    /// The kernel a searching command was told to use.
+    fn kernel(&self) -> Option<nqueens_common::kernel::Variant> {
+        match &self.command {
+            Command::Worker(a) => a.kernel.kernel,
+            Command::Count(a) => a.kernel.kernel,
+            Command::Bench(a) => a.kernel.kernel,
+            Command::Estimate(a) => a.kernel.kernel,
+            _ => None,
+        }
+    }
+
     /// Whether the command prints output a pipe may cut short (every command but the long-running
     /// servers and workers, which log and must outlive any reader).
     pub fn prints_for_a_pipe(&self) -> bool {
@@ -208,6 +240,10 @@ pub struct CountArgs {
     pub data: Option<PathBuf>,
     #[command(flatten)]
     pub gpu: crate::worker::GpuArgs,
+    #[command(flatten)]
+    pub kernel: KernelFlag,
+    #[command(flatten)]
+    pub process: ProcessFlags,
 }
 
 /// Arguments of `nqueens plan`.
@@ -225,7 +261,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(_) | Command::Worker(_) => "info",
         _ => "warn",
     };
-    setup::init_logging(cli.log_format, level);
+    let format = cli.process().map_or(LogFormat::Text, |p| p.log_format);
+    setup::init_logging(format, level);
     // The commands that write a data directory or a journal keep them to their owner (`tls init`
     // chooses each file's mode itself: the certificates are public).
     if matches!(
@@ -238,10 +275,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     ) {
         setup::private_files();
     }
-    if let Some(variant) = cli.kernel {
+    if let Some(variant) = cli.kernel() {
         nqueens_common::kernel::choose(variant)?;
     }
-    if let Some(threads) = cli.runtime_threads {
+    if let Some(threads) = cli.process().and_then(|p| p.runtime_threads) {
         RUNTIME_THREADS.store(threads, std::sync::atomic::Ordering::Relaxed);
     }
     match cli.command {
@@ -274,12 +311,38 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// The async runtime of the commands that talk gRPC, with `threads` worker threads if given (else
+/// `--runtime-threads`, else one per core).
+pub fn runtime_with(threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
+    if let Some(t) = threads {
+        RUNTIME_THREADS.store(t, std::sync::atomic::Ordering::Relaxed);
+    }
+    runtime()
+}
+
 /// The async runtime of the commands that talk gRPC.
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(runtime_threads())
+        .on_thread_start(block_sigpipe)
         .enable_all()
         .build()
+}
+
+/// Blocks SIGPIPE on the calling thread. The commands that print for a pipe restore its default action
+/// (`nqueens status | head` ends quietly), but a socket the other end closed must then be an error on
+/// the runtime's threads, not the end of the program: hyper's vectored writes raise SIGPIPE (only plain
+/// sends pass MSG_NOSIGNAL), and `status` against an HTTP/1 port that hung up died silently with code 141
+/// (found by `issue_40_a_client_at_the_http_port_is_told_it_is_not_the_coordinator`, 1 run in 3). A
+/// signal a write raises goes to the thread that wrote: blocked here, the write fails with EPIPE.
+fn block_sigpipe() {
+    // SAFETY: a sigset_t initialised by sigemptyset, and a mask change of this thread only.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// `--runtime-threads`, once parsed (0: not given).

@@ -16,6 +16,8 @@ use nqueens_coordinator::store::Store;
 /// Arguments of `nqueens loadgen`.
 #[derive(Debug, Args)]
 pub struct LoadgenArgs {
+    #[command(flatten)]
+    pub process: crate::ProcessFlags,
     /// Simulated workers, each on its own connection (all from this host: a coordinator given with
     /// --coordinator takes as many from one address as its --max-connections-per-peer).
     #[arg(long, default_value_t = 1000)]

@@ -45,6 +45,8 @@ impl RpcError {
             || m.contains("frame with invalid size")
             || m.contains("operation was canceled")
             || m.contains("http/1")
+            // An HTTP/1 server (the coordinator's own HTTP port) hangs up on gRPC's opening bytes.
+            || (!tls && (m.contains("broken pipe") || m.contains("stream closed") || m.contains("connection reset")))
         {
             Some("this address answers, but not as a coordinator's gRPC port: it may be the HTTP port (--metrics-listen; gRPC is --listen, 7447 by default), or a coordinator serving TLS (then use https:// and --tls-ca PEM)")
         } else if m.contains("connect error") || m.contains("connection refused") {

@@ -14,6 +14,8 @@ use nqueens_coordinator::store::Store;
 /// Arguments of `nqueens serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub process: crate::ProcessFlags,
     /// Address to listen on (loopback by default; use 0.0.0.0:7447 to serve other machines).
     #[arg(long, default_value = "127.0.0.1:7447")]
     pub listen: SocketAddr,

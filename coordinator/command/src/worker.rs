@@ -16,6 +16,10 @@ use crate::{http, setup};
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     #[command(flatten)]
+    pub kernel: crate::KernelFlag,
+    #[command(flatten)]
+    pub process: crate::ProcessFlags,
+    #[command(flatten)]
     pub connection: ConnectionArgs,
     /// Compute threads (default: all cores).
     #[arg(long, value_parser = threads)]

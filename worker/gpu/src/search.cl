@@ -41,6 +41,26 @@
         nodes += (u64)(POPCOUNT(nf) + leaves);                                                 \
     } while (0)
 
+/* Takes the next seed from the shared counter (the kernel returns when none is left) and reads it: its
+ * masks `s`, its level `v0`, its unit's forbidden squares `fb` and tail level. */
+#define TAKE_SEED                                                                              \
+    u32 i = ATOMIC_NEXT(next);                                                                 \
+    if (i >= nseeds) {                                                                         \
+        return;                                                                                \
+    }                                                                                          \
+    GLOBAL const u32 *s = seeds + 4 * (u64)i;                                                  \
+    u32 unit = s[3] >> 5;                                                                      \
+    int v0 = (int)(s[3] & 31u);                                                                \
+    GLOBAL const u32 *fb = forbid + 32 * (u64)unit;                                            \
+    int tail = (int)tails[unit]
+
+/* Writes the seed's completions and nodes. */
+#define PUT_ANSWER                                                                             \
+    do {                                                                                       \
+        out[2 * (u64)i] = count;                                                               \
+        out[2 * (u64)i + 1] = nodes;                                                           \
+    } while (0)
+
 KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
                       GLOBAL const u32 *RESTRICT forbid, GLOBAL const u32 *RESTRICT tails,
                       u32 full, GLOBAL u32 *next, GLOBAL u64 *out, u32 depth STACK_PARAM)
@@ -49,15 +69,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
     u32 cs[STACK], ls[STACK], rs[STACK], fs[STACK];
     (void)depth;
     for (;;) {
-        u32 i = ATOMIC_NEXT(next);
-        if (i >= nseeds) {
-            return;
-        }
-        GLOBAL const u32 *s = seeds + 4 * (u64)i;
-        u32 unit = s[3] >> 5;
-        int v0 = (int)(s[3] & 31u);
-        GLOBAL const u32 *fb = forbid + 32 * (u64)unit;
-        int tail = (int)tails[unit];
+        TAKE_SEED;
         u64 count = 0, nodes = 0;
         int v = v0;
         cs[v] = s[0];
@@ -90,8 +102,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
                 fs[v] = nf;
             }
         }
-        out[2 * (u64)i] = count;
-        out[2 * (u64)i + 1] = nodes;
+        PUT_ANSWER;
     }
 #elif VARIANT == 3
     u32 t = LOCAL_ID;
@@ -99,15 +110,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
     SHARED_STACK
     LOCAL_PTR U32X4 *st = (LOCAL_PTR U32X4 *)nq_stack + t;
     for (;;) {
-        u32 i = ATOMIC_NEXT(next);
-        if (i >= nseeds) {
-            return;
-        }
-        GLOBAL const u32 *s = seeds + 4 * (u64)i;
-        u32 unit = s[3] >> 5;
-        int v0 = (int)(s[3] & 31u);
-        GLOBAL const u32 *fb = forbid + 32 * (u64)unit;
-        int tail = (int)tails[unit];
+        TAKE_SEED;
         int base = v0 - (int)POPCOUNT(s[0]);
         u64 count = 0, nodes = 0;
         u32 f0 = ~(s[0] | s[1] | s[2] | fb[v0]) & full;
@@ -137,8 +140,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
                 top += 1u;
             }
         }
-        out[2 * (u64)i] = count;
-        out[2 * (u64)i + 1] = nodes;
+        PUT_ANSWER;
     }
 #else
 #if VARIANT == 1
@@ -153,15 +155,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
 #define BSQ(k) bsq[k]
 #endif
     for (;;) {
-        u32 i = ATOMIC_NEXT(next);
-        if (i >= nseeds) {
-            return;
-        }
-        GLOBAL const u32 *s = seeds + 4 * (u64)i;
-        u32 unit = s[3] >> 5;
-        int v0 = (int)(s[3] & 31u);
-        GLOBAL const u32 *fb = forbid + 32 * (u64)unit;
-        int tail = (int)tails[unit];
+        TAKE_SEED;
         u64 count = 0, nodes = 0;
         int v = v0;
         /* l in the low half (it moves up), r in the high half (it moves down): 32 levels of room. */
@@ -209,8 +203,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
                 f = nf;
             }
         }
-        out[2 * (u64)i] = count;
-        out[2 * (u64)i + 1] = nodes;
+        PUT_ANSWER;
     }
 #endif
 }
