@@ -1710,3 +1710,46 @@ async fn a_worker_of_one_run_gets_spot_checks_of_that_run_only() {
         .unwrap();
     }
 }
+
+/// A report of more than `MAX_BATCH` results is refused whole, before any is looked at; one of exactly
+/// `MAX_BATCH` is taken, each result answered (killed the mutant `>` → `==` of issue 42).
+#[tokio::test(start_paused = true)]
+async fn a_report_past_the_batch_limit_is_refused_whole_and_one_at_it_is_taken() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "a", 1).await;
+    let one = report(&held[0]);
+    let over = vec![one.clone(); super::report::MAX_BATCH + 1];
+    let refused = c.report("a", "a", over).await;
+    assert!(
+        matches!(&refused, Err(Error::BadRequest(why)) if why.contains("results in one report")),
+        "{refused:?}"
+    );
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0);
+    let at = vec![one; super::report::MAX_BATCH];
+    let outcomes = c.report("a", "a", at).await.unwrap();
+    assert_eq!(outcomes.len(), super::report::MAX_BATCH);
+    assert_eq!(
+        c.run(&run).unwrap().tally.jobs,
+        1,
+        "counted once, the copies duplicates"
+    );
+}
+
+/// A worker's row counts the results accepted as new apart from all it reported: a duplicate adds a job
+/// and its nodes, not an acceptance (killed a mutant of issue 42's pass).
+#[tokio::test(start_paused = true)]
+async fn a_workers_row_counts_acceptances_apart_from_reports() {
+    let c = coordinator();
+    run_of_8(&c).await;
+    let held = lease(&c, "a", 3).await;
+    assert_eq!(held.len(), 3);
+    let outcomes = report_all(&c, "a", &held).await;
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Accepted),
+        "{outcomes:?}"
+    );
+    c.report("a", "a", vec![report(&held[0])]).await.unwrap();
+    let row = c.workers().into_iter().find(|w| w.name == "a").unwrap();
+    assert_eq!((row.jobs, row.accepted), (4, 3));
+}
