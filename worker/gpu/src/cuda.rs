@@ -174,7 +174,12 @@ impl Launch for Cuda {
             .clone_htod(&vec![u64::MAX; 2 * n as usize])
             .map_err(call("allocating the answer"))?;
         let shape = self.info.shape;
-        let depth = prelude::depth(seeds, tails);
+        // Only the variants with a shared-memory stack need the batch's depth (a pass over its seeds).
+        let depth = if prelude::stack_words(shape.kernel, 1) > 0 {
+            prelude::depth(seeds, tails)
+        } else {
+            1
+        };
         let shared = 4 * prelude::stack_words(shape.kernel, depth) * shape.block;
         if shared > self.shared_max {
             return Err(GpuError::BadShape(format!(

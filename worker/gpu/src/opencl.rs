@@ -165,7 +165,12 @@ impl Launch for OpenCl {
         let shape = self.info.shape;
         let group = shape.block as usize;
         let groups = self.groups.min(n.div_ceil(group)).max(1);
-        let depth = prelude::depth(seeds, tails);
+        // Only the variants with a shared-memory stack need the batch's depth (a pass over its seeds).
+        let depth = if prelude::stack_words(shape.kernel, 1) > 0 {
+            prelude::depth(seeds, tails)
+        } else {
+            1
+        };
         let local = (4 * prelude::stack_words(shape.kernel, depth) as usize * group).max(4);
         if local as u64 > self.local_max {
             return Err(GpuError::BadShape(format!(
