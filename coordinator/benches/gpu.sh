@@ -30,19 +30,7 @@ if [ ! -x "$BIN" ]; then
   cargo build --release --locked -p nqueens --bin nqueens 2>&1 | tail -3 | tee -a "$LOG"
 fi
 
-# cudarc opens libnvrtc.so (or .so.12): point it at whatever NVRTC this machine has.
-if ! ldconfig -p | grep -q 'libnvrtc.so '; then
-  NV=$(ls /usr/local/cuda*/lib64/libnvrtc.so* /usr/local/cuda*/targets/*/lib/libnvrtc.so* \
-        /usr/lib/x86_64-linux-gnu/libnvrtc.so* \
-        $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null | tr ' ' '\n' | sed 's|$|/nvidia/*/lib/libnvrtc.so*|') \
-        2>/dev/null | grep -v alt | sort -V | tail -1)
-  if [ -n "$NV" ]; then
-    mkdir -p "$OUTDIR/lib"
-    ln -sf "$NV" "$OUTDIR/lib/libnvrtc.so"
-    export LD_LIBRARY_PATH="$(cd "$OUTDIR/lib" && pwd):$(dirname "$NV")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    say "NVRTC: $NV"
-  fi
-fi
+. "$(dirname "$0")/nvrtc.sh"
 
 say "## $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader 2>&1 | tee -a "$LOG"

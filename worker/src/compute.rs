@@ -199,7 +199,8 @@ fn run_checked(job: &Job) -> nqueens_common::JobResult {
     }
 }
 
-/// A GPU's thread: up to a batch of jobs per launch, each result checked by the engine; a failed batch
+/// A GPU's thread: up to a batch of jobs at a time (the engine splits it into launches, see
+/// [`nqueens_gpu::run_jobs`]), each result checked by the engine; a failed batch
 /// is computed here on the CPU, and after [`GPU_STRIKES`] failed batches in a row the thread goes on as
 /// a CPU thread. The launches themselves run on a thread of their own ([`launcher`]): a launch that runs
 /// past the device's timeout (a hung driver) is given up, its batch handed to the CPU threads (never to

@@ -181,47 +181,12 @@ impl Batch {
     /// Searches seed `i` as the device does: `(completions, nodes)`. The loop is the device kernel's
     /// (`worker/gpu/src/search.cl`) line for line.
     pub fn search(&self, i: usize) -> (u64, u64) {
-        let s = &self.seeds[i * SEED_WORDS..][..SEED_WORDS];
-        let (unit, v0) = ((s[3] >> 5) as usize, (s[3] & 31) as usize);
-        let forbid = &self.forbid[unit * FORBID_STRIDE..][..FORBID_STRIDE];
-        let tail = self.tails[unit] as usize;
-        let full = self.full;
-        let (mut cs, mut ls, mut rs, mut fs) = ([0u32; 32], [0u32; 32], [0u32; 32], [0u32; 32]);
-        let (mut count, mut nodes) = (0u64, 0u64);
-        let mut v = v0;
-        cs[v] = s[0];
-        ls[v] = s[1];
-        rs[v] = s[2];
-        fs[v] = !(s[0] | s[1] | s[2] | forbid[v]) & full;
-        loop {
-            let f = fs[v];
-            if f == 0 {
-                if v == v0 {
-                    break;
-                }
-                v -= 1;
-                continue;
-            }
-            let bit = f & f.wrapping_neg();
-            fs[v] = f ^ bit;
-            let c = cs[v] | bit;
-            let l = (ls[v] | bit) << 1;
-            let r = (rs[v] | bit) >> 1;
-            let nf = !(c | l | r | forbid[v + 1]) & full;
-            nodes += 1;
-            if v == tail {
-                let (leaves, placed) = last_two(c, l, r, nf, forbid[v + 2], full);
-                count += leaves;
-                nodes += placed;
-            } else if nf != 0 {
-                v += 1;
-                cs[v] = c;
-                ls[v] = l;
-                rs[v] = r;
-                fs[v] = nf;
-            }
-        }
-        (count, nodes)
+        search_seed(
+            &self.seeds[i * SEED_WORDS..][..SEED_WORDS],
+            &self.forbid,
+            &self.tails,
+            self.full,
+        )
     }
 
     /// Every seed searched on the CPU with [`Batch::search`], in the device's output layout.
@@ -233,6 +198,51 @@ impl Batch {
             })
             .collect()
     }
+}
+
+/// Searches one seed (its [`SEED_WORDS`] words) over a batch's tables as the device does:
+/// `(completions, nodes)`. The loop is the device kernel's (`worker/gpu/src/search.cl`) line for line.
+/// The tables must be a [`Batch`]'s (the seed's unit and levels index them).
+pub fn search_seed(s: &[u32], forbid: &[u32], tails: &[u32], full: u32) -> (u64, u64) {
+    let (unit, v0) = ((s[3] >> 5) as usize, (s[3] & 31) as usize);
+    let forbid = &forbid[unit * FORBID_STRIDE..][..FORBID_STRIDE];
+    let tail = tails[unit] as usize;
+    let (mut cs, mut ls, mut rs, mut fs) = ([0u32; 32], [0u32; 32], [0u32; 32], [0u32; 32]);
+    let (mut count, mut nodes) = (0u64, 0u64);
+    let mut v = v0;
+    cs[v] = s[0];
+    ls[v] = s[1];
+    rs[v] = s[2];
+    fs[v] = !(s[0] | s[1] | s[2] | forbid[v]) & full;
+    loop {
+        let f = fs[v];
+        if f == 0 {
+            if v == v0 {
+                break;
+            }
+            v -= 1;
+            continue;
+        }
+        let bit = f & f.wrapping_neg();
+        fs[v] = f ^ bit;
+        let c = cs[v] | bit;
+        let l = (ls[v] | bit) << 1;
+        let r = (rs[v] | bit) >> 1;
+        let nf = !(c | l | r | forbid[v + 1]) & full;
+        nodes += 1;
+        if v == tail {
+            let (leaves, placed) = last_two(c, l, r, nf, forbid[v + 2], full);
+            count += leaves;
+            nodes += placed;
+        } else if nf != 0 {
+            v += 1;
+            cs[v] = c;
+            ls[v] = l;
+            rs[v] = r;
+            fs[v] = nf;
+        }
+    }
+    (count, nodes)
 }
 
 #[cfg(test)]

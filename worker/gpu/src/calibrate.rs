@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use nqueens_common::{reference, Job, Plan, Strategy, Tally};
 
-use crate::{open_one, run_jobs, Backend, Gpu, GpuError, Kernel, Shape};
+use crate::engine::run_split;
+use crate::{open_one, Backend, Gpu, GpuError, Kernel, Shape};
 
 /// Board sizes the calibration batch may have: the smallest whose launch takes [`ENOUGH`] on the
 /// first candidate, so that a fast device is timed on enough work and a slow one is not kept waiting.
@@ -101,7 +102,7 @@ fn jobs(n: u8) -> Result<Vec<Job>, GpuError> {
 
 /// Searches `jobs` (every job of `n`) on `gpu` and checks the total: the device time of the launch.
 fn time(gpu: &mut Gpu, n: u8, jobs: &[Job]) -> Result<Duration, GpuError> {
-    let results = run_jobs(gpu, jobs)?;
+    let results = run_split(gpu, jobs, 1)?;
     let mut tally = Tally::new(true);
     for r in &results {
         tally

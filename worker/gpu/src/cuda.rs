@@ -87,7 +87,10 @@ pub fn compile(cc: (i32, i32), shape: &Shape) -> Result<Ptx, GpuError> {
 /// One CUDA device with the kernel loaded.
 pub struct Cuda {
     info: DeviceInfo,
-    stream: Arc<CudaStream>,
+    /// Launches alternate between these, so that two can be on the device at once.
+    streams: [Arc<CudaStream>; 2],
+    /// Launches started so far (the next one's stream).
+    started: usize,
     function: CudaFunction,
     grid: u32,
     /// Shared memory per block the device allows (the `shared` variant's stack must fit).
@@ -143,7 +146,11 @@ impl Cuda {
                 threads: (grid * shape.block) as usize,
                 shape,
             },
-            stream: ctx.default_stream(),
+            streams: [
+                ctx.new_stream().map_err(call("creating a stream"))?,
+                ctx.new_stream().map_err(call("creating a stream"))?,
+            ],
+            started: 0,
             function,
             grid,
             shared_max,
@@ -163,15 +170,26 @@ impl Launch for Cuda {
         tails: &[u32],
         full: u32,
     ) -> Result<Vec<u64>, GpuError> {
+        self.submit(seeds, forbid, tails, full)?.wait()
+    }
+
+    fn submit(
+        &mut self,
+        seeds: &[u32],
+        forbid: &[u32],
+        tails: &[u32],
+        full: u32,
+    ) -> Result<crate::Pending, GpuError> {
         let n = (seeds.len() / SEED_WORDS) as u32;
-        let s = &self.stream;
+        let s = self.streams[self.started % self.streams.len()].clone();
+        self.started += 1;
         let seeds_d = s.clone_htod(seeds).map_err(call("copying the seeds"))?;
         let forbid_d = s.clone_htod(forbid).map_err(call("copying the tables"))?;
         let tails_d = s.clone_htod(tails).map_err(call("copying the tables"))?;
         let next_d = s.alloc_zeros::<u32>(1).map_err(call("allocating"))?;
-        // Poisoned: a seed the kernel never wrote is caught by the check.
+        // Zeros: a seed the kernel never wrote has no nodes, which the check refuses.
         let mut out_d = s
-            .clone_htod(&vec![u64::MAX; 2 * n as usize])
+            .alloc_zeros::<u64>(2 * n as usize)
             .map_err(call("allocating the answer"))?;
         let shape = self.info.shape;
         // Only the variants with a shared-memory stack need the batch's depth (a pass over its seeds).
@@ -204,6 +222,12 @@ impl Launch for Cuda {
         // SAFETY: the arguments match the kernel's parameters in number, order and type (search.cl), and
         // every table is as long as the indices the kernel derives from `n` and the seeds (Batch checks).
         unsafe { b.launch(cfg) }.map_err(call("launching the kernel"))?;
-        s.clone_dtoh(&out_d).map_err(call("running the kernel"))
+        Ok(crate::Pending::later(move || {
+            let out = s.clone_dtoh(&out_d).map_err(call("running the kernel"))?;
+            s.synchronize().map_err(call("running the kernel"))?;
+            // The tables live until the kernel that reads them is done.
+            drop((seeds_d, forbid_d, tails_d, next_d, out_d));
+            Ok(out)
+        }))
     }
 }

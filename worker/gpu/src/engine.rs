@@ -70,18 +70,33 @@ impl Gpu {
 
     /// Searches every seed of `batch` and returns the totals of its groups, once the answer is checked.
     pub fn search(&mut self, batch: &Batch) -> Result<Vec<Totals>, GpuError> {
+        let started = self.submit(batch)?;
+        self.collect(batch, started)
+    }
+
+    /// Starts the search of `batch` on the device; [`Gpu::collect`] waits for it and checks the answer.
+    /// Up to [`IN_FLIGHT`] launches may be under way at once.
+    pub fn submit(&mut self, batch: &Batch) -> Result<Started, GpuError> {
         let n = batch.len();
         if n > u32::MAX as usize {
             return Err(GpuError::TooLarge(format!("{n} seeds")));
         }
-        let start = std::time::Instant::now();
-        let out = if n == 0 {
-            Vec::new()
+        let at = std::time::Instant::now();
+        let pending = if n == 0 {
+            crate::Pending::ready(Vec::new())
         } else {
             self.launch
-                .launch(batch.seeds(), batch.forbid(), batch.tails(), batch.full())?
+                .submit(batch.seeds(), batch.forbid(), batch.tails(), batch.full())?
         };
-        self.last_launch = start.elapsed();
+        Ok(Started { pending, at })
+    }
+
+    /// Waits for the search of `batch` that `started` stands for and returns the totals of its groups,
+    /// once the answer is checked.
+    pub fn collect(&mut self, batch: &Batch, started: Started) -> Result<Vec<Totals>, GpuError> {
+        let n = batch.len();
+        let out = started.pending.wait()?;
+        self.last_launch = started.at.elapsed();
         if out.len() != 2 * n {
             return Err(GpuError::BadAnswer(format!(
                 "{} words for {n} seeds",
@@ -118,6 +133,17 @@ impl Gpu {
     }
 }
 
+/// Launches under way at once in a pipeline: while the device runs one, the host checks the one before
+/// and starts the next, so the device never waits for the host, and the last seeds of one launch overlap
+/// the first of the next (a launch otherwise ends on its slowest seed, with most of the device idle).
+pub const IN_FLIGHT: usize = 2;
+
+/// A launch started by [`Gpu::submit`].
+pub struct Started {
+    pending: crate::Pending,
+    at: std::time::Instant,
+}
+
 /// A job's result from the device's totals and the part settled on the CPU: a sum past 64 bits, or
 /// counts that no search of the job can give ([`Job::check`]), is a faulty answer, refused (the batch
 /// is then computed on the CPU), never wrapped into a small count.
@@ -130,13 +156,30 @@ fn finish(job: &Job, work: &Work, t: Totals) -> Result<JobResult, GpuError> {
     Ok(r)
 }
 
+/// Launches [`run_jobs`] splits a call's jobs of one board size into, at most: smaller launches have
+/// smaller seeds (each is expanded to fill the device), so a launch's slowest seed ends sooner, and the
+/// host prepares the next while the device runs one.
+pub const LAUNCHES: usize = 8;
+
 /// Computes `jobs` on `gpu`: the same results as [`Job::run`], in the same order. Jobs of different
-/// board sizes go in separate batches.
+/// board sizes go in separate launches, and those of one size in up to [`LAUNCHES`], [`IN_FLIGHT`] at
+/// once.
 pub fn run_jobs<J: Borrow<Job>>(gpu: &mut Gpu, jobs: &[J]) -> Result<Vec<JobResult>, GpuError> {
+    run_split(gpu, jobs, LAUNCHES)
+}
+
+/// [`run_jobs`], the jobs of each board size in at most `launches` launches (1: one launch per size, as
+/// calibration times it).
+pub(crate) fn run_split<J: Borrow<Job>>(
+    gpu: &mut Gpu,
+    jobs: &[J],
+    launches: usize,
+) -> Result<Vec<JobResult>, GpuError> {
     let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
     let mut sizes: Vec<u8> = jobs.iter().map(|j| j.borrow().plan().n()).collect();
     sizes.sort_unstable();
     sizes.dedup();
+    let target = gpu.target_seeds();
     for n in sizes {
         let of_size: Vec<(usize, &Job)> = jobs
             .iter()
@@ -144,15 +187,29 @@ pub fn run_jobs<J: Borrow<Job>>(gpu: &mut Gpu, jobs: &[J]) -> Result<Vec<JobResu
             .enumerate()
             .filter(|(_, j)| j.plan().n() == n)
             .collect();
-        let p = prepare(&of_size, n, gpu.target_seeds())?;
-        let totals = gpu.search(&p.batch)?;
-        for ((i, work), t) in p.members.into_iter().zip(totals) {
-            results[i] = Some(finish(jobs[i].borrow(), &work, t)?);
+        let per_launch = of_size.len().div_ceil(launches.max(1));
+        let mut flight = std::collections::VecDeque::with_capacity(IN_FLIGHT);
+        let mut chunks = of_size.chunks(per_launch.max(1));
+        loop {
+            // Prepared here while the device runs what is in flight.
+            while flight.len() < IN_FLIGHT {
+                let Some(chunk) = chunks.next() else { break };
+                let p = prepare(chunk, n, target)?;
+                let started = gpu.submit(&p.batch)?;
+                flight.push_back((p, started));
+            }
+            let Some((p, started)) = flight.pop_front() else {
+                break;
+            };
+            let totals = gpu.collect(&p.batch, started)?;
+            for ((i, work), t) in p.members.into_iter().zip(totals) {
+                results[i] = Some(finish(jobs[i].borrow(), &work, t)?);
+            }
         }
     }
     Ok(results
         .into_iter()
-        .map(|r| r.expect("every job is in the batch of its size"))
+        .map(|r| r.expect("every job is in a batch of its size"))
         .collect())
 }
 
@@ -222,14 +279,23 @@ pub fn run_pipelined(
         }
         drop(tx);
         let result = (|| {
-            for prepared in rx.iter() {
-                let p = prepared?;
-                let totals = gpu.search(&p.batch)?;
+            let mut prepared = rx.iter();
+            let mut flight = std::collections::VecDeque::with_capacity(IN_FLIGHT);
+            loop {
+                while flight.len() < IN_FLIGHT {
+                    let Some(p) = prepared.next() else { break };
+                    let p = p?;
+                    let started = gpu.submit(&p.batch)?;
+                    flight.push_back((p, started));
+                }
+                let Some((p, started)) = flight.pop_front() else {
+                    return Ok(());
+                };
+                let totals = gpu.collect(&p.batch, started)?;
                 for ((i, work), t) in p.members.into_iter().zip(totals) {
                     done(i, finish(&jobs[i], &work, t)?);
                 }
             }
-            Ok(())
         })();
         stop.store(true, Ordering::Relaxed);
         // Unblock preparers waiting to send.
@@ -314,6 +380,83 @@ mod tests {
             gpu(nodes).search(&batch),
             Err(GpuError::BadAnswer(_))
         ));
+    }
+
+    /// A test double of a device whose launches run "on the device" until waited for: each answers
+    /// the true search of its tables, and the double counts launches and how many were under way at once.
+    struct Later {
+        info: DeviceInfo,
+        launches: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        under_way: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        most: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Launch for Later {
+        fn info(&self) -> &DeviceInfo {
+            &self.info
+        }
+        fn launch(&mut self, s: &[u32], f: &[u32], t: &[u32], full: u32) -> Result<Vec<u64>, GpuError> {
+            self.submit(s, f, t, full)?.wait()
+        }
+        fn submit(
+            &mut self,
+            seeds: &[u32],
+            forbid: &[u32],
+            tails: &[u32],
+            full: u32,
+        ) -> Result<crate::Pending, GpuError> {
+            use std::sync::atomic::Ordering::SeqCst;
+            self.launches.fetch_add(1, SeqCst);
+            let now = self.under_way.fetch_add(1, SeqCst) + 1;
+            self.most.fetch_max(now, SeqCst);
+            let (seeds, forbid, tails) = (seeds.to_vec(), forbid.to_vec(), tails.to_vec());
+            let under_way = self.under_way.clone();
+            Ok(crate::Pending::later(move || {
+                under_way.fetch_sub(1, SeqCst);
+                Ok(seeds
+                    .chunks_exact(SEED_WORDS)
+                    .flat_map(|s| {
+                        let (c, n) =
+                            nqueens_common::kernel::seeds::search_seed(s, &forbid, &tails, full);
+                        [c, n]
+                    })
+                    .collect())
+            }))
+        }
+    }
+
+    /// `run_jobs` splits a call's jobs into up to [`LAUNCHES`] launches with [`IN_FLIGHT`] under way at
+    /// once, and still returns every job's result, in order, equal to the CPU's; calibration's one
+    /// launch is one.
+    #[test]
+    fn jobs_are_split_into_launches_two_under_way_and_the_results_are_the_cpus() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let plan = Plan::new(12, Strategy::D4).unwrap();
+        let jobs: Vec<Job> = plan.jobs().map(|k| plan.job(&k).unwrap()).collect();
+        assert!(jobs.len() > LAUNCHES, "{} jobs", jobs.len());
+        // 34 jobs in launches of 5: 7 launches.
+        let split = jobs.len().div_ceil(jobs.len().div_ceil(LAUNCHES));
+        assert!(split > IN_FLIGHT && split <= LAUNCHES, "{split}");
+        for (launches, want) in [(LAUNCHES, split), (1, 1)] {
+            let double = Later {
+                info: gpu(Vec::new()).info().clone(),
+                launches: Default::default(),
+                under_way: Default::default(),
+                most: Default::default(),
+            };
+            let (count, most) = (double.launches.clone(), double.most.clone());
+            let mut g = Gpu::new(Box::new(double));
+            let results = run_split(&mut g, &jobs, launches).unwrap();
+            assert_eq!(count.load(SeqCst), want);
+            assert_eq!(most.load(SeqCst), want.min(IN_FLIGHT));
+            for (job, r) in jobs.iter().zip(&results) {
+                assert_eq!(*r, job.run());
+            }
+        }
+        assert_eq!(
+            run_jobs(&mut gpu(Vec::new()), &jobs[..0]).unwrap(),
+            Vec::<JobResult>::new()
+        );
     }
 
     /// The seeds checked are drawn anew for every batch, in range, and all of a small batch.

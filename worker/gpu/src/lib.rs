@@ -15,7 +15,7 @@ pub mod opencl;
 pub mod prelude;
 
 pub use calibrate::{calibrate, candidates, Calibration, Trial};
-pub use engine::{run_jobs, run_pipelined, Gpu};
+pub use engine::{run_jobs, run_pipelined, Gpu, Started, IN_FLIGHT, LAUNCHES};
 pub use error::GpuError;
 pub use shape::{Kernel, Shape};
 
@@ -83,6 +83,39 @@ pub trait Launch: Send {
         tails: &[u32],
         full: u32,
     ) -> Result<Vec<u64>, GpuError>;
+
+    /// Starts the same launch and returns while the device runs it, where the backend can (CUDA: on
+    /// the next of its streams, so that one launch's last seeds overlap the next one's first); by
+    /// default it runs to the end first.
+    fn submit(
+        &mut self,
+        seeds: &[u32],
+        forbid: &[u32],
+        tails: &[u32],
+        full: u32,
+    ) -> Result<Pending, GpuError> {
+        self.launch(seeds, forbid, tails, full).map(Pending::ready)
+    }
+}
+
+/// A launch under way: [`Pending::wait`] gives its answer, unchecked.
+pub struct Pending(Box<dyn FnOnce() -> Result<Vec<u64>, GpuError> + Send>);
+
+impl Pending {
+    /// A launch already answered.
+    pub fn ready(answer: Vec<u64>) -> Pending {
+        Pending(Box::new(move || Ok(answer)))
+    }
+
+    /// A launch whose answer `wait` fetches.
+    pub fn later(wait: impl FnOnce() -> Result<Vec<u64>, GpuError> + Send + 'static) -> Pending {
+        Pending(Box::new(wait))
+    }
+
+    /// Waits for the device and returns `(completions, nodes)` per seed.
+    pub fn wait(self) -> Result<Vec<u64>, GpuError> {
+        (self.0)()
+    }
 }
 
 /// Why no device of either backend can be used here (for error messages).
