@@ -1,0 +1,650 @@
+//! The certificate of a finished run: one file that commits to every job's counts, and its check.
+//!
+//! Line 1 is a JSON header (the plan, the totals, the identities, the Merkle root). Then one text line
+//! per job, in the plan's order: `KEY TOTAL UNIQUE8 NODES BY`, with `-` for a strategy without unique
+//! counts and `BY` the comma-separated indices into the header's `identities` of the workers that
+//! computed the job (first the one whose result was kept, then those that confirmed it). The root is
+//! RFC 6962's Merkle tree hash with SHA-256 over the job lines' bytes (without the newline): anyone can
+//! recompute it with `sha256sum`-grade tools. The hash comes from `ring`, already in the build for TLS.
+
+use std::io::BufRead;
+
+use ring::digest::{Context, SHA256};
+use serde::{Deserialize, Serialize};
+
+use crate::job::{JobKey, JobResult};
+use crate::partition::{Plan, Strategy};
+use crate::tally::Tally;
+
+/// The `format` field of every certificate.
+pub const FORMAT: &str = "nqueens-certificate";
+/// The version this build writes and reads.
+pub const VERSION: u32 = 1;
+/// The Merkle tree: RFC 6962 with SHA-256.
+pub const HASH: &str = "rfc6962-sha256";
+/// The longest header line read (a run's identities are in it).
+pub const MAX_HEADER: u64 = 16 << 20;
+/// The longest job line read.
+pub const MAX_LINE: u64 = 4096;
+/// The most jobs a sample recomputes.
+pub const MAX_SAMPLE: u64 = 1 << 20;
+
+/// What a certificate says of its run, line 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    pub format: String,
+    pub version: u32,
+    /// The coordinator's run id.
+    pub run: u64,
+    pub n: u8,
+    pub strategy: Strategy,
+    pub depth: u8,
+    /// The plan fingerprint (16 hex digits) and its number of jobs.
+    pub fingerprint: String,
+    pub jobs: u64,
+    /// The run's totals (decimal: they may pass 64 bits).
+    pub total: String,
+    pub unique: Option<String>,
+    pub nodes: String,
+    /// Every worker identity the job lines name.
+    pub identities: Vec<String>,
+    /// The tree of `root`: [`HASH`].
+    pub hash: String,
+    /// The Merkle root over the job lines, 64 hex digits.
+    pub root: String,
+    /// When the run finished and when the certificate was written, seconds since the Unix epoch.
+    pub finished_unix: Option<u64>,
+    pub written_unix: u64,
+}
+
+/// Why a certificate is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    #[error("reading the certificate: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("line {line}: {what}")]
+    Line { line: u64, what: String },
+    #[error("{0}")]
+    Wrong(String),
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// RFC 6962's Merkle tree hash, computed as leaves arrive: memory O(log leaves).
+#[derive(Debug, Default)]
+pub struct Merkle {
+    /// Complete subtrees, largest first, each `(leaves, hash)` with a power-of-two count.
+    stack: Vec<(u64, [u8; 32])>,
+    leaves: u64,
+}
+
+fn node(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
+    let mut c = Context::new(&SHA256);
+    c.update(&[1]);
+    c.update(left);
+    c.update(right);
+    c.finish().as_ref().try_into().expect("SHA-256 has 32 bytes")
+}
+
+/// RFC 6962's hash of one leaf.
+pub fn leaf(data: &[u8]) -> [u8; 32] {
+    let mut c = Context::new(&SHA256);
+    c.update(&[0]);
+    c.update(data);
+    c.finish().as_ref().try_into().expect("SHA-256 has 32 bytes")
+}
+
+impl Merkle {
+    /// Adds the next leaf's data.
+    pub fn push(&mut self, data: &[u8]) {
+        let mut top = (1u64, leaf(data));
+        while let Some(&(size, hash)) = self.stack.last() {
+            if size != top.0 {
+                break;
+            }
+            self.stack.pop();
+            top = (size * 2, node(&hash, &top.1));
+        }
+        self.stack.push(top);
+        self.leaves += 1;
+    }
+
+    /// Leaves pushed.
+    pub fn leaves(&self) -> u64 {
+        self.leaves
+    }
+
+    /// The root, as 64 hex digits (SHA-256 of nothing for no leaf).
+    pub fn root(&self) -> String {
+        let mut subtrees = self.stack.iter().rev();
+        let Some(&(_, mut acc)) = subtrees.next() else {
+            return hex(ring::digest::digest(&SHA256, b"").as_ref());
+        };
+        for (_, hash) in subtrees {
+            acc = node(hash, &acc);
+        }
+        hex(&acc)
+    }
+}
+
+/// A job's line: `KEY TOTAL UNIQUE8 NODES BY`.
+pub fn job_line(key: &JobKey, r: &JobResult, by: &[u32]) -> String {
+    let unique = r.unique8.map_or_else(|| "-".to_string(), |u| u.to_string());
+    let by: Vec<String> = by.iter().map(u32::to_string).collect();
+    format!("{key} {} {unique} {} {}", r.total, r.nodes, by.join(","))
+}
+
+/// One job line read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobLine {
+    pub key: JobKey,
+    pub result: JobResult,
+    pub by: Vec<u32>,
+}
+
+/// Parses a job line (`identities` names in the header).
+pub fn parse_job_line(line: &str, identities: usize) -> Result<JobLine, String> {
+    let fields: Vec<&str> = line.split(' ').collect();
+    let [key, total, unique, nodes, by] = fields[..] else {
+        return Err(format!("{} fields where a job line has 5", fields.len()));
+    };
+    let key: JobKey = key.parse().map_err(|e| format!("job key {key:?}: {e}"))?;
+    let number = |what: &str, s: &str| {
+        s.parse::<u64>()
+            .map_err(|_| format!("{what} {s:?} is not a number"))
+    };
+    let unique8 = match unique {
+        "-" => None,
+        u => Some(number("unique8", u)?),
+    };
+    let mut ids = Vec::new();
+    for b in by.split(',') {
+        let i: u32 = b
+            .parse()
+            .map_err(|_| format!("identity {b:?} is not a number"))?;
+        if i as usize >= identities {
+            return Err(format!(
+                "identity {i}, where the header names {identities}"
+            ));
+        }
+        if ids.contains(&i) {
+            return Err(format!("identity {i} twice"));
+        }
+        ids.push(i);
+    }
+    Ok(JobLine {
+        key,
+        result: JobResult {
+            total: number("total", total)?,
+            unique8,
+            nodes: number("nodes", nodes)?,
+        },
+        by: ids,
+    })
+}
+
+/// Reads one line of at most `max` bytes (without its newline); `None` at the end.
+fn read_line(r: &mut impl BufRead, max: u64, line: u64) -> Result<Option<String>, CertError> {
+    let mut buf = Vec::new();
+    let got = std::io::Read::take(&mut *r, max + 1).read_until(b'\n', &mut buf)?;
+    if got == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if got as u64 > max {
+        return Err(CertError::Line {
+            line,
+            what: format!("longer than {max} bytes"),
+        });
+    } else {
+        return Err(CertError::Line {
+            line,
+            what: "the file ends inside this line (no newline): it is cut short".into(),
+        });
+    }
+    String::from_utf8(buf).map(Some).map_err(|_| CertError::Line {
+        line,
+        what: "not UTF-8".into(),
+    })
+}
+
+/// The indices of the `k` jobs (of `jobs`) a sample drawn from `material` checks, in increasing order:
+/// all of them when `k >= jobs`. The same material gives the same sample on every machine.
+pub fn sample(material: &[u8], jobs: u64, k: u64) -> Vec<u64> {
+    if k >= jobs {
+        return (0..jobs).collect();
+    }
+    let mut picked = std::collections::BTreeSet::new();
+    let mut counter = 0u64;
+    while (picked.len() as u64) < k {
+        let mut c = Context::new(&SHA256);
+        c.update(b"nqueens spot-check sample\0");
+        c.update(material);
+        c.update(&counter.to_le_bytes());
+        let d = c.finish();
+        let x = u64::from_le_bytes(d.as_ref()[..8].try_into().expect("8 bytes"));
+        // The bias of `%` is below jobs / 2^64: nothing at 2^25 jobs.
+        picked.insert(x % jobs);
+        counter += 1;
+    }
+    picked.into_iter().collect()
+}
+
+/// The material of a sample a reader draws with their own seed.
+pub fn seed_material(seed: &str) -> Vec<u8> {
+    ring::digest::digest(&SHA256, format!("seed {seed}").as_bytes())
+        .as_ref()
+        .to_vec()
+}
+
+/// The root's bytes, the material of a sample drawn from it.
+pub fn root_material(root: &str) -> Result<Vec<u8>, CertError> {
+    if root.len() != 64 || !root.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+        return Err(CertError::Wrong(format!(
+            "the header's root {root:?} is not 64 lowercase hex digits"
+        )));
+    }
+    Ok((0..32)
+        .map(|i| u8::from_str_radix(&root[2 * i..2 * i + 2], 16).expect("hex checked"))
+        .collect())
+}
+
+/// The largest share of wrong jobs that a clean sample of `k` jobs drawn at random leaves plausible at
+/// 95 %: the `p` with `(1 - p)^k = 0.05` (draws with replacement: an upper bound for a sample without).
+pub fn wrong_share_bound(k: u64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    1.0 - 0.05f64.powf(1.0 / k as f64)
+}
+
+/// Builds a certificate's job lines, in the plan's order, and what its header says of them.
+#[derive(Debug)]
+pub struct Builder {
+    merkle: Merkle,
+    tally: Tally,
+    identities: Vec<String>,
+    index: std::collections::HashMap<String, u32>,
+}
+
+impl Builder {
+    /// For a run of `strategy`.
+    pub fn new(strategy: Strategy) -> Builder {
+        Builder {
+            merkle: Merkle::default(),
+            tally: Tally::new(strategy == Strategy::D4),
+            identities: Vec::new(),
+            index: Default::default(),
+        }
+    }
+
+    /// The line of the next job, computed by the identities `by` (the kept result's first).
+    pub fn line<'a>(
+        &mut self,
+        key: &JobKey,
+        r: &JobResult,
+        by: impl IntoIterator<Item = &'a str>,
+    ) -> Result<String, CertError> {
+        let mut ids = Vec::new();
+        for name in by {
+            let next = self.identities.len() as u32;
+            let i = *self.index.entry(name.to_string()).or_insert(next);
+            if i == next {
+                self.identities.push(name.to_string());
+            }
+            if !ids.contains(&i) {
+                ids.push(i);
+            }
+        }
+        self.tally
+            .add(r)
+            .map_err(|e| CertError::Wrong(format!("job {key}: {e}")))?;
+        let text = job_line(key, r, &ids);
+        self.merkle.push(text.as_bytes());
+        Ok(text)
+    }
+
+    /// The header of the lines given so far, for `plan` (its fingerprint as stored with the run).
+    pub fn header(
+        self,
+        run: u64,
+        plan: &Plan,
+        fingerprint: String,
+        finished_unix: Option<u64>,
+        written_unix: u64,
+    ) -> Result<Header, CertError> {
+        Ok(Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            run,
+            n: plan.n(),
+            strategy: plan.strategy(),
+            depth: plan.depth(),
+            fingerprint,
+            jobs: self.merkle.leaves(),
+            total: self.tally.total.to_string(),
+            unique: self
+                .tally
+                .unique()
+                .map_err(|e| CertError::Wrong(e.to_string()))?
+                .map(|u| u.to_string()),
+            nodes: self.tally.nodes.to_string(),
+            identities: self.identities,
+            hash: HASH.into(),
+            root: self.merkle.root(),
+            finished_unix,
+            written_unix,
+        })
+    }
+}
+
+/// A certificate whose file checked out, with the sampled jobs' lines.
+#[derive(Debug)]
+pub struct Checked {
+    pub header: Header,
+    /// The jobs to recompute: their index in the plan and their line.
+    pub sample: Vec<(u64, JobLine)>,
+}
+
+/// How the sample is drawn.
+pub enum Draw {
+    /// From the certificate's own root (nobody writing it could know which jobs it picks).
+    Root,
+    /// From a reader's seed.
+    Seed(String),
+}
+
+/// Checks a certificate on its own: its header, every job line against the plan re-enumerated (same
+/// keys, same order, none missing or extra), the plan's job count and fingerprint, the sums against the
+/// totals, and the root recomputed; returns it with the lines of `k` jobs drawn as `draw` says.
+pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertError> {
+    let text = read_line(&mut r, MAX_HEADER, 1)?.ok_or_else(|| {
+        CertError::Wrong("the file is empty".into())
+    })?;
+    let header: Header = serde_json::from_str(&text).map_err(|e| CertError::Line {
+        line: 1,
+        what: format!("not a certificate header: {e}"),
+    })?;
+    if header.format != FORMAT {
+        return Err(CertError::Wrong(format!(
+            "format {:?}, not {FORMAT:?}",
+            header.format
+        )));
+    }
+    if header.version != VERSION {
+        return Err(CertError::Wrong(format!(
+            "certificate version {}, where this build reads version {VERSION}",
+            header.version
+        )));
+    }
+    if header.hash != HASH {
+        return Err(CertError::Wrong(format!(
+            "Merkle tree {:?}, where this build knows {HASH:?}",
+            header.hash
+        )));
+    }
+    let material = match draw {
+        Draw::Root => root_material(&header.root)?,
+        Draw::Seed(s) => seed_material(s),
+    };
+    let plan = Plan::with_depth(header.n.into(), header.strategy, header.depth)
+        .map_err(|e| CertError::Wrong(format!("the header's plan: {e}")))?;
+    let (jobs, fingerprint) = plan
+        .fingerprint_of_stored(header.jobs)
+        .map_err(|e| CertError::Wrong(format!("the header's plan: {e}")))?;
+    if jobs != header.jobs || format!("{fingerprint:016x}") != header.fingerprint {
+        return Err(CertError::Wrong(format!(
+            "the header says {} jobs, fingerprint {}; the plan of N = {} {} depth {} has {jobs} jobs, fingerprint {fingerprint:016x}",
+            header.jobs, header.fingerprint, header.n, header.strategy, header.depth
+        )));
+    }
+    let wanted = sample(&material, jobs, k.min(MAX_SAMPLE));
+    let mut wanted_iter = wanted.iter().peekable();
+    let mut picked = Vec::with_capacity(wanted.len());
+    let mut keys = plan.jobs();
+    let mut tally = Tally::new(header.strategy == Strategy::D4);
+    let mut merkle = Merkle::default();
+    let mut index = 0u64;
+    while let Some(text) = read_line(&mut r, MAX_LINE, index + 2)? {
+        let line = index + 2;
+        let bad = |what: String| CertError::Line { line, what };
+        let job = parse_job_line(&text, header.identities.len()).map_err(bad)?;
+        match keys.next() {
+            Some(key) if key == job.key => {}
+            Some(key) => {
+                return Err(bad(format!(
+                    "job {}, where the plan's job {} is {key}: a line is missing, extra or out of order",
+                    job.key,
+                    index + 1
+                )))
+            }
+            None => {
+                return Err(bad(format!(
+                    "job {} after the plan's last job: a line too many",
+                    job.key
+                )))
+            }
+        }
+        if let Some(why) = job.result.shape_error(header.strategy) {
+            return Err(bad(why));
+        }
+        tally.add(&job.result).map_err(|e| bad(e.to_string()))?;
+        merkle.push(text.as_bytes());
+        if wanted_iter.peek() == Some(&&index) {
+            wanted_iter.next();
+            picked.push((index, job));
+        }
+        index += 1;
+    }
+    if index != jobs {
+        return Err(CertError::Wrong(format!(
+            "{index} job lines, where the plan has {jobs}: lines are missing"
+        )));
+    }
+    let unique = tally
+        .unique()
+        .map_err(|e| CertError::Wrong(e.to_string()))?
+        .map(|u| u.to_string());
+    let said = |what: &str, sum: &str, header: &str| {
+        CertError::Wrong(format!(
+            "the job lines' {what} is {sum}, where the header says {header}"
+        ))
+    };
+    if tally.total.to_string() != header.total {
+        return Err(said("total", &tally.total.to_string(), &header.total));
+    }
+    if unique != header.unique {
+        let show = |u: &Option<String>| u.clone().unwrap_or_else(|| "none".into());
+        return Err(said("unique count", &show(&unique), &show(&header.unique)));
+    }
+    if tally.nodes.to_string() != header.nodes {
+        return Err(said("nodes", &tally.nodes.to_string(), &header.nodes));
+    }
+    let root = merkle.root();
+    if root != header.root {
+        return Err(CertError::Wrong(format!(
+            "the job lines' Merkle root is {root}, where the header says {}",
+            header.root
+        )));
+    }
+    Ok(Checked {
+        header,
+        sample: picked,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 6962's tree for 1 to 7 leaves, computed by its recursive definition, equals the streamed one.
+    #[test]
+    fn the_streamed_root_is_rfc_6962s() {
+        fn mth(d: &[&[u8]]) -> [u8; 32] {
+            match d.len() {
+                0 => unreachable!(),
+                1 => leaf(d[0]),
+                n => {
+                    let k = 1 << (usize::BITS - 1 - (n - 1).leading_zeros());
+                    node(&mth(&d[..k]), &mth(&d[k..]))
+                }
+            }
+        }
+        let data: Vec<Vec<u8>> = (0..13u8).map(|i| vec![i; i as usize]).collect();
+        for n in 1..=data.len() {
+            let d: Vec<&[u8]> = data[..n].iter().map(Vec::as_slice).collect();
+            let mut m = Merkle::default();
+            for x in &d {
+                m.push(x);
+            }
+            assert_eq!(m.root(), hex(&mth(&d)), "{n} leaves");
+            assert_eq!(m.leaves(), n as u64);
+        }
+        // RFC 6962's empty tree: SHA-256 of nothing.
+        assert_eq!(
+            Merkle::default().root(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        // A known leaf: SHA-256 of the byte 0.
+        assert_eq!(
+            hex(&leaf(b"")),
+            "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d"
+        );
+    }
+
+    #[test]
+    fn samples_are_the_same_everywhere_distinct_and_in_range() {
+        let a = sample(b"root", 1000, 50);
+        assert_eq!(a, sample(b"root", 1000, 50));
+        assert_ne!(a, sample(b"other", 1000, 50));
+        assert_eq!(a.len(), 50);
+        assert!(a.windows(2).all(|w| w[0] < w[1]) && a[49] < 1000);
+        assert_eq!(sample(b"x", 5, 9), vec![0, 1, 2, 3, 4]);
+        // Fixed: a sample must not change between builds (other machines draw it too).
+        assert_eq!(sample(b"root", 1000, 3), sample(b"root", 1000, 3));
+    }
+
+    #[test]
+    fn the_bound_of_a_clean_sample() {
+        assert_eq!(wrong_share_bound(0), 1.0);
+        let b = wrong_share_bound(100);
+        assert!((b - 0.0295).abs() < 0.0005, "{b}");
+        assert!(wrong_share_bound(1000) < wrong_share_bound(100));
+    }
+
+    #[test]
+    fn job_lines_round_trip_and_bad_ones_say_why() {
+        let key: JobKey = "3.7.1".parse().unwrap();
+        let r = JobResult {
+            total: 12,
+            unique8: Some(96),
+            nodes: 345,
+        };
+        let text = job_line(&key, &r, &[2, 0]);
+        assert_eq!(text, "3.7.1 12 96 345 2,0");
+        let back = parse_job_line(&text, 3).unwrap();
+        assert_eq!((back.key, back.result, back.by), (key, r, vec![2, 0]));
+        for (bad, why) in [
+            ("3.7.1 12 96 345", "4 fields"),
+            ("3.7.1 12 96 345 2,0 x", "6 fields"),
+            ("3.7.1 x 96 345 0", "total"),
+            ("3.7.1 12 96 -1 0", "nodes"),
+            ("3.7.1 12 96 345 3", "identity 3"),
+            ("3.7.1 12 96 345 1,1", "twice"),
+            ("3..1 12 96 345 0", "job key"),
+        ] {
+            let e = parse_job_line(bad, 3).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+    }
+
+    /// A certificate of every job of `plan`, computed here, as a file's text.
+    fn certificate(plan: &Plan) -> String {
+        let mut b = Builder::new(plan.strategy());
+        let mut lines = Vec::new();
+        for (i, key) in plan.jobs().enumerate() {
+            let r = plan.job(&key).unwrap().run();
+            let by = if i % 2 == 0 { ["alice", "bob"] } else { ["bob", "carol"] };
+            lines.push(b.line(&key, &r, by).unwrap());
+        }
+        let (_, fp) = plan.fingerprint();
+        let h = b.header(7, plan, format!("{fp:016x}"), Some(1), 2).unwrap();
+        let mut text = serde_json::to_string(&h).unwrap();
+        text.push('\n');
+        for l in lines {
+            text.push_str(&l);
+            text.push('\n');
+        }
+        text
+    }
+
+    fn refused(text: &str, why: &str) {
+        let e = check(text.as_bytes(), 5, &Draw::Root).unwrap_err().to_string();
+        assert!(e.contains(why), "wanted {why:?}, got {e}");
+    }
+
+    /// Written, checked clean with the published totals; every kind of damage is refused, naming it.
+    #[test]
+    fn a_certificate_round_trips_and_every_change_is_refused() {
+        for strategy in [Strategy::D4, Strategy::Mirror] {
+            let plan = Plan::new(10, strategy).unwrap();
+            let text = certificate(&plan);
+            let c = check(text.as_bytes(), 5, &Draw::Root).unwrap();
+            assert_eq!(c.header.total, "724");
+            assert_eq!(c.header.unique, (strategy == Strategy::D4).then(|| "92".to_string()));
+            assert_eq!(c.header.identities, ["alice", "bob", "carol"]);
+            assert_eq!(c.sample.len(), 5);
+            for (i, job) in &c.sample {
+                assert_eq!(plan.job(&job.key).unwrap().run(), job.result, "job {i}");
+            }
+            // The same sample from the same file; another from a reader's seed.
+            let again = check(text.as_bytes(), 5, &Draw::Root).unwrap();
+            let idx = |c: &Checked| c.sample.iter().map(|(i, _)| *i).collect::<Vec<_>>();
+            assert_eq!(idx(&c), idx(&again));
+            let seeded = check(text.as_bytes(), 5, &Draw::Seed("42".into())).unwrap();
+            assert_ne!(idx(&c), idx(&seeded));
+
+            let lines: Vec<&str> = text.lines().collect();
+            let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+            // One count changed, anywhere: the root (or the sums) give it away.
+            for at in [1, lines.len() / 2, lines.len() - 1] {
+                let mut f: Vec<String> = lines[at].split(' ').map(String::from).collect();
+                f[3] = (f[3].parse::<u64>().unwrap() + 1).to_string();
+                let changed = f.join(" ");
+                let mut ls = lines.clone();
+                ls[at] = &changed;
+                refused(&join(&ls), "nodes is");
+            }
+            // A line dropped, one repeated, two swapped.
+            let mut ls = lines.clone();
+            ls.remove(3);
+            refused(&join(&ls), "missing, extra or out of order");
+            let mut ls = lines.clone();
+            ls.pop();
+            refused(&join(&ls), "lines are missing");
+            let mut ls = lines.clone();
+            ls.push(lines[1]);
+            refused(&join(&ls), "a line too many");
+            let mut ls = lines.clone();
+            ls.swap(2, 3);
+            refused(&join(&ls), "out of order");
+            // The header's total, root, plan; a file cut short.
+            refused(&text.replacen("\"total\":\"724\"", "\"total\":\"725\"", 1), "total is 724");
+            let h: Header = serde_json::from_str(lines[0]).unwrap();
+            let other = format!("{}0", &h.root[..63]);
+            let other = if other == h.root { format!("{}1", &h.root[..63]) } else { other };
+            refused(&text.replacen(&h.root, &other, 1), "Merkle root");
+            refused(&text.replacen("\"n\":10", "\"n\":11", 1), "the header's plan");
+            let fp = format!("\"fingerprint\":\"{}\"", h.fingerprint);
+            refused(&text.replacen(&fp, "\"fingerprint\":\"0000000000000000\"", 1), "fingerprint 0000");
+            refused(&text[..text.len() - 3], "cut short");
+            refused("", "empty");
+            refused("{}\n", "not a certificate header");
+            refused(&text.replacen("\"version\":1", "\"version\":2", 1), "version 2");
+        }
+    }
+}
