@@ -1137,3 +1137,109 @@ fn issue_40_flags_only_on_the_commands_they_affect() {
     let out = nqueens(&["status", "--kernel", "scalar"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Issue 38: a finished run's certificate, written from its store, is checked clean with every job
+/// recomputed (N = 12, both strategies); a certificate forged consistently (one job's nodes, the header's
+/// sum and the root all changed to match) passes the file's own checks and is caught by the
+/// recomputation, naming the job; one changed digit is refused by the file check alone; an unknown run
+/// gets no certificate.
+#[test]
+fn issue_38_a_certificate_is_spot_checked_and_a_forged_one_is_caught() {
+    use nqueens_common::certificate::{Header, Merkle};
+    let go = |args: Vec<std::ffi::OsString>| support::nqueens().args(&args).output().unwrap();
+    for strategy in ["d4", "mirror"] {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let file = dir.path().join("n12.cert");
+        count_in(&data, &["12", "--strategy", strategy]);
+        let os = |s: &str| std::ffi::OsString::from(s);
+        let out = go(vec![
+            os("certificate"),
+            os("1"),
+            os("--data"),
+            data.clone().into(),
+            os("--out"),
+            file.clone().into(),
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(said.contains("root ") && said.contains("total 14200"), "{said}");
+        let check = |path: &std::path::Path, extra: &[&str]| {
+            let mut args = vec![os("spot-check"), path.into(), os("--sample"), os("1000")];
+            args.extend(extra.iter().map(|s| os(s)));
+            go(args)
+        };
+        let out = check(&file, &[]);
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{out:?}");
+        assert!(said.contains("every job recomputed: all agree"), "{said}");
+        assert!(said.contains("(the published count)"), "{said}");
+        // A sample from the root is the same on every run; a seed draws another.
+        let sample = |o: &Output| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .find(|l| l.starts_with("sample:"))
+                .unwrap()
+                .split(": ")
+                .last()
+                .unwrap()
+                .to_string()
+        };
+        let a = check(&file, &[]);
+        let three = |extra: &[&str]| {
+            let mut args = vec![os("spot-check"), file.clone().into(), os("--sample"), os("3")];
+            args.extend(extra.iter().map(|s| os(s)));
+            go(args)
+        };
+        assert_eq!(sample(&three(&[])), sample(&three(&[])));
+        assert_ne!(sample(&three(&[])), sample(&three(&["--seed", "7"])));
+        assert!(a.status.success());
+
+        // Forged consistently: job 5's nodes, the header's nodes and the root.
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        let mut header: Header = serde_json::from_str(&lines[0]).unwrap();
+        let mut f: Vec<String> = lines[5].split(' ').map(String::from).collect();
+        let forged_key = f[0].clone();
+        f[3] = (f[3].parse::<u64>().unwrap() + 1).to_string();
+        lines[5] = f.join(" ");
+        header.nodes = (header.nodes.parse::<u128>().unwrap() + 1).to_string();
+        let mut m = Merkle::default();
+        for l in &lines[1..] {
+            m.push(l.as_bytes());
+        }
+        header.root = m.root();
+        lines[0] = serde_json::to_string(&header).unwrap();
+        let forged = dir.path().join("forged.cert");
+        std::fs::write(&forged, lines.join("\n") + "\n").unwrap();
+        let out = check(&forged, &[]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!out.status.success(), "{err}");
+        assert!(
+            err.contains(&format!("job {forged_key} (line 6)")) && err.contains("1 of the"),
+            "{err}"
+        );
+        // One digit changed without the rest: refused before anything is recomputed.
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        lines[9] = lines[9].replacen(' ', " 9", 1);
+        std::fs::write(&forged, lines.join("\n") + "\n").unwrap();
+        let out = check(&forged, &[]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!out.status.success() && err.contains("is refused"), "{err}");
+        assert!(String::from_utf8_lossy(&out.stdout).is_empty(), "{out:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    count_in(&data, &["8"]);
+    let out = run(&[
+        "certificate".as_ref(),
+        "9".as_ref(),
+        "--data".as_ref(),
+        data.as_os_str(),
+        "--out".as_ref(),
+        dir.path().join("x").as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success() && err.contains("no run 9"), "{err}");
+    assert!(!dir.path().join("x").exists());
+}

@@ -54,12 +54,12 @@ pub struct AuditArgs {
     pub json: bool,
 }
 
-fn data_dir(data: &Option<PathBuf>) -> PathBuf {
+pub(crate) fn data_dir(data: &Option<PathBuf>) -> PathBuf {
     data.clone().unwrap_or_else(crate::setup::default_data_dir)
 }
 
 /// Opens an existing store to look at it (never creates one, nor changes it: see [`Store::inspect`]).
-fn open_existing(dir: &Path) -> anyhow::Result<Store> {
+pub(crate) fn open_existing(dir: &Path) -> anyhow::Result<Store> {
     if !dir.join("db").exists() {
         anyhow::bail!("{} holds no nqueens store", dir.display());
     }

@@ -10,6 +10,7 @@
 
 mod backup;
 mod bench;
+mod certificate;
 pub mod connection;
 mod control;
 mod count;
@@ -184,6 +185,17 @@ pub enum Command {
     /// Check a store offline: totals against results, job states, the ledger against the store.
     #[command(after_long_help = "Examples:\n  nqueens audit --data data")]
     Audit(backup::AuditArgs),
+    /// Write a finished run's certificate: its plan, totals, every job's counts and who computed them,
+    /// and a Merkle root over the job lines (offline: the coordinator stopped).
+    #[command(
+        after_long_help = "Examples:\n  nqueens certificate 3 --data data --out n20.cert"
+    )]
+    Certificate(certificate::CertificateArgs),
+    /// Check a certificate on its own (plan, order, sums, root), then recompute a sample of its jobs here.
+    #[command(
+        after_long_help = "Examples:\n  nqueens spot-check n20.cert --sample 50\n  nqueens spot-check n20.cert --sample 200 --threads 8 --seed 2026"
+    )]
+    SpotCheck(certificate::SpotCheckArgs),
     /// List the GPUs (CUDA and OpenCL devices) that `--gpu` can name, or say why a backend is missing.
     #[command(after_long_help = "Examples:\n  nqueens gpus")]
     Gpus,
@@ -307,6 +319,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(args) => backup::export(&args),
         Command::Import(args) => backup::import(&args),
         Command::Audit(args) => backup::audit(&args),
+        Command::Certificate(args) => certificate::write(&args),
+        Command::SpotCheck(args) => certificate::spot_check(&args),
         Command::Tls(args) => tls::run(&args),
     }
 }
