@@ -1163,7 +1163,10 @@ fn issue_38_a_certificate_is_spot_checked_and_a_forged_one_is_caught() {
         ]);
         assert!(out.status.success(), "{out:?}");
         let said = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(said.contains("root ") && said.contains("total 14200"), "{said}");
+        assert!(
+            said.contains("root ") && said.contains("total 14200"),
+            "{said}"
+        );
         let check = |path: &std::path::Path, extra: &[&str]| {
             let mut args = vec![os("spot-check"), path.into(), os("--sample"), os("1000")];
             args.extend(extra.iter().map(|s| os(s)));
@@ -1187,7 +1190,12 @@ fn issue_38_a_certificate_is_spot_checked_and_a_forged_one_is_caught() {
         };
         let a = check(&file, &[]);
         let three = |extra: &[&str]| {
-            let mut args = vec![os("spot-check"), file.clone().into(), os("--sample"), os("3")];
+            let mut args = vec![
+                os("spot-check"),
+                file.clone().into(),
+                os("--sample"),
+                os("3"),
+            ];
             args.extend(extra.iter().map(|s| os(s)));
             go(args)
         };

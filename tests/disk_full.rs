@@ -129,6 +129,7 @@ fn run_request(n: u32) -> proto::CreateRunRequest {
         reuse: false,
         verify_fraction: Some(0.0),
         priority: 0,
+        record: false,
     }
 }
 

@@ -56,6 +56,9 @@ pub struct Header {
     /// When the run finished and when the certificate was written, seconds since the Unix epoch.
     pub finished_unix: Option<u64>,
     pub written_unix: u64,
+    /// A record run: every job line names at least two identities, which agreed.
+    #[serde(default)]
+    pub record: bool,
 }
 
 /// Why a certificate is refused.
@@ -86,7 +89,10 @@ fn node(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
     c.update(&[1]);
     c.update(left);
     c.update(right);
-    c.finish().as_ref().try_into().expect("SHA-256 has 32 bytes")
+    c.finish()
+        .as_ref()
+        .try_into()
+        .expect("SHA-256 has 32 bytes")
 }
 
 /// RFC 6962's hash of one leaf.
@@ -94,7 +100,10 @@ pub fn leaf(data: &[u8]) -> [u8; 32] {
     let mut c = Context::new(&SHA256);
     c.update(&[0]);
     c.update(data);
-    c.finish().as_ref().try_into().expect("SHA-256 has 32 bytes")
+    c.finish()
+        .as_ref()
+        .try_into()
+        .expect("SHA-256 has 32 bytes")
 }
 
 impl Merkle {
@@ -166,9 +175,7 @@ pub fn parse_job_line(line: &str, identities: usize) -> Result<JobLine, String> 
             .parse()
             .map_err(|_| format!("identity {b:?} is not a number"))?;
         if i as usize >= identities {
-            return Err(format!(
-                "identity {i}, where the header names {identities}"
-            ));
+            return Err(format!("identity {i}, where the header names {identities}"));
         }
         if ids.contains(&i) {
             return Err(format!("identity {i} twice"));
@@ -206,10 +213,12 @@ fn read_line(r: &mut impl BufRead, max: u64, line: u64) -> Result<Option<String>
             what: "the file ends inside this line (no newline): it is cut short".into(),
         });
     }
-    String::from_utf8(buf).map(Some).map_err(|_| CertError::Line {
-        line,
-        what: "not UTF-8".into(),
-    })
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| CertError::Line {
+            line,
+            what: "not UTF-8".into(),
+        })
 }
 
 /// The indices of the `k` jobs (of `jobs`) a sample drawn from `material` checks, in increasing order:
@@ -243,7 +252,11 @@ pub fn seed_material(seed: &str) -> Vec<u8> {
 
 /// The root's bytes, the material of a sample drawn from it.
 pub fn root_material(root: &str) -> Result<Vec<u8>, CertError> {
-    if root.len() != 64 || !root.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+    if root.len() != 64
+        || !root
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    {
         return Err(CertError::Wrong(format!(
             "the header's root {root:?} is not 64 lowercase hex digits"
         )));
@@ -338,6 +351,7 @@ impl Builder {
             root: self.merkle.root(),
             finished_unix,
             written_unix,
+            record: false,
         })
     }
 }
@@ -362,9 +376,8 @@ pub enum Draw {
 /// keys, same order, none missing or extra), the plan's job count and fingerprint, the sums against the
 /// totals, and the root recomputed; returns it with the lines of `k` jobs drawn as `draw` says.
 pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertError> {
-    let text = read_line(&mut r, MAX_HEADER, 1)?.ok_or_else(|| {
-        CertError::Wrong("the file is empty".into())
-    })?;
+    let text = read_line(&mut r, MAX_HEADER, 1)?
+        .ok_or_else(|| CertError::Wrong("the file is empty".into()))?;
     let header: Header = serde_json::from_str(&text).map_err(|e| CertError::Line {
         line: 1,
         what: format!("not a certificate header: {e}"),
@@ -431,6 +444,12 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
         }
         if let Some(why) = job.result.shape_error(header.strategy) {
             return Err(bad(why));
+        }
+        if header.record && job.by.len() < 2 {
+            return Err(bad(format!(
+                "job {} names one identity, where a record run's every job has two",
+                job.key
+            )));
         }
         tally.add(&job.result).map_err(|e| bad(e.to_string()))?;
         merkle.push(text.as_bytes());
@@ -568,7 +587,11 @@ mod tests {
         let mut lines = Vec::new();
         for (i, key) in plan.jobs().enumerate() {
             let r = plan.job(&key).unwrap().run();
-            let by = if i % 2 == 0 { ["alice", "bob"] } else { ["bob", "carol"] };
+            let by = if i % 2 == 0 {
+                ["alice", "bob"]
+            } else {
+                ["bob", "carol"]
+            };
             lines.push(b.line(&key, &r, by).unwrap());
         }
         let (_, fp) = plan.fingerprint();
@@ -583,7 +606,9 @@ mod tests {
     }
 
     fn refused(text: &str, why: &str) {
-        let e = check(text.as_bytes(), 5, &Draw::Root).unwrap_err().to_string();
+        let e = check(text.as_bytes(), 5, &Draw::Root)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(why), "wanted {why:?}, got {e}");
     }
 
@@ -595,7 +620,10 @@ mod tests {
             let text = certificate(&plan);
             let c = check(text.as_bytes(), 5, &Draw::Root).unwrap();
             assert_eq!(c.header.total, "724");
-            assert_eq!(c.header.unique, (strategy == Strategy::D4).then(|| "92".to_string()));
+            assert_eq!(
+                c.header.unique,
+                (strategy == Strategy::D4).then(|| "92".to_string())
+            );
             assert_eq!(c.header.identities, ["alice", "bob", "carol"]);
             assert_eq!(c.sample.len(), 5);
             for (i, job) in &c.sample {
@@ -633,18 +661,34 @@ mod tests {
             ls.swap(2, 3);
             refused(&join(&ls), "out of order");
             // The header's total, root, plan; a file cut short.
-            refused(&text.replacen("\"total\":\"724\"", "\"total\":\"725\"", 1), "total is 724");
+            refused(
+                &text.replacen("\"total\":\"724\"", "\"total\":\"725\"", 1),
+                "total is 724",
+            );
             let h: Header = serde_json::from_str(lines[0]).unwrap();
             let other = format!("{}0", &h.root[..63]);
-            let other = if other == h.root { format!("{}1", &h.root[..63]) } else { other };
+            let other = if other == h.root {
+                format!("{}1", &h.root[..63])
+            } else {
+                other
+            };
             refused(&text.replacen(&h.root, &other, 1), "Merkle root");
-            refused(&text.replacen("\"n\":10", "\"n\":11", 1), "the header's plan");
+            refused(
+                &text.replacen("\"n\":10", "\"n\":11", 1),
+                "the header's plan",
+            );
             let fp = format!("\"fingerprint\":\"{}\"", h.fingerprint);
-            refused(&text.replacen(&fp, "\"fingerprint\":\"0000000000000000\"", 1), "fingerprint 0000");
+            refused(
+                &text.replacen(&fp, "\"fingerprint\":\"0000000000000000\"", 1),
+                "fingerprint 0000",
+            );
             refused(&text[..text.len() - 3], "cut short");
             refused("", "empty");
             refused("{}\n", "not a certificate header");
-            refused(&text.replacen("\"version\":1", "\"version\":2", 1), "version 2");
+            refused(
+                &text.replacen("\"version\":1", "\"version\":2", 1),
+                "version 2",
+            );
         }
     }
 }

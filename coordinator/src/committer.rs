@@ -38,6 +38,8 @@ pub enum Write {
         fingerprint: u64,
         verify_fraction: f64,
         priority: i32,
+        /// Record mode: leased to credential holders only, every job verified.
+        record: bool,
     },
     /// An operator's control of a run.
     Control(u64, Control),
@@ -355,8 +357,16 @@ fn apply(store: &Store, write: Write) -> Result<Written> {
             fingerprint,
             verify_fraction,
             priority,
+            record,
         } => store
-            .insert_run(plan, jobs_total, fingerprint, verify_fraction, priority)
+            .insert_run(
+                plan,
+                jobs_total,
+                fingerprint,
+                verify_fraction,
+                priority,
+                record,
+            )
             .map(Written::Run),
         Write::Control(run, change) => store.apply_control(run, change).map(Written::Run),
         Write::Fail(jobs) => Ok(Written::Failed(
@@ -637,6 +647,7 @@ mod tests {
                 fingerprint: 7,
                 verify_fraction: 0.0,
                 priority: 0,
+                record: false,
             },
             reply,
         ))

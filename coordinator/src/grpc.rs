@@ -197,6 +197,7 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
         jobs_disputed: v.jobs_disputed,
         jobs_failed: v.jobs_failed,
         jobs_confirmed: v.jobs_confirmed,
+        record: v.meta.record,
         verify_fraction: v.meta.verify_fraction,
         solutions_per_second: v.solutions_per_second,
         priority: v.meta.priority,
@@ -265,13 +266,14 @@ impl coordinator_server::Coordinator for CoordinatorService {
         let strategy = strategy_from_wire(r.strategy).map_err(|e| status(e.into()))?;
         let view = self
             .coordinator
-            .create_run(
+            .create_run_as(
                 r.n,
                 strategy,
                 r.depth,
                 r.verify_fraction,
                 r.priority,
                 r.reuse,
+                r.record,
             )
             .await
             .map_err(status)?;

@@ -21,6 +21,8 @@ pub struct StatusOutput {
     pub jobs_failed: u64,
     /// Counted jobs whose result a worker of a second identity confirmed.
     pub jobs_confirmed: u64,
+    /// A record run: done only when every job holds two agreeing results of two credentials.
+    pub record: bool,
     pub verify_fraction: f64,
     pub percent: f64,
     /// The partial total while running; the final count once done.
@@ -66,6 +68,7 @@ impl From<proto::RunStatus> for StatusOutput {
             jobs_disputed: s.jobs_disputed,
             jobs_failed: s.jobs_failed,
             jobs_confirmed: s.jobs_confirmed,
+            record: s.record,
             verify_fraction: s.verify_fraction,
             total: s.total,
             unique: s.unique,

@@ -430,6 +430,7 @@ async fn made_up_results_at_n_28_never_reach_done() {
                 reuse: false,
                 verify_fraction: fraction,
                 priority: 0,
+                record: false,
             })
             .await
             .unwrap()
@@ -484,4 +485,106 @@ async fn made_up_results_at_n_28_never_reach_done() {
             "{st:?}"
         );
     }
+}
+
+/// Leases and reports as `name` until it gets no job of `run` (at most 100 rounds): the truth, or on
+/// `run`'s jobs a lie where `lying`. Returns how many jobs of `run` it reported.
+async fn compute(c: &mut Client, name: &str, run: &str, lying: bool) -> usize {
+    let mut mine = 0;
+    for _ in 0..100 {
+        let held = lease(c, name, 64).await;
+        let of_run = held.iter().filter(|l| l.run == run).count();
+        if held.is_empty() {
+            break;
+        }
+        let answers = held
+            .iter()
+            .map(|l| {
+                if lying && l.run == run {
+                    lie(l)
+                } else {
+                    truth(l)
+                }
+            })
+            .collect();
+        report(c, name, answers).await.unwrap();
+        mine += of_run;
+        if of_run == 0 {
+            break;
+        }
+    }
+    mine
+}
+
+/// Issue 38, record mode at N = 12: a record run verifies every job (a lower fraction is refused), is
+/// leased to credential holders only (the operator's token, whose names are only stated, gets none of
+/// it), counts nothing that one credential computed under two names, outvotes a lying credential, and
+/// ends `done` with every job confirmed by a second credential and the published count.
+#[tokio::test]
+async fn a_record_run_counts_only_what_two_credentials_agree_on() {
+    let s = start().await;
+    let mut operator = s.client("operator");
+    let mut one = s.issued("one").await;
+    let mut two = s.issued("two").await;
+    earn_records(&mut operator, (&mut one, "o"), (&mut two, "t")).await;
+    let ask = |verify_fraction| proto::CreateRunRequest {
+        n: 12,
+        strategy: proto::Strategy::D4 as i32,
+        verify_fraction,
+        record: true,
+        ..Default::default()
+    };
+    let e = operator.create_run(ask(Some(0.5))).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    let run = operator.create_run(ask(None)).await.unwrap().into_inner();
+    assert!(run.record);
+    assert_eq!(run.verify_fraction, 1.0);
+    // Reused only as a record run.
+    let again = operator
+        .create_run(proto::CreateRunRequest {
+            reuse: true,
+            ..ask(None)
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.run, run.run);
+    assert!(lease(&mut operator, "op", 4096)
+        .await
+        .iter()
+        .all(|l| l.run != run.run));
+
+    // One credential, two names: it computes every job, and nothing is counted.
+    assert_eq!(
+        compute(&mut one, "o", &run.run, false).await as u64,
+        run.jobs_total
+    );
+    assert_eq!(compute(&mut one, "o-again", &run.run, false).await, 0);
+    let st = status(&mut operator, &run.run).await;
+    assert_eq!(
+        (st.jobs_done, st.jobs_verifying),
+        (0, run.jobs_total),
+        "{st:?}"
+    );
+
+    // A lying credential disputes what it gets; the second honest credential decides and confirms.
+    let mut liar = s.issued("liar").await;
+    assert!(compute(&mut liar, "l", &run.run, true).await > 0);
+    assert!(compute(&mut two, "t", &run.run, false).await > 0);
+    let st = status(&mut operator, &run.run).await;
+    assert_eq!(st.state, proto::RunState::Done as i32, "{st:?}");
+    assert_eq!(st.total, "14200");
+    assert_eq!(st.unique.as_deref(), Some("1787"));
+    assert_eq!(st.jobs_confirmed, st.jobs_total);
+    let e = liar
+        .lease(proto::LeaseRequest {
+            worker_id: "l".into(),
+            worker_name: "l".into(),
+            threads: 1,
+            capacity: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "quarantined: {e:?}");
 }

@@ -446,6 +446,7 @@ async fn issue_3_and_4_bad_input_gets_a_clear_error_and_changes_nothing_stored()
                 reuse: false,
                 verify_fraction,
                 priority: 0,
+                record: false,
             })
             .await
             .unwrap_err();
@@ -849,6 +850,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
             reuse: false,
             verify_fraction: Some(0.0),
             priority: 0,
+            record: false,
         })
         .await
         .unwrap()
@@ -871,6 +873,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
                 reuse: false,
                 verify_fraction: None,
                 priority: 0,
+                record: false,
             })
             .await
             .map(|_| ()),
@@ -1217,6 +1220,7 @@ async fn issue_15_shutdown_cuts_the_enumeration_of_a_huge_plan_short() {
                 reuse: false,
                 verify_fraction: None,
                 priority: 0,
+                record: false,
             })
             .await
     });
@@ -1599,6 +1603,7 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
             reuse: true,
             verify_fraction: Some(0.0),
             priority: 0,
+            record: false,
         })
         .await
         .unwrap()
@@ -1654,6 +1659,7 @@ async fn issue_19_workers_lease_from_the_highest_priority_run_first_and_bad_cont
             reuse: false,
             verify_fraction: Some(0.0),
             priority: 5,
+            record: false,
         })
         .await
         .unwrap()
@@ -2001,6 +2007,7 @@ async fn a_worker_token_computes_and_reads_but_cannot_create_or_steer_runs() {
                 reuse: true,
                 verify_fraction: None,
                 priority: 0,
+                record: false,
             })
             .await
             .map(|_| ()),

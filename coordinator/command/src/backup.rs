@@ -247,6 +247,10 @@ struct AuditOutput {
     unique: Option<String>,
     /// Results of the run in the ledger (each agrees with the store's).
     ledger_results: u64,
+    /// A record run (`submit --record`).
+    record: bool,
+    /// Counted results that a second identity confirmed.
+    jobs_confirmed: u64,
 }
 
 /// Checks a store offline: totals against results, job states, and the ledger against the store.
@@ -270,6 +274,15 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
             .copied()
             .unwrap_or(0);
         let phase = meta.phase(&line.tally, failed);
+        // A record run's evidence: every counted result confirmed by a second credential.
+        if meta.record && line.confirmed < line.tally.jobs {
+            anyhow::bail!(
+                "run {} is a record run, but only {} of its {} counted results were confirmed by a second identity: its count is not a record's",
+                meta.id,
+                line.confirmed,
+                line.tally.jobs
+            );
+        }
         let report = AuditOutput {
             run: line.run,
             n: meta.n,
@@ -285,13 +298,15 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
                 .flatten()
                 .map(|u| u.to_string()),
             ledger_results: in_ledger,
+            record: meta.record,
+            jobs_confirmed: line.confirmed,
         };
         if args.json {
             writeln!(out, "{}", serde_json::to_string(&report)?)?;
         } else {
             writeln!(
                 out,
-                "run {}: N = {} {} {}, {}/{} jobs, total {}{}: audit passed (totals = sum of {} sealed results; the ledger holds exactly the same {} results)",
+                "run {}: N = {} {} {}, {}/{} jobs, total {}{}: audit passed (totals = sum of {} sealed results; the ledger holds exactly the same {} results){}",
                 report.run,
                 report.n,
                 report.strategy,
@@ -301,7 +316,12 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
                 report.total,
                 report.unique.as_deref().map(|u| format!(", {u} unique")).unwrap_or_default(),
                 report.jobs_done,
-                report.ledger_results
+                report.ledger_results,
+                if report.record {
+                    format!("; record run: each of the {} results confirmed by a second identity", report.jobs_confirmed)
+                } else {
+                    String::new()
+                }
             )?;
         }
     }

@@ -52,7 +52,10 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
         anyhow::bail!("no run {} in {}", args.run, dir.display());
     };
     if meta.is_cancelled() {
-        anyhow::bail!("run {} was cancelled: its totals are partial and get no certificate", meta.id);
+        anyhow::bail!(
+            "run {} was cancelled: its totals are partial and get no certificate",
+            meta.id
+        );
     }
     if !meta.is_done() {
         anyhow::bail!(
@@ -60,8 +63,9 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
             meta.id
         );
     }
-    offline::check(&store, &dir)
-        .map_err(|e| anyhow::anyhow!("{e}; no certificate written (`nqueens audit` says the same)"))?;
+    offline::check(&store, &dir).map_err(|e| {
+        anyhow::anyhow!("{e}; no certificate written (`nqueens audit` says the same)")
+    })?;
     let plan = meta.plan()?;
     let fingerprint = meta.fingerprint_value()?;
     let path = &args.out;
@@ -76,24 +80,43 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
     let mut builder = Builder::new(plan.strategy());
     for key in plan.jobs() {
         let Some(record) = store.result(meta.id, &key)? else {
-            anyhow::bail!("run {}: job {key} has no result, though the run is finished; run `nqueens audit`", meta.id);
+            anyhow::bail!(
+                "run {}: job {key} has no result, though the run is finished; run `nqueens audit`",
+                meta.id
+            );
         };
         if !record.sealed(fingerprint, &key) {
-            anyhow::bail!("run {}: the result of job {key} does not match its seal; run `nqueens audit`", meta.id);
+            anyhow::bail!(
+                "run {}: the result of job {key} does not match its seal; run `nqueens audit`",
+                meta.id
+            );
         }
-        let by = std::iter::once(record.worker.as_str()).chain(record.confirmed_by.iter().map(String::as_str));
+        if meta.record && !record.confirmed_by.iter().any(|n| *n != record.worker) {
+            anyhow::bail!(
+                "run {} is a record run, but job {key} has no result confirmed by a second identity; run `nqueens audit`",
+                meta.id
+            );
+        }
+        let by = std::iter::once(record.worker.as_str())
+            .chain(record.confirmed_by.iter().map(String::as_str));
         let text = builder.line(&key, &record.result, by)?;
         writeln!(lines, "{text}").map_err(failed)?;
     }
-    let header = builder.header(
+    let mut header = builder.header(
         meta.id,
         &plan,
         meta.fingerprint.clone(),
         meta.finished_unix,
         nqueens_coordinator::store::now_unix(),
     )?;
+    header.record = meta.record;
     if header.jobs != meta.jobs_total {
-        anyhow::bail!("run {}: {} jobs in the plan, {} recorded", meta.id, header.jobs, meta.jobs_total);
+        anyhow::bail!(
+            "run {}: {} jobs in the plan, {} recorded",
+            meta.id,
+            header.jobs,
+            meta.jobs_total
+        );
     }
     let mut lines = lines.into_inner().map_err(|e| failed(e.into_error()))?;
     std::io::Seek::rewind(&mut lines).map_err(failed)?;
@@ -115,7 +138,11 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
         header.strategy,
         header.jobs,
         header.total,
-        header.unique.as_ref().map(|u| format!(", unique {u}")).unwrap_or_default()
+        header
+            .unique
+            .as_ref()
+            .map(|u| format!(", unique {u}"))
+            .unwrap_or_default()
     );
     println!("root {} ({})", header.root, certificate::HASH);
     println!(
@@ -164,7 +191,10 @@ fn recompute(checked: &Checked, threads: usize) -> anyhow::Result<Vec<Differs>> 
             .collect();
         workers
             .into_iter()
-            .map(|w| w.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a recomputing thread panicked"))))
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a recomputing thread panicked")))
+            })
             .collect()
     });
     let mut differs = Vec::new();
@@ -220,8 +250,14 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
         h.jobs,
         h.fingerprint,
         h.total,
-        h.unique.as_ref().map(|u| format!(", unique {u}")).unwrap_or_default()
+        h.unique
+            .as_ref()
+            .map(|u| format!(", unique {u}"))
+            .unwrap_or_default()
     );
+    if h.record {
+        println!("record run: every job line names two identities or more");
+    }
     println!(
         "file: every job of the plan in order, the sums equal the totals, root {} recomputed ({file_secs:.2} s)",
         h.root
@@ -238,8 +274,15 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
     let t = Instant::now();
     let differs = recompute(&checked, threads)?;
     let secs = t.elapsed().as_secs_f64();
-    let keys: Vec<String> = checked.sample.iter().map(|(_, l)| l.key.to_string()).collect();
-    println!("sample: {k} jobs {from}, recomputed on {threads} threads in {secs:.2} s: {}", keys.join(" "));
+    let keys: Vec<String> = checked
+        .sample
+        .iter()
+        .map(|(_, l)| l.key.to_string())
+        .collect();
+    println!(
+        "sample: {k} jobs {from}, recomputed on {threads} threads in {secs:.2} s: {}",
+        keys.join(" ")
+    );
     if let Some(d) = differs.first() {
         for d in &differs {
             eprintln!(

@@ -114,6 +114,11 @@ pub struct SubmitArgs {
     /// the oldest). `nqueens priority RUN P` changes it later.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub priority: i32,
+    /// Record mode: every job computed by two worker credentials (`nqueens credential issue`), the run
+    /// done only when every job holds two agreeing results; leased to credential holders only. About
+    /// twice the computation of a plain run (`nqueens estimate --record` prices it).
+    #[arg(long)]
+    pub record: bool,
 }
 
 /// Arguments of `nqueens status`.
@@ -163,7 +168,13 @@ pub fn run_line(s: &StatusOutput) -> String {
         // Only verification is left: it needs a worker of another identity than the one that computed it.
         checks += " (waiting for a worker of another credential to verify: start one with a second credential, `nqueens credential issue NAME`)";
     }
-    if s.jobs_confirmed > 0 {
+    if s.record {
+        // The evidence a record asks for: every counted job confirmed by a second credential.
+        checks += &format!(
+            ", record: {}/{} jobs with two independent results",
+            s.jobs_confirmed, s.jobs_total
+        );
+    } else if s.jobs_confirmed > 0 {
         checks += &format!(", {} confirmed", s.jobs_confirmed);
     }
     if s.jobs_disputed > 0 {
@@ -218,6 +229,7 @@ pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
                 reuse: args.reuse,
                 verify_fraction: args.verify_fraction,
                 priority: args.priority,
+                record: args.record,
             };
             anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
         })

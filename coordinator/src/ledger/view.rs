@@ -318,6 +318,7 @@ pub fn same_run(a: &RunMeta, b: &RunMeta) -> bool {
         b.jobs_total,
         &b.fingerprint,
     ) && same_fraction(a.verify_fraction, b.verify_fraction)
+        && a.record == b.record
 }
 
 /// Why the store's and the ledger's records of a run (`stored`, `logged`) are refused as two runs,

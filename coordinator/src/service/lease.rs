@@ -292,6 +292,9 @@ impl Coordinator {
             .runs
             .values()
             .filter(|r| r.phase() == Phase::Running && only.is_none_or(|id| id == r.meta.id))
+            // A record run's results come from credential holders only: names stated under the
+            // operator's token (or none) are not identities.
+            .filter(|r| credential || !r.meta.record)
             .map(|r| (r.meta.priority, r.meta.id))
             .collect();
         order.sort_by_key(|&(priority, id)| (std::cmp::Reverse(priority), id));

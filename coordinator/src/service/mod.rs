@@ -482,6 +482,30 @@ impl Coordinator {
         priority: i32,
         reuse: bool,
     ) -> Result<RunView> {
+        self.create_run_as(n, strategy, depth, verify_fraction, priority, reuse, false)
+            .await
+    }
+
+    /// [`Coordinator::create_run`], in record mode where `record` is set: every job computed by two
+    /// identities that hold worker credentials (a fraction below 1 is refused), leased to credential
+    /// holders only; with `reuse`, only a record run of the plan is returned.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn create_run_as(
+        &self,
+        n: u32,
+        strategy: Strategy,
+        depth: Option<u32>,
+        verify_fraction: Option<f64>,
+        priority: i32,
+        reuse: bool,
+        record: bool,
+    ) -> Result<RunView> {
+        if record && verify_fraction.is_some_and(|f| f < 1.0) {
+            return Err(Error::Invalid(
+                "a record run verifies every job: leave --verify-fraction out, or give 1".into(),
+            ));
+        }
+        let verify_fraction = if record { Some(1.0) } else { verify_fraction };
         let asked = verify_fraction;
         let verify_fraction = verify_fraction.unwrap_or(DEFAULT_VERIFY_FRACTION);
         crate::store::check_verify_fraction(verify_fraction)?;
@@ -503,9 +527,17 @@ impl Coordinator {
                 .collect();
             // The newest verified at least as asked: never a run whose count would be trusted more than
             // it was checked.
-            let enough = |r: &&&LiveRun| asked.is_none_or(|f| r.meta.verify_fraction >= f);
+            let enough = |r: &&&LiveRun| {
+                asked.is_none_or(|f| r.meta.verify_fraction >= f) && (!record || r.meta.record)
+            };
             if let Some(run) = same.iter().find(enough) {
                 return Ok(self.view(&state, run));
+            }
+            if let (Some(newest), true) = (same.first(), record) {
+                return Err(Error::Invalid(format!(
+                    "run {} of the same plan is not a record run: submit --record without --reuse for a new one",
+                    newest.meta.id
+                )));
             }
             if let (Some(newest), Some(f)) = (same.first(), asked) {
                 return Err(Error::Invalid(format!(
@@ -551,6 +583,7 @@ impl Coordinator {
             fingerprint,
             verify_fraction,
             priority,
+            record,
         };
         to_the_end(async move {
             let _one_reuse_at_a_time = one_reuse_at_a_time;

@@ -1147,7 +1147,7 @@ async fn an_abandoned_create_run_stops_enumerating_and_frees_its_place() {
 fn a_stored_run_whose_plan_cannot_be_enumerated_is_refused_at_the_start() {
     let store = Store::temporary().unwrap();
     let plan = nqueens_common::Plan::with_depth(32, Strategy::Mirror, 30).unwrap();
-    store.insert_run(plan, 100, 0, 0.0, 0).unwrap();
+    store.insert_run(plan, 100, 0, 0.0, 0, false).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(Coordinator::open(store, Config::default()).map(|_| ()));

@@ -128,7 +128,8 @@ impl Store {
             if !record.worker_id.is_empty() {
                 *survey.by_worker.entry(record.worker_id).or_insert(0) += 1;
             }
-            if !record.confirmed_by.is_empty() {
+            // Confirmed by a second identity: a name other than its own worker's.
+            if record.confirmed_by.iter().any(|n| *n != record.worker) {
                 survey.confirmed += 1;
                 for name in record.confirmed_by.iter().chain([&record.worker]) {
                     if !survey.confirmed_names.contains(name) {

@@ -308,13 +308,20 @@ impl Store {
         check_verify_fraction(verify_fraction)?;
         let (jobs_total, fingerprint) =
             plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, [cancel])?;
-        let meta = self.insert_run(plan, jobs_total, fingerprint, verify_fraction, priority)?;
+        let meta = self.insert_run(
+            plan,
+            jobs_total,
+            fingerprint,
+            verify_fraction,
+            priority,
+            false,
+        )?;
         self.flush()?;
         Ok(meta)
     }
 
     /// Records a run of `plan`, whose job count and fingerprint the caller computed, without the flush
-    /// (the committer makes it durable with its round).
+    /// (the committer makes it durable with its round). A `record` run verifies every job.
     pub fn insert_run(
         &self,
         plan: Plan,
@@ -322,8 +329,14 @@ impl Store {
         fingerprint: u64,
         verify_fraction: f64,
         priority: i32,
+        record: bool,
     ) -> Result<RunMeta> {
         check_verify_fraction(verify_fraction)?;
+        if record && verify_fraction < 1.0 {
+            return Err(Error::Invalid(format!(
+                "a record run verifies every job, not {verify_fraction}"
+            )));
+        }
         let strategy = plan.strategy();
         let with_unique = strategy == nqueens_common::Strategy::D4;
         let meta = (&self.meta, &self.runs, &self.totals).transaction(|(meta, runs, totals)| {
@@ -353,6 +366,7 @@ impl Store {
                 cancelled_unix: None,
                 priority,
                 checks: Checks::Keyed,
+                record,
             };
             runs.insert(&run_key(id), encode(&run))?;
             totals.insert(&run_key(id), encode(&Tally::new(with_unique)))?;

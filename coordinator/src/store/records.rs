@@ -45,6 +45,11 @@ pub struct RunMeta {
     /// were keyed (read as [`Checks::Public`]: such a run goes on picking as it began).
     #[serde(default, skip_serializing_if = "Checks::is_public")]
     pub checks: Checks,
+    /// Record mode (`submit --record`): every job computed by two identities that hold worker
+    /// credentials, so that the run is done only when every job holds two agreeing independent results.
+    /// Leased to credential holders only. Absent from the records of runs created before it (false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub record: bool,
 }
 
 /// How a run picks the jobs it computes twice.

@@ -42,6 +42,7 @@ pub async fn create_verified(c: &mut Client, n: u32, verify_fraction: f64) -> pr
         reuse: false,
         verify_fraction: Some(verify_fraction),
         priority: 0,
+        record: false,
     })
     .await
     .unwrap()

@@ -395,7 +395,13 @@ mod tests {
         fn info(&self) -> &DeviceInfo {
             &self.info
         }
-        fn launch(&mut self, s: &[u32], f: &[u32], t: &[u32], full: u32) -> Result<Vec<u64>, GpuError> {
+        fn launch(
+            &mut self,
+            s: &[u32],
+            f: &[u32],
+            t: &[u32],
+            full: u32,
+        ) -> Result<Vec<u64>, GpuError> {
             self.submit(s, f, t, full)?.wait()
         }
         fn submit(

@@ -155,6 +155,7 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
             // A reused run keeps its own fraction (asking one would refuse a run verifying less).
             verify_fraction: (!load.reuse).then_some(load.verify_fraction),
             priority: 0,
+            record: false,
         })
         .await?
         .into_inner();
