@@ -809,3 +809,128 @@ fn issue_40_serve_refuses_an_expired_certificate_and_a_busy_port_before_the_stor
         started.elapsed()
     );
 }
+
+/// Issue 38, end to end with real processes: a record run of N = 13 on a coordinator with an operator
+/// token, computed by two workers of two credentials and a third worker under the operator's token
+/// (which gets none of it). The run ends done with every job confirmed by a second credential; the
+/// stopped coordinator's store passes the audit as a record; its certificate names two identities on
+/// every line and passes a spot check of every job, from another directory.
+#[test]
+fn issue_38_a_record_run_is_audited_certified_and_spot_checked() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = format!(
+        r#"set -eu
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > operator.token)
+nqueens serve --listen 127.0.0.1:{port} --data data --token-file operator.token > serve.log 2>&1 &
+serve=$!
+for i in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.1; done
+export NQUEENS_COORDINATOR=http://127.0.0.1:{port} NQUEENS_TOKEN_FILE=operator.token
+nqueens credential issue node-1 --out node-1.token
+nqueens credential issue node-2 --out node-2.token
+nqueens submit 13 --record > submit.txt
+nqueens worker --name operator-side --threads 1 > op.log 2>&1 &
+nqueens worker --name node-1 --threads 1 --token-file node-1.token > w1.log 2>&1 &
+nqueens worker --name node-2 --threads 1 --token-file node-2.token > w2.log 2>&1 &
+nqueens status --watch --interval 250ms > watch.txt
+nqueens status --run 1 > status.txt
+nqueens status --workers --json > workers.json
+kill $(jobs -p); wait $serve || true
+nqueens audit --data data > audit.txt
+nqueens certificate 1 --data data --out n13.cert > cert.txt
+mkdir clean; cp n13.cert clean/; cd clean
+NQUEENS_DATA=/nonexistent nqueens spot-check n13.cert --sample 1000 > ../spot.txt
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_nqueens"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("NQUEENS_DATA", dir.path().join("default-data"))
+        .env_remove("NQUEENS_TOKEN")
+        .env_remove("NQUEENS_TLS_CA")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait(&mut child, Duration::from_secs(180), "the record run");
+    let out = child.wait_with_output().unwrap();
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
+    let all = || {
+        [
+            "serve.log",
+            "w1.log",
+            "w2.log",
+            "op.log",
+            "watch.txt",
+            "status.txt",
+            "audit.txt",
+            "cert.txt",
+            "spot.txt",
+        ]
+        .map(|f| format!("--- {f}\n{}", read(f)))
+        .join("\n")
+    };
+    assert!(
+        status.success(),
+        "{}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        all()
+    );
+    let (total, unique) = reference(13);
+    let st = read("status.txt");
+    assert!(
+        st.contains(" done,")
+            && st.contains(&format!("total {total}"))
+            && st.contains("record: 39/39 jobs with two independent results"),
+        "{}",
+        all()
+    );
+    // The operator's token's worker computed nothing of it.
+    let workers = read("workers.json");
+    let op = workers
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|w| w["name"] == "operator-side")
+        .unwrap_or_else(|| panic!("the operator-side worker asked for jobs: {workers}"));
+    assert_eq!(op["jobs_done"], 0, "{workers}");
+    assert!(
+        read("audit.txt")
+            .contains("record run: each of the 39 results confirmed by a second identity"),
+        "{}",
+        all()
+    );
+    let cert = std::fs::read_to_string(dir.path().join("n13.cert")).unwrap();
+    let header: serde_json::Value = serde_json::from_str(cert.lines().next().unwrap()).unwrap();
+    assert_eq!(header["record"], true);
+    assert_eq!(header["total"], total.to_string());
+    assert_eq!(header["unique"], unique.to_string());
+    assert!(
+        cert.lines()
+            .skip(1)
+            .all(|l| l.rsplit(' ').next().unwrap().contains(',')),
+        "{cert}"
+    );
+    let spot = read("spot.txt");
+    assert!(
+        spot.contains("record run") && spot.contains("every job recomputed: all agree"),
+        "{}",
+        all()
+    );
+}
