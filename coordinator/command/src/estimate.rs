@@ -49,6 +49,10 @@ pub struct EstimateArgs {
     /// Default: the device's calibration chooses.
     #[arg(long, value_name = "SHAPE", requires = "gpu", value_parser = crate::worker::gpu_kernel)]
     pub gpu_kernel: Option<nqueens_gpu::Shape>,
+    /// Price a record run (`submit --record`): every job computed by two credentials, so twice the
+    /// hours (the nodes and solutions of the run are the same).
+    #[arg(long)]
+    pub record: bool,
 }
 
 /// What `estimate --json` prints.
@@ -72,6 +76,8 @@ pub struct EstimateOutput {
     /// With `--gpu`: the device's time for the whole run, in hours, at its rate over the sample.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_hours: Option<Interval>,
+    /// Priced as a record run: the hours count every job twice.
+    pub record: bool,
     /// With `--gpu`: the device.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
@@ -168,7 +174,9 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
     let sample_seconds: f64 = measured.iter().map(|m| m.seconds).sum();
     // On a GPU the pieces run together, so their seconds are shares of the device's wall time: the
     // same interval arithmetic gives device-hours.
-    let hours = core_seconds.scaled(1.0 / 3600.0);
+    // A record run computes every job twice.
+    let copies = if args.record { 2.0 } else { 1.0 };
+    let hours = core_seconds.scaled(copies / 3600.0);
     let (core_hours, gpu_hours) = if device.is_some() {
         (None, Some(hours))
     } else {
@@ -190,6 +198,7 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
         total: of(|m| m.total),
         nodes_per_second: sample_nodes / sample_seconds.max(1e-9),
         seconds: start.elapsed().as_secs_f64(),
+        record: args.record,
     };
     if args.partition.json {
         println!("{}", serde_json::to_string(&out)?);
@@ -281,6 +290,9 @@ fn print_text(o: &EstimateOutput) {
         )
     };
     println!("search nodes: {}", range(&o.nodes));
+    if o.record {
+        println!("a record run: every job computed twice, the hours below count both");
+    }
     // Machines for 30 days, or, below one, how long one takes.
     let fleet = |h: f64, what: &str| {
         let machines = h / 24.0 / 30.0;
