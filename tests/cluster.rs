@@ -837,7 +837,7 @@ nqueens worker --name operator-side --threads 1 > op.log 2>&1 &
 nqueens worker --name node-1 --threads 1 --token-file node-1.token > w1.log 2>&1 &
 nqueens worker --name node-2 --threads 1 --token-file node-2.token > w2.log 2>&1 &
 nqueens status --watch --interval 250ms > watch.txt
-nqueens status --run 1 > status.txt
+for i in $(seq 100); do nqueens status --run 1 > status.txt; grep -q 'certificate root' status.txt && break; sleep 0.1; done
 nqueens status --workers --json > workers.json
 kill $(jobs -p); wait $serve || true
 nqueens audit --data data > audit.txt
@@ -927,6 +927,14 @@ NQUEENS_DATA=/nonexistent nqueens spot-check n13.cert --sample 1000 > ../spot.tx
             .all(|l| l.rsplit(' ').next().unwrap().contains(',')),
         "{cert}"
     );
+    // The root the coordinator computed when the run finished is the certificate's.
+    let root = header["root"].as_str().unwrap();
+    assert!(
+        st.contains(&format!("certificate root {root}")),
+        "{}",
+        all()
+    );
+    assert!(read("serve.log").contains(root), "{}", all());
     let spot = read("spot.txt");
     assert!(
         spot.contains("record run") && spot.contains("every job recomputed: all agree"),

@@ -198,6 +198,7 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
         jobs_failed: v.jobs_failed,
         jobs_confirmed: v.jobs_confirmed,
         record: v.meta.record,
+        root: v.root.clone().unwrap_or_default(),
         verify_fraction: v.meta.verify_fraction,
         solutions_per_second: v.solutions_per_second,
         priority: v.meta.priority,

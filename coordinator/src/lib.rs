@@ -10,6 +10,7 @@
 //! the status page.
 
 pub mod auth;
+pub mod certify;
 mod committer;
 pub mod connections;
 pub mod credentials;

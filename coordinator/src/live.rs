@@ -89,6 +89,9 @@ pub struct LiveRun {
     pub history: History,
     /// Counted results that a second identity confirmed (counted jobs checked independently).
     pub jobs_confirmed: u64,
+    /// The Merkle root of the run's certificate (`nqueens certificate`), once computed after it
+    /// finished; cleared when it reopens.
+    pub root: Option<String>,
 }
 
 impl LiveRun {
@@ -102,6 +105,7 @@ impl LiveRun {
         Ok(LiveRun {
             history,
             jobs_confirmed: 0,
+            root: None,
             samples: VecDeque::new(),
             reporters: HashMap::new(),
             reported_nodes: 0,
@@ -396,6 +400,7 @@ impl LiveRun {
             return;
         }
         self.meta_seq = seq;
+        self.root = None;
         self.meta = self.with_controls(meta);
     }
 

@@ -70,6 +70,7 @@ pub async fn serve(
     let background = CancellationToken::new();
     let _stop_background = background.clone().drop_guard();
     tokio::spawn(expire_leases(coordinator.clone(), background.clone()));
+    coordinator.certify_finished();
     tokio::spawn(progress::log_every(
         coordinator.clone(),
         progress_interval,

@@ -23,6 +23,9 @@ pub struct StatusOutput {
     pub jobs_confirmed: u64,
     /// A record run: done only when every job holds two agreeing results of two credentials.
     pub record: bool,
+    /// The root of the finished run's certificate, once computed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
     pub verify_fraction: f64,
     pub percent: f64,
     /// The partial total while running; the final count once done.
@@ -69,6 +72,7 @@ impl From<proto::RunStatus> for StatusOutput {
             jobs_failed: s.jobs_failed,
             jobs_confirmed: s.jobs_confirmed,
             record: s.record,
+            root: (!s.root.is_empty()).then_some(s.root),
             verify_fraction: s.verify_fraction,
             total: s.total,
             unique: s.unique,

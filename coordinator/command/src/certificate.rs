@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::Args;
 
-use nqueens_common::certificate::{self, Builder, CertError, Checked, Draw, JobLine};
+use nqueens_common::certificate::{self, CertError, Checked, Draw, JobLine};
 use nqueens_coordinator::offline;
 
 use crate::backup::{data_dir, open_existing};
@@ -51,23 +51,13 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
     let Some(meta) = store.run(args.run)? else {
         anyhow::bail!("no run {} in {}", args.run, dir.display());
     };
-    if meta.is_cancelled() {
-        anyhow::bail!(
-            "run {} was cancelled: its totals are partial and get no certificate",
-            meta.id
-        );
-    }
-    if !meta.is_done() {
-        anyhow::bail!(
-            "run {} is not finished: a certificate is written for a run whose every job has a result",
-            meta.id
-        );
+    if !meta.is_done() || meta.is_cancelled() {
+        // Said before the audit reads the whole store.
+        nqueens_coordinator::certify::build(&store, &meta, |_| Ok(()))?;
     }
     offline::check(&store, &dir).map_err(|e| {
         anyhow::anyhow!("{e}; no certificate written (`nqueens audit` says the same)")
     })?;
-    let plan = meta.plan()?;
-    let fingerprint = meta.fingerprint_value()?;
     let path = &args.out;
     let failed = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", path.display());
     let parent = match path.parent() {
@@ -77,47 +67,8 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
     // The job lines first, in a file of their own: the header, written first, sums them up.
     let lines = tempfile::tempfile_in(parent).map_err(failed)?;
     let mut lines = std::io::BufWriter::new(lines);
-    let mut builder = Builder::new(plan.strategy());
-    for key in plan.jobs() {
-        let Some(record) = store.result(meta.id, &key)? else {
-            anyhow::bail!(
-                "run {}: job {key} has no result, though the run is finished; run `nqueens audit`",
-                meta.id
-            );
-        };
-        if !record.sealed(fingerprint, &key) {
-            anyhow::bail!(
-                "run {}: the result of job {key} does not match its seal; run `nqueens audit`",
-                meta.id
-            );
-        }
-        if meta.record && !record.confirmed_by.iter().any(|n| *n != record.worker) {
-            anyhow::bail!(
-                "run {} is a record run, but job {key} has no result confirmed by a second identity; run `nqueens audit`",
-                meta.id
-            );
-        }
-        let by = std::iter::once(record.worker.as_str())
-            .chain(record.confirmed_by.iter().map(String::as_str));
-        let text = builder.line(&key, &record.result, by)?;
-        writeln!(lines, "{text}").map_err(failed)?;
-    }
-    let mut header = builder.header(
-        meta.id,
-        &plan,
-        meta.fingerprint.clone(),
-        meta.finished_unix,
-        nqueens_coordinator::store::now_unix(),
-    )?;
-    header.record = meta.record;
-    if header.jobs != meta.jobs_total {
-        anyhow::bail!(
-            "run {}: {} jobs in the plan, {} recorded",
-            meta.id,
-            header.jobs,
-            meta.jobs_total
-        );
-    }
+    let header =
+        nqueens_coordinator::certify::build(&store, &meta, |text| writeln!(lines, "{text}"))?;
     let mut lines = lines.into_inner().map_err(|e| failed(e.into_error()))?;
     std::io::Seek::rewind(&mut lines).map_err(failed)?;
     let partial = tempfile::NamedTempFile::new_in(parent).map_err(failed)?;

@@ -200,7 +200,7 @@ pub fn run_line(s: &StatusOutput) -> String {
         s.active_workers,
         s.jobs_per_second,
         if matches!(s.state, "done" | "cancelled" | "inconsistent") { "-".to_string() } else { format_eta(s.eta_seconds) },
-    )
+    ) + &s.root.as_deref().map(|r| format!(", certificate root {r}")).unwrap_or_default()
 }
 
 /// Prints a run as `status` does: a line of text, or with `json` one JSON object.

@@ -1,6 +1,7 @@
 //! The coordinator's logic, independent of the wire: runs, leases, reports and status views over the store.
 //! The gRPC layer and the embedded local mode both call this, so they share one behaviour.
 
+mod certify;
 mod control;
 mod lease;
 mod report;

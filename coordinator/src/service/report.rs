@@ -273,6 +273,7 @@ impl Coordinator {
                 live.update(*tally, committed.seq, now);
             }
         }
+        let mut finished = Vec::new();
         for meta in committed.finished {
             let id = meta.id;
             if let Some(live) = state.runs.get_mut(&id) {
@@ -304,9 +305,13 @@ impl Coordinator {
                     nodes = %live.tally.nodes,
                     "run finished"
                 );
+                finished.push(live.meta.clone());
             }
         }
         drop(guard);
+        for meta in finished {
+            self.certify(meta);
+        }
         self.changed();
         Ok(committed.outcomes)
     }

@@ -24,6 +24,8 @@ pub struct RunView {
     pub jobs_failed: u64,
     /// Counted jobs whose result a second identity confirmed.
     pub jobs_confirmed: u64,
+    /// The Merkle root of the run's certificate, once computed after it finished.
+    pub root: Option<String>,
     pub phase: Phase,
     /// Workers on this run: holding a lease of it, or that reported a result for it within one lease
     /// timeout (and have not left or been lost since).
@@ -81,6 +83,7 @@ impl Coordinator {
             jobs_disputed: run.jobs_in(JobState::Disputed),
             jobs_failed: run.jobs_in(JobState::Failed),
             jobs_confirmed: run.jobs_confirmed,
+            root: run.root.clone(),
             phase: run.phase(),
             active_workers: run.workers(
                 state.leases.holders(run.meta.id),
