@@ -605,6 +605,7 @@ mod tests {
             cancelled_unix: None,
             priority: 0,
             checks: crate::store::Checks::Keyed,
+            record: false,
         }
     }
 
