@@ -79,8 +79,8 @@ fn hex(bytes: &[u8]) -> String {
 /// RFC 6962's Merkle tree hash, computed as leaves arrive: memory O(log leaves).
 #[derive(Debug, Default)]
 pub struct Merkle {
-    /// Complete subtrees, largest first, each `(leaves, hash)` with a power-of-two count.
-    stack: Vec<(u64, [u8; 32])>,
+    /// Complete subtrees, largest first, each `(height, hash)`: a subtree of height h holds 2^h leaves.
+    stack: Vec<(u32, [u8; 32])>,
     leaves: u64,
 }
 
@@ -109,13 +109,13 @@ pub fn leaf(data: &[u8]) -> [u8; 32] {
 impl Merkle {
     /// Adds the next leaf's data.
     pub fn push(&mut self, data: &[u8]) {
-        let mut top = (1u64, leaf(data));
-        while let Some(&(size, hash)) = self.stack.last() {
-            if size != top.0 {
+        let mut top = (0u32, leaf(data));
+        while let Some(&(height, hash)) = self.stack.last() {
+            if height != top.0 {
                 break;
             }
             self.stack.pop();
-            top = (size * 2, node(&hash, &top.1));
+            top = (height + 1, node(&hash, &top.1));
         }
         self.stack.push(top);
         self.leaves += 1;
@@ -533,6 +533,19 @@ mod tests {
             hex(&leaf(b"")),
             "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d"
         );
+        // Trees of "a", "b" (and "c") computed apart, with Python's hashlib.
+        let mut m = Merkle::default();
+        m.push(b"a");
+        m.push(b"b");
+        assert_eq!(
+            m.root(),
+            "b137985ff484fb600db93107c77b0365c80d78f5b429ded0fd97361d077999eb"
+        );
+        m.push(b"c");
+        assert_eq!(
+            m.root(),
+            "36642e73c2540ab121e3a6bf9545b0a24982cd830eb13d3cd19de3ce6c021ec1"
+        );
     }
 
     #[test]
@@ -543,8 +556,9 @@ mod tests {
         assert_eq!(a.len(), 50);
         assert!(a.windows(2).all(|w| w[0] < w[1]) && a[49] < 1000);
         assert_eq!(sample(b"x", 5, 9), vec![0, 1, 2, 3, 4]);
-        // Fixed: a sample must not change between builds (other machines draw it too).
-        assert_eq!(sample(b"root", 1000, 3), sample(b"root", 1000, 3));
+        // Fixed: a sample must not change between builds (other machines draw it too). Computed apart,
+        // with Python's hashlib.
+        assert_eq!(sample(b"root", 1000, 3), [379, 909, 977]);
     }
 
     #[test]
@@ -690,5 +704,99 @@ mod tests {
                 "version 2",
             );
         }
+    }
+
+    /// Lines up to the limit are read whole; one byte more is refused as too long; a last line without
+    /// its newline is refused as cut short, whatever its length.
+    #[test]
+    fn lines_are_read_up_to_their_limit() {
+        let read = |text: &str| read_line(&mut text.as_bytes(), 3, 7).map_err(|e| e.to_string());
+        assert_eq!(read("abc\n").unwrap().as_deref(), Some("abc"));
+        assert_eq!(read("ab\nxyz\n").unwrap().as_deref(), Some("ab"));
+        assert_eq!(read("").unwrap(), None);
+        let e = read("abcd\n").unwrap_err();
+        assert!(
+            e.contains("line 7") && e.contains("longer than 3 bytes"),
+            "{e}"
+        );
+        for short in ["abc", "ab", "a"] {
+            let e = read(short).unwrap_err();
+            assert!(e.contains("cut short"), "{short:?}: {e}");
+        }
+        let e = read("abcd").unwrap_err();
+        assert!(e.contains("longer than 3 bytes"), "{e}");
+        assert!(read("\u{e9}\n").is_ok());
+        let mut bad: &[u8] = &[0xff, b'\n'];
+        assert!(read_line(&mut bad, 3, 1)
+            .unwrap_err()
+            .to_string()
+            .contains("UTF-8"));
+    }
+
+    /// The material of a sample: the root's 32 bytes, or SHA-256 of "seed S" (values computed apart,
+    /// with Python's hashlib); a root that is not 64 lowercase hex digits is refused before anything.
+    #[test]
+    fn sample_material_is_the_roots_bytes_or_the_seeds_hash() {
+        assert_eq!(sample(&seed_material("42"), 1000, 3), [798, 840, 964]);
+        let root = "ab".repeat(32);
+        assert_eq!(
+            sample(&root_material(&root).unwrap(), 1000, 3),
+            [340, 466, 713]
+        );
+        for bad in [
+            "AB".repeat(32),
+            "ab".repeat(31),
+            format!("{}g", "a".repeat(63)),
+            String::new(),
+        ] {
+            let e = root_material(&bad).unwrap_err().to_string();
+            assert!(e.contains("64 lowercase hex digits"), "{bad:?}: {e}");
+        }
+        // A certificate's sample from its root is the sample of the root's bytes.
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let text = certificate(&plan);
+        let c = check(text.as_bytes(), 4, &Draw::Root).unwrap();
+        let idx: Vec<u64> = c.sample.iter().map(|(i, _)| *i).collect();
+        assert_eq!(
+            idx,
+            sample(&root_material(&c.header.root).unwrap(), c.header.jobs, 4)
+        );
+        let s = check(text.as_bytes(), 4, &Draw::Seed("42".into())).unwrap();
+        let idx: Vec<u64> = s.sample.iter().map(|(i, _)| *i).collect();
+        assert_eq!(idx, sample(&seed_material("42"), c.header.jobs, 4));
+        let upper = text.replacen(&c.header.root, &c.header.root.to_uppercase(), 1);
+        refused(&upper, "64 lowercase hex digits");
+    }
+
+    /// A refusal names the line, counted from 1 with the header as line 1; a record certificate needs
+    /// two identities on every line.
+    #[test]
+    fn refusals_name_the_line_and_a_record_needs_two_identities() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let text = certificate(&plan);
+        let lines: Vec<&str> = text.lines().collect();
+        let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+        let mut ls = lines.clone();
+        ls.swap(4, 5);
+        refused(&join(&ls), "line 5: ");
+        let mut ls = lines.clone();
+        let bad = format!("{} x", lines[7]);
+        ls[7] = &bad;
+        refused(&join(&ls), "line 8: ");
+        // Every line of this file names two identities: as a record, it passes.
+        let record = text.replacen("\"record\":false", "\"record\":true", 1);
+        assert!(
+            check(record.as_bytes(), 1, &Draw::Root)
+                .unwrap()
+                .header
+                .record
+        );
+        // One line naming one identity: refused as a record (the root is not reached).
+        let mut ls: Vec<String> = record.lines().map(String::from).collect();
+        let cut = ls[3].rsplit_once(',').unwrap().0.to_string();
+        ls[3] = cut;
+        let one = ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+        refused(&one, "line 4: ");
+        refused(&one, "names one identity");
     }
 }
