@@ -310,6 +310,23 @@ fn slurm_batch_script() -> Result<(), Failed> {
         listening.contains(r#""tls":true"#) && listening.contains(r#""token":true"#),
         "{listening}"
     );
+    // The node's worker presented a credential of its own (its ids are scoped to that identity),
+    // never the operator's token; the credential is private.
+    let creds: Vec<std::path::PathBuf> = std::fs::read_dir(data.join("credentials"))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    assert_eq!(creds.len(), 1, "one node, one credential: {creds:?}");
+    let mode = std::fs::metadata(&creds[0])?.permissions().mode();
+    assert_eq!(
+        mode & 0o077,
+        0,
+        "the credential is readable by others: {mode:o}"
+    );
+    let identity = creds[0].file_stem().unwrap().to_string_lossy().to_string();
+    assert!(
+        log.contains(&format!(r#""worker":"{identity}/"#)),
+        "no worker of the credential {identity:?} in the log:\n{log}"
+    );
     Ok(())
 }
 

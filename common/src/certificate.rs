@@ -422,8 +422,12 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
     let mut tally = Tally::new(header.strategy == Strategy::D4);
     let mut merkle = Merkle::default();
     let mut index = 0u64;
-    while let Some(text) = read_line(&mut r, MAX_LINE, index + 2)? {
+    loop {
+        // Line 1 is the header.
         let line = index + 2;
+        let Some(text) = read_line(&mut r, MAX_LINE, line)? else {
+            break;
+        };
         let bad = |what: String| CertError::Line { line, what };
         let job = parse_job_line(&text, header.identities.len()).map_err(bad)?;
         match keys.next() {
@@ -696,6 +700,7 @@ mod tests {
                 &text.replacen(&fp, "\"fingerprint\":\"0000000000000000\"", 1),
                 "fingerprint 0000",
             );
+            refused(&text[..text.len() - 3], &format!("line {}: ", lines.len()));
             refused(&text[..text.len() - 3], "cut short");
             refused("", "empty");
             refused("{}\n", "not a certificate header");
