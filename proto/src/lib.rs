@@ -3,7 +3,7 @@
 //! Design: `nqueens.proto` is compiled at build time by protox (pure Rust, so no system `protoc`) into
 //! prost messages and tonic stubs that use [`codec::StrictCodec`]. This crate owns everything that
 //! touches those types: the conversions between wire and core values (strategy, job keys, results), the
-//! client connection with its bearer token and TLS ([`connect`]), and the per-method call metrics that
+//! client connection with its bearer token and TLS ([`connect()`]), and the per-method call metrics that
 //! both ends keep ([`metrics`]). Dependencies point one way: `nqueens-common` (the pure counting core)
 //! below, the coordinator and the worker above; prost types never travel past the gRPC layers.
 

@@ -1,4 +1,4 @@
-//! The `d4` partition: sub-problems are the canonical ring placements of [`ring`](super::ring), and a job
+//! The `d4` partition: sub-problems are the canonical ring placements of [`super::ring`], and a job
 //! is a *group* of them sharing the west and east sides, optionally split further by the queens of the
 //! first few searched rows.
 //!
