@@ -11,7 +11,7 @@ GROUPS_WANTED=${*:-common coordinator worker}
 
 declare -A FILES PACKAGE
 PACKAGE[common]=nqueens-common
-FILES[common]="common/src/job.rs common/src/tally.rs common/src/jsonl.rs common/src/symmetry.rs common/src/checksum.rs"
+FILES[common]="common/src/job.rs common/src/tally.rs common/src/jsonl.rs common/src/symmetry.rs common/src/checksum.rs common/src/certificate.rs"
 PACKAGE[coordinator]=nqueens-coordinator
 FILES[coordinator]="coordinator/src/service/lease.rs coordinator/src/leases.rs coordinator/src/service/report.rs coordinator/src/service/spot.rs coordinator/src/store/commit.rs coordinator/src/store/revoke.rs coordinator/src/reconcile.rs coordinator/src/ledger/packed.rs coordinator/src/credentials.rs coordinator/src/auth.rs"
 PACKAGE[worker]=nqueens-worker
