@@ -30,6 +30,8 @@ pub struct Lease {
     /// The name of the worker it was issued to (a result under it counts only under that name).
     pub name: String,
     pub deadline: Instant,
+    /// When it was issued (a result's rate is its nodes over the time since).
+    pub issued: Instant,
 }
 
 type JobId = (u64, JobKey);
@@ -104,9 +106,15 @@ impl Leases {
                 worker: worker.to_string(),
                 name: name.to_string(),
                 deadline: now + self.timeout,
+                issued: now,
             },
         );
         id
+    }
+
+    /// When the active lease `id` was issued (`None` for one ended, or of an earlier incarnation).
+    pub fn issued_at(&self, id: u64) -> Option<Instant> {
+        self.active.get(&id).map(|l| l.issued)
     }
 
     /// The name of the worker lease `id` of this incarnation was issued to (active, or ended and still

@@ -17,6 +17,22 @@ use crate::store::{Incoming, JobState, Outcome};
 /// Most results in one report.
 pub const MAX_BATCH: usize = 4096;
 
+/// Search nodes per second under one lease that no device reaches: about ten times the fastest rate
+/// measured, a whole NVIDIA H100 on one launch (1.9e11, BENCHMARKS.md). A result reported faster than
+/// this since its lease was issued is verified by a second identity whatever the run's fraction, and
+/// logged: its counts were not searched.
+pub const MAX_PLAUSIBLE_RATE: f64 = 2e12;
+
+/// The least time a result is taken to have had: a round trip and a lease call at least (and small
+/// jobs, of up to 2e9 nodes, are never implausible).
+pub const MIN_ELAPSED: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Whether `nodes` searched in `elapsed` (at least [`MIN_ELAPSED`]) is faster than any device (see
+/// [`MAX_PLAUSIBLE_RATE`]).
+pub fn implausible(nodes: u64, elapsed: std::time::Duration) -> bool {
+    nodes as f64 > MAX_PLAUSIBLE_RATE * elapsed.max(MIN_ELAPSED).as_secs_f64()
+}
+
 /// One result as a worker reports it (unchecked).
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -396,7 +412,8 @@ impl Coordinator {
             .collect::<Result<Vec<JobKey>>>()?;
         // Every lease is checked (in memory), a done job's too: its result needs none, but one whose
         // job is open again by the commit (a revocation in between) counts only under a checked lease.
-        let checked: Vec<(Result<()>, bool)> = {
+        let checked: Vec<(Result<()>, bool, bool)> = {
+            let now = Instant::now();
             let state = self.state();
             reports
                 .iter()
@@ -412,10 +429,19 @@ impl Coordinator {
                             job: key.to_string(),
                             lease: r.lease,
                         };
-                        return (Err(refused), false);
+                        return (Err(refused), false, false);
                     }
                     let issued = state.leases.tag(r.lease, run, key) == r.tag;
-                    (state.leases.check_report(r.lease, r.tag, run, key), issued)
+                    let too_fast = issued
+                        && state
+                            .leases
+                            .issued_at(r.lease)
+                            .is_some_and(|at| implausible(r.result.nodes, now.duration_since(at)));
+                    (
+                        state.leases.check_report(r.lease, r.tag, run, key),
+                        issued,
+                        too_fast,
+                    )
                 })
                 .collect()
         };
@@ -424,8 +450,11 @@ impl Coordinator {
             .zip(keys)
             .zip(&runs)
             .zip(checked)
-            .map(|(((r, key), &(run, ..)), (check, lease_issued))| {
+            .map(|(((r, key), &(run, ..)), (check, lease_issued, too_fast))| {
                 let lease_checked = check.is_ok();
+                if too_fast {
+                    tracing::warn!(worker, name, run, job = %key, nodes = r.result.nodes, "a result reported faster than any device searches: verified by a second identity");
+                }
                 // A job already done only gets its result compared, whatever lease it names: the store
                 // is read (with the state lock released) only for a result whose lease check failed.
                 if let Err(refused) = check {
@@ -448,6 +477,7 @@ impl Coordinator {
                     seal: r.seal.unwrap_or_default(),
                     lease_checked,
                     lease_issued,
+                    check: too_fast,
                 })
             })
             .collect()

@@ -1753,3 +1753,45 @@ async fn a_workers_row_counts_acceptances_apart_from_reports() {
     let row = c.workers().into_iter().find(|w| w.name == "a").unwrap();
     assert_eq!((row.jobs, row.accepted), (4, 3));
 }
+
+/// The rate bound: nodes over the time since the lease, that time at least a millisecond.
+#[test]
+fn a_rate_no_device_reaches_is_implausible() {
+    use super::report::{implausible, MAX_PLAUSIBLE_RATE};
+    let max = MAX_PLAUSIBLE_RATE as u64;
+    assert!(!implausible(max, Duration::from_secs(1)));
+    assert!(implausible(max + 1, Duration::from_secs(1)));
+    assert!(!implausible(max / 1000, Duration::ZERO));
+    assert!(implausible(max / 1000 + 1, Duration::ZERO));
+    assert!(!implausible(max * 3600, Duration::from_secs(3600)));
+}
+
+/// Issue 37: a result reported faster than any device searches (a made-up count, sent at once) is
+/// verified by a second identity even in a run that verifies nothing, and is not counted alone; an
+/// honest one beside it counts. A second identity's agreeing result then counts it.
+#[tokio::test(start_paused = true)]
+async fn a_result_at_a_rate_no_device_reaches_waits_for_a_second_identity() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "fast", 2).await;
+    let mut made_up = report(&held[0]);
+    made_up.result.nodes = 10_000_000_000;
+    made_up.seal = Some(seal(held[0].fingerprint, &held[0].key, &made_up.result));
+    let outcomes = c
+        .report("fast", "fast", vec![made_up.clone(), report(&held[1])])
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![Outcome::Pending, Outcome::Accepted]);
+    let view = c.run(&run).unwrap();
+    assert_eq!((view.tally.jobs, view.jobs_verifying), (1, 1));
+    // Another identity computes it: the honest count disagrees with the made-up nodes, a third decides.
+    let again = lease(&c, "b", 64).await;
+    let mine = again
+        .iter()
+        .find(|g| g.key == held[0].key)
+        .expect("leased again to another name");
+    assert_eq!(
+        c.report("b", "b", vec![report(mine)]).await.unwrap(),
+        vec![Outcome::Disputed]
+    );
+}

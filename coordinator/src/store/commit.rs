@@ -46,6 +46,9 @@ pub struct Incoming {
     /// that job's), remembered or not: a result for a done job that differs from the counted one is
     /// evidence only under such a lease (see [`Store::commit`]).
     pub lease_issued: bool,
+    /// Verified whatever the run's fraction says: its identity reported it at a rate no device reaches
+    /// (see `service::report::MAX_PLAUSIBLE_RATE`).
+    pub check: bool,
 }
 
 impl Incoming {
@@ -293,7 +296,9 @@ impl Store {
                 // A job open for verification (a result waiting, or two disagreeing) stays verified
                 // whatever the run record says: the record's fraction, damaged, must not let this
                 // result count alone over the one waiting.
-                let verified = meta.verifies(&self.lease_secret, &inc.key) || from.is_some_and(JobState::is_open);
+                let verified = inc.check
+                    || meta.verifies(&self.lease_secret, &inc.key)
+                    || from.is_some_and(JobState::is_open);
                 if verified && agreeing.is_empty() {
                     // Recorded, not counted: a worker of another name must agree first.
                     candidates.push(mine);

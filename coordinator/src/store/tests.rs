@@ -59,6 +59,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         lease: lease_of(name),
         lease_checked: true,
         lease_issued: true,
+        check: false,
     }
 }
 
