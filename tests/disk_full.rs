@@ -422,7 +422,9 @@ fn main() {
             (true, _) => t,
             (false, true) => {
                 let name = t.name().to_string();
-                Trial::test(name, move || Err(format!("{why} (CI must provide it)").into()))
+                Trial::test(name, move || {
+                    Err(format!("{why} (CI must provide it)").into())
+                })
             }
             (false, false) => {
                 eprintln!("{}: ignored: {why}", t.name());

@@ -26,8 +26,38 @@ pub async fn log_every(coordinator: Coordinator, interval: Duration, stop: Cance
         }
         for view in coordinator.runs().iter().filter(|v| worth_a_line(v.phase)) {
             log_line(view);
+            if waits_for_a_second_identity(
+                view.phase == Phase::Running,
+                view.jobs_leased,
+                view.tally.jobs,
+                view.jobs_verifying + view.jobs_disputed,
+                view.jobs_failed,
+                view.meta.jobs_total,
+            ) {
+                tracing::warn!(
+                    run = view.meta.id,
+                    "the run waits for {WAITING_FOR_A_SECOND_IDENTITY}"
+                );
+            }
         }
     }
+}
+
+/// What a running run waits for when only its checks are left and no worker holds a lease of it: a
+/// worker of another identity than those that computed them (with one credential, for ever).
+pub const WAITING_FOR_A_SECOND_IDENTITY: &str = "a worker of another credential to check the jobs left (start one with a second credential: `nqueens credential issue NAME`)";
+
+/// Whether a running run can move only once a worker of another identity comes: every job left waits
+/// for a check (verifying or disputed), and no lease is out.
+pub fn waits_for_a_second_identity(
+    running: bool,
+    leased: u64,
+    done: u64,
+    checks: u64,
+    failed: u64,
+    total: u64,
+) -> bool {
+    running && leased == 0 && checks > 0 && done + checks + failed == total
 }
 
 /// An ETA as `1d 2h 3m 4s` (or `unknown`).
@@ -80,6 +110,17 @@ mod tests {
             .filter(|&p| worth_a_line(p))
             .collect();
         assert_eq!(lined, [Phase::Running, Phase::Stalled]);
+    }
+
+    #[test]
+    fn a_run_waits_for_a_second_identity_only_when_checks_alone_are_left_and_nothing_is_leased() {
+        use super::waits_for_a_second_identity as waits;
+        assert!(waits(true, 0, 70, 9, 0, 79));
+        assert!(waits(true, 0, 70, 8, 1, 79));
+        assert!(!waits(false, 0, 70, 9, 0, 79), "not running");
+        assert!(!waits(true, 1, 70, 9, 0, 79), "a lease is out");
+        assert!(!waits(true, 0, 69, 9, 0, 79), "a job is left to compute");
+        assert!(!waits(true, 0, 79, 0, 0, 79), "no check left");
     }
 
     #[test]

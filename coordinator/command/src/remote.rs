@@ -160,13 +160,9 @@ pub fn run_line(s: &StatusOutput) -> String {
         .map(|u| format!(", {u} unique"))
         .unwrap_or_default();
     let mut checks = format!(", {} verifying", s.jobs_verifying);
-    if s.state == "running"
-        && s.jobs_verifying > 0
-        && s.jobs_leased == 0
-        && s.jobs_done + s.jobs_verifying + s.jobs_failed == s.jobs_total
-    {
-        // Only verification is left: it needs a worker of another identity than the one that computed it.
-        checks += " (waiting for a worker of another credential to verify: start one with a second credential, `nqueens credential issue NAME`)";
+    if let Some(what) = s.waiting_for {
+        // Only checks are left: they need a worker of another identity than the one that computed them.
+        checks += &format!(" (waiting for {what})");
     }
     if s.record {
         // The evidence a record asks for: every counted job confirmed by a second credential.
