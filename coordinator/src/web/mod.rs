@@ -209,6 +209,68 @@ mod tests {
         assert!(page.contains(r#""jobs/s")"#) && page.contains(r#""time (UTC)")"#));
     }
 
+    /// A run whose only jobs left wait for a worker of a second identity says so on the page, with what
+    /// to do (issue 40); while a lease is out it does not.
+    #[tokio::test]
+    async fn the_page_says_when_a_run_waits_for_a_second_identity() {
+        use crate::service::{Ask, Report};
+        let coordinator =
+            Coordinator::open(Store::temporary().unwrap(), Config::default()).unwrap();
+        let view = coordinator
+            .create_run(8, Strategy::D4, None, Some(1.0), 0, false)
+            .await
+            .unwrap();
+        let ask = Ask {
+            worker: "one",
+            name: "one",
+            label: "one",
+            credential: false,
+            threads: 1,
+            gpus: 0,
+            capacity: 4096,
+            only: None,
+        };
+        let held = coordinator
+            .lease(&ask, std::time::Duration::ZERO)
+            .await
+            .unwrap()
+            .leases;
+        let status = embedded(&get(&coordinator, "/").await);
+        assert!(
+            status["runs"][0].get("waiting_for").is_none(),
+            "leases are out"
+        );
+        let reports = held
+            .iter()
+            .map(|g| {
+                let result = nqueens_common::Job::new(g.plan, g.key.clone())
+                    .unwrap()
+                    .run();
+                Report {
+                    lease: g.id,
+                    run: g.run.to_string(),
+                    n: u32::from(g.plan.n()),
+                    job: g.key.to_string(),
+                    seal: Some(nqueens_common::checksum::seal(
+                        g.fingerprint,
+                        &g.key,
+                        &result,
+                    )),
+                    result,
+                    tag: g.tag,
+                    device: None,
+                }
+            })
+            .collect();
+        coordinator.report("one", "one", reports).await.unwrap();
+        let page = get(&coordinator, "/").await;
+        let run = &embedded(&page)["runs"][0];
+        assert_eq!(run["run"], view.id());
+        let waiting = run["waiting_for"].as_str().expect("the run waits");
+        assert!(waiting.contains("nqueens credential issue"), "{waiting}");
+        assert!(page.contains("r.waiting_for"), "the page shows it");
+    }
+
     #[test]
     fn text_in_the_status_cannot_end_the_script_element() {
         let status = PageStatus {
