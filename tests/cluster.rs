@@ -654,29 +654,7 @@ fn issue_40_the_readmes_cluster_quick_start_works_when_pasted() {
         "the quick start has {commands} commands, the README says nine"
     );
     let dir = tempfile::tempdir().unwrap();
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_nqueens"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut child = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(&script)
-        .current_dir(dir.path())
-        .env("PATH", path)
-        .env("NQUEENS_DATA", dir.path().join("default-data"))
-        .env_remove("NQUEENS_TOKEN")
-        .env_remove("NQUEENS_TOKEN_FILE")
-        .env_remove("NQUEENS_COORDINATOR")
-        .env_remove("NQUEENS_TLS_CA")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = bash_in(dir.path(), &script);
     let status = wait(&mut child, Duration::from_secs(180), "the quick start");
     let out = child.wait_with_output().unwrap();
     let (stdout, stderr) = (
@@ -847,27 +825,7 @@ NQUEENS_DATA=/nonexistent nqueens spot-check n13.cert --sample 1000 > ../spot.tx
 "#
     );
     let dir = tempfile::tempdir().unwrap();
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_nqueens"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut child = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(&script)
-        .current_dir(dir.path())
-        .env("PATH", path)
-        .env("NQUEENS_DATA", dir.path().join("default-data"))
-        .env_remove("NQUEENS_TOKEN")
-        .env_remove("NQUEENS_TLS_CA")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = bash_in(dir.path(), &script);
     let status = wait(&mut child, Duration::from_secs(180), "the record run");
     let out = child.wait_with_output().unwrap();
     let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
@@ -941,4 +899,32 @@ NQUEENS_DATA=/nonexistent nqueens spot-check n13.cert --sample 1000 > ../spot.tx
         "{}",
         all()
     );
+}
+
+/// Starts `script` in bash in `dir`, the built binaries first on PATH, a default data directory in
+/// `dir`, and no coordinator, token or CA from this environment; its output piped.
+fn bash_in(dir: &std::path::Path, script: &str) -> std::process::Child {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_nqueens"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("NQUEENS_DATA", dir.join("default-data"))
+        .env_remove("NQUEENS_TOKEN")
+        .env_remove("NQUEENS_TOKEN_FILE")
+        .env_remove("NQUEENS_COORDINATOR")
+        .env_remove("NQUEENS_TLS_CA")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
 }
