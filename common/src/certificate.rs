@@ -400,6 +400,21 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
             header.hash
         )));
     }
+    if header.jobs > crate::partition::MAX_JOBS {
+        return Err(CertError::Wrong(format!(
+            "the header says {} jobs, more than a run may have ({})",
+            header.jobs,
+            crate::partition::MAX_JOBS
+        )));
+    }
+    let mut names = std::collections::HashSet::new();
+    for name in &header.identities {
+        if name.is_empty() || name.len() > 256 || !names.insert(name.as_str()) {
+            return Err(CertError::Wrong(format!(
+                "the header's identity {name:?} is empty, over 256 bytes, or named twice"
+            )));
+        }
+    }
     let material = match draw {
         Draw::Root => root_material(&header.root)?,
         Draw::Seed(s) => seed_material(s),
@@ -430,6 +445,12 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
         };
         let bad = |what: String| CertError::Line { line, what };
         let job = parse_job_line(&text, header.identities.len()).map_err(bad)?;
+        // One spelling per line (no `+12`, `012` or `3.07`): the root commits to one text.
+        if job_line(&job.key, &job.result, &job.by) != text {
+            return Err(bad(
+                "not in the one form this format writes (no signs, leading zeros or spaces)".into(),
+            ));
+        }
         match keys.next() {
             Some(key) if key == job.key => {}
             Some(key) => {
@@ -803,5 +824,37 @@ mod tests {
         let one = ls.iter().map(|l| format!("{l}\n")).collect::<String>();
         refused(&one, "line 4: ");
         refused(&one, "names one identity");
+    }
+
+    /// One spelling per job line; identities named once each; a header claiming more jobs than a run
+    /// may have is refused before the plan is walked (found by a review of this stop).
+    #[test]
+    fn lines_in_another_spelling_repeated_identities_and_absurd_job_counts_are_refused() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let text = certificate(&plan);
+        let lines: Vec<&str> = text.lines().collect();
+        let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+        let f: Vec<&str> = lines[3].split(' ').collect();
+        for respelled in [
+            format!("{} +{} {} {} {}", f[0], f[1], f[2], f[3], f[4]),
+            format!("{} 0{} {} {} {}", f[0], f[1], f[2], f[3], f[4]),
+        ] {
+            let mut ls = lines.clone();
+            ls[3] = &respelled;
+            refused(&join(&ls), "line 4: not in the one form");
+        }
+        let h: Header = serde_json::from_str(lines[0]).unwrap();
+        let mut twice = h.clone();
+        twice.identities[2] = twice.identities[0].clone();
+        let header = serde_json::to_string(&twice).unwrap();
+        let mut ls = lines.clone();
+        ls[0] = &header;
+        refused(&join(&ls), "named twice");
+        let mut absurd = h.clone();
+        absurd.jobs = u64::MAX;
+        let header = serde_json::to_string(&absurd).unwrap();
+        let mut ls = lines.clone();
+        ls[0] = &header;
+        refused(&join(&ls), "more than a run may have");
     }
 }

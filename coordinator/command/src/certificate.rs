@@ -188,6 +188,14 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
             h.total,
             h.n
         ),
+        Some((_, unique)) if h.unique.as_ref().is_some_and(|u| *u != unique.to_string()) => {
+            anyhow::bail!(
+                "{} is refused: its unique count {} is not the published one of N = {}, {unique}",
+                args.file.display(),
+                h.unique.as_deref().unwrap_or_default(),
+                h.n
+            )
+        }
         Some(_) => " (the published count)",
         None => " (no published count)",
     };
@@ -258,6 +266,12 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
             "all agree: a clean sample of {k} says at most {:.3} % of the jobs are wrong (95 % confidence)",
             100.0 * certificate::wrong_share_bound(k)
         );
+        if args.seed.is_none() {
+            // The root is the writer's: one who tried many roots could pick a sample that misses.
+            println!(
+                "that bound holds against faults; against the file's writer, draw your own sample: --seed VALUE, chosen after you got the file"
+            );
+        }
     }
     Ok(())
 }

@@ -230,6 +230,14 @@ pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
             anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
         })
         .map_err(|e| locate(e, &args.connection.coordinator))?;
+    if args.record && !status.record {
+        // A coordinator older than record mode ignores the field and makes a plain run.
+        anyhow::bail!(
+            "the coordinator made run {} as a plain run, not a record run (it predates record mode): cancel it with `nqueens cancel {}` and upgrade the coordinator",
+            status.run,
+            status.run
+        );
+    }
     if let Some(warning) = checks_warning(status.verify_fraction, status.jobs_total) {
         eprintln!("{warning}");
     }

@@ -9,6 +9,9 @@ impl Coordinator {
     /// it for the run's status, unless the run was reopened meanwhile. Needs a Tokio runtime.
     pub(crate) fn certify(&self, meta: RunMeta) {
         let this = self.clone();
+        // The totals the root is computed for: a run reopened and finished again meanwhile has others
+        // (or the same totals from the same results).
+        let tally = self.state().runs.get(&meta.id).map(|r| r.tally);
         tokio::spawn(async move {
             let store = this.shared.store.clone();
             let of = meta.clone();
@@ -23,6 +26,18 @@ impl Coordinator {
                 }
                 Err(_) => return,
             };
+            let mut state = this.state();
+            let Some(live) = state.runs.get_mut(&meta.id) else {
+                return;
+            };
+            // Reopened since (a result taken back): that root is not the run's any more.
+            if !(live.meta.is_done()
+                && live.meta.finished_unix == meta.finished_unix
+                && Some(live.tally) == tally
+                && header.total == live.tally.total.to_string())
+            {
+                return;
+            }
             tracing::info!(
                 run = meta.id,
                 root = %header.root,
@@ -31,13 +46,7 @@ impl Coordinator {
                 record = meta.record,
                 "certificate root of the finished run (`nqueens certificate` writes the file)"
             );
-            let mut state = this.state();
-            if let Some(live) = state.runs.get_mut(&meta.id) {
-                // Reopened since (a result taken back): that root is not the run's any more.
-                if live.meta.finished_unix == meta.finished_unix && live.meta.is_done() {
-                    live.root = Some(header.root);
-                }
-            }
+            live.root = Some(header.root);
             drop(state);
             this.changed();
         });
