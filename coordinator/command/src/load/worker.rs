@@ -51,6 +51,9 @@ pub struct Tallies {
     /// Each job this worker's reports made done, with its synthetic total: accepted, or a duplicate after a
     /// report whose answer was lost (the first attempt committed it).
     pub done: BTreeMap<String, u64>,
+    /// Each job whose last report got no answer (the call failed, and the worker stopped before an
+    /// answered retry), with its synthetic total: committed or not, the client cannot tell.
+    pub unanswered: BTreeMap<String, u64>,
     /// The first error, for the summary.
     pub first_error: Option<String>,
 }
@@ -63,6 +66,7 @@ impl Tallies {
             committed: 0,
             errors: 0,
             done: BTreeMap::new(),
+            unanswered: BTreeMap::new(),
             first_error: None,
         }
     }
@@ -167,6 +171,9 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
                     let answer = answer.into_inner();
                     leased = answer.lease.filter(|l| !l.leases.is_empty());
                     let outcomes = answer.outcomes;
+                    for lease in &held {
+                        t.unanswered.remove(&lease.job);
+                    }
                     for (lease, outcome) in held.drain(..).zip(outcomes) {
                         let outcome = proto::Outcome::try_from(outcome);
                         let in_window = measured && done_at <= role.until;
@@ -190,7 +197,12 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
                     }
                 }
                 Err(s) => {
-                    // Kept, and reported again next cycle (idempotent).
+                    // Kept, and reported again next cycle (idempotent). Until an answer comes, the
+                    // store may or may not hold them.
+                    for lease in &held {
+                        t.unanswered
+                            .insert(lease.job.clone(), synthetic_result(lease, &role).total);
+                    }
                     t.failed(&s);
                     tokio::time::sleep(ERROR_PAUSE).await;
                     continue;
