@@ -7,15 +7,8 @@ use nqueens_common::certificate::{Builder, Header};
 use crate::error::{Error, Result};
 use crate::store::{now_unix, RunMeta, Store};
 
-/// Reads every result of the finished run `meta` in the plan's order, checks its seal (and, for a
-/// record run, its confirmation by a second identity), hands each job line to `line`, and returns the
-/// header. Ends early, with the error, once `line` fails.
-pub fn build(
-    store: &Store,
-    meta: &RunMeta,
-    mut line: impl FnMut(&str) -> std::io::Result<()>,
-) -> Result<Header> {
-    let refuse = |why: String| Error::Corrupt(format!("run {}: {why}", meta.id));
+/// Whether `meta` may have a certificate: finished, and not cancelled.
+pub fn check_finished(meta: &RunMeta) -> Result<()> {
     if meta.is_cancelled() {
         return Err(Error::Invalid(format!(
             "run {} was cancelled: its totals are partial and get no certificate",
@@ -28,6 +21,19 @@ pub fn build(
             meta.id
         )));
     }
+    Ok(())
+}
+
+/// Reads every result of the finished run `meta` in the plan's order, checks its seal (and, for a
+/// record run, its confirmation by a second identity), hands each job line to `line`, and returns the
+/// header. Ends early, with the error, once `line` fails.
+pub fn build(
+    store: &Store,
+    meta: &RunMeta,
+    mut line: impl FnMut(&str) -> std::io::Result<()>,
+) -> Result<Header> {
+    let refuse = |why: String| Error::Corrupt(format!("run {}: {why}", meta.id));
+    check_finished(meta)?;
     let plan = meta.plan()?;
     let fingerprint = meta.fingerprint_value()?;
     let mut builder = Builder::new(plan.strategy());

@@ -1,7 +1,7 @@
 //! `nqueens certificate` (a finished run's certificate, written from a stopped coordinator's store) and
 //! `nqueens spot-check` (a certificate checked on its own, then a sample of its jobs recomputed here).
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -51,10 +51,8 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
     let Some(meta) = store.run(args.run)? else {
         anyhow::bail!("no run {} in {}", args.run, dir.display());
     };
-    if !meta.is_done() || meta.is_cancelled() {
-        // Said before the audit reads the whole store.
-        nqueens_coordinator::certify::build(&store, &meta, |_| Ok(()))?;
-    }
+    // Said before the audit reads the whole store.
+    nqueens_coordinator::certify::check_finished(&meta)?;
     offline::check(&store, &dir).map_err(|e| {
         anyhow::anyhow!("{e}; no certificate written (`nqueens audit` says the same)")
     })?;
@@ -174,11 +172,12 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
         Some(s) => Draw::Seed(s.clone()),
         None => Draw::Root,
     };
-    let reader: Box<dyn BufRead> = Box::new(std::io::BufReader::new(file));
-    let checked = certificate::check(reader, args.sample, &draw).map_err(|e| match e {
-        CertError::Io(e) => anyhow::anyhow!("cannot read {}: {e}", args.file.display()),
-        e => anyhow::anyhow!("{} is refused: {e}", args.file.display()),
-    })?;
+    let checked = certificate::check(std::io::BufReader::new(file), args.sample, &draw).map_err(
+        |e| match e {
+            CertError::Io(e) => anyhow::anyhow!("cannot read {}: {e}", args.file.display()),
+            e => anyhow::anyhow!("{} is refused: {e}", args.file.display()),
+        },
+    )?;
     let h = &checked.header;
     let published = nqueens_common::reference::counts(h.n.into());
     let against = match published {
