@@ -511,3 +511,109 @@ fn issue_19_status_watch_rides_out_a_coordinator_outage_and_ends_when_the_run_is
         "{out}"
     );
 }
+
+/// The health status of `service` on the probe listener at `addr` (`host:port`), as a kubelet's `grpc:`
+/// probe asks it: a fresh plaintext connection per check.
+fn probe_status(addr: &str, service: &str) -> i32 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(5))
+            .connect()
+            .await
+            .expect("the probe port accepts a connection");
+        tonic_health::pb::health_client::HealthClient::new(channel)
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.to_string(),
+            })
+            .await
+            .expect("the probe answers")
+            .into_inner()
+            .status
+    })
+}
+
+/// Issue 37: a client with no token holds every place of the coordinator's HTTP listener (eight
+/// connections from each of nine loopback addresses, more than the listener's 64); a new HTTP client is
+/// turned away, yet the probes on `--health-listen` answer SERVING, the coordinator's and a worker's.
+#[test]
+fn issue_37_an_http_flood_leaves_the_probes_answering() {
+    use std::io::{Read, Write};
+    const SERVING: i32 = tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start_with(
+        &dir.path().join("store"),
+        "127.0.0.1:0",
+        "10s",
+        &[
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--health-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let http: std::net::SocketAddr = serve.http.clone().unwrap().parse().unwrap();
+    let health = serve.health.clone().expect("a probe listener");
+    assert_eq!(http_get(&http.to_string(), "/metrics").0, 200);
+
+    // The flood: connections that never send a request (held until the listener's header timeout).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let flood: Vec<tokio::net::TcpStream> = runtime.block_on(async {
+        let mut held = Vec::new();
+        for peer in 1..=9u8 {
+            for _ in 0..8 {
+                let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                socket
+                    .bind(std::net::SocketAddr::from(([127, 0, 0, peer], 0)))
+                    .unwrap();
+                held.push(socket.connect(http).await.unwrap());
+            }
+        }
+        held
+    });
+    std::thread::sleep(Duration::from_millis(500));
+
+    // The HTTP listener is full: a new client gets no answer.
+    let turned_away = || {
+        let mut client = std::net::TcpStream::connect(http).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let _ = client.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        let mut answer = Vec::new();
+        let _ = client.read_to_end(&mut answer);
+        answer.is_empty()
+    };
+    assert!(turned_away(), "the flood holds every HTTP place");
+
+    // The probes answer, on the server as a whole, for liveness and for the coordinator's service.
+    for service in ["", "liveness", "nqueens.v1.Coordinator"] {
+        assert_eq!(probe_status(&health, service), SERVING, "{service:?}");
+    }
+    // The flood still held the HTTP listener while the probes answered.
+    assert!(turned_away(), "the flood still holds every HTTP place");
+    drop(flood);
+
+    // A worker's probe listener answers too.
+    let mut w = worker(
+        &serve.address,
+        dir.path(),
+        "w",
+        &["--health-listen", "127.0.0.1:0"],
+    );
+    let w_log = dir.path().join("w.log");
+    let w_health = log_field(&await_line(&w_log, "health listening"), "addr").unwrap();
+    for service in ["", "liveness"] {
+        assert_eq!(probe_status(&w_health, service), SERVING, "{service:?}");
+    }
+    let _ = w.kill();
+    let _ = w.wait();
+}

@@ -11,6 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Identity, ServerTlsConfig};
+use tonic_health::pb::health_server::HealthServer;
+use tonic_health::server::{HealthReporter, HealthService};
 use tonic_health::ServingStatus;
 
 use crate::auth::RequireToken;
@@ -23,6 +25,11 @@ use crate::storage_health;
 
 /// Largest request the server decodes (a full report batch is far smaller).
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// The health service's name that answers SERVING for as long as the process serves, whatever its
+/// store's state: what a liveness probe asks (a restart mends no full disk). The server as a whole
+/// (`""`) and the coordinator's service are NOT_SERVING while the store cannot be written.
+pub const LIVENESS: &str = "liveness";
 
 /// How to serve.
 #[derive(Debug, Clone)]
@@ -38,6 +45,9 @@ pub struct Options {
     pub tls: Option<Identity>,
     /// Most connections from one peer address at once ([`connections::MAX_PER_PEER`] by default).
     pub per_peer: usize,
+    /// The health statuses to keep: given, a probe listener elsewhere serves them too (`serve
+    /// --health-listen`); none: this server's own.
+    pub health: Option<HealthReporter>,
 }
 
 impl Default for Options {
@@ -48,6 +58,7 @@ impl Default for Options {
             worker_token: None,
             tls: None,
             per_peer: connections::MAX_PER_PEER,
+            health: None,
         }
     }
 }
@@ -77,9 +88,13 @@ pub async fn serve(
         background.clone(),
     ));
 
-    let (health, health_service) = tonic_health::server::health_reporter();
+    let health = options.health.clone().unwrap_or_default();
+    let health_service = HealthServer::new(HealthService::from_health_reporter(health.clone()));
     health
         .set_serving::<CoordinatorServer<CoordinatorService>>()
+        .await;
+    health
+        .set_service_status(LIVENESS, ServingStatus::Serving)
         .await;
     tokio::spawn(storage_watch(
         coordinator.clone(),

@@ -47,6 +47,8 @@ pub struct Serve {
     pub address: String,
     /// `host:port` of the HTTP listener (metrics, status page), when started with --metrics-listen.
     pub http: Option<String>,
+    /// `host:port` of the probe listener, when started with --health-listen.
+    pub health: Option<String>,
     pub log: Arc<Mutex<String>>,
 }
 
@@ -107,21 +109,23 @@ impl Serve {
                 if line.contains("coordinator listening") {
                     let addr = log_field(&line, "addr").unwrap();
                     let http = log_field(&line, "http").filter(|h| h != "-");
-                    let _ = tx.send((addr, http));
+                    let health = log_field(&line, "health").filter(|h| h != "-");
+                    let _ = tx.send((addr, http, health));
                 }
                 let mut log = sink.lock().unwrap();
                 log.push_str(&line);
                 log.push('\n');
             }
         });
-        let (address, http) = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok((a, http)) => (format!("http://{a}"), http),
+        let (address, http, health) = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok((a, http, health)) => (format!("http://{a}"), http, health),
             Err(_) => panic!("coordinator did not start: {}", log.lock().unwrap()),
         };
         Serve {
             child,
             address,
             http,
+            health,
             log,
         }
     }

@@ -25,6 +25,7 @@ pub mod local;
 pub mod outage;
 mod plan;
 pub mod pool;
+pub mod probe;
 mod remote;
 mod serve;
 pub mod setup;

@@ -83,6 +83,12 @@ pub struct ServeArgs {
     /// no token: keep it on a private network), e.g. 127.0.0.1:9100.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Serve the standard gRPC health service alone, in plaintext, at this address (for Kubernetes'
+    /// `grpc:` probes): a port that no client filling the HTTP or gRPC listener takes from the probes.
+    /// Service "liveness" answers SERVING while the process serves; "" and the coordinator's service
+    /// NOT_SERVING while the store cannot be written.
+    #[arg(long, value_name = "ADDR")]
+    pub health_listen: Option<SocketAddr>,
     /// PEM private key of --tls-cert, e.g. DIR/server-key.pem.
     #[arg(
         long,
@@ -194,6 +200,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     for (addr, flag) in [
         (Some(args.listen), "--listen"),
         (args.metrics_listen, "--metrics-listen"),
+        (args.health_listen, "--health-listen"),
     ] {
         if let Some(addr) = addr {
             std::net::TcpListener::bind(addr).map_err(|e| {
@@ -227,6 +234,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         worker_token: args.worker_token.clone(),
         tls,
         per_peer: args.max_connections_per_peer,
+        health: None,
     };
     super::runtime()?.block_on(async {
         let shutdown = setup::shutdown_on_signals();
@@ -276,9 +284,27 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 ),
                 None => None,
             };
+            let mut options = options.clone();
+            let probes = match args.health_listen {
+                Some(addr) => {
+                    let health = tonic_health::server::HealthReporter::new();
+                    options.health = Some(health.clone());
+                    Some(
+                        crate::probe::spawn(addr, health, incarnation.clone().cancelled_owned())
+                            .await
+                            .map_err(|e| {
+                                anyhow::anyhow!(
+                                    "cannot listen for health probes (--health-listen) on {addr}: {e}"
+                                )
+                            })?,
+                    )
+                }
+                None => None,
+            };
             tracing::info!(
                 addr = %listener.local_addr()?,
                 http = %http.map_or("-".to_string(), |a| a.to_string()),
+                health = %probes.map_or("-".to_string(), |a| a.to_string()),
                 data = %data.display(),
                 lease_timeout = %humantime::format_duration(args.lease_timeout),
                 tls = options.tls.is_some(),
@@ -289,7 +315,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             nqueens_coordinator::server::serve(
                 listener,
                 coordinator.clone(),
-                options.clone(),
+                options,
                 incarnation.clone().cancelled_owned(),
             )
             .await?;

@@ -43,6 +43,10 @@ pub struct WorkerArgs {
     /// Serve Prometheus metrics over HTTP at this address (e.g. 0.0.0.0:9101), path /metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Serve the standard gRPC health service alone, in plaintext, at this address (for Kubernetes'
+    /// `grpc:` probes): "" and "liveness" answer SERVING while the worker runs.
+    #[arg(long, value_name = "ADDR")]
+    pub health_listen: Option<SocketAddr>,
     #[command(flatten)]
     pub gpu: GpuArgs,
     #[command(flatten)]
@@ -134,6 +138,21 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
             .await
             .map_err(|e| {
                 anyhow::anyhow!("cannot listen for HTTP (--metrics-listen) on {addr}: {e}")
+            })?;
+    }
+    if let Some(addr) = args.health_listen {
+        let health = tonic_health::server::HealthReporter::new();
+        health
+            .set_service_status(
+                nqueens_coordinator::server::LIVENESS,
+                tonic_health::ServingStatus::Serving,
+            )
+            .await;
+        // It serves until the process exits.
+        crate::probe::spawn(addr, health, std::future::pending())
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!("cannot listen for health probes (--health-listen) on {addr}: {e}")
             })?;
     }
     let config =
