@@ -150,7 +150,10 @@ pub fn status(e: Error) -> Status {
         Error::BadRequest(_) => {
             nqueens_proto::refusing_the_request(Status::invalid_argument(e.to_string()))
         }
-        Error::NotLeased { .. } | Error::RunCancelled(_) | Error::RunDone(_) => {
+        Error::NotLeased { .. }
+        | Error::RunCancelled(_)
+        | Error::RunDone(_)
+        | Error::RecordOnly(_) => {
             Status::failed_precondition(e.to_string())
         }
         Error::Quarantined { .. } => Status::permission_denied(e.to_string()),
@@ -430,7 +433,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
             .collect();
         let outcomes = self
             .coordinator
-            .report(&who.worker, &who.name, reports)
+            .report_as(&who.worker, &who.name, who.credential, reports)
             .await
             .map_err(status)?;
         let outcomes = outcomes

@@ -52,11 +52,24 @@ pub struct Report {
 
 impl Coordinator {
     /// Validates, commits durably, and applies a batch of results from the worker process `worker`
-    /// named `name`; one outcome per result, in order.
+    /// named `name`, whose name is only stated (no worker credential: a record run refuses its
+    /// results); one outcome per result, in order.
     pub async fn report(
         &self,
         worker: &str,
         name: &str,
+        reports: Vec<Report>,
+    ) -> Result<Vec<Outcome>> {
+        self.report_as(worker, name, false, reports).await
+    }
+
+    /// The same from a caller that holds a worker credential (`credential`: `name` is its identity)
+    /// or not.
+    pub async fn report_as(
+        &self,
+        worker: &str,
+        name: &str,
+        credential: bool,
         reports: Vec<Report>,
     ) -> Result<Vec<Outcome>> {
         // The request itself: refused whole, marked so (the worker stops, its results kept).
@@ -80,7 +93,7 @@ impl Coordinator {
             .acquire_owned()
             .await
             .map_err(|_| Error::ShuttingDown)?;
-        let batch = self.validate(worker, name, &reports)?;
+        let batch = self.validate(worker, name, credential, &reports)?;
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -338,6 +351,7 @@ impl Coordinator {
         &self,
         worker: &str,
         name: &str,
+        credential: bool,
         reports: &[Report],
     ) -> Result<Vec<Incoming>> {
         let runs: Vec<(u64, u32, Strategy, nqueens_common::Plan, u64)> = {
@@ -354,6 +368,11 @@ impl Coordinator {
                     let run = lookup(&state, &r.run)?;
                     if run.meta.is_cancelled() {
                         return Err(Error::RunCancelled(run.meta.id.to_string()));
+                    }
+                    // Leased to credentials only; a lease of an earlier incarnation is checked by its
+                    // tag alone, so the caller is checked too.
+                    if run.meta.record && !credential {
+                        return Err(Error::RecordOnly(run.meta.id.to_string()));
                     }
                     Ok((
                         run.meta.id,

@@ -249,7 +249,7 @@ async fn a_result_is_lease_checked_only_under_a_lease_issued_for_its_job() {
     let c = coordinator();
     run_of_8(&c).await;
     let held = lease(&c, "a", 2).await;
-    let checked = |r: Report| c.validate("a", "a", &[r]).unwrap()[0].lease_checked;
+    let checked = |r: Report| c.validate("a", "a", false, &[r]).unwrap()[0].lease_checked;
     assert!(checked(report(&held[0])), "an open job under its lease");
     assert_eq!(
         report_all(&c, "a", &held[..1]).await,
@@ -261,7 +261,7 @@ async fn a_result_is_lease_checked_only_under_a_lease_issued_for_its_job() {
     (borrowed.lease, borrowed.tag) = (held[1].id, held[1].tag);
     assert!(!checked(borrowed.clone()));
     assert!(
-        c.validate("a", "a", &[report(&held[1]), borrowed]).is_ok(),
+        c.validate("a", "a", false, &[report(&held[1]), borrowed]).is_ok(),
         "a done job's result needs no lease of its own"
     );
 }
@@ -1794,4 +1794,46 @@ async fn a_result_at_a_rate_no_device_reaches_waits_for_a_second_identity() {
         c.report("b", "b", vec![report(mine)]).await.unwrap(),
         vec![Outcome::Disputed]
     );
+}
+
+/// Issue 38: a record run takes results from worker credentials only, at validation as at lease time.
+/// A process under the operator's token that states a credential's name and holds one of its leases
+/// (an id and tag seen on that machine) had its report counted: the lease was issued to that name, and
+/// a lease of an earlier incarnation is checked by its tag alone. Now the batch is refused whole,
+/// nothing stored; the credential's own report of the same leases counts.
+#[tokio::test(start_paused = true)]
+async fn a_record_runs_result_from_a_caller_without_a_credential_is_refused() {
+    let c = coordinator();
+    let run = c
+        .create_run_as(8, Strategy::D4, None, None, 0, false, true)
+        .await
+        .unwrap()
+        .id();
+    let leased = c
+        .lease(
+            &Ask {
+                capacity: 4,
+                ..as_credential("node")
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap()
+        .leases;
+    assert!(!leased.is_empty());
+    let reports: Vec<Report> = leased.iter().map(report).collect();
+    let refused = c.report("node", "node", reports.clone()).await.unwrap_err();
+    assert!(
+        matches!(&refused, Error::RecordOnly(r) if *r == run),
+        "{refused:?}"
+    );
+    assert!(
+        refused.to_string().contains("worker credentials only"),
+        "{refused}"
+    );
+    let view = c.run(&run).unwrap();
+    assert_eq!((view.tally.jobs, view.jobs_verifying), (0, 0));
+    let outcomes = c.report_as("node", "node", true, reports).await.unwrap();
+    assert_eq!(outcomes.len(), leased.len());
+    assert_eq!(c.run(&run).unwrap().jobs_verifying, leased.len() as u64);
 }
