@@ -3,9 +3,13 @@
 //! Line 1 is a JSON header (the plan, the totals, the identities, the Merkle root). Then one text line
 //! per job, in the plan's order: `KEY TOTAL UNIQUE8 NODES BY`, with `-` for a strategy without unique
 //! counts and `BY` the comma-separated indices into the header's `identities` of the workers that
-//! computed the job (first the one whose result was kept, then those that confirmed it). The root is
-//! RFC 6962's Merkle tree hash with SHA-256 over the job lines' bytes (without the newline): anyone can
-//! recompute it with `sha256sum`-grade tools. The hash comes from `ring`, already in the build for TLS.
+//! computed the job (first the one whose result was kept, then those that confirmed it). The lines'
+//! root `L` is RFC 6962's Merkle tree hash with SHA-256 over the job lines' bytes (without the newline);
+//! the certificate's root binds the header to it, as one more RFC 6962 node:
+//! `SHA-256(0x01 ‖ SHA-256(0x00 ‖ H) ‖ L)`, with `H` the header's canonical text ([`header_text`]: the
+//! plan, the totals, the record flag and the identities, one per line). Anyone can recompute both with
+//! `sha256sum`-grade tools. The hash comes from `ring`, already in the build for TLS. Version 1 (the
+//! first) had the lines' root alone as its root; it is still read.
 
 use std::io::BufRead;
 
@@ -18,8 +22,11 @@ use crate::tally::Tally;
 
 /// The `format` field of every certificate.
 pub const FORMAT: &str = "nqueens-certificate";
-/// The version this build writes and reads.
-pub const VERSION: u32 = 1;
+/// The version this build writes (it reads this one and [`VERSION_LINES_ONLY`]).
+pub const VERSION: u32 = 2;
+/// The first version: its root is the job lines' root alone (the header's identities and record flag
+/// outside it).
+pub const VERSION_LINES_ONLY: u32 = 1;
 /// The Merkle tree: RFC 6962 with SHA-256.
 pub const HASH: &str = "rfc6962-sha256";
 /// The longest header line read (a run's identities are in it).
@@ -128,15 +135,59 @@ impl Merkle {
 
     /// The root, as 64 hex digits (SHA-256 of nothing for no leaf).
     pub fn root(&self) -> String {
+        hex(&self.root_bytes())
+    }
+
+    /// The root's bytes.
+    pub fn root_bytes(&self) -> [u8; 32] {
         let mut subtrees = self.stack.iter().rev();
         let Some(&(_, mut acc)) = subtrees.next() else {
-            return hex(ring::digest::digest(&SHA256, b"").as_ref());
+            return ring::digest::digest(&SHA256, b"")
+                .as_ref()
+                .try_into()
+                .expect("SHA-256 has 32 bytes");
         };
         for (_, hash) in subtrees {
             acc = node(hash, &acc);
         }
-        hex(&acc)
+        acc
     }
+}
+
+/// The header's canonical text, which the root of a version 2 certificate commits to: `KEY VALUE`
+/// lines for the format, version, run, n, strategy, depth, fingerprint, jobs, total, unique (`-`
+/// without), nodes and record (`0` or `1`), then one `identity NAME` line per identity in order, each
+/// line ended by a newline. The times and the root itself are outside it.
+pub fn header_text(h: &Header) -> String {
+    let mut text = String::new();
+    let mut line = |key: &str, value: &dyn std::fmt::Display| {
+        text.push_str(&format!("{key} {value}\n"));
+    };
+    line("format", &h.format);
+    line("version", &h.version);
+    line("run", &h.run);
+    line("n", &h.n);
+    line("strategy", &h.strategy);
+    line("depth", &h.depth);
+    line("fingerprint", &h.fingerprint);
+    line("jobs", &h.jobs);
+    line("total", &h.total);
+    line("unique", &h.unique.as_deref().unwrap_or("-"));
+    line("nodes", &h.nodes);
+    line("record", &u8::from(h.record));
+    for name in &h.identities {
+        line("identity", name);
+    }
+    text
+}
+
+/// The root of a certificate with header `h` whose job lines' root is `lines`: the lines' root alone
+/// for version 1, bound to [`header_text`] for version 2.
+pub fn bound_root(h: &Header, lines: &[u8; 32]) -> String {
+    if h.version == VERSION_LINES_ONLY {
+        return hex(lines);
+    }
+    hex(&node(&leaf(header_text(h).as_bytes()), lines))
 }
 
 /// A job's line: `KEY TOTAL UNIQUE8 NODES BY`.
@@ -329,8 +380,9 @@ impl Builder {
         fingerprint: String,
         finished_unix: Option<u64>,
         written_unix: u64,
+        record: bool,
     ) -> Result<Header, CertError> {
-        Ok(Header {
+        let mut header = Header {
             format: FORMAT.into(),
             version: VERSION,
             run,
@@ -348,11 +400,13 @@ impl Builder {
             nodes: self.tally.nodes.to_string(),
             identities: self.identities,
             hash: HASH.into(),
-            root: self.merkle.root(),
+            root: String::new(),
             finished_unix,
             written_unix,
-            record: false,
-        })
+            record,
+        };
+        header.root = bound_root(&header, &self.merkle.root_bytes());
+        Ok(header)
     }
 }
 
@@ -388,9 +442,9 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
             header.format
         )));
     }
-    if header.version != VERSION {
+    if header.version != VERSION && header.version != VERSION_LINES_ONLY {
         return Err(CertError::Wrong(format!(
-            "certificate version {}, where this build reads version {VERSION}",
+            "certificate version {}, where this build reads versions {VERSION_LINES_ONLY} and {VERSION}",
             header.version
         )));
     }
@@ -409,9 +463,13 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
     }
     let mut names = std::collections::HashSet::new();
     for name in &header.identities {
-        if name.is_empty() || name.len() > 256 || !names.insert(name.as_str()) {
+        if name.is_empty()
+            || name.len() > 256
+            || name.chars().any(char::is_control)
+            || !names.insert(name.as_str())
+        {
             return Err(CertError::Wrong(format!(
-                "the header's identity {name:?} is empty, over 256 bytes, or named twice"
+                "the header's identity {name:?} is empty, over 256 bytes, holds a control character, or is named twice"
             )));
         }
     }
@@ -508,10 +566,10 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
     if tally.nodes.to_string() != header.nodes {
         return Err(said("nodes", &tally.nodes.to_string(), &header.nodes));
     }
-    let root = merkle.root();
+    let root = bound_root(&header, &merkle.root_bytes());
     if root != header.root {
         return Err(CertError::Wrong(format!(
-            "the job lines' Merkle root is {root}, where the header says {}",
+            "the root of the header and job lines is {root}, where the header says {} (its Merkle root)",
             header.root
         )));
     }
@@ -622,6 +680,11 @@ mod tests {
 
     /// A certificate of every job of `plan`, computed here, as a file's text.
     fn certificate(plan: &Plan) -> String {
+        certificate_as(plan, false)
+    }
+
+    /// The same, of a record run where `record`.
+    fn certificate_as(plan: &Plan, record: bool) -> String {
         let mut b = Builder::new(plan.strategy());
         let mut lines = Vec::new();
         for (i, key) in plan.jobs().enumerate() {
@@ -634,7 +697,9 @@ mod tests {
             lines.push(b.line(&key, &r, by).unwrap());
         }
         let (_, fp) = plan.fingerprint();
-        let h = b.header(7, plan, format!("{fp:016x}"), Some(1), 2).unwrap();
+        let h = b
+            .header(7, plan, format!("{fp:016x}"), Some(1), 2, record)
+            .unwrap();
         let mut text = serde_json::to_string(&h).unwrap();
         text.push('\n');
         for l in lines {
@@ -726,8 +791,8 @@ mod tests {
             refused("", "empty");
             refused("{}\n", "not a certificate header");
             refused(
-                &text.replacen("\"version\":1", "\"version\":2", 1),
-                "version 2",
+                &text.replacen("\"version\":2", "\"version\":3", 1),
+                "version 3",
             );
         }
     }
@@ -810,7 +875,7 @@ mod tests {
         ls[7] = &bad;
         refused(&join(&ls), "line 8: ");
         // Every line of this file names two identities: as a record, it passes.
-        let record = text.replacen("\"record\":false", "\"record\":true", 1);
+        let record = certificate_as(&plan, true);
         assert!(
             check(record.as_bytes(), 1, &Draw::Root)
                 .unwrap()
@@ -856,5 +921,82 @@ mod tests {
         let mut ls = lines.clone();
         ls[0] = &header;
         refused(&join(&ls), "more than a run may have");
+    }
+
+    /// Version 2: the root binds the header (identities, record flag, plan, totals) to the job lines. A
+    /// header changed alone (an identity renamed, the record flag set, the run id) no longer passes: in
+    /// version 1 each did, the root covering the lines only. A version 1 file is still read.
+    #[test]
+    fn the_root_binds_the_header_and_version_1_is_still_read() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let text = certificate(&plan);
+        let lines: Vec<&str> = text.lines().collect();
+        let h: Header = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(h.version, VERSION);
+        let with_header = |h: &Header| {
+            let mut ls = lines.clone();
+            let header = serde_json::to_string(h).unwrap();
+            ls[0] = &header;
+            ls.iter().map(|l| format!("{l}\n")).collect::<String>()
+        };
+        let mut renamed = h.clone();
+        renamed.identities[1] = "mallory".into();
+        let mut record = h.clone();
+        record.record = true;
+        let mut run = h.clone();
+        run.run = 8;
+        for changed in [renamed, record, run] {
+            refused(&with_header(&changed), "the root of the header and job lines");
+        }
+        // The same lines under a version 1 header: its root is the lines' root alone.
+        let mut merkle = Merkle::default();
+        for l in &lines[1..] {
+            merkle.push(l.as_bytes());
+        }
+        let mut v1 = h.clone();
+        v1.version = VERSION_LINES_ONLY;
+        v1.root = merkle.root();
+        assert_ne!(v1.root, h.root);
+        let c = check(with_header(&v1).as_bytes(), 3, &Draw::Root).unwrap();
+        assert_eq!(c.header.version, 1);
+        // Under version 2 the lines' root alone is refused.
+        let mut lines_only = h.clone();
+        lines_only.root = merkle.root();
+        refused(&with_header(&lines_only), "the root of the header and job lines");
+    }
+
+    /// The header's text and the bound root, computed apart with Python's hashlib:
+    /// `sha256(b"\x01" + sha256(b"\x00" + H).digest() + L)` with `L` the root of the lines "a", "b".
+    #[test]
+    fn the_bound_root_is_one_more_rfc_6962_node() {
+        let h = Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            run: 7,
+            n: 4,
+            strategy: Strategy::D4,
+            depth: 1,
+            fingerprint: "00000000000000ff".into(),
+            jobs: 2,
+            total: "2".into(),
+            unique: Some("1".into()),
+            nodes: "9".into(),
+            identities: vec!["alice".into(), "bob".into()],
+            hash: HASH.into(),
+            root: String::new(),
+            finished_unix: None,
+            written_unix: 0,
+            record: true,
+        };
+        assert_eq!(
+            header_text(&h),
+            "format nqueens-certificate\nversion 2\nrun 7\nn 4\nstrategy d4\ndepth 1\n\
+             fingerprint 00000000000000ff\njobs 2\ntotal 2\nunique 1\nnodes 9\nrecord 1\n\
+             identity alice\nidentity bob\n"
+        );
+        let mut m = Merkle::default();
+        m.push(b"a");
+        m.push(b"b");
+        assert_eq!(bound_root(&h, &m.root_bytes()), "b65f81d08c7a28a8646f210f6003a61416d48a65bc4d55e26357b686762a3abc");
     }
 }

@@ -60,16 +60,16 @@ pub fn build(
             .map_err(|e| refuse(e.to_string()))?;
         line(&text).map_err(|e| Error::Io(format!("writing the certificate: {e}")))?;
     }
-    let mut header = builder
+    let header = builder
         .header(
             meta.id,
             &plan,
             meta.fingerprint.clone(),
             meta.finished_unix,
             now_unix(),
+            meta.record,
         )
         .map_err(|e| refuse(e.to_string()))?;
-    header.record = meta.record;
     if header.jobs != meta.jobs_total {
         return Err(refuse(format!(
             "{} jobs in the plan, {} recorded",

@@ -187,7 +187,7 @@ pub enum Command {
     #[command(after_long_help = "Examples:\n  nqueens audit --data data")]
     Audit(backup::AuditArgs),
     /// Write a finished run's certificate: its plan, totals, every job's counts and who computed them,
-    /// and a Merkle root over the job lines (offline: the coordinator stopped).
+    /// and a root over the header and job lines (RFC 6962 Merkle, SHA-256) (offline: the coordinator stopped).
     #[command(after_long_help = "Examples:\n  nqueens certificate 3 --data data --out n20.cert")]
     Certificate(certificate::CertificateArgs),
     /// Check a certificate on its own (plan, order, sums, root), then recompute a sample of its jobs here.
