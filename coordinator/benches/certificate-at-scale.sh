@@ -15,7 +15,7 @@ JOBS=23402790
 have=0
 start=$(date +%s)
 while [ "$have" -lt "$JOBS" ]; do
-  have=$("$BIN" loadgen --data "$DATA" --reuse --n 28 --verify-fraction 0 --workers 8 --batch 64 \
+  have=$("$BIN" loadgen --data "$DATA" --reuse --n 28 --verify-fraction 0 --workers 8 --batch ${BATCH:-1024} \
     --rate 0 --warmup 1s --duration 60s --json |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs_done"])')
   echo "filled $have of $JOBS ($(( $(date +%s) - start )) s)" >&2

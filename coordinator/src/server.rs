@@ -81,6 +81,7 @@ pub async fn serve(
     let background = CancellationToken::new();
     let _stop_background = background.clone().drop_guard();
     tokio::spawn(expire_leases(coordinator.clone(), background.clone()));
+    tokio::spawn(save_spot_passes(coordinator.clone(), background.clone()));
     coordinator.certify_finished();
     tokio::spawn(progress::log_every(
         coordinator.clone(),
@@ -178,6 +179,28 @@ async fn expire_leases(coordinator: Coordinator, stop: CancellationToken) {
         tokio::select! {
             _ = tick.tick() => coordinator.expire_leases().await,
             _ = stop.cancelled() => return,
+        }
+    }
+}
+
+/// How often the spot checks passed are saved, when they changed.
+pub const SAVE_SPOT_PASSES_EVERY: Duration = Duration::from_secs(10);
+
+/// Saves the spot checks each identity passed every [`SAVE_SPOT_PASSES_EVERY`] when they changed, and
+/// once more when the server stops.
+pub(crate) async fn save_spot_passes(coordinator: Coordinator, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(SAVE_SPOT_PASSES_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let stopping = tokio::select! {
+            _ = tick.tick() => false,
+            _ = stop.cancelled() => true,
+        };
+        if let Err(e) = coordinator.save_spot_passes().await {
+            tracing::warn!(error = %e, "cannot save the spot-check passes; trying again later");
+        }
+        if stopping {
+            return;
         }
     }
 }

@@ -353,6 +353,14 @@ impl Coordinator {
             load_ms = (started.elapsed() - audited).as_millis() as u64,
             "store opened"
         );
+        let mut spot = spot::SpotChecks::new(spot_key()?);
+        match store.spot_passes() {
+            Ok(passed) => spot.restore(passed),
+            // A cost, never a count: every identity is checked at the new-identity rate again.
+            Err(e) => {
+                tracing::warn!(error = %e, "the saved spot-check passes cannot be read: every identity starts over at the new-identity rate")
+            }
+        }
         let credentials = crate::credentials::Credentials::open(store.dir())?;
         let health = Arc::new(StorageHealth::default());
         let committer = Committer::start(store.clone(), ledger, health.clone())
@@ -367,7 +375,7 @@ impl Coordinator {
                     strikes: Strikes::default(),
                     counted,
                     confirmed,
-                    spot: spot::SpotChecks::new(spot_key()?),
+                    spot,
                     max_attempts: config.max_attempts.max(1),
                 }),
                 store,
@@ -440,6 +448,23 @@ impl Coordinator {
                 "the store is damaged ({why}): reopening it to repair it from the ledger"
             ));
         }
+    }
+
+    /// Saves the spot checks each identity passed, if they changed since the last save (a background
+    /// task calls it now and then, and at the server's end): the lock is held for the copy only.
+    pub async fn save_spot_passes(&self) -> Result<()> {
+        let Some(passed) = self.state().spot.unsaved() else {
+            return Ok(());
+        };
+        let store = self.shared.store.clone();
+        let saved = tokio::task::spawn_blocking(move || store.save_spot_passes(passed))
+            .await
+            .map_err(|e| Error::Io(format!("saving the spot-check passes: {e}")))
+            .and_then(|saved| saved);
+        if saved.is_err() {
+            self.state().spot.unsaved_again();
+        }
+        saved
     }
 
     /// Whether the store takes writes (see [`crate::storage_health`]).

@@ -5,8 +5,9 @@
 //! the chance that a worker lying on a share `L` of its jobs goes `k` jobs unseen is at most
 //! `(1 - rate * L)^k`, with `rate` its spot-check rate ([`rate`]).
 //!
-//! In memory only: a restart forgets the confirmed jobs seen and the checks passed (identities start
-//! over at the new-identity rate, a cost, never a wrong count).
+//! The checks passed are saved in the store now and then and restored at the start
+//! ([`SpotChecks::restore`]); the confirmed jobs seen are not (a restart's pool fills again as jobs are
+//! confirmed). A pass lost to a crash costs a check, never a count.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hasher;
@@ -58,6 +59,8 @@ pub struct SpotChecks {
     /// The key of the draws (random per incarnation) and a counter.
     key: [u8; 16],
     draws: u64,
+    /// Whether `passed` changed since the last [`SpotChecks::unsaved`].
+    changed: bool,
 }
 
 impl SpotChecks {
@@ -70,7 +73,30 @@ impl SpotChecks {
             out_jobs: HashSet::new(),
             key,
             draws: 0,
+            changed: false,
         }
+    }
+
+    /// Takes up the checks passed as saved (a start), at most [`MAX_IDENTITIES`] of them, the most
+    /// passed first.
+    pub fn restore(&mut self, saved: impl IntoIterator<Item = (String, u64)>) {
+        let mut saved: Vec<(String, u64)> = saved.into_iter().collect();
+        saved.sort_by(|a, b| b.1.cmp(&a.1));
+        saved.truncate(MAX_IDENTITIES);
+        self.passed = saved.into_iter().collect();
+    }
+
+    /// Marks the checks passed as unsaved again (their save failed).
+    pub fn unsaved_again(&mut self) {
+        self.changed = true;
+    }
+
+    /// The checks passed, when they changed since the last call (to be saved).
+    pub fn unsaved(&mut self) -> Option<std::collections::BTreeMap<String, u64>> {
+        if !std::mem::take(&mut self.changed) {
+            return None;
+        }
+        Some(self.passed.iter().map(|(k, v)| (k.clone(), *v)).collect())
     }
 
     /// A uniform draw in [0, 1) that no worker can predict.
@@ -161,9 +187,10 @@ impl SpotChecks {
             }
         }
         *self.passed.entry(name.to_string()).or_insert(0) += 1;
+        self.changed = true;
     }
 
-    /// The checks `name` passed in this incarnation.
+    /// The checks `name` passed (as restored at the start, and since).
     pub fn passed_by(&self, name: &str) -> u64 {
         self.passed.get(name).copied().unwrap_or(0)
     }

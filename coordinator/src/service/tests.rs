@@ -1837,3 +1837,86 @@ async fn a_record_runs_result_from_a_caller_without_a_credential_is_refused() {
     assert_eq!(outcomes.len(), leased.len());
     assert_eq!(c.run(&run).unwrap().jobs_verifying, leased.len() as u64);
 }
+
+/// Issue 37: the spot checks an identity passed survive a restart. Before, they were in memory only: a
+/// restart checked every identity at the new-identity rate again, and a credential whose only record
+/// was its passed checks lost its say in disputes. A damaged record costs the passes, never the start.
+#[tokio::test]
+async fn passed_spot_checks_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let confirmed = verified_run_of_8(&c).await;
+    for name in ["honest-a", "honest-b"] {
+        loop {
+            let got = c.lease(&as_credential(name), Duration::ZERO).await.unwrap();
+            if got.leases.is_empty() {
+                break;
+            }
+            c.report(name, name, got.leases.iter().map(report).collect())
+                .await
+                .unwrap();
+        }
+    }
+    assert!(c.run(&confirmed).unwrap().is_done());
+    run_of_13(&c).await;
+    for _ in 0..200 {
+        let got = c
+            .lease(&as_credential("careful"), Duration::ZERO)
+            .await
+            .unwrap();
+        c.report(
+            "careful",
+            "careful",
+            got.leases.iter().map(report).collect(),
+        )
+        .await
+        .unwrap();
+    }
+    let passed = c.state().spot.passed_by("careful");
+    assert!(passed >= 5, "{passed} checks passed");
+    c.save_spot_passes().await.unwrap();
+    drop(c);
+    let c = reopened(dir.path()).await;
+    assert_eq!(c.state().spot.passed_by("careful"), passed);
+    // Nothing changed since: nothing to save.
+    assert!(c.state().spot.unsaved().is_none());
+    drop(c);
+    // A damaged record: the coordinator starts, every identity from none.
+    {
+        let store = loop {
+            match Store::open(dir.path()) {
+                Ok(store) => break store,
+                Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+                Err(e) => panic!("{e}"),
+            }
+        };
+        store.damage_record("meta", b"spot_passes", |j| j.replace("careful", "carefuX"));
+        store.flush().unwrap();
+    }
+    let c = reopened(dir.path()).await;
+    assert_eq!(c.state().spot.passed_by("careful"), 0);
+}
+
+/// The server's saving task writes the passes within [`crate::server::SAVE_SPOT_PASSES_EVERY`] of a
+/// change, and once more as it stops.
+#[tokio::test(start_paused = true)]
+async fn the_server_saves_spot_passes_now_and_then_and_as_it_stops() {
+    let c = coordinator();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(crate::server::save_spot_passes(c.clone(), stop.clone()));
+    c.state().spot.passed("a");
+    tokio::time::sleep(crate::server::SAVE_SPOT_PASSES_EVERY + Duration::from_millis(1)).await;
+    let saved = |c: &Coordinator| c.shared.store.spot_passes().unwrap();
+    // The blocking write, done while time is paused.
+    for _ in 0..100 {
+        if !saved(&c).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(saved(&c).get("a"), Some(&1));
+    c.state().spot.passed("b");
+    stop.cancel();
+    task.await.unwrap();
+    assert_eq!(saved(&c).get("b"), Some(&1));
+}

@@ -12,7 +12,8 @@
 //!   incremented at every open, so that lease ids of an earlier incarnation, or of a store this one
 //!   replaced, are recognisable), the store's format version (and, while a migration is
 //!   under way, the format it started from), and the lease secret (128 random bits made with the
-//!   store, which authenticate lease ids across incarnations).
+//!   store, which authenticate lease ids across incarnations); and the spot checks each identity
+//!   passed ([`passes`]).
 //!
 //! Every result record carries the seal its worker computed ([`nqueens_common::checksum`]); every read
 //! that can reach a total checks it. Every other record carries a CRC-64 of its own (store format 6),
@@ -26,6 +27,7 @@ mod audit;
 mod commit;
 mod control;
 mod groups;
+mod passes;
 pub(crate) mod records;
 mod repair;
 mod restore;
