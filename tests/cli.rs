@@ -1251,3 +1251,46 @@ fn issue_38_a_certificate_is_spot_checked_and_a_forged_one_is_caught() {
     assert!(!out.status.success() && err.contains("no run 9"), "{err}");
     assert!(!dir.path().join("x").exists());
 }
+
+/// Issue 37: `submit --max-error E` states a run's bound on undetected wrong results per lying
+/// credential; `status` shows it (text and JSON, the default where none was stated); a bound out of
+/// range is refused, naming the range, and creates nothing.
+#[test]
+fn issue_37_submit_states_a_bound_and_status_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = support::Serve::start(&dir.path().join("store"), "127.0.0.1:0", "10s");
+    let bounded = support::submit_with(&serve.address, 12, "d4", &["--max-error", "5"]);
+    let plain = support::submit_with(&serve.address, 11, "d4", &[]);
+    let runs = support::status_json(&serve.address);
+    let of = |id: &str| runs.iter().find(|r| r["run"] == id).unwrap().clone();
+    assert_eq!(of(&bounded)["max_error"], 5.0);
+    assert_eq!(of(&bounded)["max_error_stated"], true);
+    let default = of(&plain)["max_error"].as_f64().unwrap();
+    assert!((default - 36.6).abs() < 0.01, "{default}");
+    assert_eq!(of(&plain)["max_error_stated"], false);
+    let text = String::from_utf8(stdout_of(support::nqueens().args([
+        "status",
+        "--coordinator",
+        &serve.address,
+    ])))
+    .unwrap();
+    let line = |id: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("run {id}:")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(line(&bounded).contains("max error 5"), "{text}");
+    assert!(!line(&plain).contains("max error"), "{text}");
+    let refused = nqueens(&[
+        "submit",
+        "10",
+        "--max-error",
+        "0.5",
+        "--coordinator",
+        &serve.address,
+    ]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("out of range"), "{err}");
+    assert_eq!(support::status_json(&serve.address).len(), 2);
+}

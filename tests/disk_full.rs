@@ -133,6 +133,7 @@ fn run_request(n: u32) -> proto::CreateRunRequest {
         verify_fraction: Some(0.0),
         priority: 0,
         record: false,
+        max_error: None,
     }
 }
 

@@ -36,10 +36,8 @@ pub enum Write {
         plan: Plan,
         jobs_total: u64,
         fingerprint: u64,
-        verify_fraction: f64,
-        priority: i32,
-        /// Record mode: leased to credential holders only, every job verified.
-        record: bool,
+        /// Its fraction verified, priority, record mode and bound.
+        options: crate::store::RunOptions,
     },
     /// An operator's control of a run.
     Control(u64, Control),
@@ -355,18 +353,9 @@ fn apply(store: &Store, write: Write) -> Result<Written> {
             plan,
             jobs_total,
             fingerprint,
-            verify_fraction,
-            priority,
-            record,
+            options,
         } => store
-            .insert_run(
-                plan,
-                jobs_total,
-                fingerprint,
-                verify_fraction,
-                priority,
-                record,
-            )
+            .insert_run(plan, jobs_total, fingerprint, options)
             .map(Written::Run),
         Write::Control(run, change) => store.apply_control(run, change).map(Written::Run),
         Write::Fail(jobs) => Ok(Written::Failed(
@@ -645,9 +634,7 @@ mod tests {
                 plan,
                 jobs_total: 3,
                 fingerprint: 7,
-                verify_fraction: 0.0,
-                priority: 0,
-                record: false,
+                options: crate::store::RunOptions::default(),
             },
             reply,
         ))

@@ -13,7 +13,7 @@ use tonic::{Request, Response, Status};
 
 use crate::auth::{require_operator, worker_identity};
 use crate::error::Error;
-use crate::service::{Ask, Coordinator, Grant, Report, RunView, WorkerView};
+use crate::service::{Ask, Coordinator, Grant, NewRun, Report, RunView, WorkerView};
 use crate::store::{Control, JobState, Outcome, Phase};
 
 /// The most entries (runs, workers) one ListRuns or ListWorkers reply holds.
@@ -202,6 +202,7 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
         jobs_confirmed: v.jobs_confirmed,
         record: v.meta.record,
         root: v.root.clone().unwrap_or_default(),
+        max_error: v.meta.max_error,
         verify_fraction: v.meta.verify_fraction,
         solutions_per_second: v.solutions_per_second,
         priority: v.meta.priority,
@@ -274,10 +275,13 @@ impl coordinator_server::Coordinator for CoordinatorService {
                 r.n,
                 strategy,
                 r.depth,
-                r.verify_fraction,
-                r.priority,
-                r.reuse,
-                r.record,
+                NewRun {
+                    verify_fraction: r.verify_fraction,
+                    priority: r.priority,
+                    reuse: r.reuse,
+                    record: r.record,
+                    max_error: r.max_error,
+                },
             )
             .await
             .map_err(status)?;

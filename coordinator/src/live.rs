@@ -606,6 +606,7 @@ mod tests {
             priority: 0,
             checks: crate::store::Checks::Keyed,
             record: false,
+            max_error: None,
         }
     }
 

@@ -27,6 +27,11 @@ pub struct StatusOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
     pub verify_fraction: f64,
+    /// The bound on undetected wrong results per lying worker credential: the run's stated one, or the
+    /// default ([`crate::service::default_max_error`]).
+    pub max_error: f64,
+    /// Whether the run stated it (`submit --max-error`).
+    pub max_error_stated: bool,
     pub percent: f64,
     /// The partial total while running; the final count once done.
     pub total: String,
@@ -88,6 +93,10 @@ impl From<proto::RunStatus> for StatusOutput {
             record: s.record,
             root: (!s.root.is_empty()).then_some(s.root),
             verify_fraction: s.verify_fraction,
+            max_error: s
+                .max_error
+                .unwrap_or_else(crate::service::default_max_error),
+            max_error_stated: s.max_error.is_some(),
             total: s.total,
             unique: s.unique,
             nodes: s.nodes,

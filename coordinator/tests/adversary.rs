@@ -431,6 +431,7 @@ async fn made_up_results_at_n_28_never_reach_done() {
                 verify_fraction: fraction,
                 priority: 0,
                 record: false,
+                max_error: None,
             })
             .await
             .unwrap()

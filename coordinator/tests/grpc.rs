@@ -447,6 +447,7 @@ async fn issue_3_and_4_bad_input_gets_a_clear_error_and_changes_nothing_stored()
                 verify_fraction,
                 priority: 0,
                 record: false,
+                max_error: None,
             })
             .await
             .unwrap_err();
@@ -851,6 +852,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
             verify_fraction: Some(0.0),
             priority: 0,
             record: false,
+            max_error: None,
         })
         .await
         .unwrap()
@@ -874,6 +876,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
                 verify_fraction: None,
                 priority: 0,
                 record: false,
+                max_error: None,
             })
             .await
             .map(|_| ()),
@@ -1221,6 +1224,7 @@ async fn issue_15_shutdown_cuts_the_enumeration_of_a_huge_plan_short() {
                 verify_fraction: None,
                 priority: 0,
                 record: false,
+                max_error: None,
             })
             .await
     });
@@ -1604,6 +1608,7 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
             verify_fraction: Some(0.0),
             priority: 0,
             record: false,
+            max_error: None,
         })
         .await
         .unwrap()
@@ -1660,6 +1665,7 @@ async fn issue_19_workers_lease_from_the_highest_priority_run_first_and_bad_cont
             verify_fraction: Some(0.0),
             priority: 5,
             record: false,
+            max_error: None,
         })
         .await
         .unwrap()
@@ -2008,6 +2014,7 @@ async fn a_worker_token_computes_and_reads_but_cannot_create_or_steer_runs() {
                 verify_fraction: None,
                 priority: 0,
                 record: false,
+                max_error: None,
             })
             .await
             .map(|_| ()),

@@ -119,6 +119,11 @@ pub struct SubmitArgs {
     /// twice the computation of a plain run (`nqueens estimate --record` prices it).
     #[arg(long)]
     pub record: bool,
+    /// The bound on the expected number of wrong results a lying worker credential gets counted
+    /// unseen, from 1 to 36.6 (the default): while the run is open, spot checks make at least about
+    /// 1 / (e * E) of every credential's leases (E = 1: 31 %; 5: 7.1 %; the default: 1 %).
+    #[arg(long, value_name = "E")]
+    pub max_error: Option<f64>,
 }
 
 /// Arguments of `nqueens status`.
@@ -173,6 +178,9 @@ pub fn run_line(s: &StatusOutput) -> String {
     } else if s.jobs_confirmed > 0 {
         checks += &format!(", {} confirmed", s.jobs_confirmed);
     }
+    if s.max_error_stated {
+        checks += &format!(", max error {}", s.max_error);
+    }
     if s.jobs_disputed > 0 {
         checks += &format!(", {} DISPUTED", s.jobs_disputed);
     }
@@ -226,10 +234,19 @@ pub fn submit(args: &SubmitArgs) -> anyhow::Result<()> {
                 verify_fraction: args.verify_fraction,
                 priority: args.priority,
                 record: args.record,
+                max_error: args.max_error,
             };
             anyhow::Ok(client.create_run(req).await.map_err(rpc)?.into_inner())
         })
         .map_err(|e| locate(e, &args.connection.coordinator))?;
+    if args.max_error.is_some() && status.max_error.is_none() {
+        // A coordinator older than the bound ignores the field and makes a run at the default.
+        anyhow::bail!(
+            "the coordinator made run {} without the bound asked (it predates --max-error): cancel it with `nqueens cancel {}` and upgrade the coordinator",
+            status.run,
+            status.run
+        );
+    }
     if args.record && !status.record {
         // A coordinator older than record mode ignores the field and makes a plain run.
         anyhow::bail!(

@@ -319,6 +319,7 @@ pub fn same_run(a: &RunMeta, b: &RunMeta) -> bool {
         &b.fingerprint,
     ) && same_fraction(a.verify_fraction, b.verify_fraction)
         && a.record == b.record
+        && a.max_error.map(f64::to_bits) == b.max_error.map(f64::to_bits)
 }
 
 /// Why the store's and the ledger's records of a run (`stored`, `logged`) are refused as two runs,

@@ -16,7 +16,10 @@ pub use control::{DEFAULT_JOB_LIMIT, MAX_JOB_LIMIT};
 pub(crate) use lease::check_worker;
 pub use lease::{scoped_id, Ask, Grant, Granted};
 pub use report::Report;
-pub use spot::{rate as spot_check_rate, MIN_RATE as MIN_SPOT_RATE, NEW_RATE as NEW_SPOT_RATE};
+pub use spot::{
+    check_max_error, default_max_error, max_error_at, rate as spot_check_rate, spot_rate_for,
+    MIN_RATE as MIN_SPOT_RATE, NEW_RATE as NEW_SPOT_RATE,
+};
 pub use strikes::Expiries;
 pub use view::{RunView, WorkerState, WorkerView};
 
@@ -78,6 +81,22 @@ pub enum RetryFailed {
     /// Those of the runs of this plan that verify nothing and are not cancelled (a local count's, which
     /// has no operator to look into a failed job).
     Plan(nqueens_common::Plan),
+}
+
+
+/// What a caller asks of a new run beside its plan ([`Coordinator::create_run_as`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NewRun {
+    /// The fraction of jobs computed twice; none: [`DEFAULT_VERIFY_FRACTION`].
+    pub verify_fraction: Option<f64>,
+    pub priority: i32,
+    /// Return the newest run of the same plan instead, if one verifies as much as asked.
+    pub reuse: bool,
+    /// Record mode.
+    pub record: bool,
+    /// The bound on undetected wrong results per lying credential ([`check_max_error`]); none: the
+    /// default ([`default_max_error`]).
+    pub max_error: Option<f64>,
 }
 
 /// The plan of N = `n` under `strategy`, at `depth` or the strategy's default depth.
@@ -508,24 +527,36 @@ impl Coordinator {
         priority: i32,
         reuse: bool,
     ) -> Result<RunView> {
-        self.create_run_as(n, strategy, depth, verify_fraction, priority, reuse, false)
-            .await
+        let ask = NewRun {
+            verify_fraction,
+            priority,
+            reuse,
+            ..NewRun::default()
+        };
+        self.create_run_as(n, strategy, depth, ask).await
     }
 
-    /// [`Coordinator::create_run`], in record mode where `record` is set: every job computed by two
-    /// identities that hold worker credentials (a fraction below 1 is refused), leased to credential
-    /// holders only; with `reuse`, only a record run of the plan is returned.
-    #[allow(clippy::too_many_arguments)]
+    /// [`Coordinator::create_run`] with everything a caller may ask ([`NewRun`]): in record mode, every
+    /// job computed by two identities that hold worker credentials (a fraction below 1 is refused),
+    /// leased to credential holders only, and with `reuse` only a record run of the plan is returned; a
+    /// stated `max_error` raises the spot checks while the run is open ([`spot_rate_for`]).
     pub async fn create_run_as(
         &self,
         n: u32,
         strategy: Strategy,
         depth: Option<u32>,
-        verify_fraction: Option<f64>,
-        priority: i32,
-        reuse: bool,
-        record: bool,
+        ask: NewRun,
     ) -> Result<RunView> {
+        let NewRun {
+            verify_fraction,
+            priority,
+            reuse,
+            record,
+            max_error,
+        } = ask;
+        if let Some(e) = max_error {
+            check_max_error(e)?;
+        }
         if record && verify_fraction.is_some_and(|f| f < 1.0) {
             return Err(Error::Invalid(
                 "a record run verifies every job: leave --verify-fraction out, or give 1".into(),
@@ -607,9 +638,12 @@ impl Coordinator {
             plan,
             jobs_total,
             fingerprint,
-            verify_fraction,
-            priority,
-            record,
+            options: crate::store::RunOptions {
+                verify_fraction,
+                priority,
+                record,
+                max_error,
+            },
         };
         to_the_end(async move {
             let _one_reuse_at_a_time = one_reuse_at_a_time;

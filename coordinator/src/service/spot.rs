@@ -26,6 +26,45 @@ pub const POOL_PER_RUN: usize = 4096;
 /// Identities whose passed checks are remembered (the fewest-checked are forgotten first beyond it).
 const MAX_IDENTITIES: usize = 65_536;
 
+/// The expected number of wrong results a lying credential gets counted and never caught, where at
+/// least `rate` of its leases are spot checks: at most `1 / (e * -ln(1 - rate))`, about
+/// `1 / (e * rate)`. Spot checks look like any job, so each lie is one with odds `rate` at least, and
+/// one caught takes back everything the liar had counted; `n` lies stand only if none met a check,
+/// odds `(1 - rate)^n`, and `n (1 - rate)^n` is at most that bound whatever `n`. It needs confirmed
+/// jobs to check with (see docs/security.md) and assumes the confirming identities honest.
+pub fn max_error_at(rate: f64) -> f64 {
+    -1.0 / (std::f64::consts::E * (-rate).ln_1p())
+}
+
+/// The least spot-check rate that holds a run's stated bound `max_error` ([`max_error_at`]'s inverse):
+/// `1 - exp(-1 / (e * max_error))`, about `1 / (e * max_error)`.
+pub fn spot_rate_for(max_error: f64) -> f64 {
+    -(-1.0 / (std::f64::consts::E * max_error)).exp_m1()
+}
+
+/// The bound of a run that states none: that of [`MIN_RATE`], about 36.6 wrong results per lying
+/// credential.
+pub fn default_max_error() -> f64 {
+    max_error_at(MIN_RATE)
+}
+
+/// The smallest bound a run may state: 1 (spot checks at 31 % of the leases).
+pub const LEAST_MAX_ERROR: f64 = 1.0;
+
+/// Whether `max_error` may be a run's bound: from [`LEAST_MAX_ERROR`] to the default bound (a larger
+/// one would not lower the least rate).
+pub fn check_max_error(max_error: f64) -> crate::error::Result<()> {
+    if max_error.is_finite() && (LEAST_MAX_ERROR..=default_max_error()).contains(&max_error) {
+        return Ok(());
+    }
+    Err(crate::error::Error::Invalid(format!(
+        "max error {max_error} is out of range: from {LEAST_MAX_ERROR} (spot checks at {:.0}% of the leases) to {:.1} (the default, at {:.0}%)",
+        spot_rate_for(LEAST_MAX_ERROR) * 100.0,
+        default_max_error(),
+        MIN_RATE * 100.0
+    )))
+}
+
 /// The share of an identity's leases that are spot checks, after it passed `passed` of them:
 /// [`NEW_RATE`] at first, halved for every ten passed, never below [`MIN_RATE`].
 pub fn rate(passed: u64) -> f64 {
@@ -129,9 +168,9 @@ impl SpotChecks {
     }
 
     /// How many of `slots` leases for the identity `name` are to be spot checks, drawn one by one at
-    /// its [`rate`].
-    pub fn how_many(&mut self, name: &str, slots: u32) -> u32 {
-        let rate = rate(self.passed.get(name).copied().unwrap_or(0));
+    /// its [`rate`], or at `floor` where that is higher (the open runs' stated bounds).
+    pub fn how_many(&mut self, name: &str, slots: u32, floor: f64) -> u32 {
+        let rate = rate(self.passed.get(name).copied().unwrap_or(0)).max(floor);
         (0..slots).filter(|_| self.draw() < rate).count() as u32
     }
 
@@ -208,7 +247,16 @@ pub(super) fn lease(
     only: Option<u64>,
     now: Instant,
 ) -> Vec<Granted> {
-    let wanted = state.spot.how_many(name, capacity);
+    // The open runs it may lease from that state a bound raise its rate to theirs.
+    let floor = state
+        .runs
+        .values()
+        .filter(|r| !r.meta.is_cancelled() && !r.meta.is_done())
+        .filter(|r| only.is_none_or(|id| id == r.meta.id))
+        .filter_map(|r| r.meta.max_error)
+        .map(spot_rate_for)
+        .fold(0.0, f64::max);
+    let wanted = state.spot.how_many(name, capacity, floor);
     if wanted == 0 {
         return Vec::new();
     }
@@ -247,6 +295,46 @@ pub(super) fn lease(
 mod tests {
     use super::*;
 
+    /// The bound and the rate are each other's inverse; the bound holds for a liar telling `n` lies at
+    /// any `n` (computed exactly, and checked against a simulation of liars meeting checks at random);
+    /// the range of bounds a run may state, at its edges.
+    #[test]
+    fn a_rate_bounds_the_undetected_lies_of_any_liar() {
+        assert!((spot_rate_for(max_error_at(0.05)) - 0.05).abs() < 1e-12);
+        assert!((default_max_error() - 36.60).abs() < 0.01, "{}", default_max_error());
+        assert!((spot_rate_for(1.0) - 0.3078).abs() < 0.0001);
+        assert!((spot_rate_for(2.0) - 0.1680).abs() < 0.0001);
+        for rate in [MIN_RATE, 0.05, NEW_RATE, spot_rate_for(1.0)] {
+            let bound = max_error_at(rate);
+            let worst = (1..100_000)
+                .map(|n| n as f64 * (1.0 - rate).powi(n))
+                .fold(0.0, f64::max);
+            assert!(worst <= bound, "{worst} > {bound} at {rate}");
+            assert!(worst > 0.98 * bound, "the bound is tight: {worst}, {bound}");
+        }
+        // Simulated: 20,000 liars of 25 lies each (the worst n at 0.04), a check met with odds 0.04 per
+        // lie, everything taken back at the first: the mean left standing is what the bound's argument
+        // says, 25 * 0.96^25 = 9.01 (within four standard deviations, 0.34), and the bound is 9.01.
+        let rate = 0.04;
+        let mut s = SpotChecks::new([5; 16]);
+        let mut standing = 0u64;
+        for _ in 0..20_000 {
+            if (0..25).all(|_| s.draw() >= rate) {
+                standing += 25;
+            }
+        }
+        let mean = standing as f64 / 20_000.0;
+        let expected = 25.0 * (1.0 - rate).powi(25);
+        assert!((mean - expected).abs() < 0.34, "{mean}, {expected}");
+        assert!(expected <= max_error_at(rate));
+        assert!(check_max_error(LEAST_MAX_ERROR).is_ok());
+        assert!(check_max_error(default_max_error()).is_ok());
+        for bad in [0.99, default_max_error() + 0.01, f64::NAN, f64::INFINITY, -1.0] {
+            let e = check_max_error(bad).unwrap_err().to_string();
+            assert!(e.contains("out of range"), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn the_rate_falls_with_passed_checks_to_its_floor() {
         assert_eq!(rate(0), NEW_RATE);
@@ -260,13 +348,16 @@ mod tests {
     #[test]
     fn draws_follow_the_rate_and_picks_pass_by_the_identitys_own_jobs() {
         let mut s = SpotChecks::new([7; 16]);
-        let n = s.how_many("new", 10_000);
+        let n = s.how_many("new", 10_000, 0.0);
         assert!((1700..2300).contains(&n), "{n} of 10000 at 0.2");
         for _ in 0..100 {
             s.passed("old");
         }
-        let n = s.how_many("old", 10_000);
+        let n = s.how_many("old", 10_000, 0.0);
         assert!((50..150).contains(&n), "{n} of 10000 at 0.01");
+        // A run's bound raises the floor: a bound of 2 checks 16.8 % of the leases.
+        let n = s.how_many("old", 10_000, spot_rate_for(2.0));
+        assert!((1480..1880).contains(&n), "{n} of 10000 at 0.168");
         assert_eq!(s.passed_by("old"), 100);
         assert_eq!(s.pick(&[1], "x"), None);
         let key: JobKey = "1.2".parse().unwrap();

@@ -1147,7 +1147,9 @@ async fn an_abandoned_create_run_stops_enumerating_and_frees_its_place() {
 fn a_stored_run_whose_plan_cannot_be_enumerated_is_refused_at_the_start() {
     let store = Store::temporary().unwrap();
     let plan = nqueens_common::Plan::with_depth(32, Strategy::Mirror, 30).unwrap();
-    store.insert_run(plan, 100, 0, 0.0, 0, false).unwrap();
+    store
+        .insert_run(plan, 100, 0, crate::store::RunOptions::default())
+        .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(Coordinator::open(store, Config::default()).map(|_| ()));
@@ -1805,7 +1807,15 @@ async fn a_result_at_a_rate_no_device_reaches_waits_for_a_second_identity() {
 async fn a_record_runs_result_from_a_caller_without_a_credential_is_refused() {
     let c = coordinator();
     let run = c
-        .create_run_as(8, Strategy::D4, None, None, 0, false, true)
+        .create_run_as(
+            8,
+            Strategy::D4,
+            None,
+            super::NewRun {
+                record: true,
+                ..Default::default()
+            },
+        )
         .await
         .unwrap()
         .id();
@@ -1919,4 +1929,77 @@ async fn the_server_saves_spot_passes_now_and_then_and_as_it_stops() {
     stop.cancel();
     task.await.unwrap();
     assert_eq!(saved(&c).get("b"), Some(&1));
+}
+
+/// Issue 37: a run that states a bound on undetected wrong results (`submit --max-error`) raises the
+/// spot checks of every credential that may lease from it, a trusted one too, to `1 / (e * bound)`
+/// while it is open: a credential at the floor rate (1 %) meets checks at 17 % of its leases beside a
+/// run bounded at 2, and at 1 % when it asks only for a run that states none. Bounds out of range are
+/// refused, and the run keeps its bound.
+#[tokio::test(start_paused = true)]
+async fn a_runs_stated_bound_raises_the_spot_checks_while_it_is_open() {
+    let (c, plain) = confirmed_and_open().await;
+    let confirmed = "1";
+    for bad in [0.5, 40.0, f64::NAN] {
+        let ask = super::NewRun {
+            max_error: Some(bad),
+            ..Default::default()
+        };
+        let e = c
+            .create_run_as(12, Strategy::D4, None, ask)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("out of range"), "{bad}: {e}");
+    }
+    let bounded = c
+        .create_run_as(
+            13,
+            Strategy::Mirror,
+            None,
+            super::NewRun {
+                max_error: Some(2.0),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(bounded.meta.max_error, Some(2.0));
+    assert_eq!(crate::grpc::run_status(&bounded).max_error, Some(2.0));
+    assert_eq!(c.run(&plain).unwrap().meta.max_error, None);
+    c.state().spot.restore([("old".to_string(), 1000)]);
+    let checks = |only: Option<&str>| {
+        let c = c.clone();
+        let only = only.map(str::to_string);
+        async move {
+            let mut spots = 0;
+            for _ in 0..400 {
+                let got = c
+                    .lease(
+                        &Ask {
+                            only: only.as_deref(),
+                            ..as_credential("old")
+                        },
+                        Duration::ZERO,
+                    )
+                    .await
+                    .unwrap();
+                spots += got
+                    .leases
+                    .iter()
+                    .filter(|g| g.run.to_string() == confirmed)
+                    .count();
+                c.report("old", "old", got.leases.iter().map(report).collect())
+                    .await
+                    .unwrap();
+            }
+            spots
+        }
+    };
+    let near_the_bound = checks(None).await;
+    assert!(
+        (40..120).contains(&near_the_bound),
+        "{near_the_bound} of 400 at 0.168"
+    );
+    let plain_only = checks(Some(&plain)).await;
+    assert!(plain_only < 20, "{plain_only} of 400 at 0.01");
 }

@@ -40,7 +40,7 @@ pub use audit::{AuditLine, Survey};
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
 pub use control::{Control, JobListing, ListedJob};
 pub use records::{
-    now_unix, Checks, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta,
+    now_unix, Checks, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta, RunOptions,
 };
 pub use revoke::{Revocation, Revoked};
 
@@ -310,14 +310,12 @@ impl Store {
         check_verify_fraction(verify_fraction)?;
         let (jobs_total, fingerprint) =
             plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, [cancel])?;
-        let meta = self.insert_run(
-            plan,
-            jobs_total,
-            fingerprint,
+        let options = RunOptions {
             verify_fraction,
             priority,
-            false,
-        )?;
+            ..RunOptions::default()
+        };
+        let meta = self.insert_run(plan, jobs_total, fingerprint, options)?;
         self.flush()?;
         Ok(meta)
     }
@@ -329,11 +327,18 @@ impl Store {
         plan: Plan,
         jobs_total: u64,
         fingerprint: u64,
-        verify_fraction: f64,
-        priority: i32,
-        record: bool,
+        options: RunOptions,
     ) -> Result<RunMeta> {
+        let RunOptions {
+            verify_fraction,
+            priority,
+            record,
+            max_error,
+        } = options;
         check_verify_fraction(verify_fraction)?;
+        if let Some(e) = max_error {
+            crate::service::check_max_error(e)?;
+        }
         if record && verify_fraction < 1.0 {
             return Err(Error::Invalid(format!(
                 "a record run verifies every job, not {verify_fraction}"
@@ -369,6 +374,7 @@ impl Store {
                 priority,
                 checks: Checks::Keyed,
                 record,
+                max_error,
             };
             runs.insert(&run_key(id), encode(&run))?;
             totals.insert(&run_key(id), encode(&Tally::new(with_unique)))?;

@@ -50,6 +50,24 @@ pub struct RunMeta {
     /// Leased to credential holders only. Absent from the records of runs created before it (false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub record: bool,
+    /// The bound on undetected wrong results the run states (`submit --max-error`): spot checks make at
+    /// least [`crate::service::spot_rate_for`] of it of every credential's leases while the run is open.
+    /// Absent from the records of runs created before it, and of runs that state none (the default
+    /// bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_error: Option<f64>,
+}
+
+/// What a new run asks for beside its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RunOptions {
+    /// The fraction of jobs computed twice (0 to 1).
+    pub verify_fraction: f64,
+    pub priority: i32,
+    /// Record mode (every job verified, leased to credential holders only).
+    pub record: bool,
+    /// The bound on undetected wrong results it states (none: the default).
+    pub max_error: Option<f64>,
 }
 
 /// How a run picks the jobs it computes twice.

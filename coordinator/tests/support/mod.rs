@@ -43,6 +43,7 @@ pub async fn create_verified(c: &mut Client, n: u32, verify_fraction: f64) -> pr
         verify_fraction: Some(verify_fraction),
         priority: 0,
         record: false,
+        max_error: None,
     })
     .await
     .unwrap()

@@ -165,6 +165,7 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
             verify_fraction: (!load.reuse).then_some(load.verify_fraction),
             priority: 0,
             record: false,
+            max_error: None,
         })
         .await?
         .into_inner();
