@@ -901,6 +901,102 @@ NQUEENS_DATA=/nonexistent nqueens spot-check n13.cert --sample 1000 > ../spot.tx
     );
 }
 
+/// Issue 37: workers known by client certificates signed by the `tls init` CA, end to end with real
+/// processes: `tls worker` signs one per identity (refusing a second of the same name and a name that
+/// is no identity); `serve --tls-client-ca` takes them; two workers with nothing but their certificate
+/// (no token) finish a run that verifies every job, as two identities; a revoked identity's
+/// certificate is refused at once.
+#[test]
+fn issue_37_workers_known_by_their_client_certificates() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = format!(
+        r#"set -eu
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > operator.token)
+nqueens tls init tls --host 127.0.0.1 > init.txt
+nqueens tls worker tls node-1 > node-1.txt
+nqueens tls worker tls node-2 > node-2.txt
+if nqueens tls worker tls node-1 2> twice.txt; then exit 1; fi
+if nqueens tls worker tls 'no/identity' 2> bad.txt; then exit 1; fi
+stat -c %a tls/workers/node-1-key.pem > key-mode.txt
+nqueens serve --listen 127.0.0.1:{port} --data data --token-file operator.token \
+  --tls-cert tls/server.pem --tls-key tls/server-key.pem --tls-client-ca tls/ca.pem > serve.log 2>&1 &
+serve=$!
+for i in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.1; done
+export NQUEENS_COORDINATOR=https://127.0.0.1:{port} NQUEENS_TLS_CA=tls/ca.pem
+op() {{ NQUEENS_TOKEN_FILE=operator.token nqueens "$@"; }}
+op credential issue node-1 > /dev/null
+op credential issue node-2 > /dev/null
+op submit 10 --verify-fraction 1 > submit.txt
+nqueens worker --name a --threads 1 --client-cert tls/workers/node-1.pem --client-key tls/workers/node-1-key.pem > w1.log 2>&1 &
+nqueens worker --name b --threads 1 --client-cert tls/workers/node-2.pem --client-key tls/workers/node-2-key.pem > w2.log 2>&1 &
+op status --watch --interval 250ms > watch.txt
+op status --run 1 > status.txt
+op status --workers --json > workers.json
+op credential revoke node-2 > /dev/null
+if nqueens status --client-cert tls/workers/node-2.pem --client-key tls/workers/node-2-key.pem 2> revoked.txt; then exit 1; fi
+nqueens status --run 1 --client-cert tls/workers/node-1.pem --client-key tls/workers/node-1-key.pem > node-1-status.txt
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = bash_in(dir.path(), &script);
+    let status = wait(&mut child, Duration::from_secs(180), "the certificate run");
+    let out = child.wait_with_output().unwrap();
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
+    let all = || {
+        [
+            "serve.log", "w1.log", "w2.log", "watch.txt", "status.txt", "twice.txt", "bad.txt",
+            "revoked.txt",
+        ]
+        .map(|f| format!("--- {f}\n{}", read(f)))
+        .join("\n")
+    };
+    assert!(
+        status.success(),
+        "{}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        all()
+    );
+    assert!(read("twice.txt").contains("already exist"), "{}", all());
+    assert!(read("bad.txt").contains("not a worker identity"), "{}", all());
+    assert_eq!(read("key-mode.txt").trim(), "600");
+    let (total, _) = reference(10);
+    let st = read("status.txt");
+    assert!(
+        st.contains(" done,") && st.contains(&format!("total {total}")),
+        "{}",
+        all()
+    );
+    // Two identities, each known by its certificate's name, did the work.
+    let workers: Vec<serde_json::Value> = read("workers.json")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for name in ["node-1", "node-2"] {
+        let w = workers
+            .iter()
+            .find(|w| w["name"] == name)
+            .unwrap_or_else(|| panic!("no worker {name}: {workers:?}"));
+        assert!(
+            w["worker_id"].as_str().unwrap().starts_with(&format!("{name}/")),
+            "{w}"
+        );
+        assert!(w["jobs_done"].as_u64().unwrap() > 0, "{w}");
+    }
+    let revoked = read("revoked.txt");
+    assert!(
+        revoked.contains("revoked") && !revoked.contains("--token"),
+        "{}",
+        all()
+    );
+    assert!(read("node-1-status.txt").contains("run 1:"), "{}", all());
+}
+
 /// Starts `script` in bash in `dir`, the built binaries first on PATH, a default data directory in
 /// `dir`, and no coordinator, token or CA from this environment; its output piped.
 fn bash_in(dir: &std::path::Path, script: &str) -> std::process::Child {
@@ -923,6 +1019,8 @@ fn bash_in(dir: &std::path::Path, script: &str) -> std::process::Child {
         .env_remove("NQUEENS_TOKEN_FILE")
         .env_remove("NQUEENS_COORDINATOR")
         .env_remove("NQUEENS_TLS_CA")
+        .env_remove("NQUEENS_CLIENT_CERT")
+        .env_remove("NQUEENS_CLIENT_KEY")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

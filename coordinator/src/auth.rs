@@ -5,6 +5,13 @@
 //! everything; a worker credential (issued per worker, [`crate::credentials`]) or the shared workers'
 //! token leases, reports and reads its own runs' status, but cannot create or steer runs, list workers or
 //! jobs. A worker's identity is its credential: every call with the shared token is one identity.
+//!
+//! Where TLS asks for client certificates (`serve --tls-client-ca`), a certificate that chains to that
+//! CA (checked by the TLS layer) names a worker identity by its subject's common name. The identity
+//! must be issued in the credentials book and not revoked ([`Credentials::admits`]). It is the call's
+//! identity with no token, with the shared workers' token, or with a credential token of the same
+//! identity; a credential token of another identity is refused; the operator's token stays the
+//! operator's.
 
 use std::sync::Arc;
 
@@ -92,21 +99,74 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 impl Interceptor for RequireToken {
     fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
-        let role = if self.operator.is_none() && self.worker.is_none() {
-            Role::Operator
-        } else {
-            match req.metadata().get("authorization") {
-                Some(given) => self.role(given.as_bytes())?,
-                None => {
-                    return Err(Status::unauthenticated(
-                        "this coordinator requires a token (--token or NQUEENS_TOKEN)",
-                    ))
+        let certified = match req.peer_certs() {
+            Some(chain) => self.certified(chain.first().map(|c| c.as_ref()))?,
+            None => None,
+        };
+        let open = self.operator.is_none() && self.worker.is_none();
+        let role = match (req.metadata().get("authorization"), certified) {
+            (_, Some(identity)) if open => Role::Worker(identity),
+            _ if open => Role::Operator,
+            (Some(given), certified) => match (self.role(given.as_bytes())?, certified) {
+                (role, None) | (role @ Role::Operator, Some(_)) => role,
+                (Role::Worker(token), Some(identity))
+                    if &*token == SHARED_IDENTITY || token == identity =>
+                {
+                    Role::Worker(identity)
                 }
+                (Role::Worker(token), Some(identity)) => {
+                    return Err(Status::unauthenticated(format!(
+                        "the token is {token:?}'s credential, the client certificate {identity:?}'s: one call, one identity"
+                    )))
+                }
+            },
+            (None, Some(identity)) => Role::Worker(identity),
+            (None, None) => {
+                return Err(Status::unauthenticated(
+                    "this coordinator requires a token (--token or NQUEENS_TOKEN) or a client certificate",
+                ))
             }
         };
         req.extensions_mut().insert(role);
         Ok(req)
     }
+}
+
+impl RequireToken {
+    /// The identity a verified client certificate (its DER, `leaf`) names, if it may work; a
+    /// certificate whose common name is no identity issued here, or one revoked, is refused.
+    fn certified(&self, leaf: Option<&[u8]>) -> Result<Option<Arc<str>>, Status> {
+        let Some(der) = leaf else {
+            return Ok(None);
+        };
+        let name = certificate_identity(der).ok_or_else(|| {
+            Status::unauthenticated(
+                "the client certificate names no worker identity (its subject's common name)",
+            )
+        })?;
+        let verdict = match &self.credentials {
+            Some(c) => c.admits(&name),
+            None => Verdict::Unknown,
+        };
+        match verdict {
+            Verdict::Valid(identity) => Ok(Some(identity)),
+            Verdict::Revoked(identity) => Err(Status::unauthenticated(format!(
+                "the credential of {identity:?} was revoked by the operator"
+            ))),
+            Verdict::Unknown => Err(Status::unauthenticated(format!(
+                "the client certificate names {:?}, an identity not issued here (`nqueens credential issue NAME` first)",
+                crate::service::truncate(&name)
+            ))),
+        }
+    }
+}
+
+/// The common name of the subject of a certificate (DER), if it has exactly one, as text.
+pub fn certificate_identity(der: &[u8]) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let mut names = cert.subject().iter_common_name();
+    let name = names.next()?.as_str().ok()?.to_string();
+    names.next().is_none().then_some(name)
 }
 
 /// Refuses, with PERMISSION_DENIED, a call that was not made with the operator's token (a request that

@@ -229,6 +229,21 @@ impl Credentials {
         }
     }
 
+    /// Whether `identity`, named by a client certificate that chains to the coordinator's client CA, may
+    /// work: only an identity issued here (`nqueens credential issue`) and not revoked. The CA proves who
+    /// signed the certificate; this book decides, at once, whether that identity works now.
+    pub fn admits(&self, identity: &str) -> Verdict {
+        if !valid_identity(identity) {
+            return Verdict::Unknown;
+        }
+        let book = self.inner.book.read().unwrap_or_else(|e| e.into_inner());
+        match book.get(identity) {
+            Some(issued) if issued.revoked_unix.is_none() => Verdict::Valid(Arc::from(identity)),
+            Some(_) => Verdict::Revoked(Arc::from(identity)),
+            None => Verdict::Unknown,
+        }
+    }
+
     /// Issues a credential for `identity` and returns its token; durable on return. An identity issued
     /// already gets its token again; a revoked one is refused (issue a new identity). Blocking: call it
     /// off the async threads.

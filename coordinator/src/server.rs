@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Identity, ServerTlsConfig};
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 use tonic_health::ServingStatus;
@@ -43,6 +43,9 @@ pub struct Options {
     pub worker_token: Option<String>,
     /// The TLS certificate chain and key (PEM); none: plaintext.
     pub tls: Option<Identity>,
+    /// With TLS, the CA whose client certificates name worker identities (`serve --tls-client-ca`):
+    /// a client may present one (optional), and is then known by its subject's common name.
+    pub client_ca: Option<Certificate>,
     /// Most connections from one peer address at once ([`connections::MAX_PER_PEER`] by default).
     pub per_peer: usize,
     /// The health statuses to keep: given, a probe listener elsewhere serves them too (`serve
@@ -57,6 +60,7 @@ impl Default for Options {
             token: None,
             worker_token: None,
             tls: None,
+            client_ca: None,
             per_peer: connections::MAX_PER_PEER,
             health: None,
         }
@@ -125,7 +129,11 @@ pub async fn serve(
         .max_concurrent_streams(Some(MAX_STREAMS))
         .layer(RpcTimer::new(coordinator_metrics));
     if let Some(identity) = options.tls {
-        builder = builder.tls_config(ServerTlsConfig::new().identity(identity))?;
+        let mut tls = ServerTlsConfig::new().identity(identity);
+        if let Some(ca) = options.client_ca {
+            tls = tls.client_ca_root(ca).client_auth_optional(true);
+        }
+        builder = builder.tls_config(tls)?;
     }
     let server = builder
         .add_service(health_service)

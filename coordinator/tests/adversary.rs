@@ -71,6 +71,7 @@ impl Server {
             coordinator: self.address.clone(),
             token: Some(token.into()),
             tls_ca: None,
+            client_cert: None,
         })
         .unwrap()
     }
@@ -588,4 +589,190 @@ async fn a_record_run_counts_only_what_two_credentials_agree_on() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::PermissionDenied, "quarantined: {e:?}");
+}
+
+/// A private CA, the coordinator's certificate for 127.0.0.1 signed by it, and client certificates for
+/// worker identities: what `nqueens tls init` and `nqueens tls worker` write.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let mut params = rcgen::CertificateParams::default();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "test CA");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ca.pem"), cert.pem()).unwrap();
+        Pki {
+            dir,
+            ca: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A certificate signed by this CA, for a server (`127.0.0.1`) or a client (common name `cn`):
+    /// its PEM and its key's.
+    fn sign(&self, cn: &str, client: bool) -> (String, String) {
+        let mut params = rcgen::CertificateParams::new(if client {
+            vec![]
+        } else {
+            vec!["127.0.0.1".to_string()]
+        })
+        .unwrap();
+        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        params.extended_key_usages = vec![if client {
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth
+        } else {
+            rcgen::ExtendedKeyUsagePurpose::ServerAuth
+        }];
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.ca).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    /// Writes a client certificate for `cn` and its key; returns their paths.
+    fn client(&self, cn: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let (cert, key) = self.sign(cn, true);
+        let paths = (self.path(&format!("{cn}.pem")), self.path(&format!("{cn}-key.pem")));
+        std::fs::write(&paths.0, cert).unwrap();
+        std::fs::write(&paths.1, key).unwrap();
+        paths
+    }
+}
+
+/// Issue 37: with `serve --tls-client-ca`, a client certificate signed by the CA names a worker's
+/// identity, the credentials book deciding whether it works: alice's certificate alone leases as
+/// alice (a worker, not the operator); a certificate for an identity never issued, or revoked
+/// mid-run, is refused at once; a certificate with another identity's credential token is refused
+/// (one call, one identity); with the shared workers' token it is the certificate's identity; the
+/// operator's token stays the operator's; a certificate of another CA never gets past TLS.
+#[tokio::test]
+async fn a_client_certificate_names_its_identity_and_the_book_decides() {
+    let pki = Pki::new();
+    let (server_cert, server_key) = pki.sign("coordinator", false);
+    let dir = tempfile::tempdir().unwrap();
+    let coordinator = Coordinator::open(Store::open(dir.path()).unwrap(), Config::default()).unwrap();
+    for identity in ["alice", "bob", "carol"] {
+        coordinator.credentials().issue(identity).unwrap();
+    }
+    let carol_token = coordinator.credentials().issue("carol").unwrap();
+    let credentials = coordinator.credentials().clone();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("https://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let options = Options {
+        token: Some("operator".into()),
+        worker_token: Some("workers".into()),
+        tls: Some(tonic::transport::Identity::from_pem(server_cert, server_key)),
+        client_ca: Some(tonic::transport::Certificate::from_pem(
+            std::fs::read(pki.path("ca.pem")).unwrap(),
+        )),
+        ..Options::default()
+    };
+    tokio::spawn(serve(
+        listener,
+        coordinator,
+        options,
+        stop.clone().cancelled_owned(),
+    ));
+    let _stop = stop.drop_guard();
+    let client = |cert: Option<(std::path::PathBuf, std::path::PathBuf)>, token: Option<&str>| {
+        nqueens_proto::connect(&proto::Connection {
+            coordinator: address.clone(),
+            token: token.map(Into::into),
+            tls_ca: Some(pki.path("ca.pem")),
+            client_cert: cert,
+        })
+        .unwrap()
+    };
+    let mut operator = client(None, Some("operator"));
+    create_verified(&mut operator, 8, 0.0).await;
+
+    // Alice's certificate alone: a worker known as alice.
+    let mut alice = client(Some(pki.client("alice")), None);
+    assert!(!lease(&mut alice, "w", 2).await.is_empty());
+    let denied = alice
+        .list_workers(proto::ListWorkersRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(denied.code(), tonic::Code::PermissionDenied);
+    let workers = operator
+        .list_workers(proto::ListWorkersRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .workers;
+    assert!(
+        workers.iter().any(|w| w.name == "alice" && w.worker_id == "alice/w"),
+        "{workers:?}"
+    );
+    // The shared workers' token with bob's certificate is bob.
+    let mut bob = client(Some(pki.client("bob")), Some("workers"));
+    assert!(!lease(&mut bob, "w", 1).await.is_empty());
+    // The operator's token with a certificate stays the operator's.
+    let mut op_cert = client(Some(pki.client("bob")), Some("operator"));
+    op_cert
+        .list_workers(proto::ListWorkersRequest::default())
+        .await
+        .unwrap();
+
+    let refused = |mut c: Client, why: &'static str| async move {
+        let e = c
+            .list_runs(proto::ListRunsRequest::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e:?}");
+        assert!(e.message().contains(why), "{why}: {e:?}");
+    };
+    // An identity never issued; carol's token with alice's certificate; no token nor certificate.
+    refused(client(Some(pki.client("mallory")), None), "not issued here").await;
+    refused(
+        client(Some(pki.client("alice")), Some(&carol_token)),
+        "one call, one identity",
+    )
+    .await;
+    refused(client(None, None), "requires a token").await;
+    // Bob revoked mid-run: his certificate is refused at once, on a connection opened before.
+    tokio::task::spawn_blocking(move || credentials.revoke("bob").unwrap())
+        .await
+        .unwrap();
+    refused(bob, "revoked").await;
+
+    // Another CA's certificate for alice: the handshake fails, no call is made.
+    let other = Pki::new();
+    let (cert, key) = other.sign("alice", true);
+    let (cert_path, key_path) = (pki.path("forged.pem"), pki.path("forged-key.pem"));
+    std::fs::write(&cert_path, cert).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    let mut forged = client(Some((cert_path, key_path)), None);
+    let e = forged
+        .list_runs(proto::ListRunsRequest::default())
+        .await
+        .unwrap_err();
+    assert_ne!(e.code(), tonic::Code::Ok);
+    assert!(lease_fails(&mut forged).await);
+}
+
+/// Whether a Lease call fails.
+async fn lease_fails(c: &mut Client) -> bool {
+    c.lease(proto::LeaseRequest {
+        worker_id: "w".into(),
+        worker_name: "w".into(),
+        threads: 1,
+        capacity: 1,
+        run: None,
+        wait_ms: 0,
+        gpus: 0,
+    })
+    .await
+    .is_err()
 }

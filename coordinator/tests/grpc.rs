@@ -839,6 +839,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
             coordinator: https.clone(),
             token: token.map(Into::into),
             tls_ca: Some(ca.clone()),
+            client_cert: None,
         })
         .unwrap()
     };
@@ -946,6 +947,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
         coordinator: s.address.clone(),
         token: Some("s3cret".into()),
         tls_ca: None,
+        client_cert: None,
     })
     .unwrap();
     assert!(plain
@@ -1995,6 +1997,7 @@ async fn a_worker_token_computes_and_reads_but_cannot_create_or_steer_runs() {
             coordinator: s.address.clone(),
             token: Some(token.into()),
             tls_ca: None,
+            client_cert: None,
         })
         .unwrap()
     };

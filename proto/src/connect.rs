@@ -9,7 +9,7 @@ use crate::coordinator_client::CoordinatorClient;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
 use tonic::service::Interceptor;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Request, Status};
 
 use crate::error::{Error, Result};
@@ -29,6 +29,9 @@ pub struct Connection {
     pub token: Option<String>,
     /// PEM file of the CA certificate that the coordinator's TLS certificate must chain to; implies TLS.
     pub tls_ca: Option<PathBuf>,
+    /// PEM files of a client certificate and its key, presented to a coordinator that asks for them
+    /// (`nqueens tls worker`): the certificate names the worker's identity.
+    pub client_cert: Option<(PathBuf, PathBuf)>,
 }
 
 impl Connection {
@@ -89,10 +92,20 @@ pub fn connect(c: &Connection) -> Result<Client> {
         if !url.starts_with("https://") {
             return Err(bad("--tls-ca needs an https:// address".into()));
         }
-        let pem = std::fs::read(ca).map_err(|e| bad(format!("{}: {e}", ca.display())))?;
+        let read = |path: &PathBuf| {
+            std::fs::read(path).map_err(|e| bad(format!("{}: {e}", path.display())))
+        };
+        let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read(ca)?));
+        if let Some((cert, key)) = &c.client_cert {
+            tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+        }
         endpoint = endpoint
-            .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))
+            .tls_config(tls)
             .map_err(|e| bad(e.to_string()))?;
+    } else if c.client_cert.is_some() {
+        return Err(bad(
+            "a client certificate needs TLS: an https:// address and --tls-ca".into(),
+        ));
     }
     let token = c
         .token

@@ -43,6 +43,26 @@ pub struct ConnectionArgs {
         value_name = "PEM"
     )]
     pub tls_ca: Option<PathBuf>,
+    /// PEM file of this worker's client certificate (`nqueens tls worker DIR NAME` writes one), for a
+    /// coordinator that asks for them (`serve --tls-client-ca`): it names the worker's identity, in place
+    /// of a credential token. Needs --client-key and --tls-ca.
+    #[arg(
+        long,
+        env = "NQUEENS_CLIENT_CERT",
+        hide_env_values = true,
+        value_name = "PEM",
+        requires_all = ["client_key", "tls_ca"]
+    )]
+    pub client_cert: Option<PathBuf>,
+    /// PEM file of the client certificate's private key.
+    #[arg(
+        long,
+        env = "NQUEENS_CLIENT_KEY",
+        hide_env_values = true,
+        value_name = "PEM",
+        requires = "client_cert"
+    )]
+    pub client_key: Option<PathBuf>,
 }
 
 impl ConnectionArgs {
@@ -52,6 +72,7 @@ impl ConnectionArgs {
             coordinator: self.coordinator.clone(),
             token: self.token.clone().or_else(|| self.token_file.clone()),
             tls_ca: self.tls_ca.clone(),
+            client_cert: self.client_cert.clone().zip(self.client_key.clone()),
         }
     }
 

@@ -106,6 +106,7 @@ pub fn run(args: &LoadgenArgs) -> anyhow::Result<()> {
                     coordinator: address.clone(),
                     token: args.token.clone(),
                     tls_ca: args.tls_ca.clone(),
+                    client_cert: None,
                 };
                 let report = loadgen::run(&connection, &load).await?;
                 Ok::<_, anyhow::Error>(Output {

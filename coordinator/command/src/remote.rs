@@ -55,7 +55,12 @@ impl RpcError {
             } else {
                 "is `nqueens serve` running there? (it listens on 127.0.0.1:7447 by default; --coordinator URL picks another)"
             })
-        } else if self.code == tonic::Code::Unauthenticated {
+        } else if self.code == tonic::Code::Unauthenticated
+            && !m.contains("revoked")
+            && !m.contains("client certificate")
+            && !m.contains("one identity")
+        {
+            // A refusal of the credential itself needs no hint about passing one.
             Some("pass the coordinator's token with --token or NQUEENS_TOKEN")
         } else {
             None
@@ -337,7 +342,17 @@ pub async fn fetch(
     client: &mut nqueens_proto::Client,
     run: Option<&str>,
 ) -> anyhow::Result<(Vec<proto::RunStatus>, Vec<proto::WorkerStatus>)> {
-    let workers = all_workers(client).await?;
+    let workers = match all_workers(client).await {
+        Ok(workers) => workers,
+        // A worker credential reads runs but lists no workers: its runs are shown without them.
+        Err(e)
+            if e.downcast_ref::<RpcError>()
+                .is_some_and(|r| r.code == tonic::Code::PermissionDenied) =>
+        {
+            Vec::new()
+        }
+        Err(e) => return Err(e),
+    };
     let runs = match run {
         Some(run) => vec![client
             .get_run(proto::GetRunRequest {

@@ -75,6 +75,11 @@ pub struct ServeArgs {
         requires = "tls_key"
     )]
     pub tls_cert: Option<PathBuf>,
+    /// With TLS, the CA whose client certificates name worker identities (DIR/ca.pem of `nqueens tls
+    /// init DIR`; `nqueens tls worker DIR NAME` signs one): a worker may present one in place of a
+    /// credential token; the identity must be issued (`nqueens credential issue NAME`) and not revoked.
+    #[arg(long, env = "NQUEENS_TLS_CLIENT_CA", hide_env_values = true, value_name = "PEM", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
     /// Listen beyond loopback without both a token and TLS (on a network you trust): anyone who can
     /// reach the port can then submit runs and report results.
     #[arg(long)]
@@ -187,6 +192,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
         _ => None,
     };
+    let client_ca = match &args.tls_client_ca {
+        Some(path) => Some(tonic::transport::Certificate::from_pem(
+            std::fs::read(path)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?,
+        )),
+        None => None,
+    };
     if !args.listen.ip().is_loopback() && (args.token.is_none() || tls.is_none()) {
         tracing::warn!(
             addr = %args.listen,
@@ -233,6 +245,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         token: args.token.clone(),
         worker_token: args.worker_token.clone(),
         tls,
+        client_ca,
         per_peer: args.max_connections_per_peer,
         health: None,
     };

@@ -1,4 +1,6 @@
-//! `nqueens tls init`: a private CA and a server certificate signed by it, for `serve --tls-cert` and the clients' `--tls-ca`.
+//! `nqueens tls init`: a private CA and a server certificate signed by it, for `serve --tls-cert` and the clients' `--tls-ca`;
+//! `nqueens tls worker`: a client certificate signed by that CA, naming a worker identity (`worker
+//! --client-cert`, for a coordinator started with `--tls-client-ca`).
 //!
 //! The CA is a certificate of its own (rustls refuses a CA certificate presented as the server's,
 //! `CaUsedAsEndEntity`): clients trust `ca.pem`; the coordinator presents `server.pem`, whose subject
@@ -27,6 +29,24 @@ pub enum TlsCommand {
     /// Write a new CA (ca.pem, ca-key.pem) and a server certificate signed by it (server.pem,
     /// server-key.pem) into DIR, and print which file goes where.
     Init(InitArgs),
+    /// Write a client certificate for the worker identity NAME, signed by DIR's CA (DIR/ca.pem,
+    /// DIR/ca-key.pem), into DIR/workers/NAME.pem and NAME-key.pem: the worker presents it with
+    /// --client-cert and --client-key to a coordinator started with --tls-client-ca DIR/ca.pem. The
+    /// identity must also be issued there (`nqueens credential issue NAME`), which decides whether it
+    /// works (revocation included).
+    Worker(WorkerArgs),
+}
+
+/// Arguments of `nqueens tls worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The directory of `nqueens tls init` (its CA signs the certificate).
+    pub dir: PathBuf,
+    /// The worker identity the certificate names (1 to 32 letters, digits, - or _).
+    pub name: String,
+    /// Replace a certificate of this name already written.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Arguments of `nqueens tls init`.
@@ -46,6 +66,12 @@ pub struct InitArgs {
 /// Why `tls init` wrote nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
+    /// The CA of DIR cannot be read or used.
+    #[error("cannot use the CA of {0}: {1}")]
+    Ca(PathBuf, String),
+    /// A name that is no worker identity.
+    #[error("{0:?} is not a worker identity: 1 to 32 letters, digits, - or _")]
+    Identity(String),
     /// Files of the names it writes are there already.
     #[error("{} already exist{}: nothing was written (--force replaces them)", list(.0), if .0.len() == 1 { "s" } else { "" })]
     Exists(Vec<PathBuf>),
@@ -90,7 +116,78 @@ pub fn run(args: &TlsArgs) -> anyhow::Result<()> {
             print!("{}", written.instructions());
             Ok(())
         }
+        TlsCommand::Worker(w) => {
+            let (cert, key) = worker(&w.dir, &w.name, w.force)?;
+            print!(
+                "wrote {cert}, {key}
+                 
+                 coordinator:  nqueens serve ... --tls-client-ca {ca}   (and once: nqueens credential issue {name})
+                 worker:       nqueens worker --coordinator https://HOST:7447 --tls-ca {ca} --client-cert {cert} --client-key {key}
+                 
+                 Copy both files to that worker only; keep {key} private (mode 0600).
+",
+                cert = cert.display(),
+                key = key.display(),
+                ca = w.dir.join(CA_CERT).display(),
+                name = w.name,
+            );
+            Ok(())
+        }
     }
+}
+
+/// Writes a client certificate for the worker identity `name`, signed by the CA in `dir`, into
+/// `dir/workers/NAME.pem` and `NAME-key.pem` (0600); returns their paths. Refuses, writing nothing,
+/// when either exists and `force` is false.
+pub fn worker(dir: &Path, name: &str, force: bool) -> Result<(PathBuf, PathBuf), TlsError> {
+    if !nqueens_coordinator::credentials::valid_identity(name) {
+        return Err(TlsError::Identity(name.to_string()));
+    }
+    let ca_error = |why: String| TlsError::Ca(dir.to_path_buf(), why);
+    let read = |file: &str| {
+        std::fs::read_to_string(dir.join(file))
+            .map_err(|e| ca_error(format!("{}: {e}", dir.join(file).display())))
+    };
+    let ca_key = KeyPair::from_pem(&read(CA_KEY)?).map_err(|e| ca_error(e.to_string()))?;
+    let issuer =
+        Issuer::from_ca_cert_pem(&read(CA_CERT)?, ca_key).map_err(|e| ca_error(e.to_string()))?;
+    let out = dir.join("workers");
+    let paths = (
+        out.join(format!("{name}.pem")),
+        out.join(format!("{name}-key.pem")),
+    );
+    if !force {
+        let existing: Vec<PathBuf> = [&paths.0, &paths.1]
+            .into_iter()
+            .filter(|p| p.symlink_metadata().is_ok())
+            .cloned()
+            .collect();
+        if !existing.is_empty() {
+            return Err(TlsError::Exists(existing));
+        }
+    }
+    let (today, until) = today_and_until();
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.use_authority_key_identifier_extension = true;
+    params.not_before = rcgen::date_time_ymd(today.0, today.1, today.2);
+    params.not_after = rcgen::date_time_ymd(until.0, until.1, until.2);
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, &issuer)?;
+    std::fs::create_dir_all(&out).map_err(|e| TlsError::Write(out.clone(), e))?;
+    for (path, text, mode) in [
+        (&paths.0, cert.pem(), 0o644),
+        (&paths.1, key.serialize_pem(), 0o600),
+    ] {
+        let temporary = out.join(format!(".{}.tmp", name));
+        write_new(&temporary, text.as_bytes(), mode)
+            .map_err(|e| TlsError::Write(temporary.clone(), e))?;
+        std::fs::rename(&temporary, path).map_err(|e| TlsError::Write(path.clone(), e))?;
+    }
+    Ok(paths)
 }
 
 /// localhost, 127.0.0.1 and this machine's host name (when it has a usable one).
