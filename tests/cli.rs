@@ -1291,6 +1291,9 @@ fn issue_37_submit_states_a_bound_and_status_shows_it() {
         &serve.address,
     ]);
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success() && err.contains("out of range"), "{err}");
+    assert!(
+        !refused.status.success() && err.contains("out of range"),
+        "{err}"
+    );
     assert_eq!(support::status_json(&serve.address).len(), 2);
 }

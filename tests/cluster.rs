@@ -949,7 +949,13 @@ nqueens status --run 1 --client-cert tls/workers/node-1.pem --client-key tls/wor
     let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
     let all = || {
         [
-            "serve.log", "w1.log", "w2.log", "watch.txt", "status.txt", "twice.txt", "bad.txt",
+            "serve.log",
+            "w1.log",
+            "w2.log",
+            "watch.txt",
+            "status.txt",
+            "twice.txt",
+            "bad.txt",
             "revoked.txt",
         ]
         .map(|f| format!("--- {f}\n{}", read(f)))
@@ -963,7 +969,11 @@ nqueens status --run 1 --client-cert tls/workers/node-1.pem --client-key tls/wor
         all()
     );
     assert!(read("twice.txt").contains("already exist"), "{}", all());
-    assert!(read("bad.txt").contains("not a worker identity"), "{}", all());
+    assert!(
+        read("bad.txt").contains("not a worker identity"),
+        "{}",
+        all()
+    );
     assert_eq!(read("key-mode.txt").trim(), "600");
     let (total, _) = reference(10);
     let st = read("status.txt");
@@ -983,7 +993,10 @@ nqueens status --run 1 --client-cert tls/workers/node-1.pem --client-key tls/wor
             .find(|w| w["name"] == name)
             .unwrap_or_else(|| panic!("no worker {name}: {workers:?}"));
         assert!(
-            w["worker_id"].as_str().unwrap().starts_with(&format!("{name}/")),
+            w["worker_id"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{name}/")),
             "{w}"
         );
         assert!(w["jobs_done"].as_u64().unwrap() > 0, "{w}");

@@ -946,7 +946,10 @@ mod tests {
         let mut run = h.clone();
         run.run = 8;
         for changed in [renamed, record, run] {
-            refused(&with_header(&changed), "the root of the header and job lines");
+            refused(
+                &with_header(&changed),
+                "the root of the header and job lines",
+            );
         }
         // The same lines under a version 1 header: its root is the lines' root alone.
         let mut merkle = Merkle::default();
@@ -962,7 +965,10 @@ mod tests {
         // Under version 2 the lines' root alone is refused.
         let mut lines_only = h.clone();
         lines_only.root = merkle.root();
-        refused(&with_header(&lines_only), "the root of the header and job lines");
+        refused(
+            &with_header(&lines_only),
+            "the root of the header and job lines",
+        );
     }
 
     /// The header's text and the bound root, computed apart with Python's hashlib:
@@ -997,6 +1003,9 @@ mod tests {
         let mut m = Merkle::default();
         m.push(b"a");
         m.push(b"b");
-        assert_eq!(bound_root(&h, &m.root_bytes()), "b65f81d08c7a28a8646f210f6003a61416d48a65bc4d55e26357b686762a3abc");
+        assert_eq!(
+            bound_root(&h, &m.root_bytes()),
+            "b65f81d08c7a28a8646f210f6003a61416d48a65bc4d55e26357b686762a3abc"
+        );
     }
 }

@@ -103,11 +103,22 @@ impl Interceptor for RequireToken {
             Some(chain) => self.certified(chain.first().map(|c| c.as_ref()))?,
             None => None,
         };
+        let given = req.metadata().get("authorization").map(|v| v.as_bytes());
+        let role = self.decide(given, certified)?;
+        req.extensions_mut().insert(role);
+        Ok(req)
+    }
+}
+
+impl RequireToken {
+    /// The role of a call that gave the `authorization` value `given` and presented a client
+    /// certificate naming the admitted identity `certified`.
+    fn decide(&self, given: Option<&[u8]>, certified: Option<Arc<str>>) -> Result<Role, Status> {
         let open = self.operator.is_none() && self.worker.is_none();
-        let role = match (req.metadata().get("authorization"), certified) {
+        Ok(match (given, certified) {
             (_, Some(identity)) if open => Role::Worker(identity),
             _ if open => Role::Operator,
-            (Some(given), certified) => match (self.role(given.as_bytes())?, certified) {
+            (Some(given), certified) => match (self.role(given)?, certified) {
                 (role, None) | (role @ Role::Operator, Some(_)) => role,
                 (Role::Worker(token), Some(identity))
                     if &*token == SHARED_IDENTITY || token == identity =>
@@ -126,9 +137,7 @@ impl Interceptor for RequireToken {
                     "this coordinator requires a token (--token or NQUEENS_TOKEN) or a client certificate",
                 ))
             }
-        };
-        req.extensions_mut().insert(role);
-        Ok(req)
+        })
     }
 }
 
@@ -297,5 +306,122 @@ mod tests {
         let mut open = RequireToken::new(None, None).with_credentials(credentials);
         let req = open.call(with(Some(&format!("Bearer {token}")))).unwrap();
         assert!(require_operator(&req).is_ok());
+    }
+    /// A client certificate (DER) whose subject holds the common names `names`.
+    fn cert_of(names: &[&str]) -> Vec<u8> {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        for name in names {
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, *name);
+        }
+        let key = rcgen::KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap().der().to_vec()
+    }
+
+    /// A certificate's identity is its one common name; none, two, or bytes that are no certificate
+    /// name none.
+    #[test]
+    fn a_certificate_names_its_one_common_name() {
+        assert_eq!(
+            certificate_identity(&cert_of(&["alice"])).as_deref(),
+            Some("alice")
+        );
+        assert_eq!(certificate_identity(&cert_of(&[])), None);
+        // Two common names (the second under the attribute's OID, 2.5.4.3): ambiguous, none.
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "a");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CustomDnType(vec![2, 5, 4, 3]), "b");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let two = params.self_signed(&key).unwrap().der().to_vec();
+        assert_eq!(certificate_identity(&two), None);
+        assert_eq!(certificate_identity(b"not a certificate"), None);
+    }
+
+    /// The book decides a certificate: issued and not revoked works; revoked, never issued, no
+    /// identity at all, or no book: refused, saying which.
+    #[test]
+    fn the_book_admits_a_certificates_identity() {
+        let credentials = Credentials::open(None).unwrap();
+        credentials.issue("alice").unwrap();
+        credentials.issue("bob").unwrap();
+        credentials.revoke("bob").unwrap();
+        let check = RequireToken::new(Some("op"), None).with_credentials(credentials);
+        assert_eq!(check.certified(None).unwrap(), None);
+        assert_eq!(
+            check
+                .certified(Some(&cert_of(&["alice"])))
+                .unwrap()
+                .as_deref(),
+            Some("alice")
+        );
+        for (names, why) in [
+            (&["bob"][..], "revoked"),
+            (&["mallory"][..], "not issued here"),
+            (&[][..], "names no worker identity"),
+        ] {
+            let e = check.certified(Some(&cert_of(names))).unwrap_err();
+            assert_eq!(e.code(), tonic::Code::Unauthenticated);
+            assert!(e.message().contains(why), "{names:?}: {e:?}");
+        }
+        let no_book = RequireToken::new(Some("op"), None);
+        let e = no_book.certified(Some(&cert_of(&["alice"]))).unwrap_err();
+        assert!(e.message().contains("not issued here"), "{e:?}");
+    }
+
+    /// A certificate's identity beside each kind of token: none, the shared token's or the same
+    /// identity's credential: the certificate's; another identity's credential: refused; the
+    /// operator's: the operator; a wrong token: refused. Without tokens, a certificate makes a worker
+    /// of its caller, and no certificate the operator.
+    #[test]
+    fn a_certificate_and_a_token_make_one_identity() {
+        let credentials = Credentials::open(None).unwrap();
+        let alice_token = credentials.issue("alice").unwrap();
+        let carol_token = credentials.issue("carol").unwrap();
+        let check = RequireToken::new(Some("op"), Some("wk")).with_credentials(credentials);
+        let alice = || Some(Arc::<str>::from("alice"));
+        let bearer = |t: &str| format!("Bearer {t}").into_bytes();
+        let worker = |name: &str| Role::Worker(Arc::from(name));
+        assert_eq!(check.decide(None, alice()).unwrap(), worker("alice"));
+        assert_eq!(
+            check.decide(Some(&bearer("wk")), alice()).unwrap(),
+            worker("alice")
+        );
+        assert_eq!(
+            check.decide(Some(&bearer(&alice_token)), alice()).unwrap(),
+            worker("alice")
+        );
+        assert_eq!(
+            check.decide(Some(&bearer("op")), alice()).unwrap(),
+            Role::Operator
+        );
+        let e = check
+            .decide(Some(&bearer(&carol_token)), alice())
+            .unwrap_err();
+        assert!(e.message().contains("one call, one identity"), "{e:?}");
+        let e = check.decide(Some(&bearer("wrong")), alice()).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unauthenticated);
+        let e = check.decide(None, None).unwrap_err();
+        assert!(e.message().contains("or a client certificate"), "{e:?}");
+        assert_eq!(
+            check.decide(Some(&bearer("wk")), None).unwrap(),
+            worker(SHARED_IDENTITY)
+        );
+        let open = RequireToken::default();
+        assert_eq!(open.decide(None, alice()).unwrap(), worker("alice"));
+        assert_eq!(
+            open.decide(Some(&bearer("op")), alice()).unwrap(),
+            worker("alice")
+        );
+        assert_eq!(open.decide(None, None).unwrap(), Role::Operator);
+        assert_eq!(
+            open.decide(Some(&bearer("x")), None).unwrap(),
+            Role::Operator
+        );
     }
 }

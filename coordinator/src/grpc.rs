@@ -153,9 +153,7 @@ pub fn status(e: Error) -> Status {
         Error::NotLeased { .. }
         | Error::RunCancelled(_)
         | Error::RunDone(_)
-        | Error::RecordOnly(_) => {
-            Status::failed_precondition(e.to_string())
-        }
+        | Error::RecordOnly(_) => Status::failed_precondition(e.to_string()),
         Error::Quarantined { .. } => Status::permission_denied(e.to_string()),
         Error::TooMany(_) => Status::resource_exhausted(e.to_string()),
         // Transient: the worker sends the batch again and the next validation decides.

@@ -628,7 +628,9 @@ impl Pki {
             vec!["127.0.0.1".to_string()]
         })
         .unwrap();
-        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
         params.extended_key_usages = vec![if client {
             rcgen::ExtendedKeyUsagePurpose::ClientAuth
         } else {
@@ -642,7 +644,10 @@ impl Pki {
     /// Writes a client certificate for `cn` and its key; returns their paths.
     fn client(&self, cn: &str) -> (std::path::PathBuf, std::path::PathBuf) {
         let (cert, key) = self.sign(cn, true);
-        let paths = (self.path(&format!("{cn}.pem")), self.path(&format!("{cn}-key.pem")));
+        let paths = (
+            self.path(&format!("{cn}.pem")),
+            self.path(&format!("{cn}-key.pem")),
+        );
         std::fs::write(&paths.0, cert).unwrap();
         std::fs::write(&paths.1, key).unwrap();
         paths
@@ -660,7 +665,8 @@ async fn a_client_certificate_names_its_identity_and_the_book_decides() {
     let pki = Pki::new();
     let (server_cert, server_key) = pki.sign("coordinator", false);
     let dir = tempfile::tempdir().unwrap();
-    let coordinator = Coordinator::open(Store::open(dir.path()).unwrap(), Config::default()).unwrap();
+    let coordinator =
+        Coordinator::open(Store::open(dir.path()).unwrap(), Config::default()).unwrap();
     for identity in ["alice", "bob", "carol"] {
         coordinator.credentials().issue(identity).unwrap();
     }
@@ -672,7 +678,10 @@ async fn a_client_certificate_names_its_identity_and_the_book_decides() {
     let options = Options {
         token: Some("operator".into()),
         worker_token: Some("workers".into()),
-        tls: Some(tonic::transport::Identity::from_pem(server_cert, server_key)),
+        tls: Some(tonic::transport::Identity::from_pem(
+            server_cert,
+            server_key,
+        )),
         client_ca: Some(tonic::transport::Certificate::from_pem(
             std::fs::read(pki.path("ca.pem")).unwrap(),
         )),
@@ -712,7 +721,9 @@ async fn a_client_certificate_names_its_identity_and_the_book_decides() {
         .into_inner()
         .workers;
     assert!(
-        workers.iter().any(|w| w.name == "alice" && w.worker_id == "alice/w"),
+        workers
+            .iter()
+            .any(|w| w.name == "alice" && w.worker_id == "alice/w"),
         "{workers:?}"
     );
     // The shared workers' token with bob's certificate is bob.

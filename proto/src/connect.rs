@@ -99,9 +99,7 @@ pub fn connect(c: &Connection) -> Result<Client> {
         if let Some((cert, key)) = &c.client_cert {
             tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
         }
-        endpoint = endpoint
-            .tls_config(tls)
-            .map_err(|e| bad(e.to_string()))?;
+        endpoint = endpoint.tls_config(tls).map_err(|e| bad(e.to_string()))?;
     } else if c.client_cert.is_some() {
         return Err(bad(
             "a client certificate needs TLS: an https:// address and --tls-ca".into(),

@@ -45,4 +45,3 @@ pub async fn spawn(
     });
     Ok(bound)
 }
-

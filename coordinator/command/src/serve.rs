@@ -78,7 +78,13 @@ pub struct ServeArgs {
     /// With TLS, the CA whose client certificates name worker identities (DIR/ca.pem of `nqueens tls
     /// init DIR`; `nqueens tls worker DIR NAME` signs one): a worker may present one in place of a
     /// credential token; the identity must be issued (`nqueens credential issue NAME`) and not revoked.
-    #[arg(long, env = "NQUEENS_TLS_CLIENT_CA", hide_env_values = true, value_name = "PEM", requires = "tls_cert")]
+    #[arg(
+        long,
+        env = "NQUEENS_TLS_CLIENT_CA",
+        hide_env_values = true,
+        value_name = "PEM",
+        requires = "tls_cert"
+    )]
     pub tls_client_ca: Option<PathBuf>,
     /// Listen beyond loopback without both a token and TLS (on a network you trust): anyone who can
     /// reach the port can then submit runs and report results.

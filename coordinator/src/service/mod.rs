@@ -83,7 +83,6 @@ pub enum RetryFailed {
     Plan(nqueens_common::Plan),
 }
 
-
 /// What a caller asks of a new run beside its plan ([`Coordinator::create_run_as`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NewRun {

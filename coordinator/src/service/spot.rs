@@ -301,7 +301,11 @@ mod tests {
     #[test]
     fn a_rate_bounds_the_undetected_lies_of_any_liar() {
         assert!((spot_rate_for(max_error_at(0.05)) - 0.05).abs() < 1e-12);
-        assert!((default_max_error() - 36.60).abs() < 0.01, "{}", default_max_error());
+        assert!(
+            (default_max_error() - 36.60).abs() < 0.01,
+            "{}",
+            default_max_error()
+        );
         assert!((spot_rate_for(1.0) - 0.3078).abs() < 0.0001);
         assert!((spot_rate_for(2.0) - 0.1680).abs() < 0.0001);
         for rate in [MIN_RATE, 0.05, NEW_RATE, spot_rate_for(1.0)] {
@@ -329,7 +333,13 @@ mod tests {
         assert!(expected <= max_error_at(rate));
         assert!(check_max_error(LEAST_MAX_ERROR).is_ok());
         assert!(check_max_error(default_max_error()).is_ok());
-        for bad in [0.99, default_max_error() + 0.01, f64::NAN, f64::INFINITY, -1.0] {
+        for bad in [
+            0.99,
+            default_max_error() + 0.01,
+            f64::NAN,
+            f64::INFINITY,
+            -1.0,
+        ] {
             let e = check_max_error(bad).unwrap_err().to_string();
             assert!(e.contains("out of range"), "{bad}: {e}");
         }

@@ -261,7 +261,8 @@ async fn a_result_is_lease_checked_only_under_a_lease_issued_for_its_job() {
     (borrowed.lease, borrowed.tag) = (held[1].id, held[1].tag);
     assert!(!checked(borrowed.clone()));
     assert!(
-        c.validate("a", "a", false, &[report(&held[1]), borrowed]).is_ok(),
+        c.validate("a", "a", false, &[report(&held[1]), borrowed])
+            .is_ok(),
         "a done job's result needs no lease of its own"
     );
 }
