@@ -1,5 +1,6 @@
 //! The root of a finished run's certificate: computed from the store in the background once the run
-//! finishes (and for the runs already finished when a server starts), logged, and kept for `status`.
+//! finishes, kept in the store, logged, and shown by `status`; a server's start takes up the kept roots
+//! of the runs already finished (computing again only those it lacks, or that no longer hold).
 
 use super::Coordinator;
 use crate::store::RunMeta;
@@ -15,11 +16,33 @@ impl Coordinator {
         tokio::spawn(async move {
             let store = this.shared.store.clone();
             let of = meta.clone();
-            let built =
-                tokio::task::spawn_blocking(move || crate::certify::build(&store, &of, |_| Ok(())))
-                    .await;
-            let header = match built {
-                Ok(Ok(header)) => header,
+            let total = tally.map(|t| t.total.to_string());
+            let built = tokio::task::spawn_blocking(move || {
+                // The root kept when the run finished, if it is still the run's: no result read.
+                match (store.certificate_root(of.id), &total) {
+                    (Ok(Some(kept)), Some(total)) if kept.holds_for(of.id, of.finished_unix, total) => {
+                        return Ok((kept.root, total.clone()));
+                    }
+                    (Err(e), _) => {
+                        tracing::warn!(run = of.id, error = %e, "the kept certificate root cannot be read: computing it again");
+                    }
+                    _ => {}
+                }
+                let header = crate::certify::build(&store, &of, |_| Ok(()))?;
+                let kept = crate::store::StoredRoot::new(
+                    of.id,
+                    of.finished_unix,
+                    header.total.clone(),
+                    header.root.clone(),
+                );
+                if let Err(e) = store.save_certificate_root(&kept) {
+                    tracing::warn!(run = of.id, error = %e, "cannot keep the certificate root: the next start computes it again");
+                }
+                Ok::<_, crate::error::Error>((header.root, header.total))
+            })
+            .await;
+            let (root, root_total) = match built {
+                Ok(Ok(built)) => built,
                 Ok(Err(e)) => {
                     tracing::warn!(run = meta.id, error = %e, "no certificate root for the finished run");
                     return;
@@ -34,19 +57,18 @@ impl Coordinator {
             if !(live.meta.is_done()
                 && live.meta.finished_unix == meta.finished_unix
                 && Some(live.tally) == tally
-                && header.total == live.tally.total.to_string())
+                && root_total == live.tally.total.to_string())
             {
                 return;
             }
             tracing::info!(
                 run = meta.id,
-                root = %header.root,
-                jobs = header.jobs,
-                identities = header.identities.len(),
+                root = %root,
+                jobs = meta.jobs_total,
                 record = meta.record,
                 "certificate root of the finished run (`nqueens certificate` writes the file)"
             );
-            live.root = Some(header.root);
+            live.root = Some(root);
             drop(state);
             this.changed();
         });

@@ -345,6 +345,28 @@ mod tests {
         }
     }
 
+    /// Passes to save: none until one is passed; taken once; again after a failed save; restored ones
+    /// are not unsaved, and a restore keeps the most passed within the bound on identities.
+    #[test]
+    fn passes_are_saved_once_and_again_after_a_failed_save() {
+        let mut s = SpotChecks::new([2; 16]);
+        assert_eq!(s.unsaved(), None);
+        s.passed("a");
+        let first = s.unsaved().unwrap();
+        assert_eq!(first.get("a"), Some(&1));
+        assert_eq!(s.unsaved(), None);
+        s.unsaved_again();
+        assert_eq!(s.unsaved(), Some(first));
+        let mut restored = SpotChecks::new([2; 16]);
+        let many = (0..MAX_IDENTITIES as u64 + 2).map(|i| (format!("w{i}"), i));
+        restored.restore(many);
+        assert_eq!(restored.unsaved(), None);
+        assert_eq!(restored.passed_by("w0"), 0);
+        assert_eq!(restored.passed_by("w1"), 0);
+        assert_eq!(restored.passed_by("w2"), 2);
+        assert_eq!(restored.passed.len(), MAX_IDENTITIES);
+    }
+
     #[test]
     fn the_rate_falls_with_passed_checks_to_its_floor() {
         assert_eq!(rate(0), NEW_RATE);

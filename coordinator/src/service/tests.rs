@@ -2004,3 +2004,63 @@ async fn a_runs_stated_bound_raises_the_spot_checks_while_it_is_open() {
     let plain_only = checks(Some(&plain)).await;
     assert!(plain_only < 20, "{plain_only} of 400 at 0.01");
 }
+
+/// Issue 38: a finished run's certificate root is kept in the store when computed, and a start takes
+/// it up instead of reading every result again (about 23 million reads at N = 28); a kept root that no
+/// longer holds (another finish time) is computed again. Shown here by a kept root changed on disk:
+/// the start shows it as kept; made stale, the start computes the true one.
+#[tokio::test]
+async fn a_kept_certificate_root_spares_a_start_the_rereading() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let run = c
+        .create_run(8, Strategy::D4, None, Some(0.0), 0, false)
+        .await
+        .unwrap()
+        .id();
+    let held = lease(&c, "w", 4096).await;
+    report_all(&c, "w", &held).await;
+    let root_of = |c: &Coordinator| c.run(&run).unwrap().root;
+    let wait_root = |c: Coordinator| {
+        let run = run.clone();
+        async move {
+            for _ in 0..500 {
+                if let Some(root) = c.run(&run).unwrap().root {
+                    return root;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("no root");
+        }
+    };
+    let root = wait_root(c.clone()).await;
+    let id: u64 = run.parse().unwrap();
+    let kept = c.shared.store.certificate_root(id).unwrap().unwrap();
+    assert_eq!(kept.root, root);
+    assert!(root_of(&c).is_some());
+    // Changed on disk: the next start shows the kept one (no result read for it).
+    let forged = "0".repeat(64);
+    c.shared
+        .store
+        .save_certificate_root(&crate::store::StoredRoot {
+            root: forged.clone(),
+            ..kept.clone()
+        })
+        .unwrap();
+    drop(c);
+    let c = reopened(dir.path()).await;
+    c.certify_finished();
+    assert_eq!(wait_root(c.clone()).await, forged);
+    // Kept for another finish: computed again, the true root.
+    c.shared
+        .store
+        .save_certificate_root(&crate::store::StoredRoot {
+            finished_unix: Some(1),
+            ..kept
+        })
+        .unwrap();
+    drop(c);
+    let c = reopened(dir.path()).await;
+    c.certify_finished();
+    assert_eq!(wait_root(c.clone()).await, root);
+}

@@ -28,6 +28,8 @@ mod commit;
 mod control;
 mod groups;
 mod passes;
+mod roots;
+pub use roots::StoredRoot;
 pub(crate) mod records;
 mod repair;
 mod restore;

@@ -1,6 +1,7 @@
 //! Revoking a quarantined worker's results: once a worker is shown wrong on one job, none of its results
 //! is trusted. Its counted results that no other worker confirmed, and those it computed or confirmed
-//! whose other workers are all quarantined as well, are taken out of the run totals (checked
+//! whose other workers are all quarantined as well (in a record run: that fewer than two trusted
+//! identities stand behind), are taken out of the run totals (checked
 //! subtraction) and their jobs put back to pending, its recorded results of verified jobs are dropped, and
 //! a run it had finished is running again. One transaction; the caller flushes.
 
@@ -128,7 +129,8 @@ impl Store {
 
     /// What revoking `worker` would take back, read without changing anything: its counted results
     /// that nobody confirmed, and every counted result it computed or confirmed whose other workers
-    /// are all quarantined too (nobody trusted stands behind it).
+    /// are all quarantined too (nobody trusted stands behind it), or, in a record run, that fewer than
+    /// two trusted identities stand behind.
     fn revocable(&self, worker: &str) -> Result<Revocable> {
         let quarantined: std::collections::HashSet<String> =
             self.quarantined()?.into_iter().map(|q| q.worker).collect();
@@ -156,10 +158,15 @@ impl Store {
                 };
                 let involved =
                     record.worker == worker || record.confirmed_by.iter().any(|c| c == worker);
-                if involved
-                    && untrusted(&record.worker)
-                    && record.confirmed_by.iter().all(|c| untrusted(c))
-                {
+                // The identities still trusted behind it; a record run needs two of them.
+                let mut trusted: Vec<&str> = std::iter::once(record.worker.as_str())
+                    .chain(record.confirmed_by.iter().map(String::as_str))
+                    .filter(|name| !untrusted(name))
+                    .collect();
+                trusted.sort_unstable();
+                trusted.dedup();
+                let needed = if meta.record { 2 } else { 1 };
+                if involved && trusted.len() < needed {
                     counted.push(job_key(run, &key));
                 }
             }

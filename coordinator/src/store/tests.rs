@@ -1949,3 +1949,38 @@ fn a_run_record_without_checks_reads_as_public() {
         serde_json::from_str(&json.replace(",\"checks\":\"keyed\"", "")).unwrap();
     assert_eq!(old.checks, super::Checks::Public);
 }
+
+/// Issue 38: in a record run, a counted result stands only while two trusted identities stand behind
+/// it. A's result, confirmed by B, stayed counted (and was called a record by `audit` and the
+/// certificate) once B was disproved elsewhere: A was still trusted. Now it is taken back, its job
+/// pending again for two independent results; in a plain run that verifies every job it stays counted.
+#[test]
+fn a_record_result_whose_confirmer_is_disproved_is_taken_back() {
+    for record in [true, false] {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let (jobs, fingerprint) = plan.fingerprint();
+        let options = super::RunOptions {
+            verify_fraction: 1.0,
+            record,
+            ..Default::default()
+        };
+        let run = store.insert_run(plan, jobs, fingerprint, options).unwrap();
+        let confirmed = incoming(run.id, &plan, 0);
+        store.commit(&[by(&plan, "a", confirmed.clone(), 0)]).unwrap();
+        let both = store.commit(&[by(&plan, "b", confirmed.clone(), 0)]).unwrap();
+        assert_eq!(both.outcomes, vec![Outcome::Accepted]);
+        // B lies on job 1; two honest identities decide against it.
+        let job = incoming(run.id, &plan, 1);
+        store.commit(&[by(&plan, "b", job.clone(), 1)]).unwrap();
+        store.commit(&[by(&plan, "c", job.clone(), 0)]).unwrap();
+        let decided = store.commit(&[by(&plan, "d", job.clone(), 0)]).unwrap();
+        assert_eq!(decided.quarantined.len(), 1);
+        let revoked = store.revoke("b").unwrap();
+        let back = revoked.revoked.iter().any(|r| r.key == confirmed.key);
+        assert_eq!(back, record, "record run: {record}");
+        assert_eq!(store.result(run.id, &confirmed.key).unwrap().is_none(), record);
+        assert!(store.unrevoked_quarantines().unwrap().is_empty());
+        store.audit().unwrap();
+    }
+}
