@@ -528,6 +528,11 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
         if let Some(why) = job.result.shape_error(header.strategy) {
             return Err(bad(why));
         }
+        // Counts no search of the job can give (the bounds its first rows force): refused before any
+        // sample, whether or not the line is drawn.
+        plan.job(&job.key)
+            .and_then(|j| j.check(&job.result))
+            .map_err(|e| bad(format!("counts no search gives: {e}")))?;
         if header.record && job.by.len() < 2 {
             return Err(bad(format!(
                 "job {} names one identity, where a record run's every job has two",
@@ -1007,5 +1012,36 @@ mod tests {
             bound_root(&h, &m.root_bytes()),
             "b65f81d08c7a28a8646f210f6003a61416d48a65bc4d55e26357b686762a3abc"
         );
+    }
+
+    /// A line whose counts no search of its job gives (here a unique count below the total), made
+    /// consistent with the header's sums and root, is refused by the file check, naming the line,
+    /// whether or not the sample would draw it.
+    #[test]
+    fn a_line_no_search_gives_is_refused_before_the_sample() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let mut b = Builder::new(plan.strategy());
+        let mut lines = Vec::new();
+        let mut forged = None;
+        for (i, key) in plan.jobs().enumerate() {
+            let mut r = plan.job(&key).unwrap().run();
+            // The first job of plain rings with solutions: its unique count made 8 less than its
+            // total (the sums stay multiples of 8).
+            if forged.is_none() && r.total >= 8 && r.unique8 == Some(r.total) {
+                r.unique8 = Some(r.total - 8);
+                forged = Some(i);
+            }
+            lines.push(b.line(&key, &r, ["alice", "bob"]).unwrap());
+        }
+        let line = forged.expect("a job of plain rings") + 2;
+        let (_, fp) = plan.fingerprint();
+        let h = b
+            .header(7, &plan, format!("{fp:016x}"), None, 2, false)
+            .unwrap();
+        let text = std::iter::once(serde_json::to_string(&h).unwrap())
+            .chain(lines)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>();
+        refused(&text, &format!("line {line}: counts no search gives"));
     }
 }
