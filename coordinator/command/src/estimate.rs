@@ -174,9 +174,7 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
     let sample_seconds: f64 = measured.iter().map(|m| m.seconds).sum();
     // On a GPU the pieces run together, so their seconds are shares of the device's wall time: the
     // same interval arithmetic gives device-hours.
-    // A record run computes every job twice.
-    let copies = if args.record { 2.0 } else { 1.0 };
-    let hours = core_seconds.scaled(copies / 3600.0);
+    let hours = run_hours(core_seconds, args.record);
     let (core_hours, gpu_hours) = if device.is_some() {
         (None, Some(hours))
     } else {
@@ -206,6 +204,13 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
         print_text(&out);
     }
     Ok(())
+}
+
+/// The hours a run costs, from the core- or device-seconds of computing each job once: a record run
+/// computes every job twice.
+fn run_hours(seconds: Interval, record: bool) -> Interval {
+    let copies = if record { 2.0 } else { 1.0 };
+    seconds.scaled(copies / 3600.0)
 }
 
 /// One search to time: a sampled job, or a part of one.
@@ -330,4 +335,24 @@ fn print_text(o: &EstimateOutput) {
     }
     println!("solutions:    {}", range(&o.total));
     eprintln!("estimated in {:.1} s", o.seconds);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record run is priced at twice the hours of a plain one (every job computed by two
+    /// credentials), bounds and all.
+    #[test]
+    fn a_record_run_costs_twice_the_hours() {
+        let seconds = Interval {
+            estimate: 7200.0,
+            low: 3600.0,
+            high: 10_800.0,
+        };
+        let plain = run_hours(seconds, false);
+        assert_eq!((plain.estimate, plain.low, plain.high), (2.0, 1.0, 3.0));
+        let record = run_hours(seconds, true);
+        assert_eq!((record.estimate, record.low, record.high), (4.0, 2.0, 6.0));
+    }
 }

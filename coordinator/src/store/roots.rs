@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::records::{decode, encode};
 use super::Store;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The record's version.
 const VERSION: u32 = 1;
@@ -59,7 +59,7 @@ fn key(run: u64) -> Vec<u8> {
 
 impl Store {
     /// The certificate root kept for run `run`, if any. A damaged record is an error
-    /// ([`Error::Corrupt`]): the caller computes the root again.
+    /// (`Error::Corrupt`): the caller computes the root again.
     pub fn certificate_root(&self, run: u64) -> Result<Option<StoredRoot>> {
         match self.meta.get(key(run))? {
             Some(bytes) => decode("certificate root", &bytes).map(Some),
@@ -78,6 +78,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     /// Kept and read back; it holds only for the run as it was; another run's, none kept, and a
     /// damaged record (every byte flipped in turn) are told apart.
