@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use nqueens_common::checksum::seal;
 use nqueens_common::{Plan, Strategy};
-use nqueens_coordinator::server::{serve, Options};
+use nqueens_coordinator::wire::server::{serve, Options};
 use nqueens_coordinator::store::Store;
 use nqueens_coordinator::{Config, Coordinator};
 use nqueens_proto as proto;
@@ -602,7 +602,7 @@ async fn issue_3_watch_streams_progress_until_the_run_is_done() {
 /// reports).
 #[tokio::test]
 async fn watch_streams_are_bounded_and_a_closed_one_frees_its_place() {
-    use nqueens_coordinator::grpc::MAX_WATCHERS;
+    use nqueens_coordinator::wire::grpc::MAX_WATCHERS;
     let mut s = start(Duration::from_secs(60)).await;
     let run = create(&mut s.client, 8).await;
     let ask = || proto::WatchRunRequest {

@@ -148,7 +148,7 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
 /// completed, not counting the jobs a resumed count found done), `-` until there is such a rate.
 fn bar_eta(eta_seconds: Option<f64>) -> String {
     match eta_seconds {
-        Some(s) if s.is_finite() => nqueens_coordinator::progress::format_eta(Some(s)),
+        Some(s) if s.is_finite() => nqueens_coordinator::service::progress::format_eta(Some(s)),
         _ => "-".to_string(),
     }
 }

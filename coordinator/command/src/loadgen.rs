@@ -140,12 +140,12 @@ async fn embedded(dir: &Path, load: &Load) -> anyhow::Result<LoadReport> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     let stop = CancellationToken::new();
-    let server = tokio::spawn(nqueens_coordinator::server::serve(
+    let server = tokio::spawn(nqueens_coordinator::wire::server::serve(
         listener,
         coordinator,
         // Every simulated worker comes from this one address.
-        nqueens_coordinator::server::Options {
-            per_peer: nqueens_coordinator::connections::MAX_CONNECTIONS,
+        nqueens_coordinator::wire::server::Options {
+            per_peer: nqueens_coordinator::wire::connections::MAX_CONNECTIONS,
             ..Default::default()
         },
         stop.clone().cancelled_owned(),

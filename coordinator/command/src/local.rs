@@ -105,10 +105,10 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
         .local_addr()
         .map_err(|e| Error::Io(e.to_string()))?;
     let stop = CancellationToken::new();
-    let server = tokio::spawn(nqueens_coordinator::server::serve(
+    let server = tokio::spawn(nqueens_coordinator::wire::server::serve(
         listener,
         coordinator.clone(),
-        nqueens_coordinator::server::Options::default(),
+        nqueens_coordinator::wire::server::Options::default(),
         stop.clone().cancelled_owned(),
     ));
     let worker = tokio::spawn(nqueens_worker::run(

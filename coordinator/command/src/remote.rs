@@ -4,8 +4,8 @@ use clap::Args;
 use nqueens_proto as proto;
 
 use super::PartitionArgs;
-use nqueens_coordinator::progress::format_eta;
-use nqueens_coordinator::status_json::{StatusOutput, WorkerOutput};
+use nqueens_coordinator::service::progress::format_eta;
+use nqueens_coordinator::wire::status_json::{StatusOutput, WorkerOutput};
 
 /// A call the coordinator refused or could not answer.
 #[derive(Debug)]

@@ -45,7 +45,7 @@ pub struct ServeArgs {
     pub max_in_flight: usize,
     /// Most gRPC connections from one peer address at once (more are closed as they come); raise it
     /// for more worker processes than that behind one NAT address or proxy.
-    #[arg(long, value_name = "N", default_value_t = nqueens_coordinator::connections::MAX_PER_PEER, value_parser = per_peer)]
+    #[arg(long, value_name = "N", default_value_t = nqueens_coordinator::wire::connections::MAX_PER_PEER, value_parser = per_peer)]
     pub max_connections_per_peer: usize,
     /// Interval of the progress log line, e.g. 30s.
     #[arg(long, default_value = "30s", value_parser = crate::durations::progress_interval)]
@@ -246,7 +246,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         release: args.release_quarantine.clone(),
         ..Config::default()
     };
-    let options = nqueens_coordinator::server::Options {
+    let options = nqueens_coordinator::wire::server::Options {
         progress_interval: args.progress_interval,
         token: args.token.clone(),
         worker_token: args.worker_token.clone(),
@@ -293,7 +293,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 Some(addr) => Some(
                     crate::http::spawn(
                         addr,
-                        nqueens_coordinator::web::router(coordinator.clone()),
+                        nqueens_coordinator::wire::web::router(coordinator.clone()),
                         incarnation.clone().cancelled_owned(),
                     )
                     .await
@@ -331,7 +331,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 worker_token = args.worker_token.is_some(),
                 "coordinator listening"
             );
-            nqueens_coordinator::server::serve(
+            nqueens_coordinator::wire::server::serve(
                 listener,
                 coordinator.clone(),
                 options,
@@ -419,7 +419,7 @@ fn in_flight(s: &str) -> Result<usize, String> {
 
 /// Parses `--max-connections-per-peer`: 1 to the listener's whole limit.
 fn per_peer(s: &str) -> Result<usize, String> {
-    let limit = nqueens_coordinator::connections::MAX_CONNECTIONS;
+    let limit = nqueens_coordinator::wire::connections::MAX_CONNECTIONS;
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=limit).contains(&n) => Ok(n),
         Ok(_) => Err(format!("must be 1 to {limit}")),

@@ -11,8 +11,8 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::remote::{fetch, run_line, RpcError, StatusArgs};
 use crate::outage::{is_outage, Outage};
-use nqueens_coordinator::progress::format_eta;
-use nqueens_coordinator::status_json::{StatusOutput, WorkerOutput};
+use nqueens_coordinator::service::progress::format_eta;
+use nqueens_coordinator::wire::status_json::{StatusOutput, WorkerOutput};
 
 /// The worker table's header.
 pub const WORKER_HEADER: &str =

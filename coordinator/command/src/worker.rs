@@ -144,7 +144,7 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
         let health = tonic_health::server::HealthReporter::new();
         health
             .set_service_status(
-                nqueens_coordinator::server::LIVENESS,
+                nqueens_coordinator::wire::server::LIVENESS,
                 tonic_health::ServingStatus::Serving,
             )
             .await;

@@ -1,9 +1,17 @@
-//! The coordinator's logic, independent of the wire: runs, leases, reports and status views over the store.
-//! The gRPC layer and the embedded local mode both call this, so they share one behaviour.
+//! The service layer: the coordinator's logic, independent of the wire. Runs live in memory ([`live`]),
+//! the lease table ([`lease_table`]) and the lease policy ([`lease`]), reports, spot checks, workers and
+//! strikes, control, each run's history and progress, and the metrics. The gRPC layer and the embedded
+//! local mode both call this, so they share one behaviour; it writes through the durable layer's
+//! committer.
 
 mod certify;
 mod control;
+pub mod history;
 mod lease;
+pub(crate) mod lease_table;
+pub(crate) mod live;
+pub mod metrics;
+pub mod progress;
 mod report;
 mod spot;
 mod strikes;
@@ -33,10 +41,10 @@ use tokio::sync::watch;
 use self::strikes::Strikes;
 use crate::committer::{Committer, Write};
 use crate::error::{Error, Result};
-use crate::leases::Leases;
+use crate::service::lease_table::Leases;
 use crate::ledger::LEDGER_FILE;
-use crate::live::LiveRun;
-use crate::metrics::Metrics;
+use crate::service::live::LiveRun;
+use crate::service::metrics::Metrics;
 use crate::reconcile::reconcile;
 use crate::storage_health::StorageHealth;
 use crate::store::{JobState, Phase, Store};
@@ -421,7 +429,7 @@ impl Coordinator {
     }
 
     /// A run's progress over time (this incarnation's), for the status page.
-    pub fn history(&self, id: u64) -> Vec<crate::history::Point> {
+    pub fn history(&self, id: u64) -> Vec<crate::service::history::Point> {
         self.state()
             .runs
             .get(&id)

@@ -214,7 +214,7 @@ async fn issue_18_the_worker_table_shows_what_a_workers_gpus_computed() {
             matches!(refused, Err(Error::BadRequest(_))),
             "{bad:?}: {refused:?}"
         );
-        let status = crate::grpc::status(refused.unwrap_err());
+        let status = crate::wire::grpc::status(refused.unwrap_err());
         assert!(nqueens_proto::refuses_the_request(&status));
     }
     assert_eq!(c.run(&run).unwrap().tally.jobs, 0);
@@ -1322,7 +1322,7 @@ async fn a_run_whose_unique_counts_disagree_is_inconsistent_not_done() {
     assert_eq!(view.tally.jobs, view.meta.jobs_total);
     assert_eq!(view.phase, crate::store::Phase::Inconsistent);
     assert_eq!(view.unique(), None);
-    let status = crate::grpc::run_status(&view);
+    let status = crate::wire::grpc::run_status(&view);
     assert_eq!(status.state, nqueens_proto::RunState::Inconsistent as i32);
     assert!(lease(&c, "b", 4).await.is_empty());
 }
@@ -1908,15 +1908,15 @@ async fn passed_spot_checks_survive_a_restart() {
     assert_eq!(c.state().spot.passed_by("careful"), 0);
 }
 
-/// The server's saving task writes the passes within [`crate::server::SAVE_SPOT_PASSES_EVERY`] of a
+/// The server's saving task writes the passes within [`crate::wire::server::SAVE_SPOT_PASSES_EVERY`] of a
 /// change, and once more as it stops.
 #[tokio::test(start_paused = true)]
 async fn the_server_saves_spot_passes_now_and_then_and_as_it_stops() {
     let c = coordinator();
     let stop = tokio_util::sync::CancellationToken::new();
-    let task = tokio::spawn(crate::server::save_spot_passes(c.clone(), stop.clone()));
+    let task = tokio::spawn(crate::wire::server::save_spot_passes(c.clone(), stop.clone()));
     c.state().spot.passed("a");
-    tokio::time::sleep(crate::server::SAVE_SPOT_PASSES_EVERY + Duration::from_millis(1)).await;
+    tokio::time::sleep(crate::wire::server::SAVE_SPOT_PASSES_EVERY + Duration::from_millis(1)).await;
     let saved = |c: &Coordinator| c.shared.store.spot_passes().unwrap();
     // The blocking write, done while time is paused.
     for _ in 0..100 {
@@ -1965,7 +1965,7 @@ async fn a_runs_stated_bound_raises_the_spot_checks_while_it_is_open() {
         .await
         .unwrap();
     assert_eq!(bounded.meta.max_error, Some(2.0));
-    assert_eq!(crate::grpc::run_status(&bounded).max_error, Some(2.0));
+    assert_eq!(crate::wire::grpc::run_status(&bounded).max_error, Some(2.0));
     assert_eq!(c.run(&plain).unwrap().meta.max_error, None);
     c.state().spot.restore([("old".to_string(), 1000)]);
     let checks = |only: Option<&str>| {

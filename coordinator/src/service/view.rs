@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::workers::Gpus;
 use super::{Coordinator, State};
-use crate::live::LiveRun;
+use crate::service::live::LiveRun;
 use crate::store::{JobState, Phase, RunMeta};
 
 /// A run's status at one moment.

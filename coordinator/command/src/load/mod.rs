@@ -18,8 +18,8 @@ use tokio::time::Instant;
 use worker::{latency_histogram, simulate, Role};
 
 /// Most simulated workers in one process: each holds a connection, and with the load generator's own
-/// client they fit in a coordinator's [`MAX_CONNECTIONS`](nqueens_coordinator::connections::MAX_CONNECTIONS).
-pub const MAX_WORKERS: usize = nqueens_coordinator::connections::MAX_CONNECTIONS - 1;
+/// client they fit in a coordinator's [`MAX_CONNECTIONS`](nqueens_coordinator::wire::connections::MAX_CONNECTIONS).
+pub const MAX_WORKERS: usize = nqueens_coordinator::wire::connections::MAX_CONNECTIONS - 1;
 
 /// The load to offer.
 #[derive(Debug, Clone)]

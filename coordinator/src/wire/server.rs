@@ -15,11 +15,11 @@ use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 use tonic_health::ServingStatus;
 
-use crate::auth::RequireToken;
-use crate::connections;
-use crate::grpc::CoordinatorService;
-use crate::progress;
-use crate::rpc_timer::RpcTimer;
+use crate::wire::auth::RequireToken;
+use crate::wire::connections;
+use crate::wire::grpc::CoordinatorService;
+use crate::service::progress;
+use crate::wire::rpc_timer::RpcTimer;
 use crate::service::Coordinator;
 use crate::storage_health;
 

@@ -11,7 +11,7 @@ use nqueens_proto::{self as proto, coordinator_server};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::auth::{require_operator, worker_identity};
+use crate::wire::auth::{require_operator, worker_identity};
 use crate::error::Error;
 use crate::service::{Ask, Coordinator, Grant, NewRun, Report, RunView, WorkerView};
 use crate::store::{Control, JobState, Outcome, Phase};

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use axum::Router;
 use serde::Serialize;
 
-use crate::grpc::{run_status, worker_status};
-use crate::history::{unix_seconds, Point};
-use crate::status_json::{StatusOutput, WorkerOutput};
+use crate::wire::grpc::{run_status, worker_status};
+use crate::service::history::{unix_seconds, Point};
+use crate::wire::status_json::{StatusOutput, WorkerOutput};
 use crate::Coordinator;
 
 /// The status page: HTML, CSS and script in one file, no external assets.

@@ -15,8 +15,8 @@ use nqueens_common::{JobKey, Plan, Tally};
 use tokio::time::Instant;
 
 use crate::error::Result;
-use crate::history::{unix_seconds, History};
-use crate::leases::Leases;
+use crate::service::history::{unix_seconds, History};
+use crate::service::lease_table::Leases;
 use crate::service::Expiries;
 use crate::store::{JobRecord, JobState, Phase, RunMeta};
 

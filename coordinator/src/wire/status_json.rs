@@ -46,7 +46,7 @@ pub struct StatusOutput {
     /// Workers lease from the running run of the highest priority first.
     pub priority: i32,
     /// What a running run waits for, when it cannot move by itself (see
-    /// [`crate::progress::waits_for_a_second_identity`]).
+    /// [`crate::service::progress::waits_for_a_second_identity`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiting_for: Option<&'static str>,
 }
@@ -55,7 +55,7 @@ impl From<proto::RunStatus> for StatusOutput {
     fn from(s: proto::RunStatus) -> StatusOutput {
         let strategy = nqueens_proto::strategy_from_wire(s.strategy)
             .map_or_else(|_| "unknown".to_string(), |st: Strategy| st.to_string());
-        let waiting_for = crate::progress::waits_for_a_second_identity(
+        let waiting_for = crate::service::progress::waits_for_a_second_identity(
             RunState::try_from(s.state) == Ok(RunState::Running),
             s.jobs_leased,
             s.jobs_done,
@@ -63,7 +63,7 @@ impl From<proto::RunStatus> for StatusOutput {
             s.jobs_failed,
             s.jobs_total,
         )
-        .then_some(crate::progress::WAITING_FOR_A_SECOND_IDENTITY);
+        .then_some(crate::service::progress::WAITING_FOR_A_SECOND_IDENTITY);
         StatusOutput {
             waiting_for,
             percent: if s.jobs_total == 0 {

@@ -10,7 +10,7 @@ use std::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::metrics::Metrics;
+use crate::service::metrics::Metrics;
 
 /// The methods timed by name; any other path is timed as `other`.
 const METHODS: [&str; 14] = [

@@ -1,0 +1,13 @@
+//! The wire layer: what speaks to the world. The gRPC service ([`grpc`]: requests to service calls,
+//! errors to `tonic::Status`, in one place), the server around it ([`server`]: health, reflection,
+//! TLS, the background tasks), authentication ([`auth`]), bounded connections ([`connections`]), the
+//! RPC timer, the web page and metrics ([`web`]) and the status JSON ([`status_json`]). It calls the
+//! service layer and never the store directly.
+
+pub mod auth;
+pub mod connections;
+pub mod grpc;
+mod rpc_timer;
+pub mod server;
+pub mod status_json;
+pub mod web;
