@@ -5,6 +5,7 @@
 
 pub mod baseline;
 pub mod board;
+pub mod bound;
 pub mod certificate;
 pub mod checksum;
 pub mod error;

@@ -251,7 +251,7 @@ impl Credentials {
         if !valid_identity(identity) {
             return Err(Error::Invalid(format!(
                 "identity {:?} must be 1 to {MAX_IDENTITY_LEN} letters, digits, - or _ (and not {SHARED_IDENTITY:?})",
-                crate::service::truncate(identity)
+                crate::error::truncate(identity)
             )));
         }
         let _one = self.inner.writing.lock().unwrap_or_else(|e| e.into_inner());
@@ -291,7 +291,7 @@ impl Credentials {
         let Some(issued) = book.get_mut(identity) else {
             return Err(Error::Invalid(format!(
                 "no credential is issued to {:?}; nothing revoked",
-                crate::service::truncate(identity)
+                crate::error::truncate(identity)
             )));
         };
         if issued.revoked_unix.is_some() {

@@ -100,3 +100,12 @@ impl From<sled::transaction::TransactionError<Error>> for Error {
 
 /// Result alias of the coordinator.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// Cuts client-supplied text to a length fit for an error message or a log line.
+pub(crate) fn truncate(s: &str) -> String {
+    if s.len() <= 64 {
+        s.to_string()
+    } else {
+        format!("{}...", s.chars().take(32).collect::<String>())
+    }
+}

@@ -758,11 +758,4 @@ fn lookup<'a>(state: &'a State, id: &str) -> Result<&'a LiveRun> {
         .ok_or_else(|| Error::UnknownRun(truncate(id)))
 }
 
-/// Cuts client-supplied text to a length fit for an error message or a log line.
-pub(crate) fn truncate(s: &str) -> String {
-    if s.len() <= 64 {
-        s.to_string()
-    } else {
-        format!("{}...", s.chars().take(32).collect::<String>())
-    }
-}
+pub(crate) use crate::error::truncate;

@@ -339,7 +339,7 @@ impl Store {
         } = options;
         check_verify_fraction(verify_fraction)?;
         if let Some(e) = max_error {
-            crate::service::check_max_error(e)?;
+            nqueens_common::bound::check_max_error(e).map_err(Error::Invalid)?;
         }
         if record && verify_fraction < 1.0 {
             return Err(Error::Invalid(format!(

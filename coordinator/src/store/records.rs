@@ -51,7 +51,7 @@ pub struct RunMeta {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub record: bool,
     /// The bound on undetected wrong results the run states (`submit --max-error`): spot checks make at
-    /// least [`crate::service::spot_rate_for`] of it of every credential's leases while the run is open.
+    /// least `nqueens_common::bound::spot_rate_for` of it of every credential's leases while the run is open.
     /// Absent from the records of runs created before it, and of runs that state none (the default
     /// bound).
     #[serde(default, skip_serializing_if = "Option::is_none")]
