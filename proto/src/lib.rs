@@ -62,6 +62,10 @@ pub const MAX_DEVICE_LEN: usize = 64;
 /// Longest worker id or name the coordinator takes, in bytes.
 pub const MAX_WORKER_ID_LEN: usize = 128;
 
+/// Longest worker name: a worker's id adds its process id and start time (up to 28 characters) and must
+/// stay within [`MAX_WORKER_ID_LEN`].
+pub const MAX_WORKER_NAME_LEN: usize = MAX_WORKER_ID_LEN - 28;
+
 /// Whether `id` may be a worker's id or name: 1 to [`MAX_WORKER_ID_LEN`] bytes, no control character
 /// (the coordinator refuses any request naming another, so a worker checks its own before it starts).
 pub fn valid_worker_id(id: &str) -> bool {

@@ -160,9 +160,7 @@ fn transient(s: &Status) -> bool {
         )
 }
 
-/// Longest worker name: its id adds the process id and a start time (up to 28 characters) and must stay
-/// within [`nqueens_proto::MAX_WORKER_ID_LEN`].
-pub const MAX_NAME_LEN: usize = nqueens_proto::MAX_WORKER_ID_LEN - 28;
+pub use nqueens_proto::MAX_WORKER_NAME_LEN as MAX_NAME_LEN;
 
 /// A worker process's id: its name, process id and start time (`-` and at most 10 digits, `-` and at most
 /// 16 hex digits: the 28 characters [`MAX_NAME_LEN`] leaves).
