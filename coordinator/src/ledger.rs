@@ -1,28 +1,10 @@
-//! The results ledger: an append-only file of checksummed lines beside the store (`DATA/results.jsonl`),
-//! with one line per run created and one per result counted, fsynced before any result in it is
-//! acknowledged. It is a second, independent copy of everything acknowledged (sled 0.34 has open
-//! corruption reports): at startup the store and the ledger are reconciled both ways
-//! ([`crate::reconcile`]), `nqueens import` rebuilds a store from it (or from an export), and
-//! `nqueens export` writes a store's runs and results as JSON lines.
-//!
-//! Runs and revocations are checksummed JSON lines ([`nqueens_common::jsonl`]): `{"kind":"run",
-//! ...RunMeta}` and `{"kind":"revoked","run":R,"job":"3.7.1","worker":NAME,"record":{...}}` (a result
-//! taken back from a quarantined worker; the result itself since ledger format 2, so that the quick
-//! reconciliation can take it out of its digest). A result is a packed line since ledger format 3
-//! ([`packed`]: binary, its worker a number defined once, about 50 bytes). Ledger
-//! format 2 wrote a positional JSON array, `["r",R,"3.7.1",total,unique8,nodes,worker,worker_id,lease,
-//! at_unix,seal]` (then `confirmed_by` when a verified job's result was confirmed), and format 1 the
-//! tagged object `{"kind":"result","run":R,"job":"3.7.1", ...ResultRecord}`; both are still read, and
-//! exports are written in the JSON form of format 2, readable with any JSON tool. A result may appear
-//! twice (identical copies; readers keep one); a run's line appears again after each operator's control
-//! (cancel, pause, resume, priority), and the last holds. Since ledger format 4 the ledger also carries
-//! quarantines, `{"kind":"quarantine","worker":NAME,"reason":...,"at_unix":T}` (written with the commit
-//! that disproves the worker, before its revocation lines), and their lifting,
-//! `{"kind":"released","worker":NAME,"at_unix":T}` (`serve --release-quarantine`): a store rebuilt
-//! from the ledger alone keeps its disproved workers out of service. An export ends with the store's
-//! quarantines in the same form. Appends never leave a partial line behind: a
-//! failed append is cut off, and its entries stay queued in memory and go first in the next append, so
-//! nothing the store applied is missing from the ledger once an append succeeds.
+//! The results ledger (`DATA/results.jsonl`): an append-only file of checksummed lines beside the
+//! store, a second, independent copy of every run, control, quarantine and counted or revoked result,
+//! fsynced before any result in it is acknowledged. At startup store and ledger are reconciled both
+//! ways ([`crate::reconcile`]); `nqueens import` rebuilds a store from it, and `nqueens export` writes
+//! a store in its JSON form. Sealed results are packed binary lines ([`packed`]), the rest checksummed
+//! JSON lines ([`nqueens_common::jsonl`]); a failed append leaves no partial line. Each ledger
+//! format's lines, and how older ones are read: `docs/formats.md`.
 
 use std::path::{Path, PathBuf};
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use nqueens_common::checksum::seal;
 use nqueens_common::{Plan, Strategy};
-use nqueens_coordinator::wire::server::{serve, Options};
 use nqueens_coordinator::store::Store;
+use nqueens_coordinator::wire::server::{serve, Options};
 use nqueens_coordinator::{Config, Coordinator};
 use nqueens_proto as proto;
 use nqueens_proto::Client;

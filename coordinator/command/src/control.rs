@@ -6,7 +6,8 @@ use nqueens_proto as proto;
 use serde::Serialize;
 
 use crate::connection::ConnectionArgs;
-use crate::remote::{locate, print, rpc};
+use crate::remote::print;
+use crate::rpc::{locate, rpc};
 
 /// Arguments of `nqueens cancel`, `pause` and `resume`.
 #[derive(Debug, Args)]

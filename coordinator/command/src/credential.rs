@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use crate::connection::ConnectionArgs;
 use crate::control::RunArgs;
-use crate::remote::{locate, print, rpc};
+use crate::remote::print;
+use crate::rpc::{locate, rpc};
 
 /// Arguments of `nqueens credential`.
 #[derive(Debug, Args)]

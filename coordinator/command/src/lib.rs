@@ -27,11 +27,12 @@ mod plan;
 pub mod pool;
 pub mod probe;
 mod remote;
+mod rpc;
 mod serve;
 pub mod setup;
 mod solve;
+mod status;
 pub mod tls;
-mod watch;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -141,7 +142,7 @@ pub enum Command {
     #[command(
         after_long_help = "Examples:\n  nqueens status\n  nqueens status --run 3 --watch\n  nqueens status --workers\n  nqueens status --run 3 --jobs failed --json"
     )]
-    Status(remote::StatusArgs),
+    Status(status::StatusArgs),
     /// Cancel a run for good: it leases nothing more and records no more results; its total stays
     /// partial.
     #[command(after_long_help = "Examples:\n  nqueens cancel 3")]
@@ -306,7 +307,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Submit(args) => remote::submit(&args),
-        Command::Status(args) => remote::status(&args),
+        Command::Status(args) => status::status(&args),
         Command::Cancel(args) => control::run(control::Action::Cancel, &args),
         Command::Pause(args) => control::run(control::Action::Pause, &args),
         Command::Resume(args) => control::run(control::Action::Resume, &args),
@@ -398,7 +399,7 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         )
     };
     let refused = e
-        .downcast_ref::<remote::RpcError>()
+        .downcast_ref::<rpc::RpcError>()
         .is_some_and(|s| matches!(s.code, tonic::Code::InvalidArgument | tonic::Code::NotFound));
     if e.downcast_ref::<serve::Unguarded>().is_some()
         || e.downcast_ref::<serve::BadTokens>().is_some()

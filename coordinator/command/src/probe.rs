@@ -25,7 +25,8 @@ pub async fn spawn(
     let bound = listener.local_addr()?;
     tracing::info!(addr = %bound, "health listening");
     let close = CancellationToken::new();
-    let incoming = nqueens_coordinator::wire::connections::accept(listener, close.clone(), MAX_PER_PEER);
+    let incoming =
+        nqueens_coordinator::wire::connections::accept(listener, close.clone(), MAX_PER_PEER);
     let server = tonic::transport::Server::builder()
         .add_service(HealthServer::new(HealthService::from_health_reporter(
             health,

@@ -1914,9 +1914,13 @@ async fn passed_spot_checks_survive_a_restart() {
 async fn the_server_saves_spot_passes_now_and_then_and_as_it_stops() {
     let c = coordinator();
     let stop = tokio_util::sync::CancellationToken::new();
-    let task = tokio::spawn(crate::wire::server::save_spot_passes(c.clone(), stop.clone()));
+    let task = tokio::spawn(crate::wire::server::save_spot_passes(
+        c.clone(),
+        stop.clone(),
+    ));
     c.state().spot.passed("a");
-    tokio::time::sleep(crate::wire::server::SAVE_SPOT_PASSES_EVERY + Duration::from_millis(1)).await;
+    tokio::time::sleep(crate::wire::server::SAVE_SPOT_PASSES_EVERY + Duration::from_millis(1))
+        .await;
     let saved = |c: &Coordinator| c.shared.store.spot_passes().unwrap();
     // The blocking write, done while time is paused.
     for _ in 0..100 {

@@ -69,17 +69,8 @@ const RESULT_GROUPS: &str = "result_groups";
 /// The tree of single results of store formats 1 to 4 (the migration to 5 empties and drops it).
 const LEGACY_RESULTS: &str = "results";
 
-/// The store's format version: 2 added result seals and the lease secret (1 had neither); 3 added the
-/// run controls (`paused`, `cancelled_unix`, `priority` in run records: absent in older records, read
-/// as a running run of priority 0, so the migration only records the new version, and an older build
-/// refuses the store rather than resume a run it was told to cancel); 4 made a done job its result
-/// alone (no `done` record in the `jobs` tree) and result records compact (postcard behind a tag byte;
-/// JSON results of earlier formats are read as they are); 5 grouped the results of the jobs that differ
-/// only in their key's last number into one entry, in a new tree (`result_groups`; sled spends about
-/// 130 bytes on an entry), each naming its worker by a number defined once (`workers`); 6 put a
-/// CRC-64 before the JSON of every run, job, totals and quarantine record (a tag byte, the checksum,
-/// the JSON: see [`records::decode`]), so that a byte damaged on disk in a verify fraction, a candidate's
-/// worker name or a field's name is refused instead of read as another value or a default.
+/// The store's format version (6: checked JSON records beside grouped, compact results). Earlier
+/// versions, and how [`Store::open`] migrates them: `docs/formats.md`.
 pub const FORMAT_VERSION: u64 = 6;
 
 /// Epochs fit the 24 bits a lease id gives them.

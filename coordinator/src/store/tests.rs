@@ -1967,8 +1967,12 @@ fn a_record_result_whose_confirmer_is_disproved_is_taken_back() {
         };
         let run = store.insert_run(plan, jobs, fingerprint, options).unwrap();
         let confirmed = incoming(run.id, &plan, 0);
-        store.commit(&[by(&plan, "a", confirmed.clone(), 0)]).unwrap();
-        let both = store.commit(&[by(&plan, "b", confirmed.clone(), 0)]).unwrap();
+        store
+            .commit(&[by(&plan, "a", confirmed.clone(), 0)])
+            .unwrap();
+        let both = store
+            .commit(&[by(&plan, "b", confirmed.clone(), 0)])
+            .unwrap();
         assert_eq!(both.outcomes, vec![Outcome::Accepted]);
         // B lies on job 1; two honest identities decide against it.
         let job = incoming(run.id, &plan, 1);
@@ -1979,7 +1983,10 @@ fn a_record_result_whose_confirmer_is_disproved_is_taken_back() {
         let revoked = store.revoke("b").unwrap();
         let back = revoked.revoked.iter().any(|r| r.key == confirmed.key);
         assert_eq!(back, record, "record run: {record}");
-        assert_eq!(store.result(run.id, &confirmed.key).unwrap().is_none(), record);
+        assert_eq!(
+            store.result(run.id, &confirmed.key).unwrap().is_none(),
+            record
+        );
         assert!(store.unrevoked_quarantines().unwrap().is_empty());
         store.audit().unwrap();
     }

@@ -15,13 +15,13 @@ use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 use tonic_health::ServingStatus;
 
+use crate::service::progress;
+use crate::service::Coordinator;
+use crate::storage_health;
 use crate::wire::auth::RequireToken;
 use crate::wire::connections;
 use crate::wire::grpc::CoordinatorService;
-use crate::service::progress;
 use crate::wire::rpc_timer::RpcTimer;
-use crate::service::Coordinator;
-use crate::storage_health;
 
 /// Largest request the server decodes (a full report batch is far smaller).
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;

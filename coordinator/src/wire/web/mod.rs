@@ -13,8 +13,8 @@ use std::sync::Arc;
 use axum::Router;
 use serde::Serialize;
 
-use crate::wire::grpc::{run_status, worker_status};
 use crate::service::history::{unix_seconds, Point};
+use crate::wire::grpc::{run_status, worker_status};
 use crate::wire::status_json::{StatusOutput, WorkerOutput};
 use crate::Coordinator;
 

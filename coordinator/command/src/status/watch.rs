@@ -9,8 +9,10 @@ use std::io::{IsTerminal, Write};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::remote::{fetch, run_line, RpcError, StatusArgs};
+use super::{fetch, StatusArgs};
 use crate::outage::{is_outage, Outage};
+use crate::remote::run_line;
+use crate::rpc::RpcError;
 use nqueens_coordinator::service::progress::format_eta;
 use nqueens_coordinator::wire::status_json::{StatusOutput, WorkerOutput};
 
