@@ -150,7 +150,7 @@ fn issue_3_count_killed_with_sigkill_resumes_where_it_stopped() {
 #[test]
 fn issue_3_a_second_count_on_a_busy_store_is_refused_clearly() {
     let data = tempfile::tempdir().unwrap();
-    let _held = nqueens_coordinator::store::Store::open(data.path()).unwrap();
+    let _held = nqueens_coordinator::durable::store::Store::open(data.path()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_nqueens"))
         .args(["count", "8", "--data"])
         .arg(data.path())

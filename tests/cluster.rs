@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use nqueens_coordinator::store::Store;
+use nqueens_coordinator::durable::store::Store;
 use nqueens_proto::RunState;
 use support::{poll, reference, status_json, submit, submit_with, wait, worker, Serve};
 

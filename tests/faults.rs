@@ -8,7 +8,7 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use nqueens_coordinator::store::Store;
+use nqueens_coordinator::durable::store::Store;
 use nqueens_proto::RunState;
 use support::{
     poll, probe, reference, stdout_of, submit_with, wait, worker, worker_logging, Serve,

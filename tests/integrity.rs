@@ -255,7 +255,7 @@ fn issue_15_a_run_started_by_the_previous_format_finishes_exactly_after_the_upgr
     });
     // The ledger now has checked lines only: the run's JSON line and 34 packed results.
     let path = data.path().join("data/results.jsonl");
-    let view = nqueens_coordinator::ledger::LedgerView::read(&path).unwrap();
+    let view = nqueens_coordinator::durable::ledger::LedgerView::read(&path).unwrap();
     assert_eq!((view.legacy, view.damaged.len()), (0, 0));
     assert_eq!(view.count(1), 34);
     let bytes = std::fs::read(&path).unwrap();
@@ -494,8 +494,8 @@ fn an_import_of_unverifiable_lines_is_refused_unless_accepted() {
 /// 2026-11-24. Now such a directory is refused, naming the repair, and nothing changes.
 #[test]
 fn an_import_into_a_directory_whose_store_and_ledger_disagree_is_refused() {
-    use nqueens_coordinator::ledger::Entry;
-    use nqueens_coordinator::store::Quarantine;
+    use nqueens_coordinator::durable::ledger::Entry;
+    use nqueens_coordinator::durable::store::Quarantine;
     let p = pristine();
     let dir = tempfile::tempdir().unwrap();
     let existing = dir.path().join("existing");
@@ -569,8 +569,8 @@ fn an_export_cut_short_at_a_line_boundary_is_refused() {
 }
 
 /// The run of an export's first run line.
-fn run_line(exported: &[u8]) -> nqueens_coordinator::store::RunMeta {
-    use nqueens_coordinator::ledger::Entry;
+fn run_line(exported: &[u8]) -> nqueens_coordinator::durable::store::RunMeta {
+    use nqueens_coordinator::durable::ledger::Entry;
     let run = exported
         .split(|&b| b == b'\n')
         .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
@@ -587,7 +587,7 @@ fn run_line(exported: &[u8]) -> nqueens_coordinator::store::RunMeta {
 /// behind. Before, the store was created first and kept the runs restored before the refusal.
 #[test]
 fn an_import_refused_after_reading_leaves_no_store() {
-    use nqueens_coordinator::ledger::Entry;
+    use nqueens_coordinator::durable::ledger::Entry;
     let p = pristine();
     let dir = tempfile::tempdir().unwrap();
     let exported = export(&p.path, &[]).stdout;
@@ -639,7 +639,7 @@ fn a_run_started_before_ledger_format_4_finishes_exactly_keeping_its_quarantine(
         "{err}"
     );
     let serve = support::Serve::start(&path, "127.0.0.1:0", "30s");
-    let view = nqueens_coordinator::ledger::LedgerView::read(&ledger(&path)).unwrap();
+    let view = nqueens_coordinator::durable::ledger::LedgerView::read(&ledger(&path)).unwrap();
     assert!(view.damaged.is_empty(), "{:?}", view.damaged);
     assert_eq!(
         view.quarantines.keys().collect::<Vec<_>>(),
@@ -675,7 +675,7 @@ fn an_export_of_the_previous_build_imports_with_its_quarantine() {
         String::from_utf8_lossy(&out.stderr)
     );
     audited(&target);
-    let store = nqueens_coordinator::store::Store::inspect(&target).unwrap();
+    let store = nqueens_coordinator::durable::store::Store::inspect(&target).unwrap();
     let quarantined: Vec<String> = store
         .quarantined()
         .unwrap()

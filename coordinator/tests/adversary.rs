@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use nqueens_common::checksum::seal;
 use nqueens_common::JobKey;
-use nqueens_coordinator::store::Store;
+use nqueens_coordinator::durable::store::Store;
 use nqueens_coordinator::wire::server::{serve, Options};
 use nqueens_coordinator::{Config, Coordinator};
 use nqueens_proto as proto;

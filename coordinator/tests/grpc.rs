@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use nqueens_common::checksum::seal;
 use nqueens_common::{Plan, Strategy};
-use nqueens_coordinator::store::Store;
+use nqueens_coordinator::durable::store::Store;
 use nqueens_coordinator::wire::server::{serve, Options};
 use nqueens_coordinator::{Config, Coordinator};
 use nqueens_proto as proto;
@@ -124,7 +124,7 @@ async fn report(
 /// states of every run, and the quarantined workers.
 fn contents(store: &Store) -> String {
     let mut out = Vec::new();
-    nqueens_coordinator::ledger::export(store, None, &mut out).unwrap();
+    nqueens_coordinator::durable::ledger::export(store, None, &mut out).unwrap();
     let mut text = String::from_utf8(out).unwrap();
     for run in store.runs().unwrap() {
         let mut states: Vec<_> = store.job_states(run.id).unwrap().into_iter().collect();
@@ -1562,8 +1562,8 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
     assert_eq!((p.state, p.priority), (proto::RunState::Paused as i32, -4));
     // The ledger holds the controls too (the last line of a run holds): a store rebuilt from it alone
     // keeps the run cancelled, the other paused at its priority.
-    let ledger = nqueens_coordinator::ledger::LedgerView::read(
-        &dir.path().join(nqueens_coordinator::ledger::LEDGER_FILE),
+    let ledger = nqueens_coordinator::durable::ledger::LedgerView::read(
+        &dir.path().join(nqueens_coordinator::durable::ledger::LEDGER_FILE),
     )
     .unwrap();
     let id = |r: &str| r.parse::<u64>().unwrap();

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde::Serialize;
 
-use nqueens_coordinator::ledger::{self, LedgerView, LEDGER_FILE};
-use nqueens_coordinator::offline;
-use nqueens_coordinator::store::{JobState, Store};
+use nqueens_coordinator::durable::ledger::{self, LedgerView, LEDGER_FILE};
+use nqueens_coordinator::durable::offline;
+use nqueens_coordinator::durable::store::{JobState, Store};
 
 /// Arguments of `nqueens export`.
 #[derive(Debug, Args)]
@@ -293,7 +293,7 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
             jobs_failed: failed,
             total: line.tally.total.to_string(),
             // Only a final count's (an inconsistent run's counts are not the answer).
-            unique: (phase == nqueens_coordinator::store::Phase::Done)
+            unique: (phase == nqueens_coordinator::durable::store::Phase::Done)
                 .then(|| line.tally.unique().ok().flatten())
                 .flatten()
                 .map(|u| u.to_string()),

@@ -8,7 +8,7 @@ use std::time::Instant;
 use clap::Args;
 
 use nqueens_common::certificate::{self, CertError, Checked, Draw, JobLine};
-use nqueens_coordinator::offline;
+use nqueens_coordinator::durable::offline;
 
 use crate::backup::{data_dir, open_existing};
 
@@ -52,7 +52,7 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
         anyhow::bail!("no run {} in {}", args.run, dir.display());
     };
     // Said before the audit reads the whole store.
-    nqueens_coordinator::certify::check_finished(&meta)?;
+    nqueens_coordinator::durable::certify::check_finished(&meta)?;
     offline::check(&store, &dir).map_err(|e| {
         anyhow::anyhow!("{e}; no certificate written (`nqueens audit` says the same)")
     })?;
@@ -66,7 +66,7 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
     let lines = tempfile::tempfile_in(parent).map_err(failed)?;
     let mut lines = std::io::BufWriter::new(lines);
     let header =
-        nqueens_coordinator::certify::build(&store, &meta, |text| writeln!(lines, "{text}"))?;
+        nqueens_coordinator::durable::certify::build(&store, &meta, |text| writeln!(lines, "{text}"))?;
     let mut lines = lines.into_inner().map_err(|e| failed(e.into_error()))?;
     std::io::Seek::rewind(&mut lines).map_err(failed)?;
     let partial = tempfile::NamedTempFile::new_in(parent).map_err(failed)?;

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::load::{self as loadgen, Latency, Load, LoadReport};
 use nqueens_coordinator::service::{Config, Coordinator};
-use nqueens_coordinator::store::Store;
+use nqueens_coordinator::durable::store::Store;
 
 /// Arguments of `nqueens loadgen`.
 #[derive(Debug, Args)]

@@ -9,7 +9,7 @@ use clap::Args;
 use tokio::net::TcpListener;
 
 use nqueens_coordinator::service::{Config, Coordinator, RetryFailed};
-use nqueens_coordinator::store::Store;
+use nqueens_coordinator::durable::store::Store;
 
 /// Arguments of `nqueens serve`.
 #[derive(Debug, Clone, Args)]
@@ -279,7 +279,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 {
                     tracing::error!(error = %e, "cannot reopen the store yet; trying again in 2 s");
                     tokio::select! {
-                        _ = tokio::time::sleep(nqueens_coordinator::storage_health::PROBE_EVERY) => continue,
+                        _ = tokio::time::sleep(nqueens_coordinator::durable::storage_health::PROBE_EVERY) => continue,
                         _ = shutdown.cancelled() => break,
                     }
                 }

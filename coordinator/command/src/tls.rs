@@ -140,7 +140,7 @@ pub fn run(args: &TlsArgs) -> anyhow::Result<()> {
 /// `dir/workers/NAME.pem` and `NAME-key.pem` (0600); returns their paths. Refuses, writing nothing,
 /// when either exists and `force` is false.
 pub fn worker(dir: &Path, name: &str, force: bool) -> Result<(PathBuf, PathBuf), TlsError> {
-    if !nqueens_coordinator::credentials::valid_identity(name) {
+    if !nqueens_coordinator::durable::credentials::valid_identity(name) {
         return Err(TlsError::Identity(name.to_string()));
     }
     let ca_error = |why: String| TlsError::Ca(dir.to_path_buf(), why);

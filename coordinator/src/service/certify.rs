@@ -3,7 +3,7 @@
 //! of the runs already finished (computing again only those it lacks, or that no longer hold).
 
 use super::Coordinator;
-use crate::store::RunMeta;
+use crate::durable::store::RunMeta;
 
 impl Coordinator {
     /// Computes the certificate root of the finished run `meta` on a blocking thread, logs it and keeps
@@ -28,8 +28,8 @@ impl Coordinator {
                     }
                     _ => {}
                 }
-                let header = crate::certify::build(&store, &of, |_| Ok(()))?;
-                let kept = crate::store::StoredRoot::new(
+                let header = crate::durable::certify::build(&store, &of, |_| Ok(()))?;
+                let kept = crate::durable::store::StoredRoot::new(
                     of.id,
                     of.finished_unix,
                     header.total.clone(),

@@ -5,9 +5,9 @@
 //! run's jobs in one state (failed, disputed, verifying), read with the lock released.
 
 use super::{lookup, to_the_end, Coordinator, RunView};
-use crate::committer::{Write, Written};
+use crate::durable::committer::{Write, Written};
 use crate::error::{Error, Result};
-use crate::store::{Control, JobListing, JobState};
+use crate::durable::store::{Control, JobListing, JobState};
 
 /// Jobs one listing returns when the request does not say.
 pub const DEFAULT_JOB_LIMIT: u32 = 1000;

@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::service::history::{unix_seconds, History};
 use crate::service::lease_table::Leases;
 use crate::service::Expiries;
-use crate::store::{JobRecord, JobState, Phase, RunMeta};
+use crate::durable::store::{JobRecord, JobState, Phase, RunMeta};
 
 /// How far back the rate looks.
 const RATE_WINDOW: Duration = Duration::from_secs(300);
@@ -604,7 +604,7 @@ mod tests {
             paused: false,
             cancelled_unix: None,
             priority: 0,
-            checks: crate::store::Checks::Keyed,
+            checks: crate::durable::store::Checks::Keyed,
             record: false,
             max_error: None,
         }

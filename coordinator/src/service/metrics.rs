@@ -74,7 +74,7 @@ pub struct Metrics {
     state: Family<RunStateLabel, Gauge>,
     workers: Family<StateLabel, Gauge>,
     nodes_per_second: FloatGauge,
-    /// 1 while the store takes no writes (see [`crate::storage_health`]), set at each scrape.
+    /// 1 while the store takes no writes (see [`crate::durable::storage_health`]), set at each scrape.
     pub store_degraded: Gauge,
 }
 
@@ -196,8 +196,8 @@ impl Metrics {
                 .set(v.eta_seconds.unwrap_or(-1.0));
             self.done
                 .get_or_create(&label)
-                .set((v.phase == crate::store::Phase::Done) as i64);
-            for phase in crate::store::Phase::ALL {
+                .set((v.phase == crate::durable::store::Phase::Done) as i64);
+            for phase in crate::durable::store::Phase::ALL {
                 self.state
                     .get_or_create(&RunStateLabel {
                         run: v.id(),

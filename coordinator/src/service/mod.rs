@@ -39,15 +39,15 @@ use nqueens_common::{Plan, Strategy};
 use tokio::sync::watch;
 
 use self::strikes::Strikes;
-use crate::committer::{Committer, Write};
+use crate::durable::committer::{Committer, Write};
 use crate::error::{Error, Result};
-use crate::ledger::LEDGER_FILE;
-use crate::reconcile::reconcile;
+use crate::durable::ledger::LEDGER_FILE;
+use crate::durable::reconcile::reconcile;
 use crate::service::lease_table::Leases;
 use crate::service::live::LiveRun;
 use crate::service::metrics::Metrics;
-use crate::storage_health::StorageHealth;
-use crate::store::{JobState, Phase, Store};
+use crate::durable::storage_health::StorageHealth;
+use crate::durable::store::{JobState, Phase, Store};
 use workers::Workers;
 
 /// The fraction of a run's jobs computed twice when the request does not say.
@@ -173,7 +173,7 @@ struct Shared {
     /// Places for walks of the job records ([`control::MAX_LISTINGS`]).
     listing: Arc<tokio::sync::Semaphore>,
     /// The worker credentials this coordinator issues and accepts.
-    credentials: crate::credentials::Credentials,
+    credentials: crate::durable::credentials::Credentials,
 }
 
 struct State {
@@ -199,7 +199,7 @@ struct State {
 /// Takes back the unconfirmed results of every quarantined worker that still has some (revocation is
 /// idempotent: a completed one finds nothing); the ledger gets the revocation lines and the store is
 /// flushed. Returns whether anything was revoked.
-fn revoke_quarantined(store: &Store, ledger: Option<&mut crate::ledger::Ledger>) -> Result<bool> {
+fn revoke_quarantined(store: &Store, ledger: Option<&mut crate::durable::ledger::Ledger>) -> Result<bool> {
     let mut entries = Vec::new();
     for q in store.quarantined()? {
         let revocation = store.revoke(&q.worker)?;
@@ -218,7 +218,7 @@ fn revoke_quarantined(store: &Store, ledger: Option<&mut crate::ledger::Ledger>)
             revocation
                 .revoked
                 .iter()
-                .map(|r| crate::ledger::Entry::Revoked {
+                .map(|r| crate::durable::ledger::Entry::Revoked {
                     run: r.run,
                     job: r.key.to_string(),
                     worker: r.record.worker.clone(),
@@ -260,7 +260,7 @@ impl Drop for CancelOnDrop {
 /// Every name is checked before any is released: one that is not quarantined refuses them all.
 fn release(
     store: &Store,
-    mut ledger: Option<&mut crate::ledger::Ledger>,
+    mut ledger: Option<&mut crate::durable::ledger::Ledger>,
     names: &[String],
 ) -> Result<()> {
     let mut names = names.to_vec();
@@ -277,9 +277,9 @@ fn release(
     }
     for name in &names {
         if let Some(ledger) = ledger.as_deref_mut() {
-            ledger.append(&[crate::ledger::Entry::Released {
+            ledger.append(&[crate::durable::ledger::Entry::Released {
                 worker: name.to_string(),
-                at_unix: crate::store::now_unix(),
+                at_unix: crate::durable::store::now_unix(),
             }])?;
         }
         store.release_quarantine(name)?;
@@ -387,7 +387,7 @@ impl Coordinator {
                 tracing::warn!(error = %e, "the saved spot-check passes cannot be read: every identity starts over at the new-identity rate")
             }
         }
-        let credentials = crate::credentials::Credentials::open(store.dir())?;
+        let credentials = crate::durable::credentials::Credentials::open(store.dir())?;
         let health = Arc::new(StorageHealth::default());
         let committer = Committer::start(store.clone(), ledger, health.clone())
             .map_err(|e| Error::Durability(format!("cannot start the commit thread: {e}")))?;
@@ -438,7 +438,7 @@ impl Coordinator {
     }
 
     /// The worker credentials it issues and accepts (the token check of its server holds them too).
-    pub fn credentials(&self) -> &crate::credentials::Credentials {
+    pub fn credentials(&self) -> &crate::durable::credentials::Credentials {
         &self.shared.credentials
     }
 
@@ -493,7 +493,7 @@ impl Coordinator {
         saved
     }
 
-    /// Whether the store takes writes (see [`crate::storage_health`]).
+    /// Whether the store takes writes (see [`crate::durable::storage_health`]).
     pub fn storage(&self) -> &StorageHealth {
         &self.shared.health
     }
@@ -572,7 +572,7 @@ impl Coordinator {
         let verify_fraction = if record { Some(1.0) } else { verify_fraction };
         let asked = verify_fraction;
         let verify_fraction = verify_fraction.unwrap_or(DEFAULT_VERIFY_FRACTION);
-        crate::store::check_verify_fraction(verify_fraction)?;
+        crate::durable::store::check_verify_fraction(verify_fraction)?;
         let plan = plan_of(n, strategy, depth)?;
         let one_reuse_at_a_time = match reuse {
             true => Some(self.shared.reusing.clone().lock_owned().await),
@@ -645,7 +645,7 @@ impl Coordinator {
             plan,
             jobs_total,
             fingerprint,
-            options: crate::store::RunOptions {
+            options: crate::durable::store::RunOptions {
                 verify_fraction,
                 priority,
                 record,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::service::{Coordinator, RunView};
-use crate::store::Phase;
+use crate::durable::store::Phase;
 
 /// Whether a run in `phase` gets a progress line: one that is computing or stalled (an operator must act).
 /// A finished, cancelled, paused or inconsistent run changes no more by itself: its last line stands.

@@ -12,7 +12,7 @@ use super::lease::{check_device, check_worker};
 use super::workers::{Contact, Reported};
 use super::{lookup, to_the_end, truncate, Coordinator};
 use crate::error::{Error, Result};
-use crate::store::{Incoming, JobState, Outcome};
+use crate::durable::store::{Incoming, JobState, Outcome};
 
 /// Most results in one report.
 pub const MAX_BATCH: usize = 4096;

@@ -11,7 +11,7 @@ use super::report::Report;
 use super::workers::Gpus;
 use super::{Config, Coordinator, RunView};
 use crate::error::Error;
-use crate::store::{Control, Outcome, Store};
+use crate::durable::store::{Control, Outcome, Store};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -297,7 +297,7 @@ async fn a_run_finished_with_a_count_off_the_published_one_is_inconsistent() {
     let view = c.run(&run).unwrap();
     assert_eq!(view.tally.jobs, view.meta.jobs_total);
     assert_eq!(view.tally.total, Q8 + 8);
-    assert_eq!(view.phase, crate::store::Phase::Inconsistent);
+    assert_eq!(view.phase, crate::durable::store::Phase::Inconsistent);
     let why = view.meta.contradiction(&view.tally).unwrap();
     assert!(why.contains("published"), "{why}");
     assert_eq!(view.unique(), None, "no unique count shown as the answer");
@@ -366,7 +366,7 @@ async fn a_control_that_changes_nothing_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let c = reopened(dir.path()).await;
     let run = run_of_8(&c).await;
-    let ledger = dir.path().join(crate::ledger::LEDGER_FILE);
+    let ledger = dir.path().join(crate::durable::ledger::LEDGER_FILE);
     let len = || std::fs::metadata(&ledger).unwrap().len();
     c.control(&run, Control::Pause).await.unwrap();
     let paused = len();
@@ -538,7 +538,7 @@ async fn jobs_handed_back_are_leased_again_a_few_at_a_time_each_once() {
 #[tokio::test]
 async fn issue_16_a_quarantine_whose_revocation_did_not_complete_is_completed_at_the_next_start() {
     let dir = tempfile::tempdir().unwrap();
-    let jobs_before = crate::store::tests::a_quarantine_not_revoked(dir.path())
+    let jobs_before = crate::durable::store::tests::a_quarantine_not_revoked(dir.path())
         .tally(1)
         .unwrap()
         .jobs;
@@ -550,7 +550,7 @@ async fn issue_16_a_quarantine_whose_revocation_did_not_complete_is_completed_at
         "the liar's two unconfirmed results are taken back"
     );
     drop(c);
-    let ledger = std::fs::read(dir.path().join(crate::ledger::LEDGER_FILE)).unwrap();
+    let ledger = std::fs::read(dir.path().join(crate::durable::ledger::LEDGER_FILE)).unwrap();
     let ledger = String::from_utf8_lossy(&ledger);
     assert_eq!(ledger.matches("\"kind\":\"revoked\"").count(), 2);
     // Store and ledger agree afterwards (the quick path), and nothing more is taken back.
@@ -652,7 +652,7 @@ async fn a_report_under_a_live_lease_with_a_wrong_tag_is_refused_and_changes_not
 #[tokio::test(start_paused = true)]
 async fn a_quarantine_that_cannot_be_completed_at_start_refuses_the_store() {
     let store = Store::temporary().unwrap();
-    let [a, wrong, c] = crate::store::tests::a_liar_with_a_damaged_result(&store);
+    let [a, wrong, c] = crate::durable::store::tests::a_liar_with_a_damaged_result(&store);
     store.commit(&[a]).unwrap();
     store.commit(&[wrong]).unwrap();
     let decided = store.commit(&[c]).unwrap();
@@ -735,7 +735,7 @@ async fn a_cancel_dropped_while_it_commits_still_ends_the_run_in_memory() {
             let held = lease(&c, "a", 1).await;
             assert_eq!(held.len(), 1);
             let store = c.shared.store.clone();
-            if drop_once_stored(c.control(&run, crate::store::Control::Cancel), || {
+            if drop_once_stored(c.control(&run, crate::durable::store::Control::Cancel), || {
                 store.run(id).unwrap().unwrap().is_cancelled()
             })
             .await
@@ -967,8 +967,8 @@ async fn a_quarantine_survives_a_store_rebuilt_from_the_ledger_alone() {
     drop(c);
     let rebuilt = tempfile::tempdir().unwrap();
     std::fs::copy(
-        dir.path().join(crate::ledger::LEDGER_FILE),
-        rebuilt.path().join(crate::ledger::LEDGER_FILE),
+        dir.path().join(crate::durable::ledger::LEDGER_FILE),
+        rebuilt.path().join(crate::durable::ledger::LEDGER_FILE),
     )
     .unwrap();
     let c = reopened(rebuilt.path()).await;
@@ -986,8 +986,8 @@ fn opened_with(dir: &std::path::Path, config: Config) -> crate::error::Result<Co
 fn ledger_alone(dir: &std::path::Path) -> tempfile::TempDir {
     let rebuilt = tempfile::tempdir().unwrap();
     std::fs::copy(
-        dir.join(crate::ledger::LEDGER_FILE),
-        rebuilt.path().join(crate::ledger::LEDGER_FILE),
+        dir.join(crate::durable::ledger::LEDGER_FILE),
+        rebuilt.path().join(crate::durable::ledger::LEDGER_FILE),
     )
     .unwrap();
     rebuilt
@@ -1001,7 +1001,7 @@ async fn a_release_is_kept_by_a_store_rebuilt_from_the_ledger_and_an_unknown_nam
     let c = reopened(dir.path()).await;
     a_liar_caught(&c).await;
     drop(c);
-    let path = dir.path().join(crate::ledger::LEDGER_FILE);
+    let path = dir.path().join(crate::durable::ledger::LEDGER_FILE);
     let before = std::fs::read(&path).unwrap();
     // One unknown name refuses the others too (the liar stays quarantined).
     let unknown = Config {
@@ -1059,7 +1059,7 @@ async fn a_quarantine_the_ledger_lacks_is_appended_to_it_at_start() {
     a_liar_caught(&c).await;
     drop(c);
     // As the previous version wrote it: no quarantine line.
-    let path = dir.path().join(crate::ledger::LEDGER_FILE);
+    let path = dir.path().join(crate::durable::ledger::LEDGER_FILE);
     let quarantines = |bytes: &[u8]| {
         bytes
             .split(|&b| b == b'\n')
@@ -1149,7 +1149,7 @@ fn a_stored_run_whose_plan_cannot_be_enumerated_is_refused_at_the_start() {
     let store = Store::temporary().unwrap();
     let plan = nqueens_common::Plan::with_depth(32, Strategy::Mirror, 30).unwrap();
     store
-        .insert_run(plan, 100, 0, crate::store::RunOptions::default())
+        .insert_run(plan, 100, 0, crate::durable::store::RunOptions::default())
         .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -1177,9 +1177,9 @@ async fn a_result_restored_from_the_ledger_quarantines_the_worker_its_candidates
         2,
         "a's result and the decided one; the liar's two taken back"
     );
-    let path = dir.path().join(crate::ledger::LEDGER_FILE);
+    let path = dir.path().join(crate::durable::ledger::LEDGER_FILE);
     drop(c);
-    let view = crate::ledger::LedgerView::read(&path).unwrap();
+    let view = crate::durable::ledger::LedgerView::read(&path).unwrap();
     assert!(view.quarantines.contains_key("liar"), "logged as well");
 }
 
@@ -1209,7 +1209,7 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 }
 
 async fn restored_over_a_dispute(damaged: bool) -> (tempfile::TempDir, Coordinator) {
-    use crate::store::tests::a_dispute_undecided;
+    use crate::durable::store::tests::a_dispute_undecided;
     // Where it crashed: the store before the round. Where the round completed (a copy of it, with the
     // same secret and so the same verified jobs): the counted result that decided the job.
     let dir = tempfile::tempdir().unwrap();
@@ -1230,12 +1230,12 @@ async fn restored_over_a_dispute(damaged: bool) -> (tempfile::TempDir, Coordinat
     let record = decided.result(1, &decider.key).unwrap().unwrap();
     drop(decided);
     // The ledger with the deciding result alone.
-    let line = nqueens_common::jsonl::encode(&crate::ledger::Entry::Result {
+    let line = nqueens_common::jsonl::encode(&crate::durable::ledger::Entry::Result {
         run: 1,
         job: decider.key.to_string(),
         record,
     });
-    let path = dir.path().join(crate::ledger::LEDGER_FILE);
+    let path = dir.path().join(crate::durable::ledger::LEDGER_FILE);
     let mut ledger = std::fs::read(&path).unwrap();
     ledger.extend(line);
     std::fs::write(&path, ledger).unwrap();
@@ -1320,7 +1320,7 @@ async fn a_run_whose_unique_counts_disagree_is_inconsistent_not_done() {
     c.report("a", "a", reports).await.unwrap();
     let view = c.run(&run).unwrap();
     assert_eq!(view.tally.jobs, view.meta.jobs_total);
-    assert_eq!(view.phase, crate::store::Phase::Inconsistent);
+    assert_eq!(view.phase, crate::durable::store::Phase::Inconsistent);
     assert_eq!(view.unique(), None);
     let status = crate::wire::grpc::run_status(&view);
     assert_eq!(status.state, nqueens_proto::RunState::Inconsistent as i32);
@@ -1348,11 +1348,11 @@ fn failed_jobs_are_retried_after_the_repair_and_only_where_asked() {
             // A job waiting for its second result, its record then damaged.
             let waiting = other.jobs().nth(1).unwrap();
             store
-                .commit(&[crate::store::tests::incoming_from(theirs, &other, 1, "a")])
+                .commit(&[crate::durable::store::tests::incoming_from(theirs, &other, 1, "a")])
                 .unwrap();
             store.flush().unwrap();
-            crate::ledger::rewrite(&dir.path().join(crate::ledger::LEDGER_FILE), &store).unwrap();
-            let k = crate::store::records::job_key(theirs, &waiting);
+            crate::durable::ledger::rewrite(&dir.path().join(crate::durable::ledger::LEDGER_FILE), &store).unwrap();
+            let k = crate::durable::store::records::job_key(theirs, &waiting);
             store.damage_record("jobs", &k, |j| j.replace("\"a\"", "\"b\""));
             (ours, theirs, key, their_key)
         };
@@ -1370,7 +1370,7 @@ fn failed_jobs_are_retried_after_the_repair_and_only_where_asked() {
         } else {
             assert_eq!(
                 theirs_now.unwrap().state,
-                crate::store::JobState::Failed,
+                crate::durable::store::JobState::Failed,
                 "another plan's failure kept"
             );
         }
@@ -1449,7 +1449,7 @@ async fn a_poison_job_still_fails_under_credible_workers_and_is_retried_while_se
         c.expire_leases().await;
     }
     // Every job left fails in time: the run stalls.
-    while c.run(&run).unwrap().phase != crate::store::Phase::Stalled {
+    while c.run(&run).unwrap().phase != crate::durable::store::Phase::Stalled {
         rounds += 1;
         assert!(rounds < 200, "the run never stalled");
         let name = if rounds % 2 == 0 { "a" } else { "b" };
@@ -1461,7 +1461,7 @@ async fn a_poison_job_still_fails_under_credible_workers_and_is_retried_while_se
     let (retried, view) = c.retry_failed(&run).await.unwrap();
     assert_eq!(retried, failed);
     assert_eq!(view.jobs_failed, 0);
-    assert_eq!(view.phase, crate::store::Phase::Running);
+    assert_eq!(view.phase, crate::durable::store::Phase::Running);
     // Nothing more to retry; an unknown run is refused.
     assert_eq!(c.retry_failed(&run).await.unwrap().0, 0);
     assert!(matches!(
@@ -2046,7 +2046,7 @@ async fn a_kept_certificate_root_spares_a_start_the_rereading() {
     let forged = "0".repeat(64);
     c.shared
         .store
-        .save_certificate_root(&crate::store::StoredRoot {
+        .save_certificate_root(&crate::durable::store::StoredRoot {
             root: forged.clone(),
             ..kept.clone()
         })
@@ -2058,7 +2058,7 @@ async fn a_kept_certificate_root_spares_a_start_the_rereading() {
     // Kept for another finish: computed again, the true root.
     c.shared
         .store
-        .save_certificate_root(&crate::store::StoredRoot {
+        .save_certificate_root(&crate::durable::store::StoredRoot {
             finished_unix: Some(1),
             ..kept
         })

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use super::workers::Gpus;
 use super::{Coordinator, State};
 use crate::service::live::LiveRun;
-use crate::store::{JobState, Phase, RunMeta};
+use crate::durable::store::{JobState, Phase, RunMeta};
 
 /// A run's status at one moment.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 //! server reflection must carry `authorization: Bearer TOKEN` (health checks stay open, for load balancers
 //! and orchestrators). A missing or wrong token gets UNAUTHENTICATED. The comparison takes the same time
 //! whatever the token's content. Three kinds of token make two roles: the operator's token does
-//! everything; a worker credential (issued per worker, [`crate::credentials`]) or the shared workers'
+//! everything; a worker credential (issued per worker, [`crate::durable::credentials`]) or the shared workers'
 //! token leases, reports and reads its own runs' status, but cannot create or steer runs, list workers or
 //! jobs. A worker's identity is its credential: every call with the shared token is one identity.
 //!
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use tonic::service::Interceptor;
 use tonic::{Request, Status};
 
-use crate::credentials::{Credentials, Verdict, SHARED_IDENTITY};
+use crate::durable::credentials::{Credentials, Verdict, SHARED_IDENTITY};
 
 /// What the token of a call lets it do; the check puts it in every request's extensions.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use tonic::{Request, Response, Status};
 
 use crate::error::Error;
 use crate::service::{Ask, Coordinator, Grant, NewRun, Report, RunView, WorkerView};
-use crate::store::{Control, JobState, Outcome, Phase};
+use crate::durable::store::{Control, JobState, Outcome, Phase};
 use crate::wire::auth::{require_operator, worker_identity};
 
 /// The most entries (runs, workers) one ListRuns or ListWorkers reply holds.

@@ -17,7 +17,7 @@ use tonic_health::ServingStatus;
 
 use crate::service::progress;
 use crate::service::Coordinator;
-use crate::storage_health;
+use crate::durable::storage_health;
 use crate::wire::auth::RequireToken;
 use crate::wire::connections;
 use crate::wire::grpc::CoordinatorService;

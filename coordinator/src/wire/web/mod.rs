@@ -155,7 +155,7 @@ async fn metrics(State(web): State<Web>) -> Response {
 mod tests {
     use super::*;
     use crate::service::Config;
-    use crate::store::Store;
+    use crate::durable::store::Store;
     use nqueens_common::Strategy;
     use tower_service::Service;
 

@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::digest::{LedgerDigest, RunDigest};
+use crate::durable::digest::{LedgerDigest, RunDigest};
 use crate::error::{Error, Result};
-use crate::ledger::{self, same_controls, same_run, Ledger, LedgerView};
-use crate::store::{AuditLine, Quarantine, RunMeta, Store, Survey};
+use crate::durable::ledger::{self, same_controls, same_run, Ledger, LedgerView};
+use crate::durable::store::{AuditLine, Quarantine, RunMeta, Store, Survey};
 
 /// What reconciliation repaired (all zero: store and ledger agreed).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -349,7 +349,7 @@ pub fn digests_agree(store: &Store, path: &Path) -> Result<Option<Agreed>> {
 }
 
 /// The quick path: when the ledger has only intact, sealed run and result lines, and every run's digest
-/// (a count and an order-independent hash sum, [`crate::digest`]) is the same in the store and in the
+/// (a count and an order-independent hash sum, [`crate::durable::digest`]) is the same in the store and in the
 /// ledger, the two agree; the stored totals are set from the results, and the store is audited on the
 /// same pass. Streams both sides, side by side on two threads, keeping no result in memory. `None`:
 /// take the full, result-by-result comparison.
@@ -432,7 +432,7 @@ fn join_controls(
             continue;
         }
         if theirs.is_cancelled() && !meta.is_cancelled() && !meta.is_done() {
-            meta = store.apply_control(meta.id, crate::store::Control::Cancel)?;
+            meta = store.apply_control(meta.id, crate::durable::store::Control::Cancel)?;
             repairs.controls_restored += 1;
             tracing::warn!(
                 run = meta.id,
@@ -475,9 +475,9 @@ mod tests {
     use nqueens_common::{Plan, Strategy};
 
     use super::*;
-    use crate::ledger::{Entry, LEDGER_FILE};
-    use crate::store::tests::incoming_from;
-    use crate::store::{ResultRecord, RunMeta};
+    use crate::durable::ledger::{Entry, LEDGER_FILE};
+    use crate::durable::store::tests::incoming_from;
+    use crate::durable::store::{ResultRecord, RunMeta};
     use nqueens_common::JobKey;
 
     /// A store in `dir` with a run of N = 8, `verify` of its jobs verified.
@@ -497,7 +497,7 @@ mod tests {
 
     /// Job 3 of `plan` (run `run`) by "w", its unique count dropped and the result sealed again (the
     /// seal is a CRC anyone can compute).
-    fn without_unique_count(run: u64, plan: &Plan) -> crate::store::Incoming {
+    fn without_unique_count(run: u64, plan: &Plan) -> crate::durable::store::Incoming {
         let mut inc = incoming_from(run, plan, 3, "w");
         inc.result.unique8 = None;
         inc.seal = nqueens_common::checksum::seal(plan.fingerprint().1, &inc.key, &inc.result);
@@ -566,7 +566,7 @@ mod tests {
         let key = plan.jobs().next().unwrap();
         let record = l_under_lease_7(&plan);
         let mut lines = vec![
-            Entry::Quarantine(crate::store::Quarantine {
+            Entry::Quarantine(crate::durable::store::Quarantine {
                 worker: "L".into(),
                 reason: "shown wrong".into(),
                 at_unix: 1,
@@ -605,7 +605,7 @@ mod tests {
         assert_ne!(again.lease, 7);
         assert_eq!(
             store.commit(&[again]).unwrap().outcomes,
-            vec![crate::store::Outcome::Accepted]
+            vec![crate::durable::store::Outcome::Accepted]
         );
         let (_, repairs, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
         assert_eq!(repairs.results_revoked, 0);
@@ -617,14 +617,14 @@ mod tests {
     /// different result then disputed it in the store alone: the ledger's line taking x's count back
     /// was never written (sled writes on its own, so a crash can keep the store's dispute and lose the
     /// ledger's append of the same round). Returns the store, the run, the plan and y's right result.
-    fn a_dispute_the_ledger_missed(dir: &Path) -> (Store, u64, Plan, crate::store::Incoming) {
-        use crate::store::tests::by;
+    fn a_dispute_the_ledger_missed(dir: &Path) -> (Store, u64, Plan, crate::durable::store::Incoming) {
+        use crate::durable::store::tests::by;
         let (store, run, plan) = one_run(dir, 0.0);
         let right = incoming_from(run, &plan, 0, "x");
         store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
         ledger::rewrite(&dir.join(LEDGER_FILE), &store).unwrap();
         let disputed = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
-        assert_eq!(disputed.outcomes, vec![crate::store::Outcome::Disputed]);
+        assert_eq!(disputed.outcomes, vec![crate::durable::store::Outcome::Disputed]);
         (store, run, plan, right)
     }
 
@@ -634,7 +634,7 @@ mod tests {
     /// from the ledger, quarantined y as disproved by it, and a run could end done with x's wrong total).
     #[test]
     fn a_count_the_store_disputed_is_not_restored_from_the_ledger() {
-        use crate::store::tests::by;
+        use crate::durable::store::tests::by;
         let dir = tempfile::tempdir().unwrap();
         let (store, run, plan, right) = a_dispute_the_ledger_missed(dir.path());
         let (_, repairs, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
@@ -648,7 +648,7 @@ mod tests {
         let (_, again, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
         assert_eq!(again, Repairs::default(), "the rewritten ledger agrees");
         let decided = store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
-        assert_eq!(decided.outcomes, vec![crate::store::Outcome::Accepted]);
+        assert_eq!(decided.outcomes, vec![crate::durable::store::Outcome::Accepted]);
         let names: Vec<String> = store
             .quarantined()
             .unwrap()
@@ -667,7 +667,7 @@ mod tests {
     /// could not finish a verified job), the record is removed, the job pending again.
     #[test]
     fn a_damaged_disputed_record_keeps_its_job_verified_where_the_run_verifies() {
-        use crate::store::tests::by;
+        use crate::durable::store::tests::by;
         for verify in [0.01, 0.0] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join(LEDGER_FILE);
@@ -679,9 +679,9 @@ mod tests {
             let right = incoming_from(run, &plan, i, "x");
             store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
             let disputed = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
-            assert_eq!(disputed.outcomes, vec![crate::store::Outcome::Disputed]);
+            assert_eq!(disputed.outcomes, vec![crate::durable::store::Outcome::Disputed]);
             ledger::rewrite(&path, &store).unwrap();
-            let job = crate::store::records::job_key(run, &right.key);
+            let job = crate::durable::store::records::job_key(run, &right.key);
             store.damage_record("jobs", &job, |j| j.replace("\"y\"", "\"q\""));
             assert!(store.job(run, &right.key).is_err());
             let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
@@ -697,10 +697,10 @@ mod tests {
             assert!(mended.candidates.is_empty());
             // x's wrong count again: a candidate, never counted alone.
             let again = store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
-            assert_eq!(again.outcomes, vec![crate::store::Outcome::Pending]);
+            assert_eq!(again.outcomes, vec![crate::durable::store::Outcome::Pending]);
             assert_eq!(store.tally(run).unwrap().jobs, 0);
             // Two names agreeing on the right count decide it; x is disproved.
-            y_and_z_decide(&store, &plan, &right, crate::store::Outcome::Disputed);
+            y_and_z_decide(&store, &plan, &right, crate::durable::store::Outcome::Disputed);
         }
     }
 
@@ -711,7 +711,7 @@ mod tests {
     /// quarantined, made the count look taken back; it was dropped and the job computed again).
     #[test]
     fn a_mended_record_does_not_make_a_ledger_count_look_taken_back() {
-        use crate::store::tests::by;
+        use crate::durable::store::tests::by;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
         let (store, run, plan) = one_run(dir.path(), 1.0);
@@ -719,7 +719,7 @@ mod tests {
         store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
         let waiting = store.job(run, &right.key).unwrap().unwrap();
         let confirmed = store.commit(&[by(&plan, "x", right.clone(), 0)]).unwrap();
-        assert_eq!(confirmed.outcomes, vec![crate::store::Outcome::Accepted]);
+        assert_eq!(confirmed.outcomes, vec![crate::durable::store::Outcome::Accepted]);
         ledger::rewrite(&path, &store).unwrap();
         // x's count, confirmed by y, is what the ledger holds. The store as before x's result (its
         // flush lost), y's candidate waiting; then x quarantined in it.
@@ -728,13 +728,13 @@ mod tests {
             .unwrap();
         store.put_job_record(run, &right.key, &waiting);
         store
-            .restore_quarantine(&crate::store::Quarantine {
+            .restore_quarantine(&crate::durable::store::Quarantine {
                 worker: "x".into(),
                 reason: "shown wrong on another job".into(),
                 at_unix: 2,
             })
             .unwrap();
-        let job = crate::store::records::job_key(run, &right.key);
+        let job = crate::durable::store::records::job_key(run, &right.key);
         store.damage_record("jobs", &job, |j| j.replace("\"y\"", "\"q\""));
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.jobs_mended, 1);
@@ -749,14 +749,14 @@ mod tests {
     fn y_and_z_decide(
         store: &Store,
         plan: &Plan,
-        right: &crate::store::Incoming,
-        first: crate::store::Outcome,
+        right: &crate::durable::store::Incoming,
+        first: crate::durable::store::Outcome,
     ) {
-        use crate::store::tests::by;
+        use crate::durable::store::tests::by;
         let again = store.commit(&[by(plan, "y", right.clone(), 0)]).unwrap();
         assert_eq!(again.outcomes, vec![first]);
         let decided = store.commit(&[by(plan, "z", right.clone(), 0)]).unwrap();
-        assert_eq!(decided.outcomes, vec![crate::store::Outcome::Accepted]);
+        assert_eq!(decided.outcomes, vec![crate::durable::store::Outcome::Accepted]);
         assert_eq!(
             store.tally(right.run).unwrap().total,
             u128::from(right.result.total)
@@ -766,8 +766,8 @@ mod tests {
     /// A store where worker "x"'s wrong count of job 0 is counted, and the ledger holds it and then
     /// the line taking it back (a dispute's round whose store flush a crash lost). Returns the store,
     /// the run, the plan and the right result.
-    fn a_revocation_the_store_missed(dir: &Path) -> (Store, u64, Plan, crate::store::Incoming) {
-        use crate::store::tests::by;
+    fn a_revocation_the_store_missed(dir: &Path) -> (Store, u64, Plan, crate::durable::store::Incoming) {
+        use crate::durable::store::tests::by;
         let path = dir.join(LEDGER_FILE);
         let (store, run, plan) = one_run(dir, 0.0);
         let right = incoming_from(run, &plan, 0, "x");
@@ -800,9 +800,9 @@ mod tests {
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_revoked, 1);
         let job = store.job(run, &right.key).unwrap().unwrap();
-        assert_eq!(job.state, crate::store::JobState::Disputed);
+        assert_eq!(job.state, crate::durable::store::JobState::Disputed);
         assert_eq!(store.tally(run).unwrap().jobs, 0);
-        y_and_z_decide(&store, &plan, &right, crate::store::Outcome::Disputed);
+        y_and_z_decide(&store, &plan, &right, crate::durable::store::Outcome::Disputed);
     }
 
     /// The same ledger ahead of the store, beside a damaged ledger line: the revocation is neither
@@ -834,7 +834,7 @@ mod tests {
     /// then taken back by x's quarantine, and the job computed again).
     #[test]
     fn a_count_that_replaced_a_quarantined_workers_equal_count_stands() {
-        use crate::store::tests::by;
+        use crate::durable::store::tests::by;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
         let (store, run, plan) = one_run(dir.path(), 0.0);
@@ -842,7 +842,7 @@ mod tests {
         store.commit(&[by(&plan, "x", right.clone(), 0)]).unwrap();
         ledger::rewrite(&path, &store).unwrap();
         store
-            .restore_quarantine(&crate::store::Quarantine {
+            .restore_quarantine(&crate::durable::store::Quarantine {
                 worker: "x".into(),
                 reason: "shown wrong on another job".into(),
                 at_unix: 2,
@@ -851,7 +851,7 @@ mod tests {
         store.revoke("x").unwrap();
         assert_eq!(store.tally(run).unwrap().jobs, 0);
         let y = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
-        assert_eq!(y.outcomes, vec![crate::store::Outcome::Accepted]);
+        assert_eq!(y.outcomes, vec![crate::durable::store::Outcome::Accepted]);
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_damaged, 0, "{repairs:?}");
         assert!(repairs.ledger_rewritten);
@@ -871,7 +871,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (store, run, _plan, right) = a_dispute_the_ledger_missed(dir.path());
         store
-            .restore_quarantine(&crate::store::Quarantine {
+            .restore_quarantine(&crate::durable::store::Quarantine {
                 worker: "x".into(),
                 reason: "shown wrong on another job".into(),
                 at_unix: 2,
@@ -917,7 +917,7 @@ mod tests {
     /// included).
     #[test]
     fn a_count_the_store_disputed_and_decided_is_not_a_conflict() {
-        use crate::store::tests::by;
+        use crate::durable::store::tests::by;
         let dir = tempfile::tempdir().unwrap();
         let (store, run, plan, right) = a_dispute_the_ledger_missed(dir.path());
         store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
@@ -1242,7 +1242,7 @@ mod tests {
     fn quarantines_are_joined_both_ways_on_the_quick_path() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LEDGER_FILE);
-        let store = crate::store::tests::a_quarantine_not_revoked(dir.path());
+        let store = crate::durable::store::tests::a_quarantine_not_revoked(dir.path());
         store.revoke("liar").unwrap();
         store.flush().unwrap();
         ledger::rewrite(&path, &store).unwrap();
@@ -1350,8 +1350,8 @@ mod tests {
         store.commit(&[by(1, "a", 0)]).unwrap();
         ledger::rewrite(&path, &store).unwrap();
         let waiting = plan.jobs().nth(1).unwrap();
-        let job = crate::store::records::job_key(run, &waiting);
-        let run_key = crate::store::records::run_key(run);
+        let job = crate::durable::store::records::job_key(run, &waiting);
+        let run_key = crate::durable::store::records::run_key(run);
         store.damage_record("runs", &run_key, |j| j.replace("\"n\":8", "\"n\":9"));
         store.damage_record("jobs", &job, |j| j.replace("\"a\"", "\"b\""));
         store.damage_record("quarantine", b"liar", |j| j.replace("liar", "lier"));
@@ -1405,7 +1405,7 @@ mod tests {
         bytes.splice(at..at, b"{\"damaged\"}\n".iter().copied());
         std::fs::write(&path, bytes).unwrap();
         let waiting = plan.jobs().next().unwrap();
-        let job = crate::store::records::job_key(run, &waiting);
+        let job = crate::durable::store::records::job_key(run, &waiting);
         store.damage_record("jobs", &job, |j| j.replace("\"a\"", "\"b\""));
         let refused = reconcile(&store, &path, false)
             .err()
@@ -1438,7 +1438,7 @@ mod tests {
             .collect();
         assert!(kept.len() < bytes.len());
         std::fs::write(&path, kept).unwrap();
-        let run_key = crate::store::records::run_key(run);
+        let run_key = crate::durable::store::records::run_key(run);
         store.damage_record("runs", &run_key, |j| j.replace("\"n\":8", "\"n\":9"));
         let refused = reconcile(&store, &path, true)
             .err()
@@ -1466,7 +1466,7 @@ mod tests {
         let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
         ledger.append(&[Entry::Run(cancelled)]).unwrap();
         drop(ledger);
-        let totals = crate::store::records::run_key(run);
+        let totals = crate::durable::store::records::run_key(run);
         store.damage_record("totals", &totals, |j| j.replace("\"jobs\":3", "\"jobs\":4"));
         let (_, repairs, audit) = reconcile(&store, &path, false).unwrap();
         assert!(audit.is_some(), "the quick path");
@@ -1494,15 +1494,15 @@ mod tests {
         let (store, run, _) = agreeing(dir.path());
         let logged = |path: &Path| LedgerView::read(path).unwrap().runs[&run].clone();
         // The store paused it; the ledger never heard.
-        store.control(run, crate::store::Control::Pause).unwrap();
+        store.control(run, crate::durable::store::Control::Pause).unwrap();
         assert!(
-            crate::offline::check(&store, dir.path()).is_err(),
+            crate::durable::offline::check(&store, dir.path()).is_err(),
             "audit fails it"
         );
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.controls_logged, 1);
         assert!(logged(&path).paused);
-        assert!(crate::offline::check(&store, dir.path()).is_ok());
+        assert!(crate::durable::offline::check(&store, dir.path()).is_ok());
         // The ledger cancelled it; the store never heard.
         let cancelled = RunMeta {
             cancelled_unix: Some(7),
@@ -1512,7 +1512,7 @@ mod tests {
         ledger.append(&[Entry::Run(cancelled)]).unwrap();
         drop(ledger);
         assert!(
-            crate::offline::check(&store, dir.path()).is_err(),
+            crate::durable::offline::check(&store, dir.path()).is_err(),
             "audit fails it"
         );
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();

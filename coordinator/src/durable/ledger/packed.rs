@@ -25,7 +25,7 @@ use nqueens_common::{JobKey, JobResult};
 use serde::{Deserialize, Serialize};
 
 use super::Entry;
-use crate::store::ResultRecord;
+use crate::durable::store::ResultRecord;
 
 /// The first byte of a packed line.
 pub const MARK: u8 = 0x01;

@@ -1,7 +1,7 @@
 //! The results ledger (`DATA/results.jsonl`): an append-only file of checksummed lines beside the
 //! store, a second, independent copy of every run, control, quarantine and counted or revoked result,
 //! fsynced before any result in it is acknowledged. At startup store and ledger are reconciled both
-//! ways ([`crate::reconcile`]); `nqueens import` rebuilds a store from it, and `nqueens export` writes
+//! ways ([`crate::durable::reconcile`]); `nqueens import` rebuilds a store from it, and `nqueens export` writes
 //! a store in its JSON form. Sealed results are packed binary lines ([`packed`]), the rest checksummed
 //! JSON lines ([`nqueens_common::jsonl`]); a failed append leaves no partial line. Each ledger
 //! format's lines, and how older ones are read: `docs/formats.md`.
@@ -98,10 +98,10 @@ mod tests {
     use nqueens_common::{JobKey, JobResult, Plan, Strategy};
 
     use super::entry::Tagged;
-    use crate::store::{ResultRecord, RunMeta, Store};
+    use crate::durable::store::{ResultRecord, RunMeta, Store};
 
     use super::*;
-    use crate::store::tests::incoming_from;
+    use crate::durable::store::tests::incoming_from;
 
     fn count(path: &Path) -> (u64, u64) {
         let view = LedgerView::read(path).unwrap();
@@ -313,7 +313,7 @@ mod tests {
             assert_eq!(&view.results[&run.id][&key], record, "worker and all");
         }
         // The digest of the quick path reads them too.
-        let digest = crate::digest::LedgerDigest::read(&path).unwrap();
+        let digest = crate::durable::digest::LedgerDigest::read(&path).unwrap();
         assert_eq!(digest.unfit, None);
         assert_eq!(digest.digests[&run.id].results, 4);
         let (_, _, others) = counted(&["node-c"]);

@@ -19,8 +19,8 @@ use nqueens_common::JobKey;
 use siphasher::sip128::{Hasher128, SipHasher13};
 
 use crate::error::{Error, Result};
-use crate::ledger::{same_run, Entry};
-use crate::store::{Quarantine, ResultRecord, RunMeta};
+use crate::durable::ledger::{same_run, Entry};
+use crate::durable::store::{Quarantine, ResultRecord, RunMeta};
 
 /// The digest of one run's results.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub struct LedgerDigest {
     pub unfit: Option<String>,
     /// The length of the file's good content (a torn last line excluded).
     pub len: u64,
-    /// The first worker number no intact line defines (see [`crate::ledger::LedgerView::next_worker`]).
+    /// The first worker number no intact line defines (see [`crate::durable::ledger::LedgerView::next_worker`]).
     pub next_worker: u32,
     /// A torn last line was found (it is cut off when the ledger is opened for appending).
     pub torn: bool,
@@ -86,7 +86,7 @@ pub struct LedgerDigest {
 
 impl LedgerDigest {
     /// Streams the ledger at `path` (absent: empty), checking every line's checksum and every result's
-    /// seal as [`crate::ledger::LedgerView::read`] does, but keeping no result in memory.
+    /// seal as [`crate::durable::ledger::LedgerView::read`] does, but keeping no result in memory.
     pub fn read(path: &Path) -> Result<LedgerDigest> {
         let io = |e: std::io::Error| Error::Durability(format!("{}: {e}", path.display()));
         let mut out = LedgerDigest::default();
@@ -96,7 +96,7 @@ impl LedgerDigest {
             Err(e) => return Err(io(e)),
         };
         let size = file.metadata().map_err(io)?.len();
-        let (scan, next_worker) = crate::ledger::scan(file, |number, line| {
+        let (scan, next_worker) = crate::durable::ledger::scan(file, |number, line| {
             if out.unfit.is_some() {
                 return;
             }
@@ -197,7 +197,7 @@ impl LedgerDigest {
                 ));
             }
             line @ (Entry::Quarantine(_) | Entry::Released { .. }) => {
-                crate::ledger::quarantine_line(&mut self.quarantined, line)?;
+                crate::durable::ledger::quarantine_line(&mut self.quarantined, line)?;
             }
             // An export copied in as the ledger: its framing says nothing of the results.
             Entry::Export { .. } | Entry::End { .. } => {}

@@ -19,11 +19,11 @@ use std::sync::{mpsc, Arc};
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
-use crate::ledger::{Entry, Ledger};
-use crate::storage_health::{self, StorageHealth};
+use crate::durable::ledger::{Entry, Ledger};
+use crate::durable::storage_health::{self, StorageHealth};
 use nqueens_common::{JobKey, Plan};
 
-use crate::store::{Committed, Control, Incoming, JobState, RunMeta, Store};
+use crate::durable::store::{Committed, Control, Incoming, JobState, RunMeta, Store};
 
 /// Most results applied in one round of the commit thread (more wait for the next round).
 const MAX_GROUP_RESULTS: usize = 4096;
@@ -37,7 +37,7 @@ pub enum Write {
         jobs_total: u64,
         fingerprint: u64,
         /// Its fraction verified, priority, record mode and bound.
-        options: crate::store::RunOptions,
+        options: crate::durable::store::RunOptions,
     },
     /// An operator's control of a run.
     Control(u64, Control),
@@ -368,7 +368,7 @@ fn apply(store: &Store, write: Write) -> Result<Written> {
 }
 
 /// The ledger line of a result taken back.
-fn revoked_line(r: &crate::store::Revoked) -> Entry {
+fn revoked_line(r: &crate::durable::store::Revoked) -> Entry {
     Entry::Revoked {
         run: r.run,
         job: r.key.to_string(),
@@ -423,8 +423,8 @@ mod tests {
     use nqueens_common::{Plan, Strategy};
 
     use super::*;
-    use crate::store::tests::incoming_from as incoming;
-    use crate::store::Outcome;
+    use crate::durable::store::tests::incoming_from as incoming;
+    use crate::durable::store::Outcome;
 
     /// Queues `batches` before the commit thread looks, so that they share one round; returns the round.
     fn one_round(store: &Store, batches: Vec<Vec<Incoming>>) -> Vec<Result<Committed>> {
@@ -478,8 +478,8 @@ mod tests {
             inc
         };
         store.commit(&[wrong(0, "f")]).unwrap();
-        let path = dir.path().join(crate::ledger::LEDGER_FILE);
-        crate::ledger::rewrite(&path, &store).unwrap();
+        let path = dir.path().join(crate::durable::ledger::LEDGER_FILE);
+        crate::durable::ledger::rewrite(&path, &store).unwrap();
         let entries = round_entries(
             &store,
             vec![
@@ -488,11 +488,11 @@ mod tests {
                 vec![wrong(1, "g"), incoming(run.id, &plan, 1, "k")],
             ],
         );
-        let view = crate::ledger::LedgerView::read(&path).unwrap();
+        let view = crate::durable::ledger::LedgerView::read(&path).unwrap();
         let mut ledger = Ledger::open(&path, view.len, view.next_worker).unwrap();
         ledger.append(&entries).unwrap();
         drop(ledger);
-        let view = crate::ledger::LedgerView::read(&path).unwrap();
+        let view = crate::durable::ledger::LedgerView::read(&path).unwrap();
         assert!(view.damaged.is_empty(), "{:?}", view.damaged);
         let key = plan.jobs().next().unwrap();
         assert_eq!(view.results[&run.id][&key].worker, "z");
@@ -634,7 +634,7 @@ mod tests {
                 plan,
                 jobs_total: 3,
                 fingerprint: 7,
-                options: crate::store::RunOptions::default(),
+                options: crate::durable::store::RunOptions::default(),
             },
             reply,
         ))
@@ -684,7 +684,7 @@ mod tests {
     #[tokio::test]
     async fn a_revocation_left_incomplete_by_damage_degrades_storage() {
         let store = Store::temporary().unwrap();
-        let [a, wrong, c] = crate::store::tests::a_liar_with_a_damaged_result(&store);
+        let [a, wrong, c] = crate::durable::store::tests::a_liar_with_a_damaged_result(&store);
         let health = Arc::new(StorageHealth::default());
         let committer = Committer::start(store.clone(), None, health.clone()).unwrap();
         committer.commit(vec![a]).await.unwrap();

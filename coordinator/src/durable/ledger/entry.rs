@@ -4,7 +4,7 @@
 use nqueens_common::JobResult;
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Quarantine, ResultRecord, RunMeta};
+use crate::durable::store::{Quarantine, ResultRecord, RunMeta};
 
 /// One line of the ledger (and of an export).
 #[derive(Debug, Clone, PartialEq)]

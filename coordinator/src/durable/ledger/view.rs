@@ -10,7 +10,7 @@ use nqueens_common::JobKey;
 
 use super::{scan, Entry, EXPORT_FORMAT};
 use crate::error::{Error, Result};
-use crate::store::{Quarantine, ResultRecord, RunMeta};
+use crate::durable::store::{Quarantine, ResultRecord, RunMeta};
 
 /// Everything a ledger (or an export) holds once read and checked: its runs, its results as of its end
 /// (revocations applied, copies kept once), and what could not be trusted.
@@ -266,7 +266,7 @@ impl LedgerView {
 }
 
 /// A quarantine or release line, as the full read ([`LedgerView`]) and the streamed digest
-/// ([`crate::digest::LedgerDigest`]) both apply it: the workers quarantined as of the line. A name the
+/// ([`crate::durable::digest::LedgerDigest`]) both apply it: the workers quarantined as of the line. A name the
 /// coordinator would refuse is damage.
 pub fn quarantine_line(
     quarantined: &mut BTreeMap<String, Quarantine>,
@@ -274,7 +274,7 @@ pub fn quarantine_line(
 ) -> std::result::Result<(), String> {
     match line {
         Entry::Quarantine(q) => {
-            crate::store::check_quarantine(&q)
+            crate::durable::store::check_quarantine(&q)
                 .map_err(|_| format!("a quarantine of a bad worker name {:?}", q.worker))?;
             quarantined.insert(q.worker.clone(), q);
         }

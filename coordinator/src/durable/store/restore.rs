@@ -75,7 +75,7 @@ impl Store {
         };
         // The same run: its plan (verifying as much), made at the same time. Its controls (pause,
         // priority, cancel) may have changed since: the store's hold.
-        let same = crate::ledger::same_run(&stored, meta);
+        let same = crate::durable::ledger::same_run(&stored, meta);
         if !same {
             return Err(Error::Invalid(format!(
                 "run {} of the file is another run than this store's run {} (N = {} {} depth {}, created at {}, verify fraction {}, against N = {} {} depth {}, created at {}, verify fraction {}); import into another directory",
@@ -282,7 +282,7 @@ fn record_time(batch: &[(JobKey, ResultRecord)]) -> Option<u64> {
 
 impl Store {
     /// Applies a revocation while restoring: the job's result, if it is the one revoked (`worker`'s, and
-    /// `revoked` where the line carries it: see [`crate::ledger::taken_back`]), is taken out of the
+    /// `revoked` where the line carries it: see [`crate::durable::ledger::taken_back`]), is taken out of the
     /// totals. The job is then pending again, or, for a count a later result `disputed` (its worker
     /// not quarantined), disputed with that count as its candidate, as the commit that disputed it
     /// left it: the disputing worker's result (which the ledger does not hold) cannot count alone
@@ -308,7 +308,7 @@ impl Store {
             let Some(record) = groups::txn_get(results, run, key)? else {
                 return Ok(false);
             };
-            if !crate::ledger::taken_back(&record, worker, revoked) {
+            if !crate::durable::ledger::taken_back(&record, worker, revoked) {
                 return Ok(false);
             }
             // Totals that cannot be read (or that this result does not fit) are damage the recount

@@ -5,7 +5,7 @@
 use nqueens_common::certificate::{Builder, Header};
 
 use crate::error::{Error, Result};
-use crate::store::{now_unix, RunMeta, Store};
+use crate::durable::store::{now_unix, RunMeta, Store};
 
 /// Whether `meta` may have a certificate: finished, and not cancelled.
 pub fn check_finished(meta: &RunMeta) -> Result<()> {

@@ -123,7 +123,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 fn now_unix() -> u64 {
-    crate::store::now_unix()
+    crate::durable::store::now_unix()
 }
 
 impl Credentials {

@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::ledger::{self, LedgerView, LEDGER_FILE};
+use crate::durable::ledger::{self, LedgerView, LEDGER_FILE};
 use nqueens_common::JobKey;
 
-use crate::store::{AuditLine, ResultRecord, Store};
+use crate::durable::store::{AuditLine, ResultRecord, Store};
 
 /// A data directory that passed the check.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ pub fn check(store: &Store, dir: &Path) -> Result<Checked> {
     }
     // The start's quick comparison first (both sides streamed, no result kept in memory); the full,
     // result-by-result one only where the digests differ, to name what differs.
-    let checked = match crate::reconcile::digests_agree(store, &path)? {
+    let checked = match crate::durable::reconcile::digests_agree(store, &path)? {
         Some(agreed) => {
             same_quarantines(store, agreed.ledger.quarantined.keys())?;
             controls_agree(&agreed.runs, &agreed.ledger.runs)?;
@@ -85,8 +85,8 @@ fn same_quarantines<'a>(store: &Store, logged: impl Iterator<Item = &'a String>)
 /// Every run's controls (pause, priority, cancel) are the same in the store and in the ledger's last
 /// line of the run.
 fn controls_agree(
-    stored: &[crate::store::RunMeta],
-    logged: &std::collections::BTreeMap<u64, crate::store::RunMeta>,
+    stored: &[crate::durable::store::RunMeta],
+    logged: &std::collections::BTreeMap<u64, crate::durable::store::RunMeta>,
 ) -> Result<()> {
     for meta in stored {
         if let Some(theirs) = logged.get(&meta.id) {
@@ -205,7 +205,7 @@ pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
 /// What a restore can still meet after this is a failing write, and a restore done again completes it.
 pub fn vet(store: &Store, view: &LedgerView) -> Result<()> {
     for q in view.quarantines.values() {
-        crate::store::check_quarantine(q)?;
+        crate::durable::store::check_quarantine(q)?;
     }
     for meta in view.runs.values() {
         store.check_restore_run(meta)?;
@@ -222,7 +222,7 @@ pub fn vet(store: &Store, view: &LedgerView) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::tests::a_quarantine_not_revoked;
+    use crate::durable::store::tests::a_quarantine_not_revoked;
 
     /// An export of `store`, written to `dir/backup.jsonl` and read back.
     fn exported(store: &Store, dir: &Path) -> LedgerView {
@@ -310,7 +310,7 @@ mod tests {
         for id in [u64::MAX, 0] {
             let mut file = export.clone();
             file.extend(nqueens_common::jsonl::encode(&ledger::Entry::Run(
-                crate::store::RunMeta { id, ..run.clone() },
+                crate::durable::store::RunMeta { id, ..run.clone() },
             )));
             let path = dir.path().join("forged.jsonl");
             std::fs::write(&path, &file).unwrap();
@@ -365,14 +365,14 @@ mod tests {
         std::fs::write(dir.path().join(LEDGER_FILE), &export).unwrap();
         assert!(store.release_quarantine("liar").unwrap());
         let (_, repairs, _) =
-            crate::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+            crate::durable::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
         assert_eq!(repairs.quarantines_restored, 1);
         assert_eq!(store.quarantined().unwrap().len(), 1);
         let view = LedgerView::read(&dir.path().join(LEDGER_FILE)).unwrap();
         assert!(view.quarantines.contains_key("liar") && view.damaged.is_empty());
         let (_, repairs, audit) =
-            crate::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
-        assert_eq!(repairs, crate::reconcile::Repairs::default());
+            crate::durable::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+        assert_eq!(repairs, crate::durable::reconcile::Repairs::default());
         assert!(audit.is_some(), "the quick path");
     }
 

@@ -6,7 +6,7 @@ use nqueens_common::JobKey;
 
 use super::LedgerView;
 use crate::error::Result;
-use crate::store::{JobRecord, JobState, ResultRecord, RunMeta, Store};
+use crate::durable::store::{JobRecord, JobState, ResultRecord, RunMeta, Store};
 
 /// Per run, the results only one side holds (used by `audit` and startup reconciliation).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -110,7 +110,7 @@ pub fn compare(store: &Store, meta: &RunMeta, view: &LedgerView) -> Result<Diffe
         let later = match store.job(meta.id, key) {
             Ok(Some(job))
                 if job.state != JobState::Done
-                    && job.reason.as_deref() != Some(crate::store::records::MENDED) =>
+                    && job.reason.as_deref() != Some(crate::durable::store::records::MENDED) =>
             {
                 disputed(&job, l) || quarantined(&l.worker)?
             }
