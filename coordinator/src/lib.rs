@@ -52,7 +52,10 @@ mod layers {
             assert!(files.len() > 5, "{layer}: {} files", files.len());
             for (path, code) in &files {
                 for name in above {
-                    assert!(!code.contains(name), "{path} imports {name}, a layer above it");
+                    assert!(
+                        !code.contains(name),
+                        "{path} imports {name}, a layer above it"
+                    );
                 }
             }
         }

@@ -1563,7 +1563,8 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
     // The ledger holds the controls too (the last line of a run holds): a store rebuilt from it alone
     // keeps the run cancelled, the other paused at its priority.
     let ledger = nqueens_coordinator::durable::ledger::LedgerView::read(
-        &dir.path().join(nqueens_coordinator::durable::ledger::LEDGER_FILE),
+        &dir.path()
+            .join(nqueens_coordinator::durable::ledger::LEDGER_FILE),
     )
     .unwrap();
     let id = |r: &str| r.parse::<u64>().unwrap();

@@ -65,8 +65,9 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
     // The job lines first, in a file of their own: the header, written first, sums them up.
     let lines = tempfile::tempfile_in(parent).map_err(failed)?;
     let mut lines = std::io::BufWriter::new(lines);
-    let header =
-        nqueens_coordinator::durable::certify::build(&store, &meta, |text| writeln!(lines, "{text}"))?;
+    let header = nqueens_coordinator::durable::certify::build(&store, &meta, |text| {
+        writeln!(lines, "{text}")
+    })?;
     let mut lines = lines.into_inner().map_err(|e| failed(e.into_error()))?;
     std::io::Seek::rewind(&mut lines).map_err(failed)?;
     let partial = tempfile::NamedTempFile::new_in(parent).map_err(failed)?;

@@ -10,8 +10,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::load::{self as loadgen, Latency, Load, LoadReport};
-use nqueens_coordinator::service::{Config, Coordinator};
 use nqueens_coordinator::durable::store::Store;
+use nqueens_coordinator::service::{Config, Coordinator};
 
 /// Arguments of `nqueens loadgen`.
 #[derive(Debug, Args)]

@@ -10,9 +10,9 @@ use nqueens_worker::WorkerConfig;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use nqueens_coordinator::durable::store::Store;
 use nqueens_coordinator::error::{Error, Result};
 use nqueens_coordinator::service::{plan_of, Config, Coordinator, RetryFailed, RunView};
-use nqueens_coordinator::durable::store::Store;
 
 /// What to count, where, and with how many threads.
 #[derive(Debug, Clone)]
@@ -77,7 +77,10 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     // Counting is asking for the run to go on: a run paused by an earlier `serve` is resumed.
     let view = if view.meta.paused && !view.is_done() {
         coordinator
-            .control(&view.id(), nqueens_coordinator::durable::store::Control::Resume)
+            .control(
+                &view.id(),
+                nqueens_coordinator::durable::store::Control::Resume,
+            )
             .await?
     } else {
         view

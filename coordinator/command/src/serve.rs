@@ -8,8 +8,8 @@ use crate::setup;
 use clap::Args;
 use tokio::net::TcpListener;
 
-use nqueens_coordinator::service::{Config, Coordinator, RetryFailed};
 use nqueens_coordinator::durable::store::Store;
+use nqueens_coordinator::service::{Config, Coordinator, RetryFailed};
 
 /// Arguments of `nqueens serve`.
 #[derive(Debug, Clone, Args)]

@@ -4,8 +4,8 @@
 
 use nqueens_common::certificate::{Builder, Header};
 
-use crate::error::{Error, Result};
 use crate::durable::store::{now_unix, RunMeta, Store};
+use crate::error::{Error, Result};
 
 /// Whether `meta` may have a certificate: finished, and not cancelled.
 pub fn check_finished(meta: &RunMeta) -> Result<()> {

@@ -18,9 +18,9 @@ use std::sync::{mpsc, Arc};
 
 use tokio::sync::oneshot;
 
-use crate::error::{Error, Result};
 use crate::durable::ledger::{Entry, Ledger};
 use crate::durable::storage_health::{self, StorageHealth};
+use crate::error::{Error, Result};
 use nqueens_common::{JobKey, Plan};
 
 use crate::durable::store::{Committed, Control, Incoming, JobState, RunMeta, Store};

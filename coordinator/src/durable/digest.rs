@@ -18,9 +18,9 @@ use nqueens_common::jsonl::Line;
 use nqueens_common::JobKey;
 use siphasher::sip128::{Hasher128, SipHasher13};
 
-use crate::error::{Error, Result};
 use crate::durable::ledger::{same_run, Entry};
 use crate::durable::store::{Quarantine, ResultRecord, RunMeta};
+use crate::error::{Error, Result};
 
 /// The digest of one run's results.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

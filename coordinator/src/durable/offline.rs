@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::error::{Error, Result};
 use crate::durable::ledger::{self, LedgerView, LEDGER_FILE};
+use crate::error::{Error, Result};
 use nqueens_common::JobKey;
 
 use crate::durable::store::{AuditLine, ResultRecord, Store};
@@ -365,13 +365,15 @@ mod tests {
         std::fs::write(dir.path().join(LEDGER_FILE), &export).unwrap();
         assert!(store.release_quarantine("liar").unwrap());
         let (_, repairs, _) =
-            crate::durable::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+            crate::durable::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false)
+                .unwrap();
         assert_eq!(repairs.quarantines_restored, 1);
         assert_eq!(store.quarantined().unwrap().len(), 1);
         let view = LedgerView::read(&dir.path().join(LEDGER_FILE)).unwrap();
         assert!(view.quarantines.contains_key("liar") && view.damaged.is_empty());
         let (_, repairs, audit) =
-            crate::durable::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
+            crate::durable::reconcile::reconcile(&store, &dir.path().join(LEDGER_FILE), false)
+                .unwrap();
         assert_eq!(repairs, crate::durable::reconcile::Repairs::default());
         assert!(audit.is_some(), "the quick path");
     }

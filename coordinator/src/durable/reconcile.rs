@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::durable::digest::{LedgerDigest, RunDigest};
-use crate::error::{Error, Result};
 use crate::durable::ledger::{self, same_controls, same_run, Ledger, LedgerView};
 use crate::durable::store::{AuditLine, Quarantine, RunMeta, Store, Survey};
+use crate::error::{Error, Result};
 
 /// What reconciliation repaired (all zero: store and ledger agreed).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -617,14 +617,19 @@ mod tests {
     /// different result then disputed it in the store alone: the ledger's line taking x's count back
     /// was never written (sled writes on its own, so a crash can keep the store's dispute and lose the
     /// ledger's append of the same round). Returns the store, the run, the plan and y's right result.
-    fn a_dispute_the_ledger_missed(dir: &Path) -> (Store, u64, Plan, crate::durable::store::Incoming) {
+    fn a_dispute_the_ledger_missed(
+        dir: &Path,
+    ) -> (Store, u64, Plan, crate::durable::store::Incoming) {
         use crate::durable::store::tests::by;
         let (store, run, plan) = one_run(dir, 0.0);
         let right = incoming_from(run, &plan, 0, "x");
         store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
         ledger::rewrite(&dir.join(LEDGER_FILE), &store).unwrap();
         let disputed = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
-        assert_eq!(disputed.outcomes, vec![crate::durable::store::Outcome::Disputed]);
+        assert_eq!(
+            disputed.outcomes,
+            vec![crate::durable::store::Outcome::Disputed]
+        );
         (store, run, plan, right)
     }
 
@@ -648,7 +653,10 @@ mod tests {
         let (_, again, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
         assert_eq!(again, Repairs::default(), "the rewritten ledger agrees");
         let decided = store.commit(&[by(&plan, "z", right.clone(), 0)]).unwrap();
-        assert_eq!(decided.outcomes, vec![crate::durable::store::Outcome::Accepted]);
+        assert_eq!(
+            decided.outcomes,
+            vec![crate::durable::store::Outcome::Accepted]
+        );
         let names: Vec<String> = store
             .quarantined()
             .unwrap()
@@ -679,7 +687,10 @@ mod tests {
             let right = incoming_from(run, &plan, i, "x");
             store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
             let disputed = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
-            assert_eq!(disputed.outcomes, vec![crate::durable::store::Outcome::Disputed]);
+            assert_eq!(
+                disputed.outcomes,
+                vec![crate::durable::store::Outcome::Disputed]
+            );
             ledger::rewrite(&path, &store).unwrap();
             let job = crate::durable::store::records::job_key(run, &right.key);
             store.damage_record("jobs", &job, |j| j.replace("\"y\"", "\"q\""));
@@ -697,10 +708,18 @@ mod tests {
             assert!(mended.candidates.is_empty());
             // x's wrong count again: a candidate, never counted alone.
             let again = store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
-            assert_eq!(again.outcomes, vec![crate::durable::store::Outcome::Pending]);
+            assert_eq!(
+                again.outcomes,
+                vec![crate::durable::store::Outcome::Pending]
+            );
             assert_eq!(store.tally(run).unwrap().jobs, 0);
             // Two names agreeing on the right count decide it; x is disproved.
-            y_and_z_decide(&store, &plan, &right, crate::durable::store::Outcome::Disputed);
+            y_and_z_decide(
+                &store,
+                &plan,
+                &right,
+                crate::durable::store::Outcome::Disputed,
+            );
         }
     }
 
@@ -719,7 +738,10 @@ mod tests {
         store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
         let waiting = store.job(run, &right.key).unwrap().unwrap();
         let confirmed = store.commit(&[by(&plan, "x", right.clone(), 0)]).unwrap();
-        assert_eq!(confirmed.outcomes, vec![crate::durable::store::Outcome::Accepted]);
+        assert_eq!(
+            confirmed.outcomes,
+            vec![crate::durable::store::Outcome::Accepted]
+        );
         ledger::rewrite(&path, &store).unwrap();
         // x's count, confirmed by y, is what the ledger holds. The store as before x's result (its
         // flush lost), y's candidate waiting; then x quarantined in it.
@@ -756,7 +778,10 @@ mod tests {
         let again = store.commit(&[by(plan, "y", right.clone(), 0)]).unwrap();
         assert_eq!(again.outcomes, vec![first]);
         let decided = store.commit(&[by(plan, "z", right.clone(), 0)]).unwrap();
-        assert_eq!(decided.outcomes, vec![crate::durable::store::Outcome::Accepted]);
+        assert_eq!(
+            decided.outcomes,
+            vec![crate::durable::store::Outcome::Accepted]
+        );
         assert_eq!(
             store.tally(right.run).unwrap().total,
             u128::from(right.result.total)
@@ -766,7 +791,9 @@ mod tests {
     /// A store where worker "x"'s wrong count of job 0 is counted, and the ledger holds it and then
     /// the line taking it back (a dispute's round whose store flush a crash lost). Returns the store,
     /// the run, the plan and the right result.
-    fn a_revocation_the_store_missed(dir: &Path) -> (Store, u64, Plan, crate::durable::store::Incoming) {
+    fn a_revocation_the_store_missed(
+        dir: &Path,
+    ) -> (Store, u64, Plan, crate::durable::store::Incoming) {
         use crate::durable::store::tests::by;
         let path = dir.join(LEDGER_FILE);
         let (store, run, plan) = one_run(dir, 0.0);
@@ -802,7 +829,12 @@ mod tests {
         let job = store.job(run, &right.key).unwrap().unwrap();
         assert_eq!(job.state, crate::durable::store::JobState::Disputed);
         assert_eq!(store.tally(run).unwrap().jobs, 0);
-        y_and_z_decide(&store, &plan, &right, crate::durable::store::Outcome::Disputed);
+        y_and_z_decide(
+            &store,
+            &plan,
+            &right,
+            crate::durable::store::Outcome::Disputed,
+        );
     }
 
     /// The same ledger ahead of the store, beside a damaged ledger line: the revocation is neither
@@ -1494,7 +1526,9 @@ mod tests {
         let (store, run, _) = agreeing(dir.path());
         let logged = |path: &Path| LedgerView::read(path).unwrap().runs[&run].clone();
         // The store paused it; the ledger never heard.
-        store.control(run, crate::durable::store::Control::Pause).unwrap();
+        store
+            .control(run, crate::durable::store::Control::Pause)
+            .unwrap();
         assert!(
             crate::durable::offline::check(&store, dir.path()).is_err(),
             "audit fails it"

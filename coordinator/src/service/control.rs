@@ -6,8 +6,8 @@
 
 use super::{lookup, to_the_end, Coordinator, RunView};
 use crate::durable::committer::{Write, Written};
-use crate::error::{Error, Result};
 use crate::durable::store::{Control, JobListing, JobState};
+use crate::error::{Error, Result};
 
 /// Jobs one listing returns when the request does not say.
 pub const DEFAULT_JOB_LIMIT: u32 = 1000;

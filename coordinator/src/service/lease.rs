@@ -13,8 +13,8 @@ use super::strikes::Charge;
 use super::workers::Contact;
 use super::{lookup, truncate, Coordinator};
 use crate::durable::committer::{Write, Written};
-use crate::error::{Error, Result};
 use crate::durable::store::{JobRecord, JobState, Phase};
+use crate::error::{Error, Result};
 
 /// Most keys of a plan's list one round of a lease call takes (the rounds double from what is wanted
 /// while they find only done jobs, as after a restart).

@@ -14,11 +14,11 @@ use std::time::Duration;
 use nqueens_common::{JobKey, Plan, Tally};
 use tokio::time::Instant;
 
+use crate::durable::store::{JobRecord, JobState, Phase, RunMeta};
 use crate::error::Result;
 use crate::service::history::{unix_seconds, History};
 use crate::service::lease_table::Leases;
 use crate::service::Expiries;
-use crate::durable::store::{JobRecord, JobState, Phase, RunMeta};
 
 /// How far back the rate looks.
 const RATE_WINDOW: Duration = Duration::from_secs(300);

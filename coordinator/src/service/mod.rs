@@ -40,14 +40,14 @@ use tokio::sync::watch;
 
 use self::strikes::Strikes;
 use crate::durable::committer::{Committer, Write};
-use crate::error::{Error, Result};
 use crate::durable::ledger::LEDGER_FILE;
 use crate::durable::reconcile::reconcile;
+use crate::durable::storage_health::StorageHealth;
+use crate::durable::store::{JobState, Phase, Store};
+use crate::error::{Error, Result};
 use crate::service::lease_table::Leases;
 use crate::service::live::LiveRun;
 use crate::service::metrics::Metrics;
-use crate::durable::storage_health::StorageHealth;
-use crate::durable::store::{JobState, Phase, Store};
 use workers::Workers;
 
 /// The fraction of a run's jobs computed twice when the request does not say.
@@ -199,7 +199,10 @@ struct State {
 /// Takes back the unconfirmed results of every quarantined worker that still has some (revocation is
 /// idempotent: a completed one finds nothing); the ledger gets the revocation lines and the store is
 /// flushed. Returns whether anything was revoked.
-fn revoke_quarantined(store: &Store, ledger: Option<&mut crate::durable::ledger::Ledger>) -> Result<bool> {
+fn revoke_quarantined(
+    store: &Store,
+    ledger: Option<&mut crate::durable::ledger::Ledger>,
+) -> Result<bool> {
     let mut entries = Vec::new();
     for q in store.quarantined()? {
         let revocation = store.revoke(&q.worker)?;

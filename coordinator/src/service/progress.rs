@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::service::{Coordinator, RunView};
 use crate::durable::store::Phase;
+use crate::service::{Coordinator, RunView};
 
 /// Whether a run in `phase` gets a progress line: one that is computing or stalled (an operator must act).
 /// A finished, cancelled, paused or inconsistent run changes no more by itself: its last line stands.

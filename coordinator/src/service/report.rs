@@ -11,8 +11,8 @@ use tokio::time::Instant;
 use super::lease::{check_device, check_worker};
 use super::workers::{Contact, Reported};
 use super::{lookup, to_the_end, truncate, Coordinator};
-use crate::error::{Error, Result};
 use crate::durable::store::{Incoming, JobState, Outcome};
+use crate::error::{Error, Result};
 
 /// Most results in one report.
 pub const MAX_BATCH: usize = 4096;

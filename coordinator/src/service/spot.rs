@@ -88,7 +88,7 @@ impl SpotChecks {
     /// passed first.
     pub fn restore(&mut self, saved: impl IntoIterator<Item = (String, u64)>) {
         let mut saved: Vec<(String, u64)> = saved.into_iter().collect();
-        saved.sort_by(|a, b| b.1.cmp(&a.1));
+        saved.sort_by_key(|s| std::cmp::Reverse(s.1));
         saved.truncate(MAX_IDENTITIES);
         self.passed = saved.into_iter().collect();
     }

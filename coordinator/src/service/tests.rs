@@ -10,8 +10,8 @@ use super::lease::{Ask, Granted};
 use super::report::Report;
 use super::workers::Gpus;
 use super::{Config, Coordinator, RunView};
-use crate::error::Error;
 use crate::durable::store::{Control, Outcome, Store};
+use crate::error::Error;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -735,9 +735,10 @@ async fn a_cancel_dropped_while_it_commits_still_ends_the_run_in_memory() {
             let held = lease(&c, "a", 1).await;
             assert_eq!(held.len(), 1);
             let store = c.shared.store.clone();
-            if drop_once_stored(c.control(&run, crate::durable::store::Control::Cancel), || {
-                store.run(id).unwrap().unwrap().is_cancelled()
-            })
+            if drop_once_stored(
+                c.control(&run, crate::durable::store::Control::Cancel),
+                || store.run(id).unwrap().unwrap().is_cancelled(),
+            )
             .await
             {
                 break 'dropped (c, run);
@@ -1348,10 +1349,16 @@ fn failed_jobs_are_retried_after_the_repair_and_only_where_asked() {
             // A job waiting for its second result, its record then damaged.
             let waiting = other.jobs().nth(1).unwrap();
             store
-                .commit(&[crate::durable::store::tests::incoming_from(theirs, &other, 1, "a")])
+                .commit(&[crate::durable::store::tests::incoming_from(
+                    theirs, &other, 1, "a",
+                )])
                 .unwrap();
             store.flush().unwrap();
-            crate::durable::ledger::rewrite(&dir.path().join(crate::durable::ledger::LEDGER_FILE), &store).unwrap();
+            crate::durable::ledger::rewrite(
+                &dir.path().join(crate::durable::ledger::LEDGER_FILE),
+                &store,
+            )
+            .unwrap();
             let k = crate::durable::store::records::job_key(theirs, &waiting);
             store.damage_record("jobs", &k, |j| j.replace("\"a\"", "\"b\""));
             (ours, theirs, key, their_key)

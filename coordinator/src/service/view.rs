@@ -6,8 +6,8 @@ use tokio::time::Instant;
 
 use super::workers::Gpus;
 use super::{Coordinator, State};
-use crate::service::live::LiveRun;
 use crate::durable::store::{JobState, Phase, RunMeta};
+use crate::service::live::LiveRun;
 
 /// A run's status at one moment.
 #[derive(Debug, Clone)]

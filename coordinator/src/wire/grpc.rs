@@ -11,9 +11,9 @@ use nqueens_proto::{self as proto, coordinator_server};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
+use crate::durable::store::{Control, JobState, Outcome, Phase};
 use crate::error::Error;
 use crate::service::{Ask, Coordinator, Grant, NewRun, Report, RunView, WorkerView};
-use crate::durable::store::{Control, JobState, Outcome, Phase};
 use crate::wire::auth::{require_operator, worker_identity};
 
 /// The most entries (runs, workers) one ListRuns or ListWorkers reply holds.

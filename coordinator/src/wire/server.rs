@@ -15,9 +15,9 @@ use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 use tonic_health::ServingStatus;
 
+use crate::durable::storage_health;
 use crate::service::progress;
 use crate::service::Coordinator;
-use crate::durable::storage_health;
 use crate::wire::auth::RequireToken;
 use crate::wire::connections;
 use crate::wire::grpc::CoordinatorService;

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use nqueens_common::JobKey;
 
 use super::LedgerView;
-use crate::error::Result;
 use crate::durable::store::{JobRecord, JobState, ResultRecord, RunMeta, Store};
+use crate::error::Result;
 
 /// Per run, the results only one side holds (used by `audit` and startup reconciliation).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

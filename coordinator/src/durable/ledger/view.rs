@@ -9,8 +9,8 @@ use nqueens_common::jsonl::{Damage, Line};
 use nqueens_common::JobKey;
 
 use super::{scan, Entry, EXPORT_FORMAT};
-use crate::error::{Error, Result};
 use crate::durable::store::{Quarantine, ResultRecord, RunMeta};
+use crate::error::{Error, Result};
 
 /// Everything a ledger (or an export) holds once read and checked: its runs, its results as of its end
 /// (revocations applied, copies kept once), and what could not be trusted.

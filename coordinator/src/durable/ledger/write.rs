@@ -7,8 +7,8 @@ use std::path::Path;
 use nqueens_common::jsonl;
 
 use super::{Encoder, Entry, Ledger, EXPORT_FORMAT};
-use crate::error::{Error, Result};
 use crate::durable::store::Store;
+use crate::error::{Error, Result};
 
 /// Replaces the ledger at `path` with an export of `store` (atomically: temporary file, fsync, rename)
 /// and opens it for appending.

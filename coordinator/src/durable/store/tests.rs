@@ -102,7 +102,8 @@ pub(crate) fn a_quarantine_not_revoked(dir: &std::path::Path) -> Store {
     let decided = store.commit(&[decider]).unwrap();
     assert_eq!(decided.quarantined.len(), 1);
     store.flush().unwrap();
-    crate::durable::ledger::rewrite(&dir.join(crate::durable::ledger::LEDGER_FILE), &store).unwrap();
+    crate::durable::ledger::rewrite(&dir.join(crate::durable::ledger::LEDGER_FILE), &store)
+        .unwrap();
     store
 }
 
@@ -137,7 +138,8 @@ pub(crate) fn a_dispute_undecided(dir: &std::path::Path) -> (Store, Incoming) {
         .commit(&[incoming_from(run.id, &plan, verified, "a")])
         .unwrap();
     store.flush().unwrap();
-    crate::durable::ledger::rewrite(&dir.join(crate::durable::ledger::LEDGER_FILE), &store).unwrap();
+    crate::durable::ledger::rewrite(&dir.join(crate::durable::ledger::LEDGER_FILE), &store)
+        .unwrap();
     (store, incoming_from(run.id, &plan, verified, "b"))
 }
 

@@ -154,8 +154,8 @@ async fn metrics(State(web): State<Web>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::Config;
     use crate::durable::store::Store;
+    use crate::service::Config;
     use nqueens_common::Strategy;
     use tower_service::Service;
 
