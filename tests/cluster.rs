@@ -825,12 +825,11 @@ NQUEENS_DATA=/nonexistent nqueens spot-check n13.cert --sample 1000 > ../spot.tx
 "#
     );
     let dir = tempfile::tempdir().unwrap();
-    let mut child = bash_in(dir.path(), &script);
-    let status = wait(&mut child, Duration::from_secs(180), "the record run");
-    let out = child.wait_with_output().unwrap();
-    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
-    let all = || {
-        [
+    let logs = run_script(
+        dir.path(),
+        &script,
+        "the record run",
+        &[
             "serve.log",
             "w1.log",
             "w2.log",
@@ -840,17 +839,10 @@ NQUEENS_DATA=/nonexistent nqueens spot-check n13.cert --sample 1000 > ../spot.tx
             "audit.txt",
             "cert.txt",
             "spot.txt",
-        ]
-        .map(|f| format!("--- {f}\n{}", read(f)))
-        .join("\n")
-    };
-    assert!(
-        status.success(),
-        "{}\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        all()
+        ],
     );
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
+    let all = || logs.clone();
     let (total, unique) = reference(13);
     let st = read("status.txt");
     assert!(
@@ -943,12 +935,11 @@ nqueens status --run 1 --client-cert tls/workers/node-1.pem --client-key tls/wor
 "#
     );
     let dir = tempfile::tempdir().unwrap();
-    let mut child = bash_in(dir.path(), &script);
-    let status = wait(&mut child, Duration::from_secs(180), "the certificate run");
-    let out = child.wait_with_output().unwrap();
-    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
-    let all = || {
-        [
+    let logs = run_script(
+        dir.path(),
+        &script,
+        "the certificate run",
+        &[
             "serve.log",
             "w1.log",
             "w2.log",
@@ -957,17 +948,10 @@ nqueens status --run 1 --client-cert tls/workers/node-1.pem --client-key tls/wor
             "twice.txt",
             "bad.txt",
             "revoked.txt",
-        ]
-        .map(|f| format!("--- {f}\n{}", read(f)))
-        .join("\n")
-    };
-    assert!(
-        status.success(),
-        "{}\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        all()
+        ],
     );
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
+    let all = || logs.clone();
     assert!(read("twice.txt").contains("already exist"), "{}", all());
     assert!(
         read("bad.txt").contains("not a worker identity"),
@@ -1008,6 +992,30 @@ nqueens status --run 1 --client-cert tls/workers/node-1.pem --client-key tls/wor
         all()
     );
     assert!(read("node-1-status.txt").contains("run 1:"), "{}", all());
+}
+
+/// Runs `script` in bash in `dir` ([`bash_in`]) for at most three minutes (`what` names it) and asserts
+/// that it succeeded; a failure shows its output and the files `logs` of `dir`. Returns those files'
+/// text, for the messages of later assertions.
+fn run_script(dir: &std::path::Path, script: &str, what: &str, logs: &[&str]) -> String {
+    let mut child = bash_in(dir, script);
+    let status = wait(&mut child, Duration::from_secs(180), what);
+    let out = child.wait_with_output().unwrap();
+    let all = logs
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+            format!("--- {f}\n{text}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        status.success(),
+        "{}\n{}\n{all}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    all
 }
 
 /// Starts `script` in bash in `dir`, the built binaries first on PATH, a default data directory in

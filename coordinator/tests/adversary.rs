@@ -44,25 +44,35 @@ async fn start() -> Server {
         ..Config::default()
     };
     let coordinator = Coordinator::open(store, config).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
     let options = Options {
         token: Some("operator".into()),
         worker_token: Some("workers".into()),
         ..Options::default()
     };
+    let (host, stop) = serve_on_loopback(coordinator, options).await;
+    Server {
+        address: format!("http://{host}"),
+        stop,
+        _dir: dir,
+    }
+}
+
+/// Serves `coordinator` with `options` on a new loopback port until the token is cancelled; returns
+/// `host:port` and the token.
+async fn serve_on_loopback(
+    coordinator: Coordinator,
+    options: Options,
+) -> (String, CancellationToken) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let stop = CancellationToken::new();
     tokio::spawn(serve(
         listener,
         coordinator,
         options,
         stop.clone().cancelled_owned(),
     ));
-    Server {
-        address,
-        stop,
-        _dir: dir,
-    }
+    (host, stop)
 }
 
 impl Server {
@@ -672,9 +682,6 @@ async fn a_client_certificate_names_its_identity_and_the_book_decides() {
     }
     let carol_token = coordinator.credentials().issue("carol").unwrap();
     let credentials = coordinator.credentials().clone();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("https://{}", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
     let options = Options {
         token: Some("operator".into()),
         worker_token: Some("workers".into()),
@@ -687,12 +694,8 @@ async fn a_client_certificate_names_its_identity_and_the_book_decides() {
         )),
         ..Options::default()
     };
-    tokio::spawn(serve(
-        listener,
-        coordinator,
-        options,
-        stop.clone().cancelled_owned(),
-    ));
+    let (host, stop) = serve_on_loopback(coordinator, options).await;
+    let address = format!("https://{host}");
     let _stop = stop.drop_guard();
     let client = |cert: Option<(std::path::PathBuf, std::path::PathBuf)>, token: Option<&str>| {
         nqueens_proto::connect(&proto::Connection {
@@ -775,15 +778,5 @@ async fn a_client_certificate_names_its_identity_and_the_book_decides() {
 
 /// Whether a Lease call fails.
 async fn lease_fails(c: &mut Client) -> bool {
-    c.lease(proto::LeaseRequest {
-        worker_id: "w".into(),
-        worker_name: "w".into(),
-        threads: 1,
-        capacity: 1,
-        run: None,
-        wait_ms: 0,
-        gpus: 0,
-    })
-    .await
-    .is_err()
+    c.lease(support::lease_request("w", 1)).await.is_err()
 }

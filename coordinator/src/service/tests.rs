@@ -1538,7 +1538,15 @@ fn as_credential(name: &str) -> Ask<'_> {
 /// verified) to lease.
 async fn confirmed_and_open() -> (Coordinator, String) {
     let c = coordinator();
-    let confirmed = verified_run_of_8(&c).await;
+    confirmed_run(&c).await;
+    let open = run_of_13(&c).await.id();
+    (c, open)
+}
+
+/// A run of N = 8 on `c`, every job verified, that two honest credentials computed: all its jobs
+/// confirmed, ready to serve as spot checks.
+async fn confirmed_run(c: &Coordinator) -> String {
+    let confirmed = verified_run_of_8(c).await;
     for name in ["honest-a", "honest-b"] {
         loop {
             let got = c.lease(&as_credential(name), Duration::ZERO).await.unwrap();
@@ -1551,8 +1559,7 @@ async fn confirmed_and_open() -> (Coordinator, String) {
         }
     }
     assert!(c.run(&confirmed).unwrap().is_done());
-    let open = run_of_13(&c).await.id();
-    (c, open)
+    confirmed
 }
 
 /// Liars that lie on every job they get, leasing one at a time on a run that verifies nothing, meet
@@ -1863,19 +1870,7 @@ async fn a_record_runs_result_from_a_caller_without_a_credential_is_refused() {
 async fn passed_spot_checks_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let c = reopened(dir.path()).await;
-    let confirmed = verified_run_of_8(&c).await;
-    for name in ["honest-a", "honest-b"] {
-        loop {
-            let got = c.lease(&as_credential(name), Duration::ZERO).await.unwrap();
-            if got.leases.is_empty() {
-                break;
-            }
-            c.report(name, name, got.leases.iter().map(report).collect())
-                .await
-                .unwrap();
-        }
-    }
-    assert!(c.run(&confirmed).unwrap().is_done());
+    confirmed_run(&c).await;
     run_of_13(&c).await;
     for _ in 0..200 {
         let got = c

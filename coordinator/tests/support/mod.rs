@@ -63,16 +63,24 @@ pub async fn lease_with_gpus(
     gpus: u32,
 ) -> Vec<proto::JobLease> {
     c.lease(proto::LeaseRequest {
+        gpus,
+        ..lease_request(worker, capacity)
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .leases
+}
+
+/// A Lease request of one thread, no GPU, for `capacity` jobs of any run, answered at once.
+pub fn lease_request(worker: &str, capacity: u32) -> proto::LeaseRequest {
+    proto::LeaseRequest {
         worker_id: worker.into(),
         worker_name: worker.into(),
         threads: 1,
         capacity,
         run: None,
         wait_ms: 0,
-        gpus,
-    })
-    .await
-    .unwrap()
-    .into_inner()
-    .leases
+        gpus: 0,
+    }
 }
