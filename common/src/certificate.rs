@@ -448,6 +448,12 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
             header.version
         )));
     }
+    // Version 1's root left the header out: its record flag could be set by anyone.
+    if header.version == VERSION_LINES_ONLY && header.record {
+        return Err(CertError::Wrong(
+            "a version 1 certificate claiming a record run: its root does not cover the header, so the claim cannot be checked; write it again with this build".into(),
+        ));
+    }
     if header.hash != HASH {
         return Err(CertError::Wrong(format!(
             "Merkle tree {:?}, where this build knows {HASH:?}",
@@ -967,6 +973,15 @@ mod tests {
         assert_ne!(v1.root, h.root);
         let c = check(with_header(&v1).as_bytes(), 3, &Draw::Root).unwrap();
         assert_eq!(c.header.version, 1);
+        // Relabelled as version 1 to claim a record the root would not cover: refused.
+        let v1_record = Header {
+            record: true,
+            ..v1.clone()
+        };
+        refused(
+            &with_header(&v1_record),
+            "version 1 certificate claiming a record run",
+        );
         // Under version 2 the lines' root alone is refused.
         let mut lines_only = h.clone();
         lines_only.root = merkle.root();

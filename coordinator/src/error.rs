@@ -35,9 +35,10 @@ pub enum Error {
     /// A run an operator cancelled: it takes no results and no change but another cancel.
     #[error("run {0} is cancelled: it leases nothing and records no results")]
     RunCancelled(String),
-    /// A record run's result from a caller without a worker credential (the operator's token, the shared
-    /// workers' token): its names are only stated, so it cannot be one of two independent identities.
-    #[error("run {0} is a record run: it takes results from worker credentials only")]
+    /// A record run's result from a caller without an issued worker credential (the operator's token,
+    /// whose names are only stated; the shared workers' token, one identity for any number of machines):
+    /// it cannot be one of two independent identities.
+    #[error("run {0} is a record run: it takes results from issued worker credentials only")]
     RecordOnly(String),
     /// A run whose totals are final: it takes no control.
     #[error("run {0} is done: its totals are final")]

@@ -159,7 +159,7 @@ else
   log "the liar: NOT quarantined"
 fi
 for k in "${!WPID[@]}"; do kill "${WPID[$k]}" 2>/dev/null || true; done
-kill "$SPID"; wait "$SPID" 2>/dev/null || true; SPID=""
+kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; SPID=""
 "$NQ" audit --data "$DIR/store" | tail -3 | tee -a "$DIR/summary.txt"
 "$NQ" certificate "$RUN" --data "$DIR/store" --out "$DIR/n$N.cert" | tee -a "$DIR/summary.txt"
 log "certificate: $(stat -c %s "$DIR/n$N.cert") bytes, root $(head -1 "$DIR/n$N.cert" | field root)"

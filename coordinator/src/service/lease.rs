@@ -4,6 +4,7 @@
 //! and decides on them under the lock again (a candidate settled by another call meanwhile is dropped,
 //! one still wanted goes back where it came from).
 
+use crate::durable::credentials::SHARED_IDENTITY;
 use std::time::Duration;
 
 use nqueens_common::{JobKey, Plan};
@@ -292,9 +293,10 @@ impl Coordinator {
             .runs
             .values()
             .filter(|r| r.phase() == Phase::Running && only.is_none_or(|id| id == r.meta.id))
-            // A record run's results come from credential holders only: names stated under the
-            // operator's token (or none) are not identities.
-            .filter(|r| credential || !r.meta.record)
+            // A record run's results come from issued credentials only: names stated under the
+            // operator's token (or none) are not identities, and the shared workers' token is
+            // one identity for any number of machines.
+            .filter(|r| (credential && name != SHARED_IDENTITY) || !r.meta.record)
             .map(|r| (r.meta.priority, r.meta.id))
             .collect();
         order.sort_by_key(|&(priority, id)| (std::cmp::Reverse(priority), id));

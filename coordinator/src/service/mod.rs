@@ -594,8 +594,11 @@ impl Coordinator {
                 .collect();
             // The newest verified at least as asked: never a run whose count would be trusted more than
             // it was checked.
+            // And bounded at least as tightly as asked: a reuse never returns a run checked less.
             let enough = |r: &&&LiveRun| {
-                asked.is_none_or(|f| r.meta.verify_fraction >= f) && (!record || r.meta.record)
+                asked.is_none_or(|f| r.meta.verify_fraction >= f)
+                    && (!record || r.meta.record)
+                    && max_error.is_none_or(|e| r.meta.max_error.is_some_and(|m| m <= e))
             };
             if let Some(run) = same.iter().find(enough) {
                 return Ok(self.view(&state, run));

@@ -371,7 +371,9 @@ impl Coordinator {
                     }
                     // Leased to credentials only; a lease of an earlier incarnation is checked by its
                     // tag alone, so the caller is checked too.
-                    if run.meta.record && !credential {
+                    if run.meta.record
+                        && (!credential || name == crate::durable::credentials::SHARED_IDENTITY)
+                    {
                         return Err(Error::RecordOnly(run.meta.id.to_string()));
                     }
                     Ok((

@@ -1858,6 +1858,24 @@ async fn a_record_runs_result_from_a_caller_without_a_credential_is_refused() {
     );
     let view = c.run(&run).unwrap();
     assert_eq!((view.tally.jobs, view.jobs_verifying), (0, 0));
+    // The shared workers' token is one identity for any number of machines: no part of a record.
+    let shared = crate::durable::credentials::SHARED_IDENTITY;
+    let refused = c
+        .report_as("x", shared, true, reports.clone())
+        .await
+        .unwrap_err();
+    assert!(matches!(&refused, Error::RecordOnly(_)), "{refused:?}");
+    let none = c
+        .lease(
+            &Ask {
+                capacity: 4,
+                ..as_credential(shared)
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    assert!(none.leases.is_empty(), "{none:?}");
     let outcomes = c.report_as("node", "node", true, reports).await.unwrap();
     assert_eq!(outcomes.len(), leased.len());
     assert_eq!(c.run(&run).unwrap().jobs_verifying, leased.len() as u64);
@@ -1971,6 +1989,25 @@ async fn a_runs_stated_bound_raises_the_spot_checks_while_it_is_open() {
         .await
         .unwrap();
     assert_eq!(bounded.meta.max_error, Some(2.0));
+    // A reuse returns a run bounded at least as tightly as asked, and refuses one bounded looser.
+    let reuse = |max_error| super::NewRun {
+        reuse: true,
+        max_error: Some(max_error),
+        ..Default::default()
+    };
+    let again = c
+        .create_run_as(13, Strategy::Mirror, None, reuse(5.0))
+        .await
+        .unwrap();
+    assert_eq!(again.id(), bounded.id());
+    let tighter = c
+        .create_run_as(13, Strategy::Mirror, None, reuse(1.5))
+        .await
+        .unwrap();
+    assert_ne!(tighter.id(), bounded.id());
+    c.control(&tighter.id(), crate::durable::store::Control::Cancel)
+        .await
+        .unwrap();
     assert_eq!(crate::wire::grpc::run_status(&bounded).max_error, Some(2.0));
     assert_eq!(c.run(&plain).unwrap().meta.max_error, None);
     c.state().spot.restore([("old".to_string(), 1000)]);

@@ -79,6 +79,7 @@ pub async fn serve(
     // A store stuck on a write error ends this server; the caller reopens it.
     let reopen = coordinator.storage().reopen_wanted();
     let stopping = coordinator.clone();
+    let saver = coordinator.clone();
     let draining = CancellationToken::new();
     let close = CancellationToken::new();
     let draining_tx = draining.clone();
@@ -156,7 +157,7 @@ pub async fn serve(
     // SHUTDOWN_GRACE the server is dropped, and every connection still open closed (each holds the
     // coordinator, and with it the store, which a reopen needs).
     let _close_connections = close.drop_guard();
-    tokio::select! {
+    let served = tokio::select! {
         served = server => served,
         _ = async {
             draining.cancelled().await;
@@ -165,7 +166,12 @@ pub async fn serve(
             tracing::warn!(grace_s = SHUTDOWN_GRACE.as_secs(), "connections still open after the shutdown grace; closing them");
             Ok(())
         }
+    };
+    // The passes since the last save, before the store is let go (a cost only if it fails).
+    if let Err(e) = saver.save_spot_passes().await {
+        tracing::warn!(error = %e, "cannot save the spot-check passes at the server's end");
     }
+    served
 }
 
 /// How long the server waits for a ping's answer before it closes the connection.
