@@ -877,7 +877,7 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     let data = data.to_str().unwrap();
-    let cases: [(&[&str], &str); 20] = [
+    let cases: [(&[&str], &str); 21] = [
         // Durations past what a clock can add panicked at their first use: serve's every Lease call
         // (holding the state lock), its progress log, the worker at its start, loadgen (found by a
         // review, 2026-11-24, a later session).
@@ -971,6 +971,22 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
                 "w\n",
             ],
             "--worker-token",
+        ),
+        // Client certificates without the operator's token left every caller without a certificate
+        // the operator (found by a review, 2026-11-28).
+        (
+            &[
+                "serve",
+                "--data",
+                data,
+                "--tls-cert",
+                "absent.pem",
+                "--tls-key",
+                "absent-key.pem",
+                "--tls-client-ca",
+                "absent-ca.pem",
+            ],
+            "--tls-client-ca (NQUEENS_TLS_CLIENT_CA) needs --token",
         ),
         (
             &["bench", "10", "--threads", "1000000", "--no-baseline"],

@@ -161,6 +161,11 @@ async fn health_becomes(address: &str, want: ServingStatus) -> Option<ServingSta
 }
 
 async fn health(address: &str) -> Option<ServingStatus> {
+    health_of(address, "").await
+}
+
+/// The status of `service` at `address`, or `None` while it cannot be reached.
+async fn health_of(address: &str, service: &str) -> Option<ServingStatus> {
     let channel = tonic::transport::Channel::from_shared(address.to_string())
         .unwrap()
         .connect()
@@ -168,7 +173,7 @@ async fn health(address: &str) -> Option<ServingStatus> {
         .ok()?;
     let status = HealthClient::new(channel)
         .check(HealthCheckRequest {
-            service: String::new(),
+            service: service.to_string(),
         })
         .await
         .ok()?
@@ -187,20 +192,24 @@ impl Drop for Serve {
     }
 }
 
-/// `nqueens serve` on a loopback port over a store in `tmpfs`: its data directory, address, log file and
-/// process.
-fn serve_on(tmpfs: &Tmpfs) -> (PathBuf, String, tempfile::NamedTempFile, Serve) {
+/// `nqueens serve` on a loopback port over a store in `tmpfs`, with its probe port (`--health-listen`):
+/// its data directory, address, log file, process and probe address.
+fn serve_on(tmpfs: &Tmpfs) -> (PathBuf, String, tempfile::NamedTempFile, Serve, String) {
     let data = tmpfs.path().join("data");
     std::fs::create_dir(&data).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (port, probe) = (free(), free());
     let log = tempfile::NamedTempFile::new().unwrap();
     let server = Serve(
         Command::new(env!("CARGO_BIN_EXE_nqueens"))
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--health-listen", &format!("127.0.0.1:{probe}")])
             .arg("--data")
             .arg(&data)
             .stdout(Stdio::null())
@@ -208,7 +217,13 @@ fn serve_on(tmpfs: &Tmpfs) -> (PathBuf, String, tempfile::NamedTempFile, Serve) 
             .spawn()
             .unwrap(),
     );
-    (data, format!("http://127.0.0.1:{port}"), log, server)
+    (
+        data,
+        format!("http://127.0.0.1:{port}"),
+        log,
+        server,
+        format!("http://127.0.0.1:{probe}"),
+    )
 }
 
 async fn connect(address: &str) -> nqueens_proto::Client {
@@ -225,7 +240,7 @@ async fn connect(address: &str) -> nqueens_proto::Client {
 
 async fn issue_15_a_full_disk_stops_leasing_says_not_serving_and_recovers_exact() {
     let tmpfs = Tmpfs::mount("48m").expect("a tmpfs mounted (checked before the test)");
-    let (data, address, log, server) = serve_on(&tmpfs);
+    let (data, address, log, server, probe) = serve_on(&tmpfs);
     let log_text = || std::fs::read_to_string(log.path()).unwrap_or_default();
     let mut client = connect(&address).await;
     let run = client
@@ -274,17 +289,39 @@ async fn issue_15_a_full_disk_stops_leasing_says_not_serving_and_recovers_exact(
     let err = client.create_run(run_request(12)).await.unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err:?}");
 
+    // The probe port says so too, and the process lives.
+    assert_eq!(
+        health_becomes(&probe, ServingStatus::NotServing).await,
+        Some(ServingStatus::NotServing)
+    );
+    assert_eq!(
+        health_of(&probe, "liveness").await,
+        Some(ServingStatus::Serving)
+    );
+
     // Space comes back: the coordinator notices by itself (reopening its store) and serves again.
+    // Throughout the reopen the probe port answers, "liveness" SERVING (found by a review,
+    // 2026-11-28: the probe listener was one incarnation's, and went dark between two).
     std::fs::remove_file(&filler).unwrap();
     let mut serving = false;
-    for _ in 0..300 {
+    for _ in 0..1500 {
+        assert_eq!(
+            health_of(&probe, "liveness").await,
+            Some(ServingStatus::Serving),
+            "the probe went dark:\n{}",
+            log_text()
+        );
         if health(&address).await == Some(ServingStatus::Serving) {
             serving = true;
             break;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(serving, "the coordinator did not recover:\n{}", log_text());
+    assert_eq!(
+        health_becomes(&probe, ServingStatus::Serving).await,
+        Some(ServingStatus::Serving)
+    );
     // Every job not counted is leased again and counted once; the refused results, sent again under
     // the earlier incarnation's leases, count once at most.
     let mut client = connect(&address).await;
@@ -335,7 +372,7 @@ async fn issue_15_a_full_disk_stops_leasing_says_not_serving_and_recovers_exact(
 
 async fn issue_15_sigterm_ends_a_coordinator_whose_disk_is_full_at_once() {
     let tmpfs = Tmpfs::mount("48m").expect("a tmpfs mounted (checked before the test)");
-    let (_data, address, log, mut server) = serve_on(&tmpfs);
+    let (_data, address, log, mut server, _probe) = serve_on(&tmpfs);
     let mut client = connect(&address).await;
     client.create_run(run_request(11)).await.unwrap();
     let leased = client

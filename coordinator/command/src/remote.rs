@@ -34,8 +34,9 @@ pub struct SubmitArgs {
     #[arg(long)]
     pub record: bool,
     /// The bound on the expected number of wrong results a lying worker credential gets counted
-    /// unseen, from 1 to 36.6 (the default): while the run is open, spot checks make at least about
-    /// 1 / (e * E) of every credential's leases (E = 1: 31 %; 5: 7.1 %; the default: 1 %).
+    /// unseen, from 1 to 36.6 (the default): the run verifies at least about 1 / (e * E) of its jobs
+    /// (E = 1: 31 %; 5: 7.1 %; the default: 1 %), and spot checks make as much of every credential's
+    /// leases while it is open.
     #[arg(long, value_name = "E")]
     pub max_error: Option<f64>,
 }

@@ -168,6 +168,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                  without it no call could create or steer a run",
         )
         .into()),
+        (None, _) if args.tls_client_ca.is_some() => return Err(BadTokens(
+            "--tls-client-ca (NQUEENS_TLS_CLIENT_CA) needs --token (NQUEENS_TOKEN), the operator's: \
+                 without it every caller without a certificate would be the operator",
+        )
+        .into()),
         (Some(operator), Some(worker)) if operator == worker => return Err(BadTokens(
             "--worker-token must differ from --token: a worker holding it could steer every run",
         )
@@ -257,6 +262,31 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     };
     super::runtime()?.block_on(async {
         let shutdown = setup::shutdown_on_signals();
+        // The probe listener lives as long as the process: across a reopen of the store it answers
+        // "liveness" SERVING and "" NOT_SERVING, never a refused connection.
+        let (health, probes) = match args.health_listen {
+            Some(addr) => {
+                let health = tonic_health::server::HealthReporter::new();
+                health
+                    .set_service_status(
+                        nqueens_coordinator::wire::server::LIVENESS,
+                        tonic_health::ServingStatus::Serving,
+                    )
+                    .await;
+                health
+                    .set_service_status("", tonic_health::ServingStatus::NotServing)
+                    .await;
+                let bound = crate::probe::spawn(addr, health.clone(), shutdown.clone().cancelled_owned())
+                    .await
+                    .map_err(|e| {
+                        anyhow::anyhow!(
+                            "cannot listen for health probes (--health-listen) on {addr}: {e}"
+                        )
+                    })?;
+                (Some(health), Some(bound))
+            }
+            None => (None, None),
+        };
         let mut store = Some(store);
         let mut reopened = false;
         loop {
@@ -304,22 +334,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 None => None,
             };
             let mut options = options.clone();
-            let probes = match args.health_listen {
-                Some(addr) => {
-                    let health = tonic_health::server::HealthReporter::new();
-                    options.health = Some(health.clone());
-                    Some(
-                        crate::probe::spawn(addr, health, incarnation.clone().cancelled_owned())
-                            .await
-                            .map_err(|e| {
-                                anyhow::anyhow!(
-                                    "cannot listen for health probes (--health-listen) on {addr}: {e}"
-                                )
-                            })?,
-                    )
-                }
-                None => None,
-            };
+            options.health = health.clone();
             tracing::info!(
                 addr = %listener.local_addr()?,
                 http = %http.map_or("-".to_string(), |a| a.to_string()),

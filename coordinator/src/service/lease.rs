@@ -277,17 +277,6 @@ impl Coordinator {
             Contact::Known => {}
         }
         state.workers.describe(worker, name, label, threads, gpus);
-        // Spot checks first, in place of some of the jobs asked for.
-        let spots = match credential && benched.is_none() {
-            true => super::spot::lease(state, worker, name, capacity, only, now),
-            false => Vec::new(),
-        };
-        let capacity = capacity - spots.len() as u32;
-        // A worker credential decides disputes only with a record: a result a second identity
-        // confirmed, or a spot check passed (never an identity that is new, or a name of the shared
-        // token's that has neither).
-        let may_decide =
-            !credential || state.confirmed.contains(name) || state.spot.passed_by(name) > 0;
         // The highest priority first; among equals, the oldest.
         let mut order: Vec<(i32, u64)> = state
             .runs
@@ -300,6 +289,19 @@ impl Coordinator {
             .map(|r| (r.meta.priority, r.meta.id))
             .collect();
         order.sort_by_key(|&(priority, id)| (std::cmp::Reverse(priority), id));
+        // Spot checks first, in place of some of the jobs asked for: confirmed jobs of the runs it may
+        // lease from now, never of a finished run (whose every lease would be a check).
+        let leasable: Vec<u64> = order.iter().map(|&(_, id)| id).collect();
+        let spots = match credential && benched.is_none() {
+            true => super::spot::lease(state, worker, name, capacity, &leasable, now),
+            false => Vec::new(),
+        };
+        let capacity = capacity - spots.len() as u32;
+        // A worker credential decides disputes only with a record: a result a second identity
+        // confirmed, or a spot check passed (never an identity that is new, or a name of the shared
+        // token's that has neither).
+        let may_decide =
+            !credential || state.confirmed.contains(name) || state.spot.passed_by(name) > 0;
         drop(guard);
 
         let spotted = spots.len();

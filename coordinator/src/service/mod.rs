@@ -574,8 +574,21 @@ impl Coordinator {
         }
         let verify_fraction = if record { Some(1.0) } else { verify_fraction };
         let asked = verify_fraction;
-        let verify_fraction = verify_fraction.unwrap_or(DEFAULT_VERIFY_FRACTION);
+        let mut verify_fraction = verify_fraction.unwrap_or(DEFAULT_VERIFY_FRACTION);
         crate::durable::store::check_verify_fraction(verify_fraction)?;
+        // The bound rests on keyed verification: a liar may tell a re-leased job (a check, a second
+        // result) from a fresh one, and lie on fresh ones only; each of those is verified, unseen, at
+        // the run's fraction. A bounded run verifies at least the bound's rate.
+        if let Some(e) = max_error {
+            let least = spot_rate_for(e);
+            if asked.is_some_and(|f| f + 1e-9 < least) {
+                return Err(Error::Invalid(format!(
+                    "a run bounded at {e} verifies at least {}% of its jobs: give --verify-fraction {least:.4} or more, or leave it out",
+                    percent(least)
+                )));
+            }
+            verify_fraction = verify_fraction.max(least).min(1.0);
+        }
         let plan = plan_of(n, strategy, depth)?;
         let one_reuse_at_a_time = match reuse {
             true => Some(self.shared.reusing.clone().lock_owned().await),

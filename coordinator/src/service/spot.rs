@@ -204,23 +204,21 @@ impl SpotChecks {
 }
 
 /// Leases spot checks to the worker process `worker` of the credential `name`, in place of some of the
-/// `capacity` jobs it asked for: confirmed jobs it did not compute, of the runs not cancelled (done
-/// ones too: a check needs a known answer, not open work; only run `only` for a worker that asked for
-/// one run's jobs), leased like any other job.
+/// `capacity` jobs it asked for: confirmed jobs it did not compute, of the first of `runs` (the running
+/// runs it may lease from, in the order it leases them) that has any, leased like any other job. Never
+/// a job of a finished run: every lease of one would be a check, and a liar would answer it honestly.
 pub(super) fn lease(
     state: &mut super::State,
     worker: &str,
     name: &str,
     capacity: u32,
-    only: Option<u64>,
+    runs: &[u64],
     now: Instant,
 ) -> Vec<Granted> {
     // The open runs it may lease from that state a bound raise its rate to theirs.
-    let floor = state
-        .runs
-        .values()
-        .filter(|r| !r.meta.is_cancelled() && !r.meta.is_done())
-        .filter(|r| only.is_none_or(|id| id == r.meta.id))
+    let floor = runs
+        .iter()
+        .filter_map(|id| state.runs.get(id))
         .filter_map(|r| r.meta.max_error)
         .map(spot_rate_for)
         .fold(0.0, f64::max);
@@ -228,15 +226,9 @@ pub(super) fn lease(
     if wanted == 0 {
         return Vec::new();
     }
-    let runs: Vec<u64> = state
-        .runs
-        .values()
-        .filter(|r| !r.meta.is_cancelled() && only.is_none_or(|id| id == r.meta.id))
-        .map(|r| r.meta.id)
-        .collect();
     let mut spots = Vec::new();
     for _ in 0..wanted {
-        let Some(out) = state.spot.pick(&runs, name) else {
+        let Some(out) = state.spot.pick(runs, name) else {
             break;
         };
         let Some(run) = state.runs.get(&out.run) else {

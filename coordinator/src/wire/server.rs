@@ -94,6 +94,8 @@ pub async fn serve(
         background.clone(),
     ));
 
+    // Statuses kept by the caller outlive this server (a probe listener across a store reopen).
+    let outlived = options.health.is_some();
     let health = options.health.clone().unwrap_or_default();
     let health_service = HealthServer::new(HealthService::from_health_reporter(health.clone()));
     health
@@ -167,6 +169,18 @@ pub async fn serve(
             Ok(())
         }
     };
+    // The statuses that outlive this server say that it stopped, until the next one serves ("liveness"
+    // stays: the process lives on, reopening its store).
+    background.cancel();
+    if outlived {
+        tokio::task::yield_now().await;
+        health
+            .set_service_status("", ServingStatus::NotServing)
+            .await;
+        health
+            .set_not_serving::<CoordinatorServer<CoordinatorService>>()
+            .await;
+    }
     // The passes since the last save, before the store is let go (a cost only if it fails).
     if let Err(e) = saver.save_spot_passes().await {
         tracing::warn!(error = %e, "cannot save the spot-check passes at the server's end");

@@ -1781,7 +1781,18 @@ fn inspecting_a_store_changes_nothing_and_refuses_an_earlier_format() {
         store.epoch()
     };
     {
-        let seen = Store::inspect(dir.path()).unwrap();
+        // The store's own threads let go of its lock a moment after it is dropped (a full test run
+        // saw the inspection refused as in use).
+        let mut tries = 0;
+        let seen = loop {
+            match Store::inspect(dir.path()) {
+                Err(Error::InUse(_)) if tries < 300 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                other => break other.unwrap(),
+            }
+        };
         assert_eq!(seen.epoch(), epoch, "no new epoch");
         assert_eq!(seen.runs().unwrap().len(), 1);
     }
