@@ -123,6 +123,12 @@ impl Applied {
                 record: record.clone(),
             }));
         self.entries.extend(c.revoked.iter().map(revoked_line));
+        // Quarantines lifted, after the quarantines that disproved their deciders.
+        self.entries
+            .extend(c.lifted.iter().map(|q| Entry::Released {
+                worker: q.worker.clone(),
+                at_unix: crate::durable::store::now_unix(),
+            }));
     }
 
     /// Answers every request: with its own outcome if `synced`, else with the durability error.
@@ -409,6 +415,16 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
                 "quarantined worker {:?}: its results could not all be taken back ({why})",
                 q.worker
             ));
+        }
+    }
+    if !committed.quarantined.is_empty() {
+        // A worker shown wrong only by identities now shown wrong themselves serves again. A failure
+        // here leaves it quarantined (a refusal, never a count): lifted at a later quarantine.
+        match store.lift_disproved() {
+            Ok(lifted) => committed.lifted = lifted,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot lift the quarantines that disproved workers decided")
+            }
         }
     }
     if committed.incomplete.is_some() {

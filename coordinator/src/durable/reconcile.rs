@@ -570,6 +570,7 @@ mod tests {
                 worker: "L".into(),
                 reason: "shown wrong".into(),
                 at_unix: 1,
+                by: Vec::new(),
             }),
             Entry::Result {
                 run,
@@ -754,6 +755,7 @@ mod tests {
                 worker: "x".into(),
                 reason: "shown wrong on another job".into(),
                 at_unix: 2,
+                by: Vec::new(),
             })
             .unwrap();
         let job = crate::durable::store::records::job_key(run, &right.key);
@@ -878,6 +880,7 @@ mod tests {
                 worker: "x".into(),
                 reason: "shown wrong on another job".into(),
                 at_unix: 2,
+                by: Vec::new(),
             })
             .unwrap();
         store.revoke("x").unwrap();
@@ -907,6 +910,7 @@ mod tests {
                 worker: "x".into(),
                 reason: "shown wrong on another job".into(),
                 at_unix: 2,
+                by: Vec::new(),
             })
             .unwrap();
         store.revoke("x").unwrap();

@@ -288,6 +288,10 @@ impl Coordinator {
             tracing::warn!(worker = %q.worker, reason = %q.reason, revoked, "worker quarantined; its unconfirmed results are revoked and their jobs computed again");
             state.quarantined.insert(q.worker.clone(), q.reason.clone());
         }
+        for q in &committed.lifted {
+            tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted: every identity that disproved the worker is quarantined now; its results taken back are computed again");
+            state.quarantined.remove(&q.worker);
+        }
         for r in &committed.revoked {
             state.leases.settle(r.run, &r.key);
         }

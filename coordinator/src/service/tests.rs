@@ -1834,6 +1834,126 @@ async fn only_a_credential_with_a_record_decides_a_dispute() {
     assert!(!c.state().quarantined.contains_key("honest"));
 }
 
+/// The lease of job `key` for the credential `name`: everything it may lease is leased, that one kept,
+/// the rest handed back.
+async fn take(c: &Coordinator, name: &str, key: &nqueens_common::JobKey) -> Granted {
+    let all = c
+        .lease(
+            &Ask {
+                capacity: 4096,
+                ..as_credential(name)
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap()
+        .leases;
+    let (mine, others): (Vec<Granted>, Vec<Granted>) = all.into_iter().partition(|g| &g.key == key);
+    let ids: Vec<u64> = others.iter().map(|g| g.id).collect();
+    c.release(name, &ids, false).unwrap();
+    mine.into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("{name} was not leased job {key}"))
+}
+
+/// Issue 37: a quarantine found wrong later is undone. Two credentials with a record (each confirmed
+/// the other once) frame an honest worker: one disputes its result with a lie, the other decides the
+/// dispute for the lie, and the honest worker is quarantined, naming both as its deciders. Each is then
+/// caught lying by honest workers; once both are quarantined the honest worker's quarantine is lifted
+/// (the store, the ledger and a restart agree), it leases again, and the run ends exact. A quarantine
+/// whose deciders are not all disproved stays. Before, it stayed until an operator restarted the
+/// coordinator with `--release-quarantine`.
+#[tokio::test]
+async fn a_quarantine_whose_deciders_are_all_disproved_is_lifted() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let run = verified_run_of_8(&c).await;
+    let keys: Vec<nqueens_common::JobKey> = {
+        let all = lease(&c, "probe", 4096).await;
+        c.release(
+            "probe",
+            &all.iter().map(|g| g.id).collect::<Vec<_>>(),
+            false,
+        )
+        .unwrap();
+        all.into_iter().map(|g| g.key).collect()
+    };
+    assert!(keys.len() >= 5, "{}", keys.len());
+    let honest = |c: &Coordinator, name: &'static str, key: usize| {
+        let (c, key) = (c.clone(), keys[key].clone());
+        async move {
+            let g = take(&c, name, &key).await;
+            c.report(name, name, vec![report(&g)]).await.unwrap();
+        }
+    };
+    let lie = |c: &Coordinator, name: &'static str, key: usize| {
+        let (c, key) = (c.clone(), keys[key].clone());
+        async move {
+            let g = take(&c, name, &key).await;
+            c.report(name, name, vec![lying(&g)]).await.unwrap();
+        }
+    };
+    // Records: v and w confirm job 0, f and a job 1.
+    honest(&c, "v", 0).await;
+    honest(&c, "w", 0).await;
+    honest(&c, "f", 1).await;
+    honest(&c, "a", 1).await;
+    // The frame: h computes job 2, f disputes it with a lie, a decides for the lie.
+    honest(&c, "h", 2).await;
+    lie(&c, "f", 2).await;
+    lie(&c, "a", 2).await;
+    let quarantines = |c: &Coordinator| {
+        let mut q: Vec<String> = c.state().quarantined.keys().cloned().collect();
+        q.sort();
+        q
+    };
+    assert_eq!(quarantines(&c), ["h"]);
+    let stored = c.shared.store.quarantined().unwrap();
+    assert_eq!(stored[0].by, ["f", "a"], "{stored:?}");
+    // f is caught on job 3: v computed it, w decides. h stays quarantined (a is not disproved yet).
+    honest(&c, "v", 3).await;
+    lie(&c, "f", 3).await;
+    honest(&c, "w", 3).await;
+    assert_eq!(quarantines(&c), ["f", "h"]);
+    // a is caught on job 4: both of h's deciders are disproved, and h serves again.
+    honest(&c, "v", 4).await;
+    lie(&c, "a", 4).await;
+    honest(&c, "w", 4).await;
+    assert_eq!(quarantines(&c), ["a", "f"]);
+    let stored: Vec<String> = c
+        .shared
+        .store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .map(|q| q.worker)
+        .collect();
+    assert_eq!(stored, ["a", "f"]);
+    drop(c);
+    // A restart (the ledger reconciled with the store) agrees; h leases and the run ends exact.
+    let c = reopened(dir.path()).await;
+    assert_eq!(quarantines(&c), ["a", "f"]);
+    for _ in 0..10 {
+        for name in ["h", "v", "w"] {
+            let held = c
+                .lease(
+                    &Ask {
+                        capacity: 4096,
+                        ..as_credential(name)
+                    },
+                    Duration::ZERO,
+                )
+                .await
+                .unwrap()
+                .leases;
+            c.report(name, name, held.iter().map(report).collect())
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(total(&c, &run), (92, true));
+}
+
 /// A worker that asks for one run's jobs (`worker --run`) gets spot checks of that run only: never a
 /// lease of another run, which it would not take.
 #[tokio::test(start_paused = true)]

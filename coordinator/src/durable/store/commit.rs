@@ -129,6 +129,9 @@ pub struct Committed {
     pub disputed: Vec<super::Revoked>,
     /// Runs that were done and are running again (they lost revoked results).
     pub reopened: Vec<RunMeta>,
+    /// Quarantines lifted because every identity that decided them is quarantined now (set by the
+    /// commit thread: [`Store::lift_disproved`]).
+    pub lifted: Vec<Quarantine>,
     /// The commit thread's sequence number: tallies of a later commit supersede earlier ones.
     pub seq: u64,
     /// Why a revocation this commit's quarantine started could not take back every result (set by the
@@ -242,6 +245,13 @@ impl Store {
                                 stored.nodes
                             ),
                             at_unix: now_unix(),
+                            // Shown wrong by two that agreed: lifted if both are disproved later.
+                            by: match own {
+                                true => Vec::new(),
+                                false => std::iter::once(counted.worker.clone())
+                                    .chain(counted.confirmed_by.iter().cloned())
+                                    .collect(),
+                            },
                         });
                         out.outcomes.push(Outcome::Mismatch { stored });
                         continue;
@@ -340,6 +350,11 @@ impl Store {
                             inc.result.nodes
                         ),
                         at_unix: now_unix(),
+                        by: agreeing
+                            .iter()
+                            .cloned()
+                            .chain(std::iter::once(inc.name.clone()))
+                            .collect(),
                     };
                     quarantine.insert(wrong.worker.as_bytes(), encode(&q))?;
                     out.quarantined.push(q);

@@ -489,6 +489,43 @@ impl Store {
             .collect()
     }
 
+    /// Lifts every quarantine whose deciders ([`Quarantine::by`]) are all quarantined themselves, and
+    /// would stay so: a worker shown wrong only by identities shown wrong in turn serves again. Its
+    /// results taken back are computed again (not restored: nothing vouches for them). Returns the
+    /// quarantines lifted; the caller flushes.
+    pub fn lift_disproved(&self) -> Result<Vec<Quarantine>> {
+        let all = self.quarantined()?;
+        let names: std::collections::HashSet<&str> =
+            all.iter().map(|q| q.worker.as_str()).collect();
+        // The largest set to lift whose every member's deciders stay quarantined without it.
+        let mut lift: std::collections::HashSet<&str> = all
+            .iter()
+            .filter(|q| !q.by.is_empty() && q.by.iter().all(|b| names.contains(b.as_str())))
+            .map(|q| q.worker.as_str())
+            .collect();
+        loop {
+            let keep: std::collections::HashSet<&str> = all
+                .iter()
+                .filter(|q| lift.contains(q.worker.as_str()))
+                .filter(|q| q.by.iter().all(|b| !lift.contains(b.as_str())))
+                .map(|q| q.worker.as_str())
+                .collect();
+            if keep.len() == lift.len() {
+                break;
+            }
+            lift = keep;
+        }
+        let lifted: Vec<Quarantine> = all
+            .iter()
+            .filter(|q| lift.contains(q.worker.as_str()))
+            .cloned()
+            .collect();
+        for q in &lifted {
+            self.quarantine.remove(q.worker.as_bytes())?;
+        }
+        Ok(lifted)
+    }
+
     /// Lets a quarantined worker lease again; returns whether it was quarantined. Durable on return.
     pub fn release_quarantine(&self, name: &str) -> Result<bool> {
         let released = self.quarantine.remove(name.as_bytes())?.is_some();

@@ -381,6 +381,11 @@ pub struct Quarantine {
     pub worker: String,
     pub reason: String,
     pub at_unix: u64,
+    /// The identities whose agreeing result disproved the worker's (none: it contradicted itself, or
+    /// a record of a build before 2026-11-28). Once every one of them is quarantined in turn, the
+    /// quarantine is lifted ([`super::Store::lift_disproved`]). Absent from records that name none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by: Vec<String>,
 }
 
 /// The `runs` and `totals` key of a run.

@@ -268,6 +268,9 @@ impl Store {
                         ),
                         worker: c.worker,
                         at_unix: record.at_unix,
+                        by: std::iter::once(record.worker.clone())
+                            .chain(record.confirmed_by.iter().cloned())
+                            .collect(),
                     }),
             );
         }

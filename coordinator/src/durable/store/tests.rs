@@ -2004,3 +2004,49 @@ fn a_record_result_whose_confirmer_is_disproved_is_taken_back() {
         store.audit().unwrap();
     }
 }
+
+/// Issue 37: which quarantines [`Store::lift_disproved`] lifts. Lifted: one whose deciders are all
+/// quarantined and stay so. Kept: one that contradicted itself (no deciders), one with a decider still
+/// serving, and two that decided each other (lifting both would leave each cleared by a worker cleared
+/// only by it). Lifting one does not keep another whose decider it was.
+#[test]
+fn a_quarantine_is_lifted_only_when_its_deciders_stay_disproved() {
+    let store = Store::temporary().unwrap();
+    let q = |worker: &str, by: &[&str]| super::Quarantine {
+        worker: worker.into(),
+        reason: "shown wrong".into(),
+        at_unix: 1,
+        by: by.iter().map(|b| b.to_string()).collect(),
+    };
+    for quarantine in [
+        q("framed", &["liar-1", "liar-2"]),
+        q("liar-1", &["honest-1"]),
+        q("liar-2", &["honest-1", "honest-2"]),
+        q("self", &[]),
+        q("half", &["liar-1", "serving"]),
+        q("x", &["y"]),
+        q("y", &["x"]),
+        q("chained", &["framed"]),
+    ] {
+        store.restore_quarantine(&quarantine).unwrap();
+    }
+    let lifted: Vec<String> = store
+        .lift_disproved()
+        .unwrap()
+        .into_iter()
+        .map(|q| q.worker)
+        .collect();
+    assert_eq!(lifted, ["framed"]);
+    let left: Vec<String> = store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .map(|q| q.worker)
+        .collect();
+    assert_eq!(
+        left,
+        ["chained", "half", "liar-1", "liar-2", "self", "x", "y"]
+    );
+    // Nothing more to lift.
+    assert!(store.lift_disproved().unwrap().is_empty());
+}
