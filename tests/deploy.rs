@@ -217,6 +217,13 @@ fn slurm_batch_script() -> Result<(), Failed> {
     let port = free_port().to_string();
     let data = dir.path().join("data");
     let script = repo().join("deploy/slurm/nqueens.sbatch");
+    // The operator's token for the first submission, in a file of the user's own, off the data
+    // directory (the second submission gives none: the script makes one for the job).
+    let token_file = dir.path().join("operator.token");
+    std::fs::write(&token_file, "operator-s3cret\n")?;
+    // A token file an earlier version of the script left with the data: removed.
+    std::fs::create_dir_all(&data)?;
+    std::fs::write(data.join("token"), "stale")?;
     let sbatch = |out: &str| {
         let mut cmd = cluster.command("sbatch");
         cmd.args(["--parsable", "--nodes=1", "--output"])
@@ -232,14 +239,18 @@ fn slurm_batch_script() -> Result<(), Failed> {
     };
 
     // First submission: cancelled once some results are in.
-    let job = run(sbatch("first.out").arg(&script))?.trim().to_string();
+    let job = run(sbatch("first.out")
+        .env("NQUEENS_TOKEN_FILE", &token_file)
+        .arg(&script))?
+    .trim()
+    .to_string();
     // The script guards the coordinator: a token and TLS material it makes in the data directory.
     let url = format!("https://127.0.0.1:{port}");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let token = std::fs::read_to_string(data.join("token")).unwrap_or_default();
         let status = Command::new(env!("CARGO_BIN_EXE_nqueens"))
-            .args(["status", "--json", "--coordinator", &url, "--token", &token])
+            .args(["status", "--json", "--coordinator", &url, "--token-file"])
+            .arg(&token_file)
             .arg("--tls-ca")
             .arg(data.join("tls/ca.pem"))
             .output()?;
@@ -297,7 +308,14 @@ fn slurm_batch_script() -> Result<(), Failed> {
 
     // The token and the keys are private; the coordinator logged that it served TLS with a token.
     use std::os::unix::fs::PermissionsExt;
-    for private in ["token", "tls/ca-key.pem", "tls/server-key.pem"] {
+    // No operator token was ever written where every node reads (found by a review, 2026-11-28: the
+    // script kept it in NQUEENS_DATA/token, on the file system every worker node sees).
+    assert!(
+        !data.join("token").exists(),
+        "the operator's token is in the data directory"
+    );
+    assert!(first.contains("removed"), "{first}");
+    for private in ["tls/ca-key.pem", "tls/server-key.pem"] {
         let mode = std::fs::metadata(data.join(private))?.permissions().mode();
         assert_eq!(mode & 0o077, 0, "{private} is readable by others: {mode:o}");
     }
