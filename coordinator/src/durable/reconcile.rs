@@ -1048,6 +1048,54 @@ mod tests {
         assert_eq!(store.job(run, &key).unwrap(), None, "pending, no record");
     }
 
+    /// Issue 38: a record run's revocation of an honest worker's count whose confirmer was quarantined
+    /// (fewer than two trusted identities behind it), applied from the ledger because the store's
+    /// flush was lost, leaves the job plain and pending, as the revocation left it, not disputed:
+    /// its worker was not quarantined, but a confirmer was (found by a review, 2026-11-28: the ledger
+    /// view took every revocation of a worker not quarantined for a dispute).
+    #[test]
+    fn a_record_rules_revocation_from_the_ledger_is_not_a_dispute() {
+        use crate::durable::store::tests::by;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = one_run(dir.path(), 1.0);
+        let right = incoming_from(run, &plan, 0, "q");
+        store.commit(&[by(&plan, "q", right.clone(), 0)]).unwrap();
+        store.commit(&[by(&plan, "w", right.clone(), 0)]).unwrap();
+        let counted = store.result(run, &right.key).unwrap().unwrap();
+        assert_eq!(
+            (counted.worker.as_str(), counted.confirmed_by.as_slice()),
+            ("w", &["q".to_string()][..])
+        );
+        ledger::rewrite(&path, &store).unwrap();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 2).unwrap();
+        ledger
+            .append(&[
+                Entry::Quarantine(crate::durable::store::Quarantine {
+                    worker: "q".into(),
+                    reason: "shown wrong on another job".into(),
+                    at_unix: 2,
+                    by: Vec::new(),
+                }),
+                Entry::Revoked {
+                    run,
+                    job: right.key.to_string(),
+                    worker: "w".into(),
+                    record: Some(counted),
+                },
+            ])
+            .unwrap();
+        drop(ledger);
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_revoked, 1);
+        assert!(!store.is_settled(run, &right.key).unwrap());
+        assert_eq!(
+            store.job(run, &right.key).unwrap(),
+            None,
+            "pending, no record"
+        );
+    }
+
     /// A result line that comes again after the revocation that took it back (a line copied or moved)
     /// is not counted again (found by a review, 2026-11-24, a later session: once its worker was
     /// released, the copy was restored and counted).

@@ -60,8 +60,9 @@ pub struct RevokedLine {
     pub worker: String,
     /// The result taken back (ledger format 2 on): only that very result is taken back from a store.
     pub record: Option<ResultRecord>,
-    /// Whether its worker was not quarantined at the line: a later result disputed the count (a
-    /// quarantine's revocations follow the quarantine's line; a release later does not change this).
+    /// Whether neither its worker nor a confirmer was quarantined at the line: a later result disputed
+    /// the count (a quarantine's revocations follow the quarantine's line; a release later does not
+    /// change this).
     pub disputed: bool,
 }
 
@@ -215,7 +216,15 @@ impl LedgerView {
                 {
                     results.remove(&key);
                     self.revoked += 1;
-                    let disputed = !self.quarantines.contains_key(&worker);
+                    // A dispute takes back the count of a worker nobody quarantined; a quarantine
+                    // takes back its worker's counts, and in a record run those it confirmed.
+                    let confirmer_quarantined = record.as_ref().is_some_and(|r| {
+                        r.confirmed_by
+                            .iter()
+                            .any(|c| self.quarantines.contains_key(c))
+                    });
+                    let disputed =
+                        !self.quarantines.contains_key(&worker) && !confirmer_quarantined;
                     self.revocations.push(RevokedLine {
                         run,
                         key,
