@@ -417,6 +417,13 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
             ));
         }
     }
+    // A run that lost a counted result finishes again with another root: the kept one goes (within
+    // this round's flush). A failure leaves it, guarded by its finish time and total.
+    for run in &committed.reopened {
+        if let Err(e) = store.forget_certificate_root(run.id) {
+            tracing::error!(run = run.id, error = %e, "cannot forget the kept certificate root of a run running again");
+        }
+    }
     if !committed.quarantined.is_empty() {
         // A worker shown wrong only by identities now shown wrong themselves serves again. A failure
         // here leaves it quarantined (a refusal, never a count): lifted at a later quarantine.
@@ -691,6 +698,38 @@ mod tests {
         assert!(matches!(refused, Err(Error::Corrupt(_))), "{refused:?}");
         let why = health.degraded().expect("degraded");
         assert!(why.contains("damaged"), "{why}");
+    }
+
+    /// Issue 38: a finished run's kept certificate root is forgotten when a dispute takes a count back
+    /// and the run runs again (found by a review, 2026-11-28: the root was kept, and a run finished
+    /// again within the same second with the same total showed the old root).
+    #[tokio::test]
+    async fn a_run_running_again_forgets_its_kept_root() {
+        use crate::durable::store::tests::by;
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let health = Arc::new(StorageHealth::default());
+        let committer = Committer::start(store.clone(), None, health).unwrap();
+        let all: Vec<Incoming> = (0..plan.jobs().count())
+            .map(|i| incoming(run.id, &plan, i, "x"))
+            .collect();
+        let done = committer.commit(all.clone()).await.unwrap();
+        assert_eq!(done.finished.len(), 1);
+        let root = crate::durable::store::StoredRoot::new(
+            run.id,
+            done.finished[0].finished_unix,
+            "92".into(),
+            "ab".repeat(32),
+        );
+        store.save_certificate_root(&root).unwrap();
+        // A different count of job 2 under a lease of its own: disputed, the run running again.
+        let disputed = committer
+            .commit(vec![by(&plan, "y", all[2].clone(), 8)])
+            .await
+            .unwrap();
+        assert_eq!(disputed.reopened.len(), 1, "{disputed:?}");
+        assert_eq!(store.certificate_root(run.id).unwrap(), None);
     }
 
     /// A quarantine whose revocation cannot take back every result of the worker (one is in a damaged

@@ -349,6 +349,10 @@ impl Store {
             }
             Ok(true)
         })?;
+        if removed {
+            // It lost a counted result: a root kept for it no longer holds.
+            self.forget_certificate_root(run)?;
+        }
         Ok(removed)
     }
 }

@@ -67,6 +67,13 @@ impl Store {
         }
     }
 
+    /// Forgets the root kept for run `run` (it lost a counted result: its next finish has another
+    /// root, perhaps within the same second and with the same total). The caller flushes.
+    pub fn forget_certificate_root(&self, run: u64) -> Result<()> {
+        self.meta.remove(key(run))?;
+        Ok(())
+    }
+
     /// Keeps `root` (replacing the run's earlier one) and flushes.
     pub fn save_certificate_root(&self, root: &StoredRoot) -> Result<()> {
         self.meta.insert(key(root.run), encode(root))?;
@@ -100,6 +107,14 @@ mod tests {
         };
         assert!(!older.holds_for(3, Some(100), "92"));
         assert_eq!(store.certificate_root(4).unwrap(), None);
+        store.forget_certificate_root(4).unwrap();
+        assert!(
+            store.certificate_root(3).unwrap().is_some(),
+            "another run's kept"
+        );
+        store.forget_certificate_root(3).unwrap();
+        assert_eq!(store.certificate_root(3).unwrap(), None);
+        store.save_certificate_root(&root).unwrap();
         let good = store.meta.get(key(3)).unwrap().unwrap().to_vec();
         for i in 0..good.len() {
             let mut bad = good.clone();
