@@ -500,6 +500,7 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
     let mut keys = plan.jobs();
     let mut tally = Tally::new(header.strategy == Strategy::D4);
     let mut merkle = Merkle::default();
+    let mut groups = crate::job::Groups::default();
     let mut index = 0u64;
     loop {
         // Line 1 is the header.
@@ -536,7 +537,7 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
         }
         // Counts no search of the job can give (the bounds its first rows force): refused before any
         // sample, whether or not the line is drawn.
-        plan.job(&job.key)
+        crate::Job::with_groups(plan, job.key.clone(), &mut groups)
             .and_then(|j| j.check(&job.result))
             .map_err(|e| bad(format!("counts no search gives: {e}")))?;
         if header.record && job.by.len() < 2 {

@@ -78,9 +78,37 @@ pub struct Job {
     largest_stabiliser: u32,
 }
 
+/// The `d4` ring group last built, for [`Job::with_groups`].
+#[derive(Debug, Default)]
+pub struct Groups {
+    last: Option<(u8, d4::Group)>,
+}
+
+impl Groups {
+    /// The group of sides `w` and `e` of N = `n`, built unless it is the last one asked for (`None`:
+    /// no canonical ring has those sides).
+    fn get(&mut self, n: u8, w: u8, e: u8) -> Option<&d4::Group> {
+        let same = self
+            .last
+            .as_ref()
+            .is_some_and(|(last_n, g)| *last_n == n && g.sides() == (w, e));
+        if !same {
+            self.last = Some((n, d4::Group::new(n, w, e)?));
+        }
+        self.last.as_ref().map(|(_, g)| g)
+    }
+}
+
 impl Job {
     /// Checks that `key` names a job of `plan`.
     pub fn new(plan: Plan, key: JobKey) -> Result<Job> {
+        Job::with_groups(plan, key, &mut Groups::default())
+    }
+
+    /// [`Job::new`], taking the job's `d4` ring group from `groups` (built there once for a run of
+    /// jobs that share it, as a plan's jobs in key order do): what checks every job of a plan in turn
+    /// (a certificate's lines) wants. Building a group places the queens of N^2 rings.
+    pub fn with_groups(plan: Plan, key: JobKey, groups: &mut Groups) -> Result<Job> {
         let n = plan.n();
         let bad = || Error::UnknownJob(key.to_string());
         let largest_stabiliser = match plan.strategy() {
@@ -102,7 +130,7 @@ impl Job {
                 if prefix.len() != plan.depth() as usize {
                     return Err(bad());
                 }
-                let group = d4::Group::new(n, *w, *e).ok_or_else(bad)?;
+                let group = groups.get(n, *w, *e).ok_or_else(bad)?;
                 group.largest_stabiliser(prefix).ok_or_else(bad)?
             }
         };
