@@ -13,6 +13,7 @@ pub mod estimate;
 pub mod job;
 pub mod jsonl;
 pub mod kernel;
+pub mod names;
 pub mod partition;
 pub mod reference;
 pub mod solve;

@@ -56,28 +56,11 @@ pub const MAX_LEASE_CAPACITY: u32 = 4096;
 /// Most GPUs a worker may say it computes on (the coordinator refuses more).
 pub const MAX_GPUS: u32 = 256;
 
-/// Longest name of the device that computed a result (`JobResult.device`).
-pub const MAX_DEVICE_LEN: usize = 64;
-
-/// Longest worker id or name the coordinator takes, in bytes.
-pub const MAX_WORKER_ID_LEN: usize = 128;
-
-/// Longest worker name: a worker's id adds its process id and start time (up to 28 characters) and must
-/// stay within [`MAX_WORKER_ID_LEN`].
-pub const MAX_WORKER_NAME_LEN: usize = MAX_WORKER_ID_LEN - 28;
-
-/// Whether `id` may be a worker's id or name: 1 to [`MAX_WORKER_ID_LEN`] bytes, no control character
-/// (the coordinator refuses any request naming another, so a worker checks its own before it starts).
-pub fn valid_worker_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= MAX_WORKER_ID_LEN && !id.chars().any(char::is_control)
-}
-
-/// Whether `device` may name the device of a result: 1 to [`MAX_DEVICE_LEN`] letters, digits or `:._-`
-/// (the coordinator refuses a report with any other, so a worker sends only names that pass).
-pub fn valid_device(device: &str) -> bool {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || ":._-".contains(c);
-    !device.is_empty() && device.len() <= MAX_DEVICE_LEN && device.chars().all(allowed)
-}
+// Worker and device names are domain rules, kept in `nqueens_common::names`; re-exported for the wire's
+// users.
+pub use nqueens_common::names::{
+    valid_device, valid_worker_id, MAX_DEVICE_LEN, MAX_WORKER_ID_LEN, MAX_WORKER_NAME_LEN,
+};
 
 /// Longest bearer token a coordinator takes, in bytes.
 pub const MAX_TOKEN_LEN: usize = 1024;

@@ -160,7 +160,7 @@ fn transient(s: &Status) -> bool {
         )
 }
 
-pub use nqueens_proto::MAX_WORKER_NAME_LEN as MAX_NAME_LEN;
+pub use nqueens_common::names::MAX_WORKER_NAME_LEN as MAX_NAME_LEN;
 
 /// A worker process's id: its name, process id and start time (`-` and at most 10 digits, `-` and at most
 /// 16 hex digits: the 28 characters [`MAX_NAME_LEN`] leaves).
@@ -278,7 +278,7 @@ struct Worker {
 /// `exit_when_idle`, until there is nothing left to lease.
 pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Summary> {
     // Checked before anything else: a name the coordinator refuses would fail every request.
-    if config.name.len() > MAX_NAME_LEN || !nqueens_proto::valid_worker_id(&config.name) {
+    if config.name.len() > MAX_NAME_LEN || !nqueens_common::names::valid_worker_id(&config.name) {
         return Err(Error::BadName(
             config.name.chars().take(MAX_NAME_LEN).collect(),
         ));
@@ -1267,7 +1267,7 @@ mod tests {
         let longest = "x".repeat(MAX_NAME_LEN);
         let id = worker_id(&longest, u32::MAX, u64::MAX);
         assert!(
-            nqueens_proto::valid_worker_id(&id),
+            nqueens_common::names::valid_worker_id(&id),
             "the longest name makes a valid id"
         );
     }

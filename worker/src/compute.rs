@@ -210,7 +210,7 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
     let info = device.gpu.info().clone();
     // The name results carry; one the coordinator would refuse (none today) is left off them.
     let label = info.label();
-    let label: Option<Arc<str>> = nqueens_proto::valid_device(&label).then(|| label.into());
+    let label: Option<Arc<str>> = nqueens_common::names::valid_device(&label).then(|| label.into());
     let Some((launch, answers)) = launcher(device.gpu) else {
         tracing::error!(device = %info, "cannot start the GPU's launch thread; computing on the CPU instead");
         device.metrics.gpus.dec();

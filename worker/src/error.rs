@@ -25,8 +25,8 @@ pub enum Error {
     /// A GPU asked for could not be opened (no runtime, no such device, the kernel did not compile).
     #[error("GPU: {0}")]
     Gpu(#[from] nqueens_gpu::GpuError),
-    /// The worker's name cannot make a worker id the coordinator takes (see [`nqueens_proto::MAX_WORKER_NAME_LEN`]).
-    #[error("worker name {0:?} must be 1 to {max} printable characters", max = nqueens_proto::MAX_WORKER_NAME_LEN)]
+    /// The worker's name cannot make a worker id the coordinator takes (see [`nqueens_common::names::MAX_WORKER_NAME_LEN`]).
+    #[error("worker name {0:?} must be 1 to {max} printable characters", max = nqueens_common::names::MAX_WORKER_NAME_LEN)]
     BadName(String),
     /// The coordinator refused the worker for good (for example a quarantine or a wrong token).
     #[error("the coordinator refused this worker: {0}")]

@@ -230,6 +230,16 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
         Some(s) => format!("from seed {s:?}"),
         None => "from the root".to_string(),
     };
+    // The search ahead, as the certificate counts it (at N = 28 a job is trillions of nodes: the
+    // reader sees the size of what was asked before waiting on it).
+    let nodes: u128 = checked
+        .sample
+        .iter()
+        .map(|(_, l)| u128::from(l.result.nodes))
+        .sum();
+    if k > 0 {
+        eprintln!("recomputing {k} jobs on {threads} threads: {nodes} nodes to search, as the certificate counts them");
+    }
     let t = Instant::now();
     let differs = recompute(&checked, threads)?;
     let secs = t.elapsed().as_secs_f64();

@@ -33,7 +33,7 @@ pub const MAX_IDS: usize = 16_384;
 /// Longest a lease request may wait for a job.
 pub const MAX_WAIT: Duration = Duration::from_secs(10);
 /// Longest worker id or name.
-const MAX_ID_LEN: usize = nqueens_proto::MAX_WORKER_ID_LEN;
+const MAX_ID_LEN: usize = nqueens_common::names::MAX_WORKER_ID_LEN;
 /// Most GPUs a worker may say it computes on.
 pub const MAX_GPUS: u32 = nqueens_proto::MAX_GPUS;
 
@@ -167,7 +167,7 @@ pub fn scoped_id(identity: &str, id: &str) -> String {
 
 /// Checks a worker id or name from the network.
 pub(crate) fn check_worker(what: &str, id: &str) -> Result<()> {
-    if !nqueens_proto::valid_worker_id(id) {
+    if !nqueens_common::names::valid_worker_id(id) {
         return Err(Error::Invalid(format!(
             "{what} {:?} must be 1 to {MAX_ID_LEN} printable characters",
             truncate(id)
@@ -176,13 +176,13 @@ pub(crate) fn check_worker(what: &str, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks the device a result names ([`nqueens_proto::valid_device`]).
+/// Checks the device a result names ([`nqueens_common::names::valid_device`]).
 pub(crate) fn check_device(device: &str) -> Result<()> {
-    if !nqueens_proto::valid_device(device) {
+    if !nqueens_common::names::valid_device(device) {
         return Err(Error::Invalid(format!(
             "device {:?} must be 1 to {} letters, digits or :._-",
             truncate(device),
-            nqueens_proto::MAX_DEVICE_LEN
+            nqueens_common::names::MAX_DEVICE_LEN
         )));
     }
     Ok(())

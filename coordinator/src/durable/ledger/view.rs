@@ -288,7 +288,7 @@ pub fn quarantine_line(
             quarantined.insert(q.worker.clone(), q);
         }
         Entry::Released { worker, .. } => {
-            if !nqueens_proto::valid_worker_id(&worker) {
+            if !nqueens_common::names::valid_worker_id(&worker) {
                 return Err(format!("a release of a bad worker name {worker:?}"));
             }
             quarantined.remove(&worker);

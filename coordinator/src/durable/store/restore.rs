@@ -17,7 +17,7 @@ pub const RESTORE_BATCH: usize = 4096;
 
 /// Whether a quarantine from a file can be restored: its worker's name is one the coordinator accepts.
 pub fn check_quarantine(q: &Quarantine) -> Result<()> {
-    if !nqueens_proto::valid_worker_id(&q.worker) {
+    if !nqueens_common::names::valid_worker_id(&q.worker) {
         return Err(Error::Invalid(format!(
             "a quarantine of a bad worker name {:?}",
             q.worker

@@ -1,0 +1,47 @@
+//! The names the system takes for workers and devices: checked alike by the coordinator (its store,
+//! ledger and lease policy) and by a worker before it starts. Domain rules, not wire ones: the wire
+//! crate re-exports them.
+
+/// Longest worker id or name the coordinator takes, in bytes.
+pub const MAX_WORKER_ID_LEN: usize = 128;
+
+/// Longest worker name: a worker's id adds its process id and start time (up to 28 characters) and must
+/// stay within [`MAX_WORKER_ID_LEN`].
+pub const MAX_WORKER_NAME_LEN: usize = MAX_WORKER_ID_LEN - 28;
+
+/// Longest name of the device that computed a result.
+pub const MAX_DEVICE_LEN: usize = 64;
+
+/// Whether `id` may be a worker's id or name: 1 to [`MAX_WORKER_ID_LEN`] bytes, no control character
+/// (the coordinator refuses any request naming another, so a worker checks its own before it starts).
+pub fn valid_worker_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_WORKER_ID_LEN && !id.chars().any(char::is_control)
+}
+
+/// Whether `device` may name the device of a result: 1 to [`MAX_DEVICE_LEN`] letters, digits or `:._-`
+/// (the coordinator refuses a report with any other, so a worker sends only names that pass).
+pub fn valid_device(device: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || ":._-".contains(c);
+    !device.is_empty() && device.len() <= MAX_DEVICE_LEN && device.chars().all(allowed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each rule at its edges.
+    #[test]
+    fn names_are_taken_within_their_rules_only() {
+        assert!(valid_worker_id("node-1"));
+        assert!(valid_worker_id(&"x".repeat(MAX_WORKER_ID_LEN)));
+        assert!(!valid_worker_id(&"x".repeat(MAX_WORKER_ID_LEN + 1)));
+        assert!(!valid_worker_id(""));
+        assert!(!valid_worker_id("a\nb"));
+        assert!(valid_device("cuda:0"));
+        assert!(valid_device(&"d".repeat(MAX_DEVICE_LEN)));
+        assert!(!valid_device(&"d".repeat(MAX_DEVICE_LEN + 1)));
+        assert!(!valid_device(""));
+        assert!(!valid_device("gpu 0"));
+        assert_eq!(MAX_WORKER_NAME_LEN + 28, MAX_WORKER_ID_LEN);
+    }
+}
