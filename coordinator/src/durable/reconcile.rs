@@ -1096,6 +1096,39 @@ mod tests {
         );
     }
 
+    /// A revocation the store missed, of a count of a finished run: applied at the start, the run runs
+    /// again (no finish time, one job short), so that the job is computed and the run finishes anew
+    /// (killed the mutant that kept the finish time, issue 42).
+    #[test]
+    fn a_revocation_of_a_finished_runs_count_runs_it_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = one_run(dir.path(), 0.0);
+        let all: Vec<_> = (0..plan.jobs().count())
+            .map(|i| incoming_from(run, &plan, i, "x"))
+            .collect();
+        store.commit(&all).unwrap();
+        let done = |s: &Store| s.runs().unwrap()[0].is_done();
+        assert!(done(&store));
+        let counted = store.result(run, &all[1].key).unwrap().unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 2).unwrap();
+        ledger
+            .append(&[Entry::Revoked {
+                run,
+                job: all[1].key.to_string(),
+                worker: "x".into(),
+                record: Some(counted),
+            }])
+            .unwrap();
+        drop(ledger);
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_revoked, 1);
+        assert!(!done(&store), "running again");
+        assert_eq!(store.runs().unwrap()[0].finished_unix, None);
+        assert_eq!(store.tally(run).unwrap().jobs, all.len() as u64 - 1);
+    }
+
     /// A result line that comes again after the revocation that took it back (a line copied or moved)
     /// is not counted again (found by a review, 2026-11-24, a later session: once its worker was
     /// released, the copy was restored and counted).

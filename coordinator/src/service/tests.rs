@@ -1582,6 +1582,19 @@ async fn confirmed_run(c: &Coordinator) -> String {
     confirmed
 }
 
+/// Workers under the operator's token are trusted: they get no spot checks, however many jobs they
+/// lease beside a pool of confirmed ones (killed the mutant `&&` to `||` of the rule, issue 42).
+#[tokio::test(start_paused = true)]
+async fn the_operators_workers_get_no_spot_checks() {
+    let (c, _open) = confirmed_and_open().await;
+    for _ in 0..100 {
+        let held = lease(&c, "operator-worker", 1).await;
+        assert!(held.len() <= 1);
+        report_all(&c, "operator-worker", &held).await;
+    }
+    assert_eq!(c.state().spot.passed_by("operator-worker"), 0);
+}
+
 /// Issue 37: the stated bound holds against the strongest liar, one that tells every check and second
 /// result from a fresh job (a re-leased key stands out from its neighbours in the plan's list) and lies
 /// on fresh first results only. Keyed verification is what meets those lies, at the run's fraction,
@@ -1752,6 +1765,8 @@ async fn an_honest_credential_passes_its_spot_checks_and_is_checked_less() {
         if got.leases.is_empty() {
             break;
         }
+        // A check takes the place of a job asked for, never one more (killed the mutant `-` to `+`).
+        assert_eq!(got.leases.len(), 1);
         c.report(
             "careful",
             "careful",
@@ -2075,6 +2090,31 @@ async fn a_result_at_a_rate_no_device_reaches_waits_for_a_second_identity() {
 #[tokio::test(start_paused = true)]
 async fn a_record_runs_result_from_a_caller_without_a_credential_is_refused() {
     let c = coordinator();
+    // A record run verifies every job: a fraction below 1 is refused (killed the mutants `<` to
+    // `==`, `>` and `<=` of that check, issue 42), and 1 is taken.
+    for (fraction, taken) in [(0.5, false), (0.999, false), (1.0, true)] {
+        let made = c
+            .create_run_as(
+                9,
+                Strategy::D4,
+                None,
+                super::NewRun {
+                    record: true,
+                    verify_fraction: Some(fraction),
+                    ..Default::default()
+                },
+            )
+            .await;
+        match (made, taken) {
+            (Ok(view), true) => c
+                .control(&view.id(), crate::durable::store::Control::Cancel)
+                .await
+                .map(|_| ())
+                .unwrap(),
+            (Err(e), false) => assert!(e.to_string().contains("verifies every job"), "{e}"),
+            (other, _) => panic!("{fraction}: {other:?}"),
+        }
+    }
     let run = c
         .create_run_as(
             8,

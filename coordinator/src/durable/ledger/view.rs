@@ -29,9 +29,7 @@ pub struct LedgerView {
     pub unchecked: u64,
     /// Those results' runs and jobs.
     pub unchecked_jobs: std::collections::BTreeSet<(u64, JobKey)>,
-    /// Results taken back by revocation lines.
-    pub revoked: u64,
-    /// Those revocations, in order.
+    /// The results taken back by revocation lines, in order.
     pub revocations: Vec<RevokedLine>,
     /// Every revocation line's run, job and lease (where the line carries its result): a result line
     /// of that lease coming after it is damage, never counted again.
@@ -215,7 +213,6 @@ impl LedgerView {
                     .is_some_and(|held| taken_back(held, &worker, record.as_ref()))
                 {
                     results.remove(&key);
-                    self.revoked += 1;
                     // A dispute takes back the count of a worker nobody quarantined; a quarantine
                     // takes back its worker's counts, and in a record run those it confirmed.
                     let confirmer_quarantined = record.as_ref().is_some_and(|r| {

@@ -2050,3 +2050,45 @@ fn a_quarantine_is_lifted_only_when_its_deciders_stay_disproved() {
     // Nothing more to lift.
     assert!(store.lift_disproved().unwrap().is_empty());
 }
+
+/// A run created at a priority keeps it, in the store and after a reopen (killed the mutant that
+/// dropped the priority, issue 42).
+#[test]
+fn a_run_is_created_at_its_priority() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let store = Store::open(dir.path()).unwrap();
+        let meta = store
+            .create_run_cancellable(
+                Plan::new(8, Strategy::D4).unwrap(),
+                0.0,
+                7,
+                Default::default(),
+            )
+            .unwrap();
+        assert_eq!(meta.priority, 7);
+        meta.id
+    };
+    let store = reopen(dir.path());
+    let stored = store.runs().unwrap();
+    assert_eq!(stored.iter().find(|r| r.id == id).unwrap().priority, 7);
+}
+
+/// A run restored under its id (a backup, the ledger) has no finish time until its results are back
+/// and counted: a finished run's meta restored alone is running (killed the mutant that kept the
+/// finish time, issue 42).
+#[test]
+fn a_run_restored_alone_is_not_finished() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
+    let all: Vec<Incoming> = (0..plan.jobs().count())
+        .map(|i| incoming(run.id, &plan, i))
+        .collect();
+    store.commit(&all).unwrap();
+    let finished = store.runs().unwrap().remove(0);
+    assert!(finished.is_done());
+    let other = Store::temporary().unwrap();
+    other.restore_run(&finished).unwrap();
+    let restored = other.runs().unwrap().remove(0);
+    assert_eq!(restored.finished_unix, None);
+    assert!(!restored.is_done());
+}
