@@ -2092,3 +2092,24 @@ fn a_run_restored_alone_is_not_finished() {
     assert_eq!(restored.finished_unix, None);
     assert!(!restored.is_done());
 }
+
+/// A revocation taken from the ledger (`restore_revocation`) of a finished run's count runs the run
+/// again: no finish time, one job short (killed the mutant that kept the finish time; the start's
+/// recount would mend the run's state too, so this is checked on the store itself).
+#[test]
+fn a_revocation_restored_from_the_ledger_runs_a_finished_run_again() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
+    let all: Vec<Incoming> = (0..plan.jobs().count())
+        .map(|i| incoming(run.id, &plan, i))
+        .collect();
+    store.commit(&all).unwrap();
+    assert!(store.runs().unwrap()[0].is_done());
+    let counted = store.result(run.id, &all[1].key).unwrap().unwrap();
+    let worker = counted.worker.clone();
+    assert!(store
+        .restore_revocation(run.id, &all[1].key, &worker, Some(&counted), false)
+        .unwrap());
+    let meta = store.runs().unwrap().remove(0);
+    assert_eq!(meta.finished_unix, None);
+    assert_eq!(store.tally(run.id).unwrap().jobs, all.len() as u64 - 1);
+}
