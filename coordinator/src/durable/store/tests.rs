@@ -1780,19 +1780,22 @@ fn inspecting_a_store_changes_nothing_and_refuses_an_earlier_format() {
         store.flush().unwrap();
         store.epoch()
     };
-    {
-        // The store's own threads let go of its lock a moment after it is dropped (a full test run
-        // saw the inspection refused as in use).
+    // The store's own threads let go of its lock a moment after it is dropped (full test runs saw
+    // an inspection refused as in use).
+    let inspect = || {
         let mut tries = 0;
-        let seen = loop {
+        loop {
             match Store::inspect(dir.path()) {
                 Err(Error::InUse(_)) if tries < 300 => {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
-                other => break other.unwrap(),
+                other => break other,
             }
-        };
+        }
+    };
+    {
+        let seen = inspect().unwrap();
         assert_eq!(seen.epoch(), epoch, "no new epoch");
         assert_eq!(seen.runs().unwrap().len(), 1);
     }
@@ -1806,7 +1809,7 @@ fn inspecting_a_store_changes_nothing_and_refuses_an_earlier_format() {
         at_format(&store, 3);
         store.flush().unwrap();
     }
-    match Store::inspect(dir.path()) {
+    match inspect() {
         Err(Error::Corrupt(why)) => assert!(why.contains("format 3"), "{why}"),
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("an earlier format inspected"),
