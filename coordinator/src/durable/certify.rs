@@ -78,3 +78,54 @@ pub fn build(
     }
     Ok(header)
 }
+
+#[cfg(test)]
+mod tests {
+    use nqueens_common::{Plan, Strategy};
+
+    use super::*;
+    use crate::durable::store::tests::incoming_from;
+    use crate::durable::store::{Control, RunOptions};
+
+    /// A run not finished, or cancelled, gets no certificate; a record run's every line must hold a
+    /// second identity's confirmation; a record run so confirmed gets one (killed the mutants that
+    /// passed every run, and the record rule's, issue 42).
+    #[test]
+    fn only_a_finished_run_gets_a_certificate_and_a_record_needs_two_identities() {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let (jobs, fingerprint) = plan.fingerprint();
+        let record = RunOptions {
+            verify_fraction: 1.0,
+            record: true,
+            ..RunOptions::default()
+        };
+        let run = store.insert_run(plan, jobs, fingerprint, record).unwrap();
+        let refused = |meta: &RunMeta, why: &str| {
+            let e = build(&store, meta, |_| Ok(())).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        };
+        refused(&run, "not finished");
+        let keys = plan.jobs().count();
+        for name in ["a", "b"] {
+            let batch: Vec<_> = (0..keys)
+                .map(|i| incoming_from(run.id, &plan, i, name))
+                .collect();
+            store.commit(&batch).unwrap();
+        }
+        let done = store.runs().unwrap().remove(0);
+        assert!(done.is_done());
+        let header = build(&store, &done, |_| Ok(())).unwrap();
+        assert_eq!(header.total, "92");
+        // A result whose only confirmation names its own worker is no second identity.
+        let key = plan.jobs().next().unwrap();
+        let mut own = store.result(run.id, &key).unwrap().unwrap();
+        own.confirmed_by = vec![own.worker.clone()];
+        store.damage_result(run.id, &key, &own);
+        refused(&done, "confirmed by a second identity");
+        // A cancelled run: no certificate, whatever it holds.
+        let plain = store.create_run(plan, 0.0).unwrap();
+        let cancelled = store.control(plain.id, Control::Cancel).unwrap();
+        refused(&cancelled, "cancelled");
+    }
+}

@@ -1173,6 +1173,23 @@ impl Store {
             .unwrap();
     }
 
+    /// Replaces the counted result of job `key` of `run` by `record`, as a forger with the store's
+    /// files could (its totals left as they are).
+    pub(crate) fn damage_result(
+        &self,
+        run: u64,
+        key: &nqueens_common::JobKey,
+        record: &ResultRecord,
+    ) {
+        let trees = self.result_trees();
+        trees
+            .transaction(|(_, _, groups, workers, _)| {
+                super::groups::txn_put(super::groups::Tx { groups, workers }, run, key, record)
+            })
+            .map_err(|e: sled::transaction::TransactionError<Error>| e.to_string())
+            .unwrap();
+    }
+
     /// Overwrites the group entry holding job `key` of `run` with bytes that do not decode (tests of the
     /// repairs).
     pub(crate) fn damage_group(&self, run: u64, key: &nqueens_common::JobKey) {
@@ -2115,4 +2132,43 @@ fn a_revocation_restored_from_the_ledger_runs_a_finished_run_again() {
     let meta = store.runs().unwrap().remove(0);
     assert_eq!(meta.finished_unix, None);
     assert_eq!(store.tally(run.id).unwrap().jobs, all.len() as u64 - 1);
+}
+
+/// A quarantined worker's recorded results of verified jobs are dropped: a job it alone computed is
+/// pending again (no record), a dispute it took part in waits for a second result again, each move
+/// reported (killed the mutants that dropped either case or the moves, issue 42).
+#[test]
+fn a_revocation_drops_the_workers_recorded_results_of_verified_jobs() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let alone = incoming(run.id, &plan, 0);
+    let shared = incoming(run.id, &plan, 1);
+    store.commit(&[by(&plan, "q", alone.clone(), 0)]).unwrap();
+    store.commit(&[by(&plan, "a", shared.clone(), 0)]).unwrap();
+    store.commit(&[by(&plan, "q", shared.clone(), 8)]).unwrap();
+    assert_eq!(
+        store.job(run.id, &shared.key).unwrap().unwrap().state,
+        JobState::Disputed
+    );
+    let revoked = store.revoke("q").unwrap();
+    assert_eq!(
+        store.job(run.id, &alone.key).unwrap(),
+        None,
+        "pending again"
+    );
+    let left = store.job(run.id, &shared.key).unwrap().unwrap();
+    assert_eq!(left.state, JobState::Verifying);
+    assert_eq!(left.candidates.len(), 1);
+    assert_eq!(left.candidates[0].worker, "a");
+    let moved = |key: &nqueens_common::JobKey| {
+        revoked
+            .moved
+            .iter()
+            .find(|m| &m.key == key)
+            .map(|m| (m.from, m.to))
+    };
+    assert_eq!(moved(&alone.key), Some((Some(JobState::Verifying), None)));
+    assert_eq!(
+        moved(&shared.key),
+        Some((Some(JobState::Disputed), Some(JobState::Verifying)))
+    );
 }
