@@ -262,15 +262,16 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     };
     super::runtime()?.block_on(async {
         let shutdown = setup::shutdown_on_signals();
-        // The probe listener lives as long as the process: across a reopen of the store it answers
-        // "liveness" SERVING and "" NOT_SERVING, never a refused connection.
+        // The probe listener lives as long as the process: NOT_SERVING until the first server serves
+        // (the startup audit first); across a reopen of the store "liveness" stays SERVING and "" is
+        // NOT_SERVING; never a refused connection.
         let (health, probes) = match args.health_listen {
             Some(addr) => {
                 let health = tonic_health::server::HealthReporter::new();
                 health
                     .set_service_status(
                         nqueens_coordinator::wire::server::LIVENESS,
-                        tonic_health::ServingStatus::Serving,
+                        tonic_health::ServingStatus::NotServing,
                     )
                     .await;
                 health

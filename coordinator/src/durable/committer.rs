@@ -424,8 +424,9 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
             tracing::error!(run = run.id, error = %e, "cannot forget the kept certificate root of a run running again");
         }
     }
-    if !committed.quarantined.is_empty() {
-        // A worker shown wrong only by identities now shown wrong themselves serves again. A failure
+    if !committed.quarantined.is_empty() && committed.incomplete.is_none() {
+        // (Not while a revocation is incomplete: the start completes revocations of quarantined
+        // workers only.) A worker shown wrong only by identities now shown wrong themselves serves again. A failure
         // here leaves it quarantined (a refusal, never a count): lifted at a later quarantine.
         match store.lift_disproved() {
             Ok(lifted) => committed.lifted = lifted,

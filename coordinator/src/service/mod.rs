@@ -583,8 +583,9 @@ impl Coordinator {
             let least = spot_rate_for(e);
             if asked.is_some_and(|f| f + 1e-9 < least) {
                 return Err(Error::Invalid(format!(
-                    "a run bounded at {e} verifies at least {}% of its jobs: give --verify-fraction {least:.4} or more, or leave it out",
-                    percent(least)
+                    "a run bounded at {e} verifies at least {}% of its jobs: give --verify-fraction {:.4} or more, or leave it out",
+                    percent(least),
+                    (least * 10_000.0).ceil() / 10_000.0
                 )));
             }
             verify_fraction = verify_fraction.max(least).min(1.0);
@@ -611,7 +612,10 @@ impl Coordinator {
             let enough = |r: &&&LiveRun| {
                 asked.is_none_or(|f| r.meta.verify_fraction >= f)
                     && (!record || r.meta.record)
-                    && max_error.is_none_or(|e| r.meta.max_error.is_some_and(|m| m <= e))
+                    && max_error.is_none_or(|e| {
+                        r.meta.max_error.is_some_and(|m| m <= e)
+                            && r.meta.verify_fraction + 1e-9 >= spot_rate_for(e)
+                    })
             };
             if let Some(run) = same.iter().find(enough) {
                 return Ok(self.view(&state, run));

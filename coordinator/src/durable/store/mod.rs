@@ -494,6 +494,20 @@ impl Store {
     /// results taken back are computed again (not restored: nothing vouches for them). Returns the
     /// quarantines lifted; the caller flushes.
     pub fn lift_disproved(&self) -> Result<Vec<Quarantine>> {
+        // Each pass lifts a set whose deciders stay quarantined; a pass may leave a worker that the
+        // next pass, over what is left, lifts (a chain of deciders): passes until none lifts.
+        let mut lifted = Vec::new();
+        loop {
+            let pass = self.lift_disproved_once()?;
+            if pass.is_empty() {
+                return Ok(lifted);
+            }
+            lifted.extend(pass);
+        }
+    }
+
+    /// One pass of [`Store::lift_disproved`].
+    fn lift_disproved_once(&self) -> Result<Vec<Quarantine>> {
         let all = self.quarantined()?;
         let names: std::collections::HashSet<&str> =
             all.iter().map(|q| q.worker.as_str()).collect();

@@ -121,6 +121,11 @@ impl Store {
             }
             Ok(out)
         })?;
+        // A run running again has another root when it finishes: the kept one goes (every caller:
+        // the commit thread, the start's completion of revocations, offline tools).
+        for run in &revocation.reopened {
+            self.forget_certificate_root(run.id)?;
+        }
         Ok(Revocation {
             incomplete,
             ..revocation

@@ -2172,3 +2172,49 @@ fn a_revocation_drops_the_workers_recorded_results_of_verified_jobs() {
         Some((Some(JobState::Disputed), Some(JobState::Verifying)))
     );
 }
+
+/// A failed job keeps its candidates through a revocation of one of their workers: failed is for the
+/// operator to retry, never reopened by a quarantine (killed the mutant `is_open() &&` → `||` of
+/// `revocable`, issue 42).
+#[test]
+fn a_revocation_leaves_a_failed_job_failed() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    for (name, wrong) in [("a", 0), ("q", 8), ("c", 16)] {
+        store
+            .commit(&[by(&plan, name, job.clone(), wrong)])
+            .unwrap();
+    }
+    let failed = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(failed.state, JobState::Failed);
+    store.revoke("q").unwrap();
+    let after = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(after.state, JobState::Failed);
+    assert_eq!(after.candidates.len(), failed.candidates.len());
+}
+
+/// A chain of deciders, d decided c, c decided b, b decided a, d contradicting itself: c is lifted (d
+/// stays), b stays (its decider is cleared), so a is lifted too (its decider b stays): one call does
+/// it all (found by a review, 2026-11-28: one pass lifted c alone).
+#[test]
+fn a_chain_of_deciders_is_lifted_in_one_call() {
+    let store = Store::temporary().unwrap();
+    let q = |worker: &str, by: &[&str]| super::Quarantine {
+        worker: worker.into(),
+        reason: "shown wrong".into(),
+        at_unix: 1,
+        by: by.iter().map(|b| b.to_string()).collect(),
+    };
+    for quarantine in [q("a", &["b"]), q("b", &["c"]), q("c", &["d"]), q("d", &[])] {
+        store.restore_quarantine(&quarantine).unwrap();
+    }
+    let mut lifted: Vec<String> = store
+        .lift_disproved()
+        .unwrap()
+        .into_iter()
+        .map(|q| q.worker)
+        .collect();
+    lifted.sort();
+    assert_eq!(lifted, ["a", "c"]);
+    assert!(store.lift_disproved().unwrap().is_empty());
+}
