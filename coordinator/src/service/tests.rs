@@ -1849,20 +1849,24 @@ async fn only_a_credential_with_a_record_decides_a_dispute() {
     assert!(!c.state().quarantined.contains_key("honest"));
 }
 
+/// Everything the credential `name` may lease now.
+async fn lease_all_as(c: &Coordinator, name: &str) -> Vec<Granted> {
+    c.lease(
+        &Ask {
+            capacity: 4096,
+            ..as_credential(name)
+        },
+        Duration::ZERO,
+    )
+    .await
+    .unwrap()
+    .leases
+}
+
 /// The lease of job `key` for the credential `name`: everything it may lease is leased, that one kept,
 /// the rest handed back.
 async fn take(c: &Coordinator, name: &str, key: &nqueens_common::JobKey) -> Granted {
-    let all = c
-        .lease(
-            &Ask {
-                capacity: 4096,
-                ..as_credential(name)
-            },
-            Duration::ZERO,
-        )
-        .await
-        .unwrap()
-        .leases;
+    let all = lease_all_as(c, name).await;
     let (mine, others): (Vec<Granted>, Vec<Granted>) = all.into_iter().partition(|g| &g.key == key);
     let ids: Vec<u64> = others.iter().map(|g| g.id).collect();
     c.release(name, &ids, false).unwrap();
@@ -1950,17 +1954,7 @@ async fn a_quarantine_whose_deciders_are_all_disproved_is_lifted() {
     assert_eq!(quarantines(&c), ["a", "f"]);
     for _ in 0..10 {
         for name in ["h", "v", "w"] {
-            let held = c
-                .lease(
-                    &Ask {
-                        capacity: 4096,
-                        ..as_credential(name)
-                    },
-                    Duration::ZERO,
-                )
-                .await
-                .unwrap()
-                .leases;
+            let held = lease_all_as(&c, name).await;
             c.report(name, name, held.iter().map(report).collect())
                 .await
                 .unwrap();

@@ -2032,12 +2032,7 @@ fn a_record_result_whose_confirmer_is_disproved_is_taken_back() {
 #[test]
 fn a_quarantine_is_lifted_only_when_its_deciders_stay_disproved() {
     let store = Store::temporary().unwrap();
-    let q = |worker: &str, by: &[&str]| super::Quarantine {
-        worker: worker.into(),
-        reason: "shown wrong".into(),
-        at_unix: 1,
-        by: by.iter().map(|b| b.to_string()).collect(),
-    };
+    let q = quarantined_by;
     for quarantine in [
         q("framed", &["liar-1", "liar-2"]),
         q("liar-1", &["honest-1"]),
@@ -2199,12 +2194,7 @@ fn a_revocation_leaves_a_failed_job_failed() {
 #[test]
 fn a_chain_of_deciders_is_lifted_in_one_call() {
     let store = Store::temporary().unwrap();
-    let q = |worker: &str, by: &[&str]| super::Quarantine {
-        worker: worker.into(),
-        reason: "shown wrong".into(),
-        at_unix: 1,
-        by: by.iter().map(|b| b.to_string()).collect(),
-    };
+    let q = quarantined_by;
     for quarantine in [q("a", &["b"]), q("b", &["c"]), q("c", &["d"]), q("d", &[])] {
         store.restore_quarantine(&quarantine).unwrap();
     }
@@ -2217,4 +2207,14 @@ fn a_chain_of_deciders_is_lifted_in_one_call() {
     lifted.sort();
     assert_eq!(lifted, ["a", "c"]);
     assert!(store.lift_disproved().unwrap().is_empty());
+}
+
+/// A quarantine of `worker` that the identities `by` decided.
+fn quarantined_by(worker: &str, by: &[&str]) -> super::Quarantine {
+    super::Quarantine {
+        worker: worker.into(),
+        reason: "shown wrong".into(),
+        at_unix: 1,
+        by: by.iter().map(|b| b.to_string()).collect(),
+    }
 }
