@@ -2218,3 +2218,34 @@ fn quarantined_by(worker: &str, by: &[&str]) -> super::Quarantine {
         by: by.iter().map(|b| b.to_string()).collect(),
     }
 }
+
+/// A quarantine record of the build before deciders were kept (no `by`) reads as one naming none, and
+/// is never lifted by the rule (a quarantine it decided is); a record naming deciders writes them, and one naming none writes the
+/// old form (an earlier build reads both: no unknown field is refused).
+#[test]
+fn a_quarantine_record_of_the_build_before_reads_as_naming_no_decider() {
+    let old: super::Quarantine =
+        serde_json::from_str(r#"{"worker":"x","reason":"shown wrong","at_unix":1}"#).unwrap();
+    assert!(old.by.is_empty());
+    assert_eq!(
+        serde_json::to_string(&old).unwrap(),
+        r#"{"worker":"x","reason":"shown wrong","at_unix":1}"#
+    );
+    let store = Store::temporary().unwrap();
+    store.restore_quarantine(&old).unwrap();
+    store
+        .restore_quarantine(&quarantined_by("y", &["x"]))
+        .unwrap();
+    // x names no decider: it stays; y, decided by x alone, is lifted.
+    let lifted: Vec<String> = store
+        .lift_disproved()
+        .unwrap()
+        .into_iter()
+        .map(|q| q.worker)
+        .collect();
+    assert_eq!(lifted, ["y"]);
+    let with: super::Quarantine =
+        serde_json::from_str(&serde_json::to_string(&quarantined_by("z", &["a", "b"])).unwrap())
+            .unwrap();
+    assert_eq!(with.by, ["a", "b"]);
+}
