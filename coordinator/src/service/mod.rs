@@ -239,6 +239,37 @@ fn revoke_quarantined(
     Ok(true)
 }
 
+/// Lifts, at the start, every quarantine whose deciders are all disproved ([`Store::lift_disproved`]):
+/// one the commit thread lifted in the store whose `released` line a crash lost (the reconciliation has
+/// put the ledger's quarantine back), or one the commit thread could not lift. The store first, then
+/// the ledger's lines: a crash between the two leaves the ledger's quarantine, joined back and lifted
+/// again at the next start.
+fn lift_disproved(
+    store: &Store,
+    ledger: Option<&mut crate::durable::ledger::Ledger>,
+) -> Result<()> {
+    let lifted = store.lift_disproved()?;
+    if lifted.is_empty() {
+        return Ok(());
+    }
+    store.flush()?;
+    for q in &lifted {
+        tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted at the start: every identity that disproved the worker is quarantined");
+    }
+    if let Some(ledger) = ledger {
+        let at_unix = crate::durable::store::now_unix();
+        let lines: Vec<_> = lifted
+            .iter()
+            .map(|q| crate::durable::ledger::Entry::Released {
+                worker: q.worker.clone(),
+                at_unix,
+            })
+            .collect();
+        ledger.append(&lines)?;
+    }
+    Ok(())
+}
+
 /// A random key for the spot checks' draws.
 fn spot_key() -> Result<[u8; 16]> {
     let mut key = [0u8; 16];
@@ -308,6 +339,7 @@ impl Coordinator {
         if revoke_quarantined(&store, ledger.as_mut())? {
             audited_already = None;
         }
+        lift_disproved(&store, ledger.as_mut())?;
         release(&store, ledger.as_mut(), &config.release)?;
         let retried = match config.retry_failed {
             RetryFailed::None => 0,

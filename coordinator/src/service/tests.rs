@@ -1963,6 +1963,57 @@ async fn a_quarantine_whose_deciders_are_all_disproved_is_lifted() {
     assert_eq!(total(&c, &run), (92, true));
 }
 
+/// Issue 37: a lift the store holds no `released` line for is made at the start. The commit thread
+/// lifts in the store, then writes the ledger's line; a process killed between the two leaves the
+/// ledger's quarantine, which the start joins back into the store. Before the fix the worker then
+/// stayed quarantined until another quarantine ran the rule; now the start lifts it, store and ledger
+/// alike, and a second start agrees.
+#[tokio::test]
+async fn a_lift_whose_ledger_line_was_lost_is_made_at_the_start() {
+    use crate::durable::store::tests::quarantined_by;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        // As a crash leaves it: the ledger (written by the start that follows from the store) holds
+        // both quarantines, as it did before the commit thread lifted "framed" in the store.
+        store
+            .restore_quarantine(&quarantined_by("framed", &["liar"]))
+            .unwrap();
+        store
+            .restore_quarantine(&quarantined_by("liar", &["honest"]))
+            .unwrap();
+        store.flush().unwrap();
+    }
+    let c = reopened(dir.path()).await;
+    let names = |c: &Coordinator| {
+        let mut q: Vec<String> = c.state().quarantined.keys().cloned().collect();
+        q.sort();
+        q
+    };
+    assert_eq!(names(&c), ["liar"]);
+    drop(c);
+    let ledger = std::fs::read(dir.path().join(crate::durable::ledger::LEDGER_FILE)).unwrap();
+    let ledger = String::from_utf8_lossy(&ledger);
+    assert_eq!(
+        ledger
+            .matches(r#""kind":"released","worker":"framed""#)
+            .count(),
+        1,
+        "{ledger}"
+    );
+    let c = reopened(dir.path()).await;
+    assert_eq!(names(&c), ["liar"]);
+    let stored: Vec<String> = c
+        .shared
+        .store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .map(|q| q.worker)
+        .collect();
+    assert_eq!(stored, ["liar"]);
+}
+
 /// A worker that asks for one run's jobs (`worker --run`) gets spot checks of that run only: never a
 /// lease of another run, which it would not take.
 #[tokio::test(start_paused = true)]

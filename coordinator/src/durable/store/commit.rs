@@ -356,8 +356,7 @@ impl Store {
                             .chain(std::iter::once(inc.name.clone()))
                             .collect(),
                     };
-                    quarantine.insert(wrong.worker.as_bytes(), encode(&q))?;
-                    out.quarantined.push(q);
+                    put_quarantine(quarantine, &mut out, q)?;
                 }
                 let mut tally = match out.tallies.get(&inc.run) {
                     Some(t) => *t,
@@ -384,10 +383,7 @@ impl Store {
                 out.outcomes.push(Outcome::Accepted);
             }
             for q in contradicted {
-                if out.quarantined.iter().all(|o| o.worker != q.worker) {
-                    quarantine.insert(q.worker.as_bytes(), encode(&q))?;
-                    out.quarantined.push(q);
-                }
+                put_quarantine(quarantine, &mut out, q)?;
             }
             for (run, tally) in &out.tallies {
                 totals.insert(&run_key(*run), encode(tally))?;
@@ -461,6 +457,31 @@ impl Store {
         })?;
         Ok(moved)
     }
+}
+
+/// Stores quarantine `q` inside a commit's transaction, joined with the worker's quarantine stored
+/// before (by an earlier commit, or earlier in this one: [`Quarantine::merged`]), so that a second
+/// disproof adds its deciders instead of replacing the first's. A stored record that does not decode
+/// joins as one naming no decider (the worker is never lifted by the rule: the safe side).
+fn put_quarantine(
+    tree: &sled::transaction::TransactionalTree,
+    out: &mut Committed,
+    q: Quarantine,
+) -> super::txn::TxResult<()> {
+    let q = match tree.get(q.worker.as_bytes())? {
+        Some(raw) => match decode::<Quarantine>("quarantine", &raw) {
+            Ok(before) => before.merged(q),
+            Err(_) => Quarantine {
+                by: Vec::new(),
+                ..q
+            },
+        },
+        None => q,
+    };
+    tree.insert(q.worker.as_bytes(), encode(&q))?;
+    out.quarantined.retain(|o| o.worker != q.worker);
+    out.quarantined.push(q);
+    Ok(())
 }
 
 /// Takes `counted`, job `inc.key`'s result, back and makes the job disputed between it and `inc` (the

@@ -388,6 +388,25 @@ pub struct Quarantine {
     pub by: Vec<String>,
 }
 
+impl Quarantine {
+    /// This quarantine joined with a `later` one of the same worker (a second disproof): the first
+    /// reason and time, and the deciders of both, for the worker stays shown wrong while any disproof
+    /// stands. One that names none (it contradicted itself, or a record of a build before) makes the
+    /// join name none: never lifted by the rule.
+    pub fn merged(mut self, later: Quarantine) -> Quarantine {
+        if self.by.is_empty() || later.by.is_empty() {
+            self.by.clear();
+            return self;
+        }
+        for name in later.by {
+            if !self.by.contains(&name) {
+                self.by.push(name);
+            }
+        }
+        self
+    }
+}
+
 /// The `runs` and `totals` key of a run.
 pub fn run_key(run: u64) -> [u8; 8] {
     run.to_be_bytes()

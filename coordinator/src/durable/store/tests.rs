@@ -2210,7 +2210,7 @@ fn a_chain_of_deciders_is_lifted_in_one_call() {
 }
 
 /// A quarantine of `worker` that the identities `by` decided.
-fn quarantined_by(worker: &str, by: &[&str]) -> super::Quarantine {
+pub(crate) fn quarantined_by(worker: &str, by: &[&str]) -> super::Quarantine {
     super::Quarantine {
         worker: worker.into(),
         reason: "shown wrong".into(),
@@ -2248,4 +2248,43 @@ fn a_quarantine_record_of_the_build_before_reads_as_naming_no_decider() {
         serde_json::from_str(&serde_json::to_string(&quarantined_by("z", &["a", "b"])).unwrap())
             .unwrap();
     assert_eq!(with.by, ["a", "b"]);
+}
+
+/// Issue 37: two disproofs of one worker in one commit keep the deciders of both (the second replaced
+/// the first's before the fix, so that the worker would be lifted once the second's alone were
+/// disproved, though the first's still stood); one naming none (it contradicted itself) makes the
+/// join name none.
+#[test]
+fn two_disproofs_of_one_worker_keep_the_deciders_of_both() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let lie = |i: usize| {
+        let mut l = incoming_from(run.id, &plan, i, "w");
+        l.result.total += 1;
+        l.seal = seal(plan.fingerprint().1, &l.key, &l.result);
+        l
+    };
+    let fair = |i: usize, name: &str| incoming_from(run.id, &plan, i, name);
+    store.commit(&[lie(0), lie(1)]).unwrap();
+    store.commit(&[fair(0, "a"), fair(1, "c")]).unwrap();
+    let both = store.commit(&[fair(0, "b"), fair(1, "d")]).unwrap();
+    assert_eq!(both.quarantined.len(), 1, "{:?}", both.quarantined);
+    let mut by = both.quarantined[0].by.clone();
+    by.sort();
+    assert_eq!(by, ["a", "b", "c", "d"]);
+    let stored = store.quarantined().unwrap();
+    assert_eq!(stored, both.quarantined);
+    // With the deciders of the second disproof quarantined (and b), w stays: a's stands.
+    for name in ["b", "c", "d"] {
+        store
+            .restore_quarantine(&quarantined_by(name, &["honest"]))
+            .unwrap();
+    }
+    assert!(store.lift_disproved().unwrap().is_empty());
+    // The join of a disproof with one that names none names none.
+    let join = quarantined_by("w", &["a", "b"]).merged(quarantined_by("w", &[]));
+    assert!(join.by.is_empty());
+    let join = quarantined_by("w", &[]).merged(quarantined_by("w", &["a"]));
+    assert!(join.by.is_empty());
+    let join = quarantined_by("w", &["a", "b"]).merged(quarantined_by("w", &["b", "c"]));
+    assert_eq!(join.by, ["a", "b", "c"]);
 }
