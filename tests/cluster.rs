@@ -591,6 +591,7 @@ fn a_foreign_result_stays_journaled_beside(run: &str, coordinator: Option<(u32, 
         nodes: result.nodes,
         seal: seal(fingerprint, &key, &result),
         device: None,
+        family: None,
     };
     let journal = dir.path().join("w.journal");
     Journal::open(&journal)

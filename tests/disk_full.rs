@@ -109,6 +109,7 @@ fn result_of(l: &proto::JobLease) -> proto::JobResult {
         seal: Some(seal(l.plan_fingerprint, &key, &r)),
         lease_tag: l.lease_tag,
         device: None,
+        family: 0,
     }
 }
 

@@ -1,29 +1,35 @@
 //! The certificate of a finished run: one file that commits to every job's counts, and its check.
 //!
 //! Line 1 is a JSON header (the plan, the totals, the identities, the Merkle root). Then one text line
-//! per job, in the plan's order: `KEY TOTAL UNIQUE8 NODES BY`, with `-` for a strategy without unique
-//! counts and `BY` the comma-separated indices into the header's `identities` of the workers that
-//! computed the job (first the one whose result was kept, then those that confirmed it). The lines'
+//! per job, in the plan's order: `KEY TOTAL UNIQUE8 NODES BY FAMILIES`, with `-` for a strategy without
+//! unique counts, `BY` the comma-separated indices into the header's `identities` of the workers that
+//! computed the job (first the one whose result was kept, then those that confirmed it), and
+//! `FAMILIES` the kernel family each of them stated, in the same order (`cpu-stack`, `cpu-lists`,
+//! `gpu`, or `-` where none was stated; versions 1 and 2 have no such field). The lines'
 //! root `L` is RFC 6962's Merkle tree hash with SHA-256 over the job lines' bytes (without the newline);
 //! the certificate's root binds the header to it, as one more RFC 6962 node:
 //! `SHA-256(0x01 ‖ SHA-256(0x00 ‖ H) ‖ L)`, with `H` the header's canonical text ([`header_text`]: the
 //! plan, the totals, the record flag and the identities, one per line). Anyone can recompute both with
 //! `sha256sum`-grade tools. The hash comes from `ring`, already in the build for TLS. Version 1 (the
-//! first) had the lines' root alone as its root; it is still read.
+//! first) had the lines' root alone as its root; version 2 had no `FAMILIES`; both are still read.
 
 use std::io::BufRead;
 
 use ring::digest::{Context, SHA256};
 use serde::{Deserialize, Serialize};
 
+use crate::family::Family;
 use crate::job::{JobKey, JobResult};
 use crate::partition::{Plan, Strategy};
 use crate::tally::Tally;
 
 /// The `format` field of every certificate.
 pub const FORMAT: &str = "nqueens-certificate";
-/// The version this build writes (it reads this one and [`VERSION_LINES_ONLY`]).
-pub const VERSION: u32 = 2;
+/// The version this build writes (it reads this one, [`VERSION_NO_FAMILIES`] and
+/// [`VERSION_LINES_ONLY`]).
+pub const VERSION: u32 = 3;
+/// The version before kernel families: job lines of five fields.
+pub const VERSION_NO_FAMILIES: u32 = 2;
 /// The first version: its root is the job lines' root alone (the header's identities and record flag
 /// outside it).
 pub const VERSION_LINES_ONLY: u32 = 1;
@@ -66,6 +72,9 @@ pub struct Header {
     /// A record run: every job line names at least two identities, which agreed.
     #[serde(default)]
     pub record: bool,
+    /// The jobs whose line names two kernel families (version 3; 0 before).
+    #[serde(default)]
+    pub two_families: u64,
 }
 
 /// Why a certificate is refused.
@@ -154,10 +163,10 @@ impl Merkle {
     }
 }
 
-/// The header's canonical text, which the root of a version 2 certificate commits to: `KEY VALUE`
+/// The header's canonical text, which the root of a version 2 or 3 certificate commits to: `KEY VALUE`
 /// lines for the format, version, run, n, strategy, depth, fingerprint, jobs, total, unique (`-`
-/// without), nodes and record (`0` or `1`), then one `identity NAME` line per identity in order, each
-/// line ended by a newline. The times and the root itself are outside it.
+/// without), nodes, record (`0` or `1`) and, from version 3, two_families, then one `identity NAME`
+/// line per identity in order, each line ended by a newline. The times and the root itself are outside it.
 pub fn header_text(h: &Header) -> String {
     let mut text = String::new();
     let mut line = |key: &str, value: &dyn std::fmt::Display| {
@@ -175,6 +184,9 @@ pub fn header_text(h: &Header) -> String {
     line("unique", &h.unique.as_deref().unwrap_or("-"));
     line("nodes", &h.nodes);
     line("record", &u8::from(h.record));
+    if h.version >= VERSION {
+        line("two_families", &h.two_families);
+    }
     for name in &h.identities {
         line("identity", name);
     }
@@ -190,11 +202,26 @@ pub fn bound_root(h: &Header, lines: &[u8; 32]) -> String {
     hex(&node(&leaf(header_text(h).as_bytes()), lines))
 }
 
-/// A job's line: `KEY TOTAL UNIQUE8 NODES BY`.
-pub fn job_line(key: &JobKey, r: &JobResult, by: &[u32]) -> String {
+/// A job's line: `KEY TOTAL UNIQUE8 NODES BY`, then ` FAMILIES` where `families` are given (one per
+/// identity of `by`: version 3).
+pub fn job_line(
+    key: &JobKey,
+    r: &JobResult,
+    by: &[u32],
+    families: Option<&[Option<Family>]>,
+) -> String {
     let unique = r.unique8.map_or_else(|| "-".to_string(), |u| u.to_string());
     let by: Vec<String> = by.iter().map(u32::to_string).collect();
-    format!("{key} {} {unique} {} {}", r.total, r.nodes, by.join(","))
+    let mut line = format!("{key} {} {unique} {} {}", r.total, r.nodes, by.join(","));
+    if let Some(families) = families {
+        let names: Vec<&str> = families
+            .iter()
+            .map(|f| f.map_or("-", Family::name))
+            .collect();
+        line.push(' ');
+        line.push_str(&names.join(","));
+    }
+    line
 }
 
 /// One job line read back.
@@ -203,13 +230,36 @@ pub struct JobLine {
     pub key: JobKey,
     pub result: JobResult,
     pub by: Vec<u32>,
+    /// The kernel family of each identity of `by`, in order (version 3; `None` for versions 1 and 2).
+    pub families: Option<Vec<Option<Family>>>,
 }
 
-/// Parses a job line (`identities` names in the header).
-pub fn parse_job_line(line: &str, identities: usize) -> Result<JobLine, String> {
+impl JobLine {
+    /// Its text, in the one form this format writes.
+    pub fn text(&self) -> String {
+        job_line(&self.key, &self.result, &self.by, self.families.as_deref())
+    }
+
+    /// Whether two different kernel families computed it.
+    pub fn two_families(&self) -> bool {
+        self.families
+            .as_deref()
+            .is_some_and(|f| Family::distinct(f) >= 2)
+    }
+}
+
+/// Parses a job line (`identities` names in the header) of a certificate of `version`.
+pub fn parse_job_line(line: &str, identities: usize, version: u32) -> Result<JobLine, String> {
     let fields: Vec<&str> = line.split(' ').collect();
-    let [key, total, unique, nodes, by] = fields[..] else {
-        return Err(format!("{} fields where a job line has 5", fields.len()));
+    let want = if version >= VERSION { 6 } else { 5 };
+    if fields.len() != want {
+        return Err(format!(
+            "{} fields where a job line has {want}",
+            fields.len()
+        ));
+    }
+    let [key, total, unique, nodes, by] = fields[..5] else {
+        unreachable!("five fields checked")
     };
     let key: JobKey = key.parse().map_err(|e| format!("job key {key:?}: {e}"))?;
     let number = |what: &str, s: &str| {
@@ -233,6 +283,28 @@ pub fn parse_job_line(line: &str, identities: usize) -> Result<JobLine, String> 
         }
         ids.push(i);
     }
+    let families = match fields.get(5) {
+        None => None,
+        Some(names) => {
+            let families = names
+                .split(',')
+                .map(|name| match name {
+                    "-" => Ok(None),
+                    name => Family::parse(name)
+                        .map(Some)
+                        .ok_or_else(|| format!("kernel family {name:?} is not known")),
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            if families.len() != ids.len() {
+                return Err(format!(
+                    "{} kernel families for {} identities",
+                    families.len(),
+                    ids.len()
+                ));
+            }
+            Some(families)
+        }
+    };
     Ok(JobLine {
         key,
         result: JobResult {
@@ -241,6 +313,7 @@ pub fn parse_job_line(line: &str, identities: usize) -> Result<JobLine, String> 
             nodes: number("nodes", nodes)?,
         },
         by: ids,
+        families,
     })
 }
 
@@ -333,6 +406,7 @@ pub struct Builder {
     tally: Tally,
     identities: Vec<String>,
     index: std::collections::HashMap<String, u32>,
+    two_families: u64,
 }
 
 impl Builder {
@@ -343,18 +417,21 @@ impl Builder {
             tally: Tally::new(strategy == Strategy::D4),
             identities: Vec::new(),
             index: Default::default(),
+            two_families: 0,
         }
     }
 
-    /// The line of the next job, computed by the identities `by` (the kept result's first).
+    /// The line of the next job, computed by the identities `by` (the kept result's first), each with
+    /// the kernel family it stated. An identity named twice is written once (with its first family).
     pub fn line<'a>(
         &mut self,
         key: &JobKey,
         r: &JobResult,
-        by: impl IntoIterator<Item = &'a str>,
+        by: impl IntoIterator<Item = (&'a str, Option<Family>)>,
     ) -> Result<String, CertError> {
         let mut ids = Vec::new();
-        for name in by {
+        let mut families = Vec::new();
+        for (name, family) in by {
             let next = self.identities.len() as u32;
             let i = *self.index.entry(name.to_string()).or_insert(next);
             if i == next {
@@ -362,12 +439,14 @@ impl Builder {
             }
             if !ids.contains(&i) {
                 ids.push(i);
+                families.push(family);
             }
         }
         self.tally
             .add(r)
             .map_err(|e| CertError::Wrong(format!("job {key}: {e}")))?;
-        let text = job_line(key, r, &ids);
+        self.two_families += u64::from(Family::distinct(&families) >= 2);
+        let text = job_line(key, r, &ids, Some(&families));
         self.merkle.push(text.as_bytes());
         Ok(text)
     }
@@ -404,6 +483,7 @@ impl Builder {
             finished_unix,
             written_unix,
             record,
+            two_families: self.two_families,
         };
         header.root = bound_root(&header, &self.merkle.root_bytes());
         Ok(header)
@@ -442,9 +522,15 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
             header.format
         )));
     }
-    if header.version != VERSION && header.version != VERSION_LINES_ONLY {
+    if !(VERSION_LINES_ONLY..=VERSION).contains(&header.version) {
         return Err(CertError::Wrong(format!(
-            "certificate version {}, where this build reads versions {VERSION_LINES_ONLY} and {VERSION}",
+            "certificate version {}, where this build reads versions {VERSION_LINES_ONLY} to {VERSION}",
+            header.version
+        )));
+    }
+    if header.version < VERSION && header.two_families != 0 {
+        return Err(CertError::Wrong(format!(
+            "a version {} certificate counting jobs of two kernel families: that version names none",
             header.version
         )));
     }
@@ -502,6 +588,7 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
     let mut merkle = Merkle::default();
     let mut groups = crate::job::Groups::default();
     let mut index = 0u64;
+    let mut two_families = 0u64;
     loop {
         // Line 1 is the header.
         let line = index + 2;
@@ -509,9 +596,9 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
             break;
         };
         let bad = |what: String| CertError::Line { line, what };
-        let job = parse_job_line(&text, header.identities.len()).map_err(bad)?;
+        let job = parse_job_line(&text, header.identities.len(), header.version).map_err(bad)?;
         // One spelling per line (no `+12`, `012` or `3.07`): the root commits to one text.
-        if job_line(&job.key, &job.result, &job.by) != text {
+        if job.text() != text {
             return Err(bad(
                 "not in the one form this format writes (no signs, leading zeros or spaces)".into(),
             ));
@@ -547,6 +634,7 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
             )));
         }
         tally.add(&job.result).map_err(|e| bad(e.to_string()))?;
+        two_families += u64::from(job.two_families());
         merkle.push(text.as_bytes());
         if wanted_iter.peek() == Some(&&index) {
             wanted_iter.next();
@@ -577,6 +665,13 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
     }
     if tally.nodes.to_string() != header.nodes {
         return Err(said("nodes", &tally.nodes.to_string(), &header.nodes));
+    }
+    if two_families != header.two_families {
+        return Err(said(
+            "count of jobs of two kernel families",
+            &two_families.to_string(),
+            &header.two_families.to_string(),
+        ));
     }
     let root = bound_root(&header, &merkle.root_bytes());
     if root != header.root {
@@ -672,20 +767,39 @@ mod tests {
             unique8: Some(96),
             nodes: 345,
         };
-        let text = job_line(&key, &r, &[2, 0]);
+        let text = job_line(&key, &r, &[2, 0], None);
         assert_eq!(text, "3.7.1 12 96 345 2,0");
-        let back = parse_job_line(&text, 3).unwrap();
-        assert_eq!((back.key, back.result, back.by), (key, r, vec![2, 0]));
-        for (bad, why) in [
-            ("3.7.1 12 96 345", "4 fields"),
-            ("3.7.1 12 96 345 2,0 x", "6 fields"),
-            ("3.7.1 x 96 345 0", "total"),
-            ("3.7.1 12 96 -1 0", "nodes"),
-            ("3.7.1 12 96 345 3", "identity 3"),
-            ("3.7.1 12 96 345 1,1", "twice"),
-            ("3..1 12 96 345 0", "job key"),
+        let back = parse_job_line(&text, 3, VERSION_NO_FAMILIES).unwrap();
+        assert_eq!((&back.key, back.result, &back.by), (&key, r, &vec![2, 0]));
+        assert_eq!(back.families, None);
+        assert!(!back.two_families());
+        let families = [Some(Family::Gpu), None];
+        let text = job_line(&key, &r, &[2, 0], Some(&families));
+        assert_eq!(text, "3.7.1 12 96 345 2,0 gpu,-");
+        let back = parse_job_line(&text, 3, VERSION).unwrap();
+        assert_eq!(back.families.as_deref(), Some(&families[..]));
+        assert_eq!(back.text(), text);
+        assert!(!back.two_families());
+        let two = parse_job_line("3.7.1 12 96 345 2,0 gpu,cpu-lists", 3, VERSION).unwrap();
+        assert!(two.two_families());
+        for (bad, version, why) in [
+            ("3.7.1 12 96 345", 2, "4 fields"),
+            (
+                "3.7.1 12 96 345 2,0 x",
+                2,
+                "6 fields where a job line has 5",
+            ),
+            ("3.7.1 12 96 345 2,0", 3, "5 fields where a job line has 6"),
+            ("3.7.1 x 96 345 0", 2, "total"),
+            ("3.7.1 12 96 -1 0", 2, "nodes"),
+            ("3.7.1 12 96 345 3", 2, "identity 3"),
+            ("3.7.1 12 96 345 1,1", 2, "twice"),
+            ("3..1 12 96 345 0", 2, "job key"),
+            ("3.7.1 12 96 345 2,0 gpu", 3, "1 kernel families for 2"),
+            ("3.7.1 12 96 345 2 gpu,gpu", 3, "2 kernel families for 1"),
+            ("3.7.1 12 96 345 2,0 gpu,cpu", 3, "\"cpu\" is not known"),
         ] {
-            let e = parse_job_line(bad, 3).unwrap_err();
+            let e = parse_job_line(bad, 3, version).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
     }
@@ -702,9 +816,12 @@ mod tests {
         for (i, key) in plan.jobs().enumerate() {
             let r = plan.job(&key).unwrap().run();
             let by = if i % 2 == 0 {
-                ["alice", "bob"]
+                [
+                    ("alice", Some(Family::CpuLists)),
+                    ("bob", Some(Family::Gpu)),
+                ]
             } else {
-                ["bob", "carol"]
+                [("bob", Some(Family::Gpu)), ("carol", None)]
             };
             lines.push(b.line(&key, &r, by).unwrap());
         }
@@ -803,8 +920,15 @@ mod tests {
             refused("", "empty");
             refused("{}\n", "not a certificate header");
             refused(
-                &text.replacen("\"version\":2", "\"version\":3", 1),
-                "version 3",
+                &text.replacen("\"version\":3", "\"version\":4", 1),
+                "version 4",
+            );
+            // The count of jobs of two kernel families, changed in the header alone.
+            let two = format!("\"two_families\":{}", c.header.two_families);
+            assert!(c.header.two_families > 0);
+            refused(
+                &text.replacen(&two, "\"two_families\":0", 1),
+                "count of jobs of two kernel families is",
             );
         }
     }
@@ -896,8 +1020,11 @@ mod tests {
         );
         // One line naming one identity: refused as a record (the root is not reached).
         let mut ls: Vec<String> = record.lines().map(String::from).collect();
-        let cut = ls[3].rsplit_once(',').unwrap().0.to_string();
-        ls[3] = cut;
+        let mut f: Vec<String> = ls[3].split(' ').map(String::from).collect();
+        for field in &mut f[4..] {
+            *field = field.split(',').next().unwrap().to_string();
+        }
+        ls[3] = f.join(" ");
         let one = ls.iter().map(|l| format!("{l}\n")).collect::<String>();
         refused(&one, "line 4: ");
         refused(&one, "names one identity");
@@ -913,8 +1040,8 @@ mod tests {
         let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
         let f: Vec<&str> = lines[3].split(' ').collect();
         for respelled in [
-            format!("{} +{} {} {} {}", f[0], f[1], f[2], f[3], f[4]),
-            format!("{} 0{} {} {} {}", f[0], f[1], f[2], f[3], f[4]),
+            format!("{} +{} {} {} {} {}", f[0], f[1], f[2], f[3], f[4], f[5]),
+            format!("{} 0{} {} {} {} {}", f[0], f[1], f[2], f[3], f[4], f[5]),
         ] {
             let mut ls = lines.clone();
             ls[3] = &respelled;
@@ -963,7 +1090,21 @@ mod tests {
                 "the root of the header and job lines",
             );
         }
-        // The same lines under a version 1 header: its root is the lines' root alone.
+        // The same lines without their kernel families under a version 1 header: its root is the
+        // lines' root alone.
+        let old: Vec<String> = lines[1..]
+            .iter()
+            .map(|l| l.rsplit_once(' ').unwrap().0.to_string())
+            .collect();
+        let lines: Vec<&str> = std::iter::once(lines[0])
+            .chain(old.iter().map(String::as_str))
+            .collect();
+        let with_header = |h: &Header| {
+            let mut ls = lines.clone();
+            let header = serde_json::to_string(h).unwrap();
+            ls[0] = &header;
+            ls.iter().map(|l| format!("{l}\n")).collect::<String>()
+        };
         let mut merkle = Merkle::default();
         for l in &lines[1..] {
             merkle.push(l.as_bytes());
@@ -971,6 +1112,9 @@ mod tests {
         let mut v1 = h.clone();
         v1.version = VERSION_LINES_ONLY;
         v1.root = merkle.root();
+        // A version before 3 counting jobs of two families: refused (it names none).
+        refused(&with_header(&v1), "counting jobs of two kernel families");
+        v1.two_families = 0;
         assert_ne!(v1.root, h.root);
         let c = check(with_header(&v1).as_bytes(), 3, &Draw::Root).unwrap();
         assert_eq!(c.header.version, 1);
@@ -983,13 +1127,15 @@ mod tests {
             &with_header(&v1_record),
             "version 1 certificate claiming a record run",
         );
-        // Under version 2 the lines' root alone is refused.
-        let mut lines_only = h.clone();
-        lines_only.root = merkle.root();
-        refused(
-            &with_header(&lines_only),
-            "the root of the header and job lines",
-        );
+        // Under version 2 the lines' root alone is refused; the bound root is read.
+        let mut v2 = h.clone();
+        v2.version = VERSION_NO_FAMILIES;
+        v2.two_families = 0;
+        v2.root = merkle.root();
+        refused(&with_header(&v2), "the root of the header and job lines");
+        v2.root = bound_root(&v2, &merkle.root_bytes());
+        let c = check(with_header(&v2).as_bytes(), 3, &Draw::Root).unwrap();
+        assert!(c.sample.iter().all(|(_, l)| l.families.is_none()));
     }
 
     /// The header's text and the bound root, computed apart with Python's hashlib:
@@ -998,7 +1144,7 @@ mod tests {
     fn the_bound_root_is_one_more_rfc_6962_node() {
         let h = Header {
             format: FORMAT.into(),
-            version: VERSION,
+            version: VERSION_NO_FAMILIES,
             run: 7,
             n: 4,
             strategy: Strategy::D4,
@@ -1014,6 +1160,7 @@ mod tests {
             finished_unix: None,
             written_unix: 0,
             record: true,
+            two_families: 0,
         };
         assert_eq!(
             header_text(&h),
@@ -1027,6 +1174,23 @@ mod tests {
         assert_eq!(
             bound_root(&h, &m.root_bytes()),
             "b65f81d08c7a28a8646f210f6003a61416d48a65bc4d55e26357b686762a3abc"
+        );
+        // Version 3 binds its count of jobs of two kernel families too (the same hashlib sum over
+        // the text below).
+        let h3 = Header {
+            version: VERSION,
+            two_families: 1,
+            ..h
+        };
+        assert_eq!(
+            header_text(&h3),
+            "format nqueens-certificate\nversion 3\nrun 7\nn 4\nstrategy d4\ndepth 1\n\
+             fingerprint 00000000000000ff\njobs 2\ntotal 2\nunique 1\nnodes 9\nrecord 1\n\
+             two_families 1\nidentity alice\nidentity bob\n"
+        );
+        assert_eq!(
+            bound_root(&h3, &m.root_bytes()),
+            "58b5d8e535429b70d9691767ea774c9b2cff4608597fd272626b058c71e88c8e"
         );
     }
 
@@ -1047,7 +1211,7 @@ mod tests {
                 r.unique8 = Some(r.total - 8);
                 forged = Some(i);
             }
-            lines.push(b.line(&key, &r, ["alice", "bob"]).unwrap());
+            lines.push(b.line(&key, &r, [("alice", None), ("bob", None)]).unwrap());
         }
         let line = forged.expect("a job of plain rings") + 2;
         let (_, fp) = plan.fingerprint();

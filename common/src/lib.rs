@@ -10,6 +10,7 @@ pub mod certificate;
 pub mod checksum;
 pub mod error;
 pub mod estimate;
+pub mod family;
 pub mod job;
 pub mod jsonl;
 pub mod kernel;
@@ -22,6 +23,7 @@ pub mod tally;
 
 pub use board::PartialBoard;
 pub use error::{Error, Result};
+pub use family::Family;
 pub use job::{Job, JobKey, JobResult, Work};
 pub use partition::{Plan, Strategy, SubProblem, Summary};
 pub use symmetry::{Symmetry, SymmetrySet};

@@ -485,6 +485,7 @@ async fn made_up_results_at_n_28_never_reach_done() {
                         seal: Some(seal(l.plan_fingerprint, &key, &counts)),
                         lease_tag: l.lease_tag,
                         device: None,
+                        family: 0,
                     }
                 })
                 .collect();

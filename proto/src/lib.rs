@@ -75,6 +75,29 @@ pub fn valid_token(token: &str) -> bool {
         && token.trim() == token
 }
 
+impl From<Option<nqueens_common::Family>> for Family {
+    fn from(f: Option<nqueens_common::Family>) -> Family {
+        match f {
+            None => Family::Unspecified,
+            Some(nqueens_common::Family::CpuStack) => Family::CpuStack,
+            Some(nqueens_common::Family::CpuLists) => Family::CpuLists,
+            Some(nqueens_common::Family::Gpu) => Family::Gpu,
+        }
+    }
+}
+
+impl Family {
+    /// The domain's family (none when unspecified).
+    pub fn known(self) -> Option<nqueens_common::Family> {
+        match self {
+            Family::Unspecified => None,
+            Family::CpuStack => Some(nqueens_common::Family::CpuStack),
+            Family::CpuLists => Some(nqueens_common::Family::CpuLists),
+            Family::Gpu => Some(nqueens_common::Family::Gpu),
+        }
+    }
+}
+
 impl From<nqueens_common::Strategy> for Strategy {
     fn from(s: nqueens_common::Strategy) -> Strategy {
         match s {

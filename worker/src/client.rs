@@ -501,6 +501,10 @@ impl Worker {
             nodes: result.nodes,
             seal,
             device: source.as_deref().map(str::to_string),
+            family: Some(match source {
+                Some(_) => nqueens_common::Family::Gpu,
+                None => nqueens_common::Family::of(nqueens_common::kernel::chosen()),
+            }),
         };
         if let Some(j) = self.journal.as_mut() {
             j.record(std::slice::from_ref(&f))?;
@@ -631,6 +635,7 @@ impl Worker {
                 seal: Some(f.seal),
                 lease_tag: f.lease_tag,
                 device: f.device.clone(),
+                family: proto::Family::from(f.family).into(),
             })
             .collect();
         if let Some(ms) = self.config.faults.fault_slow_report_ms {
@@ -1175,6 +1180,7 @@ mod tests {
             nodes: result.nodes,
             seal: nqueens_common::checksum::seal(fingerprint, &key, &result),
             device: None,
+            family: None,
         };
         Journal::open(&journal)
             .unwrap()

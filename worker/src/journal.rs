@@ -45,6 +45,10 @@ pub struct Finished {
     /// nothing that is counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// The kernel family that computed it (absent from lines written before 2026-11-28). Not sealed:
+    /// it steers the coordinator's second result to another family, nothing that is counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<nqueens_common::Family>,
 }
 
 impl Finished {
@@ -255,6 +259,11 @@ mod tests {
             seal: nqueens_common::checksum::seal(0xabc, &key, &result),
             // Every other result from a GPU: the device survives the journal.
             device: (lease % 2 == 1).then(|| "cuda:0".to_string()),
+            family: Some(if lease % 2 == 1 {
+                nqueens_common::Family::Gpu
+            } else {
+                nqueens_common::Family::CpuLists
+            }),
         }
     }
 
@@ -331,7 +340,9 @@ mod tests {
         assert!(old.device.is_some());
         let mut entry = serde_json::to_value(Entry::Result(old.clone())).unwrap();
         entry["result"].as_object_mut().unwrap().remove("device");
+        entry["result"].as_object_mut().unwrap().remove("family");
         assert!(!entry.to_string().contains("device"));
+        assert!(!entry.to_string().contains("family"));
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.journal");
         std::fs::write(&path, jsonl::encode(&entry)).unwrap();
@@ -341,6 +352,7 @@ mod tests {
             j.pending(),
             vec![Finished {
                 device: None,
+                family: None,
                 ..old
             }],
             "read whole, sealed, from the CPU"

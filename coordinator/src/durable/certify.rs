@@ -54,7 +54,9 @@ pub fn build(
             )));
         }
         let by = std::iter::once(record.worker.as_str())
-            .chain(record.confirmed_by.iter().map(String::as_str));
+            .chain(record.confirmed_by.iter().map(String::as_str))
+            .enumerate()
+            .map(|(i, name)| (name, record.family_at(i)));
         let text = builder
             .line(&key, &record.result, by)
             .map_err(|e| refuse(e.to_string()))?;
@@ -127,5 +129,42 @@ mod tests {
         let plain = store.create_run(plan, 0.0).unwrap();
         let cancelled = store.control(plain.id, Control::Cancel).unwrap();
         refused(&cancelled, "cancelled");
+    }
+
+    /// Issue 38: each certificate line names the kernel family each identity stated (`-` for none),
+    /// and the header counts the jobs computed by two families.
+    #[test]
+    fn certificate_lines_name_the_families_that_computed_each_job() {
+        use nqueens_common::Family;
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let (jobs, fingerprint) = plan.fingerprint();
+        let options = RunOptions {
+            verify_fraction: 1.0,
+            ..RunOptions::default()
+        };
+        let run = store.insert_run(plan, jobs, fingerprint, options).unwrap();
+        let keys = plan.jobs().count();
+        for (name, family) in [("a", Some(Family::Gpu)), ("b", Some(Family::CpuLists))] {
+            let batch: Vec<_> = (0..keys)
+                .map(|i| crate::durable::store::Incoming {
+                    // b states no family for job 0.
+                    family: family.filter(|_| !(i == 0 && name == "b")),
+                    ..incoming_from(run.id, &plan, i, name)
+                })
+                .collect();
+            store.commit(&batch).unwrap();
+        }
+        let done = store.runs().unwrap().remove(0);
+        let mut lines = Vec::new();
+        let header = build(&store, &done, |l| {
+            lines.push(l.to_string());
+            Ok(())
+        })
+        .unwrap();
+        assert!(lines[0].ends_with(" 0,1 -,gpu"), "{}", lines[0]);
+        assert!(lines[1].ends_with(" 0,1 cpu-lists,gpu"), "{}", lines[1]);
+        assert_eq!(header.two_families, keys as u64 - 1);
+        assert_eq!(header.identities, ["b", "a"]);
     }
 }

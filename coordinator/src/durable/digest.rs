@@ -224,6 +224,7 @@ mod tests {
             lease: 1,
             at_unix: 0,
             confirmed_by: Vec::new(),
+            families: Vec::new(),
             seal: Some(42),
         }
     }

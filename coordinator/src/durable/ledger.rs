@@ -222,7 +222,8 @@ mod tests {
         .unwrap();
         assert!(line.len() * 3 < (tagged.len() + 41) * 2, "{text}");
         // Both shapes, and a version 1 line, read back to the same entry; a confirmed result keeps
-        // its confirmations.
+        // its confirmations, and one with kernel families its families (with or without
+        // confirmations).
         let confirmed = Entry::Result {
             run: id,
             job: key.to_string(),
@@ -231,7 +232,24 @@ mod tests {
                 ..record.clone()
             },
         };
-        for e in [&entry, &confirmed] {
+        let families = Entry::Result {
+            run: id,
+            job: key.to_string(),
+            record: ResultRecord {
+                confirmed_by: vec!["a".into()],
+                families: vec![None, Some(nqueens_common::Family::CpuLists)],
+                ..record.clone()
+            },
+        };
+        let alone = Entry::Result {
+            run: id,
+            job: key.to_string(),
+            record: ResultRecord {
+                families: vec![Some(nqueens_common::Family::Gpu)],
+                ..record.clone()
+            },
+        };
+        for e in [&entry, &confirmed, &families, &alone] {
             let back = jsonl::decode::<Entry>(&jsonl::encode(e)[..]).unwrap();
             assert_eq!(back, jsonl::Line::Verified(e.clone()));
         }
@@ -379,6 +397,7 @@ mod tests {
             at_unix: 1,
             confirmed_by: Vec::new(),
             seal: Some(inc.seal),
+            families: Vec::new(),
         }
     }
 
@@ -400,6 +419,7 @@ mod tests {
                 at_unix: 0x0a0a,
                 confirmed_by: vec!["\n".into()],
                 seal: Some(0x0a1b_0a1b_0a1b_0a1b),
+                families: vec![Some(nqueens_common::Family::Gpu), None],
             },
         };
         let lines = Encoder::packed(0).lines(&tricky);

@@ -48,6 +48,8 @@ pub struct Report {
     pub tag: u64,
     /// The GPU that computed it (`None`: a CPU).
     pub device: Option<String>,
+    /// The kernel family that computed it, as the worker states it (`None`: not stated).
+    pub family: Option<nqueens_common::Family>,
 }
 
 impl Coordinator {
@@ -503,6 +505,7 @@ impl Coordinator {
                     lease_checked,
                     lease_issued,
                     check: too_fast,
+                    family: r.family,
                 })
             })
             .collect()

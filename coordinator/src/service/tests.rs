@@ -81,6 +81,7 @@ fn report(g: &Granted) -> Report {
         result,
         tag: g.tag,
         device: None,
+        family: None,
     }
 }
 

@@ -431,6 +431,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
                 seal: x.seal,
                 tag: x.lease_tag,
                 device: x.device.clone(),
+                family: x.family().known(),
             })
             .collect();
         let outcomes = self

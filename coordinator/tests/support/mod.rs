@@ -22,6 +22,7 @@ pub fn result_of(l: &proto::JobLease) -> proto::JobResult {
         seal: Some(seal(l.plan_fingerprint, &key, &r)),
         lease_tag: l.lease_tag,
         device: None,
+        family: 0,
     }
 }
 

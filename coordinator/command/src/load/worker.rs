@@ -270,6 +270,8 @@ fn result_of(lease: &proto::JobLease, role: &Role) -> proto::JobResult {
         seal,
         lease_tag: lease.lease_tag,
         device: None,
+        // Synthetic: no kernel computed it.
+        family: proto::Family::Unspecified.into(),
     }
 }
 

@@ -86,10 +86,14 @@ impl Serialize for Entry {
         use serde::ser::SerializeSeq;
         match self {
             // Ledger format 2: a result is a positional array, `["r", run, job, total, unique8, nodes,
-            // worker, worker_id, lease, at_unix, seal]`, then `confirmed_by` when it is not empty.
+            // worker, worker_id, lease, at_unix, seal]`, then `confirmed_by` when it is not empty, then
+            // (since 2026-11-28) the kernel `families` when they are not empty (`confirmed_by` then
+            // written even if empty).
             Entry::Result { run, job, record } => {
-                let confirmed = !record.confirmed_by.is_empty();
-                let mut seq = s.serialize_seq(Some(11 + usize::from(confirmed)))?;
+                let families = !record.families.is_empty();
+                let confirmed = families || !record.confirmed_by.is_empty();
+                let len = 11 + usize::from(confirmed) + usize::from(families);
+                let mut seq = s.serialize_seq(Some(len))?;
                 seq.serialize_element(COMPACT_RESULT)?;
                 seq.serialize_element(run)?;
                 seq.serialize_element(job)?;
@@ -103,6 +107,9 @@ impl Serialize for Entry {
                 seq.serialize_element(&record.seal)?;
                 if confirmed {
                     seq.serialize_element(&record.confirmed_by)?;
+                }
+                if families {
+                    seq.serialize_element(&record.families)?;
                 }
                 seq.end()
             }
@@ -218,6 +225,7 @@ impl<'de> serde::de::Visitor<'de> for EntryVisitor {
         let at_unix = next(&mut seq, "at_unix")?;
         let seal = next(&mut seq, "seal")?;
         let confirmed_by = seq.next_element()?.unwrap_or_default();
+        let families = seq.next_element()?.unwrap_or_default();
         if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
             return Err(A::Error::custom("compact result with extra elements"));
         }
@@ -232,6 +240,7 @@ impl<'de> serde::de::Visitor<'de> for EntryVisitor {
                 at_unix,
                 confirmed_by,
                 seal,
+                families,
             },
         })
     }

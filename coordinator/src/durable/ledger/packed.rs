@@ -21,7 +21,7 @@ use std::io::Read;
 
 use nqueens_common::checksum::checksum;
 use nqueens_common::jsonl::{self, Line, Scan};
-use nqueens_common::{JobKey, JobResult};
+use nqueens_common::{Family, JobKey, JobResult};
 use serde::{Deserialize, Serialize};
 
 use super::Entry;
@@ -30,8 +30,11 @@ use crate::durable::store::ResultRecord;
 /// The first byte of a packed line.
 pub const MARK: u8 = 0x01;
 
-/// The version of the packed line format (the ledger format that introduced it).
-pub const VERSION: u8 = 3;
+/// The version of the packed line format this build writes: 3 (the ledger format that introduced
+/// packed lines) with the kernel families of a result (2026-11-28).
+pub const VERSION: u8 = 4;
+/// The version before: its results name no kernel family ([`PackedV3`]); still read.
+pub const VERSION_3: u8 = 3;
 
 /// Escapes in a packed line: a newline is written `ESC 'n'`, an escape `ESC 'e'`.
 const ESC: u8 = 0x1b;
@@ -55,7 +58,62 @@ enum Packed {
         at_unix: u64,
         seal: [u8; 8],
         confirmed_by: Vec<String>,
+        families: Vec<Option<Family>>,
     },
+}
+
+/// A packed line's payload of [`VERSION_3`]: as [`Packed`], without kernel families.
+#[derive(Debug, Serialize, Deserialize)]
+enum PackedV3 {
+    Worker {
+        number: u32,
+        name: String,
+        id: String,
+    },
+    Result {
+        run: u64,
+        job: Vec<u8>,
+        total: u64,
+        unique8: Option<u64>,
+        nodes: u64,
+        worker: u32,
+        lease: u64,
+        at_unix: u64,
+        seal: [u8; 8],
+        confirmed_by: Vec<String>,
+    },
+}
+
+impl From<PackedV3> for Packed {
+    fn from(p: PackedV3) -> Packed {
+        match p {
+            PackedV3::Worker { number, name, id } => Packed::Worker { number, name, id },
+            PackedV3::Result {
+                run,
+                job,
+                total,
+                unique8,
+                nodes,
+                worker,
+                lease,
+                at_unix,
+                seal,
+                confirmed_by,
+            } => Packed::Result {
+                run,
+                job,
+                total,
+                unique8,
+                nodes,
+                worker,
+                lease,
+                at_unix,
+                seal,
+                confirmed_by,
+                families: Vec::new(),
+            },
+        }
+    }
 }
 
 /// Writes ledger lines: results with a seal packed, their workers numbered as they first appear;
@@ -115,6 +173,7 @@ impl Encoder {
             at_unix: record.at_unix,
             seal: seal.to_le_bytes(),
             confirmed_by: record.confirmed_by.clone(),
+            families: record.families.clone(),
         }));
         out
     }
@@ -180,7 +239,7 @@ impl Decoder {
         let Some((&version, rest)) = framed.split_first() else {
             return Err("an empty packed line".into());
         };
-        if version != VERSION {
+        if version != VERSION && version != VERSION_3 {
             return Err(format!(
                 "packed line format {version} is not known to this build"
             ));
@@ -191,8 +250,11 @@ impl Decoder {
         if u32::from_le_bytes(*crc) != checksum(payload) as u32 {
             return Err("a packed line fails its check".into());
         }
-        let (packed, trailing) = postcard::take_from_bytes::<Packed>(payload)
-            .map_err(|e| format!("checked but undecodable packed line: {e}"))?;
+        let (packed, trailing) = match version {
+            VERSION_3 => postcard::take_from_bytes::<PackedV3>(payload).map(|(p, t)| (p.into(), t)),
+            _ => postcard::take_from_bytes::<Packed>(payload),
+        }
+        .map_err(|e| format!("checked but undecodable packed line: {e}"))?;
         if !trailing.is_empty() {
             return Err(format!(
                 "a packed line with {} bytes after its entry",
@@ -216,6 +278,7 @@ impl Decoder {
                 at_unix,
                 seal,
                 confirmed_by,
+                families,
             } => {
                 let (name, id) = self
                     .workers
@@ -236,6 +299,7 @@ impl Decoder {
                         at_unix,
                         confirmed_by,
                         seal: Some(u64::from_le_bytes(seal)),
+                        families,
                     },
                 })))
             }
@@ -266,6 +330,7 @@ mod tests {
             ("[a-z\n\x1b]{1,12}", "[a-z0-9\n\x1b-]{0,40}"),
             (any::<u64>(), any::<u64>(), any::<u64>()),
             proptest::collection::vec("[a-z]{1,6}", 0..3),
+            proptest::collection::vec(proptest::option::of(0usize..3), 0..3),
         )
             .prop_map(
                 |(
@@ -275,6 +340,7 @@ mod tests {
                     (worker, worker_id),
                     (lease, at, seal),
                     confirmed_by,
+                    families,
                 )| {
                     Entry::Result {
                         run,
@@ -291,6 +357,9 @@ mod tests {
                             at_unix: at,
                             confirmed_by,
                             seal: Some(seal),
+                            families: ResultRecord::families_of(
+                                families.into_iter().map(|f| f.map(|i| Family::ALL[i])),
+                            ),
                         },
                     }
                 },
@@ -334,12 +403,63 @@ mod tests {
             let mut packed = vec![MARK];
             packed.extend_from_slice(&bytes);
             let _ = decoder.decode(&packed);
-            let mut framed = vec![VERSION];
-            framed.extend_from_slice(&(checksum(&bytes) as u32).to_le_bytes());
-            framed.extend_from_slice(&bytes);
+            for version in [VERSION_3, VERSION] {
+                let mut framed = vec![version];
+                framed.extend_from_slice(&(checksum(&bytes) as u32).to_le_bytes());
+                framed.extend_from_slice(&bytes);
+                let mut line = vec![MARK];
+                escape(&framed, &mut line);
+                let _ = decoder.decode(&line);
+            }
+        }
+    }
+
+    /// Lines of the packed format before kernel families (version 3) are read, their results naming
+    /// none; an unknown version is damage.
+    #[test]
+    fn lines_of_the_version_before_families_are_read() {
+        let v3 = |p: &PackedV3| {
+            let payload = postcard::to_allocvec(p).unwrap();
+            let mut framed = vec![VERSION_3];
+            framed.extend_from_slice(&(checksum(&payload) as u32).to_le_bytes());
+            framed.extend_from_slice(&payload);
             let mut line = vec![MARK];
             escape(&framed, &mut line);
-            let _ = decoder.decode(&line);
-        }
+            line
+        };
+        let mut decoder = Decoder::default();
+        let worker = PackedV3::Worker {
+            number: 0,
+            name: "a".into(),
+            id: "a-1".into(),
+        };
+        assert!(decoder.decode(&v3(&worker)).unwrap().is_none());
+        let result = PackedV3::Result {
+            run: 1,
+            job: vec![0, 2],
+            total: 4,
+            unique8: Some(8),
+            nodes: 10,
+            worker: 0,
+            lease: 5,
+            at_unix: 6,
+            seal: [7; 8],
+            confirmed_by: vec!["b".into()],
+        };
+        let Some(Line::Verified(Entry::Result { run, job, record })) =
+            decoder.decode(&v3(&result)).unwrap()
+        else {
+            panic!("not a result")
+        };
+        assert_eq!((run, job.as_str()), (1, "0.2"));
+        assert_eq!(
+            (record.worker.as_str(), record.worker_id.as_str()),
+            ("a", "a-1")
+        );
+        assert_eq!(record.confirmed_by, ["b"]);
+        assert!(record.families.is_empty());
+        let mut unknown = v3(&result);
+        unknown[1] = VERSION + 1;
+        assert!(decoder.decode(&unknown).unwrap_err().contains("not known"));
     }
 }

@@ -49,6 +49,9 @@ pub struct Incoming {
     /// Verified whatever the run's fraction says: its identity reported it at a rate no device reaches
     /// (see `service::report::MAX_PLAUSIBLE_RATE`).
     pub check: bool,
+    /// The kernel family that computed it, as its worker states it (not sealed, never trusted for a
+    /// count: it steers and is shown).
+    pub family: Option<nqueens_common::Family>,
 }
 
 impl Incoming {
@@ -62,6 +65,7 @@ impl Incoming {
             at_unix: now_unix(),
             confirmed_by: Vec::new(),
             seal: Some(self.seal),
+            families: ResultRecord::families_of([self.family]),
         }
     }
 }
@@ -303,6 +307,11 @@ impl Store {
                     .filter(|c| c.result == inc.result)
                     .map(|c| c.worker.clone())
                     .collect();
+                let agreeing_families: Vec<Option<nqueens_common::Family>> = candidates
+                    .iter()
+                    .filter(|c| c.result == inc.result)
+                    .map(ResultRecord::family)
+                    .collect();
                 // A job open for verification (a result waiting, or two disagreeing) stays verified
                 // whatever the run record says: the record's fraction, damaged, must not let this
                 // result count alone over the one waiting.
@@ -365,6 +374,9 @@ impl Store {
                 tally.add(&inc.result).map_err(|e| Abort::Abort(e.into()))?;
                 let counted = ResultRecord {
                     confirmed_by: agreeing,
+                    families: ResultRecord::families_of(
+                        std::iter::once(inc.family).chain(agreeing_families),
+                    ),
                     ..mine
                 };
                 groups::txn_put(results, inc.run, &inc.key, &counted)?;

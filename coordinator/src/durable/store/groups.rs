@@ -13,7 +13,7 @@
 //! is damage to every result in it: readers get it as one damaged item named by its prefix, which the
 //! reconciliation removes as a whole and restores from the ledger.
 
-use nqueens_common::{JobKey, JobResult};
+use nqueens_common::{Family, JobKey, JobResult};
 use serde::{Deserialize, Serialize};
 use sled::transaction::TransactionalTree;
 
@@ -22,9 +22,12 @@ use super::txn::{abort, TxResult};
 use super::workers::{self, Names, Worker};
 use crate::error::{Error, Result};
 
-/// The tag byte of a group entry (its check and the postcard of its members follow). A single result
-/// of format 4 starts with 1 and a JSON one with `{`: neither is taken for a group.
+/// The tag byte of a group entry of the build before 2026-11-28 (its members hold no kernel
+/// families: [`StoredV1`]); still read. A single result of format 4 starts with 1 and a JSON one with
+/// `{`: neither is taken for a group.
 const GROUP_V1: u8 = 2;
+/// The tag byte of a group entry this build writes (its check and the postcard of its members follow).
+const GROUP_V2: u8 = 3;
 
 /// The check of a group's payload.
 fn check(payload: &[u8]) -> [u8; 4] {
@@ -45,6 +48,36 @@ pub struct Stored {
     at_unix: u64,
     confirmed_by: Vec<String>,
     seal: Option<[u8; 8]>,
+    families: Vec<Option<Family>>,
+}
+
+/// A member of a group of [`GROUP_V1`]: a [`Stored`] without kernel families.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct StoredV1 {
+    total: u64,
+    unique8: Option<u64>,
+    nodes: u64,
+    worker: u32,
+    lease: u64,
+    at_unix: u64,
+    confirmed_by: Vec<String>,
+    seal: Option<[u8; 8]>,
+}
+
+impl From<StoredV1> for Stored {
+    fn from(s: StoredV1) -> Stored {
+        Stored {
+            total: s.total,
+            unique8: s.unique8,
+            nodes: s.nodes,
+            worker: s.worker,
+            lease: s.lease,
+            at_unix: s.at_unix,
+            confirmed_by: s.confirmed_by,
+            seal: s.seal,
+            families: Vec::new(),
+        }
+    }
 }
 
 impl Stored {
@@ -58,6 +91,7 @@ impl Stored {
             at_unix: record.at_unix,
             confirmed_by: record.confirmed_by.clone(),
             seal: record.seal.map(u64::to_le_bytes),
+            families: record.families.clone(),
         }
     }
 
@@ -80,6 +114,7 @@ impl Stored {
             at_unix: self.at_unix,
             confirmed_by: self.confirmed_by,
             seal: self.seal.map(u64::from_le_bytes),
+            families: self.families,
         }
     }
 }
@@ -109,7 +144,7 @@ pub type Members = Vec<(Option<u8>, Stored)>;
 pub fn encode_group(members: &Members) -> Vec<u8> {
     let payload = postcard::to_allocvec(members).expect("groups serialize to postcard");
     let mut bytes = Vec::with_capacity(payload.len() + 5);
-    bytes.push(GROUP_V1);
+    bytes.push(GROUP_V2);
     bytes.extend_from_slice(&check(&payload));
     bytes.extend_from_slice(&payload);
     bytes
@@ -120,17 +155,26 @@ pub fn encode_group(members: &Members) -> Vec<u8> {
 /// others or under a prefix (only the one job of a run whose key is empty has none) are damage.
 pub fn decode_group(k: &[u8], bytes: &[u8]) -> Result<Members> {
     let damaged = |why: String| Error::Corrupt(format!("undecodable result group: {why}"));
-    let payload = match bytes.split_first() {
-        Some((&GROUP_V1, rest)) => match rest.split_first_chunk::<4>() {
-            Some((sum, payload)) if *sum == check(payload) => payload,
-            Some(_) => return Err(damaged("it fails its check".into())),
-            None => return Err(damaged("shorter than its check".into())),
-        },
+    let (tag, payload) = match bytes.split_first() {
+        Some((&tag, rest)) if tag == GROUP_V1 || tag == GROUP_V2 => {
+            match rest.split_first_chunk::<4>() {
+                Some((sum, payload)) if *sum == check(payload) => (tag, payload),
+                Some(_) => return Err(damaged("it fails its check".into())),
+                None => return Err(damaged("shorter than its check".into())),
+            }
+        }
         Some((tag, _)) => return Err(damaged(format!("unknown tag {tag}"))),
         None => return Err(damaged("empty entry".into())),
     };
-    let (members, rest) =
-        postcard::take_from_bytes::<Members>(payload).map_err(|e| damaged(e.to_string()))?;
+    let (members, rest) = if tag == GROUP_V1 {
+        postcard::take_from_bytes::<Vec<(Option<u8>, StoredV1)>>(payload).map(|(m, rest)| {
+            let m: Members = m.into_iter().map(|(l, s)| (l, s.into())).collect();
+            (m, rest)
+        })
+    } else {
+        postcard::take_from_bytes::<Members>(payload)
+    }
+    .map_err(|e| damaged(e.to_string()))?;
     if !rest.is_empty() {
         return Err(damaged(format!("{} bytes after the group", rest.len())));
     }
@@ -309,17 +353,24 @@ mod tests {
             any::<u64>(),
             proptest::collection::vec("[a-z]{0,8}", 0..3),
             any::<Option<[u8; 8]>>(),
+            proptest::collection::vec(proptest::option::of(0usize..3), 0..4),
         )
             .prop_map(
-                |(total, unique8, nodes, worker, lease, at_unix, confirmed_by, seal)| Stored {
-                    total,
-                    unique8,
-                    nodes,
-                    worker,
-                    lease,
-                    at_unix,
-                    confirmed_by,
-                    seal,
+                |(total, unique8, nodes, worker, lease, at_unix, confirmed_by, seal, families)| {
+                    Stored {
+                        total,
+                        unique8,
+                        nodes,
+                        worker,
+                        lease,
+                        at_unix,
+                        confirmed_by,
+                        seal,
+                        families: families
+                            .into_iter()
+                            .map(|f| f.map(|i| Family::ALL[i]))
+                            .collect(),
+                    }
                 },
             )
     }
@@ -352,10 +403,42 @@ mod tests {
         ) {
             let _ = decode_group(&[0; 8], &bytes);
             // The same bytes behind a valid tag and check reach the decoder of the members.
-            let mut framed = vec![GROUP_V1];
-            framed.extend_from_slice(&check(&bytes));
-            framed.extend_from_slice(&bytes);
-            let _ = decode_group(&[0, 0, 0, 0, 0, 0, 0, 1, 1], &framed);
+            for tag in [GROUP_V1, GROUP_V2] {
+                let mut framed = vec![tag];
+                framed.extend_from_slice(&check(&bytes));
+                framed.extend_from_slice(&bytes);
+                let _ = decode_group(&[0, 0, 0, 0, 0, 0, 0, 1, 1], &framed);
+            }
         }
+    }
+
+    /// A group of the build before kernel families (tag [`GROUP_V1`], members without them) reads as
+    /// members naming none; this build writes [`GROUP_V2`] and reads its own families back.
+    #[test]
+    fn a_group_of_the_build_before_families_is_read() {
+        let old = StoredV1 {
+            total: 92,
+            unique8: Some(96),
+            nodes: 2000,
+            worker: 3,
+            lease: 7,
+            at_unix: 1_700_000_000,
+            confirmed_by: vec!["b".into()],
+            seal: Some([1, 2, 3, 4, 5, 6, 7, 8]),
+        };
+        let payload = postcard::to_allocvec(&vec![(Some(4u8), old.clone())]).unwrap();
+        let mut bytes = vec![GROUP_V1];
+        bytes.extend_from_slice(&check(&payload));
+        bytes.extend_from_slice(&payload);
+        let k = [0, 0, 0, 0, 0, 0, 0, 1, 7];
+        let read = decode_group(&k, &bytes).unwrap();
+        assert_eq!(read, vec![(Some(4), Stored::from(old.clone()))]);
+        assert!(read[0].1.families.is_empty());
+        let mut new = Stored::from(old);
+        new.families = vec![Some(Family::Gpu), None, Some(Family::CpuLists)];
+        let members = vec![(Some(4), new)];
+        let bytes = encode_group(&members);
+        assert_eq!(bytes[0], GROUP_V2);
+        assert_eq!(decode_group(&k, &bytes).unwrap(), members);
     }
 }

@@ -69,9 +69,9 @@ const RESULT_GROUPS: &str = "result_groups";
 /// The tree of single results of store formats 1 to 4 (the migration to 5 empties and drops it).
 const LEGACY_RESULTS: &str = "results";
 
-/// The store's format version (6: checked JSON records beside grouped, compact results). Earlier
-/// versions, and how [`Store::open`] migrates them: `docs/formats.md`.
-pub const FORMAT_VERSION: u64 = 6;
+/// The store's format version (7: checked JSON records beside grouped, compact results that name their
+/// kernel families). Earlier versions, and how [`Store::open`] migrates them: `docs/formats.md`.
+pub const FORMAT_VERSION: u64 = 7;
 
 /// Epochs fit the 24 bits a lease id gives them.
 const EPOCH_LIMIT: u64 = 1 << 24;

@@ -5,7 +5,7 @@
 //! postcard), grouped with its neighbours since store format 5 ([`super::groups`]); the single results
 //! of formats 1 to 4 (compact or JSON) are read by the migration.
 
-use nqueens_common::{JobKey, JobResult, Plan, Strategy};
+use nqueens_common::{Family, JobKey, JobResult, Plan, Strategy};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -364,9 +364,35 @@ pub struct ResultRecord {
     /// in records of store format 1, which the migration seals).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seal: Option<u64>,
+    /// The kernel families that computed it, as their workers stated them: `worker`'s first, then
+    /// those of `confirmed_by`, in order ([`ResultRecord::families_of`]: none past the last known, so
+    /// that a record without any, as every record of a build before 2026-11-28, holds none). Not
+    /// sealed, never trusted for a count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub families: Vec<Option<Family>>,
 }
 
 impl ResultRecord {
+    /// The `families` of a record from the families of its worker and its confirmers, in order: cut
+    /// after the last known one.
+    pub fn families_of(families: impl IntoIterator<Item = Option<Family>>) -> Vec<Option<Family>> {
+        let mut all: Vec<Option<Family>> = families.into_iter().collect();
+        while all.last() == Some(&None) {
+            all.pop();
+        }
+        all
+    }
+
+    /// The family of its worker's result, if stated.
+    pub fn family(&self) -> Option<Family> {
+        self.families.first().copied().flatten()
+    }
+
+    /// The family of its `i`-th computer: 0 its worker, `i` its `i`-th confirmer (`confirmed_by[i - 1]`).
+    pub fn family_at(&self, i: usize) -> Option<Family> {
+        self.families.get(i).copied().flatten()
+    }
+
     /// Whether the record's seal matches its result, for job `key` of a plan with `fingerprint`.
     pub fn sealed(&self, fingerprint: u64, key: &JobKey) -> bool {
         self.seal.is_some_and(|s| {
@@ -533,6 +559,7 @@ impl Compact {
             at_unix: self.at_unix,
             confirmed_by: self.confirmed_by,
             seal: self.seal,
+            families: Vec::new(),
         }
     }
 }

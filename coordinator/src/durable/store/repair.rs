@@ -62,7 +62,8 @@ impl Store {
         self.flush()?;
         let legacy = self.db.open_tree(LEGACY_RESULTS)?;
         let mut sealed = 0u64;
-        // 2 -> 3 changes no record: the run controls are new fields with defaults.
+        // 2 -> 3 changes no record: the run controls are new fields with defaults. Nor does 6 -> 7:
+        // groups of the tag before kernel families are read as they are (their results name none).
         let sealing = if from < 2 { self.runs()? } else { Vec::new() };
         for meta in sealing {
             let fingerprint = meta.fingerprint_value()?;

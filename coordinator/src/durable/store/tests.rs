@@ -60,6 +60,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         lease_checked: true,
         lease_issued: true,
         check: false,
+        family: None,
     }
 }
 
@@ -797,7 +798,7 @@ fn issue_16_a_done_job_is_its_compact_result_alone() {
     assert!(store.jobs.get(&k).unwrap().is_none(), "no done record");
     let (group, _) = super::groups::group_of(run.id, &inc.key);
     let raw = store.results.get(&group).unwrap().unwrap();
-    assert_eq!(raw[0], 2, "the group tag");
+    assert_eq!(raw[0], 3, "the group tag (2 before kernel families)");
     assert!(raw.len() < 60, "{} bytes", raw.len());
     assert_eq!(
         store.job(run.id, &inc.key).unwrap().unwrap().state,
@@ -936,7 +937,7 @@ fn a_format_5_store_gets_its_records_checked() {
     };
     let store = reopen(dir.path());
     let format = store.meta.get(super::FORMAT).unwrap().unwrap();
-    assert_eq!(format.as_ref(), 6u64.to_be_bytes());
+    assert_eq!(format.as_ref(), super::FORMAT_VERSION.to_be_bytes());
     let damaged = plan.jobs().nth(2).unwrap();
     let damaged_key = super::records::job_key(id, &damaged);
     for tree in [&store.runs, &store.jobs, &store.totals, &store.quarantine] {
@@ -1022,6 +1023,7 @@ fn issue_16_a_format_3_store_migrates_to_done_jobs_without_records() {
                 at_unix: 0,
                 confirmed_by: Vec::new(),
                 seal: Some(waiting.seal),
+                families: Vec::new(),
             }],
             reason: None,
         };
@@ -1313,6 +1315,7 @@ fn issue_16_results_name_their_workers_by_numbers_defined_once() {
         at_unix: 1,
         confirmed_by: Vec::new(),
         seal: Some(record.seal),
+        families: Vec::new(),
     };
     store
         .restore_results(run.id, &[(key.clone(), restored)])
@@ -2287,4 +2290,47 @@ fn two_disproofs_of_one_worker_keep_the_deciders_of_both() {
     assert!(join.by.is_empty());
     let join = quarantined_by("w", &["a", "b"]).merged(quarantined_by("w", &["b", "c"]));
     assert_eq!(join.by, ["a", "b", "c"]);
+}
+
+/// Issue 38: a result keeps the kernel family its worker stated, and a confirmed one the families of
+/// both computers (the confirming result's first, as it is the one kept), through a reopen; a family
+/// not stated leaves its place empty.
+#[test]
+fn a_confirmed_result_keeps_the_families_of_both_computers() {
+    use nqueens_common::Family;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = store.create_run(plan, 1.0).unwrap();
+    let with = |i: usize, name: &str, family: Option<Family>| Incoming {
+        family,
+        ..incoming_from(run.id, &plan, i, name)
+    };
+    store
+        .commit(&[with(0, "a", Some(Family::Gpu)), with(1, "a", None)])
+        .unwrap();
+    let waiting = store
+        .job(run.id, &plan.jobs().next().unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(waiting.candidates[0].families, [Some(Family::Gpu)]);
+    let done = store
+        .commit(&[
+            with(0, "b", Some(Family::CpuLists)),
+            with(1, "b", Some(Family::CpuStack)),
+        ])
+        .unwrap();
+    assert_eq!(done.outcomes, [Outcome::Accepted, Outcome::Accepted]);
+    store.flush().unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let keys: Vec<_> = plan.jobs().take(2).collect();
+    let first = store.result(run.id, &keys[0]).unwrap().unwrap();
+    assert_eq!(first.confirmed_by, ["a"]);
+    assert_eq!(first.families, [Some(Family::CpuLists), Some(Family::Gpu)]);
+    assert_eq!(first.family_at(1), Some(Family::Gpu));
+    // a stated none for job 1: its place is empty.
+    let second = store.result(run.id, &keys[1]).unwrap().unwrap();
+    assert_eq!(second.families, [Some(Family::CpuStack)]);
+    assert_eq!(second.family_at(1), None);
 }

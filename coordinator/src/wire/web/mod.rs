@@ -259,6 +259,7 @@ mod tests {
                     result,
                     tag: g.tag,
                     device: None,
+                    family: None,
                 }
             })
             .collect();
