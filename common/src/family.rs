@@ -68,6 +68,57 @@ impl Family {
     }
 }
 
+/// A set of kernel families (what a worker's results were computed by).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FamilySet(u8);
+
+impl FamilySet {
+    /// Adds `family`.
+    pub fn insert(&mut self, family: Family) {
+        self.0 |= 1 << family as u8;
+    }
+
+    /// Whether it holds `family`.
+    pub fn contains(self, family: Family) -> bool {
+        self.0 & (1 << family as u8) != 0
+    }
+
+    /// Both sets' families.
+    pub fn union(self, other: FamilySet) -> FamilySet {
+        FamilySet(self.0 | other.0)
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether `family` is its only one.
+    pub fn only(self, family: Family) -> bool {
+        self.0 == 1 << family as u8
+    }
+
+    /// Whether it holds a family other than `family`.
+    pub fn other_than(self, family: Family) -> bool {
+        self.0 & !(1 << family as u8) != 0
+    }
+
+    /// Its families, in order.
+    pub fn iter(self) -> impl Iterator<Item = Family> {
+        Family::ALL.into_iter().filter(move |f| self.contains(*f))
+    }
+}
+
+impl FromIterator<Family> for FamilySet {
+    fn from_iter<I: IntoIterator<Item = Family>>(families: I) -> FamilySet {
+        let mut set = FamilySet::default();
+        for f in families {
+            set.insert(f);
+        }
+        set
+    }
+}
+
 impl std::fmt::Display for Family {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -99,6 +150,22 @@ mod tests {
         );
         assert_eq!(Family::of(Variant::Scalar), Family::CpuStack);
         assert_eq!(Family::of(Variant::Avx2NoGather), Family::CpuStack);
+    }
+
+    #[test]
+    fn a_set_holds_what_was_put_in_it() {
+        use Family::*;
+        let mut s = FamilySet::default();
+        assert!(s.is_empty() && !s.contains(Gpu) && !s.other_than(Gpu) && !s.only(Gpu));
+        s.insert(Gpu);
+        assert!(s.contains(Gpu) && s.only(Gpu) && !s.other_than(Gpu) && s.other_than(CpuLists));
+        assert!(!s.contains(CpuLists) && !s.is_empty());
+        let both = s.union([CpuLists].into_iter().collect());
+        assert!(!both.only(Gpu) && both.other_than(Gpu) && both.contains(CpuLists));
+        assert_eq!(both.iter().collect::<Vec<_>>(), [CpuLists, Gpu]);
+        assert!(!both.contains(CpuStack));
+        let all: FamilySet = Family::ALL.into_iter().collect();
+        assert_eq!(all.iter().count(), 3);
     }
 
     #[test]

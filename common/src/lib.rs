@@ -23,7 +23,7 @@ pub mod tally;
 
 pub use board::PartialBoard;
 pub use error::{Error, Result};
-pub use family::Family;
+pub use family::{Family, FamilySet};
 pub use job::{Job, JobKey, JobResult, Work};
 pub use partition::{Plan, Strategy, SubProblem, Summary};
 pub use symmetry::{Symmetry, SymmetrySet};

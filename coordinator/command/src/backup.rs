@@ -251,6 +251,7 @@ struct AuditOutput {
     record: bool,
     /// Counted results that a second identity confirmed.
     jobs_confirmed: u64,
+    jobs_two_families: u64,
 }
 
 /// Checks a store offline: totals against results, job states, and the ledger against the store.
@@ -300,6 +301,7 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
             ledger_results: in_ledger,
             record: meta.record,
             jobs_confirmed: line.confirmed,
+            jobs_two_families: line.two_families,
         };
         if args.json {
             writeln!(out, "{}", serde_json::to_string(&report)?)?;
@@ -318,7 +320,7 @@ pub fn audit(args: &AuditArgs) -> anyhow::Result<()> {
                 report.jobs_done,
                 report.ledger_results,
                 if report.record {
-                    format!("; record run: each of the {} results confirmed by a second identity", report.jobs_confirmed)
+                    format!("; record run: each of the {} results confirmed by a second identity, {} of them by two kernel families", report.jobs_confirmed, report.jobs_two_families)
                 } else {
                     String::new()
                 }

@@ -56,8 +56,8 @@ pub fn run_line(s: &StatusOutput) -> String {
     if s.record {
         // The evidence a record asks for: every counted job confirmed by a second credential.
         checks += &format!(
-            ", record: {}/{} jobs with two independent results",
-            s.jobs_confirmed, s.jobs_total
+            ", record: {}/{} jobs with two independent results ({} of two kernel families)",
+            s.jobs_confirmed, s.jobs_total, s.jobs_two_families
         );
     } else if s.jobs_confirmed > 0 {
         checks += &format!(", {} confirmed", s.jobs_confirmed);

@@ -302,6 +302,13 @@ impl Coordinator {
         // token's that has neither).
         let may_decide =
             !credential || state.confirmed.contains(name) || state.spot.passed_by(name) > 0;
+        let (own, others) = state.workers.families(name, now, state.leases.timeout());
+        let steer = super::steer::Steer {
+            own,
+            others,
+            wait: state.family_wait,
+            now_unix: crate::durable::store::now_unix(),
+        };
         drop(guard);
 
         let spotted = spots.len();
@@ -378,8 +385,15 @@ impl Coordinator {
                         return Err(e);
                     }
                 };
-                let (chosen, back, returned) =
-                    run.settle(&state.leases, name, candidates, records, want, may_decide);
+                let (chosen, back, returned) = run.settle(
+                    &state.leases,
+                    name,
+                    candidates,
+                    records,
+                    want,
+                    may_decide,
+                    &steer,
+                );
                 own_back += back as u64;
                 wake_others |= returned;
                 if chosen.is_empty() {

@@ -89,6 +89,8 @@ pub struct LiveRun {
     pub history: History,
     /// Counted results that a second identity confirmed (counted jobs checked independently).
     pub jobs_confirmed: u64,
+    /// Of those, the ones whose two results came from two kernel families.
+    pub jobs_two_families: u64,
     /// The Merkle root of the run's certificate (`nqueens certificate`), once computed after it
     /// finished; cleared when it reopens.
     pub root: Option<String>,
@@ -105,6 +107,7 @@ impl LiveRun {
         Ok(LiveRun {
             history,
             jobs_confirmed: 0,
+            jobs_two_families: 0,
             root: None,
             samples: VecDeque::new(),
             reporters: HashMap::new(),
@@ -215,6 +218,7 @@ impl LiveRun {
         records: Vec<Option<JobRecord>>,
         want: usize,
         may_decide: bool,
+        steer: &super::steer::Steer,
     ) -> (Vec<JobKey>, usize, bool) {
         let run = self.meta.id;
         self.in_flight = self
@@ -236,6 +240,8 @@ impl LiveRun {
                 }
                 // A dispute waits for a worker with a record of confirmed results.
                 Some(r) if r.state == JobState::Disputed && !may_decide => computed.push(key),
+                // A second result waits a while for a worker of another kernel family.
+                Some(r) if steer.waits(&r) => computed.push(key),
                 _ if chosen.len() < want => chosen.push(key),
                 _ if i < from_retry => retry_back.push(key),
                 _ => ahead_back.push(key),
@@ -587,6 +593,7 @@ impl LiveRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::steer::Steer;
     use nqueens_common::Strategy;
 
     fn run(jobs_total: u64) -> RunMeta {
@@ -648,7 +655,7 @@ mod tests {
         // What was not chosen goes to the back: the next round looks at keys it has not seen.
         let records = vec![None; taken.retry.len()];
         let requeued = live.requeued();
-        let (chosen, back, _) = live.settle(&leases, "w", taken, records, 3, true);
+        let (chosen, back, _) = live.settle(&leases, "w", taken, records, 3, true, &Steer::none());
         assert_eq!(chosen, keys[..3].to_vec());
         assert_eq!(back, 5);
         assert_eq!(

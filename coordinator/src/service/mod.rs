@@ -1,6 +1,6 @@
 //! The service layer: the coordinator's logic, independent of the wire. Runs live in memory ([`live`]),
-//! the lease table ([`lease_table`]) and the lease policy ([`lease`]), reports, spot checks, workers and
-//! strikes, control, each run's history and progress, and the metrics. The gRPC layer and the embedded
+//! the lease table ([`lease_table`]) and the lease policy ([`lease`]), reports, spot checks, the steer
+//! of second results to another kernel family ([`steer`]), workers and strikes, control, each run's history and progress, and the metrics. The gRPC layer and the embedded
 //! local mode both call this, so they share one behaviour; it writes through the durable layer's
 //! committer.
 
@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod progress;
 mod report;
 mod spot;
+mod steer;
 mod strikes;
 #[cfg(test)]
 mod tests;
@@ -73,7 +74,16 @@ pub struct Config {
     /// Most open runs (running, stalled or paused) at once; a creation past it is refused
     /// ([`MAX_OPEN_RUNS`] by default). Runs already stored are all served, however many.
     pub max_open_runs: usize,
+    /// How long a verified job waiting for its second result is kept from workers of its first
+    /// result's kernel family while a live worker of another family serves ([`FAMILY_WAIT`] by
+    /// default; zero: never).
+    pub family_wait: Duration,
 }
+
+/// [`Config::family_wait`] by default: a few lease timeouts, so that a worker of another family, busy
+/// with its own jobs, meets the waiting job at its next lease (they come first, from the retry
+/// queue), and a fleet whose other family is slow or gone delays checks a little, never for ever.
+pub const FAMILY_WAIT: Duration = Duration::from_secs(300);
 
 /// Most open runs (running, stalled or paused) a coordinator creates ([`Config::max_open_runs`]): each
 /// is scanned by every Lease call, and far more than a cluster can compute at once.
@@ -134,6 +144,7 @@ impl Default for Config {
             release: Vec::new(),
             retry_failed: RetryFailed::None,
             max_open_runs: MAX_OPEN_RUNS,
+            family_wait: FAMILY_WAIT,
         }
     }
 }
@@ -194,6 +205,8 @@ struct State {
     /// Confirmed jobs leased again to worker credentials, unseen, as checks.
     spot: spot::SpotChecks,
     max_attempts: u32,
+    /// [`Config::family_wait`].
+    family_wait: Duration,
 }
 
 /// Takes back the unconfirmed results of every quarantined worker that still has some (revocation is
@@ -372,7 +385,7 @@ impl Coordinator {
                 *counted.entry(name).or_insert(0) += n;
             }
             confirmed.extend(line.confirmed_names);
-            let jobs_confirmed = line.confirmed;
+            let (jobs_confirmed, jobs_two_families) = (line.confirmed, line.two_families);
             // A cancelled run is never resumed: its plan need not match this build's.
             if !meta.is_done() && !meta.is_cancelled() {
                 // Bounded by the job count it records, not by the limits of run creation, which runs
@@ -387,6 +400,7 @@ impl Coordinator {
             let states = store.job_states(meta.id)?;
             let mut live = LiveRun::new(meta, line.tally, states)?;
             live.jobs_confirmed = jobs_confirmed;
+            live.jobs_two_families = jobs_two_families;
             tracing::info!(
                 run = live.meta.id,
                 n = live.meta.n,
@@ -438,6 +452,7 @@ impl Coordinator {
                     confirmed,
                     spot,
                     max_attempts: config.max_attempts.max(1),
+                    family_wait: config.family_wait,
                 }),
                 store,
                 committer,

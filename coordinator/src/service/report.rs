@@ -216,6 +216,9 @@ impl Coordinator {
                 }
                 if let Some(live) = state.runs.get_mut(run) {
                     live.jobs_confirmed += 1;
+                    if nqueens_common::Family::distinct(&record.families) >= 2 {
+                        live.jobs_two_families += 1;
+                    }
                 }
             }
             if !record.confirmed_by.is_empty() && record.result.nodes > 0 {
@@ -229,6 +232,9 @@ impl Coordinator {
             if !r.record.confirmed_by.is_empty() {
                 if let Some(live) = state.runs.get_mut(&r.run) {
                     live.jobs_confirmed = live.jobs_confirmed.saturating_sub(1);
+                    if nqueens_common::Family::distinct(&r.record.families) >= 2 {
+                        live.jobs_two_families = live.jobs_two_families.saturating_sub(1);
+                    }
                 }
             }
         }
@@ -262,6 +268,7 @@ impl Coordinator {
             accepted: accepted as u64,
             gpu_jobs: on_gpu().count() as u64,
             gpu_nodes: on_gpu().fold(0, |a, (n, _)| a.saturating_add(*n)),
+            families: reports.iter().filter_map(|r| r.family).collect(),
         };
         state.workers.reported(worker, reported, now);
         for meta in &committed.reopened {

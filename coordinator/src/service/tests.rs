@@ -2015,6 +2015,93 @@ async fn a_lift_whose_ledger_line_was_lost_is_made_at_the_start() {
     assert_eq!(stored, ["liar"]);
 }
 
+/// Issues 37 and 38: a verified job's second result comes from another kernel family where the fleet
+/// has one. Three workers, g and g2 on GPUs and l on CPU work lists, each report a first result of
+/// their own jobs; then g2 is not leased g's waiting jobs (a GPU result waits for l) but takes l's,
+/// and l takes g's. With no wait configured, g2 takes g's at once, as before.
+#[tokio::test]
+async fn a_second_result_is_steered_to_another_kernel_family() {
+    use nqueens_common::{Family, JobKey};
+    async fn scenario(wait: Duration) -> (Vec<JobKey>, Vec<JobKey>, Vec<JobKey>, Coordinator) {
+        let config = Config {
+            lease_timeout: TIMEOUT,
+            family_wait: wait,
+            ..Config::default()
+        };
+        let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+        let run = c
+            .create_run(10, Strategy::D4, None, Some(1.0), 0, false)
+            .await
+            .unwrap()
+            .id();
+        // Each leases fresh jobs before any reports (a job waiting for its second result is leased
+        // before fresh ones).
+        let g = lease(&c, "g", 3).await;
+        let l = lease(&c, "l", 3).await;
+        let g2 = lease(&c, "g2", 2).await;
+        for (name, held, family) in [
+            ("g", &g, Family::Gpu),
+            ("l", &l, Family::CpuLists),
+            ("g2", &g2, Family::Gpu),
+        ] {
+            let reports = held
+                .iter()
+                .map(|g| Report {
+                    family: Some(family),
+                    ..report(g)
+                })
+                .collect();
+            let outcomes = c.report(name, name, reports).await.unwrap();
+            assert!(
+                outcomes.iter().all(|o| *o == Outcome::Pending),
+                "{outcomes:?}"
+            );
+        }
+        let keys = |held: &[Granted]| held.iter().map(|g| g.key.clone()).collect::<Vec<JobKey>>();
+        let (of_g, of_l) = (keys(&g), keys(&l));
+        let to_g2: Vec<JobKey> = lease(&c, "g2", 4096)
+            .await
+            .into_iter()
+            .map(|g| g.key)
+            .collect();
+        assert!(
+            of_l.iter().all(|k| to_g2.contains(k)),
+            "l's first results wait for g2"
+        );
+        let held = lease(&c, "l", 4096).await;
+        let to_l: Vec<JobKey> = held.iter().map(|g| g.key.clone()).collect();
+        let reports = held
+            .iter()
+            .map(|g| Report {
+                family: Some(Family::CpuLists),
+                ..report(g)
+            })
+            .collect();
+        c.report("l", "l", reports).await.unwrap();
+        // Confirmed across two families: the run counts them, and the worker table names them.
+        let view = c.run(&run).unwrap();
+        let gpu_first: Vec<JobKey> = of_g.iter().cloned().chain(keys(&g2)).collect();
+        let two = to_l.iter().filter(|k| gpu_first.contains(k)).count() as u64;
+        assert_eq!(view.jobs_two_families, two);
+        let families = |name: &str| {
+            let w = c.workers().into_iter().find(|w| w.name == name).unwrap();
+            w.families.iter().collect::<Vec<Family>>()
+        };
+        assert_eq!(families("l"), [Family::CpuLists]);
+        assert_eq!(families("g2"), [Family::Gpu]);
+        (of_g, to_g2, to_l, c)
+    }
+    let (of_g, to_g2, to_l, c) = scenario(Duration::from_secs(3600)).await;
+    assert!(
+        of_g.iter().all(|k| !to_g2.contains(k)),
+        "{of_g:?} {to_g2:?}"
+    );
+    assert!(of_g.iter().all(|k| to_l.contains(k)), "{of_g:?} {to_l:?}");
+    assert_eq!(c.run("1").unwrap().jobs_two_families, 5, "g's 3 and g2's 2");
+    let (of_g, to_g2, _, _) = scenario(Duration::ZERO).await;
+    assert!(of_g.iter().all(|k| to_g2.contains(k)), "{of_g:?} {to_g2:?}");
+}
+
 /// A worker that asks for one run's jobs (`worker --run`) gets spot checks of that run only: never a
 /// lease of another run, which it would not take.
 #[tokio::test(start_paused = true)]

@@ -24,6 +24,8 @@ pub struct RunView {
     pub jobs_failed: u64,
     /// Counted jobs whose result a second identity confirmed.
     pub jobs_confirmed: u64,
+    /// Of those, the jobs whose two results two kernel families computed.
+    pub jobs_two_families: u64,
     /// The Merkle root of the run's certificate, once computed after it finished.
     pub root: Option<String>,
     pub phase: Phase,
@@ -83,6 +85,7 @@ impl Coordinator {
             jobs_disputed: run.jobs_in(JobState::Disputed),
             jobs_failed: run.jobs_in(JobState::Failed),
             jobs_confirmed: run.jobs_confirmed,
+            jobs_two_families: run.jobs_two_families,
             root: run.root.clone(),
             phase: run.phase(),
             active_workers: run.workers(
@@ -111,6 +114,8 @@ pub struct WorkerView {
     pub threads: u32,
     /// Its GPUs, and what they computed of the results it reported to this incarnation.
     pub gpus: Gpus,
+    /// The kernel families its results stated (in this incarnation).
+    pub families: nqueens_common::FamilySet,
     pub accepted: u64,
     /// Results it reported, and their search nodes.
     pub jobs: u64,
@@ -185,6 +190,7 @@ impl Coordinator {
                     id: id.clone(),
                     threads: w.threads,
                     gpus: w.gpus,
+                    families: w.families,
                     accepted: w.accepted,
                     jobs: w.jobs,
                     nodes: w.nodes,
@@ -204,6 +210,7 @@ impl Coordinator {
                     id: String::new(),
                     threads: 0,
                     gpus: Gpus::default(),
+                    families: nqueens_common::FamilySet::default(),
                     accepted: 0,
                     jobs: 0,
                     nodes: 0,

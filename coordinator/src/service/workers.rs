@@ -6,6 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+use nqueens_common::FamilySet;
 use tokio::time::Instant;
 
 /// How long a worker that left or fell silent stays in the table.
@@ -36,6 +37,8 @@ pub struct Reported {
     pub accepted: u64,
     pub gpu_jobs: u64,
     pub gpu_nodes: u64,
+    /// The kernel families its results stated.
+    pub families: FamilySet,
 }
 
 /// What the coordinator knows of one worker process.
@@ -47,6 +50,8 @@ pub struct WorkerInfo {
     pub label: String,
     pub threads: u32,
     pub gpus: Gpus,
+    /// The kernel families its results stated (in this incarnation).
+    pub families: FamilySet,
     pub last_seen: Instant,
     /// Results of this worker counted into a run.
     pub accepted: u64,
@@ -130,6 +135,7 @@ impl Workers {
                         label: String::new(),
                         threads: 0,
                         gpus: Gpus::default(),
+                        families: FamilySet::default(),
                         last_seen: now,
                         accepted: earlier,
                         jobs: earlier,
@@ -181,6 +187,7 @@ impl Workers {
             w.nodes = w.nodes.saturating_add(batch.nodes);
             w.gpus.jobs += batch.gpu_jobs;
             w.gpus.nodes = w.gpus.nodes.saturating_add(batch.gpu_nodes);
+            w.families = w.families.union(batch.families);
             w.samples.push_back((now, w.nodes));
             while w.samples.len() > MAX_SAMPLES
                 || (w.samples.len() > 2
@@ -227,6 +234,23 @@ impl Workers {
             Some(w) if !w.name.is_empty() => &w.name,
             _ => id,
         }
+    }
+
+    /// The kernel families of the workers seen within `timeout` of `now` and not leaving: those of the
+    /// identity `name`, and those of every other identity.
+    pub fn families(&self, name: &str, now: Instant, timeout: Duration) -> (FamilySet, FamilySet) {
+        let (mut own, mut others) = (FamilySet::default(), FamilySet::default());
+        for w in self.seen.values() {
+            if w.lost || w.leaving || now.saturating_duration_since(w.last_seen) > timeout {
+                continue;
+            }
+            if w.name == name {
+                own = own.union(w.families);
+            } else {
+                others = others.union(w.families);
+            }
+        }
+        (own, others)
     }
 
     /// Every worker seen, by id.
@@ -305,6 +329,7 @@ mod tests {
             accepted,
             gpu_jobs,
             gpu_nodes,
+            families: FamilySet::default(),
         };
         w.reported(
             "a-1",

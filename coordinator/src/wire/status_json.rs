@@ -21,6 +21,8 @@ pub struct StatusOutput {
     pub jobs_failed: u64,
     /// Counted jobs whose result a worker of a second identity confirmed.
     pub jobs_confirmed: u64,
+    /// Of those, the jobs whose two results two kernel families computed.
+    pub jobs_two_families: u64,
     /// A record run: done only when every job holds two agreeing results of two credentials.
     pub record: bool,
     /// The root of the finished run's certificate, once computed.
@@ -90,6 +92,7 @@ impl From<proto::RunStatus> for StatusOutput {
             jobs_disputed: s.jobs_disputed,
             jobs_failed: s.jobs_failed,
             jobs_confirmed: s.jobs_confirmed,
+            jobs_two_families: s.jobs_two_families,
             record: s.record,
             root: (!s.root.is_empty()).then_some(s.root),
             verify_fraction: s.verify_fraction,
@@ -129,6 +132,8 @@ pub struct WorkerOutput {
     pub gpus: u32,
     pub gpu_jobs: u64,
     pub gpu_nodes: u64,
+    /// The kernel families its results stated (`cpu-stack`, `cpu-lists`, `gpu`).
+    pub families: Vec<String>,
 }
 
 impl WorkerOutput {
@@ -144,6 +149,19 @@ impl WorkerOutput {
             100.0 * self.gpu_nodes as f64 / self.nodes as f64
         };
         format!("{}: {share:.0}%", self.gpus)
+    }
+
+    /// Its kernel families as the worker table shows them (`lists,gpu`), or `-` before any result.
+    pub fn kernels(&self) -> String {
+        if self.families.is_empty() {
+            return "-".to_string();
+        }
+        let short: Vec<&str> = self
+            .families
+            .iter()
+            .map(|f| f.strip_prefix("cpu-").unwrap_or(f))
+            .collect();
+        short.join(",")
     }
 }
 
@@ -165,6 +183,7 @@ impl From<proto::WorkerStatus> for WorkerOutput {
             gpus: w.gpus,
             gpu_jobs: w.gpu_jobs,
             gpu_nodes: w.gpu_nodes,
+            families: w.families,
         }
     }
 }

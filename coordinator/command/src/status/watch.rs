@@ -18,7 +18,7 @@ use nqueens_coordinator::wire::status_json::{StatusOutput, WorkerOutput};
 
 /// The worker table's header.
 pub const WORKER_HEADER: &str =
-    "worker               threads GPU share  state        jobs done     nodes/s  leases  last seen";
+    "worker               threads GPU share  state        jobs done     nodes/s  leases  kernels          last seen";
 
 /// One row of the worker table.
 pub fn worker_row(w: &WorkerOutput) -> String {
@@ -27,13 +27,14 @@ pub fn worker_row(w: &WorkerOutput) -> String {
         name = name.chars().take(19).collect::<String>() + "~";
     }
     format!(
-        "{name:<20} {:>7} {:>9}  {:<11} {:>10} {:>11} {:>7}  {}",
+        "{name:<20} {:>7} {:>9}  {:<11} {:>10} {:>11} {:>7}  {:<15}  {}",
         w.threads,
         w.gpu_share(),
         w.state,
         w.jobs_done,
         format!("{:.3e}", w.nodes_per_second),
         w.leases,
+        w.kernels(),
         w.seen_seconds_ago
             .map_or("-".to_string(), |s| format!("{}s ago", s.round())),
     )
@@ -294,6 +295,7 @@ mod tests {
             gpus: 0,
             gpu_jobs: 0,
             gpu_nodes: 0,
+            families: vec!["cpu-lists".into(), "gpu".into()],
         }
     }
 
@@ -306,6 +308,8 @@ mod tests {
         );
         assert!(row.starts_with("a-very-long-host-na~"), "{row}");
         assert!(row.contains("1.500e9"), "{row}");
+        let kernels = WORKER_HEADER.find("kernels").unwrap();
+        assert_eq!(&row[kernels..kernels + 10], "lists,gpu ", "{row}");
         let header_state = WORKER_HEADER.find("state").unwrap();
         assert_eq!(&row[header_state..header_state + 7], "working");
         let share_ends = WORKER_HEADER.find("GPU share").unwrap() + "GPU share".len();

@@ -29,6 +29,8 @@ pub struct AuditLine {
     pub confirmed: u64,
     /// The identities with a confirmed result (its worker's, or one that confirmed it).
     pub confirmed_names: HashSet<String>,
+    /// Confirmed results computed by two kernel families (as their workers stated them).
+    pub two_families: u64,
 }
 
 /// What one pass over a run's stored results found.
@@ -44,6 +46,8 @@ pub struct Survey {
     pub confirmed: u64,
     /// The identities with a confirmed result among them.
     pub confirmed_names: HashSet<String>,
+    /// Its confirmed results computed by two kernel families.
+    pub two_families: u64,
     /// The latest commit time among them (the run's creation time when there are none).
     pub last_at: u64,
     /// The first result that is undecodable or fails its seal (damaged on disk), if any.
@@ -72,6 +76,7 @@ impl Store {
             names: HashMap::new(),
             confirmed: 0,
             confirmed_names: HashSet::new(),
+            two_families: 0,
             last_at: meta.created_unix,
             damaged: None,
             damaged_record: None,
@@ -131,6 +136,9 @@ impl Store {
             // Confirmed by a second identity: a name other than its own worker's.
             if record.confirmed_by.iter().any(|n| *n != record.worker) {
                 survey.confirmed += 1;
+                if nqueens_common::Family::distinct(&record.families) >= 2 {
+                    survey.two_families += 1;
+                }
                 for name in record.confirmed_by.iter().chain([&record.worker]) {
                     if !survey.confirmed_names.contains(name) {
                         survey.confirmed_names.insert(name.clone());
@@ -211,6 +219,7 @@ impl Store {
             names: survey.names,
             confirmed: survey.confirmed,
             confirmed_names: survey.confirmed_names,
+            two_families: survey.two_families,
         })
     }
 }

@@ -2333,4 +2333,7 @@ fn a_confirmed_result_keeps_the_families_of_both_computers() {
     let second = store.result(run.id, &keys[1]).unwrap().unwrap();
     assert_eq!(second.families, [Some(Family::CpuStack)]);
     assert_eq!(second.family_at(1), None);
+    // The audit (what a start counts from) finds one job of two families, two confirmed.
+    let line = &store.audit().unwrap()[0];
+    assert_eq!((line.confirmed, line.two_families), (2, 1));
 }

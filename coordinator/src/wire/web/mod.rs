@@ -293,6 +293,7 @@ mod tests {
                 gpus: 0,
                 gpu_jobs: 0,
                 gpu_nodes: 0,
+                families: Vec::new(),
             }],
         };
         let page = render_page(&status);

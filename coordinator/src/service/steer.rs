@@ -1,0 +1,122 @@
+//! Which kernel family a verified job's second result should come from: where the fleet has a live
+//! worker of another family than the first result's, the job waits for it a while (a bug of one
+//! family cannot confirm itself). A soft rule: it only orders work, never decides a count, and a job
+//! waits at most [`crate::service::Config::family_wait`].
+
+use std::time::Duration;
+
+use nqueens_common::FamilySet;
+
+use crate::durable::store::{JobRecord, JobState};
+
+/// What one lease call knows of the kernel families around it.
+#[derive(Debug, Clone, Copy)]
+pub struct Steer {
+    /// The families of the asking identity's live workers' results.
+    pub own: FamilySet,
+    /// The families of every other identity's live workers.
+    pub others: FamilySet,
+    /// How long a job waits for another family, from its first result.
+    pub wait: Duration,
+    /// Now, in seconds since the Unix epoch (the clock of the results' `at_unix`).
+    pub now_unix: u64,
+}
+
+impl Steer {
+    /// Steers nothing (tests of what else decides a lease).
+    #[cfg(test)]
+    pub fn none() -> Steer {
+        Steer {
+            own: FamilySet::default(),
+            others: FamilySet::default(),
+            wait: Duration::ZERO,
+            now_unix: 0,
+        }
+    }
+
+    /// Whether the job of `record` waits for a worker of another family than the asking one: it is a
+    /// verified job with one result, of a stated family that is the asking identity's only one, some
+    /// other identity's live worker computes another family, and the result is younger than the wait.
+    pub fn waits(&self, record: &JobRecord) -> bool {
+        let [first] = record.candidates.as_slice() else {
+            return false;
+        };
+        let Some(family) = first.family() else {
+            return false;
+        };
+        record.state == JobState::Verifying
+            && self.own.only(family)
+            && self.others.other_than(family)
+            && self.now_unix.saturating_sub(first.at_unix) < self.wait.as_secs()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nqueens_common::{Family, JobResult};
+
+    use super::*;
+    use crate::durable::store::ResultRecord;
+
+    fn waiting(family: Option<Family>, at_unix: u64) -> JobRecord {
+        JobRecord {
+            state: JobState::Verifying,
+            candidates: vec![ResultRecord {
+                result: JobResult {
+                    total: 8,
+                    unique8: Some(8),
+                    nodes: 9,
+                },
+                worker: "a".into(),
+                worker_id: "a-1".into(),
+                lease: 1,
+                at_unix,
+                confirmed_by: Vec::new(),
+                seal: Some(1),
+                families: ResultRecord::families_of([family]),
+            }],
+            reason: None,
+        }
+    }
+
+    /// A job waits only for a worker of the first result's family alone, while another family serves,
+    /// and only for the wait; anything else (a dispute, a result naming no family, a worker of two
+    /// families or of none yet, no other family live) is leased as before.
+    #[test]
+    fn a_job_waits_for_another_family_only_while_one_serves_and_only_a_while() {
+        use Family::*;
+        let set = |f: &[Family]| f.iter().copied().collect::<FamilySet>();
+        let steer = Steer {
+            own: set(&[Gpu]),
+            others: set(&[Gpu, CpuLists]),
+            wait: Duration::from_secs(300),
+            now_unix: 1_000,
+        };
+        let job = waiting(Some(Gpu), 900);
+        assert!(steer.waits(&job));
+        // Its wait is over.
+        assert!(!steer.waits(&waiting(Some(Gpu), 700)));
+        assert!(steer.waits(&waiting(Some(Gpu), 701)));
+        // The first result of another family, or of none stated.
+        assert!(!steer.waits(&waiting(Some(CpuLists), 900)));
+        assert!(!steer.waits(&waiting(None, 900)));
+        // The asking identity computes two families, or none yet.
+        for own in [set(&[Gpu, CpuStack]), set(&[])] {
+            assert!(!Steer { own, ..steer }.waits(&job));
+        }
+        // No other family live.
+        assert!(!Steer {
+            others: set(&[Gpu]),
+            ..steer
+        }
+        .waits(&job));
+        // A dispute, or a job with two results, is never held back.
+        let mut disputed = job.clone();
+        disputed.state = JobState::Disputed;
+        assert!(!steer.waits(&disputed));
+        let mut two = job.clone();
+        two.candidates.push(two.candidates[0].clone());
+        assert!(!steer.waits(&two));
+        assert!(!Steer::none().waits(&job));
+    }
+}
