@@ -96,10 +96,11 @@ pub fn write(args: &CertificateArgs) -> anyhow::Result<()> {
     );
     println!("root {} ({})", header.root, certificate::HASH);
     println!(
-        "wrote {}: {bytes} bytes ({:.1} a job), {} identities, in {:.2} s",
+        "wrote {}: {bytes} bytes ({:.1} a job), {} identities, {} jobs of two kernel families, in {:.2} s",
         path.display(),
         bytes as f64 / header.jobs.max(1) as f64,
         header.identities.len(),
+        header.two_families,
         started.elapsed().as_secs_f64()
     );
     Ok(())
@@ -216,6 +217,12 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
     );
     if h.record {
         println!("record run: every job line names two identities or more");
+    }
+    if h.version >= certificate::VERSION {
+        println!(
+            "kernel families: {} of {} jobs computed by two (as their workers stated)",
+            h.two_families, h.jobs
+        );
     }
     println!(
         "file: every job of the plan in order, the sums equal the totals, root {} recomputed ({file_secs:.2} s)",
