@@ -656,6 +656,74 @@ fn a_run_started_before_ledger_format_4_finishes_exactly_keeping_its_quarantine(
     audited(&path);
 }
 
+/// A run started by the build before kernel families (store format 6, ledger format 4; see the
+/// fixture's README), its liar quarantined with its deciders: `audit` refuses the directory until a
+/// start (an earlier store format); the first start migrates the store, the run is served as it
+/// stood, the liar is still refused, and two workers finish it with the exact total. Its certificate
+/// (version 3) names no family for the old build's results and this build's family for the new ones,
+/// and checks out.
+#[test]
+fn a_run_started_before_kernel_families_finishes_exactly_and_its_certificate_checks() {
+    let data = fixture("format6-n12");
+    let path = data.path().join("data");
+    let before = audit(&path);
+    let err = String::from_utf8_lossy(&before.stderr);
+    assert!(
+        !before.status.success() && err.contains("format 6"),
+        "{err}"
+    );
+    let serve = support::Serve::start(&path, "127.0.0.1:0", "30s");
+    assert!(serve.log().contains("store migrated"), "{}", serve.log());
+    let start = support::probe(&serve.address, "1").expect("the run is served");
+    assert_eq!(start.jobs_done, 14);
+    let mut liar = support::worker(&serve.address, data.path(), "liar", &[]);
+    let refused = support::wait(&mut liar, Duration::from_secs(60), "liar");
+    assert!(!refused.success(), "the quarantined worker is refused");
+    finished_by(serve, data.path(), &["d", "e"]);
+    audited(&path);
+    let file = data.path().join("n12.cert");
+    let out = support::nqueens()
+        .args(["certificate", "1", "--data"])
+        .arg(&path)
+        .arg("--out")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(header["version"], 3);
+    let families: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(' ').next().unwrap())
+        .collect();
+    assert_eq!(families.len(), 34);
+    assert!(
+        families.iter().any(|f| f.split(',').all(|x| x == "-")),
+        "old results: {families:?}"
+    );
+    assert!(
+        families.iter().any(|f| f.starts_with("cpu-")),
+        "new results: {families:?}"
+    );
+    let check = support::nqueens()
+        .args(["spot-check"])
+        .arg(&file)
+        .args(["--sample", "3", "--threads", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
 /// An export written by the build before export format 2 (no header or end line, the quarantine last;
 /// see the fixture's README) imports whole with this build: the run, its results and the quarantine.
 #[test]

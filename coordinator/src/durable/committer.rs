@@ -23,7 +23,7 @@ use crate::durable::storage_health::{self, StorageHealth};
 use crate::error::{Error, Result};
 use nqueens_common::{JobKey, Plan};
 
-use crate::durable::store::{Committed, Control, Incoming, JobState, RunMeta, Store};
+use crate::durable::store::{Committed, Control, Incoming, JobState, Quarantine, RunMeta, Store};
 
 /// Most results applied in one round of the commit thread (more wait for the next round).
 const MAX_GROUP_RESULTS: usize = 4096;
@@ -383,38 +383,32 @@ fn revoked_line(r: &crate::durable::store::Revoked) -> Entry {
     }
 }
 
-/// Commits one batch and, for every worker it quarantined, revokes that worker's unconfirmed results.
+/// Commits one batch and, for every worker it quarantined, revokes that worker's unconfirmed results;
+/// then runs the quarantine rule ([`Store::apply_quarantine_rule`]): lifts and, for every lift it
+/// takes back, the worker quarantined again and its unconfirmed results revoked.
 fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
     let mut committed = store.commit(batch)?;
     committed.seq = seq;
     for q in committed.quarantined.clone() {
-        // The batch is committed: an error now must not hide it from the ledger (its results would be
-        // answered without their second copy). The quarantine is stored; a revocation that fails here,
-        // or leaves out results it cannot read, is completed at the next start of the store
-        // (`service::revoke_quarantined`, after the repair from the ledger). Until then results of the
-        // worker may still be counted: the round reports it as damage (see `Applied::damage`), so that
-        // storage is marked degraded and the store reopened.
-        let left = match store.revoke(&q.worker) {
-            Ok(r) => {
-                committed.tallies.extend(r.tallies);
-                committed.moved.extend(r.moved);
-                committed.revoked.extend(r.revoked);
-                committed.reopened.extend(r.reopened);
-                // A run this very commit finished may have just been reopened.
-                committed
-                    .finished
-                    .retain(|f| !committed.reopened.iter().any(|o| o.id == f.id));
-                r.incomplete
-                    .then(|| "some of its stored results cannot be read".to_string())
+        revoke_into(store, &mut committed, &q);
+    }
+    if !committed.quarantined.is_empty() && committed.incomplete.is_none() {
+        // (Not while a revocation is incomplete: the start completes revocations of quarantined
+        // workers only.) A worker shown wrong only by identities now shown wrong themselves serves
+        // again, and one whose lift lost its basis is quarantined again. A failure here leaves the
+        // records as they were (a refusal, never a count): the rule runs again at the next quarantine
+        // and at the next start.
+        match store.apply_quarantine_rule() {
+            Ok(lifts) => {
+                committed.lifted = lifts.lifted;
+                for q in lifts.restored {
+                    revoke_into(store, &mut committed, &q);
+                    committed.quarantined.push(q);
+                }
             }
-            Err(e) => Some(e.to_string()),
-        };
-        if let Some(why) = left {
-            tracing::error!(worker = %q.worker, why, "cannot take back every result of the quarantined worker now; the store is reopened to complete it");
-            committed.incomplete = Some(format!(
-                "quarantined worker {:?}: its results could not all be taken back ({why})",
-                q.worker
-            ));
+            Err(e) => {
+                tracing::error!(error = %e, "cannot run the quarantine rule (lifts decided by disproved workers)")
+            }
         }
     }
     // A run that lost a counted result finishes again with another root: the kept one goes (within
@@ -424,22 +418,43 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
             tracing::error!(run = run.id, error = %e, "cannot forget the kept certificate root of a run running again");
         }
     }
-    if !committed.quarantined.is_empty() && committed.incomplete.is_none() {
-        // (Not while a revocation is incomplete: the start completes revocations of quarantined
-        // workers only.) A worker shown wrong only by identities now shown wrong themselves serves again. A failure
-        // here leaves it quarantined (a refusal, never a count): lifted at a later quarantine.
-        match store.lift_disproved() {
-            Ok(lifted) => committed.lifted = lifted,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot lift the quarantines that disproved workers decided")
-            }
-        }
-    }
     if committed.incomplete.is_some() {
         // Any run it finished may still count a result of the worker: none is announced finished.
         committed.finished.clear();
     }
     Ok(committed)
+}
+
+/// Revokes the unconfirmed results of the quarantined worker `q` into `committed`. The batch is
+/// committed: an error now must not hide it from the ledger (its results would be answered without
+/// their second copy). The quarantine is stored; a revocation that fails here, or leaves out results
+/// it cannot read, is completed at the next start of the store (`service::revoke_quarantined`, after
+/// the repair from the ledger). Until then results of the worker may still be counted: the round
+/// reports it as damage (see `Applied::damage`), so that storage is marked degraded and the store
+/// reopened.
+fn revoke_into(store: &Store, committed: &mut Committed, q: &Quarantine) {
+    let left = match store.revoke(&q.worker) {
+        Ok(r) => {
+            committed.tallies.extend(r.tallies);
+            committed.moved.extend(r.moved);
+            committed.revoked.extend(r.revoked);
+            committed.reopened.extend(r.reopened);
+            // A run this very commit finished may have just been reopened.
+            committed
+                .finished
+                .retain(|f| !committed.reopened.iter().any(|o| o.id == f.id));
+            r.incomplete
+                .then(|| "some of its stored results cannot be read".to_string())
+        }
+        Err(e) => Some(e.to_string()),
+    };
+    if let Some(why) = left {
+        tracing::error!(worker = %q.worker, why, "cannot take back every result of the quarantined worker now; the store is reopened to complete it");
+        committed.incomplete = Some(format!(
+            "quarantined worker {:?}: its results could not all be taken back ({why})",
+            q.worker
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -523,6 +538,54 @@ mod tests {
         assert_eq!(view.results[&run.id].len(), 1, "job 1 is disputed");
         let stored: Vec<_> = store.results(run.id).map(|r| r.unwrap().0).collect();
         assert_eq!(stored, vec![key]);
+    }
+
+    /// Issue 37: a lift is taken back in the commit that clears its basis. b decided a, c decided b:
+    /// a was lifted and serves again (a result of its counts). Then c is disproved: b is lifted, so
+    /// a's quarantine comes back, and a's unconfirmed result is taken back in the same commit (before,
+    /// a stayed lifted for good).
+    #[test]
+    fn a_lift_whose_basis_goes_is_taken_back_in_the_same_commit() {
+        use crate::durable::store::tests::quarantined_by;
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        store
+            .restore_quarantine(&quarantined_by("a", &["b"]))
+            .unwrap();
+        store
+            .restore_quarantine(&quarantined_by("b", &["c"]))
+            .unwrap();
+        let first = store.apply_quarantine_rule().unwrap();
+        assert_eq!(first.lifted.len(), 1);
+        let plain = store.create_run(plan, 0.0).unwrap();
+        store.commit(&[incoming(plain.id, &plan, 0, "a")]).unwrap();
+        let checked = store.create_run(plan, 1.0).unwrap();
+        let mut lie = incoming(checked.id, &plan, 0, "c");
+        lie.result.total += 1;
+        lie.seal = nqueens_common::checksum::seal(plan.fingerprint().1, &lie.key, &lie.result);
+        store.commit(&[lie]).unwrap();
+        store
+            .commit(&[incoming(checked.id, &plan, 0, "d")])
+            .unwrap();
+        let mut round = one_round(&store, vec![vec![incoming(checked.id, &plan, 0, "e")]]);
+        let committed = round.remove(0).unwrap();
+        let names = |qs: &[Quarantine]| {
+            let mut n: Vec<String> = qs.iter().map(|q| q.worker.clone()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(&committed.quarantined), ["a", "c"]);
+        assert_eq!(names(&committed.lifted), ["b"]);
+        assert!(
+            committed
+                .revoked
+                .iter()
+                .any(|r| r.run == plain.id && r.record.worker == "a"),
+            "{:?}",
+            committed.revoked
+        );
+        assert_eq!(store.tally(plain.id).unwrap().jobs, 0);
+        assert_eq!(names(&store.quarantined().unwrap()), ["a", "c"]);
     }
 
     #[test]

@@ -252,35 +252,47 @@ fn revoke_quarantined(
     Ok(true)
 }
 
-/// Lifts, at the start, every quarantine whose deciders are all disproved ([`Store::lift_disproved`]):
-/// one the commit thread lifted in the store whose `released` line a crash lost (the reconciliation has
-/// put the ledger's quarantine back), or one the commit thread could not lift. The store first, then
-/// the ledger's lines: a crash between the two leaves the ledger's quarantine, joined back and lifted
-/// again at the next start.
-fn lift_disproved(
+/// Runs the quarantine rule at the start ([`Store::apply_quarantine_rule`]): a lift the commit thread
+/// made in the store whose `released` line a crash lost (the reconciliation has put the ledger's
+/// quarantine back), one the commit thread could not make, and a lift whose basis went are decided
+/// again. The store first, then the ledger's lines (quarantines put back, then releases): a crash
+/// between the two leaves the ledger's side, which the reconciliation joins the safe way and the next
+/// start decides again. Returns whether a quarantine was put back (its results are to be taken back).
+fn apply_quarantine_rule(
     store: &Store,
     ledger: Option<&mut crate::durable::ledger::Ledger>,
-) -> Result<()> {
-    let lifted = store.lift_disproved()?;
-    if lifted.is_empty() {
-        return Ok(());
+) -> Result<bool> {
+    let lifts = store.apply_quarantine_rule()?;
+    if lifts == crate::durable::store::Lifts::default() {
+        return Ok(false);
     }
     store.flush()?;
-    for q in &lifted {
+    for q in &lifts.lifted {
         tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted at the start: every identity that disproved the worker is quarantined");
+    }
+    for q in &lifts.restored {
+        tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine put back at the start: an identity that disproved the worker is cleared now");
     }
     if let Some(ledger) = ledger {
         let at_unix = crate::durable::store::now_unix();
-        let lines: Vec<_> = lifted
+        let lines: Vec<_> = lifts
+            .restored
             .iter()
-            .map(|q| crate::durable::ledger::Entry::Released {
-                worker: q.worker.clone(),
-                at_unix,
-            })
+            .cloned()
+            .map(crate::durable::ledger::Entry::Quarantine)
+            .chain(
+                lifts
+                    .lifted
+                    .iter()
+                    .map(|q| crate::durable::ledger::Entry::Released {
+                        worker: q.worker.clone(),
+                        at_unix,
+                    }),
+            )
             .collect();
         ledger.append(&lines)?;
     }
-    Ok(())
+    Ok(!lifts.restored.is_empty())
 }
 
 /// A random key for the spot checks' draws.
@@ -352,7 +364,11 @@ impl Coordinator {
         if revoke_quarantined(&store, ledger.as_mut())? {
             audited_already = None;
         }
-        lift_disproved(&store, ledger.as_mut())?;
+        if apply_quarantine_rule(&store, ledger.as_mut())?
+            && revoke_quarantined(&store, ledger.as_mut())?
+        {
+            audited_already = None;
+        }
         release(&store, ledger.as_mut(), &config.release)?;
         let retried = match config.retry_failed {
             RetryFailed::None => 0,

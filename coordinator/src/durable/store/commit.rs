@@ -134,7 +134,7 @@ pub struct Committed {
     /// Runs that were done and are running again (they lost revoked results).
     pub reopened: Vec<RunMeta>,
     /// Quarantines lifted because every identity that decided them is quarantined now (set by the
-    /// commit thread: [`Store::lift_disproved`]).
+    /// commit thread: [`Store::apply_quarantine_rule`]).
     pub lifted: Vec<Quarantine>,
     /// The commit thread's sequence number: tallies of a later commit supersede earlier ones.
     pub seq: u64,

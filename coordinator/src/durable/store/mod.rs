@@ -8,6 +8,8 @@
 //!   the migration regroups and drops); `workers`: the numbers by which stored results name their
 //!   workers ([`workers`]);
 //! - `quarantine`: worker name -> [`Quarantine`] (workers that reported a result others disproved);
+//!   `lifted`: the same, for quarantines the rule lifted because their deciders were disproved
+//!   ([`lifts`]);
 //! - `meta`: the next run id, the coordinator's epoch (drawn at random for a new store, then
 //!   incremented at every open, so that lease ids of an earlier incarnation, or of a store this one
 //!   replaced, are recognisable), the store's format version (and, while a migration is
@@ -27,6 +29,7 @@ mod audit;
 mod commit;
 mod control;
 mod groups;
+mod lifts;
 mod passes;
 mod roots;
 pub use roots::StoredRoot;
@@ -41,6 +44,7 @@ mod workers;
 pub use audit::{AuditLine, Survey};
 pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
 pub use control::{Control, JobListing, ListedJob};
+pub use lifts::Lifts;
 pub use records::{
     now_unix, Checks, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta, RunOptions,
 };
@@ -106,6 +110,8 @@ pub struct Store {
     workers: sled::Tree,
     totals: sled::Tree,
     quarantine: sled::Tree,
+    /// Quarantines the rule lifted ([`lifts`]).
+    lifted: sled::Tree,
     meta: sled::Tree,
     epoch: u64,
     lease_secret: [u8; 16],
@@ -224,6 +230,7 @@ impl Store {
             workers: db.open_tree("workers")?,
             totals: db.open_tree("totals")?,
             quarantine: db.open_tree("quarantine")?,
+            lifted: db.open_tree(lifts::LIFTED)?,
             meta,
             db,
             epoch,
@@ -489,59 +496,10 @@ impl Store {
             .collect()
     }
 
-    /// Lifts every quarantine whose deciders ([`Quarantine::by`]) are all quarantined themselves, and
-    /// would stay so: a worker shown wrong only by identities shown wrong in turn serves again. Its
-    /// results taken back are computed again (not restored: nothing vouches for them). Returns the
-    /// quarantines lifted; the caller flushes.
-    pub fn lift_disproved(&self) -> Result<Vec<Quarantine>> {
-        // Each pass lifts a set whose deciders stay quarantined; a pass may leave a worker that the
-        // next pass, over what is left, lifts (a chain of deciders): passes until none lifts.
-        let mut lifted = Vec::new();
-        loop {
-            let pass = self.lift_disproved_once()?;
-            if pass.is_empty() {
-                return Ok(lifted);
-            }
-            lifted.extend(pass);
-        }
-    }
-
-    /// One pass of [`Store::lift_disproved`].
-    fn lift_disproved_once(&self) -> Result<Vec<Quarantine>> {
-        let all = self.quarantined()?;
-        let names: std::collections::HashSet<&str> =
-            all.iter().map(|q| q.worker.as_str()).collect();
-        // The largest set to lift whose every member's deciders stay quarantined without it.
-        let mut lift: std::collections::HashSet<&str> = all
-            .iter()
-            .filter(|q| !q.by.is_empty() && q.by.iter().all(|b| names.contains(b.as_str())))
-            .map(|q| q.worker.as_str())
-            .collect();
-        loop {
-            let keep: std::collections::HashSet<&str> = all
-                .iter()
-                .filter(|q| lift.contains(q.worker.as_str()))
-                .filter(|q| q.by.iter().all(|b| !lift.contains(b.as_str())))
-                .map(|q| q.worker.as_str())
-                .collect();
-            if keep.len() == lift.len() {
-                break;
-            }
-            lift = keep;
-        }
-        let lifted: Vec<Quarantine> = all
-            .iter()
-            .filter(|q| lift.contains(q.worker.as_str()))
-            .cloned()
-            .collect();
-        for q in &lifted {
-            self.quarantine.remove(q.worker.as_bytes())?;
-        }
-        Ok(lifted)
-    }
-
     /// Lets a quarantined worker lease again; returns whether it was quarantined. Durable on return.
+    /// An operator's release is final: the worker's record goes, and the rule never puts it back.
     pub fn release_quarantine(&self, name: &str) -> Result<bool> {
+        self.lifted.remove(name.as_bytes())?;
         let released = self.quarantine.remove(name.as_bytes())?.is_some();
         self.flush()?;
         Ok(released)

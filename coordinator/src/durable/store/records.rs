@@ -409,7 +409,7 @@ pub struct Quarantine {
     pub at_unix: u64,
     /// The identities whose agreeing result disproved the worker's (none: it contradicted itself, or
     /// a record of a build before 2026-11-28). Once every one of them is quarantined in turn, the
-    /// quarantine is lifted ([`super::Store::lift_disproved`]). Absent from records that name none.
+    /// quarantine is lifted ([`super::Store::apply_quarantine_rule`]). Absent from records that name none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by: Vec<String>,
 }

@@ -2028,7 +2028,7 @@ fn a_record_result_whose_confirmer_is_disproved_is_taken_back() {
     }
 }
 
-/// Issue 37: which quarantines [`Store::lift_disproved`] lifts. Lifted: one whose deciders are all
+/// Issue 37: which quarantines [`Store::apply_quarantine_rule`] lifts. Lifted: one whose deciders are all
 /// quarantined and stay so. Kept: one that contradicted itself (no deciders), one with a decider still
 /// serving, and two that decided each other (lifting both would leave each cleared by a worker cleared
 /// only by it). Lifting one does not keep another whose decider it was.
@@ -2049,8 +2049,9 @@ fn a_quarantine_is_lifted_only_when_its_deciders_stay_disproved() {
         store.restore_quarantine(&quarantine).unwrap();
     }
     let lifted: Vec<String> = store
-        .lift_disproved()
+        .apply_quarantine_rule()
         .unwrap()
+        .lifted
         .into_iter()
         .map(|q| q.worker)
         .collect();
@@ -2066,7 +2067,7 @@ fn a_quarantine_is_lifted_only_when_its_deciders_stay_disproved() {
         ["chained", "half", "liar-1", "liar-2", "self", "x", "y"]
     );
     // Nothing more to lift.
-    assert!(store.lift_disproved().unwrap().is_empty());
+    assert!(store.apply_quarantine_rule().unwrap() == super::Lifts::default());
 }
 
 /// A run created at a priority keeps it, in the store and after a reopen (killed the mutant that
@@ -2202,14 +2203,15 @@ fn a_chain_of_deciders_is_lifted_in_one_call() {
         store.restore_quarantine(&quarantine).unwrap();
     }
     let mut lifted: Vec<String> = store
-        .lift_disproved()
+        .apply_quarantine_rule()
         .unwrap()
+        .lifted
         .into_iter()
         .map(|q| q.worker)
         .collect();
     lifted.sort();
     assert_eq!(lifted, ["a", "c"]);
-    assert!(store.lift_disproved().unwrap().is_empty());
+    assert!(store.apply_quarantine_rule().unwrap() == super::Lifts::default());
 }
 
 /// A quarantine of `worker` that the identities `by` decided.
@@ -2241,8 +2243,9 @@ fn a_quarantine_record_of_the_build_before_reads_as_naming_no_decider() {
         .unwrap();
     // x names no decider: it stays; y, decided by x alone, is lifted.
     let lifted: Vec<String> = store
-        .lift_disproved()
+        .apply_quarantine_rule()
         .unwrap()
+        .lifted
         .into_iter()
         .map(|q| q.worker)
         .collect();
@@ -2282,7 +2285,7 @@ fn two_disproofs_of_one_worker_keep_the_deciders_of_both() {
             .restore_quarantine(&quarantined_by(name, &["honest"]))
             .unwrap();
     }
-    assert!(store.lift_disproved().unwrap().is_empty());
+    assert!(store.apply_quarantine_rule().unwrap() == super::Lifts::default());
     // The join of a disproof with one that names none names none.
     let join = quarantined_by("w", &["a", "b"]).merged(quarantined_by("w", &[]));
     assert!(join.by.is_empty());
