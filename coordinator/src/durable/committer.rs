@@ -395,9 +395,9 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
     if !committed.quarantined.is_empty() && committed.incomplete.is_none() {
         // (Not while a revocation is incomplete: the start completes revocations of quarantined
         // workers only.) A worker shown wrong only by identities now shown wrong themselves serves
-        // again, and one whose lift lost its basis is quarantined again. A failure here leaves the
-        // records as they were (a refusal, never a count): the rule runs again at the next quarantine
-        // and at the next start.
+        // again, and one whose lift lost its basis is quarantined again. A failure here moves no
+        // record; it counts as damage, so that the store is reopened and the start runs the rule
+        // again (a lifted worker that should be back in quarantine must not serve on).
         match store.apply_quarantine_rule() {
             Ok(lifts) => {
                 committed.lifted = lifts.lifted;
@@ -407,7 +407,8 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, "cannot run the quarantine rule (lifts decided by disproved workers)")
+                tracing::error!(error = %e, "cannot run the quarantine rule (lifts decided by disproved workers); the store is reopened to run it again");
+                committed.incomplete = Some(format!("the quarantine rule could not run ({e})"));
             }
         }
     }
@@ -809,8 +810,18 @@ mod tests {
         committer.commit(vec![a]).await.unwrap();
         committer.commit(vec![wrong]).await.unwrap();
         assert_eq!(health.degraded(), None);
+        // "framed" was shown wrong by the liar alone: the rule would lift it once the liar is
+        // quarantined, but not while the liar's revocation is incomplete (the start completes
+        // revocations of quarantined workers only; killed the `&&` -> `||` mutant, issue 42).
+        store
+            .restore_quarantine(&crate::durable::store::tests::quarantined_by(
+                "framed",
+                &["liar"],
+            ))
+            .unwrap();
         let decided = committer.commit(vec![c]).await.unwrap();
         assert_eq!(decided.quarantined.len(), 1, "{decided:?}");
+        assert!(decided.lifted.is_empty(), "{decided:?}");
         let why = health.degraded().expect("degraded");
         assert!(why.contains("liar"), "{why}");
     }

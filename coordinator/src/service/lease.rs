@@ -305,7 +305,11 @@ impl Coordinator {
         let (own, others) = state.workers.families(name, now, state.leases.timeout());
         let steer = super::steer::Steer {
             own,
-            others,
+            // Identities that may confirm: not quarantined.
+            others: others
+                .into_iter()
+                .filter(|(n, _)| !state.quarantined.contains_key(n))
+                .collect(),
             wait: state.family_wait,
             now_unix: crate::durable::store::now_unix(),
         };
@@ -385,17 +389,28 @@ impl Coordinator {
                         return Err(e);
                     }
                 };
-                let (chosen, back, returned) = run.settle(
+                let super::live::Settled {
+                    chosen,
+                    requeued: back,
+                    returned,
+                    held,
+                } = run.settle(
                     &state.leases,
-                    name,
+                    &super::live::Asking {
+                        name,
+                        may_decide,
+                        steer: &steer,
+                    },
                     candidates,
                     records,
                     want,
-                    may_decide,
-                    &steer,
                 );
                 own_back += back as u64;
                 wake_others |= returned;
+                // A job held for another family is this worker's once the wait ends: never idle.
+                if held > 0 {
+                    beyond_reach = false;
+                }
                 if chosen.is_empty() {
                     batch = (batch * 2).min(MAX_BATCH_OF_CANDIDATES);
                 }

@@ -96,6 +96,30 @@ pub struct LiveRun {
     pub root: Option<String>,
 }
 
+/// Who asks [`LiveRun::settle`] for jobs, and what it may be leased.
+#[derive(Debug, Clone, Copy)]
+pub struct Asking<'a> {
+    /// Its identity.
+    pub name: &'a str,
+    /// Whether it may decide a dispute (it has a record).
+    pub may_decide: bool,
+    /// Which second results wait for another kernel family.
+    pub steer: &'a super::steer::Steer,
+}
+
+/// What [`LiveRun::settle`] decided.
+#[derive(Debug, Default)]
+pub struct Settled {
+    /// The keys to lease.
+    pub chosen: Vec<JobKey>,
+    /// Keys that went back to the retry queue.
+    pub requeued: usize,
+    /// Whether a key went back that another lease call waiting may now find (held keys aside).
+    pub returned: bool,
+    /// Keys held for a worker of another kernel family (the asking worker may take them later).
+    pub held: usize,
+}
+
 impl LiveRun {
     /// A run as loaded from the store.
     pub fn new(meta: RunMeta, tally: Tally, states: HashMap<JobState, u64>) -> Result<LiveRun> {
@@ -206,20 +230,23 @@ impl LiveRun {
     /// with the lock released; `None`: pending), in the same order: returns at most `want` to lease to
     /// the worker named `name`, never a job that is done, failed or leased, nor a verified job this
     /// worker has already computed (those wait in the retry queue for another worker; candidates
-    /// beyond `want` go back where they came from); and how many keys went back to the retry queue
-    /// and whether any key went back at all (another lease call waiting may now find it). Keys back in
-    /// the retry queue count as [requeued](LiveRun::requeued): a concurrent lease call that looked at
-    /// the queue while they were out does not take the run for dry.
+    /// beyond `want` go back where they came from, and second results `steer` holds for another kernel
+    /// family go back to the retry queue): see [`Settled`]. Keys back in the retry queue count as
+    /// [requeued](LiveRun::requeued): a concurrent lease call that looked at the queue while they were
+    /// out does not take the run for dry.
     pub fn settle(
         &mut self,
         leases: &Leases,
-        name: &str,
+        asking: &Asking,
         candidates: Candidates,
         records: Vec<Option<JobRecord>>,
         want: usize,
-        may_decide: bool,
-        steer: &super::steer::Steer,
-    ) -> (Vec<JobKey>, usize, bool) {
+    ) -> Settled {
+        let Asking {
+            name,
+            may_decide,
+            steer,
+        } = *asking;
         let run = self.meta.id;
         self.in_flight = self
             .in_flight
@@ -227,6 +254,8 @@ impl LiveRun {
         let from_retry = candidates.retry.len();
         let mut chosen: Vec<JobKey> = Vec::new();
         let (mut retry_back, mut ahead_back, mut computed) = (Vec::new(), Vec::new(), Vec::new());
+        // Second results held for a worker of another kernel family.
+        let mut held = Vec::new();
         let keys = candidates.retry.into_iter().chain(candidates.list);
         for (i, (key, record)) in keys.zip(records).enumerate() {
             if leases.is_leased(run, &key) || chosen.contains(&key) {
@@ -241,17 +270,23 @@ impl LiveRun {
                 // A dispute waits for a worker with a record of confirmed results.
                 Some(r) if r.state == JobState::Disputed && !may_decide => computed.push(key),
                 // A second result waits a while for a worker of another kernel family.
-                Some(r) if steer.waits(&r) => computed.push(key),
+                Some(r) if steer.waits(&r) => held.push(key),
                 _ if chosen.len() < want => chosen.push(key),
                 _ if i < from_retry => retry_back.push(key),
                 _ => ahead_back.push(key),
             }
         }
         if self.meta.is_done() || self.meta.is_cancelled() {
-            return (chosen, 0, false);
+            return Settled {
+                chosen,
+                ..Settled::default()
+            };
         }
         retry_back.extend(computed);
+        // Held keys go back too, but wake no other call: they wait for a family, not for a lease.
         let returned = !retry_back.is_empty() || !ahead_back.is_empty();
+        let held_back = held.len();
+        retry_back.extend(held);
         let requeued = retry_back.len();
         self.requeued += requeued as u64;
         // To the back: the lease call's next round, and the next call, look at the keys after them.
@@ -259,7 +294,12 @@ impl LiveRun {
         for key in ahead_back.into_iter().rev() {
             self.ahead.push_front(key);
         }
-        (chosen, requeued, returned)
+        Settled {
+            chosen,
+            requeued,
+            returned,
+            held: held_back,
+        }
     }
 
     /// Hands back keys [`LiveRun::settle`] chose but that were not leased (the run stopped running
@@ -655,7 +695,21 @@ mod tests {
         // What was not chosen goes to the back: the next round looks at keys it has not seen.
         let records = vec![None; taken.retry.len()];
         let requeued = live.requeued();
-        let (chosen, back, _) = live.settle(&leases, "w", taken, records, 3, true, &Steer::none());
+        let Settled {
+            chosen,
+            requeued: back,
+            ..
+        } = live.settle(
+            &leases,
+            &Asking {
+                name: "w",
+                may_decide: true,
+                steer: &Steer::none(),
+            },
+            taken,
+            records,
+            3,
+        );
         assert_eq!(chosen, keys[..3].to_vec());
         assert_eq!(back, 5);
         assert_eq!(

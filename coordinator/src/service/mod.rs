@@ -316,7 +316,9 @@ impl Drop for CancelOnDrop {
 /// Lifts the quarantine of the worker named `name`: the ledger's release line first (made durable), then
 /// the store. A crash between the two leaves the store's quarantine, which the next start writes to the
 /// ledger again: the worker stays out, and the release is to be given again.
-/// Every name is checked before any is released: one that is not quarantined refuses them all.
+/// Every name is checked before any is released: one that is neither quarantined nor lifted by the rule
+/// refuses them all. A lifted one (a flag left in a deployment) loses its lifted record: the rule never
+/// puts it back.
 fn release(
     store: &Store,
     mut ledger: Option<&mut crate::durable::ledger::Ledger>,
@@ -326,15 +328,25 @@ fn release(
     names.sort();
     names.dedup();
     let quarantined = store.quarantined()?;
+    let lifted = store.lifted()?;
+    let held =
+        |list: &[crate::durable::store::Quarantine], n: &str| list.iter().any(|q| q.worker == n);
     if let Some(name) = names
         .iter()
-        .find(|n| !quarantined.iter().any(|q| &q.worker == *n))
+        .find(|n| !held(&quarantined, n) && !held(&lifted, n))
     {
         return Err(Error::Invalid(format!(
             "no quarantined worker is named {name:?}; nothing released"
         )));
     }
     for name in &names {
+        if !held(&quarantined, name) {
+            // Lifted by the rule already (a flag left in a deployment): its record goes, so that the
+            // rule never puts it back.
+            store.release_quarantine(name)?;
+            tracing::info!(worker = %name, "worker already lifted from its quarantine by the rule; released for good");
+            continue;
+        }
         if let Some(ledger) = ledger.as_deref_mut() {
             ledger.append(&[crate::durable::ledger::Entry::Released {
                 worker: name.to_string(),
@@ -364,12 +376,13 @@ impl Coordinator {
         if revoke_quarantined(&store, ledger.as_mut())? {
             audited_already = None;
         }
+        // The operator's releases before the rule: a lift whose decider is released loses its basis.
+        release(&store, ledger.as_mut(), &config.release)?;
         if apply_quarantine_rule(&store, ledger.as_mut())?
             && revoke_quarantined(&store, ledger.as_mut())?
         {
             audited_already = None;
         }
-        release(&store, ledger.as_mut(), &config.release)?;
         let retried = match config.retry_failed {
             RetryFailed::None => 0,
             RetryFailed::All => store.retry_failed(|_| true)?,
@@ -393,6 +406,9 @@ impl Coordinator {
         let mut earlier_results: HashMap<String, u64> = HashMap::new();
         let mut counted: HashMap<String, u64> = HashMap::new();
         let mut confirmed = HashSet::new();
+        // A worker the rule lifted from a quarantine has no record from its results before: it earns
+        // one again by passing a spot check (passes are saved).
+        let lifted: HashSet<String> = store.lifted()?.into_iter().map(|q| q.worker).collect();
         for (meta, line) in store.runs()?.into_iter().zip(audit) {
             for (worker, n) in &line.by_worker {
                 *earlier_results.entry(worker.clone()).or_insert(0) += n;
@@ -400,7 +416,11 @@ impl Coordinator {
             for (name, n) in line.names {
                 *counted.entry(name).or_insert(0) += n;
             }
-            confirmed.extend(line.confirmed_names);
+            confirmed.extend(
+                line.confirmed_names
+                    .into_iter()
+                    .filter(|n| !lifted.contains(n)),
+            );
             let (jobs_confirmed, jobs_two_families) = (line.confirmed, line.two_families);
             // A cancelled run is never resumed: its plan need not match this build's.
             if !meta.is_done() && !meta.is_cancelled() {

@@ -298,8 +298,11 @@ impl Coordinator {
             state.quarantined.insert(q.worker.clone(), q.reason.clone());
         }
         for q in &committed.lifted {
-            tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted: every identity that disproved the worker is quarantined now; its results taken back are computed again");
+            tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted: every identity that disproved the worker is quarantined now; its results taken back are computed again, and it earns its record again");
             state.quarantined.remove(&q.worker);
+            // Its record goes: it decides no dispute until it earns one again.
+            state.confirmed.remove(&q.worker);
+            state.spot.forget_passes(&q.worker);
         }
         for r in &committed.revoked {
             state.leases.settle(r.run, &r.key);

@@ -197,6 +197,13 @@ impl SpotChecks {
         self.changed = true;
     }
 
+    /// Forgets the checks `name` passed (a worker lifted from a quarantine earns its record again).
+    pub fn forget_passes(&mut self, name: &str) {
+        if self.passed.remove(name).is_some() {
+            self.changed = true;
+        }
+    }
+
     /// The checks `name` passed (as restored at the start, and since).
     pub fn passed_by(&self, name: &str) -> u64 {
         self.passed.get(name).copied().unwrap_or(0)

@@ -10,12 +10,12 @@ use nqueens_common::FamilySet;
 use crate::durable::store::{JobRecord, JobState};
 
 /// What one lease call knows of the kernel families around it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Steer {
     /// The families of the asking identity's live workers' results.
     pub own: FamilySet,
-    /// The families of every other identity's live workers.
-    pub others: FamilySet,
+    /// Every other identity that serves (live, not quarantined), with its live workers' families.
+    pub others: Vec<(String, FamilySet)>,
     /// How long a job waits for another family, from its first result.
     pub wait: Duration,
     /// Now, in seconds since the Unix epoch (the clock of the results' `at_unix`).
@@ -28,15 +28,16 @@ impl Steer {
     pub fn none() -> Steer {
         Steer {
             own: FamilySet::default(),
-            others: FamilySet::default(),
+            others: Vec::new(),
             wait: Duration::ZERO,
             now_unix: 0,
         }
     }
 
     /// Whether the job of `record` waits for a worker of another family than the asking one: it is a
-    /// verified job with one result, of a stated family that is the asking identity's only one, some
-    /// other identity's live worker computes another family, and the result is younger than the wait.
+    /// verified job with one result, of a stated family that is the asking identity's only one, a
+    /// serving identity other than the first result's computes another family, and the result is
+    /// younger than the wait (one stamped later than now, a clock stepped back, waits for nobody).
     pub fn waits(&self, record: &JobRecord) -> bool {
         let [first] = record.candidates.as_slice() else {
             return false;
@@ -44,10 +45,17 @@ impl Steer {
         let Some(family) = first.family() else {
             return false;
         };
+        let young = self
+            .now_unix
+            .checked_sub(first.at_unix)
+            .is_some_and(|age| age < self.wait.as_secs());
         record.state == JobState::Verifying
             && self.own.only(family)
-            && self.others.other_than(family)
-            && self.now_unix.saturating_sub(first.at_unix) < self.wait.as_secs()
+            && young
+            && self
+                .others
+                .iter()
+                .any(|(name, f)| *name != first.worker && f.other_than(family))
     }
 }
 
@@ -88,7 +96,7 @@ mod tests {
         let set = |f: &[Family]| f.iter().copied().collect::<FamilySet>();
         let steer = Steer {
             own: set(&[Gpu]),
-            others: set(&[Gpu, CpuLists]),
+            others: vec![("b".into(), set(&[Gpu])), ("c".into(), set(&[CpuLists]))],
             wait: Duration::from_secs(300),
             now_unix: 1_000,
         };
@@ -100,16 +108,28 @@ mod tests {
         // The first result of another family, or of none stated.
         assert!(!steer.waits(&waiting(Some(CpuLists), 900)));
         assert!(!steer.waits(&waiting(None, 900)));
+        // A result stamped later than now (a clock stepped back) waits for nobody.
+        assert!(!steer.waits(&waiting(Some(Gpu), 1_001)));
+        assert!(steer.waits(&waiting(Some(Gpu), 1_000)));
         // The asking identity computes two families, or none yet.
         for own in [set(&[Gpu, CpuStack]), set(&[])] {
-            assert!(!Steer { own, ..steer }.waits(&job));
+            assert!(!Steer {
+                own,
+                ..steer.clone()
+            }
+            .waits(&job));
         }
-        // No other family live.
-        assert!(!Steer {
-            others: set(&[Gpu]),
-            ..steer
+        // No other family serves; or only the first result's own identity ("a") computes one.
+        for others in [
+            vec![("b".to_string(), set(&[Gpu]))],
+            vec![("a".to_string(), set(&[CpuLists]))],
+        ] {
+            assert!(!Steer {
+                others,
+                ..steer.clone()
+            }
+            .waits(&job));
         }
-        .waits(&job));
         // A dispute, or a job with two results, is never held back.
         let mut disputed = job.clone();
         disputed.state = JobState::Disputed;

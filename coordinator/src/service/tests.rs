@@ -2015,6 +2015,62 @@ async fn a_lift_whose_ledger_line_was_lost_is_made_at_the_start() {
     assert_eq!(stored, ["liar"]);
 }
 
+/// Issue 37: a `--release-quarantine NAME` left in a deployment after the rule lifted NAME no longer
+/// refuses the start (it did: "no quarantined worker is named"); the lifted record goes, so the rule
+/// never puts it back. A lifted worker's record (its confirmed results before) decides nothing after a
+/// start: it earns one again.
+#[tokio::test]
+async fn a_release_of_a_worker_the_rule_lifted_is_final_and_a_lifted_worker_has_no_record() {
+    use crate::durable::store::tests::{incoming_from, quarantined_by};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 1.0).unwrap();
+        store
+            .commit(&[incoming_from(run.id, &plan, 0, "w")])
+            .unwrap();
+        store
+            .commit(&[incoming_from(run.id, &plan, 0, "v")])
+            .unwrap();
+        store
+            .restore_quarantine(&quarantined_by("w", &["x"]))
+            .unwrap();
+        store
+            .restore_quarantine(&quarantined_by("x", &["y"]))
+            .unwrap();
+        store.flush().unwrap();
+    }
+    let c = reopened(dir.path()).await;
+    assert!(
+        !c.state().quarantined.contains_key("w"),
+        "lifted at the start"
+    );
+    assert!(c.state().confirmed.contains("v"));
+    assert!(
+        !c.state().confirmed.contains("w"),
+        "no record from before its lift"
+    );
+    drop(c);
+    let store = loop {
+        match Store::open(dir.path()) {
+            Ok(store) => break store,
+            Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let config = Config {
+        release: vec!["w".into()],
+        ..Config::default()
+    };
+    let c = Coordinator::open(store, config).unwrap();
+    assert!(
+        c.shared.store.lifted().unwrap().is_empty(),
+        "released for good"
+    );
+    assert!(!c.state().quarantined.contains_key("w"));
+}
+
 /// Issues 37 and 38: a verified job's second result comes from another kernel family where the fleet
 /// has one. Three workers, g and g2 on GPUs and l on CPU work lists, each report a first result of
 /// their own jobs; then g2 is not leased g's waiting jobs (a GPU result waits for l) but takes l's,
@@ -2059,15 +2115,30 @@ async fn a_second_result_is_steered_to_another_kernel_family() {
         }
         let keys = |held: &[Granted]| held.iter().map(|g| g.key.clone()).collect::<Vec<JobKey>>();
         let (of_g, of_l) = (keys(&g), keys(&l));
-        let to_g2: Vec<JobKey> = lease(&c, "g2", 4096)
-            .await
-            .into_iter()
-            .map(|g| g.key)
-            .collect();
+        let held_by_g2 = lease(&c, "g2", 4096).await;
+        let to_g2: Vec<JobKey> = held_by_g2.iter().map(|g| g.key.clone()).collect();
         assert!(
             of_l.iter().all(|k| to_g2.contains(k)),
             "l's first results wait for g2"
         );
+        if wait > Duration::ZERO {
+            // g2 computes all it holds; what is left for it is g's jobs, held for l: g2 is told to
+            // wait, never that it is idle (an `--exit-when-idle` worker would leave for good).
+            let reports = held_by_g2
+                .iter()
+                .map(|g| Report {
+                    family: Some(Family::Gpu),
+                    ..report(g)
+                })
+                .collect();
+            c.report("g2", "g2", reports).await.unwrap();
+            let grant = c.lease(&ask("g2", 4096), Duration::ZERO).await.unwrap();
+            assert!(grant.leases.is_empty(), "{:?}", grant.leases);
+            assert!(
+                !grant.idle,
+                "jobs held for another family are g2's once the wait ends"
+            );
+        }
         let held = lease(&c, "l", 4096).await;
         let to_l: Vec<JobKey> = held.iter().map(|g| g.key.clone()).collect();
         let reports = held
@@ -2077,12 +2148,16 @@ async fn a_second_result_is_steered_to_another_kernel_family() {
                 ..report(g)
             })
             .collect();
-        c.report("l", "l", reports).await.unwrap();
-        // Confirmed across two families: the run counts them, and the worker table names them.
+        let outcomes = c.report("l", "l", reports).await.unwrap();
+        // Every confirmation here crosses two families (l confirms GPU results, g2 l's): the run
+        // counts them all, and the worker table names the families.
         let view = c.run(&run).unwrap();
-        let gpu_first: Vec<JobKey> = of_g.iter().cloned().chain(keys(&g2)).collect();
-        let two = to_l.iter().filter(|k| gpu_first.contains(k)).count() as u64;
-        assert_eq!(view.jobs_two_families, two);
+        let two = outcomes.iter().filter(|o| **o == Outcome::Accepted).count() as u64;
+        if wait > Duration::ZERO {
+            assert!(two >= of_g.len() as u64, "{outcomes:?}");
+        }
+        assert!(view.jobs_confirmed >= two);
+        assert_eq!(view.jobs_two_families, view.jobs_confirmed);
         let families = |name: &str| {
             let w = c.workers().into_iter().find(|w| w.name == name).unwrap();
             w.families.iter().collect::<Vec<Family>>()
@@ -2097,7 +2172,10 @@ async fn a_second_result_is_steered_to_another_kernel_family() {
         "{of_g:?} {to_g2:?}"
     );
     assert!(of_g.iter().all(|k| to_l.contains(k)), "{of_g:?} {to_l:?}");
-    assert_eq!(c.run("1").unwrap().jobs_two_families, 5, "g's 3 and g2's 2");
+    assert!(
+        c.run("1").unwrap().jobs_two_families >= 5,
+        "g's 3 and g2's 2 at least"
+    );
     let (of_g, to_g2, _, _) = scenario(Duration::ZERO).await;
     assert!(of_g.iter().all(|k| to_g2.contains(k)), "{of_g:?} {to_g2:?}");
 }

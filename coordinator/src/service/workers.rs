@@ -237,17 +237,24 @@ impl Workers {
     }
 
     /// The kernel families of the workers seen within `timeout` of `now` and not leaving: those of the
-    /// identity `name`, and those of every other identity.
-    pub fn families(&self, name: &str, now: Instant, timeout: Duration) -> (FamilySet, FamilySet) {
-        let (mut own, mut others) = (FamilySet::default(), FamilySet::default());
+    /// identity `name`, and every other identity's (by name; those with none stated left out).
+    pub fn families(
+        &self,
+        name: &str,
+        now: Instant,
+        timeout: Duration,
+    ) -> (FamilySet, HashMap<String, FamilySet>) {
+        let mut own = FamilySet::default();
+        let mut others: HashMap<String, FamilySet> = HashMap::new();
         for w in self.seen.values() {
             if w.lost || w.leaving || now.saturating_duration_since(w.last_seen) > timeout {
                 continue;
             }
             if w.name == name {
                 own = own.union(w.families);
-            } else {
-                others = others.union(w.families);
+            } else if !w.families.is_empty() {
+                let f = others.entry(w.name.clone()).or_default();
+                *f = f.union(w.families);
             }
         }
         (own, others)

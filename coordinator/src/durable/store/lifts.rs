@@ -62,21 +62,36 @@ pub fn cleared(records: &[Quarantine]) -> HashSet<&str> {
 }
 
 impl Store {
-    /// The quarantines the rule lifted, by name.
+    /// The quarantines the rule lifted, by name. A record that fails its check (damaged on disk) reads
+    /// as a quarantine of its worker naming no decider, logged: the rule then puts it back, for good
+    /// (the safe side), and the start is never refused over it.
     pub fn lifted(&self) -> Result<Vec<Quarantine>> {
-        self.lifted
-            .iter()
-            .values()
-            .map(|v| decode("quarantine", &v?))
-            .collect()
+        let mut out = Vec::new();
+        for kv in self.lifted.iter() {
+            let (k, v) = kv?;
+            let worker = String::from_utf8_lossy(&k).into_owned();
+            out.push(match decode::<Quarantine>("quarantine", &v) {
+                Ok(q) if q.worker == worker => q,
+                Ok(_) | Err(_) => {
+                    tracing::error!(worker = %worker, place = "store", "a lifted quarantine record fails its check (damaged on disk): the worker is quarantined again, naming no decider");
+                    Quarantine {
+                        worker,
+                        reason: "its lifted quarantine record was damaged on disk".into(),
+                        at_unix: super::now_unix(),
+                        by: Vec::new(),
+                    }
+                }
+            });
+        }
+        Ok(out)
     }
 
     /// Runs the rule over every quarantine, stored and lifted: lifts those it clears (they lease
     /// again; their results taken back are computed again, not restored: nothing vouches for them)
     /// and puts back the lifted ones it no longer clears (the caller takes back their unconfirmed
     /// results, as for any quarantine). A worker with both records (quarantined again after a lift)
-    /// is decided on their join ([`Quarantine::merged`]). Each move is one transaction over both
-    /// trees; the caller flushes.
+    /// is decided on their join ([`Quarantine::merged`]). Every move is made in one transaction over
+    /// both trees: on an error nothing moved. The caller flushes.
     pub fn apply_quarantine_rule(&self) -> Result<Lifts> {
         let mut all: BTreeMap<String, (Quarantine, bool, bool)> = BTreeMap::new();
         for q in self.quarantined()? {
@@ -96,6 +111,8 @@ impl Store {
         let records: Vec<Quarantine> = all.values().map(|(q, _, _)| q.clone()).collect();
         let clear: HashSet<String> = cleared(&records).into_iter().map(str::to_string).collect();
         let mut out = Lifts::default();
+        // (name, record, whether it goes to `lifted`)
+        let mut moves: Vec<(String, Vec<u8>, bool)> = Vec::new();
         for (name, (q, in_quarantine, in_lifted)) in all {
             let lift = clear.contains(&name);
             match (lift, in_quarantine, in_lifted) {
@@ -105,26 +122,31 @@ impl Store {
                 (false, false, true) => out.restored.push(q.clone()),
                 (false, true, true) => {}
             }
-            let (to, from) = match lift {
-                true => (&self.lifted, &self.quarantine),
-                false => (&self.quarantine, &self.lifted),
-            };
-            let bytes = encode(&q);
-            (to, from)
-                .transaction(|(to, from)| {
+            moves.push((name, encode(&q), lift));
+        }
+        if moves.is_empty() {
+            return Ok(out);
+        }
+        (&self.quarantine, &self.lifted)
+            .transaction(|(quarantine, lifted)| {
+                for (name, bytes, lift) in &moves {
+                    let (to, from) = match lift {
+                        true => (lifted, quarantine),
+                        false => (quarantine, lifted),
+                    };
                     from.remove(name.as_bytes())?;
                     to.insert(name.as_bytes(), bytes.as_slice())?;
-                    Ok::<(), sled::transaction::ConflictableTransactionError<()>>(())
-                })
-                .map_err(|e| -> crate::error::Error {
-                    match e {
-                        sled::transaction::TransactionError::Storage(e) => e.into(),
-                        sled::transaction::TransactionError::Abort(()) => {
-                            unreachable!("the move never aborts")
-                        }
+                }
+                Ok::<(), sled::transaction::ConflictableTransactionError<()>>(())
+            })
+            .map_err(|e| -> crate::error::Error {
+                match e {
+                    sled::transaction::TransactionError::Storage(e) => e.into(),
+                    sled::transaction::TransactionError::Abort(()) => {
+                        unreachable!("the moves never abort")
                     }
-                })?;
-        }
+                }
+            })?;
         Ok(out)
     }
 }
@@ -196,5 +218,24 @@ mod tests {
         let mut c: Vec<&str> = cleared(&records).into_iter().collect();
         c.sort();
         assert_eq!(c, ["a", "c"]);
+    }
+
+    /// A lifted record damaged on disk neither refuses the rule (nor the start) nor lifts anyone: its
+    /// worker is quarantined again, naming no decider (found by a review, 2026-11-28: the start was
+    /// refused for good, and `--repair` could not mend it).
+    #[test]
+    fn a_damaged_lifted_record_puts_its_worker_back_for_good() {
+        let store = Store::temporary().unwrap();
+        store
+            .lifted
+            .insert(b"w", &b"{\"not\":\"a record\"}"[..])
+            .unwrap();
+        let lifts = store.apply_quarantine_rule().unwrap();
+        assert_eq!(names(&lifts.restored), ["w"]);
+        assert!(store.lifted().unwrap().is_empty());
+        let back = store.quarantined().unwrap();
+        assert_eq!(names(&back), ["w"]);
+        assert!(back[0].by.is_empty(), "never lifted by the rule");
+        assert_eq!(store.apply_quarantine_rule().unwrap(), Lifts::default());
     }
 }

@@ -2340,3 +2340,31 @@ fn a_confirmed_result_keeps_the_families_of_both_computers() {
     let line = &store.audit().unwrap()[0];
     assert_eq!((line.confirmed, line.two_families), (2, 1));
 }
+
+/// A disproof of a worker whose stored quarantine record fails its check (damaged on disk) is stored
+/// naming no decider: never lifted by the rule, the safe side (killed the mutant that kept the new
+/// disproof's deciders, issue 42).
+#[test]
+fn a_disproof_joined_with_a_damaged_quarantine_names_no_decider() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let mut lie = incoming_from(run.id, &plan, 0, "w");
+    lie.result.total += 1;
+    lie.seal = seal(plan.fingerprint().1, &lie.key, &lie.result);
+    store.commit(&[lie]).unwrap();
+    store
+        .commit(&[incoming_from(run.id, &plan, 0, "a")])
+        .unwrap();
+    store.quarantine.insert(b"w", &b"damaged"[..]).unwrap();
+    let decided = store
+        .commit(&[incoming_from(run.id, &plan, 0, "b")])
+        .unwrap();
+    assert_eq!(decided.quarantined.len(), 1, "{:?}", decided.quarantined);
+    assert!(
+        decided.quarantined[0].by.is_empty(),
+        "{:?}",
+        decided.quarantined
+    );
+    let stored = store.quarantined().unwrap();
+    assert_eq!(stored[0].worker, "w");
+    assert!(stored[0].by.is_empty());
+}
