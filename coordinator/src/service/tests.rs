@@ -2015,6 +2015,32 @@ async fn a_lift_whose_ledger_line_was_lost_is_made_at_the_start() {
     assert_eq!(stored, ["liar"]);
 }
 
+/// Issue 37: an operator's release at the start comes before the quarantine rule. a was lifted because
+/// its decider x is quarantined; a start that releases x takes a's lift's basis away, and a is
+/// quarantined again at that very start (before, the rule ran first, and a served until the next
+/// quarantine or start; found by a review, 2026-11-28).
+#[tokio::test]
+async fn a_release_of_a_decider_at_the_start_puts_back_what_it_had_lifted() {
+    use crate::durable::store::tests::quarantined_by;
+    let store = Store::temporary().unwrap();
+    store
+        .restore_quarantine(&quarantined_by("a", &["x"]))
+        .unwrap();
+    store
+        .restore_quarantine(&quarantined_by("x", &["y"]))
+        .unwrap();
+    assert_eq!(store.apply_quarantine_rule().unwrap().lifted.len(), 1);
+    let config = Config {
+        release: vec!["x".into()],
+        ..Config::default()
+    };
+    let c = Coordinator::open(store, config).unwrap();
+    let mut names: Vec<String> = c.state().quarantined.keys().cloned().collect();
+    names.sort();
+    assert_eq!(names, ["a"]);
+    assert!(c.shared.store.lifted().unwrap().is_empty());
+}
+
 /// Issue 37: a `--release-quarantine NAME` left in a deployment after the rule lifted NAME no longer
 /// refuses the start (it did: "no quarantined worker is named"); the lifted record goes, so the rule
 /// never puts it back. A lifted worker's record (its confirmed results before) decides nothing after a
