@@ -4,7 +4,8 @@
 //!
 //! A packed line is the byte [`MARK`] (never the first byte of a JSON line), then, escaped so that it
 //! holds no newline ([`escape`]), the version byte [`VERSION`], the low 32 bits of the CRC-64 of the
-//! payload (little-endian) and the payload: one [`Packed`] in postcard. Two kinds:
+//! version byte and the payload (little-endian; version 3 checked the payload alone) and the payload:
+//! one [`Packed`] in postcard. Two kinds:
 //!
 //! - `Worker`: defines a small number for a worker (its name and process id); the writer defines each
 //!   worker before its first result in an incarnation, with a number no line of the file defined
@@ -184,13 +185,25 @@ fn line(packed: &Packed) -> Vec<u8> {
     let payload = postcard::to_allocvec(packed).expect("ledger lines serialize to postcard");
     let mut framed = Vec::with_capacity(payload.len() + 5);
     framed.push(VERSION);
-    framed.extend_from_slice(&(checksum(&payload) as u32).to_le_bytes());
+    framed.extend_from_slice(&check(VERSION, &payload).to_le_bytes());
     framed.extend_from_slice(&payload);
     let mut out = Vec::with_capacity(framed.len() + 4);
     out.push(MARK);
     escape(&framed, &mut out);
     out.push(b'\n');
     out
+}
+
+/// A line's check: the low 32 bits of the CRC-64 of its payload, for version 3; of its version byte
+/// and payload from version 4, so that a version byte changed to another version is damage too.
+fn check(version: u8, payload: &[u8]) -> u32 {
+    if version == VERSION_3 {
+        return checksum(payload) as u32;
+    }
+    let mut bytes = Vec::with_capacity(payload.len() + 1);
+    bytes.push(version);
+    bytes.extend_from_slice(payload);
+    checksum(&bytes) as u32
 }
 
 fn escape(bytes: &[u8], out: &mut Vec<u8>) {
@@ -247,7 +260,7 @@ impl Decoder {
         let (crc, payload) = rest
             .split_first_chunk::<4>()
             .ok_or("a packed line shorter than its check")?;
-        if u32::from_le_bytes(*crc) != checksum(payload) as u32 {
+        if u32::from_le_bytes(*crc) != check(version, payload) {
             return Err("a packed line fails its check".into());
         }
         let (packed, trailing) = match version {
@@ -405,7 +418,7 @@ mod tests {
             let _ = decoder.decode(&packed);
             for version in [VERSION_3, VERSION] {
                 let mut framed = vec![version];
-                framed.extend_from_slice(&(checksum(&bytes) as u32).to_le_bytes());
+                framed.extend_from_slice(&check(version, &bytes).to_le_bytes());
                 framed.extend_from_slice(&bytes);
                 let mut line = vec![MARK];
                 escape(&framed, &mut line);
