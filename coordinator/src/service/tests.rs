@@ -446,10 +446,15 @@ async fn a_job_expired_under_one_worker_name_only_is_not_failed_whatever_the_att
 
 /// A coordinator over the store in `dir`, once the previous one has let go of it.
 async fn reopened(dir: &std::path::Path) -> Coordinator {
+    reopened_with(dir, Config::default()).await
+}
+
+/// [`reopened`] with `config`.
+async fn reopened_with(dir: &std::path::Path, config: Config) -> Coordinator {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         match Store::open(dir) {
-            Ok(store) => return Coordinator::open(store, Config::default()).unwrap(),
+            Ok(store) => return Coordinator::open(store, config).unwrap(),
             Err(Error::InUse(_)) if std::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(20)).await
             }
@@ -2013,6 +2018,42 @@ async fn a_lift_whose_ledger_line_was_lost_is_made_at_the_start() {
         .map(|q| q.worker)
         .collect();
     assert_eq!(stored, ["liar"]);
+    let lifted: Vec<String> = c
+        .shared
+        .store
+        .lifted()
+        .unwrap()
+        .into_iter()
+        .map(|q| q.worker)
+        .collect();
+    assert_eq!(lifted, ["framed"]);
+    drop(c);
+    // The ledger's last word on "framed" a quarantine again (its release line lost to a crash, say):
+    // the start restores it into the store beside its lifted record, and the rule decides the join:
+    // lifted again, with a new release line.
+    let path = dir.path().join(crate::durable::ledger::LEDGER_FILE);
+    let view = crate::durable::ledger::LedgerView::read(&path).unwrap();
+    let mut ledger =
+        crate::durable::ledger::Ledger::open(&path, view.len, view.next_worker).unwrap();
+    ledger
+        .append(&[crate::durable::ledger::Entry::Quarantine(quarantined_by(
+            "framed",
+            &["liar"],
+        ))])
+        .unwrap();
+    drop(ledger);
+    let c = reopened(dir.path()).await;
+    assert_eq!(names(&c), ["liar"]);
+    assert_eq!(c.shared.store.lifted().unwrap().len(), 1);
+    drop(c);
+    let ledger = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+    assert_eq!(
+        ledger
+            .matches(r#""kind":"released","worker":"framed""#)
+            .count(),
+        2,
+        "{ledger}"
+    );
 }
 
 /// Issue 37: an operator's release at the start comes before the quarantine rule. a was lifted because
@@ -2078,18 +2119,11 @@ async fn a_release_of_a_worker_the_rule_lifted_is_final_and_a_lifted_worker_has_
         "no record from before its lift"
     );
     drop(c);
-    let store = loop {
-        match Store::open(dir.path()) {
-            Ok(store) => break store,
-            Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
-            Err(e) => panic!("{e}"),
-        }
-    };
     let config = Config {
         release: vec!["w".into()],
         ..Config::default()
     };
-    let c = Coordinator::open(store, config).unwrap();
+    let c = reopened_with(dir.path(), config).await;
     assert!(
         c.shared.store.lifted().unwrap().is_empty(),
         "released for good"
