@@ -434,4 +434,30 @@ mod tests {
         drop(journal);
         assert_eq!(Journal::open(&path).unwrap().pending(), vec![finished(3)]);
     }
+
+    /// A journal in folders that do not exist yet is opened, the folders made (killed the mutant that
+    /// made no folder, issue 42).
+    #[test]
+    fn a_journal_in_new_folders_is_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/w.journal");
+        let mut journal = Journal::open(&path).unwrap();
+        journal.record(&[finished(1)]).unwrap();
+        drop(journal);
+        assert_eq!(Journal::open(&path).unwrap().pending(), vec![finished(1)]);
+    }
+
+    /// A journal that cannot be read for another reason than its absence (here a symbolic link to
+    /// itself) is refused, and left as it was: never taken for an empty journal and written over
+    /// (killed the mutant that read every error as "not there", issue 42).
+    #[cfg(unix)]
+    #[test]
+    fn a_journal_that_cannot_be_read_is_refused_not_taken_for_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.journal");
+        std::os::unix::fs::symlink(&path, &path).unwrap();
+        assert!(Journal::open(&path).is_err());
+        let link = std::fs::symlink_metadata(&path).unwrap();
+        assert!(link.file_type().is_symlink(), "left as it was");
+    }
 }

@@ -237,5 +237,12 @@ mod tests {
         assert_eq!(names(&back), ["w"]);
         assert!(back[0].by.is_empty(), "never lifted by the rule");
         assert_eq!(store.apply_quarantine_rule().unwrap(), Lifts::default());
+        // A record that decodes but names another worker than its key is damage too (killed the
+        // mutant that took it as it read, issue 42).
+        let store = Store::temporary().unwrap();
+        store.lifted.insert(b"w", encode(&q("v", &["x"]))).unwrap();
+        let lifts = store.apply_quarantine_rule().unwrap();
+        assert_eq!(names(&lifts.restored), ["w"]);
+        assert!(store.quarantined().unwrap()[0].by.is_empty());
     }
 }
