@@ -302,17 +302,6 @@ impl Coordinator {
         // token's that has neither).
         let may_decide =
             !credential || state.confirmed.contains(name) || state.spot.passed_by(name) > 0;
-        let (own, others) = state.workers.families(name, now, state.leases.timeout());
-        let steer = super::steer::Steer {
-            own,
-            // Identities that may confirm: not quarantined.
-            others: others
-                .into_iter()
-                .filter(|(n, _)| !state.quarantined.contains_key(n))
-                .collect(),
-            wait: state.family_wait,
-            now_unix: crate::durable::store::now_unix(),
-        };
         drop(guard);
 
         let spotted = spots.len();
@@ -399,7 +388,16 @@ impl Coordinator {
                     &super::live::Asking {
                         name,
                         may_decide,
-                        steer: &steer,
+                        steer: &|| {
+                            super::steer::Steer::of(
+                                &state.workers,
+                                &state.quarantined,
+                                name,
+                                now,
+                                state.leases.timeout(),
+                                state.family_wait,
+                            )
+                        },
                     },
                     candidates,
                     records,

@@ -97,14 +97,14 @@ pub struct LiveRun {
 }
 
 /// Who asks [`LiveRun::settle`] for jobs, and what it may be leased.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Asking<'a> {
     /// Its identity.
     pub name: &'a str,
     /// Whether it may decide a dispute (it has a record).
     pub may_decide: bool,
-    /// Which second results wait for another kernel family.
-    pub steer: &'a super::steer::Steer,
+    /// Which second results wait for another kernel family: made at the first job that could wait.
+    pub steer: &'a dyn Fn() -> super::steer::Steer,
 }
 
 /// What [`LiveRun::settle`] decided.
@@ -256,6 +256,7 @@ impl LiveRun {
         let (mut retry_back, mut ahead_back, mut computed) = (Vec::new(), Vec::new(), Vec::new());
         // Second results held for a worker of another kernel family.
         let mut held = Vec::new();
+        let mut made: Option<super::steer::Steer> = None;
         let keys = candidates.retry.into_iter().chain(candidates.list);
         for (i, (key, record)) in keys.zip(records).enumerate() {
             if leases.is_leased(run, &key) || chosen.contains(&key) {
@@ -270,7 +271,12 @@ impl LiveRun {
                 // A dispute waits for a worker with a record of confirmed results.
                 Some(r) if r.state == JobState::Disputed && !may_decide => computed.push(key),
                 // A second result waits a while for a worker of another kernel family.
-                Some(r) if steer.waits(&r) => held.push(key),
+                Some(r)
+                    if super::steer::Steer::may_wait(&r)
+                        && made.get_or_insert_with(steer).waits(&r) =>
+                {
+                    held.push(key)
+                }
                 _ if chosen.len() < want => chosen.push(key),
                 _ if i < from_retry => retry_back.push(key),
                 _ => ahead_back.push(key),
@@ -633,7 +639,6 @@ impl LiveRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::steer::Steer;
     use nqueens_common::Strategy;
 
     fn run(jobs_total: u64) -> RunMeta {
@@ -704,7 +709,8 @@ mod tests {
             &Asking {
                 name: "w",
                 may_decide: true,
-                steer: &Steer::none(),
+                // Fresh jobs never make one (the pass over the worker table stays off this path).
+                steer: &|| panic!("a steer made for fresh jobs"),
             },
             taken,
             records,

@@ -3,6 +3,7 @@
 //! family cannot confirm itself). A soft rule: it only orders work, never decides a count, and a job
 //! waits at most [`crate::service::Config::family_wait`].
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use nqueens_common::FamilySet;
@@ -23,6 +24,36 @@ pub struct Steer {
 }
 
 impl Steer {
+    /// What the lease call of identity `name` at `now` knows: its live workers' families, and every
+    /// other live identity's that is not quarantined. A pass over the worker table: made only when a
+    /// job could wait ([`Steer::may_wait`]), never for a lease of fresh jobs.
+    pub fn of(
+        workers: &super::workers::Workers,
+        quarantined: &HashMap<String, String>,
+        name: &str,
+        now: tokio::time::Instant,
+        timeout: Duration,
+        wait: Duration,
+    ) -> Steer {
+        let (own, others) = workers.families(name, now, timeout);
+        Steer {
+            own,
+            others: others
+                .into_iter()
+                .filter(|(n, _)| !quarantined.contains_key(n))
+                .collect(),
+            wait,
+            now_unix: crate::durable::store::now_unix(),
+        }
+    }
+
+    /// Whether the job of `record` could wait for another family at all: a verified job with one
+    /// result, of a stated family (checked before any [`Steer`] is made).
+    pub fn may_wait(record: &JobRecord) -> bool {
+        record.state == JobState::Verifying
+            && matches!(record.candidates.as_slice(), [first] if first.family().is_some())
+    }
+
     /// Steers nothing (tests of what else decides a lease).
     #[cfg(test)]
     pub fn none() -> Steer {
@@ -39,7 +70,7 @@ impl Steer {
     /// serving identity other than the first result's computes another family, and the result is
     /// younger than the wait (one stamped later than now, a clock stepped back, waits for nobody).
     pub fn waits(&self, record: &JobRecord) -> bool {
-        let [first] = record.candidates.as_slice() else {
+        let (true, [first]) = (Steer::may_wait(record), record.candidates.as_slice()) else {
             return false;
         };
         let Some(family) = first.family() else {
@@ -49,8 +80,7 @@ impl Steer {
             .now_unix
             .checked_sub(first.at_unix)
             .is_some_and(|age| age < self.wait.as_secs());
-        record.state == JobState::Verifying
-            && self.own.only(family)
+        self.own.only(family)
             && young
             && self
                 .others
