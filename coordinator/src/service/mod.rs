@@ -1,8 +1,8 @@
 //! The service layer: the coordinator's logic, independent of the wire. Runs live in memory ([`live`]),
 //! the lease table ([`lease_table`]) and the lease policy ([`lease`]), reports, spot checks, the steer
-//! of second results to another kernel family ([`steer`]), workers and strikes, control, each run's history and progress, and the metrics. The gRPC layer and the embedded
-//! local mode both call this, so they share one behaviour; it writes through the durable layer's
-//! committer.
+//! of second results to another kernel family ([`steer`]), workers and strikes, control, each run's
+//! history and progress, and the metrics. The gRPC layer and the embedded local mode both call this,
+//! so they share one behaviour; it writes through the durable layer's committer.
 
 mod certify;
 mod control;
