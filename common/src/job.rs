@@ -1,45 +1,12 @@
 //! Jobs: the unit of work a worker leases. A job is named by a short key from which any machine
 //! regenerates exactly the same search, so the job table stays O(jobs) and never lists sub-problems.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::kernel;
+pub use crate::key::JobKey;
 use crate::partition::{d4, mirror, Plan, Strategy};
-
-/// The key of a job within its plan: mirror, the prefix columns; d4, `[w, e, prefix columns...]`.
-/// Written as dot-separated numbers (`"3.7.1"`); this text is the job's stable id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct JobKey(pub Vec<u8>);
-
-impl fmt::Display for JobKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self.0.iter().map(|c| c.to_string()).collect();
-        f.write_str(&parts.join("."))
-    }
-}
-
-impl FromStr for JobKey {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<JobKey> {
-        if s.len() > 200 {
-            return Err(Error::UnknownJob(format!(
-                "{}...",
-                s.chars().take(32).collect::<String>()
-            )));
-        }
-        s.split('.')
-            .map(|p| {
-                p.parse::<u8>()
-                    .map_err(|_| Error::UnknownJob(s.to_string()))
-            })
-            .collect::<Result<_>>()
-            .map(JobKey)
-    }
-}
 
 /// What computing one job produced. Counts are per job and fit `u64`; run totals are `u128`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -96,6 +63,39 @@ impl Groups {
             self.last = Some((n, d4::Group::new(n, w, e)?));
         }
         self.last.as_ref().map(|(_, g)| g)
+    }
+}
+
+/// The jobs of a plan.
+impl Plan {
+    /// The parts of job `key` when split `extra` rows further: the plan of that depth and the keys of
+    /// its jobs that extend `key`, in order. Their results add up to the job's (the search nodes of the
+    /// `extra` rows themselves aside); a job that cannot be extended has no parts and counts nothing.
+    pub fn parts(&self, key: &JobKey, extra: u8) -> Result<(Plan, Vec<JobKey>)> {
+        self.job(key)?;
+        let mut level = vec![key.clone()];
+        let mut plan = *self;
+        for _ in 0..extra {
+            plan = Plan::with_depth(self.n() as u32, self.strategy(), plan.depth() + 1)?;
+            let n = self.n();
+            level = level
+                .into_iter()
+                .flat_map(|k| {
+                    (0..n).map(move |c| {
+                        let mut next = k.0.clone();
+                        next.push(c);
+                        JobKey(next)
+                    })
+                })
+                .filter(|k| plan.job(k).is_ok())
+                .collect();
+        }
+        Ok((plan, level))
+    }
+
+    /// The job named by `key`, checked to belong to this plan.
+    pub fn job(&self, key: &JobKey) -> Result<Job> {
+        Job::new(*self, key.clone())
     }
 }
 

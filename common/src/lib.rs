@@ -14,6 +14,7 @@ pub mod family;
 pub mod job;
 pub mod jsonl;
 pub mod kernel;
+pub mod key;
 pub mod names;
 pub mod partition;
 pub mod reference;

@@ -13,9 +13,9 @@ pub enum Error {
     #[error("invalid request: {0}")]
     Invalid(String),
     /// A report refused whole, for the request itself (a worker id or name, its size, a device name),
-    /// not for any result it carries: the worker stops rather than drop its results.
-    #[error("invalid request: {0}")]
-    BadRequest(String),
+    /// not for any result it carries: the worker stops rather than drop its results. Wraps why.
+    #[error(transparent)]
+    WholeRequest(Box<Error>),
     /// A limit on what the coordinator holds at once (open runs) is reached: nothing was changed.
     #[error("{0}")]
     TooMany(String),
@@ -65,20 +65,17 @@ pub enum Error {
     /// The store's directory is held by another process.
     #[error("{0} is in use by another nqueens process (one process per data directory: stop it, or pick another with --data)")]
     InUse(String),
-    /// The local mode's in-process worker failed or stopped early.
-    #[error("local worker: {0}")]
-    LocalWorker(String),
     /// The coordinator is shutting down.
     #[error("coordinator is shutting down")]
     ShuttingDown,
 }
 
 impl Error {
-    /// This error as a refusal of the whole request ([`Error::BadRequest`]), where it is an invalid
+    /// This error as a refusal of the whole request ([`Error::WholeRequest`]), where it is an invalid
     /// request; any other error as it is.
     pub fn of_the_request(self) -> Error {
         match self {
-            Error::Invalid(why) => Error::BadRequest(why),
+            Error::Invalid(_) => Error::WholeRequest(Box::new(self)),
             other => other,
         }
     }

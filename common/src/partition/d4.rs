@@ -10,8 +10,8 @@
 //! `BENCHMARKS.md` compares the tree sizes of the alternatives.
 
 use crate::board::{attacks, PartialBoard};
-use crate::job::JobKey;
 use crate::kernel::{self, Problem, Unit};
+use crate::key::JobKey;
 use crate::partition::ring::{self, Ring};
 use crate::partition::walk::{Advance, Budget, Walk};
 use crate::partition::SubProblem;

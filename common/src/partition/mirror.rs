@@ -3,7 +3,7 @@
 //! the left half (weight 2). One job per prefix.
 
 use crate::board::{attacks, PartialBoard};
-use crate::job::JobKey;
+use crate::key::JobKey;
 use crate::partition::walk::{Advance, Budget, Walk};
 use crate::partition::SubProblem;
 use crate::symmetry::SymmetrySet;

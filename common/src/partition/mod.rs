@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::board::PartialBoard;
 use crate::error::{check_n, Error, Result};
-use crate::job::{Job, JobKey};
+use crate::key::JobKey;
 use crate::symmetry::SymmetrySet;
 
 /// Most jobs a plan may have. The job list is never stored, but every job done costs about 0.7 KiB in the
@@ -84,7 +84,7 @@ pub struct SubProblem {
 }
 
 /// The partition of one N under one strategy: a checked, deterministic description of its jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Plan {
     n: u8,
     strategy: Strategy,
@@ -174,36 +174,6 @@ impl Plan {
             }
             Strategy::D4 => Box::new(d4::jobs_within(self.n, self.depth, budget)),
         }
-    }
-
-    /// The parts of job `key` when split `extra` rows further: the plan of that depth and the keys of
-    /// its jobs that extend `key`, in order. Their results add up to the job's (the search nodes of the
-    /// `extra` rows themselves aside); a job that cannot be extended has no parts and counts nothing.
-    pub fn parts(&self, key: &JobKey, extra: u8) -> Result<(Plan, Vec<JobKey>)> {
-        self.job(key)?;
-        let mut level = vec![key.clone()];
-        let mut plan = *self;
-        for _ in 0..extra {
-            plan = Plan::with_depth(self.n as u32, self.strategy, plan.depth + 1)?;
-            let n = self.n;
-            level = level
-                .into_iter()
-                .flat_map(|k| {
-                    (0..n).map(move |c| {
-                        let mut next = k.0.clone();
-                        next.push(c);
-                        JobKey(next)
-                    })
-                })
-                .filter(|k| plan.job(k).is_ok())
-                .collect();
-        }
-        Ok((plan, level))
-    }
-
-    /// The job named by `key`, checked to belong to this plan.
-    pub fn job(&self, key: &JobKey) -> Result<Job> {
-        Job::new(*self, key.clone())
     }
 
     /// The number of jobs and a 64-bit FNV-1a hash of their keys in order. Stored with a run, it lets a

@@ -72,7 +72,11 @@ pub fn run(args: &CountArgs) -> anyhow::Result<()> {
                 bar.set_position(v.tally.jobs);
                 bar.set_message(bar_eta(v.eta_seconds));
                 saved.store(v.tally.jobs, std::sync::atomic::Ordering::Relaxed);
-            }) => outcome.map_err(anyhow::Error::from),
+            }) => outcome.map_err(|e| match e {
+                // Kept as the coordinator's error: its exit code tells bad input apart.
+                local::LocalError::Coordinator(e) => anyhow::Error::from(e),
+                other => anyhow::Error::from(other),
+            }),
             _ = tokio::signal::ctrl_c() => {
                 bar.abandon();
                 let seen = saved.load(std::sync::atomic::Ordering::Relaxed);

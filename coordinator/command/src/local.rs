@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use nqueens_coordinator::durable::store::Store;
-use nqueens_coordinator::error::{Error, Result};
+use nqueens_coordinator::error::Error;
 use nqueens_coordinator::service::{plan_of, Config, Coordinator, RetryFailed, RunView};
 
 /// What to count, where, and with how many threads.
@@ -38,9 +38,29 @@ pub struct LocalOutcome {
     pub gpu_nodes: u128,
 }
 
+/// Why a local count did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    /// The embedded coordinator failed (or refused the count).
+    #[error(transparent)]
+    Coordinator(#[from] Error),
+    /// The in-process worker stopped.
+    #[error("local worker")]
+    Worker(#[source] nqueens_worker::Error),
+    /// Jobs of the run failed: it cannot finish until they are tried again.
+    #[error("local worker: {0} jobs failed (the log says why); run the same command again to retry them")]
+    Stalled(u64),
+    /// The in-process worker stopped before the run was done, saying nothing.
+    #[error("local worker stopped before the run was done")]
+    Stopped,
+}
+
 /// Counts through an embedded coordinator, resuming the store's run for the same plan if there is one.
 /// `progress` sees the run after every change.
-pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<LocalOutcome> {
+pub async fn count(
+    opts: LocalCount,
+    progress: impl Fn(&RunView),
+) -> Result<LocalOutcome, LocalError> {
     let data = opts.data.clone();
     let store = tokio::task::spawn_blocking(move || {
         crate::setup::private_dir(&data)
@@ -65,14 +85,14 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
     // anything is leased, saying what would finish it.
     if !view.is_done() && view.meta.verify_fraction > 0.0 {
         let id = view.id();
-        return Err(Error::Invalid(format!(
+        return Err(LocalError::Coordinator(Error::Invalid(format!(
             "run {id} (N = {} {}) in {} verifies {}% of its jobs, each by two workers of different names, and `count` runs one: serve the directory (`nqueens serve --data {}`) with workers of two names to finish it, or cancel it there (`nqueens cancel {id}`) to count afresh",
             view.meta.n,
             view.meta.strategy,
             opts.data.display(),
             view.meta.verify_fraction * 100.0,
             opts.data.display(),
-        )));
+        ))));
     }
     // Counting is asking for the run to go on: a run paused by an earlier `serve` is resumed.
     let view = if view.meta.paused && !view.is_done() {
@@ -145,7 +165,8 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
             let _ = server.await;
             return Err(Error::Durability(
                 "the store failed a write (see the log) and must be reopened; run the same command again to resume".into(),
-            ));
+            )
+            .into());
         }
         tokio::select! {
             _ = changes.changed() => {}
@@ -161,13 +182,8 @@ pub async fn count(opts: LocalCount, progress: impl Fn(&RunView)) -> Result<Loca
             jobs_resumed,
             gpu_nodes: summary.gpu_nodes,
         }),
-        _ if view.is_stalled() => Err(Error::LocalWorker(format!(
-            "{} jobs failed (the log says why); run the same command again to retry them",
-            view.jobs_failed
-        ))),
-        Ok(Err(e)) => Err(Error::LocalWorker(e.to_string())),
-        _ => Err(Error::Invalid(
-            "local worker stopped before the run was done".into(),
-        )),
+        _ if view.is_stalled() => Err(LocalError::Stalled(view.jobs_failed)),
+        Ok(Err(e)) => Err(LocalError::Worker(e)),
+        _ => Err(LocalError::Stopped),
     }
 }

@@ -9,7 +9,7 @@ use clap::Args;
 use tokio::net::TcpListener;
 
 use nqueens_coordinator::durable::store::Store;
-use nqueens_coordinator::service::{Config, Coordinator, RetryFailed};
+use nqueens_coordinator::service::{Config, RetryFailed};
 
 /// Arguments of `nqueens serve`.
 #[derive(Debug, Clone, Args)]
@@ -236,7 +236,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let data = args.data.clone().unwrap_or_else(setup::default_data_dir);
     setup::private_dir(&data)?;
     let store = Store::open(&data)?;
-    let mut config = Config {
+    let config = Config {
         retry_failed: if args.retry_failed {
             RetryFailed::All
         } else {
@@ -277,121 +277,76 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 health
                     .set_service_status("", tonic_health::ServingStatus::NotServing)
                     .await;
-                let bound = crate::probe::spawn(addr, health.clone(), shutdown.clone().cancelled_owned())
-                    .await
-                    .map_err(|e| {
-                        anyhow::anyhow!(
-                            "cannot listen for health probes (--health-listen) on {addr}: {e}"
-                        )
-                    })?;
+                let bound =
+                    crate::probe::spawn(addr, health.clone(), shutdown.clone().cancelled_owned())
+                        .await
+                        .map_err(|e| {
+                            anyhow::anyhow!(
+                                "cannot listen for health probes (--health-listen) on {addr}: {e}"
+                            )
+                        })?;
                 (Some(health), Some(bound))
             }
             None => (None, None),
         };
-        let mut store = Some(store);
-        let mut reopened = false;
-        loop {
-            let store = match store.take() {
-                Some(store) => store,
-                None => match reopen(&data, &shutdown).await? {
-                    Some(store) => store,
-                    None => break,
-                },
-            };
-            let coordinator = match Coordinator::open(store, config.clone()) {
-                Ok(coordinator) => coordinator,
-                // After a storage failure the reopen may itself need space (the ledger is rewritten
-                // from the store): stay down and try again rather than exit. Damage the startup
-                // cannot repair is no such case: the coordinator stops, naming it.
-                Err(e)
-                    if reopened
-                        && !shutdown.is_cancelled()
-                        && !matches!(e, nqueens_coordinator::error::Error::Corrupt(_)) =>
-                {
-                    tracing::error!(error = %e, "cannot reopen the store yet; trying again in 2 s");
-                    tokio::select! {
-                        _ = tokio::time::sleep(nqueens_coordinator::durable::storage_health::PROBE_EVERY) => continue,
-                        _ = shutdown.cancelled() => break,
-                    }
-                }
-                Err(e) => return Err(e.into()),
-            };
-            config.release.clear();
-            // This incarnation's listeners end with it (a reopen starts new ones on the same ports).
-            let incarnation = shutdown.child_token();
-            let listener = bind(args.listen).await?;
-            let http = match args.metrics_listen {
-                Some(addr) => Some(
-                    crate::http::spawn(
-                        addr,
-                        nqueens_coordinator::wire::web::router(coordinator.clone()),
-                        incarnation.clone().cancelled_owned(),
+        let (listen, metrics_listen, lease_timeout) =
+            (args.listen, args.metrics_listen, args.lease_timeout);
+        let (token, worker_token) = (args.token.is_some(), args.worker_token.is_some());
+        let served = nqueens_coordinator::wire::incarnations::serve_reopening(
+            &data,
+            store,
+            config,
+            shutdown.clone(),
+            |coordinator, incarnation| {
+                let (options, health) = (options.clone(), health.clone());
+                let data = data.clone();
+                async move {
+                    let listener = bind(listen).await?;
+                    let http = match metrics_listen {
+                        Some(addr) => Some(
+                            crate::http::spawn(
+                                addr,
+                                nqueens_coordinator::wire::web::router(coordinator.clone()),
+                                incarnation.clone().cancelled_owned(),
+                            )
+                            .await
+                            .map_err(|e| {
+                                anyhow::anyhow!(
+                                    "cannot listen for HTTP (--metrics-listen) on {addr}: {e}"
+                                )
+                            })?,
+                        ),
+                        None => None,
+                    };
+                    let mut options = options;
+                    options.health = health;
+                    tracing::info!(
+                        addr = %listener.local_addr()?,
+                        http = %http.map_or("-".to_string(), |a| a.to_string()),
+                        health = %probes.map_or("-".to_string(), |a| a.to_string()),
+                        data = %data.display(),
+                        lease_timeout = %humantime::format_duration(lease_timeout),
+                        tls = options.tls.is_some(),
+                        token,
+                        worker_token,
+                        "coordinator listening"
+                    );
+                    nqueens_coordinator::wire::server::serve(
+                        listener,
+                        coordinator,
+                        options,
+                        incarnation.cancelled_owned(),
                     )
-                    .await
-                    .map_err(|e| {
-                        anyhow::anyhow!("cannot listen for HTTP (--metrics-listen) on {addr}: {e}")
-                    })?,
-                ),
-                None => None,
-            };
-            let mut options = options.clone();
-            options.health = health.clone();
-            tracing::info!(
-                addr = %listener.local_addr()?,
-                http = %http.map_or("-".to_string(), |a| a.to_string()),
-                health = %probes.map_or("-".to_string(), |a| a.to_string()),
-                data = %data.display(),
-                lease_timeout = %humantime::format_duration(args.lease_timeout),
-                tls = options.tls.is_some(),
-                token = args.token.is_some(),
-                worker_token = args.worker_token.is_some(),
-                "coordinator listening"
-            );
-            nqueens_coordinator::wire::server::serve(
-                listener,
-                coordinator.clone(),
-                options,
-                incarnation.clone().cancelled_owned(),
-            )
-            .await?;
-            incarnation.cancel();
-            if shutdown.is_cancelled() || !coordinator.storage().reopen_requested() {
-                break;
-            }
-            tracing::warn!(data = %data.display(), "coordinator stopped to reopen its store");
-            reopened = true;
-        }
+                    .await?;
+                    Ok::<(), anyhow::Error>(())
+                }
+            },
+        )
+        .await;
+        served?;
         tracing::info!("coordinator stopped");
         Ok(())
     })
-}
-
-/// Opens the store again after its last incarnation let go of it (its threads end shortly after the
-/// server stops): retried for up to a minute while the store is still held. `None`: a signal asked the
-/// coordinator to stop meanwhile.
-async fn reopen(
-    data: &std::path::Path,
-    shutdown: &tokio_util::sync::CancellationToken,
-) -> anyhow::Result<Option<Store>> {
-    let mut tries = 0;
-    loop {
-        if shutdown.is_cancelled() {
-            return Ok(None);
-        }
-        let dir = data.to_path_buf();
-        match tokio::task::spawn_blocking(move || Store::open(&dir)).await? {
-            Ok(store) => return Ok(Some(store)),
-            Err(e) if tries < 600 => {
-                tracing::debug!(error = %e, "store not free yet");
-                tries += 1;
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-                    _ = shutdown.cancelled() => return Ok(None),
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
 }
 
 /// Binds `addr`, retrying for a few seconds while an earlier incarnation's listener is closing.

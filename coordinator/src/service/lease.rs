@@ -7,9 +7,10 @@
 use crate::durable::credentials::SHARED_IDENTITY;
 use std::time::Duration;
 
-use nqueens_common::{JobKey, Plan};
+use nqueens_common::JobKey;
 use tokio::time::Instant;
 
+use super::grant::{Grant, Granted};
 use super::strikes::Charge;
 use super::workers::Contact;
 use super::{lookup, truncate, Coordinator};
@@ -45,19 +46,6 @@ pub const LEASES_PER_RESULT: u64 = 4;
 /// Leases a worker credential with `counted` results counted may hold at once.
 pub fn lease_limit(counted: u64) -> u64 {
     NEW_IDENTITY_LEASES.saturating_add(counted.saturating_mul(LEASES_PER_RESULT))
-}
-
-/// One leased job.
-#[derive(Debug, Clone)]
-pub struct Granted {
-    pub id: u64,
-    pub run: u64,
-    pub plan: Plan,
-    pub key: JobKey,
-    /// The lease's authentication tag.
-    pub tag: u64,
-    /// The run's plan fingerprint (sealed into the result).
-    pub fingerprint: u64,
 }
 
 /// A worker's request for jobs.
@@ -100,18 +88,6 @@ impl Ask<'_> {
         }
         Ok(())
     }
-}
-
-/// The answer to a lease request.
-#[derive(Debug, Clone)]
-pub struct Grant {
-    pub leases: Vec<Granted>,
-    pub lease_timeout: Duration,
-    /// When nothing was leased: how long to wait before asking again.
-    pub retry_after: Duration,
-    /// No run is running, or nothing left is for this worker: every open job is a verified job it
-    /// computed itself, waiting for a second worker name.
-    pub idle: bool,
 }
 
 /// Ends the leases among `ids` that `worker` holds and puts their jobs back in line; returns how many.

@@ -6,6 +6,7 @@
 
 mod certify;
 mod control;
+mod grant;
 pub mod history;
 mod lease;
 pub(crate) mod lease_table;
@@ -22,8 +23,9 @@ mod view;
 mod workers;
 
 pub use control::{DEFAULT_JOB_LIMIT, MAX_JOB_LIMIT};
+pub use grant::{Grant, Granted};
 pub(crate) use lease::check_worker;
-pub use lease::{scoped_id, Ask, Grant, Granted};
+pub use lease::{scoped_id, Ask};
 pub use report::Report;
 pub use spot::{
     check_max_error, default_max_error, max_error_at, rate as spot_check_rate, spot_rate_for,

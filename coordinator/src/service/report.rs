@@ -78,10 +78,11 @@ impl Coordinator {
         check_worker("worker id", worker).map_err(Error::of_the_request)?;
         check_worker("worker name", name).map_err(Error::of_the_request)?;
         if reports.len() > MAX_BATCH {
-            return Err(Error::BadRequest(format!(
+            return Err(Error::Invalid(format!(
                 "{} results in one report; at most {MAX_BATCH}",
                 reports.len()
-            )));
+            ))
+            .of_the_request());
         }
         for device in reports.iter().filter_map(|r| r.device.as_deref()) {
             check_device(device).map_err(Error::of_the_request)?;

@@ -15,7 +15,7 @@ use std::hash::Hasher;
 use nqueens_common::JobKey;
 use tokio::time::Instant;
 
-use super::lease::Granted;
+use super::grant::Granted;
 
 /// The share of a new identity's leases that are spot checks.
 pub const NEW_RATE: f64 = 0.2;

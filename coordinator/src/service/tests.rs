@@ -6,7 +6,8 @@ use std::time::Duration;
 use nqueens_common::checksum::seal;
 use nqueens_common::{Job, Strategy};
 
-use super::lease::{Ask, Granted};
+use super::grant::Granted;
+use super::lease::Ask;
 use super::report::Report;
 use super::workers::Gpus;
 use super::{Config, Coordinator, RunView};
@@ -212,7 +213,7 @@ async fn issue_18_the_worker_table_shows_what_a_workers_gpus_computed() {
         forged[2].device = Some(bad.to_string());
         let refused = c.report("a", "a", forged).await;
         assert!(
-            matches!(refused, Err(Error::BadRequest(_))),
+            matches!(&refused, Err(Error::WholeRequest(why)) if matches!(**why, Error::Invalid(_))),
             "{bad:?}: {refused:?}"
         );
         let status = crate::wire::grpc::status(refused.unwrap_err());
@@ -2279,7 +2280,7 @@ async fn a_report_past_the_batch_limit_is_refused_whole_and_one_at_it_is_taken()
     let over = vec![one.clone(); super::report::MAX_BATCH + 1];
     let refused = c.report("a", "a", over).await;
     assert!(
-        matches!(&refused, Err(Error::BadRequest(why)) if why.contains("results in one report")),
+        matches!(&refused, Err(Error::WholeRequest(why)) if why.to_string().contains("results in one report")),
         "{refused:?}"
     );
     assert_eq!(c.run(&run).unwrap().tally.jobs, 0);
@@ -2681,6 +2682,15 @@ async fn a_kept_certificate_root_spares_a_start_the_rereading() {
     };
     let root = wait_root(c.clone()).await;
     let id: u64 = run.parse().unwrap();
+    // A second run, running: never certified; the first, its root shown: not again.
+    let running: u64 = c
+        .create_run(8, Strategy::D4, None, Some(0.0), 0, false)
+        .await
+        .unwrap()
+        .id()
+        .parse()
+        .unwrap();
+    assert_eq!(c.certify_finished(), Vec::<u64>::new());
     let kept = c.shared.store.certificate_root(id).unwrap().unwrap();
     assert_eq!(kept.root, root);
     assert!(root_of(&c).is_some());
@@ -2695,18 +2705,19 @@ async fn a_kept_certificate_root_spares_a_start_the_rereading() {
         .unwrap();
     drop(c);
     let c = reopened(dir.path()).await;
-    c.certify_finished();
+    assert_eq!(c.certify_finished(), vec![id], "not {running}: it runs");
     assert_eq!(wait_root(c.clone()).await, forged);
-    // Kept for another finish: computed again, the true root.
+    // Kept for another finish (its root forged too): computed again, the true root.
     c.shared
         .store
         .save_certificate_root(&crate::durable::store::StoredRoot {
             finished_unix: Some(1),
+            root: forged.clone(),
             ..kept
         })
         .unwrap();
     drop(c);
     let c = reopened(dir.path()).await;
-    c.certify_finished();
+    assert_eq!(c.certify_finished(), vec![id]);
     assert_eq!(wait_root(c.clone()).await, root);
 }

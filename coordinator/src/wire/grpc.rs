@@ -136,6 +136,11 @@ impl CoordinatorService {
 /// The status code and message for a coordinator error.
 pub fn status(e: Error) -> Status {
     use nqueens_common::Error as Input;
+    let e = match e {
+        // Its cause's code, marked as a refusal of the request as a whole.
+        Error::WholeRequest(why) => return nqueens_proto::refusing_the_request(status(*why)),
+        e => e,
+    };
     match &e {
         Error::Input(Input::UnknownJob(_)) | Error::UnknownRun(_) => {
             Status::not_found(e.to_string())
@@ -147,9 +152,7 @@ pub fn status(e: Error) -> Status {
         Error::Input(_) | Error::Invalid(_) | Error::Unsealed { .. } => {
             Status::invalid_argument(e.to_string())
         }
-        Error::BadRequest(_) => {
-            nqueens_proto::refusing_the_request(Status::invalid_argument(e.to_string()))
-        }
+        Error::WholeRequest(_) => Status::invalid_argument(e.to_string()),
         Error::NotLeased { .. }
         | Error::RunCancelled(_)
         | Error::RunDone(_)
@@ -160,11 +163,9 @@ pub fn status(e: Error) -> Status {
         Error::Raced { .. } => Status::aborted(e.to_string()),
         // Nothing was acknowledged and the worker keeps the results in its journal: it tries again.
         Error::ShuttingDown | Error::Durability(_) => Status::unavailable(e.to_string()),
-        Error::Corrupt(_)
-        | Error::Store(_)
-        | Error::LocalWorker(_)
-        | Error::Io(_)
-        | Error::InUse(_) => Status::internal(e.to_string()),
+        Error::Corrupt(_) | Error::Store(_) | Error::Io(_) | Error::InUse(_) => {
+            Status::internal(e.to_string())
+        }
     }
 }
 
