@@ -67,6 +67,21 @@ pub enum Outcome {
     JobFailed,
 }
 
+impl Outcome {
+    /// Its name in the worker's log (`outcome=OUTCOME_ACCEPTED`): the protocol's, as before the
+    /// client was split.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "OUTCOME_ACCEPTED",
+            Outcome::Duplicate => "OUTCOME_DUPLICATE",
+            Outcome::Mismatch => "OUTCOME_MISMATCH",
+            Outcome::Pending => "OUTCOME_PENDING",
+            Outcome::Disputed => "OUTCOME_DISPUTED",
+            Outcome::JobFailed => "OUTCOME_JOB_FAILED",
+        }
+    }
+}
+
 /// The answer to a heartbeat.
 #[derive(Debug, Clone, Default)]
 pub struct Beat {

@@ -441,7 +441,7 @@ impl<L: Link> Worker<L> {
             if outcome == Outcome::Mismatch {
                 tracing::error!(run = %f.run, job = %f.job, total = f.total, "coordinator holds a different result for this job");
             }
-            tracing::debug!(run = %f.run, job = %f.job, total = f.total, nodes = f.nodes, outcome = ?outcome, "result acknowledged");
+            tracing::debug!(run = %f.run, job = %f.job, total = f.total, nodes = f.nodes, outcome = outcome.name(), "result acknowledged");
         }
         self.acknowledged(batch, accepted).map_err(Failure::Stop)
     }

@@ -357,6 +357,14 @@ mod tests {
             outcome_of(proto::Outcome::JobFailed as i32),
             Some(Outcome::JobFailed)
         );
+        // Named in the log as the protocol names them.
+        for wire in 1..=6 {
+            let outcome = outcome_of(wire).unwrap();
+            assert_eq!(
+                outcome.name(),
+                proto::Outcome::try_from(wire).unwrap().as_str_name()
+            );
+        }
     }
 
     /// A lease's plan is built from its strategy and depth, or names why this build cannot build it.
