@@ -11,7 +11,7 @@ GROUPS_WANTED=${*:-common coordinator worker}
 
 declare -A FILES PACKAGE
 PACKAGE[common]=nqueens-common
-FILES[common]="common/src/family.rs common/src/names.rs common/src/job.rs common/src/tally.rs common/src/jsonl.rs common/src/symmetry.rs common/src/checksum.rs common/src/certificate.rs"
+FILES[common]="common/src/family.rs common/src/names.rs common/src/key.rs common/src/job.rs common/src/tally.rs common/src/jsonl.rs common/src/symmetry.rs common/src/checksum.rs common/src/certificate.rs"
 PACKAGE[coordinator]=nqueens-coordinator
 FILES[coordinator]="coordinator/src/durable/store/passes.rs coordinator/src/durable/store/roots.rs coordinator/src/service/lease.rs coordinator/src/service/lease_table.rs coordinator/src/service/report.rs coordinator/src/service/spot.rs coordinator/src/durable/store/commit.rs coordinator/src/durable/store/revoke.rs coordinator/src/durable/reconcile.rs coordinator/src/durable/ledger/packed.rs coordinator/src/durable/credentials.rs coordinator/src/wire/auth.rs coordinator/src/durable/committer.rs coordinator/src/durable/ledger/view.rs coordinator/src/durable/certify.rs coordinator/src/service/certify.rs coordinator/src/service/steer.rs coordinator/src/durable/store/lifts.rs"
 PACKAGE[worker]=nqueens-worker

@@ -59,9 +59,22 @@ pub enum Error {
     /// Results were applied but could not be made durable: they are not acknowledged.
     #[error("could not make results durable: {0}")]
     Durability(String),
-    /// A file or socket this process needs cannot be used (not the request's fault).
-    #[error("{0}")]
-    Io(String),
+    /// A file that makes results durable (the ledger, its rewrite, an export, the credentials) could
+    /// not be read or written: nothing is acknowledged on it.
+    #[error("could not make results durable: {what}: {source}")]
+    DurableIo {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file, a socket or the system's randomness this process needs cannot be used (not the
+    /// request's fault).
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// The store's directory is held by another process.
     #[error("{0} is in use by another nqueens process (one process per data directory: stop it, or pick another with --data)")]
     InUse(String),
@@ -71,6 +84,22 @@ pub enum Error {
 }
 
 impl Error {
+    /// [`Error::Io`]: `what` was being done when `source` happened.
+    pub fn io(what: impl Into<String>, source: impl Into<std::io::Error>) -> Error {
+        Error::Io {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
+
+    /// [`Error::DurableIo`]: `what` was being done when `source` happened.
+    pub fn durable_io(what: impl Into<String>, source: std::io::Error) -> Error {
+        Error::DurableIo {
+            what: what.into(),
+            source,
+        }
+    }
+
     /// This error as a refusal of the whole request ([`Error::WholeRequest`]), where it is an invalid
     /// request; any other error as it is.
     pub fn of_the_request(self) -> Error {

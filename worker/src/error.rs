@@ -15,7 +15,7 @@ pub enum Error {
     Connect(#[from] nqueens_proto::Error),
     /// The journal file could not be read or written.
     #[error("journal {path}: {1}", path = .0.display())]
-    Journal(PathBuf, std::io::Error),
+    Journal(PathBuf, #[source] std::io::Error),
     /// The journal holds lines whose checksums hold but that this build cannot read: a newer build's.
     #[error("journal {path} holds {1} lines of a newer build (intact, in a format or of a kind this build does not know): run that build on it, or move the journal away (its unacknowledged results are then computed again)", path = .0.display())]
     JournalOfAnotherBuild(PathBuf, u64),

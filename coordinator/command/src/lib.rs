@@ -386,8 +386,22 @@ pub fn message(e: &anyhow::Error) -> String {
     if e.downcast_ref::<count::Interrupted>().is_some() {
         format!("\n{e}")
     } else {
-        format!("error: {e:#}")
+        format!("error: {}", chain(e))
     }
+}
+
+/// The error and its causes, each after a colon, but a cause the text already ends with (an error that
+/// names its source at the end of its message, and keeps it as its source) once.
+fn chain(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.ends_with(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 /// Exit code for an error: 2 for bad input (as for command-line syntax errors), 1 otherwise.
@@ -476,5 +490,26 @@ mod examples_tests {
             }
         }
         assert!(checked >= 25, "{checked} examples");
+    }
+}
+
+#[cfg(test)]
+mod message_tests {
+    /// An error that names its source in its text and keeps it as its source prints it once; a
+    /// context over it prints both.
+    #[test]
+    fn a_cause_the_text_already_says_is_printed_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let e = anyhow::Error::from(nqueens_coordinator::Error::io("cannot create /x", io));
+        assert_eq!(super::message(&e), "error: cannot create /x: denied");
+        let e = e.context("starting");
+        assert_eq!(
+            super::message(&e),
+            "error: starting: cannot create /x: denied"
+        );
+        // A cause the text says elsewhere than at its end is printed.
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let e = anyhow::Error::from(io).context("denied by the policy");
+        assert_eq!(super::message(&e), "error: denied by the policy: denied");
     }
 }

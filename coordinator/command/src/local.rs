@@ -64,7 +64,7 @@ pub async fn count(
     let data = opts.data.clone();
     let store = tokio::task::spawn_blocking(move || {
         crate::setup::private_dir(&data)
-            .map_err(|e| Error::Io(format!("cannot create {}: {e}", data.display())))?;
+            .map_err(|e| Error::io(format!("cannot create {}", data.display()), e))?;
         Store::open(&data)
     })
     .await
@@ -123,10 +123,10 @@ pub async fn count(
     }
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| Error::Io(format!("cannot listen on loopback: {e}")))?;
+        .map_err(|e| Error::io("cannot listen on loopback", e))?;
     let address = listener
         .local_addr()
-        .map_err(|e| Error::Io(e.to_string()))?;
+        .map_err(|e| Error::io("the loopback listener has no address", e))?;
     let stop = CancellationToken::new();
     let server = tokio::spawn(nqueens_coordinator::wire::server::serve(
         listener,

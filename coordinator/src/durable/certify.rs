@@ -60,7 +60,7 @@ pub fn build(
         let text = builder
             .line(&key, &record.result, by)
             .map_err(|e| refuse(e.to_string()))?;
-        line(&text).map_err(|e| Error::Io(format!("writing the certificate: {e}")))?;
+        line(&text).map_err(|e| Error::io("writing the certificate", e))?;
     }
     let header = builder
         .header(

@@ -142,7 +142,7 @@ impl Credentials {
                 made.save(&BTreeMap::new())?;
                 return Ok(made);
             }
-            Err(e) => return Err(Error::Io(format!("cannot read {}: {e}", path.display()))),
+            Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
         };
         let damaged = |why: String| {
             Error::Corrupt(format!(
@@ -182,8 +182,12 @@ impl Credentials {
     /// Credentials with a fresh random key and no identity.
     fn fresh(path: Option<PathBuf>) -> Result<Credentials> {
         let mut key = [0u8; 32];
-        getrandom::fill(&mut key)
-            .map_err(|e| Error::Io(format!("no randomness for the credential key: {e}")))?;
+        getrandom::fill(&mut key).map_err(|e| {
+            Error::io(
+                "no randomness for the credential key",
+                std::io::Error::other(e),
+            )
+        })?;
         Ok(Credentials {
             inner: Arc::new(Inner {
                 key: hmac::Key::new(hmac::HMAC_SHA256, &key),
@@ -331,7 +335,7 @@ impl Credentials {
         };
         let bytes = serde_json::to_vec_pretty(&file).expect("the file serializes");
         let failed =
-            |e: std::io::Error| Error::Durability(format!("cannot write {}: {e}", path.display()));
+            |e: std::io::Error| Error::durable_io(format!("cannot write {}", path.display()), e);
         let tmp = path.with_extension("json.tmp");
         {
             use std::io::Write;
@@ -409,7 +413,7 @@ mod tests {
         std::fs::create_dir(dir.path().join(CREDENTIALS_FILE)).unwrap();
         assert!(matches!(
             Credentials::open(Some(dir.path())),
-            Err(Error::Io(_))
+            Err(Error::Io { .. })
         ));
         assert!(dir.path().join(CREDENTIALS_FILE).is_dir());
     }

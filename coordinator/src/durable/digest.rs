@@ -88,7 +88,7 @@ impl LedgerDigest {
     /// Streams the ledger at `path` (absent: empty), checking every line's checksum and every result's
     /// seal as [`crate::durable::ledger::LedgerView::read`] does, but keeping no result in memory.
     pub fn read(path: &Path) -> Result<LedgerDigest> {
-        let io = |e: std::io::Error| Error::Durability(format!("{}: {e}", path.display()));
+        let io = |e: std::io::Error| Error::durable_io(path.display().to_string(), e);
         let mut out = LedgerDigest::default();
         let file = match File::open(path) {
             Ok(f) => f,

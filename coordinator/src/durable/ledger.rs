@@ -16,12 +16,11 @@ mod packed;
 mod view;
 mod write;
 
+pub use crate::durable::store::{same_run, taken_back};
 pub use compare::{compare, Difference};
 pub use entry::{Entry, EXPORT_FORMAT};
 pub use packed::{scan, Encoder};
-pub use view::{
-    different_runs, quarantine_line, same_controls, same_run, taken_back, LedgerView, RevokedLine,
-};
+pub use view::{different_runs, quarantine_line, same_controls, LedgerView, RevokedLine};
 pub use write::{export, rewrite};
 
 use crate::error::{Error, Result};
@@ -45,7 +44,7 @@ impl Ledger {
     /// of the file defines, as its reading found: [`LedgerView::next_worker`]).
     pub fn open(path: &Path, len: u64, next_worker: u32) -> Result<Ledger> {
         let file = Appender::open(path, len)
-            .map_err(|e| Error::Durability(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Error::durable_io(path.display().to_string(), e))?;
         Ok(Ledger {
             path: path.to_path_buf(),
             file,
@@ -79,7 +78,7 @@ impl Ledger {
                 self.backlog.clear();
                 Ok(())
             }
-            Err(e) => Err(Error::Durability(format!("{}: {e}", self.path.display()))),
+            Err(e) => Err(Error::durable_io(self.path.display().to_string(), e)),
         }
     }
 

@@ -1173,6 +1173,10 @@ mod tests {
         assert!(quick(&store, &path).unwrap().is_none());
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_restored, 1);
+        assert!(
+            !repairs.ledger_rewritten,
+            "the ledger holds everything: kept as it is"
+        );
         assert!(store.results(run).any(|r| r.unwrap().0 == lost));
         assert!(quick(&store, &path).unwrap().is_some(), "agreeing again");
 
@@ -1189,6 +1193,47 @@ mod tests {
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_restored, 0);
         assert_eq!(repairs.results_damaged, 0);
+    }
+
+    /// A ledger with a line of the format before checksums is rewritten with checksums, even where
+    /// every line agrees with the store (issue 42: that rewrite had no test of its own).
+    #[test]
+    fn a_ledger_of_the_format_before_checksums_is_rewritten_with_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, _) = agreeing(dir.path());
+        let (key, record) = store.results(run).next().unwrap().unwrap();
+        let old = serde_json::json!({
+            "kind": "result", "run": run, "job": key.to_string(),
+            "result": {
+                "total": record.result.total,
+                "unique8": record.result.unique8,
+                "nodes": record.result.nodes
+            },
+            "worker": record.worker, "lease": record.lease, "at_unix": record.at_unix
+        })
+        .to_string();
+        append_raw(&path, &old);
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert!(repairs.ledger_rewritten, "{repairs:?}");
+        assert_eq!(repairs.results_restored, 0);
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(!bytes.windows(old.len()).any(|w| w == old.as_bytes()));
+        assert!(quick(&store, &path).unwrap().is_some(), "agreeing again");
+    }
+
+    /// A run the store lacks is restored from the ledger with its results, and counted among the
+    /// repairs (issue 42: the count was untested).
+    #[test]
+    fn a_run_the_store_lacks_is_restored_from_the_ledger_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (_store, run, _) = agreeing(dir.path());
+        let other = tempfile::tempdir().unwrap();
+        let fresh = Store::open(other.path()).unwrap();
+        let (_, repairs, _) = reconcile(&fresh, &path, false).unwrap();
+        assert_eq!((repairs.runs_restored, repairs.results_restored), (1, 3));
+        assert_eq!(fresh.tally(run).unwrap().jobs, 3);
     }
 
     #[test]

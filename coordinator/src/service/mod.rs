@@ -300,8 +300,12 @@ fn apply_quarantine_rule(
 /// A random key for the spot checks' draws.
 fn spot_key() -> Result<[u8; 16]> {
     let mut key = [0u8; 16];
-    getrandom::fill(&mut key)
-        .map_err(|e| Error::Io(format!("no randomness for the spot checks: {e}")))?;
+    getrandom::fill(&mut key).map_err(|e| {
+        Error::io(
+            "no randomness for the spot checks",
+            std::io::Error::other(e),
+        )
+    })?;
     Ok(key)
 }
 
@@ -573,7 +577,7 @@ impl Coordinator {
         let store = self.shared.store.clone();
         let saved = tokio::task::spawn_blocking(move || store.save_spot_passes(passed))
             .await
-            .map_err(|e| Error::Io(format!("saving the spot-check passes: {e}")))
+            .map_err(|e| Error::io("saving the spot-check passes", std::io::Error::other(e)))
             .and_then(|saved| saved);
         if saved.is_err() {
             self.state().spot.unsaved_again();

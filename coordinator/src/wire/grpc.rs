@@ -162,8 +162,10 @@ pub fn status(e: Error) -> Status {
         // Transient: the worker sends the batch again and the next validation decides.
         Error::Raced { .. } => Status::aborted(e.to_string()),
         // Nothing was acknowledged and the worker keeps the results in its journal: it tries again.
-        Error::ShuttingDown | Error::Durability(_) => Status::unavailable(e.to_string()),
-        Error::Corrupt(_) | Error::Store(_) | Error::Io(_) | Error::InUse(_) => {
+        Error::ShuttingDown | Error::Durability(_) | Error::DurableIo { .. } => {
+            Status::unavailable(e.to_string())
+        }
+        Error::Corrupt(_) | Error::Store(_) | Error::Io { .. } | Error::InUse(_) => {
             Status::internal(e.to_string())
         }
     }

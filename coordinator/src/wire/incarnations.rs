@@ -84,7 +84,7 @@ async fn reopen(data: &Path, shutdown: &CancellationToken) -> Result<Option<Stor
         let dir = data.to_path_buf();
         match tokio::task::spawn_blocking(move || Store::open(&dir))
             .await
-            .map_err(|_| Error::ShuttingDown)?
+            .map_err(|e| Error::io("reopening the store", std::io::Error::other(e)))?
         {
             Ok(store) => return Ok(Some(store)),
             Err(e) if tries < 600 => {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use nqueens_common::{reference, Job, Plan, Strategy, Tally};
 
+use crate::calibration::{Calibration, Trial};
 use crate::engine::run_split;
 use crate::{open_one, Backend, Gpu, GpuError, Kernel, Shape};
 
@@ -15,55 +16,6 @@ const SIZES: std::ops::RangeInclusive<u8> = 12..=18;
 
 /// Device time per launch that times a candidate well enough.
 const ENOUGH: Duration = Duration::from_millis(100);
-
-/// One candidate's result.
-#[derive(Debug, Clone)]
-pub struct Trial {
-    pub shape: Shape,
-    /// Device time of the batch's launch, or why the candidate cannot run here.
-    pub outcome: Result<Duration, String>,
-}
-
-/// What calibration measured and chose.
-#[derive(Debug, Clone)]
-pub struct Calibration {
-    /// The board size of the batch every candidate searched.
-    pub n: u8,
-    /// Search nodes of that batch on the device.
-    pub nodes: u64,
-    pub trials: Vec<Trial>,
-    pub chosen: Shape,
-}
-
-impl Calibration {
-    /// The chosen shape's node rate on the batch.
-    pub fn rate(&self) -> f64 {
-        self.trials
-            .iter()
-            .find(|t| t.shape == self.chosen)
-            .and_then(|t| t.outcome.as_ref().ok())
-            .map_or(0.0, |d| self.nodes as f64 / d.as_secs_f64().max(1e-9))
-    }
-
-    /// One line for logs: the choice, its rate, and every candidate's time.
-    pub fn summary(&self) -> String {
-        let trials: Vec<String> = self
-            .trials
-            .iter()
-            .map(|t| match &t.outcome {
-                Ok(d) => format!("{} {:.1} ms", t.shape, d.as_secs_f64() * 1e3),
-                Err(e) => format!("{} failed ({e})", t.shape),
-            })
-            .collect();
-        format!(
-            "chose {} at {:.2} Gnodes/s on N = {} ({})",
-            self.chosen,
-            self.rate() / 1e9,
-            self.n,
-            trials.join(", ")
-        )
-    }
-}
 
 /// The shapes calibration tries on a device of `backend`, the backend's default first.
 pub fn candidates(backend: Backend) -> Vec<Shape> {

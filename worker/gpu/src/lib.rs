@@ -8,13 +8,15 @@
 //! reports the same totals, unique counts and nodes as a CPU worker, so either can verify the other.
 
 mod calibrate;
+mod calibration;
 pub mod cuda;
 mod engine;
 mod error;
 pub mod opencl;
 pub mod prelude;
 
-pub use calibrate::{calibrate, candidates, Calibration, Trial};
+pub use calibrate::{calibrate, candidates};
+pub use calibration::{Calibration, Trial};
 pub use engine::{run_jobs, run_pipelined, Gpu, Started, IN_FLIGHT, LAUNCHES};
 pub use error::GpuError;
 pub use shape::{Kernel, Shape};

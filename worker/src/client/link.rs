@@ -18,7 +18,7 @@ pub struct Lease {
     pub run: String,
     pub n: u32,
     /// The lease's plan, or why this build cannot make it (a strategy or a depth it does not know).
-    pub plan: Result<Plan, String>,
+    pub plan: Result<Plan, nqueens_common::Error>,
     /// The job's key, as sent.
     pub job: String,
     /// The run's plan fingerprint as the coordinator enumerates it.

@@ -596,16 +596,16 @@ impl<L: Link> Worker<L> {
             self.held.insert(lease.id, lease.clone());
         }
         let mut unchecked = Vec::new();
-        // Heartbeats for every lease held, beside each plan check.
-        let (link, ids) = (self.link.clone(), Vec::from_iter(self.held.keys().copied()));
-        let (first, every) = (self.next_heartbeat, self.heartbeat_every);
-        let beating = move || heartbeats(link.clone(), ids.clone(), first, every);
         for lease in leases {
             if self.config.faults.drops(&lease.job) {
                 tracing::warn!(run = %lease.run, job = %lease.job, "fault injection: dropping a job");
                 self.held.remove(&lease.id);
                 continue;
             }
+            // Heartbeats for every lease held now, beside the plan check.
+            let (link, ids) = (self.link.clone(), Vec::from_iter(self.held.keys().copied()));
+            let (first, every) = (self.next_heartbeat, self.heartbeat_every);
+            let beating = move || heartbeats(link.clone(), ids.clone(), first, every);
             let built = self
                 .plans
                 .check(&lease, &mut self.link, &beating, &self.shutdown)
@@ -1036,7 +1036,7 @@ mod tests {
         assert!((9..=11).contains(&beside), "{beside} heartbeats in 10 s");
     }
 
-    /// A shutdown hands back what has not started and tells the coordinator the worker leaves.
+    /// A shutdown of an idle worker tells the coordinator that it leaves, and it stops.
     #[tokio::test(start_paused = true)]
     async fn a_shutdown_says_the_worker_leaves() {
         let link = Memory::default();

@@ -143,9 +143,5 @@ async fn beside<T: Send + 'static>(
 /// The job a lease names, rebuilt from its plan and key.
 pub fn job_of(lease: &Lease) -> nqueens_common::Result<Job> {
     let key: JobKey = lease.job.parse()?;
-    let plan = lease
-        .plan
-        .clone()
-        .map_err(nqueens_common::Error::InvalidSetting)?;
-    plan.job(&key)
+    lease.plan.clone()?.job(&key)
 }

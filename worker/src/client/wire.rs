@@ -142,14 +142,11 @@ impl Link for Grpc {
 
 /// A lease as the worker holds it.
 fn lease_of(lease: proto::JobLease) -> Lease {
-    let plan = strategy_from_wire(lease.strategy)
-        .and_then(|strategy| {
-            let depth = u8::try_from(lease.depth).map_err(|_| {
-                nqueens_common::Error::InvalidSetting(format!("depth {}", lease.depth))
-            })?;
-            nqueens_common::Plan::with_depth(lease.n, strategy, depth)
-        })
-        .map_err(|e| e.to_string());
+    let plan = strategy_from_wire(lease.strategy).and_then(|strategy| {
+        let depth = u8::try_from(lease.depth)
+            .map_err(|_| nqueens_common::Error::InvalidSetting(format!("depth {}", lease.depth)))?;
+        nqueens_common::Plan::with_depth(lease.n, strategy, depth)
+    });
     Lease {
         id: lease.lease_id,
         tag: lease.lease_tag,
@@ -387,9 +384,10 @@ mod tests {
         );
         assert_eq!((lease.id, lease.tag, lease.fingerprint), (9, 2, 1));
         assert!(lease_of(wire(99, 2)).plan.is_err());
-        assert!(lease_of(wire(proto::Strategy::D4 as i32, 300))
+        let why = lease_of(wire(proto::Strategy::D4 as i32, 300))
             .plan
             .unwrap_err()
-            .contains("depth 300"));
+            .to_string();
+        assert_eq!(why, "invalid partition setting: depth 300", "said once");
     }
 }

@@ -9,7 +9,7 @@ use nqueens_common::jsonl::{Damage, Line};
 use nqueens_common::JobKey;
 
 use super::{scan, Entry, EXPORT_FORMAT};
-use crate::durable::store::{Quarantine, ResultRecord, RunMeta};
+use crate::durable::store::{same_run, taken_back, Quarantine, ResultRecord, RunMeta};
 use crate::error::{Error, Result};
 
 /// Everything a ledger (or an export) holds once read and checked: its runs, its results as of its end
@@ -70,7 +70,7 @@ impl LedgerView {
     /// before checksums (a ledger of the previous version) cannot be checked: their results are sealed
     /// as read, and the caller cross-checks them against the store.
     pub fn read(path: &Path) -> Result<LedgerView> {
-        let io = |e: std::io::Error| Error::Durability(format!("{}: {e}", path.display()));
+        let io = |e: std::io::Error| Error::durable_io(path.display().to_string(), e);
         let mut view = LedgerView::default();
         let file = match File::open(path) {
             Ok(f) => f,
@@ -302,32 +302,6 @@ pub fn same_controls(a: &RunMeta, b: &RunMeta) -> bool {
         == (b.paused, b.cancelled_unix.is_some(), b.priority)
 }
 
-/// Whether two records of a run describe the same run: created at the same second (run ids start at 1
-/// in every store: another store's run of the same id and plan is another run), of the same plan,
-/// verifying the same share of it (the fraction decides which jobs need a second result: a store
-/// whose record lost it would count their results alone).
-pub fn same_run(a: &RunMeta, b: &RunMeta) -> bool {
-    (
-        a.id,
-        a.created_unix,
-        a.n,
-        a.strategy,
-        a.depth,
-        a.jobs_total,
-        &a.fingerprint,
-    ) == (
-        b.id,
-        b.created_unix,
-        b.n,
-        b.strategy,
-        b.depth,
-        b.jobs_total,
-        &b.fingerprint,
-    ) && same_fraction(a.verify_fraction, b.verify_fraction)
-        && a.record == b.record
-        && a.max_error.map(f64::to_bits) == b.max_error.map(f64::to_bits)
-}
-
 /// Why the store's and the ledger's records of a run (`stored`, `logged`) are refused as two runs,
 /// and the way out, for a refusal naming the ledger at `path`.
 pub fn different_runs(stored: &RunMeta, logged: &RunMeta, path: &std::path::Path) -> String {
@@ -350,39 +324,4 @@ pub fn different_runs(stored: &RunMeta, logged: &RunMeta, path: &std::path::Path
         plan(logged),
         path.display()
     )
-}
-
-/// Whether two verify fractions are one, read back from two JSON copies (serde_json's float parsing
-/// may differ in the last place from the number written; a damaged digit differs by far more).
-fn same_fraction(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-12
-}
-
-/// Whether a revocation line of `worker`'s result (`revoked`, where the line carries it) takes back
-/// the result `held`: that very result (its worker, lease and counts), or any of the worker's for a
-/// line of the format before it carried its result.
-pub fn taken_back(held: &ResultRecord, worker: &str, revoked: Option<&ResultRecord>) -> bool {
-    held.worker == worker
-        && revoked.is_none_or(|r| r.lease == held.lease && r.result == held.result)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_fraction;
-
-    /// Two JSON copies of one fraction may differ in the last place; a damaged digit differs by far
-    /// more, and is another fraction.
-    #[test]
-    fn fractions_are_one_within_the_last_place_only() {
-        let f = 0.1f64;
-        let next = f64::from_bits(f.to_bits() + 1);
-        assert!(same_fraction(f, f) && same_fraction(f, next) && same_fraction(0.0, 0.0));
-        assert!(
-            !same_fraction(0.25, 0.05) && !same_fraction(0.01, 0.0) && !same_fraction(1.0, 0.9)
-        );
-        assert!(
-            !same_fraction(1e-9, 0.0),
-            "one job in a billion differs from none"
-        );
-    }
 }

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 /// and opens it for appending.
 pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
     let tmp = path.with_extension("jsonl.rewrite");
-    let io = |e: std::io::Error| Error::Durability(format!("{}: {e}", tmp.display()));
+    let io = |e: std::io::Error| Error::durable_io(tmp.display().to_string(), e);
     let written = (|| {
         let mut out = std::io::BufWriter::new(File::create(&tmp).map_err(io)?);
         let mut encoder = Encoder::packed(0);
@@ -42,7 +42,7 @@ pub fn rewrite(path: &Path, store: &Store) -> Result<Ledger> {
 /// Writes a store's runs (all, or one) and their counted results as JSON ledger lines (an export), then
 /// its quarantined workers; returns how many results. Every result's seal is checked first: a damaged store is not exported.
 pub fn export(store: &Store, only: Option<u64>, out: &mut impl Write) -> Result<u64> {
-    let io = |e: std::io::Error| Error::Durability(format!("cannot write the export: {e}"));
+    let io = |e: std::io::Error| Error::durable_io("cannot write the export", e);
     let header = Entry::Export {
         version: EXPORT_FORMAT,
     };
@@ -72,7 +72,7 @@ fn write_store(
     out: &mut impl Write,
     mut encode: impl FnMut(&Entry) -> Vec<u8>,
 ) -> Result<Counts> {
-    let io = |e: std::io::Error| Error::Durability(format!("cannot write the export: {e}"));
+    let io = |e: std::io::Error| Error::durable_io("cannot write the export", e);
     let (mut runs, mut results, mut quarantines) = (0, 0, 0);
     for meta in store.runs()? {
         if only.is_some_and(|id| id != meta.id) {

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use nqueens_common::{JobKey, JobResult, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
+use super::changed::{Moved, Revoked};
 use super::records::{
     decode, encode, job_key, now_unix, run_key, JobRecord, JobState, Quarantine, ResultRecord,
 };
@@ -101,16 +102,6 @@ impl Outcome {
     }
 }
 
-/// A job that changed state in a commit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Moved {
-    pub run: u64,
-    pub key: JobKey,
-    pub from: Option<JobState>,
-    /// `None`: pending again.
-    pub to: Option<JobState>,
-}
-
 /// The effect of one commit.
 #[derive(Debug, Clone, Default)]
 pub struct Committed {
@@ -127,10 +118,10 @@ pub struct Committed {
     /// The results this commit counted, as stored.
     pub counted: Vec<(u64, JobKey, ResultRecord)>,
     /// Results taken back because this commit quarantined their worker.
-    pub revoked: Vec<super::Revoked>,
+    pub revoked: Vec<Revoked>,
     /// Results counted by earlier commits that a different result under a lease of their job disputed
     /// in this one (taken back; their jobs are disputed).
-    pub disputed: Vec<super::Revoked>,
+    pub disputed: Vec<Revoked>,
     /// Runs that were done and are running again (they lost revoked results).
     pub reopened: Vec<RunMeta>,
     /// Quarantines lifted because every identity that decided them is quarantined now (set by the
@@ -534,7 +525,7 @@ fn dispute(
     out.counted
         .retain(|(run, key, _)| !(*run == inc.run && *key == inc.key));
     if out.counted.len() == before {
-        out.disputed.push(super::Revoked {
+        out.disputed.push(Revoked {
             run: inc.run,
             key: inc.key.clone(),
             record: counted,
@@ -549,5 +540,39 @@ fn compare(stored: &JobResult, reported: &JobResult) -> Outcome {
         Outcome::Duplicate
     } else {
         Outcome::Mismatch { stored: *stored }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outcome;
+
+    /// Each outcome has its own name: the `outcome` label of `nqueens_results_total`, by which the
+    /// dashboard splits results (issue 42: a mutant naming them all alike survived the unit tests).
+    #[test]
+    fn each_outcome_has_its_own_metric_label() {
+        let stored = nqueens_common::JobResult::default();
+        let names: Vec<&str> = [
+            Outcome::Accepted,
+            Outcome::Pending,
+            Outcome::Disputed,
+            Outcome::Duplicate,
+            Outcome::Mismatch { stored },
+            Outcome::JobFailed,
+        ]
+        .iter()
+        .map(Outcome::name)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "accepted",
+                "pending",
+                "disputed",
+                "duplicate",
+                "mismatch",
+                "job_failed"
+            ]
+        );
     }
 }

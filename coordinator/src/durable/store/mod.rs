@@ -26,6 +26,7 @@
 //! [`Store::commit`] in one transaction over all four trees; callers flush before acknowledging.
 
 mod audit;
+mod changed;
 mod commit;
 mod control;
 mod groups;
@@ -36,19 +37,20 @@ pub use roots::StoredRoot;
 pub(crate) mod records;
 mod repair;
 mod restore;
-pub use restore::check_quarantine;
 mod revoke;
 mod txn;
 mod workers;
 
 pub use audit::{AuditLine, Survey};
-pub use commit::{Committed, Incoming, Moved, Outcome, MAX_CANDIDATES};
+pub use changed::{Moved, Revoked};
+pub use commit::{Committed, Incoming, Outcome, MAX_CANDIDATES};
 pub use control::{Control, JobListing, ListedJob};
 pub use lifts::Lifts;
 pub use records::{
-    now_unix, Checks, JobRecord, JobState, Phase, Quarantine, ResultRecord, RunMeta, RunOptions,
+    check_quarantine, now_unix, same_run, taken_back, Checks, JobRecord, JobState, Phase,
+    Quarantine, ResultRecord, RunMeta, RunOptions,
 };
-pub use revoke::{Revocation, Revoked};
+pub use revoke::Revocation;
 
 use std::collections::HashMap;
 

@@ -600,3 +600,75 @@ pub fn now_unix() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
+
+/// Whether a quarantine from a file can be restored: its worker's name is one the coordinator accepts.
+pub fn check_quarantine(q: &Quarantine) -> Result<()> {
+    if !nqueens_common::names::valid_worker_id(&q.worker) {
+        return Err(Error::Invalid(format!(
+            "a quarantine of a bad worker name {:?}",
+            q.worker
+        )));
+    }
+    Ok(())
+}
+
+/// Whether two records of a run describe the same run: created at the same second (run ids start at 1
+/// in every store: another store's run of the same id and plan is another run), of the same plan,
+/// verifying the same share of it (the fraction decides which jobs need a second result: a store
+/// whose record lost it would count their results alone).
+pub fn same_run(a: &RunMeta, b: &RunMeta) -> bool {
+    (
+        a.id,
+        a.created_unix,
+        a.n,
+        a.strategy,
+        a.depth,
+        a.jobs_total,
+        &a.fingerprint,
+    ) == (
+        b.id,
+        b.created_unix,
+        b.n,
+        b.strategy,
+        b.depth,
+        b.jobs_total,
+        &b.fingerprint,
+    ) && same_fraction(a.verify_fraction, b.verify_fraction)
+        && a.record == b.record
+        && a.max_error.map(f64::to_bits) == b.max_error.map(f64::to_bits)
+}
+
+/// Whether two verify fractions are one, read back from two JSON copies (serde_json's float parsing
+/// may differ in the last place from the number written; a damaged digit differs by far more).
+fn same_fraction(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12
+}
+
+/// Whether a revocation line of `worker`'s result (`revoked`, where the line carries it) takes back
+/// the result `held`: that very result (its worker, lease and counts), or any of the worker's for a
+/// line of the format before it carried its result.
+pub fn taken_back(held: &ResultRecord, worker: &str, revoked: Option<&ResultRecord>) -> bool {
+    held.worker == worker
+        && revoked.is_none_or(|r| r.lease == held.lease && r.result == held.result)
+}
+
+#[cfg(test)]
+mod fraction_tests {
+    use super::same_fraction;
+
+    /// Two JSON copies of one fraction may differ in the last place; a damaged digit differs by far
+    /// more, and is another fraction.
+    #[test]
+    fn fractions_are_one_within_the_last_place_only() {
+        let f = 0.1f64;
+        let next = f64::from_bits(f.to_bits() + 1);
+        assert!(same_fraction(f, f) && same_fraction(f, next) && same_fraction(0.0, 0.0));
+        assert!(
+            !same_fraction(0.25, 0.05) && !same_fraction(0.01, 0.0) && !same_fraction(1.0, 0.9)
+        );
+        assert!(
+            !same_fraction(1e-9, 0.0),
+            "one job in a billion differs from none"
+        );
+    }
+}

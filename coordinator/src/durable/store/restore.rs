@@ -15,22 +15,11 @@ use crate::error::{Error, Result};
 /// Results restored per transaction by [`Store::restore_all_results`].
 pub const RESTORE_BATCH: usize = 4096;
 
-/// Whether a quarantine from a file can be restored: its worker's name is one the coordinator accepts.
-pub fn check_quarantine(q: &Quarantine) -> Result<()> {
-    if !nqueens_common::names::valid_worker_id(&q.worker) {
-        return Err(Error::Invalid(format!(
-            "a quarantine of a bad worker name {:?}",
-            q.worker
-        )));
-    }
-    Ok(())
-}
-
 impl Store {
     /// Restores a quarantine (from an export): the worker stays out of service. One already stored is
     /// kept as it is.
     pub fn restore_quarantine(&self, q: &Quarantine) -> Result<()> {
-        check_quarantine(q)?;
+        super::records::check_quarantine(q)?;
         self.quarantine
             .compare_and_swap(q.worker.as_bytes(), None as Option<&[u8]>, Some(encode(q)))?
             .ok();
@@ -75,7 +64,7 @@ impl Store {
         };
         // The same run: its plan (verifying as much), made at the same time. Its controls (pause,
         // priority, cancel) may have changed since: the store's hold.
-        let same = crate::durable::ledger::same_run(&stored, meta);
+        let same = super::records::same_run(&stored, meta);
         if !same {
             return Err(Error::Invalid(format!(
                 "run {} of the file is another run than this store's run {} (N = {} {} depth {}, created at {}, verify fraction {}, against N = {} {} depth {}, created at {}, verify fraction {}); import into another directory",
@@ -285,7 +274,7 @@ fn record_time(batch: &[(JobKey, ResultRecord)]) -> Option<u64> {
 
 impl Store {
     /// Applies a revocation while restoring: the job's result, if it is the one revoked (`worker`'s, and
-    /// `revoked` where the line carries it: see [`crate::durable::ledger::taken_back`]), is taken out of the
+    /// `revoked` where the line carries it: see [`super::records::taken_back`]), is taken out of the
     /// totals. The job is then pending again, or, for a count a later result `disputed` (its worker
     /// not quarantined), disputed with that count as its candidate, as the commit that disputed it
     /// left it: the disputing worker's result (which the ledger does not hold) cannot count alone
@@ -311,7 +300,7 @@ impl Store {
             let Some(record) = groups::txn_get(results, run, key)? else {
                 return Ok(false);
             };
-            if !crate::durable::ledger::taken_back(&record, worker, revoked) {
+            if !super::records::taken_back(&record, worker, revoked) {
                 return Ok(false);
             }
             // Totals that cannot be read (or that this result does not fit) are damage the recount

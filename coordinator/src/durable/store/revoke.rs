@@ -7,24 +7,14 @@
 
 use std::collections::BTreeMap;
 
-use nqueens_common::{JobKey, Tally};
+use nqueens_common::Tally;
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
-use super::commit::Moved;
-use super::records::{
-    decode, encode, job_key, run_key, split_job_key, JobRecord, JobState, ResultRecord,
-};
+use super::changed::{Moved, Revoked};
+use super::records::{decode, encode, job_key, run_key, split_job_key, JobRecord, JobState};
 use super::txn::{abort, job_record, stored_tally};
 use super::{groups, RunMeta, Store};
 use crate::error::{Error, Result};
-
-/// A counted result taken back.
-#[derive(Debug, Clone)]
-pub struct Revoked {
-    pub run: u64,
-    pub key: JobKey,
-    pub record: ResultRecord,
-}
 
 /// What revoking a worker's results changed.
 #[derive(Debug, Clone, Default)]

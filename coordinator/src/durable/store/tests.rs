@@ -2368,3 +2368,20 @@ fn a_disproof_joined_with_a_damaged_quarantine_names_no_decider() {
     assert_eq!(stored[0].worker, "w");
     assert!(stored[0].by.is_empty());
 }
+
+/// A commit that counts a result of a running run reopens nothing; the one that counts its last job
+/// finishes it (issue 42: `&&` → `||` in the reopening of a done run whose count was disputed
+/// survived the unit tests).
+#[test]
+fn a_commit_to_a_running_run_reopens_nothing() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
+    let committed = store.commit(&[incoming(run.id, &plan, 0)]).unwrap();
+    assert!(committed.reopened.is_empty(), "{:?}", committed.reopened);
+    assert!(committed.finished.is_empty());
+    let rest: Vec<Incoming> = (1..plan.jobs().count())
+        .map(|i| incoming(run.id, &plan, i))
+        .collect();
+    let committed = store.commit(&rest).unwrap();
+    assert!(committed.reopened.is_empty(), "{:?}", committed.reopened);
+    assert_eq!(committed.finished.len(), 1);
+}
