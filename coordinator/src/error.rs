@@ -53,9 +53,9 @@ pub enum Error {
     /// The store on disk disagrees with itself (the startup audit, or a plan that changed).
     #[error("store is inconsistent: {0}")]
     Corrupt(String),
-    /// The embedded database failed. (Not marked as the source: its text is already in the message.)
+    /// The embedded database failed.
     #[error("store: {0}")]
-    Store(sled::Error),
+    Store(#[source] sled::Error),
     /// Results were applied but could not be made durable: they are not acknowledged.
     #[error("could not make results durable: {0}")]
     Durability(String),

@@ -658,3 +658,85 @@ impl Coordinator {
         failing
     }
 }
+
+/// The request checks and the worker ids of a credential, alone (issue 42: their mutants survived
+/// the service's tests, which go through them only with ids that pass).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask<'a>(worker: &'a str, gpus: u32, capacity: u32) -> Ask<'a> {
+        Ask {
+            worker,
+            name: "w",
+            label: "w",
+            credential: false,
+            threads: 1,
+            gpus,
+            capacity,
+            only: None,
+        }
+    }
+
+    #[test]
+    fn a_request_is_checked_at_each_limit() {
+        assert!(ask("w-1-a", MAX_GPUS, MAX_CAPACITY).check().is_ok());
+        assert!(ask("w-1-a", 0, 1).check().is_ok());
+        assert!(matches!(
+            ask("w-1-a", MAX_GPUS + 1, 1).check(),
+            Err(Error::Invalid(_))
+        ));
+        assert!(matches!(ask("w-1-a", 0, 0).check(), Err(Error::Invalid(_))));
+        assert!(matches!(
+            ask("w-1-a", 0, MAX_CAPACITY + 1).check(),
+            Err(Error::Invalid(_))
+        ));
+        for bad in ["", "a\nb", &"x".repeat(MAX_ID_LEN + 1)] {
+            assert!(
+                matches!(ask(bad, 0, 1).check(), Err(Error::Invalid(_))),
+                "{bad:?}"
+            );
+            assert!(check_worker("worker id", bad).is_err(), "{bad:?}");
+        }
+        assert!(check_worker("worker id", &"x".repeat(MAX_ID_LEN)).is_ok());
+    }
+
+    #[test]
+    fn a_request_names_at_most_the_most_lease_ids() {
+        assert!(check_ids(&vec![7; MAX_IDS]).is_ok());
+        assert!(check_ids(&[]).is_ok());
+        assert!(matches!(
+            check_ids(&vec![7; MAX_IDS + 1]),
+            Err(Error::Invalid(_))
+        ));
+    }
+
+    /// A process of a name: the name, `NAME-PID-HEX`, or `NAME/ANY`; nothing else that starts with it.
+    #[test]
+    fn the_ids_of_a_names_processes() {
+        for id in ["w", "w/anything", "w-12-ab"] {
+            assert!(id_of(id, "w"), "{id}");
+        }
+        for id in ["wx", "w-12", "w-12-xyz", "w--ab", "v/w", "w-1-a-b"] {
+            assert!(!id_of(id, "w"), "{id}");
+        }
+    }
+
+    /// A credential's process id is `IDENTITY/ID`; one too long for that is `IDENTITY/` and a hash of
+    /// the id: within the limit, and another id another hash.
+    #[test]
+    fn a_scoped_id_names_its_identity_and_fits() {
+        assert_eq!(scoped_id("alice", "w-1-a"), "alice/w-1-a");
+        let fits = "x".repeat(MAX_ID_LEN - "alice/".len());
+        assert_eq!(scoped_id("alice", &fits), format!("alice/{fits}"));
+        let long = "y".repeat(MAX_ID_LEN);
+        let hashed = scoped_id("alice", &long);
+        assert!(
+            hashed.starts_with("alice/") && hashed.len() <= MAX_ID_LEN,
+            "{hashed}"
+        );
+        assert_eq!(hashed.len(), "alice/".len() + 16);
+        assert_ne!(hashed, scoped_id("alice", &"z".repeat(MAX_ID_LEN)));
+        assert!(id_of(&hashed, "alice"));
+    }
+}

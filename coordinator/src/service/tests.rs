@@ -1844,6 +1844,16 @@ async fn only_a_credential_with_a_record_decides_a_dispute() {
     let accomplice = lease_as("accomplice", 4096).await;
     assert!(!accomplice.is_empty());
     assert!(accomplice.iter().all(|g| g.key != target[0].key));
+    // One whose record is a spot check passed (and nothing else) is offered it (issue 42: the
+    // spot-check half of the rule had no test).
+    c.state().spot.passed("checked");
+    let offered = lease_as("checked", 4096).await;
+    assert!(
+        offered.iter().any(|g| g.key == target[0].key),
+        "{offered:?}"
+    );
+    let ids: Vec<u64> = offered.iter().map(|g| g.id).collect();
+    c.release("checked", &ids, false).unwrap();
     // The veteran decides, for the truth.
     let decide = lease_as("veteran", 4096).await;
     let judged = decide.iter().find(|g| g.key == target[0].key).unwrap();
@@ -2720,4 +2730,142 @@ async fn a_kept_certificate_root_spares_a_start_the_rereading() {
     let c = reopened(dir.path()).await;
     assert_eq!(c.certify_finished(), vec![id]);
     assert_eq!(wait_root(c.clone()).await, root);
+}
+
+/// A lease call that finds nothing free while a run is running waits for its whole wait, then answers
+/// with nothing (issue 42: a deadline taken in the past answered at once, and the worker asked again and
+/// again).
+#[tokio::test]
+async fn a_lease_call_with_nothing_free_waits_its_wait() {
+    let c = coordinator();
+    c.create_run(8, Strategy::D4, None, Some(0.0), 0, false)
+        .await
+        .unwrap();
+    let all = lease(&c, "a", 4096).await;
+    assert!(!all.is_empty());
+    let since = std::time::Instant::now();
+    let grant = c
+        .lease(&ask("b", 1), Duration::from_millis(400))
+        .await
+        .unwrap();
+    assert!(grant.leases.is_empty() && !grant.idle);
+    assert!(
+        since.elapsed() >= Duration::from_millis(350),
+        "{:?}",
+        since.elapsed()
+    );
+    // A call that leases, or learns that nothing is left for it, answers at once, whatever its wait.
+    c.release("a", &[all[0].id], false).unwrap();
+    let since = std::time::Instant::now();
+    let grant = c.lease(&ask("b", 1), Duration::from_secs(5)).await.unwrap();
+    assert_eq!(grant.leases.len(), 1);
+    let idle = coordinator();
+    let nothing = idle
+        .lease(&ask("b", 1), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(nothing.idle && nothing.leases.is_empty());
+    assert!(
+        since.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        since.elapsed()
+    );
+}
+
+/// A credential's lease call fills the capacity it asks exactly, its spot checks taking the place of
+/// jobs (issue 42: with a capacity of one, `leases - spots` and `leases + spots` could not be told
+/// apart).
+#[tokio::test(start_paused = true)]
+async fn spot_checks_and_jobs_fill_the_capacity_asked_exactly() {
+    let (c, _open) = confirmed_and_open().await;
+    let mut spots = 0;
+    for i in 0..10 {
+        let name = format!("new-{i}");
+        let got = c
+            .lease(
+                &Ask {
+                    capacity: 8,
+                    ..as_credential(&name)
+                },
+                Duration::ZERO,
+            )
+            .await
+            .unwrap();
+        assert_eq!(got.leases.len(), 8, "{name}");
+        // The spot checks are the confirmed run's jobs (N = 8); the jobs, the open run's (N = 13).
+        spots += got.leases.iter().filter(|g| g.plan.n() == 8).count();
+    }
+    assert!(spots > 0 && spots < 80, "{spots} spot checks");
+}
+
+/// A worker whose every job left is its own verified result, waiting for a second worker name, is told
+/// it is idle; another name gets those jobs (issue 42: a mutant that never said idle survived the unit
+/// tests).
+#[tokio::test]
+async fn a_worker_with_only_its_own_verified_jobs_left_is_idle() {
+    let c = coordinator();
+    c.create_run(8, Strategy::D4, None, Some(1.0), 0, false)
+        .await
+        .unwrap();
+    let all = lease(&c, "a", 4096).await;
+    report_all(&c, "a", &all).await;
+    // While another call holds some of them as candidates (read from the store, not yet decided on),
+    // they may come back: not idle.
+    let taken = {
+        let mut guard = c.state();
+        let state = &mut *guard;
+        let run = state.runs.values_mut().next().unwrap();
+        let mut left = 1;
+        run.take_candidates(&state.leases, "c", 1, 1, &mut left)
+    };
+    let grant = c.lease(&ask("a", 1), Duration::ZERO).await.unwrap();
+    assert!(grant.leases.is_empty() && !grant.idle, "{grant:?}");
+    c.state().runs.values_mut().next().unwrap().put_back(taken);
+    let grant = c.lease(&ask("a", 1), Duration::ZERO).await.unwrap();
+    assert!(grant.leases.is_empty() && grant.idle, "{grant:?}");
+    assert_eq!(lease(&c, "b", 4096).await.len(), all.len());
+}
+
+/// When to ask again: a worker benched for its strikes, while a run is running, when its bench ends;
+/// any other empty-handed worker after an eighth of the lease timeout (at least 50 ms, at most 2 s);
+/// and a lease wakes whoever watches the coordinator (issue 42: these survived the unit tests).
+#[tokio::test(start_paused = true)]
+async fn an_empty_handed_worker_is_told_when_to_ask_again() {
+    let config = Config {
+        lease_timeout: Duration::from_millis(800),
+        max_attempts: 100,
+        ..Config::default()
+    };
+    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+    let mut changes = c.subscribe();
+    changes.borrow_and_update();
+    run_of_8(&c).await;
+    changes.borrow_and_update();
+    let held = lease(&c, "a", 4096).await;
+    assert!(!held.is_empty());
+    assert!(changes.has_changed().unwrap(), "a lease is a change");
+    let grant = c.lease(&ask("b", 1), Duration::ZERO).await.unwrap();
+    assert!(grant.leases.is_empty());
+    assert_eq!(grant.retry_after, Duration::from_millis(100));
+    // "a" lets its leases expire until it is benched: told to come back when the bench ends.
+    let mut benched = None;
+    for _ in 0..8 {
+        tokio::time::advance(Duration::from_secs(2)).await;
+        c.expire_leases().await;
+        let now = tokio::time::Instant::now();
+        if let Some(left) = c.state().strikes.benched("a", now) {
+            benched = Some(left);
+            break;
+        }
+        lease(&c, "a", 4096).await;
+    }
+    let left = benched.expect("benched");
+    let grant = c.lease(&ask("a", 1), Duration::ZERO).await.unwrap();
+    assert!(grant.leases.is_empty());
+    assert_eq!(grant.retry_after, left.max(Duration::from_millis(50)));
+    assert!(
+        grant.retry_after > Duration::from_millis(100),
+        "the bench, not the usual wait: {:?}",
+        grant.retry_after
+    );
 }
