@@ -2869,3 +2869,18 @@ async fn an_empty_handed_worker_is_told_when_to_ask_again() {
         grant.retry_after
     );
 }
+
+/// A hand-back is a change that wakes watchers and waiting lease calls; a release that hands nothing
+/// back is none (issue 42: both survived the unit tests).
+#[tokio::test]
+async fn a_hand_back_is_a_change() {
+    let c = coordinator();
+    run_of_8(&c).await;
+    let held = lease(&c, "a", 4096).await;
+    let mut changes = c.subscribe();
+    changes.borrow_and_update();
+    assert_eq!(c.release("a", &[], false).unwrap(), 0);
+    assert!(!changes.has_changed().unwrap(), "nothing handed back");
+    assert_eq!(c.release("a", &[held[0].id], false).unwrap(), 1);
+    assert!(changes.has_changed().unwrap());
+}
