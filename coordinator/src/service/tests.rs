@@ -2839,7 +2839,7 @@ async fn an_empty_handed_worker_is_told_when_to_ask_again() {
     let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
     let mut changes = c.subscribe();
     changes.borrow_and_update();
-    run_of_8(&c).await;
+    let run = run_of_8(&c).await;
     changes.borrow_and_update();
     let held = lease(&c, "a", 4096).await;
     assert!(!held.is_empty());
@@ -2868,6 +2868,10 @@ async fn an_empty_handed_worker_is_told_when_to_ask_again() {
         "the bench, not the usual wait: {:?}",
         grant.retry_after
     );
+    // Nothing running (the run paused): the usual wait, bench or not.
+    c.control(&run, Control::Pause).await.unwrap();
+    let grant = c.lease(&ask("a", 1), Duration::ZERO).await.unwrap();
+    assert_eq!(grant.retry_after, Duration::from_millis(100));
 }
 
 /// A hand-back is a change that wakes watchers and waiting lease calls; a release that hands nothing
