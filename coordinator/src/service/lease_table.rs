@@ -337,6 +337,20 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// A lease id carries its incarnation's epoch above its sequence number: two incarnations never
+    /// give one id (issue 42: `<<` → `>>` survived; `|` → `^` is equivalent, the two parts share no
+    /// bit).
+    #[tokio::test(start_paused = true)]
+    async fn lease_ids_carry_their_epoch() {
+        let now = Instant::now();
+        let mut first = Leases::new(3, SECRET, Duration::from_secs(10));
+        let mut second = Leases::new(4, SECRET, Duration::from_secs(10));
+        let a = first.issue(1, key("0.1"), "w", "w", now);
+        let b = second.issue(1, key("0.1"), "w", "w", now);
+        assert_eq!((a >> SEQ_BITS, b >> SEQ_BITS), (3, 4));
+        assert_ne!(a, b);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn heartbeats_keep_a_lease_and_silence_ends_it() {
         let mut t = Leases::new(3, SECRET, Duration::from_secs(10));
