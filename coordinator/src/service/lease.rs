@@ -195,7 +195,7 @@ impl Coordinator {
             }
             // Keys this call looked at and handed back are no news to it: a change that is only its
             // own is marked seen, or the call would wake itself at once, look again, and spin.
-            if notified && *changes.borrow() == seen.wrapping_add(1) {
+            if only_its_own_change(notified, seen, *changes.borrow()) {
                 changes.borrow_and_update();
             }
             tokio::select! {
@@ -659,6 +659,13 @@ impl Coordinator {
     }
 }
 
+/// Whether the change counter, `seen` before a call's look and `now` after it, moved only by that
+/// call's own announcement (`notified`): then the call need not wake for it. Another call's change
+/// in between (the counter two ahead, or moved while this call announced nothing) wakes it.
+fn only_its_own_change(notified: bool, seen: u64, now: u64) -> bool {
+    notified && now == seen.wrapping_add(1)
+}
+
 /// The request checks and the worker ids of a credential, alone (issue 42: their mutants survived
 /// the service's tests, which go through them only with ids that pass).
 #[cfg(test)]
@@ -676,6 +683,18 @@ mod tests {
             capacity,
             only: None,
         }
+    }
+
+    /// A waiting call marks seen only the one change it announced itself (issue 42: `&&` → `||` and
+    /// `==` → `!=` survived; the first would sleep through another call's change, the second spin).
+    #[test]
+    fn a_call_ignores_only_its_own_change() {
+        assert!(only_its_own_change(true, 5, 6));
+        assert!(only_its_own_change(true, u64::MAX, 0));
+        assert!(!only_its_own_change(false, 5, 6));
+        assert!(!only_its_own_change(true, 5, 7));
+        assert!(!only_its_own_change(true, 5, 5));
+        assert!(!only_its_own_change(false, 5, 5));
     }
 
     #[test]

@@ -397,6 +397,67 @@ mod tests {
             .check_report(future, t.tag(future, 1, &key("0.1")), 1, &key("0.1"))
             .is_err());
         assert!(t.check_report(7, 0, 1, &key("0.1")).is_err());
+        // Epoch 0 was never an incarnation's: refused even with its tag (issue 42: `> 0` → `>= 0`).
+        assert!(t
+            .check_report(7, t.tag(7, 1, &key("0.1")), 1, &key("0.1"))
+            .is_err());
+    }
+
+    /// Cancelling a run ends its leases, active and past (a result under any is refused), and a
+    /// heartbeat's ids name them; another run's leases are untouched, and its history still goes when
+    /// its job is done (issue 42: the filters of `cancel_run` and `cancelled_among` survived).
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_runs_leases_end_and_are_named_and_no_other_runs() {
+        let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
+        let now = Instant::now();
+        let past1 = t.issue(1, key("0.1"), "w", "w", now);
+        t.close(past1);
+        let active1 = t.issue(1, key("0.1"), "w", "w", now);
+        let past2 = t.issue(2, key("0.1"), "w", "w", now);
+        t.close(past2);
+        let active2 = t.issue(2, key("0.2"), "w", "w", now);
+        let counts = |t: &Leases, id: u64, run: u64, job: &str| {
+            t.check_report(id, t.tag(id, run, &key(job)), run, &key(job))
+                .is_ok()
+        };
+        assert_eq!(t.cancel_run(1), 1);
+        assert!(!counts(&t, past1, 1, "0.1") && !counts(&t, active1, 1, "0.1"));
+        assert!(counts(&t, past2, 2, "0.1") && counts(&t, active2, 2, "0.2"));
+        assert_eq!(
+            t.cancelled_among(&[past1, active1, past2, active2, 999]),
+            vec![active1]
+        );
+        assert!(t.heartbeat("w", &[active2], now).is_empty());
+        t.settle(2, &key("0.1"));
+        assert!(
+            !counts(&t, past2, 2, "0.1"),
+            "forgotten once its job is done"
+        );
+    }
+
+    /// A lease of this incarnation, active or ended, counts only for the job it was issued for, even
+    /// under a tag made with the secret for another job or run (issue 42: `&&` → `||` on the run and the
+    /// job survived).
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_of_this_incarnation_counts_only_for_its_job() {
+        let mut t = Leases::new(3, SECRET, Duration::from_secs(10));
+        let id = t.issue(1, key("0.1"), "w", "w", Instant::now());
+        for _ in 0..2 {
+            assert!(t
+                .check_report(id, t.tag(id, 1, &key("0.1")), 1, &key("0.1"))
+                .is_ok());
+            assert!(t
+                .check_report(id, t.tag(id, 1, &key("0.2")), 1, &key("0.2"))
+                .is_err());
+            assert!(t
+                .check_report(id, t.tag(id, 2, &key("0.1")), 2, &key("0.1"))
+                .is_err());
+            assert!(t
+                .check_report(id, t.tag(id, 2, &key("0.2")), 2, &key("0.2"))
+                .is_err());
+            // Ended: still recognised, for its job only.
+            t.close(id);
+        }
     }
 
     /// A job leased and handed back over and over (a worker looping Lease and Release) keeps only its
@@ -437,6 +498,24 @@ mod tests {
         assert_eq!(t.cancel_run(1), 1);
         assert_eq!((t.count(1), holders(&t, 1)), (0, vec![]));
         assert_eq!((t.count(2), holders(&t, 2)), (1, vec!["a".into()]));
+    }
+
+    /// The worker table's lease column: active leases per worker id, every run together, and a lease
+    /// ended no longer counted.
+    #[tokio::test(start_paused = true)]
+    async fn each_workers_active_leases_are_counted_across_runs() {
+        let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
+        let now = Instant::now();
+        assert!(t.per_worker().is_empty());
+        let first = t.issue(1, key("1"), "a", "n", now);
+        t.issue(1, key("2"), "a", "n", now);
+        t.issue(2, key("1"), "a", "n", now);
+        t.issue(2, key("2"), "b", "n", now);
+        let expected: HashMap<&str, u64> = [("a", 3), ("b", 1)].into_iter().collect();
+        assert_eq!(t.per_worker(), expected);
+        t.release("a", &[first]);
+        let expected: HashMap<&str, u64> = [("a", 2), ("b", 1)].into_iter().collect();
+        assert_eq!(t.per_worker(), expected);
     }
 
     #[tokio::test(start_paused = true)]

@@ -2888,3 +2888,131 @@ async fn a_hand_back_is_a_change() {
     assert_eq!(c.release("a", &[held[0].id], false).unwrap(), 1);
     assert!(changes.has_changed().unwrap());
 }
+
+/// A look that hands back a key another call may take announces it, though it leases nothing: here a
+/// new credential, which may not decide a dispute, passes the disputed job by. A call that waits does
+/// not wake itself with its own announcement and look again at once (issue 42: `wake_others |=
+/// returned` → `&=` survived the unit tests; `==` → `!=` in the guard would spin here).
+#[tokio::test]
+async fn a_look_that_hands_a_disputed_job_back_announces_it_and_waits() {
+    let c = coordinator();
+    verified_run_of_8(&c).await;
+    let all = lease(&c, "a", 4096).await;
+    report_all(&c, "a", &all).await;
+    let checks = lease(&c, "b", 4096).await;
+    assert_eq!(checks.len(), all.len());
+    let outcomes = c.report("b", "b", vec![lying(&checks[0])]).await.unwrap();
+    assert_eq!(outcomes, vec![Outcome::Disputed]);
+    let newcomer = Ask {
+        credential: true,
+        ..ask("n", 4)
+    };
+    let changes = c.subscribe();
+    let before = *changes.borrow();
+    let grant = c.lease(&newcomer, Duration::ZERO).await.unwrap();
+    assert!(grant.leases.is_empty() && !grant.idle, "{grant:?}");
+    assert_eq!(changes.borrow().wrapping_sub(before), 1, "handed back");
+    let before = *changes.borrow();
+    let grant = c
+        .lease(&newcomer, Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert!(grant.leases.is_empty() && !grant.idle, "{grant:?}");
+    let announced = changes.borrow().wrapping_sub(before);
+    assert!(
+        announced <= 2,
+        "{announced} changes announced while it waited"
+    );
+    // A worker with a record decides it.
+    let decider = lease(&c, "z", 1).await;
+    assert_eq!(decider[0].key, checks[0].key);
+}
+
+/// After a restart the coordinator knows which jobs a worker computed only from their records: a
+/// worker whose every job left is its own verified result looks once, hands them all back, and is
+/// told it is idle, its own hand-backs not taken for jobs come back meanwhile (issue 42: `own_back +=
+/// back` → `*=` and `at + own_back` → `-` survived the unit tests).
+#[tokio::test]
+async fn after_a_restart_a_worker_with_only_its_own_verified_jobs_left_is_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = opened_with(dir.path(), Config::default()).unwrap();
+    verified_run_of_8(&c).await;
+    let all = lease(&c, "a", 4096).await;
+    report_all(&c, "a", &all).await;
+    drop(c);
+    let c = reopened(dir.path()).await;
+    let grant = c.lease(&ask("a", 1), Duration::ZERO).await.unwrap();
+    assert!(grant.leases.is_empty() && grant.idle, "{grant:?}");
+    assert_eq!(lease(&c, "b", 4096).await.len(), all.len());
+}
+
+/// A quarantined worker's heartbeat is refused and the leases it names are taken back at once, news
+/// to a waiting lease call; one naming no lease it holds announces nothing (issue 42: the guard
+/// `released > 0` survived the unit tests).
+#[tokio::test]
+async fn a_quarantined_workers_heartbeat_hands_its_leases_back_as_news() {
+    let c = coordinator();
+    run_of_8(&c).await;
+    let held = lease(&c, "m", 4).await;
+    let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
+    c.state()
+        .quarantined
+        .insert("m".to_string(), "a test".to_string());
+    let changes = c.subscribe();
+    let before = *changes.borrow();
+    let refused = c.heartbeat("m", &ids);
+    assert!(
+        matches!(refused, Err(Error::Quarantined { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(changes.borrow().wrapping_sub(before), 1, "taken back");
+    let refused = c.heartbeat("m", &ids);
+    assert!(
+        matches!(refused, Err(Error::Quarantined { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(changes.borrow().wrapping_sub(before), 1, "nothing taken");
+    let others: Vec<_> = lease(&c, "b", 4096)
+        .await
+        .into_iter()
+        .map(|g| g.key)
+        .collect();
+    assert!(held.iter().all(|g| others.contains(&g.key)));
+}
+
+/// A lease of a worker with a counted result that expires is an attempt: the job goes back in line
+/// until its attempts are used up under two workers, then fails. A sweep that ends a lease announces
+/// it; one that ends none announces nothing (issue 42: both guards survived the unit tests).
+#[tokio::test(start_paused = true)]
+async fn a_counted_workers_expiry_requeues_its_job_until_the_attempts_run_out() {
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        max_attempts: 2,
+        ..Config::default()
+    };
+    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+    let run = run_of_8(&c).await;
+    for w in ["a", "b"] {
+        let got = lease(&c, w, 1).await;
+        assert_eq!(report_all(&c, w, &got).await, vec![Outcome::Accepted]);
+    }
+    let changes = c.subscribe();
+    let before = *changes.borrow();
+    c.expire_leases().await;
+    assert_eq!(changes.borrow().wrapping_sub(before), 0, "nothing expired");
+    let first = lease(&c, "a", 1).await;
+    let before = *changes.borrow();
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    assert_eq!(changes.borrow().wrapping_sub(before), 1, "one expired");
+    assert_eq!(c.run(&run).unwrap().jobs_failed, 0);
+    let again = lease(&c, "b", 1).await;
+    assert_eq!(again[0].key, first[0].key, "leased again");
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    assert_eq!(
+        c.run(&run).unwrap().jobs_failed,
+        1,
+        "two attempts, two workers"
+    );
+}

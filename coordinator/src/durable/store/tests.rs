@@ -2192,6 +2192,26 @@ fn a_revocation_leaves_a_failed_job_failed() {
     assert_eq!(after.candidates.len(), failed.candidates.len());
 }
 
+/// A revocation takes back what its worker computed or confirmed, never a result it had no part in,
+/// even one whose own workers are quarantined and not yet revoked: the store lists exactly the
+/// quarantines whose revocation is left (issue 42: `c == worker` → `!=` in `revocable` survived).
+#[test]
+fn a_revocation_takes_back_only_results_its_worker_had_a_part_in() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    for name in ["x", "y"] {
+        store.commit(&[by(&plan, name, job.clone(), 0)]).unwrap();
+    }
+    let counted = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(counted.state, JobState::Done, "{counted:?}");
+    for w in ["w", "x", "y"] {
+        store.restore_quarantine(&quarantined_by(w, &[])).unwrap();
+    }
+    let mut left = store.unrevoked_quarantines().unwrap();
+    left.sort();
+    assert_eq!(left, [("x".to_string(), 1), ("y".to_string(), 1)]);
+}
+
 /// A chain of deciders, d decided c, c decided b, b decided a, d contradicting itself: c is lifted (d
 /// stays), b stays (its decider is cleared), so a is lifted too (its decider b stays): one call does
 /// it all (found by a review, 2026-11-28: one pass lifted c alone).
