@@ -466,6 +466,115 @@ mod tests {
     use crate::durable::store::tests::incoming_from as incoming;
     use crate::durable::store::Outcome;
 
+    /// A sync round takes in every batch applied while the last round synced: each one's ledger
+    /// lines, answers and probes (issue 42: `absorb` → `()` survived; the batches it drops would go
+    /// unanswered and their lines unlogged).
+    #[test]
+    fn a_sync_round_takes_in_every_batch_waiting() {
+        let batch = |worker: &str| {
+            let mut applied = Applied::default();
+            applied.entries.push(Entry::Released {
+                worker: worker.to_string(),
+                at_unix: 1,
+            });
+            applied
+                .results
+                .push((Ok(Committed::default()), oneshot::channel().0));
+            applied
+                .writes
+                .push((Ok(Written::Retried(Vec::new())), oneshot::channel().0));
+            applied.probes.push(oneshot::channel().0);
+            applied
+        };
+        let mut round = batch("a");
+        round.absorb(batch("b"));
+        round.absorb(batch("c"));
+        let sizes = (
+            round.entries.len(),
+            round.results.len(),
+            round.writes.len(),
+            round.probes.len(),
+        );
+        assert_eq!(sizes, (3, 3, 3, 3));
+        let workers: Vec<&str> = round
+            .entries
+            .iter()
+            .map(|e| match e {
+                Entry::Released { worker, .. } => worker.as_str(),
+                _ => "",
+            })
+            .collect();
+        assert_eq!(workers, ["a", "b", "c"], "in order");
+    }
+
+    /// A round takes results up to [`MAX_GROUP_RESULTS`], then commits: a batch that arrives after
+    /// that many waits for the next round, whose commit is numbered next (issue 42: the count's `+=`
+    /// → `*=`, the bound's `<` → `<=` and the number's `+=` → `*=` survived).
+    #[test]
+    fn a_round_takes_at_most_its_bound_of_results() {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(9, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let one = incoming(run.id, &plan, 0, "a");
+        let (tx, rx) = mpsc::channel();
+        for batch in [vec![one.clone(); MAX_GROUP_RESULTS], vec![one]] {
+            tx.send(Request::Results(batch, oneshot::channel().0))
+                .unwrap();
+        }
+        drop(tx);
+        let (applied_tx, applied_rx) = mpsc::channel();
+        commit_rounds(&store, &rx, &applied_tx);
+        let rounds: Vec<(usize, u64)> = applied_rx
+            .try_iter()
+            .map(|r| (r.results.len(), r.results[0].0.as_ref().unwrap().seq))
+            .collect();
+        assert_eq!(rounds, [(1, 1), (1, 2)]);
+    }
+
+    /// A probe answers Ok while the data directory takes a write, and the write's error once it does
+    /// not (issue 42: `probe` → `Ok(())` survived the unit tests; the disk-full tests cover it end to
+    /// end).
+    #[tokio::test]
+    async fn a_probe_answers_with_its_writes_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let health = Arc::new(StorageHealth::default());
+        let committer = Committer::start(store.clone(), None, health).unwrap();
+        committer.probe().await.unwrap();
+        // The probe file's place taken by a directory: the write fails.
+        std::fs::create_dir(dir.path().join(storage_health::PROBE_FILE)).unwrap();
+        let refused = committer.probe().await;
+        assert!(matches!(refused, Err(Error::Durability(_))), "{refused:?}");
+    }
+
+    /// Damage met by a write other than results (a job to fail whose stored group cannot be read)
+    /// degrades storage as a commit's does (issue 42: deleting the write arm of `damage` survived).
+    #[tokio::test]
+    async fn damage_met_by_a_write_degrades_storage() {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(9, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let health = Arc::new(StorageHealth::default());
+        let committer = Committer::start(store.clone(), None, health.clone()).unwrap();
+        committer
+            .commit(vec![incoming(run.id, &plan, 0, "a")])
+            .await
+            .unwrap();
+        let key = plan.jobs().next().unwrap();
+        store.damage_group(run.id, &key);
+        let written = committer
+            .write(Write::Fail(vec![(run.id, key, "a test".into())]))
+            .await;
+        match written {
+            Ok(Written::Failed(each)) => {
+                assert!(matches!(each[..], [Err(Error::Corrupt(_))]), "{each:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let why = health.degraded().expect("degraded");
+        assert!(why.contains("damaged"), "{why}");
+    }
+
     /// Queues `batches` before the commit thread looks, so that they share one round; returns the round.
     fn one_round(store: &Store, batches: Vec<Vec<Incoming>>) -> Vec<Result<Committed>> {
         let (tx, rx) = mpsc::channel();

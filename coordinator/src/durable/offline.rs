@@ -349,6 +349,9 @@ mod tests {
         assert_eq!(view.damaged.len(), 3, "{:?}", view.damaged);
         assert!(view.damaged[1].reason.contains("cut short or altered"));
         assert!(view.damaged[2].reason.contains("cut short"));
+        // Named as the line after the last (issue 42: `last_line + 1` → `*` survived).
+        let lines = export.iter().filter(|b| **b == b'\n').count() as u64;
+        assert_eq!(view.damaged[2].line, lines + 1);
         assert!(view.quarantines.is_empty());
     }
 

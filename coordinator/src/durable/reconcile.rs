@@ -1222,6 +1222,47 @@ mod tests {
         assert!(quick(&store, &path).unwrap().is_some(), "agreeing again");
     }
 
+    /// A line of the format before checksums is sealed as read and counted as unchecked where it has
+    /// no seal; one that carries a seal keeps it: a wrong one is damage, never replaced by a seal of
+    /// whatever the line says (issue 42: `!verified && seal.is_none()` → `||` and the count's `+=` →
+    /// `*=` survived).
+    #[test]
+    fn a_line_before_checksums_is_sealed_as_read_only_where_it_has_no_seal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, _) = agreeing(dir.path());
+        let (key, record) = store.results(run).next().unwrap().unwrap();
+        let line = |seal: Option<u64>| {
+            let mut line = serde_json::json!({
+                "kind": "result", "run": run, "job": key.to_string(),
+                "result": {
+                    "total": record.result.total,
+                    "unique8": record.result.unique8,
+                    "nodes": record.result.nodes
+                },
+                "worker": record.worker, "lease": record.lease, "at_unix": record.at_unix
+            });
+            if let Some(seal) = seal {
+                line["seal"] = seal.into();
+            }
+            line.to_string()
+        };
+        let seal = record.seal.unwrap();
+        append_raw(&path, &line(None));
+        append_raw(&path, &line(Some(seal)));
+        let view = LedgerView::read(&path).unwrap();
+        let counts = (view.legacy, view.unchecked, view.damaged_lines);
+        assert_eq!(counts, (2, 1, 0), "{:?}", view.damaged);
+        append_raw(&path, &line(Some(seal ^ 1)));
+        let view = LedgerView::read(&path).unwrap();
+        assert_eq!(view.damaged_lines, 1);
+        assert!(
+            view.damaged[0].reason.contains("fails its seal"),
+            "{:?}",
+            view.damaged
+        );
+    }
+
     /// A run the store lacks is restored from the ledger with its results, and counted among the
     /// repairs (issue 42: the count was untested).
     #[test]

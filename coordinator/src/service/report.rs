@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::lease::{check_device, check_worker};
 use super::workers::{Contact, Reported};
 use super::{lookup, to_the_end, truncate, Coordinator};
-use crate::durable::store::{Incoming, JobState, Outcome};
+use crate::durable::store::{Committed, Incoming, JobState, Outcome};
 use crate::error::{Error, Result};
 
 /// Most results in one report.
@@ -206,39 +206,7 @@ impl Coordinator {
                 }
             }
         }
-        // Jobs two identities agreed on may serve as spot checks; a result taken back may not.
-        // (Not a job no queen ring fits: its one plausible answer, zero, tests nothing.)
-        for (run, key, record) in &committed.counted {
-            if !record.confirmed_by.is_empty() {
-                for who in record.confirmed_by.iter().chain([&record.worker]) {
-                    if !state.confirmed.contains(who) {
-                        state.confirmed.insert(who.clone());
-                    }
-                }
-                if let Some(live) = state.runs.get_mut(run) {
-                    live.jobs_confirmed += 1;
-                    if nqueens_common::Family::distinct(&record.families) >= 2 {
-                        live.jobs_two_families += 1;
-                    }
-                }
-            }
-            if !record.confirmed_by.is_empty() && record.result.nodes > 0 {
-                let mut by = record.confirmed_by.clone();
-                by.push(record.worker.clone());
-                state.spot.confirmed(*run, key.clone(), by);
-            }
-        }
-        for r in committed.revoked.iter().chain(&committed.disputed) {
-            state.spot.forget(r.run, &r.key);
-            if !r.record.confirmed_by.is_empty() {
-                if let Some(live) = state.runs.get_mut(&r.run) {
-                    live.jobs_confirmed = live.jobs_confirmed.saturating_sub(1);
-                    if nqueens_common::Family::distinct(&r.record.families) >= 2 {
-                        live.jobs_two_families = live.jobs_two_families.saturating_sub(1);
-                    }
-                }
-            }
-        }
+        note_confirmed(state, &committed);
         if state.workers.seen(worker, now) == Contact::Returned {
             tracing::info!(worker = %worker, name = %name, "worker returned");
         }
@@ -520,5 +488,43 @@ impl Coordinator {
                 })
             })
             .collect()
+    }
+}
+
+/// The confirmed jobs of a commit, in memory: each run's counts of confirmed jobs (and of those two
+/// kernel families confirmed), the identities with a record, and the spot checks' pool. Jobs two
+/// identities agreed on may serve as spot checks; a result taken back may not.
+pub(super) fn note_confirmed(state: &mut super::State, committed: &Committed) {
+    // (Not a job no queen ring fits: its one plausible answer, zero, tests nothing.)
+    for (run, key, record) in &committed.counted {
+        if !record.confirmed_by.is_empty() {
+            for who in record.confirmed_by.iter().chain([&record.worker]) {
+                if !state.confirmed.contains(who) {
+                    state.confirmed.insert(who.clone());
+                }
+            }
+            if let Some(live) = state.runs.get_mut(run) {
+                live.jobs_confirmed += 1;
+                if nqueens_common::Family::distinct(&record.families) >= 2 {
+                    live.jobs_two_families += 1;
+                }
+            }
+        }
+        if !record.confirmed_by.is_empty() && record.result.nodes > 0 {
+            let mut by = record.confirmed_by.clone();
+            by.push(record.worker.clone());
+            state.spot.confirmed(*run, key.clone(), by);
+        }
+    }
+    for r in committed.revoked.iter().chain(&committed.disputed) {
+        state.spot.forget(r.run, &r.key);
+        if !r.record.confirmed_by.is_empty() {
+            if let Some(live) = state.runs.get_mut(&r.run) {
+                live.jobs_confirmed = live.jobs_confirmed.saturating_sub(1);
+                if nqueens_common::Family::distinct(&r.record.families) >= 2 {
+                    live.jobs_two_families = live.jobs_two_families.saturating_sub(1);
+                }
+            }
+        }
     }
 }

@@ -208,6 +208,15 @@ impl SpotChecks {
     pub fn passed_by(&self, name: &str) -> u64 {
         self.passed.get(name).copied().unwrap_or(0)
     }
+
+    /// The jobs of run `run`'s pool, oldest first.
+    #[cfg(test)]
+    pub fn pooled(&self, run: u64) -> Vec<JobKey> {
+        self.pool
+            .get(&run)
+            .map(|pool| pool.iter().map(|c| c.key.clone()).collect())
+            .unwrap_or_default()
+    }
 }
 
 /// Leases spot checks to the worker process `worker` of the credential `name`, in place of some of the
@@ -311,6 +320,23 @@ mod tests {
             let e = check_max_error(bad).unwrap_err().to_string();
             assert!(e.contains("out of range"), "{bad}: {e}");
         }
+    }
+
+    /// A worker lifted from a quarantine loses the checks it passed, and the loss is saved; forgetting
+    /// a name with none changes nothing (issue 42: `forget_passes` → `()` survived).
+    #[test]
+    fn a_lifted_workers_passes_are_forgotten_and_saved() {
+        let mut s = SpotChecks::new([3; 16]);
+        s.passed("a");
+        s.passed("a");
+        s.passed("b");
+        s.unsaved().unwrap();
+        s.forget_passes("a");
+        assert_eq!((s.passed_by("a"), s.passed_by("b")), (0, 1));
+        let saved = s.unsaved().expect("the loss is saved");
+        assert_eq!((saved.get("a"), saved.get("b")), (None, Some(&1)));
+        s.forget_passes("nobody");
+        assert_eq!(s.unsaved(), None);
     }
 
     /// Passes to save: none until one is passed; taken once; again after a failed save; restored ones

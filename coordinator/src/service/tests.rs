@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use nqueens_common::checksum::seal;
-use nqueens_common::{Job, Strategy};
+use nqueens_common::{Job, JobKey, Strategy};
 
 use super::grant::Granted;
 use super::lease::Ask;
@@ -3015,4 +3015,74 @@ async fn a_counted_workers_expiry_requeues_its_job_until_the_attempts_run_out() 
         1,
         "two attempts, two workers"
     );
+}
+
+/// A commit's confirmed jobs in memory: each counts among its run's confirmed jobs (and those of two
+/// kernel families, where its results came from two) and joins the spot checks' pool if its search
+/// had nodes; a confirmed job taken back (revoked or disputed) leaves all three; an unconfirmed one,
+/// counted or taken back, changes none (issue 42: `nodes > 0` → `>=`, and the guards of the side
+/// taken back, `!confirmed_by.is_empty()` and `distinct(families) >= 2`, survived).
+#[tokio::test]
+async fn confirmed_counts_and_the_pool_follow_what_a_commit_counted_and_took_back() {
+    use crate::durable::store::{Committed, ResultRecord, Revoked};
+    use nqueens_common::Family;
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    let id = c.run(&run).unwrap().meta.id;
+    let held = lease(&c, "a", 4).await;
+    let record = |g: &Granted, by: &[&str], families: Vec<Option<Family>>, nodes| {
+        let mut result = report(g).result;
+        result.nodes = nodes;
+        let record = ResultRecord {
+            result,
+            worker: "a".into(),
+            worker_id: "a".into(),
+            lease: g.id,
+            at_unix: 1,
+            confirmed_by: by.iter().map(|b| b.to_string()).collect(),
+            seal: None,
+            families,
+        };
+        (g.key.clone(), record)
+    };
+    let two = record(
+        &held[0],
+        &["b"],
+        vec![Some(Family::Gpu), Some(Family::CpuLists)],
+        9,
+    );
+    let one = record(&held[1], &["b"], vec![Some(Family::Gpu)], 9);
+    let bare = record(&held[2], &["b"], vec![], 0);
+    let alone = record(&held[3], &[], vec![], 9);
+    let counted = |r: &(JobKey, ResultRecord)| (id, r.0.clone(), r.1.clone());
+    let back = |r: &(JobKey, ResultRecord)| Revoked {
+        run: id,
+        key: r.0.clone(),
+        record: r.1.clone(),
+    };
+    let state = |c: &Coordinator| {
+        let v = c.run(&run).unwrap();
+        let mut pooled = c.state().spot.pooled(id);
+        pooled.sort();
+        (v.jobs_confirmed, v.jobs_two_families, pooled)
+    };
+    let note = |committed: Committed| super::report::note_confirmed(&mut c.state(), &committed);
+    note(Committed {
+        counted: [&two, &one, &bare, &alone].map(counted).to_vec(),
+        ..Committed::default()
+    });
+    let mut pooled = vec![two.0.clone(), one.0.clone()];
+    pooled.sort();
+    assert_eq!(state(&c), (3, 1, pooled));
+    note(Committed {
+        disputed: vec![back(&one)],
+        revoked: vec![back(&alone)],
+        ..Committed::default()
+    });
+    assert_eq!(state(&c), (2, 1, vec![two.0.clone()]));
+    note(Committed {
+        revoked: vec![back(&two)],
+        ..Committed::default()
+    });
+    assert_eq!(state(&c), (1, 0, vec![]));
 }

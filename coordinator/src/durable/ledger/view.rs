@@ -325,3 +325,24 @@ pub fn different_runs(stored: &RunMeta, logged: &RunMeta, path: &std::path::Path
         path.display()
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ledger that is not there is an empty one; one that cannot be opened is an error, never taken
+    /// for empty (issue 42: the guard `NotFound` → `true` survived).
+    #[test]
+    fn a_missing_ledger_is_empty_and_one_that_cannot_be_opened_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let view = LedgerView::read(&dir.path().join("absent.jsonl")).unwrap();
+        assert_eq!((view.len, view.runs.len()), (0, 0));
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, b"").unwrap();
+        let refused = LedgerView::read(&file.join("ledger.jsonl"));
+        assert!(
+            matches!(refused, Err(Error::DurableIo { .. })),
+            "{refused:?}"
+        );
+    }
+}
