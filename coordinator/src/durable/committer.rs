@@ -750,6 +750,13 @@ mod tests {
             answers[2].as_ref().unwrap().outcomes,
             vec![Outcome::Accepted]
         );
+        // Each batch committed alone has its own commit number, after the failed joint one's (issue
+        // 42: `*seq += 1` → `*=` there survived).
+        let seqs = (
+            answers[0].as_ref().unwrap().seq,
+            answers[2].as_ref().unwrap().seq,
+        );
+        assert_eq!(seqs, (2, 4));
         let tally = store.tally(run.id).unwrap();
         let expected = [0, 2].iter().fold(0u128, |t, &i| {
             t + u128::from(incoming(run.id, &plan, i, "x").result.total)
