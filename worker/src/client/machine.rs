@@ -909,7 +909,9 @@ mod tests {
         for (i, pair) in asked.windows(2).enumerate() {
             let gap = pair[1].at - pair[0].at;
             let step = Duration::from_millis(50 << i);
-            assert!(gap >= step && gap < 2 * step, "attempt {i}: {gap:?}");
+            // Up to twice the step: the timer rounds a sleep up to the next millisecond, so a
+            // jitter just under the step can end at exactly twice it.
+            assert!(gap >= step && gap <= 2 * step, "attempt {i}: {gap:?}");
         }
         assert_eq!(link.calls("leave").len(), 1);
     }
