@@ -1195,6 +1195,28 @@ mod tests {
         assert_eq!(repairs.results_damaged, 0);
     }
 
+    /// A result line of the format before checksums (no checksum; a seal only where `seal` is one).
+    fn line_before_checksums(
+        run: u64,
+        key: &JobKey,
+        record: &ResultRecord,
+        seal: Option<u64>,
+    ) -> String {
+        let mut line = serde_json::json!({
+            "kind": "result", "run": run, "job": key.to_string(),
+            "result": {
+                "total": record.result.total,
+                "unique8": record.result.unique8,
+                "nodes": record.result.nodes
+            },
+            "worker": record.worker, "lease": record.lease, "at_unix": record.at_unix
+        });
+        if let Some(seal) = seal {
+            line["seal"] = seal.into();
+        }
+        line.to_string()
+    }
+
     /// A ledger with a line of the format before checksums is rewritten with checksums, even where
     /// every line agrees with the store (issue 42: that rewrite had no test of its own).
     #[test]
@@ -1203,16 +1225,7 @@ mod tests {
         let path = dir.path().join(LEDGER_FILE);
         let (store, run, _) = agreeing(dir.path());
         let (key, record) = store.results(run).next().unwrap().unwrap();
-        let old = serde_json::json!({
-            "kind": "result", "run": run, "job": key.to_string(),
-            "result": {
-                "total": record.result.total,
-                "unique8": record.result.unique8,
-                "nodes": record.result.nodes
-            },
-            "worker": record.worker, "lease": record.lease, "at_unix": record.at_unix
-        })
-        .to_string();
+        let old = line_before_checksums(run, &key, &record, None);
         append_raw(&path, &old);
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert!(repairs.ledger_rewritten, "{repairs:?}");
@@ -1232,21 +1245,7 @@ mod tests {
         let path = dir.path().join(LEDGER_FILE);
         let (store, run, _) = agreeing(dir.path());
         let (key, record) = store.results(run).next().unwrap().unwrap();
-        let line = |seal: Option<u64>| {
-            let mut line = serde_json::json!({
-                "kind": "result", "run": run, "job": key.to_string(),
-                "result": {
-                    "total": record.result.total,
-                    "unique8": record.result.unique8,
-                    "nodes": record.result.nodes
-                },
-                "worker": record.worker, "lease": record.lease, "at_unix": record.at_unix
-            });
-            if let Some(seal) = seal {
-                line["seal"] = seal.into();
-            }
-            line.to_string()
-        };
+        let line = |seal| line_before_checksums(run, &key, &record, seal);
         let seal = record.seal.unwrap();
         append_raw(&path, &line(None));
         append_raw(&path, &line(Some(seal)));
