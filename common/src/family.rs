@@ -133,6 +133,7 @@ mod tests {
     fn every_family_reads_back_from_its_name_and_every_variant_has_one() {
         for f in Family::ALL {
             assert_eq!(Family::parse(f.name()), Some(f));
+            assert_eq!(f.to_string(), f.name(), "shown by its name");
             assert_eq!(
                 serde_json::to_string(&f).unwrap(),
                 format!("\"{}\"", f.name())
@@ -164,6 +165,8 @@ mod tests {
         assert!(!both.only(Gpu) && both.other_than(Gpu) && both.contains(CpuLists));
         assert_eq!(both.iter().collect::<Vec<_>>(), [CpuLists, Gpu]);
         assert!(!both.contains(CpuStack));
+        // A family in both sets stays (issue 42: `|` → `^` survived).
+        assert_eq!(both.union(s), both);
         let all: FamilySet = Family::ALL.into_iter().collect();
         assert_eq!(all.iter().count(), 3);
     }

@@ -431,6 +431,61 @@ mod mutants_found {
         assert!(tried > 0, "no key of N = 5..12 lacks a ring");
     }
 
+    /// A group kept for one board size is not taken for another's with the same sides: the jobs of
+    /// N = 8 then N = 9 checked through one [`Groups`] are the jobs each plan checks alone, and the group
+    /// kept after asking for N = 9 is N = 9's (issue 42: `==` → `!=` on the board size survived; the
+    /// first half alone does not catch it, N = 8's group bounding these N = 9 keys alike).
+    #[test]
+    fn a_group_kept_for_one_board_size_is_not_used_for_another() {
+        let eight = Plan::new(8, Strategy::D4).unwrap();
+        let nine = Plan::new(9, Strategy::D4).unwrap();
+        let mut pairs = 0;
+        for k8 in eight.jobs() {
+            for k9 in nine.jobs().filter(|k| k.0[..2] == k8.0[..2]) {
+                let mut groups = Groups::default();
+                Job::with_groups(eight, k8.clone(), &mut groups).unwrap();
+                let shared = Job::with_groups(nine, k9.clone(), &mut groups).unwrap();
+                let alone = nine.job(&k9).unwrap();
+                assert_eq!(
+                    shared.largest_stabiliser, alone.largest_stabiliser,
+                    "{k8} then {k9}"
+                );
+                pairs += 1;
+            }
+        }
+        assert!(pairs > 0);
+        // Sides both sizes have: the group asked for N = 9 after N = 8's is N = 9's.
+        let (w, e) = (0..8u8)
+            .flat_map(|w| (0..8u8).map(move |e| (w, e)))
+            .find(|&(w, e)| d4::Group::new(8, w, e).is_some() && d4::Group::new(9, w, e).is_some())
+            .expect("sides of both sizes");
+        let mut groups = Groups::default();
+        groups.get(8, w, e).unwrap();
+        groups.get(9, w, e).unwrap();
+        assert_eq!(groups.last.as_ref().map(|(n, _)| *n), Some(9));
+    }
+
+    /// A `mirror` key is refused for each of its faults alone: a length other than the plan's depth, a
+    /// column off the board, a first queen the mirror leaves out (weight 0), each on a board where the
+    /// other checks pass (issue 42: `||` → `&&` at either join survived).
+    #[test]
+    fn a_mirror_key_is_refused_for_each_fault_alone() {
+        let plan = Plan::new(10, Strategy::Mirror).unwrap();
+        let good = plan.jobs().next().unwrap();
+        assert!(plan.job(&good).is_ok());
+        let short = JobKey(good.0[..good.0.len() - 1].to_vec());
+        assert_eq!(mirror::weight(10, &short.0), 2);
+        assert!(plan.job(&short).is_err(), "{short}");
+        // The mirror image of a job: every queen placed, no two attacking, but left out (weight 0).
+        let image = JobKey(good.0.iter().map(|c| 9 - c).collect());
+        assert_eq!(mirror::weight(10, &image.0), 0);
+        assert!(mirror_board(10, &image.0).is_some());
+        assert!(plan.job(&image).is_err(), "{image}");
+        let mut off = good.0.clone();
+        *off.last_mut().unwrap() = 10;
+        assert!(plan.job(&JobKey(off)).is_err());
+    }
+
     /// A `mirror` result whose total is not a multiple of its job's weight is refused; one without a
     /// unique count is the only shape a `mirror` job takes, and the reverse for `d4`.
     #[test]

@@ -1,6 +1,7 @@
 //! The compute pool of a networked worker: dedicated OS threads that take leased jobs from a queue and
 //! send each result back to the async client loop, so heartbeats and reports never wait behind the search.
-//! A GPU gets a thread of its own that takes jobs a batch at a time; a batch the device fails (or answers
+//! A GPU gets a thread of its own that takes jobs a batch at a time, the batch sized to the device's speed
+//! against a CPU thread's ([`crate::pace`]); a batch the device fails (or answers
 //! implausibly) is computed on the CPU instead, and a device that fails three batches in a row, or one
 //! launch that runs past its timeout (a hung driver), is given up for the CPU. Jobs still in the queue
 //! have not started and can be taken back (to hand them back on shutdown).
@@ -9,20 +10,23 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nqueens_common::{Job, JobResult};
 use nqueens_gpu::Gpu;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::metrics::Metrics;
+use crate::pace::{self, Rate};
 
 /// Batches a GPU may fail in a row before the worker stops using it.
 const GPU_STRIKES: u32 = 3;
 
-/// A GPU of the pool, how many jobs it takes per launch, and where it counts what it does.
+/// A GPU of the pool, how many jobs it takes at a time at most, and where it counts what it does.
 pub struct Device {
     pub gpu: Gpu,
+    /// The most jobs it takes at a time (`--gpu-batch`); fewer while it is not that much faster than a
+    /// CPU thread ([`pace::next_batch`]).
     pub batch: usize,
     pub metrics: Arc<Metrics>,
     /// How long a launch may run before the device is taken for hung ([`GpuConfig::timeout`]).
@@ -58,11 +62,19 @@ struct Shared<L> {
     ready: Condvar,
     /// GPUs not given up.
     gpus: std::sync::atomic::AtomicUsize,
+    /// The jobs those GPUs take per batch now, together.
+    gpu_batches: std::sync::atomic::AtomicUsize,
+    /// One CPU thread's node rate over its recent jobs.
+    cpu_rate: Mutex<Rate>,
 }
 
 impl<L> Shared<L> {
     fn lock(&self) -> MutexGuard<'_, Queue<L>> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn cpu_rate(&self) -> MutexGuard<'_, Rate> {
+        self.cpu_rate.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -90,6 +102,8 @@ impl<L: Send + 'static> ComputePool<L> {
             }),
             ready: Condvar::new(),
             gpus: std::sync::atomic::AtomicUsize::new(devices.len()),
+            gpu_batches: std::sync::atomic::AtomicUsize::new(devices.iter().map(first_batch).sum()),
+            cpu_rate: Mutex::new(Rate::default()),
         });
         let cpus = if devices.is_empty() {
             threads.max(1)
@@ -107,6 +121,10 @@ impl<L: Send + 'static> ComputePool<L> {
             })
             .collect();
         for (i, device) in devices.into_iter().enumerate() {
+            // Shown from the start (before the thread runs, which may be after the jobs are done).
+            device
+                .metrics
+                .gpu_batch(&device.gpu.info().label(), first_batch(&device));
             let shared = shared.clone();
             let results = results.clone();
             handles.push(
@@ -131,6 +149,13 @@ impl<L: Send + 'static> ComputePool<L> {
     /// GPUs computing: those opened, less those given up (failed batches in a row, or a hung launch).
     pub fn gpus(&self) -> usize {
         self.shared.gpus.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The jobs the GPUs computing take per batch now, together (each sized to its device's speed).
+    pub fn gpu_batches(&self) -> usize {
+        self.shared
+            .gpu_batches
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Jobs queued or running.
@@ -176,9 +201,14 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
                 q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
             }
         };
+        let started = Instant::now();
         let result = run_checked(&task.job);
-        // Send the result and count the job finished under one lock: `load` never undercounts (a result
-        // in transit is still load), and whoever has received the result sees it no longer counted.
+        shared
+            .cpu_rate()
+            .add(result.nodes, started.elapsed().as_secs_f64());
+        // Send the result and count the job finished under one lock: whoever has received the result
+        // sees it no longer counted, and whoever reads `load` without it finds its result in the
+        // channel (the client loop takes those in before it decides to stop).
         let mut q = shared.lock();
         let _ = results.send((task, result, None));
         q.running -= 1;
@@ -208,12 +238,16 @@ fn run_checked(job: &Job) -> nqueens_common::JobResult {
 fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device: Device) {
     let mut strikes = 0;
     let info = device.gpu.info().clone();
+    // The jobs it takes at a time, and its rate over its recent batches.
+    let mut batch = first_batch(&device);
+    let mut rate = Rate::default();
     // The name results carry; one the coordinator would refuse (none today) is left off them.
     let label = info.label();
     let label: Option<Arc<str>> = nqueens_common::names::valid_device(&label).then(|| label.into());
     let Some((launch, answers)) = launcher(device.gpu) else {
         tracing::error!(device = %info, "cannot start the GPU's launch thread; computing on the CPU instead");
         device.metrics.gpus.dec();
+        given_up(shared, batch);
         return compute(shared, results);
     };
     loop {
@@ -224,7 +258,7 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
                     return;
                 }
                 if !q.waiting.is_empty() {
-                    let k = q.waiting.len().min(device.batch.max(1));
+                    let k = q.waiting.len().min(batch);
                     q.running += k;
                     break q.waiting.drain(..k).collect();
                 }
@@ -232,6 +266,7 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
             }
         };
         let jobs: Vec<Job> = tasks.iter().map(|t| t.job.clone()).collect();
+        let started = Instant::now();
         let answer = match launch.send(jobs) {
             Ok(()) => wait(&answers, device.timeout, &info, tasks.len()),
             Err(_) => None,
@@ -240,6 +275,18 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
             Some(Ok(r)) => {
                 strikes = 0;
                 device.metrics.gpu_jobs.inc_by(r.len() as u64);
+                let nodes = r.iter().map(|r| r.nodes).fold(0u64, u64::saturating_add);
+                rate.add(nodes, started.elapsed().as_secs_f64());
+                let cpu = shared.cpu_rate().per_second();
+                let next = pace::next_batch(batch, device.batch, rate.per_second(), cpu);
+                if next != batch {
+                    tracing::debug!(device = %info, batch = next, gpu_nodes_per_second = rate.per_second(), cpu_thread_nodes_per_second = cpu, "GPU batch resized to the device's speed");
+                    let batches = &shared.gpu_batches;
+                    batches.fetch_add(next, std::sync::atomic::Ordering::Relaxed);
+                    batches.fetch_sub(batch, std::sync::atomic::Ordering::Relaxed);
+                    batch = next;
+                    device.metrics.gpu_batch(&info.label(), batch);
+                }
                 (r, label.clone())
             }
             Some(Err(e)) => {
@@ -273,11 +320,24 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
     // Given up. The launch thread ends once its sender is gone (a hung one when its launch returns, if
     // ever).
     device.metrics.gpus.dec();
+    given_up(shared, batch);
+    drop(launch);
+    compute(shared, results)
+}
+
+/// The jobs `device` takes at its first batch.
+fn first_batch(device: &Device) -> usize {
+    pace::FIRST_BATCH.clamp(1, device.batch.max(1))
+}
+
+/// Counts a GPU given up, that took `batch` jobs at a time: its thread computes as a CPU thread now.
+fn given_up<L>(shared: &Shared<L>, batch: usize) {
     shared
         .gpus
         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    drop(launch);
-    compute(shared, results)
+    shared
+        .gpu_batches
+        .fetch_sub(batch, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Hands `tasks`, taken from the queue and not computed, to the CPU threads: ahead of every other job,
@@ -476,14 +536,15 @@ mod tests {
             }
             assert_eq!(total, 724, "every job counted exactly");
             let gpus_left = pool.gpus();
+            let pool_batches = pool.gpu_batches();
             pool.join();
             let each: Vec<usize> = launches
                 .iter()
                 .map(|l| l.load(std::sync::atomic::Ordering::SeqCst))
                 .collect();
             assert_eq!(metrics.gpu_jobs.get(), credited);
-            // A batch of two jobs is two launches, both started before the first answer is checked
-            // (`nqueens_gpu::IN_FLIGHT`): every batch fails at its first answer.
+            // A batch is one job (a device starts at `pace::FIRST_BATCH`, and a failed batch measures
+            // nothing), so one launch: every batch fails at its answer.
             let launched = each.iter().sum::<usize>() as u64;
             let failures = metrics.gpu_failures.get();
             assert!(
@@ -499,7 +560,8 @@ mod tests {
                     failures, GPU_STRIKES as u64,
                     "given up after {GPU_STRIKES} failed batches"
                 );
-                assert_eq!(each, vec![2 * strikes], "two launches a batch");
+                assert_eq!(each, vec![strikes], "one launch a batch");
+                assert_eq!(pool_batches, 0, "a device given up takes no batch");
                 assert_eq!(credited, 0);
                 assert_eq!(metrics.gpus.get(), 0);
                 assert_eq!(gpus_left, 0, "the pool counts it given up");
@@ -624,41 +686,62 @@ mod tests {
     #[test]
     fn a_gpu_computes_batches_exactly() {
         // PoCL's CPU device where installed (CI installs it); otherwise this says it was skipped.
-        let gpu = match nqueens_gpu::open(Some("opencl:0")) {
-            Ok(mut g) => g.remove(0),
+        let open = || match nqueens_gpu::open(Some("opencl:0")) {
+            Ok(mut g) => Some(g.remove(0)),
             Err(e) if std::env::var_os("CI").is_none() => {
                 eprintln!("skipped: {e}");
-                return;
+                None
             }
             Err(e) => panic!("CI must run the GPU pool on PoCL: {e}"),
         };
         let plan = Plan::new(12, Strategy::D4).unwrap();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let metrics = Arc::new(Metrics::default());
-        let device = Device {
-            gpu,
-            batch: 7,
-            metrics: metrics.clone(),
-            timeout: std::time::Duration::from_secs(600),
-        };
-        let pool = ComputePool::new(0, vec![device], tx);
-        let keys = submit_all(&pool, &plan);
-        let mut seen = vec![false; keys.len()];
-        let mut total = 0;
-        for _ in 0..keys.len() {
-            let (task, r, source) = rx.blocking_recv().unwrap();
-            assert_eq!(
-                source.as_deref(),
-                Some("opencl:0"),
-                "computed on the device"
+        // The device alone, then beside a CPU thread (its batch sized against that thread's rate).
+        for threads in [0, 1] {
+            let Some(gpu) = open() else { return };
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let metrics = Arc::new(Metrics::default());
+            let device = Device {
+                gpu,
+                batch: 7,
+                metrics: metrics.clone(),
+                timeout: std::time::Duration::from_secs(600),
+            };
+            let pool = ComputePool::new(threads, vec![device], tx);
+            assert_eq!(pool.gpu_batches(), pace::FIRST_BATCH);
+            let keys = submit_all(&pool, &plan);
+            let mut seen = vec![false; keys.len()];
+            let mut total = 0;
+            let mut on_the_gpu = 0;
+            for _ in 0..keys.len() {
+                let (task, r, source) = rx.blocking_recv().unwrap();
+                match source.as_deref() {
+                    Some("opencl:0") => on_the_gpu += 1,
+                    None if threads > 0 => {}
+                    other => panic!("computed on {other:?}"),
+                }
+                assert!(!seen[task.lease]);
+                seen[task.lease] = true;
+                assert_eq!(r, task.job.run(), "job {}", task.job.key());
+                total += r.total;
+            }
+            assert_eq!(total, 14200);
+            assert_eq!(pool.load(), 0);
+            assert_eq!(metrics.gpu_jobs.get(), on_the_gpu);
+            let batch = pool.gpu_batches();
+            assert!(
+                metrics.render().contains(&format!(
+                    "nqueens_worker_gpu_batch{{device=\"opencl:0\"}} {batch}\n"
+                )),
+                "the metric shows the batch in force, {batch}: {}",
+                metrics.render()
             );
-            assert!(!seen[task.lease]);
-            seen[task.lease] = true;
-            assert_eq!(r, task.job.run(), "job {}", task.job.key());
-            total += r.total;
+            if threads == 0 {
+                // No CPU thread to compare with: 1, 2, 4, then the bound.
+                assert!(keys.len() > 1 + 2 + 4, "{}", keys.len());
+                assert_eq!(batch, 7);
+            } else {
+                assert!((1..=7).contains(&batch), "{batch}");
+            }
         }
-        assert_eq!(total, 14200);
-        assert_eq!(pool.load(), 0);
-        assert_eq!(metrics.gpu_jobs.get(), keys.len() as u64);
     }
 }

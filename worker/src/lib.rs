@@ -14,6 +14,7 @@ pub mod error;
 pub mod faults;
 pub mod journal;
 pub mod metrics;
+pub mod pace;
 
 pub use client::{run, GpuConfig, Summary, WorkerConfig, DEFAULT_GPU_BATCH};
 pub use error::{Error, Result};

@@ -30,6 +30,8 @@ pub struct KernelLabel {
 pub struct Metrics {
     /// Per GPU, the kernel it runs (as a label), valued at its calibrated node rate (0 if given).
     gpu_kernel: Family<KernelLabel, Gauge<f64, AtomicU64>>,
+    /// Per GPU, the jobs it takes per batch now (sized to its speed, see `pace`).
+    gpu_batch: Family<DeviceLabel, Gauge>,
     registry: Registry,
     /// Jobs computed, by the device that computed them.
     jobs: Family<DeviceLabel, Counter>,
@@ -80,6 +82,11 @@ impl Default for Metrics {
                 "gpu_kernel",
                 "The kernel variant and shape each GPU runs, valued at its calibrated nodes per second (0: given by --gpu-kernel)",
             ),
+            gpu_batch: registered(
+                &mut r,
+                "gpu_batch",
+                "Jobs each GPU takes per batch now: those it computes while a CPU thread computes one, up to --gpu-batch",
+            ),
             rpc: RpcMetrics::register(&mut r, "calls to the coordinator"),
             registry: r,
         };
@@ -106,6 +113,15 @@ impl Metrics {
                 shape: shape.to_string(),
             })
             .set(rate);
+    }
+
+    /// Records the jobs GPU `device` takes per batch now.
+    pub fn gpu_batch(&self, device: &str, jobs: usize) {
+        self.gpu_batch
+            .get_or_create(&DeviceLabel {
+                device: device.to_string(),
+            })
+            .set(jobs.try_into().unwrap_or(i64::MAX));
     }
 
     /// Counts a computed job of `nodes` nodes on `device` (`None`: the CPU).
@@ -198,6 +214,18 @@ mod tests {
             text.contains(
                 "nqueens_worker_gpu_kernel{device=\"cuda:0\",shape=\"flat/128/4\"} 150000000000"
             ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_gpus_batch_size_is_a_series() {
+        let m = Metrics::default();
+        m.gpu_batch("opencl:0", 12);
+        m.gpu_batch("opencl:0", 3);
+        let text = m.render();
+        assert!(
+            text.contains("nqueens_worker_gpu_batch{device=\"opencl:0\"} 3\n"),
             "{text}"
         );
     }

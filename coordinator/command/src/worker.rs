@@ -61,7 +61,8 @@ pub struct GpuArgs {
     /// named). The worker refuses to start if a device asked for cannot be opened.
     #[arg(long, value_name = "DEVICES", num_args = 0..=1, default_missing_value = "all")]
     pub gpu: Option<String>,
-    /// Jobs per GPU launch.
+    /// The most jobs a GPU takes at a time: each batch holds what the device computes while a CPU
+    /// thread computes one job, from 1 up to this.
     #[arg(long, value_name = "JOBS", default_value_t = nqueens_worker::DEFAULT_GPU_BATCH, value_parser = batch)]
     pub gpu_batch: usize,
     /// How long one GPU launch may run before the device is taken for hung: its batch, and from then on

@@ -466,6 +466,13 @@ mod tests {
     use crate::durable::store::tests::incoming_from as incoming;
     use crate::durable::store::Outcome;
 
+    /// A committer over `store` with fresh storage health, and that health to look at.
+    fn started(store: &Store) -> (Committer, Arc<StorageHealth>) {
+        let health = Arc::new(StorageHealth::default());
+        let committer = Committer::start(store.clone(), None, health.clone()).unwrap();
+        (committer, health)
+    }
+
     /// A sync round takes in every batch applied while the last round synced: each one's ledger
     /// lines, answers and probes (issue 42: `absorb` → `()` survived; the batches it drops would go
     /// unanswered and their lines unlogged).
@@ -538,8 +545,7 @@ mod tests {
     async fn a_probe_answers_with_its_writes_outcome() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let health = Arc::new(StorageHealth::default());
-        let committer = Committer::start(store.clone(), None, health).unwrap();
+        let (committer, _) = started(&store);
         committer.probe().await.unwrap();
         // The probe file's place taken by a directory: the write fails.
         std::fs::create_dir(dir.path().join(storage_health::PROBE_FILE)).unwrap();
@@ -554,8 +560,7 @@ mod tests {
         let store = Store::temporary().unwrap();
         let plan = Plan::new(9, Strategy::D4).unwrap();
         let run = store.create_run(plan, 0.0).unwrap();
-        let health = Arc::new(StorageHealth::default());
-        let committer = Committer::start(store.clone(), None, health.clone()).unwrap();
+        let (committer, health) = started(&store);
         committer
             .commit(vec![incoming(run.id, &plan, 0, "a")])
             .await
@@ -865,8 +870,7 @@ mod tests {
         let store = Store::temporary().unwrap();
         let plan = Plan::new(9, Strategy::D4).unwrap();
         let run = store.create_run(plan, 0.0).unwrap();
-        let health = Arc::new(StorageHealth::default());
-        let committer = Committer::start(store.clone(), None, health.clone()).unwrap();
+        let (committer, health) = started(&store);
         committer
             .commit(vec![incoming(run.id, &plan, 0, "a")])
             .await
@@ -890,8 +894,7 @@ mod tests {
         let store = Store::temporary().unwrap();
         let plan = Plan::new(8, Strategy::D4).unwrap();
         let run = store.create_run(plan, 0.0).unwrap();
-        let health = Arc::new(StorageHealth::default());
-        let committer = Committer::start(store.clone(), None, health).unwrap();
+        let (committer, _) = started(&store);
         let all: Vec<Incoming> = (0..plan.jobs().count())
             .map(|i| incoming(run.id, &plan, i, "x"))
             .collect();
@@ -921,8 +924,7 @@ mod tests {
     async fn a_revocation_left_incomplete_by_damage_degrades_storage() {
         let store = Store::temporary().unwrap();
         let [a, wrong, c] = crate::durable::store::tests::a_liar_with_a_damaged_result(&store);
-        let health = Arc::new(StorageHealth::default());
-        let committer = Committer::start(store.clone(), None, health.clone()).unwrap();
+        let (committer, health) = started(&store);
         committer.commit(vec![a]).await.unwrap();
         committer.commit(vec![wrong]).await.unwrap();
         assert_eq!(health.degraded(), None);

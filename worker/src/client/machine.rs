@@ -152,6 +152,13 @@ pub async fn run<L: Link>(
             w.log_summary();
         }
         let in_flight = w.pool.load();
+        // A job the pool no longer counts sent its result first, under the pool's lock: take in what
+        // came since the top of the turn, or a stop decided below would leave it in the channel, lost
+        // (found 2026-11-28: `heartbeats_go_on_beside_a_slow_report` failed 5 runs in 12, its worker
+        // told idle by a lease asked for while its one result sat in the channel).
+        while let Ok(done) = results.try_recv() {
+            w.finished(done)?;
+        }
         // The work-in-hand gauges, read off the state once a turn rather than kept in step by hand.
         w.config.metrics.running.set(in_flight as i64);
         w.config.metrics.unreported.set(w.unreported.len() as i64);
@@ -264,12 +271,13 @@ impl<L: Link> Worker<L> {
     }
 
     /// Jobs to hold at once: one per CPU thread, and two batches per GPU still computing (one searching,
-    /// one queued behind it; a GPU given up holds none: its thread computes as one more CPU thread).
+    /// one queued behind it), each batch as it is sized now to its device's speed (`pace`); a GPU given
+    /// up holds none: its thread computes as one more CPU thread.
     /// Holding more would hide a lease round trip (about a millisecond, against jobs of seconds) but lets
     /// a job wait in one worker's queue while another worker idles at the end of a run.
     fn target(&self) -> usize {
         let alive = self.pool.gpus();
-        let gpu = alive * 2 * self.config.gpu.batch + self.gpus.saturating_sub(alive);
+        let gpu = 2 * self.pool.gpu_batches() + self.gpus.saturating_sub(alive);
         (self.config.threads + gpu).clamp(1, nqueens_proto::MAX_LEASE_CAPACITY as usize)
     }
 
