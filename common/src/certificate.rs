@@ -1060,6 +1060,31 @@ mod tests {
         let mut ls = lines.clone();
         ls[0] = &header;
         refused(&join(&ls), "more than a run may have");
+        // Each identity fault alone, and the edges: an identity of 256 bytes and a header of the most
+        // jobs a run may have pass those checks and fail later ones (issue 42: the `||` joins and both
+        // `>` survived).
+        let with = |change: &dyn Fn(&mut Header)| {
+            let mut changed = h.clone();
+            change(&mut changed);
+            let header = serde_json::to_string(&changed).unwrap();
+            let mut ls = lines.clone();
+            ls[0] = &header;
+            join(&ls)
+        };
+        for bad in [String::new(), "x".repeat(257), "a\nb".into()] {
+            refused(
+                &with(&|c: &mut Header| c.identities[1] = bad.clone()),
+                "holds a control character, or is named twice",
+            );
+        }
+        refused(
+            &with(&|c: &mut Header| c.identities[1] = "x".repeat(256)),
+            "the root of the header and job lines",
+        );
+        refused(
+            &with(&|c: &mut Header| c.jobs = crate::partition::MAX_JOBS),
+            "the plan of N = 10",
+        );
     }
 
     /// Version 2: the root binds the header (identities, record flag, plan, totals) to the job lines. A

@@ -66,6 +66,8 @@ struct Shared<L> {
     gpu_batches: std::sync::atomic::AtomicUsize,
     /// One CPU thread's node rate over its recent jobs.
     cpu_rate: Mutex<Rate>,
+    /// Whether the pool has CPU threads (a GPU keeps pace with them, see [`pace::next_batch`]).
+    cpus: bool,
 }
 
 impl<L> Shared<L> {
@@ -75,6 +77,15 @@ impl<L> Shared<L> {
 
     fn cpu_rate(&self) -> MutexGuard<'_, Rate> {
         self.cpu_rate.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What a GPU keeps pace with: a CPU thread's rate, if it has one.
+    fn cpu(&self) -> pace::Cpu {
+        match self.cpu_rate().per_second() {
+            Some(r) => pace::Cpu::Rate(r),
+            None if self.cpus => pace::Cpu::Unmeasured,
+            None => pace::Cpu::Absent,
+        }
     }
 }
 
@@ -104,6 +115,7 @@ impl<L: Send + 'static> ComputePool<L> {
             gpus: std::sync::atomic::AtomicUsize::new(devices.len()),
             gpu_batches: std::sync::atomic::AtomicUsize::new(devices.iter().map(first_batch).sum()),
             cpu_rate: Mutex::new(Rate::default()),
+            cpus: threads > 0,
         });
         let cpus = if devices.is_empty() {
             threads.max(1)
@@ -246,8 +258,7 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
     let label: Option<Arc<str>> = nqueens_common::names::valid_device(&label).then(|| label.into());
     let Some((launch, answers)) = launcher(device.gpu) else {
         tracing::error!(device = %info, "cannot start the GPU's launch thread; computing on the CPU instead");
-        device.metrics.gpus.dec();
-        given_up(shared, batch);
+        given_up(shared, &device.metrics, &info.label(), batch);
         return compute(shared, results);
     };
     loop {
@@ -277,10 +288,10 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
                 device.metrics.gpu_jobs.inc_by(r.len() as u64);
                 let nodes = r.iter().map(|r| r.nodes).fold(0u64, u64::saturating_add);
                 rate.add(nodes, started.elapsed().as_secs_f64());
-                let cpu = shared.cpu_rate().per_second();
+                let cpu = shared.cpu();
                 let next = pace::next_batch(batch, device.batch, rate.per_second(), cpu);
                 if next != batch {
-                    tracing::debug!(device = %info, batch = next, gpu_nodes_per_second = rate.per_second(), cpu_thread_nodes_per_second = cpu, "GPU batch resized to the device's speed");
+                    tracing::debug!(device = %info, batch = next, gpu_nodes_per_second = rate.per_second(), cpu_thread = ?cpu, "GPU batch resized to the device's speed");
                     let batches = &shared.gpu_batches;
                     batches.fetch_add(next, std::sync::atomic::Ordering::Relaxed);
                     batches.fetch_sub(batch, std::sync::atomic::Ordering::Relaxed);
@@ -319,8 +330,7 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
     }
     // Given up. The launch thread ends once its sender is gone (a hung one when its launch returns, if
     // ever).
-    device.metrics.gpus.dec();
-    given_up(shared, batch);
+    given_up(shared, &device.metrics, &info.label(), batch);
     drop(launch);
     compute(shared, results)
 }
@@ -331,7 +341,9 @@ fn first_batch(device: &Device) -> usize {
 }
 
 /// Counts a GPU given up, that took `batch` jobs at a time: its thread computes as a CPU thread now.
-fn given_up<L>(shared: &Shared<L>, batch: usize) {
+fn given_up<L>(shared: &Shared<L>, metrics: &Metrics, label: &str, batch: usize) {
+    metrics.gpus.dec();
+    metrics.gpu_batch(label, 0);
     shared
         .gpus
         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
@@ -562,6 +574,12 @@ mod tests {
                 );
                 assert_eq!(each, vec![strikes], "one launch a batch");
                 assert_eq!(pool_batches, 0, "a device given up takes no batch");
+                assert!(
+                    metrics
+                        .render()
+                        .contains("nqueens_worker_gpu_batch{device=\"opencl:0\"} 0\n"),
+                    "the metric shows no batch"
+                );
                 assert_eq!(credited, 0);
                 assert_eq!(metrics.gpus.get(), 0);
                 assert_eq!(gpus_left, 0, "the pool counts it given up");

@@ -34,17 +34,46 @@ impl Rate {
 /// holds no more than one.
 pub const FIRST_BATCH: usize = 1;
 
-/// The next batch of a GPU whose last batch was `current` jobs, at most `most`: the jobs it computes
-/// while a CPU thread computes one (`gpu` and `cpu`, a CPU thread's rate, in nodes per second), at least
-/// one. While the CPU's rate is unknown (no CPU thread, or none has finished a job yet), twice the last
-/// batch once the device has computed one; the same batch before.
-pub fn next_batch(current: usize, most: usize, gpu: Option<f64>, cpu: Option<f64>) -> usize {
+/// What is known of a CPU thread's speed, beside a GPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cpu {
+    /// The pool has no CPU thread: nothing to keep pace with.
+    Absent,
+    /// CPU threads compute, and none has finished a job yet.
+    Unmeasured,
+    /// One CPU thread's nodes per second.
+    Rate(f64),
+}
+
+/// The next batch of a GPU whose last batch was `current` jobs, at most `most`, at least one. The aim:
+/// the jobs the device computes while a CPU thread computes one, `r` = its rate (`gpu`, nodes per
+/// second) over a CPU thread's. It grows while `r` is at least the batch, at least doubling each time,
+/// since a device may compute more per job in a larger batch (launches overlapped, fewer slowest
+/// seeds waited on) than the batch it was measured on shows; it shrinks to `r` once `r` is under half
+/// the batch; between the two it stays. So it settles within twice `r`. With no CPU thread it doubles
+/// up to `most`; while the CPU threads have not finished a job, or nothing is measured on the device,
+/// it stays.
+pub fn next_batch(current: usize, most: usize, gpu: Option<f64>, cpu: Cpu) -> usize {
     let most = most.max(1);
-    match (gpu, cpu) {
-        // A ratio that is not a number (both rates infinite) is taken for one job.
-        (Some(g), Some(c)) => ((g / c).round() as usize).clamp(1, most),
-        (Some(_), None) => current.saturating_mul(2).clamp(1, most),
-        (None, _) => current.clamp(1, most),
+    let current = current.clamp(1, most);
+    let (Some(g), Cpu::Rate(c)) = (gpu, cpu) else {
+        return match (gpu, cpu) {
+            (Some(_), Cpu::Absent) => current.saturating_mul(2).min(most),
+            _ => current,
+        };
+    };
+    let r = g / c;
+    if r.is_nan() {
+        current
+    } else if r >= current as f64 {
+        // `as` saturates: an infinite ratio is `usize::MAX`, then `most`.
+        (r.round() as usize)
+            .max(current.saturating_mul(2))
+            .min(most)
+    } else if r < current as f64 / 2.0 {
+        (r.round() as usize).clamp(1, most)
+    } else {
+        current
     }
 }
 
@@ -77,27 +106,44 @@ mod tests {
 
     #[test]
     fn a_batch_follows_the_speeds() {
-        // Ten times a CPU thread's rate: ten jobs, within the bound.
-        assert_eq!(next_batch(1, 64, Some(10e9), Some(1e9)), 10);
-        assert_eq!(next_batch(1, 64, Some(10.4e9), Some(1e9)), 10);
-        assert_eq!(next_batch(1, 64, Some(10.6e9), Some(1e9)), 11);
-        assert_eq!(next_batch(1, 8, Some(10e9), Some(1e9)), 8);
-        // Slower than a core (PoCL): one job at a time.
-        assert_eq!(next_batch(64, 64, Some(0.3e9), Some(1e9)), 1);
-        // The CPU not measured yet: doubling, within the bound.
-        assert_eq!(next_batch(3, 64, Some(1e9), None), 6);
-        assert_eq!(next_batch(40, 64, Some(1e9), None), 64);
-        assert_eq!(next_batch(usize::MAX, 64, Some(1e9), None), 64);
-        // Nothing measured on the device: as it was, within the bound, at least one.
-        assert_eq!(next_batch(3, 64, None, Some(1e9)), 3);
-        assert_eq!(next_batch(0, 64, None, None), 1);
-        assert_eq!(next_batch(9, 4, None, None), 4);
-        assert_eq!(next_batch(9, 0, None, None), 1);
+        let rate = |r: f64| Cpu::Rate(r * 1e9);
+        // Ten times a CPU thread's rate, measured on one job: ten jobs, within the bound.
+        assert_eq!(next_batch(1, 64, Some(10e9), rate(1.0)), 10);
+        assert_eq!(next_batch(1, 8, Some(10e9), rate(1.0)), 8);
+        // Growing at least doubles: a device may do better in a larger batch than it showed.
+        assert_eq!(next_batch(4, 64, Some(4.2e9), rate(1.0)), 8);
+        assert_eq!(next_batch(4, 64, Some(4e9), rate(1.0)), 8);
+        assert_eq!(next_batch(40, 64, Some(41e9), rate(1.0)), 64);
+        // Between half the batch and the batch: it stays.
+        assert_eq!(next_batch(8, 64, Some(5e9), rate(1.0)), 8);
+        assert_eq!(next_batch(8, 64, Some(4e9), rate(1.0)), 8);
+        // Under half: down to the ratio, at least one.
+        assert_eq!(next_batch(8, 64, Some(3.4e9), rate(1.0)), 3);
+        assert_eq!(next_batch(64, 64, Some(0.3e9), rate(1.0)), 1);
+        // Slower than a core (PoCL): one job, and it stays there.
+        assert_eq!(next_batch(1, 64, Some(0.8e9), rate(1.0)), 1);
+        // Settles within twice the ratio, from one job: 1, 5, 10, then 10 for a ratio of 5.
+        let mut seen = vec![1];
+        for _ in 0..4 {
+            seen.push(next_batch(*seen.last().unwrap(), 64, Some(5e9), rate(1.0)));
+        }
+        assert_eq!(seen, [1, 5, 10, 10, 10]);
+        // No CPU thread: doubling, within the bound.
+        assert_eq!(next_batch(3, 64, Some(1e9), Cpu::Absent), 6);
+        assert_eq!(next_batch(40, 64, Some(1e9), Cpu::Absent), 64);
+        assert_eq!(next_batch(usize::MAX, 64, Some(1e9), Cpu::Absent), 64);
+        // CPU threads that have not finished a job, or nothing measured on the device: as it was.
+        assert_eq!(next_batch(3, 64, Some(1e9), Cpu::Unmeasured), 3);
+        assert_eq!(next_batch(3, 64, None, rate(1.0)), 3);
+        assert_eq!(next_batch(3, 64, None, Cpu::Absent), 3);
+        assert_eq!(next_batch(0, 64, None, Cpu::Absent), 1);
+        assert_eq!(next_batch(9, 4, None, Cpu::Absent), 4);
+        assert_eq!(next_batch(9, 0, None, Cpu::Absent), 1);
         // Degenerate rates stay within bounds.
-        assert_eq!(next_batch(1, 64, Some(f64::INFINITY), Some(1.0)), 64);
+        assert_eq!(next_batch(1, 64, Some(f64::INFINITY), Cpu::Rate(1.0)), 64);
         assert_eq!(
-            next_batch(5, 64, Some(f64::INFINITY), Some(f64::INFINITY)),
-            1
+            next_batch(5, 64, Some(f64::INFINITY), Cpu::Rate(f64::INFINITY)),
+            5
         );
     }
 }

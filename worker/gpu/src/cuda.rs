@@ -192,8 +192,10 @@ impl Launch for Cuda {
             .alloc_zeros::<u64>(2 * n as usize)
             .map_err(call("allocating the answer"))?;
         let shape = self.info.shape;
-        // Only the variants with a shared-memory stack need the batch's depth (a pass over its seeds).
-        let depth = if prelude::stack_words(shape.kernel, 1) > 0 {
+        // Only the variants with a stack of levels in shared memory need the batch's depth (a pass over
+        // its seeds).
+        let depth = if prelude::stack_words(shape.kernel, 2) > prelude::stack_words(shape.kernel, 1)
+        {
             prelude::depth(seeds, tails)
         } else {
             1
@@ -206,7 +208,14 @@ impl Launch for Cuda {
             )));
         }
         let cfg = LaunchConfig {
-            grid_dim: (self.grid.min(n.div_ceil(shape.block)).max(1), 1, 1),
+            // Each seed a searcher: a thread, or a whole block (`coop`).
+            grid_dim: (
+                self.grid
+                    .min(n.div_ceil((shape.block / shape.threads_per_seed()).max(1)))
+                    .max(1),
+                1,
+                1,
+            ),
             block_dim: (shape.block, 1, 1),
             shared_mem_bytes: shared,
         };

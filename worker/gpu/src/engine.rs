@@ -63,9 +63,12 @@ impl Gpu {
         self.launch.info()
     }
 
-    /// Seeds a batch should have to fill the device.
+    /// Seeds a batch should have to fill the device: `per_thread` for each thread, or for each block
+    /// where a block searches a seed together.
     pub fn target_seeds(&self) -> usize {
-        self.info().threads.max(1) * self.info().shape.per_thread.max(1) as usize
+        let info = self.info();
+        let searchers = info.threads / info.shape.threads_per_seed() as usize;
+        searchers.max(1) * info.shape.per_thread.max(1) as usize
     }
 
     /// Searches every seed of `batch` and returns the totals of its groups, once the answer is checked.

@@ -164,9 +164,13 @@ impl Launch for OpenCl {
         let out_d = self.buffer::<cl_ulong>(&vec![u64::MAX; 2 * n], CL_MEM_READ_WRITE)?;
         let shape = self.info.shape;
         let group = shape.block as usize;
-        let groups = self.groups.min(n.div_ceil(group)).max(1);
-        // Only the variants with a shared-memory stack need the batch's depth (a pass over its seeds).
-        let depth = if prelude::stack_words(shape.kernel, 1) > 0 {
+        // Each seed a searcher: a thread, or a whole group (`coop`).
+        let per_group = group / shape.threads_per_seed() as usize;
+        let groups = self.groups.min(n.div_ceil(per_group.max(1))).max(1);
+        // Only the variants with a stack of levels in shared memory need the batch's depth (a pass over
+        // its seeds).
+        let depth = if prelude::stack_words(shape.kernel, 2) > prelude::stack_words(shape.kernel, 1)
+        {
             prelude::depth(seeds, tails)
         } else {
             1

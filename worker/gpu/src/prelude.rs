@@ -24,6 +24,8 @@ typedef unsigned long long u64;
 #define SHARED_STACK extern __shared__ __align__(16) u32 nq_stack[];
 #define U32X4 uint4
 #define MAKE_U32X4(a, b, c, d) make_uint4((a), (b), (c), (d))
+#define BARRIER __syncthreads()
+#define LOCAL_ATOMIC_INC(p) atomicAdd((p), 1u)
 "#;
 
 const OPENCL: &str = r#"
@@ -41,6 +43,8 @@ typedef ulong u64;
 #define SHARED_STACK
 #define U32X4 uint4
 #define MAKE_U32X4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
+#define BARRIER barrier(CLK_LOCAL_MEM_FENCE)
+#define LOCAL_ATOMIC_INC(p) atomic_inc(p)
 "#;
 
 /// The complete source for `backend`, built for `shape`'s variant and block size.
@@ -50,19 +54,27 @@ pub fn source(backend: Backend, shape: &Shape) -> String {
         Backend::OpenCl => OPENCL,
     };
     format!(
-        "#define VARIANT {}\n#define BLOCK {}\n{prelude}\n#line 1 \"search.cl\"\n{SEARCH}",
+        "#define VARIANT {}\n#define BLOCK {}\n#define COOP_ENTRIES {COOP_ENTRIES}u\n#define COOP_ALONE {COOP_ALONE}\n{prelude}\n#line 1 \"search.cl\"\n{SEARCH}",
         shape.kernel.index(),
         shape.block
     )
 }
 
+/// Entries per thread of the list the threads of a `coop` block share (16 bytes each).
+pub const COOP_ENTRIES: u32 = 8;
+
+/// Levels of a subtree that a thread of a `coop` block searches alone, below an entry of the list.
+pub const COOP_ALONE: u32 = 2;
+
 /// Words of shared memory a thread of `kernel` needs for seeds that hold `depth` levels (none: its stack
-/// is per thread).
+/// is per thread). `coop`'s do not depend on the depth: its list's entries, two 64-bit sums and one
+/// word towards the block's two control words (a block has at least 32 threads).
 pub fn stack_words(kernel: crate::Kernel, depth: u32) -> u32 {
     match kernel {
         crate::Kernel::Local | crate::Kernel::Compact => 0,
         crate::Kernel::Shared => 2 * depth,
         crate::Kernel::Flat => 4 * depth,
+        crate::Kernel::Coop => 4 * COOP_ENTRIES + 4 + 1,
     }
 }
 
@@ -112,13 +124,19 @@ mod tests {
         assert_eq!(worst_stack_bytes(&shape(Kernel::Compact)), 0);
         assert_eq!(worst_stack_bytes(&shape(Kernel::Shared)), 2 * 4 * 32 * 128);
         assert_eq!(worst_stack_bytes(&shape(Kernel::Flat)), 4 * 4 * 32 * 128);
+        assert_eq!(
+            worst_stack_bytes(&shape(Kernel::Coop)),
+            4 * (4 * COOP_ENTRIES + 5) as u64 * 128
+        );
     }
 
     #[test]
     fn the_source_names_its_variant_and_block() {
         let src = source(Backend::Cuda, &"flat/128/4".parse().unwrap());
         assert!(
-            src.starts_with("#define VARIANT 3\n#define BLOCK 128\n"),
+            src.starts_with(
+                "#define VARIANT 3\n#define BLOCK 128\n#define COOP_ENTRIES 8u\n#define COOP_ALONE 2\n"
+            ),
             "{src}"
         );
     }

@@ -24,6 +24,16 @@
  * pushes the child unless it is a dead end or the tail (settled by mask tests). A level's entry leaves the
  * stack as its last square is tried, so the stack holds at most one entry per level; an entry's level is
  * the seed's plus the queens it adds (popcount of c).
+ * VARIANT 4 ("coop"): the threads of a block search one seed together, from one list of entries (as
+ * "flat"'s) in shared memory, so that no thread idles while another descends. Each step, every thread
+ * takes one of the list's top entries (one per thread, at most), tries its lowest square, and puts back
+ * the entry if squares are left and the child unless it is a dead end or the tail. A child whose subtree
+ * is COOP_ALONE levels deep at most is searched by its thread alone, on a stack of its own ("flat"'s
+ * loop): the last levels hold the most nodes and the fewest choices, and need no barrier. The list holds
+ * COOP_ENTRIES entries per thread; a step that could overflow it has every thread search its child's
+ * subtree alone, so the list never grows that step. The
+ * threads' counts are summed at the seed's end. Every branch on which a barrier depends reads shared
+ * values written before the barrier before it, so the whole block takes it.
  */
 
 #define STACK 32
@@ -103,6 +113,123 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
             }
         }
         PUT_ANSWER;
+    }
+#elif VARIANT == 4
+    u32 t = LOCAL_ID;
+    u32 nb = LOCAL_SIZE;
+    u32 cap = COOP_ENTRIES * nb;
+    SHARED_STACK
+    LOCAL_PTR U32X4 *list = (LOCAL_PTR U32X4 *)nq_stack;
+    LOCAL_PTR u64 *sums = (LOCAL_PTR u64 *)(nq_stack + 4u * cap);
+    LOCAL_PTR u32 *ctl = nq_stack + 4u * cap + 4u * nb;
+    U32X4 own[STACK];
+    (void)depth;
+    for (;;) {
+        if (t == 0u) {
+            ctl[0] = ATOMIC_NEXT(next);
+        }
+        BARRIER;
+        u32 i = ctl[0];
+        if (i >= nseeds) {
+            return;
+        }
+        GLOBAL const u32 *s = seeds + 4 * (u64)i;
+        u32 unit = s[3] >> 5;
+        int v0 = (int)(s[3] & 31u);
+        GLOBAL const u32 *fb = forbid + 32 * (u64)unit;
+        int tail = (int)tails[unit];
+        int base = v0 - (int)POPCOUNT(s[0]);
+        u64 count = 0, nodes = 0;
+        if (t == 0u) {
+            u32 f0 = ~(s[0] | s[1] | s[2] | fb[v0]) & full;
+            ctl[1] = 0u;
+            if (f0 != 0u) {
+                list[0] = MAKE_U32X4(s[0], s[1], s[2], f0);
+                ctl[1] = 1u;
+            }
+        }
+        BARRIER;
+        for (;;) {
+            u32 top = ctl[1];
+            if (top == 0u) {
+                break;
+            }
+            u32 take = top < nb ? top : nb;
+            /* Each taken entry puts back at most two: the list could pass its end. */
+            int alone = top + take > cap;
+            int mine = t < take;
+            U32X4 e = MAKE_U32X4(0u, 0u, 0u, 0u);
+            if (mine) {
+                e = list[top - 1u - t];
+            }
+            BARRIER;
+            if (t == 0u) {
+                ctl[1] = top - take;
+            }
+            BARRIER;
+            if (mine) {
+                u32 f = e.w;
+                u32 bit = f & (0u - f);
+                f ^= bit;
+                if (f != 0u) {
+                    list[LOCAL_ATOMIC_INC(ctl + 1)] = MAKE_U32X4(e.x, e.y, e.z, f);
+                }
+                int v = base + (int)POPCOUNT(e.x);
+                u32 c = e.x | bit;
+                u32 l = (e.y | bit) << 1;
+                u32 r = (e.z | bit) >> 1;
+                u32 nf = ~(c | l | r | fb[v + 1]) & full;
+                nodes += 1;
+                if (v == tail) {
+                    SETTLE(c, l, r, nf, fb[v + 2]);
+                } else if (nf != 0u && !alone && v + COOP_ALONE < tail) {
+                    list[LOCAL_ATOMIC_INC(ctl + 1)] = MAKE_U32X4(c, l, r, nf);
+                } else if (nf != 0u) {
+                    /* The child's subtree alone (the list full, or the subtree COOP_ALONE levels deep at
+                     * most): "flat"'s loop on this thread's own stack. */
+                    own[0] = MAKE_U32X4(c, l, r, nf);
+                    u32 h = 1;
+                    while (h != 0u) {
+                        U32X4 o = own[h - 1u];
+                        u32 of = o.w;
+                        u32 ob = of & (0u - of);
+                        of ^= ob;
+                        own[h - 1u].w = of;
+                        h -= (u32)(of == 0u);
+                        int ov = base + (int)POPCOUNT(o.x);
+                        u32 oc = o.x | ob;
+                        u32 ol = (o.y | ob) << 1;
+                        u32 orr = (o.z | ob) >> 1;
+                        u32 onf = ~(oc | ol | orr | fb[ov + 1]) & full;
+                        nodes += 1;
+                        if (ov == tail) {
+                            SETTLE(oc, ol, orr, onf, fb[ov + 2]);
+                        } else if (onf != 0u) {
+                            own[h] = MAKE_U32X4(oc, ol, orr, onf);
+                            h += 1u;
+                        }
+                    }
+                }
+            }
+            BARRIER;
+        }
+        /* The threads' counts summed in pairs, then pairs of pairs: any block size. */
+        sums[t] = count;
+        sums[nb + t] = nodes;
+        BARRIER;
+        for (u32 w = 1u; w < nb; w <<= 1) {
+            if ((t & (2u * w - 1u)) == 0u && t + w < nb) {
+                sums[t] += sums[t + w];
+                sums[nb + t] += sums[nb + t + w];
+            }
+            BARRIER;
+        }
+        if (t == 0u) {
+            out[2 * (u64)i] = sums[0];
+            out[2 * (u64)i + 1] = sums[nb];
+        }
+        /* ctl[0] is written again only after every thread has read this seed's. */
+        BARRIER;
     }
 #elif VARIANT == 3
     u32 t = LOCAL_ID;

@@ -18,11 +18,20 @@ pub enum Kernel {
     Compact,
     /// One node per pass of a loop with no inner branch, the stack of whole levels in shared memory.
     Flat,
+    /// The threads of a block search one seed together from one list of entries in shared memory, a
+    /// node each per step (a thread searches a subtree alone only where the list is full).
+    Coop,
 }
 
 impl Kernel {
     /// Every variant, in the order calibration tries them.
-    pub const ALL: [Kernel; 4] = [Kernel::Local, Kernel::Shared, Kernel::Compact, Kernel::Flat];
+    pub const ALL: [Kernel; 5] = [
+        Kernel::Local,
+        Kernel::Shared,
+        Kernel::Compact,
+        Kernel::Flat,
+        Kernel::Coop,
+    ];
 
     /// Its number in the source (`VARIANT`).
     pub fn index(self) -> u32 {
@@ -31,6 +40,7 @@ impl Kernel {
             Kernel::Shared => 1,
             Kernel::Compact => 2,
             Kernel::Flat => 3,
+            Kernel::Coop => 4,
         }
     }
 
@@ -41,6 +51,7 @@ impl Kernel {
             Kernel::Shared => "shared",
             Kernel::Compact => "compact",
             Kernel::Flat => "flat",
+            Kernel::Coop => "coop",
         }
     }
 }
@@ -59,7 +70,7 @@ impl FromStr for Kernel {
             .find(|k| k.name() == s.trim())
             .ok_or_else(|| {
                 GpuError::BadShape(format!(
-                    "no kernel variant {s:?} (local, shared, compact, flat)"
+                    "no kernel variant {s:?} (local, shared, compact, flat, coop)"
                 ))
             })
     }
@@ -113,6 +124,16 @@ impl Shape {
     }
 }
 
+impl Shape {
+    /// Threads that search one seed together: the whole block for [`Kernel::Coop`], else one.
+    pub fn threads_per_seed(&self) -> u32 {
+        match self.kernel {
+            Kernel::Coop => self.block.max(1),
+            _ => 1,
+        }
+    }
+}
+
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}/{}", self.kernel, self.block, self.per_thread)
@@ -150,6 +171,16 @@ impl FromStr for Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_coop_block_searches_each_seed_together() {
+        let coop: Shape = "coop/128/8".parse().unwrap();
+        assert_eq!(coop.threads_per_seed(), 128);
+        assert_eq!(coop.to_string(), "coop/128/8");
+        for other in ["local/128/8", "shared/128/8", "compact/128/8", "flat/128/8"] {
+            assert_eq!(other.parse::<Shape>().unwrap().threads_per_seed(), 1);
+        }
+    }
 
     #[test]
     fn shapes_parse_and_print_back() {
