@@ -86,7 +86,7 @@ impl GpuConfig {
                 .await
                 .map_err(|e| Error::Gpu(nqueens_gpu::GpuError::NoDevice(e.to_string())))??;
         for g in &gpus {
-            tracing::info!(device = %g.info(), threads = g.info().threads, batch, "GPU ready");
+            tracing::info!(device = %g.info(), threads = g.info().threads, most_jobs_per_batch = batch, "GPU ready");
             metrics.device(&g.info().label());
             let rate = g.calibration.as_ref().map_or(0.0, |c| c.rate());
             metrics.gpu_kernel(&g.info().label(), &g.info().shape.to_string(), rate);
