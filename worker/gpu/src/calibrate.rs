@@ -19,11 +19,7 @@ const ENOUGH: Duration = Duration::from_millis(100);
 
 /// The shapes calibration tries on a device of `backend`, the backend's default first.
 pub fn candidates(backend: Backend) -> Vec<Shape> {
-    let shape = |kernel, block, per_thread| Shape {
-        kernel,
-        block,
-        per_thread,
-    };
+    let shape = Shape::new;
     let mut list = vec![Shape::default_for(backend)];
     match backend {
         Backend::Cuda => list.extend([

@@ -194,13 +194,12 @@ impl Launch for Cuda {
         let shape = self.info.shape;
         // Only the variants with a stack of levels in shared memory need the batch's depth (a pass over
         // its seeds).
-        let depth = if prelude::stack_words(shape.kernel, 2) > prelude::stack_words(shape.kernel, 1)
-        {
+        let depth = if prelude::stack_words(&shape, 2) > prelude::stack_words(&shape, 1) {
             prelude::depth(seeds, tails)
         } else {
             1
         };
-        let shared = 4 * prelude::stack_words(shape.kernel, depth) * shape.block;
+        let shared = 4 * prelude::stack_words(&shape, depth) * shape.block;
         if shared > self.shared_max {
             return Err(GpuError::BadShape(format!(
                 "{shape} needs {shared} bytes of shared memory per block for {depth} levels, the device has {}",

@@ -169,13 +169,12 @@ impl Launch for OpenCl {
         let groups = self.groups.min(n.div_ceil(per_group.max(1))).max(1);
         // Only the variants with a stack of levels in shared memory need the batch's depth (a pass over
         // its seeds).
-        let depth = if prelude::stack_words(shape.kernel, 2) > prelude::stack_words(shape.kernel, 1)
-        {
+        let depth = if prelude::stack_words(&shape, 2) > prelude::stack_words(&shape, 1) {
             prelude::depth(seeds, tails)
         } else {
             1
         };
-        let local = (4 * prelude::stack_words(shape.kernel, depth) as usize * group).max(4);
+        let local = (4 * prelude::stack_words(&shape, depth) as usize * group).max(4);
         if local as u64 > self.local_max {
             return Err(GpuError::BadShape(format!(
                 "{shape} needs {local} bytes of local memory per work-group for {depth} levels, the device has {}",

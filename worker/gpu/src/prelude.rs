@@ -54,34 +54,32 @@ pub fn source(backend: Backend, shape: &Shape) -> String {
         Backend::OpenCl => OPENCL,
     };
     format!(
-        "#define VARIANT {}\n#define BLOCK {}\n#define COOP_ENTRIES {COOP_ENTRIES}u\n#define COOP_ALONE {COOP_ALONE}\n{prelude}\n#line 1 \"search.cl\"\n{SEARCH}",
+        "#define VARIANT {}\n#define BLOCK {}\n#define COOP_ENTRIES {}u\n#define COOP_ALONE {COOP_ALONE}\n{prelude}\n#line 1 \"search.cl\"\n{SEARCH}",
         shape.kernel.index(),
-        shape.block
+        shape.block,
+        shape.list
     )
 }
-
-/// Entries per thread of the list the threads of a `coop` block share (16 bytes each).
-pub const COOP_ENTRIES: u32 = 8;
 
 /// Levels of a subtree that a thread of a `coop` block searches alone, below an entry of the list.
 pub const COOP_ALONE: u32 = 2;
 
-/// Words of shared memory a thread of `kernel` needs for seeds that hold `depth` levels (none: its stack
-/// is per thread). `coop`'s do not depend on the depth: its list's entries, two 64-bit sums and one
-/// word towards the block's two control words (a block has at least 32 threads).
-pub fn stack_words(kernel: crate::Kernel, depth: u32) -> u32 {
-    match kernel {
+/// Words of shared memory a thread of `shape` needs for seeds that hold `depth` levels (none: its stack
+/// is per thread). `coop`'s do not depend on the depth: its list's entries (4 words each), two 64-bit
+/// sums and one word towards the block's two control words (a block has at least 32 threads).
+pub fn stack_words(shape: &Shape, depth: u32) -> u32 {
+    match shape.kernel {
         crate::Kernel::Local | crate::Kernel::Compact => 0,
         crate::Kernel::Shared => 2 * depth,
         crate::Kernel::Flat => 4 * depth,
-        crate::Kernel::Coop => 4 * COOP_ENTRIES + 4 + 1,
+        crate::Kernel::Coop => 4 * shape.list + 4 + 1,
     }
 }
 
 /// Bytes of shared memory a block of `shape` needs for the deepest seeds any board has (32 levels): a
 /// device that cannot give them refuses the shape when it opens, so that no launch fails on a larger N.
 pub fn worst_stack_bytes(shape: &Shape) -> u64 {
-    4 * u64::from(stack_words(shape.kernel, 32)) * u64::from(shape.block)
+    4 * u64::from(stack_words(shape, 32)) * u64::from(shape.block)
 }
 
 /// The deepest stack any seed of a batch needs: `tail - level + 1` levels (at least one).
@@ -115,18 +113,14 @@ mod tests {
 
     #[test]
     fn only_the_shared_memory_variants_take_shared_memory() {
-        let shape = |kernel| Shape {
-            kernel,
-            block: 128,
-            per_thread: 4,
-        };
+        let shape = |kernel| Shape::new(kernel, 128, 4);
         assert_eq!(worst_stack_bytes(&shape(Kernel::Local)), 0);
         assert_eq!(worst_stack_bytes(&shape(Kernel::Compact)), 0);
         assert_eq!(worst_stack_bytes(&shape(Kernel::Shared)), 2 * 4 * 32 * 128);
         assert_eq!(worst_stack_bytes(&shape(Kernel::Flat)), 4 * 4 * 32 * 128);
         assert_eq!(
             worst_stack_bytes(&shape(Kernel::Coop)),
-            4 * (4 * COOP_ENTRIES + 5) as u64 * 128
+            4 * (4 * crate::shape::COOP_LIST + 5) as u64 * 128
         );
     }
 
@@ -135,8 +129,13 @@ mod tests {
         let src = source(Backend::Cuda, &"flat/128/4".parse().unwrap());
         assert!(
             src.starts_with(
-                "#define VARIANT 3\n#define BLOCK 128\n#define COOP_ENTRIES 8u\n#define COOP_ALONE 2\n"
+                "#define VARIANT 3\n#define BLOCK 128\n#define COOP_ENTRIES 0u\n#define COOP_ALONE 2\n"
             ),
+            "{src}"
+        );
+        let src = source(Backend::OpenCl, &"coop/64/8/2".parse().unwrap());
+        assert!(
+            src.starts_with("#define VARIANT 4\n#define BLOCK 64\n#define COOP_ENTRIES 2u\n"),
             "{src}"
         );
     }

@@ -80,6 +80,10 @@ impl FromStr for Kernel {
 pub const BLOCKS: std::ops::RangeInclusive<u32> = 32..=1024;
 /// Largest seeds per thread in a batch.
 pub const MAX_PER_THREAD: u32 = 256;
+/// Entries per thread of a `coop` block's shared list, unless the shape says otherwise.
+pub const COOP_LIST: u32 = 8;
+/// Most entries per thread of a `coop` block's shared list.
+pub const MAX_COOP_LIST: u32 = 32;
 
 /// What a device is built and launched with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,20 +91,34 @@ pub struct Shape {
     pub kernel: Kernel,
     /// Threads per block (work-items per work-group): a multiple of 32.
     pub block: u32,
-    /// Seeds per device thread in a batch: more lets threads that finish early find more work.
+    /// Seeds per device thread in a batch: more lets threads that finish early find more work (per
+    /// block for [`Kernel::Coop`]).
     pub per_thread: u32,
+    /// [`Kernel::Coop`]: entries per thread of the block's shared list (1 to [`MAX_COOP_LIST`]); 0 for
+    /// the other variants.
+    pub list: u32,
 }
 
 impl Shape {
     /// The shape a device of `backend` runs when nothing else is asked or calibrated.
     pub fn default_for(backend: Backend) -> Shape {
-        Shape {
-            kernel: Kernel::Local,
-            block: match backend {
+        Shape::new(
+            Kernel::Local,
+            match backend {
                 Backend::Cuda => 256,
                 Backend::OpenCl => 64,
             },
-            per_thread: 8,
+            8,
+        )
+    }
+
+    /// `kernel` at `block` threads and `per_thread` seeds, with `coop`'s default list.
+    pub fn new(kernel: Kernel, block: u32, per_thread: u32) -> Shape {
+        Shape {
+            kernel,
+            block,
+            per_thread,
+            list: if kernel == Kernel::Coop { COOP_LIST } else { 0 },
         }
     }
 
@@ -120,7 +138,20 @@ impl Shape {
                 self.per_thread
             )));
         }
-        Ok(())
+        match self.kernel {
+            Kernel::Coop if !(1..=MAX_COOP_LIST).contains(&self.list) => {
+                Err(GpuError::BadShape(format!(
+                    "a coop list of {} entries per thread must be 1 to {MAX_COOP_LIST}",
+                    self.list
+                )))
+            }
+            Kernel::Coop => Ok(()),
+            _ if self.list != 0 => Err(GpuError::BadShape(format!(
+                "only coop takes a list size, not {}",
+                self.kernel
+            ))),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -136,17 +167,23 @@ impl Shape {
 
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}/{}", self.kernel, self.block, self.per_thread)
+        write!(f, "{}/{}/{}", self.kernel, self.block, self.per_thread)?;
+        if self.kernel == Kernel::Coop && self.list != COOP_LIST {
+            write!(f, "/{}", self.list)?;
+        }
+        Ok(())
     }
 }
 
 impl FromStr for Shape {
     type Err = GpuError;
-    /// `VARIANT`, `VARIANT/BLOCK` or `VARIANT/BLOCK/PER_THREAD`; what is left out is the CUDA default.
+    /// `VARIANT`, `VARIANT/BLOCK` or `VARIANT/BLOCK/PER_THREAD`, and for `coop` `.../LIST`; what is left
+    /// out is the CUDA default.
     fn from_str(s: &str) -> Result<Shape, GpuError> {
         let mut parts = s.trim().split('/');
-        let mut shape = Shape::default_for(Backend::Cuda);
-        shape.kernel = parts.next().unwrap_or("").parse()?;
+        let kernel: Kernel = parts.next().unwrap_or("").parse()?;
+        let default = Shape::default_for(Backend::Cuda);
+        let mut shape = Shape::new(kernel, default.block, default.per_thread);
         let number = |p: &str| {
             p.trim()
                 .parse::<u32>()
@@ -158,9 +195,14 @@ impl FromStr for Shape {
         if let Some(p) = parts.next() {
             shape.per_thread = number(p)?;
         }
+        if kernel == Kernel::Coop {
+            if let Some(l) = parts.next() {
+                shape.list = number(l)?;
+            }
+        }
         if parts.next().is_some() {
             return Err(GpuError::BadShape(format!(
-                "{s:?}: expected VARIANT/BLOCK/PER_THREAD"
+                "{s:?}: expected VARIANT/BLOCK/PER_THREAD (coop: .../LIST)"
             )));
         }
         shape.check()?;
@@ -177,6 +219,26 @@ mod tests {
         let coop: Shape = "coop/128/8".parse().unwrap();
         assert_eq!(coop.threads_per_seed(), 128);
         assert_eq!(coop.to_string(), "coop/128/8");
+        assert_eq!(coop.list, COOP_LIST);
+        // Its list's size: given, printed back where it is not the default, bounded.
+        let small: Shape = "coop/64/8/1".parse().unwrap();
+        assert_eq!((small.list, small.to_string().as_str()), (1, "coop/64/8/1"));
+        assert_eq!(
+            "coop/64/8/8".parse::<Shape>().unwrap().to_string(),
+            "coop/64/8"
+        );
+        assert_eq!("coop/64/8/32".parse::<Shape>().unwrap().list, 32);
+        for bad in [
+            "coop/64/8/0",
+            "coop/64/8/33",
+            "coop/64/8/2/1",
+            "flat/64/8/2",
+        ] {
+            assert!(bad.parse::<Shape>().is_err(), "{bad}");
+        }
+        let mut wrong = Shape::new(Kernel::Flat, 64, 8);
+        wrong.list = 1;
+        assert!(wrong.check().is_err());
         for other in ["local/128/8", "shared/128/8", "compact/128/8", "flat/128/8"] {
             assert_eq!(other.parse::<Shape>().unwrap().threads_per_seed(), 1);
         }

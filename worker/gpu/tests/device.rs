@@ -61,14 +61,15 @@ fn devices() -> Vec<Gpu> {
     let mut out = vec![first];
     for kernel in Kernel::ALL {
         for (block, per_thread) in [(base.block, 1), (base.block * 2, base.per_thread)] {
-            let shape = Shape {
-                kernel,
-                block,
-                per_thread,
-            };
+            let shape = Shape::new(kernel, block, per_thread);
             out.push(device(Some(shape)).expect("the device opened once"));
         }
     }
+    // A `coop` list of one entry per thread: full at most steps, so that its threads search alone
+    // whenever the list could overflow (a list of the default size never fills on these boards).
+    let mut small = Shape::new(Kernel::Coop, base.block, base.per_thread);
+    small.list = 1;
+    out.push(device(Some(small)).expect("the device opened once"));
     out
 }
 
@@ -204,11 +205,7 @@ fn calibration_keeps_the_fastest_candidate() {
     assert!((12..=18).contains(&c.n), "N = {}", c.n);
     assert!(c.nodes > 0 && c.rate() > 0.0);
     // A candidate that cannot run here is skipped, not chosen.
-    let mut with_bad = vec![Shape {
-        kernel: Kernel::Flat,
-        block: 1024,
-        per_thread: 1,
-    }];
+    let mut with_bad = vec![Shape::new(Kernel::Flat, 1024, 1)];
     with_bad.extend(candidates);
     match nqueens_gpu::calibrate(backend, index, &with_bad) {
         Ok((_, c)) => assert_ne!(c.chosen, with_bad[0], "{}", c.summary()),

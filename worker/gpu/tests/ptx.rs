@@ -36,10 +36,8 @@ fn kernel_compiles_to_ptx_for_turing_to_hopper() {
         .into_iter()
         .flat_map(|cc| Kernel::ALL.map(|k| (cc, k)))
     {
-        let shape = Shape {
-            kernel,
-            ..Shape::default_for(Backend::Cuda)
-        };
+        let default = Shape::default_for(Backend::Cuda);
+        let shape = Shape::new(kernel, default.block, default.per_thread);
         let ptx = cuda::compile(cc, &shape)
             .unwrap_or_else(|e| panic!("compute_{}{} {shape}: {e}", cc.0, cc.1));
         let text = ptx.to_src();
