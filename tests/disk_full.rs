@@ -122,6 +122,7 @@ fn lease_request(capacity: u32) -> proto::LeaseRequest {
         run: None,
         wait_ms: 0,
         gpus: 0,
+        gpu_kernels: Vec::new(),
     }
 }
 

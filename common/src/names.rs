@@ -18,6 +18,16 @@ pub fn valid_worker_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= MAX_WORKER_ID_LEN && !id.chars().any(char::is_control)
 }
 
+/// The longest GPU kernel shape a worker may name (`coop/1024/256/32` is 16).
+pub const MAX_GPU_KERNEL_LEN: usize = 32;
+
+/// Whether `shape` may name the kernel a GPU runs in the worker table: 1 to [`MAX_GPU_KERNEL_LEN`]
+/// characters of `a-z`, `0-9` and `/`.
+pub fn valid_gpu_kernel(shape: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '/';
+    !shape.is_empty() && shape.len() <= MAX_GPU_KERNEL_LEN && shape.chars().all(allowed)
+}
+
 /// Whether `device` may name the device of a result: 1 to [`MAX_DEVICE_LEN`] letters, digits or `:._-`
 /// (the coordinator refuses a report with any other, so a worker sends only names that pass).
 pub fn valid_device(device: &str) -> bool {
@@ -28,6 +38,23 @@ pub fn valid_device(device: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gpu_kernel_shapes_are_taken_within_their_rule_only() {
+        assert!(valid_gpu_kernel("flat/128/4"));
+        assert!(valid_gpu_kernel("coop/1024/256/32"));
+        assert!(valid_gpu_kernel(&"a".repeat(MAX_GPU_KERNEL_LEN)));
+        for bad in [
+            String::new(),
+            "a".repeat(MAX_GPU_KERNEL_LEN + 1),
+            "Flat/128/4".into(),
+            "flat 128".into(),
+            "flat/128/4\n".into(),
+            "flat:128".into(),
+        ] {
+            assert!(!valid_gpu_kernel(&bad), "{bad:?}");
+        }
+    }
 
     /// Each rule at its edges.
     #[test]

@@ -410,6 +410,7 @@ async fn issue_3_and_4_bad_input_gets_a_clear_error_and_changes_nothing_stored()
                 run: None,
                 wait_ms: 0,
                 gpus: 0,
+                gpu_kernels: Vec::new(),
             })
             .await
             .unwrap_err();
@@ -425,6 +426,7 @@ async fn issue_3_and_4_bad_input_gets_a_clear_error_and_changes_nothing_stored()
             run: Some("77".into()),
             wait_ms: 0,
             gpus: 0,
+            gpu_kernels: Vec::new(),
         })
         .await
         .unwrap_err();
@@ -697,6 +699,7 @@ async fn issue_4_a_verified_job_needs_two_workers_and_a_wrong_one_is_quarantined
             run: None,
             wait_ms: 0,
             gpus: 0,
+            gpu_kernels: Vec::new(),
         })
         .await
         .unwrap_err();
@@ -811,6 +814,7 @@ async fn issue_4_a_poison_job_fails_after_its_attempts_and_the_run_stalls() {
             run: None,
             wait_ms: 0,
             gpus: 0,
+            gpu_kernels: Vec::new(),
         })
         .await
         .unwrap()
@@ -889,6 +893,7 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
                 run: None,
                 wait_ms: 0,
                 gpus: 0,
+                gpu_kernels: Vec::new(),
             })
             .await
             .map(|_| ()),
@@ -1005,6 +1010,7 @@ async fn issue_15_one_worker_letting_every_lease_expire_is_benched_and_fails_no_
                 run: None,
                 wait_ms: 0,
                 gpus: 0,
+                gpu_kernels: Vec::new(),
             })
             .await
             .unwrap()
@@ -1321,6 +1327,7 @@ async fn issue_19_a_worker_left_only_its_own_jobs_to_verify_is_idle() {
         run: None,
         wait_ms: 0,
         gpus: 0,
+        gpu_kernels: Vec::new(),
     };
     let first = s.client.lease(ask("solo")).await.unwrap().into_inner();
     assert!(!first.idle && first.leases.len() as u64 == run.jobs_total);
@@ -1380,6 +1387,7 @@ async fn lease_of(c: &mut Client, worker: &str, capacity: u32, run: &str) -> Vec
         run: Some(run.into()),
         wait_ms: 0,
         gpus: 0,
+        gpu_kernels: Vec::new(),
     })
     .await
     .unwrap()
@@ -1593,6 +1601,7 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
             run: None,
             wait_ms: 0,
             gpus: 0,
+            gpu_kernels: Vec::new(),
         })
         .await
         .unwrap()

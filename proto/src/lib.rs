@@ -59,7 +59,8 @@ pub const MAX_GPUS: u32 = 256;
 // Worker and device names are domain rules, kept in `nqueens_common::names`; re-exported for the wire's
 // users.
 pub use nqueens_common::names::{
-    valid_device, valid_worker_id, MAX_DEVICE_LEN, MAX_WORKER_ID_LEN, MAX_WORKER_NAME_LEN,
+    valid_device, valid_gpu_kernel, valid_worker_id, MAX_DEVICE_LEN, MAX_GPU_KERNEL_LEN,
+    MAX_WORKER_ID_LEN, MAX_WORKER_NAME_LEN,
 };
 
 /// Longest bearer token a coordinator takes, in bytes.

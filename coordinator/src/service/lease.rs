@@ -62,6 +62,9 @@ pub struct Ask<'a> {
     pub threads: u32,
     /// GPUs computing beside its threads (at most [`MAX_GPUS`]).
     pub gpus: u32,
+    /// The kernel shape each of its GPUs runs (at most [`MAX_GPUS`], each as
+    /// [`nqueens_common::names::valid_gpu_kernel`]).
+    pub gpu_kernels: &'a [String],
     /// How many jobs it wants (1 to [`MAX_CAPACITY`]).
     pub capacity: u32,
     /// Only jobs of this run.
@@ -78,6 +81,23 @@ impl Ask<'_> {
             return Err(Error::Invalid(format!(
                 "{} GPUs; at most {MAX_GPUS}",
                 self.gpus
+            )));
+        }
+        if self.gpu_kernels.len() > MAX_GPUS as usize {
+            return Err(Error::Invalid(format!(
+                "{} GPU kernels; at most {MAX_GPUS}",
+                self.gpu_kernels.len()
+            )));
+        }
+        if let Some(bad) = self
+            .gpu_kernels
+            .iter()
+            .find(|k| !nqueens_common::names::valid_gpu_kernel(k))
+        {
+            let shown: String = bad.chars().take(40).collect();
+            return Err(Error::Invalid(format!(
+                "GPU kernel {shown:?}: 1 to {} characters of a-z, 0-9 and /",
+                nqueens_common::names::MAX_GPU_KERNEL_LEN
             )));
         }
         if !(1..=MAX_CAPACITY).contains(&self.capacity) {
@@ -216,6 +236,7 @@ impl Coordinator {
             credential,
             threads,
             gpus,
+            gpu_kernels,
             capacity,
             only,
         } = *ask;
@@ -252,7 +273,9 @@ impl Coordinator {
             }
             Contact::Known => {}
         }
-        state.workers.describe(worker, name, label, threads, gpus);
+        state
+            .workers
+            .describe(worker, name, label, threads, gpus, gpu_kernels);
         // The highest priority first; among equals, the oldest.
         let mut order: Vec<(i32, u64)> = state
             .runs
@@ -680,6 +703,7 @@ mod tests {
             credential: false,
             threads: 1,
             gpus,
+            gpu_kernels: &[],
             capacity,
             only: None,
         }

@@ -58,6 +58,7 @@ fn ask<'a>(worker: &'a str, capacity: u32) -> Ask<'a> {
         credential: false,
         threads: 1,
         gpus: 0,
+        gpu_kernels: &[],
         capacity,
         only: None,
     }
@@ -201,8 +202,10 @@ async fn a_report_for_a_lease_never_issued_is_refused_and_changes_nothing() {
 async fn issue_18_the_worker_table_shows_what_a_workers_gpus_computed() {
     let c = coordinator();
     let run = run_of_8(&c).await;
+    let kernels = ["flat/128/4".to_string()];
     let mut with_gpu = ask("a", 3);
     with_gpu.gpus = 1;
+    with_gpu.gpu_kernels = &kernels;
     let held = c.lease(&with_gpu, Duration::ZERO).await.unwrap().leases;
     assert_eq!(held.len(), 3);
     // A device name that is not a short label is refused, with the whole batch: nothing is counted.
@@ -237,13 +240,40 @@ async fn issue_18_the_worker_table_shows_what_a_workers_gpus_computed() {
             nodes: gpu_nodes
         }
     );
-    // More GPUs than any machine has is refused.
+    // The kernel its GPU runs, as its lease request said (issue 39).
+    assert_eq!(a.gpu_kernels, kernels);
+    // More GPUs than any machine has is refused; so are more kernels, or one that is not a shape,
+    // and nothing of the worker's description changes.
     let mut absurd = ask("a", 1);
     absurd.gpus = 257;
     assert!(matches!(
         c.lease(&absurd, Duration::ZERO).await,
         Err(Error::Invalid(_))
     ));
+    let many = vec!["flat/64/4".to_string(); 257];
+    let long = "f".repeat(nqueens_proto::MAX_GPU_KERNEL_LEN + 1);
+    for bad in [
+        &many[..],
+        &["".into()],
+        &["flat 128".into()],
+        &["Flat/1\n".into()],
+        &[long],
+    ] {
+        let mut forged = ask("a", 1);
+        forged.gpu_kernels = bad;
+        let refused = c.lease(&forged, Duration::ZERO).await;
+        assert!(matches!(refused, Err(Error::Invalid(_))), "{refused:?}");
+    }
+    let a = c.workers().into_iter().find(|w| w.id == "a").unwrap();
+    assert_eq!(a.gpu_kernels, kernels);
+    // A kernel list at its bounds is taken.
+    let most = vec!["coop/1024/256/32".to_string(); 256];
+    let mut full = ask("a", 1);
+    full.gpus = 256;
+    full.gpu_kernels = &most;
+    c.lease(&full, Duration::ZERO).await.unwrap();
+    let a = c.workers().into_iter().find(|w| w.id == "a").unwrap();
+    assert_eq!(a.gpu_kernels, most);
 }
 
 #[tokio::test(start_paused = true)]
@@ -940,6 +970,7 @@ async fn a_waiting_lease_call_does_not_wake_itself() {
         credential: false,
         threads: 1,
         gpus: 0,
+        gpu_kernels: &[],
         capacity: 1,
         only: None,
     };
@@ -1505,6 +1536,7 @@ async fn a_new_credential_cannot_take_a_whole_run() {
         credential: true,
         threads: 1,
         gpus: 0,
+        gpu_kernels: &[],
         capacity,
         only: None,
     };
@@ -1535,6 +1567,7 @@ fn as_credential(name: &str) -> Ask<'_> {
         credential: true,
         threads: 1,
         gpus: 0,
+        gpu_kernels: &[],
         capacity: 1,
         only: None,
     }

@@ -114,6 +114,8 @@ pub struct WorkerView {
     pub threads: u32,
     /// Its GPUs, and what they computed of the results it reported to this incarnation.
     pub gpus: Gpus,
+    /// The kernel shape each of its GPUs runs, as it last said.
+    pub gpu_kernels: Vec<String>,
     /// The kernel families its results stated (in this incarnation).
     pub families: nqueens_common::FamilySet,
     pub accepted: u64,
@@ -190,6 +192,7 @@ impl Coordinator {
                     id: id.clone(),
                     threads: w.threads,
                     gpus: w.gpus,
+                    gpu_kernels: w.gpu_kernels.clone(),
                     families: w.families,
                     accepted: w.accepted,
                     jobs: w.jobs,
@@ -210,6 +213,7 @@ impl Coordinator {
                     id: String::new(),
                     threads: 0,
                     gpus: Gpus::default(),
+                    gpu_kernels: Vec::new(),
                     families: nqueens_common::FamilySet::default(),
                     accepted: 0,
                     jobs: 0,

@@ -50,6 +50,8 @@ pub struct WorkerInfo {
     pub label: String,
     pub threads: u32,
     pub gpus: Gpus,
+    /// The kernel shape each of its GPUs runs, as it last said.
+    pub gpu_kernels: Vec<String>,
     /// The kernel families its results stated (in this incarnation).
     pub families: FamilySet,
     pub last_seen: Instant,
@@ -135,6 +137,7 @@ impl Workers {
                         label: String::new(),
                         threads: 0,
                         gpus: Gpus::default(),
+                        gpu_kernels: Vec::new(),
                         families: FamilySet::default(),
                         last_seen: now,
                         accepted: earlier,
@@ -166,7 +169,15 @@ impl Workers {
     }
 
     /// Records what a worker says of itself (in its lease requests), and its identity.
-    pub fn describe(&mut self, id: &str, name: &str, label: &str, threads: u32, gpus: u32) {
+    pub fn describe(
+        &mut self,
+        id: &str,
+        name: &str,
+        label: &str,
+        threads: u32,
+        gpus: u32,
+        gpu_kernels: &[String],
+    ) {
         if let Some(w) = self.seen.get_mut(id) {
             if w.name != name {
                 w.name = name.to_string();
@@ -176,6 +187,9 @@ impl Workers {
             }
             w.threads = threads;
             w.gpus.count = gpus;
+            if w.gpu_kernels != gpu_kernels {
+                w.gpu_kernels = gpu_kernels.to_vec();
+            }
         }
     }
 
@@ -328,7 +342,7 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Workers::default();
         assert_eq!(w.seen("a-1", t0), Contact::Joined);
-        w.describe("a-1", "a", "a", 4, 1);
+        w.describe("a-1", "a", "a", 4, 1, &["flat/128/4".into()]);
         assert_eq!(w.seen("a-1", t0), Contact::Known);
         let batch = |jobs, nodes, accepted, gpu_jobs, gpu_nodes| Reported {
             jobs,

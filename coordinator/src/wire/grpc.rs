@@ -245,6 +245,7 @@ pub fn worker_status(w: WorkerView) -> proto::WorkerStatus {
         gpu_jobs: w.gpus.jobs,
         gpu_nodes: w.gpus.nodes,
         families: w.families.iter().map(|f| f.name().to_string()).collect(),
+        gpu_kernels: w.gpu_kernels,
         accepted: w.accepted,
         seen_seconds_ago: w.seen_ago.map(|d| d.as_secs_f64()),
         quarantined: w.quarantined.is_some(),
@@ -388,6 +389,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
                     credential: who.credential,
                     threads: r.threads,
                     gpus: r.gpus,
+                    gpu_kernels: &r.gpu_kernels,
                     capacity: r.capacity,
                     only: r.run.as_deref(),
                 },
@@ -412,6 +414,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
             credential: who.credential,
             threads: r.threads,
             gpus: r.gpus,
+            gpu_kernels: &[],
             capacity: r.lease_capacity,
             only: r.lease_run.as_deref(),
         });

@@ -134,6 +134,9 @@ pub struct WorkerOutput {
     pub gpu_nodes: u64,
     /// The kernel families its results stated (`cpu-stack`, `cpu-lists`, `gpu`).
     pub families: Vec<String>,
+    /// The kernel shape each of its GPUs runs (`flat/128/4`), as it last said.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpu_kernels: Vec<String>,
 }
 
 impl WorkerOutput {
@@ -151,17 +154,28 @@ impl WorkerOutput {
         format!("{}: {share:.0}%", self.gpus)
     }
 
-    /// Its kernel families as the worker table shows them (`lists,gpu`), or `-` before any result.
+    /// Its kernel families as the worker table shows them (`lists,gpu`), or `-` before any result,
+    /// then the shapes its GPUs run (`lists,gpu flat/128/4`), each once.
     pub fn kernels(&self) -> String {
-        if self.families.is_empty() {
-            return "-".to_string();
-        }
         let short: Vec<&str> = self
             .families
             .iter()
             .map(|f| f.strip_prefix("cpu-").unwrap_or(f))
             .collect();
-        short.join(",")
+        let mut out = match short.is_empty() {
+            true => "-".to_string(),
+            false => short.join(","),
+        };
+        let mut shapes: Vec<&str> = Vec::new();
+        for k in &self.gpu_kernels {
+            if !shapes.contains(&k.as_str()) {
+                shapes.push(k);
+            }
+        }
+        if !shapes.is_empty() {
+            out = format!("{out} {}", shapes.join(","));
+        }
+        out
     }
 }
 
@@ -184,6 +198,7 @@ impl From<proto::WorkerStatus> for WorkerOutput {
             gpu_jobs: w.gpu_jobs,
             gpu_nodes: w.gpu_nodes,
             families: w.families,
+            gpu_kernels: w.gpu_kernels,
         }
     }
 }

@@ -83,5 +83,6 @@ pub fn lease_request(worker: &str, capacity: u32) -> proto::LeaseRequest {
         run: None,
         wait_ms: 0,
         gpus: 0,
+        gpu_kernels: Vec::new(),
     }
 }

@@ -72,6 +72,9 @@ struct Worker<L> {
     pool: ComputePool<Lease>,
     /// GPUs in the pool.
     gpus: usize,
+    /// The kernel shape each runs, as its lease requests say (those the coordinator would refuse left
+    /// out: none today).
+    gpu_kernels: Vec<String>,
     journal: Option<Journal>,
     /// Leases held: queued, running, or finished but not yet acknowledged.
     held: HashMap<u64, Lease>,
@@ -111,11 +114,18 @@ pub async fn run<L: Link>(
     }
     config.metrics.gpus.set(devices.len() as i64);
     let gpus = devices.len();
+    let gpu_kernels: Vec<String> = devices
+        .iter()
+        .map(|d| d.gpu.info().shape.to_string())
+        .filter(|k| nqueens_common::names::valid_gpu_kernel(k))
+        .take(nqueens_proto::MAX_GPUS as usize)
+        .collect();
     let now = Instant::now();
     let mut w = Worker {
         link,
         pool: ComputePool::new(config.threads, devices, tx),
         gpus,
+        gpu_kernels,
         journal,
         held: HashMap::new(),
         plans: Plans::default(),
@@ -554,6 +564,7 @@ impl<L: Link> Worker<L> {
                 .gpus
                 .get()
                 .clamp(0, nqueens_proto::MAX_GPUS as i64) as u32,
+            gpu_kernels: self.gpu_kernels.clone(),
             run: self.config.run.clone(),
         };
         let reply = self.link.lease(ask).await;

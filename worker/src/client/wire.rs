@@ -43,6 +43,7 @@ impl Link for Grpc {
                 run: ask.run,
                 wait_ms: ask.wait_ms,
                 gpus: ask.gpus,
+                gpu_kernels: ask.gpu_kernels,
             })
             .await
             .map_err(sorted)?

@@ -222,6 +222,7 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
             run: Some(role.run.clone()),
             wait_ms: 0,
             gpus: 0,
+            gpu_kernels: Vec::new(),
         });
         match call.await {
             Ok(answer) => {

@@ -18,7 +18,7 @@ use nqueens_coordinator::wire::status_json::{StatusOutput, WorkerOutput};
 
 /// The worker table's header.
 pub const WORKER_HEADER: &str =
-    "worker               threads GPU share  state        jobs done     nodes/s  leases  kernels          last seen";
+    "worker               threads GPU share  state        jobs done     nodes/s  leases  kernels                     last seen";
 
 /// One row of the worker table.
 pub fn worker_row(w: &WorkerOutput) -> String {
@@ -26,15 +26,19 @@ pub fn worker_row(w: &WorkerOutput) -> String {
     if name.chars().count() > 20 {
         name = name.chars().take(19).collect::<String>() + "~";
     }
+    let mut kernels = w.kernels();
+    if kernels.chars().count() > 26 {
+        kernels = kernels.chars().take(25).collect::<String>() + "~";
+    }
     format!(
-        "{name:<20} {:>7} {:>9}  {:<11} {:>10} {:>11} {:>7}  {:<15}  {}",
+        "{name:<20} {:>7} {:>9}  {:<11} {:>10} {:>11} {:>7}  {:<26}  {}",
         w.threads,
         w.gpu_share(),
         w.state,
         w.jobs_done,
         format!("{:.3e}", w.nodes_per_second),
         w.leases,
-        w.kernels(),
+        kernels,
         w.seen_seconds_ago
             .map_or("-".to_string(), |s| format!("{}s ago", s.round())),
     )
@@ -296,6 +300,7 @@ mod tests {
             gpu_jobs: 0,
             gpu_nodes: 0,
             families: vec!["cpu-lists".into(), "gpu".into()],
+            gpu_kernels: Vec::new(),
         }
     }
 
@@ -321,6 +326,29 @@ mod tests {
             &row[share_ends - "2: 87%".len()..share_ends],
             "2: 87%",
             "{row}"
+        );
+        // The shapes its GPUs run, each once, after the families; a long list cut to the column.
+        gpu.gpu_kernels = vec!["flat/128/4".into(), "flat/128/4".into()];
+        let row = worker_row(&gpu);
+        assert_eq!(
+            &row[kernels..kernels + 28],
+            "lists,gpu flat/128/4        ",
+            "{row}"
+        );
+        gpu.gpu_kernels = vec![
+            "flat/128/4".into(),
+            "coop/128/8/4".into(),
+            "shared/64/8".into(),
+        ];
+        let row = worker_row(&gpu);
+        assert_eq!(
+            &row[kernels..kernels + 28],
+            "lists,gpu flat/128/4,coop~  ",
+            "{row}"
+        );
+        assert_eq!(
+            row.len(),
+            WORKER_HEADER.len() - "last seen".len() + "1s ago".len()
         );
     }
 

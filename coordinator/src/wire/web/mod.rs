@@ -227,6 +227,7 @@ mod tests {
             credential: false,
             threads: 1,
             gpus: 0,
+            gpu_kernels: &[],
             capacity: 4096,
             only: None,
         };
@@ -294,6 +295,7 @@ mod tests {
                 gpu_jobs: 0,
                 gpu_nodes: 0,
                 families: Vec::new(),
+                gpu_kernels: Vec::new(),
             }],
         };
         let page = render_page(&status);
