@@ -71,6 +71,31 @@
         out[2 * (u64)i + 1] = nodes;                                                           \
     } while (0)
 
+/* "flat"'s loop: searches depth first whatever the stack `st` (entries every `stride`) holds below its
+ * height `top`, one node per pass, until it is empty. Uses base, tail, fb, full, count and nodes. */
+#define FLAT_LOOP(st, top, stride)                                                             \
+    while ((top) != 0u) {                                                                      \
+        u32 fk = ((top) - 1u) * (stride);                                                      \
+        U32X4 fe = (st)[fk];                                                                   \
+        u32 ff = fe.w;                                                                         \
+        u32 fbit = ff & (0u - ff);                                                             \
+        ff ^= fbit;                                                                            \
+        (st)[fk].w = ff;                                                                       \
+        (top) -= (u32)(ff == 0u);                                                              \
+        int fv = base + (int)POPCOUNT(fe.x);                                                   \
+        u32 fc = fe.x | fbit;                                                                  \
+        u32 fl = (fe.y | fbit) << 1;                                                           \
+        u32 fr = (fe.z | fbit) >> 1;                                                           \
+        u32 fnf = ~(fc | fl | fr | fb[fv + 1]) & full;                                         \
+        nodes += 1;                                                                            \
+        if (fv == tail) {                                                                      \
+            SETTLE(fc, fl, fr, fnf, fb[fv + 2]);                                               \
+        } else if (fnf != 0u) {                                                                \
+            (st)[(top) * (stride)] = MAKE_U32X4(fc, fl, fr, fnf);                              \
+            (top) += 1u;                                                                       \
+        }                                                                                      \
+    }
+
 KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
                       GLOBAL const u32 *RESTRICT forbid, GLOBAL const u32 *RESTRICT tails,
                       u32 full, GLOBAL u32 *next, GLOBAL u64 *out, u32 depth STACK_PARAM)
@@ -189,26 +214,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
                      * most): "flat"'s loop on this thread's own stack. */
                     own[0] = MAKE_U32X4(c, l, r, nf);
                     u32 h = 1;
-                    while (h != 0u) {
-                        U32X4 o = own[h - 1u];
-                        u32 of = o.w;
-                        u32 ob = of & (0u - of);
-                        of ^= ob;
-                        own[h - 1u].w = of;
-                        h -= (u32)(of == 0u);
-                        int ov = base + (int)POPCOUNT(o.x);
-                        u32 oc = o.x | ob;
-                        u32 ol = (o.y | ob) << 1;
-                        u32 orr = (o.z | ob) >> 1;
-                        u32 onf = ~(oc | ol | orr | fb[ov + 1]) & full;
-                        nodes += 1;
-                        if (ov == tail) {
-                            SETTLE(oc, ol, orr, onf, fb[ov + 2]);
-                        } else if (onf != 0u) {
-                            own[h] = MAKE_U32X4(oc, ol, orr, onf);
-                            h += 1u;
-                        }
-                    }
+                    FLAT_LOOP(own, h, 1u);
                 }
             }
             BARRIER;
@@ -246,27 +252,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
             st[0] = MAKE_U32X4(s[0], s[1], s[2], f0);
             top = 1;
         }
-        while (top != 0u) {
-            u32 k = (top - 1u) * stride;
-            U32X4 e = st[k];
-            u32 f = e.w;
-            u32 bit = f & (0u - f);
-            f ^= bit;
-            st[k].w = f;
-            top -= (u32)(f == 0u);
-            int v = base + (int)POPCOUNT(e.x);
-            u32 c = e.x | bit;
-            u32 l = (e.y | bit) << 1;
-            u32 r = (e.z | bit) >> 1;
-            u32 nf = ~(c | l | r | fb[v + 1]) & full;
-            nodes += 1;
-            if (v == tail) {
-                SETTLE(c, l, r, nf, fb[v + 2]);
-            } else if (nf != 0u) {
-                st[top * stride] = MAKE_U32X4(c, l, r, nf);
-                top += 1u;
-            }
-        }
+        FLAT_LOOP(st, top, stride);
         PUT_ANSWER;
     }
 #else
