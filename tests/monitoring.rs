@@ -287,6 +287,14 @@ fn issue_18_a_gpus_share_shows_in_the_worker_table_and_the_workers_log() {
         .find(|w| w["name"] == "g")
         .expect("the worker's row");
     assert_eq!(row["gpus"], 1, "{row}");
+    // The shape the calibration chose, as the worker's lease requests named it (issue 39).
+    let chosen = log
+        .lines()
+        .find_map(|l| l.split("GPU calibrated: chose ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the calibration's choice")
+        .to_string();
+    assert_eq!(row["gpu_kernels"], serde_json::json!([chosen]), "{row}");
     let (gpu_jobs, gpu_nodes) = (
         row["gpu_jobs"].as_u64().unwrap(),
         row["gpu_nodes"].as_u64().unwrap(),
@@ -319,9 +327,9 @@ fn issue_18_a_gpus_share_shows_in_the_worker_table_and_the_workers_log() {
     ])))
     .unwrap();
     assert!(
-        table
-            .lines()
-            .any(|l| l.starts_with("g ") && l.contains(" 1: ")),
+        table.lines().any(|l| l.starts_with("g ")
+            && l.contains(" 1: ")
+            && l.contains(&format!("gpu {chosen}"))),
         "{table}"
     );
 }
