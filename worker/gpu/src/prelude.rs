@@ -66,13 +66,14 @@ pub const COOP_ALONE: u32 = 2;
 
 /// Words of shared memory a thread of `shape` needs for seeds that hold `depth` levels (none: its stack
 /// is per thread). `coop`'s do not depend on the depth: its list's entries (4 words each), two 64-bit
-/// sums and one word towards the block's two control words (a block has at least 32 threads).
+/// sums and two words towards the block's two control words and its 32 forbidden squares (a block has
+/// at least 32 threads).
 pub fn stack_words(shape: &Shape, depth: u32) -> u32 {
     match shape.kernel {
         crate::Kernel::Local | crate::Kernel::Compact => 0,
         crate::Kernel::Shared => 2 * depth,
         crate::Kernel::Flat => 4 * depth,
-        crate::Kernel::Coop => 4 * shape.list + 4 + 1,
+        crate::Kernel::Coop => 4 * shape.list + 4 + 2,
     }
 }
 
@@ -120,7 +121,7 @@ mod tests {
         assert_eq!(worst_stack_bytes(&shape(Kernel::Flat)), 4 * 4 * 32 * 128);
         assert_eq!(
             worst_stack_bytes(&shape(Kernel::Coop)),
-            4 * (4 * crate::shape::COOP_LIST + 5) as u64 * 128
+            4 * (4 * crate::shape::COOP_LIST + 6) as u64 * 128
         );
     }
 

@@ -32,8 +32,9 @@
  * loop): the last levels hold the most nodes and the fewest choices, and need no barrier. The list holds
  * COOP_ENTRIES entries per thread; a step that could overflow it has every thread search its child's
  * subtree alone, so the list never grows that step. The
- * threads' counts are summed at the seed's end. Every branch on which a barrier depends reads shared
- * values written before the barrier before it, so the whole block takes it.
+ * threads' counts are summed at the seed's end. All its threads search one unit, so the unit's table of
+ * forbidden squares is read into shared memory once per seed. Every branch on which a barrier depends
+ * reads shared values written before the barrier before it, so the whole block takes it.
  */
 
 #define STACK 32
@@ -147,6 +148,8 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
     LOCAL_PTR U32X4 *list = (LOCAL_PTR U32X4 *)nq_stack;
     LOCAL_PTR u64 *sums = (LOCAL_PTR u64 *)(nq_stack + 4u * cap);
     LOCAL_PTR u32 *ctl = nq_stack + 4u * cap + 4u * nb;
+    /* The forbidden squares of the seed's unit, read from global memory once per seed. */
+    LOCAL_PTR u32 *sfb = ctl + 2;
     U32X4 own[STACK];
     (void)depth;
     for (;;) {
@@ -161,12 +164,16 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
         GLOBAL const u32 *s = seeds + 4 * (u64)i;
         u32 unit = s[3] >> 5;
         int v0 = (int)(s[3] & 31u);
-        GLOBAL const u32 *fb = forbid + 32 * (u64)unit;
+        GLOBAL const u32 *gfb = forbid + 32 * (u64)unit;
+        LOCAL_PTR const u32 *fb = sfb;
         int tail = (int)tails[unit];
         int base = v0 - (int)POPCOUNT(s[0]);
         u64 count = 0, nodes = 0;
+        if (t < 32u) {
+            sfb[t] = gfb[t];
+        }
         if (t == 0u) {
-            u32 f0 = ~(s[0] | s[1] | s[2] | fb[v0]) & full;
+            u32 f0 = ~(s[0] | s[1] | s[2] | gfb[v0]) & full;
             ctl[1] = 0u;
             if (f0 != 0u) {
                 list[0] = MAKE_U32X4(s[0], s[1], s[2], f0);
