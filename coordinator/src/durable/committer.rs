@@ -466,6 +466,26 @@ mod tests {
     use crate::durable::store::tests::incoming_from as incoming;
     use crate::durable::store::Outcome;
 
+    /// A store holding a run of N = 9 whose first job "a" has counted, the committer that counted it, and
+    /// its storage health.
+    async fn one_counted_of_9() -> (
+        Store,
+        Plan,
+        crate::durable::store::RunMeta,
+        Committer,
+        Arc<StorageHealth>,
+    ) {
+        let store = Store::temporary().unwrap();
+        let plan = Plan::new(9, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let (committer, health) = started(&store);
+        committer
+            .commit(vec![incoming(run.id, &plan, 0, "a")])
+            .await
+            .unwrap();
+        (store, plan, run, committer, health)
+    }
+
     /// A committer over `store` with fresh storage health, and that health to look at.
     fn started(store: &Store) -> (Committer, Arc<StorageHealth>) {
         let health = Arc::new(StorageHealth::default());
@@ -557,14 +577,7 @@ mod tests {
     /// degrades storage as a commit's does (issue 42: deleting the write arm of `damage` survived).
     #[tokio::test]
     async fn damage_met_by_a_write_degrades_storage() {
-        let store = Store::temporary().unwrap();
-        let plan = Plan::new(9, Strategy::D4).unwrap();
-        let run = store.create_run(plan, 0.0).unwrap();
-        let (committer, health) = started(&store);
-        committer
-            .commit(vec![incoming(run.id, &plan, 0, "a")])
-            .await
-            .unwrap();
+        let (store, plan, run, committer, health) = one_counted_of_9().await;
         let key = plan.jobs().next().unwrap();
         store.damage_group(run.id, &key);
         let written = committer
@@ -867,14 +880,7 @@ mod tests {
     #[tokio::test]
     async fn issue_16_damage_met_by_a_commit_degrades_storage_so_that_the_store_is_reopened_and_repaired(
     ) {
-        let store = Store::temporary().unwrap();
-        let plan = Plan::new(9, Strategy::D4).unwrap();
-        let run = store.create_run(plan, 0.0).unwrap();
-        let (committer, health) = started(&store);
-        committer
-            .commit(vec![incoming(run.id, &plan, 0, "a")])
-            .await
-            .unwrap();
+        let (store, plan, run, committer, health) = one_counted_of_9().await;
         assert_eq!(health.degraded(), None);
         store.damage_group(run.id, &plan.jobs().next().unwrap());
         let refused = committer
