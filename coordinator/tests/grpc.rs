@@ -220,7 +220,8 @@ async fn issue_7_a_report_leases_the_next_jobs_in_the_same_call() {
         lease_capacity,
         threads: 2,
         lease_run: Some(run.run.clone()),
-        gpus: 0,
+        gpus: 1,
+        gpu_kernels: vec!["coop/64/8/8".into()],
     };
 
     // A bad capacity is refused before anything is committed.
@@ -242,6 +243,13 @@ async fn issue_7_a_report_leases_the_next_jobs_in_the_same_call() {
     assert_eq!(answer.outcomes, vec![proto::Outcome::Accepted as i32]);
     let next = answer.lease.expect("leases with the report").leases;
     assert_eq!(next.len(), 3);
+    // The worker table keeps what the leasing report said of its GPU (it once wiped the kernels).
+    let w1 = list_workers(&mut s.client).await;
+    let w1 = w1.iter().find(|w| w.worker_id == "w1").expect("w1 listed");
+    assert_eq!(
+        (w1.gpus, &w1.gpu_kernels[..]),
+        (1, &["coop/64/8/8".to_string()][..])
+    );
     let held: Vec<&str> = first.iter().chain(&next).map(|l| l.job.as_str()).collect();
     let distinct: std::collections::BTreeSet<&str> = held.iter().copied().collect();
     assert_eq!(distinct.len(), 5, "never a job leased twice: {held:?}");

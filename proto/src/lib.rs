@@ -56,6 +56,10 @@ pub const MAX_LEASE_CAPACITY: u32 = 4096;
 /// Most GPUs a worker may say it computes on (the coordinator refuses more).
 pub const MAX_GPUS: u32 = 256;
 
+/// Most distinct kernel shapes a worker's GPUs may say they run (the coordinator refuses more; it keeps
+/// each distinct shape once).
+pub const MAX_GPU_SHAPES: usize = 8;
+
 // Worker and device names are domain rules, kept in `nqueens_common::names`; re-exported for the wire's
 // users.
 pub use nqueens_common::names::{

@@ -62,6 +62,8 @@ struct Shared<L> {
     ready: Condvar,
     /// GPUs not given up.
     gpus: std::sync::atomic::AtomicUsize,
+    /// Each GPU's kernel shape, and whether it still computes (not given up).
+    shapes: Vec<(String, std::sync::atomic::AtomicBool)>,
     /// The jobs those GPUs take per batch now, together.
     gpu_batches: std::sync::atomic::AtomicUsize,
     /// One CPU thread's node rate over its recent jobs.
@@ -113,6 +115,13 @@ impl<L: Send + 'static> ComputePool<L> {
             }),
             ready: Condvar::new(),
             gpus: std::sync::atomic::AtomicUsize::new(devices.len()),
+            shapes: devices
+                .iter()
+                .map(|d| {
+                    let shape = d.gpu.info().shape.to_string();
+                    (shape, std::sync::atomic::AtomicBool::new(true))
+                })
+                .collect(),
             gpu_batches: std::sync::atomic::AtomicUsize::new(devices.iter().map(first_batch).sum()),
             cpu_rate: Mutex::new(Rate::default()),
             cpus: threads > 0,
@@ -142,7 +151,7 @@ impl<L: Send + 'static> ComputePool<L> {
             handles.push(
                 std::thread::Builder::new()
                     .name(format!("gpu-{i}"))
-                    .spawn(move || gpu_compute(&shared, &results, device))
+                    .spawn(move || gpu_compute(&shared, &results, device, i))
                     .expect("spawn a GPU thread"),
             );
         }
@@ -161,6 +170,16 @@ impl<L: Send + 'static> ComputePool<L> {
     /// GPUs computing: those opened, less those given up (failed batches in a row, or a hung launch).
     pub fn gpus(&self) -> usize {
         self.shared.gpus.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The kernel shape of each GPU computing (those given up left out), in the order opened.
+    pub fn gpu_kernels(&self) -> Vec<String> {
+        self.shared
+            .shapes
+            .iter()
+            .filter(|(_, live)| live.load(std::sync::atomic::Ordering::Relaxed))
+            .map(|(shape, _)| shape.clone())
+            .collect()
     }
 
     /// The jobs the GPUs computing take per batch now, together (each sized to its device's speed).
@@ -247,18 +266,23 @@ fn run_checked(job: &Job) -> nqueens_common::JobResult {
 /// a CPU thread. The launches themselves run on a thread of their own ([`launcher`]): a launch that runs
 /// past the device's timeout (a hung driver) is given up, its batch handed to the CPU threads (never to
 /// another GPU), and this thread goes on as one of them, leaving the launcher behind.
-fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device: Device) {
+fn gpu_compute<L>(
+    shared: &Shared<L>,
+    results: &UnboundedSender<Done<L>>,
+    device: Device,
+    index: usize,
+) {
     let mut strikes = 0;
     let info = device.gpu.info().clone();
-    // The jobs it takes at a time, and its rate over its recent batches.
-    let mut batch = first_batch(&device);
-    let mut rate = Rate::default();
+    // The jobs it takes at a time, kept in pace with a CPU thread.
+    let mut pacer = pace::Pacer::new(device.batch);
+    let mut batch = pacer.batch();
     // The name results carry; one the coordinator would refuse (none today) is left off them.
     let label = info.label();
     let label: Option<Arc<str>> = nqueens_common::names::valid_device(&label).then(|| label.into());
     let Some((launch, answers)) = launcher(device.gpu) else {
         tracing::error!(device = %info, "cannot start the GPU's launch thread; computing on the CPU instead");
-        given_up(shared, &device.metrics, &info.label(), batch);
+        given_up(shared, &device.metrics, &info.label(), batch, index);
         return compute(shared, results);
     };
     loop {
@@ -287,11 +311,10 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
                 strikes = 0;
                 device.metrics.gpu_jobs.inc_by(r.len() as u64);
                 let nodes = r.iter().map(|r| r.nodes).fold(0u64, u64::saturating_add);
-                rate.add(nodes, started.elapsed().as_secs_f64());
                 let cpu = shared.cpu();
-                let next = pace::next_batch(batch, device.batch, rate.per_second(), cpu);
+                let next = pacer.after(r.len(), nodes, started.elapsed().as_secs_f64(), cpu);
                 if next != batch {
-                    tracing::debug!(device = %info, batch = next, gpu_nodes_per_second = rate.per_second(), cpu_thread = ?cpu, "GPU batch resized to the device's speed");
+                    tracing::debug!(device = %info, batch = next, gpu_nodes_per_second = pacer.per_second(), cpu_thread = ?cpu, "GPU batch resized to the device's speed");
                     let batches = &shared.gpu_batches;
                     batches.fetch_add(next, std::sync::atomic::Ordering::Relaxed);
                     batches.fetch_sub(batch, std::sync::atomic::Ordering::Relaxed);
@@ -330,19 +353,23 @@ fn gpu_compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>, device
     }
     // Given up. The launch thread ends once its sender is gone (a hung one when its launch returns, if
     // ever).
-    given_up(shared, &device.metrics, &info.label(), batch);
+    given_up(shared, &device.metrics, &info.label(), batch, index);
     drop(launch);
     compute(shared, results)
 }
 
 /// The jobs `device` takes at its first batch.
 fn first_batch(device: &Device) -> usize {
-    pace::FIRST_BATCH.clamp(1, device.batch.max(1))
+    pace::Pacer::new(device.batch).batch()
 }
 
-/// Counts a GPU given up, that took `batch` jobs at a time: its thread computes as a CPU thread now.
-fn given_up<L>(shared: &Shared<L>, metrics: &Metrics, label: &str, batch: usize) {
+/// Counts a GPU given up (the `index`th opened), that took `batch` jobs at a time: its thread computes as
+/// a CPU thread now.
+fn given_up<L>(shared: &Shared<L>, metrics: &Metrics, label: &str, batch: usize, index: usize) {
     metrics.gpus.dec();
+    if let Some((_, live)) = shared.shapes.get(index) {
+        live.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
     metrics.gpu_batch(label, 0);
     shared
         .gpus
@@ -534,6 +561,12 @@ mod tests {
             metrics.gpus.set(devices as i64);
             // No CPU thread: the GPUs' threads do everything.
             let pool = ComputePool::new(0, pool_devices, tx);
+            let shape = nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::OpenCl).to_string();
+            assert_eq!(
+                pool.gpu_kernels(),
+                vec![shape; devices],
+                "each device's shape"
+            );
             let keys = submit_all(&pool, &plan);
             let mut total = 0;
             let mut credited = 0;
@@ -548,6 +581,7 @@ mod tests {
             }
             assert_eq!(total, 724, "every job counted exactly");
             let gpus_left = pool.gpus();
+            let kernels_left = pool.gpu_kernels().len();
             let pool_batches = pool.gpu_batches();
             pool.join();
             let each: Vec<usize> = launches
@@ -583,6 +617,7 @@ mod tests {
                 assert_eq!(credited, 0);
                 assert_eq!(metrics.gpus.get(), 0);
                 assert_eq!(gpus_left, 0, "the pool counts it given up");
+                assert_eq!(kernels_left, 0, "its kernel is no longer listed (issue 39)");
             } else {
                 // Two race for the queue (which gets how much is up to the scheduler): each fails
                 // whatever it launches, and is given up after three failures in a row unless the
@@ -590,6 +625,10 @@ mod tests {
                 assert!(each.iter().sum::<usize>() <= keys.len(), "{each:?}");
                 assert!(failures <= 2 * GPU_STRIKES as u64, "{failures}");
                 assert!((0..=devices as i64).contains(&metrics.gpus.get()));
+                assert_eq!(
+                    kernels_left, gpus_left,
+                    "a kernel listed for each device left"
+                );
             }
         }
     }

@@ -77,6 +77,100 @@ pub fn next_batch(current: usize, most: usize, gpu: Option<f64>, cpu: Cpu) -> us
     }
 }
 
+/// Batches a GPU keeps the same size, with a CPU thread's rate known, before it tries one twice as large
+/// once: a device measured on small batches may compute more per second on larger ones (more of it
+/// busy) than any small batch shows, and would otherwise never learn it (a fast GPU whose one-job
+/// batches measured under a core's rate stayed at one job).
+pub const PROBE_EVERY: usize = 8;
+
+/// How much faster than before a probe must compute, per second, for its batch to count as a new
+/// regime (twice the jobs in the same time is twice the rate).
+pub const PROBE_GAIN: f64 = 1.5;
+
+/// One GPU's batch, kept in pace with the CPU threads beside it as its batches finish.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    batch: usize,
+    most: usize,
+    rate: Rate,
+    /// Jobs the device has computed.
+    jobs: u64,
+    /// Batches since the size last changed.
+    steady: usize,
+    /// Whether the batch running is a probe.
+    probing: bool,
+}
+
+impl Pacer {
+    /// A device that takes at most `most` jobs at a time (at least one), starting at [`FIRST_BATCH`].
+    pub fn new(most: usize) -> Pacer {
+        let most = most.max(1);
+        Pacer {
+            batch: FIRST_BATCH.clamp(1, most),
+            most,
+            rate: Rate::default(),
+            jobs: 0,
+            steady: 0,
+            probing: false,
+        }
+    }
+
+    /// The jobs it takes at a time now.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Its rate over its recent batches, nodes per second.
+    pub fn per_second(&self) -> Option<f64> {
+        self.rate.per_second()
+    }
+
+    /// After a batch of `jobs` jobs that searched `nodes` nodes in `seconds`, with `cpu` known of a CPU
+    /// thread: the next batch. With a CPU thread's rate, [`next_batch`], and every [`PROBE_EVERY`]
+    /// batches of one size twice that size once: a probe. A probe whose own rate is at least
+    /// [`PROBE_GAIN`] times the rate before it starts the rate afresh (the smaller batches no longer say
+    /// what the device does); either way [`next_batch`] decides what follows. While the CPU threads have not finished a job, the jobs this device computed meanwhile
+    /// are a lower bound of the ratio (they all started together): it grows to that count once the
+    /// count is twice its batch.
+    pub fn after(&mut self, jobs: usize, nodes: u64, seconds: f64, cpu: Cpu) -> usize {
+        if std::mem::take(&mut self.probing) {
+            let mut own = Rate::default();
+            own.add(nodes, seconds);
+            if let (Some(own), Some(before)) = (own.per_second(), self.rate.per_second()) {
+                if own >= before * PROBE_GAIN {
+                    self.rate = Rate::default();
+                }
+            }
+        }
+        self.rate.add(nodes, seconds);
+        self.jobs = self.jobs.saturating_add(jobs as u64);
+        let current = self.batch;
+        let mut next = match cpu {
+            Cpu::Unmeasured => {
+                let done = usize::try_from(self.jobs).unwrap_or(usize::MAX);
+                match done / 2 >= current {
+                    true => done.min(self.most),
+                    false => current,
+                }
+            }
+            _ => next_batch(current, self.most, self.per_second(), cpu),
+        };
+        if next == current {
+            self.steady += 1;
+            let measured = self.per_second().is_some() && matches!(cpu, Cpu::Rate(_));
+            if self.steady >= PROBE_EVERY && measured {
+                next = current.saturating_mul(2).min(self.most);
+                self.probing = next != current;
+            }
+        }
+        if next != current {
+            self.steady = 0;
+        }
+        self.batch = next;
+        next
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +239,89 @@ mod tests {
             next_batch(5, 64, Some(f64::INFINITY), Cpu::Rate(f64::INFINITY)),
             5
         );
+    }
+
+    /// A device whose batch time does not grow with its batch (most of it idle on one job) measures
+    /// under a core on one job, yet keeps pace at many: probes find it (issue 39, second review).
+    #[test]
+    fn a_probe_finds_a_device_that_is_faster_on_larger_batches() {
+        // A CPU thread: 1e9 nodes a second; every job 1e9 nodes. The device takes 1.25 s a batch of
+        // up to 32 jobs, then longer in proportion: 0.8 jobs per CPU job at one job, 25.6 at 32.
+        let cpu = Cpu::Rate(1e9);
+        let seconds = |b: usize| 1.25 * (b.max(32) as f64 / 32.0);
+        let mut p = Pacer::new(64);
+        let mut sizes = Vec::new();
+        for _ in 0..200 {
+            let b = p.batch();
+            sizes.push(b);
+            p.after(b, b as u64 * 1_000_000_000, seconds(b), cpu);
+        }
+        // One job for PROBE_EVERY batches (it measured under a core), then a probe...
+        assert_eq!(&sizes[..PROBE_EVERY], &[1; PROBE_EVERY]);
+        assert_eq!(sizes[PROBE_EVERY], 2);
+        // ... and in the end within twice its ratio at full occupancy (25.6), at least half of it.
+        let last = &sizes[150..];
+        assert!(
+            last.iter().all(|&b| (13..=64).contains(&b)),
+            "{last:?} (all: {sizes:?})"
+        );
+        // A device truly slower than a core: a probe is one batch of two, then back to one.
+        let mut p = Pacer::new(64);
+        let mut sizes = Vec::new();
+        for _ in 0..40 {
+            let b = p.batch();
+            sizes.push(b);
+            p.after(b, b as u64 * 1_000_000_000, 1.25 * b as f64, cpu);
+        }
+        assert_eq!(sizes.iter().filter(|&&b| b == 2).count(), 4, "{sizes:?}");
+        assert!(sizes.iter().all(|&b| b <= 2), "{sizes:?}");
+        assert!(
+            sizes.windows(2).all(|w| w[0] == 1 || w[1] == 1),
+            "{sizes:?}"
+        );
+        // No probe while the CPU's rate is unknown, nor beyond the bound.
+        let mut p = Pacer::new(1);
+        for _ in 0..3 * PROBE_EVERY {
+            assert_eq!(p.after(1, 1, 1.0, cpu), 1);
+        }
+        let mut p = Pacer::new(64);
+        for _ in 0..3 * PROBE_EVERY {
+            assert_eq!(p.after(0, 0, 1.0, cpu), 1, "nothing measured");
+        }
+    }
+
+    /// While no CPU thread has finished its first job, every job the device finished meanwhile shows it
+    /// at least that much faster than a thread: its batch grows with that count, not before.
+    #[test]
+    fn a_device_grows_before_the_cpus_first_job_ends() {
+        let mut p = Pacer::new(64);
+        assert_eq!(p.batch(), FIRST_BATCH);
+        assert_eq!(p.after(1, 10, 1.0, Cpu::Unmeasured), 1, "1 job done");
+        assert_eq!(p.after(1, 10, 1.0, Cpu::Unmeasured), 2, "2 jobs done");
+        assert_eq!(p.after(2, 10, 1.0, Cpu::Unmeasured), 4, "4 jobs done");
+        assert_eq!(p.after(4, 10, 1.0, Cpu::Unmeasured), 8, "8 jobs done");
+        assert_eq!(
+            p.after(3, 10, 1.0, Cpu::Unmeasured),
+            8,
+            "11 jobs done: under twice 8"
+        );
+        assert_eq!(p.after(5, 10, 1.0, Cpu::Unmeasured), 16, "16 jobs done");
+        assert_eq!(
+            p.after(100, 10, 1.0, Cpu::Unmeasured),
+            64,
+            "within the bound"
+        );
+        // No probe without a CPU rate: steady at the bound, it stays.
+        for _ in 0..3 * PROBE_EVERY {
+            assert_eq!(p.after(64, 10, 1.0, Cpu::Unmeasured), 64);
+        }
+        // Then the CPU's rate decides: 10 nodes a second against 1e9 shrinks it to one.
+        assert_eq!(p.after(64, 10, 1.0, Cpu::Rate(1e9)), 1);
+        // Nothing done yet: stays at one; without CPU threads, doubling.
+        let mut p = Pacer::new(64);
+        assert_eq!(p.after(0, 0, 1.0, Cpu::Unmeasured), 1);
+        assert_eq!(p.after(1, 5, 1.0, Cpu::Absent), 2);
+        // (0 * 0.8 + 5) nodes over (1 * 0.8 + 1) seconds.
+        assert_eq!(p.per_second(), Some(5.0 / 1.8));
     }
 }

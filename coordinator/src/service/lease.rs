@@ -37,6 +37,19 @@ pub const MAX_WAIT: Duration = Duration::from_secs(10);
 const MAX_ID_LEN: usize = nqueens_common::names::MAX_WORKER_ID_LEN;
 /// Most GPUs a worker may say it computes on.
 pub const MAX_GPUS: u32 = nqueens_proto::MAX_GPUS;
+/// Most distinct kernel shapes a worker's GPUs may say they run.
+pub const MAX_GPU_SHAPES: usize = nqueens_proto::MAX_GPU_SHAPES;
+
+/// Each shape of `kernels` once, in the order they first come.
+pub fn distinct_shapes(kernels: &[String]) -> Vec<&str> {
+    let mut shapes: Vec<&str> = Vec::new();
+    for k in kernels {
+        if !shapes.contains(&k.as_str()) {
+            shapes.push(k);
+        }
+    }
+    shapes
+}
 
 /// Leases a worker credential with no result counted may hold at once, all its processes together.
 pub const NEW_IDENTITY_LEASES: u64 = 256;
@@ -62,8 +75,8 @@ pub struct Ask<'a> {
     pub threads: u32,
     /// GPUs computing beside its threads (at most [`MAX_GPUS`]).
     pub gpus: u32,
-    /// The kernel shape each of its GPUs runs (at most [`MAX_GPUS`], each as
-    /// [`nqueens_common::names::valid_gpu_kernel`]).
+    /// The kernel shape each of its GPUs runs (at most [`MAX_GPUS`], of them at most
+    /// [`MAX_GPU_SHAPES`] distinct, each as [`nqueens_common::names::valid_gpu_kernel`]).
     pub gpu_kernels: &'a [String],
     /// How many jobs it wants (1 to [`MAX_CAPACITY`]).
     pub capacity: u32,
@@ -98,6 +111,12 @@ impl Ask<'_> {
             return Err(Error::Invalid(format!(
                 "GPU kernel {shown:?}: 1 to {} characters of a-z, 0-9 and /",
                 nqueens_common::names::MAX_GPU_KERNEL_LEN
+            )));
+        }
+        let shapes = distinct_shapes(self.gpu_kernels).len();
+        if shapes > MAX_GPU_SHAPES {
+            return Err(Error::Invalid(format!(
+                "{shapes} distinct GPU kernels; at most {MAX_GPU_SHAPES}"
             )));
         }
         if !(1..=MAX_CAPACITY).contains(&self.capacity) {
@@ -742,6 +761,29 @@ mod tests {
             assert!(check_worker("worker id", bad).is_err(), "{bad:?}");
         }
         assert!(check_worker("worker id", &"x".repeat(MAX_ID_LEN)).is_ok());
+    }
+
+    /// Kernel shapes: at most [`MAX_GPUS`] entries, at most [`MAX_GPU_SHAPES`] distinct (a worker's
+    /// row keeps each once: bounded whatever it says).
+    #[test]
+    fn a_requests_kernel_shapes_are_bounded() {
+        let with = |kernels: &[String]| {
+            let mut a = ask("w-1-a", 1, 1);
+            a.gpu_kernels = kernels;
+            a.check()
+        };
+        let shapes: Vec<String> = (0..=MAX_GPU_SHAPES).map(|i| format!("flat/{i}")).collect();
+        assert!(with(&shapes[..MAX_GPU_SHAPES]).is_ok());
+        assert!(matches!(with(&shapes), Err(Error::Invalid(_))));
+        let same = vec!["flat/1".to_string(); MAX_GPUS as usize];
+        assert!(with(&same).is_ok());
+        let more = vec!["flat/1".to_string(); MAX_GPUS as usize + 1];
+        assert!(matches!(with(&more), Err(Error::Invalid(_))));
+        assert!(matches!(with(&["".into()]), Err(Error::Invalid(_))));
+        assert_eq!(
+            distinct_shapes(&["b".into(), "a".into(), "b".into(), "a".into(), "c".into()]),
+            ["b", "a", "c"]
+        );
     }
 
     #[test]

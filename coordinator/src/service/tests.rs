@@ -7,7 +7,7 @@ use nqueens_common::checksum::seal;
 use nqueens_common::{Job, JobKey, Strategy};
 
 use super::grant::Granted;
-use super::lease::Ask;
+use super::lease::{Ask, MAX_GPU_SHAPES};
 use super::report::Report;
 use super::workers::Gpus;
 use super::{Config, Coordinator, RunView};
@@ -266,14 +266,27 @@ async fn issue_18_the_worker_table_shows_what_a_workers_gpus_computed() {
     }
     let a = c.workers().into_iter().find(|w| w.id == "a").unwrap();
     assert_eq!(a.gpu_kernels, kernels);
-    // A kernel list at its bounds is taken.
-    let most = vec!["coop/1024/256/32".to_string(); 256];
+    // A kernel list at its bounds is taken: 256 entries, 8 distinct shapes. Each shape is kept once,
+    // in the order first named (a row stays small however many GPUs a worker says it has).
+    let shapes: Vec<String> = (0..MAX_GPU_SHAPES)
+        .map(|i| format!("coop/1024/256/{}", 32 - i))
+        .collect();
+    let most: Vec<String> = (0..256).map(|i| shapes[i % shapes.len()].clone()).collect();
     let mut full = ask("a", 1);
     full.gpus = 256;
     full.gpu_kernels = &most;
     c.lease(&full, Duration::ZERO).await.unwrap();
     let a = c.workers().into_iter().find(|w| w.id == "a").unwrap();
-    assert_eq!(a.gpu_kernels, most);
+    assert_eq!(a.gpu_kernels, shapes);
+    // One distinct shape more is refused, and the row keeps what it had.
+    let mut nine = shapes.clone();
+    nine.push("flat/32/1".to_string());
+    let mut forged = ask("a", 1);
+    forged.gpu_kernels = &nine;
+    let refused = c.lease(&forged, Duration::ZERO).await;
+    assert!(matches!(refused, Err(Error::Invalid(_))), "{refused:?}");
+    let a = c.workers().into_iter().find(|w| w.id == "a").unwrap();
+    assert_eq!(a.gpu_kernels, shapes);
 }
 
 #[tokio::test(start_paused = true)]

@@ -50,7 +50,7 @@ pub struct WorkerInfo {
     pub label: String,
     pub threads: u32,
     pub gpus: Gpus,
-    /// The kernel shape each of its GPUs runs, as it last said.
+    /// The kernel shapes its GPUs run, as it last said: each once, in the order it named them.
     pub gpu_kernels: Vec<String>,
     /// The kernel families its results stated (in this incarnation).
     pub families: FamilySet,
@@ -187,8 +187,10 @@ impl Workers {
             }
             w.threads = threads;
             w.gpus.count = gpus;
-            if w.gpu_kernels != gpu_kernels {
-                w.gpu_kernels = gpu_kernels.to_vec();
+            // Each shape once: a worker's table row stays small however many GPUs it says it has.
+            let shapes = super::lease::distinct_shapes(gpu_kernels);
+            if w.gpu_kernels != shapes {
+                w.gpu_kernels = shapes.into_iter().map(str::to_string).collect();
             }
         }
     }

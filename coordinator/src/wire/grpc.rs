@@ -414,7 +414,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
             credential: who.credential,
             threads: r.threads,
             gpus: r.gpus,
-            gpu_kernels: &[],
+            gpu_kernels: &r.gpu_kernels,
             capacity: r.lease_capacity,
             only: r.lease_run.as_deref(),
         });

@@ -134,8 +134,7 @@ pub struct WorkerOutput {
     pub gpu_nodes: u64,
     /// The kernel families its results stated (`cpu-stack`, `cpu-lists`, `gpu`).
     pub families: Vec<String>,
-    /// The kernel shape each of its GPUs runs (`flat/128/4`), as it last said.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// The kernel shapes its GPUs run (`flat/128/4`), each once, as it last said (empty: no GPU).
     pub gpu_kernels: Vec<String>,
 }
 

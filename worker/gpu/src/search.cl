@@ -75,27 +75,29 @@
 /* "flat"'s loop: searches depth first whatever the stack `st` (entries every `stride`) holds below its
  * height `top`, one node per pass, until it is empty. Uses base, tail, fb, full, count and nodes. */
 #define FLAT_LOOP(st, top, stride)                                                             \
-    while ((top) != 0u) {                                                                      \
-        u32 fk = ((top) - 1u) * (stride);                                                      \
-        U32X4 fe = (st)[fk];                                                                   \
-        u32 ff = fe.w;                                                                         \
-        u32 fbit = ff & (0u - ff);                                                             \
-        ff ^= fbit;                                                                            \
-        (st)[fk].w = ff;                                                                       \
-        (top) -= (u32)(ff == 0u);                                                              \
-        int fv = base + (int)POPCOUNT(fe.x);                                                   \
-        u32 fc = fe.x | fbit;                                                                  \
-        u32 fl = (fe.y | fbit) << 1;                                                           \
-        u32 fr = (fe.z | fbit) >> 1;                                                           \
-        u32 fnf = ~(fc | fl | fr | fb[fv + 1]) & full;                                         \
-        nodes += 1;                                                                            \
-        if (fv == tail) {                                                                      \
-            SETTLE(fc, fl, fr, fnf, fb[fv + 2]);                                               \
-        } else if (fnf != 0u) {                                                                \
-            (st)[(top) * (stride)] = MAKE_U32X4(fc, fl, fr, fnf);                              \
-            (top) += 1u;                                                                       \
+    do {                                                                                       \
+        while ((top) != 0u) {                                                                  \
+            u32 fk = ((top) - 1u) * (stride);                                                  \
+            U32X4 fe = (st)[fk];                                                               \
+            u32 ff = fe.w;                                                                     \
+            u32 fbit = ff & (0u - ff);                                                         \
+            ff ^= fbit;                                                                        \
+            (st)[fk].w = ff;                                                                   \
+            (top) -= (u32)(ff == 0u);                                                          \
+            int fv = base + (int)POPCOUNT(fe.x);                                               \
+            u32 fc = fe.x | fbit;                                                              \
+            u32 fl = (fe.y | fbit) << 1;                                                       \
+            u32 fr = (fe.z | fbit) >> 1;                                                       \
+            u32 fnf = ~(fc | fl | fr | fb[fv + 1]) & full;                                     \
+            nodes += 1;                                                                        \
+            if (fv == tail) {                                                                  \
+                SETTLE(fc, fl, fr, fnf, fb[fv + 2]);                                           \
+            } else if (fnf != 0u) {                                                            \
+                (st)[(top) * (stride)] = MAKE_U32X4(fc, fl, fr, fnf);                          \
+                (top) += 1u;                                                                   \
+            }                                                                                  \
         }                                                                                      \
-    }
+    } while (0)
 
 KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
                       GLOBAL const u32 *RESTRICT forbid, GLOBAL const u32 *RESTRICT tails,

@@ -72,9 +72,6 @@ struct Worker<L> {
     pool: ComputePool<Lease>,
     /// GPUs in the pool.
     gpus: usize,
-    /// The kernel shape each runs, as its lease requests say (those the coordinator would refuse left
-    /// out: none today).
-    gpu_kernels: Vec<String>,
     journal: Option<Journal>,
     /// Leases held: queued, running, or finished but not yet acknowledged.
     held: HashMap<u64, Lease>,
@@ -114,18 +111,11 @@ pub async fn run<L: Link>(
     }
     config.metrics.gpus.set(devices.len() as i64);
     let gpus = devices.len();
-    let gpu_kernels: Vec<String> = devices
-        .iter()
-        .map(|d| d.gpu.info().shape.to_string())
-        .filter(|k| nqueens_common::names::valid_gpu_kernel(k))
-        .take(nqueens_proto::MAX_GPUS as usize)
-        .collect();
     let now = Instant::now();
     let mut w = Worker {
         link,
         pool: ComputePool::new(config.threads, devices, tx),
         gpus,
-        gpu_kernels,
         journal,
         held: HashMap::new(),
         plans: Plans::default(),
@@ -540,6 +530,20 @@ impl<L: Link> Worker<L> {
         );
     }
 
+    /// The kernel shapes of the devices still computing (one given up is left out), each once, as the
+    /// coordinator takes them: valid names, at most [`nqueens_proto::MAX_GPU_SHAPES`] (more would have
+    /// the whole request refused).
+    fn gpu_kernels(&self) -> Vec<String> {
+        let mut shapes: Vec<String> = Vec::new();
+        for k in self.pool.gpu_kernels() {
+            if nqueens_common::names::valid_gpu_kernel(&k) && !shapes.contains(&k) {
+                shapes.push(k);
+            }
+        }
+        shapes.truncate(nqueens_proto::MAX_GPU_SHAPES);
+        shapes
+    }
+
     fn set_timeout(&mut self, lease_timeout_ms: u32) {
         self.heartbeat_every =
             (Duration::from_millis(lease_timeout_ms as u64) / 3).max(Duration::from_millis(10));
@@ -564,7 +568,7 @@ impl<L: Link> Worker<L> {
                 .gpus
                 .get()
                 .clamp(0, nqueens_proto::MAX_GPUS as i64) as u32,
-            gpu_kernels: self.gpu_kernels.clone(),
+            gpu_kernels: self.gpu_kernels(),
             run: self.config.run.clone(),
         };
         let reply = self.link.lease(ask).await;

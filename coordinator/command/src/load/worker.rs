@@ -161,6 +161,7 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
                 threads: role.batch,
                 lease_run: Some(role.run.clone()),
                 gpus: 0,
+                gpu_kernels: Vec::new(),
             });
             match call.await {
                 Ok(answer) => {
