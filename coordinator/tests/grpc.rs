@@ -233,6 +233,12 @@ async fn issue_7_a_report_leases_the_next_jobs_in_the_same_call() {
         .unwrap_err();
     assert_eq!(refused.code(), Code::InvalidArgument);
     assert_eq!(contents(&s.store), before);
+    // So is one naming more distinct GPU kernels than a worker's row keeps.
+    let mut nine = ask(vec![result_of(&first[0])], 3);
+    nine.gpu_kernels = (0..9).map(|i| format!("flat/{i}")).collect();
+    let refused = s.client.report(nine).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert_eq!(contents(&s.store), before);
 
     let answer = s
         .client

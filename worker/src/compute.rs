@@ -325,6 +325,7 @@ fn gpu_compute<L>(
             }
             Some(Err(e)) => {
                 strikes += 1;
+                pacer.failed();
                 device.metrics.gpu_failures.inc();
                 tracing::warn!(device = %info, jobs = tasks.len(), strikes, error = %e, "GPU batch failed; computing it on the CPU");
                 if strikes >= GPU_STRIKES {
@@ -625,10 +626,8 @@ mod tests {
                 assert!(each.iter().sum::<usize>() <= keys.len(), "{each:?}");
                 assert!(failures <= 2 * GPU_STRIKES as u64, "{failures}");
                 assert!((0..=devices as i64).contains(&metrics.gpus.get()));
-                assert_eq!(
-                    kernels_left, gpus_left,
-                    "a kernel listed for each device left"
-                );
+                // (Read apart from `gpus_left`: a device given up between the two reads is in one only.)
+                assert!(kernels_left <= devices, "{kernels_left}");
             }
         }
     }

@@ -50,7 +50,8 @@ pub enum Cpu {
 /// second) over a CPU thread's. It grows while `r` is at least the batch, at least doubling each time,
 /// since a device may compute more per job in a larger batch (launches overlapped, fewer slowest
 /// seeds waited on) than the batch it was measured on shows; it shrinks to `r` once `r` is under half
-/// the batch; between the two it stays. So it settles within twice `r`. With no CPU thread it doubles
+/// the batch; between the two it stays. So it settles within twice `r` (between [`Pacer`]'s probes).
+/// With no CPU thread it doubles
 /// up to `most`; while the CPU threads have not finished a job, or nothing is measured on the device,
 /// it stays.
 pub fn next_batch(current: usize, most: usize, gpu: Option<f64>, cpu: Cpu) -> usize {
@@ -77,15 +78,30 @@ pub fn next_batch(current: usize, most: usize, gpu: Option<f64>, cpu: Cpu) -> us
     }
 }
 
-/// Batches a GPU keeps the same size, with a CPU thread's rate known, before it tries one twice as large
-/// once: a device measured on small batches may compute more per second on larger ones (more of it
-/// busy) than any small batch shows, and would otherwise never learn it (a fast GPU whose one-job
-/// batches measured under a core's rate stayed at one job).
+/// Batches a GPU keeps the same size, with both rates known, before it tries one twice as large (a
+/// probe): a device measured on small batches may compute more per second on larger ones (more of it
+/// busy) than any small batch shows, and would otherwise never learn it (a fast GPU whose one-job batches
+/// measured under a core's rate stayed at one job).
 pub const PROBE_EVERY: usize = 8;
 
-/// How much faster than before a probe must compute, per second, for its batch to count as a new
-/// regime (twice the jobs in the same time is twice the rate).
+/// How much faster than before each of a probe's two batches must compute, per second, for the larger
+/// size to count as a new regime (twice the jobs in the same time is twice the rate).
 pub const PROBE_GAIN: f64 = 1.5;
+
+/// The largest batch a device reaches while no CPU thread has finished its first job (then only the
+/// device's job count bounds the ratio, and jobs differ in size).
+pub const UNMEASURED_MOST: usize = 8;
+
+/// Where a probe stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Probe {
+    /// No probe.
+    Off,
+    /// The probe's first batch runs; before it the batch was `from` and the rate `before`.
+    First { from: usize, before: f64 },
+    /// Its first batch gained; the second, confirming, runs (its first measured `own`).
+    Second { from: usize, before: f64, own: Rate },
+}
 
 /// One GPU's batch, kept in pace with the CPU threads beside it as its batches finish.
 #[derive(Debug, Clone)]
@@ -95,10 +111,9 @@ pub struct Pacer {
     rate: Rate,
     /// Jobs the device has computed.
     jobs: u64,
-    /// Batches since the size last changed.
+    /// Measured batches since the size last changed.
     steady: usize,
-    /// Whether the batch running is a probe.
-    probing: bool,
+    probe: Probe,
 }
 
 impl Pacer {
@@ -111,7 +126,7 @@ impl Pacer {
             rate: Rate::default(),
             jobs: 0,
             steady: 0,
-            probing: false,
+            probe: Probe::Off,
         }
     }
 
@@ -125,48 +140,84 @@ impl Pacer {
         self.rate.per_second()
     }
 
+    /// A batch failed (computed on the CPU): a probe under way ends, the size it had stays.
+    pub fn failed(&mut self) {
+        self.probe = Probe::Off;
+    }
+
     /// After a batch of `jobs` jobs that searched `nodes` nodes in `seconds`, with `cpu` known of a CPU
-    /// thread: the next batch. With a CPU thread's rate, [`next_batch`], and every [`PROBE_EVERY`]
-    /// batches of one size twice that size once: a probe. A probe whose own rate is at least
-    /// [`PROBE_GAIN`] times the rate before it starts the rate afresh (the smaller batches no longer say
-    /// what the device does); either way [`next_batch`] decides what follows. While the CPU threads have not finished a job, the jobs this device computed meanwhile
-    /// are a lower bound of the ratio (they all started together): it grows to that count once the
-    /// count is twice its batch.
+    /// thread: the next batch, from 1 to the most.
+    ///
+    /// - With a CPU thread's rate: [`next_batch`]; and after [`PROBE_EVERY`] measured batches of one
+    ///   size, two batches of twice that size (a probe). Only if each computes at least [`PROBE_GAIN`]
+    ///   times the rate before it does the rate start afresh from the two (the smaller batches no
+    ///   longer say what the device does) and [`next_batch`] go on from there; otherwise the size goes
+    ///   back to what it was.
+    /// - While the CPU threads have not finished a job: the jobs this device computed meanwhile bound
+    ///   the ratio from below (they started together), so the batch grows to that count once it is
+    ///   twice the batch, up to [`UNMEASURED_MOST`] (jobs differ in size: a count is weak evidence).
+    /// - With no CPU thread: doubling ([`next_batch`]).
     pub fn after(&mut self, jobs: usize, nodes: u64, seconds: f64, cpu: Cpu) -> usize {
-        if std::mem::take(&mut self.probing) {
-            let mut own = Rate::default();
-            own.add(nodes, seconds);
-            if let (Some(own), Some(before)) = (own.per_second(), self.rate.per_second()) {
-                if own >= before * PROBE_GAIN {
-                    self.rate = Rate::default();
-                }
-            }
-        }
-        self.rate.add(nodes, seconds);
         self.jobs = self.jobs.saturating_add(jobs as u64);
+        let mut own = Rate::default();
+        own.add(nodes, seconds);
+        let gained = |before: f64| own.per_second().is_some_and(|r| r >= before * PROBE_GAIN);
         let current = self.batch;
-        let mut next = match cpu {
+        let next = match std::mem::replace(&mut self.probe, Probe::Off) {
+            Probe::First { from, before } if gained(before) => {
+                self.rate.add(nodes, seconds);
+                self.probe = Probe::Second { from, before, own };
+                current
+            }
+            Probe::Second {
+                before, own: first, ..
+            } if gained(before) => {
+                self.rate = first;
+                self.rate.add(nodes, seconds);
+                next_batch(current, self.most, self.per_second(), cpu)
+            }
+            Probe::First { from, .. } | Probe::Second { from, .. } => {
+                self.rate.add(nodes, seconds);
+                from
+            }
+            Probe::Off => {
+                self.rate.add(nodes, seconds);
+                self.paced(current, cpu)
+            }
+        };
+        if next != current || self.probe != Probe::Off {
+            self.steady = 0;
+        }
+        self.batch = next;
+        next
+    }
+
+    /// The next batch outside a probe (which it may start).
+    fn paced(&mut self, current: usize, cpu: Cpu) -> usize {
+        let next = match cpu {
             Cpu::Unmeasured => {
                 let done = usize::try_from(self.jobs).unwrap_or(usize::MAX);
-                match done / 2 >= current {
-                    true => done.min(self.most),
+                let most = self.most.min(UNMEASURED_MOST);
+                match done / 2 >= current && current < most {
+                    true => done.min(most),
                     false => current,
                 }
             }
             _ => next_batch(current, self.most, self.per_second(), cpu),
         };
-        if next == current {
-            self.steady += 1;
-            let measured = self.per_second().is_some() && matches!(cpu, Cpu::Rate(_));
-            if self.steady >= PROBE_EVERY && measured {
-                next = current.saturating_mul(2).min(self.most);
-                self.probing = next != current;
-            }
+        let before = match (self.per_second(), cpu) {
+            (Some(before), Cpu::Rate(_)) if next == current => before,
+            _ => return next,
+        };
+        self.steady += 1;
+        let probe = current.saturating_mul(2).min(self.most);
+        if self.steady >= PROBE_EVERY && probe != current {
+            self.probe = Probe::First {
+                from: current,
+                before,
+            };
+            return probe;
         }
-        if next != current {
-            self.steady = 0;
-        }
-        self.batch = next;
         next
     }
 }
@@ -291,7 +342,8 @@ mod tests {
     }
 
     /// While no CPU thread has finished its first job, every job the device finished meanwhile shows it
-    /// at least that much faster than a thread: its batch grows with that count, not before.
+    /// at least that much faster than a thread: its batch grows with that count, not before, and no
+    /// further than [`UNMEASURED_MOST`].
     #[test]
     fn a_device_grows_before_the_cpus_first_job_ends() {
         let mut p = Pacer::new(64);
@@ -299,29 +351,85 @@ mod tests {
         assert_eq!(p.after(1, 10, 1.0, Cpu::Unmeasured), 1, "1 job done");
         assert_eq!(p.after(1, 10, 1.0, Cpu::Unmeasured), 2, "2 jobs done");
         assert_eq!(p.after(2, 10, 1.0, Cpu::Unmeasured), 4, "4 jobs done");
-        assert_eq!(p.after(4, 10, 1.0, Cpu::Unmeasured), 8, "8 jobs done");
         assert_eq!(
-            p.after(3, 10, 1.0, Cpu::Unmeasured),
-            8,
-            "11 jobs done: under twice 8"
+            p.after(1, 10, 1.0, Cpu::Unmeasured),
+            4,
+            "5 jobs done: under twice 4"
         );
-        assert_eq!(p.after(5, 10, 1.0, Cpu::Unmeasured), 16, "16 jobs done");
-        assert_eq!(
-            p.after(100, 10, 1.0, Cpu::Unmeasured),
-            64,
-            "within the bound"
-        );
-        // No probe without a CPU rate: steady at the bound, it stays.
+        assert_eq!(p.after(3, 10, 1.0, Cpu::Unmeasured), 8, "8 jobs done");
+        assert_eq!(p.after(100, 10, 1.0, Cpu::Unmeasured), UNMEASURED_MOST);
+        // No probe without a CPU rate: it stays.
         for _ in 0..3 * PROBE_EVERY {
-            assert_eq!(p.after(64, 10, 1.0, Cpu::Unmeasured), 64);
+            assert_eq!(p.after(8, 10, 1.0, Cpu::Unmeasured), UNMEASURED_MOST);
         }
-        // Then the CPU's rate decides: 10 nodes a second against 1e9 shrinks it to one.
-        assert_eq!(p.after(64, 10, 1.0, Cpu::Rate(1e9)), 1);
+        // Within a smaller bound.
+        let mut small = Pacer::new(3);
+        assert_eq!(small.after(100, 10, 1.0, Cpu::Unmeasured), 3);
+        // Then the CPU's rate decides, and the batches before it count for no probe: a ratio of 6
+        // keeps 8 for PROBE_EVERY batches, then the probe.
+        let cpu = Cpu::Rate(10.0 / 6.0);
+        for _ in 0..PROBE_EVERY - 1 {
+            assert_eq!(p.after(8, 10, 1.0, cpu), 8);
+        }
+        assert_eq!(p.after(8, 10, 1.0, cpu), 16, "the probe");
+        assert_eq!(p.after(16, 10, 1.0, cpu), 8, "it gained nothing: back");
+        // A CPU thread far faster: down to one.
+        assert_eq!(p.after(8, 10, 1.0, Cpu::Rate(1e9)), 1);
         // Nothing done yet: stays at one; without CPU threads, doubling.
         let mut p = Pacer::new(64);
         assert_eq!(p.after(0, 0, 1.0, Cpu::Unmeasured), 1);
         assert_eq!(p.after(1, 5, 1.0, Cpu::Absent), 2);
         // (0 * 0.8 + 5) nodes over (1 * 0.8 + 1) seconds.
         assert_eq!(p.per_second(), Some(5.0 / 1.8));
+    }
+
+    /// A probe counts only when both its batches gain: one lucky batch (heavier jobs) does not move the
+    /// size, and a probe cut short by a failed batch ends at the size it had.
+    #[test]
+    fn a_probe_needs_two_batches_that_gain() {
+        let cpu = Cpu::Rate(1e9);
+        // The device at 3e9 nodes a second: ratio 3 at a batch of 4, where it stays (between half the
+        // batch and the batch).
+        let at_3e9 =
+            |p: &mut Pacer, b: usize| p.after(b, b as u64 * 1_000_000_000, b as f64 / 3.0, cpu);
+        let steady = |p: &mut Pacer| {
+            for _ in 0..PROBE_EVERY - 1 {
+                assert_eq!(at_3e9(p, 4), 4, "{p:?}");
+            }
+        };
+        let mut p = Pacer::new(64);
+        p.batch = 4;
+        steady(&mut p);
+        assert_eq!(at_3e9(&mut p, 4), 8, "the probe starts");
+        // Its first batch gains (8e9), its second not: back to 4.
+        assert_eq!(p.after(8, 8_000_000_000, 1.0, cpu), 8, "confirming");
+        assert_eq!(at_3e9(&mut p, 8), 4, "back");
+        // A probe whose first batch does not gain: back at once.
+        steady(&mut p);
+        assert_eq!(at_3e9(&mut p, 4), 8);
+        assert_eq!(at_3e9(&mut p, 8), 4);
+        // A probe cut by a failed batch: the next batch is measured as any other.
+        steady(&mut p);
+        assert_eq!(at_3e9(&mut p, 4), 8);
+        p.failed();
+        assert_eq!(p.probe, Probe::Off);
+        // Both gain: the rate starts afresh from the two, and the ratio decides from there.
+        let mut p = Pacer::new(64);
+        p.batch = 4;
+        steady(&mut p);
+        assert_eq!(at_3e9(&mut p, 4), 8);
+        assert_eq!(p.after(8, 8_000_000_000, 1.0, cpu), 8);
+        assert_eq!(
+            p.after(8, 8_000_000_000, 1.0, cpu),
+            16,
+            "ratio 8 at a batch of 8"
+        );
+        assert_eq!(p.per_second(), Some(8e9));
+        // At the bound there is nothing to probe.
+        let mut p = Pacer::new(4);
+        p.batch = 4;
+        for _ in 0..3 * PROBE_EVERY {
+            assert_eq!(at_3e9(&mut p, 4), 4);
+        }
     }
 }

@@ -40,10 +40,13 @@ pub const MAX_GPUS: u32 = nqueens_proto::MAX_GPUS;
 /// Most distinct kernel shapes a worker's GPUs may say they run.
 pub const MAX_GPU_SHAPES: usize = nqueens_proto::MAX_GPU_SHAPES;
 
-/// Each shape of `kernels` once, in the order they first come.
-pub fn distinct_shapes(kernels: &[String]) -> Vec<&str> {
+/// Each shape of `kernels` once, in the order they first come, the first `most` of them.
+pub fn distinct_shapes(kernels: &[String], most: usize) -> Vec<&str> {
     let mut shapes: Vec<&str> = Vec::new();
     for k in kernels {
+        if shapes.len() == most {
+            break;
+        }
         if !shapes.contains(&k.as_str()) {
             shapes.push(k);
         }
@@ -113,10 +116,9 @@ impl Ask<'_> {
                 nqueens_common::names::MAX_GPU_KERNEL_LEN
             )));
         }
-        let shapes = distinct_shapes(self.gpu_kernels).len();
-        if shapes > MAX_GPU_SHAPES {
+        if distinct_shapes(self.gpu_kernels, MAX_GPU_SHAPES + 1).len() > MAX_GPU_SHAPES {
             return Err(Error::Invalid(format!(
-                "{shapes} distinct GPU kernels; at most {MAX_GPU_SHAPES}"
+                "more than {MAX_GPU_SHAPES} distinct GPU kernels"
             )));
         }
         if !(1..=MAX_CAPACITY).contains(&self.capacity) {
@@ -780,10 +782,10 @@ mod tests {
         let more = vec!["flat/1".to_string(); MAX_GPUS as usize + 1];
         assert!(matches!(with(&more), Err(Error::Invalid(_))));
         assert!(matches!(with(&["".into()]), Err(Error::Invalid(_))));
-        assert_eq!(
-            distinct_shapes(&["b".into(), "a".into(), "b".into(), "a".into(), "c".into()]),
-            ["b", "a", "c"]
-        );
+        let named: Vec<String> = ["b", "a", "b", "a", "c"].map(String::from).into();
+        assert_eq!(distinct_shapes(&named, 8), ["b", "a", "c"]);
+        assert_eq!(distinct_shapes(&named, 2), ["b", "a"]);
+        assert!(distinct_shapes(&named, 0).is_empty());
     }
 
     #[test]

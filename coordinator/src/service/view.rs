@@ -114,7 +114,7 @@ pub struct WorkerView {
     pub threads: u32,
     /// Its GPUs, and what they computed of the results it reported to this incarnation.
     pub gpus: Gpus,
-    /// The kernel shape each of its GPUs runs, as it last said.
+    /// The kernel shapes its GPUs run, as it last said: each once.
     pub gpu_kernels: Vec<String>,
     /// The kernel families its results stated (in this incarnation).
     pub families: nqueens_common::FamilySet,

@@ -188,7 +188,7 @@ impl Workers {
             w.threads = threads;
             w.gpus.count = gpus;
             // Each shape once: a worker's table row stays small however many GPUs it says it has.
-            let shapes = super::lease::distinct_shapes(gpu_kernels);
+            let shapes = super::lease::distinct_shapes(gpu_kernels, super::lease::MAX_GPU_SHAPES);
             if w.gpu_kernels != shapes {
                 w.gpu_kernels = shapes.into_iter().map(str::to_string).collect();
             }
@@ -389,6 +389,38 @@ mod tests {
         assert!(w.leaving("a-1"));
         assert!(!w.leaving("a-1"), "once");
         assert!(w.gone("a-1"), "left");
+    }
+
+    /// What a worker says of itself replaces what it said before: name, label, threads, GPUs and their
+    /// shapes (each once, at most [`super::super::lease::MAX_GPU_SHAPES`]).
+    #[test]
+    fn a_workers_description_follows_what_it_last_said() {
+        let t0 = Instant::now();
+        let mut w = Workers::default();
+        w.seen("a-1", t0);
+        let shapes: Vec<String> = (0..12).map(|i| format!("flat/{}", i % 10)).collect();
+        w.describe("a-1", "a", "first", 4, 12, &shapes);
+        let info = w.all().next().unwrap().1.clone();
+        assert_eq!((info.name.as_str(), info.label.as_str()), ("a", "first"));
+        assert_eq!(
+            info.gpu_kernels,
+            shapes[..super::super::lease::MAX_GPU_SHAPES]
+        );
+        w.describe(
+            "a-1",
+            "b",
+            "second",
+            2,
+            1,
+            &vec!["coop/64/8/8".to_string(); 3],
+        );
+        let info = w.all().next().unwrap().1.clone();
+        assert_eq!((info.name.as_str(), info.label.as_str()), ("b", "second"));
+        assert_eq!((info.threads, info.gpus.count), (2, 1));
+        assert_eq!(info.gpu_kernels, ["coop/64/8/8"]);
+        // A worker never seen is not described.
+        w.describe("z-9", "z", "z", 1, 0, &[]);
+        assert_eq!(w.all().count(), 1);
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub struct Ask {
     pub wait_ms: u32,
     pub threads: usize,
     pub gpus: u32,
-    /// The kernel shape each of its GPUs runs (`flat/128/4`), for the worker table.
+    /// The kernel shapes its GPUs still computing run (`flat/128/4`), each once, for the worker table.
     pub gpu_kernels: Vec<String>,
     /// Only jobs of this run.
     pub run: Option<String>,

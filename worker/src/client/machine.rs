@@ -65,6 +65,21 @@ fn retry_backoff() -> backon::ExponentialBackoff {
         .build()
 }
 
+/// What a lease request says of `kernels`, the shapes of the devices computing: each valid shape once,
+/// at most [`nqueens_proto::MAX_GPU_SHAPES`] (the coordinator refuses a request with more).
+fn shapes_to_say(kernels: Vec<String>) -> Vec<String> {
+    let mut shapes: Vec<String> = Vec::new();
+    for k in kernels {
+        if shapes.len() == nqueens_proto::MAX_GPU_SHAPES {
+            break;
+        }
+        if nqueens_common::names::valid_gpu_kernel(&k) && !shapes.contains(&k) {
+            shapes.push(k);
+        }
+    }
+    shapes
+}
+
 /// The worker's state between two turns of its loop.
 struct Worker<L> {
     config: WorkerConfig,
@@ -534,14 +549,7 @@ impl<L: Link> Worker<L> {
     /// coordinator takes them: valid names, at most [`nqueens_proto::MAX_GPU_SHAPES`] (more would have
     /// the whole request refused).
     fn gpu_kernels(&self) -> Vec<String> {
-        let mut shapes: Vec<String> = Vec::new();
-        for k in self.pool.gpu_kernels() {
-            if nqueens_common::names::valid_gpu_kernel(&k) && !shapes.contains(&k) {
-                shapes.push(k);
-            }
-        }
-        shapes.truncate(nqueens_proto::MAX_GPU_SHAPES);
-        shapes
+        shapes_to_say(self.pool.gpu_kernels())
     }
 
     fn set_timeout(&mut self, lease_timeout_ms: u32) {
@@ -737,6 +745,26 @@ mod tests {
     use crate::client::GpuConfig;
     use crate::faults::Faults;
     use crate::metrics::Metrics;
+
+    /// A lease request names each valid shape once, at most as many as the coordinator takes.
+    #[test]
+    fn a_lease_request_says_each_shape_once() {
+        let shapes = |k: &[&str]| shapes_to_say(k.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            shapes(&[
+                "flat/128/4",
+                "coop/64/8/8",
+                "flat/128/4",
+                "Bad Shape",
+                "coop/64/8/8"
+            ]),
+            ["flat/128/4", "coop/64/8/8"]
+        );
+        assert!(shapes(&[]).is_empty());
+        let many: Vec<String> = (0..20).map(|i| format!("flat/{}", i % 10)).collect();
+        let said = shapes_to_say(many.clone());
+        assert_eq!(said, many[..nqueens_proto::MAX_GPU_SHAPES]);
+    }
 
     /// One call the loop made: when, which, and the lease ids it named.
     #[derive(Debug, Clone)]
