@@ -198,7 +198,8 @@ impl Pacer {
             Cpu::Unmeasured => {
                 let done = usize::try_from(self.jobs).unwrap_or(usize::MAX);
                 let most = self.most.min(UNMEASURED_MOST);
-                match done / 2 >= current && current < most {
+                // (A batch over `most` is never seen here: only probes and a CPU rate take it further.)
+                match done / 2 >= current {
                     true => done.min(most),
                     false => current,
                 }
@@ -425,6 +426,31 @@ mod tests {
             "ratio 8 at a batch of 8"
         );
         assert_eq!(p.per_second(), Some(8e9));
+        // A probe gaining less than PROBE_GAIN (1.2 times) counts for nothing: back.
+        let mut p = Pacer::new(64);
+        p.batch = 4;
+        steady(&mut p);
+        assert_eq!(at_3e9(&mut p, 4), 8);
+        assert_eq!(p.after(8, 8_000_000_000, 8.0 / 3.6, cpu), 4);
+        // A size the ratio asks for wins over a probe due at the same batch.
+        steady(&mut p);
+        assert_eq!(p.after(4, 400_000_000_000, 1.0, cpu), 64);
+        // A change of size starts the count to the next probe afresh: after a shrink, PROBE_EVERY
+        // batches at the new size, then the probe.
+        let mut p = Pacer::new(64);
+        p.batch = 4;
+        for _ in 0..PROBE_EVERY - 3 {
+            assert_eq!(at_3e9(&mut p, 4), 4);
+        }
+        assert_eq!(
+            p.after(4, 1_000_000, 100.0, cpu),
+            1,
+            "far slower: down to one"
+        );
+        for _ in 0..PROBE_EVERY - 1 {
+            assert_eq!(p.after(1, 1_000_000, 100.0, cpu), 1, "{p:?}");
+        }
+        assert_eq!(p.after(1, 1_000_000, 100.0, cpu), 2, "the probe");
         // At the bound there is nothing to probe.
         let mut p = Pacer::new(4);
         p.batch = 4;
