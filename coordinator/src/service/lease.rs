@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::grant::{Grant, Granted};
 use super::strikes::Charge;
-use super::workers::Contact;
+use super::workers::{distinct_shapes, Contact, MAX_GPU_SHAPES};
 use super::{lookup, truncate, Coordinator};
 use crate::durable::committer::{Write, Written};
 use crate::durable::store::{JobRecord, JobState, Phase};
@@ -37,23 +37,6 @@ pub const MAX_WAIT: Duration = Duration::from_secs(10);
 const MAX_ID_LEN: usize = nqueens_common::names::MAX_WORKER_ID_LEN;
 /// Most GPUs a worker may say it computes on.
 pub const MAX_GPUS: u32 = nqueens_proto::MAX_GPUS;
-/// Most distinct kernel shapes a worker's GPUs may say they run.
-pub const MAX_GPU_SHAPES: usize = nqueens_proto::MAX_GPU_SHAPES;
-
-/// Each shape of `kernels` once, in the order they first come, the first `most` of them.
-pub fn distinct_shapes(kernels: &[String], most: usize) -> Vec<&str> {
-    let mut shapes: Vec<&str> = Vec::new();
-    for k in kernels {
-        if shapes.len() == most {
-            break;
-        }
-        if !shapes.contains(&k.as_str()) {
-            shapes.push(k);
-        }
-    }
-    shapes
-}
-
 /// Leases a worker credential with no result counted may hold at once, all its processes together.
 pub const NEW_IDENTITY_LEASES: u64 = 256;
 /// Further leases it may hold per result it had counted.

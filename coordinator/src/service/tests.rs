@@ -7,9 +7,9 @@ use nqueens_common::checksum::seal;
 use nqueens_common::{Job, JobKey, Strategy};
 
 use super::grant::Granted;
-use super::lease::{Ask, MAX_GPU_SHAPES};
+use super::lease::Ask;
 use super::report::Report;
-use super::workers::Gpus;
+use super::workers::{Gpus, MAX_GPU_SHAPES};
 use super::{Config, Coordinator, RunView};
 use crate::durable::store::{Control, Outcome, Store};
 use crate::error::Error;

@@ -42,6 +42,23 @@ pub struct Reported {
 }
 
 /// What the coordinator knows of one worker process.
+/// Most distinct kernel shapes a worker's GPUs may say they run.
+pub const MAX_GPU_SHAPES: usize = nqueens_proto::MAX_GPU_SHAPES;
+
+/// Each shape of `kernels` once, in the order they first come, the first `most` of them.
+pub fn distinct_shapes(kernels: &[String], most: usize) -> Vec<&str> {
+    let mut shapes: Vec<&str> = Vec::new();
+    for k in kernels {
+        if shapes.len() == most {
+            break;
+        }
+        if !shapes.contains(&k.as_str()) {
+            shapes.push(k);
+        }
+    }
+    shapes
+}
+
 #[derive(Debug, Clone)]
 pub struct WorkerInfo {
     /// Its identity (the name it states, under the operator's token).
@@ -188,7 +205,7 @@ impl Workers {
             w.threads = threads;
             w.gpus.count = gpus;
             // Each shape once: a worker's table row stays small however many GPUs it says it has.
-            let shapes = super::lease::distinct_shapes(gpu_kernels, super::lease::MAX_GPU_SHAPES);
+            let shapes = distinct_shapes(gpu_kernels, MAX_GPU_SHAPES);
             if w.gpu_kernels != shapes {
                 w.gpu_kernels = shapes.into_iter().map(str::to_string).collect();
             }
@@ -392,7 +409,7 @@ mod tests {
     }
 
     /// What a worker says of itself replaces what it said before: name, label, threads, GPUs and their
-    /// shapes (each once, at most [`super::super::lease::MAX_GPU_SHAPES`]).
+    /// shapes (each once, at most [`MAX_GPU_SHAPES`]).
     #[test]
     fn a_workers_description_follows_what_it_last_said() {
         let t0 = Instant::now();
@@ -402,10 +419,7 @@ mod tests {
         w.describe("a-1", "a", "first", 4, 12, &shapes);
         let info = w.all().next().unwrap().1.clone();
         assert_eq!((info.name.as_str(), info.label.as_str()), ("a", "first"));
-        assert_eq!(
-            info.gpu_kernels,
-            shapes[..super::super::lease::MAX_GPU_SHAPES]
-        );
+        assert_eq!(info.gpu_kernels, shapes[..MAX_GPU_SHAPES]);
         w.describe(
             "a-1",
             "b",
