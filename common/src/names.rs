@@ -28,6 +28,24 @@ pub fn valid_gpu_kernel(shape: &str) -> bool {
     !shape.is_empty() && shape.len() <= MAX_GPU_KERNEL_LEN && shape.chars().all(allowed)
 }
 
+/// Most distinct kernel shapes a worker's GPUs may say they run (the coordinator refuses more, and
+/// keeps each once).
+pub const MAX_GPU_SHAPES: usize = 8;
+
+/// Each shape of `kernels` once, in the order they first come, the first `most` of them.
+pub fn distinct_gpu_kernels(kernels: &[String], most: usize) -> Vec<&str> {
+    let mut shapes: Vec<&str> = Vec::new();
+    for k in kernels {
+        if shapes.len() == most {
+            break;
+        }
+        if !shapes.contains(&k.as_str()) {
+            shapes.push(k);
+        }
+    }
+    shapes
+}
+
 /// Whether `device` may name the device of a result: 1 to [`MAX_DEVICE_LEN`] letters, digits or `:._-`
 /// (the coordinator refuses a report with any other, so a worker sends only names that pass).
 pub fn valid_device(device: &str) -> bool {
@@ -54,6 +72,16 @@ mod tests {
         ] {
             assert!(!valid_gpu_kernel(&bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn each_shape_is_kept_once_in_order_up_to_the_most() {
+        let named: Vec<String> = ["b", "a", "b", "a", "c"].map(String::from).into();
+        assert_eq!(distinct_gpu_kernels(&named, 8), ["b", "a", "c"]);
+        assert_eq!(distinct_gpu_kernels(&named, 3), ["b", "a", "c"]);
+        assert_eq!(distinct_gpu_kernels(&named, 2), ["b", "a"]);
+        assert!(distinct_gpu_kernels(&named, 0).is_empty());
+        assert!(distinct_gpu_kernels(&[], 8).is_empty());
     }
 
     /// Each rule at its edges.

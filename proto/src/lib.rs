@@ -56,15 +56,11 @@ pub const MAX_LEASE_CAPACITY: u32 = 4096;
 /// Most GPUs a worker may say it computes on (the coordinator refuses more).
 pub const MAX_GPUS: u32 = 256;
 
-/// Most distinct kernel shapes a worker's GPUs may say they run (the coordinator refuses more; it keeps
-/// each distinct shape once).
-pub const MAX_GPU_SHAPES: usize = 8;
-
 // Worker and device names are domain rules, kept in `nqueens_common::names`; re-exported for the wire's
 // users.
 pub use nqueens_common::names::{
-    valid_device, valid_gpu_kernel, valid_worker_id, MAX_DEVICE_LEN, MAX_GPU_KERNEL_LEN,
-    MAX_WORKER_ID_LEN, MAX_WORKER_NAME_LEN,
+    distinct_gpu_kernels, valid_device, valid_gpu_kernel, valid_worker_id, MAX_DEVICE_LEN,
+    MAX_GPU_KERNEL_LEN, MAX_GPU_SHAPES, MAX_WORKER_ID_LEN, MAX_WORKER_NAME_LEN,
 };
 
 /// Longest bearer token a coordinator takes, in bytes.

@@ -12,11 +12,12 @@ use tokio::time::Instant;
 
 use super::grant::{Grant, Granted};
 use super::strikes::Charge;
-use super::workers::{distinct_shapes, Contact, MAX_GPU_SHAPES};
+use super::workers::Contact;
 use super::{lookup, truncate, Coordinator};
 use crate::durable::committer::{Write, Written};
 use crate::durable::store::{JobRecord, JobState, Phase};
 use crate::error::{Error, Result};
+use nqueens_common::names::{distinct_gpu_kernels, MAX_GPU_SHAPES};
 
 /// Most keys of a plan's list one round of a lease call takes (the rounds double from what is wanted
 /// while they find only done jobs, as after a restart).
@@ -99,7 +100,7 @@ impl Ask<'_> {
                 nqueens_common::names::MAX_GPU_KERNEL_LEN
             )));
         }
-        if distinct_shapes(self.gpu_kernels, MAX_GPU_SHAPES + 1).len() > MAX_GPU_SHAPES {
+        if distinct_gpu_kernels(self.gpu_kernels, MAX_GPU_SHAPES + 1).len() > MAX_GPU_SHAPES {
             return Err(Error::Invalid(format!(
                 "more than {MAX_GPU_SHAPES} distinct GPU kernels"
             )));
@@ -765,10 +766,6 @@ mod tests {
         let more = vec!["flat/1".to_string(); MAX_GPUS as usize + 1];
         assert!(matches!(with(&more), Err(Error::Invalid(_))));
         assert!(matches!(with(&["".into()]), Err(Error::Invalid(_))));
-        let named: Vec<String> = ["b", "a", "b", "a", "c"].map(String::from).into();
-        assert_eq!(distinct_shapes(&named, 8), ["b", "a", "c"]);
-        assert_eq!(distinct_shapes(&named, 2), ["b", "a"]);
-        assert!(distinct_shapes(&named, 0).is_empty());
     }
 
     #[test]

@@ -9,10 +9,11 @@ use nqueens_common::{Job, JobKey, Strategy};
 use super::grant::Granted;
 use super::lease::Ask;
 use super::report::Report;
-use super::workers::{Gpus, MAX_GPU_SHAPES};
+use super::workers::Gpus;
 use super::{Config, Coordinator, RunView};
 use crate::durable::store::{Control, Outcome, Store};
 use crate::error::Error;
+use nqueens_common::names::MAX_GPU_SHAPES;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -6,6 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+use nqueens_common::names::{distinct_gpu_kernels, MAX_GPU_SHAPES};
 use nqueens_common::FamilySet;
 use tokio::time::Instant;
 
@@ -42,23 +43,6 @@ pub struct Reported {
 }
 
 /// What the coordinator knows of one worker process.
-/// Most distinct kernel shapes a worker's GPUs may say they run.
-pub const MAX_GPU_SHAPES: usize = nqueens_proto::MAX_GPU_SHAPES;
-
-/// Each shape of `kernels` once, in the order they first come, the first `most` of them.
-pub fn distinct_shapes(kernels: &[String], most: usize) -> Vec<&str> {
-    let mut shapes: Vec<&str> = Vec::new();
-    for k in kernels {
-        if shapes.len() == most {
-            break;
-        }
-        if !shapes.contains(&k.as_str()) {
-            shapes.push(k);
-        }
-    }
-    shapes
-}
-
 #[derive(Debug, Clone)]
 pub struct WorkerInfo {
     /// Its identity (the name it states, under the operator's token).
@@ -205,7 +189,7 @@ impl Workers {
             w.threads = threads;
             w.gpus.count = gpus;
             // Each shape once: a worker's table row stays small however many GPUs it says it has.
-            let shapes = distinct_shapes(gpu_kernels, MAX_GPU_SHAPES);
+            let shapes = distinct_gpu_kernels(gpu_kernels, MAX_GPU_SHAPES);
             if w.gpu_kernels != shapes {
                 w.gpu_kernels = shapes.into_iter().map(str::to_string).collect();
             }

@@ -165,12 +165,7 @@ impl WorkerOutput {
             true => "-".to_string(),
             false => short.join(","),
         };
-        let mut shapes: Vec<&str> = Vec::new();
-        for k in &self.gpu_kernels {
-            if !shapes.contains(&k.as_str()) {
-                shapes.push(k);
-            }
-        }
+        let shapes = nqueens_common::names::distinct_gpu_kernels(&self.gpu_kernels, usize::MAX);
         if !shapes.is_empty() {
             out = format!("{out} {}", shapes.join(","));
         }

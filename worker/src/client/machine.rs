@@ -67,17 +67,12 @@ fn retry_backoff() -> backon::ExponentialBackoff {
 
 /// What a lease request says of `kernels`, the shapes of the devices computing: each valid shape once,
 /// at most [`nqueens_proto::MAX_GPU_SHAPES`] (the coordinator refuses a request with more).
-fn shapes_to_say(kernels: Vec<String>) -> Vec<String> {
-    let mut shapes: Vec<String> = Vec::new();
-    for k in kernels {
-        if shapes.len() == nqueens_proto::MAX_GPU_SHAPES {
-            break;
-        }
-        if nqueens_common::names::valid_gpu_kernel(&k) && !shapes.contains(&k) {
-            shapes.push(k);
-        }
-    }
-    shapes
+fn shapes_to_say(mut kernels: Vec<String>) -> Vec<String> {
+    kernels.retain(|k| nqueens_proto::valid_gpu_kernel(k));
+    nqueens_proto::distinct_gpu_kernels(&kernels, nqueens_proto::MAX_GPU_SHAPES)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
 }
 
 /// The worker's state between two turns of its loop.
