@@ -1,4 +1,4 @@
-//! Seeds: kernel units expanded breadth-first into many small independent searches, laid out as flat
+//! Seeds: kernel units expanded, the largest first, into many small independent searches, laid out as flat
 //! `u32` tables for a many-core device (a GPU) that searches one seed per thread.
 //!
 //! A seed is the state of one unit's search at some level `v`: the column and diagonal masks the level
@@ -20,6 +20,15 @@ pub const SEED_WORDS: usize = 4;
 
 /// Units one batch may hold: the seed's last word keeps the unit index above five bits of level.
 pub const MAX_UNITS: usize = 1 << 27;
+
+/// `round(32 * log2(a))` for `a` in 0..=32, 0 for 0 (a level with no square left counts as one).
+const LOG2_32NDS: [u8; 33] = [
+    0, 0, 32, 51, 64, 74, 83, 90, 96, 101, 106, 111, 115, 118, 122, 125, 128, 131, 133, 136, 138,
+    141, 143, 145, 147, 149, 150, 152, 154, 155, 157, 159, 160,
+];
+
+/// The largest [`Batch::size_estimate`]: 32 levels of 32 squares.
+const MAX_ESTIMATE: u32 = 32 * 160 + 16 * 32;
 
 /// Units of several groups (jobs), all of one board size, expanded into seeds.
 #[derive(Debug, Clone)]
@@ -82,9 +91,76 @@ impl Batch {
         Some(g)
     }
 
-    /// Expands seeds one level at a time, oldest first, until there are at least `target` (or none can be
-    /// expanded: a seed at its unit's tail level stays whole). The queens placed count as nodes here.
+    /// Expands the seeds whose subtrees look largest first ([`Batch::size_estimate`]) until there are at
+    /// least `target` (or none can be expanded: a seed at its unit's tail level stays whole), and orders
+    /// them largest first. The queens placed count as nodes here.
+    ///
+    /// A device launch ends on its slowest seed, and the threads of a warp wait for their slowest lane, so
+    /// what matters is the largest seeds and that neighbours are alike. Expanding level by level left the
+    /// seeds of a large unit as large as the unit (at N = 20, two jobs in a million seeds: the largest 60
+    /// times the mean); splitting the largest first evens them, and the order sends the largest out
+    /// first, where their tails overlap the rest (BENCHMARKS.md, "Seeds balanced by their size").
     pub fn expand(&mut self, target: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: this CPU has POPCNT.
+            return unsafe { self.expand_popcnt(target) };
+        }
+        self.expand_largest_first(target)
+    }
+
+    /// [`Batch::expand`] with the POPCNT instruction (a quarter faster than the portable popcount).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn expand_popcnt(&mut self, target: usize) {
+        self.expand_largest_first(target)
+    }
+
+    #[inline(always)]
+    fn expand_largest_first(&mut self, target: usize) {
+        // Estimates only fall from parent to child, so one cursor walks the buckets down.
+        let mut buckets: Vec<Vec<[u32; 4]>> = vec![Vec::new(); MAX_ESTIMATE as usize + 1];
+        let mut len = 0usize;
+        let mut top = 0usize;
+        let mut children = Vec::with_capacity(32);
+        for s in self.seeds.chunks_exact(SEED_WORDS) {
+            let s = [s[0], s[1], s[2], s[3]];
+            let e = self.size_estimate(&s) as usize;
+            top = top.max(e);
+            buckets[e].push(s);
+            len += 1;
+        }
+        // Bucket 0 holds the seeds that cannot be expanded (and any whose subtree looks like one path).
+        while len < target {
+            while top > 0 && buckets[top].is_empty() {
+                top -= 1;
+            }
+            if top == 0 {
+                break;
+            }
+            let Some([c, l, r, meta]) = buckets[top].pop() else {
+                break;
+            };
+            len -= 1;
+            self.split([c, l, r, meta], &mut children);
+            for child in children.drain(..) {
+                // Never above the parent's (see size_estimate), so never above the cursor.
+                let e = (self.size_estimate(&child) as usize).min(top);
+                buckets[e].push(child);
+                len += 1;
+            }
+        }
+        self.seeds.clear();
+        self.seeds.reserve(len * SEED_WORDS);
+        for b in buckets.iter().rev() {
+            self.seeds.extend_from_slice(b.as_flattened());
+        }
+    }
+
+    /// Expands seeds one level at a time, oldest first, until there are at least `target` (or none can be
+    /// expanded). The order before [`Batch::expand`], kept as its comparison in the balance benchmark
+    /// (`common/examples/seed_balance.rs`) and as a second expansion for the tests.
+    pub fn expand_by_level(&mut self, target: usize) {
         let mut queue: std::collections::VecDeque<[u32; 4]> = self
             .seeds
             .chunks_exact(SEED_WORDS)
@@ -92,6 +168,7 @@ impl Batch {
             .collect();
         // Seeds that cannot be expanded in a row: once every seed is one, expansion is over.
         let mut stuck = 0;
+        let mut children = Vec::with_capacity(32);
         while queue.len() < target && stuck < queue.len() {
             let [c, l, r, meta] = queue.pop_front().expect("queue is not empty");
             let (unit, v) = ((meta >> 5) as usize, meta & 31);
@@ -101,21 +178,55 @@ impl Batch {
                 continue;
             }
             stuck = 0;
-            let forbid = &self.forbid[unit * FORBID_STRIDE..][..FORBID_STRIDE];
-            let mut f = !(c | l | r | forbid[v as usize]) & self.full;
-            let group = self.unit_group[unit] as usize;
-            while f != 0 {
-                let bit = f & f.wrapping_neg();
-                f ^= bit;
-                self.settled[group].nodes = self.settled[group].nodes.saturating_add(1);
-                let (nc, nl, nr) = (c | bit, (l | bit) << 1, (r | bit) >> 1);
-                let nf = !(nc | nl | nr | forbid[v as usize + 1]) & self.full;
-                if nf != 0 {
-                    queue.push_back([nc, nl, nr, meta + 1]);
-                }
-            }
+            self.split([c, l, r, meta], &mut children);
+            queue.extend(children.drain(..));
         }
         self.seeds = queue.into_iter().flatten().collect();
+    }
+
+    /// Places a queen on each free square of `seed`'s level, counting each as a node of its group, and
+    /// appends to `children` those whose next level has a free square (the others end there).
+    #[inline(always)]
+    fn split(&mut self, [c, l, r, meta]: [u32; 4], children: &mut Vec<[u32; 4]>) {
+        let (unit, v) = ((meta >> 5) as usize, (meta & 31) as usize);
+        let forbid = &self.forbid[unit * FORBID_STRIDE..][..FORBID_STRIDE];
+        let mut f = !(c | l | r | forbid[v]) & self.full;
+        let group = self.unit_group[unit] as usize;
+        while f != 0 {
+            let bit = f & f.wrapping_neg();
+            f ^= bit;
+            self.settled[group].nodes = self.settled[group].nodes.saturating_add(1);
+            let (nc, nl, nr) = (c | bit, (l | bit) << 1, (r | bit) >> 1);
+            if !(nc | nl | nr | forbid[v + 1]) & self.full != 0 {
+                children.push([nc, nl, nr, meta + 1]);
+            }
+        }
+    }
+
+    /// How large a seed's subtree looks, in 32nds of a bit: over its levels down to the last, the sum of
+    /// `log2` of the squares each level has left after the seed's own queens (at least one), plus half a
+    /// bit per level left above the tail; 0 for a seed at its unit's tail level, which is not expanded.
+    /// Cheap (a popcount a level). At N = 18 (a million seeds) the log of the true subtree size follows
+    /// it with a correlation of 0.94, as about 0.51 times the sum plus 0.26 bits per level left: hence
+    /// the half bit. A child's estimate is never above its parent's: its levels are the parent's less
+    /// one, each with no more squares left.
+    #[inline(always)]
+    pub fn size_estimate(&self, seed: &[u32; 4]) -> u32 {
+        let (unit, v) = ((seed[3] >> 5) as usize, (seed[3] & 31) as usize);
+        let tail = self.tails[unit] as usize;
+        if v >= tail {
+            return 0;
+        }
+        let levels = &self.forbid[unit * FORBID_STRIDE..][v..=tail + 2];
+        let [c, mut l, mut r, _] = *seed;
+        let mut sum = 0u32;
+        for &forbid in levels {
+            let left = !(c | l | r | forbid) & self.full;
+            sum += u32::from(LOG2_32NDS[left.count_ones() as usize]);
+            l <<= 1;
+            r >>= 1;
+        }
+        sum + 16 * (tail - v) as u32
     }
 
     /// Board size.
@@ -200,6 +311,85 @@ impl Batch {
     }
 }
 
+/// Lanes that step together on a GPU (a warp of an NVIDIA device).
+pub const WARP: usize = 32;
+
+/// How evenly a device's launches fell on its lanes, read from their answers (the nodes of each seed),
+/// as the `bench --gpu` rows report it. A launch ends on its slowest seed, and the lanes of a warp,
+/// which take consecutive seeds and search one each, wait for their slowest.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Balance {
+    /// Launches measured.
+    pub launches: u64,
+    /// Seeds searched.
+    pub seeds: u64,
+    /// Nodes searched.
+    pub nodes: u64,
+    /// Lane steps the warps took: per [`WARP`] consecutive seeds, [`WARP`] times the largest's nodes.
+    pub lane_steps: u64,
+    /// The largest seed of any launch over that launch's nodes per device thread: above 1, one seed
+    /// outlasts the even share of a thread.
+    pub largest_share: f64,
+}
+
+impl Balance {
+    /// The balance of one launch's answer `out` (`(completions, nodes)` per seed) on a device of
+    /// `threads` threads.
+    pub fn of(out: &[u64], threads: usize) -> Balance {
+        fn nodes(c: &[u64]) -> impl Iterator<Item = u64> + '_ {
+            c.chunks_exact(2).map(|o| o[1])
+        }
+        let total = nodes(out).fold(0u64, u64::saturating_add);
+        let lane_steps = out
+            .chunks(2 * WARP)
+            .map(|w| nodes(w).max().unwrap_or(0).saturating_mul(WARP as u64))
+            .fold(0u64, u64::saturating_add);
+        let largest = nodes(out).max().unwrap_or(0);
+        let share = total as f64 / threads.max(1) as f64;
+        Balance {
+            launches: 1,
+            seeds: (out.len() / 2) as u64,
+            nodes: total,
+            lane_steps,
+            largest_share: if total == 0 {
+                0.0
+            } else {
+                largest as f64 / share
+            },
+        }
+    }
+
+    /// Adds another launch's (or device's) balance.
+    pub fn add(&mut self, other: &Balance) {
+        self.launches += other.launches;
+        self.seeds = self.seeds.saturating_add(other.seeds);
+        self.nodes = self.nodes.saturating_add(other.nodes);
+        self.lane_steps = self.lane_steps.saturating_add(other.lane_steps);
+        self.largest_share = self.largest_share.max(other.largest_share);
+    }
+
+    /// The share of the warps' lane steps that searched a node (1: no lane ever waited for another).
+    pub fn warp_fill(&self) -> f64 {
+        if self.lane_steps == 0 {
+            return 0.0;
+        }
+        self.nodes as f64 / self.lane_steps as f64
+    }
+}
+
+impl std::fmt::Display for Balance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "warp fill {:.0} %, largest seed {:.2}x a thread's share ({} launches, {} seeds)",
+            100.0 * self.warp_fill(),
+            self.largest_share,
+            self.launches,
+            self.seeds
+        )
+    }
+}
+
 /// Searches one seed (its [`SEED_WORDS`] words) over a batch's tables as the device does:
 /// `(completions, nodes)`. The loop is the device kernel's (`worker/gpu/src/search.cl`) line for line.
 /// The tables must be a [`Batch`]'s (the seed's unit and levels index them).
@@ -271,23 +461,144 @@ mod tests {
         ] {
             let plan = Plan::new(n, strategy).unwrap();
             let jobs: Vec<_> = plan.jobs().map(|k| plan.job(&k).unwrap()).collect();
-            for target in [0, 1, 50, 5000, 1 << 20] {
+            for (target, by_level) in [0, 1, 50, 5000, 1 << 20]
+                .into_iter()
+                .flat_map(|t| [(t, false), (t, true)])
+            {
                 let mut batch = Batch::new(n as u8);
                 let works: Vec<_> = jobs.iter().map(|j| j.work()).collect();
                 for w in &works {
                     batch.push_group(&w.units).unwrap();
                 }
-                batch.expand(target);
+                if by_level {
+                    batch.expand_by_level(target);
+                } else {
+                    batch.expand(target);
+                }
                 let totals = batch.finish(&batch.search_all()).unwrap();
                 for ((job, work), t) in jobs.iter().zip(&works).zip(totals) {
                     assert_eq!(
                         work.finish(t).unwrap(),
                         job.run(),
-                        "n={n} {strategy} target={target}"
+                        "n={n} {strategy} target={target} by_level={by_level}"
                     );
                 }
             }
         }
+    }
+
+    /// `expand` reaches its target, orders the seeds by their estimates, largest first, and a child's
+    /// estimate is never above its parent's (the cursor over the buckets relies on it).
+    #[test]
+    fn expand_orders_seeds_largest_first_and_estimates_fall_from_parent_to_child() {
+        let plan = Plan::new(13, Strategy::D4).unwrap();
+        for target in [10, 3000, 40_000] {
+            let mut batch = every_job_of(&plan);
+            batch.expand(target);
+            assert!(batch.len() >= target, "{} < {target}", batch.len());
+            let seeds: Vec<[u32; 4]> = batch
+                .seeds()
+                .chunks_exact(SEED_WORDS)
+                .map(|s| [s[0], s[1], s[2], s[3]])
+                .collect();
+            let estimates: Vec<u32> = seeds.iter().map(|s| batch.size_estimate(s)).collect();
+            assert!(
+                estimates.windows(2).all(|w| w[0] >= w[1]),
+                "target {target}"
+            );
+            let mut children = Vec::new();
+            let mut checked = 0;
+            for s in &seeds {
+                batch.clone().split(*s, &mut children);
+                for child in children.drain(..) {
+                    assert!(batch.size_estimate(&child) <= batch.size_estimate(s));
+                    checked += 1;
+                }
+            }
+            assert!(checked > target, "{checked} children checked");
+        }
+        // A seed at its unit's tail is never split: estimate 0.
+        let mut batch = every_job_of(&plan);
+        batch.expand(usize::MAX);
+        assert!(batch
+            .seeds()
+            .chunks_exact(SEED_WORDS)
+            .all(|s| batch.size_estimate(&[s[0], s[1], s[2], s[3]]) == 0));
+    }
+
+    /// Largest first, the largest seed of two jobs expanded for a model device of 4,096 threads is a
+    /// smaller multiple of the mean and of a thread's share than level by level (at N = 15, jobs 20 and
+    /// 21: 5.0 against 18.1 times the mean, 0.41 against 1.49 times the share).
+    #[test]
+    fn expanding_the_largest_first_evens_the_seeds() {
+        let plan = Plan::new(15, Strategy::D4).unwrap();
+        let spread = |by_level: bool| {
+            let mut batch = Batch::new(15);
+            for k in plan.jobs().skip(20).take(2) {
+                batch
+                    .push_group(&plan.job(&k).unwrap().work().units)
+                    .unwrap();
+            }
+            if by_level {
+                batch.expand_by_level(50_000);
+            } else {
+                batch.expand(50_000);
+            }
+            let out = batch.search_all();
+            let b = Balance::of(&out, 4096);
+            let largest = out.chunks_exact(2).map(|o| o[1]).max().unwrap();
+            (largest as f64 * b.seeds as f64 / b.nodes as f64, b)
+        };
+        let ((even, new), (uneven, old)) = (spread(false), spread(true));
+        assert!(
+            even < uneven / 3.0,
+            "largest/mean {even:.1} against {uneven:.1}"
+        );
+        assert!(
+            new.largest_share < old.largest_share / 3.0,
+            "{new} against {old}"
+        );
+    }
+
+    /// Balance: the lanes of each warp wait for its largest seed; the largest seed is measured against
+    /// a thread's even share of the launch.
+    #[test]
+    fn balance_of_an_answer() {
+        // 64 seeds: a first warp of 1-node seeds but one of 33, a second warp all of 2 nodes.
+        let mut out = vec![0u64; 128];
+        for (i, o) in out.chunks_exact_mut(2).enumerate() {
+            o[1] = if i < 32 { 1 } else { 2 };
+        }
+        out[1] = 33;
+        let b = Balance::of(&out, 8);
+        let nodes = 33 + 31 + 64;
+        assert_eq!((b.launches, b.seeds, b.nodes), (1, 64, nodes));
+        assert_eq!(b.lane_steps, 32 * 33 + 32 * 2);
+        assert!((b.warp_fill() - nodes as f64 / (32.0 * 35.0)).abs() < 1e-12);
+        assert!((b.largest_share - 33.0 / (nodes as f64 / 8.0)).abs() < 1e-12);
+        let mut sum = Balance::of(&out[64..], 8);
+        assert!((sum.warp_fill() - 1.0).abs() < 1e-12);
+        sum.add(&b);
+        assert_eq!((sum.launches, sum.seeds, sum.nodes), (2, 96, nodes + 64));
+        assert_eq!(sum.lane_steps, b.lane_steps + 64);
+        assert_eq!(sum.largest_share, b.largest_share);
+        assert_eq!(Balance::of(&[], 16).warp_fill(), 0.0);
+        assert_eq!(Balance::of(&[], 16).largest_share, 0.0);
+        assert!(
+            b.to_string().starts_with(
+                "warp fill 11 %, largest seed 2.06x a thread's share (1 launches, 64 seeds)"
+            ),
+            "{b}"
+        );
+    }
+
+    /// The table of logarithms is `round(32 * log2(a))`.
+    #[test]
+    fn log2_table() {
+        for (a, &x) in LOG2_32NDS.iter().enumerate().skip(1) {
+            assert_eq!(x as f64, (32.0 * (a as f64).log2()).round(), "{a}");
+        }
+        assert_eq!(LOG2_32NDS[0], 0);
     }
 
     #[test]

@@ -181,6 +181,7 @@ fn gpu_rows(args: &BenchArgs, gpu: &mut nqueens_gpu::Gpu) -> anyhow::Result<()> 
         };
         let start = Instant::now();
         let device_before = gpu.device_nodes;
+        gpu.balance = Default::default();
         let mut tally = nqueens_common::Tally::new(true);
         let mut bad = None;
         nqueens_gpu::run_pipelined(gpu, &jobs, per_batch, host, |_, r| {
@@ -213,9 +214,10 @@ fn gpu_rows(args: &BenchArgs, gpu: &mut nqueens_gpu::Gpu) -> anyhow::Result<()> 
             ),
         )?;
         eprintln!(
-            "N = {n}: {} jobs, {per_batch} per launch, {device_nodes} nodes on the device ({:.1} Gnodes/s)",
+            "N = {n}: {} jobs, {per_batch} per launch, {device_nodes} nodes on the device ({:.1} Gnodes/s); {}",
             jobs.len(),
-            device_nodes as f64 / secs / 1e9
+            device_nodes as f64 / secs / 1e9,
+            gpu.balance
         );
         if check == "WRONG" {
             anyhow::bail!(

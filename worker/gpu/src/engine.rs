@@ -3,7 +3,7 @@
 
 use std::borrow::Borrow;
 
-use nqueens_common::kernel::seeds::{Batch, SEED_WORDS};
+use nqueens_common::kernel::seeds::{Balance, Batch, SEED_WORDS};
 use nqueens_common::kernel::Totals;
 use nqueens_common::{Job, JobResult, Work};
 
@@ -45,6 +45,8 @@ pub struct Gpu {
     pub last_launch: std::time::Duration,
     /// What calibration measured, if the shape was calibrated rather than given.
     pub calibration: Option<crate::Calibration>,
+    /// How evenly the launches since the device opened fell on its lanes.
+    pub balance: Balance,
 }
 
 impl Gpu {
@@ -55,6 +57,7 @@ impl Gpu {
             device_nodes: 0,
             last_launch: std::time::Duration::ZERO,
             calibration: None,
+            balance: Balance::default(),
         }
     }
 
@@ -130,6 +133,7 @@ impl Gpu {
             }
         }
         self.device_nodes = self.device_nodes.saturating_add(nodes);
+        self.balance.add(&Balance::of(&out, self.info().threads));
         batch.finish(&out).ok_or_else(|| {
             GpuError::BadAnswer("the answer's sums overflow (a faulty device)".into())
         })
