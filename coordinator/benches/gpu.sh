@@ -18,7 +18,7 @@ SWEEP=${SWEEP:-18 19}   # every shape
 BIG=${BIG:-20 21}       # the fastest and the default
 TOP=${TOP:-22}          # the fastest, if it fits PLAN22
 CPU=${CPU:-18}          # the host's CPUs
-SHAPES=${SHAPES:-local/256/8,shared/64/8,flat/64/2,flat/64/4,flat/128/4,flat/256/4,flat/64/8,flat/128/8,flat/256/8,coop/128/8,coop/256/4,coop/128/32}
+SHAPES=${SHAPES:-local/256/8,shared/64/8,flat/64/2,flat/64/4,flat/128/4,flat/256/4,flat/64/8,flat/128/8,flat/256/8,coop/128/8,coop/256/4,coop/128/32,stream/128/4,stream/128/8}
 LOG="$OUTDIR/log.txt"
 TABLE="$OUTDIR/table.md"
 : >"$LOG"

@@ -70,7 +70,7 @@ pub struct GpuArgs {
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = gpu_timeout)]
     pub gpu_timeout: Duration,
     /// The GPU kernel variant and launch shape, `VARIANT[/BLOCK[/PER_THREAD]]` (variants: local, shared,
-    /// compact, flat, coop; e.g. `flat/128/4`; coop takes `/LIST` too, its list's entries per thread).
+    /// compact, flat, coop, stream; e.g. `flat/128/4`; coop takes `/LIST` too, its list's entries per thread).
     /// Default: each device times the candidates when it opens and keeps the fastest (logged, and in
     /// the `gpu_kernel` metric).
     #[arg(long, value_name = "SHAPE", value_parser = gpu_kernel)]

@@ -32,12 +32,15 @@ pub fn candidates(backend: Backend) -> Vec<Shape> {
             shape(Kernel::Flat, 128, 8),
             shape(Kernel::Coop, 128, 8),
             shape(Kernel::Coop, 256, 4),
+            shape(Kernel::Stream, 128, 4),
+            shape(Kernel::Stream, 128, 8),
         ]),
         Backend::OpenCl => list.extend([
             shape(Kernel::Shared, 64, 8),
             shape(Kernel::Compact, 64, 8),
             shape(Kernel::Flat, 64, 8),
             shape(Kernel::Coop, 64, 8),
+            shape(Kernel::Stream, 64, 8),
         ]),
     }
     list

@@ -72,7 +72,7 @@ pub fn stack_words(shape: &Shape, depth: u32) -> u32 {
     match shape.kernel {
         crate::Kernel::Local | crate::Kernel::Compact => 0,
         crate::Kernel::Shared => 2 * depth,
-        crate::Kernel::Flat => 4 * depth,
+        crate::Kernel::Flat | crate::Kernel::Stream => 4 * depth,
         crate::Kernel::Coop => 4 * shape.list + 4 + 2,
     }
 }
@@ -119,6 +119,7 @@ mod tests {
         assert_eq!(worst_stack_bytes(&shape(Kernel::Compact)), 0);
         assert_eq!(worst_stack_bytes(&shape(Kernel::Shared)), 2 * 4 * 32 * 128);
         assert_eq!(worst_stack_bytes(&shape(Kernel::Flat)), 4 * 4 * 32 * 128);
+        assert_eq!(worst_stack_bytes(&shape(Kernel::Stream)), 4 * 4 * 32 * 128);
         assert_eq!(
             worst_stack_bytes(&shape(Kernel::Coop)),
             4 * (4 * crate::shape::COOP_LIST + 6) as u64 * 128

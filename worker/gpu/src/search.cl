@@ -24,6 +24,8 @@
  * pushes the child unless it is a dead end or the tail (settled by mask tests). A level's entry leaves the
  * stack as its last square is tried, so the stack holds at most one entry per level; an entry's level is
  * the seed's plus the queens it adds (popcount of c).
+ * VARIANT 5 ("stream"): "flat"'s loop, but a lane whose seed is done writes its answer and takes its next
+ * seed inside the node loop, so that it does not wait for the slowest lane of its warp.
  * VARIANT 4 ("coop"): the threads of a block search one seed together, from one list of entries (as
  * "flat"'s) in shared memory, so that no thread idles while another descends. Each step, every thread
  * takes one of the list's top entries (one per thread, at most), tries its lowest square, and puts back
@@ -72,30 +74,58 @@
         out[2 * (u64)i + 1] = nodes;                                                           \
     } while (0)
 
-/* "flat"'s loop: searches depth first whatever the stack `st` (entries every `stride`) holds below its
- * height `top`, one node per pass, until it is empty. Uses base, tail, fb, full, count and nodes. */
+/* One pass of "flat"'s loop: takes the top entry of the stack `st` (entries every `stride`, `top` of them),
+ * tries its lowest square, drops the entry when that was its last, and pushes the child unless it is a
+ * dead end or the tail (settled). Uses base, tail, fb, full, count and nodes. */
+#define FLAT_STEP(st, top, stride)                                                             \
+    do {                                                                                       \
+        u32 fk = ((top) - 1u) * (stride);                                                      \
+        U32X4 fe = (st)[fk];                                                                   \
+        u32 ff = fe.w;                                                                         \
+        u32 fbit = ff & (0u - ff);                                                             \
+        ff ^= fbit;                                                                            \
+        (st)[fk].w = ff;                                                                       \
+        (top) -= (u32)(ff == 0u);                                                              \
+        int fv = base + (int)POPCOUNT(fe.x);                                                   \
+        u32 fc = fe.x | fbit;                                                                  \
+        u32 fl = (fe.y | fbit) << 1;                                                           \
+        u32 fr = (fe.z | fbit) >> 1;                                                           \
+        u32 fnf = ~(fc | fl | fr | fb[fv + 1]) & full;                                         \
+        nodes += 1;                                                                            \
+        if (fv == tail) {                                                                      \
+            SETTLE(fc, fl, fr, fnf, fb[fv + 2]);                                               \
+        } else if (fnf != 0u) {                                                                \
+            (st)[(top) * (stride)] = MAKE_U32X4(fc, fl, fr, fnf);                              \
+            (top) += 1u;                                                                       \
+        }                                                                                      \
+    } while (0)
+
+/* "flat"'s loop: searches depth first whatever the stack `st` holds below its height `top`, one node per
+ * pass, until it is empty. */
 #define FLAT_LOOP(st, top, stride)                                                             \
     do {                                                                                       \
         while ((top) != 0u) {                                                                  \
-            u32 fk = ((top) - 1u) * (stride);                                                  \
-            U32X4 fe = (st)[fk];                                                               \
-            u32 ff = fe.w;                                                                     \
-            u32 fbit = ff & (0u - ff);                                                         \
-            ff ^= fbit;                                                                        \
-            (st)[fk].w = ff;                                                                   \
-            (top) -= (u32)(ff == 0u);                                                          \
-            int fv = base + (int)POPCOUNT(fe.x);                                               \
-            u32 fc = fe.x | fbit;                                                              \
-            u32 fl = (fe.y | fbit) << 1;                                                       \
-            u32 fr = (fe.z | fbit) >> 1;                                                       \
-            u32 fnf = ~(fc | fl | fr | fb[fv + 1]) & full;                                     \
-            nodes += 1;                                                                        \
-            if (fv == tail) {                                                                  \
-                SETTLE(fc, fl, fr, fnf, fb[fv + 2]);                                           \
-            } else if (fnf != 0u) {                                                            \
-                (st)[(top) * (stride)] = MAKE_U32X4(fc, fl, fr, fnf);                          \
-                (top) += 1u;                                                                   \
-            }                                                                                  \
+            FLAT_STEP(st, top, stride);                                                        \
+        }                                                                                      \
+    } while (0)
+
+/* Reads seed `i` into "flat"'s state: the seed's unit's forbidden squares `fb`, its `tail` and `base`
+ * (its level less the queens it has), and its entry on the stack `st` unless it has no free square. */
+#define FLAT_SEED(st)                                                                          \
+    do {                                                                                       \
+        GLOBAL const u32 *s = seeds + 4 * (u64)i;                                              \
+        u32 unit = s[3] >> 5;                                                                  \
+        int v0 = (int)(s[3] & 31u);                                                            \
+        fb = forbid + 32 * (u64)unit;                                                          \
+        tail = (int)tails[unit];                                                               \
+        base = v0 - (int)POPCOUNT(s[0]);                                                       \
+        count = 0;                                                                             \
+        nodes = 0;                                                                             \
+        u32 f0 = ~(s[0] | s[1] | s[2] | fb[v0]) & full;                                        \
+        top = 0u;                                                                              \
+        if (f0 != 0u) {                                                                        \
+            (st)[0] = MAKE_U32X4(s[0], s[1], s[2], f0);                                        \
+            top = 1u;                                                                          \
         }                                                                                      \
     } while (0)
 
@@ -246,24 +276,46 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
         /* ctl[0] is written again only after every thread has read this seed's. */
         BARRIER;
     }
-#elif VARIANT == 3
+#elif VARIANT == 3 || VARIANT == 5
     u32 t = LOCAL_ID;
     u32 stride = LOCAL_SIZE;
     SHARED_STACK
     LOCAL_PTR U32X4 *st = (LOCAL_PTR U32X4 *)nq_stack + t;
+    GLOBAL const u32 *fb = forbid;
+    int base = 0, tail = 0;
+    u64 count = 0, nodes = 0;
+    u32 top = 0u;
+#if VARIANT == 3
     for (;;) {
-        TAKE_SEED;
-        int base = v0 - (int)POPCOUNT(s[0]);
-        u64 count = 0, nodes = 0;
-        u32 f0 = ~(s[0] | s[1] | s[2] | fb[v0]) & full;
-        u32 top = 0;
-        if (f0 != 0u) {
-            st[0] = MAKE_U32X4(s[0], s[1], s[2], f0);
-            top = 1;
+        u32 i = ATOMIC_NEXT(next);
+        if (i >= nseeds) {
+            return;
         }
+        FLAT_SEED(st);
         FLAT_LOOP(st, top, stride);
         PUT_ANSWER;
     }
+#else
+    /* "stream": a lane whose seed is done writes its answer and takes the next inside the node loop,
+     * without waiting for the other lanes of its warp to finish theirs. */
+    u32 i = ATOMIC_NEXT(next);
+    if (i >= nseeds) {
+        return;
+    }
+    FLAT_SEED(st);
+    for (;;) {
+        if (top == 0u) {
+            PUT_ANSWER;
+            i = ATOMIC_NEXT(next);
+            if (i >= nseeds) {
+                return;
+            }
+            FLAT_SEED(st);
+            continue;
+        }
+        FLAT_STEP(st, top, stride);
+    }
+#endif
 #else
 #if VARIANT == 1
     u32 t = LOCAL_ID;

@@ -21,16 +21,20 @@ pub enum Kernel {
     /// The threads of a block search one seed together from one list of entries in shared memory, a
     /// node each per step (a thread searches a subtree alone only where the list is full).
     Coop,
+    /// [`Kernel::Flat`]'s loop, a lane taking its next seed inside it rather than waiting for the
+    /// slowest lane of its warp.
+    Stream,
 }
 
 impl Kernel {
     /// Every variant, in the order calibration tries them.
-    pub const ALL: [Kernel; 5] = [
+    pub const ALL: [Kernel; 6] = [
         Kernel::Local,
         Kernel::Shared,
         Kernel::Compact,
         Kernel::Flat,
         Kernel::Coop,
+        Kernel::Stream,
     ];
 
     /// Its number in the source (`VARIANT`).
@@ -41,6 +45,7 @@ impl Kernel {
             Kernel::Compact => 2,
             Kernel::Flat => 3,
             Kernel::Coop => 4,
+            Kernel::Stream => 5,
         }
     }
 
@@ -52,6 +57,7 @@ impl Kernel {
             Kernel::Compact => "compact",
             Kernel::Flat => "flat",
             Kernel::Coop => "coop",
+            Kernel::Stream => "stream",
         }
     }
 }
@@ -70,7 +76,7 @@ impl FromStr for Kernel {
             .find(|k| k.name() == s.trim())
             .ok_or_else(|| {
                 GpuError::BadShape(format!(
-                    "no kernel variant {s:?} (local, shared, compact, flat, coop)"
+                    "no kernel variant {s:?} (local, shared, compact, flat, coop, stream)"
                 ))
             })
     }
