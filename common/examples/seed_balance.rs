@@ -1,17 +1,21 @@
 //! How evenly a GPU launch's seeds fall on the device's lanes, for both expansions (largest first, the
 //! default, and level by level, the order before it), from every seed's true size searched on the host.
 //!
-//! Usage: `seed_balance N FIRST_JOB JOBS SEEDS THREADS`: the `JOBS` d4 jobs of N from `FIRST_JOB` in one
-//! batch expanded to at least `SEEDS` seeds, modelled on a device of `THREADS` resident threads. The
-//! model: each warp of 32 lanes takes the next 32 seeds and lasts as long as its largest; warps take
-//! turns on `THREADS / 32` slots, first free first served. `efficiency` is the ideal launch time (every
-//! lane busy) over the modelled one. BENCHMARKS.md, "Seeds balanced by their size", reads it.
+//! Usage: `seed_balance N FIRST_JOB JOBS SEEDS GRID RESIDENT`: the `JOBS` d4 jobs of N from `FIRST_JOB`
+//! in one batch expanded to at least `SEEDS` seeds, for a launch of `GRID` threads of which `RESIDENT`
+//! run at once. `largest / a searcher's share` is the largest seed over the launch's nodes per `GRID`
+//! thread, as `bench --gpu` reports it. The model: each warp of 32 lanes takes the next 32 seeds and
+//! lasts as long as its largest; warps take turns on `RESIDENT / 32` slots, first free first served.
+//! `efficiency` is the ideal launch time (every lane busy) over the modelled one. `correlation` is that
+//! of the seeds' size estimates with the log of their nodes. BENCHMARKS.md, "Seeds balanced by their
+//! size", reads it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
-use nqueens_common::kernel::seeds::{Balance, Batch, WARP};
+use nqueens_common::kernel::balance::{Balance, WARP};
+use nqueens_common::kernel::seeds::{Batch, SEED_WORDS};
 use nqueens_common::{Plan, Strategy};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -19,8 +23,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .skip(1)
         .map(|a| a.parse())
         .collect::<Result<_, _>>()?;
-    let [n, first, jobs, target, threads] = args[..] else {
-        return Err("usage: seed_balance N FIRST_JOB JOBS SEEDS THREADS".into());
+    let [n, first, jobs, target, grid, resident] = args[..] else {
+        return Err("usage: seed_balance N FIRST_JOB JOBS SEEDS GRID RESIDENT".into());
     };
     let plan = Plan::new(n as u32, Strategy::D4)?;
     let works: Vec<_> = plan
@@ -44,17 +48,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let expand = t.elapsed();
         let out = search_all(&batch);
-        let balance = Balance::of(&out, threads);
+        let balance = Balance::of(&out, grid);
         let sizes: Vec<u64> = out.chunks_exact(2).map(|o| o[1]).collect();
         let mean = balance.nodes as f64 / sizes.len().max(1) as f64;
         let largest = sizes.iter().copied().max().unwrap_or(0);
         println!(
-            "N = {n}, jobs {first}..{}, {name}: {} seeds expanded in {:.1} ms, largest {largest} nodes = {:.1}x the mean, {balance}, modelled efficiency {:.3}",
+            "N = {n}, jobs {first}..{}, {name}: {} seeds expanded in {:.1} ms, deepest {} levels, largest {largest} nodes = {:.1}x the mean, {balance}, modelled efficiency {:.3}, correlation {:.3}",
             first + works.len(),
             sizes.len(),
             expand.as_secs_f64() * 1e3,
+            deepest(&batch),
             largest as f64 / mean,
-            efficiency(&sizes, threads)
+            efficiency(&sizes, resident),
+            correlation(&batch, &sizes)
         );
     }
     Ok(())
@@ -69,8 +75,7 @@ fn search_all(batch: &Batch) -> Vec<u64> {
         for (k, chunk) in out.chunks_mut(2 * per).enumerate() {
             s.spawn(move || {
                 for (j, o) in chunk.chunks_exact_mut(2).enumerate() {
-                    let (c, nodes) = batch.search(k * per + j);
-                    (o[0], o[1]) = (c, nodes);
+                    (o[0], o[1]) = batch.search(k * per + j);
                 }
             });
         }
@@ -78,9 +83,20 @@ fn search_all(batch: &Batch) -> Vec<u64> {
     out
 }
 
+/// The levels the deepest seed's search holds: what the `flat` and `stream` kernels size their shared
+/// stack by (so fewer blocks fit an SM when it grows).
+fn deepest(batch: &Batch) -> u32 {
+    batch
+        .seeds()
+        .chunks_exact(SEED_WORDS)
+        .map(|s| (batch.tails()[(s[3] >> 5) as usize] + 1).saturating_sub(s[3] & 31))
+        .max()
+        .unwrap_or(0)
+}
+
 /// The ideal launch time over the modelled one (see the file's comment).
-fn efficiency(sizes: &[u64], threads: usize) -> f64 {
-    let slots = (threads / WARP).max(1);
+fn efficiency(sizes: &[u64], resident: usize) -> f64 {
+    let slots = (resident / WARP).max(1);
     let mut free: BinaryHeap<Reverse<u64>> = (0..slots).map(|_| Reverse(0)).collect();
     for warp in sizes.chunks(WARP) {
         let Reverse(at) = free.pop().expect("slots > 0");
@@ -92,4 +108,26 @@ fn efficiency(sizes: &[u64], threads: usize) -> f64 {
         return 1.0;
     }
     ideal / end as f64
+}
+
+/// Pearson's correlation of the seeds' size estimates with the log of their nodes.
+fn correlation(batch: &Batch, sizes: &[u64]) -> f64 {
+    let pairs: Vec<(f64, f64)> = batch
+        .seeds()
+        .chunks_exact(SEED_WORDS)
+        .zip(sizes)
+        .map(|(s, &z)| {
+            let e = batch.size_estimate(&[s[0], s[1], s[2], s[3]]);
+            (f64::from(e), (z.max(1) as f64).log2())
+        })
+        .collect();
+    let k = pairs.len().max(1) as f64;
+    let (mx, my) = pairs
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / k, b + y / k));
+    let (sxy, sxx, syy) = pairs.iter().fold((0.0, 0.0, 0.0), |(a, b, c), (x, y)| {
+        let (dx, dy) = (x - mx, y - my);
+        (a + dx * dy, b + dx * dx, c + dy * dy)
+    });
+    sxy / (sxx * syy).sqrt()
 }

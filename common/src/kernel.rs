@@ -31,6 +31,7 @@ use crate::board::PartialBoard;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+pub mod balance;
 mod dispatch;
 #[cfg(any(
     target_arch = "x86_64",

@@ -95,11 +95,11 @@ impl Batch {
     /// least `target` (or none can be expanded: a seed at its unit's tail level stays whole), and orders
     /// them largest first. The queens placed count as nodes here.
     ///
-    /// A device launch ends on its slowest seed, and the threads of a warp wait for their slowest lane, so
-    /// what matters is the largest seeds and that neighbours are alike. Expanding level by level left the
-    /// seeds of a large unit as large as the unit (at N = 20, two jobs in a million seeds: the largest 60
-    /// times the mean); splitting the largest first evens them, and the order sends the largest out
-    /// first, where their tails overlap the rest (BENCHMARKS.md, "Seeds balanced by their size").
+    /// A device launch ends on its slowest seed. Expanding level by level left the seeds of a large unit
+    /// as large as the unit (at N = 20, two jobs in a million seeds: the largest 60 times the mean, and
+    /// the launch waited for it); splitting the largest first bounds them, and the order sends the
+    /// largest out first, so that the small ones fill the launch's end (BENCHMARKS.md, "Seeds balanced
+    /// by their size").
     pub fn expand(&mut self, target: usize) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("popcnt") {
@@ -130,7 +130,7 @@ impl Batch {
             buckets[e].push(s);
             len += 1;
         }
-        // Bucket 0 holds the seeds that cannot be expanded (and any whose subtree looks like one path).
+        // Bucket 0 holds the seeds at their unit's tail, which cannot be expanded.
         while len < target {
             while top > 0 && buckets[top].is_empty() {
                 top -= 1;
@@ -144,8 +144,12 @@ impl Batch {
             len -= 1;
             self.split([c, l, r, meta], &mut children);
             for child in children.drain(..) {
-                // Never above the parent's (see size_estimate), so never above the cursor.
-                let e = (self.size_estimate(&child) as usize).min(top);
+                // Below the parent's (see size_estimate), so below the cursor.
+                let e = self.size_estimate(&child) as usize;
+                debug_assert!(
+                    e < top,
+                    "a child's estimate {e} is not below its parent's {top}"
+                );
                 buckets[e].push(child);
                 len += 1;
             }
@@ -205,15 +209,21 @@ impl Batch {
 
     /// How large a seed's subtree looks, in 32nds of a bit: over its levels down to the last, the sum of
     /// `log2` of the squares each level has left after the seed's own queens (at least one), plus half a
-    /// bit per level left above the tail; 0 for a seed at its unit's tail level, which is not expanded.
+    /// bit per level left above the tail; 0 for a seed at its unit's tail level, which is not expanded
+    /// (or of another batch).
     /// Cheap (a popcount a level). At N = 18 (a million seeds) the log of the true subtree size follows
-    /// it with a correlation of 0.94, as about 0.51 times the sum plus 0.26 bits per level left: hence
-    /// the half bit. A child's estimate is never above its parent's: its levels are the parent's less
-    /// one, each with no more squares left.
+    /// it with a correlation of about 0.94 (`common/examples/seed_balance.rs` prints it), as about 0.51
+    /// times the sum plus 0.26 bits per level left (a one-off fit): hence the half bit. A child's
+    /// estimate is at least half a bit below its parent's: its levels are the parent's less one, each
+    /// with no more squares left, and it has one level less above the tail.
     #[inline(always)]
     pub fn size_estimate(&self, seed: &[u32; 4]) -> u32 {
         let (unit, v) = ((seed[3] >> 5) as usize, (seed[3] & 31) as usize);
-        let tail = self.tails[unit] as usize;
+        // A seed of another batch (no such unit) is not expanded either.
+        let Some(&tail) = self.tails.get(unit) else {
+            return 0;
+        };
+        let tail = tail as usize;
         if v >= tail {
             return 0;
         }
@@ -308,85 +318,6 @@ impl Batch {
                 [c, n]
             })
             .collect()
-    }
-}
-
-/// Lanes that step together on a GPU (a warp of an NVIDIA device).
-pub const WARP: usize = 32;
-
-/// How evenly a device's launches fell on its lanes, read from their answers (the nodes of each seed),
-/// as the `bench --gpu` rows report it. A launch ends on its slowest seed, and the lanes of a warp,
-/// which take consecutive seeds and search one each, wait for their slowest.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Balance {
-    /// Launches measured.
-    pub launches: u64,
-    /// Seeds searched.
-    pub seeds: u64,
-    /// Nodes searched.
-    pub nodes: u64,
-    /// Lane steps the warps took: per [`WARP`] consecutive seeds, [`WARP`] times the largest's nodes.
-    pub lane_steps: u64,
-    /// The largest seed of any launch over that launch's nodes per device thread: above 1, one seed
-    /// outlasts the even share of a thread.
-    pub largest_share: f64,
-}
-
-impl Balance {
-    /// The balance of one launch's answer `out` (`(completions, nodes)` per seed) on a device of
-    /// `threads` threads.
-    pub fn of(out: &[u64], threads: usize) -> Balance {
-        fn nodes(c: &[u64]) -> impl Iterator<Item = u64> + '_ {
-            c.chunks_exact(2).map(|o| o[1])
-        }
-        let total = nodes(out).fold(0u64, u64::saturating_add);
-        let lane_steps = out
-            .chunks(2 * WARP)
-            .map(|w| nodes(w).max().unwrap_or(0).saturating_mul(WARP as u64))
-            .fold(0u64, u64::saturating_add);
-        let largest = nodes(out).max().unwrap_or(0);
-        let share = total as f64 / threads.max(1) as f64;
-        Balance {
-            launches: 1,
-            seeds: (out.len() / 2) as u64,
-            nodes: total,
-            lane_steps,
-            largest_share: if total == 0 {
-                0.0
-            } else {
-                largest as f64 / share
-            },
-        }
-    }
-
-    /// Adds another launch's (or device's) balance.
-    pub fn add(&mut self, other: &Balance) {
-        self.launches += other.launches;
-        self.seeds = self.seeds.saturating_add(other.seeds);
-        self.nodes = self.nodes.saturating_add(other.nodes);
-        self.lane_steps = self.lane_steps.saturating_add(other.lane_steps);
-        self.largest_share = self.largest_share.max(other.largest_share);
-    }
-
-    /// The share of the warps' lane steps that searched a node (1: no lane ever waited for another).
-    pub fn warp_fill(&self) -> f64 {
-        if self.lane_steps == 0 {
-            return 0.0;
-        }
-        self.nodes as f64 / self.lane_steps as f64
-    }
-}
-
-impl std::fmt::Display for Balance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "warp fill {:.0} %, largest seed {:.2}x a thread's share ({} launches, {} seeds)",
-            100.0 * self.warp_fill(),
-            self.largest_share,
-            self.launches,
-            self.seeds
-        )
     }
 }
 
@@ -488,7 +419,8 @@ mod tests {
     }
 
     /// `expand` reaches its target, orders the seeds by their estimates, largest first, and a child's
-    /// estimate is never above its parent's (the cursor over the buckets relies on it).
+    /// estimate is below its parent's (the cursor over the buckets relies on it); a seed of no unit of
+    /// the batch has estimate 0 (never expanded) rather than a panic.
     #[test]
     fn expand_orders_seeds_largest_first_and_estimates_fall_from_parent_to_child() {
         let plan = Plan::new(13, Strategy::D4).unwrap();
@@ -501,6 +433,14 @@ mod tests {
                 .chunks_exact(SEED_WORDS)
                 .map(|s| [s[0], s[1], s[2], s[3]])
                 .collect();
+            // Every seed has a free square at its level: the device's answer for a seed must have a
+            // node at least, and a dead end pushed as a seed would be refused (found by cargo-mutants:
+            // `split` could push dead ends unseen, their answers being zero).
+            for s in &seeds {
+                let (unit, v) = ((s[3] >> 5) as usize, (s[3] & 31) as usize);
+                let f = !(s[0] | s[1] | s[2] | batch.forbid[unit * FORBID_STRIDE + v]) & batch.full;
+                assert_ne!(f, 0, "a seed with no free square: {s:?}");
+            }
             let estimates: Vec<u32> = seeds.iter().map(|s| batch.size_estimate(s)).collect();
             assert!(
                 estimates.windows(2).all(|w| w[0] >= w[1]),
@@ -508,14 +448,17 @@ mod tests {
             );
             let mut children = Vec::new();
             let mut checked = 0;
+            let mut scratch = batch.clone();
             for s in &seeds {
-                batch.clone().split(*s, &mut children);
+                scratch.split(*s, &mut children);
                 for child in children.drain(..) {
-                    assert!(batch.size_estimate(&child) <= batch.size_estimate(s));
+                    assert!(batch.size_estimate(&child) < batch.size_estimate(s));
                     checked += 1;
                 }
             }
             assert!(checked > target, "{checked} children checked");
+            let stranger = [seeds[0][0], seeds[0][1], seeds[0][2], u32::MAX];
+            assert_eq!(batch.size_estimate(&stranger), 0);
         }
         // A seed at its unit's tail is never split: estimate 0.
         let mut batch = every_job_of(&plan);
@@ -524,6 +467,34 @@ mod tests {
             .seeds()
             .chunks_exact(SEED_WORDS)
             .all(|s| batch.size_estimate(&[s[0], s[1], s[2], s[3]]) == 0));
+    }
+
+    /// `expand` stops as soon as the batch holds its target: a batch already there is only reordered,
+    /// nothing split and no node counted; an empty batch stays empty whatever the target (found by
+    /// cargo-mutants: `<` for `<=` in the loop's test, and the cursor's floor, survived the tests above).
+    #[test]
+    fn expand_stops_at_its_target_and_an_empty_batch_stays_empty() {
+        let plan = Plan::new(12, Strategy::D4).unwrap();
+        let batch = every_job_of(&plan);
+        let mut again = batch.clone();
+        again.expand(batch.len());
+        assert_eq!(again.len(), batch.len());
+        assert_eq!(again.settled, batch.settled);
+        let sorted = |b: &Batch| {
+            let mut v: Vec<&[u32]> = b.seeds().chunks_exact(SEED_WORDS).collect();
+            v.sort_unstable();
+            v.into_iter().flatten().copied().collect::<Vec<u32>>()
+        };
+        assert_eq!(sorted(&again), sorted(&batch));
+        let mut once = batch.clone();
+        once.expand(batch.len() + 1);
+        assert!(once.len() > batch.len());
+        assert_ne!(once.settled, batch.settled);
+        let mut empty = Batch::new(12);
+        for target in [0, 1, 1 << 20] {
+            empty.expand(target);
+            assert!(empty.is_empty());
+        }
     }
 
     /// Largest first, the largest seed of two jobs expanded for a model device of 4,096 threads is a
@@ -545,7 +516,7 @@ mod tests {
                 batch.expand(50_000);
             }
             let out = batch.search_all();
-            let b = Balance::of(&out, 4096);
+            let b = crate::kernel::balance::Balance::of(&out, 4096);
             let largest = out.chunks_exact(2).map(|o| o[1]).max().unwrap();
             (largest as f64 * b.seeds as f64 / b.nodes as f64, b)
         };
@@ -557,38 +528,6 @@ mod tests {
         assert!(
             new.largest_share < old.largest_share / 3.0,
             "{new} against {old}"
-        );
-    }
-
-    /// Balance: the lanes of each warp wait for its largest seed; the largest seed is measured against
-    /// a thread's even share of the launch.
-    #[test]
-    fn balance_of_an_answer() {
-        // 64 seeds: a first warp of 1-node seeds but one of 33, a second warp all of 2 nodes.
-        let mut out = vec![0u64; 128];
-        for (i, o) in out.chunks_exact_mut(2).enumerate() {
-            o[1] = if i < 32 { 1 } else { 2 };
-        }
-        out[1] = 33;
-        let b = Balance::of(&out, 8);
-        let nodes = 33 + 31 + 64;
-        assert_eq!((b.launches, b.seeds, b.nodes), (1, 64, nodes));
-        assert_eq!(b.lane_steps, 32 * 33 + 32 * 2);
-        assert!((b.warp_fill() - nodes as f64 / (32.0 * 35.0)).abs() < 1e-12);
-        assert!((b.largest_share - 33.0 / (nodes as f64 / 8.0)).abs() < 1e-12);
-        let mut sum = Balance::of(&out[64..], 8);
-        assert!((sum.warp_fill() - 1.0).abs() < 1e-12);
-        sum.add(&b);
-        assert_eq!((sum.launches, sum.seeds, sum.nodes), (2, 96, nodes + 64));
-        assert_eq!(sum.lane_steps, b.lane_steps + 64);
-        assert_eq!(sum.largest_share, b.largest_share);
-        assert_eq!(Balance::of(&[], 16).warp_fill(), 0.0);
-        assert_eq!(Balance::of(&[], 16).largest_share, 0.0);
-        assert!(
-            b.to_string().starts_with(
-                "warp fill 11 %, largest seed 2.06x a thread's share (1 launches, 64 seeds)"
-            ),
-            "{b}"
         );
     }
 

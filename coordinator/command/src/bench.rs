@@ -217,7 +217,7 @@ fn gpu_rows(args: &BenchArgs, gpu: &mut nqueens_gpu::Gpu) -> anyhow::Result<()> 
             "N = {n}: {} jobs, {per_batch} per launch, {device_nodes} nodes on the device ({:.1} Gnodes/s); {}",
             jobs.len(),
             device_nodes as f64 / secs / 1e9,
-            gpu.balance
+            balance(shape.kernel, &gpu.balance)
         );
         if check == "WRONG" {
             anyhow::bail!(
@@ -227,6 +227,18 @@ fn gpu_rows(args: &BenchArgs, gpu: &mut nqueens_gpu::Gpu) -> anyhow::Result<()> 
         }
     }
     Ok(())
+}
+
+/// The balance line of a `--gpu` row: the warp fill only for the variants whose lanes wait for their
+/// warp's slowest seed.
+fn balance(kernel: nqueens_gpu::Kernel, b: &nqueens_common::kernel::balance::Balance) -> String {
+    match kernel {
+        nqueens_gpu::Kernel::Coop | nqueens_gpu::Kernel::Stream => format!(
+            "largest seed {:.2}x a searcher's share ({} launches, {} seeds)",
+            b.largest_share, b.launches, b.seeds
+        ),
+        _ => b.to_string(),
+    }
 }
 
 fn row(

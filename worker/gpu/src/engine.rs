@@ -3,7 +3,8 @@
 
 use std::borrow::Borrow;
 
-use nqueens_common::kernel::seeds::{Balance, Batch, SEED_WORDS};
+use nqueens_common::kernel::balance::Balance;
+use nqueens_common::kernel::seeds::{Batch, SEED_WORDS};
 use nqueens_common::kernel::Totals;
 use nqueens_common::{Job, JobResult, Work};
 
@@ -133,7 +134,9 @@ impl Gpu {
             }
         }
         self.device_nodes = self.device_nodes.saturating_add(nodes);
-        self.balance.add(&Balance::of(&out, self.info().threads));
+        let info = self.info();
+        let searchers = info.threads / info.shape.threads_per_seed().max(1) as usize;
+        self.balance.add(&Balance::of(&out, searchers));
         batch.finish(&out).ok_or_else(|| {
             GpuError::BadAnswer("the answer's sums overflow (a faulty device)".into())
         })
