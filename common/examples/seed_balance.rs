@@ -6,7 +6,9 @@
 //! run at once. `largest / a searcher's share` is the largest seed over the launch's nodes per `GRID`
 //! thread, as `bench --gpu` reports it. The model: each warp of 32 lanes takes the next 32 seeds and
 //! lasts as long as its largest; warps take turns on `RESIDENT / 32` slots, first free first served.
-//! `efficiency` is the ideal launch time (every lane busy) over the modelled one. `correlation` is that
+//! `efficiency` is the ideal launch time (every lane busy) over the modelled one; `without waiting` is
+//! the same for lanes that take their next seed as soon as theirs is done (the `stream` kernel: each
+//! of the `RESIDENT` threads first free first served). `correlation` is that
 //! of the seeds' size estimates with the log of their nodes. BENCHMARKS.md, "Seeds balanced by their
 //! size", reads it.
 
@@ -53,13 +55,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mean = balance.nodes as f64 / sizes.len().max(1) as f64;
         let largest = sizes.iter().copied().max().unwrap_or(0);
         println!(
-            "N = {n}, jobs {first}..{}, {name}: {} seeds expanded in {:.1} ms, deepest {} levels, largest {largest} nodes = {:.1}x the mean, {balance}, modelled efficiency {:.3}, correlation {:.3}",
+            "N = {n}, jobs {first}..{}, {name}: {} seeds expanded in {:.1} ms, deepest {} levels, largest {largest} nodes = {:.1}x the mean, {balance}, modelled efficiency {:.3}, without waiting {:.3}, correlation {:.3}",
             first + works.len(),
             sizes.len(),
             expand.as_secs_f64() * 1e3,
             deepest(&batch),
             largest as f64 / mean,
-            efficiency(&sizes, resident),
+            efficiency(&sizes, resident, WARP),
+            efficiency(&sizes, resident, 1),
             correlation(&batch, &sizes)
         );
     }
@@ -94,16 +97,17 @@ fn deepest(batch: &Batch) -> u32 {
         .unwrap_or(0)
 }
 
-/// The ideal launch time over the modelled one (see the file's comment).
-fn efficiency(sizes: &[u64], resident: usize) -> f64 {
-    let slots = (resident / WARP).max(1);
+/// The ideal launch time over the modelled one (see the file's comment), for groups of `lanes` lanes
+/// that wait for their slowest (32: a warp; 1: lanes that never wait).
+fn efficiency(sizes: &[u64], resident: usize, lanes: usize) -> f64 {
+    let slots = (resident / lanes).max(1);
     let mut free: BinaryHeap<Reverse<u64>> = (0..slots).map(|_| Reverse(0)).collect();
-    for warp in sizes.chunks(WARP) {
+    for group in sizes.chunks(lanes) {
         let Reverse(at) = free.pop().expect("slots > 0");
-        free.push(Reverse(at + warp.iter().copied().max().unwrap_or(0)));
+        free.push(Reverse(at + group.iter().copied().max().unwrap_or(0)));
     }
     let end = free.into_iter().map(|Reverse(t)| t).max().unwrap_or(0);
-    let ideal = sizes.iter().sum::<u64>() as f64 / (slots * WARP) as f64;
+    let ideal = sizes.iter().sum::<u64>() as f64 / (slots * lanes) as f64;
     if end == 0 {
         return 1.0;
     }
