@@ -296,3 +296,26 @@ fn gpu_batch(s: &str) -> Result<usize, String> {
         Err(_) => Err(format!("{s:?} is not a whole number of jobs")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The warp fill is shown only where the lanes of a warp wait for its slowest seed.
+    #[test]
+    fn the_balance_line_names_the_warp_fill_only_where_lanes_wait() {
+        let b = nqueens_common::kernel::balance::Balance::of(&[0, 3, 0, 1], 2);
+        for kernel in nqueens_gpu::Kernel::ALL {
+            let line = balance(kernel, &b);
+            let waits = !matches!(
+                kernel,
+                nqueens_gpu::Kernel::Coop | nqueens_gpu::Kernel::Stream
+            );
+            assert_eq!(line.contains("warp fill"), waits, "{kernel}: {line}");
+            assert!(
+                line.contains("largest seed 1.50x a searcher's share (1 launches, 2 seeds)"),
+                "{kernel}: {line}"
+            );
+        }
+    }
+}

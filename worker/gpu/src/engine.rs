@@ -443,7 +443,7 @@ mod tests {
 
     /// `run_jobs` splits a call's jobs into up to [`LAUNCHES`] launches with [`IN_FLIGHT`] under way at
     /// once, and still returns every job's result, in order, equal to the CPU's; calibration's one
-    /// launch is one.
+    /// launch is one. Each launch's answer is counted in the device's balance.
     #[test]
     fn jobs_are_split_into_launches_two_under_way_and_the_results_are_the_cpus() {
         use std::sync::atomic::Ordering::SeqCst;
@@ -464,6 +464,10 @@ mod tests {
             let mut g = Gpu::new(Box::new(double));
             let results = run_split(&mut g, &jobs, launches).unwrap();
             assert_eq!(count.load(SeqCst), want);
+            // Every launch's answer is in the balance, all its nodes.
+            assert_eq!(g.balance.launches, want as u64);
+            assert_eq!(g.balance.nodes, g.device_nodes);
+            assert!(g.balance.lane_steps >= g.balance.nodes && g.balance.largest_share > 0.0);
             assert_eq!(most.load(SeqCst), want.min(IN_FLIGHT));
             for (job, r) in jobs.iter().zip(&results) {
                 assert_eq!(*r, job.run());
