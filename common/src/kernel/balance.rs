@@ -86,7 +86,7 @@ mod tests {
     use super::*;
 
     /// Balance: the lanes of each warp wait for its largest seed; the largest seed is measured against
-    /// a thread's even share of the launch.
+    /// a searcher's even share of the launch.
     #[test]
     fn balance_of_an_answer() {
         // 64 seeds: a first warp of 1-node seeds but one of 33, a second warp all of 2 nodes.

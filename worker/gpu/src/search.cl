@@ -24,8 +24,6 @@
  * pushes the child unless it is a dead end or the tail (settled by mask tests). A level's entry leaves the
  * stack as its last square is tried, so the stack holds at most one entry per level; an entry's level is
  * the seed's plus the queens it adds (popcount of c).
- * VARIANT 5 ("stream"): "flat"'s loop, but a lane whose seed is done writes its answer and takes its next
- * seed inside the node loop, so that it does not wait for the slowest lane of its warp.
  * VARIANT 4 ("coop"): the threads of a block search one seed together, from one list of entries (as
  * "flat"'s) in shared memory, so that no thread idles while another descends. Each step, every thread
  * takes one of the list's top entries (one per thread, at most), tries its lowest square, and puts back
@@ -37,6 +35,8 @@
  * threads' counts are summed at the seed's end. All its threads search one unit, so the unit's table of
  * forbidden squares is read into shared memory once per seed. Every branch on which a barrier depends
  * reads shared values written before the barrier before it, so the whole block takes it.
+ * VARIANT 5 ("stream"): "flat"'s loop, but a lane whose seed is done writes its answer and takes its next
+ * seed inside the node loop, so that it does not wait for the slowest lane of its warp.
  */
 
 #define STACK 32
@@ -298,14 +298,12 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
 #else
     /* "stream": a lane whose seed is done writes its answer and takes the next inside the node loop,
      * without waiting for the other lanes of its warp to finish theirs. */
-    u32 i = ATOMIC_NEXT(next);
-    if (i >= nseeds) {
-        return;
-    }
-    FLAT_SEED(st);
+    u32 i = nseeds; /* no seed yet */
     for (;;) {
         if (top == 0u) {
-            PUT_ANSWER;
+            if (i < nseeds) {
+                PUT_ANSWER;
+            }
             i = ATOMIC_NEXT(next);
             if (i >= nseeds) {
                 return;
