@@ -42,7 +42,7 @@
 #define STACK 32
 
 /* The last two rows below level `tail`: nf has at most two squares; each is a completion when the last
- * row keeps a square once it is placed. */
+ * row keeps a square once it is placed. Counts the tail's own node too (its caller counts the others). */
 #define SETTLE(c, l, r, nf, g_forbid)                                                          \
     do {                                                                                       \
         u32 g = ~((c) | ((l) << 1) | ((r) >> 1) | (g_forbid)) & full;                          \
@@ -51,7 +51,7 @@
         u32 leaves = (u32)((b1 != 0u) & ((g & ~(b1 | (b1 << 1) | (b1 >> 1))) != 0u))           \
                    + (u32)((b2 != 0u) & ((g & ~(b2 | (b2 << 1) | (b2 >> 1))) != 0u));          \
         count += leaves;                                                                       \
-        nodes += (u64)(POPCOUNT(nf) + leaves);                                                 \
+        nodes += (u64)(POPCOUNT(nf) + leaves + 1u);                                            \
     } while (0)
 
 /* Takes the next seed from the shared counter (the kernel returns when none is left) and reads it: its
@@ -74,58 +74,63 @@
         out[2 * (u64)i + 1] = nodes;                                                           \
     } while (0)
 
-/* One pass of "flat"'s loop: takes the top entry of the stack `st` (entries every `stride`, `top` of them),
- * tries its lowest square, drops the entry when that was its last, and pushes the child unless it is a
- * dead end or the tail (settled). Uses base, tail, fb, full, count and nodes. */
-#define FLAT_STEP(st, top, stride)                                                             \
+/* One pass of "flat"'s loop: takes the top entry of the stack `st` (entries every `stride`; `tk` is the top
+ * entry's index, 0u - stride when the stack is empty, so that no pass multiplies), tries its lowest square, drops the entry when that was its last, and pushes the child unless it is a
+ * dead end or the tail (settled). Uses below, last, full, count and nodes: an entry's level is base plus
+ * its queens `fq`, so its child's forbidden squares are below[fq] (below = fb + base + 1) and it is at the
+ * tail when fq == last (tail - base); no level is formed in the loop. */
+#define FLAT_STEP(st, tk, stride)                                                              \
     do {                                                                                       \
-        u32 fk = ((top) - 1u) * (stride);                                                      \
-        U32X4 fe = (st)[fk];                                                                   \
+        U32X4 fe = (st)[tk];                                                                   \
         u32 ff = fe.w;                                                                         \
         u32 fbit = ff & (0u - ff);                                                             \
         ff ^= fbit;                                                                            \
-        (st)[fk].w = ff;                                                                       \
-        (top) -= (u32)(ff == 0u);                                                              \
-        int fv = base + (int)POPCOUNT(fe.x);                                                   \
+        (st)[tk].w = ff;                                                                       \
+        (tk) -= ff == 0u ? (stride) : 0u;                                                      \
+        u32 fq = POPCOUNT(fe.x);                                                               \
         u32 fc = fe.x | fbit;                                                                  \
         u32 fl = (fe.y | fbit) << 1;                                                           \
         u32 fr = (fe.z | fbit) >> 1;                                                           \
-        u32 fnf = ~(fc | fl | fr | fb[fv + 1]) & full;                                         \
-        nodes += 1;                                                                            \
-        if (fv == tail) {                                                                      \
-            SETTLE(fc, fl, fr, fnf, fb[fv + 2]);                                               \
-        } else if (fnf != 0u) {                                                                \
-            (st)[(top) * (stride)] = MAKE_U32X4(fc, fl, fr, fnf);                              \
-            (top) += 1u;                                                                       \
+        u32 fnf = ~(fc | fl | fr | below[fq]) & full;                                          \
+        if (fq == last) {                                                                      \
+            SETTLE(fc, fl, fr, fnf, below[fq + 1u]);                                           \
+        } else {                                                                               \
+            nodes += 1;                                                                        \
+            if (fnf != 0u) {                                                                   \
+                (tk) += (stride);                                                              \
+                (st)[tk] = MAKE_U32X4(fc, fl, fr, fnf);                                        \
+            }                                                                                  \
         }                                                                                      \
     } while (0)
 
-/* "flat"'s loop: searches depth first whatever the stack `st` holds below its height `top`, one node per
- * pass, until it is empty. */
-#define FLAT_LOOP(st, top, stride)                                                             \
+/* "flat"'s loop: searches depth first whatever the stack `st` holds up to its top entry `tk`, one node
+ * per pass, until it is empty. */
+#define FLAT_LOOP(st, tk, stride)                                                              \
     do {                                                                                       \
-        while ((top) != 0u) {                                                                  \
-            FLAT_STEP(st, top, stride);                                                        \
+        while ((tk) != 0u - (stride)) {                                                        \
+            FLAT_STEP(st, tk, stride);                                                         \
         }                                                                                      \
     } while (0)
 
-/* Reads seed `i` into "flat"'s state: the seed's unit's forbidden squares `fb`, its `tail` and `base`
- * (its level less the queens it has), and its entry on the stack `st` unless it has no free square. */
+/* Reads seed `i` into "flat"'s state: its unit's forbidden squares from the row below its first level
+ * (`below`), its tail less its `base` (`last`; base is its level less the queens it has), and its entry
+ * on the stack `st` unless it has no free square. */
 #define FLAT_SEED(st)                                                                          \
     do {                                                                                       \
         GLOBAL const u32 *s = seeds + 4 * (u64)i;                                              \
         u32 unit = s[3] >> 5;                                                                  \
         int v0 = (int)(s[3] & 31u);                                                            \
-        fb = forbid + 32 * (u64)unit;                                                          \
-        tail = (int)tails[unit];                                                               \
-        base = v0 - (int)POPCOUNT(s[0]);                                                       \
+        GLOBAL const u32 *fb = forbid + 32 * (u64)unit;                                        \
+        int base = v0 - (int)POPCOUNT(s[0]); /* below 0 when queens were placed out of order */ \
+        below = fb + (base + 1);                                                               \
+        last = (u32)((int)tails[unit] - base);                                                 \
         count = 0;                                                                             \
         nodes = 0;                                                                             \
         u32 f0 = ~(s[0] | s[1] | s[2] | fb[v0]) & full;                                        \
-        top = 0u;                                                                              \
+        tk = 0u - stride;                                                                      \
         if (f0 != 0u) {                                                                        \
             (st)[0] = MAKE_U32X4(s[0], s[1], s[2], f0);                                        \
-            top = 1u;                                                                          \
+            tk = 0u;                                                                           \
         }                                                                                      \
     } while (0)
 
@@ -159,15 +164,17 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
             u32 l = (ls[v] | bit) << 1;
             u32 r = (rs[v] | bit) >> 1;
             u32 nf = ~(c | l | r | fb[v + 1]) & full;
-            nodes += 1;
             if (v == tail) {
                 SETTLE(c, l, r, nf, fb[v + 2]);
-            } else if (nf != 0u) {
-                v += 1;
-                cs[v] = c;
-                ls[v] = l;
-                rs[v] = r;
-                fs[v] = nf;
+            } else {
+                nodes += 1;
+                if (nf != 0u) {
+                    v += 1;
+                    cs[v] = c;
+                    ls[v] = l;
+                    rs[v] = r;
+                    fs[v] = nf;
+                }
             }
         }
         PUT_ANSWER;
@@ -200,6 +207,9 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
         LOCAL_PTR const u32 *fb = sfb;
         int tail = (int)tails[unit];
         int base = v0 - (int)POPCOUNT(s[0]);
+        /* For "flat"'s loop below a child searched alone. */
+        LOCAL_PTR const u32 *below = fb + base + 1;
+        u32 last = (u32)(tail - base);
         u64 count = 0, nodes = 0;
         if (t < 32u) {
             sfb[t] = gfb[t];
@@ -243,17 +253,19 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
                 u32 l = (e.y | bit) << 1;
                 u32 r = (e.z | bit) >> 1;
                 u32 nf = ~(c | l | r | fb[v + 1]) & full;
-                nodes += 1;
                 if (v == tail) {
                     SETTLE(c, l, r, nf, fb[v + 2]);
-                } else if (nf != 0u && !alone && v + COOP_ALONE < tail) {
-                    list[LOCAL_ATOMIC_INC(ctl + 1)] = MAKE_U32X4(c, l, r, nf);
-                } else if (nf != 0u) {
-                    /* The child's subtree alone (the list full, or the subtree COOP_ALONE levels deep at
-                     * most): "flat"'s loop on this thread's own stack. */
-                    own[0] = MAKE_U32X4(c, l, r, nf);
-                    u32 h = 1;
-                    FLAT_LOOP(own, h, 1u);
+                } else {
+                    nodes += 1;
+                    if (nf != 0u && !alone && v + COOP_ALONE < tail) {
+                        list[LOCAL_ATOMIC_INC(ctl + 1)] = MAKE_U32X4(c, l, r, nf);
+                    } else if (nf != 0u) {
+                        /* The child's subtree alone (the list full, or the subtree COOP_ALONE levels
+                         * deep at most): "flat"'s loop on this thread's own stack (one entry). */
+                        own[0] = MAKE_U32X4(c, l, r, nf);
+                        u32 h = 0u;
+                        FLAT_LOOP(own, h, 1u);
+                    }
                 }
             }
             BARRIER;
@@ -278,13 +290,13 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
     }
 #elif VARIANT == 3 || VARIANT == 5
     u32 t = LOCAL_ID;
-    u32 stride = LOCAL_SIZE;
+    const u32 stride = BLOCK;
     SHARED_STACK
     LOCAL_PTR U32X4 *st = (LOCAL_PTR U32X4 *)nq_stack + t;
-    GLOBAL const u32 *fb = forbid;
-    int base = 0, tail = 0;
+    GLOBAL const u32 *below = forbid;
+    u32 last = 0u;
     u64 count = 0, nodes = 0;
-    u32 top = 0u;
+    u32 tk = 0u - stride; /* the top entry's index: none */
 #if VARIANT == 3
     for (;;) {
         u32 i = ATOMIC_NEXT(next);
@@ -292,7 +304,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
             return;
         }
         FLAT_SEED(st);
-        FLAT_LOOP(st, top, stride);
+        FLAT_LOOP(st, tk, stride);
         PUT_ANSWER;
     }
 #else
@@ -300,7 +312,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
      * without waiting for the other lanes of its warp to finish theirs. */
     u32 i = nseeds; /* no seed yet */
     for (;;) {
-        if (top == 0u) {
+        if (tk == 0u - stride) {
             if (i < nseeds) {
                 PUT_ANSWER;
             }
@@ -311,7 +323,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
             FLAT_SEED(st);
             continue;
         }
-        FLAT_STEP(st, top, stride);
+        FLAT_STEP(st, tk, stride);
     }
 #endif
 #else
@@ -361,18 +373,20 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
             u64 nr = (r | ((u64)bit << 32)) >> 1;
             u32 l32 = (u32)nl, r32 = (u32)(nr >> 32);
             u32 nf = ~(nc | l32 | r32 | fb[v + 1]) & full;
-            nodes += 1;
             if (v == tail) {
                 SETTLE(nc, l32, r32, nf, fb[v + 2]);
-            } else if (nf != 0u) {
-                u32 k = (u32)(v - v0);
-                FSQ(k) = f;
-                BSQ(k) = bit;
-                v += 1;
-                c = nc;
-                l = nl;
-                r = nr;
-                f = nf;
+            } else {
+                nodes += 1;
+                if (nf != 0u) {
+                    u32 k = (u32)(v - v0);
+                    FSQ(k) = f;
+                    BSQ(k) = bit;
+                    v += 1;
+                    c = nc;
+                    l = nl;
+                    r = nr;
+                    f = nf;
+                }
             }
         }
         PUT_ANSWER;
