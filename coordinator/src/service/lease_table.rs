@@ -54,8 +54,9 @@ pub struct Leases {
     held: HashMap<u64, HashMap<String, u64>>,
     /// Active leases per worker name (identity), all runs together.
     by_name: HashMap<String, u64>,
-    /// Expired or released leases of jobs not done yet: a late result under them is still accepted.
-    past: HashMap<u64, (JobId, String)>,
+    /// Ended leases of jobs not done yet: a late result under one that expired or was closed is still
+    /// accepted; under one handed back (`true`), refused.
+    past: HashMap<u64, (JobId, String, bool)>,
     past_by_job: HashMap<JobId, Vec<u64>>,
     /// Leases of this incarnation ended because their run was cancelled: heartbeats name them, so that
     /// their workers drop the jobs.
@@ -122,8 +123,14 @@ impl Leases {
     pub fn issued_to(&self, id: u64) -> Option<&str> {
         match self.active.get(&id) {
             Some(l) => Some(&l.name),
-            None => self.past.get(&id).map(|(_, name)| name.as_str()),
+            None => self.past.get(&id).map(|(_, name, _)| name.as_str()),
         }
+    }
+
+    /// Whether lease `id` of this incarnation was handed back unstarted (and is still remembered): a
+    /// result under it is refused, and it proves no lease.
+    pub fn handed_back(&self, id: u64) -> bool {
+        self.past.get(&id).is_some_and(|(_, _, back)| *back)
     }
 
     /// The tag of lease `id` for a job: what a worker repeats to prove the lease was issued to it.
@@ -221,7 +228,9 @@ impl Leases {
             .copied()
             .filter(|id| self.active.get(id).is_some_and(|l| l.worker == worker))
             .collect();
-        mine.into_iter().filter_map(|id| self.end(id)).collect()
+        mine.into_iter()
+            .filter_map(|id| self.end_as(id, true))
+            .collect()
     }
 
     /// Ends one lease (its worker reported a result that does not settle the job); a later report under
@@ -244,12 +253,18 @@ impl Leases {
     }
 
     fn end(&mut self, id: u64) -> Option<Lease> {
+        self.end_as(id, false)
+    }
+
+    /// Ends lease `id`, remembered as handed back or not.
+    fn end_as(&mut self, id: u64, handed_back: bool) -> Option<Lease> {
         // (The history of ended leases, kept so that a late report under one is still recognised, is
         // bounded per job: see `PAST_PER_JOB`.)
         let lease = self.take(id)?;
         let job = (lease.run, lease.key.clone());
         self.by_job.remove(&job);
-        self.past.insert(id, (job.clone(), lease.name.clone()));
+        self.past
+            .insert(id, (job.clone(), lease.name.clone(), handed_back));
         let ids = self.past_by_job.entry(job).or_default();
         ids.push(id);
         // A report under an older lease of the job is then refused (its job is computed again).
@@ -263,13 +278,15 @@ impl Leases {
 
     /// Checks that a result for `(run, key)` may name lease `id` with `tag`: the tag must be that lease's
     /// for that job (ids are guessable; tags need the store's secret), and a lease of this incarnation must
-    /// have been issued for that job.
+    /// have been issued for that job and not handed back.
     pub fn check_report(&self, id: u64, tag: u64, run: u64, key: &JobKey) -> Result<()> {
         let named = match self.active.get(&id) {
             Some(l) => Some((l.run, &l.key)),
-            None => self.past.get(&id).map(|((r, k), _)| (*r, k)),
+            None => self.past.get(&id).map(|((r, k), _, _)| (*r, k)),
         };
+        // A lease handed back (unstarted, its worker said) names no job a result may be for.
         let ok = tag == self.tag(id, run, key)
+            && !self.handed_back(id)
             && match named {
                 Some((r, k)) => r == run && k == key,
                 None => {
@@ -302,7 +319,7 @@ impl Leases {
                 self.by_job.remove(&(lease.run, lease.key));
             }
         }
-        self.past.retain(|_, ((r, _), _)| *r != run);
+        self.past.retain(|_, ((r, _), _, _)| *r != run);
         self.past_by_job.retain(|(r, _), _| *r != run);
         self.cancelled.extend(&active);
         active.len()
@@ -525,7 +542,7 @@ mod tests {
         let mut ids = Vec::new();
         for _ in 0..1000 {
             let id = t.issue(1, key("1.2"), "a", "a", now);
-            assert_eq!(t.release("a", &[id]).len(), 1);
+            assert!(t.close(id).is_some());
             ids.push(id);
         }
         assert!(t.past.len() <= PAST_PER_JOB, "{}", t.past.len());
@@ -536,6 +553,26 @@ mod tests {
         assert!(t
             .check_report(ids[0], t.tag(ids[0], 1, &key("1.2")), 1, &key("1.2"))
             .is_err());
+    }
+
+    /// A lease handed back names no job: a result under it is refused, with its tag, and it proves no
+    /// lease; one closed (its worker reported) is still recognised.
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_handed_back_is_refused_and_one_closed_is_not() {
+        let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
+        let now = Instant::now();
+        let back = t.issue(1, key("1.2"), "a", "a", now);
+        let closed = t.issue(1, key("1.3"), "a", "a", now);
+        assert_eq!(t.release("a", &[back]).len(), 1);
+        assert!(t.close(closed).is_some());
+        assert!(t.handed_back(back) && !t.handed_back(closed));
+        assert!(t
+            .check_report(back, t.tag(back, 1, &key("1.2")), 1, &key("1.2"))
+            .is_err());
+        assert!(t
+            .check_report(closed, t.tag(closed, 1, &key("1.3")), 1, &key("1.3"))
+            .is_ok());
+        assert_eq!(t.issued_to(back), Some("a"));
     }
 
     #[tokio::test(start_paused = true)]

@@ -177,22 +177,39 @@ impl Coordinator {
                         .close_delivered(inc.lease, inc.run, &inc.key, worker);
                     tracing::debug!(worker, run = inc.run, job = %inc.key, "duplicate result")
                 }
-                Outcome::Mismatch { stored } => tracing::error!(
-                    worker,
-                    run = inc.run,
-                    job = %inc.key,
-                    lease = inc.lease,
-                    reported_total = inc.result.total,
-                    stored_total = stored.total,
-                    reported_nodes = inc.result.nodes,
-                    stored_nodes = stored.nodes,
-                    "result differs from the stored result of a done job; kept the stored one"
-                ),
+                Outcome::Mismatch { stored } => {
+                    // A confirmed count contradicted under a lease issued for its job is taken back
+                    // (its confirmers may have agreed on a lie): the job goes back in line.
+                    let taken_back = committed.moved.iter().any(|m| {
+                        m.run == inc.run
+                            && m.key == inc.key
+                            && m.from == Some(JobState::Done)
+                            && m.to.is_some_and(JobState::is_open)
+                    });
+                    if taken_back {
+                        if let Some(run) = state.runs.get_mut(&inc.run) {
+                            run.requeue_by(inc.key.clone(), committed.seq);
+                        }
+                    }
+                    tracing::error!(
+                        worker,
+                        run = inc.run,
+                        job = %inc.key,
+                        lease = inc.lease,
+                        reported_total = inc.result.total,
+                        stored_total = stored.total,
+                        reported_nodes = inc.result.nodes,
+                        stored_nodes = stored.nodes,
+                        taken_back,
+                        "result differs from the stored result of a done job: the worker is quarantined if it contradicts a confirmed result under a lease issued for the job (which takes the count back for further identities to decide), else the stored one is kept"
+                    )
+                }
             }
         }
-        // Spot checks answered: passed, or failed (the commit quarantined the worker).
+        // Spot checks answered by their own job's result: passed, or failed (the commit quarantined the
+        // worker).
         for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
-            let Some(out) = state.spot.ended(inc.lease) else {
+            let Some(out) = state.spot.answered(inc.lease, inc.run, &inc.key) else {
                 continue;
             };
             state.leases.settle(out.run, &out.key);
@@ -437,7 +454,9 @@ impl Coordinator {
                         };
                         return (Err(refused), false, false);
                     }
-                    let issued = state.leases.tag(r.lease, run, key) == r.tag;
+                    // (A lease handed back proves none: it can be had for the asking.)
+                    let issued = state.leases.tag(r.lease, run, key) == r.tag
+                        && !state.leases.handed_back(r.lease);
                     let too_fast = issued
                         && state
                             .leases

@@ -181,6 +181,16 @@ impl SpotChecks {
         Some(out)
     }
 
+    /// Ends spot check `id` if it checks job `key` of `run`, as a report under it answers it; returns
+    /// what it checked. A report of another job under its lease leaves it out: only its own job's
+    /// result answers a check (else stored counts of any done job, sent for free, would pass it).
+    pub fn answered(&mut self, id: u64, run: u64, key: &JobKey) -> Option<Out> {
+        match self.out.get(&id) {
+            Some(out) if out.run == run && out.key == *key => self.ended(id),
+            _ => None,
+        }
+    }
+
     /// Notes a check `name` passed.
     pub fn passed(&mut self, name: &str) {
         if !self.passed.contains_key(name) && self.passed.len() >= MAX_IDENTITIES {

@@ -378,7 +378,7 @@ async fn creates_with_reuse_at_once_make_one_run() {
 }
 
 /// A lease counts only under the name it was issued to: a worker that got a verified job twice (its
-/// first lease handed back) cannot report one result as itself and the other under a new name to
+/// first lease expired) cannot report one result as itself and the other under a new name to
 /// confirm its own count (found by a review, 2026-11-24, a later session: the second report, matching
 /// neither the first's name nor its lease, counted as a confirmation).
 #[tokio::test(start_paused = true)]
@@ -386,7 +386,9 @@ async fn a_second_lease_of_a_job_confirms_nothing_under_another_name() {
     let c = coordinator();
     let run = verified_run_of_8(&c).await;
     let first = lease(&c, "a", 1).await;
-    assert_eq!(c.release("a", &[first[0].id], false).unwrap(), 1);
+    // (Expired: a result under a lease handed back is refused outright.)
+    tokio::time::advance(TIMEOUT + Duration::from_secs(1)).await;
+    c.expire_leases().await;
     let again = lease(&c, "a", 4096).await;
     let second = again.iter().find(|g| g.key == first[0].key).unwrap();
     assert_ne!(second.id, first[0].id);
@@ -1767,10 +1769,14 @@ async fn a_finished_run_lends_no_spot_checks() {
 /// spot checks (confirmed jobs of another run) at the rate of a new identity, 0.2: each is caught
 /// within 20 leases with odds 1 - 0.8^20 (98.8 %); here at least 52 of 60 (fewer has odds below 1 in a
 /// million). Each one caught is quarantined and everything it had counted taken back. Before, with no
-/// spot checks, a run that verifies nothing counted every lie.
+/// spot checks, a run that verifies nothing counted every lie. A check failed takes its confirmed count
+/// back too (two that agreed may have agreed on a lie): an honest worker computes it again, so that the
+/// pool of checks stays full as in a run with workers beside the liars.
 #[tokio::test(start_paused = true)]
 async fn liars_meet_spot_checks_at_a_new_identitys_rate() {
-    let (c, open) = confirmed_and_open().await;
+    let c = coordinator();
+    let confirmed = confirmed_run(&c).await;
+    let open = urgent_run_of_13(&c).await;
     let mut caught = 0;
     for i in 0..60 {
         let name = format!("liar-{i}");
@@ -1779,6 +1785,12 @@ async fn liars_meet_spot_checks_at_a_new_identitys_rate() {
             let Ok(got) = got else {
                 break;
             };
+            let checked: Vec<JobKey> = got
+                .leases
+                .iter()
+                .filter(|g| g.plan.n() == 8)
+                .map(|g| g.key.clone())
+                .collect();
             // Lies wherever a lie passes the plausibility checks (a job no ring fits cannot be lied
             // about without being refused outright).
             let lies: Vec<Report> = got
@@ -1796,6 +1808,7 @@ async fn liars_meet_spot_checks_at_a_new_identitys_rate() {
             c.report(&name, &name, lies).await.unwrap();
             if c.state().quarantined.contains_key(&name) {
                 caught += 1;
+                recount(&c, &confirmed, &format!("mender-{i}"), checked).await;
                 break;
             }
         }
@@ -1805,6 +1818,31 @@ async fn liars_meet_spot_checks_at_a_new_identitys_rate() {
     // What the uncaught ones counted is all that stands of the lies: the caught ones' are taken back.
     let view = c.run(&open).unwrap();
     assert!(view.tally.jobs <= (60 - caught) * 20, "{}", view.tally.jobs);
+}
+
+/// An honest credential `name` computes the jobs `keys` of run `run` (counts a liar's failed checks took
+/// back), handing back every other job it is leased there.
+async fn recount(c: &Coordinator, run: &str, name: &str, mut keys: Vec<JobKey>) {
+    for _ in 0..20 {
+        if keys.is_empty() {
+            return;
+        }
+        let ask = Ask {
+            only: Some(run),
+            capacity: 8,
+            ..as_credential(name)
+        };
+        let got = c.lease(&ask, Duration::ZERO).await.unwrap();
+        let (mine, others): (Vec<Granted>, Vec<Granted>) =
+            got.leases.into_iter().partition(|g| keys.contains(&g.key));
+        keys.retain(|k| !mine.iter().any(|g| g.key == *k));
+        c.report(name, name, mine.iter().map(report).collect())
+            .await
+            .unwrap();
+        let ids: Vec<u64> = others.iter().map(|g| g.id).collect();
+        c.release(name, &ids, false).unwrap();
+    }
+    panic!("{keys:?} were never leased to {name}");
 }
 
 /// An honest credential passes its spot checks, serves on, and is checked less as it passes.
@@ -3132,4 +3170,105 @@ async fn confirmed_counts_and_the_pool_follow_what_a_commit_counted_and_took_bac
         ..Committed::default()
     });
     assert_eq!(state(&c), (1, 0, vec![]));
+}
+
+/// A spot check is passed only by the job it checks: a report under its lease of another done job's
+/// stored counts (which any worker can send for free) neither passes it nor ends it. Before, the check
+/// was settled by its lease id alone: a new identity passed it without computing, earned a record (and
+/// with it disputes to decide), and learnt which of its leases were checks.
+#[tokio::test(start_paused = true)]
+async fn a_spot_check_is_not_passed_by_another_jobs_result() {
+    let (c, _open) = confirmed_and_open().await;
+    let spot = loop {
+        let got = c
+            .lease(&as_credential("prober"), Duration::ZERO)
+            .await
+            .unwrap();
+        let g = got.leases[0].clone();
+        if g.plan.n() == 8 {
+            break g;
+        }
+        c.report("prober", "prober", vec![report(&g)])
+            .await
+            .unwrap();
+    };
+    assert_eq!(c.state().spot.passed_by("prober"), 0);
+    // Another job of the checked run, done, reported with its true counts under the check's lease.
+    let mut other = None;
+    for key in spot.plan.jobs().filter(|k| *k != spot.key) {
+        let mut r = report(&Granted {
+            key: key.clone(),
+            ..spot.clone()
+        });
+        r.lease = spot.id;
+        r.tag = spot.tag;
+        if let Ok(out) = c.report("prober", "prober", vec![r]).await {
+            other = Some(out);
+            break;
+        }
+    }
+    assert_eq!(
+        other,
+        Some(vec![Outcome::Duplicate]),
+        "a done job was reported"
+    );
+    assert_eq!(c.state().spot.passed_by("prober"), 0, "no check passed");
+    assert!(
+        c.state().leases.issued_at(spot.id).is_some(),
+        "the check is still out"
+    );
+    // Its own job's result passes it.
+    assert_eq!(
+        c.report("prober", "prober", vec![report(&spot)])
+            .await
+            .unwrap(),
+        vec![Outcome::Duplicate]
+    );
+    assert_eq!(c.state().spot.passed_by("prober"), 1);
+}
+
+/// A lease handed back is over: a result under it is refused (its job not done), and it proves no
+/// lease was issued. Before, a worker could lease, hand every lease back at once (no strike, no
+/// attempt, and room for more leases), then report made-up counts under them: the check that a result
+/// came faster than any device searches reads the active lease's age only, so the lies were counted
+/// alone (found by a review, 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn a_result_under_a_lease_handed_back_is_refused() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let got = c
+        .lease(
+            &Ask {
+                capacity: 4,
+                ..as_credential("hoarder")
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap()
+        .leases;
+    assert_eq!(got.len(), 4);
+    let ids: Vec<u64> = got.iter().map(|g| g.id).collect();
+    assert_eq!(c.release("hoarder", &ids, false).unwrap(), 4);
+    for g in &got {
+        let mut lie = lying(g);
+        lie.result.nodes = 1 << 50;
+        lie.seal = Some(seal(g.fingerprint, &g.key, &lie.result));
+        let refused = c.report("hoarder", "hoarder", vec![lie]).await;
+        assert!(
+            matches!(refused, Err(Error::NotLeased { .. })),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0, "nothing counted");
+    // An honest worker's late result under a lease that expired (not handed back) still counts.
+    let slow = lease(&c, "slow", 1).await;
+    tokio::time::advance(TIMEOUT + Duration::from_secs(1)).await;
+    c.expire_leases().await;
+    assert_eq!(
+        c.report("slow", "slow", vec![report(&slow[0])])
+            .await
+            .unwrap(),
+        vec![Outcome::Accepted]
+    );
 }

@@ -220,7 +220,7 @@ impl Store {
                     };
                     // (Under the counted result's lease and another name, a worker renamed over its
                     // journal: one lease, two answers. Disputed below, which takes the count back.)
-                    let own = counted.worker == inc.name || counted.confirmed_by.contains(&inc.name);
+                    let own = counted.stands_behind(&inc.name);
                     if own || !counted.confirmed_by.is_empty() {
                         // It contradicts itself, or two workers that agreed: it is the wrong one.
                         contradicted.push(Quarantine {
@@ -248,6 +248,14 @@ impl Store {
                                     .collect(),
                             },
                         });
+                        if !own {
+                            // Two that agreed may have agreed on a lie (two colluding credentials):
+                            // the count is taken back too, and further identities decide. Shown
+                            // wrong, both are quarantined and this worker is lifted (its deciders
+                            // disproved); shown right, it stays quarantined.
+                            take_back(results, jobs, totals, &mut out, inc, counted)?;
+                            disputed_runs.insert(inc.run);
+                        }
                         out.outcomes.push(Outcome::Mismatch { stored });
                         continue;
                     }
@@ -278,7 +286,7 @@ impl Store {
                 // never a confirmation of itself. Lease ids are unique across incarnations.
                 if let Some(own) = candidates
                     .iter()
-                    .find(|c| c.worker == inc.name || c.lease == inc.lease)
+                    .find(|c| c.stands_behind(&inc.name) || c.lease == inc.lease)
                 {
                     out.outcomes.push(compare(&own.result, &inc.result));
                     continue;
@@ -293,10 +301,11 @@ impl Store {
                     });
                 }
                 let mine = inc.record();
+                // (With those that confirmed an agreeing candidate: a count taken back from two.)
                 let agreeing: Vec<String> = candidates
                     .iter()
                     .filter(|c| c.result == inc.result)
-                    .map(|c| c.worker.clone())
+                    .flat_map(ResultRecord::identities)
                     .collect();
                 let agreeing_families: Vec<Option<nqueens_common::Family>> = candidates
                     .iter()
@@ -336,10 +345,15 @@ impl Store {
                     out.outcomes.push(outcome);
                     continue;
                 }
-                // Counted: a plain job, or a verified job that a second worker confirmed.
-                for wrong in candidates.iter().filter(|c| c.result != inc.result) {
+                // Counted: a plain job, or a verified job that a second worker confirmed. Every
+                // identity behind a different candidate is shown wrong (both of a count taken back).
+                let wrongs = candidates
+                    .iter()
+                    .filter(|c| c.result != inc.result)
+                    .flat_map(|c| c.identities().map(move |name| (name, c)));
+                for (name, wrong) in wrongs {
                     let q = Quarantine {
-                        worker: wrong.worker.clone(),
+                        worker: name,
                         reason: format!(
                             "run {} job {}: reported total {} nodes {}, confirmed result is total {} nodes {}",
                             inc.run,
@@ -498,6 +512,21 @@ fn dispute(
     inc: &Incoming,
     counted: ResultRecord,
 ) -> super::txn::TxResult<()> {
+    take_back(results, jobs, totals, out, inc, counted)?;
+    out.outcomes.push(Outcome::Disputed);
+    Ok(())
+}
+
+/// Takes the counted result of `inc`'s job back: out of the totals and the ledger, the job disputed
+/// between it and `inc`'s result.
+fn take_back(
+    results: groups::Tx,
+    jobs: &sled::transaction::TransactionalTree,
+    totals: &sled::transaction::TransactionalTree,
+    out: &mut Committed,
+    inc: &Incoming,
+    counted: ResultRecord,
+) -> super::txn::TxResult<()> {
     groups::txn_take(results, inc.run, &inc.key)?;
     let mut tally = match out.tallies.get(&inc.run) {
         Some(t) => *t,
@@ -531,7 +560,6 @@ fn dispute(
             record: counted,
         });
     }
-    out.outcomes.push(Outcome::Disputed);
     Ok(())
 }
 

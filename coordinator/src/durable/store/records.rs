@@ -338,9 +338,10 @@ impl JobRecord {
         }
     }
 
-    /// Whether a worker of this name has already given a result for the job.
+    /// Whether a worker of this name has already given a result for the job (or confirmed one of its
+    /// candidates: a count taken back from two that agreed).
     pub fn computed_by(&self, name: &str) -> bool {
-        self.candidates.iter().any(|c| c.worker == name)
+        self.candidates.iter().any(|c| c.stands_behind(name))
     }
 }
 
@@ -391,6 +392,16 @@ impl ResultRecord {
     /// The family of its `i`-th computer: 0 its worker, `i` its `i`-th confirmer (`confirmed_by[i - 1]`).
     pub fn family_at(&self, i: usize) -> Option<Family> {
         self.families.get(i).copied().flatten()
+    }
+
+    /// Whether the identity `name` stands behind this result: its worker, or one that confirmed it.
+    pub fn stands_behind(&self, name: &str) -> bool {
+        self.worker == name || self.confirmed_by.iter().any(|c| c == name)
+    }
+
+    /// The identities that stand behind this result: its worker, then its confirmers.
+    pub fn identities(&self) -> impl Iterator<Item = String> + '_ {
+        std::iter::once(self.worker.clone()).chain(self.confirmed_by.iter().cloned())
     }
 
     /// Whether the record's seal matches its result, for job `key` of a plan with `fingerprint`.

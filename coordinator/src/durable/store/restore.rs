@@ -220,9 +220,10 @@ impl Store {
         Ok(added)
     }
 
-    /// The workers whose candidates (intact: a candidate that fails its seal is damage, never evidence)
-    /// disagree with the results `batch` restores for their jobs of run `meta`, as quarantines. The
-    /// worker, or the lease, of the restored result itself is never among them.
+    /// The identities behind candidates (their workers and confirmers; intact: a candidate that fails
+    /// its seal is damage, never evidence) that disagree with the results `batch` restores for their jobs
+    /// of run `meta`, as quarantines. An identity behind the restored result, or its lease, is never
+    /// among them.
     fn disproved(
         &self,
         meta: &RunMeta,
@@ -246,7 +247,15 @@ impl Store {
                             && c.lease != record.lease
                             && c.result != record.result
                     })
-                    .map(|c| Quarantine {
+                    // Every identity behind the candidate: both of a count taken back from two.
+                    .flat_map(|c| {
+                        let names: Vec<String> = c
+                            .identities()
+                            .filter(|name| !record.stands_behind(name))
+                            .collect();
+                        names.into_iter().map(move |name| (name, c.clone()))
+                    })
+                    .map(|(name, c)| Quarantine {
                         reason: format!(
                             "run {} job {key}: reported total {} nodes {}, confirmed result is total {} nodes {}",
                             meta.id,
@@ -255,7 +264,7 @@ impl Store {
                             record.result.total,
                             record.result.nodes
                         ),
-                        worker: c.worker,
+                        worker: name,
                         at_unix: record.at_unix,
                         by: std::iter::once(record.worker.clone())
                             .chain(record.confirmed_by.iter().cloned())

@@ -572,16 +572,20 @@ fn a_worker_that_contradicts_its_own_or_a_confirmed_count_is_quarantined() {
     let compared = store.commit(&[forged]).unwrap();
     assert!(matches!(compared.outcomes[..], [Outcome::Mismatch { .. }]));
     assert!(compared.quarantined.is_empty());
-    let wrong = store.commit(&[by(&plan, "c", job.clone(), 1)]).unwrap();
-    assert!(matches!(wrong.outcomes[..], [Outcome::Mismatch { .. }]));
-    assert_eq!(wrong.quarantined.len(), 1);
-    assert_eq!(wrong.quarantined[0].worker, "c");
-    assert!(wrong.revoked.is_empty() && wrong.moved.is_empty());
     assert_eq!(
         store.tally(run.id).unwrap(),
         tally,
         "the confirmed result stays"
     );
+    // Under a lease issued for the job: quarantined at once; the count is taken back for others to
+    // decide (`a_confirmed_count_contradicted_under_an_issued_lease_is_decided_again`).
+    let wrong = store.commit(&[by(&plan, "c", job.clone(), 1)]).unwrap();
+    assert!(matches!(wrong.outcomes[..], [Outcome::Mismatch { .. }]));
+    assert_eq!(wrong.quarantined.len(), 1);
+    assert_eq!(wrong.quarantined[0].worker, "c");
+    assert!(wrong.revoked.is_empty());
+    assert_eq!(wrong.disputed.len(), 1);
+    assert_eq!(store.tally(run.id).unwrap().jobs, tally.jobs - 1);
     store.audit().unwrap();
 }
 
@@ -2404,4 +2408,72 @@ fn a_commit_to_a_running_run_reopens_nothing() {
     let committed = store.commit(&rest).unwrap();
     assert!(committed.reopened.is_empty(), "{:?}", committed.reopened);
     assert_eq!(committed.finished.len(), 1);
+}
+
+/// Two identities that confirmed a wrong count do not make it the truth. An honest worker's different
+/// result under a lease issued for the job (a spot check of it) quarantines that worker at once, as any
+/// contradiction of a confirmed count does, but also takes the count back: the job is open again, a
+/// confirmer's second report is its own (compared, never a decision), and two further identities
+/// decide. Disproved, both confirmers are quarantined, and the honest worker, whose deciders they were,
+/// is lifted. Before, the contradiction quarantined the honest worker alone and the wrong count stood
+/// for good: every honest spot check of it framed one more worker (found by a review, 2026-11-29).
+#[test]
+fn a_confirmed_count_contradicted_under_an_issued_lease_is_decided_again() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "a", job.clone(), 8)]).unwrap();
+    let agreed = store.commit(&[by(&plan, "b", job.clone(), 8)]).unwrap();
+    assert_eq!(agreed.outcomes, vec![Outcome::Accepted]);
+    let lie = store.tally(run.id).unwrap();
+    assert_eq!(lie.jobs, 1);
+
+    let honest = store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    assert!(
+        matches!(honest.outcomes[..], [Outcome::Mismatch { .. }]),
+        "{honest:?}"
+    );
+    assert_eq!(honest.quarantined.len(), 1);
+    assert_eq!(honest.quarantined[0].worker, "h");
+    let mut deciders = honest.quarantined[0].by.clone();
+    deciders.sort_unstable();
+    assert_eq!(deciders, ["a", "b"]);
+    assert_eq!(
+        honest.disputed.len(),
+        1,
+        "the confirmed count is taken back"
+    );
+    assert!(!store.is_settled(run.id, &job.key).unwrap());
+    assert_eq!(store.tally(run.id).unwrap().jobs, 0);
+    store.revoke("h").unwrap();
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert!(record.state.is_open());
+    assert!(record.computed_by("a") && record.computed_by("b"));
+    assert!(
+        !record.computed_by("h"),
+        "the quarantined worker's result goes"
+    );
+
+    // A confirmer reports again: its own result, compared.
+    let again = store.commit(&[by(&plan, "b", job.clone(), 8)]).unwrap();
+    assert_eq!(again.outcomes, vec![Outcome::Duplicate]);
+    let d = store.commit(&[by(&plan, "d", job.clone(), 0)]).unwrap();
+    assert_eq!(d.outcomes, vec![Outcome::Disputed]);
+    let e = store.commit(&[by(&plan, "e", job.clone(), 0)]).unwrap();
+    assert_eq!(e.outcomes, vec![Outcome::Accepted]);
+    let mut disproved: Vec<&str> = e.quarantined.iter().map(|q| q.worker.as_str()).collect();
+    disproved.sort_unstable();
+    assert_eq!(disproved, ["a", "b"], "both confirmers");
+    for q in &e.quarantined {
+        let mut deciders = q.by.clone();
+        deciders.sort_unstable();
+        assert_eq!(deciders, ["d", "e"]);
+    }
+    let lifts = store.apply_quarantine_rule().unwrap();
+    let lifted: Vec<&str> = lifts.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(lifted, ["h"]);
+    let truth = plan.job(&job.key).unwrap().run();
+    assert_eq!(store.tally(run.id).unwrap().total, u128::from(truth.total));
+    store.revoke("a").unwrap();
+    store.revoke("b").unwrap();
+    store.audit().unwrap();
 }
