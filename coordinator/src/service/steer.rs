@@ -10,6 +10,12 @@ use nqueens_common::FamilySet;
 
 use crate::durable::store::{JobRecord, JobState};
 
+/// Identities of another family that must serve before a job waits for one: with a single one, the
+/// second result of every job held for it would go to that identity, which a colluder claiming a rare
+/// family would take to confirm its partner's lies (found by a review, 2026-11-29). With two or more,
+/// the check still goes to whichever of them asks first.
+pub const QUORUM: usize = 2;
+
 /// What one lease call knows of the kernel families around it.
 #[derive(Debug, Clone)]
 pub struct Steer {
@@ -66,9 +72,10 @@ impl Steer {
     }
 
     /// Whether the job of `record` waits for a worker of another family than the asking one: it is a
-    /// verified job with one result, of a stated family that is the asking identity's only one, a
-    /// serving identity other than the first result's computes another family, and the result is
-    /// younger than the wait (one stamped later than now, a clock stepped back, waits for nobody).
+    /// verified job with one result, of a stated family that is the asking identity's only one, at
+    /// least [`QUORUM`] serving identities other than the first result's compute another family, and the
+    /// result is younger than the wait (one stamped later than now, a clock stepped back, waits for
+    /// nobody).
     pub fn waits(&self, record: &JobRecord) -> bool {
         let (true, [first]) = (Steer::may_wait(record), record.candidates.as_slice()) else {
             return false;
@@ -85,7 +92,9 @@ impl Steer {
             && self
                 .others
                 .iter()
-                .any(|(name, f)| *name != first.worker && f.other_than(family))
+                .filter(|(name, f)| *name != first.worker && f.other_than(family))
+                .count()
+                >= QUORUM
     }
 }
 
@@ -126,7 +135,11 @@ mod tests {
         let set = |f: &[Family]| f.iter().copied().collect::<FamilySet>();
         let steer = Steer {
             own: set(&[Gpu]),
-            others: vec![("b".into(), set(&[Gpu])), ("c".into(), set(&[CpuLists]))],
+            others: vec![
+                ("b".into(), set(&[Gpu])),
+                ("c".into(), set(&[CpuLists])),
+                ("d".into(), set(&[CpuStack, Gpu])),
+            ],
             wait: Duration::from_secs(300),
             now_unix: 1_000,
         };
@@ -149,10 +162,16 @@ mod tests {
             }
             .waits(&job));
         }
-        // No other family serves; or only the first result's own identity ("a") computes one.
+        // No other family serves; only the first result's own identity ("a") computes one beside a
+        // second; or a single identity does, which would get every check held for it (a colluder
+        // claiming a rare family).
         for others in [
             vec![("b".to_string(), set(&[Gpu]))],
-            vec![("a".to_string(), set(&[CpuLists]))],
+            vec![
+                ("a".to_string(), set(&[CpuLists])),
+                ("c".to_string(), set(&[CpuLists])),
+            ],
+            vec![("b".into(), set(&[Gpu])), ("c".into(), set(&[CpuLists]))],
         ] {
             assert!(!Steer {
                 others,

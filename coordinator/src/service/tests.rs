@@ -2228,9 +2228,10 @@ async fn a_release_of_a_worker_the_rule_lifted_is_final_and_a_lifted_worker_has_
 }
 
 /// Issues 37 and 38: a verified job's second result comes from another kernel family where the fleet
-/// has one. Three workers, g and g2 on GPUs and l on CPU work lists, each report a first result of
-/// their own jobs; then g2 is not leased g's waiting jobs (a GPU result waits for l) but takes l's,
-/// and l takes g's. With no wait configured, g2 takes g's at once, as before.
+/// has one. Four workers, g and g2 on GPUs and l and l2 on CPU work lists, each report a first result
+/// of their own jobs; then g2 is not leased g's waiting jobs (a GPU result waits for l or l2) but takes
+/// l's and l2's, and l takes g's. With no wait configured, g2 takes g's at once, as before. (With l
+/// alone on lists, nothing waits: `steer::QUORUM`.)
 #[tokio::test]
 async fn a_second_result_is_steered_to_another_kernel_family() {
     use nqueens_common::{Family, JobKey};
@@ -2250,10 +2251,12 @@ async fn a_second_result_is_steered_to_another_kernel_family() {
         // before fresh ones).
         let g = lease(&c, "g", 3).await;
         let l = lease(&c, "l", 3).await;
+        let l2 = lease(&c, "l2", 1).await;
         let g2 = lease(&c, "g2", 2).await;
         for (name, held, family) in [
             ("g", &g, Family::Gpu),
             ("l", &l, Family::CpuLists),
+            ("l2", &l2, Family::CpuLists),
             ("g2", &g2, Family::Gpu),
         ] {
             let reports = held
@@ -2270,12 +2273,13 @@ async fn a_second_result_is_steered_to_another_kernel_family() {
             );
         }
         let keys = |held: &[Granted]| held.iter().map(|g| g.key.clone()).collect::<Vec<JobKey>>();
-        let (of_g, of_l) = (keys(&g), keys(&l));
+        let (of_g, mut of_l) = (keys(&g), keys(&l));
+        of_l.extend(keys(&l2));
         let held_by_g2 = lease(&c, "g2", 4096).await;
         let to_g2: Vec<JobKey> = held_by_g2.iter().map(|g| g.key.clone()).collect();
         assert!(
             of_l.iter().all(|k| to_g2.contains(k)),
-            "l's first results wait for g2"
+            "l's and l2's first results wait for g2"
         );
         if wait > Duration::ZERO {
             // g2 computes all it holds; what is left for it is g's jobs, held for l: g2 is told to
