@@ -182,6 +182,9 @@ impl Job {
     ///   plain rings the two are equal, and any one flipped bit in either is caught. A job no ring fits
     ///   has no count and no node.
     ///
+    /// - Both: every completion is a node searched, or the job's own queens' (once), and adds at most 8
+    ///   (`d4`) or 2 (`mirror`) to the total: the total is at most that times one more than the nodes.
+    ///
     /// A result that passes can still be wrong (a fault that changes both counts alike, or a
     /// completion missed): these bounds catch damage, not every error; verification and disputes
     /// catch the rest.
@@ -191,6 +194,15 @@ impl Job {
             return bad(why);
         }
         let total = r.total as u128;
+        // Each completion is a node searched (or the job's own queens', once) and adds at most 8 to a
+        // `d4` total, 2 to a `mirror` one: a large total with few nodes is made up.
+        let per_node: u128 = if r.unique8.is_some() { 8 } else { 2 };
+        if total > per_node * (u128::from(r.nodes) + 1) {
+            return bad(format!(
+                "total {total} is more than {per_node} for each of its {} nodes and one",
+                r.nodes
+            ));
+        }
         // The shape checked: no unique count is `mirror`, one is `d4`.
         match r.unique8 {
             None => {
@@ -317,6 +329,44 @@ fn mirror_board(n: u8, cols: &[u8]) -> Option<crate::PartialBoard> {
 #[cfg(test)]
 mod mutants_found {
     use super::*;
+
+    /// Every completion the search finds is a node it visits, and adds at most 8 to a `d4` total (2 to
+    /// a `mirror` one); a job's own queens may complete the board before any search (N = 1, N = 4's
+    /// one ring), once. So over every job of N = 1 to 12 the true total is within that weight times one
+    /// more than its nodes, and the bound [`Job::check`] sets never refuses an honest result; a made-up
+    /// total with too few nodes (none: which also passes any check of speed) is refused.
+    #[test]
+    fn a_total_is_at_most_its_weight_per_node_and_none_without_nodes() {
+        let mut lies = 0;
+        for n in 1..=12 {
+            for strategy in [Strategy::D4, Strategy::Mirror] {
+                let plan = Plan::new(n, strategy).unwrap();
+                for key in plan.jobs() {
+                    let job = plan.job(&key).unwrap();
+                    let r = job.run();
+                    let per_node: u64 = if strategy == Strategy::D4 { 8 } else { 2 };
+                    assert!(
+                        u128::from(r.total) <= u128::from(per_node) * (u128::from(r.nodes) + 1),
+                        "N = {n} {strategy} {key}: {r:?}"
+                    );
+                    assert!(job.check(&r).is_ok());
+                    // The fewest nodes the bound lets this total have: one less is refused.
+                    let fewest = r.total.div_ceil(per_node).saturating_sub(1);
+                    if fewest > 0 {
+                        let mut lie = r;
+                        lie.nodes = fewest;
+                        assert!(job.check(&lie).is_ok(), "N = {n} {key}");
+                        lie.nodes = fewest - 1;
+                        assert!(job.check(&lie).is_err(), "N = {n} {key}");
+                        lie.nodes = 0;
+                        assert!(job.check(&lie).is_err(), "N = {n} {key}");
+                        lies += 1;
+                    }
+                }
+            }
+        }
+        assert!(lies > 100, "{lies}");
+    }
 
     /// A job key of 200 characters is parsed; one of 201 is refused, quoting only its start.
     #[test]
