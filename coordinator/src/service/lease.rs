@@ -407,6 +407,19 @@ impl Coordinator {
                     records,
                     want,
                 );
+                // A credential's room measured again as the leases are issued: calls made at once
+                // each measured it before the store reads, with the lock released.
+                let mut chosen = chosen;
+                let mut full = false;
+                if credential {
+                    let counted = state.counted.get(name).copied().unwrap_or(0);
+                    let room = lease_limit(counted).saturating_sub(state.leases.held_by(name));
+                    let room = usize::try_from(room).unwrap_or(usize::MAX);
+                    if chosen.len() > room {
+                        run.put_back_chosen(chosen.split_off(room));
+                        full = true;
+                    }
+                }
                 own_back += back as u64;
                 wake_others |= returned;
                 // A job held for another family is this worker's once the wait ends: never idle.
@@ -436,7 +449,7 @@ impl Coordinator {
                         key,
                     });
                 }
-                if run_dry {
+                if run_dry || full {
                     break;
                 }
             }

@@ -3276,3 +3276,48 @@ async fn a_result_under_a_lease_handed_back_is_refused() {
         vec![Outcome::Accepted]
     );
 }
+
+/// A credential's lease limit holds against calls made at once: 8 threads, each asking for the whole
+/// limit, get it once between them. Before, each call measured its room under the lock, dropped it to
+/// read the store, and issued all it had found: together they held several limits (found by a review,
+/// 2026-11-29).
+#[test]
+fn a_credentials_lease_limit_holds_across_calls_at_once() {
+    let limit = super::lease::lease_limit(0) as usize;
+    let c = coordinator();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        c.create_run(16, Strategy::D4, Some(4), Some(0.0), 0, false)
+            .await
+            .unwrap()
+    });
+    let barrier = std::sync::Barrier::new(8);
+    let held: usize = std::thread::scope(|s| {
+        let calls: Vec<_> = (0..8)
+            .map(|i| {
+                let (c, barrier) = (&c, &barrier);
+                s.spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    let worker = format!("hoarder/{i}");
+                    let ask = Ask {
+                        worker: &worker,
+                        capacity: limit as u32,
+                        ..as_credential("hoarder")
+                    };
+                    barrier.wait();
+                    rt.block_on(c.lease(&ask, Duration::ZERO))
+                        .map_or(0, |g| g.leases.len())
+                })
+            })
+            .collect();
+        calls.into_iter().map(|t| t.join().unwrap()).sum()
+    });
+    assert!(held <= limit, "{held} leases held, the limit is {limit}");
+    assert_eq!(c.state().leases.held_by("hoarder") as usize, held);
+}
