@@ -339,6 +339,38 @@ async fn a_worker_credential_sees_no_check_and_lists_nobody() {
         (0, 1),
         "held for a check"
     );
+    // A worker reads a run's plan, never its progress: the counts would tell it which of its results
+    // were held for a check, or confirmed (found by a review, 2026-11-29). Nor does it hold WatchRun
+    // streams (256 for all clients: one credential could take them all).
+    for mut worker in [s.issued("node-1").await, s.client("workers")] {
+        let seen = status(&mut worker, &run.run).await;
+        assert_eq!(
+            (seen.run.as_str(), seen.n, seen.jobs_total),
+            (run.run.as_str(), st.n, st.jobs_total)
+        );
+        assert_eq!(seen.plan_fingerprint, st.plan_fingerprint);
+        assert_eq!(
+            (seen.jobs_done, seen.jobs_verifying, seen.jobs_leased),
+            (0, 0, 0)
+        );
+        assert_eq!((seen.total.as_str(), seen.nodes.as_str()), ("", ""));
+        let listed = worker
+            .list_runs(proto::ListRunsRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+            .runs;
+        assert_eq!(listed.len(), 1);
+        assert_eq!((listed[0].jobs_verifying, listed[0].jobs_leased), (0, 0));
+        let e = worker
+            .watch_run(proto::WatchRunRequest {
+                run: run.run.clone(),
+                interval_ms: 0,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::PermissionDenied);
+    }
     // The operator sees the worker by its identity, with the name it states as a label.
     let workers = operator
         .list_workers(proto::ListWorkersRequest::default())

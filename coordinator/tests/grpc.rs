@@ -2002,8 +2002,8 @@ async fn workers_are_listed_a_page_at_a_time() {
     assert_eq!(whole, names);
 }
 
-/// A worker token (`serve --worker-token`) leases, heartbeats, reports and reads, but cannot create or
-/// steer runs: those calls get PERMISSION_DENIED and change nothing stored. The operator token does
+/// A worker token (`serve --worker-token`) leases, heartbeats, reports and reads runs' plans, but
+/// cannot create or steer runs: those calls get PERMISSION_DENIED and change nothing stored. The operator token does
 /// everything; any other token nothing.
 #[tokio::test]
 async fn a_worker_token_computes_and_reads_but_cannot_create_or_steer_runs() {
@@ -2103,8 +2103,11 @@ async fn a_worker_token_computes_and_reads_but_cannot_create_or_steer_runs() {
     .await;
     let results = leases.iter().map(result_of).collect();
     report(&mut worker, "w", results).await.unwrap();
+    // A worker reads the plan and the state, not the counts (`adversary.rs`).
     let done = status(&mut worker, &run.run).await;
-    assert_eq!(done.total, "4");
+    assert_eq!(done.state, proto::RunState::Done as i32);
+    assert_eq!(done.total, "");
+    assert_eq!(status(&mut operator, &run.run).await.total, "4");
     let e = worker
         .list_workers(proto::ListWorkersRequest::default())
         .await

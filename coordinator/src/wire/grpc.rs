@@ -213,6 +213,38 @@ pub fn run_status(v: &RunView) -> proto::RunStatus {
     }
 }
 
+/// What a worker credential may read of a run: its plan (what it checks its jobs against) and its
+/// state, never its progress. The counts move with each report, and would tell a worker which of its
+/// results were held for a check, or confirmed.
+pub fn run_plan(v: &RunView) -> proto::RunStatus {
+    let full = run_status(v);
+    proto::RunStatus {
+        run: full.run,
+        n: full.n,
+        strategy: full.strategy,
+        depth: full.depth,
+        state: full.state,
+        jobs_total: full.jobs_total,
+        created_unix: full.created_unix,
+        finished_unix: full.finished_unix,
+        record: full.record,
+        max_error: full.max_error,
+        verify_fraction: full.verify_fraction,
+        priority: full.priority,
+        plan_fingerprint: full.plan_fingerprint,
+        cancelled_unix: full.cancelled_unix,
+        ..proto::RunStatus::default()
+    }
+}
+
+/// [`run_status`] for the operator, [`run_plan`] for a worker credential (or the shared workers' token).
+fn run_status_for<T>(req: &Request<T>) -> fn(&RunView) -> proto::RunStatus {
+    match worker_identity(req) {
+        None => run_status,
+        Some(_) => run_plan,
+    }
+}
+
 /// The job state a listing asks for; unspecified or unknown is bad input.
 fn job_state_from_wire(value: i32) -> Result<JobState, Status> {
     match proto::JobState::try_from(value) {
@@ -296,11 +328,12 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::ListRunsRequest>,
     ) -> Result<Response<proto::ListRunsResponse>, Status> {
+        let shown = run_status_for(&req);
         let r = req.into_inner();
         let limit = page_limit(r.limit);
         // One more than the page holds, to tell whether more follow.
         let views = self.coordinator.runs_after(r.after, limit + 1);
-        let (runs, more) = page(views.iter().map(run_status), limit, PAGE_BYTES);
+        let (runs, more) = page(views.iter().map(shown), limit, PAGE_BYTES);
         Ok(Response::new(proto::ListRunsResponse { runs, more }))
     }
 
@@ -308,11 +341,12 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::GetRunRequest>,
     ) -> Result<Response<proto::RunStatus>, Status> {
+        let shown = run_status_for(&req);
         let view = self
             .coordinator
             .run(&req.into_inner().run)
             .map_err(status)?;
-        Ok(Response::new(run_status(&view)))
+        Ok(Response::new(shown(&view)))
     }
 
     type WatchRunStream = WatchStream;
@@ -321,6 +355,8 @@ impl coordinator_server::Coordinator for CoordinatorService {
         &self,
         req: Request<proto::WatchRunRequest>,
     ) -> Result<Response<WatchStream>, Status> {
+        // The operator's: a worker needs no stream (and a credential could hold every one).
+        require_operator(&req)?;
         let r = req.into_inner();
         let coordinator = self.coordinator.clone();
         coordinator.run(&r.run).map_err(status)?;
