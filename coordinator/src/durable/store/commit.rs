@@ -8,7 +8,8 @@
 //! recorded one make the job `disputed` until a further worker decides; [`MAX_CANDIDATES`] results without
 //! any two agreeing fail the job. A result for a job already done is compared, never added; different,
 //! under a lease issued for the job, it quarantines its worker when that worker contradicts its own
-//! counted result or a confirmed one, and otherwise disputes the count (taken back, the run reopened).
+//! counted result or a confirmed one, and disputes the count unless it was its own (taken back, the run
+//! reopened: two that agreed may have agreed on a lie).
 
 use std::collections::BTreeMap;
 
@@ -23,8 +24,11 @@ use super::txn::{abort, job_record, stored_tally};
 use super::{groups, RunMeta, Store};
 use crate::error::{Error, Result};
 
-/// Most disagreeing results a verified job collects before it fails.
-pub const MAX_CANDIDATES: usize = 3;
+/// Most disagreeing results a verified job collects before it fails. Any two honest results agree and
+/// decide the job, so failing it takes this many less one lying identities, each (after the second)
+/// with a record, winning every dispute's lease before a second honest one: with 3, a pair of liars
+/// failed any job, and again after each retry, at no cost (found by a review, 2026-11-29).
+pub const MAX_CANDIDATES: usize = 6;
 
 /// A validated result on its way into the store.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use nqueens_common::checksum::seal;
 use nqueens_common::{JobResult, Plan, Strategy, Tally};
 
 use super::records::{encode, run_key};
-use super::{Incoming, JobState, Outcome, ResultRecord, Store};
+use super::{Incoming, JobState, Outcome, ResultRecord, Store, MAX_CANDIDATES};
 use crate::error::Error;
 use sled::transaction::Transactional;
 
@@ -351,14 +351,25 @@ fn an_open_job_stays_verified_when_the_run_record_says_otherwise() {
     assert_eq!(store.tally(run.id).unwrap().total, job.result.total as u128);
 }
 
+/// `MAX_CANDIDATES` different results fail a job (one fewer only disputes it).
 #[test]
-fn three_different_results_fail_the_job_and_retry_puts_it_back() {
+fn as_many_different_results_as_candidates_fail_the_job_and_retry_puts_it_back() {
     let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
     let job = incoming(run.id, &plan, 2);
-    store.commit(&[by(&plan, "a", job.clone(), 1)]).unwrap();
-    store.commit(&[by(&plan, "b", job.clone(), 2)]).unwrap();
-    let third = store.commit(&[by(&plan, "c", job.clone(), 3)]).unwrap();
-    assert_eq!(third.outcomes, vec![Outcome::JobFailed]);
+    let mut third = None;
+    for i in 1..=MAX_CANDIDATES as u64 {
+        let name = format!("w{i}");
+        let c = store.commit(&[by(&plan, &name, job.clone(), i)]).unwrap();
+        let expected = match i {
+            1 => Outcome::Pending,
+            i if i < MAX_CANDIDATES as u64 => Outcome::Disputed,
+            _ => Outcome::JobFailed,
+        };
+        assert_eq!(c.outcomes, vec![expected], "result {i}");
+        third = Some(c);
+    }
+    let third = third.unwrap();
+    assert!(MAX_CANDIDATES >= 5, "a pair of liars fails no job");
     assert!(third.quarantined.is_empty(), "nobody can be shown wrong");
     assert!(store.is_settled(run.id, &job.key).unwrap());
     assert_eq!(store.job_states(run.id).unwrap()[&JobState::Failed], 1);
@@ -2183,9 +2194,14 @@ fn a_revocation_drops_the_workers_recorded_results_of_verified_jobs() {
 fn a_revocation_leaves_a_failed_job_failed() {
     let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
     let job = incoming(run.id, &plan, 0);
-    for (name, wrong) in [("a", 0), ("q", 8), ("c", 16)] {
+    for i in 0..MAX_CANDIDATES as u64 {
+        let name = if i == 1 {
+            "q".to_string()
+        } else {
+            format!("w{i}")
+        };
         store
-            .commit(&[by(&plan, name, job.clone(), wrong)])
+            .commit(&[by(&plan, &name, job.clone(), 8 * i)])
             .unwrap();
     }
     let failed = store.job(run.id, &job.key).unwrap().unwrap();
