@@ -1243,6 +1243,33 @@ fn issue_38_a_certificate_is_spot_checked_and_a_forged_one_is_caught() {
             err.contains(&format!("job {forged_key} (line 6)")) && err.contains("1 of the"),
             "{err}"
         );
+        // Against the root the coordinator published: refused before anything is recomputed, even
+        // with no job sampled; the true file passes.
+        let published = said
+            .split("root ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap()
+            .trim_end_matches([',', ')'])
+            .to_string();
+        let none = |path: &std::path::Path, root: &str| {
+            go(vec![
+                os("spot-check"),
+                path.into(),
+                os("--sample"),
+                os("0"),
+                os("--expect-root"),
+                os(root),
+            ])
+        };
+        let out = none(&forged, &published);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            !out.status.success() && err.contains("is not the expected root"),
+            "{err}"
+        );
+        let out = none(&file, &published.to_uppercase());
+        assert!(out.status.success(), "{out:?}");
         // One digit changed without the rest: refused before anything is recomputed.
         let mut lines: Vec<String> = text.lines().map(String::from).collect();
         lines[9] = lines[9].replacen(' ', " 9", 1);

@@ -40,6 +40,11 @@ pub struct SpotCheckArgs {
     /// Draw the sample from this seed instead of from the certificate's root.
     #[arg(long)]
     pub seed: Option<String>,
+    /// The root the coordinator published for the run (`status`, its log, the certificate command's
+    /// output), in hex: a file with another root is refused before anything is recomputed. Without it,
+    /// a file re-hashed after an edit is caught only if the sample lands on the edit.
+    #[arg(long, value_name = "HEX")]
+    pub expect_root: Option<String>,
 }
 
 /// Writes the certificate of a finished run: the store must pass the audit, the run be done, not
@@ -181,6 +186,15 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
         },
     )?;
     let h = &checked.header;
+    if let Some(expected) = &args.expect_root {
+        if !h.root.eq_ignore_ascii_case(expected.trim()) {
+            anyhow::bail!(
+                "{} is refused: its root {} is not the expected root {expected} (an edited file, or another run's)",
+                args.file.display(),
+                h.root
+            );
+        }
+    }
     let published = nqueens_common::reference::counts(h.n.into());
     let against = match published {
         Some((total, _)) if total.to_string() != h.total => anyhow::bail!(
