@@ -119,9 +119,10 @@ impl Ask<'_> {
 fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> usize {
     let released = state.leases.release(worker, ids);
     for lease in &released {
-        // A spot check's job is done: nothing goes back in line.
+        // A spot check's job is done: nothing goes back in line; the identity owes the check.
         if let Some(out) = state.spot.ended(lease.id) {
             state.leases.settle(out.run, &out.key);
+            state.spot.owe(&lease.name, out);
             continue;
         }
         if let Some(run) = state.runs.get_mut(&lease.run) {
@@ -654,9 +655,11 @@ impl Coordinator {
             }
         }
         for lease in &expired {
-            // A spot check's job is done: its expiry charged the worker (above), the job nothing.
+            // A spot check's job is done: its expiry charged the worker (above), the job nothing; the
+            // identity owes the check.
             if let Some(out) = state.spot.ended(lease.id) {
                 state.leases.settle(out.run, &out.key);
+                state.spot.owe(&lease.name, out);
                 continue;
             }
             let name = lease.name.as_str();

@@ -23,6 +23,13 @@ use crate::service::Expiries;
 /// How far back the rate looks.
 const RATE_WINDOW: Duration = Duration::from_secs(300);
 
+/// Most worker ids a run remembers as having reported (its `active workers` figure): as many as the
+/// worker table holds.
+pub const MAX_REPORTERS: usize = super::workers::MAX_SEEN;
+
+/// The smallest size of a run's reporters at which they are pruned.
+const MIN_PRUNE: usize = 64;
+
 /// Candidates for a lease ([`LiveRun::take_candidates`]): from the retry queue, then from the plan's list.
 #[derive(Debug, Default)]
 pub struct Candidates {
@@ -74,8 +81,13 @@ pub struct LiveRun {
     /// `(when, jobs done, total)` samples, oldest first; empty until a worker first takes a job of the
     /// run in this incarnation (the rate window starts there).
     samples: VecDeque<(Instant, u64, u128)>,
-    /// Workers (by id) that reported a result for the run, and when they last did.
+    /// Workers (by id) that reported a result for the run, and when they last did: at most
+    /// [`MAX_REPORTERS`], pruned of those silent past the lease timeout once it doubles.
     reporters: HashMap<String, Instant>,
+    /// The size of `reporters` at which it is pruned next, and when it last was (at the cap it is
+    /// pruned at most once a second).
+    prune_at: usize,
+    pruned_at: Option<Instant>,
     /// Search nodes of the results reported for the run in this incarnation, and of those a GPU computed
     /// (u128: N = 28's search alone is more nodes than a u64 holds).
     reported_nodes: u128,
@@ -135,6 +147,8 @@ impl LiveRun {
             root: None,
             samples: VecDeque::new(),
             reporters: HashMap::new(),
+            prune_at: MIN_PRUNE,
+            pruned_at: None,
             reported_nodes: 0,
             gpu_nodes: 0,
             meta,
@@ -529,8 +543,22 @@ impl LiveRun {
         }
         if let Some(t) = self.reporters.get_mut(worker) {
             *t = now;
-        } else {
+            return;
+        }
+        // Pruned once the map doubles, not at each new id: worker ids cost a caller nothing, and a
+        // walk of the whole map per new id, under the state lock, grew with the square of the rate.
+        let full = self.reporters.len() >= MAX_REPORTERS
+            && self
+                .pruned_at
+                .is_none_or(|at| now - at >= Duration::from_secs(1));
+        if self.reporters.len() >= self.prune_at || full {
             self.reporters.retain(|_, t| now - *t <= timeout);
+            self.prune_at = (2 * self.reporters.len()).max(MIN_PRUNE);
+            self.pruned_at = Some(now);
+        }
+        // Beyond the cap a new id is not counted among the run's workers (a figure shown, nothing
+        // more); its nodes are.
+        if self.reporters.len() < MAX_REPORTERS {
             self.reporters.insert(worker.to_string(), now);
         }
     }
@@ -660,6 +688,39 @@ mod tests {
             record: false,
             max_error: None,
         }
+    }
+
+    /// A run's reporters are capped and pruned once they double, not at each new id (a walk of the
+    /// map per new id, under the state lock, grew with the square of the rate of fresh ids, which
+    /// cost a caller nothing: found by a review, 2026-11-29); the count still drops the silent ones.
+    #[tokio::test(start_paused = true)]
+    async fn a_runs_reporters_are_bounded_and_pruned_once_they_double() {
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let timeout = Duration::from_secs(60);
+        let now = Instant::now();
+        for i in 0..MAX_REPORTERS + 10 {
+            live.reported_by(&format!("w/{i}"), 1, false, now, timeout);
+        }
+        assert_eq!(live.reporters.len(), MAX_REPORTERS);
+        assert_eq!(
+            live.workers([], |_| false, now, timeout),
+            MAX_REPORTERS as u32
+        );
+        assert_eq!(live.reported_nodes, (MAX_REPORTERS + 10) as u128);
+        // Later, the old ones silent: pruned at the next new id, since the map is at its cap.
+        let later = now + timeout + Duration::from_secs(1);
+        live.reported_by("fresh", 1, false, later, timeout);
+        assert_eq!(live.reporters.len(), 1);
+        assert_eq!(live.prune_at, MIN_PRUNE);
+        assert_eq!(live.workers([], |_| false, later, timeout), 1);
+        // Below the prune size nothing is walked: silent ids stay in the map, uncounted.
+        for i in 0..10 {
+            live.reported_by(&format!("x/{i}"), 1, false, later, timeout);
+        }
+        let last = later + timeout + Duration::from_secs(1);
+        live.reported_by("y", 1, false, last, timeout);
+        assert_eq!(live.reporters.len(), 12);
+        assert_eq!(live.workers([], |_| false, last, timeout), 1);
     }
 
     /// The expiries of a job's leases are forgotten once it is counted: the table does not grow with

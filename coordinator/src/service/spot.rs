@@ -68,6 +68,8 @@ pub struct SpotChecks {
     draws: u64,
     /// Whether `passed` changed since the last [`SpotChecks::unsaved`].
     changed: bool,
+    /// Checks handed back or expired, by identity: its next lease call gets the check again first.
+    owed: HashMap<String, Out>,
 }
 
 impl SpotChecks {
@@ -81,7 +83,29 @@ impl SpotChecks {
             key,
             draws: 0,
             changed: false,
+            owed: HashMap::new(),
         }
+    }
+
+    /// Notes that identity `name` owes check `out` (it handed the check back, or let it expire): a liar
+    /// that tells checks from fresh jobs must not dodge them for free. One owed check per identity, at
+    /// most [`MAX_IDENTITIES`] identities.
+    pub fn owe(&mut self, name: &str, out: Out) {
+        if self.owed.len() < MAX_IDENTITIES || self.owed.contains_key(name) {
+            self.owed.insert(name.to_string(), out);
+        }
+    }
+
+    /// The check identity `name` owes, if its job is still a check (pooled, and not out) of one of
+    /// `runs`; taken off the books (leased again, it is owed again only if dodged again).
+    fn take_owed(&mut self, name: &str, runs: &[u64]) -> Option<Out> {
+        let out = self.owed.remove(name)?;
+        let pooled = self
+            .pool
+            .get(&out.run)
+            .is_some_and(|p| p.iter().any(|c| c.key == out.key));
+        let free = !self.out_jobs.contains(&(out.run, out.key.clone()));
+        (runs.contains(&out.run) && pooled && free).then_some(out)
     }
 
     /// Takes up the checks passed as saved (a start), at most [`MAX_IDENTITIES`] of them, the most
@@ -248,13 +272,22 @@ pub(super) fn lease(
         .filter_map(|r| r.meta.max_error)
         .map(spot_rate_for)
         .fold(0.0, f64::max);
-    let wanted = state.spot.how_many(name, capacity, floor);
+    if capacity == 0 {
+        return Vec::new();
+    }
+    // A check it owes first (handed back, or expired), then those drawn.
+    let owed = state.spot.take_owed(name, runs);
+    let wanted = match owed {
+        Some(_) => state.spot.how_many(name, capacity - 1, floor) + 1,
+        None => state.spot.how_many(name, capacity, floor),
+    };
     if wanted == 0 {
         return Vec::new();
     }
     let mut spots = Vec::new();
+    let mut owed = owed;
     for _ in 0..wanted {
-        let Some(out) = state.spot.pick(runs, name) else {
+        let Some(out) = owed.take().or_else(|| state.spot.pick(runs, name)) else {
             break;
         };
         let Some(run) = state.runs.get(&out.run) else {

@@ -3321,3 +3321,46 @@ fn a_credentials_lease_limit_holds_across_calls_at_once() {
     assert!(held <= limit, "{held} leases held, the limit is {limit}");
     assert_eq!(c.state().leases.held_by("hoarder") as usize, held);
 }
+
+/// A spot check handed back, or left to expire, is owed: the identity's next lease call gets the same
+/// check first, so a liar that tells checks from fresh jobs (a job leased again) cannot dodge them by
+/// handing them back (found by a review, 2026-11-29: a check handed back cost nothing).
+#[tokio::test(start_paused = true)]
+async fn a_spot_check_handed_back_is_owed() {
+    let (c, _open) = confirmed_and_open().await;
+    let check = loop {
+        let got = c
+            .lease(&as_credential("dodger"), Duration::ZERO)
+            .await
+            .unwrap();
+        let g = got.leases[0].clone();
+        if g.plan.n() == 8 {
+            break g;
+        }
+        c.report("dodger", "dodger", vec![report(&g)])
+            .await
+            .unwrap();
+    };
+    assert_eq!(c.release("dodger", &[check.id], false).unwrap(), 1);
+    let again = c
+        .lease(&as_credential("dodger"), Duration::ZERO)
+        .await
+        .unwrap()
+        .leases;
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].run, &again[0].key), (check.run, &check.key));
+    // Left to expire: owed again.
+    tokio::time::advance(TIMEOUT + Duration::from_secs(1)).await;
+    c.expire_leases().await;
+    let owed = c
+        .lease(&as_credential("dodger"), Duration::ZERO)
+        .await
+        .unwrap()
+        .leases;
+    assert_eq!((owed[0].run, &owed[0].key), (check.run, &check.key));
+    // Answered, it is paid.
+    c.report("dodger", "dodger", vec![report(&owed[0])])
+        .await
+        .unwrap();
+    assert_eq!(c.state().spot.passed_by("dodger"), 1);
+}
