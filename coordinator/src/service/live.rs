@@ -690,6 +690,39 @@ mod tests {
         }
     }
 
+    /// A commit's run record applied after a control keeps the operator's controls as they are in
+    /// memory (pause, cancel and priority): the commit may predate the control (found by cargo mutants,
+    /// 2026-11-29: any one of the three could be dropped unseen).
+    #[test]
+    fn a_finish_or_reopen_keeps_the_controls_made_since_its_commit() {
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let mut steered = run(100);
+        (steered.paused, steered.cancelled_unix, steered.priority) = (true, Some(7), 5);
+        live.control(&steered);
+        let mut done = run(100);
+        done.finished_unix = Some(9);
+        assert!(live.finish(done.clone(), 1));
+        assert_eq!(
+            (
+                live.meta.paused,
+                live.meta.cancelled_unix,
+                live.meta.priority
+            ),
+            (true, Some(7), 5)
+        );
+        assert_eq!(live.meta.finished_unix, Some(9), "the rest is the commit's");
+        live.reopen(run(100), 2);
+        assert_eq!(
+            (
+                live.meta.paused,
+                live.meta.cancelled_unix,
+                live.meta.priority
+            ),
+            (true, Some(7), 5)
+        );
+        assert_eq!(live.meta.finished_unix, None);
+    }
+
     /// A run's reporters are capped and pruned once they double, not at each new id (a walk of the
     /// map per new id, under the state lock, grew with the square of the rate of fresh ids, which
     /// cost a caller nothing: found by a review, 2026-11-29); the count still drops the silent ones.
@@ -698,6 +731,11 @@ mod tests {
         let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
         let timeout = Duration::from_secs(60);
         let now = Instant::now();
+        // The first walk at 64 ids, none silent: the next at twice as many.
+        for i in 0..=MIN_PRUNE {
+            live.reported_by(&format!("w/{i}"), 1, false, now, timeout);
+        }
+        assert_eq!(live.prune_at, 2 * MIN_PRUNE);
         for i in 0..MAX_REPORTERS + 10 {
             live.reported_by(&format!("w/{i}"), 1, false, now, timeout);
         }
@@ -706,7 +744,10 @@ mod tests {
             live.workers([], |_| false, now, timeout),
             MAX_REPORTERS as u32
         );
-        assert_eq!(live.reported_nodes, (MAX_REPORTERS + 10) as u128);
+        assert_eq!(
+            live.reported_nodes,
+            (MIN_PRUNE + 1 + MAX_REPORTERS + 10) as u128
+        );
         // Later, the old ones silent: pruned at the next new id, since the map is at its cap.
         let later = now + timeout + Duration::from_secs(1);
         live.reported_by("fresh", 1, false, later, timeout);

@@ -442,6 +442,76 @@ mod tests {
         assert_eq!(s.pick(&[1], "c"), None);
     }
 
+    /// An owed check comes back only while it is still a check: of a run the identity may lease from
+    /// now, its job still pooled (not taken back), and no check of it out; each condition alone keeps
+    /// it back. Taken, it is owed no more.
+    #[test]
+    fn an_owed_check_comes_back_only_while_it_is_still_a_check() {
+        let key = |k: &str| -> JobKey { k.parse().unwrap() };
+        let fresh = || {
+            let mut s = SpotChecks::new([1; 16]);
+            s.confirmed(1, key("1.2"), vec![]);
+            s.confirmed(1, key("1.3"), vec![]);
+            s.owe(
+                "l",
+                Out {
+                    run: 1,
+                    key: key("1.2"),
+                },
+            );
+            s
+        };
+        let mut s = fresh();
+        assert_eq!(s.take_owed("x", &[1]), None, "owed by another");
+        assert_eq!(
+            s.take_owed("l", &[1]),
+            Some(Out {
+                run: 1,
+                key: key("1.2")
+            })
+        );
+        assert_eq!(s.take_owed("l", &[1]), None, "paid");
+        assert_eq!(
+            fresh().take_owed("l", &[2]),
+            None,
+            "a run it may not lease from"
+        );
+        let mut s = fresh();
+        s.forget(1, &key("1.2"));
+        assert_eq!(
+            s.take_owed("l", &[1]),
+            None,
+            "taken back (1.3 is pooled still)"
+        );
+        let mut s = fresh();
+        s.leased(
+            7,
+            Out {
+                run: 1,
+                key: key("1.2"),
+            },
+        );
+        assert_eq!(s.take_owed("l", &[1]), None, "a check of it out");
+    }
+
+    /// Owed checks are kept for at most `MAX_IDENTITIES` identities; one already owing may owe another.
+    #[test]
+    fn owed_checks_are_kept_for_a_bounded_number_of_identities() {
+        let mut s = SpotChecks::new([1; 16]);
+        let out = |k: &str| Out {
+            run: 1,
+            key: k.parse().unwrap(),
+        };
+        for i in 0..MAX_IDENTITIES {
+            s.owe(&format!("w{i}"), out("1.2"));
+        }
+        s.owe("late", out("1.2"));
+        assert_eq!(s.owed.len(), MAX_IDENTITIES);
+        assert!(!s.owed.contains_key("late"));
+        s.owe("w0", out("1.3"));
+        assert_eq!(s.owed["w0"], out("1.3"));
+    }
+
     /// Picks are drawn over the whole pool (not its first job), and a job taken back is never picked.
     #[test]
     fn picks_spread_over_the_pool_and_skip_jobs_taken_back() {
