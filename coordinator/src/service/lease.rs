@@ -435,7 +435,8 @@ impl Coordinator {
                     run.put_back_chosen(chosen);
                     break;
                 }
-                run_dry = chosen.len() < want && run.list_exhausted() && retry_left == 0;
+                // (Cut to the room left, `chosen` says nothing of what the run has.)
+                run_dry = !full && chosen.len() < want && run.list_exhausted() && retry_left == 0;
                 for key in chosen {
                     run.working(now);
                     let lease = state

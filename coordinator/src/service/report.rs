@@ -180,12 +180,13 @@ impl Coordinator {
                 Outcome::Mismatch { stored } => {
                     // A confirmed count contradicted under a lease issued for its job is taken back
                     // (its confirmers may have agreed on a lie): the job goes back in line.
-                    let taken_back = committed.moved.iter().any(|m| {
-                        m.run == inc.run
-                            && m.key == inc.key
-                            && m.from == Some(JobState::Done)
-                            && m.to.is_some_and(JobState::is_open)
-                    });
+                    let taken_back = inc.lease_active
+                        && committed.moved.iter().any(|m| {
+                            m.run == inc.run
+                                && m.key == inc.key
+                                && m.from == Some(JobState::Done)
+                                && m.to.is_some_and(JobState::is_open)
+                        });
                     if taken_back {
                         if let Some(run) = state.runs.get_mut(&inc.run) {
                             run.requeue_by(inc.key.clone(), committed.seq);
@@ -435,7 +436,7 @@ impl Coordinator {
             .collect::<Result<Vec<JobKey>>>()?;
         // Every lease is checked (in memory), a done job's too: its result needs none, but one whose
         // job is open again by the commit (a revocation in between) counts only under a checked lease.
-        let checked: Vec<(Result<()>, bool, bool)> = {
+        let checked: Vec<(Result<()>, bool, bool, bool)> = {
             let now = Instant::now();
             let state = self.state();
             reports
@@ -452,7 +453,7 @@ impl Coordinator {
                             job: key.to_string(),
                             lease: r.lease,
                         };
-                        return (Err(refused), false, false);
+                        return (Err(refused), false, false, false);
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
                     let issued = state.leases.tag(r.lease, run, key) == r.tag
@@ -462,11 +463,10 @@ impl Coordinator {
                             .leases
                             .issued_at(r.lease)
                             .is_some_and(|at| implausible(r.result.nodes, now.duration_since(at)));
-                    (
-                        state.leases.check_report(r.lease, r.tag, run, key),
-                        issued,
-                        too_fast,
-                    )
+                    let check = state.leases.check_report(r.lease, r.tag, run, key);
+                    // Live: active now (`issued_at`), and checked for this job under this name.
+                    let active = check.is_ok() && state.leases.issued_at(r.lease).is_some();
+                    (check, issued, too_fast, active)
                 })
                 .collect()
         };
@@ -475,7 +475,7 @@ impl Coordinator {
             .zip(keys)
             .zip(&runs)
             .zip(checked)
-            .map(|(((r, key), &(run, ..)), (check, lease_issued, too_fast))| {
+            .map(|(((r, key), &(run, ..)), (check, lease_issued, too_fast, lease_active))| {
                 let lease_checked = check.is_ok();
                 if too_fast {
                     tracing::warn!(worker, name, run, job = %key, nodes = r.result.nodes, "a result reported faster than any device searches: verified by a second identity");
@@ -502,6 +502,7 @@ impl Coordinator {
                     seal: r.seal.unwrap_or_default(),
                     lease_checked,
                     lease_issued,
+                    lease_active,
                     check: too_fast,
                     family: r.family,
                 })

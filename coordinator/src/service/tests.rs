@@ -3364,3 +3364,43 @@ async fn a_spot_check_handed_back_is_owed() {
         .unwrap();
     assert_eq!(c.state().spot.passed_by("dodger"), 1);
 }
+
+/// Only a live lease's different result takes a confirmed count back. A liar that answered a spot check
+/// honestly keeps the lease's tag, valid for good; reporting a different result under it later, the
+/// check long over, gets it quarantined, and the confirmed count stays. Before, such kept tags let one
+/// credential take back as many confirmed counts as it had tags, in one report (found by a review of
+/// this session's change, 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn a_kept_tag_takes_no_confirmed_count_back() {
+    let (c, _open) = confirmed_and_open().await;
+    let check = loop {
+        let got = c
+            .lease(&as_credential("keeper"), Duration::ZERO)
+            .await
+            .unwrap();
+        let g = got.leases[0].clone();
+        if g.plan.n() == 8 {
+            break g;
+        }
+        c.report("keeper", "keeper", vec![report(&g)])
+            .await
+            .unwrap();
+    };
+    c.report("keeper", "keeper", vec![report(&check)])
+        .await
+        .unwrap();
+    assert_eq!(c.state().spot.passed_by("keeper"), 1);
+    let confirmed_run = c.run(&check.run.to_string()).unwrap();
+    let outcomes = c
+        .report("keeper", "keeper", vec![lying(&check)])
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcomes[..], [Outcome::Mismatch { .. }]),
+        "{outcomes:?}"
+    );
+    assert!(c.state().quarantined.contains_key("keeper"));
+    let after = c.run(&check.run.to_string()).unwrap();
+    assert_eq!(after.tally, confirmed_run.tally, "the count stays");
+    assert_eq!(after.jobs_confirmed, confirmed_run.jobs_confirmed);
+}

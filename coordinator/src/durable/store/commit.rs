@@ -51,6 +51,11 @@ pub struct Incoming {
     /// that job's), remembered or not: a result for a done job that differs from the counted one is
     /// evidence only under such a lease (see [`Store::commit`]).
     pub lease_issued: bool,
+    /// Whether that lease is live: of this incarnation, not ended, issued for its job to its identity (a
+    /// spot check being answered, say). Only such a lease's different result takes a confirmed count
+    /// back: a tag is valid for good, and one kept from a lease long over (an honest answer to a check,
+    /// a lease handed back before its job was done) must not let a liar reopen confirmed jobs in bulk.
+    pub lease_active: bool,
     /// Verified whatever the run's fraction says: its identity reported it at a rate no device reaches
     /// (see `service::report::MAX_PLAUSIBLE_RATE`).
     pub check: bool,
@@ -252,7 +257,7 @@ impl Store {
                                     .collect(),
                             },
                         });
-                        if !own {
+                        if !own && inc.lease_active {
                             // Two that agreed may have agreed on a lie (two colluding credentials):
                             // the count is taken back too, and further identities decide. Shown
                             // wrong, both are quarantined and this worker is lifted (its deciders

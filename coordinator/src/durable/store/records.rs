@@ -399,6 +399,19 @@ impl ResultRecord {
         self.worker == name || self.confirmed_by.iter().any(|c| c == name)
     }
 
+    /// Takes confirmer `name` off this result (a quarantined identity's part in a candidate), with its
+    /// family: `families[i]` is the family of `confirmed_by[i - 1]`.
+    pub fn drop_confirmer(&mut self, name: &str) {
+        if let Some(i) = self.confirmed_by.iter().position(|c| c == name) {
+            self.confirmed_by.remove(i);
+            if i + 1 < self.families.len() {
+                self.families.remove(i + 1);
+            }
+            let families = std::mem::take(&mut self.families);
+            self.families = ResultRecord::families_of(families);
+        }
+    }
+
     /// The identities that stand behind this result: its worker, then its confirmers.
     pub fn identities(&self) -> impl Iterator<Item = String> + '_ {
         std::iter::once(self.worker.clone()).chain(self.confirmed_by.iter().cloned())

@@ -2,7 +2,8 @@
 //! is trusted. Its counted results that no other worker confirmed, and those it computed or confirmed
 //! whose other workers are all quarantined as well (in a record run: that fewer than two trusted
 //! identities stand behind), are taken out of the run totals (checked
-//! subtraction) and their jobs put back to pending, its recorded results of verified jobs are dropped, and
+//! subtraction) and their jobs put back to pending, its recorded results of verified jobs are dropped (and
+//! its part in a candidate it had confirmed, a count taken back), and
 //! a run it had finished is running again. One transaction; the caller flushes.
 
 use std::collections::BTreeMap;
@@ -77,7 +78,11 @@ impl Store {
                     continue;
                 };
                 let from = Some(record.state);
+                // Its own candidates go; where it confirmed one (a count taken back), its part goes.
                 record.candidates.retain(|c| c.worker != worker);
+                for c in &mut record.candidates {
+                    c.drop_confirmer(worker);
+                }
                 let to = match record.candidates.len() {
                     0 => None,
                     1 => Some(JobState::Verifying),

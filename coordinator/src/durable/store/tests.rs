@@ -59,6 +59,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         lease: lease_of(name),
         lease_checked: true,
         lease_issued: true,
+        lease_active: true,
         check: false,
         family: None,
     }
@@ -2491,5 +2492,42 @@ fn a_confirmed_count_contradicted_under_an_issued_lease_is_decided_again() {
     assert_eq!(store.tally(run.id).unwrap().total, u128::from(truth.total));
     store.revoke("a").unwrap();
     store.revoke("b").unwrap();
+    store.audit().unwrap();
+}
+
+/// A confirmer of a count taken back, quarantined while the job is open again (shown wrong elsewhere),
+/// is revoked from the candidate it confirmed: its revocation completes, and the candidate stands on
+/// its worker alone, its families in step. Before, the revocation dropped candidates by their worker
+/// only, so it never completed while the job was open, and `audit` and `export` refused the store
+/// (found by a review of this session's change, 2026-11-29).
+#[test]
+fn a_confirmer_quarantined_while_its_count_is_taken_back_is_revoked_from_it() {
+    use nqueens_common::Family;
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    let mut first = by(&plan, "a", job.clone(), 8);
+    first.family = Some(Family::Gpu);
+    store.commit(&[first]).unwrap();
+    let mut second = by(&plan, "b", job.clone(), 8);
+    second.family = Some(Family::CpuLists);
+    store.commit(&[second]).unwrap();
+    store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    store.revoke("h").unwrap();
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    let counted = &record.candidates[0];
+    let (worker, confirmer) = (counted.worker.clone(), counted.confirmed_by[0].clone());
+    let worker_family = counted.family();
+    store
+        .restore_quarantine(&quarantined_by(&confirmer, &["x"]))
+        .unwrap();
+    store.revoke(&confirmer).unwrap();
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert!(record.state.is_open());
+    assert_eq!(record.candidates.len(), 1);
+    let left = &record.candidates[0];
+    assert!(left.confirmed_by.is_empty());
+    assert!(!record.computed_by(&confirmer) && record.computed_by(&worker));
+    assert_eq!(left.families, ResultRecord::families_of([worker_family]));
     store.audit().unwrap();
 }
