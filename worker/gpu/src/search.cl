@@ -74,11 +74,14 @@
         out[2 * (u64)i + 1] = nodes;                                                           \
     } while (0)
 
-/* One pass of "flat"'s loop: takes the top entry of the stack `st` (entries every `stride`; `tk` is the top
- * entry's index, 0u - stride when the stack is empty, so that no pass multiplies), tries its lowest square, drops the entry when that was its last, and pushes the child unless it is a
- * dead end or the tail (settled). Uses below, last, full, count and nodes: an entry's level is base plus
- * its queens `fq`, so its child's forbidden squares are below[fq] (below = fb + base + 1) and it is at the
- * tail when fq == last (tail - base); no level is formed in the loop. */
+/* One pass of "flat"'s loop: takes the top entry of the stack `st` (entries every `stride`; `tk` is
+ * the top entry's index, 0u - stride when the stack is empty, so that no pass multiplies), tries its
+ * lowest square, drops the entry when that was its last, and pushes the child unless it is a dead end
+ * or the tail (settled). Uses rows, boff, last, full, count and nodes: an entry's level is base plus
+ * its queens `fq`, so its child's forbidden squares are rows[boff + fq] (boff the index of the row
+ * below the seed's first level: u32, so that a base below 0 wraps back into the table, never a
+ * pointer outside it), and it is at the tail when fq == last (tail - base): no level is formed in the
+ * loop. */
 #define FLAT_STEP(st, tk, stride)                                                              \
     do {                                                                                       \
         U32X4 fe = (st)[tk];                                                                   \
@@ -91,9 +94,9 @@
         u32 fc = fe.x | fbit;                                                                  \
         u32 fl = (fe.y | fbit) << 1;                                                           \
         u32 fr = (fe.z | fbit) >> 1;                                                           \
-        u32 fnf = ~(fc | fl | fr | below[fq]) & full;                                          \
+        u32 fnf = ~(fc | fl | fr | (rows)[(boff) + fq]) & full;                                \
         if (fq == last) {                                                                      \
-            SETTLE(fc, fl, fr, fnf, below[fq + 1u]);                                           \
+            SETTLE(fc, fl, fr, fnf, (rows)[(boff) + fq + 1u]);                                 \
         } else {                                                                               \
             nodes += 1;                                                                        \
             if (fnf != 0u) {                                                                   \
@@ -112,21 +115,20 @@
         }                                                                                      \
     } while (0)
 
-/* Reads seed `i` into "flat"'s state: its unit's forbidden squares from the row below its first level
- * (`below`), its tail less its `base` (`last`; base is its level less the queens it has), and its entry
- * on the stack `st` unless it has no free square. */
+/* Reads seed `i` into "flat"'s state: the index of its unit's row of forbidden squares below its
+ * first level (`boff`), its tail less its `base` (`last`; base is its level less the queens it has),
+ * and its entry on the stack `st` unless it has no free square. */
 #define FLAT_SEED(st)                                                                          \
     do {                                                                                       \
         GLOBAL const u32 *s = seeds + 4 * (u64)i;                                              \
         u32 unit = s[3] >> 5;                                                                  \
         int v0 = (int)(s[3] & 31u);                                                            \
-        GLOBAL const u32 *fb = forbid + 32 * (u64)unit;                                        \
         int base = v0 - (int)POPCOUNT(s[0]); /* below 0 when queens were placed out of order */ \
-        below = fb + (base + 1);                                                               \
+        boff = 32u * unit + (u32)(base + 1);                                                   \
         last = (u32)((int)tails[unit] - base);                                                 \
         count = 0;                                                                             \
         nodes = 0;                                                                             \
-        u32 f0 = ~(s[0] | s[1] | s[2] | fb[v0]) & full;                                        \
+        u32 f0 = ~(s[0] | s[1] | s[2] | forbid[32u * unit + (u32)v0]) & full;                  \
         tk = 0u - stride;                                                                      \
         if (f0 != 0u) {                                                                        \
             (st)[0] = MAKE_U32X4(s[0], s[1], s[2], f0);                                        \
@@ -208,7 +210,8 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
         int tail = (int)tails[unit];
         int base = v0 - (int)POPCOUNT(s[0]);
         /* For "flat"'s loop below a child searched alone. */
-        LOCAL_PTR const u32 *below = fb + base + 1;
+        LOCAL_PTR const u32 *rows = fb;
+        u32 boff = (u32)(base + 1);
         u32 last = (u32)(tail - base);
         u64 count = 0, nodes = 0;
         if (t < 32u) {
@@ -293,7 +296,8 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
     const u32 stride = BLOCK;
     SHARED_STACK
     LOCAL_PTR U32X4 *st = (LOCAL_PTR U32X4 *)nq_stack + t;
-    GLOBAL const u32 *below = forbid;
+    GLOBAL const u32 *rows = forbid;
+    u32 boff = 0u;
     u32 last = 0u;
     u64 count = 0, nodes = 0;
     u32 tk = 0u - stride; /* the top entry's index: none */
