@@ -3176,6 +3176,19 @@ async fn confirmed_counts_and_the_pool_follow_what_a_commit_counted_and_took_bac
     assert_eq!(state(&c), (1, 0, vec![]));
 }
 
+/// Leases to the credential `name` one job at a time, computing each honestly, until it is given a
+/// spot check (a job of `confirmed_and_open`'s confirmed run, N = 8); returns that lease.
+async fn first_check(c: &Coordinator, name: &str) -> Granted {
+    loop {
+        let got = c.lease(&as_credential(name), Duration::ZERO).await.unwrap();
+        let g = got.leases[0].clone();
+        if g.plan.n() == 8 {
+            return g;
+        }
+        c.report(name, name, vec![report(&g)]).await.unwrap();
+    }
+}
+
 /// A spot check is passed only by the job it checks: a report under its lease of another done job's
 /// stored counts (which any worker can send for free) neither passes it nor ends it. Before, the check
 /// was settled by its lease id alone: a new identity passed it without computing, earned a record (and
@@ -3183,19 +3196,7 @@ async fn confirmed_counts_and_the_pool_follow_what_a_commit_counted_and_took_bac
 #[tokio::test(start_paused = true)]
 async fn a_spot_check_is_not_passed_by_another_jobs_result() {
     let (c, _open) = confirmed_and_open().await;
-    let spot = loop {
-        let got = c
-            .lease(&as_credential("prober"), Duration::ZERO)
-            .await
-            .unwrap();
-        let g = got.leases[0].clone();
-        if g.plan.n() == 8 {
-            break g;
-        }
-        c.report("prober", "prober", vec![report(&g)])
-            .await
-            .unwrap();
-    };
+    let spot = first_check(&c, "prober").await;
     assert_eq!(c.state().spot.passed_by("prober"), 0);
     // Another job of the checked run, done, reported with its true counts under the check's lease.
     let mut other = None;
@@ -3328,19 +3329,7 @@ fn a_credentials_lease_limit_holds_across_calls_at_once() {
 #[tokio::test(start_paused = true)]
 async fn a_spot_check_handed_back_is_owed() {
     let (c, _open) = confirmed_and_open().await;
-    let check = loop {
-        let got = c
-            .lease(&as_credential("dodger"), Duration::ZERO)
-            .await
-            .unwrap();
-        let g = got.leases[0].clone();
-        if g.plan.n() == 8 {
-            break g;
-        }
-        c.report("dodger", "dodger", vec![report(&g)])
-            .await
-            .unwrap();
-    };
+    let check = first_check(&c, "dodger").await;
     assert_eq!(c.release("dodger", &[check.id], false).unwrap(), 1);
     let again = c
         .lease(&as_credential("dodger"), Duration::ZERO)
@@ -3373,19 +3362,7 @@ async fn a_spot_check_handed_back_is_owed() {
 #[tokio::test(start_paused = true)]
 async fn a_kept_tag_takes_no_confirmed_count_back() {
     let (c, _open) = confirmed_and_open().await;
-    let check = loop {
-        let got = c
-            .lease(&as_credential("keeper"), Duration::ZERO)
-            .await
-            .unwrap();
-        let g = got.leases[0].clone();
-        if g.plan.n() == 8 {
-            break g;
-        }
-        c.report("keeper", "keeper", vec![report(&g)])
-            .await
-            .unwrap();
-    };
+    let check = first_check(&c, "keeper").await;
     c.report("keeper", "keeper", vec![report(&check)])
         .await
         .unwrap();

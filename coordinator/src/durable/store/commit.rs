@@ -269,7 +269,8 @@ impl Store {
                         continue;
                     }
                     // Neither was confirmed: disputed, a further worker decides.
-                    dispute(results, jobs, totals, &mut out, inc, counted)?;
+                    take_back(results, jobs, totals, &mut out, inc, counted)?;
+                    out.outcomes.push(Outcome::Disputed);
                     disputed_runs.insert(inc.run);
                     continue;
                 }
@@ -512,22 +513,7 @@ fn put_quarantine(
 
 /// Takes `counted`, job `inc.key`'s result, back and makes the job disputed between it and `inc` (the
 /// job stays verified while open; a further worker decides, as for any dispute), inside a commit's
-/// transaction, noting the effects in `out`.
-fn dispute(
-    results: groups::Tx,
-    jobs: &sled::transaction::TransactionalTree,
-    totals: &sled::transaction::TransactionalTree,
-    out: &mut Committed,
-    inc: &Incoming,
-    counted: ResultRecord,
-) -> super::txn::TxResult<()> {
-    take_back(results, jobs, totals, out, inc, counted)?;
-    out.outcomes.push(Outcome::Disputed);
-    Ok(())
-}
-
-/// Takes the counted result of `inc`'s job back: out of the totals and the ledger, the job disputed
-/// between it and `inc`'s result.
+/// transaction, noting the effects in `out` (all but the outcome, which is the caller's).
 fn take_back(
     results: groups::Tx,
     jobs: &sled::transaction::TransactionalTree,
