@@ -94,6 +94,13 @@ pub struct Workers {
     earlier: HashMap<String, u64>,
 }
 
+/// The identity a worker id belongs to: a credential's ids are scoped `IDENTITY/ID`
+/// ([`super::scoped_id`]; identities have no `/`). The ids that the operator's workers state are not
+/// scoped: those without a `/` (as workers make them) share the empty one.
+fn owner(id: &str) -> &str {
+    id.split_once('/').map_or("", |(identity, _)| identity)
+}
+
 /// What a contact changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Contact {
@@ -155,16 +162,27 @@ impl Workers {
     }
 
     /// Forgets a sixteenth of a full table in one pass (not one worker per new id, each a pass over
-    /// the whole table under the coordinator's lock): the workers that were lost first, then those
-    /// silent the longest (one leaving may still be finishing its jobs).
+    /// the whole table under the coordinator's lock). The identity with the most ids in the table pays
+    /// first: worker ids cost a credential nothing, so one that makes them up forgets its own, never
+    /// another identity's workers. Within it, and then among the rest, the workers that were lost go
+    /// first, then those silent the longest (one leaving may still be finishing its jobs).
     fn make_room(&mut self) {
-        let mut order: Vec<(bool, Instant, String)> = self
+        let mut ids_of: HashMap<&str, usize> = HashMap::new();
+        for id in self.seen.keys() {
+            *ids_of.entry(owner(id)).or_default() += 1;
+        }
+        let most = ids_of
+            .into_iter()
+            .max_by_key(|&(_, n)| n)
+            .map(|(name, _)| name.to_string())
+            .unwrap_or_default();
+        let mut order: Vec<(bool, bool, Instant, String)> = self
             .seen
             .iter()
-            .map(|(id, w)| (!w.lost, w.last_seen, id.clone()))
+            .map(|(id, w)| (owner(id) != most, !w.lost, w.last_seen, id.clone()))
             .collect();
         order.sort_unstable();
-        for (_, _, id) in order.into_iter().take(MAX_SEEN / 16) {
+        for (_, _, _, id) in order.into_iter().take(MAX_SEEN / 16) {
             self.seen.remove(&id);
         }
     }
@@ -338,6 +356,40 @@ mod tests {
         assert!(!w.all().any(|(id, _)| id == "gone"), "one lost first");
         let recent = format!("made-up-{}", MAX_SEEN - 1);
         assert!(w.all().any(|(id, _)| *id == recent));
+    }
+
+    /// One credential that makes up worker ids forgets its own, never another identity's workers: a
+    /// full table makes room at the cost of the identity with the most ids in it (found by a review,
+    /// 2026-11-29: the longest silent went first, so a burst of made-up ids under one credential
+    /// pushed out every honest worker, with its label and kernel families).
+    #[test]
+    fn a_full_table_makes_room_at_the_cost_of_the_identity_with_the_most_ids() {
+        let t0 = Instant::now();
+        let mut w = Workers::default();
+        let honest: Vec<String> = (0..100).map(|i| format!("h{i}/proc-{i}")).collect();
+        for id in &honest {
+            w.seen(id, t0);
+            w.describe(id, "h", "honest", 8, 0, &[]);
+        }
+        for i in 0..2 * MAX_SEEN {
+            let at = t0 + Duration::from_secs(1) + Duration::from_micros(i as u64);
+            w.seen(&format!("churner/made-up-{i}"), at);
+        }
+        assert!(w.all().count() <= MAX_SEEN);
+        for id in &honest {
+            let kept = w.all().find(|(seen, _)| *seen == id);
+            assert_eq!(
+                kept.map(|(_, info)| info.label.as_str()),
+                Some("honest"),
+                "{id}"
+            );
+        }
+        let newest = format!("churner/made-up-{}", 2 * MAX_SEEN - 1);
+        assert!(w.all().any(|(id, _)| *id == newest), "the newest kept");
+        assert!(
+            !w.all().any(|(id, _)| id == "churner/made-up-0"),
+            "its oldest forgotten"
+        );
     }
 
     #[test]
