@@ -200,11 +200,22 @@ fn check_ids(ids: &[u64]) -> Result<()> {
     Ok(())
 }
 
+/// One attempt at a lease.
+struct Attempt {
+    grant: Grant,
+    /// Whether it announced a change (jobs leased, or keys handed back that a waiting call may take).
+    notified: bool,
+    /// Whether a job come free could be leased to the caller: not when it is benched, or holds all the
+    /// leases it may (it asks again after `retry_after`).
+    may_wait: bool,
+}
+
 impl Coordinator {
     /// Leases up to `ask.capacity` jobs, from the running run of the highest priority first, the oldest
     /// among equals (or from `ask.only`); paused and cancelled runs lease nothing. When
     /// nothing can be leased and a run is still running, waits up to `wait` for a job to come free (an
-    /// expired or handed-back lease) or for the runs to end.
+    /// expired or handed-back lease) or for the runs to end; not when the caller is benched or holds all
+    /// the leases it may, nor beyond its identity's [`super::waiting::MAX_WAITING`] waiting calls.
     pub async fn lease(&self, ask: &Ask<'_>, wait: Duration) -> Result<Grant> {
         if let Some(why) = self.storage().degraded() {
             return Err(Error::Durability(format!(
@@ -213,11 +224,28 @@ impl Coordinator {
         }
         let deadline = Instant::now() + wait.min(MAX_WAIT);
         let mut changes = self.subscribe();
+        // This call's place among its identity's waiting calls, taken when it first waits.
+        let mut place = None;
         loop {
             let seen = *changes.borrow_and_update();
-            let (grant, notified) = self.try_lease(ask)?;
-            if !grant.leases.is_empty() || grant.idle || Instant::now() >= deadline {
+            let Attempt {
+                grant,
+                notified,
+                may_wait,
+            } = self.try_lease(ask)?;
+            if !grant.leases.is_empty() || grant.idle || !may_wait || Instant::now() >= deadline {
                 return Ok(grant);
+            }
+            if place.is_none() {
+                place = self.shared.waiting.take(ask.name);
+                if place.is_none() {
+                    tracing::debug!(
+                        worker = ask.worker,
+                        name = ask.name,
+                        "a lease call beyond its identity's waiting places answered at once"
+                    );
+                    return Ok(grant);
+                }
             }
             // Keys this call looked at and handed back are no news to it: a change that is only its
             // own is marked seen, or the call would wake itself at once, look again, and spin.
@@ -231,9 +259,8 @@ impl Coordinator {
         }
     }
 
-    /// One attempt of [`Coordinator::lease`], without waiting; and whether it announced a change
-    /// (jobs leased, or keys handed back that a waiting call may take).
-    fn try_lease(&self, ask: &Ask<'_>) -> Result<(Grant, bool)> {
+    /// One attempt of [`Coordinator::lease`], without waiting.
+    fn try_lease(&self, ask: &Ask<'_>) -> Result<Attempt> {
         ask.check()?;
         let Ask {
             worker,
@@ -301,6 +328,8 @@ impl Coordinator {
             true => super::spot::lease(state, worker, name, capacity, &leasable, now),
             false => Vec::new(),
         };
+        // Benched, or with no room for a lease: waiting would bring nothing.
+        let may_wait = benched.is_none() && capacity > 0;
         let capacity = capacity - spots.len() as u32;
         // A worker credential decides disputes only with a record: a result a second identity
         // confirmed, or a spot check passed (never an identity that is new, or a name of the shared
@@ -496,7 +525,11 @@ impl Coordinator {
             retry_after,
             idle,
         };
-        Ok((grant, notified))
+        Ok(Attempt {
+            grant,
+            notified,
+            may_wait,
+        })
     }
 
     /// Extends the worker's leases; returns those that are no longer its, and among them those whose

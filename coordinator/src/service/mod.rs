@@ -20,6 +20,7 @@ mod strikes;
 #[cfg(test)]
 mod tests;
 mod view;
+mod waiting;
 mod workers;
 
 pub use control::{DEFAULT_JOB_LIMIT, MAX_JOB_LIMIT};
@@ -187,6 +188,8 @@ struct Shared {
     listing: Arc<tokio::sync::Semaphore>,
     /// The worker credentials this coordinator issues and accepts.
     credentials: crate::durable::credentials::Credentials,
+    /// Lease calls waiting for a job, by identity.
+    waiting: waiting::Waiting,
 }
 
 struct State {
@@ -510,6 +513,7 @@ impl Coordinator {
                 max_open_runs: config.max_open_runs,
                 listing: Arc::new(tokio::sync::Semaphore::new(control::MAX_LISTINGS)),
                 credentials,
+                waiting: waiting::Waiting::default(),
             }),
         })
     }

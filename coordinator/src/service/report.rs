@@ -121,6 +121,8 @@ impl Coordinator {
         let now = Instant::now();
         let mut guard = self.state();
         let state = &mut *guard;
+        // Results that differ from a done job's under no lease issued for it: how many, and the first.
+        let mut unleased: Option<(usize, u64, JobKey)> = None;
         for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
             self.shared.metrics.result(outcome.name());
             match outcome {
@@ -191,6 +193,12 @@ impl Coordinator {
                         if let Some(run) = state.runs.get_mut(&inc.run) {
                             run.requeue_by(inc.key.clone(), committed.seq);
                         }
+                    }
+                    // Under no lease issued for its job, a different result proves nothing: counted
+                    // for one line per batch, not one each (its sender can send thousands for free).
+                    if !inc.lease_issued {
+                        unleased.get_or_insert((0, inc.run, inc.key.clone())).0 += 1;
+                        continue;
                     }
                     tracing::error!(
                         worker,
@@ -341,6 +349,9 @@ impl Coordinator {
             }
         }
         drop(guard);
+        if let Some((results, run, first)) = unleased {
+            tracing::warn!(worker, name, results, run, job = %first, "results that differ from done jobs' stored results, under no lease issued for their jobs: only compared, the stored ones kept (the first named here)");
+        }
         for meta in finished {
             self.certify(meta);
         }
@@ -389,10 +400,10 @@ impl Coordinator {
                 })
                 .collect::<Result<_>>()?
         };
-        let keys = reports
+        let named = reports
             .iter()
             .zip(&runs)
-            .map(|(r, &(id, n, strategy, plan, fingerprint))| {
+            .map(|(r, &(id, n, _, plan, _))| {
                 check_n(r.n)?;
                 if r.n != n {
                     return Err(Error::Invalid(format!(
@@ -400,8 +411,16 @@ impl Coordinator {
                         r.n
                     )));
                 }
-                let key: JobKey = r.job.parse()?;
-                let job = plan.job(&key)?;
+                Ok((plan, r.job.parse::<JobKey>()?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // Each group of sides built once for the batch, however its keys are ordered.
+        let jobs = nqueens_common::job::jobs_of(&named)?;
+        let keys = reports
+            .iter()
+            .zip(&runs)
+            .zip(named.into_iter().zip(jobs))
+            .map(|((r, &(id, _, strategy, _, fingerprint)), ((_, key), job))| {
                 if let Some(why) = r.result.shape_error(strategy) {
                     return Err(Error::Invalid(format!(
                         "result for job {} of run {id}: {why}",
@@ -536,8 +555,9 @@ pub(super) fn note_confirmed(state: &mut super::State, committed: &Committed) {
             state.spot.confirmed(*run, key.clone(), by);
         }
     }
-    for r in committed.revoked.iter().chain(&committed.disputed) {
-        state.spot.forget(r.run, &r.key);
+    let taken = || committed.revoked.iter().chain(&committed.disputed);
+    state.spot.forget(taken().map(|r| (r.run, &r.key)));
+    for r in taken() {
         if !r.record.confirmed_by.is_empty() {
             if let Some(live) = state.runs.get_mut(&r.run) {
                 live.jobs_confirmed = live.jobs_confirmed.saturating_sub(1);

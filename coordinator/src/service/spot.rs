@@ -152,10 +152,21 @@ impl SpotChecks {
         self.pool.remove(&run);
     }
 
-    /// Forgets job `key` of run `run` (its result taken back).
-    pub fn forget(&mut self, run: u64, key: &JobKey) {
-        if let Some(pool) = self.pool.get_mut(&run) {
-            pool.retain(|c| &c.key != key);
+    /// Forgets the jobs `taken` (their results taken back), each pool walked once whatever their
+    /// number: a quarantine takes back every unconfirmed result of its worker, a million at N = 28,
+    /// and a walk of the pool per result held the state lock for seconds (found by a review,
+    /// 2026-11-29).
+    pub fn forget<'a>(&mut self, taken: impl IntoIterator<Item = (u64, &'a JobKey)>) {
+        let mut by_run: HashMap<u64, HashSet<&JobKey>> = HashMap::new();
+        for (run, key) in taken {
+            if self.pool.contains_key(&run) {
+                by_run.entry(run).or_default().insert(key);
+            }
+        }
+        for (run, keys) in by_run {
+            if let Some(pool) = self.pool.get_mut(&run) {
+                pool.retain(|c| !keys.contains(&c.key));
+            }
         }
     }
 
@@ -442,6 +453,23 @@ mod tests {
         assert_eq!(s.pick(&[1], "c"), None);
     }
 
+    /// Forgetting jobs taken back drops those of their runs' pools, and only those.
+    #[test]
+    fn jobs_taken_back_leave_their_pools_and_no_other_job_does() {
+        let key = |k: &str| -> JobKey { k.parse().unwrap() };
+        let mut s = SpotChecks::new([1; 16]);
+        for k in ["1.1", "1.2", "1.3"] {
+            s.confirmed(1, key(k), vec![]);
+            s.confirmed(2, key(k), vec![]);
+        }
+        let (a, b, c) = (key("1.1"), key("1.3"), key("9.9"));
+        s.forget([(1, &a), (1, &b), (2, &b), (7, &a), (2, &c)]);
+        assert_eq!(s.pooled(1), [key("1.2")]);
+        assert_eq!(s.pooled(2), [key("1.1"), key("1.2")]);
+        s.forget([]);
+        assert_eq!(s.pooled(2).len(), 2);
+    }
+
     /// An owed check comes back only while it is still a check: of a run the identity may lease from
     /// now, its job still pooled (not taken back), and no check of it out; each condition alone keeps
     /// it back. Taken, it is owed no more.
@@ -477,7 +505,7 @@ mod tests {
             "a run it may not lease from"
         );
         let mut s = fresh();
-        s.forget(1, &key("1.2"));
+        s.forget([(1, &key("1.2"))]);
         assert_eq!(
             s.take_owed("l", &[1]),
             None,
@@ -520,7 +548,7 @@ mod tests {
         for k in &keys {
             s.confirmed(1, k.clone(), vec![]);
         }
-        s.forget(1, &keys[1]);
+        s.forget([(1, &keys[1])]);
         let mut seen = std::collections::HashSet::new();
         for _ in 0..200 {
             seen.insert(s.pick(&[1], "c").unwrap().key);

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use nqueens_common::checksum::seal;
 use nqueens_common::{Job, JobKey, Strategy};
 
@@ -3380,4 +3382,120 @@ async fn a_kept_tag_takes_no_confirmed_count_back() {
     let after = c.run(&check.run.to_string()).unwrap();
     assert_eq!(after.tally, confirmed_run.tally, "the count stays");
     assert_eq!(after.jobs_confirmed, confirmed_run.jobs_confirmed);
+}
+
+/// A lease call that could take nothing however long it waited (its credential holds all the leases
+/// it may) answers at once: before, it waited, and every change in the coordinator ran it again under
+/// the state lock (found by a review, 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn a_call_with_no_room_for_a_lease_does_not_wait() {
+    use super::lease::{MAX_WAIT, NEW_IDENTITY_LEASES};
+    let c = coordinator();
+    run_of_13(&c).await;
+    let mut full = as_credential("node");
+    full.capacity = 4096;
+    let first = c.lease(&full, Duration::ZERO).await.unwrap();
+    assert_eq!(first.leases.len() as u64, NEW_IDENTITY_LEASES);
+    let asked = Instant::now();
+    let more = c.lease(&full, MAX_WAIT).await.unwrap();
+    assert!(more.leases.is_empty() && !more.idle);
+    assert_eq!(Instant::now() - asked, Duration::ZERO, "answered at once");
+}
+
+/// One identity waits for jobs in at most `MAX_WAITING` lease calls at once; a call beyond them answers
+/// at once, empty, and its worker asks again after `retry_after`. Before, a credential could hold any
+/// number of waiting calls, each run again under the state lock at every change (found by a review,
+/// 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn an_identity_waits_in_a_bounded_number_of_calls() {
+    use super::lease::MAX_WAIT;
+    use super::waiting::MAX_WAITING;
+    let c = coordinator();
+    run_of_8(&c).await;
+    // Every job in another worker's hands: nothing to lease, and the run not over.
+    assert!(!lease(&c, "operator-worker", 4096).await.is_empty());
+    let asked = Instant::now();
+    let mut waiting = Vec::new();
+    for _ in 0..MAX_WAITING {
+        let c = c.clone();
+        waiting.push(tokio::spawn(async move {
+            c.lease(&as_credential("node"), MAX_WAIT).await.unwrap();
+            Instant::now()
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let beyond = c.lease(&as_credential("node"), MAX_WAIT).await.unwrap();
+    assert!(beyond.leases.is_empty() && !beyond.idle);
+    assert_eq!(
+        Instant::now() - asked,
+        Duration::from_millis(1),
+        "answered at once"
+    );
+    // Another identity still waits.
+    let other = c
+        .lease(&as_credential("other"), Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert!(other.leases.is_empty());
+    assert_eq!(
+        Instant::now() - asked,
+        Duration::from_millis(1001),
+        "waited"
+    );
+    for call in waiting {
+        assert!(call.await.unwrap() - asked >= MAX_WAIT, "waited");
+    }
+    // Their places are given back: the identity waits again.
+    let again = Instant::now();
+    c.lease(&as_credential("node"), Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert_eq!(Instant::now() - again, Duration::from_secs(1));
+}
+
+/// Counts the events at warn level or above while installed on this thread.
+struct Loud(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Loud {
+    fn on_event(&self, e: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if *e.metadata().level() <= tracing::Level::WARN {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// Results that differ from done jobs' counts under no lease issued for them prove nothing and cost
+/// their sender nothing: a batch of them is logged in one line. Before, each was an error line written
+/// under the state lock, 4,096 lines for one request (found by a review, 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn differing_results_under_no_lease_are_logged_once_per_batch() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let all = lease(&c, "a", 4096).await;
+    assert!(all.len() > 2, "{} jobs", all.len());
+    report_all(&c, "a", &all).await;
+    assert!(total(&c, &run).1);
+    let lies: Vec<Report> = all
+        .iter()
+        .map(|g| Report {
+            lease: 0,
+            tag: 0,
+            ..lying(g)
+        })
+        .collect();
+    let loud = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let logged = tracing_subscriber::registry().with(Loud(loud.clone()));
+    let outcomes = {
+        let _installed = tracing::subscriber::set_default(logged);
+        c.report("liar", "liar", lies).await.unwrap()
+    };
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Mismatch { .. })),
+        "{outcomes:?}"
+    );
+    assert_eq!(loud.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(total(&c, &run), (92, true), "nothing changed");
 }
