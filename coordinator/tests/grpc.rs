@@ -567,6 +567,36 @@ async fn issue_3_heartbeats_keep_leases_and_health_is_served() {
     assert_serving(channel).await;
 }
 
+/// The health service answers anyone, with no token: a request to it of more than
+/// `MAX_HEALTH_MESSAGE_BYTES` is refused before it is read whole. Before, a caller with no token could
+/// make the server buffer 4 MiB per stream (found by a review, 2026-11-29).
+#[tokio::test]
+async fn the_health_service_takes_small_messages_only() {
+    use nqueens_coordinator::wire::server::MAX_HEALTH_MESSAGE_BYTES;
+    let s = start(Duration::from_secs(60)).await;
+    let channel = Channel::from_shared(s.address.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
+    let ask = |len: usize| tonic_health::pb::HealthCheckRequest {
+        service: "x".repeat(len),
+    };
+    let refused = health
+        .check(ask(MAX_HEALTH_MESSAGE_BYTES + 1))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::OutOfRange, "{refused:?}");
+    // A name that fits is looked up (and not known).
+    let unknown = health
+        .check(ask(MAX_HEALTH_MESSAGE_BYTES - 8))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), tonic::Code::NotFound, "{unknown:?}");
+    assert_serving(channel).await;
+}
+
 #[tokio::test]
 async fn issue_3_watch_streams_progress_until_the_run_is_done() {
     let mut s = start(Duration::from_secs(60)).await;

@@ -8,11 +8,14 @@ use std::net::SocketAddr;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tonic_health::pb::health_server::HealthServer;
-use tonic_health::server::{HealthReporter, HealthService};
+use tonic_health::server::HealthReporter;
 
 /// Most connections one peer address holds at once on the probe port: a kubelet opens one per probe.
 pub const MAX_PER_PEER: usize = 4;
+
+/// Most streams one probe connection holds at once (a check, or a watch, at a time is what a prober
+/// sends).
+pub const MAX_STREAMS: u32 = 16;
 
 /// Binds `addr` and serves `health`'s statuses there in the background until `shutdown` completes,
 /// closing every connection then; returns the bound address (port 0 picks one).
@@ -28,9 +31,8 @@ pub async fn spawn(
     let incoming =
         nqueens_coordinator::wire::connections::accept(listener, close.clone(), MAX_PER_PEER);
     let server = tonic::transport::Server::builder()
-        .add_service(HealthServer::new(HealthService::from_health_reporter(
-            health,
-        )))
+        .max_concurrent_streams(Some(MAX_STREAMS))
+        .add_service(nqueens_coordinator::wire::server::health_server(health))
         .serve_with_incoming(incoming);
     tokio::spawn(async move {
         // Dropped at shutdown: every connection still open (a health Watch) is closed with it.

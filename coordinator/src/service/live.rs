@@ -528,18 +528,23 @@ impl LiveRun {
     }
 
     /// Worker `worker` (its id) reported a result of `nodes` search nodes for the run at `now`, computed
-    /// on a GPU if `on_gpu`.
+    /// on a GPU if `on_gpu`; `took`: the run took it (a result under a lease of an open job), which
+    /// makes the worker one of the run's for a while.
     pub fn reported_by(
         &mut self,
         worker: &str,
         nodes: u64,
         on_gpu: bool,
+        took: bool,
         now: Instant,
         timeout: Duration,
     ) {
         self.reported_nodes = self.reported_nodes.saturating_add(u128::from(nodes));
         if on_gpu {
             self.gpu_nodes = self.gpu_nodes.saturating_add(u128::from(nodes));
+        }
+        if !took {
+            return;
         }
         if let Some(t) = self.reporters.get_mut(worker) {
             *t = now;
@@ -733,11 +738,11 @@ mod tests {
         let now = Instant::now();
         // The first walk at 64 ids, none silent: the next at twice as many.
         for i in 0..=MIN_PRUNE {
-            live.reported_by(&format!("w/{i}"), 1, false, now, timeout);
+            live.reported_by(&format!("w/{i}"), 1, false, true, now, timeout);
         }
         assert_eq!(live.prune_at, 2 * MIN_PRUNE);
         for i in 0..MAX_REPORTERS + 10 {
-            live.reported_by(&format!("w/{i}"), 1, false, now, timeout);
+            live.reported_by(&format!("w/{i}"), 1, false, true, now, timeout);
         }
         assert_eq!(live.reporters.len(), MAX_REPORTERS);
         assert_eq!(
@@ -750,16 +755,16 @@ mod tests {
         );
         // Later, the old ones silent: pruned at the next new id, since the map is at its cap.
         let later = now + timeout + Duration::from_secs(1);
-        live.reported_by("fresh", 1, false, later, timeout);
+        live.reported_by("fresh", 1, false, true, later, timeout);
         assert_eq!(live.reporters.len(), 1);
         assert_eq!(live.prune_at, MIN_PRUNE);
         assert_eq!(live.workers([], |_| false, later, timeout), 1);
         // Below the prune size nothing is walked: silent ids stay in the map, uncounted.
         for i in 0..10 {
-            live.reported_by(&format!("x/{i}"), 1, false, later, timeout);
+            live.reported_by(&format!("x/{i}"), 1, false, true, later, timeout);
         }
         let last = later + timeout + Duration::from_secs(1);
-        live.reported_by("y", 1, false, last, timeout);
+        live.reported_by("y", 1, false, true, last, timeout);
         assert_eq!(live.reporters.len(), 12);
         assert_eq!(live.workers([], |_| false, last, timeout), 1);
     }
@@ -1059,9 +1064,9 @@ mod tests {
         let timeout = Duration::from_secs(10);
         let mut live = LiveRun::new(run(70), tally(0, 0), HashMap::new()).unwrap();
         assert_eq!(live.gpu_share(), None, "nothing reported yet");
-        live.reported_by("c-1", 10, false, t0, timeout);
+        live.reported_by("c-1", 10, false, true, t0, timeout);
         assert_eq!(live.gpu_share(), Some(0.0));
-        live.reported_by("g-1", 30, true, t0, timeout);
+        live.reported_by("g-1", 30, true, true, t0, timeout);
         assert_eq!(live.gpu_share(), Some(0.75), "30 of 40 nodes from a GPU");
     }
 
@@ -1073,7 +1078,7 @@ mod tests {
         let none = |_: &str| false;
         assert_eq!(live.workers([], none, t0, timeout), 0, "no one works on it");
         assert_eq!(live.workers(["a-1", "a-1", "b-1"], none, t0, timeout), 2);
-        live.reported_by("c-1", 10, false, t0, timeout);
+        live.reported_by("c-1", 10, false, true, t0, timeout);
         assert_eq!(live.workers(["a-1"], none, t0, timeout), 2);
         assert_eq!(
             live.workers(["a-1"], |id| id == "c-1", t0, timeout),
@@ -1129,12 +1134,12 @@ mod tests {
         let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
         let (now, timeout) = (Instant::now(), Duration::from_secs(60));
         for _ in 0..4 {
-            live.reported_by("cpu", u64::MAX, false, now, timeout);
-            live.reported_by("gpu", u64::MAX, true, now, timeout);
+            live.reported_by("cpu", u64::MAX, false, true, now, timeout);
+            live.reported_by("gpu", u64::MAX, true, true, now, timeout);
         }
         assert_eq!(live.gpu_share(), Some(0.5));
-        live.reported_by("cpu", u64::MAX, false, now, timeout);
-        live.reported_by("cpu", u64::MAX, false, now, timeout);
+        live.reported_by("cpu", u64::MAX, false, true, now, timeout);
+        live.reported_by("cpu", u64::MAX, false, true, now, timeout);
         let share = live.gpu_share().unwrap();
         assert!((share - 0.4).abs() < 1e-9, "{share}");
     }

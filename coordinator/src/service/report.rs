@@ -303,9 +303,20 @@ impl Coordinator {
             state.leases.settle(r.run, &r.key);
         }
         let timeout = state.leases.timeout();
-        for ((inc, r), nodes) in batch.iter().zip(&reports).zip(&credited) {
+        for (((inc, r), nodes), outcome) in batch
+            .iter()
+            .zip(&reports)
+            .zip(&credited)
+            .zip(&committed.outcomes)
+        {
             if let Some(live) = state.runs.get_mut(&inc.run) {
-                live.reported_by(worker, *nodes, r.device.is_some(), now, timeout);
+                // A worker of the run delivered what the run took (under a lease of an open job); a
+                // result sent again costs nothing, and names any worker id.
+                let took = matches!(
+                    outcome,
+                    Outcome::Accepted | Outcome::Pending | Outcome::Disputed
+                );
+                live.reported_by(worker, *nodes, r.device.is_some(), took, now, timeout);
             }
         }
         for (run, tally) in &committed.tallies {

@@ -3499,3 +3499,22 @@ async fn differing_results_under_no_lease_are_logged_once_per_batch() {
     assert_eq!(loud.load(std::sync::atomic::Ordering::Relaxed), 1);
     assert_eq!(total(&c, &run), (92, true), "nothing changed");
 }
+
+/// A run's workers are those that hold its leases or delivered results it took: the same result sent
+/// again under a thousand made-up worker ids adds none. Before, each id was a worker of the run for a
+/// lease timeout, up to 65,536 per run, each walked by every view of it (found by a review,
+/// 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn results_sent_again_under_made_up_ids_add_no_worker_to_the_run() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let all = lease(&c, "a", 4096).await;
+    report_all(&c, "a", &all).await;
+    assert_eq!(c.run(&run).unwrap().active_workers, 1);
+    for i in 0..1000 {
+        let id = format!("a/made-up-{i}");
+        let outcomes = c.report(&id, "a", vec![report(&all[0])]).await.unwrap();
+        assert_eq!(outcomes, [Outcome::Duplicate]);
+    }
+    assert_eq!(c.run(&run).unwrap().active_workers, 1);
+}

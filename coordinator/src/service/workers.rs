@@ -17,6 +17,12 @@ pub const FORGET_AFTER: Duration = Duration::from_secs(3600);
 /// processes): a full table forgets a sixteenth of itself ([`Workers::make_room`]).
 pub const MAX_SEEN: usize = 65_536;
 
+/// Most rows of one credential's identity in the table: past that, its own longest silent make room
+/// ([`Workers::forget_rows`]). A credential is one machine or a few; the shared token's machines are
+/// one identity, and past this many processes they push out each other's rows. The operator's
+/// workers (unscoped ids) are not limited.
+pub const MAX_PER_IDENTITY: usize = MAX_SEEN / 8;
+
 /// How far back a worker's rate looks.
 const RATE_WINDOW: Duration = Duration::from_secs(300);
 /// Most rate samples kept per worker (one per report batch; older ones are dropped first).
@@ -88,6 +94,8 @@ impl WorkerInfo {
 #[derive(Debug, Default)]
 pub struct Workers {
     seen: HashMap<String, WorkerInfo>,
+    /// Rows of `seen` per identity ([`owner`]), none kept at zero.
+    rows_of: HashMap<String, usize>,
     /// Results stored before this incarnation, by the id of the worker process that computed them
     /// (taken into its counts when it is first seen: a worker that outlives a coordinator restart
     /// keeps its `jobs done`).
@@ -99,6 +107,40 @@ pub struct Workers {
 /// scoped: those without a `/` (as workers make them) share the empty one.
 fn owner(id: &str) -> &str {
     id.split_once('/').map_or("", |(identity, _)| identity)
+}
+
+/// How many rows each identity gives up so that `count` go: the largest brought down to one level, the
+/// smallest that frees `count` (a few more where identities tie at it). An identity with no more
+/// rows than the level gives up none.
+fn levelled(rows_of: &HashMap<String, usize>, count: usize) -> HashMap<String, usize> {
+    let freed =
+        |level: usize| -> usize { rows_of.values().map(|&n| n.saturating_sub(level)).sum() };
+    // The highest level that frees `count` (level 0 frees every row).
+    let (mut low, mut high) = (0, rows_of.values().copied().max().unwrap_or(0));
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        if freed(mid) >= count {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    rows_of
+        .iter()
+        .filter(|&(_, &n)| n > low)
+        .map(|(who, &n)| (who.clone(), n - low))
+        .collect()
+}
+
+/// Counts row `id` out of its identity's rows.
+fn forgotten(rows_of: &mut HashMap<String, usize>, id: &str) {
+    let who = owner(id);
+    if let Some(n) = rows_of.get_mut(who) {
+        *n -= 1;
+        if *n == 0 {
+            rows_of.remove(who);
+        }
+    }
 }
 
 /// What a contact changed.
@@ -118,6 +160,7 @@ impl Workers {
     pub fn with_earlier_results(earlier: HashMap<String, u64>) -> Workers {
         Workers {
             seen: HashMap::new(),
+            rows_of: HashMap::new(),
             earlier,
         }
     }
@@ -134,9 +177,20 @@ impl Workers {
                 }
             }
             None => {
+                let who = owner(id);
+                // (The operator's workers, unscoped, are trusted: their rows share the table.)
+                if !who.is_empty()
+                    && self
+                        .rows_of
+                        .get(who)
+                        .is_some_and(|&n| n >= MAX_PER_IDENTITY)
+                {
+                    self.forget_rows(HashMap::from([(who.to_string(), MAX_PER_IDENTITY / 16)]));
+                }
                 if self.seen.len() >= MAX_SEEN {
                     self.make_room();
                 }
+                *self.rows_of.entry(who.to_string()).or_default() += 1;
                 let earlier = self.earlier.remove(id).unwrap_or(0);
                 self.seen.insert(
                     id.to_string(),
@@ -162,28 +216,37 @@ impl Workers {
     }
 
     /// Forgets a sixteenth of a full table in one pass (not one worker per new id, each a pass over
-    /// the whole table under the coordinator's lock). The identity with the most ids in the table pays
-    /// first: worker ids cost a credential nothing, so one that makes them up forgets its own, never
-    /// another identity's workers. Within it, and then among the rest, the workers that were lost go
-    /// first, then those silent the longest (one leaving may still be finishing its jobs).
+    /// the whole table under the coordinator's lock), from the identities with the most rows: worker
+    /// ids cost a credential nothing, so those that make them up forget their own, never another
+    /// identity's workers. The largest are brought down to one level ([`levelled`]); within each, the
+    /// workers that were lost go first, then those silent the longest (one leaving may still be
+    /// finishing its jobs).
     fn make_room(&mut self) {
-        let mut ids_of: HashMap<&str, usize> = HashMap::new();
-        for id in self.seen.keys() {
-            *ids_of.entry(owner(id)).or_default() += 1;
-        }
-        let most = ids_of
-            .into_iter()
-            .max_by_key(|&(_, n)| n)
-            .map(|(name, _)| name.to_string())
-            .unwrap_or_default();
-        let mut order: Vec<(bool, bool, Instant, String)> = self
+        let quotas = levelled(&self.rows_of, MAX_SEEN / 16);
+        self.forget_rows(quotas);
+    }
+
+    /// Forgets, of each identity in `quotas`, that many rows: the lost first, then the longest silent.
+    fn forget_rows(&mut self, quotas: HashMap<String, usize>) {
+        let mut order: Vec<(&str, bool, Instant, &String)> = self
             .seen
             .iter()
-            .map(|(id, w)| (owner(id) != most, !w.lost, w.last_seen, id.clone()))
+            .map(|(id, w)| (owner(id), !w.lost, w.last_seen, id))
+            .filter(|(who, ..)| quotas.contains_key(*who))
             .collect();
         order.sort_unstable();
-        for (_, _, _, id) in order.into_iter().take(MAX_SEEN / 16) {
+        let mut gone: Vec<String> = Vec::new();
+        let mut taken: HashMap<&str, usize> = HashMap::new();
+        for (who, _, _, id) in order {
+            let n = taken.entry(who).or_default();
+            if *n < quotas[who] {
+                *n += 1;
+                gone.push(id.clone());
+            }
+        }
+        for id in gone {
             self.seen.remove(&id);
+            forgotten(&mut self.rows_of, &id);
         }
     }
 
@@ -245,8 +308,14 @@ impl Workers {
     pub fn sweep(&mut self, now: Instant, timeout: Duration) -> Vec<(String, WorkerInfo)> {
         // Every restart of a worker is a new id, and any caller can name one: the table must not grow
         // for ever.
-        self.seen.retain(|_, w| {
-            !((w.lost || w.leaving) && now.saturating_duration_since(w.last_seen) > FORGET_AFTER)
+        let rows_of = &mut self.rows_of;
+        self.seen.retain(|id, w| {
+            let keep = !((w.lost || w.leaving)
+                && now.saturating_duration_since(w.last_seen) > FORGET_AFTER);
+            if !keep {
+                forgotten(rows_of, id);
+            }
+            keep
         });
         self.seen
             .iter_mut()
@@ -358,10 +427,11 @@ mod tests {
         assert!(w.all().any(|(id, _)| *id == recent));
     }
 
-    /// One credential that makes up worker ids forgets its own, never another identity's workers: a
-    /// full table makes room at the cost of the identity with the most ids in it (found by a review,
-    /// 2026-11-29: the longest silent went first, so a burst of made-up ids under one credential
-    /// pushed out every honest worker, with its label and kernel families).
+    /// Credentials that make up worker ids forget their own, never another identity's workers: a full
+    /// table makes room at the cost of the identity with the most rows in it (found by a review,
+    /// 2026-11-29: the longest silent went first, so a burst of made-up ids pushed out every honest
+    /// worker, with its label and kernel families). Sixteen churning credentials fill it past their
+    /// [`MAX_PER_IDENTITY`] each.
     #[test]
     fn a_full_table_makes_room_at_the_cost_of_the_identity_with_the_most_ids() {
         let t0 = Instant::now();
@@ -371,11 +441,17 @@ mod tests {
             w.seen(id, t0);
             w.describe(id, "h", "honest", 8, 0, &[]);
         }
+        let churners = 16;
+        assert!(
+            churners * MAX_PER_IDENTITY > MAX_SEEN,
+            "they fill the table"
+        );
         for i in 0..2 * MAX_SEEN {
             let at = t0 + Duration::from_secs(1) + Duration::from_micros(i as u64);
-            w.seen(&format!("churner/made-up-{i}"), at);
+            w.seen(&format!("c{}/made-up-{i}", i % churners), at);
         }
         assert!(w.all().count() <= MAX_SEEN);
+        assert!(w.all().count() >= MAX_SEEN - MAX_SEEN / 16);
         for id in &honest {
             let kept = w.all().find(|(seen, _)| *seen == id);
             assert_eq!(
@@ -384,12 +460,75 @@ mod tests {
                 "{id}"
             );
         }
-        let newest = format!("churner/made-up-{}", 2 * MAX_SEEN - 1);
+        let newest = format!(
+            "c{}/made-up-{}",
+            (2 * MAX_SEEN - 1) % churners,
+            2 * MAX_SEEN - 1
+        );
+        assert!(w.all().any(|(id, _)| *id == newest), "the newest kept");
+        assert!(
+            !w.all().any(|(id, _)| id == "c0/made-up-0"),
+            "their oldest forgotten"
+        );
+    }
+
+    /// One identity holds at most [`MAX_PER_IDENTITY`] rows: past that, its own longest silent make room,
+    /// and the table never fills with one credential's made-up ids (each lease call that could steer a
+    /// job walks the table under the state lock: 65,536 rows of one credential cost every honest call
+    /// milliseconds; found by a review, 2026-11-29).
+    #[test]
+    fn one_identity_holds_a_bounded_share_of_the_table() {
+        let t0 = Instant::now();
+        let mut w = Workers::default();
+        w.seen("h/proc", t0);
+        for i in 0..3 * MAX_PER_IDENTITY {
+            let at = t0 + Duration::from_micros(i as u64 + 1);
+            w.seen(&format!("churner/made-up-{i}"), at);
+        }
+        let churner = w.all().filter(|(id, _)| owner(id) == "churner").count();
+        assert!(churner <= MAX_PER_IDENTITY, "{churner}");
+        assert!(
+            churner >= MAX_PER_IDENTITY - MAX_PER_IDENTITY / 16,
+            "{churner}"
+        );
+        assert!(w.all().any(|(id, _)| id == "h/proc"));
+        let newest = format!("churner/made-up-{}", 3 * MAX_PER_IDENTITY - 1);
         assert!(w.all().any(|(id, _)| *id == newest), "the newest kept");
         assert!(
             !w.all().any(|(id, _)| id == "churner/made-up-0"),
             "its oldest forgotten"
         );
+        // The count follows rows forgotten by a sweep: the identity may join again up to its share.
+        let later = t0 + FORGET_AFTER * 3;
+        w.sweep(later, Duration::from_secs(1));
+        w.sweep(
+            later + FORGET_AFTER + Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        assert_eq!(w.all().count(), 0);
+        let back = later + FORGET_AFTER * 2;
+        for i in 0..MAX_PER_IDENTITY {
+            w.seen(&format!("churner/again-{i}"), back);
+        }
+        assert_eq!(w.all().count(), MAX_PER_IDENTITY);
+    }
+
+    /// The identities with the most rows are brought down to one level, the highest that frees enough.
+    #[test]
+    fn room_is_made_by_levelling_the_largest_identities() {
+        let rows = |pairs: &[(&str, usize)]| -> HashMap<String, usize> {
+            pairs.iter().map(|&(w, n)| (w.to_string(), n)).collect()
+        };
+        let of = rows(&[("a", 100), ("b", 60), ("c", 5)]);
+        assert_eq!(levelled(&of, 40), rows(&[("a", 40)]));
+        assert_eq!(levelled(&of, 50), rows(&[("a", 45), ("b", 5)]));
+        assert_eq!(levelled(&of, 81), rows(&[("a", 61), ("b", 21)]));
+        assert_eq!(levelled(&of, 160), rows(&[("a", 99), ("b", 59), ("c", 4)]));
+        assert_eq!(levelled(&of, 1000), of, "everything, at most");
+        assert!(levelled(&of, 0).is_empty());
+        // Ties at the level each give up one more.
+        let even = rows(&[("a", 10), ("b", 10)]);
+        assert_eq!(levelled(&even, 3), rows(&[("a", 2), ("b", 2)]));
     }
 
     #[test]

@@ -26,6 +26,17 @@ use crate::wire::rpc_timer::RpcTimer;
 /// Largest request the server decodes (a full report batch is far smaller).
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
+/// Largest message the health service decodes: it answers callers with no token, and a check names
+/// one service.
+pub const MAX_HEALTH_MESSAGE_BYTES: usize = 1024;
+
+/// The standard health service over `health`'s statuses, taking messages of at most
+/// [`MAX_HEALTH_MESSAGE_BYTES`]: the coordinator's port and the probe ports (`--health-listen`) serve it.
+pub fn health_server(health: HealthReporter) -> HealthServer<HealthService> {
+    HealthServer::new(HealthService::from_health_reporter(health))
+        .max_decoding_message_size(MAX_HEALTH_MESSAGE_BYTES)
+}
+
 /// The health service's name that answers SERVING for as long as the process serves, whatever its
 /// store's state: what a liveness probe asks (a restart mends no full disk). The server as a whole
 /// (`""`) and the coordinator's service are NOT_SERVING while the store cannot be written.
@@ -97,7 +108,7 @@ pub async fn serve(
     // Statuses kept by the caller outlive this server (a probe listener across a store reopen).
     let outlived = options.health.is_some();
     let health = options.health.clone().unwrap_or_default();
-    let health_service = HealthServer::new(HealthService::from_health_reporter(health.clone()));
+    let health_service = health_server(health.clone());
     health
         .set_serving::<CoordinatorServer<CoordinatorService>>()
         .await;
