@@ -559,11 +559,7 @@ async fn issue_3_heartbeats_keep_leases_and_health_is_served() {
     let others = lease(&mut s.client, "w2", 1000).await;
     assert!(others.iter().all(|l| l.job != held[0].job));
 
-    let channel = Channel::from_shared(s.address.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel = plain_channel(&s).await;
     assert_serving(channel).await;
 }
 
@@ -574,11 +570,7 @@ async fn issue_3_heartbeats_keep_leases_and_health_is_served() {
 async fn the_health_service_takes_small_messages_only() {
     use nqueens_coordinator::wire::server::MAX_HEALTH_MESSAGE_BYTES;
     let s = start(Duration::from_secs(60)).await;
-    let channel = Channel::from_shared(s.address.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel = plain_channel(&s).await;
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
     let ask = |len: usize| tonic_health::pb::HealthCheckRequest {
         service: "x".repeat(len),
@@ -1018,6 +1010,15 @@ async fn issue_4_a_token_guards_every_rpc_but_health_and_tls_carries_it() {
     assert_serving(channel).await;
 }
 
+/// A channel to `s` with no token.
+async fn plain_channel(s: &Server) -> Channel {
+    Channel::from_shared(s.address.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
 /// Checks, without a token, that the coordinator service reports SERVING over `channel`.
 async fn assert_serving(channel: Channel) {
     let reply = tonic_health::pb::health_client::HealthClient::new(channel)
@@ -1313,11 +1314,7 @@ async fn issue_15_shutdown_cuts_the_enumeration_of_a_huge_plan_short() {
 async fn issue_19_reflection_answers_in_v1_and_v1alpha() {
     use tonic_reflection::pb::{v1, v1alpha};
     let s = start(Duration::from_secs(60)).await;
-    let channel = Channel::from_shared(s.address.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel = plain_channel(&s).await;
     let want = "nqueens.v1.Coordinator".to_string();
     let mut alpha = v1alpha::server_reflection_client::ServerReflectionClient::new(channel.clone());
     let request = v1alpha::ServerReflectionRequest {

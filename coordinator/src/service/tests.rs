@@ -3453,13 +3453,28 @@ async fn an_identity_waits_in_a_bounded_number_of_calls() {
     assert_eq!(Instant::now() - again, Duration::from_secs(1));
 }
 
-/// Counts the events at warn level or above while installed on this thread.
-struct Loud(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+/// The events at warn level or above while installed on this thread: how many, and the sum of their
+/// `results` fields.
+#[derive(Clone, Default)]
+struct Loud(std::sync::Arc<std::sync::Mutex<(usize, u64)>>);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Loud {
     fn on_event(&self, e: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Results(u64);
+        impl tracing::field::Visit for Results {
+            fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+                if field.name() == "results" {
+                    self.0 += value;
+                }
+            }
+            fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+        }
         if *e.metadata().level() <= tracing::Level::WARN {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut results = Results(0);
+            e.record(&mut results);
+            let mut seen = self.0.lock().unwrap();
+            seen.0 += 1;
+            seen.1 += results.0;
         }
     }
 }
@@ -3484,8 +3499,8 @@ async fn differing_results_under_no_lease_are_logged_once_per_batch() {
             ..lying(g)
         })
         .collect();
-    let loud = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let logged = tracing_subscriber::registry().with(Loud(loud.clone()));
+    let loud = Loud::default();
+    let logged = tracing_subscriber::registry().with(loud.clone());
     let outcomes = {
         let _installed = tracing::subscriber::set_default(logged);
         c.report("liar", "liar", lies).await.unwrap()
@@ -3496,7 +3511,11 @@ async fn differing_results_under_no_lease_are_logged_once_per_batch() {
             .all(|o| matches!(o, Outcome::Mismatch { .. })),
         "{outcomes:?}"
     );
-    assert_eq!(loud.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(
+        *loud.0.lock().unwrap(),
+        (1, all.len() as u64),
+        "one line, naming how many"
+    );
     assert_eq!(total(&c, &run), (92, true), "nothing changed");
 }
 

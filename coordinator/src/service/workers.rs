@@ -364,6 +364,20 @@ impl Workers {
         (own, others)
     }
 
+    /// How many rows identity `who` holds, as counted.
+    #[cfg(test)]
+    fn rows(&self, who: &str) -> usize {
+        self.rows_of.get(who).copied().unwrap_or(0)
+    }
+
+    /// Marks worker `id` lost, as a sweep would.
+    #[cfg(test)]
+    fn seen_lost(&mut self, id: &str) {
+        if let Some(w) = self.seen.get_mut(id) {
+            w.lost = true;
+        }
+    }
+
     /// Every worker seen, by id.
     pub fn all(&self) -> impl Iterator<Item = (&String, &WorkerInfo)> {
         self.seen.iter()
@@ -481,7 +495,8 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Workers::default();
         w.seen("h/proc", t0);
-        for i in 0..3 * MAX_PER_IDENTITY {
+        let made_up = 3 * MAX_PER_IDENTITY + 100;
+        for i in 0..made_up {
             let at = t0 + Duration::from_micros(i as u64 + 1);
             w.seen(&format!("churner/made-up-{i}"), at);
         }
@@ -492,7 +507,8 @@ mod tests {
             "{churner}"
         );
         assert!(w.all().any(|(id, _)| id == "h/proc"));
-        let newest = format!("churner/made-up-{}", 3 * MAX_PER_IDENTITY - 1);
+        assert_eq!(w.rows("churner"), churner);
+        let newest = format!("churner/made-up-{}", made_up - 1);
         assert!(w.all().any(|(id, _)| *id == newest), "the newest kept");
         assert!(
             !w.all().any(|(id, _)| id == "churner/made-up-0"),
@@ -511,6 +527,42 @@ mod tests {
             w.seen(&format!("churner/again-{i}"), back);
         }
         assert_eq!(w.all().count(), MAX_PER_IDENTITY);
+    }
+
+    /// Rows are forgotten by quota, of the identities named only: the lost first, then the longest
+    /// silent; each identity's count of rows follows what a sweep forgets and what it keeps, and a row
+    /// gone exactly [`FORGET_AFTER`] is kept.
+    #[test]
+    fn rows_are_forgotten_by_quota_and_counted_per_identity() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut w = Workers::default();
+        for (who, n) in [("a", 5), ("b", 3), ("c", 2)] {
+            for i in 0..n {
+                w.seen(&format!("{who}/{i}"), t0 + s(i));
+            }
+        }
+        // a/4 lost: it goes before a/0, the longest silent.
+        w.seen("a/4", t0 + s(100));
+        w.seen_lost("a/4");
+        w.forget_rows(HashMap::from([("a".to_string(), 2), ("b".to_string(), 1)]));
+        let mut left: Vec<&str> = w.all().map(|(id, _)| id.as_str()).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["a/1", "a/2", "a/3", "b/1", "b/2", "c/0", "c/1"]);
+        assert_eq!((w.rows("a"), w.rows("b"), w.rows("c")), (3, 2, 2));
+        // A sweep forgets rows gone for longer than FORGET_AFTER, and keeps the rest counted.
+        w.leaving("b/1");
+        w.leaving("c/0");
+        let at = t0 + s(1) + FORGET_AFTER;
+        w.sweep(at, s(100_000));
+        assert_eq!(
+            (w.rows("b"), w.rows("c")),
+            (2, 1),
+            "b/1 gone exactly that long, c/0 longer"
+        );
+        w.sweep(at + s(1), s(100_000));
+        assert_eq!((w.rows("a"), w.rows("b"), w.rows("c")), (3, 1, 1));
+        assert_eq!(w.all().count(), 5);
     }
 
     /// The identities with the most rows are brought down to one level, the highest that frees enough.
