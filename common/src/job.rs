@@ -48,8 +48,10 @@ pub struct Job {
 /// The `d4` ring group last built, for [`Job::with_groups`].
 #[derive(Debug, Default)]
 pub struct Groups {
-    last: Option<(u8, d4::Group)>,
-    /// How many groups it built.
+    /// The board size and sides last asked for, and their group (`None`: no canonical ring has
+    /// those sides, kept too, so that keys of such sides in a row cost one try).
+    last: Option<((u8, u8, u8), Option<d4::Group>)>,
+    /// How many groups it tried to build.
     built: u64,
 }
 
@@ -57,15 +59,12 @@ impl Groups {
     /// The group of sides `w` and `e` of N = `n`, built unless it is the last one asked for (`None`:
     /// no canonical ring has those sides).
     fn get(&mut self, n: u8, w: u8, e: u8) -> Option<&d4::Group> {
-        let same = self
-            .last
-            .as_ref()
-            .is_some_and(|(last_n, g)| *last_n == n && g.sides() == (w, e));
-        if !same {
+        let asked = (n, w, e);
+        if self.last.as_ref().is_none_or(|(last, _)| *last != asked) {
             self.built += 1;
-            self.last = Some((n, d4::Group::new(n, w, e)?));
+            self.last = Some((asked, d4::Group::new(n, w, e)));
         }
-        self.last.as_ref().map(|(_, g)| g)
+        self.last.as_ref().and_then(|(_, g)| g.as_ref())
     }
 }
 
@@ -547,7 +546,7 @@ mod mutants_found {
         let mut groups = Groups::default();
         groups.get(8, w, e).unwrap();
         groups.get(9, w, e).unwrap();
-        assert_eq!(groups.last.as_ref().map(|(n, _)| *n), Some(9));
+        assert_eq!(groups.last.as_ref().map(|((n, ..), _)| *n), Some(9));
     }
 
     /// Keys that alternate between two sides build two groups, not one per key, and come back as the
@@ -576,6 +575,18 @@ mod mutants_found {
                 (&alone.key, alone.largest_stabiliser)
             );
         }
+        // Keys of sides no canonical ring has, in a row: one try for them all.
+        let (w, e) = (0..6u8)
+            .flat_map(|w| (0..12u8).map(move |e| (w, e)))
+            .find(|&(w, e)| d4::Group::new(12, w, e).is_none())
+            .expect("sides with no ring");
+        let mut depth = vec![w, e];
+        depth.extend_from_slice(&a.0[2..]);
+        let hopeless: Vec<(Plan, JobKey)> =
+            (0..100).map(|_| (plan, JobKey(depth.clone()))).collect();
+        let mut groups = Groups::default();
+        assert!(jobs_through(&hopeless, &mut groups).is_err());
+        assert_eq!(groups.built, 1);
         // Two bad keys: the first in the order given is named, whatever their sort order.
         let mut bad = keys.clone();
         let late = JobKey(vec![0, 0, 99]);

@@ -104,14 +104,15 @@ pub struct Workers {
 
 /// The identity a worker id belongs to: a credential's ids are scoped `IDENTITY/ID`
 /// ([`super::scoped_id`]; identities have no `/`). The ids that the operator's workers state are not
-/// scoped: those without a `/` (as workers make them) share the empty one.
+/// scoped: those without a `/` share the empty one. (One whose name holds a `/` counts under the text
+/// before it: a trusted worker, held to a credential's share of the table.)
 fn owner(id: &str) -> &str {
     id.split_once('/').map_or("", |(identity, _)| identity)
 }
 
 /// How many rows each identity gives up so that `count` go: the largest brought down to one level, the
-/// smallest that frees `count` (a few more where identities tie at it). An identity with no more
-/// rows than the level gives up none.
+/// highest that frees at least `count`. It may free more: fewer extra rows than there are identities
+/// above the level. An identity with no more rows than the level gives up none.
 fn levelled(rows_of: &HashMap<String, usize>, count: usize) -> HashMap<String, usize> {
     let freed =
         |level: usize| -> usize { rows_of.values().map(|&n| n.saturating_sub(level)).sum() };
