@@ -81,23 +81,14 @@ pub fn jobs_of(keys: &[(Plan, JobKey)]) -> Result<Vec<Job>> {
 fn jobs_through(keys: &[(Plan, JobKey)], groups: &mut Groups) -> Result<Vec<Job>> {
     let mut order: Vec<usize> = (0..keys.len()).collect();
     order.sort_by(|&a, &b| (keys[a].0.n(), &keys[a].1).cmp(&(keys[b].0.n(), &keys[b].1)));
-    let mut jobs: Vec<Option<Job>> = vec![None; keys.len()];
-    let mut first_error: Option<(usize, Error)> = None;
+    let mut jobs: Vec<Option<Result<Job>>> =
+        std::iter::repeat_with(|| None).take(keys.len()).collect();
     for i in order {
         let (plan, key) = &keys[i];
-        match Job::with_groups(*plan, key.clone(), groups) {
-            Ok(job) => jobs[i] = Some(job),
-            Err(e) => {
-                if first_error.as_ref().is_none_or(|(at, _)| i < *at) {
-                    first_error = Some((i, e));
-                }
-            }
-        }
+        jobs[i] = Some(Job::with_groups(*plan, key.clone(), groups));
     }
-    if let Some((_, e)) = first_error {
-        return Err(e);
-    }
-    Ok(jobs.into_iter().flatten().collect())
+    // In the order given: the first error is the first bad key's.
+    jobs.into_iter().flatten().collect()
 }
 
 /// The jobs of a plan.
