@@ -10,6 +10,7 @@ use std::time::Duration;
 use nqueens_common::checksum::seal;
 use nqueens_common::JobKey;
 use nqueens_coordinator::durable::store::Store;
+use nqueens_coordinator::wire::request_bytes::Limits;
 use nqueens_coordinator::wire::server::{serve, Options};
 use nqueens_coordinator::{Config, Coordinator};
 use nqueens_proto as proto;
@@ -37,6 +38,11 @@ impl Drop for Server {
 
 /// A coordinator with the operator's token "operator" and the shared workers' token "workers".
 async fn start() -> Server {
+    start_with(Limits::default()).await
+}
+
+/// [`start`]'s coordinator, its requests' bytes in flight bounded by `request_bytes`.
+async fn start_with(request_bytes: Limits) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let config = Config {
@@ -47,6 +53,7 @@ async fn start() -> Server {
     let options = Options {
         token: Some("operator".into()),
         worker_token: Some("workers".into()),
+        request_bytes,
         ..Options::default()
     };
     let (host, stop) = serve_on_loopback(coordinator, options).await;
@@ -812,4 +819,111 @@ async fn a_client_certificate_names_its_identity_and_the_book_decides() {
 /// Whether a Lease call fails.
 async fn lease_fails(c: &mut Client) -> bool {
     c.lease(support::lease_request("w", 1)).await.is_err()
+}
+
+/// A call to `method` as `token` whose body is the start of one message of `bytes` bytes, never ended:
+/// the call's answer, and the sender that keeps the body open while it lives.
+async fn stalled_call(
+    address: &str,
+    token: &str,
+    method: &str,
+    bytes: usize,
+) -> (
+    tokio::task::JoinHandle<tonic::Status>,
+    tokio::sync::mpsc::Sender<Result<http_body::Frame<bytes::Bytes>, tonic::Status>>,
+) {
+    use tower_service::Service;
+    let mut channel = tonic::transport::Channel::from_shared(address.to_string())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let body = tonic::body::Body::new(http_body_util::StreamBody::new(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+    ));
+    let request = http::Request::builder()
+        .method("POST")
+        .uri(format!("{address}/nqueens.v1.Coordinator/{method}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("authorization", format!("Bearer {token}"))
+        .body(body)
+        .unwrap();
+    // A message's header claims more than is sent: the server waits for the rest.
+    let mut start = vec![0u8];
+    start.extend_from_slice(&(bytes as u32 + 1).to_be_bytes());
+    start.resize(bytes, 0);
+    tx.send(Ok(http_body::Frame::data(start.into())))
+        .await
+        .unwrap();
+    std::future::poll_fn(|cx| channel.poll_ready(cx)).await.unwrap();
+    let answer = channel.call(request);
+    let answer = tokio::spawn(async move {
+        let response = answer.await.unwrap();
+        tonic::Status::from_header_map(response.headers())
+            .unwrap_or_else(|| tonic::Status::ok("answered"))
+    });
+    (answer, tx)
+}
+
+/// One credential opens streams and sends each a large body it never ends, to fill the coordinator's
+/// memory. It holds at most its share: the stream that would pass it is refused at once, with
+/// RESOURCE_EXHAUSTED. Another credential's calls pass meanwhile. A body not whole within the
+/// deadline is refused too, and its bytes come back. Before, each stream could hold 4 MiB, on 1,024
+/// streams a connection.
+#[tokio::test]
+async fn a_credential_holds_a_bounded_share_of_request_bytes_in_flight() {
+    let limits = Limits {
+        per_caller: 250_000,
+        shared: 250_000,
+        total: 1 << 20,
+        deadline: Duration::from_secs(3),
+    };
+    let s = start_with(limits).await;
+    let mut operator = s.client("operator");
+    create(&mut operator, 0.0).await;
+    let greedy_token = operator
+        .issue_credential(proto::IssueCredentialRequest {
+            identity: "greedy".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    let mut honest = s.issued("honest").await;
+    let mut greedy = s.client(&greedy_token);
+
+    // Three bodies of 100 KB each: two fit greedy's share, the third does not.
+    let mut calls = Vec::new();
+    for _ in 0..3 {
+        calls.push(stalled_call(&s.address, &greedy_token, "Report", 100_000).await);
+    }
+    let refused = tokio::time::timeout(Duration::from_secs(2), async {
+        loop {
+            if let Some(k) = calls.iter().position(|(answer, _)| answer.is_finished()) {
+                return calls.remove(k).0.await.unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("no stream was refused: greedy holds more than its share");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(refused.message().contains("\"greedy\""), "{refused:?}");
+    assert!(calls.iter().all(|(answer, _)| !answer.is_finished()));
+
+    // Another credential leases meanwhile.
+    assert_eq!(lease(&mut honest, "h", 1).await.len(), 1);
+
+    // The two held bodies are refused at their deadline; greedy's calls then pass again.
+    for (answer, _open) in calls {
+        let late = tokio::time::timeout(Duration::from_secs(10), answer)
+            .await
+            .expect("a stalled body outlived its deadline")
+            .unwrap();
+        assert_eq!(late.code(), Code::ResourceExhausted, "{late:?}");
+        assert!(late.message().contains("whole within 3 s"), "{late:?}");
+    }
+    assert_eq!(lease(&mut greedy, "g", 1).await.len(), 1);
 }

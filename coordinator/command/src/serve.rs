@@ -259,6 +259,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         client_ca,
         per_peer: args.max_connections_per_peer,
         health: None,
+        request_bytes: Default::default(),
     };
     super::runtime()?.block_on(async {
         let shutdown = setup::shutdown_on_signals();

@@ -21,6 +21,7 @@ use crate::service::Coordinator;
 use crate::wire::auth::RequireToken;
 use crate::wire::connections;
 use crate::wire::grpc::CoordinatorService;
+use crate::wire::request_bytes::{self, RequestBytes};
 use crate::wire::rpc_timer::RpcTimer;
 
 /// Largest request the server decodes (a full report batch is far smaller).
@@ -62,6 +63,8 @@ pub struct Options {
     /// The health statuses to keep: given, a probe listener elsewhere serves them too (`serve
     /// --health-listen`); none: this server's own.
     pub health: Option<HealthReporter>,
+    /// Request bytes in flight per caller and in all, and the time a request's body has to arrive.
+    pub request_bytes: request_bytes::Limits,
 }
 
 impl Default for Options {
@@ -74,6 +77,7 @@ impl Default for Options {
             client_ca: None,
             per_peer: connections::MAX_PER_PEER,
             health: None,
+            request_bytes: request_bytes::Limits::default(),
         }
     }
 }
@@ -134,6 +138,8 @@ pub async fn serve(
         .expect("the embedded descriptor sets are valid");
     let auth = RequireToken::new(options.token.as_deref(), options.worker_token.as_deref())
         .with_credentials(coordinator.credentials().clone());
+    // Counted after the token check, which names the caller; every service a token guards.
+    let bytes = RequestBytes::new(options.request_bytes);
     let coordinator_metrics = coordinator.metrics().clone();
     let service = CoordinatorServer::new(CoordinatorService::new(coordinator))
         .max_decoding_message_size(MAX_MESSAGE_BYTES);
@@ -151,9 +157,12 @@ pub async fn serve(
     }
     let server = builder
         .add_service(health_service)
-        .add_service(InterceptedService::new(reflection, auth.clone()))
-        .add_service(InterceptedService::new(reflection_alpha, auth.clone()))
-        .add_service(InterceptedService::new(service, auth))
+        .add_service(InterceptedService::new(bytes.wrap(reflection), auth.clone()))
+        .add_service(InterceptedService::new(
+            bytes.wrap(reflection_alpha),
+            auth.clone(),
+        ))
+        .add_service(InterceptedService::new(bytes.wrap(service), auth))
         .serve_with_incoming_shutdown(
             connections::accept(listener, close.clone(), options.per_peer),
             async move {

@@ -1,0 +1,419 @@
+//! Request bytes in flight, bounded per caller and in all. Every byte of a request's body counts
+//! against its caller (the identity its token or certificate proves) and against the server's total,
+//! from the moment it arrives until the call is answered. A body that would pass either bound, or is
+//! not whole within [`Limits::deadline`], is refused with RESOURCE_EXHAUSTED. So one credential that
+//! opens many streams and sends large bodies holds a bounded share of the coordinator's memory, and
+//! other credentials' calls still pass.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use http_body::{Body, Frame, SizeHint};
+use tokio::time::Sleep;
+use tonic::Status;
+use tower_service::Service;
+
+use crate::durable::credentials::SHARED_IDENTITY;
+use crate::wire::auth::Role;
+use crate::wire::server::MAX_MESSAGE_BYTES;
+
+/// The bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes in flight of one issued credential (or client certificate) at once.
+    pub per_caller: usize,
+    /// Bytes in flight of the shared workers' token at once: one identity for many machines.
+    pub shared: usize,
+    /// Bytes in flight of every caller together, the operator's included.
+    pub total: usize,
+    /// Time a request's body has, from the call's start, to arrive whole.
+    pub deadline: Duration,
+}
+
+impl Default for Limits {
+    /// Four of the largest messages per credential, sixteen for the shared token, 64 in all (256 MiB);
+    /// a body has 30 s. A report of 4,096 results is about 250 KB.
+    fn default() -> Limits {
+        Limits {
+            per_caller: 4 * MAX_MESSAGE_BYTES,
+            shared: 16 * MAX_MESSAGE_BYTES,
+            total: 64 * MAX_MESSAGE_BYTES,
+            deadline: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Who a request's bytes count against, besides the total: `None` for the operator (trusted, and
+/// bounded by the total only).
+type Caller = Option<Arc<str>>;
+
+/// The caller of a request that passed the token check: its role's identity. A request with no role
+/// counts as the shared identity, the least trusted there is.
+fn caller_of(extensions: &http::Extensions) -> Caller {
+    match extensions.get::<Role>() {
+        Some(Role::Operator) => None,
+        Some(Role::Worker(identity)) => Some(identity.clone()),
+        None => Some(Arc::from(SHARED_IDENTITY)),
+    }
+}
+
+/// The bytes held now, shared by every connection of one server.
+#[derive(Clone, Debug)]
+pub struct RequestBytes {
+    state: Arc<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    limits: Limits,
+    held: Mutex<Held>,
+    /// When a refusal was last logged: at most one line a minute.
+    warned: Mutex<Option<Instant>>,
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    total: usize,
+    by_caller: HashMap<Arc<str>, usize>,
+}
+
+/// Why bytes were not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// The caller holds its share already.
+    Caller(usize),
+    /// Every caller together holds the total.
+    Total(usize),
+}
+
+impl RequestBytes {
+    pub fn new(limits: Limits) -> RequestBytes {
+        RequestBytes {
+            state: Arc::new(State {
+                limits,
+                held: Mutex::new(Held::default()),
+                warned: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// `service`, its requests' bodies counted here.
+    pub fn wrap<S>(&self, service: S) -> Counted<S> {
+        Counted {
+            inner: service,
+            bytes: self.clone(),
+        }
+    }
+
+    /// The bytes `caller` holds now (0 for the operator).
+    pub fn held_by(&self, caller: &str) -> usize {
+        self.lock().by_caller.get(caller).copied().unwrap_or(0)
+    }
+
+    /// The bytes every caller holds now.
+    pub fn held(&self) -> usize {
+        self.lock().total
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        // The counts are plain numbers, whole after every step: a panic elsewhere left them usable.
+        self.state.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn limit_of(&self, caller: &str) -> usize {
+        if caller == SHARED_IDENTITY {
+            self.state.limits.shared
+        } else {
+            self.state.limits.per_caller
+        }
+    }
+
+    /// Counts `bytes` more against `caller` and the total, if both stay within their bounds.
+    fn take(&self, caller: &Caller, bytes: usize) -> Result<(), Refusal> {
+        let mut held = self.lock();
+        if held.total + bytes > self.state.limits.total {
+            return Err(Refusal::Total(self.state.limits.total));
+        }
+        if let Some(caller) = caller {
+            let limit = self.limit_of(caller);
+            let mine = held.by_caller.get(caller).copied().unwrap_or(0);
+            if mine + bytes > limit {
+                return Err(Refusal::Caller(limit));
+            }
+            held.by_caller.insert(caller.clone(), mine + bytes);
+        }
+        held.total += bytes;
+        Ok(())
+    }
+
+    /// Gives back `bytes` that `caller` held; a caller holding none is forgotten.
+    fn give(&self, caller: &Caller, bytes: usize) {
+        let mut held = self.lock();
+        held.total = held.total.saturating_sub(bytes);
+        if let Some(caller) = caller {
+            if let Some(mine) = held.by_caller.get_mut(caller) {
+                *mine = mine.saturating_sub(bytes);
+                if *mine == 0 {
+                    held.by_caller.remove(caller);
+                }
+            }
+        }
+    }
+
+    /// The refusal's status, logged at most once a minute.
+    fn refuse(&self, caller: &Caller, why: Refusal) -> Status {
+        let who = caller.as_deref().unwrap_or("the operator");
+        let message = match why {
+            Refusal::Caller(limit) => format!(
+                "{:?} holds {limit} bytes of requests in flight already; try again when its calls are answered",
+                crate::service::truncate(who)
+            ),
+            Refusal::Total(limit) => format!(
+                "the coordinator holds {limit} bytes of requests in flight already; try again shortly"
+            ),
+        };
+        self.warn(&message);
+        Status::resource_exhausted(message)
+    }
+
+    fn warn(&self, message: &str) {
+        let mut warned = self.state.warned.lock().unwrap_or_else(|p| p.into_inner());
+        if warned.is_none_or(|at| at.elapsed() > Duration::from_secs(60)) {
+            tracing::warn!("request refused: {message}");
+            *warned = Some(Instant::now());
+        }
+    }
+}
+
+/// One call's bytes: given back when both its body and its answer are dropped.
+#[derive(Debug)]
+struct Tab {
+    bytes: RequestBytes,
+    caller: Caller,
+    held: AtomicUsize,
+}
+
+impl Tab {
+    fn take(&self, bytes: usize) -> Result<(), Status> {
+        match self.bytes.take(&self.caller, bytes) {
+            Ok(()) => {
+                self.held.fetch_add(bytes, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(why) => Err(self.bytes.refuse(&self.caller, why)),
+        }
+    }
+}
+
+impl Drop for Tab {
+    fn drop(&mut self) {
+        self.bytes
+            .give(&self.caller, *self.held.get_mut());
+    }
+}
+
+/// A service whose requests' bodies are counted (made by [`RequestBytes::wrap`]).
+#[derive(Clone, Debug)]
+pub struct Counted<S> {
+    inner: S,
+    bytes: RequestBytes,
+}
+
+impl<S: tonic::server::NamedService> tonic::server::NamedService for Counted<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S, B> Service<http::Request<B>> for Counted<S>
+where
+    S: Service<http::Request<CountedBody<B>>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let tab = Arc::new(Tab {
+            bytes: self.bytes.clone(),
+            caller: caller_of(req.extensions()),
+            held: AtomicUsize::new(0),
+        });
+        let (parts, body) = req.into_parts();
+        let body = CountedBody {
+            inner: Box::pin(body),
+            tab: tab.clone(),
+            deadline: Box::pin(tokio::time::sleep(self.bytes.state.limits.deadline)),
+            whole: false,
+        };
+        let call = self.inner.call(http::Request::from_parts(parts, body));
+        Box::pin(async move {
+            let answer = call.await;
+            drop(tab);
+            answer
+        })
+    }
+}
+
+/// A request's body whose bytes are counted as they arrive.
+pub struct CountedBody<B> {
+    inner: Pin<Box<B>>,
+    tab: Arc<Tab>,
+    deadline: Pin<Box<Sleep>>,
+    /// The body has ended: the deadline no longer applies.
+    whole: bool,
+}
+
+impl<B: Body> Body for CountedBody<B>
+where
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = B::Data;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        if !self.whole && self.deadline.as_mut().poll(cx).is_ready() {
+            self.whole = true;
+            let message = format!(
+                "the request's body did not arrive whole within {} s",
+                self.tab.bytes.state.limits.deadline.as_secs_f64()
+            );
+            return Poll::Ready(Some(Err(Status::resource_exhausted(message).into())));
+        }
+        let frame = match self.inner.as_mut().poll_frame(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(None) => {
+                self.whole = true;
+                return Poll::Ready(None);
+            }
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e.into()))),
+            Poll::Ready(Some(Ok(frame))) => frame,
+        };
+        if let Some(data) = frame.data_ref() {
+            let n = bytes::Buf::remaining(data);
+            if let Err(refused) = self.tab.take(n) {
+                self.whole = true;
+                return Poll::Ready(Some(Err(refused.into())));
+            }
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            per_caller: 100,
+            shared: 300,
+            total: 500,
+            deadline: Duration::from_secs(1),
+        }
+    }
+
+    fn caller(name: &str) -> Caller {
+        Some(Arc::from(name))
+    }
+
+    #[test]
+    fn a_caller_takes_up_to_its_share_and_no_byte_more() {
+        let b = RequestBytes::new(limits());
+        assert_eq!(b.take(&caller("a"), 60), Ok(()));
+        assert_eq!(b.take(&caller("a"), 40), Ok(()));
+        assert_eq!(b.take(&caller("a"), 1), Err(Refusal::Caller(100)));
+        assert_eq!(b.held_by("a"), 100);
+        // Another credential is not touched by a's.
+        assert_eq!(b.take(&caller("b"), 100), Ok(()));
+        assert_eq!(b.held(), 200);
+        b.give(&caller("a"), 60);
+        assert_eq!(b.take(&caller("a"), 60), Ok(()));
+        assert_eq!(b.take(&caller("a"), 1), Err(Refusal::Caller(100)));
+    }
+
+    #[test]
+    fn the_shared_token_has_its_own_larger_share() {
+        let b = RequestBytes::new(limits());
+        let shared = caller(SHARED_IDENTITY);
+        assert_eq!(b.take(&shared, 300), Ok(()));
+        assert_eq!(b.take(&shared, 1), Err(Refusal::Caller(300)));
+    }
+
+    #[test]
+    fn the_total_bounds_every_caller_the_operator_too() {
+        let b = RequestBytes::new(limits());
+        for name in ["a", "b", "c", "d"] {
+            assert_eq!(b.take(&caller(name), 100), Ok(()));
+        }
+        // The operator has no share of its own, but the total binds it.
+        assert_eq!(b.take(&None, 100), Ok(()));
+        assert_eq!(b.held_by("operator"), 0);
+        assert_eq!(b.take(&None, 1), Err(Refusal::Total(500)));
+        assert_eq!(b.take(&caller("e"), 1), Err(Refusal::Total(500)));
+        // A refused take holds nothing.
+        assert_eq!(b.held(), 500);
+        assert_eq!(b.held_by("e"), 0);
+        b.give(&None, 100);
+        assert_eq!(b.take(&caller("e"), 100), Ok(()));
+    }
+
+    #[test]
+    fn a_caller_holding_nothing_is_forgotten() {
+        let b = RequestBytes::new(limits());
+        b.take(&caller("a"), 10).unwrap();
+        b.take(&caller("a"), 5).unwrap();
+        b.give(&caller("a"), 10);
+        assert_eq!(b.lock().by_caller.len(), 1);
+        b.give(&caller("a"), 5);
+        assert!(b.lock().by_caller.is_empty());
+        assert_eq!(b.held(), 0);
+    }
+
+    #[test]
+    fn a_calls_bytes_come_back_when_its_tab_is_dropped() {
+        let b = RequestBytes::new(limits());
+        let tab = Tab {
+            bytes: b.clone(),
+            caller: caller("a"),
+            held: AtomicUsize::new(0),
+        };
+        tab.take(70).unwrap();
+        let refused = tab.take(31).unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert!(refused.message().contains("\"a\""), "{refused:?}");
+        assert_eq!(b.held_by("a"), 70);
+        drop(tab);
+        assert_eq!(b.held_by("a"), 0);
+        assert_eq!(b.held(), 0);
+    }
+
+    #[test]
+    fn the_role_names_the_caller() {
+        let mut e = http::Extensions::new();
+        assert_eq!(caller_of(&e).as_deref(), Some(SHARED_IDENTITY));
+        e.insert(Role::Operator);
+        assert_eq!(caller_of(&e), None);
+        e.insert(Role::Worker(Arc::from("w1")));
+        assert_eq!(caller_of(&e).as_deref(), Some("w1"));
+    }
+}
