@@ -18,7 +18,7 @@ mod spot;
 mod steer;
 mod strikes;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod view;
 mod waiting;
 mod workers;

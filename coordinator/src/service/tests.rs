@@ -3456,7 +3456,7 @@ async fn an_identity_waits_in_a_bounded_number_of_calls() {
 /// The events at warn level or above while installed on this thread: how many, and the sum of their
 /// `results` fields.
 #[derive(Clone, Default)]
-struct Loud(std::sync::Arc<std::sync::Mutex<(usize, u64)>>);
+pub(crate) struct Loud(pub(crate) std::sync::Arc<std::sync::Mutex<(usize, u64)>>);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Loud {
     fn on_event(&self, e: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {

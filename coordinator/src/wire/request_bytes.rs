@@ -407,6 +407,27 @@ mod tests {
         assert_eq!(b.held(), 0);
     }
 
+    /// A flood of refusals is one warn line a minute.
+    #[test]
+    fn refusals_are_logged_once_a_minute() {
+        use tracing_subscriber::layer::SubscriberExt;
+        let b = RequestBytes::new(limits());
+        let loud = crate::service::tests::Loud::default();
+        let _installed =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(loud.clone()));
+        for _ in 0..3 {
+            let refused = b.refuse(&caller("a"), Refusal::Total(500));
+            assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+            assert!(refused.message().contains("500 bytes"), "{refused:?}");
+        }
+        assert_eq!(loud.0.lock().unwrap().0, 1);
+        // A minute later, one more.
+        let long_ago = Instant::now().checked_sub(Duration::from_secs(61)).unwrap();
+        *b.state.warned.lock().unwrap() = Some(long_ago);
+        b.refuse(&None, Refusal::Caller(100));
+        assert_eq!(loud.0.lock().unwrap().0, 2);
+    }
+
     #[test]
     fn the_role_names_the_caller() {
         let mut e = http::Extensions::new();
