@@ -13,6 +13,7 @@ fn nqueens(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nqueens"))
         .args(args)
         .env("NQUEENS_DATA", data.path())
+        .env("NQUEENS_CACHE", data.path())
         .output()
         .expect("run nqueens")
 }
@@ -572,6 +573,30 @@ fn issue_18_count_on_a_gpu_matches_the_reference_and_a_missing_gpu_is_refused() 
             );
             assert_eq!(row["total"], total, "{row}");
         }
+        // A calibration is kept: the next open runs its choice (checked), `--gpu-recalibrate`
+        // measures anew.
+        let cache = tempfile::tempdir().unwrap();
+        let bench9 = |extra: &[&str]| {
+            let data = tempfile::tempdir().unwrap();
+            let out = Command::new(env!("CARGO_BIN_EXE_nqueens"))
+                .args(["bench", "9", "--gpu", "opencl:0"])
+                .args(extra)
+                .env("NQUEENS_DATA", data.path())
+                .env("NQUEENS_CACHE", cache.path())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "{err}");
+            err
+        };
+        let first = bench9(&[]);
+        assert!(first.contains("calibration: chose "), "{first}");
+        assert!(!first.contains("kept in"), "{first}");
+        assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 1);
+        let second = bench9(&[]);
+        assert!(second.contains("kept in"), "{second}");
+        let third = bench9(&["--gpu-recalibrate"]);
+        assert!(!third.contains("kept in"), "{third}");
         let out = nqueens(&[
             "bench",
             "10",

@@ -857,7 +857,9 @@ async fn stalled_call(
     tx.send(Ok(http_body::Frame::data(start.into())))
         .await
         .unwrap();
-    std::future::poll_fn(|cx| channel.poll_ready(cx)).await.unwrap();
+    std::future::poll_fn(|cx| channel.poll_ready(cx))
+        .await
+        .unwrap();
     let answer = channel.call(request);
     let answer = tokio::spawn(async move {
         let response = answer.await.unwrap();

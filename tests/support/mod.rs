@@ -27,7 +27,15 @@ pub fn reference(n: u32) -> (u128, u128) {
 
 /// The `nqueens` binary.
 pub fn nqueens() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_nqueens"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nqueens"));
+    // GPU calibrations are kept under the build's directory, never the user's.
+    command.env("NQUEENS_CACHE", cache());
+    command
+}
+
+/// The directory of GPU calibrations kept by the tests' commands, under the build's own directory.
+fn cache() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpu-calibrations")
 }
 
 /// Runs a command to completion and returns its stdout, failing with its stderr if it did not succeed.

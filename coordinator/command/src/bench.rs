@@ -41,6 +41,10 @@ pub struct BenchArgs {
     /// device's calibration chooses (printed with every candidate's time).
     #[arg(long, value_delimiter = ',', requires = "gpu", value_parser = crate::worker::gpu_kernel)]
     pub gpu_kernel: Vec<nqueens_gpu::Shape>,
+    /// Calibrate the device anew (with `--gpu`, no `--gpu-kernel`), though a calibration is kept for
+    /// it, and keep the new one.
+    #[arg(long, requires = "gpu")]
+    pub gpu_recalibrate: bool,
 }
 
 /// One measured row.
@@ -154,7 +158,8 @@ fn gpu(args: &BenchArgs, spec: &str) -> anyhow::Result<()> {
         args.gpu_kernel.iter().copied().map(Some).collect()
     };
     for shape in shapes {
-        let mut gpus = nqueens_gpu::open_shaped(Some(spec), shape)?;
+        let keep = crate::worker::keep(args.gpu_recalibrate);
+        let mut gpus = nqueens_gpu::open_kept(Some(spec), shape, keep.as_ref())?;
         if let Some(c) = &gpus[0].calibration {
             eprintln!("calibration: {}", c.summary());
         }

@@ -49,6 +49,10 @@ pub struct EstimateArgs {
     /// Default: the device's calibration chooses.
     #[arg(long, value_name = "SHAPE", requires = "gpu", value_parser = crate::worker::gpu_kernel)]
     pub gpu_kernel: Option<nqueens_gpu::Shape>,
+    /// Calibrate the device anew (with `--gpu`), though a calibration is kept for it, and keep the new
+    /// one.
+    #[arg(long, requires = "gpu")]
+    pub gpu_recalibrate: bool,
     /// Price a record run (`submit --record`): every job computed by two credentials, so twice the
     /// hours (the nodes and solutions of the run are the same).
     #[arg(long)]
@@ -146,7 +150,8 @@ pub fn run(args: &EstimateArgs) -> anyhow::Result<()> {
     let (measured, device) = match &args.gpu {
         None => (compute(&work, threads), None),
         Some(spec) => {
-            let (m, d) = compute_on_gpu(&work, spec, args.gpu_kernel)?;
+            let keep = crate::worker::keep(args.gpu_recalibrate);
+            let (m, d) = compute_on_gpu(&work, spec, args.gpu_kernel, keep.as_ref())?;
             (m, Some(d))
         }
     };
@@ -251,8 +256,9 @@ fn compute_on_gpu(
     work: &[Piece],
     spec: &str,
     shape: Option<nqueens_gpu::Shape>,
+    keep: Option<&nqueens_gpu::kept::Keep>,
 ) -> anyhow::Result<(Vec<Measured>, String)> {
-    let mut gpus = nqueens_gpu::open_shaped(Some(spec), shape)?;
+    let mut gpus = nqueens_gpu::open_kept(Some(spec), shape, keep)?;
     let mut gpu = gpus.remove(0);
     let device = gpu.info().to_string();
     let mut out = Vec::with_capacity(work.len());

@@ -75,6 +75,19 @@ pub struct GpuArgs {
     /// the `gpu_kernel` metric).
     #[arg(long, value_name = "SHAPE", value_parser = gpu_kernel)]
     pub gpu_kernel: Option<nqueens_gpu::Shape>,
+    /// Calibrate each device anew, though a calibration is kept for its model, driver and build, and
+    /// keep the new one. Calibrations are kept in $NQUEENS_CACHE, else $XDG_CACHE_HOME/nqueens, else
+    /// $HOME/.cache/nqueens.
+    #[arg(long)]
+    pub gpu_recalibrate: bool,
+}
+
+/// Where device calibrations are kept (`Keep::usual`), reused unless `recalibrate`.
+pub fn keep(recalibrate: bool) -> Option<nqueens_gpu::kept::Keep> {
+    nqueens_gpu::kept::Keep::usual().map(|k| nqueens_gpu::kept::Keep {
+        reuse: !recalibrate,
+        ..k
+    })
 }
 
 /// Parses `--gpu-kernel`.
@@ -90,6 +103,7 @@ impl GpuArgs {
             batch: self.gpu_batch,
             timeout: self.gpu_timeout,
             shape: self.gpu_kernel,
+            keep: keep(self.gpu_recalibrate),
         }
     }
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body, Frame};
 use tokio::time::Sleep;
 use tonic::Status;
 use tower_service::Service;
@@ -212,8 +212,7 @@ impl Tab {
 
 impl Drop for Tab {
     fn drop(&mut self) {
-        self.bytes
-            .give(&self.caller, *self.held.get_mut());
+        self.bytes.give(&self.caller, *self.held.get_mut());
     }
 }
 
@@ -308,14 +307,6 @@ where
             }
         }
         Poll::Ready(Some(Ok(frame)))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

@@ -157,7 +157,10 @@ pub async fn serve(
     }
     let server = builder
         .add_service(health_service)
-        .add_service(InterceptedService::new(bytes.wrap(reflection), auth.clone()))
+        .add_service(InterceptedService::new(
+            bytes.wrap(reflection),
+            auth.clone(),
+        ))
         .add_service(InterceptedService::new(
             bytes.wrap(reflection_alpha),
             auth.clone(),

@@ -8,11 +8,12 @@ use nqueens_common::{reference, Job, Plan, Strategy, Tally};
 
 use crate::calibration::{Calibration, Trial};
 use crate::engine::run_split;
-use crate::{open_one, Backend, Gpu, GpuError, Kernel, Shape};
+use crate::kept::{self, Keep, Unused};
+use crate::{describe, open_one, Backend, Gpu, GpuError, Kernel, Shape};
 
 /// Board sizes the calibration batch may have: the smallest whose launch takes [`ENOUGH`] on the
 /// first candidate, so that a fast device is timed on enough work and a slow one is not kept waiting.
-const SIZES: std::ops::RangeInclusive<u8> = 12..=18;
+pub(crate) const SIZES: std::ops::RangeInclusive<u8> = 12..=18;
 
 /// Device time per launch that times a candidate well enough.
 const ENOUGH: Duration = Duration::from_millis(100);
@@ -164,12 +165,75 @@ pub fn calibrate(
                 nodes,
                 trials,
                 chosen,
+                kept: None,
             };
             g.calibration = Some(calibration.clone());
             Ok((g, calibration))
         }
         None => Err(first_error.unwrap_or_else(|| GpuError::BadShape("no candidate ran".into()))),
     }
+}
+
+/// [`calibrate`], or the calibration `keep` kept for this device model, driver and build: its choice
+/// is opened and run once on its batch (the total checked) instead of every candidate. A calibration
+/// measured here is kept for the next open. A kept file that is refused, or whose choice fails its
+/// check, is logged and the device calibrated again; a file that cannot be written is logged.
+pub fn calibrate_kept(
+    backend: Backend,
+    index: usize,
+    candidates: &[Shape],
+    keep: Option<&Keep>,
+) -> Result<(Gpu, Calibration), GpuError> {
+    let Some(keep) = keep else {
+        return calibrate(backend, index, candidates);
+    };
+    let device = describe(backend, index)?;
+    let build = kept::build(backend, candidates);
+    let file = kept::path(&keep.dir, backend, &device);
+    if keep.reuse {
+        match kept::load(&file, &device, &build, candidates) {
+            Ok(k) => match check_kept(backend, index, k) {
+                Ok(done) => return Ok(done),
+                Err(e) => {
+                    tracing::warn!(file = %file.display(), error = %e, "the kept GPU calibration's choice failed its check: calibrating again")
+                }
+            },
+            Err(Unused::Missing) => {}
+            Err(Unused::Stale) => {
+                tracing::info!(file = %file.display(), "the kept GPU calibration is of another device, driver or build: calibrating again")
+            }
+            Err(Unused::Refused(why)) => {
+                tracing::warn!(file = %file.display(), %why, "the kept GPU calibration is refused: calibrating again")
+            }
+        }
+    }
+    let (gpu, calibration) = calibrate(backend, index, candidates)?;
+    if let Err(e) = kept::save(&file, &device, &build, &calibration) {
+        tracing::warn!(file = %file.display(), error = %e, "cannot keep the GPU calibration: the next open calibrates again");
+    }
+    Ok((gpu, calibration))
+}
+
+/// Opens the device built for a kept calibration's choice and searches the kept batch with it, its
+/// total checked: the calibration, its choice timed anew.
+fn check_kept(
+    backend: Backend,
+    index: usize,
+    mut calibration: Calibration,
+) -> Result<(Gpu, Calibration), GpuError> {
+    let mut gpu = Gpu::new(open_one(backend, index, calibration.chosen)?);
+    let jobs = jobs(calibration.n)?;
+    time(&mut gpu, calibration.n, &jobs)?; // warm-up, as calibration's
+    let before = gpu.device_nodes;
+    let d = time(&mut gpu, calibration.n, &jobs)?;
+    calibration.nodes = gpu.device_nodes - before;
+    for t in &mut calibration.trials {
+        if t.shape == calibration.chosen {
+            t.outcome = Ok(d);
+        }
+    }
+    gpu.calibration = Some(calibration.clone());
+    Ok((gpu, calibration))
 }
 
 #[cfg(test)]

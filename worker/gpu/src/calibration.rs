@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::Shape;
 
 /// One candidate's result.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
     pub shape: Shape,
     /// Device time of the batch's launch, or why the candidate cannot run here.
@@ -22,6 +22,9 @@ pub struct Calibration {
     pub nodes: u64,
     pub trials: Vec<Trial>,
     pub chosen: Shape,
+    /// The file it was kept in, where it was read from one rather than measured at this open (the
+    /// chosen shape then timed again here, the others as kept).
+    pub kept: Option<std::path::PathBuf>,
 }
 
 impl Calibration {
@@ -44,8 +47,12 @@ impl Calibration {
                 Err(e) => format!("{} failed ({e})", t.shape),
             })
             .collect();
+        let kept = match &self.kept {
+            Some(file) => format!("; kept in {}", file.display()),
+            None => String::new(),
+        };
         format!(
-            "chose {} at {:.2} Gnodes/s on N = {} ({})",
+            "chose {} at {:.2} Gnodes/s on N = {} ({}{kept})",
             self.chosen,
             self.rate() / 1e9,
             self.n,

@@ -63,6 +63,30 @@ pub fn name(ordinal: usize) -> Result<String, GpuError> {
     Ok(format!("{name} (compute {}.{})", cc.0, cc.1))
 }
 
+/// Device `ordinal` as calibrations are kept for it: its name, compute capability and multiprocessors,
+/// and the driver's version.
+pub fn describe(ordinal: usize) -> Result<String, GpuError> {
+    if let Some(why) = missing() {
+        return Err(GpuError::NoDevice(why));
+    }
+    let ctx = CudaContext::new(ordinal).map_err(call("opening the device"))?;
+    let sms = ctx
+        .attribute(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(call("reading the multiprocessor count"))?;
+    let mut driver: std::ffi::c_int = 0;
+    // SAFETY: the driver library is loaded (a context was just made) and writes one int.
+    let got = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) };
+    if got != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        return Err(call("reading the driver version")(format!("{got:?}")));
+    }
+    Ok(format!(
+        "{}, {sms} SMs, CUDA driver {}.{}",
+        name(ordinal)?,
+        driver / 1000,
+        driver % 1000 / 10
+    ))
+}
+
 /// Compiles the kernel built for `shape` to PTX for compute capability `cc` (e.g. `(9, 0)`); no device
 /// is needed.
 pub fn compile(cc: (i32, i32), shape: &Shape) -> Result<Ptx, GpuError> {

@@ -12,10 +12,11 @@ mod calibration;
 pub mod cuda;
 mod engine;
 mod error;
+pub mod kept;
 pub mod opencl;
 pub mod prelude;
 
-pub use calibrate::{calibrate, candidates};
+pub use calibrate::{calibrate, calibrate_kept, candidates};
 pub use calibration::{Calibration, Trial};
 pub use engine::{run_jobs, run_pipelined, Gpu, Started, IN_FLIGHT, LAUNCHES};
 pub use error::GpuError;
@@ -182,6 +183,15 @@ pub fn open(spec: Option<&str>) -> Result<Vec<Gpu>, GpuError> {
 
 /// [`open`], each device built for `shape` where one is given (else calibrated).
 pub fn open_shaped(spec: Option<&str>, shape: Option<Shape>) -> Result<Vec<Gpu>, GpuError> {
+    open_kept(spec, shape, None)
+}
+
+/// [`open_shaped`], a device with no shape given calibrated as `keep` keeps it ([`calibrate_kept`]).
+pub fn open_kept(
+    spec: Option<&str>,
+    shape: Option<Shape>,
+    keep: Option<&kept::Keep>,
+) -> Result<Vec<Gpu>, GpuError> {
     let spec = spec.map(str::trim).unwrap_or("");
     let mut wanted = Vec::new();
     if spec.is_empty() || spec == "all" {
@@ -222,13 +232,21 @@ pub fn open_shaped(spec: Option<&str>, shape: Option<Shape>) -> Result<Vec<Gpu>,
             match shape {
                 Some(shape) => Ok(Gpu::new(open_one(backend, k, shape)?)),
                 None => {
-                    let (gpu, c) = calibrate(backend, k, &candidates(backend))?;
+                    let (gpu, c) = calibrate_kept(backend, k, &candidates(backend), keep)?;
                     tracing::info!(device = %format!("{backend}:{k}"), "GPU calibrated: {}", c.summary());
                     Ok(gpu)
                 }
             }
         })
         .collect()
+}
+
+/// Device `k` of `backend` as calibrations are kept for it: its model and driver.
+pub(crate) fn describe(backend: Backend, k: usize) -> Result<String, GpuError> {
+    match backend {
+        Backend::Cuda => cuda::describe(k),
+        Backend::OpenCl => opencl::describe(k),
+    }
 }
 
 /// Opens device `k` of `backend` built for `shape`.

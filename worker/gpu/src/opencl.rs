@@ -50,6 +50,32 @@ pub fn devices() -> Result<Vec<(Device, bool)>, String> {
     Ok(out)
 }
 
+/// The `index`-th OpenCL device as calibrations are kept for it: its name, vendor, compute units and
+/// driver version.
+pub fn describe(index: usize) -> Result<String, GpuError> {
+    let list = devices().map_err(GpuError::NoDevice)?;
+    let Some((device, _)) = list.into_iter().nth(index) else {
+        return Err(GpuError::NoDevice(format!(
+            "OpenCL has no device {index} (`nqueens gpus` lists them)"
+        )));
+    };
+    Ok(format!(
+        "{} ({}), {} compute units, driver {}",
+        device
+            .name()
+            .map_err(call("reading the device name"))?
+            .trim(),
+        device.vendor().map_err(call("reading the vendor"))?.trim(),
+        device
+            .max_compute_units()
+            .map_err(call("reading the compute units"))?,
+        device
+            .driver_version()
+            .map_err(call("reading the driver version"))?
+            .trim()
+    ))
+}
+
 /// One OpenCL device with the kernel built. (Fields drop in order: the kernel and the queue before the
 /// context they were made in.)
 pub struct OpenCl {

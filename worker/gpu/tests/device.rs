@@ -40,6 +40,10 @@ fn main() {
             "calibration_keeps_the_fastest_candidate",
             calibration_keeps_the_fastest_candidate,
         ),
+        trial(
+            "a_kept_calibration_is_read_back_checked_and_refused_when_damaged",
+            a_kept_calibration_is_read_back_checked_and_refused_when_damaged,
+        ),
     ];
     libtest_mimic::run(&args, trials).exit();
 }
@@ -212,4 +216,83 @@ fn calibration_keeps_the_fastest_candidate() {
         // The device refuses a block of 1024 outright (the first candidate opens the device).
         Err(e) => eprintln!("a block of 1024 is refused here: {e}"),
     }
+}
+
+/// A calibration kept in a directory is read back at the next open: the device runs the kept choice
+/// (even one that was not the fastest, if the file says so), timed again there. A damaged file is
+/// refused and the device calibrated again, the file written anew; `reuse: false` calibrates anew.
+fn a_kept_calibration_is_read_back_checked_and_refused_when_damaged() {
+    use nqueens_gpu::kept::Keep;
+    let Some(gpu) = device(None) else { return };
+    let (backend, index) = (gpu.info().backend, gpu.info().index);
+    drop(gpu);
+    let dir = std::env::temp_dir().join(format!("nqueens-kept-device-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let keep = Keep {
+        dir: dir.clone(),
+        reuse: true,
+    };
+    let candidates = [
+        Shape::new(Kernel::Flat, 64, 8),
+        Shape::new(Kernel::Local, 64, 8),
+    ];
+    let (_, first) = nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&keep)).unwrap();
+    assert!(first.kept.is_none(), "{}", first.summary());
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let file = &files[0];
+
+    let (gpu, again) =
+        nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&keep)).unwrap();
+    assert_eq!(
+        again.kept.as_deref(),
+        Some(file.as_path()),
+        "{}",
+        again.summary()
+    );
+    assert_eq!(again.chosen, first.chosen);
+    assert_eq!(gpu.info().shape, first.chosen);
+    assert_eq!(again.trials.len(), 2);
+    assert!(again.summary().contains("kept in"), "{}", again.summary());
+
+    // The file decides: the other candidate, chosen there, is what the device runs.
+    let other = candidates
+        .iter()
+        .copied()
+        .find(|s| *s != first.chosen)
+        .unwrap();
+    let text = std::fs::read_to_string(file).unwrap();
+    let edited = text.replace(
+        &format!("\"chosen\": \"{}\"", first.chosen),
+        &format!("\"chosen\": \"{other}\""),
+    );
+    assert_ne!(edited, text);
+    std::fs::write(file, edited).unwrap();
+    let (gpu, told) =
+        nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&keep)).unwrap();
+    assert_eq!((told.chosen, gpu.info().shape), (other, other));
+    assert!(told.kept.is_some());
+
+    // Damaged: calibrated again, and kept anew.
+    std::fs::write(file, &text[..text.len() / 2]).unwrap();
+    let (_, mended) =
+        nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&keep)).unwrap();
+    assert!(mended.kept.is_none(), "{}", mended.summary());
+    let device = std::fs::read_to_string(file).unwrap();
+    assert!(device.contains("\"format\": 1"), "{device}");
+
+    // Not reused when told: measured anew, and kept.
+    let fresh = Keep {
+        reuse: false,
+        ..keep.clone()
+    };
+    let (_, anew) = nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&fresh)).unwrap();
+    assert!(anew.kept.is_none());
+    let (_, after) = nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&keep)).unwrap();
+    assert_eq!(after.chosen, anew.chosen);
+    assert!(after.kept.is_some());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

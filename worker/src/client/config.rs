@@ -50,6 +50,8 @@ pub struct GpuConfig {
     pub timeout: Duration,
     /// The kernel variant and launch shape every device runs; `None`: each device is calibrated.
     pub shape: Option<nqueens_gpu::Shape>,
+    /// Where calibrations are kept, and whether a kept one is used; `None`: every open calibrates.
+    pub keep: Option<nqueens_gpu::kept::Keep>,
 }
 
 impl Default for GpuConfig {
@@ -60,6 +62,7 @@ impl Default for GpuConfig {
             batch: DEFAULT_GPU_BATCH,
             timeout: DEFAULT_GPU_TIMEOUT,
             shape: None,
+            keep: None,
         }
     }
 }
@@ -81,10 +84,12 @@ impl GpuConfig {
             return Ok(Vec::new());
         };
         let (batch, timeout, shape) = (self.batch.max(1), self.timeout, self.shape);
-        let gpus =
-            tokio::task::spawn_blocking(move || nqueens_gpu::open_shaped(Some(&spec), shape))
-                .await
-                .map_err(|e| Error::Gpu(nqueens_gpu::GpuError::NoDevice(e.to_string())))??;
+        let keep = self.keep.clone();
+        let gpus = tokio::task::spawn_blocking(move || {
+            nqueens_gpu::open_kept(Some(&spec), shape, keep.as_ref())
+        })
+        .await
+        .map_err(|e| Error::Gpu(nqueens_gpu::GpuError::NoDevice(e.to_string())))??;
         for g in &gpus {
             tracing::info!(device = %g.info(), threads = g.info().threads, most_jobs_per_batch = batch, "GPU ready");
             metrics.device(&g.info().label());
