@@ -821,17 +821,16 @@ async fn lease_fails(c: &mut Client) -> bool {
     c.lease(support::lease_request("w", 1)).await.is_err()
 }
 
-/// A call to `method` as `token` whose body is the start of one message of `bytes` bytes, never ended:
-/// the call's answer, and the sender that keeps the body open while it lives.
-async fn stalled_call(
-    address: &str,
-    token: &str,
-    method: &str,
-    bytes: usize,
-) -> (
+/// An open call: its answer, and the sender that keeps its body open while it lives.
+type Stalled = (
     tokio::task::JoinHandle<tonic::Status>,
     tokio::sync::mpsc::Sender<Result<http_body::Frame<bytes::Bytes>, tonic::Status>>,
-) {
+);
+
+/// A call to `path` as `token` whose body is the start of one message of `bytes` bytes (at least its
+/// 5-byte header), never ended: the call's answer, and the sender that keeps the body open while it
+/// lives.
+async fn stalled_call(address: &str, token: &str, path: &str, bytes: usize) -> Stalled {
     use tower_service::Service;
     let mut channel = tonic::transport::Channel::from_shared(address.to_string())
         .unwrap()
@@ -844,7 +843,7 @@ async fn stalled_call(
     ));
     let request = http::Request::builder()
         .method("POST")
-        .uri(format!("{address}/nqueens.v1.Coordinator/{method}"))
+        .uri(format!("{address}{path}"))
         .header("content-type", "application/grpc")
         .header("te", "trailers")
         .header("authorization", format!("Bearer {token}"))
@@ -852,8 +851,8 @@ async fn stalled_call(
         .unwrap();
     // A message's header claims more than is sent: the server waits for the rest.
     let mut start = vec![0u8];
-    start.extend_from_slice(&(bytes as u32 + 1).to_be_bytes());
-    start.resize(bytes, 0);
+    start.extend_from_slice(&(bytes.max(5) as u32 + 1).to_be_bytes());
+    start.resize(bytes.max(5), 0);
     tx.send(Ok(http_body::Frame::data(start.into())))
         .await
         .unwrap();
@@ -869,11 +868,28 @@ async fn stalled_call(
     (answer, tx)
 }
 
-/// One credential opens streams and sends each a large body it never ends, to fill the coordinator's
-/// memory. It holds at most its share: the stream that would pass it is refused at once, with
-/// RESOURCE_EXHAUSTED. Another credential's calls pass meanwhile. A body not whole within the
-/// deadline is refused too, and its bytes come back. Before, each stream could hold 4 MiB, on 1,024
-/// streams a connection.
+/// The answer of the first of `calls` to be answered, within `within`; the others stay open.
+async fn first_answer(calls: &mut Vec<Stalled>, within: Duration) -> Option<tonic::Status> {
+    tokio::time::timeout(within, async {
+        loop {
+            if let Some(k) = calls.iter().position(|(answer, _)| answer.is_finished()) {
+                return calls.remove(k).0.await.unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .ok()
+}
+
+const REPORT: &str = "/nqueens.v1.Coordinator/Report";
+
+/// One credential opens streams and sends each a large body it never ends, or many streams with
+/// nothing but a message's header, to fill the coordinator's memory. It holds at most its share: the
+/// call that would pass it is refused at once, with RESOURCE_EXHAUSTED. Another credential's calls pass
+/// meanwhile. A body not whole within the deadline is refused too, and its bytes come back. Server
+/// reflection, whose streams outlive any deadline, is the operator's. Before, each stream could hold
+/// 4 MiB, on 1,024 streams a connection.
 #[tokio::test]
 async fn a_credential_holds_a_bounded_share_of_request_bytes_in_flight() {
     let limits = Limits {
@@ -899,18 +915,11 @@ async fn a_credential_holds_a_bounded_share_of_request_bytes_in_flight() {
     // Three bodies of 100 KB each: two fit greedy's share, the third does not.
     let mut calls = Vec::new();
     for _ in 0..3 {
-        calls.push(stalled_call(&s.address, &greedy_token, "Report", 100_000).await);
+        calls.push(stalled_call(&s.address, &greedy_token, REPORT, 100_000).await);
     }
-    let refused = tokio::time::timeout(Duration::from_secs(2), async {
-        loop {
-            if let Some(k) = calls.iter().position(|(answer, _)| answer.is_finished()) {
-                return calls.remove(k).0.await.unwrap();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("no stream was refused: greedy holds more than its share");
+    let refused = first_answer(&mut calls, Duration::from_secs(2))
+        .await
+        .expect("no stream was refused: greedy holds more than its share");
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
     assert!(refused.message().contains("\"greedy\""), "{refused:?}");
     assert!(calls.iter().all(|(answer, _)| !answer.is_finished()));
@@ -918,14 +927,57 @@ async fn a_credential_holds_a_bounded_share_of_request_bytes_in_flight() {
     // Another credential leases meanwhile.
     assert_eq!(lease(&mut honest, "h", 1).await.len(), 1);
 
-    // The two held bodies are refused at their deadline; greedy's calls then pass again.
+    // The two held bodies are refused at their deadline, and their bytes come back: a new body of
+    // 200 KB is held, not refused.
     for (answer, _open) in calls {
         let late = tokio::time::timeout(Duration::from_secs(10), answer)
             .await
             .expect("a stalled body outlived its deadline")
             .unwrap();
         assert_eq!(late.code(), Code::ResourceExhausted, "{late:?}");
-        assert!(late.message().contains("whole within 3 s"), "{late:?}");
+        assert!(late.message().contains("within 3 s"), "{late:?}");
     }
+    let mut again = vec![stalled_call(&s.address, &greedy_token, REPORT, 200_000).await];
+    assert!(
+        first_answer(&mut again, Duration::from_millis(500))
+            .await
+            .is_none(),
+        "the bytes of the refused bodies were not given back"
+    );
+    drop(again);
     assert_eq!(lease(&mut greedy, "g", 1).await.len(), 1);
+
+    // Streams with nothing but a message's header cost their call's share: 15 fit, the 16th does not,
+    // and nor does any other call of greedy's while they are open; honest's still pass.
+    let mut empty = Vec::new();
+    for _ in 0..16 {
+        empty.push(stalled_call(&s.address, &greedy_token, REPORT, 5).await);
+    }
+    let refused = first_answer(&mut empty, Duration::from_secs(2))
+        .await
+        .expect("greedy held 16 calls");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert_eq!(empty.len(), 15);
+    let e = greedy
+        .lease(support::lease_request("g", 1))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert_eq!(lease(&mut honest, "h", 1).await.len(), 1);
+    drop(empty);
+
+    // Server reflection is the operator's.
+    let mut reflection = vec![
+        stalled_call(
+            &s.address,
+            &greedy_token,
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+            5,
+        )
+        .await,
+    ];
+    let denied = first_answer(&mut reflection, Duration::from_secs(2))
+        .await
+        .expect("reflection answered a worker credential");
+    assert_eq!(denied.code(), Code::PermissionDenied, "{denied:?}");
 }

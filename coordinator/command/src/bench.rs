@@ -43,7 +43,7 @@ pub struct BenchArgs {
     pub gpu_kernel: Vec<nqueens_gpu::Shape>,
     /// Calibrate the device anew (with `--gpu`, no `--gpu-kernel`), though a calibration is kept for
     /// it, and keep the new one.
-    #[arg(long, requires = "gpu")]
+    #[arg(long, requires = "gpu", conflicts_with = "gpu_kernel")]
     pub gpu_recalibrate: bool,
 }
 

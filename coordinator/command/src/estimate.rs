@@ -51,7 +51,7 @@ pub struct EstimateArgs {
     pub gpu_kernel: Option<nqueens_gpu::Shape>,
     /// Calibrate the device anew (with `--gpu`), though a calibration is kept for it, and keep the new
     /// one.
-    #[arg(long, requires = "gpu")]
+    #[arg(long, requires = "gpu", conflicts_with = "gpu_kernel")]
     pub gpu_recalibrate: bool,
     /// Price a record run (`submit --record`): every job computed by two credentials, so twice the
     /// hours (the nodes and solutions of the run are the same).

@@ -78,7 +78,7 @@ pub struct GpuArgs {
     /// Calibrate each device anew, though a calibration is kept for its model, driver and build, and
     /// keep the new one. Calibrations are kept in $NQUEENS_CACHE, else $XDG_CACHE_HOME/nqueens, else
     /// $HOME/.cache/nqueens.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "gpu_kernel")]
     pub gpu_recalibrate: bool,
 }
 

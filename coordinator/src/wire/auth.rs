@@ -178,6 +178,20 @@ pub fn certificate_identity(der: &[u8]) -> Option<String> {
     names.next().is_none().then_some(name)
 }
 
+/// [`RequireToken`], then the operator's role: for a service no worker needs, server reflection,
+/// whose streams last as long as their client asks and are not bounded by the calls' byte budget
+/// ([`crate::wire::request_bytes`] counts no operator call).
+#[derive(Clone, Debug)]
+pub struct OperatorOnly(pub RequireToken);
+
+impl Interceptor for OperatorOnly {
+    fn call(&mut self, req: Request<()>) -> Result<Request<()>, Status> {
+        let req = self.0.call(req)?;
+        require_operator(&req)?;
+        Ok(req)
+    }
+}
+
 /// Refuses, with PERMISSION_DENIED, a call that was not made with the operator's token (a request that
 /// did not pass the check has no role, and is refused too).
 pub fn require_operator<T>(req: &Request<T>) -> Result<(), Status> {

@@ -1,9 +1,11 @@
-//! Request bytes in flight, bounded per caller and in all. Every byte of a request's body counts
-//! against its caller (the identity its token or certificate proves) and against the server's total,
-//! from the moment it arrives until the call is answered. A body that would pass either bound, or is
-//! not whole within [`Limits::deadline`], is refused with RESOURCE_EXHAUSTED. So one credential that
-//! opens many streams and sends large bodies holds a bounded share of the coordinator's memory, and
-//! other credentials' calls still pass.
+//! Request bytes in flight, bounded per worker credential and in all. Every call of a worker
+//! credential costs [`PER_CALL`] bytes for as long as it lasts, and every byte of its body counts
+//! too, from its arrival until the call is answered: against the identity its token or certificate
+//! proves, and against the workers' total. A call that would pass either bound, or whose body is not
+//! whole within [`Limits::deadline`], is refused with RESOURCE_EXHAUSTED. So one credential that opens
+//! many streams, or sends large bodies slowly, holds a bounded share of the coordinator's memory, and
+//! other credentials' calls still pass. The operator's calls are not counted: the operator is trusted,
+//! and must be able to revoke a credential that fills the total.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -20,7 +22,13 @@ use tower_service::Service;
 
 use crate::durable::credentials::SHARED_IDENTITY;
 use crate::wire::auth::Role;
-use crate::wire::server::MAX_MESSAGE_BYTES;
+
+/// What a call costs for as long as it lasts, besides its body's bytes: its stream, headers and
+/// buffers on the server.
+pub const PER_CALL: usize = 16 * 1024;
+
+/// The largest message, as the server decodes it (`server::MAX_MESSAGE_BYTES`).
+const MESSAGE: usize = 4 * 1024 * 1024;
 
 /// The bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,27 +37,26 @@ pub struct Limits {
     pub per_caller: usize,
     /// Bytes in flight of the shared workers' token at once: one identity for many machines.
     pub shared: usize,
-    /// Bytes in flight of every caller together, the operator's included.
+    /// Bytes in flight of every worker credential together.
     pub total: usize,
     /// Time a request's body has, from the call's start, to arrive whole.
     pub deadline: Duration,
 }
 
 impl Default for Limits {
-    /// Four of the largest messages per credential, sixteen for the shared token, 64 in all (256 MiB);
-    /// a body has 30 s. A report of 4,096 results is about 250 KB.
+    /// Four of the largest messages per credential (1,024 calls with small bodies), sixteen for the
+    /// shared token, 64 in all (256 MiB); a body has 30 s. A report of 4,096 results is about 250 KB.
     fn default() -> Limits {
         Limits {
-            per_caller: 4 * MAX_MESSAGE_BYTES,
-            shared: 16 * MAX_MESSAGE_BYTES,
-            total: 64 * MAX_MESSAGE_BYTES,
+            per_caller: 4 * MESSAGE,
+            shared: 16 * MESSAGE,
+            total: 64 * MESSAGE,
             deadline: Duration::from_secs(30),
         }
     }
 }
 
-/// Who a request's bytes count against, besides the total: `None` for the operator (trusted, and
-/// bounded by the total only).
+/// Who a request's bytes count against, besides the total: `None` for the operator (not counted).
 type Caller = Option<Arc<str>>;
 
 /// The caller of a request that passed the token check: its role's identity. A request with no role
@@ -82,13 +89,15 @@ struct Held {
     by_caller: HashMap<Arc<str>, usize>,
 }
 
-/// Why bytes were not taken.
+/// Why a call is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Refusal {
-    /// The caller holds its share already.
+    /// The caller would pass its share.
     Caller(usize),
-    /// Every caller together holds the total.
+    /// The workers together would pass the total.
     Total(usize),
+    /// The body did not arrive whole within the deadline.
+    Late(Duration),
 }
 
 impl RequestBytes {
@@ -110,12 +119,12 @@ impl RequestBytes {
         }
     }
 
-    /// The bytes `caller` holds now (0 for the operator).
+    /// The bytes `caller` holds now (0 for the operator, never counted).
     pub fn held_by(&self, caller: &str) -> usize {
         self.lock().by_caller.get(caller).copied().unwrap_or(0)
     }
 
-    /// The bytes every caller holds now.
+    /// The bytes every worker credential together holds now.
     pub fn held(&self) -> usize {
         self.lock().total
     }
@@ -133,48 +142,48 @@ impl RequestBytes {
         }
     }
 
-    /// Counts `bytes` more against `caller` and the total, if both stay within their bounds.
-    fn take(&self, caller: &Caller, bytes: usize) -> Result<(), Refusal> {
+    /// Counts `bytes` more against `caller` and the workers' total, if both stay within their bounds.
+    fn take(&self, caller: &Arc<str>, bytes: usize) -> Result<(), Refusal> {
         let mut held = self.lock();
+        let limit = self.limit_of(caller);
+        let mine = held.by_caller.get(caller).copied().unwrap_or(0);
+        if mine + bytes > limit {
+            return Err(Refusal::Caller(limit));
+        }
         if held.total + bytes > self.state.limits.total {
             return Err(Refusal::Total(self.state.limits.total));
         }
-        if let Some(caller) = caller {
-            let limit = self.limit_of(caller);
-            let mine = held.by_caller.get(caller).copied().unwrap_or(0);
-            if mine + bytes > limit {
-                return Err(Refusal::Caller(limit));
-            }
-            held.by_caller.insert(caller.clone(), mine + bytes);
-        }
+        held.by_caller.insert(caller.clone(), mine + bytes);
         held.total += bytes;
         Ok(())
     }
 
     /// Gives back `bytes` that `caller` held; a caller holding none is forgotten.
-    fn give(&self, caller: &Caller, bytes: usize) {
+    fn give(&self, caller: &Arc<str>, bytes: usize) {
         let mut held = self.lock();
         held.total = held.total.saturating_sub(bytes);
-        if let Some(caller) = caller {
-            if let Some(mine) = held.by_caller.get_mut(caller) {
-                *mine = mine.saturating_sub(bytes);
-                if *mine == 0 {
-                    held.by_caller.remove(caller);
-                }
+        if let Some(mine) = held.by_caller.get_mut(caller) {
+            *mine = mine.saturating_sub(bytes);
+            if *mine == 0 {
+                held.by_caller.remove(caller);
             }
         }
     }
 
     /// The refusal's status, logged at most once a minute.
-    fn refuse(&self, caller: &Caller, why: Refusal) -> Status {
-        let who = caller.as_deref().unwrap_or("the operator");
+    fn refuse(&self, caller: &str, why: Refusal) -> Status {
         let message = match why {
             Refusal::Caller(limit) => format!(
-                "{:?} holds {limit} bytes of requests in flight already; try again when its calls are answered",
-                crate::service::truncate(who)
+                "{:?} would hold more than {limit} bytes of calls in flight; try again when its calls are answered",
+                crate::service::truncate(caller)
             ),
             Refusal::Total(limit) => format!(
-                "the coordinator holds {limit} bytes of requests in flight already; try again shortly"
+                "the workers would hold more than {limit} bytes of calls in flight; try again shortly"
+            ),
+            Refusal::Late(deadline) => format!(
+                "a call of {:?} did not send its request whole within {} s",
+                crate::service::truncate(caller),
+                deadline.as_secs_f64()
             ),
         };
         self.warn(&message);
@@ -190,7 +199,8 @@ impl RequestBytes {
     }
 }
 
-/// One call's bytes: given back when both its body and its answer are dropped.
+/// One call's bytes: given back when both its body and its answer are dropped. The operator's
+/// (`caller` none) are not counted.
 #[derive(Debug)]
 struct Tab {
     bytes: RequestBytes,
@@ -200,19 +210,31 @@ struct Tab {
 
 impl Tab {
     fn take(&self, bytes: usize) -> Result<(), Status> {
-        match self.bytes.take(&self.caller, bytes) {
+        let Some(caller) = &self.caller else {
+            return Ok(());
+        };
+        match self.bytes.take(caller, bytes) {
             Ok(()) => {
                 self.held.fetch_add(bytes, Ordering::Relaxed);
                 Ok(())
             }
-            Err(why) => Err(self.bytes.refuse(&self.caller, why)),
+            Err(why) => Err(self.bytes.refuse(caller, why)),
         }
+    }
+
+    /// The refusal of a body that was not whole in time.
+    fn late(&self) -> Status {
+        let who = self.caller.as_deref().unwrap_or("the operator");
+        self.bytes
+            .refuse(who, Refusal::Late(self.bytes.state.limits.deadline))
     }
 }
 
 impl Drop for Tab {
     fn drop(&mut self) {
-        self.bytes.give(&self.caller, *self.held.get_mut());
+        if let Some(caller) = &self.caller {
+            self.bytes.give(caller, *self.held.get_mut());
+        }
     }
 }
 
@@ -227,10 +249,12 @@ impl<S: tonic::server::NamedService> tonic::server::NamedService for Counted<S> 
     const NAME: &'static str = S::NAME;
 }
 
-impl<S, B> Service<http::Request<B>> for Counted<S>
+impl<S, B, R> Service<http::Request<B>> for Counted<S>
 where
-    S: Service<http::Request<CountedBody<B>>>,
+    S: Service<http::Request<CountedBody<B>>, Response = http::Response<R>>,
     S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    R: Default + Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -246,6 +270,10 @@ where
             caller: caller_of(req.extensions()),
             held: AtomicUsize::new(0),
         });
+        // The call's own cost first: a stream with no body costs memory too.
+        if let Err(refused) = tab.take(PER_CALL) {
+            return Box::pin(async move { Ok(refused.into_http()) });
+        }
         let (parts, body) = req.into_parts();
         let body = CountedBody {
             inner: Box::pin(body),
@@ -284,11 +312,7 @@ where
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         if !self.whole && self.deadline.as_mut().poll(cx).is_ready() {
             self.whole = true;
-            let message = format!(
-                "the request's body did not arrive whole within {} s",
-                self.tab.bytes.state.limits.deadline.as_secs_f64()
-            );
-            return Poll::Ready(Some(Err(Status::resource_exhausted(message).into())));
+            return Poll::Ready(Some(Err(self.tab.late().into())));
         }
         let frame = match self.inner.as_mut().poll_frame(cx) {
             Poll::Pending => return Poll::Pending,
@@ -323,8 +347,8 @@ mod tests {
         }
     }
 
-    fn caller(name: &str) -> Caller {
-        Some(Arc::from(name))
+    fn caller(name: &str) -> Arc<str> {
+        Arc::from(name)
     }
 
     #[test]
@@ -351,21 +375,34 @@ mod tests {
     }
 
     #[test]
-    fn the_total_bounds_every_caller_the_operator_too() {
+    fn the_total_bounds_the_workers_together() {
         let b = RequestBytes::new(limits());
-        for name in ["a", "b", "c", "d"] {
+        for name in ["a", "b", "c", "d", "e"] {
             assert_eq!(b.take(&caller(name), 100), Ok(()));
         }
-        // The operator has no share of its own, but the total binds it.
-        assert_eq!(b.take(&None, 100), Ok(()));
-        assert_eq!(b.held_by("operator"), 0);
-        assert_eq!(b.take(&None, 1), Err(Refusal::Total(500)));
-        assert_eq!(b.take(&caller("e"), 1), Err(Refusal::Total(500)));
+        assert_eq!(b.take(&caller("f"), 1), Err(Refusal::Total(500)));
         // A refused take holds nothing.
         assert_eq!(b.held(), 500);
-        assert_eq!(b.held_by("e"), 0);
-        b.give(&None, 100);
-        assert_eq!(b.take(&caller("e"), 100), Ok(()));
+        assert_eq!(b.held_by("f"), 0);
+        b.give(&caller("a"), 100);
+        assert_eq!(b.take(&caller("f"), 100), Ok(()));
+    }
+
+    #[test]
+    fn the_operator_is_not_counted_even_with_the_total_full() {
+        let b = RequestBytes::new(limits());
+        for name in ["a", "b", "c", "d", "e"] {
+            b.take(&caller(name), 100).unwrap();
+        }
+        let operator = Tab {
+            bytes: b.clone(),
+            caller: None,
+            held: AtomicUsize::new(0),
+        };
+        assert!(operator.take(1 << 30).is_ok());
+        assert_eq!(b.held(), 500);
+        drop(operator);
+        assert_eq!(b.held(), 500);
     }
 
     #[test]
@@ -385,7 +422,7 @@ mod tests {
         let b = RequestBytes::new(limits());
         let tab = Tab {
             bytes: b.clone(),
-            caller: caller("a"),
+            caller: Some(caller("a")),
             held: AtomicUsize::new(0),
         };
         tab.take(70).unwrap();
@@ -393,6 +430,9 @@ mod tests {
         assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
         assert!(refused.message().contains("\"a\""), "{refused:?}");
         assert_eq!(b.held_by("a"), 70);
+        let late = tab.late();
+        assert_eq!(late.code(), tonic::Code::ResourceExhausted);
+        assert!(late.message().contains("within 1 s"), "{late:?}");
         drop(tab);
         assert_eq!(b.held_by("a"), 0);
         assert_eq!(b.held(), 0);
@@ -407,7 +447,7 @@ mod tests {
         let _installed =
             tracing::subscriber::set_default(tracing_subscriber::registry().with(loud.clone()));
         for _ in 0..3 {
-            let refused = b.refuse(&caller("a"), Refusal::Total(500));
+            let refused = b.refuse("a", Refusal::Total(500));
             assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
             assert!(refused.message().contains("500 bytes"), "{refused:?}");
         }
@@ -415,7 +455,7 @@ mod tests {
         // A minute later, one more.
         let long_ago = Instant::now().checked_sub(Duration::from_secs(61)).unwrap();
         *b.state.warned.lock().unwrap() = Some(long_ago);
-        b.refuse(&None, Refusal::Caller(100));
+        b.refuse("a", Refusal::Caller(100));
         assert_eq!(loud.0.lock().unwrap().0, 2);
     }
 

@@ -18,7 +18,7 @@ use tonic_health::ServingStatus;
 use crate::durable::storage_health;
 use crate::service::progress;
 use crate::service::Coordinator;
-use crate::wire::auth::RequireToken;
+use crate::wire::auth::{OperatorOnly, RequireToken};
 use crate::wire::connections;
 use crate::wire::grpc::CoordinatorService;
 use crate::wire::request_bytes::{self, RequestBytes};
@@ -138,7 +138,7 @@ pub async fn serve(
         .expect("the embedded descriptor sets are valid");
     let auth = RequireToken::new(options.token.as_deref(), options.worker_token.as_deref())
         .with_credentials(coordinator.credentials().clone());
-    // Counted after the token check, which names the caller; every service a token guards.
+    // Counted after the token check, which names the caller.
     let bytes = RequestBytes::new(options.request_bytes);
     let coordinator_metrics = coordinator.metrics().clone();
     let service = CoordinatorServer::new(CoordinatorService::new(coordinator))
@@ -158,12 +158,12 @@ pub async fn serve(
     let server = builder
         .add_service(health_service)
         .add_service(InterceptedService::new(
-            bytes.wrap(reflection),
-            auth.clone(),
+            reflection,
+            OperatorOnly(auth.clone()),
         ))
         .add_service(InterceptedService::new(
-            bytes.wrap(reflection_alpha),
-            auth.clone(),
+            reflection_alpha,
+            OperatorOnly(auth.clone()),
         ))
         .add_service(InterceptedService::new(bytes.wrap(service), auth))
         .serve_with_incoming_shutdown(

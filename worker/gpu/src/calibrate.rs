@@ -6,14 +6,10 @@ use std::time::Duration;
 
 use nqueens_common::{reference, Job, Plan, Strategy, Tally};
 
-use crate::calibration::{Calibration, Trial};
+use crate::calibration::{Calibration, Trial, SIZES};
 use crate::engine::run_split;
 use crate::kept::{self, Keep, Unused};
 use crate::{describe, open_one, Backend, Gpu, GpuError, Kernel, Shape};
-
-/// Board sizes the calibration batch may have: the smallest whose launch takes [`ENOUGH`] on the
-/// first candidate, so that a fast device is timed on enough work and a slow one is not kept waiting.
-pub(crate) const SIZES: std::ops::RangeInclusive<u8> = 12..=18;
 
 /// Device time per launch that times a candidate well enough.
 const ENOUGH: Duration = Duration::from_millis(100);
@@ -187,9 +183,15 @@ pub fn calibrate_kept(
     let Some(keep) = keep else {
         return calibrate(backend, index, candidates);
     };
-    let device = describe(backend, index)?;
+    let device = match describe(backend, index) {
+        Ok(device) => device,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot tell the GPU's model and driver: calibrating, and keeping nothing");
+            return calibrate(backend, index, candidates);
+        }
+    };
     let build = kept::build(backend, candidates);
-    let file = kept::path(&keep.dir, backend, &device);
+    let file = kept::path(&keep.dir, backend, &device, &build);
     if keep.reuse {
         match kept::load(&file, &device, &build, candidates) {
             Ok(k) => match check_kept(backend, index, k) {

@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use crate::Shape;
 
+/// Board sizes the calibration batch may have: the smallest whose launch takes long enough on the
+/// first candidate, so that a fast device is timed on enough work and a slow one is not kept waiting.
+pub(crate) const SIZES: std::ops::RangeInclusive<u8> = 12..=18;
+
 /// One candidate's result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {

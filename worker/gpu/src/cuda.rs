@@ -64,7 +64,7 @@ pub fn name(ordinal: usize) -> Result<String, GpuError> {
 }
 
 /// Device `ordinal` as calibrations are kept for it: its name, compute capability and multiprocessors,
-/// and the driver's version.
+/// the CUDA version of its driver, the driver's release where Linux tells it, and NVRTC's version.
 pub fn describe(ordinal: usize) -> Result<String, GpuError> {
     if let Some(why) = missing() {
         return Err(GpuError::NoDevice(why));
@@ -74,13 +74,23 @@ pub fn describe(ordinal: usize) -> Result<String, GpuError> {
         .attribute(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .map_err(call("reading the multiprocessor count"))?;
     let mut driver: std::ffi::c_int = 0;
-    // SAFETY: the driver library is loaded (a context was just made) and writes one int.
+    // SAFETY: the function takes a pointer to one int, which it writes; cudarc loads the library
+    // (present: `missing` said so) before the call.
     let got = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) };
     if got != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
         return Err(call("reading the driver version")(format!("{got:?}")));
     }
+    let (mut major, mut minor): (std::ffi::c_int, std::ffi::c_int) = (0, 0);
+    // SAFETY: as above, two ints written; NVRTC is present (`missing` said so).
+    let got = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    if got != cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(call("reading NVRTC's version")(format!("{got:?}")));
+    }
+    let release = std::fs::read_to_string("/sys/module/nvidia/version")
+        .map(|v| v.trim().chars().take(32).collect::<String>())
+        .unwrap_or_else(|_| "unknown".into());
     Ok(format!(
-        "{}, {sms} SMs, CUDA driver {}.{}",
+        "{}, {sms} SMs, CUDA driver {}.{} (release {release}), NVRTC {major}.{minor}",
         name(ordinal)?,
         driver / 1000,
         driver % 1000 / 10

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::calibrate::SIZES;
+use crate::calibration::SIZES;
 use crate::{prelude, Backend, Calibration, Shape, Trial};
 
 /// The version of the file's format.
@@ -69,11 +69,12 @@ struct FileTrial {
     error: Option<String>,
 }
 
-/// The file keeping the calibration of `device` (as [`crate::describe`] tells it) of `backend`.
-pub fn path(dir: &Path, backend: Backend, device: &str) -> PathBuf {
+/// The file keeping the calibration of `device` (as [`crate::describe`] tells it) of `backend`, made
+/// with `build`: each pair its own, so that two builds used in turn on one machine keep theirs.
+pub fn path(dir: &Path, backend: Backend, device: &str, build: &str) -> PathBuf {
     dir.join(format!(
         "gpu-calibration-{backend}-{:016x}.json",
-        digest(&[device]) as u64
+        digest(&[device, build]) as u64
     ))
 }
 
@@ -120,7 +121,7 @@ pub fn load(
 ) -> Result<Calibration, Unused> {
     let refused = |why: String| Unused::Refused(why);
     let mut text = String::new();
-    match std::fs::File::open(file) {
+    match open_plain(file) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unused::Missing),
         Err(e) => return Err(refused(e.to_string())),
         Ok(f) => f
@@ -161,7 +162,8 @@ pub fn load(
             (Some(ms), None) if ms.is_finite() && (0.0..1e9).contains(&ms) => {
                 Ok(Duration::from_secs_f64(ms / 1e3))
             }
-            (None, Some(e)) => Err(e.clone()),
+            // As read, but one line of printable text: it is logged.
+            (None, Some(e)) => Err(e.chars().filter(|c| !c.is_control()).take(200).collect()),
             _ => {
                 return Err(refused(format!(
                     "trial {} has no time and no error",
@@ -187,6 +189,23 @@ pub fn load(
         chosen,
         kept: Some(file.to_path_buf()),
     })
+}
+
+/// Opens `file` to read if it is a plain file: not a link (which could lead anywhere), nor a pipe or
+/// a device (whose read could wait for ever).
+fn open_plain(file: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let f = options.open(file)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a plain file"));
+    }
+    Ok(f)
 }
 
 /// Keeps `calibration` of `device` and `build` in `file`: written whole to a temporary file beside it,
@@ -218,11 +237,26 @@ pub fn save(
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let temporary = file.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&temporary, text)?;
-    std::fs::rename(&temporary, file).inspect_err(|_| {
+    // A name no other writer uses, created new (never through a link left there), the owner's alone.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let temporary = file.with_extension(format!("json.{}.{nanos}.tmp", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let written = options
+        .open(&temporary)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .and_then(|()| std::fs::rename(&temporary, file));
+    if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
-    })
+    }
+    written
 }
 
 #[cfg(test)]
@@ -269,8 +303,8 @@ mod tests {
     #[test]
     fn a_kept_calibration_reads_back_as_written() {
         let dir = temp();
-        let file = path(&dir, Backend::OpenCl, "dev");
         let build = build(Backend::OpenCl, &candidates());
+        let file = path(&dir, Backend::OpenCl, "dev", &build);
         assert_eq!(
             load(&file, "dev", &build, &candidates()).unwrap_err(),
             Unused::Missing
@@ -294,8 +328,8 @@ mod tests {
     #[test]
     fn another_device_driver_build_or_candidate_list_is_stale() {
         let dir = temp();
-        let file = path(&dir, Backend::OpenCl, "dev");
         let build = build(Backend::OpenCl, &candidates());
+        let file = path(&dir, Backend::OpenCl, "dev", &build);
         save(&file, "dev", &build, &measured()).unwrap();
         assert_eq!(
             load(&file, "dev, another driver", &build, &candidates()).unwrap_err(),
@@ -308,17 +342,18 @@ mod tests {
             load(&file, "dev", &super::build(Backend::OpenCl, fewer), fewer).unwrap_err(),
             Unused::Stale
         );
-        // Devices have files of their own.
-        assert_ne!(path(&dir, Backend::OpenCl, "other"), file);
-        assert_ne!(path(&dir, Backend::Cuda, "dev"), file);
+        // Devices, and builds, have files of their own.
+        assert_ne!(path(&dir, Backend::OpenCl, "other", &build), file);
+        assert_ne!(path(&dir, Backend::Cuda, "dev", &build), file);
+        assert_ne!(path(&dir, Backend::OpenCl, "dev", "another build"), file);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_damaged_or_inconsistent_file_is_refused() {
         let dir = temp();
-        let file = path(&dir, Backend::OpenCl, "dev");
         let build = build(Backend::OpenCl, &candidates());
+        let file = path(&dir, Backend::OpenCl, "dev", &build);
         save(&file, "dev", &build, &measured()).unwrap();
         let good = std::fs::read_to_string(&file).unwrap();
         let edits: Vec<(String, &str)> = vec![
@@ -366,6 +401,38 @@ mod tests {
                     .any(|t| t.shape == c.chosen && t.outcome.is_ok()));
             }
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_and_pipes_are_not_read() {
+        let dir = temp();
+        let build = build(Backend::OpenCl, &candidates());
+        let file = path(&dir, Backend::OpenCl, "dev", &build);
+        let elsewhere = dir.join("elsewhere.json");
+        save(&elsewhere, "dev", &build, &measured()).unwrap();
+        assert!(load(&elsewhere, "dev", &build, &candidates()).is_ok());
+        std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
+        assert!(
+            matches!(
+                load(&file, "dev", &build, &candidates()),
+                Err(Unused::Refused(_))
+            ),
+            "a link was followed"
+        );
+        std::fs::remove_file(&file).unwrap();
+        let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string; mkfifo only creates the pipe.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Read with nothing writing: it would wait for ever.
+        match load(&file, "dev", &build, &candidates()) {
+            Err(Unused::Refused(why)) => assert!(why.contains("not a plain file"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // A save over the pipe replaces it with a file.
+        save(&file, "dev", &build, &measured()).unwrap();
+        assert!(load(&file, "dev", &build, &candidates()).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -245,6 +245,11 @@ fn a_kept_calibration_is_read_back_checked_and_refused_when_damaged() {
     assert_eq!(files.len(), 1, "{files:?}");
     let file = &files[0];
 
+    // The kept choice is run: its nodes are measured again, whatever the file says.
+    let text = std::fs::read_to_string(file).unwrap();
+    let bogus = text.replace(&format!("\"nodes\": {}", first.nodes), "\"nodes\": 1");
+    assert_ne!(bogus, text);
+    std::fs::write(file, bogus).unwrap();
     let (gpu, again) =
         nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&keep)).unwrap();
     assert_eq!(
@@ -254,6 +259,7 @@ fn a_kept_calibration_is_read_back_checked_and_refused_when_damaged() {
         again.summary()
     );
     assert_eq!(again.chosen, first.chosen);
+    assert_eq!(again.nodes, first.nodes, "the kept choice was not run");
     assert_eq!(gpu.info().shape, first.chosen);
     assert_eq!(again.trials.len(), 2);
     assert!(again.summary().contains("kept in"), "{}", again.summary());
@@ -264,7 +270,6 @@ fn a_kept_calibration_is_read_back_checked_and_refused_when_damaged() {
         .copied()
         .find(|s| *s != first.chosen)
         .unwrap();
-    let text = std::fs::read_to_string(file).unwrap();
     let edited = text.replace(
         &format!("\"chosen\": \"{}\"", first.chosen),
         &format!("\"chosen\": \"{other}\""),
@@ -281,16 +286,19 @@ fn a_kept_calibration_is_read_back_checked_and_refused_when_damaged() {
     let (_, mended) =
         nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&keep)).unwrap();
     assert!(mended.kept.is_none(), "{}", mended.summary());
-    let device = std::fs::read_to_string(file).unwrap();
-    assert!(device.contains("\"format\": 1"), "{device}");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert_eq!(written["chosen"], mended.chosen.to_string(), "{written}");
 
     // Not reused when told: measured anew, and kept.
+    std::fs::remove_file(file).unwrap();
     let fresh = Keep {
         reuse: false,
         ..keep.clone()
     };
     let (_, anew) = nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&fresh)).unwrap();
     assert!(anew.kept.is_none());
+    assert!(file.exists(), "a calibration measured anew was not kept");
     let (_, after) = nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&keep)).unwrap();
     assert_eq!(after.chosen, anew.chosen);
     assert!(after.kept.is_some());
