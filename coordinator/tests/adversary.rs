@@ -95,16 +95,19 @@ impl Server {
 
     /// A client holding a credential the operator issues to `identity`.
     async fn issued(&self, identity: &str) -> Client {
-        let token = self
-            .client("operator")
+        self.client(&self.issued_token(identity).await)
+    }
+
+    /// The token of a credential the operator issues to `identity`.
+    async fn issued_token(&self, identity: &str) -> String {
+        self.client("operator")
             .issue_credential(proto::IssueCredentialRequest {
                 identity: identity.into(),
             })
             .await
             .unwrap()
             .into_inner()
-            .token;
-        self.client(&token)
+            .token
     }
 }
 
@@ -408,14 +411,7 @@ async fn a_revoked_credential_is_refused_at_once_mid_run() {
     let s = start().await;
     let mut operator = s.client("operator");
     let run = create(&mut operator, 0.0).await;
-    let token = operator
-        .issue_credential(proto::IssueCredentialRequest {
-            identity: "stolen".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
+    let token = s.issued_token("stolen").await;
     let mut thief = s.client(&token);
     let held = lease(&mut thief, "t", 4).await;
     assert!(!held.is_empty());
@@ -901,14 +897,7 @@ async fn a_credential_holds_a_bounded_share_of_request_bytes_in_flight() {
     let s = start_with(limits).await;
     let mut operator = s.client("operator");
     create(&mut operator, 0.0).await;
-    let greedy_token = operator
-        .issue_credential(proto::IssueCredentialRequest {
-            identity: "greedy".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
+    let greedy_token = s.issued_token("greedy").await;
     let mut honest = s.issued("honest").await;
     let mut greedy = s.client(&greedy_token);
 

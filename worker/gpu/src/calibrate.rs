@@ -185,6 +185,8 @@ pub fn calibrate_kept(
     };
     let device = match describe(backend, index) {
         Ok(device) => device,
+        // No such device: nothing to calibrate.
+        Err(e @ GpuError::NoDevice(_)) => return Err(e),
         Err(e) => {
             tracing::warn!(error = %e, "cannot tell the GPU's model and driver: calibrating, and keeping nothing");
             return calibrate(backend, index, candidates);
