@@ -955,18 +955,19 @@ async fn a_credential_holds_a_bounded_share_of_request_bytes_in_flight() {
     assert_eq!(lease(&mut honest, "h", 1).await.len(), 1);
     drop(empty);
 
-    // Server reflection is the operator's.
-    let mut reflection = vec![
-        stalled_call(
-            &s.address,
-            &greedy_token,
-            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-            5,
-        )
-        .await,
-    ];
-    let denied = first_answer(&mut reflection, Duration::from_secs(2))
-        .await
-        .expect("reflection answered a worker credential");
-    assert_eq!(denied.code(), Code::PermissionDenied, "{denied:?}");
+    // Server reflection is the operator's: an issued credential and the shared token are denied, the
+    // operator's stream is open (its response's headers sent, waiting for the rest of its message).
+    const REFLECTION: &str = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+    for token in [greedy_token.as_str(), "workers"] {
+        let mut reflection = vec![stalled_call(&s.address, token, REFLECTION, 5).await];
+        let denied = first_answer(&mut reflection, Duration::from_secs(2))
+            .await
+            .expect("reflection answered a worker credential");
+        assert_eq!(denied.code(), Code::PermissionDenied, "{denied:?}");
+        assert!(denied.message().contains("reflection"), "{denied:?}");
+    }
+    let mut operator = vec![stalled_call(&s.address, "operator", REFLECTION, 5).await];
+    if let Some(answer) = first_answer(&mut operator, Duration::from_millis(500)).await {
+        assert_eq!(answer.code(), Code::Ok, "{answer:?}");
+    }
 }

@@ -4,7 +4,8 @@
 //! proves, and against the workers' total. A call that would pass either bound, or whose body is not
 //! whole within [`Limits::deadline`], is refused with RESOURCE_EXHAUSTED. So one credential that opens
 //! many streams, or sends large bodies slowly, holds a bounded share of the coordinator's memory, and
-//! other credentials' calls still pass. The operator's calls are not counted: the operator is trusted,
+//! other credentials' calls still pass. Each credential's first [`FLOOR`] bytes are its own, whatever
+//! the total: heartbeats pass even when other credentials fill it. The operator's calls are not counted: the operator is trusted,
 //! and must be able to revoke a credential that fills the total.
 
 use std::collections::HashMap;
@@ -27,8 +28,18 @@ use crate::wire::auth::Role;
 /// buffers on the server.
 pub const PER_CALL: usize = 16 * 1024;
 
-/// The largest message, as the server decodes it (`server::MAX_MESSAGE_BYTES`).
-const MESSAGE: usize = 4 * 1024 * 1024;
+/// What each credential may hold whatever the workers' total: a heartbeat, a waiting lease call and
+/// a hand-back of leases, so that credentials filling the total cannot make an honest worker's
+/// leases expire (and strike it). Bytes past it count toward the total.
+pub const FLOOR: usize = 4 * PER_CALL;
+
+/// The bytes of a credential's `held` that count toward the workers' total.
+fn past_floor(held: usize) -> usize {
+    held.saturating_sub(FLOOR)
+}
+
+/// The largest message, as the server decodes it (`server::MAX_MESSAGE_BYTES`, checked by its tests).
+pub(crate) const MESSAGE: usize = 4 * 1024 * 1024;
 
 /// The bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +135,7 @@ impl RequestBytes {
         self.lock().by_caller.get(caller).copied().unwrap_or(0)
     }
 
-    /// The bytes every worker credential together holds now.
+    /// The bytes the worker credentials together hold past their floors ([`FLOOR`]) now.
     pub fn held(&self) -> usize {
         self.lock().total
     }
@@ -142,7 +153,8 @@ impl RequestBytes {
         }
     }
 
-    /// Counts `bytes` more against `caller` and the workers' total, if both stay within their bounds.
+    /// Counts `bytes` more against `caller` and, past its [`FLOOR`], the workers' total, if both stay
+    /// within their bounds.
     fn take(&self, caller: &Arc<str>, bytes: usize) -> Result<(), Refusal> {
         let mut held = self.lock();
         let limit = self.limit_of(caller);
@@ -150,23 +162,28 @@ impl RequestBytes {
         if mine + bytes > limit {
             return Err(Refusal::Caller(limit));
         }
-        if held.total + bytes > self.state.limits.total {
+        let more = past_floor(mine + bytes) - past_floor(mine);
+        if held.total + more > self.state.limits.total {
             return Err(Refusal::Total(self.state.limits.total));
         }
         held.by_caller.insert(caller.clone(), mine + bytes);
-        held.total += bytes;
+        held.total += more;
         Ok(())
     }
 
     /// Gives back `bytes` that `caller` held; a caller holding none is forgotten.
     fn give(&self, caller: &Arc<str>, bytes: usize) {
         let mut held = self.lock();
-        held.total = held.total.saturating_sub(bytes);
-        if let Some(mine) = held.by_caller.get_mut(caller) {
-            *mine = mine.saturating_sub(bytes);
-            if *mine == 0 {
-                held.by_caller.remove(caller);
-            }
+        let Some(mine) = held.by_caller.get(caller).copied() else {
+            return;
+        };
+        let left = mine.saturating_sub(bytes);
+        let less = past_floor(mine) - past_floor(left);
+        held.total = held.total.saturating_sub(less);
+        if left == 0 {
+            held.by_caller.remove(caller);
+        } else {
+            held.by_caller.insert(caller.clone(), left);
         }
     }
 
@@ -340,8 +357,8 @@ mod tests {
 
     fn limits() -> Limits {
         Limits {
-            per_caller: 100,
-            shared: 300,
+            per_caller: FLOOR + 100,
+            shared: FLOOR + 300,
             total: 500,
             deadline: Duration::from_secs(1),
         }
@@ -354,45 +371,58 @@ mod tests {
     #[test]
     fn a_caller_takes_up_to_its_share_and_no_byte_more() {
         let b = RequestBytes::new(limits());
-        assert_eq!(b.take(&caller("a"), 60), Ok(()));
+        assert_eq!(b.take(&caller("a"), FLOOR + 60), Ok(()));
         assert_eq!(b.take(&caller("a"), 40), Ok(()));
-        assert_eq!(b.take(&caller("a"), 1), Err(Refusal::Caller(100)));
-        assert_eq!(b.held_by("a"), 100);
+        assert_eq!(b.take(&caller("a"), 1), Err(Refusal::Caller(FLOOR + 100)));
+        assert_eq!(b.held_by("a"), FLOOR + 100);
         // Another credential is not touched by a's.
-        assert_eq!(b.take(&caller("b"), 100), Ok(()));
-        assert_eq!(b.held(), 200);
+        assert_eq!(b.take(&caller("b"), FLOOR + 100), Ok(()));
+        assert_eq!(b.held(), 200, "the bytes past each floor");
         b.give(&caller("a"), 60);
         assert_eq!(b.take(&caller("a"), 60), Ok(()));
-        assert_eq!(b.take(&caller("a"), 1), Err(Refusal::Caller(100)));
+        assert_eq!(b.take(&caller("a"), 1), Err(Refusal::Caller(FLOOR + 100)));
     }
 
     #[test]
     fn the_shared_token_has_its_own_larger_share() {
         let b = RequestBytes::new(limits());
         let shared = caller(SHARED_IDENTITY);
-        assert_eq!(b.take(&shared, 300), Ok(()));
-        assert_eq!(b.take(&shared, 1), Err(Refusal::Caller(300)));
+        assert_eq!(b.take(&shared, FLOOR + 300), Ok(()));
+        assert_eq!(b.take(&shared, 1), Err(Refusal::Caller(FLOOR + 300)));
     }
 
     #[test]
-    fn the_total_bounds_the_workers_together() {
+    fn the_total_bounds_the_workers_together_past_their_floors() {
         let b = RequestBytes::new(limits());
         for name in ["a", "b", "c", "d", "e"] {
-            assert_eq!(b.take(&caller(name), 100), Ok(()));
+            assert_eq!(b.take(&caller(name), FLOOR + 100), Ok(()));
         }
-        assert_eq!(b.take(&caller("f"), 1), Err(Refusal::Total(500)));
-        // A refused take holds nothing.
         assert_eq!(b.held(), 500);
+        // Past its floor, a sixth credential is refused; a refused take holds nothing.
+        assert_eq!(b.take(&caller("f"), FLOOR + 1), Err(Refusal::Total(500)));
         assert_eq!(b.held_by("f"), 0);
-        b.give(&caller("a"), 100);
-        assert_eq!(b.take(&caller("f"), 100), Ok(()));
+        // Within its floor it passes, the total full: its heartbeats are not refused.
+        assert_eq!(b.take(&caller("f"), FLOOR), Ok(()));
+        assert_eq!(b.take(&caller("f"), 1), Err(Refusal::Total(500)));
+        assert_eq!(b.held(), 500);
+        // What a gives back past its floor is room for f.
+        b.give(&caller("a"), 30);
+        assert_eq!(b.held(), 470);
+        assert_eq!(b.take(&caller("f"), 30), Ok(()));
+        assert_eq!(b.take(&caller("f"), 1), Err(Refusal::Total(500)));
+        // Bytes given back within the floor free none of the total.
+        b.give(&caller("a"), 70);
+        assert_eq!(b.held(), 430);
+        b.give(&caller("a"), FLOOR);
+        assert_eq!(b.held(), 430);
+        assert_eq!(b.held_by("a"), 0);
     }
 
     #[test]
     fn the_operator_is_not_counted_even_with_the_total_full() {
         let b = RequestBytes::new(limits());
         for name in ["a", "b", "c", "d", "e"] {
-            b.take(&caller(name), 100).unwrap();
+            b.take(&caller(name), FLOOR + 100).unwrap();
         }
         let operator = Tab {
             bytes: b.clone(),
@@ -425,11 +455,12 @@ mod tests {
             caller: Some(caller("a")),
             held: AtomicUsize::new(0),
         };
-        tab.take(70).unwrap();
+        tab.take(FLOOR + 70).unwrap();
         let refused = tab.take(31).unwrap_err();
         assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
         assert!(refused.message().contains("\"a\""), "{refused:?}");
-        assert_eq!(b.held_by("a"), 70);
+        assert_eq!(b.held_by("a"), FLOOR + 70);
+        assert_eq!(b.held(), 70);
         let late = tab.late();
         assert_eq!(late.code(), tonic::Code::ResourceExhausted);
         assert!(late.message().contains("within 1 s"), "{late:?}");

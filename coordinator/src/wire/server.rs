@@ -307,3 +307,14 @@ async fn storage_watch(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte budget's idea of the largest message is the server's.
+    #[test]
+    fn the_byte_budget_knows_the_largest_message() {
+        assert_eq!(request_bytes::MESSAGE, MAX_MESSAGE_BYTES);
+    }
+}

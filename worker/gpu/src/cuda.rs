@@ -69,6 +69,11 @@ pub fn describe(ordinal: usize) -> Result<String, GpuError> {
     if let Some(why) = missing() {
         return Err(GpuError::NoDevice(why));
     }
+    if ordinal >= count() {
+        return Err(GpuError::NoDevice(format!(
+            "CUDA has no device {ordinal} (`nqueens gpus` lists them)"
+        )));
+    }
     let ctx = CudaContext::new(ordinal).map_err(call("opening the device"))?;
     let sms = ctx
         .attribute(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)

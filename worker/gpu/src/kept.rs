@@ -149,7 +149,7 @@ pub fn load(
         if candidates.contains(&shape) {
             Ok(shape)
         } else {
-            Err(refused(format!("{s} is not a candidate")))
+            Err(refused(format!("{:?} is not a candidate", one_line(s))))
         }
     };
     let chosen = shape(&kept.chosen)?;
@@ -162,12 +162,11 @@ pub fn load(
             (Some(ms), None) if ms.is_finite() && (0.0..1e9).contains(&ms) => {
                 Ok(Duration::from_secs_f64(ms / 1e3))
             }
-            // As read, but one line of printable text: it is logged.
-            (None, Some(e)) => Err(e.chars().filter(|c| !c.is_control()).take(200).collect()),
+            (None, Some(e)) => Err(one_line(e)),
             _ => {
                 return Err(refused(format!(
-                    "trial {} has no time and no error",
-                    t.shape
+                    "trial {:?} has no time and no error",
+                    one_line(&t.shape)
                 )))
             }
         };
@@ -229,7 +228,7 @@ pub fn save(
             .map(|t| FileTrial {
                 shape: t.shape.to_string(),
                 ms: t.outcome.as_ref().ok().map(|d| d.as_secs_f64() * 1e3),
-                error: t.outcome.as_ref().err().cloned(),
+                error: t.outcome.as_ref().err().map(|e| one_line(e)),
             })
             .collect(),
     };
@@ -249,14 +248,19 @@ pub fn save(
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let written = options
-        .open(&temporary)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+    // Only a file this call created is removed if what follows fails.
+    let mut f = options.open(&temporary)?;
+    let written = std::io::Write::write_all(&mut f, text.as_bytes())
         .and_then(|()| std::fs::rename(&temporary, file));
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
     }
     written
+}
+
+/// `text` as one line of printable text, at most 200 characters: what a file holds is logged.
+fn one_line(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).take(200).collect()
 }
 
 #[cfg(test)]
