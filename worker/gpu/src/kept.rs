@@ -304,6 +304,40 @@ mod tests {
         dir
     }
 
+    /// Every candidate failed with a long compiler log: what is saved is read back (each error cut to
+    /// one line of 200 characters), and a file of exactly the largest size read is read.
+    #[test]
+    fn long_errors_are_saved_short_and_the_largest_file_is_read() {
+        let dir = temp();
+        let many: Vec<Shape> = (1..=14).map(|p| Shape::new(Kernel::Flat, 64, p)).collect();
+        let build = build(Backend::OpenCl, &many);
+        let file = path(&dir, Backend::OpenCl, "dev", &build);
+        let mut c = measured();
+        c.chosen = many[0];
+        c.trials = many
+            .iter()
+            .map(|&shape| Trial {
+                shape,
+                outcome: Err(format!("line\n{}", "e".repeat(5000))),
+            })
+            .collect();
+        c.trials[0].outcome = Ok(Duration::from_millis(3));
+        save(&file, "dev", &build, &c).unwrap();
+        let size = std::fs::metadata(&file).unwrap().len();
+        assert!((2_000..MAX_BYTES).contains(&size), "{size} bytes");
+        let back = load(&file, "dev", &build, &many).unwrap();
+        assert_eq!(back.trials.len(), 14);
+        let e = back.trials[1].outcome.clone().unwrap_err();
+        assert_eq!(e.len(), 200);
+        assert!(e.starts_with("lineeee"), "{e}");
+        // Padded to exactly the largest size read: still read.
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str(&" ".repeat(MAX_BYTES as usize - text.len()));
+        std::fs::write(&file, &text).unwrap();
+        assert!(load(&file, "dev", &build, &many).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_kept_calibration_reads_back_as_written() {
         let dir = temp();

@@ -249,6 +249,12 @@ fn a_kept_calibration_is_read_back_checked_and_refused_when_damaged() {
     let text = std::fs::read_to_string(file).unwrap();
     let bogus = text.replace(&format!("\"nodes\": {}", first.nodes), "\"nodes\": 1");
     assert_ne!(bogus, text);
+    // And its time, while the other candidate's is the file's.
+    let mut value: serde_json::Value = serde_json::from_str(&bogus).unwrap();
+    for t in value["trials"].as_array_mut().unwrap() {
+        t["ms"] = serde_json::json!(99000.0);
+    }
+    let bogus = serde_json::to_string(&value).unwrap();
     std::fs::write(file, bogus).unwrap();
     let (gpu, again) =
         nqueens_gpu::calibrate_kept(backend, index, &candidates, Some(&keep)).unwrap();
@@ -260,6 +266,15 @@ fn a_kept_calibration_is_read_back_checked_and_refused_when_damaged() {
     );
     assert_eq!(again.chosen, first.chosen);
     assert_eq!(again.nodes, first.nodes, "the kept choice was not run");
+    for t in &again.trials {
+        let ms = t.outcome.as_ref().unwrap().as_secs_f64() * 1e3;
+        assert_eq!(
+            ms == 99000.0,
+            t.shape != first.chosen,
+            "{}",
+            again.summary()
+        );
+    }
     assert_eq!(gpu.info().shape, first.chosen);
     assert_eq!(again.trials.len(), 2);
     assert!(again.summary().contains("kept in"), "{}", again.summary());
