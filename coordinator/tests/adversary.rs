@@ -880,6 +880,25 @@ async fn first_answer(calls: &mut Vec<Stalled>, within: Duration) -> Option<toni
 
 const REPORT: &str = "/nqueens.v1.Coordinator/Report";
 
+/// Opens `n` stalled reports of `bytes` bytes as `token`, expecting one of them refused with
+/// RESOURCE_EXHAUSTED within 2 s: its refusal, and the calls still open.
+async fn one_of_refused(
+    address: &str,
+    token: &str,
+    n: usize,
+    bytes: usize,
+) -> (tonic::Status, Vec<Stalled>) {
+    let mut calls = Vec::new();
+    for _ in 0..n {
+        calls.push(stalled_call(address, token, REPORT, bytes).await);
+    }
+    let refused = first_answer(&mut calls, Duration::from_secs(2))
+        .await
+        .expect("no call was refused: the caller holds more than its share");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    (refused, calls)
+}
+
 /// One credential opens streams and sends each a large body it never ends, or many streams with
 /// nothing but a message's header, to fill the coordinator's memory. It holds at most its share: the
 /// call that would pass it is refused at once, with RESOURCE_EXHAUSTED. Another credential's calls pass
@@ -902,14 +921,7 @@ async fn a_credential_holds_a_bounded_share_of_request_bytes_in_flight() {
     let mut greedy = s.client(&greedy_token);
 
     // Three bodies of 100 KB each: two fit greedy's share, the third does not.
-    let mut calls = Vec::new();
-    for _ in 0..3 {
-        calls.push(stalled_call(&s.address, &greedy_token, REPORT, 100_000).await);
-    }
-    let refused = first_answer(&mut calls, Duration::from_secs(2))
-        .await
-        .expect("no stream was refused: greedy holds more than its share");
-    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    let (refused, calls) = one_of_refused(&s.address, &greedy_token, 3, 100_000).await;
     assert!(refused.message().contains("\"greedy\""), "{refused:?}");
     assert!(calls.iter().all(|(answer, _)| !answer.is_finished()));
 
@@ -938,14 +950,7 @@ async fn a_credential_holds_a_bounded_share_of_request_bytes_in_flight() {
 
     // Streams with nothing but a message's header cost their call's share: 15 fit, the 16th does not,
     // and nor does any other call of greedy's while they are open; honest's still pass.
-    let mut empty = Vec::new();
-    for _ in 0..16 {
-        empty.push(stalled_call(&s.address, &greedy_token, REPORT, 5).await);
-    }
-    let refused = first_answer(&mut empty, Duration::from_secs(2))
-        .await
-        .expect("greedy held 16 calls");
-    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    let (_, empty) = one_of_refused(&s.address, &greedy_token, 16, 5).await;
     assert_eq!(empty.len(), 15);
     let e = greedy
         .lease(support::lease_request("g", 1))
