@@ -418,6 +418,32 @@ mod tests {
         assert_eq!(b.held_by("a"), 0);
     }
 
+    /// With the total full, an honest credential still waits for a lease, heartbeats the 256 leases a
+    /// new identity may hold (an id is at most 10 bytes on the wire) and hands them back, at once.
+    #[test]
+    fn the_floor_holds_a_waiting_lease_call_a_heartbeat_and_a_hand_back() {
+        let limits = Limits::default();
+        let b = RequestBytes::new(limits);
+        let mut k = 0;
+        while b
+            .take(&caller(&format!("filler{k}")), limits.per_caller)
+            .is_ok()
+        {
+            k += 1;
+        }
+        let room = limits.total - b.held();
+        b.take(&caller("last filler"), FLOOR + room).unwrap();
+        assert_eq!(b.held(), limits.total);
+        assert!(
+            b.take(&caller("late"), FLOOR + 1).is_err(),
+            "the total is full"
+        );
+        let honest = caller("honest");
+        for call in [100, 256 * 10 + 100, 256 * 10 + 100] {
+            assert_eq!(b.take(&honest, PER_CALL + call), Ok(()));
+        }
+    }
+
     #[test]
     fn the_operator_is_not_counted_even_with_the_total_full() {
         let b = RequestBytes::new(limits());
