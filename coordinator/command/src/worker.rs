@@ -75,8 +75,8 @@ pub struct GpuArgs {
     /// the `gpu_kernel` metric).
     #[arg(long, value_name = "SHAPE", value_parser = gpu_kernel)]
     pub gpu_kernel: Option<nqueens_gpu::Shape>,
-    /// Calibrate each device anew, though a calibration is kept for its model, driver and build, and
-    /// keep the new one. Calibrations are kept in $NQUEENS_CACHE, else $XDG_CACHE_HOME/nqueens, else
+    /// Calibrate each device anew, though a calibration is kept for its model, driver and kernel
+    /// source, and keep the new one. Calibrations are kept in $NQUEENS_CACHE, else $XDG_CACHE_HOME/nqueens, else
     /// $HOME/.cache/nqueens.
     #[arg(long, conflicts_with = "gpu_kernel")]
     pub gpu_recalibrate: bool,

@@ -170,8 +170,9 @@ pub fn calibrate(
     }
 }
 
-/// [`calibrate`], or the calibration `keep` kept for this device model, driver and build: its choice
-/// is opened and run once on its batch (the total checked) instead of every candidate. A calibration
+/// [`calibrate`], or the calibration `keep` kept for this device model, driver and kernel source: its
+/// choice is opened and runs its batch (a warm-up launch and a timed one, the total checked) instead of
+/// every candidate. A calibration
 /// measured here is kept for the next open. A kept file that is refused, or whose choice fails its
 /// check, is logged and the device calibrated again; a file that cannot be written is logged.
 pub fn calibrate_kept(
