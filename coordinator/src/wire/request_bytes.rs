@@ -130,13 +130,15 @@ impl RequestBytes {
         }
     }
 
+    #[cfg(test)]
     /// The bytes `caller` holds now (0 for the operator, never counted).
-    pub fn held_by(&self, caller: &str) -> usize {
+    fn held_by(&self, caller: &str) -> usize {
         self.lock().by_caller.get(caller).copied().unwrap_or(0)
     }
 
+    #[cfg(test)]
     /// The bytes the worker credentials together hold past their floors ([`FLOOR`]) now.
-    pub fn held(&self) -> usize {
+    fn held(&self) -> usize {
         self.lock().total
     }
 

@@ -294,6 +294,14 @@ mod tests {
         }
     }
 
+    /// A fresh directory, the build of [`candidates`] and the file of device "dev" there.
+    fn fixture() -> (PathBuf, String, PathBuf) {
+        let dir = temp();
+        let build = build(Backend::OpenCl, &candidates());
+        let file = path(&dir, Backend::OpenCl, "dev", &build);
+        (dir, build, file)
+    }
+
     fn temp() -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
             "nqueens-kept-{}-{:x}",
@@ -340,9 +348,7 @@ mod tests {
 
     #[test]
     fn a_kept_calibration_reads_back_as_written() {
-        let dir = temp();
-        let build = build(Backend::OpenCl, &candidates());
-        let file = path(&dir, Backend::OpenCl, "dev", &build);
+        let (dir, build, file) = fixture();
         assert_eq!(
             load(&file, "dev", &build, &candidates()).unwrap_err(),
             Unused::Missing
@@ -365,9 +371,7 @@ mod tests {
 
     #[test]
     fn another_device_driver_build_or_candidate_list_is_stale() {
-        let dir = temp();
-        let build = build(Backend::OpenCl, &candidates());
-        let file = path(&dir, Backend::OpenCl, "dev", &build);
+        let (dir, build, file) = fixture();
         save(&file, "dev", &build, &measured()).unwrap();
         assert_eq!(
             load(&file, "dev, another driver", &build, &candidates()).unwrap_err(),
@@ -389,9 +393,7 @@ mod tests {
 
     #[test]
     fn a_damaged_or_inconsistent_file_is_refused() {
-        let dir = temp();
-        let build = build(Backend::OpenCl, &candidates());
-        let file = path(&dir, Backend::OpenCl, "dev", &build);
+        let (dir, build, file) = fixture();
         save(&file, "dev", &build, &measured()).unwrap();
         let good = std::fs::read_to_string(&file).unwrap();
         let edits: Vec<(String, &str)> = vec![
@@ -445,9 +447,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn links_and_pipes_are_not_read() {
-        let dir = temp();
-        let build = build(Backend::OpenCl, &candidates());
-        let file = path(&dir, Backend::OpenCl, "dev", &build);
+        let (dir, build, file) = fixture();
         let elsewhere = dir.join("elsewhere.json");
         save(&elsewhere, "dev", &build, &measured()).unwrap();
         assert!(load(&elsewhere, "dev", &build, &candidates()).is_ok());
