@@ -266,8 +266,10 @@ impl Job {
 
     /// The job as searches for a kernel plus what is already settled: `work().finish(t)` is [`Job::run`]
     /// for any kernel whose `t` equals [`kernel::run`] on `work().units`. This is how a GPU (or any other
-    /// device) computes a job: it searches the units, and the few sub-problems that need each completion
-    /// checked (the symmetric rings of `d4`) are settled here on the CPU.
+    /// device) computes a job: it searches the units, every completion of the job among them. What is
+    /// settled here is small: the nodes placed while splitting, and for `d4`'s symmetric rings the
+    /// completions a symmetry other than the identity fixes (a search of fixed boards alone, see
+    /// [`crate::fixed`]).
     pub fn work(&self) -> Work {
         let n = self.plan.n();
         match self.plan.strategy() {
@@ -312,7 +314,8 @@ impl Job {
 pub struct Work {
     /// The searches: each completion counts its unit's weight.
     pub units: Vec<kernel::Unit>,
-    /// What is settled without them (nodes placed while splitting, the symmetric rings of `d4`).
+    /// What is settled without them: nodes placed while splitting, and for `d4` the part of unique * 8
+    /// that the symmetries of a symmetric ring other than the identity add (its total is the units').
     pub base: JobResult,
 }
 

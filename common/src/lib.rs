@@ -11,6 +11,7 @@ pub mod checksum;
 pub mod error;
 pub mod estimate;
 pub mod family;
+pub mod fixed;
 pub mod job;
 pub mod jsonl;
 pub mod kernel;

@@ -568,10 +568,10 @@ mod tests {
     }
 
     /// A device answer that passes every check of its own (each seed's pair plausible, the batch's sums
-    /// within 64 bits) but whose job's total, with the part settled on the CPU (the symmetric rings of
-    /// `d4`), passes 64 bits is refused. Before, `Work::finish` added it unchecked: a release build
-    /// wrapped it into a small, plausible total, and the worker sealed and reported it. Found by a
-    /// review, 2026-11-24.
+    /// within 64 bits) but whose job's unique count, with the part settled on the CPU (the completions
+    /// of `d4`'s symmetric rings that a symmetry fixes), passes 64 bits is refused. Before, `Work::finish`
+    /// added it unchecked: a release build wrapped it into a small, plausible count, and the worker
+    /// sealed and reported it. Found by a review, 2026-11-24.
     #[test]
     fn a_job_whose_device_total_and_settled_part_overflow_is_refused() {
         let (plan, work) = (8..=12)
@@ -581,8 +581,9 @@ mod tests {
                     .map(move |k| (plan, plan.job(&k).unwrap().work()))
                     .collect::<Vec<_>>()
             })
-            .find(|(_, w)| w.base.total >= 8 && !w.units.is_empty())
-            .expect("a d4 job with symmetric rings settled and searches left");
+            .find(|(_, w)| w.base.unique8.unwrap_or(0) >= 8 && !w.units.is_empty())
+            .expect("a d4 job with fixed completions settled and searches left");
+        let settled = work.base.unique8.unwrap();
         let mut batch = Batch::new(plan.n());
         batch.push_group(&work.units).unwrap();
         let mut out = vec![0u64; 2 * batch.len()];
@@ -591,7 +592,7 @@ mod tests {
         }
         let first_unit = (batch.seeds[3] >> 5) as usize;
         let w = batch.unit_weight[first_unit];
-        let x = (u64::MAX - work.base.total) / w + 1;
+        let x = (u64::MAX - settled) / w + 1;
         (out[0], out[1]) = (x, x);
         let totals = batch.finish(&out).expect("within 64 bits for the batch");
         assert_eq!(work.finish(totals[0]), None);

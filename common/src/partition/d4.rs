@@ -10,7 +10,8 @@
 //! `BENCHMARKS.md` compares the tree sizes of the alternatives.
 
 use crate::board::{attacks, PartialBoard};
-use crate::kernel::{self, Problem, Unit};
+use crate::fixed::fixed_completions;
+use crate::kernel::{Problem, Unit};
 use crate::key::JobKey;
 use crate::partition::ring::{self, Ring};
 use crate::partition::walk::{Advance, Budget, Walk};
@@ -148,38 +149,49 @@ impl Group {
     ///
     /// Each canonical ring of the group that fits the prefix is one sub-problem: its north and south
     /// queens are placed on the frame's side columns, and its completions count `weight` each. Those
-    /// become the units (split one row further). The few rings that a symmetry maps to themselves are
-    /// searched here, checking each completion (Burnside), and make the settled part.
+    /// become the units (split one row further). A ring that a symmetry maps to itself adds, by
+    /// Burnside, `weight` to `unique * 8` for every symmetry of its stabiliser that fixes a completion:
+    /// the identity fixes each one (the kernel's weighted count, added by [`crate::job::Work::finish`]),
+    /// and the others' fixed completions are counted here by a search of fixed boards alone
+    /// ([`fixed_completions`]), with the queens that ring's split places as its nodes. So every
+    /// completion's search runs on the kernel (a CPU's vectors or a GPU), and the settled part costs
+    /// little (BENCHMARKS.md, "Symmetric rings on the kernel").
     pub fn work(&self, cols: &[u8]) -> Option<(Vec<Unit>, (u64, u64, u64))> {
         let base = self.problem(cols)?;
+        let n = self.n;
         let mut plain = Vec::new();
-        let (mut total, mut unique8, mut nodes) = (0u64, 0u64, 0u64);
+        let (mut unique8, mut nodes) = (0u64, 0u64);
         for (unit, ring) in self.fitting(base) {
             let weight = ring.weight() as u64;
+            let children = unit.split();
             if ring.stabiliser.len() > 1 {
-                // Burnside: a completion fixed by k symmetries of the ring's stabiliser adds weight * k.
-                let mut fixed = 0;
-                let found = kernel::completions(&unit, &mut |board| {
-                    let board = Symmetry::AntiTranspose.apply_board(board);
-                    fixed += ring
-                        .stabiliser
-                        .iter()
-                        .filter(|g| g.apply_board(&board) == board)
-                        .count() as u64;
-                });
+                // The completions of the search frame fixed by `g` in the board's frame: those fixed by
+                // `g` conjugated by the anti-transpose (an involution) that maps one frame to the other.
+                let a = Symmetry::AntiTranspose;
+                let fixed: u64 = ring
+                    .stabiliser
+                    .iter()
+                    .filter(|&g| g != Symmetry::Identity)
+                    .map(|g| {
+                        fixed_completions(&unit, &|s| a.apply(n, g.apply(n, a.apply(n, s))))
+                    })
+                    .fold(0, u64::saturating_add);
                 // Saturating, never wrapping: a sum at u64::MAX is refused by `Work::finish`.
-                total = total.saturating_add(weight.saturating_mul(found.count));
                 unique8 = unique8.saturating_add(weight.saturating_mul(fixed));
-                nodes = nodes.saturating_add(found.nodes);
-            } else {
-                plain.extend(
-                    unit.split()
-                        .into_iter()
-                        .map(|problem| Unit { problem, weight }),
-                );
+                // The nodes its whole search had when it was settled here (a job's nodes stay what
+                // they were): beside the kernel's, the queen each child places on the split row, and
+                // the pre-placed rows the search passed before the child's first empty row. A plain
+                // ring's split counts neither.
+                if let Some(split) = unit.board.empty_rows().next() {
+                    for child in &children {
+                        let passed = child.board.empty_rows().next().map_or(0, |r| r - split - 1);
+                        nodes = nodes.saturating_add(1 + u64::from(passed));
+                    }
+                }
             }
+            plain.extend(children.into_iter().map(|problem| Unit { problem, weight }));
         }
-        Some((plain, (total, unique8, nodes)))
+        Some((plain, (0, unique8, nodes)))
     }
 
     /// The largest stabiliser among the group's canonical rings that fit the job with prefix `cols` (0
@@ -352,6 +364,82 @@ mod tests {
                 seen[size] > 0,
                 "no job of largest stabiliser {size}: {seen:?}"
             );
+        }
+    }
+
+    /// The settled part as it was before the symmetric rings went to the kernel: each symmetric ring
+    /// searched whole here, every completion checked against its stabiliser. The oracle of the test
+    /// below.
+    fn work_checking_each_completion(
+        group: &Group,
+        cols: &[u8],
+    ) -> Option<(Vec<Unit>, (u64, u64, u64))> {
+        let base = group.problem(cols)?;
+        let mut plain = Vec::new();
+        let (mut total, mut unique8, mut nodes) = (0u64, 0u64, 0u64);
+        for (unit, ring) in group.fitting(base) {
+            let weight = ring.weight() as u64;
+            if ring.stabiliser.len() > 1 {
+                let mut fixed = 0;
+                let found = crate::kernel::completions(&unit, &mut |board| {
+                    let board = Symmetry::AntiTranspose.apply_board(board);
+                    fixed += ring
+                        .stabiliser
+                        .iter()
+                        .filter(|g| g.apply_board(&board) == board)
+                        .count() as u64;
+                });
+                total += weight * found.count;
+                unique8 += weight * fixed;
+                nodes += found.nodes;
+            } else {
+                plain.extend(
+                    unit.split()
+                        .into_iter()
+                        .map(|problem| Unit { problem, weight }),
+                );
+            }
+        }
+        Some((plain, (total, unique8, nodes)))
+    }
+
+    /// A job's result, its units searched by the kernel: `(total, unique * 8, nodes)`.
+    fn finish(work: (Vec<Unit>, (u64, u64, u64))) -> (u64, u64, u64) {
+        let (units, (total, unique8, nodes)) = work;
+        let t = crate::kernel::run(units.into_iter());
+        (total + t.weighted, unique8 + t.weighted, nodes + t.nodes)
+    }
+
+    /// The symmetric rings on the kernel give every job the result it had when they were searched
+    /// whole on the host, completion by completion: total, unique * 8 and nodes, for every job of
+    /// N = 1 to 17 split 0 to 2 rows deep (rings fixed by a half turn, a quarter turn and every
+    /// symmetry among them).
+    #[test]
+    fn symmetric_rings_on_the_kernel_give_each_job_the_result_it_had() {
+        let mut symmetric = [0u64; 9];
+        for n in 1..=17u8 {
+            for split in 0..=2u8 {
+                if n > 14 && split > 0 {
+                    continue;
+                }
+                for key in jobs(n, split) {
+                    let [w, e, prefix @ ..] = key.0.as_slice() else {
+                        panic!("{key}")
+                    };
+                    let group = Group::new(n, *w, *e).unwrap();
+                    let now = finish(group.work(prefix).unwrap());
+                    let before = finish(work_checking_each_completion(&group, prefix).unwrap());
+                    assert_eq!(now, before, "N = {n} {key}");
+                    let size = group.largest_stabiliser(prefix).unwrap();
+                    if size > 1 && now.0 > 0 {
+                        symmetric[size as usize] += 1;
+                    }
+                }
+            }
+        }
+        // Jobs with completions on rings of every stabiliser size were compared.
+        for size in [2, 4, 8] {
+            assert!(symmetric[size] > 0, "no job of stabiliser {size} with completions: {symmetric:?}");
         }
     }
 }

@@ -1,0 +1,209 @@
+//! Completions that a symmetry of the square maps to themselves, counted by a search that places a
+//! queen's whole orbit at once: Burnside's count for a symmetric ring without visiting its other
+//! completions.
+//!
+//! A board fixed by a symmetry `h` holds, with each queen, the queen's images under `h`, `h²`, and so
+//! on. So the search takes the first empty row, tries each column there, and places the square's whole
+//! orbit; a square of the orbit that clashes (a row already holding another column, a forbidden square,
+//! an attacked one) rules the column out. Every fixed completion is found once: its queen on that row
+//! decides the orbit. The tree is that of a board a fraction of the size (half the rows for a half turn,
+//! a quarter for a quarter turn), so it costs little beside the plain search of the same problem, which
+//! a kernel does.
+
+use crate::kernel::Problem;
+
+/// No queen on the row.
+const EMPTY: u8 = u8::MAX;
+
+/// The completions of `problem` that `h` maps to themselves. `h` maps a square `(row, col)` of the
+/// board to its image, and must be one of the 8 symmetries of the square (possibly conjugated by
+/// another): its orbits have at most 8 squares. A completion is what the kernel counts: the pre-placed
+/// queens, and on every empty row a queen off that row's forbidden columns, none attacking another.
+pub fn fixed_completions(problem: &Problem, h: &dyn Fn((u8, u8)) -> (u8, u8)) -> u64 {
+    let n = problem.board.n();
+    let mut board = Board {
+        n,
+        rows: [EMPTY; 32],
+        cols: 0,
+        sums: 0,
+        differences: 0,
+    };
+    // The pre-placed queens stand whatever their rows' forbidden columns (as in the kernel).
+    let none = [0u32; 32];
+    for (r, c) in problem.board.queens() {
+        if !board.place(r, c, &none) {
+            return 0;
+        }
+    }
+    // A fixed completion holds their images too.
+    for (r, c) in problem.board.queens() {
+        if !board.place_orbit((r, c), h, &problem.forbid) {
+            return 0;
+        }
+    }
+    board.count(0, h, &problem.forbid)
+}
+
+/// The queens placed so far, and the lines they attack.
+#[derive(Clone, Copy)]
+struct Board {
+    n: u8,
+    /// Per row, its queen's column, or [`EMPTY`].
+    rows: [u8; 32],
+    cols: u32,
+    /// Diagonals `row + col`.
+    sums: u64,
+    /// Diagonals `row - col + 31`.
+    differences: u64,
+}
+
+impl Board {
+    /// Places a queen on `(r, c)` unless it clashes: true if it stands there now (or stood already).
+    fn place(&mut self, r: u8, c: u8, forbid: &[u32; 32]) -> bool {
+        if r >= self.n || c >= self.n {
+            return false;
+        }
+        let here = self.rows[r as usize];
+        if here != EMPTY {
+            return here == c;
+        }
+        let (sum, difference) = (1u64 << (r + c), 1u64 << (r + 31 - c));
+        if forbid[r as usize] & 1 << c != 0
+            || self.cols & 1 << c != 0
+            || self.sums & sum != 0
+            || self.differences & difference != 0
+        {
+            return false;
+        }
+        self.rows[r as usize] = c;
+        self.cols |= 1 << c;
+        self.sums |= sum;
+        self.differences |= difference;
+        true
+    }
+
+    /// Places `square` and its images under `h` until the orbit closes: false on the first clash, or if
+    /// it does not close within 8 steps (no symmetry of the square).
+    fn place_orbit(
+        &mut self,
+        square: (u8, u8),
+        h: &dyn Fn((u8, u8)) -> (u8, u8),
+        forbid: &[u32; 32],
+    ) -> bool {
+        let mut at = square;
+        for _ in 0..8 {
+            if !self.place(at.0, at.1, forbid) {
+                return false;
+            }
+            at = h(at);
+            if at == square {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The fixed completions of this board, its rows before `from` all filled.
+    fn count(&self, from: u8, h: &dyn Fn((u8, u8)) -> (u8, u8), forbid: &[u32; 32]) -> u64 {
+        let Some(r) = (from..self.n).find(|&r| self.rows[r as usize] == EMPTY) else {
+            return 1;
+        };
+        let full = if self.n >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << self.n) - 1
+        };
+        let mut free = !(self.cols | forbid[r as usize]) & full;
+        let mut found = 0;
+        while free != 0 {
+            let c = free.trailing_zeros() as u8;
+            free &= free - 1;
+            let mut next = *self;
+            if next.place_orbit((r, c), h, forbid) {
+                found += next.count(r + 1, h, forbid);
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::board::PartialBoard;
+    use crate::kernel::completions;
+    use crate::symmetry::Symmetry;
+
+    /// Against every completion checked one by one: for each symmetry, on problems with a few queens
+    /// and forbidden squares, N = 1 to 11.
+    #[test]
+    fn the_orbit_search_finds_exactly_the_fixed_completions() {
+        let mut fixed_seen = [0u64; 8];
+        for n in 1u8..=11 {
+            let m = n - 1;
+            // Problems: the empty board; one queen on the top row; a queen there and its half-turn
+            // image; with and without forbidden squares.
+            let mut problems = vec![Problem::new(PartialBoard::empty(n as u32).unwrap())];
+            for c in 0..n {
+                let mut one = PartialBoard::empty(n as u32).unwrap();
+                one.try_place(0, c as u32).unwrap();
+                problems.push(Problem::new(one));
+                let mut two = one;
+                if two.try_place(m as u32, (m - c) as u32).is_ok() {
+                    let mut forbid = [0u32; 32];
+                    for (r, f) in forbid.iter_mut().enumerate().take(n as usize) {
+                        *f = (r as u32 * 5 + c as u32) % 3 & 1;
+                    }
+                    problems.push(Problem::new(two));
+                    problems.push(Problem { board: two, forbid });
+                }
+            }
+            for p in &problems {
+                for g in Symmetry::ALL {
+                    let h = |s: (u8, u8)| g.apply(n, s);
+                    let mut expected = 0;
+                    completions(p, &mut |b| {
+                        expected += u64::from(g.apply_board(b) == *b);
+                    });
+                    assert_eq!(
+                        fixed_completions(p, &h),
+                        expected,
+                        "N = {n}, {g:?}, {p:?}"
+                    );
+                    fixed_seen[g.index()] += expected;
+                }
+            }
+        }
+        // The cases that matter were met: boards fixed by each rotation.
+        for g in [Symmetry::Rot90, Symmetry::Rot180, Symmetry::Rot270] {
+            assert!(fixed_seen[g.index()] > 0, "no board fixed by {g:?}");
+        }
+    }
+
+    /// A map whose orbits do not close within 8 steps is no symmetry of the square: such an orbit is
+    /// never placed. The map cycles the 9 queens of a solution of N = 9 and fixes every other square, so
+    /// without that bound it would fix the solution itself.
+    #[test]
+    fn an_orbit_longer_than_8_squares_is_never_placed() {
+        let n = 9u8;
+        let p = Problem::new(PartialBoard::empty(n as u32).unwrap());
+        let mut solutions = Vec::new();
+        completions(&p, &mut |b| solutions.push(*b));
+        let cycle: Vec<(u8, u8)> = solutions[0].queens().collect();
+        assert_eq!(cycle.len(), 9);
+        let h = |s: (u8, u8)| match cycle.iter().position(|&q| q == s) {
+            Some(i) => cycle[(i + 1) % cycle.len()],
+            None => s,
+        };
+        // Fixed: the solutions with none of the cycle's squares (each square its own orbit).
+        let avoiding = solutions
+            .iter()
+            .filter(|b| b.queens().all(|q| !cycle.contains(&q)))
+            .count() as u64;
+        assert!(avoiding < solutions.len() as u64);
+        assert_eq!(fixed_completions(&p, &h), avoiding);
+        // The identity fixes every completion: the 92 solutions of N = 8.
+        let eight = Problem::new(PartialBoard::empty(8).unwrap());
+        assert_eq!(fixed_completions(&eight, &|s| s), 92);
+    }
+}
