@@ -273,6 +273,11 @@ impl<L: Link> Worker<L> {
         if let Some((at, _)) = &self.backoff {
             return (*at).min(self.next_summary);
         }
+        // A result taken in after the turn (it came during a call) goes out now, not at the next
+        // heartbeat or lease.
+        if !self.unreported.is_empty() {
+            return Instant::now();
+        }
         let mut wake = self.next_heartbeat.min(self.next_summary);
         if !draining && self.pool.load() < self.target() {
             wake = wake.min(self.next_lease);
@@ -780,6 +785,9 @@ mod tests {
         reports: VecDeque<std::result::Result<Vec<Option<Outcome>>, CallError>>,
         run: Option<RunInfo>,
         calls: Vec<Call>,
+        /// Per lease call in turn, how long it holds the loop's thread before answering (real time,
+        /// not the runtime's: a compute thread goes on meanwhile).
+        lease_holds: VecDeque<Duration>,
     }
 
     impl Memory {
@@ -804,6 +812,10 @@ mod tests {
     impl Link for Memory {
         async fn lease(&mut self, ask: Ask) -> std::result::Result<Leased, CallError> {
             self.note("lease", vec![ask.capacity as u64, ask.wait_ms as u64]);
+            let hold = self.0.lock().unwrap().lease_holds.pop_front();
+            if let Some(hold) = hold {
+                std::thread::sleep(hold);
+            }
             let next = self.0.lock().unwrap().leases.pop_front();
             next.unwrap_or_else(|| {
                 Ok(Leased {
@@ -867,14 +879,19 @@ mod tests {
 
     /// The N = 8 `d4` plan, its fingerprint, and a lease of its job `i`.
     fn lease(id: u64, i: usize) -> (Lease, u64) {
-        let plan = Plan::new(8, Strategy::D4).unwrap();
+        lease_of(8, id, i)
+    }
+
+    /// The N = `n` `d4` plan, its fingerprint, and a lease of its job `i`.
+    fn lease_of(n: u8, id: u64, i: usize) -> (Lease, u64) {
+        let plan = Plan::new(n as u32, Strategy::D4).unwrap();
         let fingerprint = plan.fingerprint().1;
         let key = plan.jobs().nth(i).unwrap();
         let lease = Lease {
             id,
             tag: id,
             run: "1".into(),
-            n: 8,
+            n: n.into(),
             plan: Ok(plan),
             job: key.to_string(),
             fingerprint,
@@ -1082,6 +1099,54 @@ mod tests {
             .filter(|c| c.ids == vec![9])
             .count();
         assert!((9..=11).contains(&beside), "{beside} heartbeats in 10 s");
+    }
+
+    /// A result that comes in while a lease call is under way is reported as soon as the call returns,
+    /// not at the next heartbeat or lease (found 2026-11-29: `nqueens count 18` took 2 s more in one
+    /// run of three, its last result held until the next lease was due).
+    #[tokio::test(start_paused = true)]
+    async fn a_result_that_comes_in_during_a_lease_call_is_reported_at_once() {
+        let link = Memory::default();
+        // One N = 14 job (milliseconds), then nothing for a minute: a second thread asks for more
+        // while the job runs, and that call holds the loop until the job is done.
+        let (leased, _) = lease_of(14, 9, 40);
+        {
+            let mut answers = link.0.lock().unwrap();
+            answers.leases.push_back(Ok(Leased {
+                leases: vec![leased],
+                lease_timeout_ms: 30_000,
+                ..Leased::default()
+            }));
+            answers.leases.push_back(Ok(Leased {
+                retry_after_ms: 60_000,
+                lease_timeout_ms: 30_000,
+                ..Leased::default()
+            }));
+            answers.lease_holds.extend([Duration::ZERO, Duration::from_millis(500)]);
+        }
+        let mut config = config(true);
+        config.threads = 2;
+        let summary = run(
+            config,
+            link.clone(),
+            None,
+            Vec::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!((summary.jobs, summary.accepted), (1, 1));
+        let leases = link.calls("lease");
+        let reported = link.calls("report")[0].at;
+        assert!(
+            reported < leases[1].at + Duration::from_millis(100),
+            "reported {:?} after the lease call that saw the job end",
+            reported - leases[1].at
+        );
+        assert!(
+            link.calls("heartbeat").is_empty(),
+            "no heartbeat was due before the report"
+        );
     }
 
     /// A shutdown of an idle worker tells the coordinator that it leaves, and it stops.
