@@ -41,7 +41,7 @@ pub fn fixed_completions(problem: &Problem, h: &dyn Fn((u8, u8)) -> (u8, u8)) ->
             return 0;
         }
     }
-    board.count(0, h, &problem.forbid)
+    board.count(h, &problem.forbid)
 }
 
 /// The queens placed so far, and the lines they attack.
@@ -103,24 +103,17 @@ impl Board {
         false
     }
 
-    /// The fixed completions of this board, its rows before `from` all filled.
-    fn count(&self, from: u8, h: &dyn Fn((u8, u8)) -> (u8, u8), forbid: &[u32; 32]) -> u64 {
-        let Some(r) = (from..self.n).find(|&r| self.rows[r as usize] == EMPTY) else {
+    /// The fixed completions of this board.
+    fn count(&self, h: &dyn Fn((u8, u8)) -> (u8, u8), forbid: &[u32; 32]) -> u64 {
+        let Some(r) = (0..self.n).find(|&r| self.rows[r as usize] == EMPTY) else {
             return 1;
         };
-        let full = if self.n >= 32 {
-            u32::MAX
-        } else {
-            (1u32 << self.n) - 1
-        };
-        let mut free = !(self.cols | forbid[r as usize]) & full;
+        // Every column is tried: `place` refuses the attacked and forbidden ones (the tree is small).
         let mut found = 0;
-        while free != 0 {
-            let c = free.trailing_zeros() as u8;
-            free &= free - 1;
+        for c in 0..self.n {
             let mut next = *self;
             if next.place_orbit((r, c), h, forbid) {
-                found += next.count(r + 1, h, forbid);
+                found += next.count(h, forbid);
             }
         }
         found
@@ -150,11 +143,18 @@ mod tests {
                 problems.push(Problem::new(one));
                 let mut two = one;
                 if two.try_place(m as u32, (m - c) as u32).is_ok() {
+                    // A column forbidden on every other row or so, a different one on each.
                     let mut forbid = [0u32; 32];
                     for (r, f) in forbid.iter_mut().enumerate().take(n as usize) {
-                        *f = (r as u32 * 5 + c as u32) % 3 & 1;
+                        if (r + c as usize) % 3 != 0 {
+                            *f = 1 << ((r * 5 + c as usize) % n as usize);
+                        }
                     }
                     problems.push(Problem::new(two));
+                    problems.push(Problem { board: two, forbid });
+                    // The pre-placed queens' own squares forbidden too: they stand all the same.
+                    forbid[0] |= 1 << c;
+                    forbid[m as usize] |= 1 << (m - c);
                     problems.push(Problem { board: two, forbid });
                 }
             }
@@ -178,6 +178,67 @@ mod tests {
         for g in [Symmetry::Rot90, Symmetry::Rot180, Symmetry::Rot270] {
             assert!(fixed_seen[g.index()] > 0, "no board fixed by {g:?}");
         }
+    }
+
+    /// Large boards, where the diagonals' bits reach 62 and a row's mask is all 32 bits: a solution
+    /// of N = 30 that a half turn maps to itself, and one of N = 32, each with six middle rows left
+    /// empty, against every completion checked one by one.
+    #[test]
+    fn the_orbit_search_holds_on_boards_of_30_and_32() {
+        // N = 30: row i holds column 2i + 1, row 15 + i column 2i (a half turn maps each half to the
+        // other). N = 32 (32 mod 6 = 2): the even columns, then the odd ones in the order 3, 1, 7, 9,
+        // ..., 31, 5 (counted from 1).
+        let thirty: Vec<u8> = (0..15).map(|i| 2 * i + 1).chain((0..15).map(|i| 2 * i)).collect();
+        let odd: Vec<u8> = [3, 1].into_iter().chain((7..=31).step_by(2)).chain([5]).collect();
+        let thirty_two: Vec<u8> = (1..=16)
+            .map(|k| 2 * k)
+            .chain(odd)
+            .map(|c| c - 1)
+            .collect();
+        let mut fixed_by_half_turn = 0;
+        for cols in [thirty, thirty_two] {
+            let n = cols.len() as u8;
+            let mut board = PartialBoard::empty(n as u32).unwrap();
+            for (r, &c) in cols.iter().enumerate() {
+                board.try_place(r as u32, c as u32).expect("a solution");
+            }
+            let mut open = PartialBoard::empty(n as u32).unwrap();
+            for (r, &c) in cols.iter().enumerate() {
+                if !(n / 2 - 3..n / 2 + 3).contains(&(r as u8)) {
+                    open.try_place(r as u32, c as u32).unwrap();
+                }
+            }
+            let p = Problem::new(open);
+            for g in Symmetry::ALL {
+                let mut expected = 0;
+                completions(&p, &mut |b| {
+                    expected += u64::from(g.apply_board(b) == *b);
+                });
+                assert_eq!(
+                    fixed_completions(&p, &|s| g.apply(n, s)),
+                    expected,
+                    "N = {n}, {g:?}"
+                );
+                if g == Symmetry::Rot180 {
+                    fixed_by_half_turn += expected;
+                }
+            }
+        }
+        assert!(fixed_by_half_turn > 0, "N = 30's solution is fixed by a half turn");
+    }
+
+    /// A square off the board is never placed: a map that sends each queen to another row and a
+    /// column past the board's edge fixes no completion.
+    #[test]
+    fn a_square_off_the_board_is_never_placed() {
+        let n = 8u8;
+        let p = Problem::new(PartialBoard::empty(n as u32).unwrap());
+        // (r, c) and (7 - r, c + 8) swap: rows in range, columns past the edge.
+        let off = |(r, c): (u8, u8)| if c < n { (n - 1 - r, c + n) } else { (n - 1 - r, c - n) };
+        assert_eq!(fixed_completions(&p, &off), 0);
+        // Rows past the edge, columns in range.
+        let below = |(r, c): (u8, u8)| if r < n { (r + n, (c + 3) % n) } else { (r - n, (c + 5) % n) };
+        assert_eq!(fixed_completions(&p, &below), 0);
     }
 
     /// A map whose orbits do not close within 8 steps is no symmetry of the square: such an orbit is

@@ -267,8 +267,8 @@ impl Job {
     /// The job as searches for a kernel plus what is already settled: `work().finish(t)` is [`Job::run`]
     /// for any kernel whose `t` equals [`kernel::run`] on `work().units`. This is how a GPU (or any other
     /// device) computes a job: it searches the units, every completion of the job among them. What is
-    /// settled here is small: the nodes placed while splitting, and for `d4`'s symmetric rings the
-    /// completions a symmetry other than the identity fixes (a search of fixed boards alone, see
+    /// settled here is small: the nodes placed while splitting (a `mirror` job's, and a `d4` symmetric
+    /// ring's), and for `d4`'s symmetric rings the completions a symmetry other than the identity fixes (a search of fixed boards alone, see
     /// [`crate::fixed`]).
     pub fn work(&self) -> Work {
         let n = self.plan.n();

@@ -270,8 +270,12 @@ impl<L: Link> Worker<L> {
     }
 
     fn next_wake(&self, draining: bool) -> Instant {
+        // A retry delay still running; once it has passed with no call made (draining, or nothing
+        // wanted), the usual wake-ups: waking at its end, long past, would spin the loop.
         if let Some((at, _)) = &self.backoff {
-            return (*at).min(self.next_summary);
+            if *at > Instant::now() {
+                return (*at).min(self.next_summary);
+            }
         }
         // A result taken in after the turn (it came during a call) goes out now, not at the next
         // heartbeat or lease.
@@ -1107,9 +1111,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_result_that_comes_in_during_a_lease_call_is_reported_at_once() {
         let link = Memory::default();
-        // One N = 14 job (milliseconds), then nothing for a minute: a second thread asks for more
-        // while the job runs, and that call holds the loop until the job is done.
-        let (leased, _) = lease_of(14, 9, 40);
+        // One N = 15 job (milliseconds), then nothing for a minute: a second thread asks for more
+        // while the job runs, and that call holds the loop (a second of real time) until the job is
+        // done.
+        let (leased, _) = lease_of(15, 9, 40);
         {
             let mut answers = link.0.lock().unwrap();
             answers.leases.push_back(Ok(Leased {
@@ -1122,7 +1127,7 @@ mod tests {
                 lease_timeout_ms: 30_000,
                 ..Leased::default()
             }));
-            answers.lease_holds.extend([Duration::ZERO, Duration::from_millis(500)]);
+            answers.lease_holds.extend([Duration::ZERO, Duration::from_secs(1)]);
         }
         let mut config = config(true);
         config.threads = 2;
@@ -1138,6 +1143,9 @@ mod tests {
         assert_eq!((summary.jobs, summary.accepted), (1, 1));
         let leases = link.calls("lease");
         let reported = link.calls("report")[0].at;
+        // The job ended during the second call, as meant (not before it, reported first).
+        let order: Vec<&str> = link.0.lock().unwrap().calls.iter().map(|c| c.what).collect();
+        assert_eq!(order[..3], ["lease", "lease", "report"], "{order:?}");
         assert!(
             reported < leases[1].at + Duration::from_millis(100),
             "reported {:?} after the lease call that saw the job end",
@@ -1147,6 +1155,52 @@ mod tests {
             link.calls("heartbeat").is_empty(),
             "no heartbeat was due before the report"
         );
+    }
+
+    /// A retry delay that has passed with no call due does not spin the loop: a worker draining its
+    /// one running job after a failed lease call goes on heartbeating it (found 2026-11-29 by a
+    /// review: the loop woke at the delay's end, long past, without yielding, so time stood still and
+    /// no heartbeat was sent until the job ended).
+    #[tokio::test(start_paused = true)]
+    async fn a_passed_retry_delay_with_no_call_due_does_not_spin() {
+        let link = Memory::default();
+        // One N = 18 job (a tenth of a second or more), then a lease call that fails.
+        let (leased, _) = lease_of(18, 9, 30);
+        {
+            let mut answers = link.0.lock().unwrap();
+            answers.leases.push_back(Ok(Leased {
+                leases: vec![leased],
+                lease_timeout_ms: 3000,
+                ..Leased::default()
+            }));
+            answers
+                .leases
+                .push_back(Err(failing(Kind::Transient)));
+        }
+        let mut config = config(false);
+        config.threads = 2;
+        let shutdown = CancellationToken::new();
+        let worker = tokio::spawn(run(
+            config,
+            link.clone(),
+            None,
+            Vec::new(),
+            shutdown.clone(),
+        ));
+        // Shut down while the retry delay (50 to 100 ms) runs, once the job has started (real time,
+        // for the compute thread): no lease is asked for again, the job runs on.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(link.calls("lease").len(), 2, "{:?}", link.calls("lease"));
+        shutdown.cancel();
+        let summary = worker.await.unwrap().unwrap();
+        assert_eq!(summary.jobs, 1);
+        let beats = link
+            .calls("heartbeat")
+            .into_iter()
+            .filter(|c| c.ids == vec![9])
+            .count();
+        assert!(beats > 0, "no heartbeat for the job while it ran");
     }
 
     /// A shutdown of an idle worker tells the coordinator that it leaves, and it stops.
