@@ -1111,10 +1111,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_result_that_comes_in_during_a_lease_call_is_reported_at_once() {
         let link = Memory::default();
-        // One N = 15 job (milliseconds), then nothing for a minute: a second thread asks for more
-        // while the job runs, and that call holds the loop (a second of real time) until the job is
-        // done.
-        let (leased, _) = lease_of(15, 9, 40);
+        // One N = 17 job (tens of milliseconds or more), then nothing for a minute: a second thread
+        // asks for more while the job runs, and that call holds the loop (3 s of real time) until
+        // the job is done.
+        let (leased, _) = lease_of(17, 9, 30);
         {
             let mut answers = link.0.lock().unwrap();
             answers.leases.push_back(Ok(Leased {
@@ -1127,7 +1127,7 @@ mod tests {
                 lease_timeout_ms: 30_000,
                 ..Leased::default()
             }));
-            answers.lease_holds.extend([Duration::ZERO, Duration::from_secs(1)]);
+            answers.lease_holds.extend([Duration::ZERO, Duration::from_secs(3)]);
         }
         let mut config = config(true);
         config.threads = 2;
