@@ -273,7 +273,7 @@ impl<L: Link> Worker<L> {
         // A retry delay still running; once it has passed with no call made (draining, or nothing
         // wanted), the usual wake-ups: waking at its end, long past, would spin the loop.
         if let Some((at, _)) = &self.backoff {
-            if *at > Instant::now() {
+            if !self.connected() {
                 return (*at).min(self.next_summary);
             }
         }
@@ -1154,6 +1154,40 @@ mod tests {
         assert!(
             link.calls("heartbeat").is_empty(),
             "no heartbeat was due before the report"
+        );
+    }
+
+    /// A report refused for now (the coordinator unreachable) is sent again once the retry delay
+    /// (50 to 100 ms) has passed, not before: the loop waits out the delay with the result in hand.
+    #[tokio::test(start_paused = true)]
+    async fn a_report_refused_for_now_is_sent_again_after_the_retry_delay() {
+        let link = Memory::default();
+        let (leased, _) = lease(9, 1);
+        {
+            let mut answers = link.0.lock().unwrap();
+            answers.leases.push_back(Ok(Leased {
+                leases: vec![leased],
+                lease_timeout_ms: 30_000,
+                ..Leased::default()
+            }));
+            answers.reports.push_back(Err(failing(Kind::Transient)));
+        }
+        let summary = run(
+            config(true),
+            link.clone(),
+            None,
+            Vec::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!((summary.jobs, summary.accepted), (1, 1));
+        let reports = link.calls("report");
+        assert_eq!(reports.len(), 2, "{reports:?}");
+        let waited = reports[1].at - reports[0].at;
+        assert!(
+            waited >= Duration::from_millis(50) && waited < Duration::from_millis(110),
+            "sent again after {waited:?}"
         );
     }
 
