@@ -14,7 +14,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let n: u32 = arg.parse()?;
         let plan = Plan::new(n, Strategy::D4)?;
         let (mut jobs, mut units, mut settled) = (0u64, 0u64, 0u64);
-        let (mut all, mut slowest, mut slowest_key) = (Duration::ZERO, Duration::ZERO, String::new());
+        let (mut all, mut slowest, mut slowest_key) =
+            (Duration::ZERO, Duration::ZERO, String::new());
         for key in plan.jobs() {
             let job = plan.job(&key)?;
             let t = Instant::now();

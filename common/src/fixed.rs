@@ -146,7 +146,7 @@ mod tests {
                     // A column forbidden on every other row or so, a different one on each.
                     let mut forbid = [0u32; 32];
                     for (r, f) in forbid.iter_mut().enumerate().take(n as usize) {
-                        if (r + c as usize) % 3 != 0 {
+                        if !(r + c as usize).is_multiple_of(3) {
                             *f = 1 << ((r * 5 + c as usize) % n as usize);
                         }
                     }
@@ -165,11 +165,7 @@ mod tests {
                     completions(p, &mut |b| {
                         expected += u64::from(g.apply_board(b) == *b);
                     });
-                    assert_eq!(
-                        fixed_completions(p, &h),
-                        expected,
-                        "N = {n}, {g:?}, {p:?}"
-                    );
+                    assert_eq!(fixed_completions(p, &h), expected, "N = {n}, {g:?}, {p:?}");
                     fixed_seen[g.index()] += expected;
                 }
             }
@@ -188,13 +184,16 @@ mod tests {
         // N = 30: row i holds column 2i + 1, row 15 + i column 2i (a half turn maps each half to the
         // other). N = 32 (32 mod 6 = 2): the even columns, then the odd ones in the order 3, 1, 7, 9,
         // ..., 31, 5 (counted from 1).
-        let thirty: Vec<u8> = (0..15).map(|i| 2 * i + 1).chain((0..15).map(|i| 2 * i)).collect();
-        let odd: Vec<u8> = [3, 1].into_iter().chain((7..=31).step_by(2)).chain([5]).collect();
-        let thirty_two: Vec<u8> = (1..=16)
-            .map(|k| 2 * k)
-            .chain(odd)
-            .map(|c| c - 1)
+        let thirty: Vec<u8> = (0..15)
+            .map(|i| 2 * i + 1)
+            .chain((0..15).map(|i| 2 * i))
             .collect();
+        let odd: Vec<u8> = [3, 1]
+            .into_iter()
+            .chain((7..=31).step_by(2))
+            .chain([5])
+            .collect();
+        let thirty_two: Vec<u8> = (1..=16).map(|k| 2 * k).chain(odd).map(|c| c - 1).collect();
         let mut fixed_by_half_turn = 0;
         for cols in [thirty, thirty_two] {
             let n = cols.len() as u8;
@@ -224,7 +223,10 @@ mod tests {
                 }
             }
         }
-        assert!(fixed_by_half_turn > 0, "N = 30's solution is fixed by a half turn");
+        assert!(
+            fixed_by_half_turn > 0,
+            "N = 30's solution is fixed by a half turn"
+        );
     }
 
     /// A square off the board is never placed: a map that sends each queen to another row and a
@@ -234,10 +236,22 @@ mod tests {
         let n = 8u8;
         let p = Problem::new(PartialBoard::empty(n as u32).unwrap());
         // (r, c) and (7 - r, c + 8) swap: rows in range, columns past the edge.
-        let off = |(r, c): (u8, u8)| if c < n { (n - 1 - r, c + n) } else { (n - 1 - r, c - n) };
+        let off = |(r, c): (u8, u8)| {
+            if c < n {
+                (n - 1 - r, c + n)
+            } else {
+                (n - 1 - r, c - n)
+            }
+        };
         assert_eq!(fixed_completions(&p, &off), 0);
         // Rows past the edge, columns in range.
-        let below = |(r, c): (u8, u8)| if r < n { (r + n, (c + 3) % n) } else { (r - n, (c + 5) % n) };
+        let below = |(r, c): (u8, u8)| {
+            if r < n {
+                (r + n, (c + 3) % n)
+            } else {
+                (r - n, (c + 5) % n)
+            }
+        };
         assert_eq!(fixed_completions(&p, &below), 0);
     }
 

@@ -172,9 +172,7 @@ impl Group {
                     .stabiliser
                     .iter()
                     .filter(|&g| g != Symmetry::Identity)
-                    .map(|g| {
-                        fixed_completions(&unit, &|s| a.apply(n, g.apply(n, a.apply(n, s))))
-                    })
+                    .map(|g| fixed_completions(&unit, &|s| a.apply(n, g.apply(n, a.apply(n, s)))))
                     .fold(0, u64::saturating_add);
                 // Saturating, never wrapping: a sum at u64::MAX is refused by `Work::finish`.
                 unique8 = unique8.saturating_add(weight.saturating_mul(fixed));
@@ -440,7 +438,10 @@ mod tests {
         }
         // Jobs with completions on rings of every stabiliser size were compared.
         for size in [2, 4, 8] {
-            assert!(symmetric[size] > 0, "no job of stabiliser {size} with completions: {symmetric:?}");
+            assert!(
+                symmetric[size] > 0,
+                "no job of stabiliser {size} with completions: {symmetric:?}"
+            );
         }
     }
 }

@@ -1127,7 +1127,9 @@ mod tests {
                 lease_timeout_ms: 30_000,
                 ..Leased::default()
             }));
-            answers.lease_holds.extend([Duration::ZERO, Duration::from_secs(3)]);
+            answers
+                .lease_holds
+                .extend([Duration::ZERO, Duration::from_secs(3)]);
         }
         let mut config = config(true);
         config.threads = 2;
@@ -1144,7 +1146,14 @@ mod tests {
         let leases = link.calls("lease");
         let reported = link.calls("report")[0].at;
         // The job ended during the second call, as meant (not before it, reported first).
-        let order: Vec<&str> = link.0.lock().unwrap().calls.iter().map(|c| c.what).collect();
+        let order: Vec<&str> = link
+            .0
+            .lock()
+            .unwrap()
+            .calls
+            .iter()
+            .map(|c| c.what)
+            .collect();
         assert_eq!(order[..3], ["lease", "lease", "report"], "{order:?}");
         assert!(
             reported < leases[1].at + Duration::from_millis(100),
@@ -1207,9 +1216,7 @@ mod tests {
                 lease_timeout_ms: 3000,
                 ..Leased::default()
             }));
-            answers
-                .leases
-                .push_back(Err(failing(Kind::Transient)));
+            answers.leases.push_back(Err(failing(Kind::Transient)));
         }
         let mut config = config(false);
         config.threads = 2;
