@@ -802,6 +802,14 @@ mod tests {
                 ids,
             });
         }
+        /// Answers the next lease call with `lease` alone, leases living `lease_timeout_ms`.
+        fn lease_one(&self, lease: Lease, lease_timeout_ms: u32) {
+            self.0.lock().unwrap().leases.push_back(Ok(Leased {
+                leases: vec![lease],
+                lease_timeout_ms,
+                ..Leased::default()
+            }));
+        }
         fn calls(&self, what: &str) -> Vec<Call> {
             let answers = self.0.lock().unwrap();
             answers
@@ -856,6 +864,20 @@ mod tests {
             self.note("run", Vec::new());
             Ok(self.0.lock().unwrap().run.clone())
         }
+    }
+
+    /// Runs a worker against `link` until it stops by itself (told to stop when idle), with no
+    /// journal and nothing to send first.
+    async fn run_to_end(config: WorkerConfig, link: &Memory) -> Summary {
+        run(
+            config,
+            link.clone(),
+            None,
+            Vec::new(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap()
     }
 
     fn failing(kind: Kind) -> CallError {
@@ -956,15 +978,7 @@ mod tests {
                 .leases
                 .push_back(Err(failing(Kind::Transient)));
         }
-        let summary = run(
-            config(true),
-            link.clone(),
-            None,
-            Vec::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+        let summary = run_to_end(config(true), &link).await;
         assert_eq!(summary, Summary::default());
         let asked = link.calls("lease");
         assert_eq!(asked.len(), 8);
@@ -1077,23 +1091,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn heartbeats_go_on_beside_a_slow_report() {
         let link = Memory::default();
-        let (leased, _) = lease(9, 1);
-        link.0.lock().unwrap().leases.push_back(Ok(Leased {
-            leases: vec![leased],
-            lease_timeout_ms: 3000,
-            ..Leased::default()
-        }));
+        link.lease_one(lease(9, 1).0, 3000);
         let mut config = config(true);
         config.faults.fault_slow_report_ms = Some(10_000);
-        let summary = run(
-            config,
-            link.clone(),
-            None,
-            Vec::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+        let summary = run_to_end(config, &link).await;
         assert_eq!((summary.jobs, summary.accepted), (1, 1));
         let reported = link.calls("report")[0].at;
         let beside = link
@@ -1114,14 +1115,9 @@ mod tests {
         // One N = 17 job (tens of milliseconds or more), then nothing for a minute: a second thread
         // asks for more while the job runs, and that call holds the loop (3 s of real time) until
         // the job is done.
-        let (leased, _) = lease_of(17, 9, 30);
+        link.lease_one(lease_of(17, 9, 30).0, 30_000);
         {
             let mut answers = link.0.lock().unwrap();
-            answers.leases.push_back(Ok(Leased {
-                leases: vec![leased],
-                lease_timeout_ms: 30_000,
-                ..Leased::default()
-            }));
             answers.leases.push_back(Ok(Leased {
                 retry_after_ms: 60_000,
                 lease_timeout_ms: 30_000,
@@ -1133,15 +1129,7 @@ mod tests {
         }
         let mut config = config(true);
         config.threads = 2;
-        let summary = run(
-            config,
-            link.clone(),
-            None,
-            Vec::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+        let summary = run_to_end(config, &link).await;
         assert_eq!((summary.jobs, summary.accepted), (1, 1));
         let leases = link.calls("lease");
         let reported = link.calls("report")[0].at;
@@ -1171,25 +1159,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_report_refused_for_now_is_sent_again_after_the_retry_delay() {
         let link = Memory::default();
-        let (leased, _) = lease(9, 1);
-        {
-            let mut answers = link.0.lock().unwrap();
-            answers.leases.push_back(Ok(Leased {
-                leases: vec![leased],
-                lease_timeout_ms: 30_000,
-                ..Leased::default()
-            }));
-            answers.reports.push_back(Err(failing(Kind::Transient)));
-        }
-        let summary = run(
-            config(true),
-            link.clone(),
-            None,
-            Vec::new(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+        link.lease_one(lease(9, 1).0, 30_000);
+        link.0
+            .lock()
+            .unwrap()
+            .reports
+            .push_back(Err(failing(Kind::Transient)));
+        let summary = run_to_end(config(true), &link).await;
         assert_eq!((summary.jobs, summary.accepted), (1, 1));
         let reports = link.calls("report");
         assert_eq!(reports.len(), 2, "{reports:?}");
@@ -1208,16 +1184,12 @@ mod tests {
     async fn a_passed_retry_delay_with_no_call_due_does_not_spin() {
         let link = Memory::default();
         // One N = 18 job (a tenth of a second or more), then a lease call that fails.
-        let (leased, _) = lease_of(18, 9, 30);
-        {
-            let mut answers = link.0.lock().unwrap();
-            answers.leases.push_back(Ok(Leased {
-                leases: vec![leased],
-                lease_timeout_ms: 3000,
-                ..Leased::default()
-            }));
-            answers.leases.push_back(Err(failing(Kind::Transient)));
-        }
+        link.lease_one(lease_of(18, 9, 30).0, 3000);
+        link.0
+            .lock()
+            .unwrap()
+            .leases
+            .push_back(Err(failing(Kind::Transient)));
         let mut config = config(false);
         config.threads = 2;
         let shutdown = CancellationToken::new();
