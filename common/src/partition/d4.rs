@@ -159,7 +159,7 @@ impl Group {
     pub fn work(&self, cols: &[u8]) -> Option<(Vec<Unit>, (u64, u64, u64))> {
         let base = self.problem(cols)?;
         let n = self.n;
-        let mut plain = Vec::new();
+        let mut units = Vec::new();
         let (mut unique8, mut nodes) = (0u64, 0u64);
         for (unit, ring) in self.fitting(base) {
             let weight = ring.weight() as u64;
@@ -187,9 +187,9 @@ impl Group {
                     }
                 }
             }
-            plain.extend(children.into_iter().map(|problem| Unit { problem, weight }));
+            units.extend(children.into_iter().map(|problem| Unit { problem, weight }));
         }
-        Some((plain, (0, unique8, nodes)))
+        Some((units, (0, unique8, nodes)))
     }
 
     /// The largest stabiliser among the group's canonical rings that fit the job with prefix `cols` (0
