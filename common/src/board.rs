@@ -112,6 +112,34 @@ pub fn attacks(a: (u8, u8), b: (u8, u8)) -> bool {
     a != b && (a.0 == b.0 || a.1 == b.1 || a.0.abs_diff(b.0) == a.1.abs_diff(b.1))
 }
 
+/// The columns and diagonals attacked by the queens placed so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Attacks {
+    cols: u32,
+    /// Diagonals `row + col`.
+    sums: u64,
+    /// Diagonals `row - col + 31`.
+    differences: u64,
+}
+
+impl Attacks {
+    /// Whether a queen on `(row, col)` stands off every attacked line.
+    pub(crate) fn allows(&self, row: u8, col: u8) -> bool {
+        self.cols & (1 << col) == 0
+            && self.sums & (1 << (row + col)) == 0
+            && self.differences & (1 << (row + 31 - col)) == 0
+    }
+
+    /// These lines and those of a queen on `(row, col)`.
+    pub(crate) fn with(self, row: u8, col: u8) -> Attacks {
+        Attacks {
+            cols: self.cols | 1 << col,
+            sums: self.sums | 1 << (row + col),
+            differences: self.differences | 1 << (row + 31 - col),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

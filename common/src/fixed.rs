@@ -10,10 +10,8 @@
 //! a quarter for a quarter turn), so it costs little beside the plain search of the same problem, which
 //! a kernel does.
 
+use crate::board::{Attacks, PartialBoard};
 use crate::kernel::Problem;
-
-/// No queen on the row.
-const EMPTY: u8 = u8::MAX;
 
 /// The completions of `problem` that `h` maps to themselves. `h` maps a square `(row, col)` of the
 /// board to its image, and must be one of the 8 symmetries of the square (possibly conjugated by
@@ -22,11 +20,8 @@ const EMPTY: u8 = u8::MAX;
 pub fn fixed_completions(problem: &Problem, h: &dyn Fn((u8, u8)) -> (u8, u8)) -> u64 {
     let n = problem.board.n();
     let mut board = Board {
-        n,
-        rows: [EMPTY; 32],
-        cols: 0,
-        sums: 0,
-        differences: 0,
+        queens: PartialBoard::empty(n as u32).expect("the size of a valid board"),
+        attacks: Attacks::default(),
     };
     // The pre-placed queens stand whatever their rows' forbidden columns (as in the kernel).
     let none = [0u32; 32];
@@ -47,38 +42,25 @@ pub fn fixed_completions(problem: &Problem, h: &dyn Fn((u8, u8)) -> (u8, u8)) ->
 /// The queens placed so far, and the lines they attack.
 #[derive(Clone, Copy)]
 struct Board {
-    n: u8,
-    /// Per row, its queen's column, or [`EMPTY`].
-    rows: [u8; 32],
-    cols: u32,
-    /// Diagonals `row + col`.
-    sums: u64,
-    /// Diagonals `row - col + 31`.
-    differences: u64,
+    queens: PartialBoard,
+    attacks: Attacks,
 }
 
 impl Board {
     /// Places a queen on `(r, c)` unless it clashes: true if it stands there now (or stood already).
     fn place(&mut self, r: u8, c: u8, forbid: &[u32; 32]) -> bool {
-        if r >= self.n || c >= self.n {
+        let n = self.queens.n();
+        if r >= n || c >= n {
             return false;
         }
-        let here = self.rows[r as usize];
-        if here != EMPTY {
+        if let Some(here) = self.queens.col(r) {
             return here == c;
         }
-        let (sum, difference) = (1u64 << (r + c), 1u64 << (r + 31 - c));
-        if forbid[r as usize] & 1 << c != 0
-            || self.cols & 1 << c != 0
-            || self.sums & sum != 0
-            || self.differences & difference != 0
-        {
+        if forbid[r as usize] & 1 << c != 0 || !self.attacks.allows(r, c) {
             return false;
         }
-        self.rows[r as usize] = c;
-        self.cols |= 1 << c;
-        self.sums |= sum;
-        self.differences |= difference;
+        self.queens.set_unchecked(r, c);
+        self.attacks = self.attacks.with(r, c);
         true
     }
 
@@ -105,12 +87,12 @@ impl Board {
 
     /// The fixed completions of this board.
     fn count(&self, h: &dyn Fn((u8, u8)) -> (u8, u8), forbid: &[u32; 32]) -> u64 {
-        let Some(r) = (0..self.n).find(|&r| self.rows[r as usize] == EMPTY) else {
+        let Some(r) = self.queens.empty_rows().next() else {
             return 1;
         };
         // Every column is tried: `place` refuses the attacked and forbidden ones (the tree is small).
         let mut found = 0;
-        for c in 0..self.n {
+        for c in 0..self.queens.n() {
             let mut next = *self;
             if next.place_orbit((r, c), h, forbid) {
                 found += next.count(h, forbid);
@@ -123,7 +105,6 @@ impl Board {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::board::PartialBoard;
     use crate::kernel::completions;
     use crate::symmetry::Symmetry;
 

@@ -9,7 +9,7 @@
 //! row restrictions (side queens at distance >= `w` from their corners) prune the job-key prefixes.
 //! `BENCHMARKS.md` compares the tree sizes of the alternatives.
 
-use crate::board::{attacks, PartialBoard};
+use crate::board::{attacks, Attacks, PartialBoard};
 use crate::fixed::fixed_completions;
 use crate::kernel::{Problem, Unit};
 use crate::key::JobKey;
@@ -302,32 +302,6 @@ pub fn jobs_within(n: u8, split: u8, budget: Budget) -> impl Iterator<Item = Job
             JobKey(key)
         })
     })
-}
-
-/// The columns and diagonals attacked by the queens placed so far.
-#[derive(Debug, Clone, Copy, Default)]
-struct Attacks {
-    cols: u32,
-    /// Diagonals `row + col`.
-    sums: u64,
-    /// Diagonals `row - col + 31`.
-    differences: u64,
-}
-
-impl Attacks {
-    fn allows(&self, row: u8, col: u8) -> bool {
-        self.cols & (1 << col) == 0
-            && self.sums & (1 << (row + col)) == 0
-            && self.differences & (1 << (row + 31 - col)) == 0
-    }
-
-    fn with(self, row: u8, col: u8) -> Attacks {
-        Attacks {
-            cols: self.cols | 1 << col,
-            sums: self.sums | 1 << (row + col),
-            differences: self.differences | 1 << (row + 31 - col),
-        }
-    }
 }
 
 #[cfg(test)]
