@@ -144,6 +144,19 @@ impl Attacks {
 mod tests {
     use super::*;
 
+    /// A line stays attacked however many queens stand on it: `with` adds lines, never toggles them.
+    #[test]
+    fn attacked_lines_stay_attacked() {
+        // Two queens on column 0, on the diagonal row + col = 2, on the diagonal row - col = 0.
+        let a = Attacks::default().with(0, 0).with(5, 0);
+        assert!(!a.allows(3, 0));
+        let a = Attacks::default().with(0, 2).with(2, 0);
+        assert!(!a.allows(1, 1));
+        let a = Attacks::default().with(1, 1).with(4, 4);
+        assert!(!a.allows(2, 2));
+        assert!(a.allows(2, 3));
+    }
+
     #[test]
     fn rejects_attacks_and_bad_sizes() {
         assert_eq!(PartialBoard::empty(0), Err(Error::NOutOfRange(0)));
