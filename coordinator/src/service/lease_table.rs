@@ -342,6 +342,25 @@ impl Leases {
         let id = self.by_job.remove(&job)?;
         self.take(id)
     }
+
+    /// Settles a job counted under lease `counted`, as [`Leases::settle`], except that another lease of
+    /// the job still active (its job was leased again after `counted` expired) is remembered as ended,
+    /// not forgotten: its worker computed the job too, and a different result under it may dispute the
+    /// count. At most one such lease is kept per job counted.
+    pub fn settle_counted(&mut self, run: u64, key: &JobKey, counted: u64) {
+        let job = (run, key.clone());
+        match self.by_job.get(&job).copied() {
+            Some(other) if other != counted => {
+                for id in self.past_by_job.remove(&job).unwrap_or_default() {
+                    self.past.remove(&id);
+                }
+                self.end(other);
+            }
+            _ => {
+                self.settle(run, key);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -606,5 +625,29 @@ mod tests {
             leases.expire(now + Duration::from_secs(3600)).is_empty(),
             "nothing left to expire"
         );
+    }
+
+    /// A job counted under its own lease forgets every lease of it; counted under an expired lease while
+    /// another worker held it again, it keeps that other lease, ended, for a dispute (and nothing else).
+    #[tokio::test(start_paused = true)]
+    async fn a_count_keeps_only_another_workers_live_lease_of_its_job() {
+        let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
+        let now = Instant::now();
+        let own = t.issue(1, key("1.2"), "a", "a", now);
+        t.settle_counted(1, &key("1.2"), own);
+        assert_eq!(t.issued_to(own), None, "forgotten");
+        assert!(!t.is_leased(1, &key("1.2")));
+
+        let late = t.issue(1, key("1.3"), "late", "late", now);
+        assert_eq!(t.expire(now + Duration::from_secs(11)).len(), 1);
+        let fresh = t.issue(1, key("1.3"), "fresh", "fresh", now);
+        t.settle_counted(1, &key("1.3"), late);
+        assert_eq!(t.issued_to(late), None, "the counted lease is forgotten");
+        assert_eq!(t.issued_to(fresh), Some("fresh"), "remembered");
+        assert_eq!(t.issued_at(fresh), None, "ended");
+        assert!(!t.is_leased(1, &key("1.3")));
+        assert!(t
+            .check_report(fresh, t.tag(fresh, 1, &key("1.3")), 1, &key("1.3"))
+            .is_ok());
     }
 }

@@ -141,7 +141,7 @@ impl Coordinator {
                         if let Some(run) = run {
                             run.counted(&inc.key, committed.seq);
                         }
-                        state.leases.settle(inc.run, &inc.key);
+                        state.leases.settle_counted(inc.run, &inc.key, inc.lease);
                     }
                     match state.counted.get_mut(name) {
                         Some(n) => *n += 1,
@@ -241,14 +241,17 @@ impl Coordinator {
             .iter()
             .filter(|o| **o == Outcome::Accepted)
             .count();
-        // `batch` holds every report, in order. Nodes are credited for every result but one that differs
-        // from a done job's stored result: a result the store proves wrong proves no work either.
-        let credited: Vec<u64> = batch
+        // `batch` holds every report, in order. A result's nodes (and the job) are credited when it
+        // proves work: not one that differs from a done job's stored result (the store proves it wrong),
+        // nor a copy of a counted result under no live lease (sent again, its acknowledgement lost or on
+        // purpose: it costs nothing, and would inflate its worker's rate and the run's GPU share).
+        let credited: Vec<Option<u64>> = batch
             .iter()
             .zip(&committed.outcomes)
             .map(|(i, o)| match o {
-                Outcome::Mismatch { .. } => 0,
-                _ => i.result.nodes,
+                Outcome::Mismatch { .. } => None,
+                Outcome::Duplicate if !i.lease_active => None,
+                _ => Some(i.result.nodes),
             })
             .collect();
         let on_gpu = || {
@@ -256,13 +259,17 @@ impl Coordinator {
                 .iter()
                 .zip(&reports)
                 .filter(|(_, r)| r.device.is_some())
+                .filter_map(|(n, _)| *n)
         };
         let reported = Reported {
-            jobs: batch.len() as u64,
-            nodes: credited.iter().fold(0, |a, n| a.saturating_add(*n)),
+            jobs: credited.iter().flatten().count() as u64,
+            nodes: credited
+                .iter()
+                .flatten()
+                .fold(0, |a, n| a.saturating_add(*n)),
             accepted: accepted as u64,
             gpu_jobs: on_gpu().count() as u64,
-            gpu_nodes: on_gpu().fold(0, |a, (n, _)| a.saturating_add(*n)),
+            gpu_nodes: on_gpu().fold(0, |a, n| a.saturating_add(n)),
             families: reports.iter().filter_map(|r| r.family).collect(),
         };
         state.workers.reported(worker, reported, now);
@@ -316,7 +323,14 @@ impl Coordinator {
                     outcome,
                     Outcome::Accepted | Outcome::Pending | Outcome::Disputed
                 );
-                live.reported_by(worker, *nodes, r.device.is_some(), took, now, timeout);
+                live.reported_by(
+                    worker,
+                    nodes.unwrap_or(0),
+                    r.device.is_some(),
+                    took,
+                    now,
+                    timeout,
+                );
             }
         }
         for (run, tally) in &committed.tallies {
@@ -488,12 +502,12 @@ impl Coordinator {
                     // (A lease handed back proves none: it can be had for the asking.)
                     let issued = state.leases.tag(r.lease, run, key) == r.tag
                         && !state.leases.handed_back(r.lease);
+                    let check = state.leases.check_report(r.lease, r.tag, run, key);
                     let too_fast = issued
                         && state
                             .leases
                             .issued_at(r.lease)
                             .is_some_and(|at| implausible(r.result.nodes, now.duration_since(at)));
-                    let check = state.leases.check_report(r.lease, r.tag, run, key);
                     // Live: active now (`issued_at`), and checked for this job under this name.
                     let active = check.is_ok() && state.leases.issued_at(r.lease).is_some();
                     (check, issued, too_fast, active)

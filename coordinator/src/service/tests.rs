@@ -719,6 +719,60 @@ async fn a_quarantine_that_cannot_be_completed_at_start_refuses_the_store() {
     }
 }
 
+/// A result sent again after it was counted (its acknowledgement lost, or sent on purpose, again and
+/// again) proves no new work: it credits no nodes, jobs or GPU share to its worker or its run. A spot
+/// check (a done job, leased again) did cost its worker the work, and is credited.
+#[tokio::test(start_paused = true)]
+async fn a_result_sent_again_credits_nothing_and_a_spot_check_does() {
+    let (c, open) = confirmed_and_open().await;
+    let on_gpu = |g: &Granted| Report {
+        device: Some("cuda:0".to_string()),
+        ..report(g)
+    };
+    let (mut sent, mut jobs, mut nodes) = (Vec::new(), 0, 0);
+    while c.state().spot.passed_by("careful") == 0 {
+        let got = c
+            .lease(&as_credential("careful"), Duration::ZERO)
+            .await
+            .unwrap();
+        assert!(jobs < 400 && !got.leases.is_empty(), "no spot check");
+        let reports: Vec<Report> = got.leases.iter().map(on_gpu).collect();
+        jobs += reports.len() as u64;
+        nodes += reports.iter().map(|r| r.result.nodes).sum::<u64>();
+        c.report("careful", "careful", reports.clone())
+            .await
+            .unwrap();
+        sent.extend(reports);
+    }
+    let credited = |id: &str| {
+        let w = c.workers().into_iter().find(|w| w.id == id).unwrap();
+        (w.jobs, w.nodes, w.gpus.jobs, w.gpus.nodes)
+    };
+    // Every result, the spot check's included.
+    assert_eq!(credited("careful"), (jobs, nodes, jobs, nodes));
+    let share = c.run(&open).unwrap().gpu_share;
+    assert_eq!(share, Some(1.0));
+    // Sent again, ten times: nothing more.
+    for _ in 0..10 {
+        let outcomes = c.report("careful", "careful", sent.clone()).await.unwrap();
+        assert!(outcomes.iter().all(|o| *o == Outcome::Duplicate));
+    }
+    assert_eq!(credited("careful"), (jobs, nodes, jobs, nodes));
+    // Nor under another identity, which never held those leases.
+    c.report("other", "other", sent.clone()).await.unwrap();
+    assert_eq!(credited("other"), (0, 0, 0, 0));
+    // A CPU copy would have lowered the run's GPU share: none was counted.
+    let on_cpu: Vec<Report> = sent
+        .iter()
+        .map(|r| Report {
+            device: None,
+            ..r.clone()
+        })
+        .collect();
+    c.report("cpu", "cpu", on_cpu).await.unwrap();
+    assert_eq!(c.run(&open).unwrap().gpu_share, share);
+}
+
 /// A result that differs from a done job's stored one under no lease issued for the job (a mismatch,
 /// logged at error level) credits no nodes: a worker cannot inflate its node rate, nor the run's GPU
 /// share, with results that prove nothing.
@@ -2395,8 +2449,9 @@ async fn a_report_past_the_batch_limit_is_refused_whole_and_one_at_it_is_taken()
     );
 }
 
-/// A worker's row counts the results accepted as new apart from all it reported: a duplicate adds a job
-/// and its nodes, not an acceptance (killed a mutant of issue 42's pass).
+/// A worker's row counts the results accepted as new apart from the jobs it computed (killed a mutant of
+/// issue 42's pass): a result of a verified job waiting for its second is a job, not an acceptance; a
+/// result sent again is neither (see `a_result_sent_again_credits_nothing_and_a_spot_check_does`).
 #[tokio::test(start_paused = true)]
 async fn a_workers_row_counts_acceptances_apart_from_reports() {
     let c = coordinator();
@@ -2409,8 +2464,20 @@ async fn a_workers_row_counts_acceptances_apart_from_reports() {
         "{outcomes:?}"
     );
     c.report("a", "a", vec![report(&held[0])]).await.unwrap();
-    let row = c.workers().into_iter().find(|w| w.name == "a").unwrap();
-    assert_eq!((row.jobs, row.accepted), (4, 3));
+    let row = |c: &Coordinator| {
+        let row = c.workers().into_iter().find(|w| w.name == "a").unwrap();
+        (row.jobs, row.accepted)
+    };
+    assert_eq!(row(&c), (3, 3));
+    let c = coordinator();
+    verified_run_of_8(&c).await;
+    let held = lease(&c, "a", 2).await;
+    let outcomes = report_all(&c, "a", &held).await;
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Pending),
+        "{outcomes:?}"
+    );
+    assert_eq!(row(&c), (2, 0));
 }
 
 /// The rate bound: nodes over the time since the lease, that time at least a millisecond.
@@ -3278,6 +3345,65 @@ async fn a_result_under_a_lease_handed_back_is_refused() {
             .unwrap(),
         vec![Outcome::Accepted]
     );
+}
+
+/// A tag kept from a lease handed back disputes nothing once another worker's count settles the job
+/// (found by a review, 2026-11-29): the hand-back is forgotten with the job's leases, and the tag alone
+/// used to pass as a lease issued for the job, so a hoarder could take honest counts back for free. A
+/// result under a lease the table no longer remembers is only compared.
+#[tokio::test(start_paused = true)]
+async fn a_tag_kept_from_a_lease_handed_back_disputes_no_count() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let kept = c
+        .lease(
+            &Ask {
+                capacity: 4,
+                ..as_credential("hoarder")
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap()
+        .leases;
+    let ids: Vec<u64> = kept.iter().map(|g| g.id).collect();
+    assert_eq!(c.release("hoarder", &ids, false).unwrap(), 4);
+    let honest = lease(&c, "h", 4096).await;
+    report_all(&c, "h", &honest).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+    let lies: Vec<Report> = kept.iter().map(lying).collect();
+    let outcomes = c.report("hoarder", "hoarder", lies).await.unwrap();
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Mismatch { .. })),
+        "{outcomes:?}"
+    );
+    assert_eq!(total(&c, &run), (Q8, true), "no count taken back");
+    assert!(c.state().quarantined.is_empty(), "nobody framed");
+}
+
+/// A worker whose lease was still live when another worker's count settled its job (a lease expired,
+/// its job leased again, then the first result came) may dispute that count: its lease is remembered
+/// as ended, and a different result under it takes the unconfirmed count back for a third to decide.
+#[tokio::test(start_paused = true)]
+async fn a_lease_live_when_its_job_was_settled_may_still_dispute() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let first = lease(&c, "late", 4096).await;
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    let second = lease(&c, "fresh", 4096).await;
+    let lies: Vec<Report> = first.iter().map(lying).collect();
+    report_all(&c, "late", &[]).await;
+    c.report("late", "late", lies).await.unwrap();
+    assert_ne!(total(&c, &run).0, Q8, "the lies counted");
+    let outcomes = report_all(&c, "fresh", &second).await;
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Disputed),
+        "{outcomes:?}"
+    );
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0, "every lie taken back");
 }
 
 /// A credential's lease limit holds against calls made at once: 8 threads, each asking for the whole

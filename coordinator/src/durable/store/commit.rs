@@ -48,8 +48,11 @@ pub struct Incoming {
     /// counting a result no lease stands behind.
     pub lease_checked: bool,
     /// Whether the lease it names was issued for its job (its tag, which needs the store's secret, is
-    /// that job's), remembered or not: a result for a done job that differs from the counted one is
-    /// evidence only under such a lease (see [`Store::commit`]).
+    /// that job's), remembered or not, and not known handed back: a result for a done job that differs
+    /// from the counted one is evidence against its own sender under such a lease (see
+    /// [`Store::commit`]). Against another worker's count it is evidence only under a lease checked
+    /// (`lease_checked`: remembered): a tag is valid for good, and one kept from a lease handed back, its
+    /// job since counted, must not take an honest count back.
     pub lease_issued: bool,
     /// Whether that lease is live: of this incarnation, not ended, issued for its job to its identity (a
     /// spot check being answered, say). Only such a lease's different result takes a confirmed count
@@ -268,7 +271,16 @@ impl Store {
                         out.outcomes.push(Outcome::Mismatch { stored });
                         continue;
                     }
-                    // Neither was confirmed: disputed, a further worker decides.
+                    // Neither was confirmed. Under a lease no longer remembered (a tag kept from a lease
+                    // handed back, its job since counted by another), a tag proves nothing against
+                    // another's count: compared only. But the counted result's own lease under another
+                    // name (one lease, two answers) is evidence whatever is remembered: only its
+                    // holder has its tag.
+                    if !inc.lease_checked && counted.lease != inc.lease {
+                        out.outcomes.push(Outcome::Mismatch { stored });
+                        continue;
+                    }
+                    // Disputed, a further worker decides.
                     take_back(results, jobs, totals, &mut out, inc, counted)?;
                     out.outcomes.push(Outcome::Disputed);
                     disputed_runs.insert(inc.run);

@@ -612,21 +612,48 @@ fn a_dispute_takes_a_workers_second_result_as_its_own() {
     let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
     let job = incoming(run.id, &plan, 0);
     store.commit(&[by(&plan, "f", job.clone(), 1)]).unwrap();
-    let mut first = by(&plan, "h", job.clone(), 0);
-    first.lease_checked = false;
+    let first = by(&plan, "h", job.clone(), 0);
     let mut second = first.clone();
     second.lease += 1;
+    second.lease_checked = false;
     let outcomes = store.commit(&[first, second]).unwrap().outcomes;
     assert_eq!(outcomes, vec![Outcome::Disputed, Outcome::Duplicate]);
 
+    // (Its lease forgotten with its job, the one lease's tag still shows it gave two answers.)
     let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
     store.commit(&[by(&plan, "f", job.clone(), 0)]).unwrap();
     let mut renamed = by(&plan, "f2", job.clone(), 1);
     renamed.lease = lease_of("f");
+    renamed.lease_checked = false;
     let disputed = store.commit(&[renamed]).unwrap();
     assert_eq!(disputed.outcomes, vec![Outcome::Disputed]);
     assert!(!store.is_settled(run.id, &job.key).unwrap(), "taken back");
     assert_eq!(disputed.disputed.len(), 1);
+}
+
+/// A different result under a lease the lease table no longer remembers (`lease_checked` false: a tag
+/// kept from a lease handed back, its job since counted by another worker) disputes nobody's count: it is
+/// compared, and the count stays (found by a review, 2026-11-29: a hoarder's kept tags took honest
+/// counts back for free). Against its sender's own count, or a confirmed one, the tag is evidence:
+/// see `a_worker_that_contradicts_its_own_or_a_confirmed_count_is_quarantined`.
+#[test]
+fn a_forgotten_lease_disputes_no_other_workers_count() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    let tally = store.tally(run.id).unwrap();
+    let mut kept = by(&plan, "hoarder", job.clone(), 8);
+    kept.lease_checked = false;
+    let compared = store.commit(&[kept.clone()]).unwrap();
+    assert!(matches!(compared.outcomes[..], [Outcome::Mismatch { .. }]));
+    assert!(compared.quarantined.is_empty() && compared.disputed.is_empty());
+    assert!(store.is_settled(run.id, &job.key).unwrap());
+    assert_eq!(store.tally(run.id).unwrap(), tally);
+    // Under a lease remembered, the same result disputes the count.
+    kept.lease_checked = true;
+    let disputed = store.commit(&[kept]).unwrap();
+    assert_eq!(disputed.outcomes, vec![Outcome::Disputed]);
+    assert!(!store.is_settled(run.id, &job.key).unwrap());
 }
 
 /// A run line of a file whose count is past what a run may have is refused without enumerating its
