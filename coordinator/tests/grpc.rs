@@ -199,12 +199,14 @@ async fn issue_3_duplicates_are_compared_never_added() {
     assert_eq!(mismatch, vec![proto::Outcome::Mismatch as i32]);
     let now = status(&mut s.client, &run.run).await;
     assert_eq!((now.jobs_done, now.total), (1, good.total.to_string()));
-    // Under the job's lease: evidence that one of the two is wrong. The count is taken back and the
-    // job disputed until a further worker decides.
-    let disputed = report(&mut s.client, "w2", vec![wrong]).await.unwrap();
-    assert_eq!(disputed, vec![proto::Outcome::Disputed as i32]);
+    // Under the job's lease and its tag, but from another identity (the tag names the one it was
+    // issued to): compared, nothing changes. Before, one worker could dispute another's count with a
+    // tag it was shown (found by a review, 2026-11-29). A dispute under a worker's own lease:
+    // `a_lease_live_when_its_job_was_settled_may_still_dispute` (service tests).
+    let mismatch = report(&mut s.client, "w2", vec![wrong]).await.unwrap();
+    assert_eq!(mismatch, vec![proto::Outcome::Mismatch as i32]);
     let now = status(&mut s.client, &run.run).await;
-    assert_eq!((now.jobs_done, now.jobs_disputed), (0, 1));
+    assert_eq!((now.jobs_done, now.jobs_disputed), (1, 0));
 }
 
 #[tokio::test]
@@ -1246,6 +1248,13 @@ async fn issue_15_after_a_restart_only_an_authentic_earlier_lease_counts() {
         (right.total + 8, right.unique8.map(|u| u + 8), right.nodes);
     let stolen = reseal(stolen, leased[3].plan_fingerprint);
     let err = report(&mut client, "w", vec![stolen]).await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    // Another identity under an earlier lease and its tag, both authentic: not its lease (the tag names
+    // the identity it was issued to). Before, a colluder could report, and so confirm, under the lease
+    // of another identity of the earlier incarnation (found by a review, 2026-11-29).
+    let err = report(&mut client, "colluder", vec![result_of(&leased[0])])
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
     assert_eq!(status(&mut client, &run.run).await.jobs_done, 0);
     // The authentic results of the earlier leases count, once.

@@ -473,7 +473,7 @@ impl Coordinator {
                         .issue(run.meta.id, key.clone(), worker, name, now);
                     leases.push(Granted {
                         id: lease,
-                        tag: state.leases.tag(lease, run.meta.id, &key),
+                        tag: state.leases.tag(lease, run.meta.id, &key, name),
                         run: run.meta.id,
                         plan: run.plan,
                         fingerprint: run.fingerprint,

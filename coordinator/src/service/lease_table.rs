@@ -2,7 +2,8 @@
 //! is simply pending again (the worst case is recomputation, never loss or double counting).
 //!
 //! A lease id is `epoch << 40 | sequence`, and every lease carries a tag: SipHash-2-4 of the lease id,
-//! the run and the job key under a 128-bit secret kept in the store (created with it, never sent). A
+//! the run, the job key and the identity it was issued to, under a 128-bit secret kept in the store
+//! (created with it, never sent). A
 //! report naming a lease of this incarnation must name the job that lease was for; one naming a lease of
 //! an earlier incarnation must also repeat that lease's tag, which only this store's coordinators can
 //! have computed. Nothing is accepted because it cannot be checked.
@@ -36,6 +37,18 @@ pub struct Lease {
 
 type JobId = (u64, JobKey);
 
+/// A lease ended and still remembered.
+#[derive(Debug)]
+struct Ended {
+    job: JobId,
+    /// The identity it was issued to.
+    name: String,
+    /// Handed back unstarted by its worker.
+    handed_back: bool,
+    /// When it was issued (a late result's rate is still its nodes over the time since).
+    issued: Instant,
+}
+
 /// Ended leases of one job still recognised for a late report: the most recent ones.
 pub const PAST_PER_JOB: usize = 16;
 
@@ -56,7 +69,7 @@ pub struct Leases {
     by_name: HashMap<String, u64>,
     /// Ended leases of jobs not done yet: a late result under one that expired or was closed is still
     /// accepted; under one handed back (`true`), refused.
-    past: HashMap<u64, (JobId, String, bool)>,
+    past: HashMap<u64, Ended>,
     past_by_job: HashMap<JobId, Vec<u64>>,
     /// Leases of this incarnation ended because their run was cancelled: heartbeats name them, so that
     /// their workers drop the jobs.
@@ -118,28 +131,42 @@ impl Leases {
         self.active.get(&id).map(|l| l.issued)
     }
 
+    /// When lease `id` of this incarnation was issued, active or ended and still remembered (`None` for
+    /// one of an earlier incarnation or forgotten): a late result's rate is its nodes over the time since.
+    pub fn issued_at_any(&self, id: u64) -> Option<Instant> {
+        match self.active.get(&id) {
+            Some(l) => Some(l.issued),
+            None => self.past.get(&id).map(|e| e.issued),
+        }
+    }
+
     /// The name of the worker lease `id` of this incarnation was issued to (active, or ended and still
     /// remembered); `None` for a lease of an earlier incarnation or one forgotten.
     pub fn issued_to(&self, id: u64) -> Option<&str> {
         match self.active.get(&id) {
             Some(l) => Some(&l.name),
-            None => self.past.get(&id).map(|(_, name, _)| name.as_str()),
+            None => self.past.get(&id).map(|e| e.name.as_str()),
         }
     }
 
     /// Whether lease `id` of this incarnation was handed back unstarted (and is still remembered): a
     /// result under it is refused, and it proves no lease.
     pub fn handed_back(&self, id: u64) -> bool {
-        self.past.get(&id).is_some_and(|(_, _, back)| *back)
+        self.past.get(&id).is_some_and(|e| e.handed_back)
     }
 
-    /// The tag of lease `id` for a job: what a worker repeats to prove the lease was issued to it.
-    pub fn tag(&self, id: u64, run: u64, key: &JobKey) -> u64 {
+    /// The tag of lease `id` for a job, issued to the identity `name`: what a worker repeats to prove the
+    /// lease was issued to it.
+    pub fn tag(&self, id: u64, run: u64, key: &JobKey, name: &str) -> u64 {
         let mut h = SipHasher24::new_with_key(&self.secret);
         h.write(&id.to_be_bytes());
         h.write(&run.to_be_bytes());
         h.write(&[key.0.len() as u8]);
         h.write(&key.0);
+        // The identity it was issued to (tag format 2, 2026-11-29): after a restart, a colluder cannot
+        // report under another identity's lease of an earlier incarnation.
+        h.write(&(name.len() as u64).to_be_bytes());
+        h.write(name.as_bytes());
         h.finish()
     }
 
@@ -263,8 +290,13 @@ impl Leases {
         let lease = self.take(id)?;
         let job = (lease.run, lease.key.clone());
         self.by_job.remove(&job);
-        self.past
-            .insert(id, (job.clone(), lease.name.clone(), handed_back));
+        let ended = Ended {
+            job: job.clone(),
+            name: lease.name.clone(),
+            handed_back,
+            issued: lease.issued,
+        };
+        self.past.insert(id, ended);
         let ids = self.past_by_job.entry(job).or_default();
         ids.push(id);
         // A report under an older lease of the job is then refused (its job is computed again).
@@ -276,16 +308,24 @@ impl Leases {
         Some(lease)
     }
 
-    /// Checks that a result for `(run, key)` may name lease `id` with `tag`: the tag must be that lease's
-    /// for that job (ids are guessable; tags need the store's secret), and a lease of this incarnation must
-    /// have been issued for that job and not handed back.
-    pub fn check_report(&self, id: u64, tag: u64, run: u64, key: &JobKey) -> Result<()> {
+    /// Checks that a result for `(run, key)` reported by the identity `name` may name lease `id` with
+    /// `tag`: the tag must be that lease's for that job and that identity (ids are guessable; tags need the
+    /// store's secret), and a lease of this incarnation must have been issued for that job and not
+    /// handed back.
+    pub fn check_report(
+        &self,
+        id: u64,
+        tag: u64,
+        run: u64,
+        key: &JobKey,
+        name: &str,
+    ) -> Result<()> {
         let named = match self.active.get(&id) {
             Some(l) => Some((l.run, &l.key)),
-            None => self.past.get(&id).map(|((r, k), _, _)| (*r, k)),
+            None => self.past.get(&id).map(|e| (e.job.0, &e.job.1)),
         };
         // A lease handed back (unstarted, its worker said) names no job a result may be for.
-        let ok = tag == self.tag(id, run, key)
+        let ok = tag == self.tag(id, run, key, name)
             && !self.handed_back(id)
             && match named {
                 Some((r, k)) => r == run && k == key,
@@ -319,7 +359,7 @@ impl Leases {
                 self.by_job.remove(&(lease.run, lease.key));
             }
         }
-        self.past.retain(|_, ((r, _), _, _)| *r != run);
+        self.past.retain(|_, e| e.job.0 != run);
         self.past_by_job.retain(|(r, _), _| *r != run);
         self.cancelled.extend(&active);
         active.len()
@@ -404,38 +444,50 @@ mod tests {
         assert_eq!(gone.len(), 1);
         assert!(!t.is_leased(1, &key("0.1")));
         // A late report under the expired lease is still recognised, for its own job only, with its tag.
-        let tag = t.tag(id, 1, &key("0.1"));
-        assert!(t.check_report(id, tag, 1, &key("0.1")).is_ok());
-        assert!(t.check_report(id, 0, 1, &key("0.1")).is_err());
-        assert!(t.check_report(id, tag, 1, &key("0.2")).is_err());
+        let tag = t.tag(id, 1, &key("0.1"), "w");
+        assert!(t.check_report(id, tag, 1, &key("0.1"), "w").is_ok());
+        assert!(t.check_report(id, 0, 1, &key("0.1"), "w").is_err());
+        assert!(t.check_report(id, tag, 1, &key("0.2"), "w").is_err());
         t.settle(1, &key("0.1"));
-        assert!(t.check_report(id, tag, 1, &key("0.1")).is_err());
+        assert!(t.check_report(id, tag, 1, &key("0.1"), "w").is_err());
     }
 
     #[tokio::test(start_paused = true)]
     async fn leases_of_earlier_epochs_count_only_with_their_tag_for_their_job() {
         let earlier = Leases::new(2, SECRET, Duration::from_secs(10));
         let old = (2 << SEQ_BITS) | 7;
-        let tag = earlier.tag(old, 1, &key("0.1"));
+        let tag = earlier.tag(old, 1, &key("0.1"), "w");
         let t = Leases::new(3, SECRET, Duration::from_secs(10));
-        assert!(t.check_report(old, tag, 1, &key("0.1")).is_ok());
+        assert!(t.check_report(old, tag, 1, &key("0.1"), "w").is_ok());
         // Forged: no tag, a tag of another job or run, another secret, or an epoch not yet reached.
-        assert!(t.check_report(old, 0, 1, &key("0.1")).is_err());
-        assert!(t.check_report(old, tag, 1, &key("0.2")).is_err());
-        assert!(t.check_report(old, tag, 2, &key("0.1")).is_err());
-        assert!(t.check_report(old ^ 1, tag, 1, &key("0.1")).is_err());
+        assert!(t.check_report(old, 0, 1, &key("0.1"), "w").is_err());
+        assert!(t.check_report(old, tag, 1, &key("0.2"), "w").is_err());
+        assert!(t.check_report(old, tag, 2, &key("0.1"), "w").is_err());
+        assert!(t.check_report(old ^ 1, tag, 1, &key("0.1"), "w").is_err());
         let other = Leases::new(2, *b"fedcba9876543210", Duration::from_secs(10));
         assert!(t
-            .check_report(old, other.tag(old, 1, &key("0.1")), 1, &key("0.1"))
+            .check_report(
+                old,
+                other.tag(old, 1, &key("0.1"), "w"),
+                1,
+                &key("0.1"),
+                "w"
+            )
             .is_err());
         let future = (3 << SEQ_BITS) | 7;
         assert!(t
-            .check_report(future, t.tag(future, 1, &key("0.1")), 1, &key("0.1"))
+            .check_report(
+                future,
+                t.tag(future, 1, &key("0.1"), "w"),
+                1,
+                &key("0.1"),
+                "w"
+            )
             .is_err());
-        assert!(t.check_report(7, 0, 1, &key("0.1")).is_err());
+        assert!(t.check_report(7, 0, 1, &key("0.1"), "w").is_err());
         // Epoch 0 was never an incarnation's: refused even with its tag (issue 42: `> 0` → `>= 0`).
         assert!(t
-            .check_report(7, t.tag(7, 1, &key("0.1")), 1, &key("0.1"))
+            .check_report(7, t.tag(7, 1, &key("0.1"), "w"), 1, &key("0.1"), "w")
             .is_err());
     }
 
@@ -453,7 +505,7 @@ mod tests {
         t.close(past2);
         let active2 = t.issue(2, key("0.2"), "w", "w", now);
         let counts = |t: &Leases, id: u64, run: u64, job: &str| {
-            t.check_report(id, t.tag(id, run, &key(job)), run, &key(job))
+            t.check_report(id, t.tag(id, run, &key(job), "w"), run, &key(job), "w")
                 .is_ok()
         };
         assert_eq!(t.cancel_run(1), 1);
@@ -480,16 +532,16 @@ mod tests {
         let id = t.issue(1, key("0.1"), "w", "w", Instant::now());
         for _ in 0..2 {
             assert!(t
-                .check_report(id, t.tag(id, 1, &key("0.1")), 1, &key("0.1"))
+                .check_report(id, t.tag(id, 1, &key("0.1"), "w"), 1, &key("0.1"), "w")
                 .is_ok());
             assert!(t
-                .check_report(id, t.tag(id, 1, &key("0.2")), 1, &key("0.2"))
+                .check_report(id, t.tag(id, 1, &key("0.2"), "w"), 1, &key("0.2"), "w")
                 .is_err());
             assert!(t
-                .check_report(id, t.tag(id, 2, &key("0.1")), 2, &key("0.1"))
+                .check_report(id, t.tag(id, 2, &key("0.1"), "w"), 2, &key("0.1"), "w")
                 .is_err());
             assert!(t
-                .check_report(id, t.tag(id, 2, &key("0.2")), 2, &key("0.2"))
+                .check_report(id, t.tag(id, 2, &key("0.2"), "w"), 2, &key("0.2"), "w")
                 .is_err());
             // Ended: still recognised, for its job only.
             t.close(id);
@@ -567,10 +619,16 @@ mod tests {
         assert!(t.past.len() <= PAST_PER_JOB, "{}", t.past.len());
         let last = *ids.last().unwrap();
         assert!(t
-            .check_report(last, t.tag(last, 1, &key("1.2")), 1, &key("1.2"))
+            .check_report(last, t.tag(last, 1, &key("1.2"), "a"), 1, &key("1.2"), "a")
             .is_ok());
         assert!(t
-            .check_report(ids[0], t.tag(ids[0], 1, &key("1.2")), 1, &key("1.2"))
+            .check_report(
+                ids[0],
+                t.tag(ids[0], 1, &key("1.2"), "a"),
+                1,
+                &key("1.2"),
+                "a"
+            )
             .is_err());
     }
 
@@ -586,10 +644,16 @@ mod tests {
         assert!(t.close(closed).is_some());
         assert!(t.handed_back(back) && !t.handed_back(closed));
         assert!(t
-            .check_report(back, t.tag(back, 1, &key("1.2")), 1, &key("1.2"))
+            .check_report(back, t.tag(back, 1, &key("1.2"), "a"), 1, &key("1.2"), "a")
             .is_err());
         assert!(t
-            .check_report(closed, t.tag(closed, 1, &key("1.3")), 1, &key("1.3"))
+            .check_report(
+                closed,
+                t.tag(closed, 1, &key("1.3"), "a"),
+                1,
+                &key("1.3"),
+                "a"
+            )
             .is_ok());
         assert_eq!(t.issued_to(back), Some("a"));
     }
@@ -647,7 +711,13 @@ mod tests {
         assert_eq!(t.issued_at(fresh), None, "ended");
         assert!(!t.is_leased(1, &key("1.3")));
         assert!(t
-            .check_report(fresh, t.tag(fresh, 1, &key("1.3")), 1, &key("1.3"))
+            .check_report(
+                fresh,
+                t.tag(fresh, 1, &key("1.3"), "fresh"),
+                1,
+                &key("1.3"),
+                "fresh"
+            )
             .is_ok());
     }
 }

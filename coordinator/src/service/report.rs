@@ -500,13 +500,14 @@ impl Coordinator {
                         return (Err(refused), false, false, false);
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
-                    let issued = state.leases.tag(r.lease, run, key) == r.tag
+                    let issued = state.leases.tag(r.lease, run, key, name) == r.tag
                         && !state.leases.handed_back(r.lease);
-                    let check = state.leases.check_report(r.lease, r.tag, run, key);
+                    let check = state.leases.check_report(r.lease, r.tag, run, key, name);
+                    // (An ended lease's too: letting a lease expire must not skip the check.)
                     let too_fast = issued
                         && state
                             .leases
-                            .issued_at(r.lease)
+                            .issued_at_any(r.lease)
                             .is_some_and(|at| implausible(r.result.nodes, now.duration_since(at)));
                     // Live: active now (`issued_at`), and checked for this job under this name.
                     let active = check.is_ok() && state.leases.issued_at(r.lease).is_some();

@@ -310,7 +310,7 @@ pub(super) fn lease(
             .issue(out.run, out.key.clone(), worker, name, now);
         spots.push(Granted {
             id,
-            tag: state.leases.tag(id, out.run, &out.key),
+            tag: state.leases.tag(id, out.run, &out.key, name),
             run: out.run,
             plan,
             fingerprint,

@@ -730,7 +730,8 @@ async fn a_result_sent_again_credits_nothing_and_a_spot_check_does() {
         ..report(g)
     };
     let (mut sent, mut jobs, mut nodes) = (Vec::new(), 0, 0);
-    while c.state().spot.passed_by("careful") == 0 {
+    // (Until a spot check passed and a job of the open run counted: the check may come first.)
+    while c.state().spot.passed_by("careful") == 0 || c.run(&open).unwrap().tally.jobs == 0 {
         let got = c
             .lease(&as_credential("careful"), Duration::ZERO)
             .await
@@ -2520,6 +2521,28 @@ async fn a_result_at_a_rate_no_device_reaches_waits_for_a_second_identity() {
         c.report("b", "b", vec![report(mine)]).await.unwrap(),
         vec![Outcome::Disputed]
     );
+}
+
+/// A lease left to expire does not skip the rate check (found by a review, 2026-11-29): a made-up
+/// result under it, sent as soon as it expired, is verified by a second identity as under a live one.
+#[tokio::test(start_paused = true)]
+async fn a_result_at_a_rate_no_device_reaches_under_an_expired_lease_waits_too() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "fast", 2).await;
+    tokio::time::advance(TIMEOUT + Duration::from_secs(1)).await;
+    c.expire_leases().await;
+    assert_eq!(c.state().leases.count(1), 0, "expired");
+    let mut made_up = report(&held[0]);
+    made_up.result.nodes = 1 << 50;
+    made_up.seal = Some(seal(held[0].fingerprint, &held[0].key, &made_up.result));
+    let outcomes = c
+        .report("fast", "fast", vec![made_up, report(&held[1])])
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![Outcome::Pending, Outcome::Accepted]);
+    let view = c.run(&run).unwrap();
+    assert_eq!((view.tally.jobs, view.jobs_verifying), (1, 1));
 }
 
 /// Issue 38: a record run takes results from worker credentials only, at validation as at lease time.

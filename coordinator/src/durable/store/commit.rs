@@ -273,10 +273,8 @@ impl Store {
                     }
                     // Neither was confirmed. Under a lease no longer remembered (a tag kept from a lease
                     // handed back, its job since counted by another), a tag proves nothing against
-                    // another's count: compared only. But the counted result's own lease under another
-                    // name (one lease, two answers) is evidence whatever is remembered: only its
-                    // holder has its tag.
-                    if !inc.lease_checked && counted.lease != inc.lease {
+                    // another's count: compared only.
+                    if !inc.lease_checked {
                         out.outcomes.push(Outcome::Mismatch { stored });
                         continue;
                     }

@@ -619,12 +619,10 @@ fn a_dispute_takes_a_workers_second_result_as_its_own() {
     let outcomes = store.commit(&[first, second]).unwrap().outcomes;
     assert_eq!(outcomes, vec![Outcome::Disputed, Outcome::Duplicate]);
 
-    // (Its lease forgotten with its job, the one lease's tag still shows it gave two answers.)
     let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
     store.commit(&[by(&plan, "f", job.clone(), 0)]).unwrap();
     let mut renamed = by(&plan, "f2", job.clone(), 1);
     renamed.lease = lease_of("f");
-    renamed.lease_checked = false;
     let disputed = store.commit(&[renamed]).unwrap();
     assert_eq!(disputed.outcomes, vec![Outcome::Disputed]);
     assert!(!store.is_settled(run.id, &job.key).unwrap(), "taken back");
