@@ -43,6 +43,9 @@ pub struct Job {
     /// `d4`: the largest stabiliser of the rings that fit the job (0: none fits), which bounds its
     /// result ([`Job::check`]); `mirror`: 0.
     largest_stabiliser: u32,
+    /// `d4`: how many of its rings may complete with no node searched (only in a plan split within 5
+    /// rows of N: [`d4::Group::completing_without_nodes`]); `mirror`: 0.
+    free: u32,
 }
 
 /// The `d4` ring group last built, for [`Job::with_groups`].
@@ -136,7 +139,7 @@ impl Job {
     pub fn with_groups(plan: Plan, key: JobKey, groups: &mut Groups) -> Result<Job> {
         let n = plan.n();
         let bad = || Error::UnknownJob(key.to_string());
-        let largest_stabiliser = match plan.strategy() {
+        let (largest_stabiliser, free) = match plan.strategy() {
             Strategy::Mirror => {
                 let cols = &key.0;
                 if cols.len() != plan.depth() as usize
@@ -146,7 +149,7 @@ impl Job {
                     return Err(bad());
                 }
                 mirror_board(n, cols).ok_or_else(bad)?;
-                0
+                (0, 0)
             }
             Strategy::D4 => {
                 let [w, e, prefix @ ..] = key.0.as_slice() else {
@@ -156,13 +159,21 @@ impl Job {
                     return Err(bad());
                 }
                 let group = groups.get(n, *w, *e).ok_or_else(bad)?;
-                group.largest_stabiliser(prefix).ok_or_else(bad)?
+                let largest = group.largest_stabiliser(prefix).ok_or_else(bad)?;
+                // (Frame rows 0 and N-1, the prefix, and a ring's two side queens: at most one row
+                // left only this deep. A default plan is never; the count places every ring's queens.)
+                let free = match prefix.len() + 5 >= n as usize {
+                    true => group.completing_without_nodes(prefix).ok_or_else(bad)?,
+                    false => 0,
+                };
+                (largest, free)
             }
         };
         Ok(Job {
             plan,
             key,
             largest_stabiliser,
+            free,
         })
     }
 
@@ -207,8 +218,10 @@ impl Job {
     ///   plain rings the two are equal, and any one flipped bit in either is caught. A job no ring fits
     ///   has no count and no node.
     ///
-    /// - Both: every completion is a node searched, or the job's own queens' (once), and adds at most 8
-    ///   (`d4`) or 2 (`mirror`) to the total: the total is at most that times one more than the nodes.
+    /// - Both: every completion is a node searched, or the job's own queens' (once), or (`d4` split
+    ///   within 5 rows of N) a ring's own queens with the queen its split places, once per such ring
+    ///   ([`d4::Group::completing_without_nodes`]); each adds at most 8 (`d4`) or 2 (`mirror`) to the
+    ///   total: the total is at most that times the nodes, one, and those rings.
     ///
     /// A result that passes can still be wrong (a fault that changes both counts alike, or a
     /// completion missed): these bounds catch damage, not every error; verification and disputes
@@ -219,13 +232,14 @@ impl Job {
             return bad(why);
         }
         let total = r.total as u128;
-        // Each completion is a node searched (or the job's own queens', once) and adds at most 8 to a
-        // `d4` total, 2 to a `mirror` one: a large total with few nodes is made up.
+        // Each completion is a node searched (or the job's own queens', once, or a ring's that
+        // completes on its split) and adds at most 8 to a `d4` total, 2 to a `mirror` one: a large
+        // total with few nodes is made up.
         let per_node: u128 = if r.unique8.is_some() { 8 } else { 2 };
-        if total > per_node * (u128::from(r.nodes) + 1) {
+        if total > per_node * (u128::from(r.nodes) + 1 + u128::from(self.free)) {
             return bad(format!(
-                "total {total} is more than {per_node} for each of its {} nodes and one",
-                r.nodes
+                "total {total} is more than {per_node} for each of its {} nodes, one, and {} rings that complete on their split",
+                r.nodes, self.free
             ));
         }
         // The shape checked: no unique count is `mirror`, one is `d4`.

@@ -161,3 +161,40 @@ fn d4_counts_out_of_their_bounds_are_refused() {
         .unwrap();
     }
 }
+
+/// Every honest result of every `d4` job split within 5 rows of N passes, N = 5 to 13: there a ring
+/// can complete on its split queen, with no node searched (found by a review, 2026-11-29: N = 13 at
+/// depth 9 had honest results refused, and a run of such a plan could never finish).
+#[test]
+fn every_honest_result_of_the_deepest_splits_passes() {
+    let (mut jobs, mut free) = (0, 0);
+    for n in 5..=13u32 {
+        for depth in n - 5..=n - 3 {
+            let plan = Plan::with_depth(n, Strategy::D4, depth as u8).unwrap();
+            for key in plan.jobs() {
+                let job = plan.job(&key).unwrap();
+                let r = job.run();
+                job.check(&r)
+                    .unwrap_or_else(|e| panic!("N = {n}, depth {depth}: {r:?} refused: {e}"));
+                jobs += 1;
+                free += u64::from(r.total > 8 * (r.nodes + 1));
+            }
+        }
+    }
+    eprintln!("{jobs} jobs, {free} past the bound before");
+    assert!(free > 0, "none of the jobs the bound refused");
+}
+
+/// A `d4` job split near its deepest (N = 13, depth 9) whose two plain rings each complete on their
+/// split queen alone has 16 solutions and no node searched: an honest result, refused by the bound
+/// "a total of at most 8 per node and one" (found by a review, 2026-11-29).
+#[test]
+fn a_job_whose_rings_complete_on_their_split_queens_passes() {
+    let plan = Plan::with_depth(13, Strategy::D4, 9).unwrap();
+    let key = "0.2.5.2.8.3.11.9.1.6.4".parse().unwrap();
+    let job = plan.job(&key).unwrap();
+    let r = job.run();
+    assert_eq!((r.total, r.unique8, r.nodes), (16, Some(16), 0));
+    job.check(&r)
+        .unwrap_or_else(|e| panic!("honest result {r:?} refused: {e}"));
+}

@@ -220,6 +220,20 @@ impl Group {
         Some(0)
     }
 
+    /// How many of the group's canonical rings that fit the job with prefix `cols` leave at most one
+    /// empty row once their side queens stand (`None` if `cols` is not a prefix of the group). Each such
+    /// ring completes at most once, on the queen its split places (or on its side queens alone), and no
+    /// node is searched for it: a plain ring's split counts none. Only a job split within 5 rows of N
+    /// has any ([`crate::Job::check`] allows them beside its nodes).
+    pub fn completing_without_nodes(&self, cols: &[u8]) -> Option<u32> {
+        let base = self.problem(cols)?;
+        Some(
+            self.fitting(base)
+                .filter(|(unit, _)| unit.board.empty_rows().nth(1).is_none())
+                .count() as u32,
+        )
+    }
+
     /// [`Group::largest_stabiliser`] as the maximum over every fitting ring (its definition), for the
     /// tests.
     #[cfg(test)]
@@ -310,6 +324,44 @@ mod tests {
 
     /// The largest stabiliser found from the largest down equals its definition, the maximum over every
     /// fitting ring, for every job of N = 1 to 12 split 0 to 3 rows deep.
+    /// The rings that may complete with no node searched: none in a job split more than 5 rows short of
+    /// N; in the deeper ones, at least every unit the job's work leaves complete (each such unit a
+    /// completion no node found). N = 13's job `0.2.5.2.8.3.11.9.1.6.4` has two (found by a review,
+    /// 2026-11-29).
+    #[test]
+    fn rings_that_complete_without_nodes_are_counted() {
+        let group = Group::new(13, 0, 2).unwrap();
+        assert_eq!(
+            group.completing_without_nodes(&[5, 2, 8, 3, 11, 9, 1, 6, 4]),
+            Some(2)
+        );
+        let (mut deep, mut complete) = (0, 0);
+        for n in 4..=11u8 {
+            for split in 0..=n - 3 {
+                for key in jobs(n, split) {
+                    let [w, e, prefix @ ..] = key.0.as_slice() else {
+                        panic!("{key}")
+                    };
+                    let group = Group::new(n, *w, *e).unwrap();
+                    let free = group.completing_without_nodes(prefix).unwrap();
+                    if split + 5 < n {
+                        assert_eq!(free, 0, "N = {n} {key}");
+                        continue;
+                    }
+                    let (units, _) = group.work(prefix).unwrap();
+                    let done = units
+                        .iter()
+                        .filter(|u| u.problem.board.empty_rows().next().is_none())
+                        .count() as u32;
+                    assert!(done <= free, "N = {n} {key}: {done} > {free}");
+                    deep += u64::from(free);
+                    complete += u64::from(done);
+                }
+            }
+        }
+        assert!(complete > 0 && deep > complete, "{complete} of {deep}");
+    }
+
     #[test]
     fn the_largest_stabiliser_found_first_is_the_maximum() {
         let mut seen = [0u64; 9];
