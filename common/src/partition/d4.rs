@@ -322,8 +322,6 @@ pub fn jobs_within(n: u8, split: u8, budget: Budget) -> impl Iterator<Item = Job
 mod tests {
     use super::*;
 
-    /// The largest stabiliser found from the largest down equals its definition, the maximum over every
-    /// fitting ring, for every job of N = 1 to 12 split 0 to 3 rows deep.
     /// The rings that may complete with no node searched: none in a job split more than 5 rows short of
     /// N; in the deeper ones, at least every unit the job's work leaves complete (each such unit a
     /// completion no node found). N = 13's job `0.2.5.2.8.3.11.9.1.6.4` has two (found by a review,
@@ -362,6 +360,8 @@ mod tests {
         assert!(complete > 0 && deep > complete, "{complete} of {deep}");
     }
 
+    /// The largest stabiliser found from the largest down equals its definition, the maximum over every
+    /// fitting ring, for every job of N = 1 to 12 split 0 to 3 rows deep.
     #[test]
     fn the_largest_stabiliser_found_first_is_the_maximum() {
         let mut seen = [0u64; 9];

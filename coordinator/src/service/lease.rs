@@ -397,7 +397,9 @@ impl Coordinator {
                             self.note_damage(&e);
                             Ok(Some(JobRecord::done()))
                         }
-                        other => other,
+                        // sled's own (a read the disk refused): the call fails, and storage is marked
+                        // degraded too, so that the store is reopened.
+                        other => other.inspect_err(|e| self.note_damage(e)),
                     })
                     .collect();
                 let mut guard = self.state();

@@ -45,6 +45,8 @@ struct Ended {
     name: String,
     /// Handed back unstarted by its worker.
     handed_back: bool,
+    /// A result came back under it (credited once: see [`Leases::deliver`]).
+    delivered: bool,
     /// When it was issued (a late result's rate is still its nodes over the time since).
     issued: Instant,
 }
@@ -67,8 +69,9 @@ pub struct Leases {
     held: HashMap<u64, HashMap<String, u64>>,
     /// Active leases per worker name (identity), all runs together.
     by_name: HashMap<String, u64>,
-    /// Ended leases of jobs not done yet: a late result under one that expired or was closed is still
-    /// accepted; under one handed back (`true`), refused.
+    /// Ended leases still recognised: of jobs not done yet (a late result under one that expired or was
+    /// closed is still accepted; under one handed back, refused), and of jobs counted meanwhile under
+    /// another lease (a different result under one disputes the count: see [`Leases::settle_counted`]).
     past: HashMap<u64, Ended>,
     past_by_job: HashMap<JobId, Vec<u64>>,
     /// Leases of this incarnation ended because their run was cancelled: heartbeats name them, so that
@@ -256,14 +259,34 @@ impl Leases {
             .filter(|id| self.active.get(id).is_some_and(|l| l.worker == worker))
             .collect();
         mine.into_iter()
-            .filter_map(|id| self.end_as(id, true))
+            .filter_map(|id| self.end_as(id, true, false))
             .collect()
     }
 
     /// Ends one lease (its worker reported a result that does not settle the job); a later report under
-    /// it is still recognised.
+    /// it is still recognised, and it has delivered.
     pub fn close(&mut self, id: u64) -> Option<Lease> {
-        self.end(id)
+        self.end_as(id, false, true)
+    }
+
+    /// Takes a copy of a job's counted result under lease `id`, reported by the identity `name`: `true`
+    /// if the lease was issued to `name` for that job, is known (active, or ended and remembered), was
+    /// not handed back, and had delivered nothing yet. It has delivered from then on (an active one is
+    /// ended), so a second copy under it is `false`: a worker's work is credited once per lease.
+    pub fn deliver(&mut self, id: u64, run: u64, key: &JobKey, name: &str) -> bool {
+        if let Some(l) = self.active.get(&id) {
+            let ours = l.run == run && &l.key == key && l.name == name;
+            if ours {
+                self.end_as(id, false, true);
+            }
+            return ours;
+        }
+        match self.past.get_mut(&id) {
+            Some(e) if e.job.0 == run && &e.job.1 == key && e.name == name && !e.handed_back => {
+                !std::mem::replace(&mut e.delivered, true)
+            }
+            _ => false,
+        }
     }
 
     /// Ends lease `id` if it is active, for job `(run, key)` and held by `worker` (a result came back
@@ -280,11 +303,11 @@ impl Leases {
     }
 
     fn end(&mut self, id: u64) -> Option<Lease> {
-        self.end_as(id, false)
+        self.end_as(id, false, false)
     }
 
-    /// Ends lease `id`, remembered as handed back or not.
-    fn end_as(&mut self, id: u64, handed_back: bool) -> Option<Lease> {
+    /// Ends lease `id`, remembered as handed back or not, and as having delivered a result or not.
+    fn end_as(&mut self, id: u64, handed_back: bool, delivered: bool) -> Option<Lease> {
         // (The history of ended leases, kept so that a late report under one is still recognised, is
         // bounded per job: see `PAST_PER_JOB`.)
         let lease = self.take(id)?;
@@ -294,6 +317,7 @@ impl Leases {
             job: job.clone(),
             name: lease.name.clone(),
             handed_back,
+            delivered,
             issued: lease.issued,
         };
         self.past.insert(id, ended);
@@ -383,22 +407,36 @@ impl Leases {
         self.take(id)
     }
 
-    /// Settles a job counted under lease `counted`, as [`Leases::settle`], except that another lease of
-    /// the job still active (its job was leased again after `counted` expired) is remembered as ended,
-    /// not forgotten: its worker computed the job too, and a different result under it may dispute the
-    /// count. At most one such lease is kept per job counted.
+    /// Settles a job counted under lease `counted`, as [`Leases::settle`], except that the job's other
+    /// leases are remembered, ended: one still active (its job was leased again after `counted` expired)
+    /// and those that ended without being handed back (expired, say). Their workers computed the job
+    /// too: a different result under one may dispute the count, and an equal one is credited once
+    /// ([`Leases::deliver`]). Leases handed back, and `counted` itself, are forgotten.
     pub fn settle_counted(&mut self, run: u64, key: &JobKey, counted: u64) {
         let job = (run, key.clone());
         match self.by_job.get(&job).copied() {
             Some(other) if other != counted => {
-                for id in self.past_by_job.remove(&job).unwrap_or_default() {
-                    self.past.remove(&id);
-                }
                 self.end(other);
             }
-            _ => {
-                self.settle(run, key);
+            Some(own) => {
+                self.take(own);
+                self.by_job.remove(&job);
             }
+            None => {}
+        }
+        let Some(ids) = self.past_by_job.get_mut(&job) else {
+            return;
+        };
+        let past = &mut self.past;
+        ids.retain(|id| {
+            let keep = *id != counted && past.get(id).is_some_and(|e| !e.handed_back);
+            if !keep {
+                past.remove(id);
+            }
+            keep
+        });
+        if ids.is_empty() {
+            self.past_by_job.remove(&job);
         }
     }
 }
@@ -691,33 +729,78 @@ mod tests {
         );
     }
 
-    /// A job counted under its own lease forgets every lease of it; counted under an expired lease while
-    /// another worker held it again, it keeps that other lease, ended, for a dispute (and nothing else).
+    /// A job counted under its own lease forgets every lease of it. Counted under an expired lease while
+    /// another worker held it again, it keeps that other lease, ended, for a dispute; and a lease that
+    /// expired unsettled too; not one handed back, nor the counted one.
     #[tokio::test(start_paused = true)]
-    async fn a_count_keeps_only_another_workers_live_lease_of_its_job() {
+    async fn a_count_keeps_the_jobs_other_unsettled_leases_only() {
         let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
         let now = Instant::now();
         let own = t.issue(1, key("1.2"), "a", "a", now);
         t.settle_counted(1, &key("1.2"), own);
         assert_eq!(t.issued_to(own), None, "forgotten");
         assert!(!t.is_leased(1, &key("1.2")));
+        assert!(t.past.is_empty() && t.past_by_job.is_empty() && t.active.is_empty());
 
+        let back = t.issue(1, key("1.3"), "hoarder", "hoarder", now);
+        t.release("hoarder", &[back]);
         let late = t.issue(1, key("1.3"), "late", "late", now);
-        assert_eq!(t.expire(now + Duration::from_secs(11)).len(), 1);
-        let fresh = t.issue(1, key("1.3"), "fresh", "fresh", now);
+        let slow = {
+            t.expire(now + Duration::from_secs(11));
+            t.issue(1, key("1.3"), "slow", "slow", now + Duration::from_secs(11))
+        };
+        t.expire(now + Duration::from_secs(22));
+        let fresh = t.issue(
+            1,
+            key("1.3"),
+            "fresh",
+            "fresh",
+            now + Duration::from_secs(22),
+        );
         t.settle_counted(1, &key("1.3"), late);
         assert_eq!(t.issued_to(late), None, "the counted lease is forgotten");
-        assert_eq!(t.issued_to(fresh), Some("fresh"), "remembered");
+        assert_eq!(t.issued_to(back), None, "a lease handed back is forgotten");
+        assert_eq!(t.issued_to(slow), Some("slow"), "expired unsettled: kept");
+        assert_eq!(t.issued_to(fresh), Some("fresh"), "live: kept");
         assert_eq!(t.issued_at(fresh), None, "ended");
         assert!(!t.is_leased(1, &key("1.3")));
-        assert!(t
-            .check_report(
-                fresh,
-                t.tag(fresh, 1, &key("1.3"), "fresh"),
-                1,
-                &key("1.3"),
-                "fresh"
-            )
-            .is_ok());
+        for (id, name) in [(slow, "slow"), (fresh, "fresh")] {
+            assert!(t
+                .check_report(id, t.tag(id, 1, &key("1.3"), name), 1, &key("1.3"), name)
+                .is_ok());
+        }
+        assert_eq!(t.past.len(), 2);
+    }
+
+    /// A lease delivers a copy of its job's counted result once: only for its own job and identity,
+    /// not handed back, active or ended; a lease that delivered a result of its own (`close`) delivers
+    /// none more.
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_delivers_once_for_its_own_job_and_identity() {
+        let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
+        let now = Instant::now();
+        let live = t.issue(1, key("1.2"), "w", "a", now);
+        assert!(!t.deliver(live, 1, &key("1.3"), "a"), "another job");
+        assert!(!t.deliver(live, 2, &key("1.2"), "a"), "another run");
+        assert!(!t.deliver(live, 1, &key("1.2"), "b"), "another identity");
+        assert!(t.is_leased(1, &key("1.2")));
+        assert!(t.deliver(live, 1, &key("1.2"), "a"));
+        assert!(!t.is_leased(1, &key("1.2")), "ended");
+        assert_eq!(t.issued_to(live), Some("a"), "still recognised");
+        assert!(!t.deliver(live, 1, &key("1.2"), "a"), "once");
+
+        let expired = t.issue(1, key("1.4"), "w", "a", now);
+        t.expire(now + Duration::from_secs(11));
+        assert!(!t.deliver(expired, 1, &key("1.4"), "b"));
+        assert!(t.deliver(expired, 1, &key("1.4"), "a"));
+        assert!(!t.deliver(expired, 1, &key("1.4"), "a"));
+
+        let back = t.issue(1, key("1.5"), "w", "a", now);
+        t.release("w", &[back]);
+        assert!(!t.deliver(back, 1, &key("1.5"), "a"), "handed back");
+        let closed = t.issue(1, key("1.6"), "w", "a", now);
+        t.close(closed);
+        assert!(!t.deliver(closed, 1, &key("1.6"), "a"), "delivered its own");
+        assert!(!t.deliver(999, 1, &key("1.6"), "a"), "never issued");
     }
 }

@@ -565,10 +565,17 @@ impl Coordinator {
     /// failed write, so that `serve` reopens the store and the startup reconciliation repairs it from
     /// the ledger (or refuses it, naming what is wrong). Other errors pass by.
     pub(crate) fn note_damage(&self, e: &Error) {
-        if let Error::Corrupt(why) = e {
-            self.storage().failed(&format!(
+        match e {
+            Error::Corrupt(why) => self.storage().failed(&format!(
                 "the store is damaged ({why}): reopening it to repair it from the ledger"
-            ));
+            )),
+            // sled's own: a page that fails its check, or a read the disk refused (found by a review,
+            // 2026-11-29: a lease call met it, put the job back first in line and failed, and so did
+            // every later call, the coordinator still serving).
+            Error::Store(why) => self.storage().failed(&format!(
+                "the store failed a read ({why}): reopening it to repair it from the ledger"
+            )),
+            _ => {}
         }
     }
 

@@ -123,8 +123,25 @@ impl Coordinator {
         let state = &mut *guard;
         // Results that differ from a done job's under no lease issued for it: how many, and the first.
         let mut unleased: Option<(usize, u64, JobKey)> = None;
+        // Each result's nodes (and its job) are credited when it proves work: one the run took (counted,
+        // held for a check, or disputing), or a copy of a counted result that its lease delivers for the
+        // first time (a job done meanwhile, a spot check). Not one that differs from a done job's stored
+        // result (the store proves it wrong), nor a copy sent again (its acknowledgement lost, or on
+        // purpose, in one batch or many: it would inflate its worker's rate and the run's GPU share).
+        // Decided here, in order, under the state lock, where leases end as their results come.
+        let mut credited: Vec<Option<u64>> = Vec::with_capacity(batch.len());
         for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
             self.shared.metrics.result(outcome.name());
+            credited.push(match outcome {
+                Outcome::Mismatch { .. } => None,
+                // (Ends the lease if it is active: it has delivered, and must not expire and charge
+                // an honest worker.)
+                Outcome::Duplicate => state
+                    .leases
+                    .deliver(inc.lease, inc.run, &inc.key, name)
+                    .then_some(inc.result.nodes),
+                _ => Some(inc.result.nodes),
+            });
             match outcome {
                 Outcome::Accepted => {
                     let run = state.runs.get_mut(&inc.run);
@@ -172,11 +189,8 @@ impl Coordinator {
                     }
                 }
                 Outcome::Duplicate => {
-                    // Its lease (if it is still open: a job done meanwhile can be leased once more)
-                    // has delivered: it must not expire and charge an honest worker.
-                    state
-                        .leases
-                        .close_delivered(inc.lease, inc.run, &inc.key, worker);
+                    // (Its lease was ended above, if it was active and this worker's: a job done
+                    // meanwhile can be leased once more.)
                     tracing::debug!(worker, run = inc.run, job = %inc.key, "duplicate result")
                 }
                 Outcome::Mismatch { stored } => {
@@ -241,19 +255,6 @@ impl Coordinator {
             .iter()
             .filter(|o| **o == Outcome::Accepted)
             .count();
-        // `batch` holds every report, in order. A result's nodes (and the job) are credited when it
-        // proves work: not one that differs from a done job's stored result (the store proves it wrong),
-        // nor a copy of a counted result under no live lease (sent again, its acknowledgement lost or on
-        // purpose: it costs nothing, and would inflate its worker's rate and the run's GPU share).
-        let credited: Vec<Option<u64>> = batch
-            .iter()
-            .zip(&committed.outcomes)
-            .map(|(i, o)| match o {
-                Outcome::Mismatch { .. } => None,
-                Outcome::Duplicate if !i.lease_active => None,
-                _ => Some(i.result.nodes),
-            })
-            .collect();
         let on_gpu = || {
             credited
                 .iter()

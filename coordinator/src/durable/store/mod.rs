@@ -79,6 +79,13 @@ const LEGACY_RESULTS: &str = "results";
 /// kernel families). Earlier versions, and how [`Store::open`] migrates them: `docs/formats.md`.
 pub const FORMAT_VERSION: u64 = 7;
 
+/// The refusal of a store written by a newer build (format `format`).
+fn newer_format(format: u64) -> Error {
+    Error::Corrupt(format!(
+        "the store has format {format}, newer than this build's {FORMAT_VERSION}: run it with a newer nqueens"
+    ))
+}
+
 /// Epochs fit the 24 bits a lease id gives them.
 const EPOCH_LIMIT: u64 = 1 << 24;
 
@@ -197,6 +204,12 @@ impl Store {
 
     fn with_db(db: sled::Db) -> Result<Store> {
         let meta = db.open_tree("meta")?;
+        // A newer build's store is refused before anything of it changes (its epoch, its trees).
+        if let Some(format) = read_u64(&meta, FORMAT)? {
+            if format > FORMAT_VERSION {
+                return Err(newer_format(format));
+            }
+        }
         let epoch = next_epoch(read_u64(&meta, EPOCH)?)?;
         meta.insert(EPOCH, &epoch.to_be_bytes())?;
         let lease_secret = match meta.get(LEASE_SECRET)? {

@@ -36,9 +36,7 @@ impl Store {
             None => 1,
         };
         if format > FORMAT_VERSION {
-            return Err(Error::Corrupt(format!(
-                "the store has format {format}, newer than this build's {FORMAT_VERSION}: run it with a newer nqueens"
-            )));
+            return Err(super::newer_format(format));
         }
         let from = match super::read_u64(&self.meta, UPGRADE)? {
             // A migration cut short: this build's, or an earlier build's (to a format before this
