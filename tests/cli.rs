@@ -1365,3 +1365,26 @@ fn issue_37_submit_states_a_bound_and_status_shows_it() {
     );
     assert_eq!(support::status_json(&serve.address).len(), 2);
 }
+
+/// `serve --quarantine NAME` reaches the coordinator's open: a name also given to
+/// `--release-quarantine`, or one that is not a worker name, stops the start, saying why.
+#[test]
+fn serve_quarantine_is_checked_at_the_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let data = data.to_str().unwrap();
+    for (args, says) in [
+        (
+            &["--quarantine", "x", "--release-quarantine", "x"][..],
+            "both to quarantine and to release",
+        ),
+        (&["--quarantine", "a b\n"][..], "worker name"),
+    ] {
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0", "--data", data];
+        all.extend_from_slice(args);
+        let out = nqueens(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

@@ -39,6 +39,11 @@ pub struct ServeArgs {
     /// Let a quarantined worker (by name) lease again; repeatable.
     #[arg(long, value_name = "NAME")]
     pub release_quarantine: Vec<String>,
+    /// Quarantine a worker (by name: a credential's identity) before serving, as one shown wrong: its
+    /// results no other identity confirmed are taken back and computed again (a credential known
+    /// stolen, a machine known faulty); repeatable. `--release-quarantine` lifts it.
+    #[arg(long, value_name = "NAME")]
+    pub quarantine: Vec<String>,
     /// Most report batches on their way to the store at once; more wait their turn (backpressure in
     /// front of the commit thread).
     #[arg(long, value_name = "N", default_value_t = nqueens_coordinator::service::MAX_IN_FLIGHT, value_parser = in_flight)]
@@ -249,6 +254,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         // Given once, at the first open (store and ledger alike: a store rebuilt from the ledger
         // keeps the release).
         release: args.release_quarantine.clone(),
+        distrust: args.quarantine.clone(),
         ..Config::default()
     };
     let options = nqueens_coordinator::wire::server::Options {

@@ -414,15 +414,9 @@ impl Leases {
     /// ([`Leases::deliver`]). Leases handed back, and `counted` itself, are forgotten.
     pub fn settle_counted(&mut self, run: u64, key: &JobKey, counted: u64) {
         let job = (run, key.clone());
-        match self.by_job.get(&job).copied() {
-            Some(other) if other != counted => {
-                self.end(other);
-            }
-            Some(own) => {
-                self.take(own);
-                self.by_job.remove(&job);
-            }
-            None => {}
+        // The job's active lease ends (`counted` itself is forgotten below, with those handed back).
+        if let Some(live) = self.by_job.get(&job).copied() {
+            self.end(live);
         }
         let Some(ids) = self.past_by_job.get_mut(&job) else {
             return;

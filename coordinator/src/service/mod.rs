@@ -72,6 +72,10 @@ pub struct Config {
     /// Quarantined workers to let lease again (`serve --release-quarantine`), by name: each must be
     /// quarantined, else the open is refused.
     pub release: Vec<String>,
+    /// Workers to quarantine at the open (`serve --quarantine`), by name: a credential known stolen or
+    /// a machine known faulty. Each is quarantined as a worker shown wrong is, its unconfirmed results
+    /// taken back; only `--release-quarantine` lifts it.
+    pub distrust: Vec<String>,
     /// Failed jobs to put back to pending at the open, once the store is reconciled and mended.
     pub retry_failed: RetryFailed,
     /// Most open runs (running, stalled or paused) at once; a creation past it is refused
@@ -145,6 +149,7 @@ impl Default for Config {
             repair: false,
             max_in_flight: MAX_IN_FLIGHT,
             release: Vec::new(),
+            distrust: Vec::new(),
             retry_failed: RetryFailed::None,
             max_open_runs: MAX_OPEN_RUNS,
             family_wait: FAMILY_WAIT,
@@ -368,6 +373,47 @@ fn release(
     Ok(())
 }
 
+/// Why the operator's quarantine (`serve --quarantine`) names a worker.
+pub const DISTRUSTED: &str = "quarantined by the operator (serve --quarantine)";
+
+/// Quarantines the workers named `names` for the operator: the ledger's quarantine line first (made
+/// durable), then the store, each as a worker shown wrong is, naming no decider (so that no rule lifts
+/// it: only `--release-quarantine` does). Its unconfirmed results are taken back by the caller
+/// ([`revoke_quarantined`]). Names already quarantined are left as they are. A crash between the two
+/// writes leaves the ledger's line, which the next start restores into the store.
+fn distrust(
+    store: &Store,
+    mut ledger: Option<&mut crate::durable::ledger::Ledger>,
+    names: &[String],
+) -> Result<()> {
+    let mut names = names.to_vec();
+    names.sort();
+    names.dedup();
+    for name in &names {
+        check_worker("worker name", name)?;
+    }
+    let quarantined = store.quarantined()?;
+    for name in names {
+        if quarantined.iter().any(|q| q.worker == name) {
+            tracing::info!(worker = %name, "worker already quarantined; --quarantine changes nothing");
+            continue;
+        }
+        let q = crate::durable::store::Quarantine {
+            worker: name.clone(),
+            reason: DISTRUSTED.to_string(),
+            at_unix: crate::durable::store::now_unix(),
+            by: Vec::new(),
+        };
+        if let Some(ledger) = ledger.as_deref_mut() {
+            ledger.append(&[crate::durable::ledger::Entry::Quarantine(q.clone())])?;
+        }
+        store.restore_quarantine(&q)?;
+        store.flush()?;
+        tracing::warn!(worker = %name, "worker quarantined by the operator: its unconfirmed results are taken back and computed again");
+    }
+    Ok(())
+}
+
 impl Coordinator {
     /// Audits the store, checks that this build plans every unfinished run the way it was planned, and
     /// loads the runs. A store that fails either check is refused.
@@ -386,7 +432,18 @@ impl Coordinator {
             audited_already = None;
         }
         // The operator's releases before the rule: a lift whose decider is released loses its basis.
+        if let Some(name) = config.distrust.iter().find(|n| config.release.contains(n)) {
+            return Err(Error::Invalid(format!(
+                "{name:?} is both to quarantine and to release; nothing changed"
+            )));
+        }
         release(&store, ledger.as_mut(), &config.release)?;
+        // The operator's quarantines, their results taken back now (before the rule, which may lift a
+        // quarantine they decided).
+        distrust(&store, ledger.as_mut(), &config.distrust)?;
+        if revoke_quarantined(&store, ledger.as_mut())? {
+            audited_already = None;
+        }
         if apply_quarantine_rule(&store, ledger.as_mut())?
             && revoke_quarantined(&store, ledger.as_mut())?
         {

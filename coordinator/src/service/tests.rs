@@ -3761,3 +3761,88 @@ async fn a_read_the_store_refuses_marks_storage_degraded() {
     c.note_damage(&Error::Corrupt("a record".into()));
     assert!(c.storage().degraded().is_some());
 }
+
+/// The operator quarantines a credential known stolen (`serve --quarantine NAME`): at the open, its
+/// results no other identity confirmed are taken back and its jobs computed again; those another
+/// identity confirmed stand; it leases nothing more. The quarantine is in the ledger (a store rebuilt
+/// from the ledger alone keeps it), stays through later opens without the flag, and only
+/// `--release-quarantine` lifts it. A name both to quarantine and to release, or not a name, is refused
+/// with nothing changed. Before, `credential revoke` refused its calls but kept everything it counted.
+#[tokio::test]
+async fn the_operator_quarantines_a_stolen_credential_at_the_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    // Run 1 verifies every job: "stolen" and "b" confirm each other's counts. Run 2 verifies
+    // nothing: "stolen" counts alone.
+    let confirmed = verified_run_of_8(&c).await;
+    report_all(&c, "stolen", &lease(&c, "stolen", 4096).await).await;
+    report_all(&c, "b", &lease(&c, "b", 4096).await).await;
+    assert_eq!(total(&c, &confirmed), (Q8, true));
+    let alone = run_of_8(&c).await;
+    report_all(&c, "stolen", &lease(&c, "stolen", 4096).await).await;
+    assert_eq!(total(&c, &alone), (Q8, true));
+    drop(c);
+
+    for bad in [
+        Config {
+            distrust: vec!["stolen".into()],
+            release: vec!["stolen".into()],
+            ..Config::default()
+        },
+        Config {
+            distrust: vec!["".into()],
+            ..Config::default()
+        },
+    ] {
+        let refused = loop {
+            match opened_with(dir.path(), bad.clone()) {
+                Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+                other => break other,
+            }
+        };
+        assert!(
+            matches!(refused, Err(Error::Invalid(_))),
+            "{:?}",
+            refused.err()
+        );
+    }
+    let c = reopened(dir.path()).await;
+    assert_eq!(total(&c, &alone), (Q8, true), "nothing changed");
+    assert!(!refused_as_quarantined(&c, "stolen").await);
+    drop(c);
+
+    let distrusted = Config {
+        distrust: vec!["stolen".into(), "stolen".into()],
+        ..Config::default()
+    };
+    let c = reopened_with(dir.path(), distrusted.clone()).await;
+    assert!(refused_as_quarantined(&c, "stolen").await);
+    assert_eq!(total(&c, &confirmed), (Q8, true), "confirmed by b: stands");
+    let view = c.run(&alone).unwrap();
+    assert_eq!((view.tally.jobs, view.is_done()), (0, false), "taken back");
+    assert_eq!(
+        c.state().quarantined.get("stolen").map(String::as_str),
+        Some(super::DISTRUSTED)
+    );
+    report_all(&c, "b", &lease(&c, "b", 4096).await).await;
+    assert_eq!(total(&c, &alone), (Q8, true), "computed again");
+    drop(c);
+    // Given again: nothing more changes.
+    let c = reopened_with(dir.path(), distrusted).await;
+    assert_eq!(total(&c, &alone), (Q8, true));
+    drop(c);
+    let c = reopened(dir.path()).await;
+    assert!(refused_as_quarantined(&c, "stolen").await, "stays");
+    drop(c);
+    let rebuilt = ledger_alone(dir.path());
+    let c = reopened(rebuilt.path()).await;
+    assert!(refused_as_quarantined(&c, "stolen").await, "in the ledger");
+    assert_eq!(total(&c, &alone), (Q8, true));
+    drop(c);
+    let released = Config {
+        release: vec!["stolen".into()],
+        ..Config::default()
+    };
+    let c = reopened_with(dir.path(), released).await;
+    assert!(!refused_as_quarantined(&c, "stolen").await, "released");
+}

@@ -58,6 +58,7 @@ where
             Err(e) => return Err(e.into()),
         };
         config.release.clear();
+        config.distrust.clear();
         // This incarnation's listeners end with it (a reopen starts new ones on the same ports).
         let incarnation = shutdown.child_token();
         let served = serve(coordinator.clone(), incarnation.clone()).await;
