@@ -410,6 +410,31 @@ mod mutants_found {
         assert!(lies > 100, "{lies}");
     }
 
+    /// In a `d4` plan split within 5 rows of N, each ring that may complete on its split queen adds 8
+    /// to the bound, no more: N = 13's job `0.2.5.2.8.3.11.9.1.6.4` (depth 9) has two, and its honest
+    /// 16 with no node passes, 24 passes, 32 does not. A default plan's job has none: 16 with no node
+    /// is refused there (found by a review, 2026-11-29).
+    #[test]
+    fn rings_that_complete_on_their_split_raise_the_bound_by_eight_each() {
+        let plan = Plan::with_depth(13, Strategy::D4, 9).unwrap();
+        let job = plan.job(&"0.2.5.2.8.3.11.9.1.6.4".parse().unwrap()).unwrap();
+        let r = job.run();
+        assert_eq!((r.total, r.unique8, r.nodes), (16, Some(16), 0));
+        let with = |total| JobResult {
+            total,
+            unique8: Some(total),
+            nodes: 0,
+        };
+        assert!(job.check(&r).is_ok());
+        assert!(job.check(&with(24)).is_ok());
+        assert!(job.check(&with(32)).is_err());
+        let plan = Plan::new(13, Strategy::D4).unwrap();
+        let key = plan.jobs().find(|k| plan.job(k).unwrap().run().total >= 16);
+        let job = plan.job(&key.unwrap()).unwrap();
+        assert!(job.check(&with(8)).is_ok());
+        assert!(job.check(&with(16)).is_err());
+    }
+
     /// A job key of 200 characters is parsed; one of 201 is refused, quoting only its start.
     #[test]
     fn a_job_key_of_the_longest_length_parses_and_one_more_is_refused() {
