@@ -417,7 +417,9 @@ mod mutants_found {
     #[test]
     fn rings_that_complete_on_their_split_raise_the_bound_by_eight_each() {
         let plan = Plan::with_depth(13, Strategy::D4, 9).unwrap();
-        let job = plan.job(&"0.2.5.2.8.3.11.9.1.6.4".parse().unwrap()).unwrap();
+        let job = plan
+            .job(&"0.2.5.2.8.3.11.9.1.6.4".parse().unwrap())
+            .unwrap();
         let r = job.run();
         assert_eq!((r.total, r.unique8, r.nodes), (16, Some(16), 0));
         let with = |total| JobResult {

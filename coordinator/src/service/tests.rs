@@ -3827,9 +3827,18 @@ async fn the_operator_quarantines_a_stolen_credential_at_the_open() {
     report_all(&c, "b", &lease(&c, "b", 4096).await).await;
     assert_eq!(total(&c, &alone), (Q8, true), "computed again");
     drop(c);
-    // Given again: nothing more changes.
+    // Given again: nothing more changes. Another name, beside a quarantine: quarantined too (killed the
+    // mutant `==` → `!=` in the test of names already quarantined).
     let c = reopened_with(dir.path(), distrusted).await;
     assert_eq!(total(&c, &alone), (Q8, true));
+    drop(c);
+    let other = Config {
+        distrust: vec!["other".into()],
+        ..Config::default()
+    };
+    let c = reopened_with(dir.path(), other).await;
+    assert!(refused_as_quarantined(&c, "other").await);
+    assert!(refused_as_quarantined(&c, "stolen").await);
     drop(c);
     let c = reopened(dir.path()).await;
     assert!(refused_as_quarantined(&c, "stolen").await, "stays");
