@@ -47,6 +47,9 @@ struct Ended {
     handed_back: bool,
     /// A result came back under it (credited once: see [`Leases::deliver`]).
     delivered: bool,
+    /// Kept after its job was counted under another lease ([`Leases::settle_counted`]): forgotten once
+    /// it delivers.
+    outlived: bool,
     /// When it was issued (a late result's rate is still its nodes over the time since).
     issued: Instant,
 }
@@ -272,7 +275,8 @@ impl Leases {
     /// Takes a copy of a job's counted result under lease `id`, reported by the identity `name`: `true`
     /// if the lease was issued to `name` for that job, is known (active, or ended and remembered), was
     /// not handed back, and had delivered nothing yet. It has delivered from then on (an active one is
-    /// ended), so a second copy under it is `false`: a worker's work is credited once per lease.
+    /// ended; one kept past its job's count is forgotten), so a second copy under it is `false`: a
+    /// worker's work is credited once per lease.
     pub fn deliver(&mut self, id: u64, run: u64, key: &JobKey, name: &str) -> bool {
         if let Some(l) = self.active.get(&id) {
             let ours = l.run == run && &l.key == key && l.name == name;
@@ -281,11 +285,55 @@ impl Leases {
             }
             return ours;
         }
-        match self.past.get_mut(&id) {
-            Some(e) if e.job.0 == run && &e.job.1 == key && e.name == name && !e.handed_back => {
-                !std::mem::replace(&mut e.delivered, true)
+        match self.past.get(&id) {
+            Some(e)
+                if e.job.0 == run
+                    && &e.job.1 == key
+                    && e.name == name
+                    && !e.handed_back
+                    && !e.delivered =>
+            {
+                self.delivered(id);
+                true
             }
             _ => false,
+        }
+    }
+
+    /// Whether a result the run took (counted, held for a check, disputing) under lease `id` is credited:
+    /// `false` only if the lease delivered already (a copy of it, applied first, was credited); it has
+    /// delivered from then on. A lease the table does not know (of an earlier incarnation) is credited.
+    pub fn credit_once(&mut self, id: u64) -> bool {
+        if self.active.contains_key(&id) {
+            // (Its result's handling ends it: `close`, or the job's count.)
+            return true;
+        }
+        match self.past.get(&id) {
+            Some(e) if e.delivered => false,
+            Some(_) => {
+                self.delivered(id);
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// Marks the ended lease `id` as having delivered; one kept past its job's count goes.
+    fn delivered(&mut self, id: u64) {
+        let Some(e) = self.past.get_mut(&id) else {
+            return;
+        };
+        if !e.outlived {
+            e.delivered = true;
+            return;
+        }
+        let job = e.job.clone();
+        self.past.remove(&id);
+        if let Some(ids) = self.past_by_job.get_mut(&job) {
+            ids.retain(|x| *x != id);
+            if ids.is_empty() {
+                self.past_by_job.remove(&job);
+            }
         }
     }
 
@@ -298,7 +346,7 @@ impl Leases {
             .get(&id)
             .is_some_and(|l| l.run == run && &l.key == key && l.worker == worker)
         {
-            self.end(id);
+            self.end_as(id, false, true);
         }
     }
 
@@ -318,6 +366,7 @@ impl Leases {
             name: lease.name.clone(),
             handed_back,
             delivered,
+            outlived: false,
             issued: lease.issued,
         };
         self.past.insert(id, ended);
@@ -408,10 +457,11 @@ impl Leases {
     }
 
     /// Settles a job counted under lease `counted`, as [`Leases::settle`], except that the job's other
-    /// leases are remembered, ended: one still active (its job was leased again after `counted` expired)
-    /// and those that ended without being handed back (expired, say). Their workers computed the job
-    /// too: a different result under one may dispute the count, and an equal one is credited once
-    /// ([`Leases::deliver`]). Leases handed back, and `counted` itself, are forgotten.
+    /// leases that delivered nothing are remembered, ended: one still active (its job was leased again
+    /// after `counted` expired) and those that ended without being handed back (expired, say). Their
+    /// workers computed the job too: a different result under one may dispute the count, and an equal
+    /// one is credited once ([`Leases::deliver`]); either way the lease is forgotten once it delivers,
+    /// so a done job keeps no lease for good. Leases handed back or delivered, and `counted`, go.
     pub fn settle_counted(&mut self, run: u64, key: &JobKey, counted: u64) {
         let job = (run, key.clone());
         // The job's active lease ends (`counted` itself is forgotten below, with those handed back).
@@ -423,11 +473,17 @@ impl Leases {
         };
         let past = &mut self.past;
         ids.retain(|id| {
-            let keep = *id != counted && past.get(id).is_some_and(|e| !e.handed_back);
-            if !keep {
+            let kept = match past.get_mut(id) {
+                Some(e) if *id != counted && !e.handed_back && !e.delivered => {
+                    e.outlived = true;
+                    true
+                }
+                _ => false,
+            };
+            if !kept {
                 past.remove(id);
             }
-            keep
+            kept
         });
         if ids.is_empty() {
             self.past_by_job.remove(&job);
@@ -764,6 +820,44 @@ mod tests {
                 .is_ok());
         }
         assert_eq!(t.past.len(), 2);
+        // Each is forgotten once it delivers: a done job keeps no lease for good.
+        assert!(t.deliver(slow, 1, &key("1.3"), "slow"));
+        assert_eq!(t.issued_to(slow), None);
+        assert!(!t.deliver(slow, 1, &key("1.3"), "slow"), "once");
+        assert!(t.credit_once(fresh), "a dispute under it");
+        assert_eq!(t.issued_to(fresh), None);
+        assert!(t.past.is_empty() && t.past_by_job.is_empty());
+
+        // A lease that delivered before the count (a result held for a check) is not kept.
+        let held = t.issue(1, key("1.4"), "a", "a", now);
+        t.close(held);
+        let second = t.issue(1, key("1.4"), "b", "b", now);
+        t.settle_counted(1, &key("1.4"), second);
+        assert_eq!(t.issued_to(held), None);
+        assert!(t.past.is_empty() && t.past_by_job.is_empty() && t.active.is_empty());
+    }
+
+    /// A result the run took is credited once per lease, whichever of it and a copy is applied first:
+    /// a copy delivered first leaves nothing to credit; a result credited first (its lease closed)
+    /// leaves no copy to credit. A lease the table does not know (an earlier incarnation's) is credited.
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_is_credited_once_whichever_comes_first() {
+        let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
+        let now = Instant::now();
+        let copy_first = t.issue(1, key("1.2"), "w", "a", now);
+        assert!(t.deliver(copy_first, 1, &key("1.2"), "a"));
+        assert!(!t.credit_once(copy_first));
+        let taken_first = t.issue(1, key("1.3"), "w", "a", now);
+        assert!(t.credit_once(taken_first));
+        assert!(t.is_leased(1, &key("1.3")), "its handling ends it");
+        t.close(taken_first);
+        assert!(!t.credit_once(taken_first));
+        assert!(!t.deliver(taken_first, 1, &key("1.3"), "a"));
+        let expired = t.issue(1, key("1.4"), "w", "a", now);
+        t.expire(now + Duration::from_secs(11));
+        assert!(t.credit_once(expired), "a late result");
+        assert!(!t.credit_once(expired));
+        assert!(t.credit_once(12345), "unknown");
     }
 
     /// A lease delivers a copy of its job's counted result once: only for its own job and identity,

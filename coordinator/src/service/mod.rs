@@ -377,10 +377,12 @@ fn release(
 pub const DISTRUSTED: &str = "quarantined by the operator (serve --quarantine)";
 
 /// Quarantines the workers named `names` for the operator: the ledger's quarantine line first (made
-/// durable), then the store, each as a worker shown wrong is, naming no decider (so that no rule lifts
-/// it: only `--release-quarantine` does). Its unconfirmed results are taken back by the caller
-/// ([`revoke_quarantined`]). Names already quarantined are left as they are. A crash between the two
-/// writes leaves the ledger's line, which the next start restores into the store.
+/// durable), then the store, each as a worker shown wrong is, naming no decider, so that no rule lifts
+/// it (only `--release-quarantine` does). A worker quarantined already by deciders keeps its reason and
+/// loses its deciders; one quarantined already with none is left as it is; a lift the rule made is
+/// forgotten. Its unconfirmed results are taken back by the caller ([`revoke_quarantined`]). A crash
+/// between the two writes leaves the ledger's line, which the next start restores into the store (the
+/// flag, given again, then writes the store's).
 fn distrust(
     store: &Store,
     mut ledger: Option<&mut crate::durable::ledger::Ledger>,
@@ -389,26 +391,26 @@ fn distrust(
     let mut names = names.to_vec();
     names.sort();
     names.dedup();
-    for name in &names {
-        check_worker("worker name", name)?;
-    }
     let quarantined = store.quarantined()?;
     for name in names {
-        if quarantined.iter().any(|q| q.worker == name) {
-            tracing::info!(worker = %name, "worker already quarantined; --quarantine changes nothing");
-            continue;
-        }
-        let q = crate::durable::store::Quarantine {
+        let operators = crate::durable::store::Quarantine {
             worker: name.clone(),
             reason: DISTRUSTED.to_string(),
             at_unix: crate::durable::store::now_unix(),
             by: Vec::new(),
         };
+        let q = match quarantined.iter().find(|q| q.worker == name) {
+            Some(q) if q.by.is_empty() => {
+                tracing::info!(worker = %name, "worker already quarantined for good; --quarantine changes nothing");
+                continue;
+            }
+            Some(q) => q.clone().merged(operators),
+            None => operators,
+        };
         if let Some(ledger) = ledger.as_deref_mut() {
             ledger.append(&[crate::durable::ledger::Entry::Quarantine(q.clone())])?;
         }
-        store.restore_quarantine(&q)?;
-        store.flush()?;
+        store.put_quarantine(&q)?;
         tracing::warn!(worker = %name, "worker quarantined by the operator: its unconfirmed results are taken back and computed again");
     }
     Ok(())
@@ -436,6 +438,9 @@ impl Coordinator {
             return Err(Error::Invalid(format!(
                 "{name:?} is both to quarantine and to release; nothing changed"
             )));
+        }
+        for name in &config.distrust {
+            check_worker("worker name", name)?;
         }
         release(&store, ledger.as_mut(), &config.release)?;
         // The operator's quarantines, their results taken back now (before the rule, which may lift a

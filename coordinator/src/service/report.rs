@@ -140,7 +140,11 @@ impl Coordinator {
                     .leases
                     .deliver(inc.lease, inc.run, &inc.key, name)
                     .then_some(inc.result.nodes),
-                _ => Some(inc.result.nodes),
+                // (Unless a copy under its lease, committed after it and applied first, was.)
+                _ => state
+                    .leases
+                    .credit_once(inc.lease)
+                    .then_some(inc.result.nodes),
             });
             match outcome {
                 Outcome::Accepted => {

@@ -3855,3 +3855,50 @@ async fn the_operator_quarantines_a_stolen_credential_at_the_open() {
     let c = reopened_with(dir.path(), released).await;
     assert!(!refused_as_quarantined(&c, "stolen").await, "released");
 }
+
+/// `--quarantine` of a worker quarantined already by deciders drops its deciders (keeping its reason),
+/// in the store and the ledger: the rule can no longer lift it (found by a review, 2026-11-29: it was
+/// left as it was, and lifted once its deciders were disproved). A name that is not a worker name
+/// refuses the start before a release given with it is made.
+#[tokio::test]
+async fn the_operators_quarantine_of_a_quarantined_worker_names_no_decider() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    a_liar_caught(&c).await;
+    let before = c.shared.store.quarantined().unwrap();
+    assert!(!before[0].by.is_empty(), "{before:?}");
+    drop(c);
+    let refused = loop {
+        let config = Config {
+            release: vec!["liar".into()],
+            distrust: vec!["".into()],
+            ..Config::default()
+        };
+        match opened_with(dir.path(), config) {
+            Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+            other => break other,
+        }
+    };
+    assert!(
+        matches!(refused, Err(Error::Invalid(_))),
+        "{:?}",
+        refused.err()
+    );
+    let config = Config {
+        distrust: vec!["liar".into()],
+        ..Config::default()
+    };
+    let c = reopened_with(dir.path(), config).await;
+    assert!(
+        refused_as_quarantined(&c, "liar").await,
+        "the release was not made"
+    );
+    let after = c.shared.store.quarantined().unwrap();
+    assert_eq!(after.len(), 1);
+    assert!(after[0].by.is_empty(), "{after:?}");
+    assert_eq!(after[0].reason, before[0].reason);
+    drop(c);
+    let rebuilt = ledger_alone(dir.path());
+    let c = reopened(rebuilt.path()).await;
+    assert!(c.shared.store.quarantined().unwrap()[0].by.is_empty());
+}

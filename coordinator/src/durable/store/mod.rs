@@ -520,6 +520,16 @@ impl Store {
         Ok(released)
     }
 
+    /// Stores the quarantine `q` as it is (the operator's: `serve --quarantine`), replacing any record
+    /// of its worker, and forgets a lift the rule made of it: no rule lifts a quarantine that names no
+    /// decider. Durable on return.
+    pub fn put_quarantine(&self, q: &Quarantine) -> Result<()> {
+        records::check_quarantine(q)?;
+        self.lifted.remove(q.worker.as_bytes())?;
+        self.quarantine.insert(q.worker.as_bytes(), encode(q))?;
+        self.flush()
+    }
+
     /// A job's accepted result, if any.
     pub fn result(&self, run: u64, key: &JobKey) -> Result<Option<ResultRecord>> {
         groups::get(&self.results, &self.workers, run, key)
