@@ -823,6 +823,11 @@ mod tests {
         // Each is forgotten once it delivers: a done job keeps no lease for good.
         assert!(t.deliver(slow, 1, &key("1.3"), "slow"));
         assert_eq!(t.issued_to(slow), None);
+        assert_eq!(
+            t.past_by_job[&(1, key("1.3"))],
+            vec![fresh],
+            "the other stays"
+        );
         assert!(!t.deliver(slow, 1, &key("1.3"), "slow"), "once");
         assert!(t.credit_once(fresh), "a dispute under it");
         assert_eq!(t.issued_to(fresh), None);

@@ -327,6 +327,14 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// The names of a flag given more than once, each once, in order.
+fn each_once(names: &[String]) -> Vec<String> {
+    let mut names = names.to_vec();
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// Lifts the quarantine of the worker named `name`: the ledger's release line first (made durable), then
 /// the store. A crash between the two leaves the store's quarantine, which the next start writes to the
 /// ledger again: the worker stays out, and the release is to be given again.
@@ -338,9 +346,7 @@ fn release(
     mut ledger: Option<&mut crate::durable::ledger::Ledger>,
     names: &[String],
 ) -> Result<()> {
-    let mut names = names.to_vec();
-    names.sort();
-    names.dedup();
+    let names = each_once(names);
     let quarantined = store.quarantined()?;
     let lifted = store.lifted()?;
     let held =
@@ -388,11 +394,8 @@ fn distrust(
     mut ledger: Option<&mut crate::durable::ledger::Ledger>,
     names: &[String],
 ) -> Result<()> {
-    let mut names = names.to_vec();
-    names.sort();
-    names.dedup();
     let quarantined = store.quarantined()?;
-    for name in names {
+    for name in each_once(names) {
         let operators = crate::durable::store::Quarantine {
             worker: name.clone(),
             reason: DISTRUSTED.to_string(),

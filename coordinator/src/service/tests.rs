@@ -3324,15 +3324,8 @@ async fn a_spot_check_is_not_passed_by_another_jobs_result() {
     assert_eq!(c.state().spot.passed_by("prober"), 1);
 }
 
-/// A lease handed back is over: a result under it is refused (its job not done), and it proves no
-/// lease was issued. Before, a worker could lease, hand every lease back at once (no strike, no
-/// attempt, and room for more leases), then report made-up counts under them: the check that a result
-/// came faster than any device searches reads the active lease's age only, so the lies were counted
-/// alone (found by a review, 2026-11-29).
-#[tokio::test(start_paused = true)]
-async fn a_result_under_a_lease_handed_back_is_refused() {
-    let c = coordinator();
-    let run = run_of_8(&c).await;
+/// Four leases the credential "hoarder" took and handed back at once, kept.
+async fn handed_back_by_a_hoarder(c: &Coordinator) -> Vec<Granted> {
     let got = c
         .lease(
             &Ask {
@@ -3347,6 +3340,19 @@ async fn a_result_under_a_lease_handed_back_is_refused() {
     assert_eq!(got.len(), 4);
     let ids: Vec<u64> = got.iter().map(|g| g.id).collect();
     assert_eq!(c.release("hoarder", &ids, false).unwrap(), 4);
+    got
+}
+
+/// A lease handed back is over: a result under it is refused (its job not done), and it proves no
+/// lease was issued. Before, a worker could lease, hand every lease back at once (no strike, no
+/// attempt, and room for more leases), then report made-up counts under them: the check that a result
+/// came faster than any device searches reads the active lease's age only, so the lies were counted
+/// alone (found by a review, 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn a_result_under_a_lease_handed_back_is_refused() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let got = handed_back_by_a_hoarder(&c).await;
     for g in &got {
         let mut lie = lying(g);
         lie.result.nodes = 1 << 50;
@@ -3378,19 +3384,7 @@ async fn a_result_under_a_lease_handed_back_is_refused() {
 async fn a_tag_kept_from_a_lease_handed_back_disputes_no_count() {
     let c = coordinator();
     let run = run_of_8(&c).await;
-    let kept = c
-        .lease(
-            &Ask {
-                capacity: 4,
-                ..as_credential("hoarder")
-            },
-            Duration::ZERO,
-        )
-        .await
-        .unwrap()
-        .leases;
-    let ids: Vec<u64> = kept.iter().map(|g| g.id).collect();
-    assert_eq!(c.release("hoarder", &ids, false).unwrap(), 4);
+    let kept = handed_back_by_a_hoarder(&c).await;
     let honest = lease(&c, "h", 4096).await;
     report_all(&c, "h", &honest).await;
     assert_eq!(total(&c, &run), (Q8, true));
@@ -3827,11 +3821,20 @@ async fn the_operator_quarantines_a_stolen_credential_at_the_open() {
     report_all(&c, "b", &lease(&c, "b", 4096).await).await;
     assert_eq!(total(&c, &alone), (Q8, true), "computed again");
     drop(c);
-    // Given again: nothing more changes. Another name, beside a quarantine: quarantined too (killed the
-    // mutant `==` → `!=` in the test of names already quarantined).
+    // Given again: nothing more changes, the ledger included. Another name, beside a quarantine:
+    // quarantined too (killed the mutant `==` → `!=` in the test of names already quarantined).
+    let ledger = dir.path().join(crate::durable::ledger::LEDGER_FILE);
+    let lines = || {
+        std::fs::read(&ledger)
+            .unwrap()
+            .split(|&b| b == b'\n')
+            .count()
+    };
+    let before = lines();
     let c = reopened_with(dir.path(), distrusted).await;
     assert_eq!(total(&c, &alone), (Q8, true));
     drop(c);
+    assert_eq!(lines(), before, "no line written");
     let other = Config {
         distrust: vec!["other".into()],
         ..Config::default()
