@@ -155,14 +155,25 @@ async fn a_slow_worker_that_heartbeats_keeps_its_leases_past_the_timeout() {
     assert_eq!(total(&c, &run), (Q8, true));
 }
 
+/// Leases up to `capacity` jobs to `first`, lets those leases expire, then leases them again to
+/// `second`: both leases of each job, the first ended.
+async fn leased_again(
+    c: &Coordinator,
+    first: &str,
+    second: &str,
+    capacity: u32,
+) -> (Vec<Granted>, Vec<Granted>) {
+    let held = lease(c, first, capacity).await;
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    (held, lease(c, second, capacity).await)
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_late_result_for_a_re_leased_job_counts_once_and_the_second_is_only_compared() {
     let c = coordinator();
     let run = run_of_8(&c).await;
-    let first = lease(&c, "late", 4096).await;
-    tokio::time::advance(TIMEOUT * 2).await;
-    c.expire_leases().await;
-    let second = lease(&c, "fresh", 4096).await;
+    let (first, second) = leased_again(&c, "late", "fresh", 4096).await;
     assert_eq!(second.len(), first.len());
 
     // The expired lease's results arrive first: accepted, once.
@@ -3410,10 +3421,7 @@ async fn a_lease_ended_unsettled_when_its_job_was_counted_may_still_dispute() {
     // The honest worker's lease still live: the liar's expired first.
     let c = coordinator();
     let run = run_of_8(&c).await;
-    let first = lease(&c, "late", 4096).await;
-    tokio::time::advance(TIMEOUT * 2).await;
-    c.expire_leases().await;
-    let second = lease(&c, "fresh", 4096).await;
+    let (first, second) = leased_again(&c, "late", "fresh", 4096).await;
     let lies: Vec<Report> = first.iter().map(lying).collect();
     c.report("late", "late", lies).await.unwrap();
     assert_ne!(total(&c, &run).0, Q8, "the lies counted");
@@ -3427,10 +3435,7 @@ async fn a_lease_ended_unsettled_when_its_job_was_counted_may_still_dispute() {
     // The honest worker's lease expired: the liar's is live.
     let c = coordinator();
     let run = run_of_8(&c).await;
-    let honest = lease(&c, "slow", 4096).await;
-    tokio::time::advance(TIMEOUT * 2).await;
-    c.expire_leases().await;
-    let held = lease(&c, "liar", 4096).await;
+    let (honest, held) = leased_again(&c, "slow", "liar", 4096).await;
     c.report("liar", "liar", held.iter().map(lying).collect())
         .await
         .unwrap();
@@ -3462,10 +3467,7 @@ async fn copies_in_one_batch_credit_their_work_once() {
 
     let c = coordinator();
     run_of_8(&c).await;
-    let first = lease(&c, "late", 1).await;
-    tokio::time::advance(TIMEOUT * 2).await;
-    c.expire_leases().await;
-    let second = lease(&c, "fresh", 1).await;
+    let (first, second) = leased_again(&c, "late", "fresh", 1).await;
     assert_eq!(second[0].key, first[0].key);
     report_all(&c, "late", &first).await;
     let copies = vec![report(&second[0]); 10];
@@ -3756,6 +3758,22 @@ async fn a_read_the_store_refuses_marks_storage_degraded() {
     assert!(c.storage().degraded().is_some());
 }
 
+/// Asserts that opening the store of `dir` with `config` is refused as invalid (waiting for the store
+/// of a coordinator just dropped to be free).
+async fn refused_as_invalid(dir: &std::path::Path, config: Config) {
+    let refused = loop {
+        match opened_with(dir, config.clone()) {
+            Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+            other => break other,
+        }
+    };
+    assert!(
+        matches!(refused, Err(Error::Invalid(_))),
+        "{:?}",
+        refused.err()
+    );
+}
+
 /// The operator quarantines a credential known stolen (`serve --quarantine NAME`): at the open, its
 /// results no other identity confirmed are taken back and its jobs computed again; those another
 /// identity confirmed stand; it leases nothing more. The quarantine is in the ledger (a store rebuilt
@@ -3788,17 +3806,7 @@ async fn the_operator_quarantines_a_stolen_credential_at_the_open() {
             ..Config::default()
         },
     ] {
-        let refused = loop {
-            match opened_with(dir.path(), bad.clone()) {
-                Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
-                other => break other,
-            }
-        };
-        assert!(
-            matches!(refused, Err(Error::Invalid(_))),
-            "{:?}",
-            refused.err()
-        );
+        refused_as_invalid(dir.path(), bad).await;
     }
     let c = reopened(dir.path()).await;
     assert_eq!(total(&c, &alone), (Q8, true), "nothing changed");
@@ -3871,22 +3879,12 @@ async fn the_operators_quarantine_of_a_quarantined_worker_names_no_decider() {
     let before = c.shared.store.quarantined().unwrap();
     assert!(!before[0].by.is_empty(), "{before:?}");
     drop(c);
-    let refused = loop {
-        let config = Config {
-            release: vec!["liar".into()],
-            distrust: vec!["".into()],
-            ..Config::default()
-        };
-        match opened_with(dir.path(), config) {
-            Err(Error::InUse(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
-            other => break other,
-        }
+    let bad = Config {
+        release: vec!["liar".into()],
+        distrust: vec!["".into()],
+        ..Config::default()
     };
-    assert!(
-        matches!(refused, Err(Error::Invalid(_))),
-        "{:?}",
-        refused.err()
-    );
+    refused_as_invalid(dir.path(), bad).await;
     let config = Config {
         distrust: vec!["liar".into()],
         ..Config::default()
