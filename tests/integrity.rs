@@ -754,3 +754,45 @@ fn an_export_of_the_previous_build_imports_with_its_quarantine() {
     assert_eq!(quarantined, ["liar"]);
     assert_eq!(store.tally(1).unwrap().jobs, 6);
 }
+
+/// A worker that held a lease across the upgrade to identity-bound lease tags (2026-11-29) journaled a
+/// result under a tag the previous build made: the coordinator refuses it as not leased, the worker
+/// drops it and goes on, and the run finishes exactly, the result counted once, from the job computed
+/// again (the tag here is one the coordinator never issued, as a previous build's is now).
+#[test]
+fn a_result_under_a_previous_builds_lease_tag_is_dropped_and_the_run_finishes_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let serve = support::Serve::start(&data, "127.0.0.1:0", "30s");
+    let run = support::submit_with(&serve.address, N, "d4", &["--verify-fraction", "0"]);
+    assert_eq!(run, "1");
+    let plan = nqueens_common::Plan::new(N, nqueens_common::Strategy::D4).unwrap();
+    let key = plan.jobs().next().unwrap();
+    let result = plan.job(&key).unwrap().run();
+    let fingerprint = plan.fingerprint().1;
+    let old = nqueens_worker::journal::Finished {
+        lease: (1 << 40) | 1,
+        lease_tag: 0x5eed,
+        run: run.clone(),
+        n: N,
+        fingerprint,
+        job: key.to_string(),
+        total: result.total,
+        unique8: result.unique8,
+        nodes: result.nodes,
+        seal: nqueens_common::checksum::seal(fingerprint, &key, &result),
+        device: None,
+        family: None,
+    };
+    nqueens_worker::journal::Journal::open(&dir.path().join("w.journal"))
+        .unwrap()
+        .record(std::slice::from_ref(&old))
+        .unwrap();
+    finished_by(serve, dir.path(), &["w"]);
+    let log = std::fs::read_to_string(dir.path().join("w.log")).unwrap();
+    assert!(
+        log.contains("refused a result") && log.contains("FailedPrecondition"),
+        "{log}"
+    );
+    audited(&data);
+}
