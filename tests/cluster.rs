@@ -577,7 +577,7 @@ fn a_foreign_result_stays_journaled(run: &str, coordinator_n: Option<u32>) {
 
 /// [`a_foreign_result_stays_journaled`] with the coordinator's run of N and strategy `coordinator`.
 fn a_foreign_result_stays_journaled_beside(run: &str, coordinator: Option<(u32, &str)>) {
-    use nqueens_common::{checksum::seal, Plan, Strategy};
+    use nqueens_common::{Plan, Strategy};
     use nqueens_worker::journal::{Finished, Journal};
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(&dir.path().join("store"), "127.0.0.1:0", "10s");
@@ -586,22 +586,7 @@ fn a_foreign_result_stays_journaled_beside(run: &str, coordinator: Option<(u32, 
     }
     let plan = Plan::new(8, Strategy::D4).unwrap();
     let key = plan.jobs().next().unwrap();
-    let result = plan.job(&key).unwrap().run();
-    let fingerprint = plan.fingerprint().1;
-    let finished = Finished {
-        lease: 7,
-        lease_tag: 1,
-        run: run.into(),
-        n: 8,
-        fingerprint,
-        job: key.to_string(),
-        total: result.total,
-        unique8: result.unique8,
-        nodes: result.nodes,
-        seal: seal(fingerprint, &key, &result),
-        device: None,
-        family: None,
-    };
+    let finished = Finished::computed(plan, &key, 7, 1, run).unwrap();
     let journal = dir.path().join("w.journal");
     Journal::open(&journal)
         .unwrap()

@@ -768,22 +768,8 @@ fn a_result_under_a_previous_builds_lease_tag_is_dropped_and_the_run_finishes_ex
     assert_eq!(run, "1");
     let plan = nqueens_common::Plan::new(N, nqueens_common::Strategy::D4).unwrap();
     let key = plan.jobs().next().unwrap();
-    let result = plan.job(&key).unwrap().run();
-    let fingerprint = plan.fingerprint().1;
-    let old = nqueens_worker::journal::Finished {
-        lease: (1 << 40) | 1,
-        lease_tag: 0x5eed,
-        run: run.clone(),
-        n: N,
-        fingerprint,
-        job: key.to_string(),
-        total: result.total,
-        unique8: result.unique8,
-        nodes: result.nodes,
-        seal: nqueens_common::checksum::seal(fingerprint, &key, &result),
-        device: None,
-        family: None,
-    };
+    let old = nqueens_worker::journal::Finished::computed(plan, &key, (1 << 40) | 1, 0x5eed, &run)
+        .unwrap();
     nqueens_worker::journal::Journal::open(&dir.path().join("w.journal"))
         .unwrap()
         .record(std::slice::from_ref(&old))

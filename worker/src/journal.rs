@@ -52,6 +52,34 @@ pub struct Finished {
 }
 
 impl Finished {
+    /// The honest, sealed result of job `key` of `plan` under lease `lease` (tag `lease_tag`) of run
+    /// `run`, computed here on one thread, from no device: what the tests journal as a worker would.
+    /// (It enumerates the plan for its fingerprint: for small plans.)
+    pub fn computed(
+        plan: nqueens_common::Plan,
+        key: &JobKey,
+        lease: u64,
+        lease_tag: u64,
+        run: &str,
+    ) -> nqueens_common::Result<Finished> {
+        let result = plan.job(key)?.run();
+        let fingerprint = plan.fingerprint().1;
+        Ok(Finished {
+            lease,
+            lease_tag,
+            run: run.to_string(),
+            n: u32::from(plan.n()),
+            fingerprint,
+            job: key.to_string(),
+            total: result.total,
+            unique8: result.unique8,
+            nodes: result.nodes,
+            seal: nqueens_common::checksum::seal(fingerprint, key, &result),
+            device: None,
+            family: None,
+        })
+    }
+
     /// The counts it states.
     pub fn result(&self) -> JobResult {
         JobResult {

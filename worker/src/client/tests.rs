@@ -60,22 +60,7 @@ fn journaled(
     let journal = dir.join("w.journal");
     let plan = Plan::new(8, nqueens_common::Strategy::D4).unwrap();
     let key = plan.jobs().next().unwrap();
-    let result = plan.job(&key).unwrap().run();
-    let fingerprint = plan.fingerprint().1;
-    let finished = Finished {
-        lease: 7,
-        lease_tag: 1,
-        run: "1".into(),
-        n: 8,
-        fingerprint,
-        job: key.to_string(),
-        total: result.total,
-        unique8: result.unique8,
-        nodes: result.nodes,
-        seal: nqueens_common::checksum::seal(fingerprint, &key, &result),
-        device: None,
-        family: None,
-    };
+    let finished = Finished::computed(plan, &key, 7, 1, "1").unwrap();
     Journal::open(&journal)
         .unwrap()
         .record(std::slice::from_ref(&finished))
