@@ -155,6 +155,14 @@ impl Leases {
         }
     }
 
+    /// Whether lease `id` of this incarnation ended unsettled and was kept past its job's count under
+    /// another lease ([`Leases::settle_counted`]), and has delivered nothing since: its worker computed
+    /// the job too, and its one result may take the count back, as a live lease's may. (Such a lease is
+    /// never one handed back, and is forgotten once it delivers.)
+    pub fn outlived(&self, id: u64) -> bool {
+        self.past.get(&id).is_some_and(|e| e.outlived)
+    }
+
     /// Whether lease `id` of this incarnation was handed back unstarted (and is still remembered): a
     /// result under it is refused, and it proves no lease.
     pub fn handed_back(&self, id: u64) -> bool {
@@ -807,7 +815,10 @@ mod tests {
             "fresh",
             now + Duration::from_secs(22),
         );
+        assert!(!t.outlived(slow), "expired, its job still open");
         t.settle_counted(1, &key("1.3"), late);
+        assert!(t.outlived(slow) && t.outlived(fresh));
+        assert!(!t.outlived(late) && !t.outlived(back));
         assert_eq!(t.issued_to(late), None, "the counted lease is forgotten");
         assert_eq!(t.issued_to(back), None, "a lease handed back is forgotten");
         assert_eq!(t.issued_to(slow), Some("slow"), "expired unsettled: kept");
@@ -823,6 +834,7 @@ mod tests {
         // Each is forgotten once it delivers: a done job keeps no lease for good.
         assert!(t.deliver(slow, 1, &key("1.3"), "slow"));
         assert_eq!(t.issued_to(slow), None);
+        assert!(!t.outlived(slow), "one result");
         assert_eq!(
             t.past_by_job[&(1, key("1.3"))],
             vec![fresh],

@@ -514,8 +514,11 @@ impl Coordinator {
                             .leases
                             .issued_at_any(r.lease)
                             .is_some_and(|at| implausible(r.result.nodes, now.duration_since(at)));
-                    // Live: active now (`issued_at`), and checked for this job under this name.
-                    let active = check.is_ok() && state.leases.issued_at(r.lease).is_some();
+                    // Live: checked for this job under this name, and active now (`issued_at`), or
+                    // ended unsettled when another's count settled its job (one result, once).
+                    let active = check.is_ok()
+                        && (state.leases.issued_at(r.lease).is_some()
+                            || state.leases.outlived(r.lease));
                     (check, issued, too_fast, active)
                 })
                 .collect()

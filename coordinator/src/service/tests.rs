@@ -3903,3 +3903,72 @@ async fn the_operators_quarantine_of_a_quarantined_worker_names_no_decider() {
     let c = reopened(rebuilt.path()).await;
     assert!(c.shared.store.quarantined().unwrap()[0].by.is_empty());
 }
+
+/// Two colluding credentials confirm each other's lies on jobs an honest worker's expired leases
+/// held. The honest worker's late results, under those leases (ended unsettled when the lies were
+/// counted: remembered, one result each), take the confirmed counts back for further identities to
+/// decide. Before, only a live lease could: the late honest results were only compared, their sender
+/// quarantined, and the run stayed done with a made-up total (found by a review, 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn a_lease_outlived_by_a_confirmed_lie_takes_the_count_back() {
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    let slow = c
+        .lease(
+            &Ask {
+                capacity: 4096,
+                ..as_credential("slow")
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap()
+        .leases;
+    assert!(!slow.is_empty());
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    for name in ["liar-1", "liar-2"] {
+        loop {
+            let got = c
+                .lease(
+                    &Ask {
+                        capacity: 4096,
+                        ..as_credential(name)
+                    },
+                    Duration::ZERO,
+                )
+                .await
+                .unwrap()
+                .leases;
+            if got.is_empty() {
+                break;
+            }
+            c.report(name, name, got.iter().map(lying).collect())
+                .await
+                .unwrap();
+        }
+    }
+    let lied = c.run(&run).unwrap();
+    assert!(
+        lied.is_done() && lied.tally.total != Q8,
+        "the lies confirmed"
+    );
+    assert_eq!(lied.jobs_confirmed, lied.meta.jobs_total);
+
+    let outcomes = report_all(&c, "slow", &slow).await;
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Mismatch { .. })),
+        "{outcomes:?}"
+    );
+    let after = c.run(&run).unwrap();
+    assert!(!after.is_done(), "the run is open again");
+    assert_eq!(
+        after.tally.jobs + slow.len() as u64,
+        lied.tally.jobs,
+        "every count the honest worker contradicted is taken back"
+    );
+    // Shown wrong by two that agreed, the honest worker waits in quarantine for a third to decide.
+    assert!(c.state().quarantined.contains_key("slow"));
+}

@@ -54,10 +54,12 @@ pub struct Incoming {
     /// (`lease_checked`: remembered): a tag is valid for good, and one kept from a lease handed back, its
     /// job since counted, must not take an honest count back.
     pub lease_issued: bool,
-    /// Whether that lease is live: of this incarnation, not ended, issued for its job to its identity (a
-    /// spot check being answered, say). Only such a lease's different result takes a confirmed count
-    /// back: a tag is valid for good, and one kept from a lease long over (an honest answer to a check,
-    /// a lease handed back before its job was done) must not let a liar reopen confirmed jobs in bulk.
+    /// Whether that lease is live: of this incarnation, issued for its job to its identity, and not
+    /// ended (a spot check being answered, say), or ended unsettled when another lease's count settled
+    /// its job and silent since (an honest worker's lease that expired while colluders computed the
+    /// job). Only such a lease's different result takes a confirmed count back, once: a tag is valid
+    /// for good, and one kept from a lease long over (an honest answer to a check, a lease handed back
+    /// before its job was done) must not let a liar reopen confirmed jobs in bulk.
     pub lease_active: bool,
     /// Verified whatever the run's fraction says: its identity reported it at a rate no device reaches
     /// (see `service::report::MAX_PLAUSIBLE_RATE`).
