@@ -116,7 +116,7 @@ impl Ask<'_> {
 }
 
 /// Ends the leases among `ids` that `worker` holds and puts their jobs back in line; returns how many.
-fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> usize {
+fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> Vec<(u64, u64)> {
     let released = state.leases.release(worker, ids);
     for lease in &released {
         // A spot check's job is done: nothing goes back in line; the identity owes the check.
@@ -129,7 +129,7 @@ fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> usize {
             run.requeue(lease.key.clone());
         }
     }
-    released.len()
+    released.iter().map(|l| (l.run, l.id)).collect()
 }
 
 /// Whether `id` is the id of a process of the worker named `name`: the name itself, the name, a
@@ -560,8 +560,9 @@ impl Coordinator {
             };
             let released = hand_back(state, worker, ids);
             drop(guard);
-            if released > 0 {
-                tracing::warn!(worker = %worker, jobs = released, "a quarantined worker's leases taken back");
+            self.keep_handed_back(&released);
+            if !released.is_empty() {
+                tracing::warn!(worker = %worker, jobs = released.len(), "a quarantined worker's leases taken back");
                 self.changed();
             }
             return Err(refused);
@@ -584,11 +585,25 @@ impl Coordinator {
         }
         let released = hand_back(state, worker, ids);
         drop(guard);
-        if released > 0 {
-            tracing::info!(worker = %worker, jobs = released, "leases handed back");
+        self.keep_handed_back(&released);
+        if !released.is_empty() {
+            tracing::info!(worker = %worker, jobs = released.len(), "leases handed back");
             self.changed();
         }
-        Ok(released as u32)
+        Ok(released.len() as u32)
+    }
+
+    /// Records leases `(run, id)` handed back in the store, so that after a restart their tags prove
+    /// no lease (docs/security.md). A failed write is logged and marks storage degraded: after a
+    /// restart, those tags pass as leases issued, as they did before hand-backs were recorded.
+    fn keep_handed_back(&self, released: &[(u64, u64)]) {
+        if released.is_empty() {
+            return;
+        }
+        if let Err(e) = self.shared.store.put_handed_back(released) {
+            tracing::error!(leases = released.len(), error = %e, "hand-backs not recorded: after a restart, their tags pass as leases issued");
+            self.note_damage(&e);
+        }
     }
 
     /// Ends the leases whose worker stopped heartbeating and puts their jobs back in line. Each worker

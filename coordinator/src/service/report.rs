@@ -485,7 +485,7 @@ impl Coordinator {
             .collect::<Result<Vec<JobKey>>>()?;
         // Every lease is checked (in memory), a done job's too: its result needs none, but one whose
         // job is open again by the commit (a revocation in between) counts only under a checked lease.
-        let checked: Vec<(Result<()>, bool, bool, bool)> = {
+        let checked: Vec<(Result<()>, bool, bool, bool, bool)> = {
             let now = Instant::now();
             let state = self.state();
             reports
@@ -502,7 +502,7 @@ impl Coordinator {
                             job: key.to_string(),
                             lease: r.lease,
                         };
-                        return (Err(refused), false, false, false);
+                        return (Err(refused), false, false, false, false);
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
                     let issued = state.leases.tag(r.lease, run, key, name) == r.tag
@@ -519,7 +519,10 @@ impl Coordinator {
                     let active = check.is_ok()
                         && (state.leases.issued_at(r.lease).is_some()
                             || state.leases.outlived(r.lease));
-                    (check, issued, too_fast, active)
+                    // Of an earlier incarnation (its tag checked, the table knows it not): whether
+                    // it was handed back then is read from the store, with the state lock released.
+                    let earlier = check.is_ok() && state.leases.issued_to(r.lease).is_none();
+                    (check, issued, too_fast, active, earlier)
                 })
                 .collect()
         };
@@ -528,7 +531,26 @@ impl Coordinator {
             .zip(keys)
             .zip(&runs)
             .zip(checked)
-            .map(|(((r, key), &(run, ..)), (check, lease_issued, too_fast, lease_active))| {
+            .map(|(((r, key), &(run, ..)), (check, lease_issued, too_fast, lease_active, earlier))| {
+                // A lease an earlier incarnation took back (handed back by its worker) is over, as
+                // one of this incarnation is: its tag proves no lease for its job.
+                let handed_back = earlier
+                    && self
+                        .shared
+                        .store
+                        .was_handed_back(run, r.lease)
+                        .inspect_err(|e| self.note_damage(e))?;
+                let (check, lease_issued) = match handed_back {
+                    true => (
+                        Err(Error::NotLeased {
+                            run: run.to_string(),
+                            job: key.to_string(),
+                            lease: r.lease,
+                        }),
+                        false,
+                    ),
+                    false => (check, lease_issued),
+                };
                 let lease_checked = check.is_ok();
                 if too_fast {
                     tracing::warn!(worker, name, run, job = %key, nodes = r.result.nodes, "a result reported faster than any device searches: verified by a second identity");

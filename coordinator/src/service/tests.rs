@@ -3972,3 +3972,37 @@ async fn a_lease_outlived_by_a_confirmed_lie_takes_the_count_back() {
     // Shown wrong by two that agreed, the honest worker waits in quarantine for a third to decide.
     assert!(c.state().quarantined.contains_key("slow"));
 }
+
+/// After a restart, a tag kept from a lease handed back in the earlier incarnation proves no lease: a
+/// result under it is refused while its job is open, and only compared once honest workers counted it
+/// (nobody framed, no count taken back). Before, the lease table forgot the hand-back with the
+/// restart, and the tag alone passed as a lease issued: a hoarder could report made-up counts under
+/// it, unchecked for speed, or dispute honest counts for free (known since 2026-11-29).
+#[tokio::test]
+async fn after_a_restart_a_tag_kept_from_a_lease_handed_back_proves_no_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let run = run_of_8(&c).await;
+    let kept = handed_back_by_a_hoarder(&c).await;
+    drop(c);
+    let c = reopened(dir.path()).await;
+    let lies = || kept.iter().map(lying).collect::<Vec<Report>>();
+    let refused = c.report("hoarder", "hoarder", lies()).await;
+    assert!(
+        matches!(refused, Err(Error::NotLeased { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0, "nothing counted");
+    let honest = lease(&c, "h", 4096).await;
+    report_all(&c, "h", &honest).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+    let outcomes = c.report("hoarder", "hoarder", lies()).await.unwrap();
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Mismatch { .. })),
+        "{outcomes:?}"
+    );
+    assert_eq!(total(&c, &run), (Q8, true), "no count taken back");
+    assert!(c.state().quarantined.is_empty(), "nobody framed");
+}

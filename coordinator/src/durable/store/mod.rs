@@ -30,6 +30,7 @@ mod changed;
 mod commit;
 mod control;
 mod groups;
+mod handbacks;
 mod lifts;
 mod passes;
 mod roots;
@@ -121,6 +122,8 @@ pub struct Store {
     quarantine: sled::Tree,
     /// Quarantines the rule lifted ([`lifts`]).
     lifted: sled::Tree,
+    /// Leases handed back ([`handbacks`]).
+    handed_back: sled::Tree,
     meta: sled::Tree,
     epoch: u64,
     lease_secret: [u8; 16],
@@ -246,6 +249,7 @@ impl Store {
             totals: db.open_tree("totals")?,
             quarantine: db.open_tree("quarantine")?,
             lifted: db.open_tree(lifts::LIFTED)?,
+            handed_back: db.open_tree(handbacks::HANDED_BACK)?,
             meta,
             db,
             epoch,
