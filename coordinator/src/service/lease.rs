@@ -116,7 +116,46 @@ impl Ask<'_> {
 }
 
 /// Ends the leases among `ids` that `worker` holds and puts their jobs back in line; returns how many.
-fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> Vec<(u64, u64)> {
+/// The leases among `ids` that `worker` holds and may hand back now: as many as its identity may
+/// still hand back within this lease timeout ([`super::hand_backs`]), in the order given.
+fn allowed_hand_backs(state: &mut super::State, worker: &str, ids: &[u64]) -> Vec<u64> {
+    let now = Instant::now();
+    let timeout = state.leases.timeout();
+    let mut seen = std::collections::HashSet::new();
+    let mine: Vec<(u64, String)> = ids
+        .iter()
+        .filter(|id| seen.insert(**id))
+        .filter_map(|&id| Some((id, state.leases.held_as(id, worker)?.to_string())))
+        .collect();
+    let mut wanted = std::collections::BTreeMap::<&str, u64>::new();
+    for (_, name) in &mine {
+        *wanted.entry(name.as_str()).or_default() += 1;
+    }
+    let mut room: std::collections::HashMap<&str, u64> = wanted
+        .into_iter()
+        .map(|(name, n)| {
+            let allowance = lease_limit(state.counted.get(name).copied().unwrap_or(0));
+            (
+                name,
+                state.hand_backs.take(name, n, allowance, now, timeout),
+            )
+        })
+        .collect();
+    mine.iter()
+        .filter(|(_, name)| {
+            room.get_mut(name.as_str()).is_some_and(|left| match *left {
+                0 => false,
+                _ => {
+                    *left -= 1;
+                    true
+                }
+            })
+        })
+        .map(|(id, _)| *id)
+        .collect()
+}
+
+fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> Vec<(u64, u64, String)> {
     let released = state.leases.release(worker, ids);
     for lease in &released {
         // A spot check's job is done: nothing goes back in line; the identity owes the check.
@@ -129,7 +168,17 @@ fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> Vec<(u64, u
             run.requeue(lease.key.clone());
         }
     }
-    released.iter().map(|l| (l.run, l.id)).collect()
+    released
+        .into_iter()
+        .map(|l| (l.run, l.id, l.name))
+        .collect()
+}
+
+/// Whether the identity `name` may decide a dispute: the operator's workers (`!credential`), or a
+/// worker credential with a record (a result a second identity confirmed, or a spot check passed),
+/// never an identity that is new.
+pub(super) fn may_decide(state: &super::State, credential: bool, name: &str) -> bool {
+    !credential || state.confirmed.contains(name) || state.spot.passed_by(name) > 0
 }
 
 /// Whether `id` is the id of a process of the worker named `name`: the name itself, the name, a
@@ -334,8 +383,7 @@ impl Coordinator {
         // A worker credential decides disputes only with a record: a result a second identity
         // confirmed, or a spot check passed (never an identity that is new, or a name of the shared
         // token's that has neither).
-        let may_decide =
-            !credential || state.confirmed.contains(name) || state.spot.passed_by(name) > 0;
+        let may_decide = may_decide(state, credential, name);
         drop(guard);
 
         let spotted = spots.len();
@@ -575,6 +623,19 @@ impl Coordinator {
     /// Takes back leases the worker did not start (and notes that it is `leaving`, if it says so);
     /// returns how many were its.
     pub fn release(&self, worker: &str, ids: &[u64], leaving: bool) -> Result<u32> {
+        self.release_as(worker, ids, leaving, false)
+    }
+
+    /// [`Coordinator::release`] from a caller that holds a worker credential (`credential`) or not:
+    /// a worker credential hands back at most as many leases within one lease timeout as it may hold
+    /// ([`super::hand_backs`]); the others stay its own.
+    pub fn release_as(
+        &self,
+        worker: &str,
+        ids: &[u64],
+        leaving: bool,
+        credential: bool,
+    ) -> Result<u32> {
         check_worker("worker id", worker)?;
         check_ids(ids)?;
         let mut guard = self.state();
@@ -583,7 +644,12 @@ impl Coordinator {
         if leaving && state.workers.leaving(worker) {
             tracing::info!(worker = %worker, handed_back = ids.len(), "worker left");
         }
-        let released = hand_back(state, worker, ids);
+        // (A worker credential's beyond its allowance stay its own: see `hand_backs`.)
+        let ids = match credential {
+            true => allowed_hand_backs(state, worker, ids),
+            false => ids.to_vec(),
+        };
+        let released = hand_back(state, worker, &ids);
         drop(guard);
         self.keep_handed_back(&released);
         if !released.is_empty() {
@@ -596,11 +662,12 @@ impl Coordinator {
     /// Records leases `(run, id)` handed back in the store, so that after a restart their tags prove
     /// no lease (docs/security.md). A failed write is logged and marks storage degraded: after a
     /// restart, those tags pass as leases issued, as they did before hand-backs were recorded.
-    fn keep_handed_back(&self, released: &[(u64, u64)]) {
+    fn keep_handed_back(&self, released: &[(u64, u64, String)]) {
         if released.is_empty() {
             return;
         }
-        if let Err(e) = self.shared.store.put_handed_back(released) {
+        let leases: Vec<(u64, u64)> = released.iter().map(|(run, id, _)| (*run, *id)).collect();
+        if let Err(e) = self.shared.store.put_handed_back(&leases) {
             tracing::error!(leases = released.len(), error = %e, "hand-backs not recorded: after a restart, their tags pass as leases issued");
             self.note_damage(&e);
         }

@@ -80,6 +80,8 @@ pub struct Leases {
     /// Leases of this incarnation ended because their run was cancelled: heartbeats name them, so that
     /// their workers drop the jobs.
     cancelled: HashSet<u64>,
+    /// When this incarnation's table was made: every lease of an earlier one was issued before.
+    started: Instant,
 }
 
 impl Leases {
@@ -97,6 +99,7 @@ impl Leases {
             past: HashMap::new(),
             past_by_job: HashMap::new(),
             cancelled: HashSet::new(),
+            started: Instant::now(),
         }
     }
 
@@ -146,6 +149,18 @@ impl Leases {
         }
     }
 
+    /// A time lease `id` was issued at or after: its issue time, for one of this incarnation still
+    /// remembered; this incarnation's start, for one of an earlier incarnation (never later than its
+    /// issue); `None` for one of this incarnation forgotten, or of no incarnation.
+    pub fn issued_by(&self, id: u64) -> Option<Instant> {
+        let epoch = id >> SEQ_BITS;
+        match self.issued_at_any(id) {
+            Some(at) => Some(at),
+            None if epoch < self.epoch && epoch > 0 => Some(self.started),
+            None => None,
+        }
+    }
+
     /// The name of the worker lease `id` of this incarnation was issued to (active, or ended and still
     /// remembered); `None` for a lease of an earlier incarnation or one forgotten.
     pub fn issued_to(&self, id: u64) -> Option<&str> {
@@ -161,6 +176,14 @@ impl Leases {
     /// never one handed back, and is forgotten once it delivers.)
     pub fn outlived(&self, id: u64) -> bool {
         self.past.get(&id).is_some_and(|e| e.outlived)
+    }
+
+    /// The identity active lease `id` was issued to, if the worker process `worker` holds it.
+    pub fn held_as(&self, id: u64, worker: &str) -> Option<&str> {
+        self.active
+            .get(&id)
+            .filter(|l| l.worker == worker)
+            .map(|l| l.name.as_str())
     }
 
     /// Whether lease `id` of this incarnation was handed back unstarted (and is still remembered): a

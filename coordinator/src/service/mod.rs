@@ -7,6 +7,7 @@
 mod certify;
 mod control;
 mod grant;
+mod hand_backs;
 pub mod history;
 mod lease;
 pub(crate) mod lease_table;
@@ -205,6 +206,8 @@ struct State {
     quarantined: HashMap<String, String>,
     /// Workers charged for leases that expired.
     strikes: Strikes,
+    /// Leases each identity handed back lately ([`hand_backs`]).
+    hand_backs: hand_backs::HandBacks,
     /// Results counted per worker name (identity, where it holds a credential), in the store or in
     /// this incarnation: only the expired leases of a worker with one can make a job fail, and a
     /// credential holds more leases the more it has.
@@ -558,6 +561,7 @@ impl Coordinator {
                     workers: Workers::with_earlier_results(earlier_results),
                     quarantined,
                     strikes: Strikes::default(),
+                    hand_backs: hand_backs::HandBacks::default(),
                     counted,
                     confirmed,
                     spot,

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::lease::{check_device, check_worker};
 use super::workers::{Contact, Reported};
 use super::{lookup, to_the_end, truncate, Coordinator};
-use crate::durable::store::{Committed, Incoming, JobState, Outcome};
+use crate::durable::store::{Committed, HandBack, Incoming, JobState, Outcome};
 use crate::error::{Error, Result};
 
 /// Most results in one report.
@@ -133,7 +133,12 @@ impl Coordinator {
         for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
             self.shared.metrics.result(outcome.name());
             credited.push(match outcome {
-                Outcome::Mismatch { .. } => None,
+                // (Its lease has delivered, though: one kept past its job's count takes a count
+                // back once, even after a lift.)
+                Outcome::Mismatch { .. } => {
+                    state.leases.deliver(inc.lease, inc.run, &inc.key, name);
+                    None
+                }
                 // (Ends the lease if it is active: it has delivered, and must not expire and charge
                 // an honest worker.)
                 Outcome::Duplicate => state
@@ -485,10 +490,11 @@ impl Coordinator {
             .collect::<Result<Vec<JobKey>>>()?;
         // Every lease is checked (in memory), a done job's too: its result needs none, but one whose
         // job is open again by the commit (a revocation in between) counts only under a checked lease.
-        let checked: Vec<(Result<()>, bool, bool, bool, bool)> = {
+        let (checked, may_decide): (Vec<LeaseCheck>, bool) = {
             let now = Instant::now();
             let state = self.state();
-            reports
+            let may_decide = super::lease::may_decide(&state, credential, name);
+            let checked = reports
                 .iter()
                 .zip(&keys)
                 .zip(&runs)
@@ -502,17 +508,25 @@ impl Coordinator {
                             job: key.to_string(),
                             lease: r.lease,
                         };
-                        return (Err(refused), false, false, false, false);
+                        return LeaseCheck {
+                            check: Err(refused),
+                            issued: false,
+                            too_fast: false,
+                            active: false,
+                            earlier: false,
+                        };
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
                     let issued = state.leases.tag(r.lease, run, key, name) == r.tag
                         && !state.leases.handed_back(r.lease);
                     let check = state.leases.check_report(r.lease, r.tag, run, key, name);
                     // (An ended lease's too: letting a lease expire must not skip the check.)
+                    // (One of an earlier incarnation was issued before this one started: its rate
+                    // is at least its nodes over the time since.)
                     let too_fast = issued
                         && state
                             .leases
-                            .issued_at_any(r.lease)
+                            .issued_by(r.lease)
                             .is_some_and(|at| implausible(r.result.nodes, now.duration_since(at)));
                     // Live: checked for this job under this name, and active now (`issued_at`), or
                     // ended unsettled when another's count settled its job (one result, once).
@@ -522,24 +536,47 @@ impl Coordinator {
                     // Of an earlier incarnation (its tag checked, the table knows it not): whether
                     // it was handed back then is read from the store, with the state lock released.
                     let earlier = check.is_ok() && state.leases.issued_to(r.lease).is_none();
-                    (check, issued, too_fast, active, earlier)
+                    LeaseCheck {
+                        check,
+                        issued,
+                        too_fast,
+                        active,
+                        earlier,
+                    }
                 })
-                .collect()
+                .collect();
+            (checked, may_decide)
         };
         reports
             .iter()
             .zip(keys)
             .zip(&runs)
             .zip(checked)
-            .map(|(((r, key), &(run, ..)), (check, lease_issued, too_fast, lease_active, earlier))| {
+            .map(|(((r, key), &(run, ..)), lc)| {
+                let LeaseCheck {
+                    check,
+                    issued: lease_issued,
+                    too_fast,
+                    active: lease_active,
+                    earlier,
+                } = lc;
                 // A lease an earlier incarnation took back (handed back by its worker) is over, as
                 // one of this incarnation is: its tag proves no lease for its job.
                 let handed_back = earlier
-                    && self
+                    && match self
                         .shared
                         .store
                         .was_handed_back(run, r.lease)
-                        .inspect_err(|e| self.note_damage(e))?;
+                        .inspect_err(|e| self.note_damage(e))?
+                    {
+                        HandBack::No => false,
+                        HandBack::Yes => true,
+                        HandBack::Damaged => {
+                            self.shared.metrics.corrupt_record("store");
+                            tracing::error!(run, lease = r.lease, place = "store", "a hand-back entry fails its check (damaged on disk): read as handed back, its lease refused");
+                            true
+                        }
+                    };
                 let (check, lease_issued) = match handed_back {
                     true => (
                         Err(Error::NotLeased {
@@ -578,12 +615,27 @@ impl Coordinator {
                     lease_checked,
                     lease_issued,
                     lease_active,
+                    may_decide,
                     check: too_fast,
                     family: r.family,
                 })
             })
             .collect()
     }
+}
+
+/// What validation found of one result's lease, under the state lock.
+struct LeaseCheck {
+    /// Checked for its job and identity ([`super::lease_table::Leases::check_report`]).
+    check: Result<()>,
+    /// Issued for its job (its tag), and not known handed back.
+    issued: bool,
+    /// Reported at a rate no device reaches since its issue.
+    too_fast: bool,
+    /// Live, or kept past its job's count ([`Incoming::lease_active`]).
+    active: bool,
+    /// Of an earlier incarnation: whether it was handed back is read from the store.
+    earlier: bool,
 }
 
 /// The confirmed jobs of a commit, in memory: each run's counts of confirmed jobs (and of those two

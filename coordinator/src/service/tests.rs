@@ -3906,8 +3906,8 @@ async fn the_operators_quarantine_of_a_quarantined_worker_names_no_decider() {
 
 /// Two colluding credentials confirm each other's lies on jobs an honest worker's expired leases
 /// held. The honest worker's late results, under those leases (ended unsettled when the lies were
-/// counted: remembered, one result each), take the confirmed counts back for further identities to
-/// decide. Before, only a live lease could: the late honest results were only compared, their sender
+/// counted: remembered, one result each), take a confirmed count back (one per commit) for further
+/// identities to decide; deciding it unravels every lie the two confirmed together. Before, only a live lease could: the late honest results were only compared, their sender
 /// quarantined, and the run stayed done with a made-up total (found by a review, 2026-11-29).
 #[tokio::test(start_paused = true)]
 async fn a_lease_outlived_by_a_confirmed_lie_takes_the_count_back() {
@@ -3965,12 +3965,27 @@ async fn a_lease_outlived_by_a_confirmed_lie_takes_the_count_back() {
     let after = c.run(&run).unwrap();
     assert!(!after.is_done(), "the run is open again");
     assert_eq!(
-        after.tally.jobs + slow.len() as u64,
+        after.tally.jobs + 1,
         lied.tally.jobs,
-        "every count the honest worker contradicted is taken back"
+        "one count taken back: one identity takes back one per commit"
     );
     // Shown wrong by two that agreed, the honest worker waits in quarantine for a third to decide.
     assert!(c.state().quarantined.contains_key("slow"));
+    // Each lease has delivered: lifted later, its worker takes nothing more back with it.
+    assert!(slow.iter().all(|g| !c.state().leases.outlived(g.id)));
+    // One dispute unravels the rest: the operator's worker decides it, both liars are shown wrong,
+    // every count they confirmed together is taken back, and the honest worker is lifted.
+    // (A verified run: two honest identities compute the jobs taken back.)
+    for _ in 0..10 {
+        for name in ["judge", "judge-2"] {
+            let got = lease(&c, name, 4096).await;
+            report_all(&c, name, &got).await;
+        }
+    }
+    assert_eq!(total(&c, &run), (Q8, true));
+    let quarantined = c.state().quarantined.clone();
+    assert!(quarantined.contains_key("liar-1") && quarantined.contains_key("liar-2"));
+    assert!(!quarantined.contains_key("slow"), "lifted");
 }
 
 /// After a restart, a tag kept from a lease handed back in the earlier incarnation proves no lease: a
@@ -4005,4 +4020,146 @@ async fn after_a_restart_a_tag_kept_from_a_lease_handed_back_proves_no_lease() {
     );
     assert_eq!(total(&c, &run), (Q8, true), "no count taken back");
     assert!(c.state().quarantined.is_empty(), "nobody framed");
+}
+
+/// After a restart, a lease of the earlier incarnation (its tag kept, not handed back) still carries
+/// its worker's result for an open job, and that result meets the speed check: it was issued before
+/// this incarnation began, so a rate no device reaches since then holds it for a second identity.
+/// Before, an earlier lease had no issue time and skipped the check: a made-up count with any nodes
+/// counted alone (found by a review, 2026-11-29).
+#[tokio::test]
+async fn after_a_restart_an_earlier_lease_counts_and_meets_the_speed_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "straddler", 2).await;
+    drop(c);
+    let c = reopened(dir.path()).await;
+    let mut made_up = report(&held[0]);
+    made_up.result.nodes = 1 << 50;
+    made_up.seal = Some(seal(held[0].fingerprint, &held[0].key, &made_up.result));
+    let outcomes = c
+        .report("straddler", "straddler", vec![made_up, report(&held[1])])
+        .await
+        .unwrap();
+    assert_eq!(outcomes, vec![Outcome::Pending, Outcome::Accepted]);
+    let view = c.run(&run).unwrap();
+    assert_eq!((view.tally.jobs, view.jobs_verifying), (1, 1));
+}
+
+/// After a restart, a lease of the earlier incarnation is never live: a different result under it
+/// takes no confirmed count back (one credential could otherwise reopen confirmed jobs in bulk with
+/// leases it let expire before the restart), and it is evidence against its sender, quarantined. Its
+/// result for an open job still counts as a candidate.
+#[tokio::test]
+async fn after_a_restart_an_earlier_lease_takes_no_confirmed_count_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let run = verified_run_of_8(&c).await;
+    let held = c
+        .lease(
+            &Ask {
+                capacity: 4096,
+                ..as_credential("slow")
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap()
+        .leases;
+    assert!(held.len() >= 2);
+    drop(c);
+    let c = reopened(dir.path()).await;
+    let first = c
+        .report_as("slow", "slow", true, vec![report(&held[0])])
+        .await
+        .unwrap();
+    assert_eq!(first, vec![Outcome::Pending], "an open job's candidate");
+    for name in ["a", "b"] {
+        let got = lease(&c, name, 4096).await;
+        report_all(&c, name, &got).await;
+    }
+    let confirmed = c.run(&run).unwrap();
+    assert_eq!(confirmed.tally.total, Q8);
+    assert!(confirmed.is_done());
+    let lies: Vec<Report> = held[1..].iter().map(lying).collect();
+    let outcomes = c.report_as("slow", "slow", true, lies).await.unwrap();
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Mismatch { .. })),
+        "{outcomes:?}"
+    );
+    let after = c.run(&run).unwrap();
+    assert_eq!(after.tally, confirmed.tally, "no count taken back");
+    assert!(after.is_done());
+    assert!(c.state().quarantined.contains_key("slow"));
+}
+
+/// A tag kept from a lease handed back, its job since confirmed by two others, and the job forgotten
+/// by the lease table: a different result under it is evidence against its sender (quarantined), and
+/// takes nothing back.
+#[tokio::test(start_paused = true)]
+async fn a_handed_back_tag_against_a_confirmed_count_quarantines_its_sender() {
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    let kept = handed_back_by_a_hoarder(&c).await;
+    for name in ["a", "b"] {
+        let got = lease(&c, name, 4096).await;
+        report_all(&c, name, &got).await;
+    }
+    assert_eq!(total(&c, &run), (Q8, true));
+    let outcomes = c
+        .report_as("hoarder", "hoarder", true, kept.iter().map(lying).collect())
+        .await
+        .unwrap();
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Mismatch { .. })),
+        "{outcomes:?}"
+    );
+    assert_eq!(total(&c, &run), (Q8, true));
+    assert!(c.state().quarantined.contains_key("hoarder"));
+}
+
+/// A loop of leases handed back is bounded: each hand-back is written to the store, so a worker
+/// credential hands back at most as many leases as it may hold within one lease timeout. Beyond that
+/// a hand-back is refused (the lease stays its own, and the credential can lease no more); a worker
+/// that stops and hands back what it holds is never refused. A new window starts afresh.
+#[tokio::test(start_paused = true)]
+async fn a_credential_hands_back_at_most_what_it_may_hold_within_a_timeout() {
+    use super::lease::NEW_IDENTITY_LEASES;
+    let c = coordinator();
+    run_of_13(&c).await;
+    let ask = Ask {
+        capacity: 4096,
+        ..as_credential("churner")
+    };
+    let round = || async {
+        let got = c.lease(&ask, Duration::ZERO).await.unwrap().leases;
+        let ids: Vec<u64> = got.iter().map(|g| g.id).collect();
+        let back = c.release_as("churner", &ids, false, true).unwrap();
+        (got.len() as u64, u64::from(back), ids)
+    };
+    let (got, back, _) = round().await;
+    assert_eq!((got, back), (NEW_IDENTITY_LEASES, NEW_IDENTITY_LEASES));
+    let (got, back, kept) = round().await;
+    assert_eq!((got, back), (NEW_IDENTITY_LEASES, 0), "refused: kept");
+    let (got, back, _) = round().await;
+    assert_eq!((got, back), (0, 0), "it holds all it may");
+    tokio::time::advance(TIMEOUT / 2).await;
+    c.heartbeat("churner", &kept).unwrap();
+    tokio::time::advance(TIMEOUT / 2).await;
+    assert_eq!(
+        c.release_as("churner", &kept, false, true).unwrap(),
+        NEW_IDENTITY_LEASES as u32,
+        "a new window"
+    );
+    // The operator's workers are not counted.
+    for _ in 0..3 {
+        let got = lease(&c, "operator-worker", 300).await;
+        let ids: Vec<u64> = got.iter().map(|g| g.id).collect();
+        assert_eq!(c.release("operator-worker", &ids, false).unwrap(), 300);
+    }
 }

@@ -542,7 +542,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
         let r = req.into_inner();
         let released = self
             .coordinator
-            .release(&who.worker, &r.lease_ids, r.leaving)
+            .release_as(&who.worker, &r.lease_ids, r.leaving, who.credential)
             .map_err(status)?;
         Ok(Response::new(proto::ReleaseResponse { released }))
     }

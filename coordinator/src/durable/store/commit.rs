@@ -61,6 +61,11 @@ pub struct Incoming {
     /// for good, and one kept from a lease long over (an honest answer to a check, a lease handed back
     /// before its job was done) must not let a liar reopen confirmed jobs in bulk.
     pub lease_active: bool,
+    /// Whether its identity may decide a dispute: the operator's workers, or a worker credential with
+    /// a record (a result a second identity confirmed, or a spot check passed). A disputed job is
+    /// leased only to such identities; a result for one under any other lease (one that expired, say)
+    /// is not kept, so that two fresh credentials cannot decide a dispute one of them opened.
+    pub may_decide: bool,
     /// Verified whatever the run's fraction says: its identity reported it at a rate no device reaches
     /// (see `service::report::MAX_PLAUSIBLE_RATE`).
     pub check: bool,
@@ -235,6 +240,9 @@ impl Store {
                     // (Under the counted result's lease and another name, a worker renamed over its
                     // journal: one lease, two answers. Disputed below, which takes the count back.)
                     let own = counted.stands_behind(&inc.name);
+                    // (Shown wrong already in this commit: it takes back one confirmed count, no
+                    // more; quarantined, it takes back none after.)
+                    let shown_wrong = contradicted.iter().any(|q| q.worker == inc.name);
                     if own || !counted.confirmed_by.is_empty() {
                         // It contradicts itself, or two workers that agreed: it is the wrong one.
                         contradicted.push(Quarantine {
@@ -262,7 +270,7 @@ impl Store {
                                     .collect(),
                             },
                         });
-                        if !own && inc.lease_active {
+                        if !own && inc.lease_active && !shown_wrong {
                             // Two that agreed may have agreed on a lie (two colluding credentials):
                             // the count is taken back too, and further identities decide. Shown
                             // wrong, both are quarantined and this worker is lifted (its deciders
@@ -323,15 +331,24 @@ impl Store {
                     });
                 }
                 let mine = inc.record();
-                // (With those that confirmed an agreeing candidate: a count taken back from two.)
+                // (With those that confirmed an agreeing candidate: a count taken back from two. Not
+                // a candidate of an identity shown wrong earlier in this commit: its quarantine, and
+                // the revocation of its candidates, come once the batch is through, and until then it
+                // must confirm nothing.)
+                let trusted = |c: &&ResultRecord| {
+                    c.result == inc.result
+                        && !c
+                            .identities()
+                            .any(|n| contradicted.iter().any(|q| q.worker == n))
+                };
                 let agreeing: Vec<String> = candidates
                     .iter()
-                    .filter(|c| c.result == inc.result)
+                    .filter(trusted)
                     .flat_map(ResultRecord::identities)
                     .collect();
                 let agreeing_families: Vec<Option<nqueens_common::Family>> = candidates
                     .iter()
-                    .filter(|c| c.result == inc.result)
+                    .filter(trusted)
                     .map(ResultRecord::family)
                     .collect();
                 // A job open for verification (a result waiting, or two disagreeing) stays verified
@@ -340,6 +357,12 @@ impl Store {
                 let verified = inc.check
                     || meta.verifies(&self.lease_secret, &inc.key)
                     || from.is_some_and(JobState::is_open);
+                // A disputed job is decided only by an identity that may decide: any other's result
+                // for it (under a lease that expired, say) is not kept.
+                if from == Some(JobState::Disputed) && !inc.may_decide {
+                    out.outcomes.push(Outcome::Disputed);
+                    continue;
+                }
                 if verified && agreeing.is_empty() {
                     // Recorded, not counted: a worker of another name must agree first.
                     candidates.push(mine);

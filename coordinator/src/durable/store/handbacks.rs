@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::records::{decode, encode, run_key};
 use super::Store;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The tree: run id (8 bytes, big-endian) ++ lease id (8 bytes, big-endian) → [`HandedBack`].
 pub(super) const HANDED_BACK: &str = "handed_back";
@@ -50,26 +50,29 @@ impl Store {
         Ok(())
     }
 
-    /// Whether lease `lease` of run `run` was recorded as handed back. An entry damaged on disk (or of
-    /// another version) reads as handed back, loudly: the lease is then refused, which costs its job a
-    /// recount, never a count.
-    pub fn was_handed_back(&self, run: u64, lease: u64) -> Result<bool> {
+    /// Whether lease `lease` of run `run` was recorded as handed back. An entry that fails its check
+    /// (damaged on disk, or of another version) is [`HandBack::Damaged`]: the caller reads it as handed
+    /// back, loudly (the lease is then refused, which costs its job a recount, never a count).
+    pub fn was_handed_back(&self, run: u64, lease: u64) -> Result<HandBack> {
         let Some(bytes) = self.handed_back.get(entry_key(run, lease))? else {
-            return Ok(false);
+            return Ok(HandBack::No);
         };
-        let intact = match decode::<HandedBack>("hand-back", &bytes) {
-            Ok(e) if e.version == VERSION && e.run == run && e.lease == lease => Ok(()),
-            Ok(e) => Err(Error::Corrupt(format!(
-                "a hand-back entry of version {} for run {} lease {} under the key of run {run} lease {lease}",
-                e.version, e.run, e.lease
-            ))),
-            Err(e) => Err(e),
-        };
-        if let Err(why) = intact {
-            tracing::error!(run, lease, place = "store", reason = %why, "a hand-back entry fails its check (damaged on disk): its lease is refused");
-        }
-        Ok(true)
+        Ok(match decode::<HandedBack>("hand-back", &bytes) {
+            Ok(e) if e.version == VERSION && e.run == run && e.lease == lease => HandBack::Yes,
+            _ => HandBack::Damaged,
+        })
     }
+}
+
+/// What the store says of one lease's hand-back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandBack {
+    /// None recorded.
+    No,
+    /// Recorded, intact.
+    Yes,
+    /// An entry under its key fails its check.
+    Damaged,
 }
 
 #[cfg(test)]
@@ -77,27 +80,42 @@ mod tests {
     use super::*;
 
     /// Recorded and read back by run and lease; another run's lease of the same id, or another
-    /// lease, is not; a flipped byte anywhere in an entry still reads as handed back.
+    /// lease, is not; a flipped byte anywhere in an entry, or an entry that names another key, is
+    /// damage.
     #[test]
-    fn hand_backs_are_kept_and_damage_reads_as_handed_back() {
+    fn hand_backs_are_kept_and_damage_is_seen() {
         let store = Store::temporary().unwrap();
-        assert!(!store.was_handed_back(1, 7).unwrap());
+        assert_eq!(store.was_handed_back(1, 7).unwrap(), HandBack::No);
         store.put_handed_back(&[(1, 7), (2, 9)]).unwrap();
-        assert!(store.was_handed_back(1, 7).unwrap());
-        assert!(store.was_handed_back(2, 9).unwrap());
-        assert!(!store.was_handed_back(2, 7).unwrap());
-        assert!(!store.was_handed_back(1, 9).unwrap());
+        assert_eq!(store.was_handed_back(1, 7).unwrap(), HandBack::Yes);
+        assert_eq!(store.was_handed_back(2, 9).unwrap(), HandBack::Yes);
+        assert_eq!(store.was_handed_back(2, 7).unwrap(), HandBack::No);
+        assert_eq!(store.was_handed_back(1, 9).unwrap(), HandBack::No);
         let key = entry_key(1, 7);
         let good = store.handed_back.get(key).unwrap().unwrap().to_vec();
         for i in 0..good.len() {
             let mut bad = good.clone();
             bad[i] ^= 0x04;
             store.handed_back.insert(key, bad).unwrap();
-            assert!(store.was_handed_back(1, 7).unwrap(), "byte {i}");
+            assert_eq!(
+                store.was_handed_back(1, 7).unwrap(),
+                HandBack::Damaged,
+                "byte {i}"
+            );
         }
-        // An intact entry under another key (a key damaged on disk) still reads as handed back.
+        // An intact entry under another key (a key damaged on disk), or naming another run, another
+        // lease, or another version.
         store.handed_back.insert(entry_key(3, 3), good).unwrap();
-        assert!(store.was_handed_back(3, 3).unwrap());
+        assert_eq!(store.was_handed_back(3, 3).unwrap(), HandBack::Damaged);
+        for (version, run, lease) in [(2, 1, 7), (1, 2, 7), (1, 1, 8)] {
+            let entry = HandedBack {
+                version,
+                run,
+                lease,
+            };
+            store.handed_back.insert(key, encode(&entry)).unwrap();
+            assert_eq!(store.was_handed_back(1, 7).unwrap(), HandBack::Damaged);
+        }
     }
 
     /// Kept when the store is opened again (a restart).
@@ -110,6 +128,9 @@ mod tests {
             store.flush().unwrap();
         }
         let store = Store::open(dir.path()).unwrap();
-        assert!(store.was_handed_back(4, 1 << 40 | 5).unwrap());
+        assert_eq!(
+            store.was_handed_back(4, 1 << 40 | 5).unwrap(),
+            HandBack::Yes
+        );
     }
 }

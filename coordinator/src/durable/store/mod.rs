@@ -46,6 +46,7 @@ pub use audit::{AuditLine, Survey};
 pub use changed::{Moved, Revoked};
 pub use commit::{Committed, Incoming, Outcome, MAX_CANDIDATES};
 pub use control::{Control, JobListing, ListedJob};
+pub use handbacks::HandBack;
 pub use lifts::Lifts;
 pub use records::{
     check_quarantine, now_unix, same_run, taken_back, Checks, JobRecord, JobState, Phase,

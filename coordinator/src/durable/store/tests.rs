@@ -60,6 +60,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         lease_checked: true,
         lease_issued: true,
         lease_active: true,
+        may_decide: true,
         check: false,
         family: None,
     }
@@ -2599,4 +2600,100 @@ fn a_store_of_a_newer_format_is_refused_unchanged() {
         other => panic!("{:?}", other.map(|s| s.epoch())),
     }
     assert_eq!(snapshot(dir.path()), before, "nothing written");
+}
+
+/// Two liars' results in one commit (the commit thread merges batches of several callers): the first
+/// takes an honest confirmed count back, the second agrees with it. The first is shown wrong by the
+/// confirmed count, so until its quarantine it confirms nothing: the job stays open, nobody honest is
+/// quarantined. Before, the second counted the lie confirmed by the first, the two honest workers were
+/// quarantined naming both liars, and the rule lifted the first at once (found by a review,
+/// 2026-11-29).
+#[test]
+fn an_identity_shown_wrong_in_a_commit_confirms_nothing_in_it() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "h1", job.clone(), 0)]).unwrap();
+    store.commit(&[by(&plan, "h2", job.clone(), 0)]).unwrap();
+    let both = store
+        .commit(&[
+            by(&plan, "l1", job.clone(), 8),
+            by(&plan, "l2", job.clone(), 8),
+        ])
+        .unwrap();
+    assert!(
+        matches!(
+            both.outcomes[..],
+            [Outcome::Mismatch { .. }, Outcome::Disputed]
+        ),
+        "{:?}",
+        both.outcomes
+    );
+    let shown: Vec<&str> = both.quarantined.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(shown, ["l1"], "nobody honest");
+    assert!(both.counted.is_empty(), "the lie is not counted");
+    assert_eq!(store.tally(run.id).unwrap().jobs, 0);
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(record.state, JobState::Disputed);
+    // A third honest identity decides: the liars are shown wrong.
+    let decided = store.commit(&[by(&plan, "h3", job.clone(), 0)]).unwrap();
+    assert_eq!(decided.outcomes, vec![Outcome::Accepted]);
+    let mut disproved: Vec<&str> = decided
+        .quarantined
+        .iter()
+        .map(|q| q.worker.as_str())
+        .collect();
+    disproved.sort_unstable();
+    assert_eq!(disproved, ["l1", "l2"]);
+    let truth = plan.job(&job.key).unwrap().run();
+    assert_eq!(store.tally(run.id).unwrap().total, u128::from(truth.total));
+}
+
+/// One identity takes back one confirmed count per commit: shown wrong by the first, its further
+/// different results in the same commit are only compared. Before, one report of results under as
+/// many leases kept past their jobs' counts reopened as many confirmed jobs (found by a review,
+/// 2026-11-29).
+#[test]
+fn one_identity_takes_back_one_confirmed_count_per_commit() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let jobs: Vec<Incoming> = (0..3).map(|i| incoming(run.id, &plan, i)).collect();
+    for name in ["h1", "h2"] {
+        let mine: Vec<Incoming> = jobs.iter().map(|j| by(&plan, name, j.clone(), 0)).collect();
+        store.commit(&mine).unwrap();
+    }
+    assert_eq!(store.tally(run.id).unwrap().jobs, 3);
+    let lies: Vec<Incoming> = jobs.iter().map(|j| by(&plan, "l", j.clone(), 8)).collect();
+    let out = store.commit(&lies).unwrap();
+    assert!(out
+        .outcomes
+        .iter()
+        .all(|o| matches!(o, Outcome::Mismatch { .. })));
+    assert_eq!(out.disputed.len(), 1, "one count taken back");
+    assert_eq!(store.tally(run.id).unwrap().jobs, 2);
+}
+
+/// A disputed job is decided only by an identity that may decide (one with a record, or the operator's
+/// worker). Another's result for it, under a lease that expired, is not kept. Before, two fresh
+/// credentials decided a dispute one of them opened: the second, under a lease it had let expire,
+/// agreed with the first, the lie was counted, and the honest worker quarantined (found by a review,
+/// 2026-11-29).
+#[test]
+fn a_disputed_job_is_decided_only_by_an_identity_that_may_decide() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    let opened = store.commit(&[by(&plan, "l1", job.clone(), 8)]).unwrap();
+    assert_eq!(opened.outcomes, vec![Outcome::Disputed]);
+    let mut fresh = by(&plan, "l2", job.clone(), 8);
+    fresh.may_decide = false;
+    fresh.lease_active = false;
+    let out = store.commit(&[fresh]).unwrap();
+    assert_eq!(out.outcomes, vec![Outcome::Disputed]);
+    assert!(out.quarantined.is_empty() && out.counted.is_empty());
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(record.state, JobState::Disputed);
+    assert!(!record.computed_by("l2"), "not kept");
+    let decided = store.commit(&[by(&plan, "d", job.clone(), 0)]).unwrap();
+    assert_eq!(decided.outcomes, vec![Outcome::Accepted]);
+    let truth = plan.job(&job.key).unwrap().run();
+    assert_eq!(store.tally(run.id).unwrap().total, u128::from(truth.total));
 }
