@@ -429,7 +429,7 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
 /// Revokes the unconfirmed results of the quarantined worker `q` into `committed`. The batch is
 /// committed: an error now must not hide it from the ledger (its results would be answered without
 /// their second copy). The quarantine is stored; a revocation that fails here, or leaves out results
-/// it cannot read, is completed at the next start of the store (`service::revoke_quarantined`, after
+/// it cannot read, is completed at the next start of the store (`service::quarantines::revoke_quarantined`, after
 /// the repair from the ledger). Until then results of the worker may still be counted: the round
 /// reports it as damage (see `Applied::damage`), so that storage is marked degraded and the store
 /// reopened.
@@ -925,7 +925,7 @@ mod tests {
     /// A quarantine whose revocation cannot take back every result of the worker (one is in a damaged
     /// group) must not leave that result counted while the coordinator goes on: storage is marked
     /// degraded, so that the store is reopened, repaired from the ledger and the revocation completed at
-    /// its start (`service::revoke_quarantined`).
+    /// its start (`service::quarantines::revoke_quarantined`).
     #[tokio::test]
     async fn a_revocation_left_incomplete_by_damage_degrades_storage() {
         let store = Store::temporary().unwrap();

@@ -1,6 +1,7 @@
 //! How many leases each identity handed back lately. A worker credential may hand back, within one
-//! lease timeout, as many leases as it may hold ([`super::lease::lease_limit`]): a worker that stops
-//! hands back what it holds. Beyond that, a hand-back is refused: the lease stays the worker's, and
+//! lease timeout, twice as many leases as it may hold, at most 16,384
+//! ([`super::lease::hand_back_allowance`]): a worker that stops hands back what it holds, and may
+//! start and stop again. Beyond that, a hand-back is refused: the lease stays the worker's, and
 //! expires (a strike) unless its worker computes it. Each hand-back is written to the store
 //! (`store::handbacks`), so a loop of leases handed back must not fill the disk at no cost. The
 //! operator's workers are trusted, as for their leases, and not counted.

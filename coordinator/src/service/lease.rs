@@ -48,6 +48,16 @@ pub fn lease_limit(counted: u64) -> u64 {
     NEW_IDENTITY_LEASES.saturating_add(counted.saturating_mul(LEASES_PER_RESULT))
 }
 
+/// Most leases one worker credential may hand back within one lease timeout, whatever its lease limit.
+pub const MAX_HAND_BACKS: u64 = 16_384;
+
+/// Leases a worker credential with `counted` results counted may hand back within one lease timeout:
+/// twice what it may hold (a worker that stops, and starts and stops again, is not refused), at most
+/// [`MAX_HAND_BACKS`].
+pub fn hand_back_allowance(counted: u64) -> u64 {
+    lease_limit(counted).saturating_mul(2).min(MAX_HAND_BACKS)
+}
+
 /// A worker's request for jobs.
 #[derive(Debug, Clone, Copy)]
 pub struct Ask<'a> {
@@ -134,7 +144,7 @@ fn allowed_hand_backs(state: &mut super::State, worker: &str, ids: &[u64]) -> Ve
     let mut room: std::collections::HashMap<&str, u64> = wanted
         .into_iter()
         .map(|(name, n)| {
-            let allowance = lease_limit(state.counted.get(name).copied().unwrap_or(0));
+            let allowance = hand_back_allowance(state.counted.get(name).copied().unwrap_or(0));
             (
                 name,
                 state.hand_backs.take(name, n, allowance, now, timeout),

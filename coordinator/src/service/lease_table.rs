@@ -80,8 +80,8 @@ pub struct Leases {
     /// Leases of this incarnation ended because their run was cancelled: heartbeats name them, so that
     /// their workers drop the jobs.
     cancelled: HashSet<u64>,
-    /// When this incarnation's table was made: every lease of an earlier one was issued before.
-    started: Instant,
+    /// When each earlier incarnation on record began, by epoch: its leases were issued after.
+    began: HashMap<u64, Instant>,
 }
 
 impl Leases {
@@ -99,8 +99,27 @@ impl Leases {
             past: HashMap::new(),
             past_by_job: HashMap::new(),
             cancelled: HashSet::new(),
-            started: Instant::now(),
+            began: HashMap::new(),
         }
+    }
+
+    /// The table, knowing when earlier incarnations began: `starts` in Unix seconds by epoch, read at
+    /// `now_unix` (the store's records, see `store::epochs`).
+    pub fn with_epoch_starts(
+        mut self,
+        starts: &std::collections::BTreeMap<u64, u64>,
+        now_unix: u64,
+    ) -> Leases {
+        let now = Instant::now();
+        self.began = starts
+            .iter()
+            .filter(|(epoch, _)| **epoch < self.epoch)
+            .map(|(epoch, at)| {
+                let ago = Duration::from_secs(now_unix.saturating_sub(*at));
+                (*epoch, now.checked_sub(ago).unwrap_or(now))
+            })
+            .collect();
+        self
     }
 
     /// How long a lease lives without a heartbeat.
@@ -150,15 +169,11 @@ impl Leases {
     }
 
     /// A time lease `id` was issued at or after: its issue time, for one of this incarnation still
-    /// remembered; this incarnation's start, for one of an earlier incarnation (never later than its
-    /// issue); `None` for one of this incarnation forgotten, or of no incarnation.
+    /// remembered; its incarnation's start, for one of an earlier incarnation on record (never later
+    /// than its issue); `None` otherwise (forgotten, or of an incarnation with no record).
     pub fn issued_by(&self, id: u64) -> Option<Instant> {
-        let epoch = id >> SEQ_BITS;
-        match self.issued_at_any(id) {
-            Some(at) => Some(at),
-            None if epoch < self.epoch && epoch > 0 => Some(self.started),
-            None => None,
-        }
+        self.issued_at_any(id)
+            .or_else(|| self.began.get(&(id >> SEQ_BITS)).copied())
     }
 
     /// The name of the worker lease `id` of this incarnation was issued to (active, or ended and still
@@ -403,11 +418,22 @@ impl Leases {
         self.past.insert(id, ended);
         let ids = self.past_by_job.entry(job).or_default();
         ids.push(id);
-        // A report under an older lease of the job is then refused (its job is computed again).
-        if ids.len() > PAST_PER_JOB {
-            for old in ids.drain(..ids.len() - PAST_PER_JOB) {
-                self.past.remove(&old);
-            }
+        // A report under a lease forgotten is then refused (its job is computed again). Those handed
+        // back go first, then those that delivered, then the oldest: leases handed back cost nothing,
+        // and must not push an honest worker's expired lease out (its late result may take back a
+        // lie counted meanwhile; found by a review, 2026-11-29). A forgotten lease handed back is
+        // refused all the same, and the store keeps its hand-back for after a restart.
+        while ids.len() > PAST_PER_JOB {
+            let past = &self.past;
+            let rank = |id: &u64| match past.get(id) {
+                Some(e) if e.handed_back => 0,
+                Some(e) if e.delivered => 1,
+                _ => 2,
+            };
+            let least = ids.iter().map(rank).min().unwrap_or(2);
+            let at = ids.iter().position(|id| rank(id) == least).unwrap_or(0);
+            let old = ids.remove(at);
+            self.past.remove(&old);
         }
         Some(lease)
     }
@@ -640,6 +666,71 @@ mod tests {
             !counts(&t, past2, 2, "0.1"),
             "forgotten once its job is done"
         );
+    }
+
+    /// A lease's issue time, or for one of an earlier incarnation, when that incarnation began (on
+    /// record); none for one of an incarnation with no record, or of this one forgotten.
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_was_issued_no_earlier_than_its_incarnation_began() {
+        let starts = std::collections::BTreeMap::from([(2, 1_000), (3, 1_900), (5, 2_000)]);
+        let mut t =
+            Leases::new(5, SECRET, Duration::from_secs(10)).with_epoch_starts(&starts, 2_000);
+        let now = Instant::now();
+        let of = |epoch: u64| epoch << SEQ_BITS | 7;
+        assert_eq!(t.issued_by(of(2)), Some(now - Duration::from_secs(1_000)));
+        assert_eq!(t.issued_by(of(3)), Some(now - Duration::from_secs(100)));
+        assert_eq!(t.issued_by(of(4)), None, "no record");
+        assert_eq!(t.issued_by(of(5)), None, "this one's, unknown");
+        let live = t.issue(1, key("1.2"), "a", "a", now);
+        assert_eq!(t.issued_by(live), Some(now));
+        t.settle(1, &key("1.2"));
+        assert_eq!(t.issued_by(live), None, "forgotten");
+    }
+
+    /// The history of a job's ended leases is bounded; leases handed back go first, then those that
+    /// delivered, then the oldest. An honest worker's expired lease outlasts any number of hand-backs
+    /// of its job (before, 16 hand-backs pushed it out, and its late result framed it instead of
+    /// taking back the lie counted meanwhile).
+    #[tokio::test(start_paused = true)]
+    async fn a_jobs_history_drops_hand_backs_first() {
+        let mut t = Leases::new(1, SECRET, Duration::from_secs(10));
+        let now = Instant::now();
+        let job = key("1.2");
+        let honest = t.issue(1, job.clone(), "s", "s", now);
+        let later = now + Duration::from_secs(11);
+        t.expire(later);
+        let answered = t.issue(1, job.clone(), "d", "d", later);
+        t.close(answered);
+        for _ in 0..2 * PAST_PER_JOB {
+            let back = t.issue(1, job.clone(), "l", "l", later);
+            t.release("l", &[back]);
+        }
+        assert_eq!(t.past_by_job[&(1, job.clone())].len(), PAST_PER_JOB);
+        assert_eq!(
+            t.issued_to(honest),
+            Some("s"),
+            "kept: it expired undelivered"
+        );
+        assert_eq!(t.issued_to(answered), Some("d"), "kept: it delivered");
+        // Only leases that delivered, and the expired one: those that delivered go first.
+        let mut delivered = Vec::new();
+        for _ in 0..PAST_PER_JOB - 1 {
+            let id = t.issue(1, job.clone(), "d", "d", later);
+            t.close(id);
+            delivered.push(id);
+        }
+        assert_eq!(t.issued_to(honest), Some("s"));
+        assert_eq!(t.issued_to(answered), None, "the oldest that delivered");
+        assert_eq!(t.issued_to(delivered[0]), Some("d"));
+        // Only leases that expired undelivered: the oldest goes.
+        let mut expired = Vec::new();
+        for i in 0..PAST_PER_JOB as u64 {
+            let at = later + Duration::from_secs(11 * (i + 1));
+            expired.push(t.issue(1, job.clone(), "e", "e", at));
+            t.expire(at + Duration::from_secs(11));
+        }
+        assert_eq!(t.issued_to(honest), None, "the oldest, at last");
+        assert!(expired.iter().all(|id| t.issued_to(*id) == Some("e")));
     }
 
     /// A lease of this incarnation, active or ended, counts only for the job it was issued for, even

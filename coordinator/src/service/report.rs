@@ -135,7 +135,7 @@ impl Coordinator {
             credited.push(match outcome {
                 // (Its lease has delivered, though: one kept past its job's count takes a count
                 // back once, even after a lift.)
-                Outcome::Mismatch { .. } => {
+                Outcome::Mismatch { .. } | Outcome::NotKept => {
                     state.leases.deliver(inc.lease, inc.run, &inc.key, name);
                     None
                 }
@@ -185,6 +185,11 @@ impl Coordinator {
                 }
                 Outcome::JobFailed => {
                     state.leases.settle(inc.run, &inc.key);
+                }
+                Outcome::NotKept => {
+                    // (Its lease ended above: the job stays where it is, for an identity that may
+                    // decide.)
+                    tracing::warn!(worker, name, run = inc.run, job = %inc.key, "a result for a disputed job from an identity with no record: not kept; an identity with a record decides");
                 }
                 Outcome::Pending | Outcome::Disputed => {
                     // This worker is done with the job; another must compute it.
@@ -589,6 +594,10 @@ impl Coordinator {
                     false => (check, lease_issued),
                 };
                 let lease_checked = check.is_ok();
+                // A lease of an earlier incarnation, not handed back: its worker may have computed
+                // the job across the restart, and its one different result may take back a count
+                // colluders confirmed meanwhile (one per commit; the sender is quarantined by it).
+                let lease_active = lease_active || (earlier && lease_checked);
                 if too_fast {
                     tracing::warn!(worker, name, run, job = %key, nodes = r.result.nodes, "a result reported faster than any device searches: verified by a second identity");
                 }
@@ -632,7 +641,8 @@ struct LeaseCheck {
     issued: bool,
     /// Reported at a rate no device reaches since its issue.
     too_fast: bool,
-    /// Live, or kept past its job's count ([`Incoming::lease_active`]).
+    /// Live, or kept past its job's count ([`Incoming::lease_active`]); one of an earlier
+    /// incarnation is, once the store says it was not handed back.
     active: bool,
     /// Of an earlier incarnation: whether it was handed back is read from the store.
     earlier: bool,

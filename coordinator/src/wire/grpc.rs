@@ -490,13 +490,19 @@ impl coordinator_server::Coordinator for CoordinatorService {
                     Outcome::Accepted => proto::Outcome::Accepted,
                     // A worker credential cannot tell a result held for a check, or a spot check's
                     // answer, from one counted.
-                    Outcome::Pending | Outcome::Disputed | Outcome::Duplicate if who.credential => {
+                    Outcome::Pending
+                    | Outcome::Disputed
+                    | Outcome::Duplicate
+                    | Outcome::NotKept
+                        if who.credential =>
+                    {
                         proto::Outcome::Accepted
                     }
                     Outcome::Duplicate => proto::Outcome::Duplicate,
                     Outcome::Mismatch { .. } => proto::Outcome::Mismatch,
                     Outcome::Pending => proto::Outcome::Pending,
-                    Outcome::Disputed => proto::Outcome::Disputed,
+                    // (The operator's workers may decide: theirs are always kept.)
+                    Outcome::Disputed | Outcome::NotKept => proto::Outcome::Disputed,
                     Outcome::JobFailed => proto::Outcome::JobFailed,
                 };
                 wire as i32

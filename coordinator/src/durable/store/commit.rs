@@ -54,12 +54,14 @@ pub struct Incoming {
     /// (`lease_checked`: remembered): a tag is valid for good, and one kept from a lease handed back, its
     /// job since counted, must not take an honest count back.
     pub lease_issued: bool,
-    /// Whether that lease is live: of this incarnation, issued for its job to its identity, and not
-    /// ended (a spot check being answered, say), or ended unsettled when another lease's count settled
-    /// its job and silent since (an honest worker's lease that expired while colluders computed the
-    /// job). Only such a lease's different result takes a confirmed count back, once: a tag is valid
-    /// for good, and one kept from a lease long over (an honest answer to a check, a lease handed back
-    /// before its job was done) must not let a liar reopen confirmed jobs in bulk.
+    /// Whether that lease is live: issued for its job to its identity, and not ended (a spot check
+    /// being answered, say), or ended unsettled when another lease's count settled its job and silent
+    /// since (an honest worker's lease that expired while colluders computed the job), or of an
+    /// earlier incarnation and not handed back (its worker computed across a restart). Only such a
+    /// lease's different result takes a confirmed count back: a tag kept from a lease long over (an
+    /// honest answer to a check, a lease handed back) must not. And one identity takes back one per
+    /// commit: shown wrong by it, it is quarantined, so that no credential reopens confirmed jobs in
+    /// bulk.
     pub lease_active: bool,
     /// Whether its identity may decide a dispute: the operator's workers, or a worker credential with
     /// a record (a result a second identity confirmed, or a spot check passed). A disputed job is
@@ -105,6 +107,9 @@ pub enum Outcome {
     Mismatch { stored: JobResult },
     /// The job has failed; the result was not recorded.
     JobFailed,
+    /// The job is disputed and its sender may not decide it (a worker credential with no record, under
+    /// a lease other than one the coordinator gave it to decide): not recorded, not credited.
+    NotKept,
 }
 
 impl Outcome {
@@ -117,6 +122,7 @@ impl Outcome {
             Outcome::Duplicate => "duplicate",
             Outcome::Mismatch { .. } => "mismatch",
             Outcome::JobFailed => "job_failed",
+            Outcome::NotKept => "not_kept",
         }
     }
 }
@@ -332,14 +338,17 @@ impl Store {
                 }
                 let mine = inc.record();
                 // (With those that confirmed an agreeing candidate: a count taken back from two. Not
-                // a candidate of an identity shown wrong earlier in this commit: its quarantine, and
-                // the revocation of its candidates, come once the batch is through, and until then it
-                // must confirm nothing.)
+                // a candidate of an identity shown wrong or quarantined earlier in this commit: its
+                // revocation comes once the commit is through, and until then it must confirm
+                // nothing.)
                 let trusted = |c: &&ResultRecord| {
                     c.result == inc.result
-                        && !c
-                            .identities()
-                            .any(|n| contradicted.iter().any(|q| q.worker == n))
+                        && !c.identities().any(|n| {
+                            contradicted
+                                .iter()
+                                .chain(&out.quarantined)
+                                .any(|q| q.worker == n)
+                        })
                 };
                 let agreeing: Vec<String> = candidates
                     .iter()
@@ -360,7 +369,7 @@ impl Store {
                 // A disputed job is decided only by an identity that may decide: any other's result
                 // for it (under a lease that expired, say) is not kept.
                 if from == Some(JobState::Disputed) && !inc.may_decide {
-                    out.outcomes.push(Outcome::Disputed);
+                    out.outcomes.push(Outcome::NotKept);
                     continue;
                 }
                 if verified && agreeing.is_empty() {
@@ -617,6 +626,7 @@ mod tests {
             Outcome::Duplicate,
             Outcome::Mismatch { stored },
             Outcome::JobFailed,
+            Outcome::NotKept,
         ]
         .iter()
         .map(Outcome::name)
@@ -629,7 +639,8 @@ mod tests {
                 "disputed",
                 "duplicate",
                 "mismatch",
-                "job_failed"
+                "job_failed",
+                "not_kept"
             ]
         );
     }

@@ -29,6 +29,7 @@ mod audit;
 mod changed;
 mod commit;
 mod control;
+mod epochs;
 mod groups;
 mod handbacks;
 mod lifts;
@@ -230,6 +231,7 @@ impl Store {
         };
         db.flush()?;
         let store = Store::with_trees(db, meta, epoch, lease_secret)?;
+        store.put_epoch_start(epoch, now_unix())?;
         workers::repair_next(&store.workers)?;
         store.migrate()?;
         store.repair_next_run()?;

@@ -28,7 +28,7 @@ pub struct Revocation {
     /// Jobs whose state changed (`to: None`: pending again).
     pub moved: Vec<Moved>,
     /// Stored results were left out because they cannot be read: the revocation is complete only once
-    /// the store is repaired (reopened: see `service::revoke_quarantined`).
+    /// the store is repaired (reopened: see `service::quarantines::revoke_quarantined`).
     pub incomplete: bool,
 }
 

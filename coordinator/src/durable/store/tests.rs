@@ -2687,7 +2687,7 @@ fn a_disputed_job_is_decided_only_by_an_identity_that_may_decide() {
     fresh.may_decide = false;
     fresh.lease_active = false;
     let out = store.commit(&[fresh]).unwrap();
-    assert_eq!(out.outcomes, vec![Outcome::Disputed]);
+    assert_eq!(out.outcomes, vec![Outcome::NotKept]);
     assert!(out.quarantined.is_empty() && out.counted.is_empty());
     let record = store.job(run.id, &job.key).unwrap().unwrap();
     assert_eq!(record.state, JobState::Disputed);

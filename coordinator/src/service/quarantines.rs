@@ -1,0 +1,196 @@
+//! The quarantine steps of a start, in order: revocations a failed write left incomplete are completed,
+//! the operator's releases (`serve --release-quarantine`) and quarantines (`serve --quarantine`) are
+//! applied, their results taken back, and the rule that lifts a quarantine whose deciders are all
+//! disproved runs. Each writes the ledger and the store in the order that a crash between them leaves
+//! the safe side.
+
+use crate::durable::ledger::{Entry, Ledger};
+use crate::durable::store::{now_unix, Lifts, Quarantine, Store};
+use crate::error::{Error, Result};
+
+use super::lease::check_worker;
+use super::Config;
+
+/// Runs every quarantine step of a start over `store` (and its `ledger`), as `config` asks. Returns
+/// whether results were taken back (the store's audit, made before, is then out of date).
+pub(super) fn settle_at_start(
+    store: &Store,
+    mut ledger: Option<&mut Ledger>,
+    config: &Config,
+) -> Result<bool> {
+    let mut revoked = false;
+    // A quarantine whose revocation did not complete (a write that failed after the quarantine was
+    // committed) is completed now, store and ledger alike, before anything is audited or served.
+    revoked |= revoke_quarantined(store, ledger.as_deref_mut())?;
+    // The operator's releases before the rule: a lift whose decider is released loses its basis.
+    if let Some(name) = config.distrust.iter().find(|n| config.release.contains(n)) {
+        return Err(Error::Invalid(format!(
+            "{name:?} is both to quarantine and to release; nothing changed"
+        )));
+    }
+    for name in &config.distrust {
+        check_worker("worker name", name)?;
+    }
+    release(store, ledger.as_deref_mut(), &config.release)?;
+    // The operator's quarantines, their results taken back now (before the rule, which may lift a
+    // quarantine they decided).
+    distrust(store, ledger.as_deref_mut(), &config.distrust)?;
+    revoked |= revoke_quarantined(store, ledger.as_deref_mut())?;
+    if apply_quarantine_rule(store, ledger.as_deref_mut())? {
+        revoked |= revoke_quarantined(store, ledger)?;
+    }
+    Ok(revoked)
+}
+
+/// Takes back the unconfirmed results of every quarantined worker that still has some (revocation is
+/// idempotent: a completed one finds nothing); the ledger gets the revocation lines and the store is
+/// flushed. Returns whether anything was revoked.
+pub(super) fn revoke_quarantined(store: &Store, ledger: Option<&mut Ledger>) -> Result<bool> {
+    let mut entries = Vec::new();
+    for q in store.quarantined()? {
+        let revocation = store.revoke(&q.worker)?;
+        if revocation.incomplete {
+            // The reconciliation has repaired what the ledger could: what is still unreadable may be a
+            // result of this worker, counted.
+            return Err(Error::Corrupt(format!(
+                "results of the quarantined worker {:?} cannot all be read after the repair from the ledger, so they cannot be taken back (the errors above name them)",
+                q.worker
+            )));
+        }
+        if !revocation.revoked.is_empty() {
+            tracing::warn!(worker = %q.worker, results = revocation.revoked.len(), "a quarantined worker's unconfirmed results were still counted (its revocation had not completed): taken back now");
+        }
+        entries.extend(revocation.revoked.iter().map(|r| Entry::Revoked {
+            run: r.run,
+            job: r.key.to_string(),
+            worker: r.record.worker.clone(),
+            record: Some(r.record.clone()),
+        }));
+    }
+    if entries.is_empty() {
+        return Ok(false);
+    }
+    store.flush()?;
+    if let Some(ledger) = ledger {
+        ledger.append(&entries)?;
+    }
+    Ok(true)
+}
+
+/// Runs the quarantine rule at the start ([`Store::apply_quarantine_rule`]): a lift the commit thread
+/// made in the store whose `released` line a crash lost (the reconciliation has put the ledger's
+/// quarantine back), one the commit thread could not make, and a lift whose basis went are decided
+/// again. The store first, then the ledger's lines (quarantines put back, then releases): a crash
+/// between the two leaves the ledger's side, which the reconciliation joins the safe way and the next
+/// start decides again. Returns whether a quarantine was put back (its results are to be taken back).
+fn apply_quarantine_rule(store: &Store, ledger: Option<&mut Ledger>) -> Result<bool> {
+    let lifts = store.apply_quarantine_rule()?;
+    if lifts == Lifts::default() {
+        return Ok(false);
+    }
+    store.flush()?;
+    for q in &lifts.lifted {
+        tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted at the start: every identity that disproved the worker is quarantined");
+    }
+    for q in &lifts.restored {
+        tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine put back at the start: an identity that disproved the worker is cleared now");
+    }
+    if let Some(ledger) = ledger {
+        let at_unix = now_unix();
+        let lines: Vec<_> = lifts
+            .restored
+            .iter()
+            .cloned()
+            .map(Entry::Quarantine)
+            .chain(lifts.lifted.iter().map(|q| Entry::Released {
+                worker: q.worker.clone(),
+                at_unix,
+            }))
+            .collect();
+        ledger.append(&lines)?;
+    }
+    Ok(!lifts.restored.is_empty())
+}
+
+/// The names of a flag given more than once, each once, in order.
+fn each_once(names: &[String]) -> Vec<String> {
+    let mut names = names.to_vec();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Lifts the quarantine of the worker named `name`: the ledger's release line first (made durable), then
+/// the store. A crash between the two leaves the store's quarantine, which the next start writes to the
+/// ledger again: the worker stays out, and the release is to be given again.
+/// Every name is checked before any is released: one that is neither quarantined nor lifted by the rule
+/// refuses them all. A lifted one (a flag left in a deployment) loses its lifted record: the rule never
+/// puts it back.
+fn release(store: &Store, mut ledger: Option<&mut Ledger>, names: &[String]) -> Result<()> {
+    let names = each_once(names);
+    let quarantined = store.quarantined()?;
+    let lifted = store.lifted()?;
+    let held = |list: &[Quarantine], n: &str| list.iter().any(|q| q.worker == n);
+    if let Some(name) = names
+        .iter()
+        .find(|n| !held(&quarantined, n) && !held(&lifted, n))
+    {
+        return Err(Error::Invalid(format!(
+            "no quarantined worker is named {name:?}; nothing released"
+        )));
+    }
+    for name in &names {
+        if !held(&quarantined, name) {
+            // Lifted by the rule already (a flag left in a deployment): its record goes, so that the
+            // rule never puts it back.
+            store.release_quarantine(name)?;
+            tracing::info!(worker = %name, "worker already lifted from its quarantine by the rule; released for good");
+            continue;
+        }
+        if let Some(ledger) = ledger.as_deref_mut() {
+            ledger.append(&[Entry::Released {
+                worker: name.to_string(),
+                at_unix: now_unix(),
+            }])?;
+        }
+        store.release_quarantine(name)?;
+        tracing::info!(worker = %name, "worker released from quarantine");
+    }
+    Ok(())
+}
+
+/// Why the operator's quarantine (`serve --quarantine`) names a worker.
+pub const DISTRUSTED: &str = "quarantined by the operator (serve --quarantine)";
+
+/// Quarantines the workers named `names` for the operator: the ledger's quarantine line first (made
+/// durable), then the store, each as a worker shown wrong is, naming no decider, so that no rule lifts
+/// it (only `--release-quarantine` does). A worker quarantined already by deciders keeps its reason and
+/// loses its deciders; one quarantined already with none is left as it is; a lift the rule made is
+/// forgotten. Its unconfirmed results are taken back by the caller ([`revoke_quarantined`]). A crash
+/// between the two writes leaves the ledger's line, which the next start restores into the store (the
+/// flag, given again, then writes the store's).
+fn distrust(store: &Store, mut ledger: Option<&mut Ledger>, names: &[String]) -> Result<()> {
+    let quarantined = store.quarantined()?;
+    for name in each_once(names) {
+        let operators = Quarantine {
+            worker: name.clone(),
+            reason: DISTRUSTED.to_string(),
+            at_unix: now_unix(),
+            by: Vec::new(),
+        };
+        let q = match quarantined.iter().find(|q| q.worker == name) {
+            Some(q) if q.by.is_empty() => {
+                tracing::info!(worker = %name, "worker already quarantined for good; --quarantine changes nothing");
+                continue;
+            }
+            Some(q) => q.clone().merged(operators),
+            None => operators,
+        };
+        if let Some(ledger) = ledger.as_deref_mut() {
+            ledger.append(&[Entry::Quarantine(q.clone())])?;
+        }
+        store.put_quarantine(&q)?;
+        tracing::warn!(worker = %name, "worker quarantined by the operator: its unconfirmed results are taken back and computed again");
+    }
+    Ok(())
+}
