@@ -90,6 +90,18 @@ mod tests {
         h.take("new", 1, 1, start + Duration::from_secs(1), window);
         assert_eq!(h.by_name.len(), MAX_NAMES);
         assert!(!h.by_name.contains_key("n0") && h.by_name.contains_key("n1"));
+        // Windows over (a window of exactly its length is over): n1 and n2 go, nobody else.
+        h.take(
+            "later",
+            1,
+            1,
+            start + window + Duration::from_millis(2),
+            window,
+        );
+        assert_eq!(h.by_name.len(), MAX_NAMES - 1);
+        assert!(!h.by_name.contains_key("n2") && h.by_name.contains_key("n3"));
+        h.take("fill", 1, 1, start + window + Duration::from_millis(2), window);
+        assert_eq!(h.by_name.len(), MAX_NAMES);
         // Every window over: all go but the newcomer.
         h.take("newer", 1, 1, start + Duration::from_secs(600), window);
         assert_eq!(h.by_name.len(), 1);

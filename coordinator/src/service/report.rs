@@ -597,7 +597,7 @@ impl Coordinator {
                 // A lease of an earlier incarnation, not handed back: its worker may have computed
                 // the job across the restart, and its one different result may take back a count
                 // colluders confirmed meanwhile (one per commit; the sender is quarantined by it).
-                let lease_active = lease_active || (earlier && lease_checked);
+                let lease_active = lease_active || (earlier && !handed_back);
                 if too_fast {
                     tracing::warn!(worker, name, run, job = %key, nodes = r.result.nodes, "a result reported faster than any device searches: verified by a second identity");
                 }

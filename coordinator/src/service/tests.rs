@@ -2021,16 +2021,7 @@ async fn only_a_credential_with_a_record_decides_a_dispute() {
 
 /// Everything the credential `name` may lease now.
 async fn lease_all_as(c: &Coordinator, name: &str) -> Vec<Granted> {
-    c.lease(
-        &Ask {
-            capacity: 4096,
-            ..as_credential(name)
-        },
-        Duration::ZERO,
-    )
-    .await
-    .unwrap()
-    .leases
+    lease_credential(c, name, 4096).await
 }
 
 /// The lease of job `key` for the credential `name`: everything it may lease is leased, that one kept,
@@ -2602,17 +2593,7 @@ async fn a_record_runs_result_from_a_caller_without_a_credential_is_refused() {
         .await
         .unwrap()
         .id();
-    let leased = c
-        .lease(
-            &Ask {
-                capacity: 4,
-                ..as_credential("node")
-            },
-            Duration::ZERO,
-        )
-        .await
-        .unwrap()
-        .leases;
+    let leased = lease_credential(&c, "node", 4).await;
     assert!(!leased.is_empty());
     let reports: Vec<Report> = leased.iter().map(report).collect();
     let refused = c.report("node", "node", reports.clone()).await.unwrap_err();
@@ -3335,19 +3316,23 @@ async fn a_spot_check_is_not_passed_by_another_jobs_result() {
     assert_eq!(c.state().spot.passed_by("prober"), 1);
 }
 
+/// Leases as the worker credential `name`, up to `capacity` jobs at once.
+async fn lease_credential(c: &Coordinator, name: &str, capacity: u32) -> Vec<Granted> {
+    c.lease(
+        &Ask {
+            capacity,
+            ..as_credential(name)
+        },
+        Duration::ZERO,
+    )
+    .await
+    .unwrap()
+    .leases
+}
+
 /// Four leases the credential "hoarder" took and handed back at once, kept.
 async fn handed_back_by_a_hoarder(c: &Coordinator) -> Vec<Granted> {
-    let got = c
-        .lease(
-            &Ask {
-                capacity: 4,
-                ..as_credential("hoarder")
-            },
-            Duration::ZERO,
-        )
-        .await
-        .unwrap()
-        .leases;
+    let got = lease_credential(c, "hoarder", 4).await;
     assert_eq!(got.len(), 4);
     let ids: Vec<u64> = got.iter().map(|g| g.id).collect();
     assert_eq!(c.release("hoarder", &ids, false).unwrap(), 4);
@@ -3913,33 +3898,13 @@ async fn the_operators_quarantine_of_a_quarantined_worker_names_no_decider() {
 async fn a_lease_outlived_by_a_confirmed_lie_takes_the_count_back() {
     let c = coordinator();
     let run = verified_run_of_8(&c).await;
-    let slow = c
-        .lease(
-            &Ask {
-                capacity: 4096,
-                ..as_credential("slow")
-            },
-            Duration::ZERO,
-        )
-        .await
-        .unwrap()
-        .leases;
+    let slow = lease_credential(&c, "slow", 4096).await;
     assert!(!slow.is_empty());
     tokio::time::advance(TIMEOUT * 2).await;
     c.expire_leases().await;
     for name in ["liar-1", "liar-2"] {
         loop {
-            let got = c
-                .lease(
-                    &Ask {
-                        capacity: 4096,
-                        ..as_credential(name)
-                    },
-                    Duration::ZERO,
-                )
-                .await
-                .unwrap()
-                .leases;
+            let got = lease_credential(&c, name, 4096).await;
             if got.is_empty() {
                 break;
             }
@@ -4058,17 +4023,7 @@ async fn after_a_restart_an_earlier_lease_takes_back_one_confirmed_count() {
     let dir = tempfile::tempdir().unwrap();
     let c = reopened(dir.path()).await;
     let run = verified_run_of_8(&c).await;
-    let held = c
-        .lease(
-            &Ask {
-                capacity: 4096,
-                ..as_credential("slow")
-            },
-            Duration::ZERO,
-        )
-        .await
-        .unwrap()
-        .leases;
+    let held = lease_credential(&c, "slow", 4096).await;
     assert!(held.len() >= 2);
     drop(c);
     let c = reopened(dir.path()).await;
@@ -4135,7 +4090,7 @@ async fn a_credential_hands_back_at_most_twice_what_it_may_hold_within_a_timeout
     use super::lease::NEW_IDENTITY_LEASES;
     let c = coordinator();
     run_of_13(&c).await;
-    let round = |credential: bool| {
+    let take = |credential: bool| {
         let c = c.clone();
         async move {
             let name = if credential {
@@ -4149,31 +4104,48 @@ async fn a_credential_hands_back_at_most_twice_what_it_may_hold_within_a_timeout
                 ..as_credential(name)
             };
             let got = c.lease(&ask, Duration::ZERO).await.unwrap().leases;
-            let ids: Vec<u64> = got.iter().map(|g| g.id).collect();
-            let back = c.release_as(name, &ids, false, credential).unwrap();
-            (got.len() as u64, u64::from(back), ids)
+            got.iter().map(|g| g.id).collect::<Vec<u64>>()
         }
     };
-    for _ in 0..2 {
-        let (got, back, _) = round(true).await;
-        assert_eq!((got, back), (NEW_IDENTITY_LEASES, NEW_IDENTITY_LEASES));
-    }
-    let (got, back, kept) = round(true).await;
-    assert_eq!((got, back), (NEW_IDENTITY_LEASES, 0), "refused: kept");
-    let (got, back, _) = round(true).await;
-    assert_eq!((got, back), (0, 0), "it holds all it may");
+    let back = |ids: Vec<u64>| u64::from(c.release_as("churner", &ids, false, true).unwrap());
+    let allowance = 2 * NEW_IDENTITY_LEASES;
+    // 156 back, 100 kept; then 156 more leased, and all 256 held back: 412 of 512.
+    let first = take(true).await;
+    assert_eq!(first.len() as u64, NEW_IDENTITY_LEASES);
+    assert_eq!(back(first[..156].to_vec()), 156);
+    let mut held = first[156..].to_vec();
+    held.extend(take(true).await);
+    assert_eq!(held.len() as u64, NEW_IDENTITY_LEASES);
+    assert_eq!(back(held), NEW_IDENTITY_LEASES);
+    // 256 more leased: only the 100 left of the allowance go back; 156 stay its own.
+    let third = take(true).await;
+    assert_eq!(third.len() as u64, NEW_IDENTITY_LEASES);
+    assert_eq!(
+        back(third.clone()),
+        allowance - 412,
+        "the rest of the allowance"
+    );
+    assert_eq!(back(third.clone()), 0, "refused: kept");
+    let kept: Vec<u64> = third[100..].to_vec();
+    assert_eq!(take(true).await.len(), 100, "it holds the 156 refused");
+    // Per identity: another credential hands back freely meanwhile.
+    let other = lease_credential(&c, "other", 4096).await;
+    assert_eq!(other.len() as u64, NEW_IDENTITY_LEASES);
+    let ids: Vec<u64> = other.iter().map(|g| g.id).collect();
+    assert_eq!(
+        c.release_as("other", &ids, false, true).unwrap(),
+        NEW_IDENTITY_LEASES as u32
+    );
+    // A new window: the refused leases go back.
     tokio::time::advance(TIMEOUT / 2).await;
     c.heartbeat("churner", &kept).unwrap();
     tokio::time::advance(TIMEOUT / 2).await;
-    assert_eq!(
-        c.release_as("churner", &kept, false, true).unwrap(),
-        NEW_IDENTITY_LEASES as u32,
-        "a new window"
-    );
+    assert_eq!(back(kept), 156, "a new window");
     // The operator's workers (no credential) are not counted.
     for _ in 0..4 {
-        let (got, back, _) = round(false).await;
-        assert!(got > 0);
-        assert_eq!(back, got);
+        let ids = take(false).await;
+        assert!(!ids.is_empty());
+        let back = c.release_as("operator-worker", &ids, false, false).unwrap();
+        assert_eq!(back as usize, ids.len());
     }
 }
