@@ -100,7 +100,13 @@ mod tests {
         );
         assert_eq!(h.by_name.len(), MAX_NAMES - 1);
         assert!(!h.by_name.contains_key("n2") && h.by_name.contains_key("n3"));
-        h.take("fill", 1, 1, start + window + Duration::from_millis(2), window);
+        h.take(
+            "fill",
+            1,
+            1,
+            start + window + Duration::from_millis(2),
+            window,
+        );
         assert_eq!(h.by_name.len(), MAX_NAMES);
         // Every window over: all go but the newcomer.
         h.take("newer", 1, 1, start + Duration::from_secs(600), window);
