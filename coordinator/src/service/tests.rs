@@ -1950,38 +1950,23 @@ async fn an_honest_credential_passes_its_spot_checks_and_is_checked_less() {
 async fn only_a_credential_with_a_record_decides_a_dispute() {
     let c = coordinator();
     let run = verified_run_of_8(&c).await;
-    let lease_as = |name: &'static str, capacity| {
-        let c = c.clone();
-        async move {
-            c.lease(
-                &Ask {
-                    capacity,
-                    ..as_credential(name)
-                },
-                Duration::ZERO,
-            )
-            .await
-            .unwrap()
-            .leases
-        }
-    };
     // "veteran" earns a record: a job "honest" confirms.
-    let first = lease_as("veteran", 1).await;
+    let first = lease_credential(&c, "veteran", 1).await;
     c.report("veteran", "veteran", vec![report(&first[0])])
         .await
         .unwrap();
-    let confirm = lease_as("honest", 1).await;
+    let confirm = lease_credential(&c, "honest", 1).await;
     assert_eq!(confirm[0].key, first[0].key);
     c.report("honest", "honest", vec![report(&confirm[0])])
         .await
         .unwrap();
     assert_eq!(c.run(&run).unwrap().jobs_confirmed, 1);
     // "honest" computes a job; the framer disputes it with a lie.
-    let target = lease_as("honest", 1).await;
+    let target = lease_credential(&c, "honest", 1).await;
     c.report("honest", "honest", vec![report(&target[0])])
         .await
         .unwrap();
-    let all = lease_as("framer", 4096).await;
+    let all = lease_credential(&c, "framer", 4096).await;
     let others: Vec<u64> = all
         .iter()
         .filter(|g| g.key != target[0].key)
@@ -1994,13 +1979,13 @@ async fn only_a_credential_with_a_record_decides_a_dispute() {
         .unwrap();
     assert_eq!(c.run(&run).unwrap().jobs_disputed, 1);
     // A new identity gets every job but the disputed one.
-    let accomplice = lease_as("accomplice", 4096).await;
+    let accomplice = lease_credential(&c, "accomplice", 4096).await;
     assert!(!accomplice.is_empty());
     assert!(accomplice.iter().all(|g| g.key != target[0].key));
     // One whose record is a spot check passed (and nothing else) is offered it (issue 42: the
     // spot-check half of the rule had no test).
     c.state().spot.passed("checked");
-    let offered = lease_as("checked", 4096).await;
+    let offered = lease_credential(&c, "checked", 4096).await;
     assert!(
         offered.iter().any(|g| g.key == target[0].key),
         "{offered:?}"
@@ -2008,7 +1993,7 @@ async fn only_a_credential_with_a_record_decides_a_dispute() {
     let ids: Vec<u64> = offered.iter().map(|g| g.id).collect();
     c.release("checked", &ids, false).unwrap();
     // The veteran decides, for the truth.
-    let decide = lease_as("veteran", 4096).await;
+    let decide = lease_credential(&c, "veteran", 4096).await;
     let judged = decide.iter().find(|g| g.key == target[0].key).unwrap();
     c.report("veteran", "veteran", vec![report(judged)])
         .await
