@@ -538,6 +538,50 @@ async fn issue_3_a_late_report_for_an_expired_lease_is_counted_once() {
     assert_eq!(done.unique.as_deref(), Some("1"));
 }
 
+/// Hands back `ids` as the worker `worker`: how many were handed back.
+async fn release(c: &mut Client, worker: &str, ids: Vec<u64>) -> u32 {
+    c.release(proto::ReleaseRequest {
+        worker_id: worker.into(),
+        lease_ids: ids,
+        leaving: false,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .released
+}
+
+#[tokio::test]
+async fn a_hand_back_over_the_wire_frees_its_jobs_and_only_its_holder_may_hand_back() {
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 8).await;
+    let all = run.jobs_total as u32;
+    let held = lease(&mut s.client, "a", all).await;
+    assert_eq!(held.len(), all as usize);
+    assert!(lease(&mut s.client, "b", all).await.is_empty());
+    // Another worker cannot hand back a's leases, nor can anyone hand back a lease never issued.
+    let two: Vec<u64> = held[..2].iter().map(|l| l.lease_id).collect();
+    assert_eq!(release(&mut s.client, "b", two.clone()).await, 0);
+    assert!(lease(&mut s.client, "b", all).await.is_empty());
+    let never = held.iter().map(|l| l.lease_id).max().unwrap() + 1000;
+    assert_eq!(release(&mut s.client, "a", vec![never]).await, 0);
+    assert!(lease(&mut s.client, "b", all).await.is_empty());
+    // a hands back two: exactly their jobs are leased again, to b.
+    assert_eq!(release(&mut s.client, "a", two.clone()).await, 2);
+    let mut freed: Vec<String> = lease(&mut s.client, "b", all)
+        .await
+        .into_iter()
+        .map(|l| l.job)
+        .collect();
+    freed.sort();
+    let mut expected: Vec<String> = held[..2].iter().map(|l| l.job.clone()).collect();
+    expected.sort();
+    assert_eq!(freed, expected);
+    // Handing them back again frees nothing more.
+    assert_eq!(release(&mut s.client, "a", two).await, 0);
+    assert!(lease(&mut s.client, "c", all).await.is_empty());
+}
+
 #[tokio::test]
 async fn issue_3_heartbeats_keep_leases_and_health_is_served() {
     let mut s = start(Duration::from_millis(300)).await;
