@@ -79,8 +79,13 @@ impl Store {
             }
             for kv in self.jobs.scan_prefix(run_key(meta.id)) {
                 let (k, v) = kv?;
-                let (_, key) = split_job_key(&k)?;
-                let mut record: JobRecord = decode("job", &v)?;
+                // A key or record that does not decode (damaged on disk) is left as it is: the
+                // start's mending rewrites it as open, or drops it ([`Store::mend_records`]).
+                let (Ok((_, key)), Ok(mut record)) =
+                    (split_job_key(&k), decode::<JobRecord>("job", &v))
+                else {
+                    continue;
+                };
                 if record.candidates.iter().any(|c| c.seal.is_none()) {
                     for c in &mut record.candidates {
                         c.seal

@@ -1102,6 +1102,46 @@ fn issue_16_a_format_3_store_migrates_to_done_jobs_without_records() {
     assert_eq!(store.audit().unwrap()[0].tally.jobs, 6);
 }
 
+/// A format-1 store with one job record damaged on disk (its JSON cut short) migrates: the record is
+/// left as it is for the start's mending, and every result is carried over. Before, sealing the
+/// format-1 records decoded each job record with `?`, so the one damaged record refused the store at
+/// every start, with no way out but an import (found by a review, 2026-11-29).
+#[test]
+fn a_format_1_store_with_a_damaged_job_record_migrates() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(9, Strategy::D4).unwrap();
+    let (id, tally, damaged) = {
+        let store = Store::open(dir.path()).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        as_format_3(&store, run.id, &plan, 0..5);
+        at_format(&store, 1);
+        let damaged = super::records::job_key(run.id, &plan.jobs().nth(7).unwrap());
+        store.jobs.insert(&damaged, &b"{\"state\":"[..]).unwrap();
+        // And one key that names no job.
+        let mut odd = run_key(run.id).to_vec();
+        odd.extend_from_slice(b"\xff\xfe");
+        store
+            .jobs
+            .insert(odd, encode(&super::JobRecord::done()))
+            .unwrap();
+        store.flush().unwrap();
+        (run.id, tally_as_stored(&store, run.id), damaged)
+    };
+    let store = reopen(dir.path());
+    let format = store.meta.get(super::FORMAT).unwrap().unwrap();
+    assert_eq!(format.as_ref(), super::FORMAT_VERSION.to_be_bytes());
+    assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
+    for key in plan.jobs().take(5) {
+        assert_eq!(store.job(id, &key).unwrap().unwrap().state, JobState::Done);
+    }
+    assert_eq!(
+        store.jobs.get(&damaged).unwrap().unwrap().as_ref(),
+        b"{\"state\":",
+        "left for the start's mending"
+    );
+    assert_eq!(tally_as_stored(&store, id), tally);
+}
+
 #[test]
 fn issue_16_a_migration_cut_short_is_taken_up_at_the_next_open() {
     let dir = tempfile::tempdir().unwrap();
