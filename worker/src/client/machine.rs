@@ -146,48 +146,60 @@ pub async fn run<L: Link>(
     if w.config.faults.any() {
         tracing::warn!(faults = ?w.config.faults, "FAULT INJECTION IS ON: this worker misbehaves on purpose");
     }
-    let mut draining = false;
-    loop {
-        while let Ok(done) = results.try_recv() {
-            w.finished(done)?;
-        }
-        if w.config.faults.stalls(w.summary.jobs) {
-            tracing::warn!(jobs = w.summary.jobs, "fault injection: stalling for good");
-            std::future::pending::<()>().await;
-        }
-        if w.connected() {
-            w.turn(draining).await?;
-        }
-        if Instant::now() >= w.next_summary {
-            w.log_summary();
-        }
-        let in_flight = w.pool.load();
-        // A job the pool no longer counts sent its result first, under the pool's lock: take in what
-        // came since the top of the turn, or a stop decided below would leave it in the channel, lost
-        // (found 2026-11-28: `heartbeats_go_on_beside_a_slow_report` failed 5 runs in 12, its worker
-        // told idle by a lease asked for while its one result sat in the channel).
-        while let Ok(done) = results.try_recv() {
-            w.finished(done)?;
-        }
-        // The work-in-hand gauges, read off the state once a turn rather than kept in step by hand.
-        w.config.metrics.running.set(in_flight as i64);
-        w.config.metrics.unreported.set(w.unreported.len() as i64);
-        if draining && in_flight == 0 && (w.unreported.is_empty() || !w.connected()) {
-            break;
-        }
-        if w.config.exit_when_idle && w.idle && in_flight == 0 && w.unreported.is_empty() {
-            w.leave(Vec::new()).await;
-            break;
-        }
-        let wake = w.next_wake(draining);
-        tokio::select! {
-            Some(done) = results.recv() => w.finished(done)?,
-            _ = sleep_until(wake) => {}
-            _ = shutdown.cancelled(), if !draining => {
-                draining = true;
-                w.hand_back().await;
+    // Stopped by an error, the worker hands back what it has not finished: left alone, each such
+    // lease would expire, a strike for this worker and an attempt for its job.
+    let served: Result<()> = async {
+        let mut draining = false;
+        loop {
+            while let Ok(done) = results.try_recv() {
+                w.finished(done)?;
+            }
+            if w.config.faults.stalls(w.summary.jobs) {
+                tracing::warn!(jobs = w.summary.jobs, "fault injection: stalling for good");
+                std::future::pending::<()>().await;
+            }
+            if w.connected() {
+                w.turn(draining).await?;
+            }
+            if Instant::now() >= w.next_summary {
+                w.log_summary();
+            }
+            let in_flight = w.pool.load();
+            // A job the pool no longer counts sent its result first, under the pool's lock: take in
+            // what came since the top of the turn, or a stop decided below would leave it in the
+            // channel, lost (found 2026-11-28: `heartbeats_go_on_beside_a_slow_report` failed 5 runs
+            // in 12, its worker told idle by a lease asked for while its one result sat in the
+            // channel).
+            while let Ok(done) = results.try_recv() {
+                w.finished(done)?;
+            }
+            // The work-in-hand gauges, read off the state once a turn rather than kept in step by
+            // hand.
+            w.config.metrics.running.set(in_flight as i64);
+            w.config.metrics.unreported.set(w.unreported.len() as i64);
+            if draining && in_flight == 0 && (w.unreported.is_empty() || !w.connected()) {
+                break;
+            }
+            if w.config.exit_when_idle && w.idle && in_flight == 0 && w.unreported.is_empty() {
+                w.leave(Vec::new()).await;
+                break;
+            }
+            let wake = w.next_wake(draining);
+            tokio::select! {
+                Some(done) = results.recv() => w.finished(done)?,
+                _ = sleep_until(wake) => {}
+                _ = shutdown.cancelled(), if !draining => {
+                    draining = true;
+                    w.hand_back().await;
+                }
             }
         }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = served {
+        w.give_up().await;
+        return Err(e);
     }
     if !w.unreported.is_empty() {
         tracing::warn!(
@@ -694,6 +706,29 @@ impl<L: Link> Worker<L> {
         self.leave(lease_ids).await;
     }
 
+    /// Hands back every lease not finished (queued, or running: the pool is dropped, its results
+    /// with it) as the worker stops on an error, and says it leaves (best effort). Finished results
+    /// keep their leases: they are journaled, and sent at the next start.
+    async fn give_up(&mut self) {
+        let finished: HashSet<u64> = self.unreported.iter().map(|f| f.lease).collect();
+        let mut lease_ids: Vec<u64> = self
+            .held
+            .keys()
+            .copied()
+            .filter(|id| !finished.contains(id))
+            .collect();
+        lease_ids.sort_unstable();
+        drop(self.pool.take_unstarted());
+        for id in &lease_ids {
+            self.held.remove(id);
+        }
+        tracing::warn!(
+            handed_back = lease_ids.len(),
+            "stopping on an error: handing back the jobs not finished"
+        );
+        self.leave(lease_ids).await;
+    }
+
     /// Tells the coordinator that this worker takes no more jobs, handing back `lease_ids` (best effort).
     async fn leave(&mut self, lease_ids: Vec<u64>) {
         self.release(lease_ids, true).await
@@ -952,6 +987,46 @@ mod tests {
         journal
     }
 
+    /// A worker that stops on an error hands back every lease it has not finished: the one that
+    /// stopped it, those beyond what it asked for, and the one it started (found by a review, 2026-11-29: the
+    /// others were left to expire, a strike and an attempt each).
+    #[tokio::test]
+    async fn a_worker_that_stops_on_an_error_hands_back_every_lease_it_has_not_finished() {
+        let link = Memory::default();
+        let (first, _) = lease(1, 0);
+        let (second, _) = lease(2, 1);
+        let (mut unbuildable, _) = lease(3, 2);
+        unbuildable.plan = Plan::new(40, Strategy::D4);
+        assert!(unbuildable.plan.is_err());
+        link.0.lock().unwrap().leases.push_back(Ok(Leased {
+            leases: vec![first, unbuildable, second],
+            lease_timeout_ms: 60_000,
+            ..Leased::default()
+        }));
+        // Two threads: it asks for two leases, and gets a third beyond them.
+        let stopped = run(
+            WorkerConfig {
+                threads: 2,
+                ..config(true)
+            },
+            link.clone(),
+            None,
+            Vec::new(),
+            CancellationToken::new(),
+        )
+        .await;
+        assert!(matches!(stopped, Err(Error::Refused(_))), "{stopped:?}");
+        let mut handed: Vec<u64> = link
+            .calls("release")
+            .into_iter()
+            .chain(link.calls("leave"))
+            .flat_map(|c| c.ids)
+            .collect();
+        handed.sort();
+        assert_eq!(handed, vec![1, 2, 3]);
+        assert!(link.calls("report").is_empty());
+    }
+
     #[test]
     fn retry_delays_start_small_double_and_never_pass_the_cap_jitter_included() {
         for _ in 0..50 {
@@ -1069,8 +1144,12 @@ mod tests {
             .unwrap()
             .reports
             .push_back(Err(failing(Kind::OfTheResult)));
+        // Two threads: it asks for two leases, and gets a third beyond them.
         let stopped = run(
-            config(true),
+            WorkerConfig {
+                threads: 2,
+                ..config(true)
+            },
             link.clone(),
             Some(journal),
             Vec::new(),
