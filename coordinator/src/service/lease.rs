@@ -165,12 +165,25 @@ fn allowed_hand_backs(state: &mut super::State, worker: &str, ids: &[u64]) -> Ve
         .collect()
 }
 
+/// Ends spot check `id` of `out` (answered, expired or handed back): that lease alone
+/// ([`super::lease_table::Leases::end_check`]). Its job goes back in line: a count taken back while
+/// the check was out left the job open, and a lease call that met it then, leased, dropped it (found
+/// by a review, 2026-11-29: such a job sat disputed in no queue until a restart). A job still done is
+/// dropped by the next lease call that reads its record.
+pub(super) fn end_spot_check(state: &mut super::State, id: u64, out: &super::spot::Out) {
+    state.leases.end_check(id);
+    if let Some(run) = state.runs.get_mut(&out.run) {
+        run.requeue(out.key.clone());
+    }
+}
+
 fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> Vec<(u64, u64, String)> {
     let released = state.leases.release(worker, ids);
     for lease in &released {
-        // A spot check's job is done: nothing goes back in line; the identity owes the check.
+        // A spot check ends alone; its job goes back in line in case a count was taken back while
+        // it was out (a job done is dropped there); the identity owes the check.
         if let Some(out) = state.spot.ended(lease.id) {
-            state.leases.settle(out.run, &out.key);
+            end_spot_check(state, lease.id, &out);
             state.spot.owe(&lease.name, out);
             continue;
         }
@@ -783,10 +796,10 @@ impl Coordinator {
             }
         }
         for lease in &expired {
-            // A spot check's job is done: its expiry charged the worker (above), the job nothing; the
-            // identity owes the check.
+            // A spot check's expiry charged the worker (above), the job nothing; the identity owes
+            // the check.
             if let Some(out) = state.spot.ended(lease.id) {
-                state.leases.settle(out.run, &out.key);
+                end_spot_check(state, lease.id, &out);
                 state.spot.owe(&lease.name, out);
                 continue;
             }

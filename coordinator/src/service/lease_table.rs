@@ -513,6 +513,31 @@ impl Leases {
         self.take(id)
     }
 
+    /// Ends spot check `id` (answered, expired or handed back) and forgets it: it is no lease of its
+    /// job's count. The job's other ended leases stay, a lease kept past the count among them (its
+    /// honest late result may still take back a lie two colluders confirmed; found by a review,
+    /// 2026-11-29: ending a check forgot them all, [`Leases::settle`], and such a result then
+    /// quarantined its sender, the lie standing). Forgotten, the check takes no place in its job's
+    /// history either: checks dodged again and again cannot push such a lease out of it.
+    pub fn end_check(&mut self, id: u64) {
+        let job = match self.take(id) {
+            Some(lease) => (lease.run, lease.key),
+            None => match self.past.remove(&id) {
+                Some(e) => e.job,
+                None => return,
+            },
+        };
+        if self.by_job.get(&job) == Some(&id) {
+            self.by_job.remove(&job);
+        }
+        if let Some(ids) = self.past_by_job.get_mut(&job) {
+            ids.retain(|x| *x != id);
+            if ids.is_empty() {
+                self.past_by_job.remove(&job);
+            }
+        }
+    }
+
     /// Settles a job counted under lease `counted`, as [`Leases::settle`], except that the job's other
     /// leases that delivered nothing are remembered, ended: one still active (its job was leased again
     /// after `counted` expired) and those that ended without being handed back (expired, say). Their

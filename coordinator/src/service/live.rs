@@ -398,14 +398,20 @@ impl LiveRun {
         seq: u64,
     ) {
         // Pending again, or a count disputed (done, then open again): put back.
-        let put_back =
-            to.is_none() || (from == Some(JobState::Done) && to.is_some_and(JobState::is_open));
-        if put_back {
+        let taken_back = from == Some(JobState::Done) && to.is_some_and(JobState::is_open);
+        if to.is_none() || taken_back {
             self.open_at(seq);
             let at = self.reopened_at.entry(key.clone()).or_insert(seq);
             *at = (*at).max(seq);
         }
         self.moved(key, from, to);
+        // (`moved` puts a pending job back in line.) A count taken back is put back here, whichever
+        // report's result took it back: the commit thread merges reports, and only the first one's
+        // part carries the commit's moves (found by a review, 2026-11-29: a take-back by a later part
+        // left its job disputed in no queue).
+        if taken_back {
+            self.requeue(key.clone());
+        }
     }
 
     /// [`LiveRun::requeue`] of a job that commit `seq` left open (a verified job waiting for another
@@ -950,6 +956,33 @@ mod tests {
         live.moved_by(&j, Some(JobState::Done), None, 5);
         assert!(live.reopened_after(&j, 5), "put back by the same commit");
         assert!(!live.reopened_after(&j, 6));
+    }
+
+    /// A count taken back (done, then disputed or verifying again) goes back in line with the commit's
+    /// moves, whichever report's part applies them: only the first part of a merged commit carries
+    /// them, and a take-back by a later part's result was requeued by nobody (found by a review,
+    /// 2026-11-29: the job sat disputed in no queue until a restart). A job pending again is put back
+    /// once; a job that stays open, or is done, is not.
+    #[test]
+    fn a_count_taken_back_goes_back_in_line_with_the_commits_moves() {
+        let k = JobKey(vec![0, 1]);
+        let mut live = LiveRun::new(run(4), tally(3, 30), HashMap::new()).unwrap();
+        live.moved_by(&k, Some(JobState::Done), Some(JobState::Disputed), 2);
+        assert_eq!(live.retry, VecDeque::from([k.clone()]));
+        assert!(live.reopened_after(&k, 2));
+        let mut live = LiveRun::new(run(4), tally(3, 30), HashMap::new()).unwrap();
+        live.moved_by(&k, Some(JobState::Done), Some(JobState::Verifying), 2);
+        assert_eq!(live.retry.len(), 1);
+        let mut live = LiveRun::new(run(4), tally(3, 30), HashMap::new()).unwrap();
+        live.moved_by(&k, Some(JobState::Done), None, 2);
+        assert_eq!(live.retry.len(), 1, "pending again: put back once");
+        let mut live = LiveRun::new(run(4), tally(3, 30), HashMap::new()).unwrap();
+        live.moved_by(&k, Some(JobState::Verifying), Some(JobState::Disputed), 2);
+        live.moved_by(&k, Some(JobState::Disputed), Some(JobState::Done), 3);
+        assert!(
+            live.retry.is_empty(),
+            "open all along, or done: not put back"
+        );
     }
 
     /// Job-state counts add up whatever order two commits' moves are applied in: a move out of a state

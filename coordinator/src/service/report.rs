@@ -208,20 +208,9 @@ impl Coordinator {
                     tracing::debug!(worker, run = inc.run, job = %inc.key, "duplicate result")
                 }
                 Outcome::Mismatch { stored } => {
-                    // A confirmed count contradicted under a lease issued for its job is taken back
-                    // (its confirmers may have agreed on a lie): the job goes back in line.
-                    let taken_back = inc.lease_active
-                        && committed.moved.iter().any(|m| {
-                            m.run == inc.run
-                                && m.key == inc.key
-                                && m.from == Some(JobState::Done)
-                                && m.to.is_some_and(JobState::is_open)
-                        });
-                    if taken_back {
-                        if let Some(run) = state.runs.get_mut(&inc.run) {
-                            run.requeue_by(inc.key.clone(), committed.seq);
-                        }
-                    }
+                    // A confirmed count contradicted under a live lease of its job is taken back (its
+                    // confirmers may have agreed on a lie): the commit's moves put the job back in
+                    // line ([`LiveRun::moved_by`](super::live::LiveRun::moved_by)).
                     // Under no lease issued for its job, a different result proves nothing: counted
                     // for one line per batch, not one each (its sender can send thousands for free).
                     if !inc.lease_issued {
@@ -237,7 +226,7 @@ impl Coordinator {
                         stored_total = stored.total,
                         reported_nodes = inc.result.nodes,
                         stored_nodes = stored.nodes,
-                        taken_back,
+                        lease_active = inc.lease_active,
                         "result differs from the stored result of a done job: the worker is quarantined if it contradicts a confirmed result under a lease issued for the job (which takes the count back for further identities to decide), else the stored one is kept"
                     )
                 }
@@ -249,7 +238,7 @@ impl Coordinator {
             let Some(out) = state.spot.answered(inc.lease, inc.run, &inc.key) else {
                 continue;
             };
-            state.leases.settle(out.run, &out.key);
+            super::lease::end_spot_check(state, inc.lease, &out);
             match outcome {
                 Outcome::Duplicate => {
                     state.spot.passed(name);

@@ -3938,6 +3938,120 @@ async fn a_lease_outlived_by_a_confirmed_lie_takes_the_count_back() {
     assert!(!quarantined.contains_key("slow"), "lifted");
 }
 
+/// A verified run of N = 8 whose jobs `slow` leased and let expire, then `liar-1` and `liar-2`
+/// confirmed a lie on each but one: `liar-2` keeps that one's lease, so the run stays open and lends
+/// spot checks of the others. Returns the run, `slow`'s leases, and the job kept.
+async fn outlived_by_lies(c: &Coordinator) -> (String, Vec<Granted>, JobKey) {
+    let run = verified_run_of_8(c).await;
+    let slow = lease_credential(c, "slow", 4096).await;
+    assert!(slow.len() > 2);
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    let mut kept = None;
+    for name in ["liar-1", "liar-2"] {
+        loop {
+            let mut got = lease_credential(c, name, 4096).await;
+            if name == "liar-2" && kept.is_none() && !got.is_empty() {
+                kept = Some(got.remove(0).key);
+            }
+            if got.is_empty() {
+                break;
+            }
+            c.report(name, name, got.iter().map(lying).collect())
+                .await
+                .unwrap();
+        }
+    }
+    let lied = c.run(&run).unwrap();
+    assert!(!lied.is_done());
+    assert_eq!(lied.jobs_confirmed + 1, lied.meta.jobs_total);
+    (run, slow, kept.unwrap())
+}
+
+/// Ending a spot check ends that lease alone. Before, it forgot every ended lease of its job: a
+/// third credential that handed back a check of a job two colluders had confirmed a lie on made the
+/// coordinator forget the honest worker's lease kept past that count, and the honest late result then
+/// only quarantined its sender, the lie standing (found by a review, 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn ending_a_spot_check_keeps_the_leases_its_job_outlived() {
+    let c = coordinator();
+    let (run, slow, kept) = outlived_by_lies(&c).await;
+    let confirmed: Vec<&Granted> = slow.iter().filter(|g| g.key != kept).collect();
+    assert!(confirmed.iter().all(|g| c.state().leases.outlived(g.id)));
+    // Sweepers take checks and hand them back, or answer them with the lie (a pass).
+    let mut checked = std::collections::HashSet::new();
+    for i in 0..40 {
+        let name = format!("sweeper-{i}");
+        let got = lease_credential(&c, &name, 256).await;
+        assert!(got.iter().all(|g| g.key != kept), "only checks are left");
+        checked.extend(got.iter().map(|g| g.key.clone()));
+        if i % 2 == 0 {
+            let ids: Vec<u64> = got.iter().map(|g| g.id).collect();
+            c.release(&name, &ids, false).unwrap();
+        } else {
+            c.report(&name, &name, got.iter().map(lying).collect())
+                .await
+                .unwrap();
+        }
+    }
+    assert!(
+        confirmed.iter().all(|g| checked.contains(&g.key)),
+        "every confirmed job was checked"
+    );
+    assert!(
+        confirmed.iter().all(|g| c.state().leases.outlived(g.id)),
+        "the honest worker's leases are remembered"
+    );
+    let before = c.run(&run).unwrap();
+    let outcomes = report_all(&c, "slow", &slow).await;
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| matches!(o, Outcome::Mismatch { .. })),
+        "{outcomes:?}"
+    );
+    let after = c.run(&run).unwrap();
+    assert_eq!(
+        after.tally.jobs + 1,
+        before.tally.jobs,
+        "one count taken back"
+    );
+}
+
+/// A spot check out while its job's count is taken back leaves the job leasable once the check ends.
+/// Before, a lease call that met the job while the check was out dropped it (leased), and the check's
+/// end put nothing back: the job sat disputed in no queue, and the run never finished until a
+/// restart (found by a review, 2026-11-29: one credential, sacrificed, could strand a job so).
+#[tokio::test(start_paused = true)]
+async fn a_job_taken_back_while_its_spot_check_is_out_is_leased_once_the_check_ends() {
+    let c = coordinator();
+    let (run, slow, _) = outlived_by_lies(&c).await;
+    // Another credential holds a check; "slow" (honest, late) takes that job's count back.
+    let mut check = lease_credential(&c, "holder", 256).await;
+    assert!(!check.is_empty());
+    let others: Vec<u64> = check.drain(1..).map(|g| g.id).collect();
+    c.release("holder", &others, false).unwrap();
+    let old = slow.iter().find(|g| g.key == check[0].key).unwrap();
+    let outcomes = report_all(&c, "slow", std::slice::from_ref(old)).await;
+    assert!(
+        matches!(outcomes[0], Outcome::Mismatch { .. }),
+        "{outcomes:?}"
+    );
+    assert!(!c.run(&run).unwrap().is_done());
+    // Meanwhile a judge's lease call meets the job, leased (the check): it is not offered.
+    let meanwhile = lease(&c, "judge", 4096).await;
+    assert!(meanwhile.iter().all(|g| g.key != check[0].key));
+    report_all(&c, "judge", &meanwhile).await;
+    // The check expires.
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    let later = lease(&c, "judge", 4096).await;
+    assert!(
+        later.iter().any(|g| g.key == check[0].key),
+        "the disputed job is offered once its check ended: {later:?}"
+    );
+}
+
 /// After a restart, a tag kept from a lease handed back in the earlier incarnation proves no lease: a
 /// result under it is refused while its job is open, and only compared once honest workers counted it
 /// (nobody framed, no count taken back). Before, the lease table forgot the hand-back with the
