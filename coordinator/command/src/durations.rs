@@ -28,6 +28,11 @@ pub fn lease_timeout(s: &str) -> Result<Duration, String> {
     within(s, Duration::from_millis(100), 7 * DAY)
 }
 
+/// `serve --max-lease-hold`: a minute to 365 days.
+pub fn max_lease_hold(s: &str) -> Result<Duration, String> {
+    within(s, Duration::from_secs(60), 365 * DAY)
+}
+
 /// A progress log's interval (`serve`, `worker`): 10 ms to a day.
 pub fn progress_interval(s: &str) -> Result<Duration, String> {
     within(s, Duration::from_millis(10), DAY)
@@ -51,6 +56,9 @@ mod tests {
         assert!(lease_timeout("300000000000y")
             .unwrap_err()
             .contains("at most 7days"));
+        assert_eq!(max_lease_hold("24h"), Ok(DAY));
+        assert!(max_lease_hold("59s").unwrap_err().contains("at least 1m"));
+        assert!(max_lease_hold("366days").unwrap_err().contains("at most"));
         assert!(progress_interval("0s").is_err());
         assert_eq!(load_time("0s"), Ok(Duration::ZERO));
         assert!(load_time("2days").is_err());

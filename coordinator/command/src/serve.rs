@@ -26,6 +26,11 @@ pub struct ServeArgs {
     /// How long a lease lives without a heartbeat, e.g. 60s, 5m (at least 100ms).
     #[arg(long, default_value = "60s", value_parser = crate::durations::lease_timeout)]
     pub lease_timeout: Duration,
+    /// Longest a lease lives however many heartbeats it gets, e.g. 24h, 7days (1m to 365days): a
+    /// worker that holds jobs and never reports loses them then, as if silent; a late result is still
+    /// taken.
+    #[arg(long, default_value = "24h", value_parser = crate::durations::max_lease_hold)]
+    pub max_lease_hold: Duration,
     /// Expired leases after which a job fails (it stalls or kills every worker that takes it).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_attempts: u32,
@@ -248,6 +253,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             RetryFailed::None
         },
         lease_timeout: args.lease_timeout,
+        max_lease_hold: args.max_lease_hold,
         max_attempts: args.max_attempts,
         repair: args.repair,
         max_in_flight: args.max_in_flight,

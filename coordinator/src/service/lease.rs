@@ -773,6 +773,9 @@ impl Coordinator {
             .metrics
             .leases_expired
             .inc_by(expired.len() as u64);
+        for lease in expired.iter().filter(|l| state.leases.held_longest(l)) {
+            tracing::warn!(worker = %lease.worker, name = %lease.name, run = lease.run, job = %lease.key, lease = lease.id, held_s = (now - lease.issued).as_secs(), "lease taken back: held as long as a lease may (`serve --max-lease-hold`), its heartbeats notwithstanding; the job is leased again, and a late result still taken");
+        }
         // Each worker whose leases expired in this sweep gets one strike, however many they were.
         let mut charged = std::collections::BTreeMap::<String, u32>::new();
         for lease in &expired {

@@ -61,6 +61,8 @@ pub const PAST_PER_JOB: usize = 16;
 #[derive(Debug)]
 pub struct Leases {
     timeout: Duration,
+    /// Longest a lease lives however many heartbeats it gets (`None`: no bound).
+    max_hold: Option<Duration>,
     epoch: u64,
     /// The store's lease secret.
     secret: [u8; 16],
@@ -82,6 +84,8 @@ pub struct Leases {
     cancelled: HashSet<u64>,
     /// When each earlier incarnation on record began, by epoch: its leases were issued after.
     began: HashMap<u64, Instant>,
+    /// Active leases that are spot checks ([`Leases::issue_check`]): ended, they are forgotten.
+    checks: HashSet<u64>,
 }
 
 impl Leases {
@@ -89,6 +93,7 @@ impl Leases {
     pub fn new(epoch: u64, secret: [u8; 16], timeout: Duration) -> Leases {
         Leases {
             timeout,
+            max_hold: None,
             epoch,
             secret,
             next_seq: 1,
@@ -100,6 +105,7 @@ impl Leases {
             past_by_job: HashMap::new(),
             cancelled: HashSet::new(),
             began: HashMap::new(),
+            checks: HashSet::new(),
         }
     }
 
@@ -122,9 +128,33 @@ impl Leases {
         self
     }
 
+    /// The table, whose leases live at most `max_hold` from their issue, however many heartbeats
+    /// they get: a credential that heartbeats its leases and never reports cannot hold their jobs for
+    /// good (its leases then expire as silent ones do: a strike, the job leased again).
+    pub fn holding_at_most(mut self, max_hold: Duration) -> Leases {
+        self.max_hold = Some(max_hold);
+        self
+    }
+
     /// How long a lease lives without a heartbeat.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// The deadline of a lease issued at `issued`, extended at `now`: a lease timeout from now, and
+    /// never past its longest hold.
+    fn deadline(&self, issued: Instant, now: Instant) -> Instant {
+        let next = now + self.timeout;
+        match self.max_hold {
+            Some(hold) => next.min(issued + hold),
+            None => next,
+        }
+    }
+
+    /// Whether `lease` ends at its longest hold (not for want of a heartbeat).
+    pub fn held_longest(&self, lease: &Lease) -> bool {
+        self.max_hold
+            .is_some_and(|hold| lease.deadline >= lease.issued + hold)
     }
 
     /// Leases a job to a worker until `now + timeout`.
@@ -147,10 +177,27 @@ impl Leases {
                 key,
                 worker: worker.to_string(),
                 name: name.to_string(),
-                deadline: now + self.timeout,
+                deadline: self.deadline(now, now),
                 issued: now,
             },
         );
+        id
+    }
+
+    /// Leases a spot check of a done job, as [`Leases::issue`]. However it ends, it is forgotten: it
+    /// is no lease of its job's count, and it takes no place in the job's history of ended leases,
+    /// whose leases kept past the count a check must not push out (an expiring check did, found by a
+    /// review, 2026-11-29).
+    pub fn issue_check(
+        &mut self,
+        run: u64,
+        key: JobKey,
+        worker: &str,
+        name: &str,
+        now: Instant,
+    ) -> u64 {
+        let id = self.issue(run, key, worker, name, now);
+        self.checks.insert(id);
         id
     }
 
@@ -243,6 +290,7 @@ impl Leases {
     /// Takes an active lease out of the table (and out of [`Leases::held`]).
     fn take(&mut self, id: u64) -> Option<Lease> {
         let lease = self.active.remove(&id)?;
+        self.checks.remove(&id);
         if let Some(by) = self.held.get_mut(&lease.run) {
             if let Some(n) = by.get_mut(&lease.worker) {
                 *n -= 1;
@@ -281,9 +329,15 @@ impl Leases {
     pub fn heartbeat(&mut self, worker: &str, ids: &[u64], now: Instant) -> Vec<u64> {
         let mut lost = Vec::new();
         for id in ids {
-            match self.active.get_mut(id) {
-                Some(l) if l.worker == worker => l.deadline = now + self.timeout,
-                _ => lost.push(*id),
+            let deadline = match self.active.get(id) {
+                Some(l) if l.worker == worker => self.deadline(l.issued, now),
+                _ => {
+                    lost.push(*id);
+                    continue;
+                }
+            };
+            if let Some(l) = self.active.get_mut(id) {
+                l.deadline = deadline;
             }
         }
         lost
@@ -404,9 +458,13 @@ impl Leases {
     fn end_as(&mut self, id: u64, handed_back: bool, delivered: bool) -> Option<Lease> {
         // (The history of ended leases, kept so that a late report under one is still recognised, is
         // bounded per job: see `PAST_PER_JOB`.)
+        let check = self.checks.contains(&id);
         let lease = self.take(id)?;
         let job = (lease.run, lease.key.clone());
         self.by_job.remove(&job);
+        if check {
+            return Some(lease);
+        }
         let ended = Ended {
             job: job.clone(),
             name: lease.name.clone(),
@@ -513,28 +571,15 @@ impl Leases {
         self.take(id)
     }
 
-    /// Ends spot check `id` (answered, expired or handed back) and forgets it: it is no lease of its
-    /// job's count. The job's other ended leases stay, a lease kept past the count among them (its
-    /// honest late result may still take back a lie two colluders confirmed; found by a review,
-    /// 2026-11-29: ending a check forgot them all, [`Leases::settle`], and such a result then
-    /// quarantined its sender, the lie standing). Forgotten, the check takes no place in its job's
-    /// history either: checks dodged again and again cannot push such a lease out of it.
+    /// Ends spot check `id` (answered, expired or handed back), if it is still active, and forgets it
+    /// ([`Leases::issue_check`]). The job's other ended leases stay, a lease kept past the count among
+    /// them: its honest late result may still take back a lie two colluders confirmed (found by a
+    /// review, 2026-11-29: ending a check forgot them all, [`Leases::settle`], and such a result then
+    /// quarantined its sender, the lie standing).
     pub fn end_check(&mut self, id: u64) {
-        let job = match self.take(id) {
-            Some(lease) => (lease.run, lease.key),
-            None => match self.past.remove(&id) {
-                Some(e) => e.job,
-                None => return,
-            },
-        };
-        if self.by_job.get(&job) == Some(&id) {
-            self.by_job.remove(&job);
-        }
-        if let Some(ids) = self.past_by_job.get_mut(&job) {
-            ids.retain(|x| *x != id);
-            if ids.is_empty() {
-                self.past_by_job.remove(&job);
-            }
+        if self.active.contains_key(&id) {
+            self.checks.insert(id);
+            self.end(id);
         }
     }
 
@@ -620,6 +665,90 @@ mod tests {
         assert!(t.check_report(id, tag, 1, &key("0.2"), "w").is_err());
         t.settle(1, &key("0.1"));
         assert!(t.check_report(id, tag, 1, &key("0.1"), "w").is_err());
+    }
+
+    /// A spot check that ends (here: expires) takes no place in its job's history of ended leases:
+    /// sixteen leases ended unsettled and kept past the job's count all stay. Before, an expiring
+    /// check was recorded like any lease, and the history's trim pushed out the oldest, an honest
+    /// worker's (found by a review, 2026-11-29).
+    #[tokio::test(start_paused = true)]
+    async fn an_ended_spot_check_pushes_no_lease_out_of_its_jobs_history() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        let job = key("0.1");
+        let mut t = Leases::new(2, SECRET, s(10));
+        let honest = t.issue(1, job.clone(), "s", "s", now);
+        t.expire(now + s(11));
+        for k in 1..PAST_PER_JOB as u64 {
+            t.issue(1, job.clone(), "x", "x", now + s(11 * k));
+            assert_eq!(t.expire(now + s(11 * k + 11)).len(), 1);
+        }
+        // Counted under a lease of an earlier incarnation: every one of the sixteen is kept past it.
+        t.settle_counted(1, &job, (1 << SEQ_BITS) | 5);
+        assert!(t.outlived(honest));
+        let at = now + s(11 * PAST_PER_JOB as u64);
+        let check = t.issue_check(1, job.clone(), "y", "y", at);
+        assert!(t.is_leased(1, &job));
+        assert_eq!(t.expire(at + s(11)).len(), 1);
+        t.end_check(check);
+        assert!(!t.is_leased(1, &job));
+        assert!(t.outlived(honest), "the honest lease is remembered");
+        assert_eq!(t.past_by_job[&(1, job.clone())].len(), PAST_PER_JOB);
+        assert!(!t.past.contains_key(&check), "the check is forgotten");
+        // A check handed back, or answered, is forgotten too; ended by `end_check` while active, so.
+        for end in 0..3 {
+            let check = t.issue_check(1, job.clone(), "y", "y", at);
+            match end {
+                0 => assert_eq!(t.release("y", &[check]).len(), 1),
+                1 => assert!(t.deliver(check, 1, &job, "y")),
+                _ => t.end_check(check),
+            }
+            assert!(!t.is_leased(1, &job));
+            assert!(!t.past.contains_key(&check) && !t.checks.contains(&check));
+            assert!(t.outlived(honest));
+        }
+    }
+
+    /// Heartbeats keep a lease no longer than its longest hold: then it expires as a silent one does,
+    /// said to be held longest. A lease ended for want of a heartbeat is not; without a bound,
+    /// heartbeats keep a lease for good.
+    #[tokio::test(start_paused = true)]
+    async fn heartbeats_keep_a_lease_no_longer_than_its_longest_hold() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        let mut t = Leases::new(3, SECRET, s(10)).holding_at_most(s(35));
+        let held = t.issue(1, key("0.1"), "w", "w", now);
+        let silent = t.issue(1, key("0.2"), "w", "w", now);
+        for at in [5, 10, 15, 20, 25, 30, 34] {
+            assert!(t.heartbeat("w", &[held], now + s(at)).is_empty());
+            let gone = t.expire(now + s(at));
+            assert!(gone.iter().all(|l| l.id == silent), "{gone:?}");
+            assert!(gone.iter().all(|l| !t.held_longest(l)));
+        }
+        assert!(!t.is_leased(1, &key("0.2")));
+        assert!(t.expire(now + s(35) - Duration::from_millis(1)).is_empty());
+        let gone = t.expire(now + s(35));
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].id, held);
+        assert!(t.held_longest(&gone[0]));
+        assert!(!t.is_leased(1, &key("0.1")));
+        // Its late result is still recognised, as an expired lease's is.
+        let tag = t.tag(held, 1, &key("0.1"), "w");
+        assert!(t.check_report(held, tag, 1, &key("0.1"), "w").is_ok());
+        // Without a bound, a lease lives as long as its heartbeats come.
+        let mut free = Leases::new(3, SECRET, s(10));
+        let id = free.issue(1, key("0.1"), "w", "w", now);
+        for at in (5..1000).step_by(5) {
+            assert!(free.heartbeat("w", &[id], now + s(at)).is_empty());
+            assert!(free.expire(now + s(at)).is_empty());
+        }
+        // A bound shorter than the timeout ends a lease at the bound, heartbeat or not.
+        let mut short = Leases::new(3, SECRET, s(10)).holding_at_most(s(3));
+        let id = short.issue(1, key("0.1"), "w", "w", now);
+        assert!(short.expire(now + s(2)).is_empty());
+        let gone = short.expire(now + s(3));
+        assert_eq!(gone[0].id, id);
+        assert!(short.held_longest(&gone[0]));
     }
 
     #[tokio::test(start_paused = true)]

@@ -88,7 +88,15 @@ pub struct Config {
     /// result's kernel family while a live worker of another family serves ([`FAMILY_WAIT`] by
     /// default; zero: never).
     pub family_wait: Duration,
+    /// Longest a lease lives, however many heartbeats it gets ([`MAX_LEASE_HOLD`] by default): past
+    /// it, the lease expires as a silent one does (a strike, the job leased again), and its worker's
+    /// late result is still taken.
+    pub max_lease_hold: Duration,
 }
+
+/// [`Config::max_lease_hold`] by default: a day, hundreds of times what a job of a plan's default
+/// depth takes on one core at N = 28 (BENCHMARKS.md), so that only a lease held on purpose meets it.
+pub const MAX_LEASE_HOLD: Duration = Duration::from_secs(86_400);
 
 /// [`Config::family_wait`] by default: a few lease timeouts, so that a worker of another family, busy
 /// with its own jobs, meets the waiting job at its next lease (they come first, from the retry
@@ -156,6 +164,7 @@ impl Default for Config {
             retry_failed: RetryFailed::None,
             max_open_runs: MAX_OPEN_RUNS,
             family_wait: FAMILY_WAIT,
+            max_lease_hold: MAX_LEASE_HOLD,
         }
     }
 }
@@ -366,6 +375,7 @@ impl Coordinator {
                 state: Mutex::new(State {
                     runs,
                     leases: Leases::new(store.epoch(), store.lease_secret(), config.lease_timeout)
+                        .holding_at_most(config.max_lease_hold)
                         .with_epoch_starts(&epoch_starts, crate::durable::store::now_unix()),
                     workers: Workers::with_earlier_results(earlier_results),
                     quarantined,

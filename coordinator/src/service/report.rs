@@ -235,6 +235,12 @@ impl Coordinator {
         // Spot checks answered by their own job's result: passed, or failed (the commit quarantined the
         // worker).
         for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
+            // Only under its lease, checked for this identity: another's result under the check's id
+            // (a partner told it) answers nothing. Before, it ended the check, unowed, and a stored
+            // count sent so passed it (found by a review, 2026-11-29).
+            if !inc.lease_checked {
+                continue;
+            }
             let Some(out) = state.spot.answered(inc.lease, inc.run, &inc.key) else {
                 continue;
             };

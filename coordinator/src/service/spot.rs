@@ -307,7 +307,7 @@ pub(super) fn lease(
         let (plan, fingerprint) = (run.plan, run.fingerprint);
         let id = state
             .leases
-            .issue(out.run, out.key.clone(), worker, name, now);
+            .issue_check(out.run, out.key.clone(), worker, name, now);
         spots.push(Granted {
             id,
             tag: state.leases.tag(id, out.run, &out.key, name),

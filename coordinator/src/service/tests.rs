@@ -155,6 +155,45 @@ async fn a_slow_worker_that_heartbeats_keeps_its_leases_past_the_timeout() {
     assert_eq!(total(&c, &run), (Q8, true));
 }
 
+/// A worker credential that heartbeats its leases and never reports loses them at the longest hold
+/// (`serve --max-lease-hold`): its jobs go to another worker and the run ends exact. Before, it held
+/// them for as long as it liked, and the run never finished (found by a review, 2026-11-29). Its
+/// late results, the same, change nothing.
+#[tokio::test(start_paused = true)]
+async fn a_credential_that_heartbeats_and_never_reports_loses_its_leases_at_the_longest_hold() {
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        max_lease_hold: TIMEOUT * 10,
+        ..Config::default()
+    };
+    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+    let run = run_of_8(&c).await;
+    let held = lease_credential(&c, "hoarder", 4096).await;
+    assert!(!held.is_empty());
+    let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
+    let hoarder = "hoarder";
+    for _ in 0..19 {
+        tokio::time::advance(TIMEOUT / 2).await;
+        assert!(
+            c.heartbeat(hoarder, &ids).unwrap().0.is_empty(),
+            "still its"
+        );
+        c.expire_leases().await;
+        assert!(lease(&c, "other", 4096).await.is_empty());
+    }
+    // The tenth timeout since the issue: heartbeats or not, they end, and the next one says so.
+    tokio::time::advance(TIMEOUT / 2).await;
+    c.expire_leases().await;
+    assert_eq!(c.heartbeat(hoarder, &ids).unwrap().0.len(), ids.len());
+    let again = lease(&c, "other", 4096).await;
+    assert_eq!(again.len(), held.len(), "every job is leased again");
+    report_all(&c, "other", &again).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+    let late = report_all(&c, hoarder, &held).await;
+    assert!(late.iter().all(|o| *o == Outcome::Duplicate), "{late:?}");
+    assert_eq!(total(&c, &run), (Q8, true));
+}
+
 /// Leases up to `capacity` jobs to `first`, lets those leases expire, then leases them again to
 /// `second`: both leases of each job, the first ended.
 async fn leased_again(
@@ -4016,6 +4055,30 @@ async fn ending_a_spot_check_keeps_the_leases_its_job_outlived() {
         before.tally.jobs,
         "one count taken back"
     );
+}
+
+/// A spot check is answered only by its holder, under its lease: another identity's result under the
+/// check's id (a partner told it) ends nothing and passes nothing. Before, it ended the check, which
+/// the holder then no longer owed, and the stored count sent so earned the partner a pass, a say in
+/// disputes (found by a review, 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn another_identitys_result_under_a_checks_id_answers_nothing() {
+    let c = coordinator();
+    outlived_by_lies(&c).await;
+    let check = lease_credential(&c, "holder", 256).await;
+    assert!(!check.is_empty());
+    let g = &check[0];
+    // The stored count (the lie), then another, under the holder's check.
+    for sent in [lying(g), report(g)] {
+        let _ = c.report("partner", "partner", vec![sent]).await;
+        assert!(c.state().leases.is_leased(g.run, &g.key), "still out");
+        assert_eq!(c.state().spot.passed_by("partner"), 0);
+    }
+    // The holder answers it: passed.
+    let answered = c.report("holder", "holder", vec![lying(g)]).await.unwrap();
+    assert_eq!(answered, vec![Outcome::Duplicate]);
+    assert!(!c.state().leases.is_leased(g.run, &g.key));
+    assert_eq!(c.state().spot.passed_by("holder"), 1);
 }
 
 /// A spot check out while its job's count is taken back leaves the job leasable once the check ends.

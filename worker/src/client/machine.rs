@@ -1027,6 +1027,45 @@ mod tests {
         assert!(link.calls("report").is_empty());
     }
 
+    /// A worker that stops on an error keeps the lease of a result it finished and journaled: the
+    /// result is sent at the next start under it (handed back, the lease would make the coordinator
+    /// refuse it while the job is open, and the work be lost).
+    #[tokio::test]
+    async fn a_worker_that_stops_on_an_error_keeps_the_leases_of_its_finished_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(&dir.path().join("w.journal")).unwrap();
+        let link = Memory::default();
+        link.lease_one(lease(9, 1).0, 60_000);
+        // The answer to its report names no outcome: the worker stops, its result journaled.
+        link.0.lock().unwrap().reports.push_back(Ok(Vec::new()));
+        let stopped = run(
+            config(true),
+            link.clone(),
+            Some(journal),
+            Vec::new(),
+            CancellationToken::new(),
+        )
+        .await;
+        assert!(matches!(stopped, Err(Error::Refused(_))), "{stopped:?}");
+        assert_eq!(link.calls("report").len(), 1);
+        let handed: Vec<u64> = link
+            .calls("release")
+            .into_iter()
+            .chain(link.calls("leave"))
+            .flat_map(|c| c.ids)
+            .collect();
+        assert!(!handed.contains(&9), "{handed:?}");
+        let journal = Journal::open(&dir.path().join("w.journal")).unwrap();
+        assert_eq!(
+            journal
+                .pending()
+                .iter()
+                .map(|f| f.lease)
+                .collect::<Vec<_>>(),
+            vec![9]
+        );
+    }
+
     #[test]
     fn retry_delays_start_small_double_and_never_pass_the_cap_jitter_included() {
         for _ in 0..50 {
@@ -1144,12 +1183,8 @@ mod tests {
             .unwrap()
             .reports
             .push_back(Err(failing(Kind::OfTheResult)));
-        // Two threads: it asks for two leases, and gets a third beyond them.
         let stopped = run(
-            WorkerConfig {
-                threads: 2,
-                ..config(true)
-            },
+            config(true),
             link.clone(),
             Some(journal),
             Vec::new(),
