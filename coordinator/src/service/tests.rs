@@ -2423,6 +2423,56 @@ async fn a_second_result_is_steered_to_another_kernel_family() {
     assert!(of_g.iter().all(|k| to_g2.contains(k)), "{of_g:?} {to_g2:?}");
 }
 
+/// A worker row that never leased (seen only through a report) counts as no identity in the steering
+/// quorum. Before, its name was empty, and its stated families counted as a second identity's: one
+/// credential, with a report from a second worker id, made the quorum alone, and every verified job
+/// of the common family was held for it, its partner's lies among them (found by a review,
+/// 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn a_row_seen_only_through_a_report_counts_in_no_steering_quorum() {
+    use nqueens_common::{Family, JobKey};
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        family_wait: Duration::from_secs(3600),
+        ..Config::default()
+    };
+    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+    c.create_run(10, Strategy::D4, None, Some(1.0), 0, false)
+        .await
+        .unwrap();
+    let l = lease(&c, "l", 3).await;
+    let l2 = lease(&c, "l2", 1).await;
+    let g = lease(&c, "g", 1).await;
+    for (name, held, family) in [
+        ("l", &l, Family::CpuLists),
+        ("l2", &l2, Family::CpuLists),
+        ("g", &g, Family::Gpu),
+    ] {
+        let reports = held
+            .iter()
+            .map(|g| Report {
+                family: Some(family),
+                ..report(g)
+            })
+            .collect();
+        c.report(name, name, reports).await.unwrap();
+    }
+    // g again, from another worker id that never leases, stating a GPU.
+    let again = Report {
+        family: Some(Family::Gpu),
+        ..report(&g[0])
+    };
+    let outcomes = c.report("g-phantom", "g", vec![again]).await.unwrap();
+    assert_eq!(outcomes, vec![Outcome::Duplicate]);
+    // One GPU identity makes no quorum: l's first results go to l2 at once.
+    let to_l2: Vec<JobKey> = lease(&c, "l2", 4096)
+        .await
+        .into_iter()
+        .map(|g| g.key)
+        .collect();
+    assert!(l.iter().all(|g| to_l2.contains(&g.key)), "{to_l2:?}");
+}
+
 /// A worker that asks for one run's jobs (`worker --run`) gets spot checks of that run only: never a
 /// lease of another run, which it would not take.
 #[tokio::test(start_paused = true)]

@@ -342,7 +342,9 @@ impl Workers {
     }
 
     /// The kernel families of the workers seen within `timeout` of `now` and not leaving: those of the
-    /// identity `name`, and every other identity's (by name; those with none stated left out).
+    /// identity `name`, and every other identity's (by name; those with none stated left out). A row
+    /// that never leased has no name, and counts as nobody: a report from a second worker id must not
+    /// make one credential two identities (found by a review, 2026-11-29).
     pub fn families(
         &self,
         name: &str,
@@ -353,6 +355,9 @@ impl Workers {
         let mut others: HashMap<String, FamilySet> = HashMap::new();
         for w in self.seen.values() {
             if w.lost || w.leaving || now.saturating_duration_since(w.last_seen) > timeout {
+                continue;
+            }
+            if w.name.is_empty() {
                 continue;
             }
             if w.name == name {

@@ -355,10 +355,12 @@ impl Store {
                     .filter(trusted)
                     .flat_map(ResultRecord::identities)
                     .collect();
+                // (Each identity's, in the order of `agreeing`: a candidate taken back from two
+                // gives both, and both their families.)
                 let agreeing_families: Vec<Option<nqueens_common::Family>> = candidates
                     .iter()
                     .filter(trusted)
-                    .map(ResultRecord::family)
+                    .flat_map(|c| (0..=c.confirmed_by.len()).map(|i| c.family_at(i)))
                     .collect();
                 // A job open for verification (a result waiting, or two disagreeing) stays verified
                 // whatever the run record says: the record's fraction, damaged, must not let this

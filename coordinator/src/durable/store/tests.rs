@@ -2554,6 +2554,40 @@ fn a_confirmed_count_contradicted_under_an_issued_lease_is_decided_again() {
     store.audit().unwrap();
 }
 
+/// A count taken back and decided again keeps each identity's kernel family beside it: the decider's
+/// first, then the worker and the confirmer of the candidate it agreed with. Before, a candidate gave
+/// all its identities but one family (its worker's), so the confirmer's family was lost and the
+/// certificate showed `-` for it (found by a review, 2026-11-29).
+#[test]
+fn a_count_decided_again_keeps_every_identitys_family() {
+    use nqueens_common::Family;
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    let with = |name: &str, family: Family, wrong: u64| Incoming {
+        family: Some(family),
+        ..by(&plan, name, job.clone(), wrong)
+    };
+    store.commit(&[with("a", Family::Gpu, 0)]).unwrap();
+    store.commit(&[with("b", Family::CpuLists, 0)]).unwrap();
+    // A contradiction under a live lease takes the count back; d agrees with a and b.
+    let taken = store.commit(&[with("h", Family::CpuStack, 8)]).unwrap();
+    assert_eq!(taken.disputed.len(), 1);
+    let decided = store.commit(&[with("d", Family::CpuStack, 0)]).unwrap();
+    assert_eq!(decided.outcomes, vec![Outcome::Accepted]);
+    let counted = store.result(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(counted.worker, "d");
+    let family = |name: &str| match name {
+        "a" => Family::Gpu,
+        "b" => Family::CpuLists,
+        _ => Family::CpuStack,
+    };
+    let identities: Vec<String> = counted.identities().collect();
+    assert_eq!(identities.len(), 3, "{identities:?}");
+    for (i, name) in identities.iter().enumerate() {
+        assert_eq!(counted.family_at(i), Some(family(name)), "{name}");
+    }
+}
+
 /// A confirmer of a count taken back, quarantined while the job is open again (shown wrong elsewhere),
 /// is revoked from the candidate it confirmed: its revocation completes, and the candidate stands on
 /// its worker alone, its families in step. Before, the revocation dropped candidates by their worker
