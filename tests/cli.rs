@@ -902,7 +902,7 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     let data = data.to_str().unwrap();
-    let cases: [(&[&str], &str); 21] = [
+    let cases: [(&[&str], &str); 23] = [
         // Durations past what a clock can add panicked at their first use: serve's every Lease call
         // (holding the state lock), its progress log, the worker at its start, loadgen (found by a
         // review, 2026-11-24, a later session).
@@ -933,6 +933,23 @@ fn absurd_flag_values_are_refused_before_anything_starts() {
         (
             &["worker", "--journal", data, "--progress-interval", "0s"],
             "--progress-interval",
+        ),
+        (
+            &["serve", "--data", data, "--max-lease-hold", "300000000000y"],
+            "--max-lease-hold",
+        ),
+        // A hold shorter than the lease timeout would end every lease at the hold.
+        (
+            &[
+                "serve",
+                "--data",
+                data,
+                "--lease-timeout",
+                "2h",
+                "--max-lease-hold",
+                "1m",
+            ],
+            "--max-lease-hold must be at least --lease-timeout",
         ),
         (&["loadgen", "--duration", "300000000000y"], "--duration"),
         (&["loadgen", "--warmup", "300000000000y"], "--warmup"),

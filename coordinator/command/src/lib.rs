@@ -417,6 +417,7 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         .is_some_and(|s| matches!(s.code, tonic::Code::InvalidArgument | tonic::Code::NotFound));
     if e.downcast_ref::<serve::Unguarded>().is_some()
         || e.downcast_ref::<serve::BadTokens>().is_some()
+        || e.downcast_ref::<serve::Conflicting>().is_some()
     {
         // A usage error: the command line asks to serve other machines unguarded, or gives tokens
         // that cannot work together.

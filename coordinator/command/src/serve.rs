@@ -149,6 +149,18 @@ impl std::fmt::Display for Unguarded {
 
 impl std::error::Error for Unguarded {}
 
+/// `serve` was given flags that cannot work together (a usage error, exit code 2).
+#[derive(Debug)]
+pub struct Conflicting(&'static str);
+
+impl std::fmt::Display for Conflicting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Conflicting {}
+
 /// `serve` was given a worker token without the operator's, or the same token twice.
 #[derive(Debug)]
 pub struct BadTokens(&'static str);
@@ -188,6 +200,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         )
         .into()),
         _ => {}
+    }
+    if args.max_lease_hold < args.lease_timeout {
+        return Err(Conflicting(
+            "--max-lease-hold must be at least --lease-timeout: every lease would end at the hold, \
+             however its heartbeats came",
+        )
+        .into());
     }
     let guarded = args.token.is_some() && args.tls_cert.is_some();
     if !args.listen.ip().is_loopback() && !guarded && !args.insecure {

@@ -807,9 +807,16 @@ impl Coordinator {
                 continue;
             }
             let name = lease.name.as_str();
+            let held_longest = state.leases.held_longest(lease);
             let Some(run) = state.runs.get_mut(&lease.run) else {
                 continue;
             };
+            // A lease that ran out its hold: its job is not leased again to that identity. Else a
+            // hoarder that asks at the deadline takes it back for another hold, and the run never
+            // ends (found by a review, 2026-11-29).
+            if held_longest {
+                run.computed(&lease.key, name);
+            }
             // A worker that never had a result counted cannot make a job fail: fresh identities that
             // take jobs and walk away only delay them.
             if !state.counted.contains_key(name) {

@@ -589,14 +589,16 @@ impl Leases {
     /// workers computed the job too: a different result under one may dispute the count, and an equal
     /// one is credited once ([`Leases::deliver`]); either way the lease is forgotten once it delivers,
     /// so a done job keeps no lease for good. Leases handed back or delivered, and `counted`, go.
-    pub fn settle_counted(&mut self, run: u64, key: &JobKey, counted: u64) {
+    /// Returns the job's active lease it ended, if any (a spot check's, say).
+    pub fn settle_counted(&mut self, run: u64, key: &JobKey, counted: u64) -> Option<u64> {
         let job = (run, key.clone());
         // The job's active lease ends (`counted` itself is forgotten below, with those handed back).
-        if let Some(live) = self.by_job.get(&job).copied() {
+        let live = self.by_job.get(&job).copied();
+        if let Some(live) = live {
             self.end(live);
         }
         let Some(ids) = self.past_by_job.get_mut(&job) else {
-            return;
+            return live;
         };
         let past = &mut self.past;
         ids.retain(|id| {
@@ -615,6 +617,7 @@ impl Leases {
         if ids.is_empty() {
             self.past_by_job.remove(&job);
         }
+        live
     }
 }
 

@@ -167,7 +167,12 @@ impl Coordinator {
                         if let Some(run) = run {
                             run.counted(&inc.key, committed.seq);
                         }
-                        state.leases.settle_counted(inc.run, &inc.key, inc.lease);
+                        // (A check of the job out meanwhile ends with it: its job is counted.)
+                        if let Some(live) =
+                            state.leases.settle_counted(inc.run, &inc.key, inc.lease)
+                        {
+                            state.spot.ended(live);
+                        }
                     }
                     match state.counted.get_mut(name) {
                         Some(n) => *n += 1,
@@ -184,7 +189,9 @@ impl Coordinator {
                     }
                 }
                 Outcome::JobFailed => {
-                    state.leases.settle(inc.run, &inc.key);
+                    if let Some(live) = state.leases.settle(inc.run, &inc.key) {
+                        state.spot.ended(live.id);
+                    }
                 }
                 Outcome::NotKept => {
                     // (Its lease ended above: the job stays where it is, for an identity that may
@@ -317,7 +324,10 @@ impl Coordinator {
             state.spot.forget_passes(&q.worker);
         }
         for r in &committed.revoked {
-            state.leases.settle(r.run, &r.key);
+            // (A check of the job out ends with its count.)
+            if let Some(live) = state.leases.settle(r.run, &r.key) {
+                state.spot.ended(live.id);
+            }
         }
         let timeout = state.leases.timeout();
         for (((inc, r), nodes), outcome) in batch

@@ -150,6 +150,10 @@ impl SpotChecks {
     /// Forgets the confirmed jobs of run `run` (the run cancelled).
     pub fn forget_run(&mut self, run: u64) {
         self.pool.remove(&run);
+        // Its checks out ended with its leases.
+        self.out.retain(|_, o| o.run != run);
+        self.out_jobs.retain(|(r, _)| *r != run);
+        self.owed.retain(|_, o| o.run != run);
     }
 
     /// Forgets the jobs `taken` (their results taken back), each pool walked once whatever their
@@ -252,6 +256,12 @@ impl SpotChecks {
     /// The checks `name` passed (as restored at the start, and since).
     pub fn passed_by(&self, name: &str) -> u64 {
         self.passed.get(name).copied().unwrap_or(0)
+    }
+
+    /// Whether spot check `id` is out (leased, not ended).
+    #[cfg(test)]
+    pub fn is_out(&self, id: u64) -> bool {
+        self.out.contains_key(&id)
     }
 
     /// The jobs of run `run`'s pool, oldest first.

@@ -185,6 +185,13 @@ async fn a_credential_that_heartbeats_and_never_reports_loses_its_leases_at_the_
     tokio::time::advance(TIMEOUT / 2).await;
     c.expire_leases().await;
     assert_eq!(c.heartbeat(hoarder, &ids).unwrap().0.len(), ids.len());
+    // The hoarder, asking first at the deadline, gets none of them back (a review found it took
+    // them all again, for another hold).
+    let back = lease_credential(&c, hoarder, 4096).await;
+    assert!(
+        back.iter().all(|b| held.iter().all(|g| g.key != b.key)),
+        "{back:?}"
+    );
     let again = lease(&c, "other", 4096).await;
     assert_eq!(again.len(), held.len(), "every job is leased again");
     report_all(&c, "other", &again).await;
@@ -4031,11 +4038,25 @@ async fn a_lease_outlived_by_a_confirmed_lie_takes_the_count_back() {
 /// confirmed a lie on each but one: `liar-2` keeps that one's lease, so the run stays open and lends
 /// spot checks of the others. Returns the run, `slow`'s leases, and the job kept.
 async fn outlived_by_lies(c: &Coordinator) -> (String, Vec<Granted>, JobKey) {
+    let (run, mut slow, kept) = outlived_by_lies_of(c, &["slow"]).await;
+    (run, slow.remove(0), kept)
+}
+
+/// [`outlived_by_lies`], with each of `slow` in turn leasing every job and letting its leases expire.
+async fn outlived_by_lies_of(
+    c: &Coordinator,
+    slow: &[&str],
+) -> (String, Vec<Vec<Granted>>, JobKey) {
     let run = verified_run_of_8(c).await;
-    let slow = lease_credential(c, "slow", 4096).await;
-    assert!(slow.len() > 2);
-    tokio::time::advance(TIMEOUT * 2).await;
-    c.expire_leases().await;
+    let mut leased = Vec::new();
+    for name in slow {
+        let held = lease_credential(c, name, 4096).await;
+        assert!(held.len() > 2);
+        tokio::time::advance(TIMEOUT * 2).await;
+        c.expire_leases().await;
+        leased.push(held);
+    }
+    let slow = leased;
     let mut kept = None;
     for name in ["liar-1", "liar-2"] {
         loop {
@@ -4129,6 +4150,45 @@ async fn another_identitys_result_under_a_checks_id_answers_nothing() {
     assert_eq!(answered, vec![Outcome::Duplicate]);
     assert!(!c.state().leases.is_leased(g.run, &g.key));
     assert_eq!(c.state().spot.passed_by("holder"), 1);
+}
+
+/// A spot check whose job is counted by another meanwhile ends with the count: it is off the books,
+/// and its job may be drawn again. Before, the count ended the check's lease alone: the check stayed
+/// out until a restart, and its job was never checked again (found by a review, 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn a_spot_check_whose_job_is_counted_meanwhile_ends_with_the_count() {
+    let c = coordinator();
+    let (run, slow, _) = outlived_by_lies_of(&c, &["slow", "slow-2", "slow-3"]).await;
+    let mut check = lease_credential(&c, "holder", 256).await;
+    assert!(!check.is_empty());
+    let others: Vec<u64> = check.drain(1..).map(|g| g.id).collect();
+    c.release("holder", &others, false).unwrap();
+    let g = &check[0];
+    assert!(c.state().spot.is_out(g.id));
+    // "slow" takes the liars' count back (quarantined, its result goes); "slow-2", with a record,
+    // disputes the liars' candidate; "slow-3" agrees with slow-2: counted.
+    let of = |held: &[Granted]| held.iter().find(|s| s.key == g.key).unwrap().clone();
+    let outcomes = report_all(&c, "slow", &[of(&slow[0])]).await;
+    assert!(
+        matches!(outcomes[0], Outcome::Mismatch { .. }),
+        "{outcomes:?}"
+    );
+    for (i, expected) in [(1, Outcome::Disputed), (2, Outcome::Accepted)] {
+        let name = format!("slow-{}", i + 1);
+        c.state().spot.passed(&name);
+        let outcomes = report_all(&c, &name, &[of(&slow[i])]).await;
+        assert_eq!(outcomes, vec![expected]);
+        assert!(
+            i == 2 || c.state().spot.is_out(g.id),
+            "out while the job is open"
+        );
+    }
+    assert_eq!(c.run(&run).unwrap().jobs_disputed, 0);
+    assert!(!c.state().leases.is_leased(g.run, &g.key));
+    assert!(
+        !c.state().spot.is_out(g.id),
+        "the check ended with the count"
+    );
 }
 
 /// A spot check out while its job's count is taken back leaves the job leasable once the check ends.
