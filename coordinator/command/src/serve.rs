@@ -201,10 +201,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .into()),
         _ => {}
     }
-    if args.max_lease_hold < args.lease_timeout {
+    if args.max_lease_hold <= args.lease_timeout {
         return Err(Conflicting(
-            "--max-lease-hold must be at least --lease-timeout: every lease would end at the hold, \
-             however its heartbeats came",
+            "--max-lease-hold must be longer than --lease-timeout: every lease would end at the \
+             hold, however its heartbeats came",
         )
         .into());
     }

@@ -544,6 +544,9 @@ impl Coordinator {
                     let lease = state
                         .leases
                         .issue(run.meta.id, key.clone(), worker, name, now);
+                    if credential && name != SHARED_IDENTITY {
+                        state.leases.bar_at_hold(lease);
+                    }
                     leases.push(Granted {
                         id: lease,
                         tag: state.leases.tag(lease, run.meta.id, &key, name),
@@ -803,20 +806,17 @@ impl Coordinator {
             // the check.
             if let Some(out) = state.spot.ended(lease.id) {
                 end_spot_check(state, lease.id, &out);
-                state.spot.owe(&lease.name, out);
+                // (Not one that ran out its hold: owed, it would go to its holder again first, for
+                // another hold, and nobody else could check the job; found by a review.)
+                if !state.leases.held_longest(lease) {
+                    state.spot.owe(&lease.name, out);
+                }
                 continue;
             }
             let name = lease.name.as_str();
-            let held_longest = state.leases.held_longest(lease);
             let Some(run) = state.runs.get_mut(&lease.run) else {
                 continue;
             };
-            // A lease that ran out its hold: its job is not leased again to that identity. Else a
-            // hoarder that asks at the deadline takes it back for another hold, and the run never
-            // ends (found by a review, 2026-11-29).
-            if held_longest {
-                run.computed(&lease.key, name);
-            }
             // A worker that never had a result counted cannot make a job fail: fresh identities that
             // take jobs and walk away only delay them.
             if !state.counted.contains_key(name) {

@@ -33,6 +33,10 @@ pub struct Lease {
     pub deadline: Instant,
     /// When it was issued (a result's rate is its nodes over the time since).
     pub issued: Instant,
+    /// When its last heartbeat came (its issue, before any).
+    pub beat: Instant,
+    /// Run out its hold, it bars its identity from its job for a hold ([`Leases::bar_at_hold`]).
+    pub barrable: bool,
 }
 
 type JobId = (u64, JobKey);
@@ -86,6 +90,8 @@ pub struct Leases {
     began: HashMap<u64, Instant>,
     /// Active leases that are spot checks ([`Leases::issue_check`]): ended, they are forgotten.
     checks: HashSet<u64>,
+    /// Jobs whose lease ran out its hold, and the identity it barred from them until when.
+    barred: HashMap<JobId, (String, Instant)>,
 }
 
 impl Leases {
@@ -106,6 +112,7 @@ impl Leases {
             cancelled: HashSet::new(),
             began: HashMap::new(),
             checks: HashSet::new(),
+            barred: HashMap::new(),
         }
     }
 
@@ -151,10 +158,29 @@ impl Leases {
         }
     }
 
-    /// Whether `lease` ends at its longest hold (not for want of a heartbeat).
+    /// Whether `lease` ends at its longest hold: its last heartbeat would have kept it past it. One
+    /// whose worker fell silent earlier ends for want of a heartbeat, as it would have anyway.
     pub fn held_longest(&self, lease: &Lease) -> bool {
         self.max_hold
-            .is_some_and(|hold| lease.deadline >= lease.issued + hold)
+            .is_some_and(|hold| lease.beat + self.timeout > lease.issued + hold)
+    }
+
+    /// Marks active lease `id` as one whose running out its hold bars its identity from its job for
+    /// a hold: an issued credential's (not the shared token's, every one of its workers; not the
+    /// operator's, trusted). Else a hoarder that asks at the deadline takes the job back for another
+    /// hold, and the run never ends (found by a review, 2026-11-29).
+    pub fn bar_at_hold(&mut self, id: u64) {
+        if let Some(l) = self.active.get_mut(&id) {
+            l.barrable = true;
+        }
+    }
+
+    /// Whether the identity `name` is barred from job `key` of `run` now: a lease of it ran out its
+    /// hold less than a hold ago.
+    pub fn barred(&self, run: u64, key: &JobKey, name: &str) -> bool {
+        self.barred
+            .get(&(run, key.clone()))
+            .is_some_and(|(who, until)| who == name && Instant::now() < *until)
     }
 
     /// Leases a job to a worker until `now + timeout`.
@@ -179,6 +205,8 @@ impl Leases {
                 name: name.to_string(),
                 deadline: self.deadline(now, now),
                 issued: now,
+                beat: now,
+                barrable: false,
             },
         );
         id
@@ -338,6 +366,7 @@ impl Leases {
             };
             if let Some(l) = self.active.get_mut(id) {
                 l.deadline = deadline;
+                l.beat = now;
             }
         }
         lost
@@ -351,7 +380,19 @@ impl Leases {
             .filter(|l| l.deadline <= now)
             .map(|l| l.id)
             .collect();
-        ids.into_iter().filter_map(|id| self.end(id)).collect()
+        let ended: Vec<Lease> = ids.into_iter().filter_map(|id| self.end(id)).collect();
+        self.barred.retain(|_, (_, until)| *until > now);
+        if let Some(hold) = self.max_hold {
+            let bars: Vec<(JobId, String)> = ended
+                .iter()
+                .filter(|l| l.barrable && self.held_longest(l))
+                .map(|l| ((l.run, l.key.clone()), l.name.clone()))
+                .collect();
+            for (job, name) in bars {
+                self.barred.insert(job, (name, now + hold));
+            }
+        }
+        ended
     }
 
     /// Ends the worker's leases among `ids` (handed back unstarted); returns them.
@@ -564,6 +605,7 @@ impl Leases {
     /// Forgets every lease of a job that is now done; returns its active lease, if any.
     pub fn settle(&mut self, run: u64, key: &JobKey) -> Option<Lease> {
         let job = (run, key.clone());
+        self.barred.remove(&job);
         for id in self.past_by_job.remove(&job).unwrap_or_default() {
             self.past.remove(&id);
         }
@@ -592,6 +634,7 @@ impl Leases {
     /// Returns the job's active lease it ended, if any (a spot check's, say).
     pub fn settle_counted(&mut self, run: u64, key: &JobKey, counted: u64) -> Option<u64> {
         let job = (run, key.clone());
+        self.barred.remove(&job);
         // The job's active lease ends (`counted` itself is forgotten below, with those handed back).
         let live = self.by_job.get(&job).copied();
         if let Some(live) = live {
@@ -668,6 +711,56 @@ mod tests {
         assert!(t.check_report(id, tag, 1, &key("0.2"), "w").is_err());
         t.settle(1, &key("0.1"));
         assert!(t.check_report(id, tag, 1, &key("0.1"), "w").is_err());
+    }
+
+    /// A barrable lease that runs out its hold bars its identity from its job for a hold, then no
+    /// more; a count of the job lifts the bar at once. A lease that is not barrable bars nobody, nor
+    /// does a worker silent since its last heartbeat (crashed): its lease would have ended anyway.
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_run_out_its_hold_bars_its_identity_for_a_hold() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        let mut t = Leases::new(3, SECRET, s(10)).holding_at_most(s(30));
+        let held = t.issue(1, key("0.1"), "h/1", "h", now);
+        t.bar_at_hold(held);
+        let free = t.issue(1, key("0.2"), "o", "o", now);
+        let crashed = t.issue(1, key("0.3"), "c/1", "c", now);
+        t.bar_at_hold(crashed);
+        for at in [8, 16, 24] {
+            assert!(t.heartbeat("h/1", &[held], now + s(at)).is_empty());
+            assert!(t.heartbeat("o", &[free], now + s(at)).is_empty());
+        }
+        // c's last heartbeat at 16 s: its lease would end at 26 s, before its hold.
+        for at in [8, 16] {
+            assert!(t.heartbeat("c/1", &[crashed], now + s(at)).is_empty());
+        }
+        let gone = t.expire(now + s(26));
+        assert_eq!(gone.len(), 1);
+        assert!(!t.held_longest(&gone[0]), "a silent worker's lease");
+        let gone = t.expire(now + s(30));
+        assert_eq!(gone.len(), 2);
+        assert!(gone.iter().all(|l| t.held_longest(l)));
+        tokio::time::advance(s(30)).await;
+        assert!(t.barred(1, &key("0.1"), "h"));
+        assert!(!t.barred(1, &key("0.1"), "o"), "another identity");
+        assert!(!t.barred(1, &key("0.2"), "o"), "not barrable");
+        assert!(!t.barred(1, &key("0.3"), "c"), "crashed, not held");
+        tokio::time::advance(s(29)).await;
+        assert!(t.barred(1, &key("0.1"), "h"));
+        tokio::time::advance(s(1)).await;
+        assert!(!t.barred(1, &key("0.1"), "h"), "for a hold, no more");
+        // Counted meanwhile, a job's bar goes at once.
+        let again = t.issue(1, key("0.4"), "h/1", "h", Instant::now());
+        t.bar_at_hold(again);
+        for _ in 0..3 {
+            tokio::time::advance(s(8)).await;
+            t.heartbeat("h/1", &[again], Instant::now());
+        }
+        tokio::time::advance(s(6)).await;
+        assert_eq!(t.expire(Instant::now()).len(), 1);
+        assert!(t.barred(1, &key("0.4"), "h"));
+        t.settle_counted(1, &key("0.4"), 1);
+        assert!(!t.barred(1, &key("0.4"), "h"));
     }
 
     /// A spot check that ends (here: expires) takes no place in its job's history of ended leases:

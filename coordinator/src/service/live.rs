@@ -201,10 +201,12 @@ impl LiveRun {
             };
             looked += 1;
             *retry_left -= 1;
+            // (Or barred from it for a while: a lease of it ran out its hold.)
             let computed = self
                 .computed_by
                 .get(&key)
-                .is_some_and(|names| names.iter().any(|n| n == name));
+                .is_some_and(|names| names.iter().any(|n| n == name))
+                || leases.barred(run, &key, name);
             if computed {
                 passed.push(key);
             } else if !leases.is_leased(run, &key) {

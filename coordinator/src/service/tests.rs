@@ -201,6 +201,62 @@ async fn a_credential_that_heartbeats_and_never_reports_loses_its_leases_at_the_
     assert_eq!(total(&c, &run), (Q8, true));
 }
 
+/// A lease of the shared workers' token that runs out its hold goes back to the shared token's
+/// workers: they are one identity, every one of them, and excluding it would leave the job to nobody
+/// in a fleet on that token.
+#[tokio::test(start_paused = true)]
+async fn a_job_whose_shared_token_lease_ran_out_its_hold_goes_back_to_the_shared_token() {
+    use crate::durable::credentials::SHARED_IDENTITY;
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        max_lease_hold: TIMEOUT * 2,
+        ..Config::default()
+    };
+    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+    let run = run_of_8(&c).await;
+    let held = lease_credential(&c, SHARED_IDENTITY, 4096).await;
+    assert!(!held.is_empty());
+    let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
+    for _ in 0..4 {
+        tokio::time::advance(TIMEOUT / 2).await;
+        c.heartbeat(SHARED_IDENTITY, &ids).unwrap();
+        c.expire_leases().await;
+    }
+    let again = lease_credential(&c, SHARED_IDENTITY, 4096).await;
+    assert_eq!(
+        again.len(),
+        held.len(),
+        "every job is the shared token's again"
+    );
+    report_all(&c, SHARED_IDENTITY, &again).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+}
+
+/// A lone worker under the operator's token whose lease ran out its hold gets its job back: only an
+/// issued credential's hold bars it (found by a review, 2026-11-29: the first bar held every
+/// identity's, so a fleet of one name left the job to nobody, told idle).
+#[tokio::test(start_paused = true)]
+async fn a_lone_operator_worker_whose_lease_ran_out_its_hold_gets_its_job_back() {
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        max_lease_hold: TIMEOUT * 2,
+        ..Config::default()
+    };
+    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+    let run = run_of_8(&c).await;
+    let held = lease(&c, "node-1", 4096).await;
+    let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
+    for _ in 0..4 {
+        tokio::time::advance(TIMEOUT / 2).await;
+        c.heartbeat("node-1", &ids).unwrap();
+        c.expire_leases().await;
+    }
+    let again = lease(&c, "node-1", 4096).await;
+    assert_eq!(again.len(), held.len());
+    report_all(&c, "node-1", &again).await;
+    assert_eq!(total(&c, &run), (Q8, true));
+}
+
 /// Leases up to `capacity` jobs to `first`, lets those leases expire, then leases them again to
 /// `second`: both leases of each job, the first ended.
 async fn leased_again(
