@@ -1643,13 +1643,7 @@ async fn issue_19_a_cancelled_run_leases_nothing_keeps_its_results_and_survives_
         assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
     }
     // The other run, paused, and re-prioritised: persisted too.
-    c.release(proto::ReleaseRequest {
-        worker_id: "w".into(),
-        lease_ids: next.iter().map(|l| l.lease_id).collect(),
-        leaving: false,
-    })
-    .await
-    .unwrap();
+    release(&mut c, "w", next.iter().map(|l| l.lease_id).collect()).await;
     c.set_priority(proto::SetPriorityRequest {
         run: paused.run.clone(),
         priority: -4,

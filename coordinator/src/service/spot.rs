@@ -258,10 +258,18 @@ impl SpotChecks {
         self.passed.get(name).copied().unwrap_or(0)
     }
 
-    /// Whether spot check `id` is out (leased, not ended).
+    /// Whether spot check `id` is out (leased, not ended), its job with it.
     #[cfg(test)]
     pub fn is_out(&self, id: u64) -> bool {
-        self.out.contains_key(&id)
+        self.out
+            .get(&id)
+            .is_some_and(|o| self.out_jobs.contains(&(o.run, o.key.clone())))
+    }
+
+    /// Whether the identity `name` owes a check.
+    #[cfg(test)]
+    pub fn owes(&self, name: &str) -> bool {
+        self.owed.contains_key(name)
     }
 
     /// The jobs of run `run`'s pool, oldest first.

@@ -201,60 +201,39 @@ async fn a_credential_that_heartbeats_and_never_reports_loses_its_leases_at_the_
     assert_eq!(total(&c, &run), (Q8, true));
 }
 
-/// A lease of the shared workers' token that runs out its hold goes back to the shared token's
-/// workers: they are one identity, every one of them, and excluding it would leave the job to nobody
-/// in a fleet on that token.
-#[tokio::test(start_paused = true)]
-async fn a_job_whose_shared_token_lease_ran_out_its_hold_goes_back_to_the_shared_token() {
-    use crate::durable::credentials::SHARED_IDENTITY;
-    let config = Config {
-        lease_timeout: TIMEOUT,
-        max_lease_hold: TIMEOUT * 2,
-        ..Config::default()
-    };
-    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
-    let run = run_of_8(&c).await;
-    let held = lease_credential(&c, SHARED_IDENTITY, 4096).await;
-    assert!(!held.is_empty());
-    let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
-    for _ in 0..4 {
-        tokio::time::advance(TIMEOUT / 2).await;
-        c.heartbeat(SHARED_IDENTITY, &ids).unwrap();
-        c.expire_leases().await;
-    }
-    let again = lease_credential(&c, SHARED_IDENTITY, 4096).await;
-    assert_eq!(
-        again.len(),
-        held.len(),
-        "every job is the shared token's again"
-    );
-    report_all(&c, SHARED_IDENTITY, &again).await;
-    assert_eq!(total(&c, &run), (Q8, true));
-}
-
-/// A lone worker under the operator's token whose lease ran out its hold gets its job back: only an
+/// A fleet of one name whose lease ran out its hold gets the job back: the shared workers' token
+/// (one identity, every one of its workers) and a lone worker under the operator's token. Only an
 /// issued credential's hold bars it (found by a review, 2026-11-29: the first bar held every
-/// identity's, so a fleet of one name left the job to nobody, told idle).
+/// identity's, so such a fleet left the job to nobody, told idle).
 #[tokio::test(start_paused = true)]
-async fn a_lone_operator_worker_whose_lease_ran_out_its_hold_gets_its_job_back() {
-    let config = Config {
-        lease_timeout: TIMEOUT,
-        max_lease_hold: TIMEOUT * 2,
-        ..Config::default()
-    };
-    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
-    let run = run_of_8(&c).await;
-    let held = lease(&c, "node-1", 4096).await;
-    let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
-    for _ in 0..4 {
-        tokio::time::advance(TIMEOUT / 2).await;
-        c.heartbeat("node-1", &ids).unwrap();
-        c.expire_leases().await;
+async fn a_fleet_of_one_name_whose_lease_ran_out_its_hold_gets_its_job_back() {
+    use crate::durable::credentials::SHARED_IDENTITY;
+    for (name, credential) in [(SHARED_IDENTITY, true), ("node-1", false)] {
+        let config = Config {
+            lease_timeout: TIMEOUT,
+            max_lease_hold: TIMEOUT * 2,
+            ..Config::default()
+        };
+        let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+        let run = run_of_8(&c).await;
+        let ask = Ask {
+            credential,
+            capacity: 4096,
+            ..ask(name, 4096)
+        };
+        let held = c.lease(&ask, Duration::ZERO).await.unwrap().leases;
+        assert!(!held.is_empty());
+        let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
+        for _ in 0..4 {
+            tokio::time::advance(TIMEOUT / 2).await;
+            c.heartbeat(name, &ids).unwrap();
+            c.expire_leases().await;
+        }
+        let again = c.lease(&ask, Duration::ZERO).await.unwrap().leases;
+        assert_eq!(again.len(), held.len(), "{name}: every job is its again");
+        report_all(&c, name, &again).await;
+        assert_eq!(total(&c, &run), (Q8, true));
     }
-    let again = lease(&c, "node-1", 4096).await;
-    assert_eq!(again.len(), held.len());
-    report_all(&c, "node-1", &again).await;
-    assert_eq!(total(&c, &run), (Q8, true));
 }
 
 /// Leases up to `capacity` jobs to `first`, lets those leases expire, then leases them again to
@@ -4245,6 +4224,30 @@ async fn a_spot_check_whose_job_is_counted_meanwhile_ends_with_the_count() {
         !c.state().spot.is_out(g.id),
         "the check ended with the count"
     );
+}
+
+/// A run cancelled ends its checks out and the checks owed of it, and no other run's.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_run_ends_its_spot_checks_and_no_other_runs() {
+    let c = coordinator();
+    let (run, _, _) = outlived_by_lies(&c).await;
+    let other = run_of_8(&c).await;
+    let checks = |got: Vec<Granted>| -> Vec<Granted> {
+        got.into_iter()
+            .filter(|g| c.state().spot.is_out(g.id))
+            .collect()
+    };
+    let owed = checks(lease_credential(&c, "owing", 256).await);
+    assert!(!owed.is_empty());
+    c.release("owing", &[owed[0].id], false).unwrap();
+    assert!(c.state().spot.owes("owing"));
+    let out = checks(lease_credential(&c, "holder", 256).await);
+    assert!(!out.is_empty());
+    c.control(&other, Control::Cancel).await.unwrap();
+    assert!(c.state().spot.owes("owing") && c.state().spot.is_out(out[0].id));
+    c.control(&run, Control::Cancel).await.unwrap();
+    assert!(!c.state().spot.owes("owing"));
+    assert!(out.iter().all(|g| !c.state().spot.is_out(g.id)));
 }
 
 /// A spot check out while its job's count is taken back leaves the job leasable once the check ends.

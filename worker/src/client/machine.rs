@@ -845,6 +845,17 @@ mod tests {
                 ..Leased::default()
             }));
         }
+        /// Every lease id handed back, leaving or not, in order.
+        fn handed_back(&self) -> Vec<u64> {
+            let mut ids: Vec<u64> = self
+                .calls("release")
+                .into_iter()
+                .chain(self.calls("leave"))
+                .flat_map(|c| c.ids)
+                .collect();
+            ids.sort_unstable();
+            ids
+        }
         fn calls(&self, what: &str) -> Vec<Call> {
             let answers = self.0.lock().unwrap();
             answers
@@ -1016,14 +1027,7 @@ mod tests {
         )
         .await;
         assert!(matches!(stopped, Err(Error::Refused(_))), "{stopped:?}");
-        let mut handed: Vec<u64> = link
-            .calls("release")
-            .into_iter()
-            .chain(link.calls("leave"))
-            .flat_map(|c| c.ids)
-            .collect();
-        handed.sort();
-        assert_eq!(handed, vec![1, 2, 3]);
+        assert_eq!(link.handed_back(), vec![1, 2, 3]);
         assert!(link.calls("report").is_empty());
     }
 
@@ -1048,12 +1052,7 @@ mod tests {
         .await;
         assert!(matches!(stopped, Err(Error::Refused(_))), "{stopped:?}");
         assert_eq!(link.calls("report").len(), 1);
-        let handed: Vec<u64> = link
-            .calls("release")
-            .into_iter()
-            .chain(link.calls("leave"))
-            .flat_map(|c| c.ids)
-            .collect();
+        let handed = link.handed_back();
         assert!(!handed.contains(&9), "{handed:?}");
         let journal = Journal::open(&dir.path().join("w.journal")).unwrap();
         assert_eq!(
