@@ -108,6 +108,24 @@ async fn report_all(c: &Coordinator, worker: &str, leases: &[Granted]) -> Vec<Ou
         .unwrap()
 }
 
+/// Reports every lease of `held` honestly as `worker`, each result stating kernel family `family`;
+/// returns the outcomes.
+async fn report_of_family(
+    c: &Coordinator,
+    worker: &str,
+    held: &[Granted],
+    family: nqueens_common::Family,
+) -> Vec<Outcome> {
+    let reports = held
+        .iter()
+        .map(|g| Report {
+            family: Some(family),
+            ..report(g)
+        })
+        .collect();
+    c.report(worker, worker, reports).await.unwrap()
+}
+
 fn total(c: &Coordinator, run: &str) -> (u128, bool) {
     let view = c.run(run).unwrap();
     (view.tally.total, view.is_done())
@@ -2384,14 +2402,7 @@ async fn a_second_result_is_steered_to_another_kernel_family() {
             ("l2", &l2, Family::CpuLists),
             ("g2", &g2, Family::Gpu),
         ] {
-            let reports = held
-                .iter()
-                .map(|g| Report {
-                    family: Some(family),
-                    ..report(g)
-                })
-                .collect();
-            let outcomes = c.report(name, name, reports).await.unwrap();
+            let outcomes = report_of_family(&c, name, held, family).await;
             assert!(
                 outcomes.iter().all(|o| *o == Outcome::Pending),
                 "{outcomes:?}"
@@ -2409,14 +2420,7 @@ async fn a_second_result_is_steered_to_another_kernel_family() {
         if wait > Duration::ZERO {
             // g2 computes all it holds; what is left for it is g's jobs, held for l: g2 is told to
             // wait, never that it is idle (an `--exit-when-idle` worker would leave for good).
-            let reports = held_by_g2
-                .iter()
-                .map(|g| Report {
-                    family: Some(Family::Gpu),
-                    ..report(g)
-                })
-                .collect();
-            c.report("g2", "g2", reports).await.unwrap();
+            report_of_family(&c, "g2", &held_by_g2, Family::Gpu).await;
             let grant = c.lease(&ask("g2", 4096), Duration::ZERO).await.unwrap();
             assert!(grant.leases.is_empty(), "{:?}", grant.leases);
             assert!(
@@ -2426,14 +2430,7 @@ async fn a_second_result_is_steered_to_another_kernel_family() {
         }
         let held = lease(&c, "l", 4096).await;
         let to_l: Vec<JobKey> = held.iter().map(|g| g.key.clone()).collect();
-        let reports = held
-            .iter()
-            .map(|g| Report {
-                family: Some(Family::CpuLists),
-                ..report(g)
-            })
-            .collect();
-        let outcomes = c.report("l", "l", reports).await.unwrap();
+        let outcomes = report_of_family(&c, "l", &held, Family::CpuLists).await;
         // Every confirmation here crosses two families (l confirms GPU results, g2 l's): the run
         // counts them all, and the worker table names the families.
         let view = c.run(&run).unwrap();
@@ -2490,14 +2487,7 @@ async fn a_row_seen_only_through_a_report_counts_in_no_steering_quorum() {
         ("l2", &l2, Family::CpuLists),
         ("g", &g, Family::Gpu),
     ] {
-        let reports = held
-            .iter()
-            .map(|g| Report {
-                family: Some(family),
-                ..report(g)
-            })
-            .collect();
-        c.report(name, name, reports).await.unwrap();
+        report_of_family(&c, name, held, family).await;
     }
     // g again, from another worker id that never leases, stating a GPU.
     let again = Report {
@@ -4226,28 +4216,38 @@ async fn a_spot_check_whose_job_is_counted_meanwhile_ends_with_the_count() {
     );
 }
 
+/// A spot check leased to the credential `name`, one lease call at a time: the other leases it gets
+/// are handed back (checks are drawn at random, a fifth of a new identity's leases).
+async fn a_check_for(c: &Coordinator, name: &str) -> Granted {
+    for _ in 0..500 {
+        let got = lease_credential(c, name, 1).await;
+        let Some(g) = got.first() else {
+            continue;
+        };
+        if c.state().spot.is_out(g.id) {
+            return g.clone();
+        }
+        c.release(name, &[g.id], false).unwrap();
+        tokio::time::advance(TIMEOUT).await;
+    }
+    panic!("{name} got no check in 500 leases");
+}
+
 /// A run cancelled ends its checks out and the checks owed of it, and no other run's.
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_run_ends_its_spot_checks_and_no_other_runs() {
     let c = coordinator();
     let (run, _, _) = outlived_by_lies(&c).await;
     let other = run_of_8(&c).await;
-    let checks = |got: Vec<Granted>| -> Vec<Granted> {
-        got.into_iter()
-            .filter(|g| c.state().spot.is_out(g.id))
-            .collect()
-    };
-    let owed = checks(lease_credential(&c, "owing", 256).await);
-    assert!(!owed.is_empty());
-    c.release("owing", &[owed[0].id], false).unwrap();
+    let owed = a_check_for(&c, "owing").await;
+    c.release("owing", &[owed.id], false).unwrap();
     assert!(c.state().spot.owes("owing"));
-    let out = checks(lease_credential(&c, "holder", 256).await);
-    assert!(!out.is_empty());
+    let out = a_check_for(&c, "holder").await;
     c.control(&other, Control::Cancel).await.unwrap();
-    assert!(c.state().spot.owes("owing") && c.state().spot.is_out(out[0].id));
+    assert!(c.state().spot.owes("owing") && c.state().spot.is_out(out.id));
     c.control(&run, Control::Cancel).await.unwrap();
     assert!(!c.state().spot.owes("owing"));
-    assert!(out.iter().all(|g| !c.state().spot.is_out(g.id)));
+    assert!(!c.state().spot.is_out(out.id));
 }
 
 /// A spot check out while its job's count is taken back leaves the job leasable once the check ends.
