@@ -4161,9 +4161,8 @@ async fn ending_a_spot_check_keeps_the_leases_its_job_outlived() {
 async fn another_identitys_result_under_a_checks_id_answers_nothing() {
     let c = coordinator();
     outlived_by_lies(&c).await;
-    let check = lease_credential(&c, "holder", 256).await;
-    assert!(!check.is_empty());
-    let g = &check[0];
+    let check = a_check_for(&c, "holder").await;
+    let g = &check;
     // The stored count (the lie), then another, under the holder's check.
     for sent in [lying(g), report(g)] {
         let _ = c.report("partner", "partner", vec![sent]).await;
@@ -4184,12 +4183,8 @@ async fn another_identitys_result_under_a_checks_id_answers_nothing() {
 async fn a_spot_check_whose_job_is_counted_meanwhile_ends_with_the_count() {
     let c = coordinator();
     let (run, slow, _) = outlived_by_lies_of(&c, &["slow", "slow-2", "slow-3"]).await;
-    let mut check = lease_credential(&c, "holder", 256).await;
-    assert!(!check.is_empty());
-    let others: Vec<u64> = check.drain(1..).map(|g| g.id).collect();
-    c.release("holder", &others, false).unwrap();
-    let g = &check[0];
-    assert!(c.state().spot.is_out(g.id));
+    let check = a_check_for(&c, "holder").await;
+    let g = &check;
     // "slow" takes the liars' count back (quarantined, its result goes); "slow-2", with a record,
     // disputes the liars' candidate; "slow-3" agrees with slow-2: counted.
     let of = |held: &[Granted]| held.iter().find(|s| s.key == g.key).unwrap().clone();
@@ -4259,11 +4254,8 @@ async fn a_job_taken_back_while_its_spot_check_is_out_is_leased_once_the_check_e
     let c = coordinator();
     let (run, slow, _) = outlived_by_lies(&c).await;
     // Another credential holds a check; "slow" (honest, late) takes that job's count back.
-    let mut check = lease_credential(&c, "holder", 256).await;
-    assert!(!check.is_empty());
-    let others: Vec<u64> = check.drain(1..).map(|g| g.id).collect();
-    c.release("holder", &others, false).unwrap();
-    let old = slow.iter().find(|g| g.key == check[0].key).unwrap();
+    let check = a_check_for(&c, "holder").await;
+    let old = slow.iter().find(|g| g.key == check.key).unwrap();
     let outcomes = report_all(&c, "slow", std::slice::from_ref(old)).await;
     assert!(
         matches!(outcomes[0], Outcome::Mismatch { .. }),
@@ -4272,14 +4264,14 @@ async fn a_job_taken_back_while_its_spot_check_is_out_is_leased_once_the_check_e
     assert!(!c.run(&run).unwrap().is_done());
     // Meanwhile a judge's lease call meets the job, leased (the check): it is not offered.
     let meanwhile = lease(&c, "judge", 4096).await;
-    assert!(meanwhile.iter().all(|g| g.key != check[0].key));
+    assert!(meanwhile.iter().all(|g| g.key != check.key));
     report_all(&c, "judge", &meanwhile).await;
     // The check expires.
     tokio::time::advance(TIMEOUT * 2).await;
     c.expire_leases().await;
     let later = lease(&c, "judge", 4096).await;
     assert!(
-        later.iter().any(|g| g.key == check[0].key),
+        later.iter().any(|g| g.key == check.key),
         "the disputed job is offered once its check ended: {later:?}"
     );
 }
