@@ -167,7 +167,7 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<Line<T>, String> {
 /// Whether `bytes` is a checksummed line whose checksum holds but whose entry is not a `T`: another
 /// (newer) build's kind of entry. (The version number is outside the checksum: a line whose entry is a
 /// `T` under an unknown version may be one whose version digit was damaged, and stays damage.)
-fn foreign<T: DeserializeOwned>(bytes: &[u8]) -> bool {
+pub fn foreign<T: DeserializeOwned>(bytes: &[u8]) -> bool {
     std::str::from_utf8(bytes)
         .ok()
         .and_then(|text| serde_json::from_str::<Sealed>(text).ok())

@@ -19,6 +19,8 @@ mod write;
 pub use crate::durable::store::{same_run, taken_back};
 pub use compare::{compare, Difference};
 pub use entry::{Entry, EXPORT_FORMAT};
+#[cfg(test)]
+pub(crate) use packed::newer_line;
 pub use packed::{scan, Encoder};
 pub use view::{different_runs, quarantine_line, same_controls, LedgerView, RevokedLine};
 pub use write::{export, rewrite};
@@ -459,5 +461,12 @@ mod tests {
         let mut future = lines.clone();
         future[split + 1] = packed::VERSION + 1;
         assert!(read(&future).1.damaged[0].reason.contains("not known"));
+        // Its version byte damaged, a line fails its check: damage, never a newer build's line. An
+        // intact line of a later version, or a JSON entry of an unknown kind, is one.
+        assert_eq!(read(&future).1.unknown, 0);
+        assert_eq!(read(&newer_line(&lines[split + 2..])).1.unknown, 1);
+        let kind = jsonl::encode(&serde_json::json!({"kind": "later"}));
+        assert_eq!(read(&kind).1.unknown, 1);
+        assert_eq!(read(&lines).1.unknown, 0);
     }
 }

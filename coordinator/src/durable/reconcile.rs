@@ -1781,4 +1781,32 @@ mod tests {
         assert_eq!(store.tally(run).unwrap().jobs, 2);
         store.audit().unwrap();
     }
+
+    /// A ledger holding lines of a newer build (a downgrade: a packed result of a version past this
+    /// build's, an entry of a kind it does not know, both intact) refuses the start, with or without
+    /// `--repair`, and keeps its every byte. Before, they were damaged lines: the store, holding
+    /// everything else, had the ledger rewritten without them, and the newer build's lines were lost.
+    #[test]
+    fn a_ledger_of_a_newer_build_refuses_the_start_and_is_kept() {
+        for newer in [
+            ledger::newer_line(b"a result of a later packed version"),
+            nqueens_common::jsonl::encode(&serde_json::json!({"kind": "a-later-kind", "x": 1})),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(LEDGER_FILE);
+            let (store, _, _) = agreeing(dir.path());
+            let mut bytes = std::fs::read(&path).unwrap();
+            bytes.extend_from_slice(&newer);
+            std::fs::write(&path, &bytes).unwrap();
+            for repair in [false, true] {
+                match reconcile(&store, &path, repair) {
+                    Err(Error::Corrupt(why)) => {
+                        assert!(why.contains("1 lines of a newer build"), "{why}")
+                    }
+                    other => panic!("{:?}", other.map(|r| r.1)),
+                }
+                assert_eq!(std::fs::read(&path).unwrap(), bytes, "the ledger kept");
+            }
+        }
+    }
 }

@@ -325,8 +325,52 @@ impl Decoder {
 /// appending to the file starts).
 pub fn scan(reader: impl Read, each: impl FnMut(u64, Line<Entry>)) -> std::io::Result<(Scan, u32)> {
     let mut decoder = Decoder::default();
-    let scan = jsonl::scan_with(reader, |bytes| decoder.decode(bytes), each)?;
+    let mut unknown = 0;
+    let mut scan = jsonl::scan_with(
+        reader,
+        |bytes| {
+            decoder
+                .decode(bytes)
+                .inspect_err(|_| unknown += u64::from(newer(bytes)))
+        },
+        each,
+    )?;
+    scan.unknown = unknown;
     Ok((scan, decoder.next))
+}
+
+/// A packed line of the version after this build's, intact, whose payload is `payload` (for tests: a
+/// newer build's line).
+#[cfg(test)]
+pub(crate) fn newer_line(payload: &[u8]) -> Vec<u8> {
+    let version = VERSION + 1;
+    let mut framed = vec![version];
+    framed.extend_from_slice(&check(version, payload).to_le_bytes());
+    framed.extend_from_slice(payload);
+    let mut line = vec![MARK];
+    escape(&framed, &mut line);
+    line.push(b'\n');
+    line
+}
+
+/// Whether a complete line this build cannot read (without its newline) is intact, and so a newer
+/// build's: a packed line of a version past [`VERSION`] whose check holds (every version keeps the
+/// framing: mark, version byte, the low 32 bits of the CRC-64 of the version byte and the payload), or
+/// a JSON line whose checksum holds and whose entry this build does not know. A line whose version
+/// byte was damaged fails its check: damage, as before.
+fn newer(bytes: &[u8]) -> bool {
+    let Some((&MARK, escaped)) = bytes.split_first() else {
+        return jsonl::foreign::<Entry>(bytes);
+    };
+    let Ok(framed) = unescape(escaped) else {
+        return false;
+    };
+    match framed.split_first() {
+        Some((&version, rest)) if version > VERSION => rest
+            .split_first_chunk::<4>()
+            .is_some_and(|(crc, payload)| u32::from_le_bytes(*crc) == check(version, payload)),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -68,7 +68,8 @@ impl LedgerView {
     /// Reads a ledger or an export; `path` names it in errors and logs. Every line's checksum and every
     /// result's seal is checked; what fails is listed in `damaged`, never used. Lines of the format
     /// before checksums (a ledger of the previous version) cannot be checked: their results are sealed
-    /// as read, and the caller cross-checks them against the store.
+    /// as read, and the caller cross-checks them against the store. A file holding intact lines of a
+    /// newer build (a downgrade) is refused, before anything is repaired or rewritten from it.
     pub fn read(path: &Path) -> Result<LedgerView> {
         let io = |e: std::io::Error| Error::durable_io(path.display().to_string(), e);
         let mut view = LedgerView::default();
@@ -95,6 +96,13 @@ impl LedgerView {
             }
         })
         .map_err(io)?;
+        if scan.unknown > 0 {
+            return Err(Error::Corrupt(format!(
+                "{} holds {} lines of a newer build (intact, of a format or kind this build does not know): use that build with it (nothing was changed; this build would have dropped them as damaged lines)",
+                path.display(),
+                scan.unknown
+            )));
+        }
         view.next_worker = next_worker;
         view.damaged_lines = scan.damaged_lines + extra.damaged_lines;
         view.damaged = scan.damaged;
