@@ -214,6 +214,14 @@ fn issue_4_a_store_is_exported_imported_audited_and_rebuilt_from_its_ledger() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The export is its owner's alone, as the store it comes from, whatever the umask (this test runs
+    // under the caller's, 022 in CI).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&export).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "export is {mode:o}");
+    }
     let out = run(&[
         "import".as_ref(),
         "--data".as_ref(),

@@ -32,8 +32,8 @@ pub struct StatusArgs {
     #[arg(long, default_value_t = 1000, requires = "jobs", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub limit: u32,
     /// Keep watching: on a terminal, a live view with a progress bar per run and the worker table;
-    /// otherwise one line per run at each interval. Ends when every run shown is done, stalled or
-    /// cancelled (or on Ctrl-C); while the coordinator is unreachable it says since when and keeps trying.
+    /// otherwise one line per run at each interval. Ends when every run shown is done, stalled,
+    /// cancelled or inconsistent (or on Ctrl-C); while the coordinator is unreachable it says since when and keeps trying.
     #[arg(long)]
     pub watch: bool,
     /// How often --watch refreshes, e.g. 2s.
