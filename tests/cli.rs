@@ -1243,7 +1243,8 @@ fn issue_38_a_certificate_is_spot_checked_and_a_forged_one_is_caught() {
         assert!(out.status.success(), "{out:?}");
         assert!(said.contains("every job recomputed: all agree"), "{said}");
         assert!(said.contains("(the published count)"), "{said}");
-        // A sample from the root is the same on every run; a seed draws another.
+        // A sample from the root is the same on every run; a seed draws another. By default a fresh
+        // seed is drawn, and printed: given again, it draws the same sample.
         let sample = |o: &Output| {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
@@ -1265,8 +1266,19 @@ fn issue_38_a_certificate_is_spot_checked_and_a_forged_one_is_caught() {
             args.extend(extra.iter().map(|s| os(s)));
             go(args)
         };
-        assert_eq!(sample(&three(&[])), sample(&three(&[])));
-        assert_ne!(sample(&three(&[])), sample(&three(&["--seed", "7"])));
+        let root = sample(&three(&["--from-root"]));
+        assert_eq!(root, sample(&three(&["--from-root"])));
+        assert_ne!(root, sample(&three(&["--seed", "7"])));
+        let fresh = three(&[]);
+        let said = String::from_utf8_lossy(&fresh.stdout).to_string();
+        let seed = said
+            .split("--seed \"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap_or_else(|| panic!("{said}"))
+            .to_string();
+        assert_eq!(seed.len(), 32, "{said}");
+        assert_eq!(sample(&fresh), sample(&three(&["--seed", &seed])));
         assert!(a.status.success());
 
         // Forged consistently: job 5's nodes, the header's nodes and the root.

@@ -367,12 +367,28 @@ pub fn sample(material: &[u8], jobs: u64, k: u64) -> Vec<u64> {
     picked.into_iter().collect()
 }
 
-/// The material of a sample a reader draws with their own seed.
-pub fn seed_material(seed: &str) -> Vec<u8> {
-    ring::digest::digest(&SHA256, format!("seed {seed}").as_bytes())
-        .as_ref()
-        .to_vec()
+/// The material of a sample a reader draws with their own seed from the certificate of root `root`
+/// (its 32 bytes): SHA-256 of "seed S" and the root. Bound to the file, so that a writer who guesses
+/// the seed (a small number, a date) still cannot know the sample before the file is written.
+pub fn seed_material(seed: &str, root: &[u8]) -> Vec<u8> {
+    let mut c = Context::new(&SHA256);
+    c.update(format!("seed {seed}").as_bytes());
+    c.update(root);
+    c.finish().as_ref().to_vec()
 }
+
+/// A seed nobody could have guessed: 128 bits from the operating system's generator, in hex (what
+/// `spot-check` draws from unless told otherwise, and prints so that the check can be repeated).
+pub fn fresh_seed() -> Result<String, CertError> {
+    let mut bytes = [0u8; 16];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+        .map_err(|_| CertError::Wrong("the system's random generator failed".into()))?;
+    Ok(hex(&bytes))
+}
+
+/// The shortest job line any version writes (`K T U N B` and a newline: a one-character key, one digit
+/// for each number, one identity), so that a file of `bytes` bytes holds at most `bytes / 10` jobs.
+pub const MIN_JOB_LINE: u64 = 10;
 
 /// The root's bytes, the material of a sample drawn from it.
 pub fn root_material(root: &str) -> Result<Vec<u8>, CertError> {
@@ -500,16 +516,29 @@ pub struct Checked {
 
 /// How the sample is drawn.
 pub enum Draw {
-    /// From the certificate's own root (nobody writing it could know which jobs it picks).
+    /// From the certificate's own root: the same sample on every machine, so that anyone can repeat a
+    /// published check; but a writer who tried many roots could have chosen it.
     Root,
-    /// From a reader's seed.
+    /// From a reader's seed and the root ([`seed_material`]).
     Seed(String),
 }
 
 /// Checks a certificate on its own: its header, every job line against the plan re-enumerated (same
 /// keys, same order, none missing or extra), the plan's job count and fingerprint, the sums against the
 /// totals, and the root recomputed; returns it with the lines of `k` jobs drawn as `draw` says.
-pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertError> {
+pub fn check(r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertError> {
+    check_within(r, None, k, draw)
+}
+
+/// [`check`] of a file of `bytes` bytes, where known: a header claiming more jobs than the file can
+/// hold lines for is refused before the plan is enumerated (a file of a few hundred bytes claiming
+/// 50,000,000 jobs of a deep plan would otherwise take minutes).
+pub fn check_within(
+    mut r: impl BufRead,
+    bytes: Option<u64>,
+    k: u64,
+    draw: &Draw,
+) -> Result<Checked, CertError> {
     let text = read_line(&mut r, MAX_HEADER, 1)?
         .ok_or_else(|| CertError::Wrong("the file is empty".into()))?;
     let header: Header = serde_json::from_str(&text).map_err(|e| CertError::Line {
@@ -565,9 +594,19 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
             )));
         }
     }
+    if let Some(bytes) = bytes {
+        let room = bytes.saturating_sub(text.len() as u64 + 1) / MIN_JOB_LINE;
+        if header.jobs > room {
+            return Err(CertError::Wrong(format!(
+                "the header says {} jobs, where the file's {bytes} bytes hold at most {room} job lines",
+                header.jobs
+            )));
+        }
+    }
+    let root = root_material(&header.root)?;
     let material = match draw {
-        Draw::Root => root_material(&header.root)?,
-        Draw::Seed(s) => seed_material(s),
+        Draw::Root => root,
+        Draw::Seed(s) => seed_material(s, &root),
     };
     let plan = Plan::with_depth(header.n.into(), header.strategy, header.depth)
         .map_err(|e| CertError::Wrong(format!("the header's plan: {e}")))?;
@@ -576,7 +615,7 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
         .map_err(|e| CertError::Wrong(format!("the header's plan: {e}")))?;
     if jobs != header.jobs || format!("{fingerprint:016x}") != header.fingerprint {
         return Err(CertError::Wrong(format!(
-            "the header says {} jobs, fingerprint {}; the plan of N = {} {} depth {} has {jobs} jobs, fingerprint {fingerprint:016x}",
+            "the header says {} jobs, fingerprint {:?}; the plan of N = {} {} depth {} has {jobs} jobs, fingerprint {fingerprint:016x}",
             header.jobs, header.fingerprint, header.n, header.strategy, header.depth
         )));
     }
@@ -589,6 +628,8 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
     let mut groups = crate::job::Groups::default();
     let mut index = 0u64;
     let mut two_families = 0u64;
+    // Identities are numbered as the writer meets them, line by line: the next new one is this.
+    let mut met = 0u32;
     loop {
         // Line 1 is the header.
         let line = index + 2;
@@ -627,6 +668,17 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
         crate::Job::with_groups(plan, job.key.clone(), &mut groups)
             .and_then(|j| j.check(&job.result))
             .map_err(|e| bad(format!("counts no search gives: {e}")))?;
+        for &i in &job.by {
+            match i.cmp(&met) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => met += 1,
+                std::cmp::Ordering::Greater => {
+                    return Err(bad(format!(
+                        "identity {i} named before identity {met}: the header lists identities in the order the lines first name them"
+                    )))
+                }
+            }
+        }
         if header.record && job.by.len() < 2 {
             return Err(bad(format!(
                 "job {} names one identity, where a record run's every job has two",
@@ -647,13 +699,18 @@ pub fn check(mut r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertEr
             "{index} job lines, where the plan has {jobs}: lines are missing"
         )));
     }
+    if let Some(name) = header.identities.get(met as usize) {
+        return Err(CertError::Wrong(format!(
+            "the header's identity {name:?} is named by no job line (a certificate lists only the identities that computed its jobs)"
+        )));
+    }
     let unique = tally
         .unique()
         .map_err(|e| CertError::Wrong(e.to_string()))?
         .map(|u| u.to_string());
     let said = |what: &str, sum: &str, header: &str| {
         CertError::Wrong(format!(
-            "the job lines' {what} is {sum}, where the header says {header}"
+            "the job lines' {what} is {sum}, where the header says {header:?}"
         ))
     };
     if tally.total.to_string() != header.total {
@@ -913,7 +970,7 @@ mod tests {
             let fp = format!("\"fingerprint\":\"{}\"", h.fingerprint);
             refused(
                 &text.replacen(&fp, "\"fingerprint\":\"0000000000000000\"", 1),
-                "fingerprint 0000",
+                "fingerprint \"0000",
             );
             refused(&text[..text.len() - 3], &format!("line {}: ", lines.len()));
             refused(&text[..text.len() - 3], "cut short");
@@ -960,16 +1017,24 @@ mod tests {
             .contains("UTF-8"));
     }
 
-    /// The material of a sample: the root's 32 bytes, or SHA-256 of "seed S" (values computed apart,
-    /// with Python's hashlib); a root that is not 64 lowercase hex digits is refused before anything.
+    /// The material of a sample: the root's 32 bytes, or SHA-256 of "seed S" and the root's bytes
+    /// (values computed apart, with Python's hashlib); a root that is not 64 lowercase hex digits is
+    /// refused before anything. A seed's sample depends on the file: the same seed draws another
+    /// sample from another root (before, SHA-256 of "seed 42" alone drew 798, 840 and 964 from every
+    /// file, so a writer who guessed the seed knew where to tell the truth).
     #[test]
     fn sample_material_is_the_roots_bytes_or_the_seeds_hash() {
-        assert_eq!(sample(&seed_material("42"), 1000, 3), [798, 840, 964]);
         let root = "ab".repeat(32);
+        let bytes = root_material(&root).unwrap();
         assert_eq!(
-            sample(&root_material(&root).unwrap(), 1000, 3),
-            [340, 466, 713]
+            sample(&seed_material("42", &bytes), 1000, 3),
+            [66, 129, 305]
         );
+        assert_ne!(
+            sample(&seed_material("42", &[0xcd; 32]), 1000, 3),
+            [66, 129, 305]
+        );
+        assert_eq!(sample(&bytes, 1000, 3), [340, 466, 713]);
         for bad in [
             "AB".repeat(32),
             "ab".repeat(31),
@@ -990,7 +1055,8 @@ mod tests {
         );
         let s = check(text.as_bytes(), 4, &Draw::Seed("42".into())).unwrap();
         let idx: Vec<u64> = s.sample.iter().map(|(i, _)| *i).collect();
-        assert_eq!(idx, sample(&seed_material("42"), c.header.jobs, 4));
+        let root = root_material(&c.header.root).unwrap();
+        assert_eq!(idx, sample(&seed_material("42", &root), c.header.jobs, 4));
         let upper = text.replacen(&c.header.root, &c.header.root.to_uppercase(), 1);
         refused(&upper, "64 lowercase hex digits");
     }
@@ -1248,5 +1314,110 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect::<String>();
         refused(&text, &format!("line {line}: counts no search gives"));
+    }
+
+    /// `text` with its header changed by `edit` and its root computed again (a writer's forgery).
+    fn rerooted(text: &str, edit: impl FnOnce(&mut Header)) -> String {
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        let mut h: Header = serde_json::from_str(&lines[0]).unwrap();
+        edit(&mut h);
+        let mut m = Merkle::default();
+        for l in &lines[1..] {
+            m.push(l.as_bytes());
+        }
+        h.root = bound_root(&h, &m.root_bytes());
+        lines[0] = serde_json::to_string(&h).unwrap();
+        lines.join("\n") + "\n"
+    }
+
+    /// What a writer could vary to re-roll a root drawn from, or to list a name that computed nothing:
+    /// an identity no line names, identities listed out of the order the lines first name them. Each
+    /// is refused, the root made to match. Before, both passed (found by a review, 2026-11-29).
+    #[test]
+    fn identities_are_those_the_lines_name_in_the_order_they_name_them() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let text = certificate(&plan);
+        check(text.as_bytes(), 5, &Draw::Root).unwrap();
+        let unused = rerooted(&text, |h| h.identities.push("Famous Lab".into()));
+        refused(&unused, "\"Famous Lab\" is named by no job line");
+        // Two identities swapped in the header, and every line's indices with them.
+        let mut swapped: Vec<String> = text.lines().map(String::from).collect();
+        for line in &mut swapped[1..] {
+            let mut f: Vec<String> = line.split(' ').map(String::from).collect();
+            f[4] = f[4]
+                .split(',')
+                .map(|i| match i {
+                    "0" => "1",
+                    "1" => "0",
+                    other => other,
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+            *line = f.join(" ");
+        }
+        let swapped = rerooted(&(swapped.join("\n") + "\n"), |h| h.identities.swap(0, 1));
+        refused(&swapped, "identity 1 named before identity 0");
+    }
+
+    /// A header claiming more jobs than its file holds lines for is refused at once, before the plan
+    /// is enumerated: a 400-byte file claiming 50,000,000 jobs of a deep plan took minutes (found by a
+    /// review, 2026-11-29). A true file of its own size passes.
+    #[test]
+    fn a_header_claiming_more_jobs_than_its_file_holds_is_refused_at_once() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let text = certificate(&plan);
+        let size = Some(text.len() as u64);
+        check_within(text.as_bytes(), size, 5, &Draw::Root).unwrap();
+        let mut h: Header = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        h.n = 32;
+        h.depth = 29;
+        h.jobs = 50_000_000;
+        let hostile = serde_json::to_string(&h).unwrap() + "\n";
+        let started = std::time::Instant::now();
+        let e = check_within(
+            hostile.as_bytes(),
+            Some(hostile.len() as u64),
+            5,
+            &Draw::Root,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("hold at most 0 job lines"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        // A size one shortest line too small for the lines claimed: refused by the count.
+        let lines = text.lines().count() as u64 - 1;
+        let e = check_within(
+            text.as_bytes(),
+            Some(text.lines().next().unwrap().len() as u64 + 1 + (lines - 1) * MIN_JOB_LINE),
+            5,
+            &Draw::Root,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(&format!("hold at most {} job lines", lines - 1)),
+            "{e}"
+        );
+    }
+
+    /// The header's own strings reach a refusal quoted, never raw: a total holding terminal escapes
+    /// (which could paint a false "all agree" over the refusal) shows as `\u{1b}`.
+    #[test]
+    fn a_refusal_quotes_the_headers_strings() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let text = certificate(&plan);
+        let painted = rerooted(&text, |h| {
+            h.total = "724\n\u{1b}[1A\u{1b}[2Kall agree".into();
+        });
+        let e = check(painted.as_bytes(), 5, &Draw::Root)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\u{1b}') && !e.contains('\n'), "{e:?}");
+        assert!(e.contains("\\u{1b}"), "{e}");
+        let fingerprint = rerooted(&text, |h| h.fingerprint = "\u{1b}[8m".into());
+        let e = check(fingerprint.as_bytes(), 5, &Draw::Root)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\u{1b}'), "{e:?}");
     }
 }

@@ -37,9 +37,15 @@ pub struct SpotCheckArgs {
     /// Threads for the recomputation (default: every core).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
-    /// Draw the sample from this seed instead of from the certificate's root.
-    #[arg(long)]
+    /// Draw the sample from this seed (and the file's root). Default: a fresh random seed, printed so
+    /// that the same sample can be drawn again.
+    #[arg(long, conflicts_with = "from_root")]
     pub seed: Option<String>,
+    /// Draw the sample from the certificate's root alone: the same on every machine, to repeat a
+    /// published check. The root is the writer's, who could have tried many: for your own bound, draw
+    /// from a seed.
+    #[arg(long)]
+    pub from_root: bool,
     /// The root the coordinator published for the run (`status`, its log, the certificate command's
     /// output), in hex: a file with another root is refused before anything is recomputed. Without it,
     /// a file re-hashed after an edit is caught only if the sample lands on the edit.
@@ -175,16 +181,27 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let file = std::fs::File::open(&args.file)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.file.display()))?;
-    let draw = match &args.seed {
+    // A regular file's size bounds the jobs its header may claim (a pipe's is not known).
+    let bytes = file
+        .metadata()
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len());
+    let seed = match (&args.seed, args.from_root) {
+        (Some(s), _) => Some(s.clone()),
+        (None, true) => None,
+        (None, false) => Some(certificate::fresh_seed()?),
+    };
+    let draw = match &seed {
         Some(s) => Draw::Seed(s.clone()),
         None => Draw::Root,
     };
-    let checked = certificate::check(std::io::BufReader::new(file), args.sample, &draw).map_err(
-        |e| match e {
-            CertError::Io(e) => anyhow::anyhow!("cannot read {}: {e}", args.file.display()),
-            e => anyhow::anyhow!("{} is refused: {e}", args.file.display()),
-        },
-    )?;
+    let checked =
+        certificate::check_within(std::io::BufReader::new(file), bytes, args.sample, &draw)
+            .map_err(|e| match e {
+                CertError::Io(e) => anyhow::anyhow!("cannot read {}: {e}", args.file.display()),
+                e => anyhow::anyhow!("{} is refused: {e}", args.file.display()),
+            })?;
     let h = &checked.header;
     if let Some(expected) = &args.expect_root {
         if !h.root.eq_ignore_ascii_case(expected.trim()) {
@@ -247,8 +264,8 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
         .map(usize::from)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let k = checked.sample.len() as u64;
-    let from = match &args.seed {
-        Some(s) => format!("from seed {s:?}"),
+    let from = match &seed {
+        Some(s) => format!("from seed {s:?} (draw them again: --seed {s:?})"),
         None => "from the root".to_string(),
     };
     // The search ahead, as the certificate counts it (at N = 28 a job is trillions of nodes: the
@@ -292,15 +309,17 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
     }
     if k >= h.jobs {
         println!("every job recomputed: all agree");
+    } else if k == 0 {
+        println!("no job recomputed: the file's own checks passed");
     } else {
         println!(
             "all agree: a clean sample of {k} says at most {:.3} % of the jobs are wrong (95 % confidence)",
             100.0 * certificate::wrong_share_bound(k)
         );
-        if args.seed.is_none() {
+        if seed.is_none() {
             // The root is the writer's: one who tried many roots could pick a sample that misses.
             println!(
-                "that bound holds against faults; against the file's writer, draw your own sample: --seed VALUE, chosen after you got the file"
+                "that bound holds against faults; against the file's writer, draw your own sample: leave out --from-root"
             );
         }
     }
