@@ -377,6 +377,20 @@ pub fn seed_material(seed: &str, root: &[u8]) -> Vec<u8> {
     c.finish().as_ref().to_vec()
 }
 
+/// `text` with every control character escaped (`\u{1b}`, `\n`): what a refusal may quote from a
+/// hostile file, so that terminal escapes in it cannot paint over the refusal.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// A seed nobody could have guessed: 128 bits from the operating system's generator, in hex (what
 /// `spot-check` draws from unless told otherwise, and prints so that the check can be repeated).
 pub fn fresh_seed() -> Result<String, CertError> {
@@ -541,9 +555,10 @@ pub fn check_within(
 ) -> Result<Checked, CertError> {
     let text = read_line(&mut r, MAX_HEADER, 1)?
         .ok_or_else(|| CertError::Wrong("the file is empty".into()))?;
+    // The parser's message may quote the file (an unknown field's name): control characters escaped.
     let header: Header = serde_json::from_str(&text).map_err(|e| CertError::Line {
         line: 1,
-        what: format!("not a certificate header: {e}"),
+        what: format!("not a certificate header: {}", printable(&e.to_string())),
     })?;
     if header.format != FORMAT {
         return Err(CertError::Wrong(format!(
@@ -1384,11 +1399,12 @@ mod tests {
         .to_string();
         assert!(e.contains("hold at most 0 job lines"), "{e}");
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
-        // A size one shortest line too small for the lines claimed: refused by the count.
+        // A size one byte short of the header, its newline and the shortest lines claimed: refused
+        // by the count.
         let lines = text.lines().count() as u64 - 1;
         let e = check_within(
             text.as_bytes(),
-            Some(text.lines().next().unwrap().len() as u64 + 1 + (lines - 1) * MIN_JOB_LINE),
+            Some(text.lines().next().unwrap().len() as u64 + lines * MIN_JOB_LINE),
             5,
             &Draw::Root,
         )
@@ -1398,6 +1414,14 @@ mod tests {
             e.contains(&format!("hold at most {} job lines", lines - 1)),
             "{e}"
         );
+        // One byte more, and the lines claimed fit: the bound passes it (the lines are longer).
+        check_within(
+            text.as_bytes(),
+            Some(text.lines().next().unwrap().len() as u64 + 1 + lines * MIN_JOB_LINE),
+            5,
+            &Draw::Root,
+        )
+        .unwrap();
     }
 
     /// The header's own strings reach a refusal quoted, never raw: a total holding terminal escapes
@@ -1419,5 +1443,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!e.contains('\u{1b}'), "{e:?}");
+        // The parser's own messages quote the file too: an unknown field, a strategy not known.
+        let (first, rest) = text.split_once('\n').unwrap();
+        for header in [
+            first.replacen('{', "{\"\\u001b[8m\":0,", 1),
+            first.replacen(
+                "\"strategy\":\"d4\"",
+                "\"strategy\":\"\\u001b[2Kall agree\"",
+                1,
+            ),
+        ] {
+            assert_ne!(header, first);
+            let e = check(format!("{header}\n{rest}").as_bytes(), 5, &Draw::Root)
+                .unwrap_err()
+                .to_string();
+            assert!(!e.contains('\u{1b}') && e.contains("\\u{1b}"), "{e:?}");
+        }
+    }
+
+    /// A fresh seed is 128 bits in lowercase hex, and another each time.
+    #[test]
+    fn fresh_seeds_are_128_bits_and_differ() {
+        let a = fresh_seed().unwrap();
+        let b = fresh_seed().unwrap();
+        assert_eq!(a.len(), 32, "{a}");
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+            "{a}"
+        );
+        assert_ne!(a, b);
     }
 }

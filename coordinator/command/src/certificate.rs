@@ -200,7 +200,11 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
         certificate::check_within(std::io::BufReader::new(file), bytes, args.sample, &draw)
             .map_err(|e| match e {
                 CertError::Io(e) => anyhow::anyhow!("cannot read {}: {e}", args.file.display()),
-                e => anyhow::anyhow!("{} is refused: {e}", args.file.display()),
+                e => anyhow::anyhow!(
+                    "{} is refused: {}",
+                    args.file.display(),
+                    certificate::printable(&e.to_string())
+                ),
             })?;
     let h = &checked.header;
     if let Some(expected) = &args.expect_root {
@@ -276,7 +280,8 @@ pub fn spot_check(args: &SpotCheckArgs) -> anyhow::Result<()> {
         .map(|(_, l)| u128::from(l.result.nodes))
         .sum();
     if k > 0 {
-        eprintln!("recomputing {k} jobs on {threads} threads: {nodes} nodes to search, as the certificate counts them");
+        // The seed first: a recomputation cut short (hours at N = 28) can be taken up again with it.
+        eprintln!("recomputing {k} jobs {from} on {threads} threads: {nodes} nodes to search, as the certificate counts them");
     }
     let t = Instant::now();
     let differs = recompute(&checked, threads)?;

@@ -196,7 +196,7 @@ fn line(packed: &Packed) -> Vec<u8> {
 
 /// A line's check: the low 32 bits of the CRC-64 of its payload, for version 3; of its version byte
 /// and payload from version 4, so that a version byte changed to another version is damage too.
-fn check(version: u8, payload: &[u8]) -> u32 {
+pub(super) fn check(version: u8, payload: &[u8]) -> u32 {
     if version == VERSION_3 {
         return checksum(payload) as u32;
     }
@@ -206,7 +206,7 @@ fn check(version: u8, payload: &[u8]) -> u32 {
     checksum(&bytes) as u32
 }
 
-fn escape(bytes: &[u8], out: &mut Vec<u8>) {
+pub(super) fn escape(bytes: &[u8], out: &mut Vec<u8>) {
     for &b in bytes {
         match b {
             b'\n' => out.extend_from_slice(&[ESC, b'n']),
@@ -354,10 +354,12 @@ pub(crate) fn newer_line(payload: &[u8]) -> Vec<u8> {
 }
 
 /// Whether a complete line this build cannot read (without its newline) is intact, and so a newer
-/// build's: a packed line of a version past [`VERSION`] whose check holds (every version keeps the
-/// framing: mark, version byte, the low 32 bits of the CRC-64 of the version byte and the payload), or
-/// a JSON line whose checksum holds and whose entry this build does not know. A line whose version
-/// byte was damaged fails its check: damage, as before.
+/// build's: a packed line whose check holds (every version keeps the framing: mark, version byte, the
+/// low 32 bits of the CRC-64 of the version byte and the payload) and that is of a version past
+/// [`VERSION`], or of a known version with a payload this build cannot decode (a kind of entry added
+/// without a new version); or a JSON line whose checksum holds and whose entry this build does not
+/// know. A line whose version byte was damaged fails its check: damage, as before; so is an intact
+/// result whose worker's definition was damaged (it decodes).
 fn newer(bytes: &[u8]) -> bool {
     let Some((&MARK, escaped)) = bytes.split_first() else {
         return jsonl::foreign::<Entry>(bytes);
@@ -365,11 +367,28 @@ fn newer(bytes: &[u8]) -> bool {
     let Ok(framed) = unescape(escaped) else {
         return false;
     };
-    match framed.split_first() {
-        Some((&version, rest)) if version > VERSION => rest
-            .split_first_chunk::<4>()
-            .is_some_and(|(crc, payload)| u32::from_le_bytes(*crc) == check(version, payload)),
-        _ => false,
+    let Some((&version, rest)) = framed.split_first() else {
+        return false;
+    };
+    let Some((crc, payload)) = rest.split_first_chunk::<4>() else {
+        return false;
+    };
+    if u32::from_le_bytes(*crc) != check(version, payload) {
+        return false;
+    }
+    let whole = |taken: Option<&[u8]>| !taken.is_some_and(<[u8]>::is_empty);
+    match version {
+        VERSION => whole(
+            postcard::take_from_bytes::<Packed>(payload)
+                .ok()
+                .map(|(_, t)| t),
+        ),
+        VERSION_3 => whole(
+            postcard::take_from_bytes::<PackedV3>(payload)
+                .ok()
+                .map(|(_, t)| t),
+        ),
+        v => v > VERSION,
     }
 }
 

@@ -98,7 +98,7 @@ impl LedgerView {
         .map_err(io)?;
         if scan.unknown > 0 {
             return Err(Error::Corrupt(format!(
-                "{} holds {} lines of a newer build (intact, of a format or kind this build does not know): use that build with it (nothing was changed; this build would have dropped them as damaged lines)",
+                "{} holds {} lines of a newer build, or is not a ledger (intact lines, of a format or kind this build does not know): use that build with it (the file was not changed; this build would have dropped them as damaged lines)",
                 path.display(),
                 scan.unknown
             )));
