@@ -566,7 +566,8 @@ async fn compute(c: &mut Client, name: &str, run: &str, lying: bool) -> usize {
 
 /// Issue 38, record mode at N = 12: a record run verifies every job (a lower fraction is refused), is
 /// leased to credential holders only (the operator's token, whose names are only stated, gets none of
-/// it), counts nothing that one credential computed under two names, outvotes a lying credential, and
+/// it), counts nothing that one credential computed under two names, outvotes a lying credential (a
+/// dispute decided by a majority of three), and
 /// ends `done` with every job confirmed by a second credential and the published count.
 #[tokio::test]
 async fn a_record_run_counts_only_what_two_credentials_agree_on() {
@@ -574,7 +575,9 @@ async fn a_record_run_counts_only_what_two_credentials_agree_on() {
     let mut operator = s.client("operator");
     let mut one = s.issued("one").await;
     let mut two = s.issued("two").await;
+    let mut three = s.issued("three").await;
     earn_records(&mut operator, (&mut one, "o"), (&mut two, "t")).await;
+    earn_records(&mut operator, (&mut three, "r"), (&mut one, "o")).await;
     let ask = |verify_fraction| proto::CreateRunRequest {
         n: 12,
         strategy: proto::Strategy::D4 as i32,
@@ -615,10 +618,16 @@ async fn a_record_run_counts_only_what_two_credentials_agree_on() {
         "{st:?}"
     );
 
-    // A lying credential disputes what it gets; the second honest credential decides and confirms.
+    // A lying credential disputes what it gets; the second honest credential confirms the rest and
+    // seconds each dispute, which stays open (a record run's dispute takes a majority of three); the
+    // third decides.
     let mut liar = s.issued("liar").await;
     assert!(compute(&mut liar, "l", &run.run, true).await > 0);
     assert!(compute(&mut two, "t", &run.run, false).await > 0);
+    let st = status(&mut operator, &run.run).await;
+    assert_ne!(st.state, proto::RunState::Done as i32, "{st:?}");
+    assert!(st.jobs_disputed > 0, "{st:?}");
+    assert!(compute(&mut three, "r", &run.run, false).await > 0);
     let st = status(&mut operator, &run.run).await;
     assert_eq!(st.state, proto::RunState::Done as i32, "{st:?}");
     assert_eq!(st.total, "14200");

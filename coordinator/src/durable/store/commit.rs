@@ -30,6 +30,11 @@ use crate::error::{Error, Result};
 /// failed any job, and again after each retry, at no cost (found by a review, 2026-11-29).
 pub const MAX_CANDIDATES: usize = 6;
 
+/// Identities that must stand behind a disputed job's count in a record run, and more than behind any
+/// other trusted result of it: a majority of three. With two (the disputant and one decider), two
+/// colluding credentials could take an honest result they disputed for a lie, quarantining its worker.
+pub const RECORD_DISPUTE_MAJORITY: usize = 3;
+
 /// A validated result on its way into the store.
 #[derive(Debug, Clone)]
 pub struct Incoming {
@@ -373,6 +378,56 @@ impl Store {
                 if from == Some(JobState::Disputed) && !inc.may_decide {
                     out.outcomes.push(Outcome::NotKept);
                     continue;
+                }
+                // In a record run a dispute is decided by a majority of three: the side this result
+                // agrees with must have three identities behind it, more than any other trusted
+                // side. So a colluder who disputes an honest result needs two partners, not one, to
+                // have it taken for a lie (and its worker quarantined); an honest side needs two
+                // deciders where one sufficed, and a run of three identities, one of them wrong,
+                // decides no dispute (other runs keep a majority of two, for small clusters). Short
+                // of it, this identity seconds the side it agrees with, and the job waits, disputed,
+                // for a further decider.
+                if meta.record && from == Some(JobState::Disputed) && !agreeing.is_empty() {
+                    let support = agreeing
+                        .iter()
+                        .chain(std::iter::once(&inc.name))
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .len();
+                    let rival = candidates
+                        .iter()
+                        .filter(|c| {
+                            c.result != inc.result
+                                && !c.identities().any(|n| {
+                                    contradicted
+                                        .iter()
+                                        .chain(&out.quarantined)
+                                        .any(|q| q.worker == n)
+                                })
+                        })
+                        .map(|c| c.identities().count())
+                        .max()
+                        .unwrap_or(0);
+                    if support < RECORD_DISPUTE_MAJORITY || support <= rival {
+                        let side = candidates
+                            .iter()
+                            .position(|c| trusted(&c))
+                            .expect("a candidate agrees");
+                        candidates[side].second(&inc.name, inc.family);
+                        let record = JobRecord {
+                            state: JobState::Disputed,
+                            candidates,
+                            reason: None,
+                        };
+                        jobs.insert(k, encode(&record))?;
+                        out.moved.push(Moved {
+                            run: inc.run,
+                            key: inc.key.clone(),
+                            from,
+                            to: Some(JobState::Disputed),
+                        });
+                        out.outcomes.push(Outcome::Disputed);
+                        continue;
+                    }
                 }
                 if verified && agreeing.is_empty() {
                     // Recorded, not counted: a worker of another name must agree first.

@@ -394,6 +394,17 @@ impl ResultRecord {
         self.families.get(i).copied().flatten()
     }
 
+    /// Adds `name`, of kernel family `family`, to those that confirmed this result (a decider seconding
+    /// one side of a dispute): `families[i]` stays the family of `confirmed_by[i - 1]`.
+    pub fn second(&mut self, name: &str, family: Option<Family>) {
+        self.confirmed_by.push(name.to_string());
+        let at = self.confirmed_by.len();
+        let mut families = std::mem::take(&mut self.families);
+        families.resize(at, None);
+        families.push(family);
+        self.families = ResultRecord::families_of(families);
+    }
+
     /// Whether the identity `name` stands behind this result: its worker, or one that confirmed it.
     pub fn stands_behind(&self, name: &str) -> bool {
         self.worker == name || self.confirmed_by.iter().any(|c| c == name)

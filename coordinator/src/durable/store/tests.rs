@@ -290,6 +290,103 @@ fn a_verified_job_counts_once_a_second_worker_agrees() {
     store.audit().unwrap();
 }
 
+/// A store with a record run of N = 8 (every job verified, two identities each).
+fn one_record_run() -> (Store, Plan, super::RunMeta) {
+    let store = Store::temporary().unwrap();
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let (jobs, fingerprint) = plan.fingerprint();
+    let options = super::RunOptions {
+        verify_fraction: 1.0,
+        record: true,
+        ..Default::default()
+    };
+    let run = store.insert_run(plan, jobs, fingerprint, options).unwrap();
+    (store, plan, run)
+}
+
+/// In a record run a dispute takes a majority of three: two colluders, one disputing an honest
+/// result and the other agreeing with the lie, only second it; two honest deciders then decide it,
+/// and both colluders are quarantined. Before, the partner's agreement alone counted the lie and
+/// quarantined the honest worker (a known item until 2026-11-29; it still holds in other runs, where
+/// one decider decides). Three colluders still can: the bar is one more credential, not a proof.
+#[test]
+fn a_record_runs_dispute_takes_a_majority_of_three_so_two_colluders_cannot_frame_an_honest_worker()
+{
+    let (store, plan, run) = one_record_run();
+    let job = incoming(run.id, &plan, 1);
+    let outcome = |name: &str, wrong: u64| {
+        let c = store
+            .commit(&[by(&plan, name, job.clone(), wrong)])
+            .unwrap();
+        (c.outcomes[0], c.quarantined, c.tallies)
+    };
+    assert_eq!(outcome("honest", 0).0, Outcome::Pending);
+    assert_eq!(outcome("liar", 8).0, Outcome::Disputed);
+    let (seconded, quarantined, tallies) = outcome("partner", 8);
+    assert_eq!(seconded, Outcome::Disputed, "seconded, not decided");
+    assert!(quarantined.is_empty() && tallies.is_empty());
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(record.state, JobState::Disputed);
+    assert!(record.candidates[1].stands_behind("partner"));
+    // Two against two: still open.
+    assert_eq!(outcome("c", 0).0, Outcome::Disputed);
+    assert!(store.quarantined().unwrap().is_empty());
+    let (decided, quarantined, _) = outcome("d", 0);
+    assert_eq!(decided, Outcome::Accepted);
+    let mut out: Vec<_> = quarantined.iter().map(|q| q.worker.as_str()).collect();
+    out.sort_unstable();
+    assert_eq!(out, ["liar", "partner"]);
+    let counted = store.result(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(counted.worker, "d");
+    assert_eq!(counted.confirmed_by, ["honest", "c"]);
+    assert_eq!(store.tally(run.id).unwrap().total, job.result.total as u128);
+    store.audit().unwrap();
+
+    let job = incoming(run.id, &plan, 2);
+    for (name, wrong, want) in [
+        ("honest", 0, Outcome::Pending),
+        ("liar2", 8, Outcome::Disputed),
+        ("partner2", 8, Outcome::Disputed),
+        ("partner3", 8, Outcome::Accepted),
+    ] {
+        let c = store
+            .commit(&[by(&plan, name, job.clone(), wrong)])
+            .unwrap();
+        assert_eq!(c.outcomes, [want], "{name}");
+    }
+    assert!(store
+        .quarantined()
+        .unwrap()
+        .iter()
+        .any(|q| q.worker == "honest"));
+}
+
+/// A seconder's kernel family is kept beside its name, and the count it helped decide names both.
+#[test]
+fn a_seconders_family_is_kept_with_it() {
+    let (store, plan, run) = one_record_run();
+    let job = incoming(run.id, &plan, 3);
+    let mut first = by(&plan, "honest", job.clone(), 0);
+    first.family = Some(nqueens_common::Family::CpuLists);
+    store.commit(&[first]).unwrap();
+    store.commit(&[by(&plan, "liar", job.clone(), 8)]).unwrap();
+    let mut second = by(&plan, "c", job.clone(), 0);
+    second.family = Some(nqueens_common::Family::Gpu);
+    store.commit(&[second]).unwrap();
+    let decided = store.commit(&[by(&plan, "d", job.clone(), 0)]).unwrap();
+    assert_eq!(decided.outcomes, [Outcome::Accepted]);
+    let counted = store.result(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(counted.confirmed_by, ["honest", "c"]);
+    assert_eq!(
+        counted.families,
+        [
+            None,
+            Some(nqueens_common::Family::CpuLists),
+            Some(nqueens_common::Family::Gpu)
+        ]
+    );
+}
+
 #[test]
 fn a_dispute_is_decided_by_a_third_worker_and_the_wrong_one_is_quarantined() {
     let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
@@ -2085,10 +2182,14 @@ fn a_record_result_whose_confirmer_is_disproved_is_taken_back() {
             .commit(&[by(&plan, "b", confirmed.clone(), 0)])
             .unwrap();
         assert_eq!(both.outcomes, vec![Outcome::Accepted]);
-        // B lies on job 1; two honest identities decide against it.
+        // B lies on job 1; honest identities decide against it (three in a record run: a majority
+        // of three).
         let job = incoming(run.id, &plan, 1);
         store.commit(&[by(&plan, "b", job.clone(), 1)]).unwrap();
         store.commit(&[by(&plan, "c", job.clone(), 0)]).unwrap();
+        if record {
+            store.commit(&[by(&plan, "e", job.clone(), 0)]).unwrap();
+        }
         let decided = store.commit(&[by(&plan, "d", job.clone(), 0)]).unwrap();
         assert_eq!(decided.quarantined.len(), 1);
         let revoked = store.revoke("b").unwrap();
