@@ -206,7 +206,7 @@ impl Coordinator {
                         run.computed(&inc.key, name);
                     }
                     if *outcome == Outcome::Disputed {
-                        tracing::warn!(worker, name, run = inc.run, job = %inc.key, total = inc.result.total, nodes = inc.result.nodes, "disputed job: results disagree; another worker decides");
+                        tracing::warn!(worker, name, run = inc.run, job = %inc.key, total = inc.result.total, nodes = inc.result.nodes, "disputed job: results disagree (or, in a record run, this one seconds a side short of a majority of three); another worker decides");
                     }
                 }
                 Outcome::Duplicate => {

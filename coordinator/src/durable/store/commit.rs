@@ -25,7 +25,8 @@ use super::{groups, RunMeta, Store};
 use crate::error::{Error, Result};
 
 /// Most disagreeing results a verified job collects before it fails. Any two honest results agree and
-/// decide the job, so failing it takes this many less one lying identities, each (after the second)
+/// decide the job (three, in a record run's dispute), so failing it takes this many less one lying
+/// identities, each (after the second)
 /// with a record, winning every dispute's lease before a second honest one: with 3, a pair of liars
 /// failed any job, and again after each retry, at no cost (found by a review, 2026-11-29).
 pub const MAX_CANDIDATES: usize = 6;
@@ -254,6 +255,24 @@ impl Store {
                     // (Shown wrong already in this commit: it takes back one confirmed count, no
                     // more; quarantined, it takes back none after.)
                     let shown_wrong = contradicted.iter().any(|q| q.worker == inc.name);
+                    // In a record run, a count fewer than a majority stand behind, contradicted under
+                    // a live lease (a spot check), is one side of a dispute the majority decides: the
+                    // count is taken back, and nobody is quarantined before the decision (whichever
+                    // side loses is). Before, the checker was quarantined at once, and its own record
+                    // counts taken back, on the word of the two it contradicted (found by a review,
+                    // 2026-11-29).
+                    if meta.record
+                        && !own
+                        && inc.lease_active
+                        && !shown_wrong
+                        && !counted.confirmed_by.is_empty()
+                        && counted.identities().count() < RECORD_DISPUTE_MAJORITY
+                    {
+                        take_back(results, jobs, totals, &mut out, inc, counted)?;
+                        out.outcomes.push(Outcome::Disputed);
+                        disputed_runs.insert(inc.run);
+                        continue;
+                    }
                     if own || !counted.confirmed_by.is_empty() {
                         // It contradicts itself, or two workers that agreed: it is the wrong one.
                         contradicted.push(Quarantine {
