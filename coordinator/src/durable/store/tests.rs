@@ -290,6 +290,15 @@ fn a_verified_job_counts_once_a_second_worker_agrees() {
     store.audit().unwrap();
 }
 
+/// Commits `job`'s result by each `(name, wrong, outcome)` in turn (its total off by `wrong`), each alone,
+/// and checks its outcome.
+fn in_turn(store: &Store, plan: &Plan, job: &Incoming, steps: &[(&str, u64, Outcome)]) {
+    for &(name, wrong, want) in steps {
+        let c = store.commit(&[by(plan, name, job.clone(), wrong)]).unwrap();
+        assert_eq!(c.outcomes, [want], "{name}");
+    }
+}
+
 /// A store with a record run of N = 8 (every job verified, two identities each).
 fn one_record_run() -> (Store, Plan, super::RunMeta) {
     let store = Store::temporary().unwrap();
@@ -343,17 +352,17 @@ fn a_record_runs_dispute_takes_a_majority_of_three_so_two_colluders_cannot_frame
     store.audit().unwrap();
 
     let job = incoming(run.id, &plan, 2);
-    for (name, wrong, want) in [
-        ("honest", 0, Outcome::Pending),
-        ("liar2", 8, Outcome::Disputed),
-        ("partner2", 8, Outcome::Disputed),
-        ("partner3", 8, Outcome::Accepted),
-    ] {
-        let c = store
-            .commit(&[by(&plan, name, job.clone(), wrong)])
-            .unwrap();
-        assert_eq!(c.outcomes, [want], "{name}");
-    }
+    in_turn(
+        &store,
+        &plan,
+        &job,
+        &[
+            ("honest", 0, Outcome::Pending),
+            ("liar2", 8, Outcome::Disputed),
+            ("partner2", 8, Outcome::Disputed),
+            ("partner3", 8, Outcome::Accepted),
+        ],
+    );
     assert!(store
         .quarantined()
         .unwrap()
@@ -407,17 +416,17 @@ fn a_record_runs_spot_check_against_two_colluders_is_a_dispute_the_majority_deci
 fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
     let (store, plan, run) = one_record_run();
     let job = incoming(run.id, &plan, 6);
-    for (name, wrong, want) in [
-        ("p", 0, Outcome::Pending),
-        ("q", 8, Outcome::Disputed),
-        ("r", 0, Outcome::Disputed),
-        ("s", 0, Outcome::Accepted),
-    ] {
-        let c = store
-            .commit(&[by(&plan, name, job.clone(), wrong)])
-            .unwrap();
-        assert_eq!(c.outcomes, [want], "{name}");
-    }
+    in_turn(
+        &store,
+        &plan,
+        &job,
+        &[
+            ("p", 0, Outcome::Pending),
+            ("q", 8, Outcome::Disputed),
+            ("r", 0, Outcome::Disputed),
+            ("s", 0, Outcome::Accepted),
+        ],
+    );
     // Three stand behind the count; a contradiction under a live lease takes it back.
     let t = store.commit(&[by(&plan, "t", job.clone(), 16)]).unwrap();
     assert!(
@@ -428,14 +437,27 @@ fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
         store.job(run.id, &job.key).unwrap().unwrap().state,
         JobState::Disputed
     );
-    for name in ["u", "v", "w"] {
+    for name in ["u", "v"] {
         let c = store.commit(&[by(&plan, name, job.clone(), 24)]).unwrap();
-        assert_eq!(
-            c.outcomes,
-            [Outcome::Disputed],
-            "{name}: three against three"
-        );
+        assert_eq!(c.outcomes, [Outcome::Disputed], "{name}");
     }
+    // The third, in one commit with a worker shown wrong elsewhere (z contradicts its own count): a
+    // quarantine in the same commit taints only the sides that worker stands behind.
+    let other = incoming(run.id, &plan, 7);
+    in_turn(
+        &store,
+        &plan,
+        &other,
+        &[("z", 0, Outcome::Pending), ("z2", 0, Outcome::Accepted)],
+    );
+    let c = store
+        .commit(&[
+            by(&plan, "z", other.clone(), 8),
+            by(&plan, "w", job.clone(), 24),
+        ])
+        .unwrap();
+    assert!(matches!(c.outcomes[0], Outcome::Mismatch { .. }), "{c:?}");
+    assert_eq!(c.outcomes[1], Outcome::Disputed, "three against three");
     let decided = store.commit(&[by(&plan, "y", job.clone(), 0)]).unwrap();
     assert_eq!(decided.outcomes, [Outcome::Accepted]);
 }
