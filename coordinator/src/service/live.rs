@@ -1131,9 +1131,6 @@ mod tests {
         );
     }
 
-    /// A counted job disputed (done, then open again) by commit 2: it is put back as of commit 2 (an
-    /// older commit's count, applied after it, does not settle its leases), and a run finished by
-    /// commit 1 is running again (found by a review, 2026-11-24, a later session).
     /// A dispute shrunk by a revocation (disputed, then verifying) forgets who computed the job: the
     /// identities that seconded a candidate the revocation dropped may compute it again. Before, the
     /// coordinator passed them by for that job until a restart (found by a review, 2026-11-29).
@@ -1150,6 +1147,9 @@ mod tests {
         assert!(!live.computed_by.contains_key(&key));
     }
 
+    /// A counted job disputed (done, then open again) by commit 2: it is put back as of commit 2 (an
+    /// older commit's count, applied after it, does not settle its leases), and a run finished by
+    /// commit 1 is running again (found by a review, 2026-11-24, a later session).
     #[test]
     fn a_disputed_count_is_a_job_put_back() {
         let mut live = LiveRun::new(run(4), tally(3, 0), HashMap::new()).unwrap();

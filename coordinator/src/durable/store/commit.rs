@@ -26,8 +26,8 @@ use crate::error::{Error, Result};
 
 /// Most disagreeing results a verified job collects before it fails. Any two honest results agree and
 /// decide the job (three, in a record run's dispute), so failing it takes this many less one lying
-/// identities, each (after the second)
-/// with a record, winning every dispute's lease before a second honest one: with 3, a pair of liars
+/// identities, each (after the second) with a record, winning every dispute's lease before a second
+/// honest one: with 3, a pair of liars
 /// failed any job, and again after each retry, at no cost (found by a review, 2026-11-29).
 pub const MAX_CANDIDATES: usize = 6;
 
