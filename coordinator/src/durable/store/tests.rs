@@ -370,46 +370,6 @@ fn a_record_runs_dispute_takes_a_majority_of_three_so_two_colluders_cannot_frame
         .any(|q| q.worker == "honest"));
 }
 
-/// In a record run, an honest spot check of a lie two colluders confirmed is one side of a dispute:
-/// the count is taken back, the checker is not quarantined (its own counts stand), and two honest
-/// deciders make the majority that quarantines both colluders. Before, the checker was quarantined at
-/// once on the colluders' word and its record counts taken back (found by a review, 2026-11-29).
-#[test]
-fn a_record_runs_spot_check_against_two_colluders_is_a_dispute_the_majority_decides() {
-    let (store, plan, run) = one_record_run();
-    let job = incoming(run.id, &plan, 4);
-    store.commit(&[by(&plan, "a", job.clone(), 8)]).unwrap();
-    let lie = store.commit(&[by(&plan, "b", job.clone(), 8)]).unwrap();
-    assert_eq!(lie.outcomes, [Outcome::Accepted]);
-    let other = incoming(run.id, &plan, 5);
-    store.commit(&[by(&plan, "h", other.clone(), 0)]).unwrap();
-    store.commit(&[by(&plan, "x", other.clone(), 0)]).unwrap();
-    let check = store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
-    assert_eq!(check.outcomes, [Outcome::Disputed]);
-    assert!(check.quarantined.is_empty() && store.quarantined().unwrap().is_empty());
-    let record = store.job(run.id, &job.key).unwrap().unwrap();
-    assert_eq!(record.state, JobState::Disputed);
-    assert!(
-        store.result(run.id, &other.key).unwrap().is_some(),
-        "h's count stands"
-    );
-    let c = store.commit(&[by(&plan, "c", job.clone(), 0)]).unwrap();
-    assert_eq!(c.outcomes, [Outcome::Disputed], "two against two");
-    let decided = store.commit(&[by(&plan, "d", job.clone(), 0)]).unwrap();
-    assert_eq!(decided.outcomes, [Outcome::Accepted]);
-    let mut out: Vec<_> = decided
-        .quarantined
-        .iter()
-        .map(|q| q.worker.as_str())
-        .collect();
-    out.sort_unstable();
-    assert_eq!(out, ["a", "b"]);
-    assert_eq!(
-        store.tally(run.id).unwrap().total,
-        (job.result.total + other.result.total) as u128
-    );
-}
-
 /// A side must have more identities behind it than every other trusted side: a count three stood
 /// behind, taken back by a contradiction, is not outvoted by three that agree on another value.
 #[test]
