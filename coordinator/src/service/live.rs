@@ -376,8 +376,10 @@ impl LiveRun {
     /// commit (a lease's expiry).
     pub fn moved(&mut self, key: &JobKey, from: Option<JobState>, to: Option<JobState>) {
         // Done, failed, or pending again (its results taken back): whoever computed it is no longer
-        // passed by.
-        if !to.is_some_and(JobState::is_open) {
+        // passed by. Nor when its candidates changed in the same state (a revocation dropped a
+        // candidate and those that seconded it; a seconder joined one): the next lease call reads
+        // who still stands behind one from the record.
+        if !to.is_some_and(JobState::is_open) || from == to {
             self.computed_by.remove(key);
         }
         if let Some(from) = from {
@@ -1126,6 +1128,23 @@ mod tests {
             0,
             "silent for a lease timeout"
         );
+    }
+
+    /// A job whose candidates changed in the same state (a revocation dropped a candidate and its
+    /// seconders) forgets who computed it: those seconders may compute it again. A change of state
+    /// between open states keeps it. Before, the coordinator passed them by for that job until a
+    /// restart (found by a review, 2026-11-29).
+    #[test]
+    fn a_change_of_candidates_forgets_who_computed_the_job() {
+        let mut live = LiveRun::new(run(4), tally(0, 0), HashMap::new()).unwrap();
+        let key = JobKey(vec![0]);
+        live.moved(&key, None, Some(JobState::Verifying));
+        live.computed(&key, "first");
+        live.moved(&key, Some(JobState::Verifying), Some(JobState::Disputed));
+        assert!(live.computed_by.contains_key(&key), "a dispute keeps it");
+        live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
+        assert!(!live.computed_by.contains_key(&key));
+        assert_eq!(live.jobs_in(JobState::Disputed), 1);
     }
 
     /// A counted job disputed (done, then open again) by commit 2: it is put back as of commit 2 (an

@@ -25,7 +25,9 @@ pub struct Revocation {
     pub tallies: BTreeMap<u64, Tally>,
     /// Runs that were done and are running again.
     pub reopened: Vec<RunMeta>,
-    /// Jobs whose state changed (`to: None`: pending again).
+    /// Jobs whose state changed (`to: None`: pending again), and open jobs whose candidates changed
+    /// in the same state (`from == to`: those that stood behind a dropped candidate may compute the
+    /// job again).
     pub moved: Vec<Moved>,
     /// Stored results were left out because they cannot be read: the revocation is complete only once
     /// the store is repaired (reopened: see `service::quarantines::revoke_quarantined`).
@@ -78,6 +80,7 @@ impl Store {
                     continue;
                 };
                 let from = Some(record.state);
+                let before = record.candidates.clone();
                 // Its own candidates go; where it confirmed one (a count taken back), its part goes.
                 record.candidates.retain(|c| c.worker != worker);
                 for c in &mut record.candidates {
@@ -95,7 +98,7 @@ impl Store {
                         jobs.insert(k.as_slice(), encode(&record))?
                     }
                 };
-                if from != to {
+                if from != to || record.candidates != before {
                     out.moved.push(Moved { run, key, from, to });
                 }
             }

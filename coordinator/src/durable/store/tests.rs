@@ -422,6 +422,35 @@ fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
     assert_eq!(decided.outcomes, [Outcome::Accepted]);
 }
 
+/// A revocation that drops a candidate of a dispute, with the identity that seconded it, and leaves
+/// the job disputed says so (a move in the same state), so that the live run stops passing the
+/// seconder by for that job.
+#[test]
+fn a_revocation_that_shrinks_a_dispute_reports_the_job() {
+    let (store, plan, run) = one_record_run();
+    let job = incoming(run.id, &plan, 3);
+    in_turn(
+        &store,
+        &plan,
+        &job,
+        &[
+            ("h", 0, Outcome::Pending),
+            ("l", 8, Outcome::Disputed),
+            ("s", 8, Outcome::Disputed),
+            ("m", 16, Outcome::Disputed),
+        ],
+    );
+    let revoked = store.revoke("l").unwrap();
+    let moved: Vec<_> = revoked.moved.iter().filter(|m| m.key == job.key).collect();
+    assert_eq!(moved.len(), 1, "{:?}", revoked.moved);
+    assert_eq!(
+        (moved[0].from, moved[0].to),
+        (Some(JobState::Disputed), Some(JobState::Disputed))
+    );
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert!(!record.computed_by("s") && record.computed_by("h"));
+}
+
 /// A seconder's kernel family is kept beside its name, and the count it helped decide names both.
 #[test]
 fn a_seconders_family_is_kept_with_it() {
