@@ -471,16 +471,8 @@ mod tests {
         // A line of this version whose check holds but whose payload this build cannot decode (a kind
         // added without a new version), or with bytes after its entry: a newer build's. A result whose
         // worker was never defined decodes: damage.
-        let framed = |payload: &[u8]| {
-            let mut framed = vec![packed::VERSION];
-            framed.extend_from_slice(&packed::check(packed::VERSION, payload).to_le_bytes());
-            framed.extend_from_slice(payload);
-            let mut line = vec![packed::MARK];
-            packed::escape(&framed, &mut line);
-            line.push(b'\n');
-            line
-        };
-        assert_eq!(read(&framed(&[0xff, 0xff, 0xff])).1.unknown, 1);
+        let line = packed::framed_line(packed::VERSION, &[0xff, 0xff, 0xff]);
+        assert_eq!(read(&line).1.unknown, 1);
         assert_eq!(read(undefined).1.unknown, 0);
     }
 }

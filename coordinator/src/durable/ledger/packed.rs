@@ -196,7 +196,7 @@ fn line(packed: &Packed) -> Vec<u8> {
 
 /// A line's check: the low 32 bits of the CRC-64 of its payload, for version 3; of its version byte
 /// and payload from version 4, so that a version byte changed to another version is damage too.
-pub(super) fn check(version: u8, payload: &[u8]) -> u32 {
+fn check(version: u8, payload: &[u8]) -> u32 {
     if version == VERSION_3 {
         return checksum(payload) as u32;
     }
@@ -206,7 +206,7 @@ pub(super) fn check(version: u8, payload: &[u8]) -> u32 {
     checksum(&bytes) as u32
 }
 
-pub(super) fn escape(bytes: &[u8], out: &mut Vec<u8>) {
+fn escape(bytes: &[u8], out: &mut Vec<u8>) {
     for &b in bytes {
         match b {
             b'\n' => out.extend_from_slice(&[ESC, b'n']),
@@ -343,7 +343,13 @@ pub fn scan(reader: impl Read, each: impl FnMut(u64, Line<Entry>)) -> std::io::R
 /// newer build's line).
 #[cfg(test)]
 pub(crate) fn newer_line(payload: &[u8]) -> Vec<u8> {
-    let version = VERSION + 1;
+    framed_line(VERSION + 1, payload)
+}
+
+/// An intact packed line of `version` whose payload is `payload`, newline included (for tests: the
+/// payload need not decode).
+#[cfg(test)]
+pub(crate) fn framed_line(version: u8, payload: &[u8]) -> Vec<u8> {
     let mut framed = vec![version];
     framed.extend_from_slice(&check(version, payload).to_le_bytes());
     framed.extend_from_slice(payload);

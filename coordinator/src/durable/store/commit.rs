@@ -347,15 +347,17 @@ impl Store {
                 // a candidate of an identity shown wrong or quarantined earlier in this commit: its
                 // revocation comes once the commit is through, and until then it must confirm
                 // nothing.)
-                let trusted = |c: &&ResultRecord| {
-                    c.result == inc.result
-                        && !c.identities().any(|n| {
-                            contradicted
-                                .iter()
-                                .chain(&out.quarantined)
-                                .any(|q| q.worker == n)
-                        })
+                // Whether an identity shown wrong or quarantined earlier in this commit stands behind
+                // a candidate.
+                let tainted = |c: &ResultRecord| {
+                    c.identities().any(|n| {
+                        contradicted
+                            .iter()
+                            .chain(&out.quarantined)
+                            .any(|q| q.worker == n)
+                    })
                 };
+                let trusted = |c: &&ResultRecord| c.result == inc.result && !tainted(c);
                 let agreeing: Vec<String> = candidates
                     .iter()
                     .filter(trusted)
@@ -396,15 +398,7 @@ impl Store {
                         .len();
                     let rival = candidates
                         .iter()
-                        .filter(|c| {
-                            c.result != inc.result
-                                && !c.identities().any(|n| {
-                                    contradicted
-                                        .iter()
-                                        .chain(&out.quarantined)
-                                        .any(|q| q.worker == n)
-                                })
-                        })
+                        .filter(|c| c.result != inc.result && !tainted(c))
                         .map(|c| c.identities().count())
                         .max()
                         .unwrap_or(0);
