@@ -134,8 +134,10 @@ impl Coordinator {
             self.shared.metrics.result(outcome.name());
             credited.push(match outcome {
                 // (Its lease has delivered, though: one kept past its job's count takes a count
-                // back once, even after a lift.)
-                Outcome::Mismatch { .. } | Outcome::NotKept => {
+                // back once, even after a lift. A result for a failed job passed validation under
+                // any lease id: only a lease of its own sender and job ends, so that no identity
+                // ends another's, kept for its late result.)
+                Outcome::Mismatch { .. } | Outcome::NotKept | Outcome::JobFailed => {
                     state.leases.deliver(inc.lease, inc.run, &inc.key, name);
                     None
                 }
@@ -145,8 +147,9 @@ impl Coordinator {
                     .leases
                     .deliver(inc.lease, inc.run, &inc.key, name)
                     .then_some(inc.result.nodes),
-                // (Unless a copy under its lease, committed after it and applied first, was.)
-                _ => state
+                // (Unless a copy under its lease, committed after it and applied first, was. Its
+                // lease was checked: issued for its job to its sender.)
+                Outcome::Accepted | Outcome::Pending | Outcome::Disputed => state
                     .leases
                     .credit_once(inc.lease)
                     .then_some(inc.result.nodes),
@@ -313,8 +316,8 @@ impl Coordinator {
                 .iter()
                 .filter(|r| r.record.worker == q.worker)
                 .count();
-            tracing::warn!(worker = %q.worker, reason = %q.reason, revoked, "worker quarantined; its unconfirmed results are revoked and their jobs computed again");
-            state.quarantined.insert(q.worker.clone(), q.reason.clone());
+            tracing::warn!(worker = %q.worker, reason = %q.reason, revoked, held = q.held, "worker quarantined; its unconfirmed results are revoked and their jobs computed again (held: those of record runs stand until its dispute is decided)");
+            state.quarantined.insert(q.worker.clone(), q.shown_reason());
         }
         for q in &committed.lifted {
             tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted: every identity that disproved the worker is quarantined now; its results taken back are computed again, and it earns its record again");

@@ -4103,6 +4103,60 @@ async fn outlived_by_lies_of(
     (run, slow, kept.unwrap())
 }
 
+/// A result for a failed job, whatever lease id it names, ends no other identity's lease. Before, such
+/// a result (let through unchecked: a failed job is settled, so it is only compared) marked the lease
+/// it named as having delivered, and one kept past its job's count went: a colluder that named an
+/// honest worker's ids (they are sequential) made its late result under them harmless, so the lie
+/// that worker would have taken back stood, and the worker was quarantined by the two liars
+/// (found by a review, 2026-11-29).
+#[tokio::test(start_paused = true)]
+async fn a_result_for_a_failed_job_ends_no_other_identitys_lease() {
+    let c = coordinator();
+    let (run, slow, _) = outlived_by_lies(&c).await;
+    let counted = c.run(&run).unwrap().tally.jobs;
+    let outlived: Vec<&Granted> = slow
+        .iter()
+        .filter(|g| c.state().leases.outlived(g.id))
+        .collect();
+    assert!(!outlived.is_empty());
+    let other = run_of_8(&c).await;
+    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+    let key = plan.jobs().next().unwrap();
+    let id = c.run(&other).unwrap().meta.id;
+    c.shared.store.fail_job(id, &key, "test").unwrap();
+    let result = Job::new(plan, key.clone()).unwrap().run();
+    let reports: Vec<Report> = outlived
+        .iter()
+        .map(|g| Report {
+            lease: g.id,
+            run: other.clone(),
+            n: 8,
+            job: key.to_string(),
+            seal: Some(seal(plan.fingerprint().1, &key, &result)),
+            result,
+            tag: 0,
+            device: None,
+            family: None,
+        })
+        .collect();
+    let outcomes = c.report("liar-1", "liar-1", reports).await.unwrap();
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::JobFailed),
+        "{outcomes:?}"
+    );
+    for g in &outlived {
+        assert_eq!(c.state().leases.issued_to(g.id), Some("slow"));
+        assert!(c.state().leases.outlived(g.id), "still kept for its result");
+    }
+    // The honest worker's late result still takes a lie back.
+    let back = c
+        .report("slow", "slow", vec![report(outlived[0])])
+        .await
+        .unwrap();
+    assert!(matches!(back[..], [Outcome::Mismatch { .. }]), "{back:?}");
+    assert_eq!(c.run(&run).unwrap().tally.jobs + 1, counted, "taken back");
+}
+
 /// Ending a spot check ends that lease alone. Before, it forgot every ended lease of its job: a
 /// third credential that handed back a check of a job two colluders had confirmed a lie on made the
 /// coordinator forget the honest worker's lease kept past that count, and the honest late result then
