@@ -377,9 +377,11 @@ impl LiveRun {
     pub fn moved(&mut self, key: &JobKey, from: Option<JobState>, to: Option<JobState>) {
         // Done, failed, or pending again (its results taken back): whoever computed it is no longer
         // passed by. Nor when its candidates changed in the same state (a revocation dropped a
-        // candidate and those that seconded it; a seconder joined one): the next lease call reads
-        // who still stands behind one from the record.
-        if !to.is_some_and(JobState::is_open) || from == to {
+        // candidate and those that seconded it; a seconder joined one), or shrank from a dispute to
+        // one (a revocation, which alone makes that move): the next lease call reads who still
+        // stands behind one from the record.
+        let shrank = from == Some(JobState::Disputed) && to == Some(JobState::Verifying);
+        if !to.is_some_and(JobState::is_open) || from == to || shrank {
             self.computed_by.remove(key);
         }
         if let Some(from) = from {
@@ -1145,6 +1147,12 @@ mod tests {
         live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
         assert!(!live.computed_by.contains_key(&key));
         assert_eq!(live.jobs_in(JobState::Disputed), 1);
+        // A revocation that leaves one candidate of a dispute (found by a review, 2026-11-29: the
+        // seconders it dropped were passed by until a restart).
+        live.computed(&key, "seconder");
+        live.moved(&key, Some(JobState::Disputed), Some(JobState::Verifying));
+        assert!(!live.computed_by.contains_key(&key));
+        assert_eq!(live.jobs_in(JobState::Verifying), 1);
     }
 
     /// A counted job disputed (done, then open again) by commit 2: it is put back as of commit 2 (an
