@@ -506,6 +506,7 @@ fn an_import_into_a_directory_whose_store_and_ledger_disagree_is_refused() {
             reason: "disproved".into(),
             at_unix: 1,
             by: Vec::new(),
+            held: false,
         }))
     };
     let mut ahead = std::fs::read(ledger(&existing)).unwrap();

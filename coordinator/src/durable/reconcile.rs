@@ -571,6 +571,7 @@ mod tests {
                 reason: "shown wrong".into(),
                 at_unix: 1,
                 by: Vec::new(),
+                held: false,
             }),
             Entry::Result {
                 run,
@@ -756,6 +757,7 @@ mod tests {
                 reason: "shown wrong on another job".into(),
                 at_unix: 2,
                 by: Vec::new(),
+                held: false,
             })
             .unwrap();
         let job = crate::durable::store::records::job_key(run, &right.key);
@@ -881,6 +883,7 @@ mod tests {
                 reason: "shown wrong on another job".into(),
                 at_unix: 2,
                 by: Vec::new(),
+                held: false,
             })
             .unwrap();
         store.revoke("x").unwrap();
@@ -911,6 +914,7 @@ mod tests {
                 reason: "shown wrong on another job".into(),
                 at_unix: 2,
                 by: Vec::new(),
+                held: false,
             })
             .unwrap();
         store.revoke("x").unwrap();
@@ -1076,6 +1080,7 @@ mod tests {
                     reason: "shown wrong on another job".into(),
                     at_unix: 2,
                     by: Vec::new(),
+                    held: false,
                 }),
                 Entry::Revoked {
                     run,

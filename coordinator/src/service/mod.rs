@@ -342,7 +342,7 @@ impl Coordinator {
         let quarantined: HashMap<String, String> = store
             .quarantined()?
             .into_iter()
-            .map(|q| (q.worker, q.reason))
+            .map(|q| (q.worker.clone(), q.shown_reason()))
             .collect();
         for (worker, reason) in &quarantined {
             tracing::warn!(worker = %worker, reason = %reason, "worker quarantined (from the store)");

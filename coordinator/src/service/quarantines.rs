@@ -177,6 +177,7 @@ fn distrust(store: &Store, mut ledger: Option<&mut Ledger>, names: &[String]) ->
             reason: DISTRUSTED.to_string(),
             at_unix: now_unix(),
             by: Vec::new(),
+            held: false,
         };
         let q = match quarantined.iter().find(|q| q.worker == name) {
             Some(q) if q.by.is_empty() => {

@@ -257,6 +257,8 @@ impl Store {
                     let shown_wrong = contradicted.iter().any(|q| q.worker == inc.name);
                     if own || !counted.confirmed_by.is_empty() {
                         // It contradicts itself, or two workers that agreed: it is the wrong one.
+                        // (Two that agreed may have agreed on a lie: see below.)
+                        let takes_back = !own && inc.lease_active && !shown_wrong;
                         contradicted.push(Quarantine {
                             worker: inc.name.clone(),
                             reason: format!(
@@ -281,8 +283,14 @@ impl Store {
                                     .chain(counted.confirmed_by.iter().cloned())
                                     .collect(),
                             },
+                            // In a record run, held until the dispute below is decided: it leases
+                            // and counts nothing more, but its record counts stand meanwhile (each
+                            // has a second identity behind it), and its result stands in the
+                            // dispute. Before, the checker of a lie two colluders confirmed lost
+                            // every record count at once, until three deciders lifted it.
+                            held: takes_back && meta.record,
                         });
-                        if !own && inc.lease_active && !shown_wrong {
+                        if takes_back {
                             // Two that agreed may have agreed on a lie (two colluding credentials):
                             // the count is taken back too, and further identities decide. Shown
                             // wrong, both are quarantined and this worker is lifted (its deciders
@@ -475,6 +483,8 @@ impl Store {
                             .cloned()
                             .chain(std::iter::once(inc.name.clone()))
                             .collect(),
+                        // Decided: a held one is made whole by the join.
+                        held: false,
                     };
                     put_quarantine(quarantine, &mut out, q)?;
                 }
@@ -585,7 +595,8 @@ impl Store {
 /// Stores quarantine `q` inside a commit's transaction, joined with the worker's quarantine stored
 /// before (by an earlier commit, or earlier in this one: [`Quarantine::merged`]), so that a second
 /// disproof adds its deciders instead of replacing the first's. A stored record that does not decode
-/// joins as one naming no decider (the worker is never lifted by the rule: the safe side).
+/// joins as one naming no decider and not held (the worker is never lifted by the rule, and its
+/// results are taken back: the safe side).
 fn put_quarantine(
     tree: &sled::transaction::TransactionalTree,
     out: &mut Committed,
@@ -596,6 +607,7 @@ fn put_quarantine(
             Ok(before) => before.merged(q),
             Err(_) => Quarantine {
                 by: Vec::new(),
+                held: false,
                 ..q
             },
         },

@@ -79,6 +79,7 @@ impl Store {
                         reason: "its lifted quarantine record was damaged on disk".into(),
                         at_unix: super::now_unix(),
                         by: Vec::new(),
+                        held: false,
                     }
                 }
             });
@@ -113,13 +114,18 @@ impl Store {
         let mut out = Lifts::default();
         // (name, record, whether it goes to `lifted`)
         let mut moves: Vec<(String, Vec<u8>, bool)> = Vec::new();
-        for (name, (q, in_quarantine, in_lifted)) in all {
+        for (name, (mut q, in_quarantine, in_lifted)) in all {
             let lift = clear.contains(&name);
             match (lift, in_quarantine, in_lifted) {
                 // In its place already (every record is in one tree at least).
                 (true, false, true) | (false, true, false) | (_, false, false) => continue,
                 (true, _, _) => out.lifted.push(q.clone()),
-                (false, false, true) => out.restored.push(q.clone()),
+                (false, false, true) => {
+                    // Its deciders are cleared: what it contradicted stands, so a quarantine held
+                    // for a dispute is made whole.
+                    q.held = false;
+                    out.restored.push(q.clone())
+                }
                 (false, true, true) => {}
             }
             moves.push((name, encode(&q), lift));
@@ -201,6 +207,29 @@ mod tests {
         assert_eq!(b.by, ["e", "c"], "the join, stored once");
         assert_eq!(names(&store.quarantined().unwrap()), ["b", "c"]);
         assert_eq!(names(&store.lifted().unwrap()), ["a"]);
+    }
+
+    /// A held quarantine (a checker whose dispute was open) that the rule lifted and then puts back is
+    /// made whole: its deciders are cleared, so its contradiction lost, and its record counts go.
+    #[test]
+    fn a_held_quarantine_put_back_is_made_whole() {
+        let store = Store::temporary().unwrap();
+        let held = Quarantine {
+            held: true,
+            ..q("h", &["a"])
+        };
+        store.restore_quarantine(&held).unwrap();
+        store.restore_quarantine(&q("a", &["d"])).unwrap();
+        let first = store.apply_quarantine_rule().unwrap();
+        assert_eq!(names(&first.lifted), ["h"]);
+        assert!(first.lifted[0].held, "lifted as it was");
+        store.restore_quarantine(&q("d", &["e"])).unwrap();
+        let second = store.apply_quarantine_rule().unwrap();
+        assert_eq!(names(&second.lifted), ["a"]);
+        assert_eq!(names(&second.restored), ["h"]);
+        assert!(!second.restored[0].held);
+        let stored = store.quarantined().unwrap();
+        assert!(stored.iter().all(|q| !q.held), "{stored:?}");
     }
 
     /// The pure rule over records: a chain, a cycle, one naming none.

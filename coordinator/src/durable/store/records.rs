@@ -447,14 +447,36 @@ pub struct Quarantine {
     /// quarantine is lifted ([`super::Store::apply_quarantine_rule`]). Absent from records that name none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by: Vec<String>,
+    /// Held, not yet disproved (since 2026-11-29): in a record run, it contradicted a count that
+    /// others confirmed, under a live lease, and the count was taken back for a dispute that has not
+    /// been decided. It leases and counts nothing meanwhile, but what it counted in record runs stands
+    /// (each such count has a second identity behind it), as do its results of their open jobs, so that
+    /// two colluders whose lie an honest check caught do not take the checker's work back with it. A
+    /// decision against it (or any other quarantine of it) makes it whole; one for it lifts it by the
+    /// rule. Absent from records that are not held.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 impl Quarantine {
+    /// Why the worker is quarantined, as status and logs show it: the reason, and whether it is held.
+    pub fn shown_reason(&self) -> String {
+        match self.held {
+            true => format!(
+                "{} (held until its dispute is decided: its record counts stand meanwhile)",
+                self.reason
+            ),
+            false => self.reason.clone(),
+        }
+    }
+
     /// This quarantine joined with a `later` one of the same worker (a second disproof): the first
-    /// reason and time, and the deciders of both, for the worker stays shown wrong while any disproof
-    /// stands. One that names none (it contradicted itself, or a record of a build before) makes the
+    /// reason and time, the deciders of both, for the worker stays shown wrong while any disproof
+    /// stands, and held only if both are. One that names none (it contradicted itself, or a record of a build before) makes the
     /// join name none: never lifted by the rule.
     pub fn merged(mut self, later: Quarantine) -> Quarantine {
+        // Held while every disproof of it is only a contradiction waiting for its dispute.
+        self.held = self.held && later.held;
         if self.by.is_empty() || later.by.is_empty() {
             self.by.clear();
             return self;

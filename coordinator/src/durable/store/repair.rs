@@ -252,6 +252,7 @@ impl Store {
                 reason: format!("the stored quarantine record was damaged on disk ({e}); the quarantine is kept"),
                 at_unix: super::now_unix(),
                 by: Vec::new(),
+                held: false,
             });
             self.quarantine.insert(k, encode(&kept))?;
             tracing::error!(worker = %worker, damage = %e, place = "store", "a stored quarantine record is damaged: written again, the worker stays quarantined");

@@ -269,6 +269,7 @@ impl Store {
                         by: std::iter::once(record.worker.clone())
                             .chain(record.confirmed_by.iter().cloned())
                             .collect(),
+                        held: false,
                     }),
             );
         }

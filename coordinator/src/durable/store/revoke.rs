@@ -4,7 +4,9 @@
 //! identities stand behind), are taken out of the run totals (checked
 //! subtraction) and their jobs put back to pending, its recorded results of verified jobs are dropped (and
 //! its part in a candidate it had confirmed, a count taken back), and
-//! a run it had finished is running again. One transaction; the caller flushes.
+//! a run it had finished is running again. One transaction; the caller flushes. A worker held for an
+//! undecided dispute ([`super::Quarantine::held`]) keeps what it has in record runs: there it counts
+//! as trusted, in its own revocation and in others', until a decision makes its quarantine whole.
 
 use std::collections::BTreeMap;
 
@@ -135,13 +137,27 @@ impl Store {
     /// are all quarantined too (nobody trusted stands behind it), or, in a record run, that fewer than
     /// two trusted identities stand behind.
     fn revocable(&self, worker: &str) -> Result<Revocable> {
-        let quarantined: std::collections::HashSet<String> =
-            self.quarantined()?.into_iter().map(|q| q.worker).collect();
-        let untrusted = |name: &str| name == worker || quarantined.contains(name);
+        // Each quarantined worker, and whether it is held (see [`super::Quarantine::held`]).
+        let quarantined: std::collections::HashMap<String, bool> = self
+            .quarantined()?
+            .into_iter()
+            .map(|q| (q.worker, q.held))
+            .collect();
+        let held = quarantined.get(worker).copied().unwrap_or(false);
+        // In a record run a held worker is still trusted: its dispute is undecided.
+        let untrusted = |name: &str, record: bool| match quarantined.get(name) {
+            _ if name == worker => !(record && held),
+            Some(&h) => !(record && h),
+            None => false,
+        };
+        let mut record_runs = std::collections::HashSet::new();
         let mut counted = Vec::new();
         let mut incomplete = false;
         for meta in self.runs()? {
             let run = meta.id;
+            if meta.record {
+                record_runs.insert(run);
+            }
             for item in self.results_raw(run) {
                 // A result that cannot be read is damage: the next start removes it and restores the
                 // ledger's copy, then completes this revocation (see `revoke_quarantined`).
@@ -164,7 +180,7 @@ impl Store {
                 // The identities still trusted behind it; a record run needs two of them.
                 let mut trusted: Vec<&str> = std::iter::once(record.worker.as_str())
                     .chain(record.confirmed_by.iter().map(String::as_str))
-                    .filter(|name| !untrusted(name))
+                    .filter(|name| !untrusted(name, meta.record))
                     .collect();
                 trusted.sort_unstable();
                 trusted.dedup();
@@ -178,7 +194,10 @@ impl Store {
         for kv in self.jobs.iter() {
             let (k, v) = kv?;
             let record: JobRecord = decode("job", &v)?;
-            if record.state.is_open() && record.computed_by(worker) {
+            // A held worker's results of a record run's open jobs stand: one of them is its side
+            // of the dispute that decides it.
+            let kept = held && record_runs.contains(&split_job_key(&k)?.0);
+            if record.state.is_open() && record.computed_by(worker) && !kept {
                 recorded.push(k.to_vec());
             }
         }

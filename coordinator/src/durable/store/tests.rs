@@ -422,6 +422,116 @@ fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
     assert_eq!(decided.outcomes, [Outcome::Accepted]);
 }
 
+/// In a record run, the checker whose result contradicts a count two others confirmed is held, not
+/// disproved, while the dispute it opens is undecided: it counts nothing more, but its record counts
+/// stand, and so does its side of the dispute. Before, it lost every record count at once (two
+/// colluders whose lie an honest check caught took the checker's work back with them), until three
+/// deciders lifted it. Decided for it (two more deciders: three identities against two), both
+/// colluders are quarantined and the rule lifts it; decided against it (a third identity behind the
+/// count), its quarantine is made whole and its record counts go.
+#[test]
+fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until_decided() {
+    let (store, plan, run) = one_record_run();
+    let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
+    // The checker "h" has a record count, with "p".
+    let other = incoming(run.id, &plan, 3);
+    in_turn(
+        &store,
+        &plan,
+        &other,
+        &[("h", 0, Outcome::Pending), ("p", 0, Outcome::Accepted)],
+    );
+    // Two colluders agree on a lie; h's check contradicts it under a live lease.
+    let job = incoming(run.id, &plan, 1);
+    in_turn(
+        &store,
+        &plan,
+        &job,
+        &[("a", 8, Outcome::Pending), ("b", 8, Outcome::Accepted)],
+    );
+    let check = store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    assert!(matches!(check.outcomes[..], [Outcome::Mismatch { .. }]));
+    assert_eq!(check.disputed.len(), 1, "the confirmed count is taken back");
+    let [q] = &check.quarantined[..] else {
+        panic!("{check:?}")
+    };
+    assert_eq!((q.worker.as_str(), q.held), ("h", true));
+    assert_eq!(q.by, ["b", "a"], "the count's worker, then its confirmer");
+    assert!(q.shown_reason().starts_with(&q.reason) && q.shown_reason().contains("held"));
+    assert_eq!(store.quarantined().unwrap(), check.quarantined);
+    // Its revocation takes nothing: its record count stands, its side of the dispute too.
+    let revocation = store.revoke("h").unwrap();
+    assert!(revocation.revoked.is_empty() && revocation.moved.is_empty());
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    assert_eq!(store.tally(run.id).unwrap().total, truth(3));
+    assert!(store.result(run.id, &other.key).unwrap().is_some());
+    assert!(store
+        .job(run.id, &job.key)
+        .unwrap()
+        .unwrap()
+        .computed_by("h"));
+    // It counts nothing more meanwhile.
+    let more = store.commit(&[by(&plan, "h", incoming(run.id, &plan, 4), 0)]);
+    assert!(matches!(more, Err(Error::Quarantined { .. })), "{more:?}");
+    // Two more deciders: three identities against two.
+    in_turn(
+        &store,
+        &plan,
+        &job,
+        &[("d", 0, Outcome::Disputed), ("e", 0, Outcome::Accepted)],
+    );
+    let mut out: Vec<_> = store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .filter(|q| q.worker != "h")
+        .map(|q| (q.worker, q.held))
+        .collect();
+    out.sort_unstable();
+    assert_eq!(out, [("a".into(), false), ("b".into(), false)]);
+    let lifted = store.apply_quarantine_rule().unwrap().lifted;
+    assert_eq!(lifted.len(), 1);
+    assert_eq!(lifted[0].worker, "h");
+    assert_eq!(store.tally(run.id).unwrap().total, truth(3) + truth(1));
+    store.revoke("a").unwrap();
+    store.revoke("b").unwrap();
+    assert_eq!(store.tally(run.id).unwrap().total, truth(3) + truth(1));
+    store.audit().unwrap();
+
+    // Decided against the checker: a third colluder. Its quarantine is made whole, and its record
+    // count (with p2) goes.
+    let other = incoming(run.id, &plan, 5);
+    in_turn(
+        &store,
+        &plan,
+        &other,
+        &[("h2", 0, Outcome::Pending), ("p2", 0, Outcome::Accepted)],
+    );
+    let job = incoming(run.id, &plan, 2);
+    in_turn(
+        &store,
+        &plan,
+        &job,
+        &[("a2", 8, Outcome::Pending), ("b2", 8, Outcome::Accepted)],
+    );
+    let check = store.commit(&[by(&plan, "h2", job.clone(), 0)]).unwrap();
+    assert!(check.quarantined[0].held);
+    assert!(store.revoke("h2").unwrap().revoked.is_empty());
+    let decided = store.commit(&[by(&plan, "x2", job.clone(), 8)]).unwrap();
+    assert_eq!(decided.outcomes, [Outcome::Accepted]);
+    let [q] = &decided.quarantined[..] else {
+        panic!("{decided:?}")
+    };
+    assert_eq!((q.worker.as_str(), q.held), ("h2", false));
+    assert_eq!(q.shown_reason(), q.reason);
+    assert_eq!(q.by, ["b2", "a2", "x2"]);
+    assert_eq!(store.unrevoked_quarantines().unwrap().len(), 1);
+    let revocation = store.revoke("h2").unwrap();
+    assert_eq!(revocation.revoked.len(), 1);
+    assert_eq!(revocation.revoked[0].key, other.key);
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+}
+
 /// A revocation that drops a candidate of a dispute, with the identity that seconded it, and leaves
 /// the job disputed says so (a move in the same state), so that the live run stops passing the
 /// seconder by for that job.
@@ -2512,6 +2622,7 @@ pub(crate) fn quarantined_by(worker: &str, by: &[&str]) -> super::Quarantine {
         reason: "shown wrong".into(),
         at_unix: 1,
         by: by.iter().map(|b| b.to_string()).collect(),
+        held: false,
     }
 }
 
@@ -2701,6 +2812,7 @@ fn a_confirmed_count_contradicted_under_an_issued_lease_is_decided_again() {
     );
     assert_eq!(honest.quarantined.len(), 1);
     assert_eq!(honest.quarantined[0].worker, "h");
+    assert!(!honest.quarantined[0].held, "held only in a record run");
     let mut deciders = honest.quarantined[0].by.clone();
     deciders.sort_unstable();
     assert_eq!(deciders, ["a", "b"]);
