@@ -401,10 +401,20 @@ fn join_quarantines(
 ) -> Result<Vec<ledger::Entry>> {
     let stored = store.quarantined()?;
     for q in logged.values() {
-        if !stored.iter().any(|s| s.worker == q.worker) {
-            store.restore_quarantine(q)?;
-            repairs.quarantines_restored += 1;
-            tracing::warn!(worker = %q.worker, reason = %q.reason, "the store lacked a quarantine the ledger holds: restored from the ledger");
+        match stored.iter().find(|s| s.worker == q.worker) {
+            None => {
+                store.restore_quarantine(q)?;
+                repairs.quarantines_restored += 1;
+                tracing::warn!(worker = %q.worker, reason = %q.reason, "the store lacked a quarantine the ledger holds: restored from the ledger (whole)");
+            }
+            // Held in the store, whole in the ledger: the decision against it reached the ledger
+            // alone.
+            Some(s) if s.held && !q.held => {
+                store.make_quarantine_whole(&q.worker)?;
+                repairs.quarantines_restored += 1;
+                tracing::warn!(worker = %q.worker, "the store held a quarantine the ledger holds whole: made whole");
+            }
+            Some(_) => {}
         }
     }
     Ok(stored
@@ -1478,6 +1488,33 @@ mod tests {
         assert_eq!(LedgerView::read(&path).unwrap().quarantines.len(), 1);
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs, Repairs::default(), "agreeing again");
+        // Held in the store, whole in the ledger (the decision against it reached the ledger alone):
+        // made whole.
+        let whole = store.quarantined().unwrap().remove(0);
+        store
+            .put_quarantine(&crate::durable::store::Quarantine {
+                held: true,
+                ..whole.clone()
+            })
+            .unwrap();
+        let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
+        assert_eq!(repairs.quarantines_restored, 1);
+        assert_eq!(store.quarantined().unwrap(), [whole.clone()]);
+        // Held in the ledger, lacking in the store: restored whole (no file holds the dispute that
+        // would decide it).
+        assert!(store.release_quarantine("liar").unwrap());
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
+        ledger
+            .append(&[Entry::Quarantine(crate::durable::store::Quarantine {
+                held: true,
+                ..whole.clone()
+            })])
+            .unwrap();
+        drop(ledger);
+        assert!(LedgerView::read(&path).unwrap().quarantines["liar"].held);
+        let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
+        assert_eq!(repairs.quarantines_restored, 1);
+        assert_eq!(store.quarantined().unwrap(), [whole]);
     }
 
     /// The refusal of a start that the quick path does not take either.

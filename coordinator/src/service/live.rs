@@ -1140,8 +1140,12 @@ mod tests {
     fn a_change_of_candidates_forgets_who_computed_the_job() {
         let mut live = LiveRun::new(run(4), tally(0, 0), HashMap::new()).unwrap();
         let key = JobKey(vec![0]);
-        live.moved(&key, None, Some(JobState::Verifying));
         live.computed(&key, "first");
+        live.moved(&key, None, Some(JobState::Verifying));
+        assert!(
+            live.computed_by.contains_key(&key),
+            "a first result keeps it (the hot path)"
+        );
         live.moved(&key, Some(JobState::Verifying), Some(JobState::Disputed));
         assert!(live.computed_by.contains_key(&key), "a dispute keeps it");
         live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));

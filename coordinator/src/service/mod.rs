@@ -215,6 +215,9 @@ struct State {
     workers: Workers,
     /// Quarantined workers by name, with the reason (as stored).
     quarantined: HashMap<String, String>,
+    /// The commit that last changed each worker's entry in `quarantined` (see
+    /// [`report::apply_quarantines`]).
+    quarantine_seq: HashMap<String, u64>,
     /// Workers charged for leases that expired.
     strikes: Strikes,
     /// Leases each identity handed back lately ([`hand_backs`]).
@@ -379,6 +382,7 @@ impl Coordinator {
                         .with_epoch_starts(&epoch_starts, crate::durable::store::now_unix()),
                     workers: Workers::with_earlier_results(earlier_results),
                     quarantined,
+                    quarantine_seq: HashMap::new(),
                     strikes: Strikes::default(),
                     hand_backs: hand_backs::HandBacks::default(),
                     counted,

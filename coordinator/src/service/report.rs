@@ -310,22 +310,7 @@ impl Coordinator {
                 }
             }
         }
-        for q in &committed.quarantined {
-            let revoked = committed
-                .revoked
-                .iter()
-                .filter(|r| r.record.worker == q.worker)
-                .count();
-            tracing::warn!(worker = %q.worker, reason = %q.reason, revoked, held = q.held, "worker quarantined; its unconfirmed results are revoked and their jobs computed again (held: those of record runs stand until its dispute is decided)");
-            state.quarantined.insert(q.worker.clone(), q.shown_reason());
-        }
-        for q in &committed.lifted {
-            tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted: every identity that disproved the worker is quarantined now; its results taken back are computed again, and it earns its record again");
-            state.quarantined.remove(&q.worker);
-            // Its record goes: it decides no dispute until it earns one again.
-            state.confirmed.remove(&q.worker);
-            state.spot.forget_passes(&q.worker);
-        }
+        apply_quarantines(state, &committed);
         for r in &committed.revoked {
             // (A check of the job out ends with its count.)
             if let Some(live) = state.leases.settle(r.run, &r.key) {
@@ -659,6 +644,48 @@ struct LeaseCheck {
 /// The confirmed jobs of a commit, in memory: each run's counts of confirmed jobs (and of those two
 /// kernel families confirmed), the identities with a record, and the spot checks' pool. Jobs two
 /// identities agreed on may serve as spot checks; a result taken back may not.
+/// Applies a commit's quarantines and lifts to the workers kept out of service. Commits of one round
+/// are applied by their reports' tasks in whatever order they take the lock: a change of a worker's
+/// quarantine older than the last one applied is passed by, so that a lift is never undone in
+/// memory by the quarantine it lifted (until a restart).
+pub(super) fn apply_quarantines(state: &mut super::State, committed: &Committed) {
+    let mut newer = |worker: &str| match state.quarantine_seq.get(worker) {
+        Some(&seq) if seq > committed.seq => false,
+        _ => {
+            state
+                .quarantine_seq
+                .insert(worker.to_string(), committed.seq);
+            true
+        }
+    };
+    let quarantined: Vec<_> = committed
+        .quarantined
+        .iter()
+        .filter(|q| newer(&q.worker))
+        .collect();
+    let lifted: Vec<_> = committed
+        .lifted
+        .iter()
+        .filter(|q| newer(&q.worker))
+        .collect();
+    for q in quarantined {
+        let revoked = committed
+            .revoked
+            .iter()
+            .filter(|r| r.record.worker == q.worker)
+            .count();
+        tracing::warn!(worker = %q.worker, reason = %q.reason, revoked, held = q.held, "worker quarantined; its unconfirmed results are revoked and their jobs computed again (held: those of record runs stand until its dispute is decided)");
+        state.quarantined.insert(q.worker.clone(), q.shown_reason());
+    }
+    for q in lifted {
+        tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted: every identity that disproved the worker is quarantined now; its results taken back are computed again, and it earns its record again");
+        state.quarantined.remove(&q.worker);
+        // Its record goes: it decides no dispute until it earns one again.
+        state.confirmed.remove(&q.worker);
+        state.spot.forget_passes(&q.worker);
+    }
+}
+
 pub(super) fn note_confirmed(state: &mut super::State, committed: &Committed) {
     // (Not a job no queen ring fits: its one plausible answer, zero, tests nothing.)
     for (run, key, record) in &committed.counted {

@@ -4157,6 +4157,45 @@ async fn a_result_for_a_failed_job_ends_no_other_identitys_lease() {
     assert_eq!(c.run(&run).unwrap().tally.jobs + 1, counted, "taken back");
 }
 
+/// A commit's quarantine applied after a later commit's lift of the same worker (reports' tasks take
+/// the lock in any order) is passed by: the worker, lifted in the store, is not kept out in memory
+/// until a restart (found by a review, 2026-11-29).
+#[tokio::test]
+async fn a_lift_is_not_undone_by_the_older_quarantine_it_lifted() {
+    let c = coordinator();
+    let q = crate::durable::store::tests::quarantined_by("w", &["x"]);
+    let quarantine = crate::durable::store::Committed {
+        quarantined: vec![q.clone()],
+        seq: 5,
+        ..Default::default()
+    };
+    let lift = crate::durable::store::Committed {
+        lifted: vec![q],
+        seq: 6,
+        ..Default::default()
+    };
+    super::report::apply_quarantines(&mut c.state(), &lift);
+    super::report::apply_quarantines(&mut c.state(), &quarantine);
+    assert!(!c.state().quarantined.contains_key("w"));
+    // In order, both apply; so does a later quarantine.
+    super::report::apply_quarantines(
+        &mut c.state(),
+        &crate::durable::store::Committed {
+            seq: 7,
+            ..quarantine
+        },
+    );
+    assert!(c.state().quarantined.contains_key("w"));
+    super::report::apply_quarantines(
+        &mut c.state(),
+        &crate::durable::store::Committed { seq: 7, ..lift },
+    );
+    assert!(
+        !c.state().quarantined.contains_key("w"),
+        "the same commit's lift comes after its quarantine"
+    );
+}
+
 /// Ending a spot check ends that lease alone. Before, it forgot every ended lease of its job: a
 /// third credential that handed back a check of a job two colluders had confirmed a lie on made the
 /// coordinator forget the honest worker's lease kept past that count, and the honest late result then

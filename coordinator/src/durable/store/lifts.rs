@@ -218,7 +218,7 @@ mod tests {
             held: true,
             ..q("h", &["a"])
         };
-        store.restore_quarantine(&held).unwrap();
+        store.put_quarantine(&held).unwrap();
         store.restore_quarantine(&q("a", &["d"])).unwrap();
         let first = store.apply_quarantine_rule().unwrap();
         assert_eq!(names(&first.lifted), ["h"]);

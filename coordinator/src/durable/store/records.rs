@@ -450,10 +450,11 @@ pub struct Quarantine {
     /// Held, not yet disproved (since 2026-11-29): in a record run, it contradicted a count that
     /// others confirmed, under a live lease, and the count was taken back for a dispute that has not
     /// been decided. It leases and counts nothing meanwhile, but what it counted in record runs stands
-    /// (each such count has a second identity behind it), as do its results of their open jobs, so that
+    /// (each such count has a second identity behind it), as do its results in their disputes, so that
     /// two colluders whose lie an honest check caught do not take the checker's work back with it. A
     /// decision against it (or any other quarantine of it) makes it whole; one for it lifts it by the
-    /// rule. Absent from records that are not held.
+    /// rule. A quarantine restored from a file (an export, a ledger ahead of the store) is whole: the
+    /// file holds no open job's results. Absent from records that are not held.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held: bool,
 }

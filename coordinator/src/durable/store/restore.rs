@@ -16,14 +16,38 @@ use crate::error::{Error, Result};
 pub const RESTORE_BATCH: usize = 4096;
 
 impl Store {
-    /// Restores a quarantine (from an export): the worker stays out of service. One already stored is
-    /// kept as it is.
+    /// Restores a quarantine (from an export, or a ledger ahead of the store): the worker stays out of
+    /// service. One already stored is kept as it is. A held one is restored whole: a file holds no
+    /// open job's results, so the dispute that would decide it is not restored with it, and nothing
+    /// would ever make it whole (its record counts then stood for good).
     pub fn restore_quarantine(&self, q: &Quarantine) -> Result<()> {
         super::records::check_quarantine(q)?;
+        let whole = Quarantine {
+            held: false,
+            ..q.clone()
+        };
         self.quarantine
-            .compare_and_swap(q.worker.as_bytes(), None as Option<&[u8]>, Some(encode(q)))?
+            .compare_and_swap(
+                q.worker.as_bytes(),
+                None as Option<&[u8]>,
+                Some(encode(&whole)),
+            )?
             .ok();
         Ok(())
+    }
+
+    /// Makes the stored quarantine of `worker` whole if it is held (a ledger ahead of the store holds
+    /// the decision against it). Returns whether it changed anything.
+    pub fn make_quarantine_whole(&self, worker: &str) -> Result<bool> {
+        let Some(q) = self.quarantined()?.into_iter().find(|q| q.worker == worker) else {
+            return Ok(false);
+        };
+        if !q.held {
+            return Ok(false);
+        }
+        let whole = Quarantine { held: false, ..q };
+        self.quarantine.insert(worker.as_bytes(), encode(&whole))?;
+        Ok(true)
     }
 
     /// Whether `meta` can be restored into this store: its id is in range, its plan is one this build

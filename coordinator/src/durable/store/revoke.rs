@@ -5,8 +5,9 @@
 //! subtraction) and their jobs put back to pending, its recorded results of verified jobs are dropped (and
 //! its part in a candidate it had confirmed, a count taken back), and
 //! a run it had finished is running again. One transaction; the caller flushes. A worker held for an
-//! undecided dispute ([`super::Quarantine::held`]) keeps what it has in record runs: there it counts
-//! as trusted, in its own revocation and in others', until a decision makes its quarantine whole.
+//! undecided dispute ([`super::Quarantine::held`]) keeps its counts and its sides of disputes in record
+//! runs: there it counts as trusted, in its own revocation and in others', until a decision makes its
+//! quarantine whole.
 
 use std::collections::BTreeMap;
 
@@ -194,9 +195,12 @@ impl Store {
         for kv in self.jobs.iter() {
             let (k, v) = kv?;
             let record: JobRecord = decode("job", &v)?;
-            // A held worker's results of a record run's open jobs stand: one of them is its side
-            // of the dispute that decides it.
-            let kept = held && record_runs.contains(&split_job_key(&k)?.0);
+            // A held worker's results of a record run's disputes stand: one of them is its side of
+            // the dispute that decides it. Those waiting for a confirmation go, so that nothing new
+            // is counted with it behind.
+            let kept = held
+                && record.state == JobState::Disputed
+                && record_runs.contains(&split_job_key(&k)?.0);
             if record.state.is_open() && record.computed_by(worker) && !kept {
                 recorded.push(k.to_vec());
             }

@@ -441,6 +441,12 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
         &other,
         &[("h", 0, Outcome::Pending), ("p", 0, Outcome::Accepted)],
     );
+    // h waits for a confirmation of another job.
+    let waiting = by(&plan, "h", incoming(run.id, &plan, 0), 0);
+    assert_eq!(
+        store.commit(&[waiting.clone()]).unwrap().outcomes,
+        [Outcome::Pending]
+    );
     // Two colluders agree on a lie; h's check contradicts it under a live lease.
     let job = incoming(run.id, &plan, 1);
     in_turn(
@@ -459,9 +465,13 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
     assert_eq!(q.by, ["b", "a"], "the count's worker, then its confirmer");
     assert!(q.shown_reason().starts_with(&q.reason) && q.shown_reason().contains("held"));
     assert_eq!(store.quarantined().unwrap(), check.quarantined);
-    // Its revocation takes nothing: its record count stands, its side of the dispute too.
+    // Its revocation takes no count back: its record count stands, its side of the dispute too.
+    // Its result waiting for a confirmation goes: nothing new is counted with it behind.
     let revocation = store.revoke("h").unwrap();
-    assert!(revocation.revoked.is_empty() && revocation.moved.is_empty());
+    assert!(revocation.revoked.is_empty());
+    let moved: Vec<_> = revocation.moved.iter().map(|m| &m.key).collect();
+    assert_eq!(moved, [&waiting.key]);
+    assert_eq!(store.job(run.id, &waiting.key).unwrap(), None);
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
     assert_eq!(store.tally(run.id).unwrap().total, truth(3));
     assert!(store.result(run.id, &other.key).unwrap().is_some());
@@ -530,6 +540,53 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
     assert_eq!(revocation.revoked.len(), 1);
     assert_eq!(revocation.revoked[0].key, other.key);
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
+}
+
+/// Whom a revocation trusts besides its worker: in a record run, neither a worker quarantined whole
+/// nor the worker revoked, but a held one; in other runs, no quarantined worker, held or not.
+#[test]
+fn a_revocation_trusts_a_held_worker_only_in_record_runs() {
+    let (store, plan, run) = one_record_run();
+    let job = incoming(run.id, &plan, 6);
+    in_turn(
+        &store,
+        &plan,
+        &job,
+        &[
+            ("p", 0, Outcome::Pending),
+            ("q", 8, Outcome::Disputed),
+            ("r", 0, Outcome::Disputed),
+            ("s", 0, Outcome::Accepted),
+        ],
+    );
+    let counted = store.result(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(counted.identities().count(), 3);
+    let whole = |name: &str| quarantined_by(name, &[]);
+    let held = |name: &str| super::Quarantine {
+        held: true,
+        ..quarantined_by(name, &["x"])
+    };
+    // p held: r and s stand behind the count, and p too.
+    store.put_quarantine(&held("p")).unwrap();
+    store.put_quarantine(&whole("r")).unwrap();
+    assert!(store.revoke("r").unwrap().revoked.is_empty(), "p and s");
+    // p whole: only s is left.
+    store.put_quarantine(&whole("p")).unwrap();
+    let revoked = store.revoke("p").unwrap();
+    assert_eq!(revoked.revoked.len(), 1, "s alone");
+
+    // A plain verified run: a held confirmer is not trusted there.
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    in_turn(
+        &store,
+        &plan,
+        &job,
+        &[("a", 0, Outcome::Pending), ("b", 0, Outcome::Accepted)],
+    );
+    store.put_quarantine(&held("a")).unwrap();
+    store.put_quarantine(&whole("b")).unwrap();
+    assert_eq!(store.revoke("b").unwrap().revoked.len(), 1);
 }
 
 /// A revocation that drops a candidate of a dispute, with the identity that seconded it, and leaves
