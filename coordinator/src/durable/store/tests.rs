@@ -370,15 +370,12 @@ fn a_record_runs_dispute_takes_a_majority_of_three_so_two_colluders_cannot_frame
         .any(|q| q.worker == "honest"));
 }
 
-/// A side must have more identities behind it than every other trusted side: a count three stood
-/// behind, taken back by a contradiction, is not outvoted by three that agree on another value.
-#[test]
-fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
-    let (store, plan, run) = one_record_run();
-    let job = incoming(run.id, &plan, 6);
+/// Job `i` of a record run, counted by three identities (p, r and s) against one (q).
+fn counted_by_three(store: &Store, plan: &Plan, run: u64, i: usize) -> Incoming {
+    let job = incoming(run, plan, i);
     in_turn(
-        &store,
-        &plan,
+        store,
+        plan,
         &job,
         &[
             ("p", 0, Outcome::Pending),
@@ -387,6 +384,15 @@ fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
             ("s", 0, Outcome::Accepted),
         ],
     );
+    job
+}
+
+/// A side must have more identities behind it than every other trusted side: a count three stood
+/// behind, taken back by a contradiction, is not outvoted by three that agree on another value.
+#[test]
+fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
+    let (store, plan, run) = one_record_run();
+    let job = counted_by_three(&store, &plan, run.id, 6);
     // Three stand behind the count; a contradiction under a live lease takes it back.
     let t = store.commit(&[by(&plan, "t", job.clone(), 16)]).unwrap();
     assert!(
@@ -547,18 +553,7 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
 #[test]
 fn a_revocation_trusts_a_held_worker_only_in_record_runs() {
     let (store, plan, run) = one_record_run();
-    let job = incoming(run.id, &plan, 6);
-    in_turn(
-        &store,
-        &plan,
-        &job,
-        &[
-            ("p", 0, Outcome::Pending),
-            ("q", 8, Outcome::Disputed),
-            ("r", 0, Outcome::Disputed),
-            ("s", 0, Outcome::Accepted),
-        ],
-    );
+    let job = counted_by_three(&store, &plan, run.id, 6);
     let counted = store.result(run.id, &job.key).unwrap().unwrap();
     assert_eq!(counted.identities().count(), 3);
     let whole = |name: &str| quarantined_by(name, &[]);
