@@ -1499,7 +1499,7 @@ mod tests {
             .unwrap();
         let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
         assert_eq!(repairs.quarantines_restored, 1);
-        assert_eq!(store.quarantined().unwrap(), [whole.clone()]);
+        assert_eq!(store.quarantined().unwrap(), std::slice::from_ref(&whole));
         // Held in the ledger, lacking in the store: restored whole (no file holds the dispute that
         // would decide it).
         assert!(store.release_quarantine("liar").unwrap());

@@ -450,7 +450,10 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
     // h waits for a confirmation of another job.
     let waiting = by(&plan, "h", incoming(run.id, &plan, 0), 0);
     assert_eq!(
-        store.commit(&[waiting.clone()]).unwrap().outcomes,
+        store
+            .commit(std::slice::from_ref(&waiting))
+            .unwrap()
+            .outcomes,
         [Outcome::Pending]
     );
     // Two colluders agree on a lie; h's check contradicts it under a live lease.
