@@ -453,8 +453,11 @@ pub struct Quarantine {
     /// (each such count has a second identity behind it), as do its results in their disputes, so that
     /// two colluders whose lie an honest check caught do not take the checker's work back with it. A
     /// decision against it (or any other quarantine of it) makes it whole; one for it lifts it by the
-    /// rule. A quarantine restored from a file (an export, a ledger ahead of the store) is whole: the
-    /// file holds no open job's results. Absent from records that are not held.
+    /// rule. It is taken for whole once it stands behind no side of a dispute of a record run that is
+    /// not cancelled (its job failed, or was put back): the store then lists it among the quarantines
+    /// not yet revoked, and the next revocation of it (at the latest, the next start) takes its record
+    /// counts back. A quarantine restored from a file (an export, a ledger ahead of the store) is
+    /// whole: the file holds no open job's results. Absent from records that are not held.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held: bool,
 }

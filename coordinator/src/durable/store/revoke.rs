@@ -138,11 +138,39 @@ impl Store {
     /// are all quarantined too (nobody trusted stands behind it), or, in a record run, that fewer than
     /// two trusted identities stand behind.
     fn revocable(&self, worker: &str) -> Result<Revocable> {
+        let runs = self.runs()?;
+        // Record runs that may still decide a dispute (not cancelled).
+        let record_runs: std::collections::HashSet<u64> = runs
+            .iter()
+            .filter(|m| m.record && !m.is_cancelled())
+            .map(|m| m.id)
+            .collect();
+        let stored = self.quarantined()?;
+        // A held worker stays held while it stands behind a side of a dispute of such a run: one that
+        // no dispute can decide any more (its job failed or was put back, its run cancelled) is
+        // taken for whole, so that its record counts do not stand for good.
+        let mut in_dispute = std::collections::HashSet::new();
+        if stored.iter().any(|q| q.held) {
+            for kv in self.jobs.iter() {
+                let (k, v) = kv?;
+                let record: JobRecord = decode("job", &v)?;
+                if record.state == JobState::Disputed && record_runs.contains(&split_job_key(&k)?.0)
+                {
+                    for q in stored.iter().filter(|q| q.held) {
+                        if record.computed_by(&q.worker) {
+                            in_dispute.insert(q.worker.clone());
+                        }
+                    }
+                }
+            }
+        }
         // Each quarantined worker, and whether it is held (see [`super::Quarantine::held`]).
-        let quarantined: std::collections::HashMap<String, bool> = self
-            .quarantined()?
+        let quarantined: std::collections::HashMap<String, bool> = stored
             .into_iter()
-            .map(|q| (q.worker, q.held))
+            .map(|q| {
+                let held = q.held && in_dispute.contains(&q.worker);
+                (q.worker, held)
+            })
             .collect();
         let held = quarantined.get(worker).copied().unwrap_or(false);
         // In a record run a held worker is still trusted: its dispute is undecided.
@@ -151,14 +179,10 @@ impl Store {
             Some(&h) => !(record && h),
             None => false,
         };
-        let mut record_runs = std::collections::HashSet::new();
         let mut counted = Vec::new();
         let mut incomplete = false;
-        for meta in self.runs()? {
+        for meta in runs {
             let run = meta.id;
-            if meta.record {
-                record_runs.insert(run);
-            }
             for item in self.results_raw(run) {
                 // A result that cannot be read is damage: the next start removes it and restores the
                 // ledger's copy, then completes this revocation (see `revoke_quarantined`).

@@ -551,6 +551,42 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
 }
 
+/// A held worker whose dispute can no longer be decided (its job failed: too many different results,
+/// or too many expired leases) is taken for whole: its record counts no longer stand. The store
+/// names it among the quarantines not yet revoked (`export` and `audit` refuse it), and the next
+/// start's revocation, or this one, takes them back.
+#[test]
+fn a_held_worker_whose_dispute_failed_is_taken_for_whole() {
+    let (store, plan, run) = one_record_run();
+    let other = incoming(run.id, &plan, 3);
+    in_turn(
+        &store,
+        &plan,
+        &other,
+        &[("h", 0, Outcome::Pending), ("p", 0, Outcome::Accepted)],
+    );
+    let job = incoming(run.id, &plan, 1);
+    in_turn(
+        &store,
+        &plan,
+        &job,
+        &[("a", 8, Outcome::Pending), ("b", 8, Outcome::Accepted)],
+    );
+    let check = store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    assert!(check.quarantined[0].held);
+    assert!(store.revoke("h").unwrap().revoked.is_empty());
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    store.fail_job(run.id, &job.key, "test").unwrap();
+    assert_eq!(
+        store.unrevoked_quarantines().unwrap(),
+        [("h".to_string(), 1)]
+    );
+    let revoked = store.revoke("h").unwrap().revoked;
+    assert_eq!(revoked.len(), 1);
+    assert_eq!(revoked[0].key, other.key);
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+}
+
 /// Whom a revocation trusts besides its worker: in a record run, neither a worker quarantined whole
 /// nor the worker revoked, but a held one; in other runs, no quarantined worker, held or not.
 #[test]
@@ -564,7 +600,14 @@ fn a_revocation_trusts_a_held_worker_only_in_record_runs() {
         held: true,
         ..quarantined_by(name, &["x"])
     };
-    // p held: r and s stand behind the count, and p too.
+    // p held (a side of an open dispute): r and s stand behind the count, and p too.
+    let open = incoming(run.id, &plan, 2);
+    in_turn(
+        &store,
+        &plan,
+        &open,
+        &[("p", 0, Outcome::Pending), ("t", 8, Outcome::Disputed)],
+    );
     store.put_quarantine(&held("p")).unwrap();
     store.put_quarantine(&whole("r")).unwrap();
     assert!(store.revoke("r").unwrap().revoked.is_empty(), "p and s");
