@@ -587,6 +587,38 @@ fn a_held_worker_whose_dispute_failed_is_taken_for_whole() {
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
 }
 
+/// Only a side of a record run's dispute keeps a worker held: one of another run holds nothing, and
+/// the worker's record counts go.
+#[test]
+fn only_a_record_runs_dispute_keeps_a_worker_held() {
+    let (store, plan, run) = one_record_run();
+    let other = incoming(run.id, &plan, 3);
+    in_turn(
+        &store,
+        &plan,
+        &other,
+        &[("h", 0, Outcome::Pending), ("p", 0, Outcome::Accepted)],
+    );
+    let plain_plan = Plan::new(9, Strategy::D4).unwrap();
+    let plain = store.create_run(plain_plan, 1.0).unwrap();
+    let open = incoming(plain.id, &plain_plan, 0);
+    in_turn(
+        &store,
+        &plain_plan,
+        &open,
+        &[("h", 0, Outcome::Pending), ("t", 8, Outcome::Disputed)],
+    );
+    store
+        .put_quarantine(&super::Quarantine {
+            held: true,
+            ..quarantined_by("h", &["x"])
+        })
+        .unwrap();
+    let revoked = store.revoke("h").unwrap().revoked;
+    assert_eq!(revoked.len(), 1);
+    assert_eq!((revoked[0].run, &revoked[0].key), (run.id, &other.key));
+}
+
 /// Whom a revocation trusts besides its worker: in a record run, neither a worker quarantined whole
 /// nor the worker revoked, but a held one; in other runs, no quarantined worker, held or not.
 #[test]
