@@ -428,6 +428,40 @@ fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
     assert_eq!(decided.outcomes, [Outcome::Accepted]);
 }
 
+/// In a record run: `checker` and `partner` count job `mine` together, `liar` and `confirmer` agree
+/// on a lie on job `lied`, then the checker's result contradicts it under a live lease. Returns both
+/// jobs and the check's commit.
+fn a_check_of_a_confirmed_lie(
+    store: &Store,
+    plan: &Plan,
+    run: u64,
+    [checker, partner, liar, confirmer]: [&str; 4],
+    [mine, lied]: [usize; 2],
+) -> (Incoming, Incoming, super::Committed) {
+    let other = incoming(run, plan, mine);
+    in_turn(
+        store,
+        plan,
+        &other,
+        &[
+            (checker, 0, Outcome::Pending),
+            (partner, 0, Outcome::Accepted),
+        ],
+    );
+    let job = incoming(run, plan, lied);
+    in_turn(
+        store,
+        plan,
+        &job,
+        &[
+            (liar, 8, Outcome::Pending),
+            (confirmer, 8, Outcome::Accepted),
+        ],
+    );
+    let check = store.commit(&[by(plan, checker, job.clone(), 0)]).unwrap();
+    (other, job, check)
+}
+
 /// In a record run, the checker whose result contradicts a count two others confirmed is held, not
 /// disproved, while the dispute it opens is undecided: it counts nothing more, but its record counts
 /// stand, and so does its side of the dispute. Before, it lost every record count at once (two
@@ -439,15 +473,7 @@ fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
 fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until_decided() {
     let (store, plan, run) = one_record_run();
     let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
-    // The checker "h" has a record count, with "p".
-    let other = incoming(run.id, &plan, 3);
-    in_turn(
-        &store,
-        &plan,
-        &other,
-        &[("h", 0, Outcome::Pending), ("p", 0, Outcome::Accepted)],
-    );
-    // h waits for a confirmation of another job.
+    // The checker "h" waits for a confirmation of a job.
     let waiting = by(&plan, "h", incoming(run.id, &plan, 0), 0);
     assert_eq!(
         store
@@ -456,15 +482,9 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
             .outcomes,
         [Outcome::Pending]
     );
-    // Two colluders agree on a lie; h's check contradicts it under a live lease.
-    let job = incoming(run.id, &plan, 1);
-    in_turn(
-        &store,
-        &plan,
-        &job,
-        &[("a", 8, Outcome::Pending), ("b", 8, Outcome::Accepted)],
-    );
-    let check = store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    // It has a record count (with "p"); two colluders agree on a lie; its check contradicts it.
+    let (other, job, check) =
+        a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
     assert!(matches!(check.outcomes[..], [Outcome::Mismatch { .. }]));
     assert_eq!(check.disputed.len(), 1, "the confirmed count is taken back");
     let [q] = &check.quarantined[..] else {
@@ -519,21 +539,8 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
 
     // Decided against the checker: a third colluder. Its quarantine is made whole, and its record
     // count (with p2) goes.
-    let other = incoming(run.id, &plan, 5);
-    in_turn(
-        &store,
-        &plan,
-        &other,
-        &[("h2", 0, Outcome::Pending), ("p2", 0, Outcome::Accepted)],
-    );
-    let job = incoming(run.id, &plan, 2);
-    in_turn(
-        &store,
-        &plan,
-        &job,
-        &[("a2", 8, Outcome::Pending), ("b2", 8, Outcome::Accepted)],
-    );
-    let check = store.commit(&[by(&plan, "h2", job.clone(), 0)]).unwrap();
+    let (other, job, check) =
+        a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h2", "p2", "a2", "b2"], [5, 2]);
     assert!(check.quarantined[0].held);
     assert!(store.revoke("h2").unwrap().revoked.is_empty());
     let decided = store.commit(&[by(&plan, "x2", job.clone(), 8)]).unwrap();
@@ -558,21 +565,8 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
 #[test]
 fn a_held_worker_whose_dispute_failed_is_taken_for_whole() {
     let (store, plan, run) = one_record_run();
-    let other = incoming(run.id, &plan, 3);
-    in_turn(
-        &store,
-        &plan,
-        &other,
-        &[("h", 0, Outcome::Pending), ("p", 0, Outcome::Accepted)],
-    );
-    let job = incoming(run.id, &plan, 1);
-    in_turn(
-        &store,
-        &plan,
-        &job,
-        &[("a", 8, Outcome::Pending), ("b", 8, Outcome::Accepted)],
-    );
-    let check = store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    let (other, job, check) =
+        a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
     assert!(check.quarantined[0].held);
     assert!(store.revoke("h").unwrap().revoked.is_empty());
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
