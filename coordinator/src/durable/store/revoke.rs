@@ -44,7 +44,12 @@ impl Store {
             counted,
             recorded,
             incomplete,
+            hold_ended,
         } = self.revocable(worker)?;
+        // Its record says so too, first (a revocation cut short then leaves it whole: the safe side).
+        if hold_ended {
+            self.make_quarantine_whole(worker)?;
+        }
         if counted.is_empty() && recorded.is_empty() {
             return Ok(Revocation {
                 incomplete,
@@ -164,6 +169,11 @@ impl Store {
                 }
             }
         }
+        let held_stored: std::collections::HashSet<String> = stored
+            .iter()
+            .filter(|q| q.held)
+            .map(|q| q.worker.clone())
+            .collect();
         // Each quarantined worker, and whether it is held (see [`super::Quarantine::held`]).
         let quarantined: std::collections::HashMap<String, bool> = stored
             .into_iter()
@@ -173,6 +183,7 @@ impl Store {
             })
             .collect();
         let held = quarantined.get(worker).copied().unwrap_or(false);
+        let held_stored = held_stored.contains(worker);
         // In a record run a held worker is still trusted: its dispute is undecided.
         let untrusted = |name: &str, record: bool| match quarantined.get(name) {
             _ if name == worker => !(record && held),
@@ -233,6 +244,7 @@ impl Store {
             counted,
             recorded,
             incomplete,
+            hold_ended: held_stored && !held,
         })
     }
 
@@ -260,4 +272,6 @@ struct Revocable {
     recorded: Vec<Vec<u8>>,
     /// Some stored results could not be read.
     incomplete: bool,
+    /// The worker's quarantine is stored held, but no dispute holds it any more: taken for whole.
+    hold_ended: bool,
 }

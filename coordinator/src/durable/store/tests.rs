@@ -575,10 +575,14 @@ fn a_held_worker_whose_dispute_failed_is_taken_for_whole() {
         store.unrevoked_quarantines().unwrap(),
         [("h".to_string(), 1)]
     );
+    assert!(store.quarantined().unwrap()[0].held, "read only");
     let revoked = store.revoke("h").unwrap().revoked;
     assert_eq!(revoked.len(), 1);
     assert_eq!(revoked[0].key, other.key);
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    // Its record says so now (status shows it whole).
+    let q = store.quarantined().unwrap().remove(0);
+    assert_eq!((q.worker.as_str(), q.held), ("h", false));
 }
 
 /// Only a side of a record run's dispute keeps a worker held: one of another run holds nothing, and
