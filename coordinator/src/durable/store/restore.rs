@@ -37,17 +37,17 @@ impl Store {
     }
 
     /// Makes the stored quarantine of `worker` whole if it is held (a ledger ahead of the store holds
-    /// the decision against it). Returns whether it changed anything.
-    pub fn make_quarantine_whole(&self, worker: &str) -> Result<bool> {
-        let Some(q) = self.quarantined()?.into_iter().find(|q| q.worker == worker) else {
-            return Ok(false);
-        };
-        if !q.held {
-            return Ok(false);
+    /// the decision against it, or its dispute ended undecided).
+    pub fn make_quarantine_whole(&self, worker: &str) -> Result<()> {
+        if let Some(q) = self
+            .quarantined()?
+            .into_iter()
+            .find(|q| q.worker == worker && q.held)
+        {
+            let whole = Quarantine { held: false, ..q };
+            self.quarantine.insert(worker.as_bytes(), encode(&whole))?;
         }
-        let whole = Quarantine { held: false, ..q };
-        self.quarantine.insert(worker.as_bytes(), encode(&whole))?;
-        Ok(true)
+        Ok(())
     }
 
     /// Whether `meta` can be restored into this store: its id is in range, its plan is one this build

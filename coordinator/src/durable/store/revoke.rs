@@ -169,11 +169,7 @@ impl Store {
                 }
             }
         }
-        let held_stored: std::collections::HashSet<String> = stored
-            .iter()
-            .filter(|q| q.held)
-            .map(|q| q.worker.clone())
-            .collect();
+        let held_stored = stored.iter().any(|q| q.worker == worker && q.held);
         // Each quarantined worker, and whether it is held (see [`super::Quarantine::held`]).
         let quarantined: std::collections::HashMap<String, bool> = stored
             .into_iter()
@@ -183,7 +179,6 @@ impl Store {
             })
             .collect();
         let held = quarantined.get(worker).copied().unwrap_or(false);
-        let held_stored = held_stored.contains(worker);
         // In a record run a held worker is still trusted: its dispute is undecided.
         let untrusted = |name: &str, record: bool| match quarantined.get(name) {
             _ if name == worker => !(record && held),
