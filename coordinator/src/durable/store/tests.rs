@@ -585,6 +585,25 @@ fn a_held_worker_whose_dispute_failed_is_taken_for_whole() {
     assert_eq!((q.worker.as_str(), q.held), ("h", false));
 }
 
+/// Making one worker's quarantine whole touches that worker's record alone.
+#[test]
+fn making_a_quarantine_whole_touches_its_worker_alone() {
+    let store = Store::temporary().unwrap();
+    let held = super::Quarantine {
+        held: true,
+        ..quarantined_by("a", &["x"])
+    };
+    store.put_quarantine(&held).unwrap();
+    store.put_quarantine(&quarantined_by("b", &["y"])).unwrap();
+    store.make_quarantine_whole("b").unwrap();
+    assert_eq!(
+        store.quarantined().unwrap(),
+        [held.clone(), quarantined_by("b", &["y"])]
+    );
+    store.make_quarantine_whole("a").unwrap();
+    assert!(!store.quarantined().unwrap()[0].held);
+}
+
 /// Only a side of a record run's dispute keeps a worker held: one of another run holds nothing, and
 /// the worker's record counts go.
 #[test]
