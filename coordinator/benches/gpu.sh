@@ -4,21 +4,21 @@
 # beside and carried), finds NVRTC, prints `nqueens gpus`, runs the calibration (`bench 18 --gpu`, which
 # prints every candidate's time and the choice), times every shape of SHAPES at N = 18 and 19, keeps the
 # fastest, times it at N = 20 and 21 and the default at N = 20 (N = 22 when it will take under PLAN22
-# seconds), counts N = 19 through a mixed worker (`count --gpu`: the GPU's share of the nodes), and the
-# host's CPUs at N = 18, then writes one table.
+# seconds: 189 s on the H200), counts N = 19 through a mixed worker (`count --gpu`: the GPU's share of
+# the nodes), and the host's CPUs at N = 18, then writes one table.
 # Every total is checked against the published count by `nqueens bench` itself (a wrong one fails).
-# Usage: coordinator/benches/gpu.sh [OUTDIR]    (BIN, DEVICE=cuda:0, SHAPES, PLAN22=150 may be set)
+# Usage: coordinator/benches/gpu.sh [OUTDIR]    (BIN, DEVICE=cuda:0, SHAPES, PLAN22=240 may be set)
 set -uo pipefail
 OUTDIR=${1:-target/gpu-bench}
 mkdir -p "$OUTDIR"
 BIN=${BIN:-target/release/nqueens}
 DEVICE=${DEVICE:-cuda:0}
-PLAN22=${PLAN22:-120}
+PLAN22=${PLAN22:-240}
 SWEEP=${SWEEP:-18 19}   # every shape
 BIG=${BIG:-20 21}       # the fastest and the default
 TOP=${TOP:-22}          # the fastest, if it fits PLAN22
 CPU=${CPU:-18}          # the host's CPUs
-SHAPES=${SHAPES:-local/256/8,shared/64/8,flat/64/2,flat/64/4,flat/128/4,flat/256/4,flat/64/8,flat/128/8,flat/256/8,coop/128/8,coop/256/4,coop/128/32,stream/128/4,stream/128/8}
+SHAPES=${SHAPES:-local/256/8,shared/64/8,flat/64/2,flat/64/4,flat/128/4,flat/256/4,flat/64/8,flat/128/8,flat/256/8,coop/128/8,coop/256/4,coop/128/32,stream/128/4,stream/256/4,stream/128/8}
 LOG="$OUTDIR/log.txt"
 TABLE="$OUTDIR/table.md"
 : >"$LOG"

@@ -30,6 +30,7 @@ pub fn candidates(backend: Backend) -> Vec<Shape> {
             shape(Kernel::Coop, 128, 8),
             shape(Kernel::Coop, 256, 4),
             shape(Kernel::Stream, 128, 4),
+            shape(Kernel::Stream, 256, 4),
             shape(Kernel::Stream, 128, 8),
         ]),
         Backend::OpenCl => list.extend([

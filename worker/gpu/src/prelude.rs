@@ -72,7 +72,9 @@ pub fn stack_words(shape: &Shape, depth: u32) -> u32 {
     match shape.kernel {
         crate::Kernel::Local | crate::Kernel::Compact => 0,
         crate::Kernel::Shared => 2 * depth,
-        crate::Kernel::Flat | crate::Kernel::Stream => 4 * depth,
+        // The stack of levels, then the seed's rows of forbidden squares (from the row below its level
+        // to the tail's second row below: depth + 1 at most).
+        crate::Kernel::Flat | crate::Kernel::Stream => 4 * depth + depth + 1,
         crate::Kernel::Coop => 4 * shape.list + 4 + 2,
     }
 }
@@ -118,8 +120,14 @@ mod tests {
         assert_eq!(worst_stack_bytes(&shape(Kernel::Local)), 0);
         assert_eq!(worst_stack_bytes(&shape(Kernel::Compact)), 0);
         assert_eq!(worst_stack_bytes(&shape(Kernel::Shared)), 2 * 4 * 32 * 128);
-        assert_eq!(worst_stack_bytes(&shape(Kernel::Flat)), 4 * 4 * 32 * 128);
-        assert_eq!(worst_stack_bytes(&shape(Kernel::Stream)), 4 * 4 * 32 * 128);
+        assert_eq!(
+            worst_stack_bytes(&shape(Kernel::Flat)),
+            4 * (4 * 32 + 33) * 128
+        );
+        assert_eq!(
+            worst_stack_bytes(&shape(Kernel::Stream)),
+            4 * (4 * 32 + 33) * 128
+        );
         assert_eq!(
             worst_stack_bytes(&shape(Kernel::Coop)),
             4 * (4 * crate::shape::COOP_LIST + 6) as u64 * 128

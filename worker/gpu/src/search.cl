@@ -11,7 +11,8 @@
  * tails:  per unit, its third-to-last level
  * out:    2 words per seed: completions, nodes
  * depth:  levels a seed's search may hold at once (at least tail - level + 1 for every seed)
- * stack:  the shared-memory stack of VARIANT 1: 2 * depth words per thread of the block
+ * stack:  the shared memory of VARIANTs 1, 3 and 5, per thread of the block: 2 * depth words (1); a stack
+ *         of 4 * depth words and depth + 1 rows of forbidden squares (3, 5)
  *
  * VARIANT 0 ("local"): the four masks of every level on a per-thread stack (local memory on CUDA).
  * VARIANT 1 ("shared"): the masks of the current level in registers, the diagonals 64 bits wide so that
@@ -23,7 +24,9 @@
  * bytes, lane-interleaved), tries its lowest square, drops the entry when that was its last square, and
  * pushes the child unless it is a dead end or the tail (settled by mask tests). A level's entry leaves the
  * stack as its last square is tried, so the stack holds at most one entry per level; an entry's level is
- * the seed's plus the queens it adds (popcount of c).
+ * the seed's plus the queens it adds (popcount of c). A lane copies its seed's rows of forbidden squares
+ * into shared memory beside its stack when it takes the seed, so that no pass reads global memory (a
+ * launch's table is far larger than the L1 cache: every pass waited for L2).
  * VARIANT 4 ("coop"): the threads of a block search one seed together, from one list of entries (as
  * "flat"'s) in shared memory, so that no thread idles while another descends. Each step, every thread
  * takes one of the list's top entries (one per thread, at most), tries its lowest square, and puts back
@@ -77,11 +80,10 @@
 /* One pass of "flat"'s loop: takes the top entry of the stack `st` (entries every `stride`; `tk` is
  * the top entry's index, 0u - stride when the stack is empty, so that no pass multiplies), tries its
  * lowest square, drops the entry when that was its last, and pushes the child unless it is a dead end
- * or the tail (settled). Uses rows, boff, last, full, count and nodes: an entry's level is base plus
- * its queens `fq`, so its child's forbidden squares are rows[boff + fq] (boff the index of the row
- * below the seed's first level: u32, so that a base below 0 wraps back into the table, never a
- * pointer outside it), and it is at the tail when fq == last (tail - base): no level is formed in the
- * loop. */
+ * or the tail (settled). Uses rows, rstride, boff, last, full, count and nodes: an entry's level is
+ * base plus its queens `fq`, so its child's forbidden squares are rows[boff + fq * rstride] (boff a u32
+ * offset that wraps back into the rows, never a pointer outside them), and it is at the tail when
+ * fq == last (tail - base): no level is formed in the loop. */
 #define FLAT_STEP(st, tk, stride)                                                              \
     do {                                                                                       \
         U32X4 fe = (st)[tk];                                                                   \
@@ -94,9 +96,9 @@
         u32 fc = fe.x | fbit;                                                                  \
         u32 fl = (fe.y | fbit) << 1;                                                           \
         u32 fr = (fe.z | fbit) >> 1;                                                           \
-        u32 fnf = ~(fc | fl | fr | (rows)[(boff) + fq]) & full;                                \
+        u32 fnf = ~(fc | fl | fr | (rows)[(boff) + fq * (rstride)]) & full;                                \
         if (fq == last) {                                                                      \
-            SETTLE(fc, fl, fr, fnf, (rows)[(boff) + fq + 1u]);                                 \
+            SETTLE(fc, fl, fr, fnf, (rows)[(boff) + (fq + 1u) * (rstride)]);                                 \
         } else {                                                                               \
             nodes += 1;                                                                        \
             if (fnf != 0u) {                                                                   \
@@ -115,24 +117,31 @@
         }                                                                                      \
     } while (0)
 
-/* Reads seed `i` into "flat"'s state: the index of its unit's row of forbidden squares below its
- * first level (`boff`), its tail less its `base` (`last`; base is its level less the queens it has),
- * and its entry on the stack `st` unless it has no free square. */
+/* Reads seed `i` into "flat"'s state: its tail less its `base` (`last`; base is its level less the
+ * queens it has), its entry on the stack `st` unless it has no free square, and then its unit's rows of
+ * forbidden squares from the row below its level to the tail's second row below (at most depth + 1),
+ * into its lane's column of `rows` (row v0 + 1 + k at rows[k * BLOCK]), so that no pass of its search
+ * reads global memory; `boff` makes rows[boff + q * BLOCK] the row below an entry with q queens. */
 #define FLAT_SEED(st)                                                                          \
     do {                                                                                       \
         GLOBAL const u32 *s = seeds + 4 * (u64)i;                                              \
         u32 unit = s[3] >> 5;                                                                  \
-        int v0 = (int)(s[3] & 31u);                                                            \
-        int base = v0 - (int)POPCOUNT(s[0]); /* below 0 when queens were placed out of order */ \
-        boff = 32u * unit + (u32)(base + 1);                                                   \
-        last = (u32)((int)tails[unit] - base);                                                 \
+        u32 v0 = s[3] & 31u;                                                                   \
+        u32 q0 = POPCOUNT(s[0]); /* above v0 when queens were placed out of order */           \
+        GLOBAL const u32 *fb = forbid + 32 * (u64)unit;                                        \
+        u32 tail = tails[unit];                                                                \
+        last = tail - v0 + q0;                                                                 \
         count = 0;                                                                             \
         nodes = 0;                                                                             \
-        u32 f0 = ~(s[0] | s[1] | s[2] | forbid[32u * unit + (u32)v0]) & full;                  \
+        u32 f0 = ~(s[0] | s[1] | s[2] | fb[v0]) & full;                                        \
         tk = 0u - stride;                                                                      \
         if (f0 != 0u) {                                                                        \
             (st)[0] = MAKE_U32X4(s[0], s[1], s[2], f0);                                        \
             tk = 0u;                                                                           \
+            for (u32 k = 0u; v0 + 1u + k <= tail + 2u; ++k) {                                  \
+                rows[k * BLOCK] = fb[v0 + 1u + k];                                             \
+            }                                                                                  \
+            boff = 0u - q0 * BLOCK;                                                            \
         }                                                                                      \
     } while (0)
 
@@ -211,6 +220,7 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
         int base = v0 - (int)POPCOUNT(s[0]);
         /* For "flat"'s loop below a child searched alone. */
         LOCAL_PTR const u32 *rows = fb;
+        const u32 rstride = 1u;
         u32 boff = (u32)(base + 1);
         u32 last = (u32)(tail - base);
         u64 count = 0, nodes = 0;
@@ -296,7 +306,9 @@ KERNEL nq_search(GLOBAL const u32 *RESTRICT seeds, u32 nseeds,
     const u32 stride = BLOCK;
     SHARED_STACK
     LOCAL_PTR U32X4 *st = (LOCAL_PTR U32X4 *)nq_stack + t;
-    GLOBAL const u32 *rows = forbid;
+    /* After the stacks, each lane's column of its seed's rows of forbidden squares (FLAT_SEED). */
+    LOCAL_PTR u32 *rows = nq_stack + 4u * depth * stride + t;
+    const u32 rstride = BLOCK;
     u32 boff = 0u;
     u32 last = 0u;
     u64 count = 0, nodes = 0;
