@@ -58,11 +58,21 @@ pub enum Written {
     Retried(Vec<JobKey>),
 }
 
+/// A write's answer: what it wrote, and what the commit thread took back after it.
+#[derive(Debug)]
+pub struct Wrote {
+    pub written: Written,
+    /// The held quarantines whose dispute this write ended (a disputed job failed, a record run
+    /// cancelled), made whole, and their record counts taken back ([`ended_holds`]); `None` when the
+    /// write ended no dispute or no quarantine is held. Its caller applies it as a commit's.
+    pub taken_back: Option<Committed>,
+}
+
 enum Request {
     /// A batch of results to commit.
     Results(Vec<Incoming>, oneshot::Sender<Result<Committed>>),
     /// Another write.
-    Write(Write, oneshot::Sender<Result<Written>>),
+    Write(Write, oneshot::Sender<Result<Wrote>>),
     /// A probe of a degraded disk: a sync round with a probe write (and the ledger's backlog, if any).
     Probe(oneshot::Sender<Result<()>>),
 }
@@ -73,7 +83,7 @@ struct Applied {
     /// Ledger lines for them.
     entries: Vec<Entry>,
     results: Vec<(Result<Committed>, oneshot::Sender<Result<Committed>>)>,
-    writes: Vec<(Result<Written>, oneshot::Sender<Result<Written>>)>,
+    writes: Vec<(Result<Wrote>, oneshot::Sender<Result<Wrote>>)>,
     probes: Vec<oneshot::Sender<Result<()>>>,
 }
 
@@ -94,16 +104,26 @@ impl Applied {
             Err(Error::Corrupt(why)) => Some(why.clone()),
             Err(_) => None,
         });
-        let writes = self.writes.iter().flat_map(|(w, _)| match w {
-            Err(e) => vec![Some(e)],
-            Ok(Written::Failed(each)) => each.iter().map(|r| r.as_ref().err()).collect(),
-            Ok(Written::Run(_) | Written::Retried(_)) => Vec::new(),
-        });
-        let writes = writes.flatten().filter_map(|e| match e {
+        let corrupt = |e: &Error| match e {
             Error::Corrupt(why) => Some(why.clone()),
             _ => None,
+        };
+        let writes = self.writes.iter().flat_map(|(w, _)| match w {
+            Err(e) => vec![corrupt(e)],
+            Ok(w) => {
+                let each: Vec<Option<String>> = match &w.written {
+                    Written::Failed(each) => each
+                        .iter()
+                        .map(|r| r.as_ref().err().and_then(corrupt))
+                        .collect(),
+                    Written::Run(_) | Written::Retried(_) => Vec::new(),
+                };
+                // A revocation after it that could not take back every result.
+                let taken = w.taken_back.as_ref().map(|c| c.incomplete.clone());
+                each.into_iter().chain(taken).collect()
+            }
         });
-        results.flatten().chain(writes).next()
+        results.flatten().chain(writes.flatten()).next()
     }
 
     /// The ledger lines of a commit: the workers it quarantined (so that a store rebuilt from the
@@ -207,8 +227,8 @@ impl Committer {
     }
 
     /// Applies a write other than results; returns once it is durable (in the store, and in the ledger
-    /// for a run's line).
-    pub async fn write(&self, write: Write) -> Result<Written> {
+    /// for a run's line), with what the commit thread took back after it ([`Wrote::taken_back`]).
+    pub async fn write(&self, write: Write) -> Result<Wrote> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(Request::Write(write, reply))
@@ -216,10 +236,12 @@ impl Committer {
         answer.await.map_err(|_| Error::ShuttingDown)?
     }
 
-    /// Creates a run, or applies a control to one; returns the run's record once it is durable.
-    pub async fn write_run(&self, write: Write) -> Result<RunMeta> {
-        match self.write(write).await? {
-            Written::Run(meta) => Ok(meta),
+    /// Creates a run, or applies a control to one; returns the run's record once it is durable, and
+    /// what was taken back after it (a cancel can end a held worker's dispute: [`Wrote::taken_back`]).
+    pub async fn write_run(&self, write: Write) -> Result<(RunMeta, Option<Committed>)> {
+        let wrote = self.write(write).await?;
+        match wrote.written {
+            Written::Run(meta) => Ok((meta, wrote.taken_back)),
             Written::Failed(_) | Written::Retried(_) => {
                 Err(Error::Invalid("not a run's write".into()))
             }
@@ -249,13 +271,29 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
                     // In arrival order: the results taken before it are applied first (a cancel or a
                     // failed job must not overtake a report that came earlier).
                     pending.commit(store, &mut round, &mut seq);
+                    let may_end =
+                        matches!(write, Write::Fail(_) | Write::Control(_, Control::Cancel));
                     let written = apply(store, write);
                     if let Ok(Written::Run(meta)) = &written {
                         // The run's line, as it now is: a store rebuilt from the ledger alone keeps
                         // the run and every control (the last line of a run holds).
                         round.entries.push(Entry::Run(meta.clone()));
                     }
-                    round.writes.push((written, reply));
+                    let wrote = written.map(|written| {
+                        let taken_back = if may_end && ends_a_dispute(&written) {
+                            ended_holds(store, &mut seq)
+                        } else {
+                            None
+                        };
+                        if let Some(c) = &taken_back {
+                            round.log(c);
+                        }
+                        Wrote {
+                            written,
+                            taken_back,
+                        }
+                    });
+                    round.writes.push((wrote, reply));
                 }
                 Request::Probe(reply) => round.probes.push(reply),
             }
@@ -373,6 +411,67 @@ fn apply(store: &Store, write: Write) -> Result<Written> {
     }
 }
 
+/// Whether a write ended a dispute that may hold a quarantined worker: a disputed job failed, or a
+/// record run cancelled (only a record run's disputes hold a worker).
+fn ends_a_dispute(written: &Written) -> bool {
+    match written {
+        Written::Failed(each) => each
+            .iter()
+            .any(|m| matches!(m, Ok(Some(Some(JobState::Disputed))))),
+        Written::Run(meta) => meta.record && meta.is_cancelled(),
+        Written::Retried(_) => false,
+    }
+}
+
+/// After a write that ended a dispute: revokes every held quarantine, as the next start would. One
+/// whose dispute no longer holds it is made whole (its record says so, and it goes to the ledger as a
+/// quarantine line) and its record counts are taken back; one still held loses nothing. Before, that
+/// waited for the next start, and meanwhile its record counts stood (`audit` and `export` refused the
+/// store). `None` when no quarantine is held, or nothing changed.
+fn ended_holds(store: &Store, seq: &mut u64) -> Option<Committed> {
+    let held: Vec<Quarantine> = match store.quarantined() {
+        Ok(all) => all.into_iter().filter(|q| q.held).collect(),
+        Err(e) => {
+            return Some(Committed {
+                incomplete: Some(format!("the quarantines cannot be read ({e})")),
+                ..Committed::default()
+            })
+        }
+    };
+    if held.is_empty() {
+        return None;
+    }
+    *seq += 1;
+    let mut committed = Committed {
+        seq: *seq,
+        ..Committed::default()
+    };
+    for q in &held {
+        revoke_into(store, &mut committed, q);
+    }
+    match store.quarantined() {
+        Ok(now) => {
+            committed.quarantined = now
+                .into_iter()
+                .filter(|q| !q.held && held.iter().any(|h| h.worker == q.worker))
+                .collect()
+        }
+        Err(e) => {
+            committed
+                .incomplete
+                .get_or_insert(format!("the quarantines cannot be read ({e})"));
+        }
+    }
+    for q in &committed.quarantined {
+        tracing::warn!(worker = %q.worker, taken_back = committed.revoked.len(), "a held worker's dispute ended undecided: its quarantine is whole, its record counts are taken back");
+    }
+    let nothing = committed.quarantined.is_empty()
+        && committed.revoked.is_empty()
+        && committed.moved.is_empty()
+        && committed.incomplete.is_none();
+    (!nothing).then_some(committed)
+}
+
 /// The ledger line of a result taken back.
 fn revoked_line(r: &crate::durable::store::Revoked) -> Entry {
     Entry::Revoked {
@@ -464,6 +563,10 @@ mod tests {
 
     use super::*;
     use crate::durable::store::tests::incoming_from as incoming;
+    use crate::durable::store::tests::{
+        a_check_across, a_check_of_a_confirmed_lie, another_record_run, one_record_run,
+        quarantined_by,
+    };
     use crate::durable::store::Outcome;
 
     /// A store holding a run of N = 9 whose first job "a" has counted, the committer that counted it, and
@@ -507,9 +610,13 @@ mod tests {
             applied
                 .results
                 .push((Ok(Committed::default()), oneshot::channel().0));
-            applied
-                .writes
-                .push((Ok(Written::Retried(Vec::new())), oneshot::channel().0));
+            applied.writes.push((
+                Ok(Wrote {
+                    written: Written::Retried(Vec::new()),
+                    taken_back: None,
+                }),
+                oneshot::channel().0,
+            ));
             applied.probes.push(oneshot::channel().0);
             applied
         };
@@ -583,7 +690,7 @@ mod tests {
         let written = committer
             .write(Write::Fail(vec![(run.id, key, "a test".into())]))
             .await;
-        match written {
+        match written.map(|w| w.written) {
             Ok(Written::Failed(each)) => {
                 assert!(matches!(each[..], [Err(Error::Corrupt(_))]), "{each:?}")
             }
@@ -591,6 +698,95 @@ mod tests {
         }
         let why = health.degraded().expect("degraded");
         assert!(why.contains("damaged"), "{why}");
+    }
+
+    /// A held worker whose dispute a write ends undecided (its disputed job failed: its leases expired
+    /// too often) is made whole in that write's round, and its record counts are taken back, for the
+    /// live runs and the ledger ([`Wrote::taken_back`]). Before, they stood until the next start, and
+    /// `audit` and `export` refused the store meanwhile. A failed job that held no dispute leaves it
+    /// held.
+    #[tokio::test]
+    async fn a_disputed_job_that_fails_takes_a_held_workers_record_counts_back_at_once() {
+        let (store, plan, run) = one_record_run();
+        let (other, job, check) =
+            a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
+        assert!(check.quarantined[0].held);
+        // Another worker's quarantine, whole: not the write's to announce.
+        store.put_quarantine(&quarantined_by("z", &["x"])).unwrap();
+        let (committer, health) = started(&store);
+        let fail = |key: JobKey| Write::Fail(vec![(run.id, key, "5 leases expired".into())]);
+        let wrote = committer
+            .write(fail(plan.jobs().nth(5).unwrap()))
+            .await
+            .unwrap();
+        assert!(wrote.taken_back.is_none(), "{wrote:?}");
+        assert!(store.quarantined().unwrap()[0].held);
+        let wrote = committer.write(fail(job.key.clone())).await.unwrap();
+        let c = wrote.taken_back.expect("its record counts taken back");
+        let revoked: Vec<_> = c.revoked.iter().map(|r| (r.run, &r.key)).collect();
+        assert_eq!(revoked, [(run.id, &other.key)]);
+        let [q] = &c.quarantined[..] else {
+            panic!("{c:?}")
+        };
+        assert_eq!((q.worker.as_str(), q.held), ("h", false));
+        assert!(c.tallies.contains_key(&run.id), "{c:?}");
+        assert!(c.seq > 0);
+        assert!(store.unrevoked_quarantines().unwrap().is_empty());
+        assert!(store.quarantined().unwrap().iter().all(|q| !q.held));
+        assert!(health.degraded().is_none());
+    }
+
+    /// A held worker's count that cannot be read when its dispute ends leaves its revocation
+    /// incomplete: storage is degraded, so that the store is reopened and its start completes it.
+    #[tokio::test]
+    async fn a_held_workers_count_unreadable_when_its_dispute_ends_degrades_storage() {
+        let (store, plan, kept) = one_record_run();
+        let disputed = another_record_run(&store, plan);
+        let (other, job, _) = a_check_across(
+            &store,
+            &plan,
+            [kept.id, disputed.id],
+            ["h", "p", "a", "b"],
+            [3, 1],
+        );
+        store.damage_group(kept.id, &other.key);
+        let (committer, health) = started(&store);
+        let fail = Write::Fail(vec![(disputed.id, job.key, "5 leases expired".into())]);
+        let wrote = committer.write(fail).await.unwrap();
+        let c = wrote.taken_back.expect("a revocation tried");
+        assert!(c.incomplete.is_some(), "{c:?}");
+        let why = health.degraded().expect("degraded");
+        assert!(why.contains("damaged"), "{why}");
+    }
+
+    /// So does a cancel of the record run that held its dispute, for its counts in other runs; a
+    /// cancel of another run leaves it held.
+    #[tokio::test]
+    async fn a_cancelled_record_run_takes_a_held_workers_record_counts_back_at_once() {
+        let (store, plan, kept) = one_record_run();
+        let disputed = another_record_run(&store, plan);
+        let idle = another_record_run(&store, plan);
+        let (other, _, check) = a_check_across(
+            &store,
+            &plan,
+            [kept.id, disputed.id],
+            ["h", "p", "a", "b"],
+            [3, 1],
+        );
+        assert!(check.quarantined[0].held);
+        let (committer, _) = started(&store);
+        let cancel = |run: u64| Write::Control(run, Control::Cancel);
+        let (meta, taken) = committer.write_run(cancel(idle.id)).await.unwrap();
+        assert!(meta.is_cancelled());
+        assert!(taken.is_none(), "{taken:?}");
+        assert!(store.quarantined().unwrap()[0].held);
+        let (_, taken) = committer.write_run(cancel(disputed.id)).await.unwrap();
+        let c = taken.expect("its record counts taken back");
+        let revoked: Vec<_> = c.revoked.iter().map(|r| (r.run, &r.key)).collect();
+        assert_eq!(revoked, [(kept.id, &other.key)]);
+        assert_eq!(c.quarantined.len(), 1);
+        assert!(!c.quarantined[0].held);
+        assert!(store.unrevoked_quarantines().unwrap().is_empty());
     }
 
     /// Queues `batches` before the commit thread looks, so that they share one round; returns the round.
@@ -834,7 +1030,7 @@ mod tests {
         // In arrival order: the earlier report counted, the cancel applied, the later one refused.
         let counted = before_answer.try_recv().unwrap().unwrap();
         assert_eq!(counted.outcomes, vec![Outcome::Accepted]);
-        match cancel_answer.try_recv().unwrap().unwrap() {
+        match cancel_answer.try_recv().unwrap().unwrap().written {
             Written::Run(meta) => assert!(meta.is_cancelled()),
             other => panic!("{other:?}"),
         }

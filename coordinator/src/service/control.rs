@@ -42,7 +42,13 @@ impl Coordinator {
     /// Writes the retry of run `run` through the committer, then applies it in memory.
     async fn retry(&self, run: u64) -> Result<(u64, RunView)> {
         let _one_at_a_time = self.shared.control.lock().await;
-        let keys = match self.shared.committer.write(Write::Retry(run)).await? {
+        let keys = match self
+            .shared
+            .committer
+            .write(Write::Retry(run))
+            .await?
+            .written
+        {
             Written::Retried(keys) => keys,
             _ => {
                 return Err(Error::Invalid(
@@ -103,7 +109,7 @@ impl Coordinator {
                 }
             }
         }
-        let meta = self
+        let (meta, taken_back) = self
             .shared
             .committer
             .write_run(Write::Control(run, change))
@@ -111,6 +117,10 @@ impl Coordinator {
         let (was, ended, view) = {
             let mut guard = self.state();
             let state = &mut *guard;
+            // A cancel that ended a held worker's dispute: its record counts in other runs went.
+            if let Some(c) = &taken_back {
+                super::changes::apply_taken_back(state, c, tokio::time::Instant::now());
+            }
             let live = state
                 .runs
                 .get_mut(&run)

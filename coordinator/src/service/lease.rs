@@ -710,7 +710,12 @@ impl Coordinator {
         // The failing jobs are neither leased nor queued meanwhile: nobody else touches them. The
         // committer writes them, in order with the results.
         let jobs: Vec<(u64, JobKey, String)> = failing.clone();
-        let moves = match self.shared.committer.write(Write::Fail(jobs)).await {
+        let wrote = self.shared.committer.write(Write::Fail(jobs)).await;
+        let (written, taken_back) = match wrote {
+            Ok(w) => (Ok(w.written), w.taken_back),
+            Err(e) => (Err(e), None),
+        };
+        let moves = match written {
             Ok(Written::Failed(moves)) => moves,
             Ok(Written::Run(_) | Written::Retried(_)) => failing
                 .iter()
@@ -754,6 +759,10 @@ impl Coordinator {
                     run.requeue(key);
                 }
             }
+        }
+        // A disputed job that failed may have ended a held worker's dispute: its record counts went.
+        if let Some(c) = &taken_back {
+            super::changes::apply_taken_back(&mut guard, c, Instant::now());
         }
         drop(guard);
         self.changed();

@@ -5,6 +5,7 @@
 //! so they share one behaviour; it writes through the durable layer's committer.
 
 mod certify;
+mod changes;
 mod control;
 mod grant;
 mod hand_backs;
@@ -216,7 +217,7 @@ struct State {
     /// Quarantined workers by name, with the reason (as stored).
     quarantined: HashMap<String, String>,
     /// The commit that last changed each worker's entry in `quarantined` (see
-    /// [`report::apply_quarantines`]).
+    /// [`changes::apply_quarantines`]).
     quarantine_seq: HashMap<String, u64>,
     /// Workers charged for leases that expired.
     strikes: Strikes,
@@ -696,7 +697,7 @@ impl Coordinator {
     async fn create(&self, create: Write) -> Result<RunView> {
         let _one_at_a_time = self.shared.creating.lock().await;
         self.room_for_a_run()?;
-        let meta = self.shared.committer.write_run(create).await?;
+        let (meta, _) = self.shared.committer.write_run(create).await?;
         tracing::info!(
             run = meta.id,
             n = meta.n,

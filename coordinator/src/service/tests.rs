@@ -3345,7 +3345,7 @@ async fn confirmed_counts_and_the_pool_follow_what_a_commit_counted_and_took_bac
         pooled.sort();
         (v.jobs_confirmed, v.jobs_two_families, pooled)
     };
-    let note = |committed: Committed| super::report::note_confirmed(&mut c.state(), &committed);
+    let note = |committed: Committed| super::changes::note_confirmed(&mut c.state(), &committed);
     note(Committed {
         counted: [&two, &one, &bare, &alone].map(counted).to_vec(),
         ..Committed::default()
@@ -4174,11 +4174,11 @@ async fn a_lift_is_not_undone_by_the_older_quarantine_it_lifted() {
         seq: 6,
         ..Default::default()
     };
-    super::report::apply_quarantines(&mut c.state(), &lift);
-    super::report::apply_quarantines(&mut c.state(), &quarantine);
+    super::changes::apply_quarantines(&mut c.state(), &lift);
+    super::changes::apply_quarantines(&mut c.state(), &quarantine);
     assert!(!c.state().quarantined.contains_key("w"));
     // In order, both apply; so does a later quarantine.
-    super::report::apply_quarantines(
+    super::changes::apply_quarantines(
         &mut c.state(),
         &crate::durable::store::Committed {
             seq: 7,
@@ -4186,7 +4186,7 @@ async fn a_lift_is_not_undone_by_the_older_quarantine_it_lifted() {
         },
     );
     assert!(c.state().quarantined.contains_key("w"));
-    super::report::apply_quarantines(
+    super::changes::apply_quarantines(
         &mut c.state(),
         &crate::durable::store::Committed { seq: 7, ..lift },
     );
@@ -4564,4 +4564,103 @@ async fn a_credential_hands_back_at_most_twice_what_it_may_hold_within_a_timeout
         let back = c.release_as("operator-worker", &ids, false, false).unwrap();
         assert_eq!(back as usize, ids.len());
     }
+}
+
+/// A coordinator over a store with two record runs of N = 8, `kept` and `disputed`: "h" and "p"
+/// counted job 3 of `kept` (and "q" and "r" job 4), "a" and "b" a lie on job 1 of `disputed`, which
+/// "h" contradicted under a live lease: "h" is held by that dispute. Returns the coordinator and the
+/// two runs' ids.
+async fn a_held_checker(dir: &std::path::Path, config: Config) -> (Coordinator, String, String) {
+    use crate::durable::store::tests::{a_check_across, another_record_run, in_turn};
+    let (kept, disputed) = {
+        let store = Store::open(dir).unwrap();
+        let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+        let kept = another_record_run(&store, plan).id;
+        let disputed = another_record_run(&store, plan).id;
+        let (_, _, check) = a_check_across(
+            &store,
+            &plan,
+            [kept, disputed],
+            ["h", "p", "a", "b"],
+            [3, 1],
+        );
+        assert!(check.quarantined[0].held);
+        let job = crate::durable::store::tests::incoming_from(kept, &plan, 4, "q");
+        in_turn(
+            &store,
+            &plan,
+            &job,
+            &[("q", 0, Outcome::Pending), ("r", 0, Outcome::Accepted)],
+        );
+        store.flush().unwrap();
+        crate::durable::ledger::rewrite(&dir.join(crate::durable::ledger::LEDGER_FILE), &store)
+            .unwrap();
+        (kept.to_string(), disputed.to_string())
+    };
+    let c = reopened_with(dir, config).await;
+    assert_eq!(c.run(&kept).unwrap().tally.jobs, 2);
+    assert!(c.state().quarantined["h"].contains("held"));
+    (c, kept, disputed)
+}
+
+/// A cancel of the record run whose dispute holds a worker takes that worker's record counts in other
+/// runs back at once, in the live runs as in the store, and shows its quarantine whole. Before, they
+/// stood until the next start (`audit` and `export` refused the store meanwhile).
+#[tokio::test]
+async fn a_cancel_that_ends_a_held_workers_dispute_takes_its_counts_back_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c, kept, disputed) = a_held_checker(dir.path(), Config::default()).await;
+    c.control(&disputed, Control::Cancel).await.unwrap();
+    assert_eq!(
+        c.run(&kept).unwrap().tally.jobs,
+        1,
+        "the count of h and p went"
+    );
+    assert!(!c.state().quarantined["h"].contains("held"));
+    assert!(c.shared.store.unrevoked_quarantines().unwrap().is_empty());
+}
+
+/// So does the failure of its disputed job by expired leases (under two identities that may decide
+/// it).
+#[tokio::test(start_paused = true)]
+async fn a_disputed_job_failed_by_expired_leases_takes_a_held_workers_counts_back_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        max_attempts: 2,
+        ..Config::default()
+    };
+    let (c, kept, disputed) = a_held_checker(dir.path(), config).await;
+    let lied = nqueens_common::Plan::new(8, Strategy::D4)
+        .unwrap()
+        .jobs()
+        .nth(1)
+        .unwrap();
+    // A plain run, for a result of each decider counted in this incarnation: only then are its
+    // expired leases attempts.
+    let plain = run_of_8(&c).await;
+    for name in ["p", "q"] {
+        let held = lease_credential(&c, name, 4096).await;
+        assert!(
+            held.iter()
+                .any(|g| g.run.to_string() == disputed && g.key == lied),
+            "{name}"
+        );
+        let one = held.iter().find(|g| g.run.to_string() == plain).unwrap();
+        let outcomes = c
+            .report_as(name, name, true, vec![report(one)])
+            .await
+            .unwrap();
+        assert_eq!(outcomes, [Outcome::Accepted]);
+        tokio::time::advance(TIMEOUT * 2).await;
+        c.expire_leases().await;
+    }
+    assert!(c.run(&disputed).unwrap().jobs_failed > 0);
+    assert_eq!(
+        c.run(&kept).unwrap().tally.jobs,
+        1,
+        "the count of h and p went"
+    );
+    assert!(!c.state().quarantined["h"].contains("held"));
+    assert!(c.shared.store.unrevoked_quarantines().unwrap().is_empty());
 }

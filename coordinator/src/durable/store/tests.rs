@@ -292,7 +292,7 @@ fn a_verified_job_counts_once_a_second_worker_agrees() {
 
 /// Commits `job`'s result by each `(name, wrong, outcome)` in turn (its total off by `wrong`), each alone,
 /// and checks its outcome.
-fn in_turn(store: &Store, plan: &Plan, job: &Incoming, steps: &[(&str, u64, Outcome)]) {
+pub(crate) fn in_turn(store: &Store, plan: &Plan, job: &Incoming, steps: &[(&str, u64, Outcome)]) {
     for &(name, wrong, want) in steps {
         let c = store.commit(&[by(plan, name, job.clone(), wrong)]).unwrap();
         assert_eq!(c.outcomes, [want], "{name}");
@@ -300,17 +300,22 @@ fn in_turn(store: &Store, plan: &Plan, job: &Incoming, steps: &[(&str, u64, Outc
 }
 
 /// A store with a record run of N = 8 (every job verified, two identities each).
-fn one_record_run() -> (Store, Plan, super::RunMeta) {
+pub(crate) fn one_record_run() -> (Store, Plan, super::RunMeta) {
     let store = Store::temporary().unwrap();
     let plan = Plan::new(8, Strategy::D4).unwrap();
+    let run = another_record_run(&store, plan);
+    (store, plan, run)
+}
+
+/// One more record run of `plan` in `store`.
+pub(crate) fn another_record_run(store: &Store, plan: Plan) -> super::RunMeta {
     let (jobs, fingerprint) = plan.fingerprint();
     let options = super::RunOptions {
         verify_fraction: 1.0,
         record: true,
         ..Default::default()
     };
-    let run = store.insert_run(plan, jobs, fingerprint, options).unwrap();
-    (store, plan, run)
+    store.insert_run(plan, jobs, fingerprint, options).unwrap()
 }
 
 /// In a record run a dispute takes a majority of three: two colluders, one disputing an honest
@@ -431,14 +436,26 @@ fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
 /// In a record run: `checker` and `partner` count job `mine` together, `liar` and `confirmer` agree
 /// on a lie on job `lied`, then the checker's result contradicts it under a live lease. Returns both
 /// jobs and the check's commit.
-fn a_check_of_a_confirmed_lie(
+pub(crate) fn a_check_of_a_confirmed_lie(
     store: &Store,
     plan: &Plan,
     run: u64,
+    names: [&str; 4],
+    jobs: [usize; 2],
+) -> (Incoming, Incoming, super::Committed) {
+    a_check_across(store, plan, [run, run], names, jobs)
+}
+
+/// [`a_check_of_a_confirmed_lie`] with job `mine` in record run `runs[0]` and job `lied` in record
+/// run `runs[1]`.
+pub(crate) fn a_check_across(
+    store: &Store,
+    plan: &Plan,
+    [mine_run, run]: [u64; 2],
     [checker, partner, liar, confirmer]: [&str; 4],
     [mine, lied]: [usize; 2],
 ) -> (Incoming, Incoming, super::Committed) {
-    let other = incoming(run, plan, mine);
+    let other = incoming(mine_run, plan, mine);
     in_turn(
         store,
         plan,
