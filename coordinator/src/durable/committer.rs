@@ -63,7 +63,7 @@ pub enum Written {
 pub struct Wrote {
     pub written: Written,
     /// The held quarantines whose dispute this write ended (a disputed job failed, a record run
-    /// cancelled), made whole, and their record counts taken back ([`ended_holds`]); `None` when the
+    /// cancelled), made whole, and their record counts taken back ([`end_holds`]); `None` when the
     /// write ended no dispute or no quarantine is held. Its caller applies it as a commit's.
     pub taken_back: Option<Committed>,
 }
@@ -271,8 +271,11 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
                     // In arrival order: the results taken before it are applied first (a cancel or a
                     // failed job must not overtake a report that came earlier).
                     pending.commit(store, &mut round, &mut seq);
-                    let may_end =
-                        matches!(write, Write::Fail(_) | Write::Control(_, Control::Cancel));
+                    let failing: Vec<(u64, JobKey)> = match &write {
+                        Write::Fail(jobs) => jobs.iter().map(|(r, k, _)| (*r, k.clone())).collect(),
+                        _ => Vec::new(),
+                    };
+                    let cancel = matches!(write, Write::Control(_, Control::Cancel));
                     let written = apply(store, write);
                     if let Ok(Written::Run(meta)) = &written {
                         // The run's line, as it now is: a store rebuilt from the ledger alone keeps
@@ -280,11 +283,8 @@ fn commit_rounds(store: &Store, rx: &mpsc::Receiver<Request>, applied: &mpsc::Se
                         round.entries.push(Entry::Run(meta.clone()));
                     }
                     let wrote = written.map(|written| {
-                        let taken_back = if may_end && ends_a_dispute(&written) {
-                            ended_holds(store, &mut seq)
-                        } else {
-                            None
-                        };
+                        let ended = ended(&failing, cancel, &written);
+                        let taken_back = taken_back(store, &mut seq, &ended);
                         if let Some(c) = &taken_back {
                             round.log(c);
                         }
@@ -411,34 +411,41 @@ fn apply(store: &Store, write: Write) -> Result<Written> {
     }
 }
 
-/// Whether a write ended a dispute that may hold a quarantined worker: a disputed job failed, or a
-/// record run cancelled (only a record run's disputes hold a worker).
-fn ends_a_dispute(written: &Written) -> bool {
+/// Whose held quarantines a write or a commit may have ended.
+enum Ended {
+    Nothing,
+    /// Those of the workers that stood in these disputed jobs, failed now.
+    Jobs(Vec<(u64, JobKey)>),
+    /// Anybody's: a record run was cancelled (only a record run's disputes hold a worker).
+    Any,
+}
+
+/// What a write ended: the disputed jobs among `failing` that it failed, or, for a `cancel` of a
+/// record run, any dispute.
+fn ended(failing: &[(u64, JobKey)], cancel: bool, written: &Written) -> Ended {
     match written {
-        Written::Failed(each) => each
-            .iter()
-            .any(|m| matches!(m, Ok(Some(Some(JobState::Disputed))))),
-        Written::Run(meta) => meta.record && meta.is_cancelled(),
-        Written::Retried(_) => false,
+        Written::Failed(each) => {
+            let jobs: Vec<(u64, JobKey)> = failing
+                .iter()
+                .zip(each)
+                .filter(|(_, m)| matches!(m, Ok(Some(Some(JobState::Disputed)))))
+                .map(|(job, _)| job.clone())
+                .collect();
+            if jobs.is_empty() {
+                Ended::Nothing
+            } else {
+                Ended::Jobs(jobs)
+            }
+        }
+        Written::Run(meta) if cancel && meta.record && meta.is_cancelled() => Ended::Any,
+        Written::Run(_) | Written::Retried(_) => Ended::Nothing,
     }
 }
 
-/// After a write that ended a dispute: revokes every held quarantine, as the next start would. One
-/// whose dispute no longer holds it is made whole (its record says so, and it goes to the ledger as a
-/// quarantine line) and its record counts are taken back; one still held loses nothing. Before, that
-/// waited for the next start, and meanwhile its record counts stood (`audit` and `export` refused the
-/// store). `None` when no quarantine is held, or nothing changed.
-fn ended_holds(store: &Store, seq: &mut u64) -> Option<Committed> {
-    let held: Vec<Quarantine> = match store.quarantined() {
-        Ok(all) => all.into_iter().filter(|q| q.held).collect(),
-        Err(e) => {
-            return Some(Committed {
-                incomplete: Some(format!("the quarantines cannot be read ({e})")),
-                ..Committed::default()
-            })
-        }
-    };
-    if held.is_empty() {
+/// What the commit thread takes back after a write that `ended` disputes ([`end_holds`]), as a commit
+/// of its own (the next `seq`); `None` when it ended none, or nothing changed.
+fn taken_back(store: &Store, seq: &mut u64, ended: &Ended) -> Option<Committed> {
+    if matches!(ended, Ended::Nothing) {
         return None;
     }
     *seq += 1;
@@ -446,15 +453,61 @@ fn ended_holds(store: &Store, seq: &mut u64) -> Option<Committed> {
         seq: *seq,
         ..Committed::default()
     };
-    for q in &held {
-        revoke_into(store, &mut committed, q);
+    end_holds(store, &mut committed, ended);
+    let nothing = committed.quarantined.is_empty()
+        && committed.revoked.is_empty()
+        && committed.moved.is_empty()
+        && committed.incomplete.is_none();
+    (!nothing).then_some(committed)
+}
+
+/// After a write or a commit that `ended` disputes: revokes, into `committed`, the held quarantines
+/// they may have freed (every held one for a cancel; for failed jobs, those of workers that stood in
+/// one of them), as the next start would. One whose dispute no longer holds it is made whole (its
+/// record says so, and it joins `committed.quarantined`, for the ledger and the live state) and its
+/// record counts are taken back; one still held loses nothing. Before, that waited for the next
+/// start, and meanwhile its record counts stood (`audit` and `export` refused the store). A read that
+/// fails leaves the revocation incomplete (the store is reopened, and its start completes it).
+fn end_holds(store: &Store, committed: &mut Committed, ended: &Ended) {
+    let held: Vec<Quarantine> = match store.quarantined() {
+        Ok(all) => all.into_iter().filter(|q| q.held).collect(),
+        Err(e) => {
+            committed
+                .incomplete
+                .get_or_insert(format!("the quarantines cannot be read ({e})"));
+            return;
+        }
+    };
+    let mut freed = Vec::new();
+    for q in held {
+        let stood = match ended {
+            Ended::Nothing => false,
+            Ended::Any => true,
+            // (A job that cannot be read: as if it stood there, the safe side.)
+            Ended::Jobs(jobs) => jobs.iter().any(|(run, key)| {
+                store
+                    .job(*run, key)
+                    .map_or(true, |r| r.is_some_and(|r| r.computed_by(&q.worker)))
+            }),
+        };
+        if stood {
+            revoke_into(store, committed, &q);
+            freed.push(q.worker);
+        }
+    }
+    if freed.is_empty() {
+        return;
     }
     match store.quarantined() {
         Ok(now) => {
-            committed.quarantined = now
+            for q in now
                 .into_iter()
-                .filter(|q| !q.held && held.iter().any(|h| h.worker == q.worker))
-                .collect()
+                .filter(|q| !q.held && freed.contains(&q.worker))
+            {
+                tracing::warn!(worker = %q.worker, "a held worker's dispute ended undecided: its quarantine is whole, its record counts are taken back");
+                committed.quarantined.retain(|o| o.worker != q.worker);
+                committed.quarantined.push(q);
+            }
         }
         Err(e) => {
             committed
@@ -462,14 +515,6 @@ fn ended_holds(store: &Store, seq: &mut u64) -> Option<Committed> {
                 .get_or_insert(format!("the quarantines cannot be read ({e})"));
         }
     }
-    for q in &committed.quarantined {
-        tracing::warn!(worker = %q.worker, taken_back = committed.revoked.len(), "a held worker's dispute ended undecided: its quarantine is whole, its record counts are taken back");
-    }
-    let nothing = committed.quarantined.is_empty()
-        && committed.revoked.is_empty()
-        && committed.moved.is_empty()
-        && committed.incomplete.is_none();
-    (!nothing).then_some(committed)
 }
 
 /// The ledger line of a result taken back.
@@ -490,6 +535,16 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
     committed.seq = seq;
     for q in committed.quarantined.clone() {
         revoke_into(store, &mut committed, &q);
+    }
+    // A disputed job failed (too many different results) may have ended a held worker's dispute.
+    let failed: Vec<(u64, JobKey)> = committed
+        .moved
+        .iter()
+        .filter(|m| m.from == Some(JobState::Disputed) && m.to == Some(JobState::Failed))
+        .map(|m| (m.run, m.key.clone()))
+        .collect();
+    if !failed.is_empty() {
+        end_holds(store, &mut committed, &Ended::Jobs(failed));
     }
     if !committed.quarantined.is_empty() && committed.incomplete.is_none() {
         // (Not while a revocation is incomplete: the start completes revocations of quarantined
@@ -564,7 +619,7 @@ mod tests {
     use super::*;
     use crate::durable::store::tests::incoming_from as incoming;
     use crate::durable::store::tests::{
-        a_check_across, a_check_of_a_confirmed_lie, another_record_run, one_record_run,
+        a_check_across, a_check_of_a_confirmed_lie, another_record_run, by, one_record_run,
         quarantined_by,
     };
     use crate::durable::store::Outcome;
@@ -757,6 +812,33 @@ mod tests {
         assert!(c.incomplete.is_some(), "{c:?}");
         let why = health.degraded().expect("degraded");
         assert!(why.contains("damaged"), "{why}");
+    }
+
+    /// So does a disputed job that fails in a commit (as many different results as a job may hold),
+    /// in that commit.
+    #[tokio::test]
+    async fn a_disputed_job_failed_by_its_results_takes_a_held_workers_record_counts_back_at_once()
+    {
+        let (store, plan, run) = one_record_run();
+        let (other, job, _) =
+            a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
+        let (committer, _) = started(&store);
+        let mut outcomes = Vec::new();
+        let mut last = Committed::default();
+        for (k, name) in ["w1", "w2", "w3", "w4"].into_iter().enumerate() {
+            let wrong = by(&plan, name, job.clone(), 16 * (k as u64 + 1));
+            last = committer.commit(vec![wrong]).await.unwrap();
+            outcomes.extend(last.outcomes.clone());
+        }
+        use Outcome::{Disputed, JobFailed};
+        assert_eq!(outcomes, [Disputed, Disputed, Disputed, JobFailed]);
+        let revoked: Vec<_> = last.revoked.iter().map(|r| (r.run, &r.key)).collect();
+        assert_eq!(revoked, [(run.id, &other.key)]);
+        let [q] = &last.quarantined[..] else {
+            panic!("{last:?}")
+        };
+        assert_eq!((q.worker.as_str(), q.held), ("h", false));
+        assert!(store.unrevoked_quarantines().unwrap().is_empty());
     }
 
     /// So does a cancel of the record run that held its dispute, for its counts in other runs; a
