@@ -619,8 +619,8 @@ mod tests {
     use super::*;
     use crate::durable::store::tests::incoming_from as incoming;
     use crate::durable::store::tests::{
-        a_check_across, a_check_of_a_confirmed_lie, another_record_run, by, one_record_run,
-        quarantined_by,
+        a_check_across, a_check_of_a_confirmed_lie, another_record_run, by, in_turn,
+        one_record_run, quarantined_by,
     };
     use crate::durable::store::Outcome;
 
@@ -822,23 +822,62 @@ mod tests {
         let (store, plan, run) = one_record_run();
         let (other, job, _) =
             a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
+        // "z" counted job 7 with "z2", and contradicts it in the commit that fails the dispute.
+        let own = incoming(run.id, &plan, 7, "z");
+        in_turn(
+            &store,
+            &plan,
+            &own,
+            &[("z", 0, Outcome::Pending), ("z2", 0, Outcome::Accepted)],
+        );
         let (committer, _) = started(&store);
         let mut outcomes = Vec::new();
         let mut last = Committed::default();
         for (k, name) in ["w1", "w2", "w3", "w4"].into_iter().enumerate() {
-            let wrong = by(&plan, name, job.clone(), 16 * (k as u64 + 1));
-            last = committer.commit(vec![wrong]).await.unwrap();
-            outcomes.extend(last.outcomes.clone());
+            let mut batch = vec![by(&plan, name, job.clone(), 16 * (k as u64 + 1))];
+            if name == "w4" {
+                batch.push(by(&plan, "z", own.clone(), 8));
+            }
+            last = committer.commit(batch).await.unwrap();
+            outcomes.extend(last.outcomes.iter().map(|o| o.name()));
         }
-        use Outcome::{Disputed, JobFailed};
-        assert_eq!(outcomes, [Disputed, Disputed, Disputed, JobFailed]);
+        let failed = ["disputed", "disputed", "disputed", "job_failed", "mismatch"];
+        assert_eq!(outcomes, failed);
         let revoked: Vec<_> = last.revoked.iter().map(|r| (r.run, &r.key)).collect();
-        assert_eq!(revoked, [(run.id, &other.key)]);
-        let [q] = &last.quarantined[..] else {
-            panic!("{last:?}")
-        };
-        assert_eq!((q.worker.as_str(), q.held), ("h", false));
+        assert!(revoked.contains(&(run.id, &other.key)), "{revoked:?}");
+        let mut quarantined: Vec<_> = last
+            .quarantined
+            .iter()
+            .map(|q| (q.worker.as_str(), q.held))
+            .collect();
+        quarantined.sort_unstable();
+        assert_eq!(quarantined, [("h", false), ("z", false)], "both, once each");
         assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    }
+
+    /// A dispute decided for its held worker takes none of its counts back: the rule lifts it. (Only a
+    /// disputed job that failed is looked at for the holds it ended.)
+    #[tokio::test]
+    async fn a_dispute_decided_for_its_held_worker_takes_none_of_its_counts_back() {
+        let (store, plan, run) = one_record_run();
+        let (other, job, _) =
+            a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
+        let (committer, _) = started(&store);
+        let first = committer
+            .commit(vec![by(&plan, "d1", job.clone(), 0)])
+            .await
+            .unwrap();
+        assert_eq!(first.outcomes[0].name(), "disputed");
+        let decided = committer
+            .commit(vec![by(&plan, "d2", job.clone(), 0)])
+            .await
+            .unwrap();
+        assert_eq!(decided.outcomes[0].name(), "accepted");
+        assert!(decided.revoked.is_empty(), "{:?}", decided.revoked);
+        let lifted: Vec<_> = decided.lifted.iter().map(|q| q.worker.as_str()).collect();
+        assert_eq!(lifted, ["h"]);
+        assert!(store.result(run.id, &other.key).unwrap().is_some());
+        assert_eq!(store.tally(run.id).unwrap().jobs, 2);
     }
 
     /// So does a cancel of the record run that held its dispute, for its counts in other runs; a
