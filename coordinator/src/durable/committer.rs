@@ -791,19 +791,28 @@ mod tests {
         assert!(health.degraded().is_none());
     }
 
-    /// A held worker's count that cannot be read when its dispute ends leaves its revocation
-    /// incomplete: storage is degraded, so that the store is reopened and its start completes it.
-    #[tokio::test]
-    async fn a_held_workers_count_unreadable_when_its_dispute_ends_degrades_storage() {
+    /// Two record runs of N = 8, `kept` and `disputed`: "h" and "p" counted job 3 of `kept`, "a" and "b"
+    /// a lie on job 1 of `disputed`, which "h" contradicted: "h" is held. Returns the store, both runs,
+    /// the count of "h" and the disputed job.
+    fn held_across() -> (Store, RunMeta, RunMeta, Incoming, Incoming) {
         let (store, plan, kept) = one_record_run();
         let disputed = another_record_run(&store, plan);
-        let (other, job, _) = a_check_across(
+        let (other, job, check) = a_check_across(
             &store,
             &plan,
             [kept.id, disputed.id],
             ["h", "p", "a", "b"],
             [3, 1],
         );
+        assert!(check.quarantined[0].held);
+        (store, kept, disputed, other, job)
+    }
+
+    /// A held worker's count that cannot be read when its dispute ends leaves its revocation
+    /// incomplete: storage is degraded, so that the store is reopened and its start completes it.
+    #[tokio::test]
+    async fn a_held_workers_count_unreadable_when_its_dispute_ends_degrades_storage() {
+        let (store, kept, disputed, other, job) = held_across();
         store.damage_group(kept.id, &other.key);
         let (committer, health) = started(&store);
         let fail = Write::Fail(vec![(disputed.id, job.key, "5 leases expired".into())]);
@@ -884,17 +893,8 @@ mod tests {
     /// cancel of another run leaves it held.
     #[tokio::test]
     async fn a_cancelled_record_run_takes_a_held_workers_record_counts_back_at_once() {
-        let (store, plan, kept) = one_record_run();
-        let disputed = another_record_run(&store, plan);
-        let idle = another_record_run(&store, plan);
-        let (other, _, check) = a_check_across(
-            &store,
-            &plan,
-            [kept.id, disputed.id],
-            ["h", "p", "a", "b"],
-            [3, 1],
-        );
-        assert!(check.quarantined[0].held);
+        let (store, kept, disputed, other, _) = held_across();
+        let idle = another_record_run(&store, Plan::new(8, Strategy::D4).unwrap());
         let (committer, _) = started(&store);
         let cancel = |run: u64| Write::Control(run, Control::Cancel);
         let (meta, taken) = committer.write_run(cancel(idle.id)).await.unwrap();
