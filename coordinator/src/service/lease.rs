@@ -737,6 +737,7 @@ impl Coordinator {
             .zip(moves)
             .map(|((run, key, reason), moved)| (run, key, reason, moved));
         let mut guard = self.state();
+        let mut failed_in = std::collections::BTreeSet::new();
         for (id, key, reason, moved) in written {
             let Some(run) = guard.runs.get_mut(&id) else {
                 continue;
@@ -745,13 +746,7 @@ impl Coordinator {
                 Ok(Some(from)) => {
                     run.moved(&key, from, Some(JobState::Failed));
                     tracing::error!(run = id, job = %key, reason = %reason, "job failed");
-                    if run.phase() == Phase::Stalled {
-                        tracing::error!(
-                            run = id,
-                            jobs_failed = run.jobs_in(JobState::Failed),
-                            "run stalled: every job is done or failed; `nqueens retry RUN` (or a restart with --retry-failed) tries the failed jobs again"
-                        );
-                    }
+                    failed_in.insert(id);
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -760,9 +755,19 @@ impl Coordinator {
                 }
             }
         }
-        // A disputed job that failed may have ended a held worker's dispute: its record counts went.
+        // A disputed job that failed may have ended a held worker's dispute: its record counts went
+        // (and their jobs are to compute again: said before a run is called stalled).
         if let Some(c) = &taken_back {
             super::changes::apply_taken_back(&mut guard, c, Instant::now());
+        }
+        for id in failed_in {
+            if let Some(run) = guard.runs.get(&id).filter(|r| r.phase() == Phase::Stalled) {
+                tracing::error!(
+                    run = id,
+                    jobs_failed = run.jobs_in(JobState::Failed),
+                    "run stalled: every job is done or failed; `nqueens retry RUN` (or a restart with --retry-failed) tries the failed jobs again"
+                );
+            }
         }
         drop(guard);
         self.changed();
