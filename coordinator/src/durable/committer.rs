@@ -619,7 +619,7 @@ mod tests {
     use super::*;
     use crate::durable::store::tests::incoming_from as incoming;
     use crate::durable::store::tests::{
-        a_check_across, a_check_of_a_confirmed_lie, another_record_run, by, in_turn,
+        a_check_across, a_check_of_a_confirmed_lie, another_record_run, by, counted_by_two,
         one_record_run, quarantined_by,
     };
     use crate::durable::store::Outcome;
@@ -833,12 +833,7 @@ mod tests {
             a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
         // "z" counted job 7 with "z2", and contradicts it in the commit that fails the dispute.
         let own = incoming(run.id, &plan, 7, "z");
-        in_turn(
-            &store,
-            &plan,
-            &own,
-            &[("z", 0, Outcome::Pending), ("z2", 0, Outcome::Accepted)],
-        );
+        counted_by_two(&store, &plan, &own, ["z", "z2"], 0);
         let (committer, _) = started(&store);
         let mut outcomes = Vec::new();
         let mut last = Committed::default();

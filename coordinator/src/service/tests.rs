@@ -4571,7 +4571,7 @@ async fn a_credential_hands_back_at_most_twice_what_it_may_hold_within_a_timeout
 /// "h" contradicted under a live lease: "h" is held by that dispute. Returns the coordinator and the
 /// two runs' ids.
 async fn a_held_checker(dir: &std::path::Path, config: Config) -> (Coordinator, String, String) {
-    use crate::durable::store::tests::{a_check_across, another_record_run, in_turn};
+    use crate::durable::store::tests::{a_check_across, another_record_run, counted_by_two};
     let (kept, disputed) = {
         let store = Store::open(dir).unwrap();
         let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
@@ -4586,12 +4586,7 @@ async fn a_held_checker(dir: &std::path::Path, config: Config) -> (Coordinator, 
         );
         assert!(check.quarantined[0].held);
         let job = crate::durable::store::tests::incoming_from(kept, &plan, 4, "q");
-        in_turn(
-            &store,
-            &plan,
-            &job,
-            &[("q", 0, Outcome::Pending), ("r", 0, Outcome::Accepted)],
-        );
+        counted_by_two(&store, &plan, &job, ["q", "r"], 0);
         store.flush().unwrap();
         crate::durable::ledger::rewrite(&dir.join(crate::durable::ledger::LEDGER_FILE), &store)
             .unwrap();

@@ -415,12 +415,7 @@ fn a_record_runs_dispute_needs_more_identities_than_every_other_side() {
     // The third, in one commit with a worker shown wrong elsewhere (z contradicts its own count): a
     // quarantine in the same commit taints only the sides that worker stands behind.
     let other = incoming(run.id, &plan, 7);
-    in_turn(
-        &store,
-        &plan,
-        &other,
-        &[("z", 0, Outcome::Pending), ("z2", 0, Outcome::Accepted)],
-    );
+    counted_by_two(&store, &plan, &other, ["z", "z2"], 0);
     let c = store
         .commit(&[
             by(&plan, "z", other.clone(), 8),
@@ -456,27 +451,31 @@ pub(crate) fn a_check_across(
     [mine, lied]: [usize; 2],
 ) -> (Incoming, Incoming, super::Committed) {
     let other = incoming(mine_run, plan, mine);
-    in_turn(
-        store,
-        plan,
-        &other,
-        &[
-            (checker, 0, Outcome::Pending),
-            (partner, 0, Outcome::Accepted),
-        ],
-    );
+    counted_by_two(store, plan, &other, [checker, partner], 0);
     let job = incoming(run, plan, lied);
-    in_turn(
-        store,
-        plan,
-        &job,
-        &[
-            (liar, 8, Outcome::Pending),
-            (confirmer, 8, Outcome::Accepted),
-        ],
-    );
+    counted_by_two(store, plan, &job, [liar, confirmer], 8);
     let check = store.commit(&[by(plan, checker, job.clone(), 0)]).unwrap();
     (other, job, check)
+}
+
+/// `job` counted by `first` and `second`, who agree on its result plus `wrong` (the first waits, the
+/// second confirms: counted, in a verified run).
+pub(crate) fn counted_by_two(
+    store: &Store,
+    plan: &Plan,
+    job: &Incoming,
+    [first, second]: [&str; 2],
+    wrong: u64,
+) {
+    in_turn(
+        store,
+        plan,
+        job,
+        &[
+            (first, wrong, Outcome::Pending),
+            (second, wrong, Outcome::Accepted),
+        ],
+    );
 }
 
 /// In a record run, the checker whose result contradicts a count two others confirmed is held, not
