@@ -626,12 +626,7 @@ fn making_a_quarantine_whole_touches_its_worker_alone() {
 fn only_a_record_runs_dispute_keeps_a_worker_held() {
     let (store, plan, run) = one_record_run();
     let other = incoming(run.id, &plan, 3);
-    in_turn(
-        &store,
-        &plan,
-        &other,
-        &[("h", 0, Outcome::Pending), ("p", 0, Outcome::Accepted)],
-    );
+    counted_by_two(&store, &plan, &other, ["h", "p"], 0);
     let plain_plan = Plan::new(9, Strategy::D4).unwrap();
     let plain = store.create_run(plain_plan, 1.0).unwrap();
     let open = incoming(plain.id, &plain_plan, 0);
