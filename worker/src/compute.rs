@@ -1,7 +1,8 @@
 //! The compute pool of a networked worker: dedicated OS threads that take leased jobs from a queue and
 //! send each result back to the async client loop, so heartbeats and reports never wait behind the search.
 //! A GPU gets a thread of its own that takes jobs a batch at a time, the batch sized to the device's speed
-//! against a CPU thread's ([`crate::pace`]); a batch the device fails (or answers
+//! against a CPU thread's ([`crate::pace`]), and hands the next batch to its launch thread while the one
+//! before still runs; a batch the device fails (or answers
 //! implausibly) is computed on the CPU instead, and a device that fails three batches in a row, or one
 //! launch that runs past its timeout (a hung driver), is given up for the CPU. Jobs still in the queue
 //! have not started and can be taken back (to hand them back on shutdown).
@@ -260,12 +261,15 @@ fn run_checked(job: &Job) -> nqueens_common::JobResult {
     }
 }
 
-/// A GPU's thread: up to a batch of jobs at a time (the engine splits it into launches, see
-/// [`nqueens_gpu::run_jobs`]), each result checked by the engine; a failed batch
-/// is computed here on the CPU, and after [`GPU_STRIKES`] failed batches in a row the thread goes on as
-/// a CPU thread. The launches themselves run on a thread of their own ([`launcher`]): a launch that runs
-/// past the device's timeout (a hung driver) is given up, its batch handed to the CPU threads (never to
-/// another GPU), and this thread goes on as one of them, leaving the launcher behind.
+/// A GPU's thread: up to a batch of jobs at a time (the launch thread cuts it into launches, see
+/// [`nqueens_gpu::Stream`]), each result checked by the engine; a failed batch is computed here on the
+/// CPU, and after [`GPU_STRIKES`] failed batches in a row the thread goes on as a CPU thread. The
+/// launches themselves run on a thread of their own ([`launcher`]), which says when it has started every
+/// launch it was given: this thread then hands it the next batch, if the queue has one, so the device
+/// runs on from one batch into the next (at most [`AHEAD`] batches handed over at once). A batch that
+/// runs past the device's timeout (a hung driver) is given up, it and those behind it handed to the
+/// CPU threads (never to another GPU), and this thread goes on as one of them, leaving the launcher
+/// behind.
 fn gpu_compute<L>(
     shared: &Shared<L>,
     results: &UnboundedSender<Done<L>>,
@@ -280,39 +284,74 @@ fn gpu_compute<L>(
     // The name results carry; one the coordinator would refuse (none today) is left off them.
     let label = info.label();
     let label: Option<Arc<str>> = nqueens_common::names::valid_device(&label).then(|| label.into());
-    let Some((launch, answers)) = launcher(device.gpu) else {
+    let Some((launch, said)) = launcher(device.gpu) else {
         tracing::error!(device = %info, "cannot start the GPU's launch thread; computing on the CPU instead");
         given_up(shared, &device.metrics, &info.label(), batch, index);
         return compute(shared, results);
     };
+    // Batches handed to the launch thread, oldest first.
+    let mut handed: VecDeque<Vec<Task<L>>> = VecDeque::new();
+    // Whether the launch thread has started every launch it was given and was told no batch waited
+    // then: one is handed over as soon as there is.
+    let mut hungry = false;
+    // Since when the oldest has been the device's (its answer is awaited from then), and whether the
+    // wait has been warned of.
+    let mut since = Instant::now();
+    let mut warned = false;
     loop {
-        let tasks: Vec<Task<L>> = {
-            let mut q = shared.lock();
-            loop {
-                if q.closed {
-                    return;
-                }
-                if !q.waiting.is_empty() {
-                    let k = q.waiting.len().min(batch);
-                    q.running += k;
-                    break q.waiting.drain(..k).collect();
-                }
-                q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+        let next = match handed.is_empty() {
+            true => match take(shared, batch, true) {
+                Some(tasks) => Some(tasks),
+                None => return,
+            },
+            false if hungry && handed.len() < AHEAD => take(shared, batch, false),
+            false => None,
+        };
+        if let Some(tasks) = next {
+            hungry = false;
+            if handed.is_empty() {
+                (since, warned) = (Instant::now(), false);
             }
+            // A send that fails (the launch thread gone) is found by `wait` below; the batch goes to
+            // the CPUs with the others.
+            let _ = launch.send(Some(tasks.iter().map(|t| t.job.clone()).collect()));
+            handed.push_back(tasks);
+        }
+        let answer = match wait(
+            &said,
+            since,
+            &mut warned,
+            device.timeout,
+            &info,
+            handed[0].len(),
+        ) {
+            Some(Said::Started) => {
+                // The launch thread waits for the reply: the next batch, or none.
+                let tasks = match handed.len() < AHEAD {
+                    true => take(shared, batch, false),
+                    false => None,
+                };
+                hungry = tasks.is_none();
+                let jobs = tasks
+                    .as_ref()
+                    .map(|t| t.iter().map(|t| t.job.clone()).collect());
+                let _ = launch.send(jobs);
+                handed.extend(tasks);
+                continue;
+            }
+            Some(Said::Answer(a)) => Some(a),
+            None => None,
         };
-        let jobs: Vec<Job> = tasks.iter().map(|t| t.job.clone()).collect();
-        let started = Instant::now();
-        let answer = match launch.send(jobs) {
-            Ok(()) => wait(&answers, device.timeout, &info, tasks.len()),
-            Err(_) => None,
-        };
+        let tasks = handed.pop_front().expect("an answer is the oldest batch's");
+        let seconds = since.elapsed().as_secs_f64();
+        (since, warned) = (Instant::now(), false);
         let (computed, source) = match answer {
             Some(Ok(r)) => {
                 strikes = 0;
                 device.metrics.gpu_jobs.inc_by(r.len() as u64);
                 let nodes = r.iter().map(|r| r.nodes).fold(0u64, u64::saturating_add);
                 let cpu = shared.cpu();
-                let next = pacer.after(r.len(), nodes, started.elapsed().as_secs_f64(), cpu);
+                let next = pacer.after(r.len(), nodes, seconds, cpu);
                 if next != batch {
                     tracing::debug!(device = %info, batch = next, gpu_nodes_per_second = pacer.per_second(), cpu_thread = ?cpu, "GPU batch resized to the device's speed");
                     let batches = &shared.gpu_batches;
@@ -333,8 +372,8 @@ fn gpu_compute<L>(
                 }
                 (tasks.iter().map(|t| run_checked(&t.job)).collect(), None)
             }
-            // Hung, or its launch thread gone (`wait` said which): given up at once. Its batch goes to
-            // the CPU threads (this one among them), never to another GPU.
+            // Hung, or its launch thread gone (`wait` said which): given up at once. Its batch, and
+            // those behind it, go to the CPU threads (this one among them), never to another GPU.
             None => {
                 device.metrics.gpu_failures.inc();
                 for_the_cpus(shared, tasks);
@@ -352,11 +391,38 @@ fn gpu_compute<L>(
             break;
         }
     }
-    // Given up. The launch thread ends once its sender is gone (a hung one when its launch returns, if
-    // ever).
+    // Given up. A batch still handed over is the CPUs' (whatever the device answers is not used). The
+    // launch thread ends once its sender is gone (a hung one when its launch returns, if ever).
+    for tasks in handed {
+        for_the_cpus(shared, tasks);
+    }
     given_up(shared, &device.metrics, &info.label(), batch, index);
     drop(launch);
     compute(shared, results)
+}
+
+/// Batches a GPU's thread hands its launch thread at most at once: as many as have launches under way
+/// (one launch each, at worst), and the next, whose first launch the host prepares while they run.
+pub const AHEAD: usize = nqueens_gpu::IN_FLIGHT + 1;
+
+/// Up to `batch` jobs from the queue for a GPU (counted running), waiting for some if `block`. `None`
+/// when the pool is closed, or, not blocking, when none waits.
+fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Vec<Task<L>>> {
+    let mut q = shared.lock();
+    loop {
+        if q.closed {
+            return None;
+        }
+        if !q.waiting.is_empty() {
+            let k = q.waiting.len().min(batch);
+            q.running += k;
+            return Some(q.waiting.drain(..k).collect());
+        }
+        if !block {
+            return None;
+        }
+        q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+    }
 }
 
 /// The jobs `device` takes at its first batch.
@@ -391,54 +457,102 @@ fn for_the_cpus<L>(shared: &Shared<L>, tasks: Vec<Task<L>>) {
     shared.ready.notify_all();
 }
 
-/// What a launch thread answers: a batch's results, or why the device failed it.
-type Answer = Result<Vec<JobResult>, nqueens_gpu::GpuError>;
+/// What a launch thread says: every launch it was given has started (it waits for the reply, the next
+/// batch or none), or the oldest batch's answer (its results, or why the device failed it).
+enum Said {
+    Started,
+    Answer(nqueens_gpu::Answer),
+}
 
-/// Starts a thread that owns `gpu` and runs each batch sent to it, answering on the channel returned.
-/// It ends when the sender is dropped, or when its answer finds nobody waiting (after a launch given up
-/// for hung: whatever it computed then is not used). `None` if no thread could be started.
-fn launcher(mut gpu: Gpu) -> Option<(Sender<Vec<Job>>, Receiver<Answer>)> {
-    let (launch, batches) = std::sync::mpsc::channel::<Vec<Job>>();
-    let (answer, answers) = std::sync::mpsc::channel::<Answer>();
+/// What a GPU's thread sends its launch thread: a batch, or (to [`Said::Started`]) that none waits.
+type Handed = Option<Vec<Job>>;
+
+/// Starts a thread that owns `gpu` and runs each batch sent to it through one [`nqueens_gpu::Stream`],
+/// answering each batch in order. Once every launch it was given has started it says so and waits for
+/// the reply before it waits on the device: a batch of one launch still starts while the one before
+/// runs. It ends when the sender is dropped and its batches are answered, or when what it says finds
+/// nobody listening (after a launch given up for hung: whatever it computed then is not used). `None` if
+/// no thread could be started.
+fn launcher(mut gpu: Gpu) -> Option<(Sender<Handed>, Receiver<Said>)> {
+    let (launch, batches) = std::sync::mpsc::channel::<Handed>();
+    let (say, said) = std::sync::mpsc::channel::<Said>();
     let name = format!("gpu-launch-{}", gpu.info().label());
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
-            while let Ok(jobs) = batches.recv() {
-                if answer.send(nqueens_gpu::run_jobs(&mut gpu, &jobs)).is_err() {
-                    return;
+            let mut stream = nqueens_gpu::Stream::new(&mut gpu);
+            // Whether `Started` was said since the last batch came.
+            let mut told = false;
+            loop {
+                if stream.is_idle() {
+                    match batches.recv() {
+                        Ok(Some(jobs)) => stream.push(jobs, nqueens_gpu::Split::Paced),
+                        Ok(None) => continue,
+                        Err(_) => return,
+                    }
+                    told = false;
+                }
+                while let Ok(handed) = batches.try_recv() {
+                    if let Some(jobs) = handed {
+                        stream.push(jobs, nqueens_gpu::Split::Paced);
+                        told = false;
+                    }
+                }
+                if stream.fill() && !told {
+                    told = true;
+                    if say.send(Said::Started).is_err() {
+                        return;
+                    }
+                    // The reply (a sender gone is found at the next `recv`).
+                    if let Ok(Some(jobs)) = batches.recv() {
+                        stream.push(jobs, nqueens_gpu::Split::Paced);
+                        told = false;
+                        continue;
+                    }
+                }
+                stream.collect();
+                while let Some(answer) = stream.answer() {
+                    if say.send(Said::Answer(answer)).is_err() {
+                        return;
+                    }
                 }
             }
         })
         .ok()?;
-    Some((launch, answers))
+    Some((launch, said))
 }
 
-/// Waits for the answer to a launch of `jobs` jobs, at most `timeout`, warning when half of it has
-/// passed. `None` (logged at error level) if the launch ran past `timeout` or its thread is gone.
+/// Waits for what the launch thread says, the oldest batch (of `jobs` jobs) being the device's since
+/// `since`: at most until `timeout` after it, warning once (`warned`) when half of it has passed.
+/// `None` (logged at error level) if the batch ran past `timeout` or the thread is gone.
 fn wait(
-    answers: &Receiver<Answer>,
+    said: &Receiver<Said>,
+    since: Instant,
+    warned: &mut bool,
     timeout: Duration,
     info: &nqueens_gpu::DeviceInfo,
     jobs: usize,
-) -> Option<Answer> {
+) -> Option<Said> {
     let half = timeout / 2;
-    let answer = answers.recv_timeout(half).or_else(|e| match e {
-        RecvTimeoutError::Timeout => {
-            tracing::warn!(device = %info, jobs, running = ?half, timeout = ?timeout, "GPU launch has run half of its timeout (--gpu-timeout)");
-            answers.recv_timeout(timeout - half)
-        }
-        RecvTimeoutError::Disconnected => Err(e),
-    });
-    match answer {
-        Ok(answer) => Some(answer),
-        Err(RecvTimeoutError::Timeout) => {
-            tracing::error!(device = %info, jobs, timeout = ?timeout, "GPU launch ran past its timeout (--gpu-timeout): the device is taken for hung; its batch, and from now on everything, goes to the CPU");
-            None
-        }
-        Err(RecvTimeoutError::Disconnected) => {
-            tracing::error!(device = %info, jobs, "the GPU's launch thread is gone; its batch, and from now on everything, goes to the CPU");
-            None
+    loop {
+        let (until, warn) = match *warned {
+            false => (since + half, true),
+            true => (since + timeout, false),
+        };
+        match said.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(said) => return Some(said),
+            Err(RecvTimeoutError::Timeout) if warn => {
+                *warned = true;
+                tracing::warn!(device = %info, jobs, running = ?half, timeout = ?timeout, "GPU launch has run half of its timeout (--gpu-timeout)");
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                tracing::error!(device = %info, jobs, timeout = ?timeout, "GPU launch ran past its timeout (--gpu-timeout): the device is taken for hung; its batch, and from now on everything, goes to the CPU");
+                return None;
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                tracing::error!(device = %info, jobs, "the GPU's launch thread is gone; its batch, and from now on everything, goes to the CPU");
+                return None;
+            }
         }
     }
 }
@@ -591,7 +705,8 @@ mod tests {
                 .collect();
             assert_eq!(metrics.gpu_jobs.get(), credited);
             // A batch is one job (a device starts at `pace::FIRST_BATCH`, and a failed batch measures
-            // nothing), so one launch: every batch fails at its answer.
+            // nothing), so one launch: every batch fails at its answer (those handed over behind the
+            // last may have launched and not been answered).
             let launched = each.iter().sum::<usize>() as u64;
             let failures = metrics.gpu_failures.get();
             assert!(
@@ -607,7 +722,13 @@ mod tests {
                     failures, GPU_STRIKES as u64,
                     "given up after {GPU_STRIKES} failed batches"
                 );
-                assert_eq!(each, vec![strikes], "one launch a batch");
+                // One launch a batch; the batches handed over behind the third (up to the launches
+                // under way) may have started too, their answers unused.
+                assert_eq!(each.len(), 1);
+                assert!(
+                    (strikes..=strikes + nqueens_gpu::IN_FLIGHT).contains(&each[0]),
+                    "{each:?}"
+                );
                 assert_eq!(pool_batches, 0, "a device given up takes no batch");
                 assert!(
                     metrics
@@ -737,6 +858,56 @@ mod tests {
             "the pool waited for the hung launch"
         );
         drop(release);
+    }
+
+    /// A device's next batch starts while the batch before it runs: with batches of one job (one
+    /// launch each), two launches are under way at once, and every job comes back once, exact. Before,
+    /// a GPU's thread handed over one batch at a time: the device finished each (its last launch alone)
+    /// before the host began preparing the next.
+    #[test]
+    fn a_devices_next_batch_starts_while_the_one_before_runs() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let plan = Plan::new(12, Strategy::D4).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let metrics = Arc::new(Metrics::default());
+        let double = nqueens_gpu::doubles::Later::new(nqueens_gpu::DeviceInfo {
+            backend: nqueens_gpu::Backend::OpenCl,
+            index: 0,
+            name: "double".into(),
+            threads: 64,
+            shape: nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::OpenCl),
+        });
+        let (launches, most) = (double.launches.clone(), double.most.clone());
+        let device = Device {
+            gpu: Gpu::new(Box::new(double)),
+            batch: 1,
+            metrics: metrics.clone(),
+            timeout: std::time::Duration::from_secs(600),
+        };
+        // No CPU thread: the device computes every job.
+        let pool = ComputePool::new(0, vec![device], tx);
+        let keys = submit_all(&pool, &plan);
+        let mut seen = vec![false; keys.len()];
+        let mut total = 0;
+        for _ in 0..keys.len() {
+            let (task, r, source) = rx.blocking_recv().unwrap();
+            assert_eq!(source.as_deref(), Some("opencl:0"));
+            assert!(!seen[task.lease], "job {} came back twice", task.lease);
+            seen[task.lease] = true;
+            assert_eq!(r, task.job.run(), "job {}", task.job.key());
+            total += r.total;
+        }
+        assert_eq!(total, 14200);
+        pool.join();
+        assert_eq!(metrics.gpu_jobs.get(), keys.len() as u64);
+        assert_eq!(metrics.gpu_failures.get(), 0);
+        // Every job but those whose searches were all settled on the host took a launch of its own.
+        assert!(launches.load(SeqCst) <= keys.len());
+        assert_eq!(
+            most.load(SeqCst),
+            nqueens_gpu::IN_FLIGHT,
+            "launches of two batches under way at once"
+        );
     }
 
     #[test]

@@ -54,7 +54,7 @@ fn jobs(n: u8) -> Result<Vec<Job>, GpuError> {
 
 /// Searches `jobs` (every job of `n`) on `gpu` and checks the total: the device time of the launch.
 fn time(gpu: &mut Gpu, n: u8, jobs: &[Job]) -> Result<Duration, GpuError> {
-    let results = run_split(gpu, jobs, 1)?;
+    let results = run_split(gpu, jobs, crate::Split::Fixed(1))?;
     let mut tally = Tally::new(true);
     for r in &results {
         tally

@@ -8,6 +8,7 @@ use nqueens_common::kernel::seeds::{Batch, SEED_WORDS};
 use nqueens_common::kernel::Totals;
 use nqueens_common::{Job, JobResult, Work};
 
+use crate::stream::{Split, Stream};
 use crate::{DeviceInfo, GpuError, Launch};
 
 /// Seeds of every batch searched again on the host, drawn at random, whose answers must equal the
@@ -48,6 +49,8 @@ pub struct Gpu {
     pub calibration: Option<crate::Calibration>,
     /// How evenly the launches since the device opened fell on its lanes.
     pub balance: Balance,
+    /// What a launch takes of the host and of the device: how finely batches are cut.
+    pub(crate) pace: crate::split::Pace,
 }
 
 impl Gpu {
@@ -59,6 +62,7 @@ impl Gpu {
             last_launch: std::time::Duration::ZERO,
             calibration: None,
             balance: Balance::default(),
+            pace: Default::default(),
         }
     }
 
@@ -157,7 +161,7 @@ pub struct Started {
 /// A job's result from the device's totals and the part settled on the CPU: a sum past 64 bits, or
 /// counts that no search of the job can give ([`Job::check`]), is a faulty answer, refused (the batch
 /// is then computed on the CPU), never wrapped into a small count.
-fn finish(job: &Job, work: &Work, t: Totals) -> Result<JobResult, GpuError> {
+pub(crate) fn finish(job: &Job, work: &Work, t: Totals) -> Result<JobResult, GpuError> {
     let r = work
         .finish(t)
         .ok_or_else(|| GpuError::BadAnswer("a job's sums pass 64 bits (a faulty device)".into()))?;
@@ -166,70 +170,42 @@ fn finish(job: &Job, work: &Work, t: Totals) -> Result<JobResult, GpuError> {
     Ok(r)
 }
 
-/// Launches [`run_jobs`] splits a call's jobs of one board size into, at most: smaller launches have
+/// Launches [`run_jobs`] cuts a call's jobs of one board size into, at most: smaller launches have
 /// smaller seeds (each is expanded to fill the device), so a launch's slowest seed ends sooner, and the
-/// host prepares the next while the device runs one.
+/// host prepares the next while the device runs one. Fewer where a launch would take the device less
+/// than [`crate::split::COVER`] times its preparation ([`crate::split::Pace`]).
 pub const LAUNCHES: usize = 8;
 
 /// Computes `jobs` on `gpu`: the same results as [`Job::run`], in the same order. Jobs of different
 /// board sizes go in separate launches, and those of one size in up to [`LAUNCHES`], [`IN_FLIGHT`] at
-/// once.
+/// once. A caller with batch after batch keeps the device busy between them with a [`Stream`].
+///
+/// [`Stream`]: crate::Stream
 pub fn run_jobs<J: Borrow<Job>>(gpu: &mut Gpu, jobs: &[J]) -> Result<Vec<JobResult>, GpuError> {
-    run_split(gpu, jobs, LAUNCHES)
+    run_split(gpu, jobs, Split::Paced)
 }
 
-/// [`run_jobs`], the jobs of each board size in at most `launches` launches (1: one launch per size, as
+/// [`run_jobs`], the jobs cut into launches as `split` says (`Fixed(1)`: one launch per size, as
 /// calibration times it).
 pub(crate) fn run_split<J: Borrow<Job>>(
     gpu: &mut Gpu,
     jobs: &[J],
-    launches: usize,
+    split: Split,
 ) -> Result<Vec<JobResult>, GpuError> {
-    let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
-    let mut sizes: Vec<u8> = jobs.iter().map(|j| j.borrow().plan().n()).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    let target = gpu.target_seeds();
-    for n in sizes {
-        let of_size: Vec<(usize, &Job)> = jobs
-            .iter()
-            .map(Borrow::borrow)
-            .enumerate()
-            .filter(|(_, j)| j.plan().n() == n)
-            .collect();
-        let per_launch = of_size.len().div_ceil(launches.max(1));
-        let mut flight = std::collections::VecDeque::with_capacity(IN_FLIGHT);
-        let mut chunks = of_size.chunks(per_launch.max(1));
-        loop {
-            // Prepared here while the device runs what is in flight.
-            while flight.len() < IN_FLIGHT {
-                let Some(chunk) = chunks.next() else { break };
-                let p = prepare(chunk, n, target)?;
-                let started = gpu.submit(&p.batch)?;
-                flight.push_back((p, started));
-            }
-            let Some((p, started)) = flight.pop_front() else {
-                break;
-            };
-            let totals = gpu.collect(&p.batch, started)?;
-            for ((i, work), t) in p.members.into_iter().zip(totals) {
-                results[i] = Some(finish(jobs[i].borrow(), &work, t)?);
-            }
-        }
-    }
-    Ok(results
-        .into_iter()
-        .map(|r| r.expect("every job is in a batch of its size"))
-        .collect())
+    let mut stream = Stream::new(gpu);
+    stream.push(jobs.iter().map(|j| j.borrow().clone()).collect(), split);
+    stream.run().unwrap_or_else(|| Ok(Vec::new()))
 }
 
-/// One prepared batch: the jobs' indices, their work, and the seeds.
-struct Prepared {
-    members: Vec<(usize, nqueens_common::Work)>,
-    batch: Batch,
+/// One prepared launch: the jobs' indices, their work, and the seeds.
+pub(crate) struct Prepared {
+    pub(crate) members: Vec<(usize, nqueens_common::Work)>,
+    pub(crate) batch: Batch,
 }
 
-fn prepare(jobs: &[(usize, &Job)], n: u8, target: usize) -> Result<Prepared, GpuError> {
+/// The launch of `jobs` (their indices in a call, and the jobs), all of N = `n`, expanded to at least
+/// `target` seeds.
+pub(crate) fn prepare(jobs: &[(usize, &Job)], n: u8, target: usize) -> Result<Prepared, GpuError> {
     let mut batch = Batch::new(n);
     let mut members = Vec::with_capacity(jobs.len());
     for &(i, job) in jobs {
@@ -318,6 +294,7 @@ pub fn run_pipelined(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doubles::Later;
     use crate::{Backend, DeviceInfo};
     use nqueens_common::{Plan, Strategy};
 
@@ -392,55 +369,6 @@ mod tests {
         ));
     }
 
-    /// A test double of a device whose launches run "on the device" until waited for: each answers
-    /// the true search of its tables, and the double counts launches and how many were under way at once.
-    struct Later {
-        info: DeviceInfo,
-        launches: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-        under_way: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-        most: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    }
-
-    impl Launch for Later {
-        fn info(&self) -> &DeviceInfo {
-            &self.info
-        }
-        fn launch(
-            &mut self,
-            s: &[u32],
-            f: &[u32],
-            t: &[u32],
-            full: u32,
-        ) -> Result<Vec<u64>, GpuError> {
-            self.submit(s, f, t, full)?.wait()
-        }
-        fn submit(
-            &mut self,
-            seeds: &[u32],
-            forbid: &[u32],
-            tails: &[u32],
-            full: u32,
-        ) -> Result<crate::Pending, GpuError> {
-            use std::sync::atomic::Ordering::SeqCst;
-            self.launches.fetch_add(1, SeqCst);
-            let now = self.under_way.fetch_add(1, SeqCst) + 1;
-            self.most.fetch_max(now, SeqCst);
-            let (seeds, forbid, tails) = (seeds.to_vec(), forbid.to_vec(), tails.to_vec());
-            let under_way = self.under_way.clone();
-            Ok(crate::Pending::later(move || {
-                under_way.fetch_sub(1, SeqCst);
-                Ok(seeds
-                    .chunks_exact(SEED_WORDS)
-                    .flat_map(|s| {
-                        let (c, n) =
-                            nqueens_common::kernel::seeds::search_seed(s, &forbid, &tails, full);
-                        [c, n]
-                    })
-                    .collect())
-            }))
-        }
-    }
-
     /// `run_jobs` splits a call's jobs into up to [`LAUNCHES`] launches with [`IN_FLIGHT`] under way at
     /// once, and still returns every job's result, in order, equal to the CPU's; calibration's one
     /// launch is one. Each launch's answer is counted in the device's balance.
@@ -454,15 +382,10 @@ mod tests {
         let split = jobs.len().div_ceil(jobs.len().div_ceil(LAUNCHES));
         assert!(split > IN_FLIGHT && split <= LAUNCHES, "{split}");
         for (launches, want) in [(LAUNCHES, split), (1, 1)] {
-            let double = Later {
-                info: gpu(Vec::new()).info().clone(),
-                launches: Default::default(),
-                under_way: Default::default(),
-                most: Default::default(),
-            };
+            let double = Later::new(gpu(Vec::new()).info().clone());
             let (count, most) = (double.launches.clone(), double.most.clone());
             let mut g = Gpu::new(Box::new(double));
-            let results = run_split(&mut g, &jobs, launches).unwrap();
+            let results = run_split(&mut g, &jobs, Split::Fixed(launches)).unwrap();
             assert_eq!(count.load(SeqCst), want);
             // Every launch's answer is in the balance, all its nodes.
             assert_eq!(g.balance.launches, want as u64);

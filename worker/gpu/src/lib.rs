@@ -10,17 +10,23 @@
 mod calibrate;
 mod calibration;
 pub mod cuda;
+#[cfg(any(test, feature = "doubles"))]
+pub mod doubles;
 mod engine;
 mod error;
 pub mod kept;
 pub mod opencl;
 pub mod prelude;
+mod split;
+mod stream;
 
 pub use calibrate::{calibrate, calibrate_kept, candidates};
 pub use calibration::{Calibration, Trial};
 pub use engine::{run_jobs, run_pipelined, Gpu, Started, IN_FLIGHT, LAUNCHES};
 pub use error::GpuError;
 pub use shape::{Kernel, Shape};
+pub use split::COVER;
+pub use stream::{Answer, Split, Stream};
 
 mod shape;
 
