@@ -266,7 +266,7 @@ fn run_checked(job: &Job) -> nqueens_common::JobResult {
 /// CPU, and after [`GPU_STRIKES`] failed batches in a row the thread goes on as a CPU thread. The
 /// launches themselves run on a thread of their own ([`launcher`]), which says when it has started every
 /// launch it was given: this thread then hands it the next batch, if the queue has one, so the device
-/// runs on from one batch into the next (at most [`AHEAD`] batches handed over at once). A batch that
+/// runs on from one batch into the next (at most [`ahead`] batches handed over at once). A batch that
 /// runs past the device's timeout (a hung driver) is given up, it and those behind it handed to the
 /// CPU threads (never to another GPU), and this thread goes on as one of them, leaving the launcher
 /// behind.
@@ -304,7 +304,7 @@ fn gpu_compute<L>(
                 Some(tasks) => Some(tasks),
                 None => return,
             },
-            false if hungry && handed.len() < AHEAD => take(shared, batch, false),
+            false if hungry && handed.len() < ahead(shared, batch) => take(shared, batch, false),
             false => None,
         };
         if let Some(tasks) = next {
@@ -327,7 +327,7 @@ fn gpu_compute<L>(
         ) {
             Some(Said::Started) => {
                 // The launch thread waits for the reply: the next batch, or none.
-                let tasks = match handed.len() < AHEAD {
+                let tasks = match handed.len() < ahead(shared, batch) {
                     true => take(shared, batch, false),
                     false => None,
                 };
@@ -404,6 +404,16 @@ fn gpu_compute<L>(
 /// Batches a GPU's thread hands its launch thread at most at once: as many as have launches under way
 /// (one launch each, at worst), and the next, whose first launch the host prepares while they run.
 pub const AHEAD: usize = nqueens_gpu::IN_FLIGHT + 1;
+
+/// The batches a GPU's thread of `batch` jobs a batch may hand over at once: [`AHEAD`], but one while
+/// it takes one job at a time beside CPU threads (a device no faster than a core, or one not yet
+/// measured): a slow device holds no job a CPU thread could take.
+fn ahead<L>(shared: &Shared<L>, batch: usize) -> usize {
+    match shared.cpus && batch <= 1 {
+        true => 1,
+        false => AHEAD,
+    }
+}
 
 /// Up to `batch` jobs from the queue for a GPU (counted running), waiting for some if `block`. `None`
 /// when the pool is closed, or, not blocking, when none waits.
@@ -861,22 +871,23 @@ mod tests {
     }
 
     /// A device's next batch starts while the batch before it runs: with batches of one job (one
-    /// launch each), two launches are under way at once, and every job comes back once, exact. Before,
-    /// a GPU's thread handed over one batch at a time: the device finished each (its last launch alone)
-    /// before the host began preparing the next.
+    /// launch each) and no CPU thread, two launches are under way at once, and every job comes back
+    /// once, exact. Before, a GPU's thread handed over one batch at a time: the device finished each
+    /// (its last launch alone) before the host began preparing the next.
     #[test]
     fn a_devices_next_batch_starts_while_the_one_before_runs() {
         use std::sync::atomic::Ordering::SeqCst;
         let plan = Plan::new(12, Strategy::D4).unwrap();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let metrics = Arc::new(Metrics::default());
-        let double = nqueens_gpu::doubles::Later::new(nqueens_gpu::DeviceInfo {
+        let info = || nqueens_gpu::DeviceInfo {
             backend: nqueens_gpu::Backend::OpenCl,
             index: 0,
             name: "double".into(),
             threads: 64,
             shape: nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::OpenCl),
-        });
+        };
+        let double = nqueens_gpu::doubles::Later::new(info());
         let (launches, most) = (double.launches.clone(), double.most.clone());
         let device = Device {
             gpu: Gpu::new(Box::new(double)),
@@ -908,6 +919,17 @@ mod tests {
             nqueens_gpu::IN_FLIGHT,
             "launches of two batches under way at once"
         );
+        // Beside a CPU thread, a device that takes one job at a time (no faster than a core, or not
+        // yet measured) holds one batch: the CPU threads may take every other job.
+        for (threads, batch, most) in [(1, 1, 1), (1, 2, AHEAD), (0, 1, AHEAD), (2, 64, AHEAD)] {
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            let pool: ComputePool<usize> = ComputePool::new(threads, Vec::new(), tx);
+            assert_eq!(
+                ahead(&pool.shared, batch),
+                most,
+                "{threads} threads, batch {batch}"
+            );
+        }
     }
 
     #[test]
