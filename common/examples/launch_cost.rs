@@ -22,7 +22,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: launch_cost N SEEDS JOBS...".into());
     };
     let plan = Plan::new(n as u32, Strategy::D4)?;
-    let jobs: Vec<_> = plan.jobs().map(|k| plan.job(&k)).collect::<Result<_, _>>()?;
+    let jobs: Vec<_> = plan
+        .jobs()
+        .map(|k| plan.job(&k))
+        .collect::<Result<_, _>>()?;
     for &k in counts {
         let k = k.min(jobs.len());
         let mut best = Duration::MAX;

@@ -289,8 +289,8 @@ fn gpu_compute<L>(
         given_up(shared, &device.metrics, &info.label(), batch, index);
         return compute(shared, results);
     };
-    // Batches handed to the launch thread, oldest first.
-    let mut handed: VecDeque<Vec<Task<L>>> = VecDeque::new();
+    // Batches handed to the launch thread, oldest first, each with the size it was taken at.
+    let mut handed: VecDeque<(Vec<Task<L>>, usize)> = VecDeque::new();
     // Whether the launch thread has started every launch it was given and was told no batch waited
     // then: one is handed over as soon as there is.
     let mut hungry = false;
@@ -315,7 +315,7 @@ fn gpu_compute<L>(
             // A send that fails (the launch thread gone) is found by `wait` below; the batch goes to
             // the CPUs with the others.
             let _ = launch.send(Some(tasks.iter().map(|t| t.job.clone()).collect()));
-            handed.push_back(tasks);
+            handed.push_back((tasks, batch));
         }
         let answer = match wait(
             &said,
@@ -323,7 +323,7 @@ fn gpu_compute<L>(
             &mut warned,
             device.timeout,
             &info,
-            handed[0].len(),
+            handed[0].0.len(),
         ) {
             Some(Said::Started) => {
                 // The launch thread waits for the reply: the next batch, or none.
@@ -336,22 +336,40 @@ fn gpu_compute<L>(
                     .as_ref()
                     .map(|t| t.iter().map(|t| t.job.clone()).collect());
                 let _ = launch.send(jobs);
-                handed.extend(tasks);
+                handed.extend(tasks.map(|t| (t, batch)));
                 continue;
             }
             Some(Said::Answer(a)) => Some(a),
             None => None,
         };
-        let tasks = handed.pop_front().expect("an answer is the oldest batch's");
+        let (tasks, asked) = handed.pop_front().expect("an answer is the oldest batch's");
         let seconds = since.elapsed().as_secs_f64();
-        (since, warned) = (Instant::now(), false);
+        // An answer of another length than its batch (never seen: `Stream` answers every job) is a
+        // failed batch, not results paired with the wrong jobs.
+        let answer = answer.map(|a| {
+            a.and_then(|r| match r.len() == tasks.len() {
+                true => Ok(r),
+                false => Err(nqueens_gpu::GpuError::BadAnswer(format!(
+                    "{} results for a batch of {} jobs",
+                    r.len(),
+                    tasks.len()
+                ))),
+            })
+        });
         let (computed, source) = match answer {
             Some(Ok(r)) => {
                 strikes = 0;
                 device.metrics.gpu_jobs.inc_by(r.len() as u64);
                 let nodes = r.iter().map(|r| r.nodes).fold(0u64, u64::saturating_add);
                 let cpu = shared.cpu();
-                let next = pacer.after(r.len(), nodes, seconds, cpu);
+                // A batch taken before the size last changed is measured, and decides nothing.
+                let next = match asked == batch {
+                    true => pacer.after(r.len(), nodes, seconds, cpu),
+                    false => {
+                        pacer.measured(r.len(), nodes, seconds);
+                        batch
+                    }
+                };
                 if next != batch {
                     tracing::debug!(device = %info, batch = next, gpu_nodes_per_second = pacer.per_second(), cpu_thread = ?cpu, "GPU batch resized to the device's speed");
                     let batches = &shared.gpu_batches;
@@ -387,13 +405,16 @@ fn gpu_compute<L>(
                 q.running -= 1;
             }
         }
+        // The next batch is awaited from now: not from before a failed batch was computed here on the
+        // CPU (which may take longer than the device's timeout).
+        (since, warned) = (Instant::now(), false);
         if strikes >= GPU_STRIKES {
             break;
         }
     }
     // Given up. A batch still handed over is the CPUs' (whatever the device answers is not used). The
     // launch thread ends once its sender is gone (a hung one when its launch returns, if ever).
-    for tasks in handed {
+    for (tasks, _) in handed {
         for_the_cpus(shared, tasks);
     }
     given_up(shared, &device.metrics, &info.label(), batch, index);
@@ -401,9 +422,10 @@ fn gpu_compute<L>(
     compute(shared, results)
 }
 
-/// Batches a GPU's thread hands its launch thread at most at once: as many as have launches under way
-/// (one launch each, at worst), and the next, whose first launch the host prepares while they run.
-pub const AHEAD: usize = nqueens_gpu::IN_FLIGHT + 1;
+/// Batches a GPU's thread hands its launch thread at most at once: the one the device runs and the
+/// next, whose first launch the host prepares and starts while the last of the one before runs. (The
+/// worker leases two batches per GPU.)
+pub const AHEAD: usize = 2;
 
 /// The batches a GPU's thread of `batch` jobs a batch may hand over at once: [`AHEAD`], but one while
 /// it takes one job at a time beside CPU threads (a device no faster than a core, or one not yet
@@ -478,9 +500,9 @@ enum Said {
 type Handed = Option<Vec<Job>>;
 
 /// Starts a thread that owns `gpu` and runs each batch sent to it through one [`nqueens_gpu::Stream`],
-/// answering each batch in order. Once every launch it was given has started it says so and waits for
-/// the reply before it waits on the device: a batch of one launch still starts while the one before
-/// runs. It ends when the sender is dropped and its batches are answered, or when what it says finds
+/// answering each batch in order. Once every launch it holds has started (and again after each
+/// answer) it says so and waits for the reply before it waits on the device: a batch of one launch
+/// still starts while the one before runs. It ends when the sender is dropped and its batches are answered, or when what it says finds
 /// nobody listening (after a launch given up for hung: whatever it computed then is not used). `None` if
 /// no thread could be started.
 fn launcher(mut gpu: Gpu) -> Option<(Sender<Handed>, Receiver<Said>)> {
@@ -491,7 +513,7 @@ fn launcher(mut gpu: Gpu) -> Option<(Sender<Handed>, Receiver<Said>)> {
         .name(name)
         .spawn(move || {
             let mut stream = nqueens_gpu::Stream::new(&mut gpu);
-            // Whether `Started` was said since the last batch came.
+            // Whether `Started` was said since the last batch came or was answered.
             let mut told = false;
             loop {
                 if stream.is_idle() {
@@ -525,6 +547,9 @@ fn launcher(mut gpu: Gpu) -> Option<(Sender<Handed>, Receiver<Said>)> {
                     if say.send(Said::Answer(answer)).is_err() {
                         return;
                     }
+                    // Its place may go to the next batch: asked for before the next wait on the
+                    // device, if every launch held has started.
+                    told = false;
                 }
             }
         })
@@ -732,11 +757,11 @@ mod tests {
                     failures, GPU_STRIKES as u64,
                     "given up after {GPU_STRIKES} failed batches"
                 );
-                // One launch a batch; the batches handed over behind the third (up to the launches
-                // under way) may have started too, their answers unused.
+                // One launch a batch; the batch handed over behind the third may have started too,
+                // its answer unused.
                 assert_eq!(each.len(), 1);
                 assert!(
-                    (strikes..=strikes + nqueens_gpu::IN_FLIGHT).contains(&each[0]),
+                    (strikes..=strikes + AHEAD - 1).contains(&each[0]),
                     "{each:?}"
                 );
                 assert_eq!(pool_batches, 0, "a device given up takes no batch");
@@ -930,6 +955,112 @@ mod tests {
                 "{threads} threads, batch {batch}"
             );
         }
+    }
+
+    /// A device whose first launch answers no nodes (refused at once), the others the true search after
+    /// 50 ms.
+    struct FirstRefused(nqueens_gpu::doubles::Later);
+
+    impl nqueens_gpu::Launch for FirstRefused {
+        fn info(&self) -> &nqueens_gpu::DeviceInfo {
+            self.0.info()
+        }
+        fn launch(
+            &mut self,
+            s: &[u32],
+            f: &[u32],
+            t: &[u32],
+            w: u32,
+        ) -> Result<Vec<u64>, nqueens_gpu::GpuError> {
+            self.submit(s, f, t, w)?.wait()
+        }
+        fn submit(
+            &mut self,
+            s: &[u32],
+            f: &[u32],
+            t: &[u32],
+            w: u32,
+        ) -> Result<nqueens_gpu::Pending, nqueens_gpu::GpuError> {
+            if self
+                .0
+                .launches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                == 0
+            {
+                return Ok(nqueens_gpu::Pending::ready(vec![0; s.len() / 2]));
+            }
+            self.0
+                .launches
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            let p = self.0.submit(s, f, t, w)?;
+            // A device's time: a wait for the answer finds none at first.
+            Ok(nqueens_gpu::Pending::later(move || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                p.wait()
+            }))
+        }
+    }
+
+    /// A failed batch computed on the GPU's thread for longer than the device's timeout does not make
+    /// the device look hung: the next batch is awaited from when the fallback is done. Before, it was
+    /// awaited from the failed batch's answer, and a healthy device was given up (found by a review).
+    #[test]
+    fn a_long_fallback_on_the_cpu_is_not_a_hung_device() {
+        let big = Plan::new(19, Strategy::D4).unwrap();
+        let small = Plan::new(8, Strategy::D4).unwrap();
+        let timeout = std::time::Duration::from_millis(300);
+        let first = big.job(&big.jobs().next().unwrap()).unwrap();
+        let started = std::time::Instant::now();
+        let want = first.run();
+        assert!(
+            started.elapsed() > timeout,
+            "the job computed on the CPU must outlast the timeout: {:?}",
+            started.elapsed()
+        );
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let metrics = Arc::new(Metrics::default());
+        let info = nqueens_gpu::DeviceInfo {
+            backend: nqueens_gpu::Backend::OpenCl,
+            index: 0,
+            name: "double".into(),
+            threads: 64,
+            shape: nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::OpenCl),
+        };
+        let device = Device {
+            gpu: Gpu::new(Box::new(FirstRefused(nqueens_gpu::doubles::Later::new(
+                info,
+            )))),
+            batch: 1,
+            metrics: metrics.clone(),
+            timeout,
+        };
+        metrics.gpus.set(1);
+        // No CPU thread: the GPU's thread computes the refused batch itself.
+        let pool = ComputePool::new(0, vec![device], tx);
+        pool.submit(Task {
+            lease: 0,
+            job: first,
+        });
+        let keys: Vec<_> = small.jobs().collect();
+        for (i, key) in keys.iter().enumerate() {
+            pool.submit(Task {
+                lease: i + 1,
+                job: small.job(key).unwrap(),
+            });
+        }
+        for _ in 0..=keys.len() {
+            let (task, r, source) = rx.blocking_recv().unwrap();
+            if task.lease == 0 {
+                assert_eq!(r, want);
+                assert_eq!(source, None, "the refused batch is the CPU's");
+            } else {
+                assert_eq!(r, task.job.run());
+                assert_eq!(source.as_deref(), Some("opencl:0"), "job {}", task.lease);
+            }
+        }
+        pool.join();
+        assert_eq!(metrics.gpu_failures.get(), 1, "the refused batch only");
+        assert_eq!(metrics.gpus.get(), 1, "the device is still used");
     }
 
     #[test]

@@ -145,6 +145,14 @@ impl Pacer {
         self.probe = Probe::Off;
     }
 
+    /// A batch of `jobs` jobs that searched `nodes` nodes in `seconds`, taken at another size than the
+    /// one in force (before the last change, while the batch before it ran): its jobs and its rate count,
+    /// but it decides nothing. A probe is judged on batches of its own size only.
+    pub fn measured(&mut self, jobs: usize, nodes: u64, seconds: f64) {
+        self.jobs = self.jobs.saturating_add(jobs as u64);
+        self.rate.add(nodes, seconds);
+    }
+
     /// After a batch of `jobs` jobs that searched `nodes` nodes in `seconds`, with `cpu` known of a CPU
     /// thread: the next batch, from 1 to the most.
     ///
@@ -382,6 +390,32 @@ mod tests {
         assert_eq!(p.after(1, 5, 1.0, Cpu::Absent), 2);
         // (0 * 0.8 + 5) nodes over (1 * 0.8 + 1) seconds.
         assert_eq!(p.per_second(), Some(5.0 / 1.8));
+    }
+
+    /// A batch taken at the size before a probe (a GPU's thread hands the next batch over while one
+    /// runs) is measured and decides nothing: the probe is judged on its own two batches. Before, such a
+    /// batch came back first and ended every probe (found by a review).
+    #[test]
+    fn a_batch_taken_before_a_probe_does_not_end_it() {
+        let cpu = Cpu::Rate(1e9);
+        let mut p = Pacer::new(64);
+        p.batch = 4;
+        for _ in 0..PROBE_EVERY - 1 {
+            assert_eq!(p.after(4, 4_000_000_000, 4.0 / 3.0, cpu), 4);
+        }
+        assert_eq!(
+            p.after(4, 4_000_000_000, 4.0 / 3.0, cpu),
+            8,
+            "the probe starts"
+        );
+        // The batch of 4 handed over before it comes back, at the old rate: nothing changes.
+        p.measured(4, 4_000_000_000, 4.0 / 3.0);
+        assert_eq!(p.batch(), 8);
+        assert!(matches!(p.probe, Probe::First { from: 4, .. }), "{p:?}");
+        assert_eq!(p.jobs, 8 * 4 + 4, "its jobs count");
+        // The probe's two batches gain: the new size holds.
+        assert_eq!(p.after(8, 8_000_000_000, 1.0, cpu), 8, "confirming");
+        assert_eq!(p.after(8, 8_000_000_000, 1.0, cpu), 16, "ratio 8 at 8");
     }
 
     /// A probe counts only when both its batches gain: one lucky batch (heavier jobs) does not move the

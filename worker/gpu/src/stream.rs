@@ -42,7 +42,7 @@ struct Flying {
     members: Vec<(usize, Work)>,
     prepared: Prepared,
     started: Started,
-    /// When it was submitted.
+    /// When it was handed to the device (just before its submit).
     at: Instant,
 }
 
@@ -117,11 +117,14 @@ impl<'g> Stream<'g> {
             let prepared = prepare(&chunk, n, self.gpu.target_seeds());
             let started = prepared.and_then(|p| {
                 self.gpu.pace.prepared(t.elapsed().as_secs_f64());
+                // Stamped before the submit: a backend without launches of its own (OpenCL here)
+                // searches inside it.
+                let at = Instant::now();
                 let started = self.gpu.submit(&p.batch)?;
-                Ok((p, started))
+                Ok((p, started, at))
             });
             match started {
-                Ok((mut prepared, started)) => {
+                Ok((mut prepared, started, at)) => {
                     batch.flying += 1;
                     self.flight.push_back(Flying {
                         batch: self.first + i as u64,
@@ -129,7 +132,7 @@ impl<'g> Stream<'g> {
                         members: std::mem::take(&mut prepared.members),
                         prepared,
                         started,
-                        at: Instant::now(),
+                        at,
                     });
                 }
                 Err(e) => self.fail(i, e),
