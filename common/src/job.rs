@@ -202,6 +202,27 @@ impl Job {
             .expect("a job's sums passed 64 bits (2^60 search steps of one job)")
     }
 
+    /// [`Job::run`], given up as soon as `stop` is set: `None` then. The kernel takes no unit after it,
+    /// and what it searched is dropped: a result is only ever the whole job's.
+    pub fn run_unless(&self, stop: &std::sync::atomic::AtomicBool) -> Option<JobResult> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let work = self.work();
+        let units = work
+            .units
+            .iter()
+            .copied()
+            .take_while(|_| !stop.load(Relaxed));
+        let t = kernel::run(units);
+        // Once set, `stop` stays set: clear now, it was clear at every unit, and every unit was searched.
+        if stop.load(Relaxed) {
+            return None;
+        }
+        Some(
+            work.finish(t)
+                .expect("a job's sums passed 64 bits (2^60 search steps of one job)"),
+        )
+    }
+
     /// Checks that `r` is a result this job's search can produce: an error naming the first bound it
     /// breaks ([`Error::Implausible`]). The bounds, each proven for every job of every N below (an
     /// honest result is never refused: a run could not finish), and run by the tests over every job of
@@ -700,5 +721,25 @@ mod mutants_found {
         let key = JobKey(vec![3, 0, 17]);
         assert_eq!(key.to_string(), "3.0.17");
         assert_eq!("3.0.17".parse::<JobKey>().unwrap(), key);
+    }
+
+    /// A job run to its end unstopped is `run`'s result; one stopped, before it starts or while it
+    /// runs, gives none (never a part of its count).
+    #[test]
+    fn a_job_stopped_gives_no_result_and_one_not_stopped_the_whole() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let plan = Plan::new(17, Strategy::D4).unwrap();
+        let job = plan.job(&plan.jobs().next().unwrap()).unwrap();
+        let stop = AtomicBool::new(false);
+        assert_eq!(job.run_unless(&stop), Some(job.run()));
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(job.run_unless(&stop), None);
+        // Stopped from another thread while it runs.
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let run = s.spawn(|| job.run_unless(&stop));
+            stop.store(true, Ordering::Relaxed);
+            assert_eq!(run.join().unwrap(), None);
+        });
     }
 }

@@ -56,6 +56,26 @@ struct Queue<L> {
     cpu_only: VecDeque<Task<L>>,
     running: usize,
     closed: bool,
+    /// The jobs CPU threads are computing, which an idle GPU may compute too ([`Running`]).
+    on_cpus: Vec<Running>,
+    /// The number the next of them gets.
+    next_id: u64,
+}
+
+/// A job a CPU thread is computing. A GPU with nothing else to do computes it too (a backup): at the
+/// end of a run the last jobs are the CPU threads', far slower than the device. The first result is
+/// the one sent, once, by the CPU thread that holds the task: a GPU's result goes in `answer`, and
+/// `stop` tells the CPU thread to give its search up.
+struct Running {
+    id: u64,
+    job: Job,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    /// A GPU may compute it (not a hung batch's job: it would hang that GPU too).
+    for_gpus: bool,
+    /// A GPU has taken it.
+    backed: bool,
+    /// A GPU's result and its label, once in.
+    answer: Option<(JobResult, Source)>,
 }
 
 struct Shared<L> {
@@ -71,7 +91,12 @@ struct Shared<L> {
     cpu_rate: Mutex<Rate>,
     /// Whether the pool has CPU threads (a GPU keeps pace with them, see [`pace::next_batch`]).
     cpus: bool,
+    /// How a CPU thread computes a job ([`run_checked_unless`]; tests put a slower CPU in its place).
+    cpu: CpuRun,
 }
+
+/// A CPU thread's computation of a job, given up (`None`) once the flag is set.
+type CpuRun = fn(&Job, &std::sync::atomic::AtomicBool) -> Option<JobResult>;
 
 impl<L> Shared<L> {
     fn lock(&self) -> MutexGuard<'_, Queue<L>> {
@@ -107,12 +132,24 @@ impl<L: Send + 'static> ComputePool<L> {
         devices: Vec<Device>,
         results: UnboundedSender<Done<L>>,
     ) -> ComputePool<L> {
+        Self::with_cpu(threads, devices, results, run_checked_unless)
+    }
+
+    /// [`ComputePool::new`], its CPU threads computing with `cpu`.
+    fn with_cpu(
+        threads: usize,
+        devices: Vec<Device>,
+        results: UnboundedSender<Done<L>>,
+        cpu: CpuRun,
+    ) -> ComputePool<L> {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 waiting: VecDeque::new(),
                 cpu_only: VecDeque::new(),
                 running: 0,
                 closed: false,
+                on_cpus: Vec::new(),
+                next_id: 0,
             }),
             ready: Condvar::new(),
             gpus: std::sync::atomic::AtomicUsize::new(devices.len()),
@@ -126,6 +163,7 @@ impl<L: Send + 'static> ComputePool<L> {
             gpu_batches: std::sync::atomic::AtomicUsize::new(devices.iter().map(first_batch).sum()),
             cpu_rate: Mutex::new(Rate::default()),
             cpus: threads > 0,
+            cpu,
         });
         let cpus = if devices.is_empty() {
             threads.max(1)
@@ -220,30 +258,77 @@ impl<L: Send + 'static> ComputePool<L> {
 
 fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
     loop {
-        let task = {
+        let (task, id, stop) = {
             let mut q = shared.lock();
-            loop {
+            let (task, for_gpus) = loop {
                 if q.closed {
                     return;
                 }
-                if let Some(t) = q.cpu_only.pop_front().or_else(|| q.waiting.pop_front()) {
-                    q.running += 1;
-                    break t;
+                if let Some(t) = q.cpu_only.pop_front() {
+                    break (t, false);
+                }
+                if let Some(t) = q.waiting.pop_front() {
+                    break (t, true);
                 }
                 q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
-            }
+            };
+            q.running += 1;
+            let id = q.next_id;
+            q.next_id += 1;
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            q.on_cpus.push(Running {
+                id,
+                job: task.job.clone(),
+                stop: stop.clone(),
+                for_gpus,
+                backed: false,
+                answer: None,
+            });
+            (task, id, stop)
         };
+        // An idle GPU may take it as a backup.
+        shared.ready.notify_all();
         let started = Instant::now();
-        let result = run_checked(&task.job);
-        shared
-            .cpu_rate()
-            .add(result.nodes, started.elapsed().as_secs_f64());
+        let own = (shared.cpu)(&task.job, &stop);
+        if let Some(r) = &own {
+            shared
+                .cpu_rate()
+                .add(r.nodes, started.elapsed().as_secs_f64());
+        }
         // Send the result and count the job finished under one lock: whoever has received the result
         // sees it no longer counted, and whoever reads `load` without it finds its result in the
         // channel (the client loop takes those in before it decides to stop).
         let mut q = shared.lock();
-        let _ = results.send((task, result, None));
+        let answer = match q.on_cpus.iter().position(|r| r.id == id) {
+            Some(i) => q.on_cpus.swap_remove(i).answer,
+            None => None,
+        };
+        let (result, source) = match (own, answer) {
+            // Its own when it finished: a GPU's that came too is the same, or one of the two is wrong.
+            (Some(own), answer) => {
+                if let Some((gpu, device)) = answer.filter(|(gpu, _)| *gpu != own) {
+                    tracing::error!(job = %task.job.key(), ?device, cpu = ?own, ?gpu, "a GPU and this CPU computed different results for one job: the CPU's is sent (the coordinator's checks decide)");
+                }
+                (own, None)
+            }
+            (None, Some(answer)) => answer,
+            // Stopped with no answer: never (a stop comes with its answer); computed anew.
+            (None, None) => (run_checked(&task.job), None),
+        };
+        let _ = results.send((task, result, source));
         q.running -= 1;
+    }
+}
+
+/// [`run_checked`], given up (`None`) once `stop` is set.
+fn run_checked_unless(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Option<JobResult> {
+    let result = job.run_unless(stop)?;
+    match job.check(&result) {
+        Ok(()) => Some(result),
+        Err(why) => {
+            tracing::error!(job = %job.key(), error = %why, "a computed result fails its bounds (a fault of this machine?): computing the job again");
+            job.run_unless(stop)
+        }
     }
 }
 
@@ -290,7 +375,7 @@ fn gpu_compute<L>(
         return compute(shared, results);
     };
     // Batches handed to the launch thread, oldest first, each with the size it was taken at.
-    let mut handed: VecDeque<(Vec<Task<L>>, usize)> = VecDeque::new();
+    let mut handed: VecDeque<(Held<L>, usize)> = VecDeque::new();
     // Whether the launch thread has started every launch it was given and was told no batch waited
     // then: one is handed over as soon as there is.
     let mut hungry = false;
@@ -301,21 +386,21 @@ fn gpu_compute<L>(
     loop {
         let next = match handed.is_empty() {
             true => match take(shared, batch, true) {
-                Some(tasks) => Some(tasks),
+                Some(held) => Some(held),
                 None => return,
             },
             false if hungry && handed.len() < ahead(shared, batch) => take(shared, batch, false),
             false => None,
         };
-        if let Some(tasks) = next {
+        if let Some(held) = next {
             hungry = false;
             if handed.is_empty() {
                 (since, warned) = (Instant::now(), false);
             }
             // A send that fails (the launch thread gone) is found by `wait` below; the batch goes to
             // the CPUs with the others.
-            let _ = launch.send(Some(tasks.iter().map(|t| t.job.clone()).collect()));
-            handed.push_back((tasks, batch));
+            let _ = launch.send(Some(held.jobs()));
+            handed.push_back((held, batch));
         }
         let answer = match wait(
             &said,
@@ -332,34 +417,30 @@ fn gpu_compute<L>(
                     false => None,
                 };
                 hungry = tasks.is_none();
-                let jobs = tasks
-                    .as_ref()
-                    .map(|t| t.iter().map(|t| t.job.clone()).collect());
-                let _ = launch.send(jobs);
+                let _ = launch.send(tasks.as_ref().map(Held::jobs));
                 handed.extend(tasks.map(|t| (t, batch)));
                 continue;
             }
             Some(Said::Answer(a)) => Some(a),
             None => None,
         };
-        let (tasks, asked) = handed.pop_front().expect("an answer is the oldest batch's");
+        let (held, asked) = handed.pop_front().expect("an answer is the oldest batch's");
         let seconds = since.elapsed().as_secs_f64();
         // An answer of another length than its batch (never seen: `Stream` answers every job) is a
         // failed batch, not results paired with the wrong jobs.
         let answer = answer.map(|a| {
-            a.and_then(|r| match r.len() == tasks.len() {
+            a.and_then(|r| match r.len() == held.len() {
                 true => Ok(r),
                 false => Err(nqueens_gpu::GpuError::BadAnswer(format!(
                     "{} results for a batch of {} jobs",
                     r.len(),
-                    tasks.len()
+                    held.len()
                 ))),
             })
         });
         let (computed, source) = match answer {
             Some(Ok(r)) => {
                 strikes = 0;
-                device.metrics.gpu_jobs.inc_by(r.len() as u64);
                 let nodes = r.iter().map(|r| r.nodes).fold(0u64, u64::saturating_add);
                 let cpu = shared.cpu();
                 // A batch taken before the size last changed is measured, and decides nothing.
@@ -384,26 +465,40 @@ fn gpu_compute<L>(
                 strikes += 1;
                 pacer.failed();
                 device.metrics.gpu_failures.inc();
-                tracing::warn!(device = %info, jobs = tasks.len(), strikes, error = %e, "GPU batch failed; computing it on the CPU");
+                tracing::warn!(device = %info, jobs = held.len(), strikes, error = %e, "GPU batch failed; computing it on the CPU");
                 if strikes >= GPU_STRIKES {
                     tracing::error!(device = %info, "GPU failed {GPU_STRIKES} batches in a row; computing on the CPU instead");
                 }
-                (tasks.iter().map(|t| run_checked(&t.job)).collect(), None)
+                match &held {
+                    Held::Jobs(tasks) => {
+                        (tasks.iter().map(|t| run_checked(&t.job)).collect(), None)
+                    }
+                    // The CPU threads are computing them.
+                    Held::Backups(_) => (Vec::new(), None),
+                }
             }
             // Hung, or its launch thread gone (`wait` said which): given up at once. Its batch, and
             // those behind it, go to the CPU threads (this one among them), never to another GPU.
             None => {
                 device.metrics.gpu_failures.inc();
-                for_the_cpus(shared, tasks);
+                handed.push_front((held, asked));
                 break;
             }
         };
-        {
-            let mut q = shared.lock();
-            for (task, result) in tasks.into_iter().zip(computed) {
-                let _ = results.send((task, result, source.clone()));
-                q.running -= 1;
+        let used = match held {
+            Held::Jobs(tasks) => {
+                let mut q = shared.lock();
+                let used = tasks.len();
+                for (task, result) in tasks.into_iter().zip(computed) {
+                    let _ = results.send((task, result, source.clone()));
+                    q.running -= 1;
+                }
+                used
             }
+            Held::Backups(ids) => backed_up(shared, &ids, computed, &source),
+        };
+        if source.is_some() {
+            device.metrics.gpu_jobs.inc_by(used as u64);
         }
         // The next batch is awaited from now: not from before a failed batch was computed here on the
         // CPU (which may take longer than the device's timeout).
@@ -412,10 +507,13 @@ fn gpu_compute<L>(
             break;
         }
     }
-    // Given up. A batch still handed over is the CPUs' (whatever the device answers is not used). The
-    // launch thread ends once its sender is gone (a hung one when its launch returns, if ever).
-    for (tasks, _) in handed {
-        for_the_cpus(shared, tasks);
+    // Given up. A batch still handed over is the CPUs' (whatever the device answers is not used); a
+    // backup is theirs already. The launch thread ends once its sender is gone (a hung one when its
+    // launch returns, if ever).
+    for (held, _) in handed {
+        if let Held::Jobs(tasks) = held {
+            for_the_cpus(shared, tasks);
+        }
     }
     given_up(shared, &device.metrics, &info.label(), batch, index);
     drop(launch);
@@ -437,9 +535,35 @@ fn ahead<L>(shared: &Shared<L>, batch: usize) -> usize {
     }
 }
 
-/// Up to `batch` jobs from the queue for a GPU (counted running), waiting for some if `block`. `None`
-/// when the pool is closed, or, not blocking, when none waits.
-fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Vec<Task<L>>> {
+/// A batch a GPU's thread handed to its launch thread.
+enum Held<L> {
+    /// Jobs taken from the queue (counted running).
+    Jobs(Vec<Task<L>>),
+    /// Jobs CPU threads are computing, by their numbers ([`Running`]), and the jobs.
+    Backups(Vec<(u64, Job)>),
+}
+
+impl<L> Held<L> {
+    fn len(&self) -> usize {
+        match self {
+            Held::Jobs(t) => t.len(),
+            Held::Backups(b) => b.len(),
+        }
+    }
+
+    /// The jobs, for the launch thread.
+    fn jobs(&self) -> Vec<Job> {
+        match self {
+            Held::Jobs(t) => t.iter().map(|t| t.job.clone()).collect(),
+            Held::Backups(b) => b.iter().map(|(_, j)| j.clone()).collect(),
+        }
+    }
+}
+
+/// Up to `batch` jobs for a GPU: from the queue (counted running), else, when `block`, backups of jobs
+/// CPU threads are computing, else it waits for either. `None` when the pool is closed, or, not
+/// blocking, when no job waits.
+fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Held<L>> {
     let mut q = shared.lock();
     loop {
         if q.closed {
@@ -448,13 +572,51 @@ fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Vec<Task<L>>
         if !q.waiting.is_empty() {
             let k = q.waiting.len().min(batch);
             q.running += k;
-            return Some(q.waiting.drain(..k).collect());
+            return Some(Held::Jobs(q.waiting.drain(..k).collect()));
         }
         if !block {
             return None;
         }
+        let backups: Vec<(u64, Job)> = q
+            .on_cpus
+            .iter_mut()
+            .filter(|r| r.for_gpus && !r.backed)
+            .take(batch)
+            .map(|r| {
+                r.backed = true;
+                (r.id, r.job.clone())
+            })
+            .collect();
+        if !backups.is_empty() {
+            return Some(Held::Backups(backups));
+        }
         q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
     }
+}
+
+/// Hands a GPU's results for backups `ids` (empty: the batch failed) to the CPU threads computing
+/// them, and tells those threads to stop; one a CPU thread has finished meanwhile is dropped. Returns
+/// how many were used.
+fn backed_up<L>(
+    shared: &Shared<L>,
+    ids: &[(u64, Job)],
+    computed: Vec<JobResult>,
+    source: &Source,
+) -> usize {
+    let mut q = shared.lock();
+    let mut used = 0;
+    for ((id, _), result) in ids.iter().zip(computed) {
+        if let Some(r) = q
+            .on_cpus
+            .iter_mut()
+            .find(|r| r.id == *id && r.answer.is_none())
+        {
+            r.answer = Some((result, source.clone()));
+            r.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            used += 1;
+        }
+    }
+    used
 }
 
 /// The jobs `device` takes at its first batch.
@@ -1061,6 +1223,190 @@ mod tests {
         pool.join();
         assert_eq!(metrics.gpu_failures.get(), 1, "the refused batch only");
         assert_eq!(metrics.gpus.get(), 1, "the device is still used");
+    }
+
+    /// A CPU that never finishes a job by itself: it waits until told to stop (30 s at most, then
+    /// computes it).
+    fn a_cpu_that_waits(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Option<JobResult> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if Instant::now() > deadline {
+                return job.run_unless(stop);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        None
+    }
+
+    /// Lets [`a_cpu_that_waits_to_go`] finish.
+    static GO: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    /// A CPU that computes a job once [`GO`] is set.
+    fn a_cpu_that_waits_to_go(
+        job: &Job,
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Option<JobResult> {
+        while !GO.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        job.run_unless(stop)
+    }
+
+    /// Lets [`Gated`]'s launches answer.
+    static RELEASE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    /// A device whose launches answer the true search once [`RELEASE`] is set.
+    struct Gated(nqueens_gpu::doubles::Later);
+
+    impl nqueens_gpu::Launch for Gated {
+        fn info(&self) -> &nqueens_gpu::DeviceInfo {
+            self.0.info()
+        }
+        fn launch(
+            &mut self,
+            s: &[u32],
+            f: &[u32],
+            t: &[u32],
+            w: u32,
+        ) -> Result<Vec<u64>, nqueens_gpu::GpuError> {
+            self.submit(s, f, t, w)?.wait()
+        }
+        fn submit(
+            &mut self,
+            s: &[u32],
+            f: &[u32],
+            t: &[u32],
+            w: u32,
+        ) -> Result<nqueens_gpu::Pending, nqueens_gpu::GpuError> {
+            let p = self.0.submit(s, f, t, w)?;
+            Ok(nqueens_gpu::Pending::later(move || {
+                while !RELEASE.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                p.wait()
+            }))
+        }
+    }
+
+    /// A pool of one CPU thread computing with `cpu`, holding one job of N = 12 once its thread has
+    /// taken it (a hung batch's, for the CPU threads only, if `hung`); then a GPU's thread started
+    /// beside it (a `Later` device wrapped by `device`, 4 jobs a batch). Returns the pool, the job, the
+    /// results, the GPU's thread and its metrics.
+    #[allow(clippy::type_complexity)]
+    fn a_cpu_on_a_job_then_a_gpu(
+        hung: bool,
+        cpu: CpuRun,
+        device: impl FnOnce(nqueens_gpu::doubles::Later) -> Box<dyn nqueens_gpu::Launch>,
+    ) -> (
+        ComputePool<usize>,
+        Job,
+        tokio::sync::mpsc::UnboundedReceiver<Done<usize>>,
+        JoinHandle<()>,
+        Arc<Metrics>,
+    ) {
+        let plan = Plan::new(12, Strategy::D4).unwrap();
+        let job = plan.job(&plan.jobs().next().unwrap()).unwrap();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let pool = ComputePool::with_cpu(1, Vec::new(), tx.clone(), cpu);
+        let task = Task {
+            lease: 7,
+            job: job.clone(),
+        };
+        if hung {
+            pool.shared.lock().running += 1;
+            for_the_cpus(&pool.shared, vec![task]);
+        } else {
+            pool.submit(task);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while pool.shared.lock().on_cpus.is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the CPU thread never took the job"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let metrics = Arc::new(Metrics::default());
+        let gpu = Device {
+            gpu: Gpu::new(device(nqueens_gpu::doubles::Later::new(
+                nqueens_gpu::DeviceInfo {
+                    backend: nqueens_gpu::Backend::OpenCl,
+                    index: 0,
+                    name: "double".into(),
+                    threads: 64,
+                    shape: nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::OpenCl),
+                },
+            ))),
+            batch: 4,
+            metrics: metrics.clone(),
+            timeout: Duration::from_secs(600),
+        };
+        let shared = pool.shared.clone();
+        let thread = std::thread::spawn(move || gpu_compute(&shared, &tx, gpu, 0));
+        (pool, job, rx, thread, metrics)
+    }
+
+    /// A GPU with nothing to do computes the job a CPU thread is on (a backup); its result is sent
+    /// once, by the CPU thread, which stops. Before, the device idled while the CPU threads finished
+    /// the last jobs of a run, far slower than it.
+    #[test]
+    fn an_idle_gpu_computes_a_cpu_threads_job_and_the_first_result_is_sent_once() {
+        let (pool, job, mut rx, gpu, metrics) =
+            a_cpu_on_a_job_then_a_gpu(false, a_cpu_that_waits, |d| Box::new(d));
+        let (task, r, source) = rx.blocking_recv().unwrap();
+        assert_eq!(task.lease, 7);
+        assert_eq!(r, job.run());
+        assert_eq!(source.as_deref(), Some("opencl:0"), "the GPU's result");
+        assert_eq!(metrics.gpu_jobs.get(), 1);
+        pool.join();
+        gpu.join().unwrap();
+        assert!(rx.try_recv().is_err(), "one result");
+    }
+
+    /// A hung batch's job, for the CPU threads only, is never a GPU's backup: it could hang that
+    /// device too.
+    #[test]
+    fn a_hung_batchs_job_is_no_backup() {
+        let (pool, job, mut rx, gpu, metrics) =
+            a_cpu_on_a_job_then_a_gpu(true, a_cpu_that_waits, |d| Box::new(d));
+        std::thread::sleep(Duration::from_millis(300));
+        let stop = {
+            let q = pool.shared.lock();
+            assert_eq!(q.on_cpus.len(), 1);
+            assert!(!q.on_cpus[0].for_gpus && !q.on_cpus[0].backed);
+            q.on_cpus[0].stop.clone()
+        };
+        assert_eq!(metrics.gpu_jobs.get(), 0);
+        // Stopped with no answer (never, outside this test): the CPU computes it anew.
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (task, r, source) = rx.blocking_recv().unwrap();
+        assert_eq!((task.lease, source), (7, None));
+        assert_eq!(r, job.run());
+        pool.join();
+        gpu.join().unwrap();
+        assert!(rx.try_recv().is_err(), "one result");
+    }
+
+    /// A CPU thread that finishes before the GPU's backup sends its own result; the GPU's, later, is
+    /// dropped: one result.
+    #[test]
+    fn a_cpu_thread_that_finishes_first_sends_its_own_result_once() {
+        let (pool, job, mut rx, gpu, metrics) =
+            a_cpu_on_a_job_then_a_gpu(false, a_cpu_that_waits_to_go, |d| Box::new(Gated(d)));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !pool.shared.lock().on_cpus.iter().all(|r| r.backed) {
+            assert!(Instant::now() < deadline, "the GPU never took the backup");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        GO.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (task, r, source) = rx.blocking_recv().unwrap();
+        assert_eq!((task.lease, source), (7, None), "the CPU's result");
+        assert_eq!(r, job.run());
+        RELEASE.store(true, std::sync::atomic::Ordering::SeqCst);
+        pool.join();
+        gpu.join().unwrap();
+        assert!(rx.try_recv().is_err(), "one result");
+        assert_eq!(metrics.gpu_jobs.get(), 0, "the GPU's came too late");
     }
 
     #[test]
