@@ -7,8 +7,8 @@ use std::time::Duration;
 use nqueens_common::{reference, Job, Plan, Strategy, Tally};
 
 use crate::calibration::{Calibration, Trial, SIZES};
-use crate::engine::run_split;
 use crate::kept::{self, Keep, Unused};
+use crate::stream::run_split;
 use crate::{describe, open_one, Backend, Gpu, GpuError, Kernel, Shape};
 
 /// Device time per launch that times a candidate well enough.

@@ -1,14 +1,11 @@
 //! Jobs on a device: their units gathered into batches of seeds sized to fill it, the device's answer
 //! checked, and each job's result assembled exactly as the CPU would.
 
-use std::borrow::Borrow;
-
 use nqueens_common::kernel::balance::Balance;
 use nqueens_common::kernel::seeds::{Batch, SEED_WORDS};
 use nqueens_common::kernel::Totals;
 use nqueens_common::{Job, JobResult, Work};
 
-use crate::stream::{Split, Stream};
 use crate::{DeviceInfo, GpuError, Launch};
 
 /// Seeds of every batch searched again on the host, drawn at random, whose answers must equal the
@@ -170,33 +167,6 @@ pub(crate) fn finish(job: &Job, work: &Work, t: Totals) -> Result<JobResult, Gpu
     Ok(r)
 }
 
-/// Launches [`run_jobs`] cuts a call's jobs of one board size into, at most: smaller launches have
-/// smaller seeds (each is expanded to fill the device), so a launch's slowest seed ends sooner, and the
-/// host prepares the next while the device runs one. Fewer where a launch would take the device less
-/// than [`crate::split::COVER`] times its preparation ([`crate::split::Pace`]).
-pub const LAUNCHES: usize = 8;
-
-/// Computes `jobs` on `gpu`: the same results as [`Job::run`], in the same order. Jobs of different
-/// board sizes go in separate launches, and those of one size in up to [`LAUNCHES`], [`IN_FLIGHT`] at
-/// once. A caller with batch after batch keeps the device busy between them with a [`Stream`].
-///
-/// [`Stream`]: crate::Stream
-pub fn run_jobs<J: Borrow<Job>>(gpu: &mut Gpu, jobs: &[J]) -> Result<Vec<JobResult>, GpuError> {
-    run_split(gpu, jobs, Split::Paced)
-}
-
-/// [`run_jobs`], the jobs cut into launches as `split` says (`Fixed(1)`: one launch per size, as
-/// calibration times it).
-pub(crate) fn run_split<J: Borrow<Job>>(
-    gpu: &mut Gpu,
-    jobs: &[J],
-    split: Split,
-) -> Result<Vec<JobResult>, GpuError> {
-    let mut stream = Stream::new(gpu);
-    stream.push(jobs.iter().map(|j| j.borrow().clone()).collect(), split);
-    stream.run().unwrap_or_else(|| Ok(Vec::new()))
-}
-
 /// One prepared launch: the jobs' indices, their work, and the seeds.
 pub(crate) struct Prepared {
     pub(crate) members: Vec<(usize, nqueens_common::Work)>,
@@ -294,7 +264,6 @@ pub fn run_pipelined(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doubles::Later;
     use crate::{Backend, DeviceInfo};
     use nqueens_common::{Plan, Strategy};
 
@@ -367,39 +336,6 @@ mod tests {
             gpu(nodes).search(&batch),
             Err(GpuError::BadAnswer(_))
         ));
-    }
-
-    /// `run_jobs` splits a call's jobs into up to [`LAUNCHES`] launches with [`IN_FLIGHT`] under way at
-    /// once, and still returns every job's result, in order, equal to the CPU's; calibration's one
-    /// launch is one. Each launch's answer is counted in the device's balance.
-    #[test]
-    fn jobs_are_split_into_launches_two_under_way_and_the_results_are_the_cpus() {
-        use std::sync::atomic::Ordering::SeqCst;
-        let plan = Plan::new(12, Strategy::D4).unwrap();
-        let jobs: Vec<Job> = plan.jobs().map(|k| plan.job(&k).unwrap()).collect();
-        assert!(jobs.len() > LAUNCHES, "{} jobs", jobs.len());
-        // 34 jobs in launches of 5: 7 launches.
-        let split = jobs.len().div_ceil(jobs.len().div_ceil(LAUNCHES));
-        assert!(split > IN_FLIGHT && split <= LAUNCHES, "{split}");
-        for (launches, want) in [(LAUNCHES, split), (1, 1)] {
-            let double = Later::new(gpu(Vec::new()).info().clone());
-            let (count, most) = (double.launches.clone(), double.most.clone());
-            let mut g = Gpu::new(Box::new(double));
-            let results = run_split(&mut g, &jobs, Split::Fixed(launches)).unwrap();
-            assert_eq!(count.load(SeqCst), want);
-            // Every launch's answer is in the balance, all its nodes.
-            assert_eq!(g.balance.launches, want as u64);
-            assert_eq!(g.balance.nodes, g.device_nodes);
-            assert!(g.balance.lane_steps >= g.balance.nodes && g.balance.largest_share > 0.0);
-            assert_eq!(most.load(SeqCst), want.min(IN_FLIGHT));
-            for (job, r) in jobs.iter().zip(&results) {
-                assert_eq!(*r, job.run());
-            }
-        }
-        assert_eq!(
-            run_jobs(&mut gpu(Vec::new()), &jobs[..0]).unwrap(),
-            Vec::<JobResult>::new()
-        );
     }
 
     /// The seeds checked are drawn anew for every batch, in range, and all of a small batch.

@@ -22,11 +22,11 @@ mod stream;
 
 pub use calibrate::{calibrate, calibrate_kept, candidates};
 pub use calibration::{Calibration, Trial};
-pub use engine::{run_jobs, run_pipelined, Gpu, Started, IN_FLIGHT, LAUNCHES};
+pub use engine::{run_pipelined, Gpu, Started, IN_FLIGHT};
 pub use error::GpuError;
 pub use shape::{Kernel, Shape};
-pub use split::COVER;
-pub use stream::{Answer, Split, Stream};
+pub use split::{COVER, LAUNCHES};
+pub use stream::{run_jobs, Answer, Split, Stream};
 
 mod shape;
 

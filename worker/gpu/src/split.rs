@@ -4,7 +4,11 @@
 //! too fine, a batch waits on the host (a mixed worker's first batches, of one to eight jobs, were eight
 //! launches of about a million seeds each, 50 to 90 ms of host time against a few of the device's).
 
-use crate::LAUNCHES;
+/// Launches a batch's jobs of one board size are cut into, at most: smaller launches have smaller
+/// seeds (each is expanded to fill the device), so a launch's slowest seed ends sooner, and the host
+/// prepares the next while the device runs one. Fewer where a launch would take the device less than
+/// [`COVER`] times its preparation ([`Pace`]).
+pub const LAUNCHES: usize = 8;
 
 /// Each launch's device time against the host's time to prepare the next. With [`crate::IN_FLIGHT`]
 /// launches under way, the host prepares one while the device runs the others: at twice, it keeps

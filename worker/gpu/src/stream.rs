@@ -2,6 +2,7 @@
 //! of the same batch or of the next one, while the device runs the launches under way, so the device
 //! does not wait for the host between two batches. Each batch is answered whole, in the order given.
 
+use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -20,6 +21,25 @@ pub enum Split {
     Paced,
     /// At most this many launches for each board size (calibration times one).
     Fixed(usize),
+}
+
+/// Computes `jobs` on `gpu`: the same results as [`Job::run`], in the same order. Jobs of different
+/// board sizes go in separate launches, and those of one size in up to [`crate::LAUNCHES`], [`IN_FLIGHT`] at
+/// once. A caller with batch after batch keeps the device busy between them with a [`Stream`].
+pub fn run_jobs<J: Borrow<Job>>(gpu: &mut Gpu, jobs: &[J]) -> Result<Vec<JobResult>, GpuError> {
+    run_split(gpu, jobs, Split::Paced)
+}
+
+/// [`run_jobs`], the jobs cut into launches as `split` says (`Fixed(1)`: one launch per size, as
+/// calibration times it).
+pub(crate) fn run_split<J: Borrow<Job>>(
+    gpu: &mut Gpu,
+    jobs: &[J],
+    split: Split,
+) -> Result<Vec<JobResult>, GpuError> {
+    let mut stream = Stream::new(gpu);
+    stream.push(jobs.iter().map(|j| j.borrow().clone()).collect(), split);
+    stream.run().unwrap_or_else(|| Ok(Vec::new()))
 }
 
 /// A batch given to the stream and not yet answered.
@@ -337,6 +357,54 @@ mod tests {
         // dropped), none of its third, and the last batch's; two answers taken in.
         assert_eq!(launches.load(SeqCst), 4);
         assert_eq!(gpu.balance.launches, 2);
+        // A later batch fails while an earlier one waits to be answered: the earlier is still answered
+        // whole, the later failed.
+        let mut gpu = Gpu::new(Box::new(OneWrong(Later::new(info()), 1)));
+        let mut stream = Stream::new(&mut gpu);
+        stream.push(all[..third].to_vec(), Split::Fixed(1));
+        stream.push(all[third..].to_vec(), Split::Fixed(1));
+        assert!(stream.fill());
+        stream.collect();
+        stream.collect();
+        let first = stream.answer().unwrap().unwrap();
+        for (job, r) in all[..third].iter().zip(&first) {
+            assert_eq!(*r, job.run());
+        }
+        assert!(matches!(stream.answer(), Some(Err(GpuError::BadAnswer(_)))));
+        assert!(stream.is_idle());
+    }
+
+    /// `run_jobs` splits a call's jobs into up to [`LAUNCHES`] launches with [`IN_FLIGHT`] under way at
+    /// once, and still returns every job's result, in order, equal to the CPU's; calibration's one
+    /// launch is one. Each launch's answer is counted in the device's balance.
+    #[test]
+    fn jobs_are_split_into_launches_two_under_way_and_the_results_are_the_cpus() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let plan = Plan::new(12, Strategy::D4).unwrap();
+        let jobs: Vec<Job> = plan.jobs().map(|k| plan.job(&k).unwrap()).collect();
+        assert!(jobs.len() > LAUNCHES, "{} jobs", jobs.len());
+        // 34 jobs in launches of 5: 7 launches.
+        let split = jobs.len().div_ceil(jobs.len().div_ceil(LAUNCHES));
+        assert!(split > IN_FLIGHT && split <= LAUNCHES, "{split}");
+        for (launches, want) in [(LAUNCHES, split), (1, 1)] {
+            let double = Later::new(info());
+            let (count, most) = (double.launches.clone(), double.most.clone());
+            let mut g = Gpu::new(Box::new(double));
+            let results = run_split(&mut g, &jobs, Split::Fixed(launches)).unwrap();
+            assert_eq!(count.load(SeqCst), want);
+            // Every launch's answer is in the balance, all its nodes.
+            assert_eq!(g.balance.launches, want as u64);
+            assert_eq!(g.balance.nodes, g.device_nodes);
+            assert!(g.balance.lane_steps >= g.balance.nodes && g.balance.largest_share > 0.0);
+            assert_eq!(most.load(SeqCst), want.min(IN_FLIGHT));
+            for (job, r) in jobs.iter().zip(&results) {
+                assert_eq!(*r, job.run());
+            }
+        }
+        assert_eq!(
+            run_jobs(&mut Gpu::new(Box::new(Later::new(info()))), &jobs[..0]).unwrap(),
+            Vec::<JobResult>::new()
+        );
     }
 
     /// A paced batch is cut into launches that take the device at least twice what the host takes to
