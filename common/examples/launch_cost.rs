@@ -6,11 +6,13 @@
 //!
 //! Usage: `launch_cost N SEEDS JOBS...`: for each JOBS, the d4 jobs of N from the first, in one launch
 //! expanded to at least SEEDS seeds (an H100 or H200 at 4 seeds a thread: about 1,081,344), the best of
-//! three times.
+//! three times. Each line ends with the launch's depth (the most levels a seed's search holds, which
+//! sizes the shared memory of the `flat` and `stream` kernels: 5 x depth + 1 words a thread) and the
+//! share of its seeds that need it. `FIRST=K` starts at the K-th job instead.
 
 use std::time::{Duration, Instant};
 
-use nqueens_common::kernel::seeds::Batch;
+use nqueens_common::kernel::seeds::{Batch, SEED_WORDS};
 use nqueens_common::{Plan, Strategy};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,14 +24,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: launch_cost N SEEDS JOBS...".into());
     };
     let plan = Plan::new(n as u32, Strategy::D4)?;
+    let first: usize = std::env::var("FIRST").map_or(Ok(0), |f| f.parse())?;
     let jobs: Vec<_> = plan
         .jobs()
+        .skip(first)
         .map(|k| plan.job(&k))
         .collect::<Result<_, _>>()?;
     for &k in counts {
         let k = k.min(jobs.len());
         let mut best = Duration::MAX;
-        let (mut units, mut seeds) = (0, 0);
+        let (mut units, mut seeds, mut depths) = (0, 0, Vec::new());
         for _ in 0..3 {
             let t = Instant::now();
             let mut batch = Batch::new(n as u8);
@@ -44,10 +48,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             batch.expand(target);
             best = best.min(t.elapsed());
             seeds = batch.len();
+            depths = batch
+                .seeds()
+                .chunks_exact(SEED_WORDS)
+                .map(|s| (batch.tails()[(s[3] >> 5) as usize] + 1).saturating_sub(s[3] & 31))
+                .collect();
         }
+        let depth = depths.iter().copied().max().unwrap_or(0);
+        let deepest = depths.iter().filter(|&&d| d == depth).count();
         println!(
-            "N = {n}: {k} jobs, {units} units, {seeds} seeds: {:.1} ms to prepare",
-            best.as_secs_f64() * 1e3
+            "N = {n}: jobs {first}..{}, {units} units, {seeds} seeds: {:.1} ms to prepare; depth {depth} ({:.1} % of the seeds)",
+            first + k,
+            best.as_secs_f64() * 1e3,
+            100.0 * deepest as f64 / seeds.max(1) as f64
         );
     }
     Ok(())

@@ -16,7 +16,7 @@ say() { echo "$@"; }
 . "$(dirname "$0")/nvrtc.sh"
 NEW=${BIN:-target/release/nqueens} OLD=${OLD:-target/release/nqueens-old}
 DEVICE=${DEVICE:-cuda:0}
-SHAPES=${SHAPES:-flat/256/4,flat/128/4,stream/128/4,stream/256/4,flat/256/8,coop/128/32}
+SHAPES=${SHAPES:-flat/256/4,flat/128/4,stream/128/4,stream/256/4,stream/64/4,flat/256/8,coop/128/32}
 LOG=$OUTDIR/log.txt
 : >"$LOG"
 run() { echo "### +$(( $(date +%s) - T0 )) s: $*" | tee -a "$LOG"; timeout "$@" 2>&1 | tee -a "$LOG" | cut -c1-330; }
