@@ -202,9 +202,13 @@ impl Job {
             .expect("a job's sums passed 64 bits (2^60 search steps of one job)")
     }
 
-    /// [`Job::run`], given up as soon as `stop` is set: `None` then. The kernel takes no unit after it,
-    /// and what it searched is dropped: a result is only ever the whole job's.
-    pub fn run_unless(&self, stop: &std::sync::atomic::AtomicBool) -> Option<JobResult> {
+    /// [`Job::run`], given up as soon as `stop` is set: then `Err` with the nodes searched so far (a
+    /// measure of the work done, never a count). The kernel takes no unit after the stop (those already
+    /// in its lanes finish), and what it found is dropped: a result is only ever the whole job's.
+    pub fn run_unless(
+        &self,
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> std::result::Result<JobResult, u64> {
         use std::sync::atomic::Ordering::Relaxed;
         let work = self.work();
         let units = work
@@ -215,12 +219,11 @@ impl Job {
         let t = kernel::run(units);
         // Once set, `stop` stays set: clear now, it was clear at every unit, and every unit was searched.
         if stop.load(Relaxed) {
-            return None;
+            return Err(t.nodes);
         }
-        Some(
-            work.finish(t)
-                .expect("a job's sums passed 64 bits (2^60 search steps of one job)"),
-        )
+        Ok(work
+            .finish(t)
+            .expect("a job's sums passed 64 bits (2^60 search steps of one job)"))
     }
 
     /// Checks that `r` is a result this job's search can produce: an error naming the first bound it
@@ -723,23 +726,29 @@ mod mutants_found {
         assert_eq!("3.0.17".parse::<JobKey>().unwrap(), key);
     }
 
-    /// A job run to its end unstopped is `run`'s result; one stopped, before it starts or while it
-    /// runs, gives none (never a part of its count).
+    /// A job run to its end unstopped is `run`'s result; one stopped before it starts gives none and
+    /// no node; one stopped while it runs gives none, and fewer nodes than the whole job's (never a
+    /// part of its count).
     #[test]
     fn a_job_stopped_gives_no_result_and_one_not_stopped_the_whole() {
         use std::sync::atomic::{AtomicBool, Ordering};
-        let plan = Plan::new(17, Strategy::D4).unwrap();
+        let plan = Plan::new(18, Strategy::D4).unwrap();
         let job = plan.job(&plan.jobs().next().unwrap()).unwrap();
         let stop = AtomicBool::new(false);
-        assert_eq!(job.run_unless(&stop), Some(job.run()));
+        let whole = job.run();
+        assert_eq!(job.run_unless(&stop), Ok(whole));
         stop.store(true, Ordering::Relaxed);
-        assert_eq!(job.run_unless(&stop), None);
-        // Stopped from another thread while it runs.
+        assert_eq!(job.run_unless(&stop), Err(0));
+        // Stopped from another thread a few milliseconds in (the job takes far longer).
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             let run = s.spawn(|| job.run_unless(&stop));
+            std::thread::sleep(std::time::Duration::from_millis(5));
             stop.store(true, Ordering::Relaxed);
-            assert_eq!(run.join().unwrap(), None);
+            match run.join().unwrap() {
+                Err(nodes) => assert!(nodes < whole.nodes, "{nodes} of {}", whole.nodes),
+                Ok(r) => panic!("a stopped job gave a result: {r:?}"),
+            }
         });
     }
 }

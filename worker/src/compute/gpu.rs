@@ -10,7 +10,7 @@ use nqueens_common::{Job, JobResult};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::launch::{launcher, wait, Said};
-use super::{compute, for_the_cpus, run_checked, Device, Done, Shared, Source, Task};
+use super::{compute, for_the_cpus, run_checked, Backup, Device, Done, Shared, Source, Task};
 use crate::metrics::Metrics;
 use crate::pace;
 
@@ -71,7 +71,13 @@ pub(super) fn gpu_compute<L>(
             // A send that fails (the launch thread gone) is found by `wait` below; the batch goes to
             // the CPUs with the others.
             let _ = launch.send(Some(held.jobs()));
-            handed.push_back((held, batch));
+            // A backup batch is measured and decides nothing (`asked` 0): it is as large as the CPU
+            // threads' jobs, not the batch.
+            let asked = match held {
+                Held::Jobs(_) => batch,
+                Held::Backups(_) => 0,
+            };
+            handed.push_back((held, asked));
         }
         let answer = match wait(
             &said,
@@ -156,20 +162,19 @@ pub(super) fn gpu_compute<L>(
                 break;
             }
         };
-        let used = match held {
+        match held {
             Held::Jobs(tasks) => {
+                if source.is_some() {
+                    device.metrics.gpu_jobs.inc_by(tasks.len() as u64);
+                }
                 let mut q = shared.lock();
-                let used = tasks.len();
                 for (task, result) in tasks.into_iter().zip(computed) {
                     let _ = results.send((task, result, source.clone()));
                     q.running -= 1;
                 }
-                used
             }
-            Held::Backups(ids) => backed_up(shared, &ids, computed, &source),
-        };
-        if source.is_some() {
-            device.metrics.gpu_jobs.inc_by(used as u64);
+            // Counted by the CPU thread that sends it, if it does.
+            Held::Backups(ids) => backed_up(shared, &ids, computed, &source, &device.metrics),
         }
         // The next batch is awaited from now: not from before a failed batch was computed here on the
         // CPU (which may take longer than the device's timeout).
@@ -266,28 +271,29 @@ fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Held<L>> {
 }
 
 /// Hands a GPU's results for backups `ids` (empty: the batch failed) to the CPU threads computing
-/// them, and tells those threads to stop; one a CPU thread has finished meanwhile is dropped. Returns
-/// how many were used.
+/// them, and tells those threads to stop; one a CPU thread has finished meanwhile is dropped.
 fn backed_up<L>(
     shared: &Shared<L>,
     ids: &[(u64, Job)],
     computed: Vec<JobResult>,
     source: &Source,
-) -> usize {
+    metrics: &Arc<Metrics>,
+) {
     let mut q = shared.lock();
-    let mut used = 0;
     for ((id, _), result) in ids.iter().zip(computed) {
         if let Some(r) = q
             .on_cpus
             .iter_mut()
             .find(|r| r.id == *id && r.answer.is_none())
         {
-            r.answer = Some((result, source.clone()));
+            r.answer = Some(Backup {
+                result,
+                source: source.clone(),
+                metrics: metrics.clone(),
+            });
             r.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            used += 1;
         }
     }
-    used
 }
 
 /// The jobs `device` takes at its first batch.

@@ -76,8 +76,17 @@ struct Running {
     for_gpus: bool,
     /// A GPU has taken it.
     backed: bool,
-    /// A GPU's result and its label, once in.
-    answer: Option<(JobResult, Source)>,
+    /// A GPU's result, once in.
+    answer: Option<Backup>,
+}
+
+/// A GPU's result for a job a CPU thread is computing.
+struct Backup {
+    result: JobResult,
+    /// The GPU's label.
+    source: Source,
+    /// Where the GPU counts its jobs (counted only if this result is the one sent).
+    metrics: Arc<Metrics>,
 }
 
 struct Shared<L> {
@@ -97,8 +106,8 @@ struct Shared<L> {
     cpu: CpuRun,
 }
 
-/// A CPU thread's computation of a job, given up (`None`) once the flag is set.
-type CpuRun = fn(&Job, &std::sync::atomic::AtomicBool) -> Option<JobResult>;
+/// A CPU thread's computation of a job, given up (`Err`, with the nodes searched) once the flag is set.
+type CpuRun = fn(&Job, &std::sync::atomic::AtomicBool) -> Result<JobResult, u64>;
 
 impl<L> Shared<L> {
     fn lock(&self) -> MutexGuard<'_, Queue<L>> {
@@ -292,41 +301,49 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
         shared.ready.notify_all();
         let started = Instant::now();
         let own = (shared.cpu)(&task.job, &stop);
-        if let Some(r) = &own {
-            shared
-                .cpu_rate()
-                .add(r.nodes, started.elapsed().as_secs_f64());
-        }
+        // A stopped search's nodes measure this thread's speed too (a GPU that backs up every job
+        // must not leave the CPU's rate unmeasured for ever).
+        let nodes = own.as_ref().map_or_else(|n| *n, |r| r.nodes);
+        shared
+            .cpu_rate()
+            .add(nodes, started.elapsed().as_secs_f64());
+        // Its entry leaves the list first: no GPU's answer comes for it after this.
+        let answer = {
+            let mut q = shared.lock();
+            match q.on_cpus.iter().position(|r| r.id == id) {
+                Some(i) => q.on_cpus.swap_remove(i).answer,
+                None => None,
+            }
+        };
+        let (result, source) = match (own, answer) {
+            // Its own when it finished: a GPU's that came too is the same, or one of the two is wrong.
+            (Ok(own), answer) => {
+                if let Some(gpu) = answer.filter(|a| a.result != own) {
+                    tracing::error!(job = %task.job.key(), device = ?gpu.source, cpu = ?own, gpu = ?gpu.result, "a GPU and this CPU computed different results for one job: the CPU's is sent (the coordinator's checks decide)");
+                }
+                (own, None)
+            }
+            (Err(_), Some(gpu)) => {
+                gpu.metrics.gpu_jobs.inc();
+                (gpu.result, gpu.source)
+            }
+            // Stopped with no answer: never (a stop comes with its answer); computed anew.
+            (Err(_), None) => (run_checked(&task.job), None),
+        };
         // Send the result and count the job finished under one lock: whoever has received the result
         // sees it no longer counted, and whoever reads `load` without it finds its result in the
         // channel (the client loop takes those in before it decides to stop).
         let mut q = shared.lock();
-        let answer = match q.on_cpus.iter().position(|r| r.id == id) {
-            Some(i) => q.on_cpus.swap_remove(i).answer,
-            None => None,
-        };
-        let (result, source) = match (own, answer) {
-            // Its own when it finished: a GPU's that came too is the same, or one of the two is wrong.
-            (Some(own), answer) => {
-                if let Some((gpu, device)) = answer.filter(|(gpu, _)| *gpu != own) {
-                    tracing::error!(job = %task.job.key(), ?device, cpu = ?own, ?gpu, "a GPU and this CPU computed different results for one job: the CPU's is sent (the coordinator's checks decide)");
-                }
-                (own, None)
-            }
-            (None, Some(answer)) => answer,
-            // Stopped with no answer: never (a stop comes with its answer); computed anew.
-            (None, None) => (run_checked(&task.job), None),
-        };
         let _ = results.send((task, result, source));
         q.running -= 1;
     }
 }
 
-/// [`run_checked`], given up (`None`) once `stop` is set.
-fn run_checked_unless(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Option<JobResult> {
+/// [`run_checked`], given up (`Err`, with the nodes searched) once `stop` is set.
+fn run_checked_unless(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Result<JobResult, u64> {
     let result = job.run_unless(stop)?;
     match job.check(&result) {
-        Ok(()) => Some(result),
+        Ok(()) => Ok(result),
         Err(why) => {
             tracing::error!(job = %job.key(), error = %why, "a computed result fails its bounds (a fault of this machine?): computing the job again");
             job.run_unless(stop)

@@ -447,8 +447,8 @@ fn a_long_fallback_on_the_cpu_is_not_a_hung_device() {
 }
 
 /// A CPU that never finishes a job by itself: it waits until told to stop (30 s at most, then
-/// computes it).
-fn a_cpu_that_waits(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Option<JobResult> {
+/// computes it), and says it searched 1,000 nodes.
+fn a_cpu_that_waits(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Result<JobResult, u64> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         if Instant::now() > deadline {
@@ -456,14 +456,18 @@ fn a_cpu_that_waits(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Option<J
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    None
+    // The nodes "searched" until then.
+    Err(1_000)
 }
 
 /// Lets [`a_cpu_that_waits_to_go`] finish.
 static GO: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A CPU that computes a job once [`GO`] is set.
-fn a_cpu_that_waits_to_go(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Option<JobResult> {
+fn a_cpu_that_waits_to_go(
+    job: &Job,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<JobResult, u64> {
     while !GO.load(std::sync::atomic::Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -576,6 +580,13 @@ fn an_idle_gpu_computes_a_cpu_threads_job_and_the_first_result_is_sent_once() {
     assert_eq!(r, job.run());
     assert_eq!(source.as_deref(), Some("opencl:0"), "the GPU's result");
     assert_eq!(metrics.gpu_jobs.get(), 1);
+    // The stopped search's nodes measured the CPU thread: a GPU that backs up every job does not
+    // leave the CPU's rate unknown (and its own batch small) for ever.
+    assert!(
+        matches!(pool.shared.cpu(), pace::Cpu::Rate(r) if r > 0.0),
+        "{:?}",
+        pool.shared.cpu()
+    );
     pool.join();
     gpu.join().unwrap();
     assert!(rx.try_recv().is_err(), "one result");
