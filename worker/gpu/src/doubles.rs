@@ -1,5 +1,6 @@
 //! Test doubles of a device, for the tests of this crate and of those that drive a device (the
-//! `doubles` feature): launches that stay under way until waited for, and answer the true search.
+//! `doubles` feature): launches that stay under way until waited for and answer the true search, some
+//! of their answers altered at will (wrong, slow, held back).
 
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -8,9 +9,12 @@ use nqueens_common::kernel::seeds::{search_seed, SEED_WORDS};
 
 use crate::{DeviceInfo, GpuError, Launch, Pending};
 
+/// What alters a launch's answer: the launch's number from 0, its seeds, the answer under way.
+type Alter = Box<dyn FnMut(usize, usize, Pending) -> Pending + Send>;
+
 /// A device whose launches run "on the device" until waited for: each answers the true search of its
-/// tables (searched on the host when waited for), and the double counts its launches and how many were
-/// under way at once.
+/// tables (searched on the host when waited for), unless [`Later::altered`]; the double counts its
+/// launches and how many were under way at once.
 pub struct Later {
     pub info: DeviceInfo,
     /// Launches submitted.
@@ -19,6 +23,7 @@ pub struct Later {
     pub under_way: Arc<AtomicUsize>,
     /// The most under way at once.
     pub most: Arc<AtomicUsize>,
+    alter: Option<Alter>,
 }
 
 impl Later {
@@ -28,7 +33,18 @@ impl Later {
             launches: Default::default(),
             under_way: Default::default(),
             most: Default::default(),
+            alter: None,
         }
+    }
+
+    /// This device with each launch's answer passed through `alter` (the launch's number from 0, its
+    /// seeds, the answer under way).
+    pub fn altered(
+        mut self,
+        alter: impl FnMut(usize, usize, Pending) -> Pending + Send + 'static,
+    ) -> Later {
+        self.alter = Some(Box::new(alter));
+        self
     }
 }
 
@@ -48,12 +64,13 @@ impl Launch for Later {
         tails: &[u32],
         full: u32,
     ) -> Result<Pending, GpuError> {
-        self.launches.fetch_add(1, SeqCst);
+        let number = self.launches.fetch_add(1, SeqCst);
         let now = self.under_way.fetch_add(1, SeqCst) + 1;
         self.most.fetch_max(now, SeqCst);
+        let n = seeds.len() / SEED_WORDS;
         let (seeds, forbid, tails) = (seeds.to_vec(), forbid.to_vec(), tails.to_vec());
         let under_way = self.under_way.clone();
-        Ok(Pending::later(move || {
+        let pending = Pending::later(move || {
             under_way.fetch_sub(1, SeqCst);
             Ok(seeds
                 .chunks_exact(SEED_WORDS)
@@ -62,6 +79,10 @@ impl Launch for Later {
                     [c, n]
                 })
                 .collect())
-        }))
+        });
+        Ok(match self.alter.as_mut() {
+            Some(alter) => alter(number, n, pending),
+            None => pending,
+        })
     }
 }

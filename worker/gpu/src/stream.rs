@@ -244,7 +244,7 @@ mod tests {
 
     use super::*;
     use crate::doubles::Later;
-    use crate::{Backend, DeviceInfo, Launch, Pending, Shape, LAUNCHES};
+    use crate::{Backend, DeviceInfo, Pending, Shape, LAUNCHES};
 
     fn info() -> DeviceInfo {
         DeviceInfo {
@@ -296,34 +296,22 @@ mod tests {
         assert!(stream.run().is_none());
     }
 
-    /// A device whose `bad`th launch (from 0) answers one completion too many on every seed.
-    struct OneWrong(Later, usize);
+    /// The answer `p` with as many completions as nodes on every seed: wrong.
+    fn wrong(p: Pending) -> Pending {
+        Pending::later(move || {
+            let mut out = p.wait()?;
+            for o in out.chunks_exact_mut(2) {
+                o[0] = o[1];
+            }
+            Ok(out)
+        })
+    }
 
-    impl Launch for OneWrong {
-        fn info(&self) -> &DeviceInfo {
-            self.0.info()
-        }
-        fn launch(
-            &mut self,
-            s: &[u32],
-            f: &[u32],
-            t: &[u32],
-            w: u32,
-        ) -> Result<Vec<u64>, GpuError> {
-            self.submit(s, f, t, w)?.wait()
-        }
-        fn submit(&mut self, s: &[u32], f: &[u32], t: &[u32], w: u32) -> Result<Pending, GpuError> {
-            let wrong = self.0.launches.load(SeqCst) == self.1;
-            let p = self.0.submit(s, f, t, w)?;
-            Ok(Pending::later(move || {
-                let mut out = p.wait()?;
-                if wrong {
-                    for o in out.chunks_exact_mut(2) {
-                        o[0] = o[1];
-                    }
-                }
-                Ok(out)
-            }))
+    /// The second launch (number 1) wrong, the others right.
+    fn second_wrong(i: usize, _: usize, p: Pending) -> Pending {
+        match i {
+            1 => wrong(p),
+            _ => p,
         }
     }
 
@@ -335,7 +323,7 @@ mod tests {
         let third = all.len() / 3;
         let double = Later::new(info());
         let launches = double.launches.clone();
-        let mut gpu = Gpu::new(Box::new(OneWrong(double, 1)));
+        let mut gpu = Gpu::new(Box::new(double.altered(second_wrong)));
         let mut stream = Stream::new(&mut gpu);
         stream.push(all[..third].to_vec(), Split::Fixed(1));
         stream.push(all[third..2 * third].to_vec(), Split::Fixed(3));
@@ -359,7 +347,7 @@ mod tests {
         assert_eq!(gpu.balance.launches, 2);
         // A later batch fails while an earlier one waits to be answered: the earlier is still answered
         // whole, the later failed.
-        let mut gpu = Gpu::new(Box::new(OneWrong(Later::new(info()), 1)));
+        let mut gpu = Gpu::new(Box::new(Later::new(info()).altered(second_wrong)));
         let mut stream = Stream::new(&mut gpu);
         stream.push(all[..third].to_vec(), Split::Fixed(1));
         stream.push(all[third..].to_vec(), Split::Fixed(1));

@@ -342,45 +342,14 @@ fn a_devices_next_batch_starts_while_the_one_before_runs() {
 
 /// A device whose first launch answers no nodes (refused at once), the others the true search after
 /// 50 ms.
-struct FirstRefused(nqueens_gpu::doubles::Later);
-
-impl nqueens_gpu::Launch for FirstRefused {
-    fn info(&self) -> &nqueens_gpu::DeviceInfo {
-        self.0.info()
-    }
-    fn launch(
-        &mut self,
-        s: &[u32],
-        f: &[u32],
-        t: &[u32],
-        w: u32,
-    ) -> Result<Vec<u64>, nqueens_gpu::GpuError> {
-        self.submit(s, f, t, w)?.wait()
-    }
-    fn submit(
-        &mut self,
-        s: &[u32],
-        f: &[u32],
-        t: &[u32],
-        w: u32,
-    ) -> Result<nqueens_gpu::Pending, nqueens_gpu::GpuError> {
-        if self
-            .0
-            .launches
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-            == 0
-        {
-            return Ok(nqueens_gpu::Pending::ready(vec![0; s.len() / 2]));
-        }
-        self.0
-            .launches
-            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        let p = self.0.submit(s, f, t, w)?;
-        // A device's time: a wait for the answer finds none at first.
-        Ok(nqueens_gpu::Pending::later(move || {
+fn first_refused(i: usize, seeds: usize, p: nqueens_gpu::Pending) -> nqueens_gpu::Pending {
+    match i {
+        0 => nqueens_gpu::Pending::ready(vec![0; 2 * seeds]),
+        _ => nqueens_gpu::Pending::later(move || {
+            // A device's time: a wait for the answer finds none at first.
             std::thread::sleep(std::time::Duration::from_millis(50));
             p.wait()
-        }))
+        }),
     }
 }
 
@@ -410,9 +379,9 @@ fn a_long_fallback_on_the_cpu_is_not_a_hung_device() {
         shape: nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::OpenCl),
     };
     let device = Device {
-        gpu: Gpu::new(Box::new(FirstRefused(nqueens_gpu::doubles::Later::new(
-            info,
-        )))),
+        gpu: Gpu::new(Box::new(
+            nqueens_gpu::doubles::Later::new(info).altered(first_refused),
+        )),
         batch: 1,
         metrics: metrics.clone(),
         timeout,
@@ -474,40 +443,17 @@ fn a_cpu_that_waits_to_go(
     job.run_unless(stop)
 }
 
-/// Lets [`Gated`]'s launches answer.
+/// Lets [`held_back`]'s launches answer.
 static RELEASE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// A device whose launches answer the true search once [`RELEASE`] is set.
-struct Gated(nqueens_gpu::doubles::Later);
-
-impl nqueens_gpu::Launch for Gated {
-    fn info(&self) -> &nqueens_gpu::DeviceInfo {
-        self.0.info()
-    }
-    fn launch(
-        &mut self,
-        s: &[u32],
-        f: &[u32],
-        t: &[u32],
-        w: u32,
-    ) -> Result<Vec<u64>, nqueens_gpu::GpuError> {
-        self.submit(s, f, t, w)?.wait()
-    }
-    fn submit(
-        &mut self,
-        s: &[u32],
-        f: &[u32],
-        t: &[u32],
-        w: u32,
-    ) -> Result<nqueens_gpu::Pending, nqueens_gpu::GpuError> {
-        let p = self.0.submit(s, f, t, w)?;
-        Ok(nqueens_gpu::Pending::later(move || {
-            while !RELEASE.load(std::sync::atomic::Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            p.wait()
-        }))
-    }
+/// A launch whose answer, the true search, comes once [`RELEASE`] is set.
+fn held_back(_: usize, _: usize, p: nqueens_gpu::Pending) -> nqueens_gpu::Pending {
+    nqueens_gpu::Pending::later(move || {
+        while !RELEASE.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        p.wait()
+    })
 }
 
 /// A pool of one CPU thread computing with `cpu`, holding one job of N = 12 once its thread has
@@ -621,7 +567,9 @@ fn a_hung_batchs_job_is_no_backup() {
 #[test]
 fn a_cpu_thread_that_finishes_first_sends_its_own_result_once() {
     let (pool, job, mut rx, gpu, metrics) =
-        a_cpu_on_a_job_then_a_gpu(false, a_cpu_that_waits_to_go, |d| Box::new(Gated(d)));
+        a_cpu_on_a_job_then_a_gpu(false, a_cpu_that_waits_to_go, |d| {
+            Box::new(d.altered(held_back))
+        });
     let deadline = Instant::now() + Duration::from_secs(30);
     while !pool.shared.lock().on_cpus.iter().all(|r| r.backed) {
         assert!(Instant::now() < deadline, "the GPU never took the backup");
