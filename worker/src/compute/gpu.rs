@@ -47,27 +47,18 @@ pub(super) fn gpu_compute<L>(
     };
     // Batches handed to the launch thread, oldest first, each with the size it was taken at.
     let mut handed: VecDeque<(Held<L>, usize)> = VecDeque::new();
-    // Whether the launch thread has started every launch it was given and was told no batch waited
-    // then: one is handed over as soon as there is.
-    let mut hungry = false;
     // Since when the oldest has been the device's (its answer is awaited from then), and whether the
     // wait has been warned of.
     let mut since = Instant::now();
     let mut warned = false;
     loop {
-        let next = match handed.is_empty() {
-            true => match take(shared, batch, true) {
-                Some(held) => Some(held),
-                None => return,
-            },
-            false if hungry && handed.len() < ahead(shared, batch) => take(shared, batch, false),
-            false => None,
-        };
-        if let Some(held) = next {
-            hungry = false;
-            if handed.is_empty() {
-                (since, warned) = (Instant::now(), false);
-            }
+        // With nothing handed over: the next batch, or backups, waited for. (Otherwise the launch
+        // thread asks for the next batch when it would start it: `Said::Started`, below.)
+        if handed.is_empty() {
+            let Some(held) = take(shared, batch, true) else {
+                return;
+            };
+            (since, warned) = (Instant::now(), false);
             // A send that fails (the launch thread gone) is found by `wait` below; the batch goes to
             // the CPUs with the others.
             let _ = launch.send(Some(held.jobs()));
@@ -93,7 +84,6 @@ pub(super) fn gpu_compute<L>(
                     true => take(shared, batch, false),
                     false => None,
                 };
-                hungry = tasks.is_none();
                 let _ = launch.send(tasks.as_ref().map(Held::jobs));
                 handed.extend(tasks.map(|t| (t, batch)));
                 continue;

@@ -415,6 +415,17 @@ fn a_long_fallback_on_the_cpu_is_not_a_hung_device() {
     assert_eq!(metrics.gpus.get(), 1, "the device is still used");
 }
 
+/// The test doubles' device.
+fn double_info() -> nqueens_gpu::DeviceInfo {
+    nqueens_gpu::DeviceInfo {
+        backend: nqueens_gpu::Backend::OpenCl,
+        index: 0,
+        name: "double".into(),
+        threads: 64,
+        shape: nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::OpenCl),
+    }
+}
+
 /// A CPU that never finishes a job by itself: it waits until told to stop (30 s at most, then
 /// computes it), and says it searched 1,000 nodes.
 fn a_cpu_that_waits(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Result<JobResult, u64> {
@@ -536,6 +547,54 @@ fn an_idle_gpu_computes_a_cpu_threads_job_and_the_first_result_is_sent_once() {
     pool.join();
     gpu.join().unwrap();
     assert!(rx.try_recv().is_err(), "one result");
+}
+
+/// Backups of four CPU threads' jobs: each thread sends its own job's result, the GPU's, once. The
+/// jobs are told apart by the number each gets when a thread takes it, never reused.
+#[test]
+fn backups_of_several_cpu_threads_go_each_to_its_own_job() {
+    let plan = Plan::new(12, Strategy::D4).unwrap();
+    let jobs: Vec<Job> = plan.jobs().take(4).map(|k| plan.job(&k).unwrap()).collect();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let pool = ComputePool::with_cpu(4, Vec::new(), tx.clone(), a_cpu_that_waits);
+    for (i, job) in jobs.iter().enumerate() {
+        pool.submit(Task {
+            lease: i,
+            job: job.clone(),
+        });
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pool.shared.lock().on_cpus.len() < jobs.len() {
+        assert!(
+            Instant::now() < deadline,
+            "the CPU threads never took the jobs"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let device = Device {
+        gpu: Gpu::new(Box::new(nqueens_gpu::doubles::Later::new(double_info()))),
+        batch: 8,
+        metrics: Arc::new(Metrics::default()),
+        timeout: Duration::from_secs(600),
+    };
+    let shared = pool.shared.clone();
+    let gpu = std::thread::spawn(move || gpu_compute(&shared, &tx, device, 0));
+    let mut seen = [false; 4];
+    for _ in 0..jobs.len() {
+        let (task, r, source) = rx.blocking_recv().unwrap();
+        assert!(!seen[task.lease], "job {} twice", task.lease);
+        seen[task.lease] = true;
+        assert_eq!(
+            r,
+            jobs[task.lease].run(),
+            "job {}: another job's result",
+            task.lease
+        );
+        assert_eq!(source.as_deref(), Some("opencl:0"));
+    }
+    pool.join();
+    gpu.join().unwrap();
+    assert!(rx.try_recv().is_err());
 }
 
 /// A hung batch's job, for the CPU threads only, is never a GPU's backup: it could hang that
