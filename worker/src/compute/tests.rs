@@ -240,15 +240,16 @@ fn a_launch_that_never_returns_is_given_up_for_the_cpu() {
         }))),
         batch: 2,
         metrics: metrics.clone(),
-        timeout: std::time::Duration::from_millis(200),
+        timeout: std::time::Duration::from_millis(1000),
     };
     metrics.gpus.set(1);
     // No CPU thread: the GPU's thread must take over.
     let pool = ComputePool::new(0, vec![device], tx);
+    let started = Instant::now();
     let keys = submit_all(&pool, &plan);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let mut total = 0;
-    for _ in 0..keys.len() {
+    for i in 0..keys.len() {
         let (task, r, source) = loop {
             match rx.try_recv() {
                 Ok(done) => break done,
@@ -258,6 +259,14 @@ fn a_launch_that_never_returns_is_given_up_for_the_cpu() {
                 Err(_) => panic!("jobs stuck behind a launch that never returns"),
             }
         };
+        if i == 0 {
+            // Given up at its timeout (a second), not at twice it.
+            let waited = started.elapsed();
+            assert!(
+                waited >= Duration::from_millis(1000) && waited < Duration::from_millis(1700),
+                "given up after {waited:?}"
+            );
+        }
         assert_eq!(source, None, "the CPU's");
         assert_eq!(r, task.job.run(), "job {}", task.job.key());
         total += r.total;
@@ -351,6 +360,40 @@ fn first_refused(i: usize, seeds: usize, p: nqueens_gpu::Pending) -> nqueens_gpu
             p.wait()
         }),
     }
+}
+
+/// A device whose launches take more than half its timeout, but less than all of it, is waited for
+/// (and warned of), never given up.
+#[test]
+fn a_launch_past_half_its_timeout_is_waited_for() {
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let metrics = Arc::new(Metrics::default());
+    let slow = |_: usize, _: usize, p: nqueens_gpu::Pending| {
+        nqueens_gpu::Pending::later(move || {
+            std::thread::sleep(Duration::from_millis(350));
+            p.wait()
+        })
+    };
+    let device = Device {
+        gpu: Gpu::new(Box::new(
+            nqueens_gpu::doubles::Later::new(double_info()).altered(slow),
+        )),
+        batch: 1,
+        metrics: metrics.clone(),
+        timeout: Duration::from_millis(600),
+    };
+    metrics.gpus.set(1);
+    let pool = ComputePool::new(0, vec![device], tx);
+    let keys = submit_all(&pool, &plan);
+    for _ in 0..keys.len() {
+        let (task, r, source) = rx.blocking_recv().unwrap();
+        assert_eq!(source.as_deref(), Some("opencl:0"), "job {}", task.lease);
+        assert_eq!(r, task.job.run());
+    }
+    pool.join();
+    assert_eq!(metrics.gpu_failures.get(), 0);
+    assert_eq!(metrics.gpus.get(), 1, "the device is still used");
 }
 
 /// A failed batch computed on the GPU's thread for longer than the device's timeout does not make
@@ -592,6 +635,60 @@ fn backups_of_several_cpu_threads_go_each_to_its_own_job() {
         );
         assert_eq!(source.as_deref(), Some("opencl:0"));
     }
+    pool.join();
+    gpu.join().unwrap();
+    assert!(rx.try_recv().is_err());
+}
+
+/// A GPU's result goes to the job it backed up, not to the first job a CPU thread is on: here a hung
+/// batch's job (never backed up) taken first, then a job the GPU backs up.
+#[test]
+fn a_backups_result_goes_to_its_job_not_to_the_first_on_a_cpu() {
+    let plan = Plan::new(12, Strategy::D4).unwrap();
+    let jobs: Vec<Job> = plan.jobs().take(2).map(|k| plan.job(&k).unwrap()).collect();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let pool = ComputePool::with_cpu(2, Vec::new(), tx.clone(), a_cpu_that_waits);
+    let on_cpus = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while pool.shared.lock().on_cpus.len() < n {
+            assert!(
+                Instant::now() < deadline,
+                "the CPU threads never took the jobs"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    pool.shared.lock().running += 1;
+    for_the_cpus(
+        &pool.shared,
+        vec![Task {
+            lease: 0,
+            job: jobs[0].clone(),
+        }],
+    );
+    on_cpus(1);
+    pool.submit(Task {
+        lease: 1,
+        job: jobs[1].clone(),
+    });
+    on_cpus(2);
+    let device = Device {
+        gpu: Gpu::new(Box::new(nqueens_gpu::doubles::Later::new(double_info()))),
+        batch: 8,
+        metrics: Arc::new(Metrics::default()),
+        timeout: Duration::from_secs(600),
+    };
+    let shared = pool.shared.clone();
+    let gpu = std::thread::spawn(move || gpu_compute(&shared, &tx, device, 0));
+    let (task, r, source) = rx.blocking_recv().unwrap();
+    assert_eq!((task.lease, source.as_deref()), (1, Some("opencl:0")));
+    assert_eq!(r, jobs[1].run());
+    // The hung batch's job: stopped by hand, with no answer, computed anew on the CPU.
+    let stop = pool.shared.lock().on_cpus[0].stop.clone();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (task, r, source) = rx.blocking_recv().unwrap();
+    assert_eq!((task.lease, source), (0, None));
+    assert_eq!(r, jobs[0].run());
     pool.join();
     gpu.join().unwrap();
     assert!(rx.try_recv().is_err());
