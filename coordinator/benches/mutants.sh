@@ -15,7 +15,7 @@ FILES[common]="common/src/family.rs common/src/names.rs common/src/key.rs common
 PACKAGE[coordinator]=nqueens-coordinator
 FILES[coordinator]="coordinator/src/durable/store/passes.rs coordinator/src/durable/store/roots.rs coordinator/src/service/lease.rs coordinator/src/service/lease_table.rs coordinator/src/service/report.rs coordinator/src/service/spot.rs coordinator/src/durable/store/commit.rs coordinator/src/durable/store/revoke.rs coordinator/src/durable/reconcile.rs coordinator/src/durable/ledger/packed.rs coordinator/src/durable/credentials.rs coordinator/src/wire/auth.rs coordinator/src/durable/committer.rs coordinator/src/durable/ledger/view.rs coordinator/src/durable/certify.rs coordinator/src/service/certify.rs coordinator/src/service/steer.rs coordinator/src/durable/store/lifts.rs"
 PACKAGE[worker]=nqueens-worker
-FILES[worker]="worker/src/journal.rs"
+FILES[worker]="worker/src/journal.rs worker/src/compute/mod.rs worker/src/compute/gpu.rs worker/src/compute/launch.rs"
 
 echo "| file | mutants | caught | missed | unviable | timeouts |"
 echo "|---|---|---|---|---|---|"
