@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nqueens_common::{Job, JobResult};
 use tokio::sync::mpsc::UnboundedSender;
@@ -226,10 +226,15 @@ impl<L> Held<L> {
     }
 }
 
+/// How long a GPU with nothing to do waits for jobs before it backs up the CPU threads' jobs: longer
+/// than a lease's round trip, so that a worker between two leases does not stop its CPU threads' work.
+pub(super) const BACKUP_AFTER: Duration = Duration::from_millis(250);
+
 /// Up to `batch` jobs for a GPU: from the queue (counted running), else, when `block`, backups of jobs
-/// CPU threads are computing, else it waits for either. `None` when the pool is closed, or, not
-/// blocking, when no job waits.
+/// CPU threads are computing once it has waited [`BACKUP_AFTER`] for jobs, else it waits for either.
+/// `None` when the pool is closed, or, not blocking, when no job waits.
 fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Held<L>> {
+    let idle = Instant::now();
     let mut q = shared.lock();
     loop {
         if q.closed {
@@ -242,6 +247,21 @@ fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Held<L>> {
         }
         if !block {
             return None;
+        }
+        let waited = idle.elapsed();
+        if waited < BACKUP_AFTER {
+            let some = q.on_cpus.iter().any(|r| r.for_gpus && !r.backed);
+            q = match some {
+                true => {
+                    let (q, _) = shared
+                        .ready
+                        .wait_timeout(q, BACKUP_AFTER - waited)
+                        .unwrap_or_else(|e| e.into_inner());
+                    q
+                }
+                false => shared.ready.wait(q).unwrap_or_else(|e| e.into_inner()),
+            };
+            continue;
         }
         let backups: Vec<(u64, Job)> = q
             .on_cpus

@@ -21,9 +21,9 @@ type Handed = Option<Vec<Job>>;
 /// Starts a thread that owns `gpu` and runs each batch sent to it through one [`nqueens_gpu::Stream`],
 /// answering each batch in order. Once every launch it holds has started (and again after each
 /// answer) it says so and waits for the reply before it waits on the device: a batch of one launch
-/// still starts while the one before runs. It ends when the sender is dropped and its batches are answered, or when what it says finds
-/// nobody listening (after a launch given up for hung: whatever it computed then is not used). `None` if
-/// no thread could be started.
+/// still starts while the one before runs. It ends when the sender is dropped and its batches are
+/// answered, or when what it says finds nobody listening (after a launch given up for hung: whatever
+/// it computed then is not used). `None` if no thread could be started.
 pub(super) fn launcher(mut gpu: Gpu) -> Option<(Sender<Handed>, Receiver<Said>)> {
     let (launch, batches) = std::sync::mpsc::channel::<Handed>();
     let (say, said) = std::sync::mpsc::channel::<Said>();

@@ -1,7 +1,7 @@
 //! The compute pool's tests: CPU threads, GPUs (test doubles behind the real engine, and PoCL where
 //! installed), failures, hung launches, batches that follow one another, and backups.
 
-use super::gpu::{ahead, gpu_compute, AHEAD, GPU_STRIKES};
+use super::gpu::{ahead, gpu_compute, AHEAD, BACKUP_AFTER, GPU_STRIKES};
 use super::*;
 use nqueens_common::{Plan, Strategy};
 
@@ -716,6 +716,40 @@ fn a_hung_batchs_job_is_no_backup() {
     pool.join();
     gpu.join().unwrap();
     assert!(rx.try_recv().is_err(), "one result");
+}
+
+/// A GPU with nothing to do waits [`BACKUP_AFTER`] for jobs before it backs up a CPU thread's: a job
+/// that comes meanwhile (the next lease) is taken first, and the CPU thread's work is left alone
+/// until the GPU has waited that long again.
+#[test]
+fn a_gpu_backs_up_only_after_waiting_for_jobs() {
+    let (pool, job, mut rx, gpu, _) =
+        a_cpu_on_a_job_then_a_gpu(false, a_cpu_that_waits, |d| Box::new(d));
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_millis(50));
+    let plan = Plan::new(12, Strategy::D4).unwrap();
+    let other = plan.job(&plan.jobs().nth(1).unwrap()).unwrap();
+    pool.submit(Task {
+        lease: 8,
+        job: other.clone(),
+    });
+    let (task, r, source) = rx.blocking_recv().unwrap();
+    assert_eq!(
+        (task.lease, source.as_deref()),
+        (8, Some("opencl:0")),
+        "the new job first"
+    );
+    assert_eq!(r, other.run());
+    assert!(
+        !pool.shared.lock().on_cpus[0].backed,
+        "the CPU thread's job is not backed up while jobs come"
+    );
+    let (task, r, source) = rx.blocking_recv().unwrap();
+    assert!(started.elapsed() >= BACKUP_AFTER, "{:?}", started.elapsed());
+    assert_eq!((task.lease, source.as_deref()), (7, Some("opencl:0")));
+    assert_eq!(r, job.run());
+    pool.join();
+    gpu.join().unwrap();
 }
 
 /// A CPU thread that finishes before the GPU's backup sends its own result; the GPU's, later, is
