@@ -510,6 +510,37 @@ fn held_back(_: usize, _: usize, p: nqueens_gpu::Pending) -> nqueens_gpu::Pendin
     })
 }
 
+/// Waits until CPU threads of `pool` are on `n` jobs (30 s at most).
+fn until_on_cpus(pool: &ComputePool<usize>, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pool.shared.lock().on_cpus.len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "the CPU threads never took the jobs"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Starts a GPU's thread beside `pool`'s CPU threads: `launch` (a device double), `batch` jobs a
+/// batch at most, counting in `metrics`.
+fn start_a_gpu(
+    pool: &ComputePool<usize>,
+    results: UnboundedSender<Done<usize>>,
+    launch: Box<dyn nqueens_gpu::Launch>,
+    batch: usize,
+    metrics: Arc<Metrics>,
+) -> JoinHandle<()> {
+    let device = Device {
+        gpu: Gpu::new(launch),
+        batch,
+        metrics,
+        timeout: Duration::from_secs(600),
+    };
+    let shared = pool.shared.clone();
+    std::thread::spawn(move || gpu_compute(&shared, &results, device, 0))
+}
+
 /// A pool of one CPU thread computing with `cpu`, holding one job of N = 12 once its thread has
 /// taken it (a hung batch's, for the CPU threads only, if `hung`); then a GPU's thread started
 /// beside it (a `Later` device wrapped by `device`, 4 jobs a batch). Returns the pool, the job, the
@@ -540,31 +571,10 @@ fn a_cpu_on_a_job_then_a_gpu(
     } else {
         pool.submit(task);
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while pool.shared.lock().on_cpus.is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the CPU thread never took the job"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    until_on_cpus(&pool, 1);
     let metrics = Arc::new(Metrics::default());
-    let gpu = Device {
-        gpu: Gpu::new(device(nqueens_gpu::doubles::Later::new(
-            nqueens_gpu::DeviceInfo {
-                backend: nqueens_gpu::Backend::OpenCl,
-                index: 0,
-                name: "double".into(),
-                threads: 64,
-                shape: nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::OpenCl),
-            },
-        ))),
-        batch: 4,
-        metrics: metrics.clone(),
-        timeout: Duration::from_secs(600),
-    };
-    let shared = pool.shared.clone();
-    let thread = std::thread::spawn(move || gpu_compute(&shared, &tx, gpu, 0));
+    let double = device(nqueens_gpu::doubles::Later::new(double_info()));
+    let thread = start_a_gpu(&pool, tx, double, 4, metrics.clone());
     (pool, job, rx, thread, metrics)
 }
 
@@ -606,22 +616,9 @@ fn backups_of_several_cpu_threads_go_each_to_its_own_job() {
             job: job.clone(),
         });
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while pool.shared.lock().on_cpus.len() < jobs.len() {
-        assert!(
-            Instant::now() < deadline,
-            "the CPU threads never took the jobs"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let device = Device {
-        gpu: Gpu::new(Box::new(nqueens_gpu::doubles::Later::new(double_info()))),
-        batch: 8,
-        metrics: Arc::new(Metrics::default()),
-        timeout: Duration::from_secs(600),
-    };
-    let shared = pool.shared.clone();
-    let gpu = std::thread::spawn(move || gpu_compute(&shared, &tx, device, 0));
+    until_on_cpus(&pool, jobs.len());
+    let double = Box::new(nqueens_gpu::doubles::Later::new(double_info()));
+    let gpu = start_a_gpu(&pool, tx, double, 8, Arc::new(Metrics::default()));
     let mut seen = [false; 4];
     for _ in 0..jobs.len() {
         let (task, r, source) = rx.blocking_recv().unwrap();
@@ -648,16 +645,6 @@ fn a_backups_result_goes_to_its_job_not_to_the_first_on_a_cpu() {
     let jobs: Vec<Job> = plan.jobs().take(2).map(|k| plan.job(&k).unwrap()).collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let pool = ComputePool::with_cpu(2, Vec::new(), tx.clone(), a_cpu_that_waits);
-    let on_cpus = |n: usize| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while pool.shared.lock().on_cpus.len() < n {
-            assert!(
-                Instant::now() < deadline,
-                "the CPU threads never took the jobs"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    };
     pool.shared.lock().running += 1;
     for_the_cpus(
         &pool.shared,
@@ -666,20 +653,14 @@ fn a_backups_result_goes_to_its_job_not_to_the_first_on_a_cpu() {
             job: jobs[0].clone(),
         }],
     );
-    on_cpus(1);
+    until_on_cpus(&pool, 1);
     pool.submit(Task {
         lease: 1,
         job: jobs[1].clone(),
     });
-    on_cpus(2);
-    let device = Device {
-        gpu: Gpu::new(Box::new(nqueens_gpu::doubles::Later::new(double_info()))),
-        batch: 8,
-        metrics: Arc::new(Metrics::default()),
-        timeout: Duration::from_secs(600),
-    };
-    let shared = pool.shared.clone();
-    let gpu = std::thread::spawn(move || gpu_compute(&shared, &tx, device, 0));
+    until_on_cpus(&pool, 2);
+    let double = Box::new(nqueens_gpu::doubles::Later::new(double_info()));
+    let gpu = start_a_gpu(&pool, tx, double, 8, Arc::new(Metrics::default()));
     let (task, r, source) = rx.blocking_recv().unwrap();
     assert_eq!((task.lease, source.as_deref()), (1, Some("opencl:0")));
     assert_eq!(r, jobs[1].run());
