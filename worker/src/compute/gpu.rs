@@ -10,7 +10,9 @@ use nqueens_common::{Job, JobResult};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::launch::{launcher, wait, Said};
-use super::{compute, for_the_cpus, run_checked, Backup, Device, Done, Shared, Source, Task};
+use super::{
+    compute, for_the_cpus, run_checked, Backup, Device, Done, Running, Shared, Source, Task,
+};
 use crate::metrics::Metrics;
 use crate::pace;
 
@@ -250,7 +252,7 @@ fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Held<L>> {
         }
         let waited = idle.elapsed();
         if waited < BACKUP_AFTER {
-            let some = q.on_cpus.iter().any(|r| r.for_gpus && !r.backed);
+            let some = q.on_cpus.iter().any(Running::for_a_backup);
             q = match some {
                 true => {
                     let (q, _) = shared
@@ -266,7 +268,7 @@ fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Held<L>> {
         let backups: Vec<(u64, Job)> = q
             .on_cpus
             .iter_mut()
-            .filter(|r| r.for_gpus && !r.backed)
+            .filter(|r| r.for_a_backup())
             .take(batch)
             .map(|r| {
                 r.backed = true;

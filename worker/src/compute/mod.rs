@@ -80,6 +80,13 @@ struct Running {
     answer: Option<Backup>,
 }
 
+impl Running {
+    /// A GPU may take it as a backup now: one may compute it, and none has taken it.
+    fn for_a_backup(&self) -> bool {
+        self.for_gpus && !self.backed
+    }
+}
+
 /// A GPU's result for a job a CPU thread is computing.
 struct Backup {
     result: JobResult,

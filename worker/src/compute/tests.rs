@@ -681,7 +681,8 @@ fn a_backups_result_goes_to_its_job_not_to_the_first_on_a_cpu() {
 fn a_hung_batchs_job_is_no_backup() {
     let (pool, job, mut rx, gpu, metrics) =
         a_cpu_on_a_job_then_a_gpu(true, a_cpu_that_waits, |d| Box::new(d));
-    std::thread::sleep(Duration::from_millis(300));
+    // Well past the wait before a backup: an idle GPU would have taken it by now.
+    std::thread::sleep(3 * BACKUP_AFTER);
     let stop = {
         let q = pool.shared.lock();
         assert_eq!(q.on_cpus.len(), 1);
