@@ -115,33 +115,7 @@ pub async fn run<L: Link>(
     shutdown: CancellationToken,
 ) -> Result<Summary> {
     let (tx, mut results) = mpsc::unbounded_channel();
-    let unreported = journal.as_ref().map(Journal::pending).unwrap_or_default();
-    if !unreported.is_empty() {
-        tracing::info!(results = unreported.len(), "re-sending journaled results");
-    }
-    config.metrics.gpus.set(devices.len() as i64);
-    let gpus = devices.len();
-    let now = Instant::now();
-    let mut w = Worker {
-        link,
-        pool: ComputePool::new(config.threads, devices, tx),
-        gpus,
-        journal,
-        held: HashMap::new(),
-        plans: Plans::default(),
-        shutdown: shutdown.clone(),
-        unreported,
-        unwanted: HashSet::new(),
-        backoff: None,
-        next_lease: now,
-        next_heartbeat: now + Duration::from_secs(10),
-        heartbeat_every: Duration::from_secs(10),
-        idle: false,
-        summary: Summary::default(),
-        window: Window::start(now, 0, 0),
-        next_summary: now + config.progress_interval,
-        config,
-    };
+    let mut w = Worker::new(config, link, journal, devices, shutdown.clone(), tx);
     w.config.metrics.threads.set(w.config.threads as i64);
     if w.config.faults.any() {
         tracing::warn!(faults = ?w.config.faults, "FAULT INJECTION IS ON: this worker misbehaves on purpose");
@@ -215,6 +189,45 @@ pub async fn run<L: Link>(
 }
 
 impl<L: Link> Worker<L> {
+    /// A worker over `link` on `devices` (and `config.threads` CPU threads), its pool sending results
+    /// to `tx`; `journal`'s unacknowledged results first to report.
+    fn new(
+        config: WorkerConfig,
+        link: L,
+        journal: Option<Journal>,
+        devices: Vec<Device>,
+        shutdown: CancellationToken,
+        tx: mpsc::UnboundedSender<Done<Lease>>,
+    ) -> Worker<L> {
+        let unreported = journal.as_ref().map(Journal::pending).unwrap_or_default();
+        if !unreported.is_empty() {
+            tracing::info!(results = unreported.len(), "re-sending journaled results");
+        }
+        config.metrics.gpus.set(devices.len() as i64);
+        let gpus = devices.len();
+        let now = Instant::now();
+        Worker {
+            link,
+            pool: ComputePool::new(config.threads, devices, tx),
+            gpus,
+            journal,
+            held: HashMap::new(),
+            plans: Plans::default(),
+            shutdown,
+            unreported,
+            unwanted: HashSet::new(),
+            backoff: None,
+            next_lease: now,
+            next_heartbeat: now + Duration::from_secs(10),
+            heartbeat_every: Duration::from_secs(10),
+            idle: false,
+            summary: Summary::default(),
+            window: Window::start(now, 0, 0),
+            next_summary: now + config.progress_interval,
+            config,
+        }
+    }
+
     fn connected(&self) -> bool {
         self.backoff
             .as_ref()
@@ -602,6 +615,8 @@ impl<L: Link> Worker<L> {
         }
         let reply = reply?;
         self.idle = reply.idle && reply.leases.is_empty();
+        // None to lease: the run is at its end, and an idle GPU may back up the CPU threads' jobs.
+        self.pool.set_dry(reply.leases.is_empty());
         if reply.leases.is_empty() {
             self.next_lease = Instant::now()
                 + Duration::from_millis(reply.retry_after_ms.clamp(10, 60_000) as u64);
@@ -1108,6 +1123,37 @@ mod tests {
             assert!(gap >= step && gap <= 2 * step, "attempt {i}: {gap:?}");
         }
         assert_eq!(link.calls("leave").len(), 1);
+    }
+
+    /// A lease reply with no job tells the pool the coordinator has none (an idle GPU may then back up
+    /// the CPU threads' jobs); one with a job, that it has again; a failed call changes nothing.
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_reply_with_no_job_lets_an_idle_gpu_back_up_the_cpus() {
+        let link = Memory::default();
+        let (tx, _results) = mpsc::unbounded_channel();
+        let shutdown = CancellationToken::new();
+        let mut w = Worker::new(config(false), link.clone(), None, Vec::new(), shutdown, tx);
+        assert!(!w.pool.is_dry(), "not before the first ask");
+        w.lease(2).await.unwrap();
+        assert!(w.pool.is_dry(), "an empty reply");
+        link.0
+            .lock()
+            .unwrap()
+            .leases
+            .push_back(Err(failing(Kind::Transient)));
+        assert!(w.lease(2).await.is_err());
+        assert!(w.pool.is_dry(), "a failed call changes nothing");
+        link.lease_one(lease(1, 0).0, 3000);
+        w.lease(2).await.unwrap();
+        assert!(!w.pool.is_dry(), "a reply with a job");
+        link.0
+            .lock()
+            .unwrap()
+            .leases
+            .push_back(Err(failing(Kind::Transient)));
+        assert!(w.lease(2).await.is_err());
+        assert!(!w.pool.is_dry(), "a failed call changes nothing");
+        w.hand_back().await;
     }
 
     /// A refusal for good (a quarantine, a wrong token) or of the request stops the worker at once,

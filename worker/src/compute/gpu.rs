@@ -4,15 +4,13 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nqueens_common::{Job, JobResult};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::launch::{launcher, wait, Said};
-use super::{
-    compute, for_the_cpus, run_checked, Backup, Device, Done, Running, Shared, Source, Task,
-};
+use super::{compute, for_the_cpus, run_checked, Backup, Device, Done, Shared, Source, Task};
 use crate::metrics::Metrics;
 use crate::pace;
 
@@ -207,7 +205,7 @@ pub(super) fn ahead<L>(shared: &Shared<L>, batch: usize) -> usize {
 enum Held<L> {
     /// Jobs taken from the queue (counted running).
     Jobs(Vec<Task<L>>),
-    /// Jobs CPU threads are computing, by their numbers ([`Running`]), and the jobs.
+    /// Jobs CPU threads are computing, by their numbers ([`Running`](super::Running)), and the jobs.
     Backups(Vec<(u64, Job)>),
 }
 
@@ -228,15 +226,10 @@ impl<L> Held<L> {
     }
 }
 
-/// How long a GPU with nothing to do waits for jobs before it backs up the CPU threads' jobs: longer
-/// than a lease's round trip, so that a worker between two leases does not stop its CPU threads' work.
-pub(super) const BACKUP_AFTER: Duration = Duration::from_millis(250);
-
 /// Up to `batch` jobs for a GPU: from the queue (counted running), else, when `block`, backups of jobs
-/// CPU threads are computing once it has waited [`BACKUP_AFTER`] for jobs, else it waits for either.
-/// `None` when the pool is closed, or, not blocking, when no job waits.
+/// CPU threads are computing once the coordinator has no job to lease (the queue's `dry`), else it
+/// waits for either. `None` when the pool is closed, or, not blocking, when no job waits.
 fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Held<L>> {
-    let idle = Instant::now();
     let mut q = shared.lock();
     loop {
         if q.closed {
@@ -250,33 +243,20 @@ fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Held<L>> {
         if !block {
             return None;
         }
-        let waited = idle.elapsed();
-        if waited < BACKUP_AFTER {
-            let some = q.on_cpus.iter().any(Running::for_a_backup);
-            q = match some {
-                true => {
-                    let (q, _) = shared
-                        .ready
-                        .wait_timeout(q, BACKUP_AFTER - waited)
-                        .unwrap_or_else(|e| e.into_inner());
-                    q
-                }
-                false => shared.ready.wait(q).unwrap_or_else(|e| e.into_inner()),
-            };
-            continue;
-        }
-        let backups: Vec<(u64, Job)> = q
-            .on_cpus
-            .iter_mut()
-            .filter(|r| r.for_a_backup())
-            .take(batch)
-            .map(|r| {
-                r.backed = true;
-                (r.id, r.job.clone())
-            })
-            .collect();
-        if !backups.is_empty() {
-            return Some(Held::Backups(backups));
+        if q.dry {
+            let backups: Vec<(u64, Job)> = q
+                .on_cpus
+                .iter_mut()
+                .filter(|r| r.for_a_backup())
+                .take(batch)
+                .map(|r| {
+                    r.backed = true;
+                    (r.id, r.job.clone())
+                })
+                .collect();
+            if !backups.is_empty() {
+                return Some(Held::Backups(backups));
+            }
         }
         q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
     }

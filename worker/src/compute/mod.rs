@@ -62,6 +62,9 @@ struct Queue<L> {
     on_cpus: Vec<Running>,
     /// The number the next of them gets.
     next_id: u64,
+    /// The coordinator had no job to lease at the worker's last ask: the run is at its end (or waits
+    /// on other workers), and a GPU with nothing to do may back up the CPU threads' jobs.
+    dry: bool,
 }
 
 /// A job a CPU thread is computing. A GPU with nothing else to do computes it too (a backup): at the
@@ -168,6 +171,7 @@ impl<L: Send + 'static> ComputePool<L> {
                 closed: false,
                 on_cpus: Vec::new(),
                 next_id: 0,
+                dry: false,
             }),
             ready: Condvar::new(),
             gpus: std::sync::atomic::AtomicUsize::new(devices.len()),
@@ -244,6 +248,20 @@ impl<L: Send + 'static> ComputePool<L> {
         self.shared
             .gpu_batches
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Says whether the coordinator had a job to lease at the worker's last ask (`dry`: it had none).
+    /// While it has, no GPU backs up a CPU thread's job: the next jobs are on their way, and a backup
+    /// would stop a CPU thread's search for nothing. Wakes the GPUs waiting for jobs.
+    pub fn set_dry(&self, dry: bool) {
+        self.shared.lock().dry = dry;
+        self.shared.ready.notify_all();
+    }
+
+    /// Whether the coordinator had no job to lease at the worker's last ask ([`ComputePool::set_dry`]).
+    #[cfg(test)]
+    pub(crate) fn is_dry(&self) -> bool {
+        self.shared.lock().dry
     }
 
     /// Jobs queued or running.

@@ -1,7 +1,7 @@
 //! The compute pool's tests: CPU threads, GPUs (test doubles behind the real engine, and PoCL where
 //! installed), failures, hung launches, batches that follow one another, and backups.
 
-use super::gpu::{ahead, gpu_compute, AHEAD, BACKUP_AFTER, GPU_STRIKES};
+use super::gpu::{ahead, gpu_compute, AHEAD, GPU_STRIKES};
 use super::*;
 use nqueens_common::{Plan, Strategy};
 
@@ -542,12 +542,13 @@ fn start_a_gpu(
 }
 
 /// A pool of one CPU thread computing with `cpu`, holding one job of N = 12 once its thread has
-/// taken it (a hung batch's, for the CPU threads only, if `hung`); then a GPU's thread started
-/// beside it (a `Later` device wrapped by `device`, 4 jobs a batch). Returns the pool, the job, the
-/// results, the GPU's thread and its metrics.
+/// taken it (a hung batch's, for the CPU threads only, if `hung`), told the coordinator has no job
+/// to lease if `dry`; then a GPU's thread started beside it (a `Later` device wrapped by `device`, 4
+/// jobs a batch). Returns the pool, the job, the results, the GPU's thread and its metrics.
 #[allow(clippy::type_complexity)]
 fn a_cpu_on_a_job_then_a_gpu(
     hung: bool,
+    dry: bool,
     cpu: CpuRun,
     device: impl FnOnce(nqueens_gpu::doubles::Later) -> Box<dyn nqueens_gpu::Launch>,
 ) -> (
@@ -572,6 +573,7 @@ fn a_cpu_on_a_job_then_a_gpu(
         pool.submit(task);
     }
     until_on_cpus(&pool, 1);
+    pool.set_dry(dry);
     let metrics = Arc::new(Metrics::default());
     let double = device(nqueens_gpu::doubles::Later::new(double_info()));
     let thread = start_a_gpu(&pool, tx, double, 4, metrics.clone());
@@ -584,7 +586,7 @@ fn a_cpu_on_a_job_then_a_gpu(
 #[test]
 fn an_idle_gpu_computes_a_cpu_threads_job_and_the_first_result_is_sent_once() {
     let (pool, job, mut rx, gpu, metrics) =
-        a_cpu_on_a_job_then_a_gpu(false, a_cpu_that_waits, |d| Box::new(d));
+        a_cpu_on_a_job_then_a_gpu(false, true, a_cpu_that_waits, |d| Box::new(d));
     let (task, r, source) = rx.blocking_recv().unwrap();
     assert_eq!(task.lease, 7);
     assert_eq!(r, job.run());
@@ -617,6 +619,7 @@ fn backups_of_several_cpu_threads_go_each_to_its_own_job() {
         });
     }
     until_on_cpus(&pool, jobs.len());
+    pool.set_dry(true);
     let double = Box::new(nqueens_gpu::doubles::Later::new(double_info()));
     let gpu = start_a_gpu(&pool, tx, double, 8, Arc::new(Metrics::default()));
     let mut seen = [false; 4];
@@ -659,6 +662,7 @@ fn a_backups_result_goes_to_its_job_not_to_the_first_on_a_cpu() {
         job: jobs[1].clone(),
     });
     until_on_cpus(&pool, 2);
+    pool.set_dry(true);
     let double = Box::new(nqueens_gpu::doubles::Later::new(double_info()));
     let gpu = start_a_gpu(&pool, tx, double, 8, Arc::new(Metrics::default()));
     let (task, r, source) = rx.blocking_recv().unwrap();
@@ -680,9 +684,9 @@ fn a_backups_result_goes_to_its_job_not_to_the_first_on_a_cpu() {
 #[test]
 fn a_hung_batchs_job_is_no_backup() {
     let (pool, job, mut rx, gpu, metrics) =
-        a_cpu_on_a_job_then_a_gpu(true, a_cpu_that_waits, |d| Box::new(d));
-    // Well past the wait before a backup: an idle GPU would have taken it by now.
-    std::thread::sleep(3 * BACKUP_AFTER);
+        a_cpu_on_a_job_then_a_gpu(true, true, a_cpu_that_waits, |d| Box::new(d));
+    // An idle GPU, told the coordinator has no job, would have taken it by now.
+    std::thread::sleep(Duration::from_millis(300));
     let stop = {
         let q = pool.shared.lock();
         assert_eq!(q.on_cpus.len(), 1);
@@ -700,15 +704,14 @@ fn a_hung_batchs_job_is_no_backup() {
     assert!(rx.try_recv().is_err(), "one result");
 }
 
-/// A GPU with nothing to do waits [`BACKUP_AFTER`] for jobs before it backs up a CPU thread's: a job
-/// that comes meanwhile (the next lease) is taken first, and the CPU thread's work is left alone
-/// until the GPU has waited that long again.
+/// A GPU with nothing to do backs up a CPU thread's job only once the coordinator has no job to
+/// lease: a job that comes meanwhile (the next lease) is taken, and the CPU thread's work is left
+/// alone however long the GPU idles. Before, it backed up after a quarter of a second without a
+/// job, and a worker whose leases came slower than that stopped its CPU threads' searches.
 #[test]
-fn a_gpu_backs_up_only_after_waiting_for_jobs() {
+fn a_gpu_backs_up_only_once_the_coordinator_has_no_job_to_lease() {
     let (pool, job, mut rx, gpu, _) =
-        a_cpu_on_a_job_then_a_gpu(false, a_cpu_that_waits, |d| Box::new(d));
-    let started = Instant::now();
-    std::thread::sleep(Duration::from_millis(50));
+        a_cpu_on_a_job_then_a_gpu(false, false, a_cpu_that_waits, |d| Box::new(d));
     let plan = Plan::new(12, Strategy::D4).unwrap();
     let other = plan.job(&plan.jobs().nth(1).unwrap()).unwrap();
     pool.submit(Task {
@@ -716,18 +719,20 @@ fn a_gpu_backs_up_only_after_waiting_for_jobs() {
         job: other.clone(),
     });
     let (task, r, source) = rx.blocking_recv().unwrap();
-    assert_eq!(
-        (task.lease, source.as_deref()),
-        (8, Some("opencl:0")),
-        "the new job first"
-    );
+    assert_eq!((task.lease, source.as_deref()), (8, Some("opencl:0")));
     assert_eq!(r, other.run());
+    // Idle for longer than a slow lease's round trip: still no backup.
+    std::thread::sleep(Duration::from_millis(600));
     assert!(
         !pool.shared.lock().on_cpus[0].backed,
-        "the CPU thread's job is not backed up while jobs come"
+        "the CPU thread's job is not backed up while the coordinator has jobs"
     );
+    // A lease that brought jobs says so again: still none.
+    pool.set_dry(false);
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!pool.shared.lock().on_cpus[0].backed);
+    pool.set_dry(true);
     let (task, r, source) = rx.blocking_recv().unwrap();
-    assert!(started.elapsed() >= BACKUP_AFTER, "{:?}", started.elapsed());
     assert_eq!((task.lease, source.as_deref()), (7, Some("opencl:0")));
     assert_eq!(r, job.run());
     pool.join();
@@ -739,7 +744,7 @@ fn a_gpu_backs_up_only_after_waiting_for_jobs() {
 #[test]
 fn a_cpu_thread_that_finishes_first_sends_its_own_result_once() {
     let (pool, job, mut rx, gpu, metrics) =
-        a_cpu_on_a_job_then_a_gpu(false, a_cpu_that_waits_to_go, |d| {
+        a_cpu_on_a_job_then_a_gpu(false, true, a_cpu_that_waits_to_go, |d| {
             Box::new(d.altered(held_back))
         });
     let deadline = Instant::now() + Duration::from_secs(30);
