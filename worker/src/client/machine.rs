@@ -1156,6 +1156,80 @@ mod tests {
         w.hand_back().await;
     }
 
+    /// A worker over `link` with one CPU thread and no GPU, as `run` makes it.
+    fn a_worker(link: &Memory) -> Worker<Memory> {
+        let (tx, _) = mpsc::unbounded_channel();
+        Worker::new(
+            config(false),
+            link.clone(),
+            None,
+            Vec::new(),
+            CancellationToken::new(),
+            tx,
+        )
+    }
+
+    /// How many Lease calls the worker's latency metric has timed.
+    fn leases_timed(w: &Worker<Memory>) -> usize {
+        let text = w.config.metrics.render();
+        text.lines()
+            .find(|l| l.starts_with("nqueens_worker_rpc_seconds_count{method=\"Lease\"}"))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// An empty reply is asked again after its retry delay (not before), and makes the worker idle
+    /// only when the coordinator says it is; a long-polled ask is no latency, a failed one is.
+    #[tokio::test(start_paused = true)]
+    async fn an_empty_lease_reply_is_asked_again_after_its_delay_and_idle_only_when_said() {
+        let link = Memory::default();
+        let mut w = a_worker(&link);
+        link.0.lock().unwrap().leases.push_back(Ok(Leased {
+            retry_after_ms: 1000,
+            idle: false,
+            ..Leased::default()
+        }));
+        let asked = Instant::now();
+        w.lease(2).await.unwrap();
+        assert!(!w.idle, "not idle: the coordinator did not say so");
+        assert!(w.next_lease >= asked + Duration::from_millis(1000));
+        assert_eq!(link.calls("lease")[0].ids, [2, LEASE_WAIT_MS as u64]);
+        assert_eq!(leases_timed(&w), 0, "a long poll waits on purpose");
+        // The default answer: idle, nothing to lease.
+        w.lease(2).await.unwrap();
+        assert!(w.idle);
+        link.0
+            .lock()
+            .unwrap()
+            .leases
+            .push_back(Err(failing(Kind::Transient)));
+        assert!(w.lease(2).await.is_err());
+        assert_eq!(leases_timed(&w), 1, "a failed call is timed");
+        // Holding a lease, the ask answers at once and is timed.
+        link.lease_one(lease(1, 0).0, 3000);
+        w.lease(2).await.unwrap();
+        w.lease(2).await.unwrap();
+        assert_eq!(link.calls("lease").last().unwrap().ids, [2, 0]);
+        assert_eq!(leases_timed(&w), 2);
+        w.hand_back().await;
+    }
+
+    /// A lease whose id names a result not yet acknowledged is the coordinator's fault: ignored,
+    /// never computed (nor handed back, which would release the first).
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_id_of_a_result_not_yet_acknowledged_is_ignored() {
+        let link = Memory::default();
+        let mut w = a_worker(&link);
+        let dir = tempfile::tempdir().unwrap();
+        let journal = journal_of(dir.path(), &[5]);
+        w.unreported = journal.pending();
+        link.lease_one(lease(5, 1).0, 3000);
+        w.lease(2).await.unwrap();
+        assert!(!w.held.contains_key(&5));
+        assert_eq!(w.pool.load(), 0, "nothing computed");
+        assert!(link.handed_back().is_empty());
+    }
+
     /// A refusal for good (a quarantine, a wrong token) or of the request stops the worker at once,
     /// naming the code; nothing is asked again.
     #[tokio::test(start_paused = true)]

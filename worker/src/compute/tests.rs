@@ -36,6 +36,44 @@ fn every_job_comes_back_once() {
     assert_eq!(pool.load(), 0);
 }
 
+/// The jobs not started whose lease is unwanted (a cancelled run's) are taken back, the others stay
+/// queued and are computed; a job already on a CPU thread is not taken.
+#[test]
+fn unstarted_jobs_of_unwanted_leases_are_taken_back_and_the_rest_computed() {
+    let plan = Plan::new(12, Strategy::D4).unwrap();
+    let jobs: Vec<Job> = plan.jobs().take(4).map(|k| plan.job(&k).unwrap()).collect();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let pool = ComputePool::with_cpu(1, Vec::new(), tx, a_cpu_that_waits);
+    pool.submit(Task {
+        lease: 0,
+        job: jobs[0].clone(),
+    });
+    until_on_cpus(&pool, 1);
+    for (i, job) in jobs.iter().enumerate().skip(1) {
+        pool.submit(Task {
+            lease: i,
+            job: job.clone(),
+        });
+    }
+    let taken = pool.take_unstarted_if(|&lease| lease != 2);
+    let mut leases: Vec<usize> = taken.iter().map(|t| t.lease).collect();
+    leases.sort_unstable();
+    assert_eq!(leases, [1, 3], "the unwanted ones not started");
+    assert_eq!(pool.load(), 2, "the running job and the one kept");
+    // The running one, told to stop with no answer, is computed anew; then the kept one.
+    let stop = pool.shared.lock().on_cpus[0].stop.clone();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (task, r, _) = rx.blocking_recv().unwrap();
+    assert_eq!((task.lease, r), (0, jobs[0].run()));
+    until_on_cpus(&pool, 1);
+    let stop = pool.shared.lock().on_cpus[0].stop.clone();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (task, r, _) = rx.blocking_recv().unwrap();
+    assert_eq!((task.lease, r), (2, jobs[2].run()));
+    pool.join();
+    assert!(rx.try_recv().is_err());
+}
+
 /// A test double of a device: `before` runs at each launch, which then answers two words per seed,
 /// as asked, but no nodes: a count nobody may believe.
 struct Fake<F>(nqueens_gpu::DeviceInfo, F);
