@@ -48,6 +48,10 @@ pub struct Metrics {
     pub gpu_jobs: Counter,
     /// GPU batches that failed or were answered implausibly (computed on the CPU instead).
     pub gpu_failures: Counter,
+    /// Jobs a GPU took as backups: copies of jobs CPU threads were computing, at a run's end.
+    pub gpu_backups: Counter,
+    /// Backups whose GPU result came first and was sent (the CPU thread stopped).
+    pub gpu_backups_sent: Counter,
     pub rpc: RpcMetrics,
 }
 
@@ -76,6 +80,16 @@ impl Default for Metrics {
                 &mut r,
                 "gpu_failures",
                 "GPU batches that failed or were answered implausibly, computed on the CPU instead",
+            ),
+            gpu_backups: registered(
+                &mut r,
+                "gpu_backups",
+                "Jobs a GPU took as backups: copies of jobs CPU threads were computing, once the coordinator had none to lease",
+            ),
+            gpu_backups_sent: registered(
+                &mut r,
+                "gpu_backups_sent",
+                "Backups whose GPU result came before the CPU thread's and was sent",
             ),
             gpu_kernel: registered(
                 &mut r,
@@ -253,6 +267,8 @@ mod tests {
             "nqueens_worker_nodes_per_second",
             "nqueens_worker_rpc_seconds_bucket{le=\"0.00025\",method=\"Report\"}",
             "nqueens_worker_rpc_errors_total{method=\"Lease\"} 1",
+            "nqueens_worker_gpu_backups_total 0",
+            "nqueens_worker_gpu_backups_sent_total 0",
         ] {
             assert!(text.contains(name), "{name} missing from\n{text}");
         }

@@ -860,6 +860,11 @@ mod tests {
                 ..Leased::default()
             }));
         }
+        /// Answers the next lease call with a transient failure.
+        fn fail_a_lease(&self) {
+            let failed = Err(failing(Kind::Transient));
+            self.0.lock().unwrap().leases.push_back(failed);
+        }
         /// Every lease id handed back, leaving or not, in order.
         fn handed_back(&self) -> Vec<u64> {
             let mut ids: Vec<u64> = self
@@ -1130,27 +1135,17 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_lease_reply_with_no_job_lets_an_idle_gpu_back_up_the_cpus() {
         let link = Memory::default();
-        let (tx, _results) = mpsc::unbounded_channel();
-        let shutdown = CancellationToken::new();
-        let mut w = Worker::new(config(false), link.clone(), None, Vec::new(), shutdown, tx);
+        let mut w = a_worker(&link);
         assert!(!w.pool.is_dry(), "not before the first ask");
         w.lease(2).await.unwrap();
         assert!(w.pool.is_dry(), "an empty reply");
-        link.0
-            .lock()
-            .unwrap()
-            .leases
-            .push_back(Err(failing(Kind::Transient)));
+        link.fail_a_lease();
         assert!(w.lease(2).await.is_err());
         assert!(w.pool.is_dry(), "a failed call changes nothing");
         link.lease_one(lease(1, 0).0, 3000);
         w.lease(2).await.unwrap();
         assert!(!w.pool.is_dry(), "a reply with a job");
-        link.0
-            .lock()
-            .unwrap()
-            .leases
-            .push_back(Err(failing(Kind::Transient)));
+        link.fail_a_lease();
         assert!(w.lease(2).await.is_err());
         assert!(!w.pool.is_dry(), "a failed call changes nothing");
         w.hand_back().await;
@@ -1198,11 +1193,7 @@ mod tests {
         // The default answer: idle, nothing to lease.
         w.lease(2).await.unwrap();
         assert!(w.idle);
-        link.0
-            .lock()
-            .unwrap()
-            .leases
-            .push_back(Err(failing(Kind::Transient)));
+        link.fail_a_lease();
         assert!(w.lease(2).await.is_err());
         assert_eq!(leases_timed(&w), 1, "a failed call is timed");
         // Holding a lease, the ask answers at once and is timed.
@@ -1418,11 +1409,7 @@ mod tests {
         let link = Memory::default();
         // One N = 18 job (a tenth of a second or more), then a lease call that fails.
         link.lease_one(lease_of(18, 9, 30).0, 3000);
-        link.0
-            .lock()
-            .unwrap()
-            .leases
-            .push_back(Err(failing(Kind::Transient)));
+        link.fail_a_lease();
         let mut config = config(false);
         config.threads = 2;
         let shutdown = CancellationToken::new();

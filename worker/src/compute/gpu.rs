@@ -64,9 +64,12 @@ pub(super) fn gpu_compute<L>(
             let _ = launch.send(Some(held.jobs()));
             // A backup batch is measured and decides nothing (`asked` 0): it is as large as the CPU
             // threads' jobs, not the batch.
-            let asked = match held {
+            let asked = match &held {
                 Held::Jobs(_) => batch,
-                Held::Backups(_) => 0,
+                Held::Backups(b) => {
+                    device.metrics.gpu_backups.inc_by(b.len() as u64);
+                    0
+                }
             };
             handed.push_back((held, asked));
         }

@@ -350,6 +350,7 @@ fn compute<L>(shared: &Shared<L>, results: &UnboundedSender<Done<L>>) {
             }
             (Err(_), Some(gpu)) => {
                 gpu.metrics.gpu_jobs.inc();
+                gpu.metrics.gpu_backups_sent.inc();
                 (gpu.result, gpu.source)
             }
             // Stopped with no answer: never (a stop comes with its answer); computed anew.

@@ -74,6 +74,21 @@ fn unstarted_jobs_of_unwanted_leases_are_taken_back_and_the_rest_computed() {
     assert!(rx.try_recv().is_err());
 }
 
+/// What a GPU keeps pace with: nothing in a pool without CPU threads, an unmeasured CPU before a CPU
+/// thread's first job, then its rate.
+#[test]
+fn a_gpu_keeps_pace_with_the_cpu_threads_once_measured_and_with_none_without_them() {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<Done<usize>>();
+    let alone = ComputePool::with_cpu(0, Vec::new(), tx.clone(), a_cpu_that_waits);
+    assert!(matches!(alone.shared.cpu(), pace::Cpu::Absent));
+    alone.join();
+    let beside = ComputePool::with_cpu(1, Vec::new(), tx, a_cpu_that_waits);
+    assert!(matches!(beside.shared.cpu(), pace::Cpu::Unmeasured));
+    beside.shared.cpu_rate().add(1_000, 1.0);
+    assert!(matches!(beside.shared.cpu(), pace::Cpu::Rate(r) if r > 0.0));
+    beside.join();
+}
+
 /// A test double of a device: `before` runs at each launch, which then answers two words per seed,
 /// as asked, but no nodes: a count nobody may believe.
 struct Fake<F>(nqueens_gpu::DeviceInfo, F);
@@ -132,6 +147,11 @@ fn a_failing_gpu_falls_back_to_the_cpu_and_is_given_up() {
         metrics.gpus.set(devices as i64);
         // No CPU thread: the GPUs' threads do everything.
         let pool = ComputePool::new(0, pool_devices, tx);
+        assert_eq!(
+            pool.gpus(),
+            devices,
+            "every device computes, before any batch"
+        );
         let shape = nqueens_gpu::Shape::default_for(nqueens_gpu::Backend::OpenCl).to_string();
         assert_eq!(
             pool.gpu_kernels(),
@@ -387,6 +407,97 @@ fn a_devices_next_batch_starts_while_the_one_before_runs() {
     }
 }
 
+/// Lets [`held_until_go`]'s launches answer.
+static HELD_GO: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A launch whose answer, the true search, comes once [`HELD_GO`] is set.
+fn held_until_go(_: usize, _: usize, p: nqueens_gpu::Pending) -> nqueens_gpu::Pending {
+    nqueens_gpu::Pending::later(move || {
+        while !HELD_GO.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        p.wait()
+    })
+}
+
+/// A GPU's thread holds at most [`AHEAD`] batches while its launches run, the rest left in the queue
+/// for others (CPU threads, other GPUs, or the hand-back at shutdown).
+#[test]
+fn a_gpu_holds_at_most_two_batches_while_its_launches_run() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let plan = Plan::new(12, Strategy::D4).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let double = nqueens_gpu::doubles::Later::new(double_info()).altered(held_until_go);
+    let launches = double.launches.clone();
+    let device = Device {
+        gpu: Gpu::new(Box::new(double)),
+        batch: 1,
+        metrics: Arc::new(Metrics::default()),
+        timeout: Duration::from_secs(600),
+    };
+    // No CPU thread: only the device takes jobs.
+    let pool = ComputePool::new(0, vec![device], tx);
+    let keys = submit_all(&pool, &plan);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while launches.load(SeqCst) < nqueens_gpu::IN_FLIGHT {
+        assert!(Instant::now() < deadline, "the device never launched");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Time to take a third, if it would.
+    std::thread::sleep(Duration::from_millis(200));
+    let (running, waiting) = {
+        let q = pool.shared.lock();
+        (q.running, q.waiting.len())
+    };
+    assert_eq!(running, AHEAD, "batches of one job held");
+    assert_eq!(waiting, keys.len() - AHEAD);
+    HELD_GO.store(true, SeqCst);
+    let total: u64 = (0..keys.len())
+        .map(|_| rx.blocking_recv().unwrap().1.total)
+        .sum();
+    assert_eq!(total, 14200);
+    pool.join();
+}
+
+/// A slow CPU: 200 ms, then the job.
+fn a_slow_cpu(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Result<JobResult, u64> {
+    std::thread::sleep(Duration::from_millis(200));
+    job.run_unless(stop)
+}
+
+/// `join` returns once every thread has ended, a running job's result sent first; a pool dropped
+/// ends its idle threads without waiting.
+#[test]
+fn join_waits_for_the_running_job_and_a_dropped_pool_ends_its_threads() {
+    use tokio::sync::mpsc::error::TryRecvError;
+    let plan = Plan::new(12, Strategy::D4).unwrap();
+    let job = plan.job(&plan.jobs().next().unwrap()).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let pool = ComputePool::with_cpu(1, Vec::new(), tx, a_slow_cpu);
+    pool.submit(Task {
+        lease: 3,
+        job: job.clone(),
+    });
+    until_on_cpus(&pool, 1);
+    pool.join();
+    let (task, r, _) = rx
+        .try_recv()
+        .expect("the running job finished before join returned");
+    assert_eq!((task.lease, r), (3, job.run()));
+    assert!(matches!(rx.try_recv(), Err(TryRecvError::Disconnected)));
+    // Dropped while its thread waits for a job: the thread ends (its sender with it).
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Done<usize>>();
+    drop(ComputePool::with_cpu(1, Vec::new(), tx, a_slow_cpu));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !matches!(rx.try_recv(), Err(TryRecvError::Disconnected)) {
+        assert!(
+            Instant::now() < deadline,
+            "the dropped pool's thread never ended"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// A device whose first launch answers no nodes (refused at once), the others the true search after
 /// 50 ms.
 fn first_refused(i: usize, seeds: usize, p: nqueens_gpu::Pending) -> nqueens_gpu::Pending {
@@ -630,6 +741,8 @@ fn an_idle_gpu_computes_a_cpu_threads_job_and_the_first_result_is_sent_once() {
     assert_eq!(r, job.run());
     assert_eq!(source.as_deref(), Some("opencl:0"), "the GPU's result");
     assert_eq!(metrics.gpu_jobs.get(), 1);
+    assert_eq!(metrics.gpu_backups.get(), 1);
+    assert_eq!(metrics.gpu_backups_sent.get(), 1);
     // The stopped search's nodes measured the CPU thread: a GPU that backs up every job does not
     // leave the CPU's rate unknown (and its own batch small) for ever.
     assert!(
@@ -799,6 +912,8 @@ fn a_cpu_thread_that_finishes_first_sends_its_own_result_once() {
     gpu.join().unwrap();
     assert!(rx.try_recv().is_err(), "one result");
     assert_eq!(metrics.gpu_jobs.get(), 0, "the GPU's came too late");
+    assert_eq!(metrics.gpu_backups.get(), 1);
+    assert_eq!(metrics.gpu_backups_sent.get(), 0);
 }
 
 #[test]
