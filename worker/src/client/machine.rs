@@ -245,6 +245,8 @@ impl<L: Link> Worker<L> {
             .min(MAX_RETRY_DELAY);
         tracing::warn!(call = what, code = %error.code, error = %error.message, retry_in_ms = delay.as_millis() as u64, "coordinator unreachable");
         self.backoff.as_mut().expect("just set").0 = Instant::now() + delay;
+        // No job comes until it answers: an idle GPU may back up the CPU threads' jobs meanwhile.
+        self.pool.set_dry(true);
     }
 
     fn succeeded(&mut self) {
@@ -708,6 +710,8 @@ impl<L: Link> Worker<L> {
     /// Takes back the unstarted jobs and returns their leases to the coordinator (best effort).
     async fn hand_back(&mut self) {
         let unstarted = self.pool.take_unstarted();
+        // No job comes any more: an idle GPU may back up the CPU threads' last jobs.
+        self.pool.set_dry(true);
         let lease_ids: Vec<u64> = unstarted.iter().map(|t| t.lease.id).collect();
         for id in &lease_ids {
             self.held.remove(id);
@@ -1131,7 +1135,8 @@ mod tests {
     }
 
     /// A lease reply with no job tells the pool the coordinator has none (an idle GPU may then back up
-    /// the CPU threads' jobs); one with a job, that it has again; a failed call changes nothing.
+    /// the CPU threads' jobs); one with a job, that it has again. So do a coordinator found unreachable
+    /// and a shutdown: no job comes meanwhile.
     #[tokio::test(start_paused = true)]
     async fn a_lease_reply_with_no_job_lets_an_idle_gpu_back_up_the_cpus() {
         let link = Memory::default();
@@ -1147,8 +1152,16 @@ mod tests {
         assert!(!w.pool.is_dry(), "a reply with a job");
         link.fail_a_lease();
         assert!(w.lease(2).await.is_err());
-        assert!(!w.pool.is_dry(), "a failed call changes nothing");
+        assert!(!w.pool.is_dry(), "a failed call alone changes nothing");
+        // The coordinator unreachable (the loop notes each failure): no job comes meanwhile.
+        w.failed("lease", &failing(Kind::Transient));
+        assert!(w.pool.is_dry());
+        link.lease_one(lease(2, 1).0, 3000);
+        w.lease(2).await.unwrap();
+        assert!(!w.pool.is_dry());
+        // Shutting down: no job comes any more.
         w.hand_back().await;
+        assert!(w.pool.is_dry());
     }
 
     /// A worker over `link` with one CPU thread and no GPU, as `run` makes it.

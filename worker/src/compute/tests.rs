@@ -837,7 +837,7 @@ fn a_hung_batchs_job_is_no_backup() {
     let (pool, job, mut rx, gpu, metrics) =
         a_cpu_on_a_job_then_a_gpu(true, true, a_cpu_that_waits, |d| Box::new(d));
     // An idle GPU, told the coordinator has no job, would have taken it by now.
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(600));
     let stop = {
         let q = pool.shared.lock();
         assert_eq!(q.on_cpus.len(), 1);
