@@ -48,9 +48,10 @@ pub struct Metrics {
     pub gpu_jobs: Counter,
     /// GPU batches that failed or were answered implausibly (computed on the CPU instead).
     pub gpu_failures: Counter,
-    /// Jobs a GPU took as backups: copies of jobs CPU threads were computing, at a run's end.
+    /// Jobs a GPU took as backups: copies of jobs CPU threads were computing, once the worker expected
+    /// no job soon.
     pub gpu_backups: Counter,
-    /// Backups whose GPU result came first and was sent (the CPU thread stopped).
+    /// Backups whose GPU result was the one sent (the CPU thread stopped first).
     pub gpu_backups_sent: Counter,
     pub rpc: RpcMetrics,
 }
@@ -84,12 +85,12 @@ impl Default for Metrics {
             gpu_backups: registered(
                 &mut r,
                 "gpu_backups",
-                "Jobs a GPU took as backups: copies of jobs CPU threads were computing, once the coordinator had none to lease",
+                "Jobs a GPU took as backups: copies of jobs CPU threads were computing, once the worker expected no job soon",
             ),
             gpu_backups_sent: registered(
                 &mut r,
                 "gpu_backups_sent",
-                "Backups whose GPU result came before the CPU thread's and was sent",
+                "Backups whose GPU result was the one sent (the CPU thread stopped first)",
             ),
             gpu_kernel: registered(
                 &mut r,

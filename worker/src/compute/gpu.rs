@@ -230,8 +230,8 @@ impl<L> Held<L> {
 }
 
 /// Up to `batch` jobs for a GPU: from the queue (counted running), else, when `block`, backups of jobs
-/// CPU threads are computing once the coordinator has no job to lease (the queue's `dry`), else it
-/// waits for either. `None` when the pool is closed, or, not blocking, when no job waits.
+/// CPU threads are computing once the worker expects no job soon (the queue's `dry`), else it waits
+/// for either. `None` when the pool is closed, or, not blocking, when no job waits.
 fn take<L>(shared: &Shared<L>, batch: usize, block: bool) -> Option<Held<L>> {
     let mut q = shared.lock();
     loop {

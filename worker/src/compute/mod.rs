@@ -62,8 +62,9 @@ struct Queue<L> {
     on_cpus: Vec<Running>,
     /// The number the next of them gets.
     next_id: u64,
-    /// The coordinator had no job to lease at the worker's last ask: the run is at its end (or waits
-    /// on other workers), and a GPU with nothing to do may back up the CPU threads' jobs.
+    /// The worker expects no job soon (the coordinator had none to lease at its last ask, could not be
+    /// reached, or the worker is shutting down): a GPU with nothing to do may back up the CPU threads'
+    /// jobs.
     dry: bool,
 }
 
@@ -250,15 +251,16 @@ impl<L: Send + 'static> ComputePool<L> {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Says whether the coordinator had a job to lease at the worker's last ask (`dry`: it had none).
-    /// While it has, no GPU backs up a CPU thread's job: the next jobs are on their way, and a backup
-    /// would stop a CPU thread's search for nothing. Wakes the GPUs waiting for jobs.
+    /// Says whether the worker expects no job soon (`dry`: the coordinator had none to lease at its last
+    /// ask, could not be reached, or the worker is shutting down). While jobs come, no GPU backs up a
+    /// CPU thread's job: the next jobs are on their way, and a backup would stop a CPU thread's search
+    /// for nothing. Wakes the GPUs waiting for jobs.
     pub fn set_dry(&self, dry: bool) {
         self.shared.lock().dry = dry;
         self.shared.ready.notify_all();
     }
 
-    /// Whether the coordinator had no job to lease at the worker's last ask ([`ComputePool::set_dry`]).
+    /// Whether the worker expects no job soon ([`ComputePool::set_dry`]).
     #[cfg(test)]
     pub(crate) fn is_dry(&self) -> bool {
         self.shared.lock().dry
