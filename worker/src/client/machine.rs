@@ -617,7 +617,8 @@ impl<L: Link> Worker<L> {
         }
         let reply = reply?;
         self.idle = reply.idle && reply.leases.is_empty();
-        // None to lease: the run is at its end, and an idle GPU may back up the CPU threads' jobs.
+        // None to lease now (at a run's end, most often): an idle GPU may back up the CPU
+        // threads' jobs.
         self.pool.set_dry(reply.leases.is_empty());
         if reply.leases.is_empty() {
             self.next_lease = Instant::now()

@@ -407,13 +407,16 @@ fn a_devices_next_batch_starts_while_the_one_before_runs() {
     }
 }
 
-/// Lets [`held_until_go`]'s launches answer.
+/// Lets the launches of [`a_gpu_holds_at_most_two_batches_while_its_launches_run`] answer.
 static HELD_GO: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// A launch whose answer, the true search, comes once [`HELD_GO`] is set.
-fn held_until_go(_: usize, _: usize, p: nqueens_gpu::Pending) -> nqueens_gpu::Pending {
+/// A launch whose answer, the true search, comes once `go` is set.
+fn held_until(
+    go: &'static std::sync::atomic::AtomicBool,
+    p: nqueens_gpu::Pending,
+) -> nqueens_gpu::Pending {
     nqueens_gpu::Pending::later(move || {
-        while !HELD_GO.load(std::sync::atomic::Ordering::SeqCst) {
+        while !go.load(std::sync::atomic::Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(1));
         }
         p.wait()
@@ -427,7 +430,8 @@ fn a_gpu_holds_at_most_two_batches_while_its_launches_run() {
     use std::sync::atomic::Ordering::SeqCst;
     let plan = Plan::new(12, Strategy::D4).unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let double = nqueens_gpu::doubles::Later::new(double_info()).altered(held_until_go);
+    let double =
+        nqueens_gpu::doubles::Later::new(double_info()).altered(|_, _, p| held_until(&HELD_GO, p));
     let launches = double.launches.clone();
     let device = Device {
         gpu: Gpu::new(Box::new(double)),
@@ -646,18 +650,8 @@ fn a_cpu_that_waits_to_go(
     job.run_unless(stop)
 }
 
-/// Lets [`held_back`]'s launches answer.
+/// Lets the launches of [`a_cpu_thread_that_finishes_first_sends_its_own_result_once`] answer.
 static RELEASE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// A launch whose answer, the true search, comes once [`RELEASE`] is set.
-fn held_back(_: usize, _: usize, p: nqueens_gpu::Pending) -> nqueens_gpu::Pending {
-    nqueens_gpu::Pending::later(move || {
-        while !RELEASE.load(std::sync::atomic::Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        p.wait()
-    })
-}
 
 /// Waits until CPU threads of `pool` are on `n` jobs (30 s at most).
 fn until_on_cpus(pool: &ComputePool<usize>, n: usize) {
@@ -896,7 +890,7 @@ fn a_gpu_backs_up_only_once_the_coordinator_has_no_job_to_lease() {
 fn a_cpu_thread_that_finishes_first_sends_its_own_result_once() {
     let (pool, job, mut rx, gpu, metrics) =
         a_cpu_on_a_job_then_a_gpu(false, true, a_cpu_that_waits_to_go, |d| {
-            Box::new(d.altered(held_back))
+            Box::new(d.altered(|_, _, p| held_until(&RELEASE, p)))
         });
     let deadline = Instant::now() + Duration::from_secs(30);
     while !pool.shared.lock().on_cpus.iter().all(|r| r.backed) {
