@@ -40,8 +40,7 @@ fn every_job_comes_back_once() {
 /// queued and are computed; a job already on a CPU thread is not taken.
 #[test]
 fn unstarted_jobs_of_unwanted_leases_are_taken_back_and_the_rest_computed() {
-    let plan = Plan::new(12, Strategy::D4).unwrap();
-    let jobs: Vec<Job> = plan.jobs().take(4).map(|k| plan.job(&k).unwrap()).collect();
+    let jobs = first_jobs(4);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let pool = ComputePool::with_cpu(1, Vec::new(), tx, a_cpu_that_waits);
     pool.submit(Task {
@@ -474,8 +473,7 @@ fn a_slow_cpu(job: &Job, stop: &std::sync::atomic::AtomicBool) -> Result<JobResu
 #[test]
 fn join_waits_for_the_running_job_and_a_dropped_pool_ends_its_threads() {
     use tokio::sync::mpsc::error::TryRecvError;
-    let plan = Plan::new(12, Strategy::D4).unwrap();
-    let job = plan.job(&plan.jobs().next().unwrap()).unwrap();
+    let job = first_jobs(1).remove(0);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let pool = ComputePool::with_cpu(1, Vec::new(), tx, a_slow_cpu);
     pool.submit(Task {
@@ -653,6 +651,15 @@ fn a_cpu_that_waits_to_go(
 /// Lets the launches of [`a_cpu_thread_that_finishes_first_sends_its_own_result_once`] answer.
 static RELEASE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// The first `k` jobs of N = 12's `d4` plan.
+fn first_jobs(k: usize) -> Vec<Job> {
+    let plan = Plan::new(12, Strategy::D4).unwrap();
+    plan.jobs()
+        .take(k)
+        .map(|key| plan.job(&key).unwrap())
+        .collect()
+}
+
 /// Waits until CPU threads of `pool` are on `n` jobs (30 s at most).
 fn until_on_cpus(pool: &ComputePool<usize>, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -701,8 +708,7 @@ fn a_cpu_on_a_job_then_a_gpu(
     JoinHandle<()>,
     Arc<Metrics>,
 ) {
-    let plan = Plan::new(12, Strategy::D4).unwrap();
-    let job = plan.job(&plan.jobs().next().unwrap()).unwrap();
+    let job = first_jobs(1).remove(0);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let pool = ComputePool::with_cpu(1, Vec::new(), tx.clone(), cpu);
     let task = Task {
@@ -753,8 +759,7 @@ fn an_idle_gpu_computes_a_cpu_threads_job_and_the_first_result_is_sent_once() {
 /// jobs are told apart by the number each gets when a thread takes it, never reused.
 #[test]
 fn backups_of_several_cpu_threads_go_each_to_its_own_job() {
-    let plan = Plan::new(12, Strategy::D4).unwrap();
-    let jobs: Vec<Job> = plan.jobs().take(4).map(|k| plan.job(&k).unwrap()).collect();
+    let jobs = first_jobs(4);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let pool = ComputePool::with_cpu(4, Vec::new(), tx.clone(), a_cpu_that_waits);
     for (i, job) in jobs.iter().enumerate() {
@@ -789,8 +794,7 @@ fn backups_of_several_cpu_threads_go_each_to_its_own_job() {
 /// batch's job (never backed up) taken first, then a job the GPU backs up.
 #[test]
 fn a_backups_result_goes_to_its_job_not_to_the_first_on_a_cpu() {
-    let plan = Plan::new(12, Strategy::D4).unwrap();
-    let jobs: Vec<Job> = plan.jobs().take(2).map(|k| plan.job(&k).unwrap()).collect();
+    let jobs = first_jobs(2);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let pool = ComputePool::with_cpu(2, Vec::new(), tx.clone(), a_cpu_that_waits);
     pool.shared.lock().running += 1;
@@ -857,8 +861,7 @@ fn a_hung_batchs_job_is_no_backup() {
 fn a_gpu_backs_up_only_once_the_coordinator_has_no_job_to_lease() {
     let (pool, job, mut rx, gpu, _) =
         a_cpu_on_a_job_then_a_gpu(false, false, a_cpu_that_waits, |d| Box::new(d));
-    let plan = Plan::new(12, Strategy::D4).unwrap();
-    let other = plan.job(&plan.jobs().nth(1).unwrap()).unwrap();
+    let other = first_jobs(2).remove(1);
     pool.submit(Task {
         lease: 8,
         job: other.clone(),
