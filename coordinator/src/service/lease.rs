@@ -693,9 +693,16 @@ impl Coordinator {
             return;
         }
         let leases: Vec<(u64, u64)> = released.iter().map(|(run, id, _)| (*run, *id)).collect();
-        if let Err(e) = self.shared.store.put_handed_back(&leases) {
-            tracing::error!(leases = released.len(), error = %e, "hand-backs not recorded: after a restart, their tags pass as leases issued");
-            self.note_damage(&e);
+        match self.shared.store.put_handed_back(&leases) {
+            Ok(0) => {}
+            Ok(damaged) => {
+                self.shared.metrics.corrupt_record("store");
+                tracing::error!(chunks = damaged, place = "store", "a chunk of the hand-back record fails its check (damaged on disk): left as it is, its every lease read as handed back");
+            }
+            Err(e) => {
+                tracing::error!(leases = released.len(), error = %e, "hand-backs not recorded: after a restart, their tags pass as leases issued");
+                self.note_damage(&e);
+            }
         }
     }
 

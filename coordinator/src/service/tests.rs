@@ -4403,6 +4403,44 @@ async fn after_a_restart_a_tag_kept_from_a_lease_handed_back_proves_no_lease() {
     assert!(c.state().quarantined.is_empty(), "nobody framed");
 }
 
+/// A hand-back into a chunk of the hand-back record damaged on disk is taken (its jobs leased again),
+/// leaves the chunk as it is, and counts a damaged record in the store; after a restart the tags of
+/// that chunk's leases are read as handed back, loudly: a result under one is refused while its job
+/// is open (a recount, never a count).
+#[tokio::test]
+async fn a_hand_back_into_a_damaged_record_is_counted_and_its_tags_stay_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let run = run_of_8(&c).await;
+    let kept = lease_credential(&c, "hoarder", 4).await;
+    assert_eq!(kept.len(), 4);
+    c.shared.store.damage_hand_backs_of(kept[0].id);
+    let corrupt = "nqueens_corrupt_records_total{place=\"store\"} 1\n";
+    assert!(!c.render_metrics().contains(corrupt));
+    let ids: Vec<u64> = kept.iter().map(|g| g.id).collect();
+    assert_eq!(c.release("hoarder", &ids, false).unwrap(), 4);
+    assert!(
+        c.render_metrics().contains(corrupt),
+        "{}",
+        c.render_metrics()
+    );
+    drop(c);
+    let c = reopened(dir.path()).await;
+    let refused = c
+        .report("hoarder", "hoarder", kept.iter().map(lying).collect())
+        .await;
+    assert!(
+        matches!(refused, Err(Error::NotLeased { .. })),
+        "{refused:?}"
+    );
+    assert!(
+        c.render_metrics().contains(corrupt),
+        "{}",
+        c.render_metrics()
+    );
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0, "nothing counted");
+}
+
 /// After a restart, a lease of the earlier incarnation (its tag kept, not handed back) still carries
 /// its worker's result for an open job, and that result meets the speed check: it was issued before
 /// this incarnation began, so a rate no device reaches since then holds it for a second identity.

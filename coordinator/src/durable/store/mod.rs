@@ -78,9 +78,10 @@ const RESULT_GROUPS: &str = "result_groups";
 /// The tree of single results of store formats 1 to 4 (the migration to 5 empties and drops it).
 const LEGACY_RESULTS: &str = "results";
 
-/// The store's format version (7: checked JSON records beside grouped, compact results that name their
-/// kernel families). Earlier versions, and how [`Store::open`] migrates them: `docs/formats.md`.
-pub const FORMAT_VERSION: u64 = 7;
+/// The store's format version (8: checked JSON records beside grouped, compact results that name their
+/// kernel families; hand-backs a bit per lease id). Earlier versions, and how [`Store::open`] migrates
+/// them: `docs/formats.md`.
+pub const FORMAT_VERSION: u64 = 8;
 
 /// The refusal of a store written by a newer build (format `format`).
 fn newer_format(format: u64) -> Error {
@@ -124,8 +125,10 @@ pub struct Store {
     quarantine: sled::Tree,
     /// Quarantines the rule lifted ([`lifts`]).
     lifted: sled::Tree,
-    /// Leases handed back ([`handbacks`]).
+    /// Leases handed back, one entry each (format 7; read, no longer written: [`handbacks`]).
     handed_back: sled::Tree,
+    /// Leases handed back, a bit each (format 8: [`handbacks`]).
+    handed_back_bits: sled::Tree,
     meta: sled::Tree,
     epoch: u64,
     lease_secret: [u8; 16],
@@ -253,6 +256,7 @@ impl Store {
             quarantine: db.open_tree("quarantine")?,
             lifted: db.open_tree(lifts::LIFTED)?,
             handed_back: db.open_tree(handbacks::HANDED_BACK)?,
+            handed_back_bits: db.open_tree(handbacks::HANDED_BACK_BITS)?,
             meta,
             db,
             epoch,

@@ -62,6 +62,7 @@ impl Store {
         let mut sealed = 0u64;
         // 2 -> 3 changes no record: the run controls are new fields with defaults. Nor does 6 -> 7:
         // groups of the tag before kernel families are read as they are (their results name none).
+        // Nor 7 -> 8: format 7's hand-back entries are read beside the bits that replace them.
         let sealing = if from < 2 { self.runs()? } else { Vec::new() };
         for meta in sealing {
             let fingerprint = meta.fingerprint_value()?;

@@ -1733,6 +1733,14 @@ impl Store {
 }
 
 impl Store {
+    /// Overwrites the chunk of the hand-back record holding lease `lease` with bytes that fail its
+    /// check (tests of a hand-back record damaged on disk).
+    pub(crate) fn damage_hand_backs_of(&self, lease: u64) {
+        self.handed_back_bits
+            .insert(super::handbacks::chunk_key(lease), &b"damaged"[..])
+            .unwrap();
+    }
+
     /// Rewrites the JSON of the stored run record of `run` by `edit`, its checksum made anew: a
     /// record damaged on disk before store format 6 gave it one (the migration checked it as it was).
     pub(crate) fn rewrite_run_record(&self, run: u64, edit: impl Fn(&str) -> String) {
@@ -2886,7 +2894,7 @@ fn a_confirmed_result_keeps_the_families_of_both_computers() {
     assert_eq!(done.outcomes, [Outcome::Accepted, Outcome::Accepted]);
     store.flush().unwrap();
     drop(store);
-    let store = Store::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     let keys: Vec<_> = plan.jobs().take(2).collect();
     let first = store.result(run.id, &keys[0]).unwrap().unwrap();
     assert_eq!(first.confirmed_by, ["a"]);
