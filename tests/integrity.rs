@@ -725,6 +725,42 @@ fn a_run_started_before_kernel_families_finishes_exactly_and_its_certificate_che
     );
 }
 
+/// A run started by the build before hand-backs were bits (store format 7; see the fixture's README),
+/// beside a finished run and a cancelled one whose worker handed a lease back: `audit` refuses the
+/// directory until a start; the first start migrates the store, turning the one hand-back entry into
+/// its bit and dropping the entries' tree; two workers finish run 1 with the exact total, and the
+/// audit passes on all three runs.
+#[test]
+fn a_run_started_before_hand_backs_were_bits_finishes_exactly() {
+    let data = fixture("format7-n12");
+    let path = data.path().join("data");
+    let before = audit(&path);
+    let err = String::from_utf8_lossy(&before.stderr);
+    assert!(
+        !before.status.success() && err.contains("format 7"),
+        "{err}"
+    );
+    let serve = support::Serve::start(&path, "127.0.0.1:0", "30s");
+    let log = serve.log();
+    assert!(
+        log.contains("store migrated") && log.contains("hand_backs_converted=1"),
+        "{log}"
+    );
+    let start = support::probe(&serve.address, "1").expect("the run is served");
+    assert_eq!(start.jobs_done, 10);
+    finished_by(serve, data.path(), &["c", "d"]);
+    let after = audit(&path);
+    let out = String::from_utf8_lossy(&after.stdout);
+    assert!(after.status.success(), "{out}");
+    for run in [
+        "run 1: N = 12 d4 done",
+        "run 2: N = 18 d4 done",
+        "run 3: N = 20 d4 cancelled",
+    ] {
+        assert!(out.contains(run), "{out}");
+    }
+}
+
 /// An export written by the build before export format 2 (no header or end line, the quarantine last;
 /// see the fixture's README) imports whole with this build: the run, its results and the quarantine.
 #[test]

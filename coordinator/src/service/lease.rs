@@ -696,7 +696,9 @@ impl Coordinator {
         match self.shared.store.put_handed_back(&leases) {
             Ok(0) => {}
             Ok(damaged) => {
-                self.shared.metrics.corrupt_record("store");
+                for _ in 0..damaged {
+                    self.shared.metrics.corrupt_record("store");
+                }
                 tracing::error!(chunks = damaged, place = "store", "a chunk of the hand-back record fails its check (damaged on disk): left as it is, its every lease read as handed back");
             }
             Err(e) => {

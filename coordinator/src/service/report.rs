@@ -538,14 +538,14 @@ impl Coordinator {
                     && match self
                         .shared
                         .store
-                        .was_handed_back(run, r.lease)
+                        .was_handed_back(r.lease)
                         .inspect_err(|e| self.note_damage(e))?
                     {
                         HandBack::No => false,
                         HandBack::Yes => true,
                         HandBack::Damaged => {
                             self.shared.metrics.corrupt_record("store");
-                            tracing::error!(run, lease = r.lease, place = "store", "a hand-back entry fails its check (damaged on disk): read as handed back, its lease refused");
+                            tracing::error!(run, lease = r.lease, place = "store", "the chunk of the hand-back record holding this lease fails its check (damaged on disk): read as handed back, its lease refused");
                             true
                         }
                     };

@@ -6,20 +6,18 @@
 //! lost to a crash reopens that one lease's tag, which costs a recount, never a count).
 //!
 //! Since store format 8 a hand-back is one bit, in a bitmap of every lease id: the tree
-//! `handed_back_bits` holds one chunk of [`CHUNK_LEASES`] lease ids per key. So the record grows with
-//! the leases issued (a bit each, however many are handed back), never past an eighth of a byte per
-//! lease: a credential that leases and hands back in a loop costs the disk 2 KiB a lease timeout at
-//! its allowance of 16,384, where format 7's entry of about 60 bytes per hand-back cost 1 MiB. The
-//! `handed_back` tree of format 7 (one entry per hand-back) is still read, and no longer written.
+//! `handed_back_bits` holds one chunk of [`CHUNK_LEASES`] lease ids per key. Only a lease that is
+//! active and its worker's is handed back, so the record grows with the leases the coordinator
+//! issues, to anyone: at most one chunk of [`CHUNK_BYTES`] per 512 lease ids, however many are
+//! handed back. Format 7 kept an entry of about 60 bytes per hand-back, never pruned; the migration
+//! to format 8 turns those entries into bits and drops their tree.
 
-use serde::{Deserialize, Serialize};
-
-use super::records::{decode, run_key};
 use super::Store;
 use crate::error::Result;
 use nqueens_common::checksum::checksum;
 
-/// Format 7's tree: run id (8 bytes, big-endian) ++ lease id (8 bytes, big-endian) → [`HandedBack`].
+/// Format 7's tree: run id (8 bytes, big-endian) ++ lease id (8 bytes, big-endian) → an entry (checked
+/// JSON naming its run and lease). Read only by the migration to format 8, which drops it.
 pub(super) const HANDED_BACK: &str = "handed_back";
 
 /// Format 8's tree: a chunk's number (a lease id shifted right by [`CHUNK_BITS`], 8 bytes,
@@ -29,8 +27,9 @@ pub(super) const HANDED_BACK_BITS: &str = "handed_back_bits";
 /// The version byte of a chunk.
 const VERSION: u8 = 1;
 
-/// Lease ids per chunk: 2^CHUNK_BITS.
-const CHUNK_BITS: u32 = 12;
+/// Lease ids per chunk: 2^CHUNK_BITS. Small, so that a hand-back rewrites few bytes (a chunk is
+/// written whole: sled keeps values whole) and a chunk damaged on disk concerns few leases.
+const CHUNK_BITS: u32 = 9;
 
 /// Lease ids per chunk (a lease id is `epoch << 40 | sequence`, so one incarnation's leases fill
 /// chunks one after another).
@@ -39,28 +38,11 @@ pub const CHUNK_LEASES: u64 = 1 << CHUNK_BITS;
 /// Bytes of a chunk's bits.
 const BITS_BYTES: usize = (CHUNK_LEASES / 8) as usize;
 
-/// Bytes of a whole chunk as stored.
+/// Bytes of a whole chunk as stored (its value; its key is 8 more).
 pub const CHUNK_BYTES: usize = 1 + 8 + BITS_BYTES;
 
-/// Format 7's entry, as stored (checked JSON): it repeats its key, so that a key damaged on disk is
-/// seen.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HandedBack {
-    version: u32,
-    run: u64,
-    lease: u64,
-}
-
-/// The version of format 7's entries.
-const ENTRY_VERSION: u32 = 1;
-
-fn entry_key(run: u64, lease: u64) -> [u8; 16] {
-    let mut k = [0u8; 16];
-    k[..8].copy_from_slice(&run_key(run));
-    k[8..].copy_from_slice(&lease.to_be_bytes());
-    k
-}
+/// Hand-backs of format 7 converted to bits at a time.
+const CONVERT_BATCH: usize = 65_536;
 
 /// The key of lease `lease`'s chunk.
 pub(super) fn chunk_key(lease: u64) -> [u8; 8] {
@@ -103,7 +85,7 @@ impl Store {
     /// chunk changed atomically (two hand-backs at once into one chunk both stay). A chunk that fails
     /// its check (damaged on disk) is left as it is: every lease of it reads as handed back already.
     /// Returns how many such chunks it met.
-    pub fn put_handed_back(&self, leases: &[(u64, u64)]) -> Result<usize> {
+    pub fn put_handed_back(&self, leases: &[(u64, u64)]) -> Result<u64> {
         let mut by_chunk: std::collections::BTreeMap<[u8; 8], Vec<(usize, u8)>> =
             std::collections::BTreeMap::new();
         for &(_, lease) in leases {
@@ -130,37 +112,57 @@ impl Store {
                 }
                 Some(write_chunk(&key, &chunk))
             })?;
-            damaged += usize::from(met_damage);
+            damaged += u64::from(met_damage);
         }
         Ok(damaged)
     }
 
-    /// Whether lease `lease` of run `run` was recorded as handed back: its bit, or (a store of format
-    /// 7 or before) its entry. A chunk or entry that fails its check (damaged on disk, or of another
-    /// version) is [`HandBack::Damaged`]: the caller reads it as handed back, loudly (the lease is
-    /// then refused, which costs its job a recount, never a count).
-    pub fn was_handed_back(&self, run: u64, lease: u64) -> Result<HandBack> {
+    /// Whether lease `lease` was recorded as handed back (lease ids are never given twice in one
+    /// store, whatever the run). A chunk that fails its check (damaged on disk, or of another version)
+    /// is [`HandBack::Damaged`]: the caller reads it as handed back, loudly (the lease is then refused,
+    /// which costs its job a recount, never a count).
+    pub fn was_handed_back(&self, lease: u64) -> Result<HandBack> {
         let (key, byte, mask) = place(lease);
-        let bit = match self.handed_back_bits.get(key)? {
+        Ok(match self.handed_back_bits.get(key)? {
             None => HandBack::No,
             Some(v) => match read_chunk(&key, &v) {
-                Some(bits) if bits[byte] & mask != 0 => return Ok(HandBack::Yes),
+                Some(bits) if bits[byte] & mask != 0 => HandBack::Yes,
                 Some(_) => HandBack::No,
                 None => HandBack::Damaged,
             },
-        };
-        let Some(bytes) = self.handed_back.get(entry_key(run, lease))? else {
-            return Ok(bit);
-        };
-        Ok(match decode::<HandedBack>("hand-back", &bytes) {
-            Ok(e) if e.version == ENTRY_VERSION && e.run == run && e.lease == lease => {
-                HandBack::Yes
-            }
-            _ => HandBack::Damaged,
         })
     }
 
-    /// The bytes the hand-back bitmap holds (its keys and values; sled's own overhead aside).
+    /// The migration from format 7: sets the bit of every lease format 7's `handed_back` tree has an
+    /// entry for, by its key (an entry that failed its check read as handed back for its key's lease,
+    /// as it still does), then drops that tree. Taken up again whole if cut short. Returns how many
+    /// entries it converted.
+    pub(super) fn convert_hand_backs(&self) -> Result<u64> {
+        let legacy = self.db.open_tree(HANDED_BACK)?;
+        let mut leases = Vec::new();
+        let mut converted = 0u64;
+        for kv in legacy.iter() {
+            let (k, _) = kv?;
+            // A key of another length was never looked up: it stood for no lease.
+            let Ok(k) = <[u8; 16]>::try_from(k.as_ref()) else {
+                continue;
+            };
+            let [_, _, _, _, _, _, _, _, lease @ ..] = k;
+            leases.push((0, u64::from_be_bytes(lease)));
+            if leases.len() == CONVERT_BATCH {
+                self.put_handed_back(&leases)?;
+                converted += leases.len() as u64;
+                leases.clear();
+            }
+        }
+        self.put_handed_back(&leases)?;
+        converted += leases.len() as u64;
+        self.flush()?;
+        self.db.drop_tree(HANDED_BACK)?;
+        Ok(converted)
+    }
+
+    /// The bytes the hand-back record holds (its keys and values; sled's own overhead aside).
     #[cfg(test)]
     fn handed_back_bytes(&self) -> Result<u64> {
         let mut bytes = 0u64;
@@ -179,13 +181,13 @@ pub enum HandBack {
     No,
     /// Recorded, intact.
     Yes,
-    /// A chunk or entry that would hold it fails its check.
+    /// The chunk that would hold it fails its check.
     Damaged,
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::records::encode;
+    use super::super::records::{encode, run_key};
     use super::*;
 
     /// Recorded and read back by lease; another lease is not, in the same chunk or another, in this
@@ -196,52 +198,40 @@ mod tests {
         let epoch = 5u64 << 40;
         let leases = [epoch | 7, epoch | 9, epoch | CHUNK_LEASES, 6 << 40 | 7];
         for &l in &leases {
-            assert_eq!(store.was_handed_back(1, l).unwrap(), HandBack::No);
+            assert_eq!(store.was_handed_back(l).unwrap(), HandBack::No);
         }
-        assert_eq!(
-            store
-                .put_handed_back(&[(1, leases[0]), (2, leases[1])])
-                .unwrap(),
-            0
-        );
-        assert_eq!(store.was_handed_back(1, leases[0]).unwrap(), HandBack::Yes);
-        assert_eq!(store.was_handed_back(2, leases[1]).unwrap(), HandBack::Yes);
+        let put = store.put_handed_back(&[(1, leases[0]), (2, leases[1])]);
+        assert_eq!(put.unwrap(), 0);
+        assert_eq!(store.was_handed_back(leases[0]).unwrap(), HandBack::Yes);
+        assert_eq!(store.was_handed_back(leases[1]).unwrap(), HandBack::Yes);
         for l in [epoch | 6, epoch | 8, epoch | 10, leases[2], leases[3]] {
-            assert_eq!(store.was_handed_back(1, l).unwrap(), HandBack::No, "{l:#x}");
+            assert_eq!(store.was_handed_back(l).unwrap(), HandBack::No, "{l:#x}");
         }
         // Every bit of a chunk, each on its own, from its first lease id to its last.
+        let chunk = 9 << 40 | CHUNK_LEASES;
         for offset in 0..CHUNK_LEASES {
-            let lease = 9 << 40 | CHUNK_LEASES | offset;
+            let lease = chunk | offset;
             store.put_handed_back(&[(1, lease)]).unwrap();
-            assert_eq!(store.was_handed_back(1, lease).unwrap(), HandBack::Yes);
+            assert_eq!(store.was_handed_back(lease).unwrap(), HandBack::Yes);
             if offset + 1 < CHUNK_LEASES {
-                assert_eq!(store.was_handed_back(1, lease + 1).unwrap(), HandBack::No);
+                assert_eq!(store.was_handed_back(lease + 1).unwrap(), HandBack::No);
             }
         }
-        assert_eq!(
-            store
-                .was_handed_back(1, 9 << 40 | (2 * CHUNK_LEASES))
-                .unwrap(),
-            HandBack::No
-        );
-        assert_eq!(
-            store
-                .was_handed_back(1, 9 << 40 | (CHUNK_LEASES - 1))
-                .unwrap(),
-            HandBack::No
-        );
+        for l in [chunk - 1, chunk + CHUNK_LEASES] {
+            assert_eq!(store.was_handed_back(l).unwrap(), HandBack::No);
+        }
     }
 
-    /// A flipped byte anywhere in a chunk, a chunk cut short or grown, of another version, or moved
-    /// under another key (a key damaged on disk) is damage for every lease of it; a hand-back into a
-    /// damaged chunk leaves it as it is and says so; the other chunks are not touched.
+    /// A flipped byte anywhere in a chunk, a chunk cut short, grown or emptied, or moved under another
+    /// key (a key damaged on disk) is damage for every lease of it; a hand-back into a damaged chunk
+    /// leaves it as it is and says so; the other chunks are not touched.
     #[test]
     fn a_damaged_chunk_reads_as_damage_and_is_left_as_it_is() {
         let store = Store::temporary().unwrap();
         let lease = 3u64 << 40 | 77;
-        let other = 3u64 << 40 | CHUNK_LEASES | 77;
+        let other = lease + CHUNK_LEASES;
         store.put_handed_back(&[(1, lease), (1, other)]).unwrap();
-        let (key, ..) = place(lease);
+        let key = chunk_key(lease);
         let good = store.handed_back_bits.get(key).unwrap().unwrap().to_vec();
         assert_eq!(good.len(), CHUNK_BYTES);
         let mut bads: Vec<Vec<u8>> = (0..good.len())
@@ -258,56 +248,75 @@ mod tests {
             store.handed_back_bits.insert(key, bad.clone()).unwrap();
             for l in [lease, lease + 1, lease - 77] {
                 assert_eq!(
-                    store.was_handed_back(1, l).unwrap(),
+                    store.was_handed_back(l).unwrap(),
                     HandBack::Damaged,
                     "case {i}"
                 );
             }
-            assert_eq!(store.put_handed_back(&[(1, lease + 1)]).unwrap(), 1);
+            let put = store.put_handed_back(&[(1, lease + 1), (1, lease + 2), (1, other + 1)]);
+            assert_eq!(put.unwrap(), 1, "case {i}: one damaged chunk");
             assert_eq!(
                 store.handed_back_bits.get(key).unwrap().unwrap().as_ref(),
                 &bad[..],
                 "case {i}: left as it was"
             );
-            assert_eq!(store.was_handed_back(1, other).unwrap(), HandBack::Yes);
-            assert_eq!(store.was_handed_back(1, other + 1).unwrap(), HandBack::No);
+            assert_eq!(store.was_handed_back(other).unwrap(), HandBack::Yes);
+            assert_eq!(store.was_handed_back(other + 2).unwrap(), HandBack::No);
         }
+        assert_eq!(store.was_handed_back(other + 1).unwrap(), HandBack::Yes);
+        // Two damaged chunks in one hand-back: both said.
+        store
+            .handed_back_bits
+            .insert(chunk_key(other), vec![1u8])
+            .unwrap();
+        let put = store.put_handed_back(&[(1, lease), (1, other)]);
+        assert_eq!(put.unwrap(), 2);
         // An intact chunk under another key.
         store.handed_back_bits.insert(key, good.clone()).unwrap();
-        let (other_key, ..) = place(other);
-        store.handed_back_bits.insert(other_key, good).unwrap();
-        assert_eq!(store.was_handed_back(1, other).unwrap(), HandBack::Damaged);
-        assert_eq!(store.was_handed_back(1, lease).unwrap(), HandBack::Yes);
+        store
+            .handed_back_bits
+            .insert(chunk_key(other), good)
+            .unwrap();
+        assert_eq!(store.was_handed_back(other).unwrap(), HandBack::Damaged);
+        assert_eq!(store.was_handed_back(lease).unwrap(), HandBack::Yes);
     }
 
-    /// Hand-backs into one chunk from many threads at once all stay (each chunk is changed
-    /// atomically, never read and written over another's change).
+    /// Hand-backs into one chunk from several threads at once, started together, all stay (each chunk
+    /// is changed atomically, never read and written over another's change).
     #[test]
     fn hand_backs_at_once_into_one_chunk_all_stay() {
         let store = Store::temporary().unwrap();
-        let base = 2u64 << 40;
-        std::thread::scope(|s| {
-            for t in 0..4u64 {
-                let store = &store;
-                s.spawn(move || {
-                    for i in 0..256u64 {
-                        store.put_handed_back(&[(1, base | (i * 4 + t))]).unwrap();
-                    }
-                });
+        for round in 0..8u64 {
+            let base = (2 + round) << 40;
+            let start = std::sync::Barrier::new(4);
+            std::thread::scope(|s| {
+                for t in 0..4u64 {
+                    let (store, start) = (&store, &start);
+                    s.spawn(move || {
+                        start.wait();
+                        for i in 0..CHUNK_LEASES / 4 {
+                            store.put_handed_back(&[(1, base | (i * 4 + t))]).unwrap();
+                        }
+                    });
+                }
+            });
+            for l in 0..CHUNK_LEASES {
+                let lease = base | l;
+                assert_eq!(
+                    store.was_handed_back(lease).unwrap(),
+                    HandBack::Yes,
+                    "{lease:#x}"
+                );
             }
-        });
-        for l in 0..1024u64 {
             assert_eq!(
-                store.was_handed_back(1, base | l).unwrap(),
-                HandBack::Yes,
-                "{l}"
+                store.was_handed_back(base | CHUNK_LEASES).unwrap(),
+                HandBack::No
             );
         }
-        assert_eq!(store.was_handed_back(1, base | 1024).unwrap(), HandBack::No);
     }
 
     /// The record grows by a bit per lease id, never by an entry per hand-back: 65,536 hand-backs one
-    /// at a time (a credential's allowance, four times over) take sixteen chunks.
+    /// at a time (four times a credential's largest allowance) take 128 chunks of 73 bytes.
     #[test]
     fn a_hand_back_costs_a_bit() {
         let store = Store::temporary().unwrap();
@@ -315,89 +324,51 @@ mod tests {
         for i in 0..65_536u64 {
             store.put_handed_back(&[(1, base | i)]).unwrap();
         }
-        assert_eq!(store.handed_back_bits.len(), 16);
-        assert_eq!(
-            store.handed_back_bytes().unwrap(),
-            16 * (8 + CHUNK_BYTES as u64)
-        );
-        assert!(store.handed_back.is_empty());
+        assert_eq!(CHUNK_BYTES, 73);
+        assert_eq!(store.handed_back_bits.len(), 128);
+        assert_eq!(store.handed_back_bytes().unwrap(), 128 * (8 + 73));
     }
 
-    /// Format 7's entries are still read: by run and lease; damage in one, or an entry that names
-    /// another key, is damage; a bit set beside it is read first.
-    #[test]
-    fn format_7_entries_are_still_read() {
-        let store = Store::temporary().unwrap();
-        let put = |run: u64, lease: u64, entry: HandedBack| {
-            store
-                .handed_back
-                .insert(entry_key(run, lease), encode(&entry))
-                .unwrap();
-        };
-        let entry = |run, lease| HandedBack {
-            version: ENTRY_VERSION,
+    /// A format 7 entry, as that build wrote it.
+    fn entry_of_format_7(run: u64, lease: u64) -> ([u8; 16], Vec<u8>) {
+        #[derive(serde::Serialize)]
+        struct HandedBack {
+            version: u32,
+            run: u64,
+            lease: u64,
+        }
+        let mut k = [0u8; 16];
+        k[..8].copy_from_slice(&run_key(run));
+        k[8..].copy_from_slice(&lease.to_be_bytes());
+        let v = encode(&HandedBack {
+            version: 1,
             run,
             lease,
-        };
-        put(1, 7, entry(1, 7));
-        assert_eq!(store.was_handed_back(1, 7).unwrap(), HandBack::Yes);
-        assert_eq!(store.was_handed_back(2, 7).unwrap(), HandBack::No);
-        assert_eq!(store.was_handed_back(1, 8).unwrap(), HandBack::No);
-        let key = entry_key(1, 7);
-        let good = store.handed_back.get(key).unwrap().unwrap().to_vec();
-        for i in 0..good.len() {
-            let mut bad = good.clone();
-            bad[i] ^= 0x04;
-            store.handed_back.insert(key, bad).unwrap();
-            assert_eq!(
-                store.was_handed_back(1, 7).unwrap(),
-                HandBack::Damaged,
-                "byte {i}"
-            );
-        }
-        store.handed_back.insert(entry_key(3, 3), good).unwrap();
-        assert_eq!(store.was_handed_back(3, 3).unwrap(), HandBack::Damaged);
-        for (version, run, lease) in [(2, 1, 7), (1, 2, 7), (1, 1, 8)] {
-            put(
-                1,
-                7,
-                HandedBack {
-                    version,
-                    run,
-                    lease,
-                },
-            );
-            assert_eq!(store.was_handed_back(1, 7).unwrap(), HandBack::Damaged);
-        }
-        // The bit, once set, answers whatever the entry is.
-        store.put_handed_back(&[(1, 7)]).unwrap();
-        assert_eq!(store.was_handed_back(1, 7).unwrap(), HandBack::Yes);
-        // A damaged chunk and no entry: damage; an intact entry beside a damaged chunk: handed back.
-        let (k, ..) = place(9);
-        store.handed_back_bits.insert(k, vec![0u8; 3]).unwrap();
-        assert_eq!(store.was_handed_back(5, 9).unwrap(), HandBack::Damaged);
-        put(5, 9, entry(5, 9));
-        assert_eq!(store.was_handed_back(5, 9).unwrap(), HandBack::Yes);
+        });
+        (k, v)
     }
 
-    /// A store of format 7 is brought to format 8 at its first open by this build: its hand-backs,
-    /// entries of format 7, still count, and new ones are bits. So a run started before the upgrade
-    /// keeps refusing the tags its workers handed back.
+    /// A store of format 7 is brought to format 8 at its first open by this build: each of its
+    /// hand-back entries becomes its lease's bit (one that fails its check too, as format 7 read it as
+    /// handed back), a key of another length is passed over, and their tree is dropped. So a run started
+    /// before the upgrade keeps refusing the tags its workers handed back, and the entries' bytes are
+    /// freed.
     #[test]
-    fn a_format_7_stores_hand_backs_count_after_the_upgrade() {
+    fn a_format_7_stores_hand_backs_become_bits_at_the_upgrade() {
         let dir = tempfile::tempdir().unwrap();
         let lease = 3u64 << 40 | 11;
+        let damaged = 3u64 << 40 | 900;
         {
             let store = Store::open(dir.path()).unwrap();
-            let entry = HandedBack {
-                version: ENTRY_VERSION,
-                run: 1,
-                lease,
-            };
-            store
-                .handed_back
-                .insert(entry_key(1, lease), encode(&entry))
-                .unwrap();
+            let legacy = store.db.open_tree(HANDED_BACK).unwrap();
+            for (run, l) in [(1, lease), (2, lease + 2)] {
+                let (k, v) = entry_of_format_7(run, l);
+                legacy.insert(k, v).unwrap();
+            }
+            let (k, mut v) = entry_of_format_7(1, damaged);
+            v[12] ^= 0x20;
+            legacy.insert(k, v).unwrap();
+            legacy.insert(b"short", &b"x"[..]).unwrap();
             store
                 .meta
                 .insert(super::super::FORMAT, &7u64.to_be_bytes())
@@ -407,11 +378,46 @@ mod tests {
         let store = Store::open_when_free(dir.path(), std::time::Duration::from_secs(30)).unwrap();
         let format = store.meta.get(super::super::FORMAT).unwrap().unwrap();
         assert_eq!(format.as_ref(), 8u64.to_be_bytes());
-        assert_eq!(store.was_handed_back(1, lease).unwrap(), HandBack::Yes);
-        assert_eq!(store.was_handed_back(1, lease + 1).unwrap(), HandBack::No);
-        store.put_handed_back(&[(1, lease + 1)]).unwrap();
-        assert_eq!(store.was_handed_back(1, lease + 1).unwrap(), HandBack::Yes);
-        assert_eq!(store.handed_back.len(), 1, "format 7's tree is not written");
+        for l in [lease, lease + 2, damaged] {
+            assert_eq!(store.was_handed_back(l).unwrap(), HandBack::Yes, "{l:#x}");
+        }
+        for l in [lease + 1, damaged + 1] {
+            assert_eq!(store.was_handed_back(l).unwrap(), HandBack::No, "{l:#x}");
+        }
+        assert!(
+            !store
+                .db
+                .tree_names()
+                .iter()
+                .any(|t| t.as_ref() == HANDED_BACK.as_bytes()),
+            "format 7's tree is dropped"
+        );
+    }
+
+    /// A migration cut short after the bits were set and before the tree was dropped is taken up
+    /// again: the bits stay, the tree goes.
+    #[test]
+    fn a_conversion_taken_up_again_keeps_every_bit() {
+        let store = Store::temporary().unwrap();
+        let legacy = store.db.open_tree(HANDED_BACK).unwrap();
+        let leases: Vec<u64> = (0..3 * CONVERT_BATCH as u64 / 2)
+            .map(|i| (4 << 40) | (i * 3))
+            .collect();
+        for &l in &leases {
+            let (k, v) = entry_of_format_7(1, l);
+            legacy.insert(k, v).unwrap();
+        }
+        store.put_handed_back(&[(1, leases[5])]).unwrap();
+        assert_eq!(store.convert_hand_backs().unwrap(), leases.len() as u64);
+        assert_eq!(store.convert_hand_backs().unwrap(), 0, "the tree is gone");
+        for &l in &leases {
+            assert_eq!(store.was_handed_back(l).unwrap(), HandBack::Yes, "{l:#x}");
+            assert_eq!(
+                store.was_handed_back(l + 1).unwrap(),
+                HandBack::No,
+                "{l:#x}"
+            );
+        }
     }
 
     /// Kept when the store is opened again (a restart).
@@ -424,10 +430,7 @@ mod tests {
             store.flush().unwrap();
         }
         let store = Store::open_when_free(dir.path(), std::time::Duration::from_secs(30)).unwrap();
-        assert_eq!(
-            store.was_handed_back(4, 1 << 40 | 5).unwrap(),
-            HandBack::Yes
-        );
-        assert_eq!(store.was_handed_back(4, 1 << 40 | 6).unwrap(), HandBack::No);
+        assert_eq!(store.was_handed_back(1 << 40 | 5).unwrap(), HandBack::Yes);
+        assert_eq!(store.was_handed_back(1 << 40 | 6).unwrap(), HandBack::No);
     }
 }

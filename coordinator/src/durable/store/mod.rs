@@ -125,9 +125,7 @@ pub struct Store {
     quarantine: sled::Tree,
     /// Quarantines the rule lifted ([`lifts`]).
     lifted: sled::Tree,
-    /// Leases handed back, one entry each (format 7; read, no longer written: [`handbacks`]).
-    handed_back: sled::Tree,
-    /// Leases handed back, a bit each (format 8: [`handbacks`]).
+    /// Leases handed back, a bit each ([`handbacks`]).
     handed_back_bits: sled::Tree,
     meta: sled::Tree,
     epoch: u64,
@@ -255,7 +253,6 @@ impl Store {
             totals: db.open_tree("totals")?,
             quarantine: db.open_tree("quarantine")?,
             lifted: db.open_tree(lifts::LIFTED)?,
-            handed_back: db.open_tree(handbacks::HANDED_BACK)?,
             handed_back_bits: db.open_tree(handbacks::HANDED_BACK_BITS)?,
             meta,
             db,
