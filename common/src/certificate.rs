@@ -368,13 +368,23 @@ pub fn sample(material: &[u8], jobs: u64, k: u64) -> Vec<u64> {
 }
 
 /// The material of a sample a reader draws with their own seed from the certificate of root `root`
-/// (its 32 bytes): SHA-256 of "seed S" and the root. Bound to the file, so that a writer who guesses
-/// the seed (a small number, a date) still cannot know the sample before the file is written.
+/// (its 32 bytes): SHA-256 of "seed S" and the root. Bound to the file, so that one seed draws another
+/// sample from every file. That alone does not stop a writer who guesses the seed (a small number, a
+/// date): it can try roots (two hashes a try) until the sample misses its lies. Only a seed it cannot
+/// guess does ([`seed_looks_random`]).
 pub fn seed_material(seed: &str, root: &[u8]) -> Vec<u8> {
     let mut c = Context::new(&SHA256);
     c.update(format!("seed {seed}").as_bytes());
     c.update(root);
     c.finish().as_ref().to_vec()
+}
+
+/// Whether `seed` has the form of a seed drawn at random: 32 hex digits or more (128 bits, as
+/// [`fresh_seed`] draws). A shorter seed, or one of other characters (a word, a date), may have been
+/// guessed by a certificate's writer, who could then have tried roots until its sample missed a wrong
+/// job: a sample drawn from it bounds faults, not the writer.
+pub fn seed_looks_random(seed: &str) -> bool {
+    seed.len() >= 32 && seed.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// `text` with every control character escaped (`\u{1b}`, `\n`): what a refusal may quote from a
@@ -548,10 +558,25 @@ pub fn check(r: impl BufRead, k: u64, draw: &Draw) -> Result<Checked, CertError>
 /// hold lines for is refused before the plan is enumerated (a file of a few hundred bytes claiming
 /// 50,000,000 jobs of a deep plan would otherwise take minutes).
 pub fn check_within(
+    r: impl BufRead,
+    bytes: Option<u64>,
+    k: u64,
+    draw: &Draw,
+) -> Result<Checked, CertError> {
+    check_expecting(r, bytes, k, draw, None)
+}
+
+/// [`check_within`], the file refused unless its root is `expected` (the root its coordinator
+/// published; any case, spaces around it ignored). Compared as soon as the header is read, before the
+/// plan is enumerated: a hostile header claiming a deep plan of many jobs, its file padded to the size
+/// those lines would take, costs nothing then. (The root the header states is checked against the
+/// lines at the end, as always: a file that passes both has the published root.)
+pub fn check_expecting(
     mut r: impl BufRead,
     bytes: Option<u64>,
     k: u64,
     draw: &Draw,
+    expected: Option<&str>,
 ) -> Result<Checked, CertError> {
     let text = read_line(&mut r, MAX_HEADER, 1)?
         .ok_or_else(|| CertError::Wrong("the file is empty".into()))?;
@@ -560,6 +585,15 @@ pub fn check_within(
         line: 1,
         what: format!("not a certificate header: {}", printable(&e.to_string())),
     })?;
+    if let Some(expected) = expected {
+        if !header.root.eq_ignore_ascii_case(expected.trim()) {
+            return Err(CertError::Wrong(format!(
+                "its root {:?} is not the expected root {:?} (an edited file, or another run's)",
+                printable(&header.root),
+                printable(expected.trim())
+            )));
+        }
+    }
     if header.format != FORMAT {
         return Err(CertError::Wrong(format!(
             "format {:?}, not {FORMAT:?}",
@@ -1422,6 +1456,59 @@ mod tests {
             &Draw::Root,
         )
         .unwrap();
+    }
+
+    /// With the published root, a file whose header states another is refused as soon as its header is
+    /// read: a 400-byte header claiming 50,000,000 jobs of a deep plan, its file said to be 600 MB (the
+    /// padding its lines would need), is refused at once. Before, the root was compared once the
+    /// whole file was checked, after the plan's enumeration (minutes; found by a review, 2026-11-30).
+    /// The true file passes with its root in capitals and spaces around it.
+    #[test]
+    fn a_file_of_another_root_is_refused_before_its_plan_is_enumerated() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let text = certificate(&plan);
+        let mut h: Header = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let published = h.root.clone();
+        let padded = Some(600_000_000);
+        let expected = format!(" {} ", published.to_uppercase());
+        check_expecting(text.as_bytes(), None, 5, &Draw::Root, Some(&expected)).unwrap();
+        h.n = 32;
+        h.depth = 29;
+        h.jobs = 50_000_000;
+        h.root = "00".repeat(32);
+        let hostile = serde_json::to_string(&h).unwrap() + "\n";
+        let started = std::time::Instant::now();
+        let e = check_expecting(hostile.as_bytes(), padded, 5, &Draw::Root, Some(&published))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not the expected root"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        // Its real root's file, with one line changed and the header's root left: refused at the end.
+        let mut lines: Vec<&str> = text.lines().collect();
+        let changed = lines[3].replacen(' ', " 9", 1);
+        lines[3] = &changed;
+        let edited = lines.join("\n") + "\n";
+        let e = check_expecting(edited.as_bytes(), None, 0, &Draw::Root, Some(&published))
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("is not the expected root"), "{e}");
+    }
+
+    /// Only a seed of a random seed's form (32 hex digits or more) is taken as unguessable.
+    #[test]
+    fn a_seed_looks_random_only_with_128_bits_of_hex() {
+        assert!(seed_looks_random(&fresh_seed().unwrap()));
+        assert!(seed_looks_random(&"aB3".repeat(11)));
+        for guessable in [
+            "7",
+            "42",
+            "2026-11-30",
+            &"f".repeat(31),
+            &"g".repeat(32),
+            "",
+        ] {
+            assert!(!seed_looks_random(guessable), "{guessable}");
+        }
     }
 
     /// The header's own strings reach a refusal quoted, never raw: a total holding terminal escapes

@@ -1,6 +1,8 @@
 //! Request bytes in flight, bounded per worker credential and in all. Every call of a worker
 //! credential costs [`PER_CALL`] bytes for as long as it lasts, and every byte of its body counts
-//! too, from its arrival until the call is answered: against the identity its token or certificate
+//! too, from its arrival until its answer is sent whole (or dropped: a client that never reads its
+//! answers holds them in the server's memory, and its calls stay counted meanwhile): against the
+//! identity its token or certificate
 //! proves, and against the workers' total. A call that would pass either bound, or whose body is not
 //! whole within [`Limits::deadline`], is refused with RESOURCE_EXHAUSTED. So one credential that opens
 //! many streams, or sends large bodies slowly, holds a bounded share of the coordinator's memory, and
@@ -275,9 +277,9 @@ where
     S::Error: Send + 'static,
     R: Default + Send + 'static,
 {
-    type Response = S::Response;
+    type Response = http::Response<HeldBody<R>>;
     type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -291,7 +293,7 @@ where
         });
         // The call's own cost first: a stream with no body costs memory too.
         if let Err(refused) = tab.take(PER_CALL) {
-            return Box::pin(async move { Ok(refused.into_http()) });
+            return Box::pin(async move { Ok(refused.into_http().map(HeldBody::free)) });
         }
         let (parts, body) = req.into_parts();
         let body = CountedBody {
@@ -301,11 +303,64 @@ where
             whole: false,
         };
         let call = self.inner.call(http::Request::from_parts(parts, body));
+        // The call's bytes stay counted until its answer is sent whole, or dropped.
         Box::pin(async move {
             let answer = call.await;
-            drop(tab);
-            answer
+            answer.map(|r| {
+                r.map(|inner| HeldBody {
+                    inner: Box::pin(inner),
+                    tab: Some(tab),
+                })
+            })
         })
+    }
+}
+
+/// An answer's body that keeps its call counted ([`Tab`]) until it has been sent whole, or dropped (a
+/// client that never reads its answers holds them in the server's memory, in HTTP/2's send buffers).
+pub struct HeldBody<R> {
+    inner: Pin<Box<R>>,
+    tab: Option<Arc<Tab>>,
+}
+
+impl<R> HeldBody<R> {
+    /// A body that keeps nothing counted.
+    fn free(inner: R) -> HeldBody<R> {
+        HeldBody {
+            inner: Box::pin(inner),
+            tab: None,
+        }
+    }
+}
+
+impl<R: Default> Default for HeldBody<R> {
+    fn default() -> Self {
+        HeldBody::free(R::default())
+    }
+}
+
+impl<R: Body> Body for HeldBody<R> {
+    type Data = R::Data;
+    type Error = R::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let frame = self.inner.as_mut().poll_frame(cx);
+        if let Poll::Ready(None) = frame {
+            // Sent whole: the call's bytes come back now.
+            self.tab = None;
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -495,6 +550,64 @@ mod tests {
         drop(tab);
         assert_eq!(b.held_by("a"), 0);
         assert_eq!(b.held(), 0);
+    }
+
+    /// A service that answers each request with its body.
+    #[derive(Clone)]
+    struct Echo;
+
+    type Full = http_body_util::Full<bytes::Bytes>;
+
+    impl Service<http::Request<CountedBody<Full>>> for Echo {
+        type Response = http::Response<Full>;
+        type Error = std::convert::Infallible;
+        type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, req: http::Request<CountedBody<Full>>) -> Self::Future {
+            use http_body_util::BodyExt;
+            Box::pin(async move {
+                let body = req.into_body().collect().await.unwrap().to_bytes();
+                Ok(http::Response::new(Full::new(body)))
+            })
+        }
+    }
+
+    /// A call stays counted until its answer has been sent whole, or dropped: before, its bytes came
+    /// back as soon as its handler answered, so a client that never read its answers (each up to
+    /// 164 KiB, a heartbeat's list of lost leases) could hold them in the server's memory on every
+    /// stream of every connection, counted nowhere (found by a review, 2026-11-30).
+    #[tokio::test]
+    async fn a_call_stays_counted_until_its_answer_is_sent() {
+        use http_body_util::BodyExt;
+        let b = RequestBytes::new(limits());
+        let mut svc = b.wrap(Echo);
+        let request = |caller: &str| {
+            let mut req =
+                http::Request::new(http_body_util::Full::new(bytes::Bytes::from(vec![7u8; 50])));
+            req.extensions_mut().insert(Role::Worker(Arc::from(caller)));
+            req
+        };
+        let answered = svc.call(request("a")).await.unwrap();
+        assert_eq!(b.held_by("a"), PER_CALL + 50, "answered, not yet sent");
+        let mut body = answered.into_body();
+        let frame = body.frame().await.unwrap().unwrap();
+        assert_eq!(frame.into_data().unwrap().len(), 50);
+        assert_eq!(
+            b.held_by("a"),
+            PER_CALL + 50,
+            "a frame sent, the end not yet"
+        );
+        assert!(body.frame().await.is_none());
+        assert_eq!(b.held_by("a"), 0, "sent whole");
+        // An answer dropped unsent gives its bytes back too.
+        let unsent = svc.call(request("a")).await.unwrap();
+        assert_eq!(b.held_by("a"), PER_CALL + 50);
+        drop(unsent);
+        assert_eq!(b.held_by("a"), 0);
     }
 
     /// A flood of refusals is one warn line a minute.

@@ -9,7 +9,7 @@
 //! `handed_back_bits` holds one chunk of [`CHUNK_LEASES`] lease ids per key. Only a lease that is
 //! active and its worker's is handed back, so the record grows with the leases the coordinator
 //! issues, to anyone: at most one chunk of [`CHUNK_BYTES`] per 512 lease ids, however many are
-//! handed back. Format 7 kept an entry of about 60 bytes per hand-back, never pruned; the migration
+//! handed back. Format 7 kept an entry per hand-back (266 bytes on disk), never pruned; the migration
 //! to format 8 turns those entries into bits and drops their tree.
 
 use super::Store;
@@ -417,6 +417,59 @@ mod tests {
                 HandBack::No,
                 "{l:#x}"
             );
+        }
+    }
+
+    /// The disk a loop of hand-backs costs, one lease at a time, format 7's entries against format 8's
+    /// bits: the bytes of sled's files once flushed, and sled's own count. A benchmark, not a test
+    /// (`coordinator/benches/hand-backs-disk.sh`): `HAND_BACKS` hand-backs (default 1,000,000).
+    #[test]
+    #[ignore]
+    fn hand_backs_disk_benchmark() {
+        let count: u64 = std::env::var("HAND_BACKS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_000_000);
+        for bits in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let started = std::time::Instant::now();
+            let on_disk = {
+                let store = Store::open(dir.path()).unwrap();
+                let legacy = store.db.open_tree(HANDED_BACK).unwrap();
+                let base = 5u64 << 40;
+                for i in 0..count {
+                    if bits {
+                        store.put_handed_back(&[(1, base | i)]).unwrap();
+                    } else {
+                        let (k, v) = entry_of_format_7(1, base | i);
+                        legacy.insert(k, v).unwrap();
+                    }
+                }
+                store.flush().unwrap();
+                store.db.size_on_disk().unwrap()
+            };
+            let files: u64 = walk(dir.path());
+            println!(
+                "{}: {count} hand-backs in {:.2} s; sled's files {files} bytes ({:.1} a hand-back); size_on_disk {on_disk}",
+                if bits { "format 8 (bits)" } else { "format 7 (entries)" },
+                started.elapsed().as_secs_f64(),
+                files as f64 / count as f64
+            );
+        }
+
+        fn walk(p: &std::path::Path) -> u64 {
+            std::fs::read_dir(p)
+                .unwrap()
+                .map(|e| {
+                    let e = e.unwrap();
+                    let m = e.metadata().unwrap();
+                    if m.is_dir() {
+                        walk(&e.path())
+                    } else {
+                        m.len()
+                    }
+                })
+                .sum()
         }
     }
 
