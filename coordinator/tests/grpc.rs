@@ -635,6 +635,65 @@ async fn the_health_service_takes_small_messages_only() {
     assert_serving(channel).await;
 }
 
+/// The health service on the main port answers callers with no token, within a bound of its own:
+/// `ANONYMOUS_CALLS` calls or `Watch` streams at once (a few more with empty requests). One more is
+/// refused (RESOURCE_EXHAUSTED) while
+/// the workers' calls pass; once a stream closes, a call passes again. Before, a client with no token
+/// could hold 1,024 `Watch` streams on each of its connections, counted nowhere (found by a review,
+/// 2026-11-30).
+#[tokio::test]
+async fn health_streams_with_no_token_are_bounded_apart_from_the_workers() {
+    use nqueens_coordinator::wire::request_bytes::ANONYMOUS_CALLS;
+    use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
+    let mut s = start(Duration::from_secs(60)).await;
+    let channel = plain_channel(&s).await;
+    let mut health = HealthClient::new(channel.clone());
+    let ask = || HealthCheckRequest {
+        service: String::new(),
+    };
+    let mut streams = Vec::new();
+    let refused = loop {
+        let mut watch = match health.watch(ask()).await {
+            Ok(w) => w.into_inner(),
+            Err(refused) => break refused,
+        };
+        // Its first status arrives: the stream is open on the server.
+        assert!(watch.message().await.unwrap().is_some());
+        streams.push(watch);
+        assert!(streams.len() <= 2 * ANONYMOUS_CALLS, "never refused");
+    };
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    // Room for ANONYMOUS_CALLS calls with the largest health request: a few more with empty ones.
+    assert!(
+        (ANONYMOUS_CALLS..ANONYMOUS_CALLS + 20).contains(&streams.len()),
+        "{} streams",
+        streams.len()
+    );
+    let refused = health.check(ask()).await.unwrap_err();
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    create(&mut s.client, 8).await;
+    drop(streams.pop());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match health.check(ask()).await {
+            Ok(_) => break,
+            Err(e) if e.code() == tonic::Code::ResourceExhausted => {
+                assert!(tokio::time::Instant::now() < deadline, "{e:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn issue_3_watch_streams_progress_until_the_run_is_done() {
     let mut s = start(Duration::from_secs(60)).await;

@@ -69,6 +69,27 @@ impl Default for Limits {
     }
 }
 
+/// Calls at once of the gRPC health service on the main port, which answers callers with no token
+/// (a `Watch` stream lasts as long as its client keeps it; a `Check` as long as its request arrives).
+pub const ANONYMOUS_CALLS: usize = 256;
+
+/// What [`RequestBytes::wrap_anonymous`] allows all callers together: [`ANONYMOUS_CALLS`] calls, each
+/// with a request of the health service's largest message (and its 5-byte gRPC frame header).
+const ANONYMOUS_BYTES: usize =
+    ANONYMOUS_CALLS * (PER_CALL + crate::wire::server::MAX_HEALTH_MESSAGE_BYTES + 5);
+
+/// The bounds of the calls [`RequestBytes::wrap_anonymous`] counts: [`ANONYMOUS_CALLS`] at once, all
+/// callers together (fewer with larger requests), a request whole within 10 s.
+pub const ANONYMOUS: Limits = Limits {
+    per_caller: ANONYMOUS_BYTES,
+    shared: ANONYMOUS_BYTES,
+    total: ANONYMOUS_BYTES,
+    deadline: Duration::from_secs(10),
+};
+
+/// The one caller the calls of [`RequestBytes::wrap_anonymous`] count against.
+const ANONYMOUS_CALLER: &str = "callers with no token";
+
 /// Who a request's bytes count against, besides the total: `None` for the operator (not counted).
 type Caller = Option<Arc<str>>;
 
@@ -129,6 +150,18 @@ impl RequestBytes {
         Counted {
             inner: service,
             bytes: self.clone(),
+            anonymous: false,
+        }
+    }
+
+    /// `service`, which answers callers with no token, its calls all counted here against one caller
+    /// whatever token they bear (use [`ANONYMOUS`]: a separate count, so that they take nothing from
+    /// the workers').
+    pub fn wrap_anonymous<S>(&self, service: S) -> Counted<S> {
+        Counted {
+            inner: service,
+            bytes: self.clone(),
+            anonymous: true,
         }
     }
 
@@ -264,6 +297,8 @@ impl Drop for Tab {
 pub struct Counted<S> {
     inner: S,
     bytes: RequestBytes,
+    /// Every call counted against [`ANONYMOUS_CALLER`] ([`RequestBytes::wrap_anonymous`]).
+    anonymous: bool,
 }
 
 impl<S: tonic::server::NamedService> tonic::server::NamedService for Counted<S> {
@@ -288,7 +323,10 @@ where
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
         let tab = Arc::new(Tab {
             bytes: self.bytes.clone(),
-            caller: caller_of(req.extensions()),
+            caller: match self.anonymous {
+                true => Some(Arc::from(ANONYMOUS_CALLER)),
+                false => caller_of(req.extensions()),
+            },
             held: AtomicUsize::new(0),
         });
         // The call's own cost first: a stream with no body costs memory too.
@@ -608,6 +646,49 @@ mod tests {
         assert_eq!(b.held_by("a"), PER_CALL + 50);
         drop(unsent);
         assert_eq!(b.held_by("a"), 0);
+    }
+
+    /// A service for callers with no token counts every call against one caller, the operator's too,
+    /// up to its calls at once; its count is its own.
+    #[tokio::test]
+    async fn anonymous_calls_are_counted_together_up_to_their_bound() {
+        let workers = RequestBytes::new(limits());
+        let b = RequestBytes::new(ANONYMOUS);
+        let mut svc = b.wrap_anonymous(Echo);
+        let request = |role: Option<Role>| {
+            let mut req = http::Request::new(Full::new(bytes::Bytes::new()));
+            if let Some(role) = role {
+                req.extensions_mut().insert(role);
+            }
+            req
+        };
+        let mut held = Vec::new();
+        for i in 0..ANONYMOUS_CALLS {
+            let role = match i % 3 {
+                0 => None,
+                1 => Some(Role::Operator),
+                _ => Some(Role::Worker(Arc::from("w"))),
+            };
+            let answer = svc.call(request(role)).await.unwrap();
+            assert_eq!(answer.headers().get("grpc-status"), None, "call {i}");
+            held.push(answer);
+        }
+        assert_eq!(b.held_by(ANONYMOUS_CALLER), ANONYMOUS_CALLS * PER_CALL);
+        assert_eq!(b.held_by("w"), 0);
+        assert_eq!(workers.held(), 0, "nothing of the workers' count");
+        // Room is left for requests of the largest health message, one each, and no more calls.
+        let room = ANONYMOUS_BYTES - ANONYMOUS_CALLS * PER_CALL;
+        assert_eq!(room, ANONYMOUS_CALLS * 1029);
+        b.take(&caller(ANONYMOUS_CALLER), room).unwrap();
+        let refused = svc.call(request(Some(Role::Operator))).await.unwrap();
+        assert_eq!(
+            refused.headers().get("grpc-status").unwrap(),
+            &(tonic::Code::ResourceExhausted as i32).to_string()
+        );
+        b.give(&caller(ANONYMOUS_CALLER), room);
+        held.pop();
+        let again = svc.call(request(None)).await.unwrap();
+        assert_eq!(again.headers().get("grpc-status"), None);
     }
 
     /// A flood of refusals is one warn line a minute.

@@ -156,7 +156,9 @@ pub async fn serve(
         builder = builder.tls_config(tls)?;
     }
     let server = builder
-        .add_service(health_service)
+        // Health answers callers with no token: its calls (`Watch` streams too) have a bound of their
+        // own, apart from the workers'.
+        .add_service(RequestBytes::new(request_bytes::ANONYMOUS).wrap_anonymous(health_service))
         .add_service(InterceptedService::new(
             reflection,
             OperatorOnly(auth.clone()),

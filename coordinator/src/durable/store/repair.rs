@@ -22,10 +22,11 @@ impl Store {
     /// Brings a store of an earlier format up to [`FORMAT_VERSION`]: format 1 results and candidates
     /// are sealed; format 3's `done` records in the `jobs` tree are dropped (a done job is its result
     /// from format 4 on); the single results of formats 1 to 4 are regrouped (format 5) and their tree
-    /// dropped; every other record gets its checksum (format 6, done first); format 7's hand-back entries
-    /// become bits and their tree is dropped (format 8). The new format is recorded first, with the format it came from under
-    /// [`UPGRADE`]: an older build refuses the store from then on, and a migration cut short (a crash)
-    /// is taken up again at the next open; the mark goes once every record is converted and flushed.
+    /// dropped; every other record gets its checksum (format 6, done first); format 7's hand-back
+    /// entries become bits and their tree is dropped (format 8). The new format is recorded first,
+    /// with the format it came from under [`UPGRADE`]: an older build refuses the store from then on,
+    /// and a migration cut short (a crash) is taken up again at the next open; the mark goes once
+    /// every record is converted and flushed.
     pub(super) fn migrate(&self) -> Result<()> {
         let format = match super::read_u64(&self.meta, FORMAT)? {
             Some(f) => f,
@@ -63,7 +64,6 @@ impl Store {
         let mut sealed = 0u64;
         // 2 -> 3 changes no record: the run controls are new fields with defaults. Nor does 6 -> 7:
         // groups of the tag before kernel families are read as they are (their results name none).
-
         let sealing = if from < 2 { self.runs()? } else { Vec::new() };
         for meta in sealing {
             let fingerprint = meta.fingerprint_value()?;
