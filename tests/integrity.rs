@@ -338,6 +338,23 @@ fn fixture(name: &str) -> tempfile::TempDir {
     dir
 }
 
+/// A fresh copy of the data directory `tests/fixtures/NAME`, of store format `format`: `audit` refuses
+/// it until a start (an earlier store format); a coordinator serves it, its start having migrated the
+/// store. Returns the copy, its data directory and the coordinator.
+fn migrated_at_start(name: &str, format: u64) -> (tempfile::TempDir, PathBuf, support::Serve) {
+    let data = fixture(name);
+    let path = data.path().join("data");
+    let before = audit(&path);
+    let err = String::from_utf8_lossy(&before.stderr);
+    assert!(
+        !before.status.success() && err.contains(&format!("format {format}")),
+        "{err}"
+    );
+    let serve = support::Serve::start(&path, "127.0.0.1:0", "30s");
+    assert!(serve.log().contains("store migrated"), "{}", serve.log());
+    (data, path, serve)
+}
+
 /// `nqueens audit` on `data`.
 fn audit(data: &Path) -> Output {
     support::nqueens()
@@ -665,16 +682,7 @@ fn a_run_started_before_ledger_format_4_finishes_exactly_keeping_its_quarantine(
 /// and checks out.
 #[test]
 fn a_run_started_before_kernel_families_finishes_exactly_and_its_certificate_checks() {
-    let data = fixture("format6-n12");
-    let path = data.path().join("data");
-    let before = audit(&path);
-    let err = String::from_utf8_lossy(&before.stderr);
-    assert!(
-        !before.status.success() && err.contains("format 6"),
-        "{err}"
-    );
-    let serve = support::Serve::start(&path, "127.0.0.1:0", "30s");
-    assert!(serve.log().contains("store migrated"), "{}", serve.log());
+    let (data, path, serve) = migrated_at_start("format6-n12", 6);
     let start = support::probe(&serve.address, "1").expect("the run is served");
     assert_eq!(start.jobs_done, 14);
     let mut liar = support::worker(&serve.address, data.path(), "liar", &[]);
@@ -732,20 +740,9 @@ fn a_run_started_before_kernel_families_finishes_exactly_and_its_certificate_che
 /// audit passes on all three runs.
 #[test]
 fn a_run_started_before_hand_backs_were_bits_finishes_exactly() {
-    let data = fixture("format7-n12");
-    let path = data.path().join("data");
-    let before = audit(&path);
-    let err = String::from_utf8_lossy(&before.stderr);
-    assert!(
-        !before.status.success() && err.contains("format 7"),
-        "{err}"
-    );
-    let serve = support::Serve::start(&path, "127.0.0.1:0", "30s");
+    let (data, path, serve) = migrated_at_start("format7-n12", 7);
     let log = serve.log();
-    assert!(
-        log.contains("store migrated") && log.contains("hand_backs_converted=1"),
-        "{log}"
-    );
+    assert!(log.contains("hand_backs_converted=1"), "{log}");
     let start = support::probe(&serve.address, "1").expect("the run is served");
     assert_eq!(start.jobs_done, 10);
     finished_by(serve, data.path(), &["c", "d"]);

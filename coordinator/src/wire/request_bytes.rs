@@ -648,6 +648,18 @@ mod tests {
         assert_eq!(b.held_by("a"), 0);
     }
 
+    /// An answer's body tells what its inner body tells of its end and its size (HTTP/2 frames the
+    /// answer by them).
+    #[test]
+    fn a_held_body_passes_on_its_end_and_size() {
+        let full = HeldBody::free(Full::new(bytes::Bytes::from_static(b"abc")));
+        assert!(!full.is_end_stream());
+        assert_eq!(full.size_hint().exact(), Some(3));
+        let empty = HeldBody::free(Full::new(bytes::Bytes::new()));
+        assert!(empty.is_end_stream());
+        assert_eq!(empty.size_hint().exact(), Some(0));
+    }
+
     /// A service for callers with no token counts every call against one caller, the operator's too,
     /// up to its calls at once; its count is its own.
     #[tokio::test]
