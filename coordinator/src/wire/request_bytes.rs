@@ -73,10 +73,13 @@ impl Default for Limits {
 /// (a `Watch` stream lasts as long as its client keeps it; a `Check` as long as its request arrives).
 pub const ANONYMOUS_CALLS: usize = 256;
 
+/// The largest request message of the service [`RequestBytes::wrap_anonymous`] counts: the health
+/// service's (`server::MAX_HEALTH_MESSAGE_BYTES` is this).
+pub const ANONYMOUS_MESSAGE: usize = 1024;
+
 /// What [`RequestBytes::wrap_anonymous`] allows all callers together: [`ANONYMOUS_CALLS`] calls, each
-/// with a request of the health service's largest message (and its 5-byte gRPC frame header).
-const ANONYMOUS_BYTES: usize =
-    ANONYMOUS_CALLS * (PER_CALL + crate::wire::server::MAX_HEALTH_MESSAGE_BYTES + 5);
+/// with a request of [`ANONYMOUS_MESSAGE`] bytes (and its 5-byte gRPC frame header).
+const ANONYMOUS_BYTES: usize = ANONYMOUS_CALLS * (PER_CALL + ANONYMOUS_MESSAGE + 5);
 
 /// The bounds of the calls [`RequestBytes::wrap_anonymous`] counts: [`ANONYMOUS_CALLS`] at once, all
 /// callers together (fewer with larger requests), a request whole within 10 s.

@@ -29,7 +29,7 @@ pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Largest message the health service decodes: it answers callers with no token, and a check names
 /// one service.
-pub const MAX_HEALTH_MESSAGE_BYTES: usize = 1024;
+pub const MAX_HEALTH_MESSAGE_BYTES: usize = request_bytes::ANONYMOUS_MESSAGE;
 
 /// The standard health service over `health`'s statuses, taking messages of at most
 /// [`MAX_HEALTH_MESSAGE_BYTES`]: the coordinator's port and the probe ports (`--health-listen`) serve it.
