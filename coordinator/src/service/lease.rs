@@ -685,14 +685,15 @@ impl Coordinator {
         Ok(released.len() as u32)
     }
 
-    /// Records leases `(run, id)` handed back in the store, so that after a restart their tags prove
-    /// no lease (docs/security.md). A failed write is logged and marks storage degraded: after a
-    /// restart, those tags pass as leases issued, as they did before hand-backs were recorded.
+    /// Records the leases of `released` (run, id, worker) as handed back, so that after a restart
+    /// their tags prove no lease (docs/security.md). A failed write is logged and marks storage
+    /// degraded: after a restart, those tags pass as leases issued, as they did before hand-backs
+    /// were recorded. A damaged chunk of the record met is counted and logged.
     fn keep_handed_back(&self, released: &[(u64, u64, String)]) {
         if released.is_empty() {
             return;
         }
-        let leases: Vec<(u64, u64)> = released.iter().map(|(run, id, _)| (*run, *id)).collect();
+        let leases: Vec<u64> = released.iter().map(|(_, id, _)| *id).collect();
         match self.shared.store.put_handed_back(&leases) {
             Ok(0) => {}
             Ok(damaged) => {

@@ -81,14 +81,14 @@ fn write_chunk(key: &[u8], bits: &[u8]) -> Vec<u8> {
 }
 
 impl Store {
-    /// Records leases `(run, lease id)` as handed back: sets each one's bit, a chunk at a time, each
+    /// Records leases (their ids) as handed back: sets each one's bit, a chunk at a time, each
     /// chunk changed atomically (two hand-backs at once into one chunk both stay). A chunk that fails
     /// its check (damaged on disk) is left as it is: every lease of it reads as handed back already.
     /// Returns how many such chunks it met.
-    pub fn put_handed_back(&self, leases: &[(u64, u64)]) -> Result<u64> {
+    pub fn put_handed_back(&self, leases: &[u64]) -> Result<u64> {
         let mut by_chunk: std::collections::BTreeMap<[u8; 8], Vec<(usize, u8)>> =
             std::collections::BTreeMap::new();
-        for &(_, lease) in leases {
+        for &lease in leases {
             let (key, byte, mask) = place(lease);
             by_chunk.entry(key).or_default().push((byte, mask));
         }
@@ -148,7 +148,7 @@ impl Store {
                 continue;
             };
             let [_, _, _, _, _, _, _, _, lease @ ..] = k;
-            leases.push((0, u64::from_be_bytes(lease)));
+            leases.push(u64::from_be_bytes(lease));
             if leases.len() == CONVERT_BATCH {
                 self.put_handed_back(&leases)?;
                 converted += leases.len() as u64;
@@ -200,7 +200,7 @@ mod tests {
         for &l in &leases {
             assert_eq!(store.was_handed_back(l).unwrap(), HandBack::No);
         }
-        let put = store.put_handed_back(&[(1, leases[0]), (2, leases[1])]);
+        let put = store.put_handed_back(&[leases[0], leases[1]]);
         assert_eq!(put.unwrap(), 0);
         assert_eq!(store.was_handed_back(leases[0]).unwrap(), HandBack::Yes);
         assert_eq!(store.was_handed_back(leases[1]).unwrap(), HandBack::Yes);
@@ -211,7 +211,7 @@ mod tests {
         let chunk = 9 << 40 | CHUNK_LEASES;
         for offset in 0..CHUNK_LEASES {
             let lease = chunk | offset;
-            store.put_handed_back(&[(1, lease)]).unwrap();
+            store.put_handed_back(&[lease]).unwrap();
             assert_eq!(store.was_handed_back(lease).unwrap(), HandBack::Yes);
             if offset + 1 < CHUNK_LEASES {
                 assert_eq!(store.was_handed_back(lease + 1).unwrap(), HandBack::No);
@@ -230,7 +230,7 @@ mod tests {
         let store = Store::temporary().unwrap();
         let lease = 3u64 << 40 | 77;
         let other = lease + CHUNK_LEASES;
-        store.put_handed_back(&[(1, lease), (1, other)]).unwrap();
+        store.put_handed_back(&[lease, other]).unwrap();
         let key = chunk_key(lease);
         let good = store.handed_back_bits.get(key).unwrap().unwrap().to_vec();
         assert_eq!(good.len(), CHUNK_BYTES);
@@ -253,7 +253,7 @@ mod tests {
                     "case {i}"
                 );
             }
-            let put = store.put_handed_back(&[(1, lease + 1), (1, lease + 2), (1, other + 1)]);
+            let put = store.put_handed_back(&[lease + 1, lease + 2, other + 1]);
             assert_eq!(put.unwrap(), 1, "case {i}: one damaged chunk");
             assert_eq!(
                 store.handed_back_bits.get(key).unwrap().unwrap().as_ref(),
@@ -269,7 +269,7 @@ mod tests {
             .handed_back_bits
             .insert(chunk_key(other), vec![1u8])
             .unwrap();
-        let put = store.put_handed_back(&[(1, lease), (1, other)]);
+        let put = store.put_handed_back(&[lease, other]);
         assert_eq!(put.unwrap(), 2);
         // An intact chunk under another key.
         store.handed_back_bits.insert(key, good.clone()).unwrap();
@@ -295,7 +295,7 @@ mod tests {
                     s.spawn(move || {
                         start.wait();
                         for i in 0..CHUNK_LEASES / 4 {
-                            store.put_handed_back(&[(1, base | (i * 4 + t))]).unwrap();
+                            store.put_handed_back(&[base | (i * 4 + t)]).unwrap();
                         }
                     });
                 }
@@ -322,7 +322,7 @@ mod tests {
         let store = Store::temporary().unwrap();
         let base = 7u64 << 40;
         for i in 0..65_536u64 {
-            store.put_handed_back(&[(1, base | i)]).unwrap();
+            store.put_handed_back(&[base | i]).unwrap();
         }
         assert_eq!(CHUNK_BYTES, 73);
         assert_eq!(store.handed_back_bits.len(), 128);
@@ -407,7 +407,7 @@ mod tests {
             let (k, v) = entry_of_format_7(1, l);
             legacy.insert(k, v).unwrap();
         }
-        store.put_handed_back(&[(1, leases[5])]).unwrap();
+        store.put_handed_back(&[leases[5]]).unwrap();
         assert_eq!(store.convert_hand_backs().unwrap(), leases.len() as u64);
         assert_eq!(store.convert_hand_backs().unwrap(), 0, "the tree is gone");
         for &l in &leases {
@@ -439,7 +439,7 @@ mod tests {
                 let base = 5u64 << 40;
                 for i in 0..count {
                     if bits {
-                        store.put_handed_back(&[(1, base | i)]).unwrap();
+                        store.put_handed_back(&[base | i]).unwrap();
                     } else {
                         let (k, v) = entry_of_format_7(1, base | i);
                         legacy.insert(k, v).unwrap();
@@ -479,7 +479,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = Store::open(dir.path()).unwrap();
-            store.put_handed_back(&[(4, 1 << 40 | 5)]).unwrap();
+            store.put_handed_back(&[1 << 40 | 5]).unwrap();
             store.flush().unwrap();
         }
         let store = Store::open_when_free(dir.path(), std::time::Duration::from_secs(30)).unwrap();
