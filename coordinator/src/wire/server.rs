@@ -21,6 +21,7 @@ use crate::service::Coordinator;
 use crate::wire::auth::{OperatorOnly, RequireToken};
 use crate::wire::connections;
 use crate::wire::grpc::CoordinatorService;
+use crate::wire::one_message::OneMessage;
 use crate::wire::request_bytes::{self, RequestBytes};
 use crate::wire::rpc_timer::RpcTimer;
 
@@ -158,7 +159,10 @@ pub async fn serve(
     let server = builder
         // Health answers callers with no token: its calls (`Watch` streams too) have a bound of their
         // own, apart from the workers'.
-        .add_service(RequestBytes::new(request_bytes::ANONYMOUS).wrap_anonymous(health_service))
+        .add_service(
+            RequestBytes::new(request_bytes::ANONYMOUS)
+                .wrap_anonymous(OneMessage::new(health_service)),
+        )
         .add_service(InterceptedService::new(
             reflection,
             OperatorOnly(auth.clone()),
@@ -167,7 +171,11 @@ pub async fn serve(
             reflection_alpha,
             OperatorOnly(auth.clone()),
         ))
-        .add_service(InterceptedService::new(bytes.wrap(service), auth))
+        // A call is answered once its one message is whole, whether or not its stream ends.
+        .add_service(InterceptedService::new(
+            bytes.wrap(OneMessage::new(service)),
+            auth,
+        ))
         .serve_with_incoming_shutdown(
             connections::accept(listener, close.clone(), options.per_peer),
             async move {
