@@ -1216,7 +1216,9 @@ impl tonic::codec::Encoder for RawEncoder {
     }
 }
 
-impl<U: prost::Message + Default + Send + 'static> tonic::codec::Codec for RawCodec<U> {
+impl<U: prost::Message + Default + nqueens_proto::bounds::Bounds + Send + 'static>
+    tonic::codec::Codec for RawCodec<U>
+{
     type Encode = Vec<u8>;
     type Decode = U;
     type Encoder = RawEncoder;
@@ -1296,6 +1298,42 @@ async fn a_message_of_millions_of_empty_entries_is_refused_before_decoding() {
         let err = refusal_of_raw(&s.address, "Report", body).await;
         assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
         assert!(err.message().contains("fields"), "{err:?}");
+    }
+    assert_eq!(contents(&s.store), stored_before);
+    assert_eq!(status(&mut s.client, &run.run).await.jobs_done, 0);
+}
+
+/// A request past its kind's bounds is refused before it is decoded: a report of more entries than
+/// the results and kernel shapes a report may hold (each 2 bytes on the wire, about 150 decoded), a
+/// heartbeat or release of more bytes than 16,384 lease ids take (a packed id takes 1 byte on the
+/// wire and 8 decoded). Before, each was decoded whole (up to 65,536 entries, or 4 MiB of ids as
+/// 32 MB) and then refused by its handler (found by a review, 2026-11-30).
+#[tokio::test]
+async fn a_request_past_its_kinds_bounds_is_refused_before_decoding() {
+    use nqueens_proto::bounds::Bounds;
+    let mut s = start(Duration::from_secs(60)).await;
+    let run = create(&mut s.client, 6).await;
+    let stored_before = contents(&s.store);
+    let fields = proto::ReportRequest::FIELDS + 1;
+    let empties: Vec<u8> = std::iter::repeat_n([0x12u8, 0x00], fields)
+        .flatten()
+        .collect();
+    let err = refusal_of_raw(&s.address, "Report", empties).await;
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert!(
+        err.message().contains("ReportRequest of more than"),
+        "{err:?}"
+    );
+    assert!(nqueens_proto::refuses_the_request(&err), "{err:?}");
+    // A packed list of ids of 1 byte each, more bytes than a heartbeat or release may have.
+    let ids = proto::HeartbeatRequest::BYTES;
+    let mut packed = vec![0x12u8];
+    prost::encoding::encode_varint(ids as u64, &mut packed);
+    packed.resize(packed.len() + ids, 1);
+    for method in ["Heartbeat", "Release"] {
+        let err = refusal_of_raw(&s.address, method, packed.clone()).await;
+        assert_eq!(err.code(), Code::InvalidArgument, "{method}: {err:?}");
+        assert!(err.message().contains("bytes, more than its"), "{err:?}");
     }
     assert_eq!(contents(&s.store), stored_before);
     assert_eq!(status(&mut s.client, &run.run).await.jobs_done, 0);

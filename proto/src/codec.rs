@@ -1,23 +1,26 @@
 //! The gRPC codec of the generated stubs: prost's, except that a message that cannot be decoded is
 //! INVALID_ARGUMENT (the sender's fault, never worth retrying) instead of prost's INTERNAL, which workers
-//! rightly treat as transient and would retry forever, and that a message of too many fields is refused
-//! before it is decoded.
+//! rightly treat as transient and would retry forever, and that a message of more fields or bytes than
+//! its kind may have ([`Bounds`]) is refused before it is decoded.
 
 use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder};
 use tonic::{Code, Status};
 use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
-/// Most top-level fields a message may have (entries of repeated fields included): every message of the
-/// protocol has far fewer (a report at most 4096 results, a job listing at most 10000 jobs); more is
-/// refused before decoding, so that a 4 MiB message cannot become hundreds of MB of decoded entries.
+use crate::bounds::Bounds;
+
+/// Most top-level fields a message of any kind may have (entries of repeated fields included): every
+/// message of the protocol has far fewer (a job listing at most 10000 jobs), and the requests a worker
+/// sends have bounds of their own ([`Bounds`]); more is refused before decoding, so that a 4 MiB
+/// message cannot become hundreds of MB of decoded entries.
 pub const MAX_FIELDS: usize = 65_536;
 
-/// The number of top-level fields in `bytes`, counting stops just past [`MAX_FIELDS`]; `None` if its
-/// fields cannot be framed (groups included: this protocol has none), which is refused.
-pub fn top_level_fields(mut bytes: &[u8]) -> Option<usize> {
+/// The number of top-level fields in `bytes`, counting stops just past `most`; `None` if its fields
+/// cannot be framed (groups included: this protocol has none), which is refused.
+pub fn top_level_fields(mut bytes: &[u8], most: usize) -> Option<usize> {
     use prost::encoding::decode_varint;
     let mut n = 0;
-    while !bytes.is_empty() && n <= MAX_FIELDS {
+    while !bytes.is_empty() && n <= most {
         let key = decode_varint(&mut bytes).ok()?;
         let skip = match key & 7 {
             0 => {
@@ -35,8 +38,8 @@ pub fn top_level_fields(mut bytes: &[u8]) -> Option<usize> {
     Some(n)
 }
 
-/// [`ProstCodec`] with decode errors answered as INVALID_ARGUMENT, and messages of more than
-/// [`MAX_FIELDS`] fields refused before they are decoded.
+/// [`ProstCodec`] with decode errors answered as INVALID_ARGUMENT, and messages past their kind's
+/// [`Bounds`] refused before they are decoded.
 #[derive(Debug)]
 pub struct StrictCodec<T, U>(ProstCodec<T, U>);
 
@@ -49,7 +52,7 @@ impl<T, U> Default for StrictCodec<T, U> {
 impl<T, U> Codec for StrictCodec<T, U>
 where
     T: prost::Message + Send + 'static,
-    U: prost::Message + Default + Send + 'static,
+    U: prost::Message + Default + Bounds + Send + 'static,
 {
     type Encode = T;
     type Decode = U;
@@ -69,18 +72,28 @@ where
 #[derive(Debug)]
 pub struct StrictDecoder<U>(ProstDecoder<U>);
 
-impl<U: prost::Message + Default> Decoder for StrictDecoder<U> {
+impl<U: prost::Message + Default + Bounds> Decoder for StrictDecoder<U> {
     type Item = U;
     type Error = Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         use prost::bytes::Buf;
-        // Counted before anything is decoded: an entry of a repeated message field can take 2 bytes on
-        // the wire and a hundred or more once decoded.
-        match top_level_fields(buf.chunk()) {
-            Some(n) if n > MAX_FIELDS => {
+        // Measured before anything is decoded: an entry of a repeated message field can take 2 bytes
+        // on the wire and a hundred or more once decoded.
+        let (name, most) = (U::NAME, U::FIELDS);
+        if buf.remaining() > U::BYTES {
+            return Err(crate::refusing_the_request(Status::invalid_argument(
+                format!(
+                    "a {name} of {} bytes, more than its {} at most; nothing decoded",
+                    buf.remaining(),
+                    U::BYTES
+                ),
+            )));
+        }
+        match top_level_fields(buf.chunk(), most) {
+            Some(n) if n > most => {
                 return Err(crate::refusing_the_request(Status::invalid_argument(format!(
-                    "a message of more than {MAX_FIELDS} fields ({n} or more counted); nothing decoded"
+                    "a {name} of more than {most} fields ({n} or more counted); nothing decoded"
                 ))))
             }
             Some(_) => {}
@@ -112,23 +125,24 @@ mod tests {
 
     #[test]
     fn fields_are_counted_without_decoding_and_bad_framing_is_refused() {
-        assert_eq!(top_level_fields(&[]), Some(0));
+        assert_eq!(top_level_fields(&[], MAX_FIELDS), Some(0));
         // A varint, a fixed64, a length-delimited field of 2 bytes, a fixed32.
         let message = [
             0x08, 0x96, 0x01, 0x11, 0, 0, 0, 0, 0, 0, 0, 0, 0x1a, 2, 7, 7, 0x25, 0, 0, 0, 0,
         ];
-        assert_eq!(top_level_fields(&message), Some(4));
+        assert_eq!(top_level_fields(&message, MAX_FIELDS), Some(4));
+        assert_eq!(top_level_fields(&message, 2), Some(3), "stops just past 2");
         assert_eq!(
-            top_level_fields(&[0x1a, 5, 1]),
+            top_level_fields(&[0x1a, 5, 1], MAX_FIELDS),
             None,
             "a length past the end"
         );
-        assert_eq!(top_level_fields(&[0x0b]), None, "a group");
+        assert_eq!(top_level_fields(&[0x0b], MAX_FIELDS), None, "a group");
         let empties: Vec<u8> = std::iter::repeat_n([0x12u8, 0x00], MAX_FIELDS + 10)
             .flatten()
             .collect();
         assert_eq!(
-            top_level_fields(&empties),
+            top_level_fields(&empties, MAX_FIELDS),
             Some(MAX_FIELDS + 1),
             "stops early"
         );

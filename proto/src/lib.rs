@@ -7,6 +7,7 @@
 //! both ends keep ([`metrics`]). Dependencies point one way: `nqueens-common` (the pure counting core)
 //! below, the coordinator and the worker above; prost types never travel past the gRPC layers.
 
+pub mod bounds;
 pub mod codec;
 pub mod connect;
 pub mod error;
@@ -53,8 +54,15 @@ pub fn refuses_the_request(status: &tonic::Status) -> bool {
 /// Most jobs one lease request may ask for (the coordinator refuses more).
 pub const MAX_LEASE_CAPACITY: u32 = 4096;
 
-/// Most GPUs a worker may say it computes on (the coordinator refuses more).
+/// Most GPUs a worker may say it computes on (the coordinator refuses more), and most kernel shapes a
+/// lease request or report may name.
 pub const MAX_GPUS: u32 = 256;
+
+/// Most results one report may hold (the coordinator refuses more).
+pub const MAX_REPORT_RESULTS: usize = 4096;
+
+/// Most lease ids one heartbeat or release may name (the coordinator refuses more).
+pub const MAX_LEASE_IDS: usize = 16_384;
 
 // Worker and device names are domain rules, kept in `nqueens_common::names`; re-exported for the wire's
 // users.

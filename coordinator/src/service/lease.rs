@@ -31,7 +31,7 @@ const MAX_RETRY_LOOK: usize = 4 * MAX_BATCH_OF_CANDIDATES;
 /// Most jobs one lease request may ask for.
 pub const MAX_CAPACITY: u32 = nqueens_proto::MAX_LEASE_CAPACITY;
 /// Most lease ids one heartbeat or release may name.
-pub const MAX_IDS: usize = 16_384;
+pub const MAX_IDS: usize = nqueens_proto::MAX_LEASE_IDS;
 /// Longest a lease request may wait for a job.
 pub const MAX_WAIT: Duration = Duration::from_secs(10);
 /// Longest worker id or name.

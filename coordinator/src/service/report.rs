@@ -15,8 +15,8 @@ use super::{lookup, to_the_end, truncate, Coordinator};
 use crate::durable::store::{HandBack, Incoming, Outcome};
 use crate::error::{Error, Result};
 
-/// Most results in one report.
-pub const MAX_BATCH: usize = 4096;
+/// Most results in one report (the wire's bound, checked again here for callers of the service).
+pub const MAX_BATCH: usize = nqueens_proto::MAX_REPORT_RESULTS;
 
 /// Search nodes per second under one lease that no device reaches: about ten times the fastest rate
 /// measured, a whole NVIDIA H100 on one launch (1.9e11, BENCHMARKS.md). A result reported faster than
