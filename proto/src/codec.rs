@@ -38,6 +38,31 @@ pub fn top_level_fields(mut bytes: &[u8], most: usize) -> Option<usize> {
     Some(n)
 }
 
+/// Whether `message`, a message of kind `U` not yet decoded, is within its kind's [`Bounds`] and its
+/// fields can be framed; measured before anything is decoded, since an entry of a repeated message
+/// field can take 2 bytes on the wire and a hundred or more once decoded.
+pub fn within_bounds<U: Bounds>(message: &[u8]) -> Result<(), Status> {
+    let (name, most) = (U::NAME, U::FIELDS);
+    if message.len() > U::BYTES {
+        return Err(Status::invalid_argument(format!(
+            "a {name} of {} bytes, more than its {} at most; nothing decoded",
+            message.len(),
+            U::BYTES
+        )));
+    }
+    match top_level_fields(message, most) {
+        Some(n) if n > most => Err(Status::invalid_argument(format!(
+            "a {name} of more than {most} fields ({n} or more counted); nothing decoded"
+        ))),
+        Some(_) => Ok(()),
+        // Prost would skip what the count cannot (groups, which this protocol never sends): refused
+        // here, so that nothing escapes the count.
+        None => Err(Status::invalid_argument(
+            "undecodable message: its fields cannot be framed (a length past its end, a group, an unknown wire type); the sender speaks another protocol or the message was damaged",
+        )),
+    }
+}
+
 /// [`ProstCodec`] with decode errors answered as INVALID_ARGUMENT, and messages past their kind's
 /// [`Bounds`] refused before they are decoded.
 #[derive(Debug)]
@@ -78,33 +103,8 @@ impl<U: prost::Message + Default + Bounds> Decoder for StrictDecoder<U> {
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         use prost::bytes::Buf;
-        // Measured before anything is decoded: an entry of a repeated message field can take 2 bytes
-        // on the wire and a hundred or more once decoded.
-        let (name, most) = (U::NAME, U::FIELDS);
-        if buf.remaining() > U::BYTES {
-            return Err(crate::refusing_the_request(Status::invalid_argument(
-                format!(
-                    "a {name} of {} bytes, more than its {} at most; nothing decoded",
-                    buf.remaining(),
-                    U::BYTES
-                ),
-            )));
-        }
-        match top_level_fields(buf.chunk(), most) {
-            Some(n) if n > most => {
-                return Err(crate::refusing_the_request(Status::invalid_argument(format!(
-                    "a {name} of more than {most} fields ({n} or more counted); nothing decoded"
-                ))))
-            }
-            Some(_) => {}
-            // Prost would skip what the count cannot (groups, which this protocol never sends): refused
-            // here, so that nothing escapes the count.
-            None => {
-                return Err(crate::refusing_the_request(Status::invalid_argument(
-                    "undecodable message: its fields cannot be framed (a length past its end, a group, an unknown wire type); the sender speaks another protocol or the message was damaged",
-                )))
-            }
-        }
+        // A message is whole in one chunk when it is decoded (tonic buffers it so).
+        within_bounds::<U>(buf.chunk()).map_err(crate::refusing_the_request)?;
         self.0.decode(buf).map_err(|status| match status.code() {
             Code::Internal => crate::refusing_the_request(Status::invalid_argument(format!(
                 "undecodable message: {}; the sender speaks another protocol or the message was damaged",
@@ -122,6 +122,47 @@ impl<U: prost::Message + Default + Bounds> Decoder for StrictDecoder<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A message kind of 3 fields and 10 bytes at most.
+    struct Small;
+
+    impl Bounds for Small {
+        const NAME: &'static str = "Small";
+        const FIELDS: usize = 3;
+        const BYTES: usize = 10;
+    }
+
+    #[test]
+    fn a_message_is_measured_against_its_kinds_bounds() {
+        // Three varints of 3 bytes each: 9 bytes, 3 fields.
+        let three = [0x08, 0x96, 0x01, 0x08, 0x96, 0x01, 0x08, 0x96, 0x01];
+        assert!(within_bounds::<Small>(&three).is_ok());
+        let mut four = three.to_vec();
+        four.push(0x08);
+        four.push(0x01);
+        let refused = within_bounds::<Small>(&four).unwrap_err();
+        assert_eq!(refused.code(), Code::InvalidArgument);
+        assert!(
+            refused
+                .message()
+                .contains("Small of 11 bytes, more than its 10"),
+            "{refused:?}"
+        );
+        let refused = within_bounds::<Small>(&four[..8]).unwrap_err();
+        assert!(refused.message().contains("undecodable"), "{refused:?}");
+        // Four fields in 8 bytes: within the bytes, past the fields.
+        let four = [0x08, 0x01, 0x08, 0x01, 0x08, 0x01, 0x08, 0x01];
+        let refused = within_bounds::<Small>(&four).unwrap_err();
+        assert!(
+            refused
+                .message()
+                .contains("Small of more than 3 fields (4 or more counted)"),
+            "{refused:?}"
+        );
+        // Ten bytes in three fields: at both bounds, within them.
+        let ten = [0x08, 0x01, 0x1a, 4, 0, 0, 0, 0, 0x08, 0x01];
+        assert!(within_bounds::<Small>(&ten).is_ok());
+    }
 
     #[test]
     fn fields_are_counted_without_decoding_and_bad_framing_is_refused() {
