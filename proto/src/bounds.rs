@@ -165,6 +165,19 @@ mod tests {
         assert!(crate::ReportRequest::FIELDS - fields <= SINGULAR);
     }
 
+    /// The bounds as docs/security.md and docs/cluster.md state them.
+    #[test]
+    fn the_bounds_are_those_the_docs_state() {
+        assert_eq!(bounds::<crate::ReportRequest>(), (4368, usize::MAX));
+        assert_eq!(bounds::<crate::LeaseRequest>(), (272, usize::MAX));
+        assert_eq!(bounds::<crate::HeartbeatRequest>(), (16_400, 181_248));
+        assert_eq!(bounds::<crate::ReleaseRequest>(), (16_400, 181_248));
+        assert_eq!(
+            bounds::<crate::ListJobsResponse>(),
+            (MAX_FIELDS, usize::MAX)
+        );
+    }
+
     fn bounds<M: Bounds>() -> (usize, usize) {
         (M::FIELDS, M::BYTES)
     }

@@ -164,6 +164,53 @@ mod tests {
         assert!(within_bounds::<Small>(&ten).is_ok());
     }
 
+    /// What the server's decoder makes of `body`, one framed message of `ReportRequest`.
+    async fn decoded(message: &[u8]) -> Result<Option<crate::ReportRequest>, Status> {
+        let mut body = vec![0u8];
+        body.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        body.extend_from_slice(message);
+        let body = http_body_util::Full::new(bytes::Bytes::from(body));
+        let decoder =
+            StrictCodec::<crate::ReportResponse, crate::ReportRequest>::default().decoder();
+        tonic::codec::Streaming::new_request(decoder, body, None, None)
+            .message()
+            .await
+    }
+
+    #[tokio::test]
+    async fn the_decoder_decodes_what_is_within_bounds_and_refuses_the_rest() {
+        use prost::Message;
+        let report = crate::ReportRequest {
+            worker_id: "w".into(),
+            results: vec![crate::JobResult::default(); 3],
+            ..Default::default()
+        };
+        assert_eq!(
+            decoded(&report.encode_to_vec()).await.unwrap(),
+            Some(report)
+        );
+        // Past the kind's fields, before decoding.
+        let entries = crate::ReportRequest::FIELDS + 1;
+        let empties: Vec<u8> = std::iter::repeat_n([0x12u8, 0x00], entries)
+            .flatten()
+            .collect();
+        let refused = decoded(&empties).await.unwrap_err();
+        assert_eq!(refused.code(), Code::InvalidArgument);
+        assert!(crate::refuses_the_request(&refused), "{refused:?}");
+        assert!(
+            refused.message().contains("ReportRequest of more than"),
+            "{refused:?}"
+        );
+        // Framed, but not a report: prost's INTERNAL becomes INVALID_ARGUMENT, a refusal.
+        let refused = decoded(&[0x12, 0x02, 0xff, 0xff]).await.unwrap_err();
+        assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+        assert!(crate::refuses_the_request(&refused), "{refused:?}");
+        assert!(
+            refused.message().contains("undecodable message"),
+            "{refused:?}"
+        );
+    }
+
     #[test]
     fn fields_are_counted_without_decoding_and_bad_framing_is_refused() {
         assert_eq!(top_level_fields(&[], MAX_FIELDS), Some(0));

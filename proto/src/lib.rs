@@ -67,8 +67,8 @@ pub const MAX_LEASE_IDS: usize = 16_384;
 // Worker and device names are domain rules, kept in `nqueens_common::names`; re-exported for the wire's
 // users.
 pub use nqueens_common::names::{
-    distinct_gpu_kernels, valid_device, valid_gpu_kernel, valid_worker_id, MAX_DEVICE_LEN,
-    MAX_GPU_KERNEL_LEN, MAX_GPU_SHAPES, MAX_WORKER_ID_LEN, MAX_WORKER_NAME_LEN,
+    distinct_gpu_kernels, valid_device, valid_gpu_kernel, valid_new_worker_id, valid_worker_id,
+    MAX_DEVICE_LEN, MAX_GPU_KERNEL_LEN, MAX_GPU_SHAPES, MAX_WORKER_ID_LEN, MAX_WORKER_NAME_LEN,
 };
 
 /// Longest bearer token a coordinator takes, in bytes.
