@@ -12,10 +12,31 @@ pub const MAX_WORKER_NAME_LEN: usize = MAX_WORKER_ID_LEN - 28;
 /// Longest name of the device that computed a result.
 pub const MAX_DEVICE_LEN: usize = 64;
 
-/// Whether `id` may be a worker's id or name: 1 to [`MAX_WORKER_ID_LEN`] bytes, no control character
-/// (the coordinator refuses any request naming another, so a worker checks its own before it starts).
+/// Whether `id` may be a worker's id or name as stored: 1 to [`MAX_WORKER_ID_LEN`] bytes, no control
+/// character. What every build took, so what the store and the ledger may hold; a new request is held
+/// to [`valid_new_worker_id`].
 pub fn valid_worker_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= MAX_WORKER_ID_LEN && !id.chars().any(char::is_control)
+}
+
+/// Whether `id` may be the worker id or name of a request: [`valid_worker_id`], and no character that
+/// changes how the text around it shows (Unicode's format characters, such as a right-to-left override
+/// or a zero-width joiner, and its line and paragraph separators), since names reach logs, tables and
+/// the status page as sent. The coordinator refuses a request naming another, so a worker checks its
+/// own before it starts. (Taken since 2026-11-30: names stored before are still read.)
+pub fn valid_new_worker_id(id: &str) -> bool {
+    valid_worker_id(id) && !id.chars().any(changes_how_text_shows)
+}
+
+/// Whether `c` is a Unicode format character or a line or paragraph separator.
+fn changes_how_text_shows(c: char) -> bool {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    matches!(
+        c.general_category(),
+        GeneralCategory::Format
+            | GeneralCategory::LineSeparator
+            | GeneralCategory::ParagraphSeparator
+    )
 }
 
 /// The longest GPU kernel shape a worker may name (`coop/1024/256/32` is 16).
@@ -92,6 +113,24 @@ mod tests {
         assert!(!valid_worker_id(&"x".repeat(MAX_WORKER_ID_LEN + 1)));
         assert!(!valid_worker_id(""));
         assert!(!valid_worker_id("a\nb"));
+        // A request's names show as they are written; stored ones keep the rule they were taken by.
+        assert!(valid_new_worker_id("node-1"));
+        assert!(valid_new_worker_id("Müller-PC 東京"));
+        for shifty in [
+            "evil\u{202e}gnp.exe",
+            "a\u{200d}b",
+            "a\u{2066}b",
+            "a\u{feff}",
+            "a\u{2028}b",
+            "a\u{2029}b",
+            "\u{e0041}",
+        ] {
+            assert!(valid_worker_id(shifty), "{shifty:?}");
+            assert!(!valid_new_worker_id(shifty), "{shifty:?}");
+        }
+        assert!(!valid_new_worker_id(""));
+        assert!(!valid_new_worker_id("a\nb"));
+        assert!(!valid_new_worker_id(&"x".repeat(MAX_WORKER_ID_LEN + 1)));
         assert!(valid_device("cuda:0"));
         assert!(valid_device(&"d".repeat(MAX_DEVICE_LEN)));
         assert!(!valid_device(&"d".repeat(MAX_DEVICE_LEN + 1)));

@@ -26,7 +26,7 @@ pub enum Error {
     #[error("GPU: {0}")]
     Gpu(#[from] nqueens_gpu::GpuError),
     /// The worker's name cannot make a worker id the coordinator takes (see [`nqueens_common::names::MAX_WORKER_NAME_LEN`]).
-    #[error("worker name {0:?} must be 1 to {max} printable characters", max = nqueens_common::names::MAX_WORKER_NAME_LEN)]
+    #[error("worker name {0:?} must be 1 to {max} bytes of printable characters, none of Unicode's format characters or separators of lines", max = nqueens_common::names::MAX_WORKER_NAME_LEN)]
     BadName(String),
     /// The coordinator refused the worker for good (for example a quarantine or a wrong token).
     #[error("the coordinator refused this worker: {0}")]

@@ -239,11 +239,23 @@ pub fn scoped_id(identity: &str, id: &str) -> String {
     format!("{identity}/{:016x}", h.finish())
 }
 
-/// Checks a worker id or name from the network.
+/// Checks a worker id or name from the network ([`nqueens_common::names::valid_new_worker_id`]).
 pub(crate) fn check_worker(what: &str, id: &str) -> Result<()> {
+    if !nqueens_common::names::valid_new_worker_id(id) {
+        return Err(Error::Invalid(format!(
+            "{what} {:?} must be 1 to {MAX_ID_LEN} bytes of printable characters, none of Unicode's format characters or separators of lines",
+            truncate(id)
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a worker name that may be stored ([`nqueens_common::names::valid_worker_id`]): one the
+/// operator names, which an earlier build may have taken.
+pub(crate) fn check_stored_worker(what: &str, id: &str) -> Result<()> {
     if !nqueens_common::names::valid_worker_id(id) {
         return Err(Error::Invalid(format!(
-            "{what} {:?} must be 1 to {MAX_ID_LEN} printable characters",
+            "{what} {:?} must be 1 to {MAX_ID_LEN} bytes with no control character",
             truncate(id)
         )));
     }
@@ -936,8 +948,15 @@ mod tests {
                 "{bad:?}"
             );
             assert!(check_worker("worker id", bad).is_err(), "{bad:?}");
+            assert!(check_stored_worker("worker name", bad).is_err(), "{bad:?}");
         }
         assert!(check_worker("worker id", &"x".repeat(MAX_ID_LEN)).is_ok());
+        assert!(check_stored_worker("worker name", &"x".repeat(MAX_ID_LEN)).is_ok());
+        // A right-to-left override: refused in a request, taken as a name an earlier build stored.
+        let shifty = "a\u{202e}b";
+        assert!(matches!(ask(shifty, 0, 1).check(), Err(Error::Invalid(_))));
+        assert!(check_worker("worker id", shifty).is_err());
+        assert!(check_stored_worker("worker name", shifty).is_ok());
     }
 
     /// Kernel shapes: at most [`MAX_GPUS`] entries, at most [`MAX_GPU_SHAPES`] distinct (a worker's

@@ -8,7 +8,7 @@ use crate::durable::ledger::{Entry, Ledger};
 use crate::durable::store::{now_unix, Lifts, Quarantine, Store};
 use crate::error::{Error, Result};
 
-use super::lease::check_worker;
+use super::lease::check_stored_worker;
 use super::Config;
 
 /// Runs every quarantine step of a start over `store` (and its `ledger`), as `config` asks. Returns
@@ -29,7 +29,7 @@ pub(super) fn settle_at_start(
         )));
     }
     for name in &config.distrust {
-        check_worker("worker name", name)?;
+        check_stored_worker("worker name", name)?;
     }
     release(store, ledger.as_deref_mut(), &config.release)?;
     // The operator's quarantines, their results taken back now (before the rule, which may lift a

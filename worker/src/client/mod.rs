@@ -27,7 +27,8 @@ use crate::journal::Journal;
 /// `exit_when_idle`, until there is nothing left to lease.
 pub async fn run(config: WorkerConfig, shutdown: CancellationToken) -> Result<Summary> {
     // Checked before anything else: a name the coordinator refuses would fail every request.
-    if config.name.len() > MAX_NAME_LEN || !nqueens_common::names::valid_worker_id(&config.name) {
+    if config.name.len() > MAX_NAME_LEN || !nqueens_common::names::valid_new_worker_id(&config.name)
+    {
         return Err(Error::BadName(
             config.name.chars().take(MAX_NAME_LEN).collect(),
         ));

@@ -111,12 +111,13 @@ async fn a_server_without_the_service_stops_the_worker_and_its_journal_keeps_its
     server.abort();
 }
 
-/// A name the coordinator would refuse (empty, with a control character, too long for the id built
-/// from it) stops the worker at once, before it opens its journal or calls anyone.
+/// A name the coordinator would refuse (empty, with a control character or a right-to-left override,
+/// too long for the id built from it) stops the worker at once, before it opens its journal or calls
+/// anyone.
 #[tokio::test]
 async fn a_name_the_coordinator_would_refuse_stops_the_worker_before_anything() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["", "a\nb", &"x".repeat(MAX_NAME_LEN + 1)] {
+    for name in ["", "a\nb", "a\u{202e}b", &"x".repeat(MAX_NAME_LEN + 1)] {
         let (journal, finished, config) = journaled(dir.path(), "http://127.0.0.1:9".into(), name);
         let stopped = tokio::time::timeout(
             Duration::from_secs(30),
@@ -133,7 +134,7 @@ async fn a_name_the_coordinator_would_refuse_stops_the_worker_before_anything() 
     let longest = "x".repeat(MAX_NAME_LEN);
     let id = worker_id(&longest, u32::MAX, u64::MAX);
     assert!(
-        nqueens_common::names::valid_worker_id(&id),
+        nqueens_common::names::valid_new_worker_id(&id),
         "the longest name makes a valid id"
     );
 }
