@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::family::Family;
 use crate::job::{JobKey, JobResult};
-use crate::partition::{Plan, Strategy};
+use crate::partition::{KeyHash, Plan, Strategy};
 use crate::tally::Tally;
 
 /// The `format` field of every certificate.
@@ -659,19 +659,21 @@ pub fn check_expecting(
     };
     let plan = Plan::with_depth(header.n.into(), header.strategy, header.depth)
         .map_err(|e| CertError::Wrong(format!("the header's plan: {e}")))?;
-    let (jobs, fingerprint) = plan
-        .fingerprint_of_stored(header.jobs)
-        .map_err(|e| CertError::Wrong(format!("the header's plan: {e}")))?;
-    if jobs != header.jobs || format!("{fingerprint:016x}") != header.fingerprint {
-        return Err(CertError::Wrong(format!(
-            "the header says {} jobs, fingerprint {:?}; the plan of N = {} {} depth {} has {jobs} jobs, fingerprint {fingerprint:016x}",
-            header.jobs, header.fingerprint, header.n, header.strategy, header.depth
-        )));
-    }
+    // The plan is enumerated as the lines are read, its fingerprint taken key by key and compared at
+    // the end: a file padded with lines that are not the plan's is refused at its first such line,
+    // not after minutes of enumerating a deep plan its header names (found by a review, 2026-11-30).
+    let jobs = header.jobs;
+    let (mut keys, budget) = plan.jobs_of_stored(jobs);
+    let too_deep = || {
+        CertError::Wrong(format!(
+            "the header's plan: N = {} {} depth {} takes more steps to enumerate than a run of {jobs} jobs may",
+            header.n, header.strategy, header.depth
+        ))
+    };
+    let mut fingerprint = KeyHash::default();
     let wanted = sample(&material, jobs, k.min(MAX_SAMPLE));
     let mut wanted_iter = wanted.iter().peekable();
     let mut picked = Vec::with_capacity(wanted.len());
-    let mut keys = plan.jobs();
     let mut tally = Tally::new(header.strategy == Strategy::D4);
     let mut merkle = Merkle::default();
     let mut groups = crate::job::Groups::default();
@@ -694,7 +696,7 @@ pub fn check_expecting(
             ));
         }
         match keys.next() {
-            Some(key) if key == job.key => {}
+            Some(key) if key == job.key => fingerprint.push(&key.0),
             Some(key) => {
                 return Err(bad(format!(
                     "job {}, where the plan's job {} is {key}: a line is missing, extra or out of order",
@@ -702,6 +704,7 @@ pub fn check_expecting(
                     index + 1
                 )))
             }
+            None if budget.exhausted() => return Err(too_deep()),
             None => {
                 return Err(bad(format!(
                     "job {} after the plan's last job: a line too many",
@@ -743,9 +746,20 @@ pub fn check_expecting(
         }
         index += 1;
     }
-    if index != jobs {
+    // The plan's next job, if it has one: lines are missing.
+    let more = keys.next().is_some();
+    if budget.exhausted() {
+        return Err(too_deep());
+    }
+    let (enumerated, hash) = fingerprint.finish();
+    if more || enumerated != jobs || format!("{hash:016x}") != header.fingerprint {
+        let plan_says = match more {
+            true => format!("more than {enumerated} jobs"),
+            false => format!("{enumerated} jobs, fingerprint {hash:016x}"),
+        };
         return Err(CertError::Wrong(format!(
-            "{index} job lines, where the plan has {jobs}: lines are missing"
+            "the header says {jobs} jobs, fingerprint {:?}, and the file holds {index} job lines; the plan of N = {} {} depth {} has {plan_says}: lines are missing, or the header is not the plan's",
+            header.fingerprint, header.n, header.strategy, header.depth
         )));
     }
     if let Some(name) = header.identities.get(met as usize) {
@@ -1012,9 +1026,10 @@ mod tests {
                 other
             };
             refused(&text.replacen(&h.root, &other, 1), "Merkle root");
+            // Another N: its plan's keys part from the lines' at the first that differs.
             refused(
                 &text.replacen("\"n\":10", "\"n\":11", 1),
-                "the header's plan",
+                "a line is missing, extra or out of order",
             );
             let fp = format!("\"fingerprint\":\"{}\"", h.fingerprint);
             refused(
@@ -1492,6 +1507,61 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!e.contains("is not the expected root"), "{e}");
+    }
+
+    /// Without an expected root, a file padded to the size its header's plan needs is refused at its
+    /// first line that is not the plan's, its plan enumerated only that far: a header claiming
+    /// 50,000,000 jobs of d4 at N = 28 one row deeper than its default, followed by lines of another
+    /// plan. Before, the plan was enumerated for its fingerprint before the first line was read, up to
+    /// its 50,000,001st job: this test took 1.8 s then (2 cores, Intel Xeon family 6 model 167), where
+    /// it allows 0.25 s (found by a review, 2026-11-30).
+    #[test]
+    fn a_padded_file_is_refused_at_its_first_line_not_after_its_plans_enumeration() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let text = certificate(&plan);
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        let mut h: Header = serde_json::from_str(&lines[0]).unwrap();
+        h.n = 28;
+        h.depth = Plan::new(28, Strategy::D4).unwrap().depth() + 1;
+        h.jobs = 50_000_000;
+        lines[0] = serde_json::to_string(&h).unwrap();
+        let padded = lines.join("\n") + "\n";
+        let started = std::time::Instant::now();
+        let e = check_within(padded.as_bytes(), Some(600_000_000), 5, &Draw::Root)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2: job "), "{e}");
+        assert!(e.contains("out of order"), "{e}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(250),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    /// A header naming a plan too deep to enumerate for its job count is refused once the budget a run
+    /// of that count gets is spent, whether its lines end first or not.
+    #[test]
+    fn a_plan_too_deep_for_its_job_count_is_refused() {
+        let plan = Plan::new(10, Strategy::D4).unwrap();
+        let text = certificate(&plan);
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        let mut h: Header = serde_json::from_str(&lines[0]).unwrap();
+        // d4 at N = 32 split 29: its prefixes take far more than the budget of one job to reach.
+        h.n = 32;
+        h.depth = 29;
+        h.jobs = 1;
+        lines[0] = serde_json::to_string(&h).unwrap();
+        for cut in [1, 2] {
+            let file = lines[..cut].join("\n") + "\n";
+            let e = check(file.as_bytes(), 5, &Draw::Root)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("takes more steps to enumerate"),
+                "{cut} lines: {e}"
+            );
+        }
     }
 
     /// Only a seed of a random seed's form (32 hex digits or more) is taken as unguessable.

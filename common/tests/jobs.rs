@@ -1,6 +1,7 @@
 //! Job keys: stable ids, round trips through text, rejection of keys a plan does not contain, and a
 //! job's parts one or two rows further (what a two-stage estimate samples).
 
+use nqueens_common::partition::KeyHash;
 use nqueens_common::{Error, JobKey, Plan, Strategy};
 
 #[test]
@@ -245,6 +246,34 @@ fn a_stored_run_resumes_within_the_count_it_records() {
     let (jobs, hash) = deep.fingerprint();
     assert_eq!(deep.fingerprint_of_stored(jobs).unwrap(), (jobs, hash));
     assert!(deep.fingerprint_of_stored(jobs - 1).is_err());
+    // Enumerated key by key (as a certificate's check does), within the same bound: the same.
+    let (keys, budget) = deep.jobs_of_stored(jobs);
+    let mut taken = KeyHash::default();
+    keys.for_each(|k| taken.push(&k.0));
+    assert!(!budget.exhausted());
+    assert_eq!(taken.finish(), (jobs, hash));
+}
+
+/// A plan's fingerprint taken key by key from its job list is the fingerprint, for both strategies,
+/// and a plan too deep for the count it is given runs out of its budget.
+#[test]
+fn the_fingerprint_taken_key_by_key_is_the_plans() {
+    for n in 4..=11u32 {
+        for strategy in [Strategy::D4, Strategy::Mirror] {
+            let plan = Plan::new(n, strategy).unwrap();
+            let (jobs, hash) = plan.fingerprint();
+            let (keys, budget) = plan.jobs_of_stored(jobs);
+            let mut taken = KeyHash::default();
+            keys.for_each(|k| taken.push(&k.0));
+            assert!(!budget.exhausted(), "{strategy} {n}");
+            assert_eq!(taken.finish(), (jobs, hash), "{strategy} {n}");
+            assert_eq!(taken.jobs(), jobs);
+        }
+    }
+    let too_deep = Plan::with_depth(32, Strategy::D4, 29).unwrap();
+    let (mut keys, budget) = too_deep.jobs_of_stored(1);
+    assert!(keys.next().is_none());
+    assert!(budget.exhausted());
 }
 
 /// Every N a run may have gets a default plan within the limit of a run's creation: `count`, `plan` and

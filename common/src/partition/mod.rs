@@ -41,6 +41,45 @@ pub const MIN_STEPS: u64 = 1 << 20;
 /// before the limits of run creation resume.
 pub const RESUME_STEPS_PER_JOB: u64 = 4096;
 
+/// A plan's fingerprint taken key by key ([`Plan::fingerprint`]): the number of jobs and a 64-bit
+/// FNV-1a hash of their keys in order, each key's length first, so that two different key lists never
+/// hash the same byte stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyHash {
+    hash: u64,
+    jobs: u64,
+}
+
+impl Default for KeyHash {
+    fn default() -> Self {
+        KeyHash {
+            hash: 0xcbf2_9ce4_8422_2325,
+            jobs: 0,
+        }
+    }
+}
+
+impl KeyHash {
+    /// Takes the next key.
+    pub fn push(&mut self, key: &[u8]) {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        for &b in std::iter::once(&(key.len() as u8)).chain(key) {
+            self.hash = (self.hash ^ b as u64).wrapping_mul(PRIME);
+        }
+        self.jobs += 1;
+    }
+
+    /// The keys taken so far.
+    pub fn jobs(&self) -> u64 {
+        self.jobs
+    }
+
+    /// The number of keys and their hash.
+    pub fn finish(&self) -> (u64, u64) {
+        (self.jobs, self.hash)
+    }
+}
+
 /// How the search space is split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -219,21 +258,27 @@ impl Plan {
         self.fingerprint_with(limit, &budget)
     }
 
+    /// The plan's jobs, enumerated as [`Plan::fingerprint_of_stored`] would for a run recording `jobs`
+    /// jobs (all its steps granted up front), and the budget they take: exhausted when the
+    /// enumeration stopped short of the plan's end. For a reader that checks a list of `jobs` keys
+    /// one by one ([`KeyHash`]), paying for the enumeration only as far as the list holds.
+    pub fn jobs_of_stored(&self, jobs: u64) -> (Box<dyn Iterator<Item = JobKey> + Send>, Budget) {
+        let steps = jobs
+            .saturating_mul(RESUME_STEPS_PER_JOB.saturating_add(STEPS_PER_JOB))
+            .saturating_add(MIN_STEPS);
+        let budget = Budget::steps(steps);
+        (self.jobs_within(budget.clone()), budget)
+    }
+
     fn fingerprint_with(&self, limit: u64, budget: &Budget) -> Result<(u64, u64)> {
-        const PRIME: u64 = 0x0000_0100_0000_01b3;
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut jobs = 0u64;
+        let mut hash = KeyHash::default();
         let mut over = false;
         let mut visit = |key: &[u8]| {
-            if jobs == limit {
+            if hash.jobs() == limit {
                 over = true;
                 return false;
             }
-            // The length first, so that two different key lists never hash the same byte stream.
-            for &b in std::iter::once(&(key.len() as u8)).chain(key) {
-                hash = (hash ^ b as u64).wrapping_mul(PRIME);
-            }
-            jobs += 1;
+            hash.push(key);
             budget.grant(STEPS_PER_JOB);
             true
         };
@@ -264,7 +309,7 @@ impl Plan {
                 self.strategy, self.n, self.depth
             )));
         }
-        Ok((jobs, hash))
+        Ok(hash.finish())
     }
 
     /// Counts sub-problems and jobs without computing anything; a plan over the bounds of a run's
