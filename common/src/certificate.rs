@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::family::Family;
 use crate::job::{JobKey, JobResult};
-use crate::partition::{KeyHash, Plan, Strategy};
+use crate::partition::{KeyHash, Plan, Strategy, STEPS_PER_LISTED_JOB};
 use crate::tally::Tally;
 
 /// The `format` field of every certificate.
@@ -663,10 +663,11 @@ pub fn check_expecting(
     // the end: a file padded with lines that are not the plan's is refused at its first such line,
     // not after minutes of enumerating a deep plan its header names (found by a review, 2026-11-30).
     let jobs = header.jobs;
-    let (mut keys, budget) = plan.jobs_of_stored(jobs);
+    // Each line pays for the enumeration of its job, before the plan is asked for it.
+    let (mut keys, budget) = plan.jobs_paid_per_key();
     let too_deep = || {
         CertError::Wrong(format!(
-            "the header's plan: N = {} {} depth {} takes more steps to enumerate than a run of {jobs} jobs may",
+            "the header's plan: N = {} {} depth {} takes more steps to enumerate than its job lines pay for ({STEPS_PER_LISTED_JOB} a line)",
             header.n, header.strategy, header.depth
         ))
     };
@@ -695,11 +696,12 @@ pub fn check_expecting(
                 "not in the one form this format writes (no signs, leading zeros or spaces)".into(),
             ));
         }
+        budget.grant(STEPS_PER_LISTED_JOB);
         match keys.next() {
             Some(key) if key == job.key => fingerprint.push(&key.0),
             Some(key) => {
                 return Err(bad(format!(
-                    "job {}, where the plan's job {} is {key}: a line is missing, extra or out of order",
+                    "job {}, where the plan's job {} is {key}: a line is missing, extra or out of order, or the header's plan (N, strategy, depth) is not the lines'",
                     job.key,
                     index + 1
                 )))
@@ -747,6 +749,7 @@ pub fn check_expecting(
         index += 1;
     }
     // The plan's next job, if it has one: lines are missing.
+    budget.grant(STEPS_PER_LISTED_JOB);
     let more = keys.next().is_some();
     if budget.exhausted() {
         return Err(too_deep());
@@ -1539,27 +1542,36 @@ mod tests {
         );
     }
 
-    /// A header naming a plan too deep to enumerate for its job count is refused once the budget a run
-    /// of that count gets is spent, whether its lines end first or not.
+    /// A header naming a plan too deep to enumerate is refused once its lines' budget is spent, whether
+    /// its lines end first or not, in a time bounded by its lines, whatever job count it claims (found
+    /// by a review of the first version, which granted the claimed count's budget up front).
     #[test]
     fn a_plan_too_deep_for_its_job_count_is_refused() {
         let plan = Plan::new(10, Strategy::D4).unwrap();
         let text = certificate(&plan);
         let mut lines: Vec<String> = text.lines().map(String::from).collect();
         let mut h: Header = serde_json::from_str(&lines[0]).unwrap();
-        // d4 at N = 32 split 29: its prefixes take far more than the budget of one job to reach.
+        // d4 at N = 32 split 29: its prefixes take far more steps to reach than a job pays for.
+        // Claiming 50,000,000 jobs, in a file said to be large enough, with one line or none.
         h.n = 32;
         h.depth = 29;
-        h.jobs = 1;
+        h.jobs = 50_000_000;
         lines[0] = serde_json::to_string(&h).unwrap();
         for cut in [1, 2] {
             let file = lines[..cut].join("\n") + "\n";
-            let e = check(file.as_bytes(), 5, &Draw::Root)
+            let started = std::time::Instant::now();
+            let e = check_within(file.as_bytes(), Some(600_000_000), 5, &Draw::Root)
                 .unwrap_err()
                 .to_string();
             assert!(
                 e.contains("takes more steps to enumerate"),
                 "{cut} lines: {e}"
+            );
+            // Before, the budget of all 50,000,000 jobs was granted up front: minutes.
+            assert!(
+                started.elapsed() < std::time::Duration::from_millis(250),
+                "{:?}",
+                started.elapsed()
             );
         }
     }

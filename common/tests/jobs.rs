@@ -1,7 +1,7 @@
 //! Job keys: stable ids, round trips through text, rejection of keys a plan does not contain, and a
 //! job's parts one or two rows further (what a two-stage estimate samples).
 
-use nqueens_common::partition::KeyHash;
+use nqueens_common::partition::{KeyHash, STEPS_PER_LISTED_JOB};
 use nqueens_common::{Error, JobKey, Plan, Strategy};
 
 #[test]
@@ -246,12 +246,24 @@ fn a_stored_run_resumes_within_the_count_it_records() {
     let (jobs, hash) = deep.fingerprint();
     assert_eq!(deep.fingerprint_of_stored(jobs).unwrap(), (jobs, hash));
     assert!(deep.fingerprint_of_stored(jobs - 1).is_err());
-    // Enumerated key by key (as a certificate's check does), within the same bound: the same.
-    let (keys, budget) = deep.jobs_of_stored(jobs);
+    // Enumerated key by key as a certificate's check does, each key paid for: the same.
+    assert_eq!(paid_per_key(&deep), (jobs, hash));
+}
+
+/// The jobs and fingerprint of `plan`'s keys taken one by one, [`STEPS_PER_LISTED_JOB`] granted before
+/// each (and before the last look): panics if the budget runs out.
+fn paid_per_key(plan: &Plan) -> (u64, u64) {
+    let (mut keys, budget) = plan.jobs_paid_per_key();
     let mut taken = KeyHash::default();
-    keys.for_each(|k| taken.push(&k.0));
-    assert!(!budget.exhausted());
-    assert_eq!(taken.finish(), (jobs, hash));
+    loop {
+        budget.grant(STEPS_PER_LISTED_JOB);
+        match keys.next() {
+            Some(k) => taken.push(&k.0),
+            None => break,
+        }
+    }
+    assert!(!budget.exhausted(), "{plan:?}");
+    taken.finish()
 }
 
 /// A plan's fingerprint taken key by key from its job list is the fingerprint, for both strategies,
@@ -261,17 +273,12 @@ fn the_fingerprint_taken_key_by_key_is_the_plans() {
     for n in 4..=11u32 {
         for strategy in [Strategy::D4, Strategy::Mirror] {
             let plan = Plan::new(n, strategy).unwrap();
-            let (jobs, hash) = plan.fingerprint();
-            let (keys, budget) = plan.jobs_of_stored(jobs);
-            let mut taken = KeyHash::default();
-            keys.for_each(|k| taken.push(&k.0));
-            assert!(!budget.exhausted(), "{strategy} {n}");
-            assert_eq!(taken.finish(), (jobs, hash), "{strategy} {n}");
-            assert_eq!(taken.jobs(), jobs);
+            assert_eq!(paid_per_key(&plan), plan.fingerprint(), "{strategy} {n}");
         }
     }
     let too_deep = Plan::with_depth(32, Strategy::D4, 29).unwrap();
-    let (mut keys, budget) = too_deep.jobs_of_stored(1);
+    let (mut keys, budget) = too_deep.jobs_paid_per_key();
+    budget.grant(STEPS_PER_LISTED_JOB);
     assert!(keys.next().is_none());
     assert!(budget.exhausted());
 }

@@ -41,6 +41,10 @@ pub const MIN_STEPS: u64 = 1 << 20;
 /// before the limits of run creation resume.
 pub const RESUME_STEPS_PER_JOB: u64 = 4096;
 
+/// Enumeration steps a list of a plan's keys pays per key ([`Plan::jobs_paid_per_key`]): what a stored
+/// run's plan may take per job it records, and per job found.
+pub const STEPS_PER_LISTED_JOB: u64 = RESUME_STEPS_PER_JOB + STEPS_PER_JOB;
+
 /// A plan's fingerprint taken key by key ([`Plan::fingerprint`]): the number of jobs and a 64-bit
 /// FNV-1a hash of their keys in order, each key's length first, so that two different key lists never
 /// hash the same byte stream.
@@ -258,15 +262,15 @@ impl Plan {
         self.fingerprint_with(limit, &budget)
     }
 
-    /// The plan's jobs, enumerated as [`Plan::fingerprint_of_stored`] would for a run recording `jobs`
-    /// jobs (all its steps granted up front), and the budget they take: exhausted when the
-    /// enumeration stopped short of the plan's end. For a reader that checks a list of `jobs` keys
-    /// one by one ([`KeyHash`]), paying for the enumeration only as far as the list holds.
-    pub fn jobs_of_stored(&self, jobs: u64) -> (Box<dyn Iterator<Item = JobKey> + Send>, Budget) {
-        let steps = jobs
-            .saturating_mul(RESUME_STEPS_PER_JOB.saturating_add(STEPS_PER_JOB))
-            .saturating_add(MIN_STEPS);
-        let budget = Budget::steps(steps);
+    /// The plan's jobs for a reader that checks a list of keys one by one against them ([`KeyHash`]),
+    /// and their budget: [`MIN_STEPS`] enumeration steps, to which the reader grants
+    /// [`STEPS_PER_LISTED_JOB`] for each key its list holds before it asks for the next job (and once
+    /// more before it asks whether the plan ends). The enumeration then costs what the list pays for:
+    /// a hostile list (a header claiming a deep plan of many jobs) is refused in a time bounded by its
+    /// length, not by the plan. The budget is exhausted when the enumeration stopped short of the
+    /// plan's end: the plan is too deep for the list.
+    pub fn jobs_paid_per_key(&self) -> (Box<dyn Iterator<Item = JobKey> + Send>, Budget) {
+        let budget = Budget::steps(MIN_STEPS);
         (self.jobs_within(budget.clone()), budget)
     }
 

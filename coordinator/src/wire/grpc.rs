@@ -442,7 +442,9 @@ impl coordinator_server::Coordinator for CoordinatorService {
     ) -> Result<Response<proto::ReportResponse>, Status> {
         let who = caller(&req, &req.get_ref().worker_id, &req.get_ref().worker_name)
             .map_err(|e| status(e.of_the_request()))?;
-        let r = req.into_inner();
+        let mut r = req.into_inner();
+        // Taken out of the request, not copied: a report waiting for its place holds its results once.
+        let results = std::mem::take(&mut r.results);
         let ask = (r.lease_capacity > 0).then(|| Ask {
             worker: &who.worker,
             name: &who.name,
@@ -459,14 +461,14 @@ impl coordinator_server::Coordinator for CoordinatorService {
         if let Some(ask) = &ask {
             ask.check().map_err(|e| status(e.of_the_request()))?;
         }
-        let reports = r
-            .results
-            .iter()
+        let reports = results
+            .into_iter()
             .map(|x| Report {
+                family: x.family().known(),
                 lease: x.lease_id,
-                run: x.run.clone(),
+                run: x.run,
                 n: x.n,
-                job: x.job.clone(),
+                job: x.job,
                 result: JobResult {
                     total: x.total,
                     unique8: x.unique8,
@@ -474,8 +476,7 @@ impl coordinator_server::Coordinator for CoordinatorService {
                 },
                 seal: x.seal,
                 tag: x.lease_tag,
-                device: x.device.clone(),
-                family: x.family().known(),
+                device: x.device,
             })
             .collect();
         let outcomes = self

@@ -2,7 +2,8 @@
 //! that its handler runs at once, whether or not the client ends its stream. Without it, the server
 //! waits for the stream's end with the message decoded (tonic reads a unary call's trailers after its
 //! message): a client that never ends its streams holds decoded messages, many times their bytes on
-//! the wire, until the request deadline. Bytes past the one message are refused.
+//! the wire, until the request deadline. Bytes that come with the message's last are refused; later
+//! ones are never read (the stream is dropped once answered).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -294,6 +295,32 @@ mod tests {
             refused.unwrap_err().contains("one request message"),
             "bytes past the message were passed on"
         );
+    }
+
+    /// Every method of the services served behind [`OneMessage`] takes one request message: a method
+    /// whose client streams its requests, added later, would be cut off after its first.
+    #[test]
+    fn no_method_served_behind_it_streams_its_requests() {
+        use prost::Message;
+        let mut methods = 0;
+        for set in [
+            nqueens_proto::FILE_DESCRIPTOR_SET,
+            tonic_health::pb::FILE_DESCRIPTOR_SET,
+        ] {
+            let set = prost_types::FileDescriptorSet::decode(set).unwrap();
+            for service in set.file.iter().flat_map(|f| &f.service) {
+                for method in &service.method {
+                    methods += 1;
+                    assert!(
+                        !method.client_streaming(),
+                        "{}.{} streams its requests",
+                        service.name(),
+                        method.name()
+                    );
+                }
+            }
+        }
+        assert!(methods >= 20, "{methods} methods");
     }
 
     #[test]

@@ -2,12 +2,14 @@
 //! self-contained status page at `/` (served with the status of that moment embedded, so that it shows
 //! the numbers at once), and the JSON it reads at `/api/status`. Read-only: nothing here changes the
 //! store. Each is rendered at most every [`FRESH_FOR`] whatever the number of clients: rendering reads
-//! every run, lease and worker under the lock that leases and reports take.
+//! every run, lease and worker under the lock that leases and reports take. A render is shared by
+//! every answer that sends it, never copied per request (a status of 65,536 workers is megabytes).
 
 use axum::extract::State;
 use axum::http::header;
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use bytes::Bytes;
 use std::sync::Arc;
 
 use axum::Router;
@@ -44,19 +46,19 @@ pub const FRESH_FOR: std::time::Duration = std::time::Duration::from_millis(250)
 
 /// A text rendered at most every [`FRESH_FOR`]: the last one, and when it was made.
 #[derive(Default)]
-struct Fresh(std::sync::Mutex<Option<(tokio::time::Instant, Arc<String>)>>);
+struct Fresh(std::sync::Mutex<Option<(tokio::time::Instant, Bytes)>>);
 
 impl Fresh {
     /// The text, rendered by `render` if the last one is older than [`FRESH_FOR`] (callers meanwhile
-    /// wait for it, and share it).
-    fn get(&self, render: impl FnOnce() -> String) -> Arc<String> {
+    /// wait for it, and share it: a clone of it is a reference, not a copy).
+    fn get(&self, render: impl FnOnce() -> String) -> Bytes {
         let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((at, text)) = last.as_ref() {
             if at.elapsed() < FRESH_FOR {
                 return text.clone();
             }
         }
-        let text = Arc::new(render());
+        let text = Bytes::from(render());
         *last = Some((tokio::time::Instant::now(), text.clone()));
         text
     }
@@ -67,6 +69,7 @@ impl Fresh {
 struct Web {
     coordinator: Coordinator,
     status: Arc<Fresh>,
+    page: Arc<Fresh>,
     metrics: Arc<Fresh>,
 }
 
@@ -79,12 +82,13 @@ pub fn router(coordinator: Coordinator) -> Router {
         .with_state(Web {
             coordinator,
             status: Arc::default(),
+            page: Arc::default(),
             metrics: Arc::default(),
         })
 }
 
 /// The status as JSON, `<` escaped (see [`render_page`]).
-fn status_json(web: &Web) -> Arc<String> {
+fn status_json(web: &Web) -> Bytes {
     web.status.get(|| {
         serde_json::to_string(&page_status(&web.coordinator))
             .unwrap_or_else(|_| "null".to_string())
@@ -93,9 +97,17 @@ fn status_json(web: &Web) -> Arc<String> {
 }
 
 async fn page(State(web): State<Web>) -> Response {
+    let page = web.page.get(|| {
+        let json = status_json(&web);
+        // The JSON was made from a String: its bytes are UTF-8.
+        PAGE.replacen(STATUS_SLOT, &String::from_utf8_lossy(&json), 1)
+    });
     (
-        [(header::CACHE_CONTROL, "no-store")],
-        Html(PAGE.replacen(STATUS_SLOT, &status_json(&web), 1)),
+        [
+            (header::CACHE_CONTROL, "no-store"),
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        ],
+        page,
     )
         .into_response()
 }
@@ -137,7 +149,7 @@ async fn status(State(web): State<Web>) -> Response {
             (header::CACHE_CONTROL, "no-store"),
             (header::CONTENT_TYPE, "application/json"),
         ],
-        status_json(&web).to_string(),
+        status_json(&web),
     )
         .into_response()
 }
@@ -146,7 +158,7 @@ async fn metrics(State(web): State<Web>) -> Response {
     let text = web.metrics.get(|| web.coordinator.render_metrics());
     (
         [(header::CONTENT_TYPE, nqueens_proto::metrics::OPENMETRICS)],
-        text.to_string(),
+        text,
     )
         .into_response()
 }
@@ -339,5 +351,35 @@ mod tests {
         assert_ne!(fetch("/metrics").await, before, "rendered anew");
         let fresh: serde_json::Value = serde_json::from_str(&fetch("/api/status").await).unwrap();
         assert_eq!(fresh["runs"].as_array().unwrap().len(), 1);
+    }
+
+    /// Every answer within [`FRESH_FOR`] sends the one render, shared, not a copy of it: before, each
+    /// request copied the whole text (megabytes for a table of 65,536 workers), so many slow clients
+    /// held as many copies (found by a review, 2026-11-30).
+    #[tokio::test(start_paused = true)]
+    async fn answers_share_one_render() {
+        let coordinator =
+            Coordinator::open(Store::temporary().unwrap(), Config::default()).unwrap();
+        let app = router(coordinator.clone());
+        let body = |path: &'static str| {
+            let mut app = app.clone();
+            async move {
+                let request = http::Request::get(path)
+                    .body(axum::body::Body::empty())
+                    .unwrap();
+                let response = app.call(request).await.unwrap();
+                axum::body::to_bytes(response.into_body(), 1 << 24)
+                    .await
+                    .unwrap()
+            }
+        };
+        for path in ["/", "/api/status", "/metrics"] {
+            let (a, b) = (body(path).await, body(path).await);
+            assert!(!a.is_empty());
+            assert_eq!(a.as_ptr(), b.as_ptr(), "{path}: copied per request");
+        }
+        let page = body("/").await;
+        let page = String::from_utf8(page.to_vec()).unwrap();
+        assert!(page.contains("\"runs\":[]"), "the status is embedded");
     }
 }
