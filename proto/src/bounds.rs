@@ -6,8 +6,13 @@
 //!
 //! [`codec`]: crate::codec
 
-use crate::codec::MAX_FIELDS;
 use crate::{MAX_GPUS, MAX_LEASE_IDS, MAX_REPORT_RESULTS, MAX_WORKER_ID_LEN};
+
+/// Most top-level fields a message of any kind may have (entries of repeated fields included): every
+/// message of the protocol has far fewer (a job listing at most 10000 jobs), and the requests a worker
+/// sends have bounds of their own ([`Bounds`]); more is refused before decoding, so that a 4 MiB
+/// message cannot become hundreds of MB of decoded entries.
+pub const MAX_FIELDS: usize = 65_536;
 
 /// The bounds of one message kind. Every message the codec decodes has them; a new one must say.
 pub trait Bounds {

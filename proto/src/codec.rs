@@ -9,12 +9,6 @@ use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
 use crate::bounds::Bounds;
 
-/// Most top-level fields a message of any kind may have (entries of repeated fields included): every
-/// message of the protocol has far fewer (a job listing at most 10000 jobs), and the requests a worker
-/// sends have bounds of their own ([`Bounds`]); more is refused before decoding, so that a 4 MiB
-/// message cannot become hundreds of MB of decoded entries.
-pub const MAX_FIELDS: usize = 65_536;
-
 /// The number of top-level fields in `bytes`, counting stops just past `most`; `None` if its fields
 /// cannot be framed (groups included: this protocol has none), which is refused.
 pub fn top_level_fields(mut bytes: &[u8], most: usize) -> Option<usize> {
@@ -122,6 +116,7 @@ impl<U: prost::Message + Default + Bounds> Decoder for StrictDecoder<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bounds::MAX_FIELDS;
 
     /// A message kind of 3 fields and 10 bytes at most.
     struct Small;
