@@ -1512,6 +1512,22 @@ mod tests {
         assert!(!e.contains("is not the expected root"), "{e}");
     }
 
+    /// N = 10's certificate, its header claiming 50,000,000 jobs of d4 at `n` split `depth`, cut to
+    /// its first `cut` lines and said to be 600 MB: the refusal of its check, and how long it took.
+    fn claiming_a_deep_plan(n: u8, depth: u8, cut: usize) -> (String, std::time::Duration) {
+        let text = certificate(&Plan::new(10, Strategy::D4).unwrap());
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        let mut h: Header = serde_json::from_str(&lines[0]).unwrap();
+        (h.n, h.depth, h.jobs) = (n, depth, 50_000_000);
+        lines[0] = serde_json::to_string(&h).unwrap();
+        let file = lines[..cut].join("\n") + "\n";
+        let started = std::time::Instant::now();
+        let e = check_within(file.as_bytes(), Some(600_000_000), 5, &Draw::Root)
+            .unwrap_err()
+            .to_string();
+        (e, started.elapsed())
+    }
+
     /// Without an expected root, a file padded to the size its header's plan needs is refused at its
     /// first line that is not the plan's, its plan enumerated only that far: a header claiming
     /// 50,000,000 jobs of d4 at N = 28 one row deeper than its default, followed by lines of another
@@ -1520,59 +1536,27 @@ mod tests {
     /// it allows 0.25 s (found by a review, 2026-11-30).
     #[test]
     fn a_padded_file_is_refused_at_its_first_line_not_after_its_plans_enumeration() {
-        let plan = Plan::new(10, Strategy::D4).unwrap();
-        let text = certificate(&plan);
-        let mut lines: Vec<String> = text.lines().map(String::from).collect();
-        let mut h: Header = serde_json::from_str(&lines[0]).unwrap();
-        h.n = 28;
-        h.depth = Plan::new(28, Strategy::D4).unwrap().depth() + 1;
-        h.jobs = 50_000_000;
-        lines[0] = serde_json::to_string(&h).unwrap();
-        let padded = lines.join("\n") + "\n";
-        let started = std::time::Instant::now();
-        let e = check_within(padded.as_bytes(), Some(600_000_000), 5, &Draw::Root)
-            .unwrap_err()
-            .to_string();
+        let depth = Plan::new(28, Strategy::D4).unwrap().depth() + 1;
+        let (e, took) = claiming_a_deep_plan(28, depth, 5);
         assert!(e.contains("line 2: job "), "{e}");
         assert!(e.contains("out of order"), "{e}");
-        assert!(
-            started.elapsed() < std::time::Duration::from_millis(250),
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(took < std::time::Duration::from_millis(250), "{took:?}");
     }
 
     /// A header naming a plan too deep to enumerate is refused once its lines' budget is spent, whether
     /// its lines end first or not, in a time bounded by its lines, whatever job count it claims (found
-    /// by a review of the first version, which granted the claimed count's budget up front).
+    /// by a review of the first version, which granted the claimed count's budget up front: minutes).
     #[test]
     fn a_plan_too_deep_for_its_job_count_is_refused() {
-        let plan = Plan::new(10, Strategy::D4).unwrap();
-        let text = certificate(&plan);
-        let mut lines: Vec<String> = text.lines().map(String::from).collect();
-        let mut h: Header = serde_json::from_str(&lines[0]).unwrap();
-        // d4 at N = 32 split 29: its prefixes take far more steps to reach than a job pays for.
-        // Claiming 50,000,000 jobs, in a file said to be large enough, with one line or none.
-        h.n = 32;
-        h.depth = 29;
-        h.jobs = 50_000_000;
-        lines[0] = serde_json::to_string(&h).unwrap();
+        // d4 at N = 32 split 29: its prefixes take far more steps to reach than a job pays for. With
+        // one job line, or none.
         for cut in [1, 2] {
-            let file = lines[..cut].join("\n") + "\n";
-            let started = std::time::Instant::now();
-            let e = check_within(file.as_bytes(), Some(600_000_000), 5, &Draw::Root)
-                .unwrap_err()
-                .to_string();
+            let (e, took) = claiming_a_deep_plan(32, 29, cut);
             assert!(
                 e.contains("takes more steps to enumerate"),
                 "{cut} lines: {e}"
             );
-            // Before, the budget of all 50,000,000 jobs was granted up front: minutes.
-            assert!(
-                started.elapsed() < std::time::Duration::from_millis(250),
-                "{:?}",
-                started.elapsed()
-            );
+            assert!(took < std::time::Duration::from_millis(250), "{took:?}");
         }
     }
 

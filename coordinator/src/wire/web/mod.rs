@@ -171,6 +171,17 @@ mod tests {
     use nqueens_common::Strategy;
     use tower_service::Service;
 
+    /// The body `app` answers `path` with.
+    async fn body_of(app: &Router, path: &str) -> Bytes {
+        let request = http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = app.clone().call(request).await.unwrap();
+        axum::body::to_bytes(response.into_body(), 1 << 24)
+            .await
+            .unwrap()
+    }
+
     async fn get(coordinator: &Coordinator, path: &str) -> String {
         let mut app = router(coordinator.clone());
         let request = http::Request::get(path)
@@ -327,17 +338,8 @@ mod tests {
             Coordinator::open(Store::temporary().unwrap(), Config::default()).unwrap();
         let app = router(coordinator.clone());
         let fetch = |path: &'static str| {
-            let mut app = app.clone();
-            async move {
-                let request = http::Request::get(path)
-                    .body(axum::body::Body::empty())
-                    .unwrap();
-                let response = app.call(request).await.unwrap();
-                let body = axum::body::to_bytes(response.into_body(), 1 << 24)
-                    .await
-                    .unwrap();
-                String::from_utf8(body.to_vec()).unwrap()
-            }
+            let app = app.clone();
+            async move { String::from_utf8(body_of(&app, path).await.to_vec()).unwrap() }
         };
         let before = fetch("/metrics").await;
         let status = fetch("/api/status").await;
@@ -362,16 +364,8 @@ mod tests {
             Coordinator::open(Store::temporary().unwrap(), Config::default()).unwrap();
         let app = router(coordinator.clone());
         let body = |path: &'static str| {
-            let mut app = app.clone();
-            async move {
-                let request = http::Request::get(path)
-                    .body(axum::body::Body::empty())
-                    .unwrap();
-                let response = app.call(request).await.unwrap();
-                axum::body::to_bytes(response.into_body(), 1 << 24)
-                    .await
-                    .unwrap()
-            }
+            let app = app.clone();
+            async move { body_of(&app, path).await }
         };
         for path in ["/", "/api/status", "/metrics"] {
             let (a, b) = (body(path).await, body(path).await);
