@@ -1548,6 +1548,8 @@ mod tests {
     /// by a review of the first version, which granted the claimed count's budget up front: minutes).
     #[test]
     fn a_plan_too_deep_for_its_job_count_is_refused() {
+        // What a line pays, as docs/verification.md states it: a stored run's job and one found.
+        assert_eq!(STEPS_PER_LISTED_JOB, 4160);
         // d4 at N = 32 split 29: its prefixes take far more steps to reach than a job pays for. With
         // one job line, or none.
         for cut in [1, 2] {

@@ -338,3 +338,32 @@ impl Plan {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fingerprint is FNV-1a over each key's length and bytes, as stored runs recorded it: values
+    /// computed apart (with Python), so that a changed hash cannot pass unseen.
+    #[test]
+    fn keys_hash_as_stored_runs_recorded_them() {
+        let mut h = KeyHash::default();
+        assert_eq!(h.finish(), (0, 0xcbf2_9ce4_8422_2325));
+        h.push(&[0, 2, 5]);
+        assert_eq!(h.finish(), (1, 0xed19_5387_f3fe_051b));
+        h.push(&[1, 3]);
+        assert_eq!(h.finish(), (2, 0x3239_6e31_0148_50d7));
+        assert_eq!(h.jobs(), 2);
+    }
+
+    /// A plan's fingerprint within a limit of jobs: refused past it, the same as without one within it.
+    #[test]
+    fn a_fingerprint_within_a_limit_stops_past_it() {
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let (jobs, hash) = plan.fingerprint();
+        assert!(jobs > 1);
+        assert_eq!(plan.fingerprint_within(jobs).unwrap(), (jobs, hash));
+        let e = plan.fingerprint_within(jobs - 1).unwrap_err().to_string();
+        assert!(e.contains(&format!("more than {} jobs", jobs - 1)), "{e}");
+    }
+}
