@@ -570,7 +570,13 @@ impl Coordinator {
                 }
                 // A job already done only gets its result compared, whatever lease it names: the store
                 // is read (with the state lock released) only for a result whose lease check failed.
+                // But a worker credential's result under a lease never issued for its job (its tag
+                // fails) is refused whether or not the job is done: the answer would tell it which of
+                // its results are held for a check and which are counted.
                 if let Err(refused) = check {
+                    if credential && !lease_issued {
+                        return Err(refused);
+                    }
                     if !self
                         .shared
                         .store

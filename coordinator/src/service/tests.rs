@@ -4697,3 +4697,54 @@ async fn a_disputed_job_failed_by_expired_leases_takes_a_held_workers_counts_bac
     assert!(!c.state().quarantined["h"].contains("held"));
     assert!(c.shared.store.unrevoked_quarantines().unwrap().is_empty());
 }
+
+/// A credential cannot tell whether a result of its own is held for a check or counted by sending it
+/// again under a lease never issued: refused either way. Before, it was refused while the job waited
+/// for its check, and compared (answered `ACCEPTED` on the wire) once the job was counted, so a
+/// credential could watch for the check of a lie (found by a review, 2026-11-29). A late result under
+/// a lease that was issued (its tag holds) is still compared once its job is done.
+#[tokio::test(start_paused = true)]
+async fn a_credential_cannot_tell_held_from_counted_under_a_made_up_lease() {
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    let mine = lease_credential(&c, "a", 4096).await;
+    let outcomes = c
+        .report_as("a", "a", true, mine.iter().map(report).collect())
+        .await
+        .unwrap();
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Pending),
+        "{outcomes:?}"
+    );
+    let made_up = |g: &Granted| Report {
+        lease: 999_999,
+        tag: 0,
+        ..report(g)
+    };
+    let probe = |c: &Coordinator| {
+        let c = c.clone();
+        let sent = made_up(&mine[0]);
+        async move { c.report_as("a", "a", true, vec![sent]).await }
+    };
+    let held = probe(&c).await;
+    assert!(matches!(held, Err(Error::NotLeased { .. })), "{held:?}");
+    // Another identity confirms every job: the run is done.
+    let theirs = lease_credential(&c, "b", 4096).await;
+    assert_eq!(theirs.len(), mine.len());
+    c.report_as("b", "b", true, theirs.iter().map(report).collect())
+        .await
+        .unwrap();
+    assert!(total(&c, &run).1, "done");
+    let counted = probe(&c).await;
+    assert!(
+        matches!(counted, Err(Error::NotLeased { .. })),
+        "{counted:?}: the answer tells counted from held"
+    );
+    // Under its own lease (issued, its tag holds), the same result is compared.
+    assert_eq!(
+        c.report_as("a", "a", true, vec![report(&mine[0])])
+            .await
+            .unwrap(),
+        vec![Outcome::Duplicate]
+    );
+}
