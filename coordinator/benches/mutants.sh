@@ -3,17 +3,19 @@
 # guard files, each group with its package's fastest tests (the unit tests: `-- --lib`), one job at a time
 # (2-core machines). Prints one markdown row per file: mutants, caught, missed, unviable, timeouts.
 # A missed mutant is a missing test, or an equivalent mutant to be explained in RELIABILITY.md.
-# Usage: coordinator/benches/mutants.sh [GROUP...]   (groups: common coordinator worker; default all)
+# Usage: coordinator/benches/mutants.sh [GROUP...]   (groups: common proto coordinator worker; default all)
 # Needs: cargo install --locked cargo-mutants (27.1 used). About 8 s per mutant on a 2-core Zen 4.
 set -euo pipefail
 OUT=${OUT:-target/mutants}
-GROUPS_WANTED=${*:-common coordinator worker}
+GROUPS_WANTED=${*:-common proto coordinator worker}
 
 declare -A FILES PACKAGE
 PACKAGE[common]=nqueens-common
-FILES[common]="common/src/family.rs common/src/names.rs common/src/key.rs common/src/job.rs common/src/tally.rs common/src/jsonl.rs common/src/symmetry.rs common/src/checksum.rs common/src/certificate.rs"
+FILES[common]="common/src/family.rs common/src/names.rs common/src/key.rs common/src/job.rs common/src/tally.rs common/src/jsonl.rs common/src/symmetry.rs common/src/checksum.rs common/src/certificate.rs common/src/partition/mod.rs"
+PACKAGE[proto]=nqueens-proto
+FILES[proto]="proto/src/codec.rs proto/src/bounds.rs"
 PACKAGE[coordinator]=nqueens-coordinator
-FILES[coordinator]="coordinator/src/durable/store/passes.rs coordinator/src/durable/store/roots.rs coordinator/src/service/lease.rs coordinator/src/service/lease_table.rs coordinator/src/service/report.rs coordinator/src/service/spot.rs coordinator/src/durable/store/commit.rs coordinator/src/durable/store/revoke.rs coordinator/src/durable/reconcile.rs coordinator/src/durable/ledger/packed.rs coordinator/src/durable/credentials.rs coordinator/src/wire/auth.rs coordinator/src/durable/committer.rs coordinator/src/durable/ledger/view.rs coordinator/src/durable/certify.rs coordinator/src/service/certify.rs coordinator/src/service/steer.rs coordinator/src/durable/store/lifts.rs coordinator/src/durable/store/handbacks.rs coordinator/src/wire/request_bytes.rs"
+FILES[coordinator]="coordinator/src/durable/store/passes.rs coordinator/src/durable/store/roots.rs coordinator/src/service/lease.rs coordinator/src/service/lease_table.rs coordinator/src/service/report.rs coordinator/src/service/spot.rs coordinator/src/durable/store/commit.rs coordinator/src/durable/store/revoke.rs coordinator/src/durable/reconcile.rs coordinator/src/durable/ledger/packed.rs coordinator/src/durable/credentials.rs coordinator/src/wire/auth.rs coordinator/src/durable/committer.rs coordinator/src/durable/ledger/view.rs coordinator/src/durable/certify.rs coordinator/src/service/certify.rs coordinator/src/service/steer.rs coordinator/src/durable/store/lifts.rs coordinator/src/durable/store/handbacks.rs coordinator/src/wire/request_bytes.rs coordinator/src/wire/one_message.rs"
 PACKAGE[worker]=nqueens-worker
 FILES[worker]="worker/src/journal.rs worker/src/compute/mod.rs worker/src/compute/gpu.rs worker/src/compute/launch.rs"
 
