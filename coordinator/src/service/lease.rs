@@ -241,25 +241,34 @@ pub fn scoped_id(identity: &str, id: &str) -> String {
 
 /// Checks a worker id or name from the network ([`nqueens_common::names::valid_new_worker_id`]).
 pub(crate) fn check_worker(what: &str, id: &str) -> Result<()> {
-    if !nqueens_common::names::valid_new_worker_id(id) {
-        return Err(Error::Invalid(format!(
-            "{what} {:?} must be 1 to {MAX_ID_LEN} bytes of printable characters, none of Unicode's format characters or separators of lines",
-            truncate(id)
-        )));
-    }
-    Ok(())
+    named_by_rule(
+        what,
+        id,
+        nqueens_common::names::valid_new_worker_id(id),
+        "printable characters, none of Unicode's format characters or separators of lines",
+    )
 }
 
 /// Checks a worker name that may be stored ([`nqueens_common::names::valid_worker_id`]): one the
 /// operator names, which an earlier build may have taken.
 pub(crate) fn check_stored_worker(what: &str, id: &str) -> Result<()> {
-    if !nqueens_common::names::valid_worker_id(id) {
-        return Err(Error::Invalid(format!(
-            "{what} {:?} must be 1 to {MAX_ID_LEN} bytes with no control character",
+    named_by_rule(
+        what,
+        id,
+        nqueens_common::names::valid_worker_id(id),
+        "characters with no control character",
+    )
+}
+
+/// `Ok` if `id` follows its rule (`follows`), else the refusal saying that rule (`of`).
+fn named_by_rule(what: &str, id: &str, follows: bool, of: &str) -> Result<()> {
+    match follows {
+        true => Ok(()),
+        false => Err(Error::Invalid(format!(
+            "{what} {:?} must be 1 to {MAX_ID_LEN} bytes of {of}",
             truncate(id)
-        )));
+        ))),
     }
-    Ok(())
 }
 
 /// Checks the device a result names ([`nqueens_common::names::valid_device`]).
