@@ -482,6 +482,7 @@ impl Coordinator {
                         };
                         return LeaseCheck {
                             check: Err(refused),
+                            tag_holds: false,
                             issued: false,
                             too_fast: false,
                             active: false,
@@ -489,8 +490,8 @@ impl Coordinator {
                         };
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
-                    let issued = state.leases.tag(r.lease, run, key, name) == r.tag
-                        && !state.leases.handed_back(r.lease);
+                    let tag_holds = state.leases.tag(r.lease, run, key, name) == r.tag;
+                    let issued = tag_holds && !state.leases.handed_back(r.lease);
                     let check = state.leases.check_report(r.lease, r.tag, run, key, name);
                     // (An ended lease's too: letting a lease expire must not skip the check.)
                     // (One of an earlier incarnation was issued before this one started: its rate
@@ -510,6 +511,7 @@ impl Coordinator {
                     let earlier = check.is_ok() && state.leases.issued_to(r.lease).is_none();
                     LeaseCheck {
                         check,
+                        tag_holds,
                         issued,
                         too_fast,
                         active,
@@ -527,6 +529,7 @@ impl Coordinator {
             .map(|(((r, key), &(run, ..)), lc)| {
                 let LeaseCheck {
                     check,
+                    tag_holds,
                     issued: lease_issued,
                     too_fast,
                     active: lease_active,
@@ -572,9 +575,10 @@ impl Coordinator {
                 // is read (with the state lock released) only for a result whose lease check failed.
                 // But a worker credential's result under a lease never issued for its job (its tag
                 // fails) is refused whether or not the job is done: the answer would tell it which of
-                // its results are held for a check and which are counted.
+                // its results are held for a check and which are counted. (One it handed back is
+                // compared once its job is done: a different result under it quarantines it.)
                 if let Err(refused) = check {
-                    if credential && !lease_issued {
+                    if credential && !tag_holds {
                         return Err(refused);
                     }
                     if !self
@@ -610,6 +614,8 @@ impl Coordinator {
 struct LeaseCheck {
     /// Checked for its job and identity ([`super::lease_table::Leases::check_report`]).
     check: Result<()>,
+    /// Its tag is the job's lease's, for its identity (handed back or not).
+    tag_holds: bool,
     /// Issued for its job (its tag), and not known handed back.
     issued: bool,
     /// Reported at a rate no device reaches since its issue.
