@@ -12,7 +12,7 @@ use super::changes;
 use super::lease::{check_device, check_worker};
 use super::workers::{Contact, Reported};
 use super::{lookup, to_the_end, truncate, Coordinator};
-use crate::durable::store::{HandBack, Incoming, Outcome};
+use crate::durable::store::{HandBack, Incoming, Outcome, ResultRecord};
 use crate::error::{Error, Result};
 
 /// Most results in one report (the wire's bound, checked again here for callers of the service).
@@ -487,6 +487,8 @@ impl Coordinator {
                             too_fast: false,
                             active: false,
                             earlier: false,
+                            handed_back: false,
+                            forgotten: false,
                         };
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
@@ -508,7 +510,8 @@ impl Coordinator {
                             || state.leases.outlived(r.lease));
                     // Of an earlier incarnation (its tag checked, the table knows it not): whether
                     // it was handed back then is read from the store, with the state lock released.
-                    let earlier = check.is_ok() && state.leases.issued_to(r.lease).is_none();
+                    let forgotten = state.leases.issued_to(r.lease).is_none();
+                    let earlier = check.is_ok() && forgotten;
                     LeaseCheck {
                         check,
                         tag_holds,
@@ -516,6 +519,8 @@ impl Coordinator {
                         too_fast,
                         active,
                         earlier,
+                        handed_back: tag_holds && state.leases.handed_back(r.lease),
+                        forgotten: tag_holds && forgotten,
                     }
                 })
                 .collect();
@@ -534,11 +539,16 @@ impl Coordinator {
                     too_fast,
                     active: lease_active,
                     earlier,
+                    handed_back: handed_back_here,
+                    forgotten,
                 } = lc;
                 // A lease an earlier incarnation took back (handed back by its worker) is over, as
-                // one of this incarnation is: its tag proves no lease for its job.
-                let handed_back = earlier
-                    && match self
+                // one of this incarnation is: its tag proves no lease for its job. (For a worker
+                // credential, one of this incarnation the table forgot once its job was counted is
+                // read too: see below.)
+                let handed_back = handed_back_here
+                    || (earlier || (credential && forgotten))
+                        && match self
                         .shared
                         .store
                         .was_handed_back(r.lease)
@@ -552,7 +562,7 @@ impl Coordinator {
                             true
                         }
                     };
-                let (check, lease_issued) = match handed_back {
+                let (check, mut lease_issued) = match handed_back {
                     true => (
                         Err(Error::NotLeased {
                             run: run.to_string(),
@@ -575,13 +585,25 @@ impl Coordinator {
                 // is read (with the state lock released) only for a result whose lease check failed.
                 // But a worker credential's result under a lease never issued for its job (its tag
                 // fails) is refused whether or not the job is done: the answer would tell it which of
-                // its results are held for a check and which are counted. (One it handed back is
-                // compared once its job is done: a different result under it quarantines it.)
+                // its results are held for a check and which are counted. Nor under a lease it
+                // handed back (the job leased to it again since): refused as while the job waits,
+                // unless the result contradicts a count that it or a second identity stands behind
+                // (a lie under a lease issued for its job): compared, it quarantines its sender.
                 if let Err(refused) = check {
                     if credential && !tag_holds {
                         return Err(refused);
                     }
-                    if !self
+                    if credential && handed_back {
+                        let counted = self
+                            .shared
+                            .store
+                            .result(run, &key)
+                            .inspect_err(|e| self.note_damage(e))?;
+                        if !counted.is_some_and(|c| contradicts(&c, &r.result, name)) {
+                            return Err(refused);
+                        }
+                        lease_issued = true;
+                    } else if !self
                         .shared
                         .store
                         .is_settled(run, &key)
@@ -610,6 +632,13 @@ impl Coordinator {
     }
 }
 
+/// Whether `result`, reported by the identity `name`, differs from the counted result `counted`
+/// that `name` or a second identity stands behind: evidence against `name` (the commit quarantines
+/// it), whatever lease it came under.
+fn contradicts(counted: &ResultRecord, result: &JobResult, name: &str) -> bool {
+    counted.result != *result && (counted.stands_behind(name) || !counted.confirmed_by.is_empty())
+}
+
 /// What validation found of one result's lease, under the state lock.
 struct LeaseCheck {
     /// Checked for its job and identity ([`super::lease_table::Leases::check_report`]).
@@ -625,4 +654,9 @@ struct LeaseCheck {
     active: bool,
     /// Of an earlier incarnation: whether it was handed back is read from the store.
     earlier: bool,
+    /// Its tag holds, and the table knows it handed back.
+    handed_back: bool,
+    /// Its tag holds, and the table knows it not (of an earlier incarnation, or forgotten once its
+    /// job was counted): whether it was handed back is in the store.
+    forgotten: bool,
 }

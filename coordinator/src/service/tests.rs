@@ -4748,3 +4748,73 @@ async fn a_credential_cannot_tell_held_from_counted_under_a_made_up_lease() {
         vec![Outcome::Duplicate]
     );
 }
+
+/// The same probe under a lease the credential handed back, its job since leased to it again and
+/// reported: refused whether the job waits for its check or is counted, in this incarnation and
+/// after a restart. Before, it was refused while the job waited and compared (answered `ACCEPTED`)
+/// once counted, since the lease table forgets a hand-back once its job is counted and an earlier
+/// incarnation's hand-back was only compared (found by a review, 2026-11-30). A different result
+/// under it against its own count still quarantines its sender.
+#[tokio::test(start_paused = true)]
+async fn a_credential_cannot_tell_held_from_counted_under_a_lease_it_handed_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = reopened(dir.path()).await;
+    let run = verified_run_of_8(&c).await;
+    let first = lease_credential(&c, "a", 4096).await;
+    let ids: Vec<u64> = first.iter().map(|g| g.id).collect();
+    assert_eq!(
+        c.release_as("a", &ids, false, true).unwrap() as usize,
+        ids.len()
+    );
+    let mut mine: Vec<Granted> = Vec::new();
+    loop {
+        let got = lease_credential(&c, "a", 4096).await;
+        if got.is_empty() {
+            break;
+        }
+        mine.extend(got);
+    }
+    assert_eq!(mine.len(), first.len(), "every job leased to it again");
+    let outcomes = c
+        .report_as("a", "a", true, mine.iter().map(report).collect())
+        .await
+        .unwrap();
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Pending),
+        "{outcomes:?}"
+    );
+    let probe = |c: &Coordinator, sent: Report| {
+        let c = c.clone();
+        async move { c.report_as("a", "a", true, vec![sent]).await }
+    };
+    let held = probe(&c, report(&first[0])).await;
+    assert!(matches!(held, Err(Error::NotLeased { .. })), "{held:?}");
+    // Another identity confirms every job: the run is done.
+    let theirs = lease_credential(&c, "b", 4096).await;
+    assert_eq!(theirs.len(), mine.len());
+    c.report_as("b", "b", true, theirs.iter().map(report).collect())
+        .await
+        .unwrap();
+    assert!(total(&c, &run).1, "done");
+    let counted = probe(&c, report(&first[0])).await;
+    assert!(
+        matches!(counted, Err(Error::NotLeased { .. })),
+        "{counted:?}: the answer tells counted from held"
+    );
+    drop(c);
+    let c = reopened(dir.path()).await;
+    let counted = probe(&c, report(&first[1])).await;
+    assert!(
+        matches!(counted, Err(Error::NotLeased { .. })),
+        "{counted:?}: after a restart, the answer tells counted from held"
+    );
+    // A different result under it contradicts its own, confirmed count: its sender is quarantined,
+    // and the count stands.
+    let outcomes = probe(&c, lying(&first[1])).await.unwrap();
+    assert!(
+        matches!(outcomes[..], [Outcome::Mismatch { .. }]),
+        "{outcomes:?}"
+    );
+    assert!(c.state().quarantined.contains_key("a"));
+    assert_eq!(total(&c, &run), (Q8, true));
+}
