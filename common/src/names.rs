@@ -21,11 +21,16 @@ pub fn valid_worker_id(id: &str) -> bool {
 
 /// Whether `id` may be the worker id or name of a request: [`valid_worker_id`], and no character that
 /// changes how the text around it shows (Unicode's format characters, such as a right-to-left override
-/// or a zero-width joiner, and its line and paragraph separators), since names reach logs, tables and
-/// the status page as sent. The coordinator refuses a request naming another, so a worker checks its
-/// own before it starts. (Taken since 2026-11-30: names stored before are still read.)
+/// or a zero-width joiner, and its line and paragraph separators) or that shows as nothing (Unicode's
+/// default-ignorable code points, such as variation selectors and Hangul fillers), since names reach
+/// logs, tables and the status page as sent. The coordinator refuses a request naming another, so a
+/// worker checks its own before it starts. (Taken since 2026-11-30, the invisible ones since
+/// 2026-12-01: names stored before are still read.)
 pub fn valid_new_worker_id(id: &str) -> bool {
-    valid_worker_id(id) && !id.chars().any(changes_how_text_shows)
+    valid_worker_id(id)
+        && !id
+            .chars()
+            .any(|c| changes_how_text_shows(c) || shows_as_nothing(c))
 }
 
 /// Whether `c` is a Unicode format character or a line or paragraph separator.
@@ -37,6 +42,36 @@ fn changes_how_text_shows(c: char) -> bool {
             | GeneralCategory::LineSeparator
             | GeneralCategory::ParagraphSeparator
     )
+}
+
+/// Unicode's `Default_Ignorable_Code_Point` (DerivedCoreProperties.txt, Unicode 16): characters a
+/// text shows as nothing unless it supports them, and the code points reserved to be such. A test
+/// compares it with the property's table in `regex-syntax`, character by character.
+const DEFAULT_IGNORABLE: &[(char, char)] = &[
+    ('\u{ad}', '\u{ad}'),
+    ('\u{34f}', '\u{34f}'),
+    ('\u{61c}', '\u{61c}'),
+    ('\u{115f}', '\u{1160}'),
+    ('\u{17b4}', '\u{17b5}'),
+    ('\u{180b}', '\u{180f}'),
+    ('\u{200b}', '\u{200f}'),
+    ('\u{202a}', '\u{202e}'),
+    ('\u{2060}', '\u{206f}'),
+    ('\u{3164}', '\u{3164}'),
+    ('\u{fe00}', '\u{fe0f}'),
+    ('\u{feff}', '\u{feff}'),
+    ('\u{ffa0}', '\u{ffa0}'),
+    ('\u{fff0}', '\u{fff8}'),
+    ('\u{1bca0}', '\u{1bca3}'),
+    ('\u{1d173}', '\u{1d17a}'),
+    ('\u{e0000}', '\u{e0fff}'),
+];
+
+/// Whether `c` is a default-ignorable code point ([`DEFAULT_IGNORABLE`]).
+fn shows_as_nothing(c: char) -> bool {
+    DEFAULT_IGNORABLE
+        .iter()
+        .any(|&(first, last)| (first..=last).contains(&c))
 }
 
 /// The longest GPU kernel shape a worker may name (`coop/1024/256/32` is 16).
@@ -124,6 +159,13 @@ mod tests {
             "a\u{2028}b",
             "a\u{2029}b",
             "\u{e0041}",
+            // Shown as nothing: a variation selector, Hangul fillers, a combining grapheme joiner.
+            "node\u{fe0f}",
+            "node\u{e0100}",
+            "\u{3164}",
+            "a\u{115f}b",
+            "a\u{ffa0}",
+            "a\u{34f}b",
         ] {
             assert!(valid_worker_id(shifty), "{shifty:?}");
             assert!(!valid_new_worker_id(shifty), "{shifty:?}");
@@ -137,5 +179,31 @@ mod tests {
         assert!(!valid_device(""));
         assert!(!valid_device("gpu 0"));
         assert_eq!(MAX_WORKER_NAME_LEN + 28, MAX_WORKER_ID_LEN);
+    }
+
+    /// The table of default-ignorable code points is Unicode's, every character of it and none other:
+    /// compared with the property as `regex-syntax` parses it.
+    #[test]
+    fn the_invisible_characters_are_unicodes_default_ignorable_ones() {
+        use regex_syntax::hir::{Class, HirKind};
+        let hir = regex_syntax::Parser::new()
+            .parse(r"\p{Default_Ignorable_Code_Point}")
+            .unwrap();
+        let HirKind::Class(Class::Unicode(class)) = hir.kind() else {
+            panic!("{hir:?}");
+        };
+        let theirs: Vec<(char, char)> = class
+            .ranges()
+            .iter()
+            .map(|r| (r.start(), r.end()))
+            .collect();
+        assert_eq!(DEFAULT_IGNORABLE, &theirs[..]);
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            assert_eq!(
+                shows_as_nothing(c),
+                theirs.iter().any(|&(a, b)| (a..=b).contains(&c)),
+                "{c:?}"
+            );
+        }
     }
 }

@@ -12,7 +12,7 @@ use super::changes;
 use super::lease::{check_device, check_worker};
 use super::workers::{Contact, Reported};
 use super::{lookup, to_the_end, truncate, Coordinator};
-use crate::durable::store::{HandBack, Incoming, Outcome, ResultRecord};
+use crate::durable::store::{HandBack, Incoming, Outcome};
 use crate::error::{Error, Result};
 
 /// Most results in one report (the wire's bound, checked again here for callers of the service).
@@ -508,9 +508,10 @@ impl Coordinator {
                     let active = check.is_ok()
                         && (state.leases.issued_at(r.lease).is_some()
                             || state.leases.outlived(r.lease));
-                    // Of an earlier incarnation (its tag checked, the table knows it not): whether
-                    // it was handed back then is read from the store, with the state lock released.
-                    let forgotten = state.leases.issued_to(r.lease).is_none();
+                    // Its tag holds and the table knows it not: of an earlier incarnation (its tag
+                    // checked), or of this one and forgotten once its job was counted. Whether it was
+                    // handed back is read from the store, with the state lock released.
+                    let forgotten = tag_holds && state.leases.issued_to(r.lease).is_none();
                     let earlier = check.is_ok() && forgotten;
                     LeaseCheck {
                         check,
@@ -519,8 +520,8 @@ impl Coordinator {
                         too_fast,
                         active,
                         earlier,
-                        handed_back: tag_holds && state.leases.handed_back(r.lease),
-                        forgotten: tag_holds && forgotten,
+                        handed_back: state.leases.handed_back(r.lease),
+                        forgotten,
                     }
                 })
                 .collect();
@@ -542,27 +543,12 @@ impl Coordinator {
                     handed_back: handed_back_here,
                     forgotten,
                 } = lc;
-                // A lease an earlier incarnation took back (handed back by its worker) is over, as
-                // one of this incarnation is: its tag proves no lease for its job. (For a worker
-                // credential, one of this incarnation the table forgot once its job was counted is
-                // read too: see below.)
-                let handed_back = handed_back_here
-                    || (earlier || (credential && forgotten))
-                        && match self
-                        .shared
-                        .store
-                        .was_handed_back(r.lease)
-                        .inspect_err(|e| self.note_damage(e))?
-                    {
-                        HandBack::No => false,
-                        HandBack::Yes => true,
-                        HandBack::Damaged => {
-                            self.shared.metrics.corrupt_record("store");
-                            tracing::error!(run, lease = r.lease, place = "store", "the chunk of the hand-back record holding this lease fails its check (damaged on disk): read as handed back, its lease refused");
-                            true
-                        }
-                    };
-                let (check, mut lease_issued) = match handed_back {
+                // A lease handed back by its worker is over: its tag proves no lease for its job. The
+                // table knows the hand-backs of the leases it remembers; the store, those of an
+                // earlier incarnation's, and of this one's forgotten once their job was counted.
+                let handed_back =
+                    handed_back_here || (forgotten && self.handed_back_in_store(run, r.lease)?);
+                let (check, lease_issued) = match handed_back {
                     true => (
                         Err(Error::NotLeased {
                             run: run.to_string(),
@@ -586,24 +572,14 @@ impl Coordinator {
                 // But a worker credential's result under a lease never issued for its job (its tag
                 // fails) is refused whether or not the job is done: the answer would tell it which of
                 // its results are held for a check and which are counted. Nor under a lease it
-                // handed back (the job leased to it again since): refused as while the job waits,
-                // unless the result contradicts a count that it or a second identity stands behind
-                // (a lie under a lease issued for its job): compared, it quarantines its sender.
+                // handed back (the job leased to it again since), whatever the result: a refusal
+                // that hung on the job's state, here or by the result's place in its batch (the
+                // first refusal answers), would tell the same.
                 if let Err(refused) = check {
-                    if credential && !tag_holds {
+                    if credential && (!tag_holds || handed_back) {
                         return Err(refused);
                     }
-                    if credential && handed_back {
-                        let counted = self
-                            .shared
-                            .store
-                            .result(run, &key)
-                            .inspect_err(|e| self.note_damage(e))?;
-                        if !counted.is_some_and(|c| contradicts(&c, &r.result, name)) {
-                            return Err(refused);
-                        }
-                        lease_issued = true;
-                    } else if !self
+                    if !self
                         .shared
                         .store
                         .is_settled(run, &key)
@@ -632,11 +608,25 @@ impl Coordinator {
     }
 }
 
-/// Whether `result`, reported by the identity `name`, differs from the counted result `counted`
-/// that `name` or a second identity stands behind: evidence against `name` (the commit quarantines
-/// it), whatever lease it came under.
-fn contradicts(counted: &ResultRecord, result: &JobResult, name: &str) -> bool {
-    counted.result != *result && (counted.stands_behind(name) || !counted.confirmed_by.is_empty())
+impl Coordinator {
+    /// Whether the store's hand-back record holds lease `lease` (of run `run`, for the log). A chunk
+    /// damaged on disk reads as handed back, loudly: its leases are refused, never trusted.
+    fn handed_back_in_store(&self, run: u64, lease: u64) -> Result<bool> {
+        let read = self
+            .shared
+            .store
+            .was_handed_back(lease)
+            .inspect_err(|e| self.note_damage(e))?;
+        Ok(match read {
+            HandBack::No => false,
+            HandBack::Yes => true,
+            HandBack::Damaged => {
+                self.shared.metrics.corrupt_record("store");
+                tracing::error!(run, lease, place = "store", "the chunk of the hand-back record holding this lease fails its check (damaged on disk): read as handed back, its lease refused");
+                true
+            }
+        })
+    }
 }
 
 /// What validation found of one result's lease, under the state lock.
@@ -654,7 +644,7 @@ struct LeaseCheck {
     active: bool,
     /// Of an earlier incarnation: whether it was handed back is read from the store.
     earlier: bool,
-    /// Its tag holds, and the table knows it handed back.
+    /// The table knows it handed back.
     handed_back: bool,
     /// Its tag holds, and the table knows it not (of an earlier incarnation, or forgotten once its
     /// job was counted): whether it was handed back is in the store.
