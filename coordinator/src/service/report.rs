@@ -574,17 +574,15 @@ impl Coordinator {
                 // its results are held for a check and which are counted. Nor under a lease it
                 // handed back (the job leased to it again since), whatever the result: a refusal
                 // that hung on the job's state, here or by the result's place in its batch (the
-                // first refusal answers), would tell the same.
+                // first refusal answers), would tell the same. (So a result under a lease the table
+                // forgot once its job was counted is compared while the job holds a result of its
+                // sender's, as when the count is taken back to be decided again: it was refused
+                // then, and compared while counted, found by a review, 2026-12-01.)
                 if let Err(refused) = check {
                     if credential && (!tag_holds || handed_back) {
                         return Err(refused);
                     }
-                    if !self
-                        .shared
-                        .store
-                        .is_settled(run, &key)
-                        .inspect_err(|e| self.note_damage(e))?
-                    {
+                    if !self.compared_without_lease(run, &key, name, r.lease)? {
                         return Err(refused);
                     }
                 }
@@ -609,6 +607,30 @@ impl Coordinator {
 }
 
 impl Coordinator {
+    /// Whether a result of the identity `name` under lease `lease`, whose check failed, is compared
+    /// (never counted): its job is done or failed, or holds a result `name` stands behind or one
+    /// under that lease (the commit compares it with that one). Else it is refused.
+    fn compared_without_lease(
+        &self,
+        run: u64,
+        key: &JobKey,
+        name: &str,
+        lease: u64,
+    ) -> Result<bool> {
+        let job = self
+            .shared
+            .store
+            .job(run, key)
+            .inspect_err(|e| self.note_damage(e))?;
+        Ok(job.is_some_and(|job| {
+            !job.state.is_open()
+                || job
+                    .candidates
+                    .iter()
+                    .any(|c| c.stands_behind(name) || c.lease == lease)
+        }))
+    }
+
     /// Whether the store's hand-back record holds lease `lease` (of run `run`, for the log). A chunk
     /// damaged on disk reads as handed back, loudly: its leases are refused, never trusted.
     fn handed_back_in_store(&self, run: u64, lease: u64) -> Result<bool> {
@@ -642,7 +664,8 @@ struct LeaseCheck {
     /// Live, or kept past its job's count ([`Incoming::lease_active`]); one of an earlier
     /// incarnation is, once the store says it was not handed back.
     active: bool,
-    /// Of an earlier incarnation: whether it was handed back is read from the store.
+    /// Of an earlier incarnation (checked by its tag alone): live unless the store says it was
+    /// handed back.
     earlier: bool,
     /// The table knows it handed back.
     handed_back: bool,

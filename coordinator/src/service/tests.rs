@@ -4507,6 +4507,44 @@ async fn after_a_restart_an_earlier_lease_takes_back_one_confirmed_count() {
     assert!(c.state().quarantined.contains_key("slow"));
 }
 
+/// A credential's own result sent again under its own lease, the table having forgotten that lease
+/// once its job was counted: compared (`ACCEPTED`) while the count stands and once a different result
+/// under a live lease has taken it back to be decided. Before, it was refused while the job was
+/// disputed (the job not settled): the answer told a count taken back from one standing, which the
+/// wire hides by answering `disputed` as `ACCEPTED` (found by a review, 2026-12-01).
+#[tokio::test(start_paused = true)]
+async fn a_credential_cannot_tell_counted_from_taken_back_under_its_own_lease() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let first = lease_credential(&c, "late", 4096).await;
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    let second = lease_credential(&c, "fresh", 4096).await;
+    assert_eq!(second.len(), first.len());
+    let sent = || vec![report(&first[0])];
+    let outcomes = c.report_as("late", "late", true, sent()).await.unwrap();
+    assert_eq!(outcomes, [Outcome::Accepted]);
+    let counted = c.report_as("late", "late", true, sent()).await;
+    assert!(
+        matches!(&counted, Ok(o) if o[..] == [Outcome::Duplicate]),
+        "{counted:?}"
+    );
+    // A different result under a live lease of the job takes the count back.
+    let live = second.iter().find(|g| g.key == first[0].key).unwrap();
+    let outcomes = c
+        .report_as("fresh", "fresh", true, vec![lying(live)])
+        .await
+        .unwrap();
+    assert_eq!(outcomes, [Outcome::Disputed]);
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0, "taken back");
+    let taken_back = c.report_as("late", "late", true, sent()).await;
+    assert_eq!(
+        format!("{taken_back:?}"),
+        format!("{counted:?}"),
+        "the answer tells a count taken back from one standing"
+    );
+}
+
 /// A tag kept from a lease handed back, its job since confirmed by two others and forgotten by the
 /// lease table, proves no lease: a different result under it is refused from a worker credential and
 /// only compared from the operator's workers. It takes nothing back and quarantines nobody. (Until
@@ -4817,23 +4855,31 @@ async fn a_credential_cannot_tell_held_from_counted_under_a_lease_it_handed_back
             answers
         }
     };
-    let held = [probes(&c, &first[0]).await, probes(&c, &first[2]).await];
-    // Another identity confirms every job: the run is done.
+    let held = [probes(&c, &first[0]).await, probes(&c, &first[1]).await];
+    // Another identity confirms the first job: counted.
     let theirs = lease_credential(&c, "b", 4096).await;
     assert_eq!(theirs.len(), mine.len());
-    c.report_as("b", "b", true, theirs.iter().map(report).collect())
+    let (one, rest): (Vec<Granted>, Vec<Granted>) =
+        theirs.into_iter().partition(|g| g.key == first[0].key);
+    c.report_as("b", "b", true, one.iter().map(report).collect())
         .await
         .unwrap();
-    assert!(total(&c, &run).1, "done");
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 1, "counted");
     assert_eq!(
         probes(&c, &first[0]).await,
         held[0],
         "the answers tell counted from held"
     );
+    // After a restart: held, then counted under the earlier incarnation's leases.
     drop(c);
     let c = reopened(dir.path()).await;
+    assert_eq!(probes(&c, &first[1]).await, held[1], "held after a restart");
+    c.report_as("b", "b", true, rest.iter().map(report).collect())
+        .await
+        .unwrap();
+    assert!(total(&c, &run).1, "done");
     assert_eq!(
-        probes(&c, &first[2]).await,
+        probes(&c, &first[1]).await,
         held[1],
         "after a restart, the answers tell counted from held"
     );
