@@ -46,6 +46,9 @@ pub struct Job {
     /// `d4`: how many of its rings may complete with no node searched (only in a plan split within 5
     /// rows of N: [`d4::Group::completing_without_nodes`]); `mirror`: 0.
     free: u32,
+    /// Whether its search places a queen ([`d4::Group::places_a_queen`]; `mirror`: its first empty row
+    /// has a free square): then no honest result has no node.
+    searched: bool,
 }
 
 /// The `d4` ring group last built, for [`Job::with_groups`].
@@ -139,7 +142,7 @@ impl Job {
     pub fn with_groups(plan: Plan, key: JobKey, groups: &mut Groups) -> Result<Job> {
         let n = plan.n();
         let bad = || Error::UnknownJob(key.to_string());
-        let (largest_stabiliser, free) = match plan.strategy() {
+        let (largest_stabiliser, free, searched) = match plan.strategy() {
             Strategy::Mirror => {
                 let cols = &key.0;
                 if cols.len() != plan.depth() as usize
@@ -148,8 +151,11 @@ impl Job {
                 {
                     return Err(bad());
                 }
-                mirror_board(n, cols).ok_or_else(bad)?;
-                (0, 0)
+                let board = mirror_board(n, cols).ok_or_else(bad)?;
+                let problem = kernel::Problem::from(board);
+                let searched =
+                    problem.board.empty_rows().next().is_some() && !problem.split().is_empty();
+                (0, 0, searched)
             }
             Strategy::D4 => {
                 let [w, e, prefix @ ..] = key.0.as_slice() else {
@@ -166,7 +172,7 @@ impl Job {
                     true => group.completing_without_nodes(prefix).ok_or_else(bad)?,
                     false => 0,
                 };
-                (largest, free)
+                (largest, free, group.places_a_queen(prefix).ok_or_else(bad)?)
             }
         };
         Ok(Job {
@@ -174,6 +180,7 @@ impl Job {
             key,
             largest_stabiliser,
             free,
+            searched,
         })
     }
 
@@ -254,6 +261,12 @@ impl Job {
         let bad = |why: String| Err(Error::Implausible(format!("job {}: {why}", self.key)));
         if let Some(why) = r.shape_error(self.plan.strategy()) {
             return bad(why);
+        }
+        // A job whose search places a queen counts it: a result with no node was not searched (and
+        // `0 0 0` would pass every other bound, a lie that costs nothing; found by a review,
+        // 2026-12-01).
+        if self.searched && r.nodes == 0 {
+            return bad("its search places a queen, yet the result has no node".into());
         }
         let total = r.total as u128;
         // Each completion is a node searched (or the job's own queens', once, or a ring's that
@@ -434,10 +447,47 @@ mod mutants_found {
         assert!(lies > 100, "{lies}");
     }
 
+    /// A job whose search places a queen has a node in every honest result, so a result with none is
+    /// refused: `0 0 0`, which passed every other bound (a lie that costs nothing, and kept its job out
+    /// of the spot checks, which skip results with no node; found by a review, 2026-12-01). Over every
+    /// job of N = 1 to 12, default plans and plans split deeper, both strategies.
+    #[test]
+    fn a_result_with_no_node_is_refused_where_the_search_places_a_queen() {
+        let (mut searched, mut not) = (0, 0);
+        for n in 1..=12u32 {
+            for strategy in [Strategy::D4, Strategy::Mirror] {
+                let deepest = Plan::new(n, strategy).unwrap().depth() + 2;
+                for depth in 0..=deepest {
+                    let Ok(plan) = Plan::with_depth(n, strategy, depth) else {
+                        continue;
+                    };
+                    for key in plan.jobs() {
+                        let job = plan.job(&key).unwrap();
+                        let r = job.run();
+                        job.check(&r).unwrap();
+                        let zero = JobResult {
+                            total: 0,
+                            unique8: r.unique8.map(|_| 0),
+                            nodes: 0,
+                        };
+                        if job.searched {
+                            assert!(r.nodes > 0, "N = {n} {strategy} {key}: {r:?}");
+                            assert!(job.check(&zero).is_err(), "N = {n} {strategy} {key}");
+                            searched += 1;
+                        } else {
+                            not += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(searched > 1000 && not > 0, "{searched} {not}");
+    }
+
     /// In a `d4` plan split within 5 rows of N, each ring that may complete on its split queen adds 8
     /// to the bound, no more: N = 13's job `0.2.5.2.8.3.11.9.1.6.4` (depth 9) has two, and its honest
     /// 16 with no node passes, 24 passes, 32 does not. A default plan's job has none: 16 with no node
-    /// is refused there (found by a review, 2026-11-29).
+    /// is refused there (found by a review, 2026-11-29), and any result with no node.
     #[test]
     fn rings_that_complete_on_their_split_raise_the_bound_by_eight_each() {
         let plan = Plan::with_depth(13, Strategy::D4, 9).unwrap();
@@ -457,8 +507,15 @@ mod mutants_found {
         let plan = Plan::new(13, Strategy::D4).unwrap();
         let key = plan.jobs().find(|k| plan.job(k).unwrap().run().total >= 16);
         let job = plan.job(&key.unwrap()).unwrap();
-        assert!(job.check(&with(8)).is_ok());
         assert!(job.check(&with(16)).is_err());
+        // (Nor 8 with no node since 2026-12-01: its search places a queen. With one node, 8 passes.)
+        assert!(job.check(&with(8)).is_err());
+        assert!(job
+            .check(&JobResult {
+                nodes: 1,
+                ..with(8)
+            })
+            .is_ok());
     }
 
     /// A job key of 200 characters is parsed; one of 201 is refused, quoting only its start.

@@ -220,6 +220,19 @@ impl Group {
         Some(0)
     }
 
+    /// Whether a search of the job with prefix `cols` places a queen (`None` if `cols` is not a prefix
+    /// of the group): a child of a fitting ring's split with a free square on its next empty row. The
+    /// kernel counts that placement as a node, so a result of such a job with no node was not searched
+    /// ([`crate::Job::check`]).
+    pub fn places_a_queen(&self, cols: &[u8]) -> Option<bool> {
+        let base = self.problem(cols)?;
+        Some(self.fitting(base).any(|(unit, _)| {
+            unit.split()
+                .iter()
+                .any(|child| child.board.empty_rows().next().is_some() && !child.split().is_empty())
+        }))
+    }
+
     /// How many of the group's canonical rings that fit the job with prefix `cols` leave at most one
     /// empty row once their side queens stand (`None` if `cols` is not a prefix of the group). Each such
     /// ring completes at most once, on the queen its split places (or on its side queens alone), and no

@@ -523,7 +523,7 @@ impl Coordinator {
                                 name,
                                 now,
                                 state.leases.timeout(),
-                                state.family_wait,
+                                (state.family_wait, state.draw_secret),
                             )
                         },
                     },

@@ -289,7 +289,7 @@ impl LiveRun {
                 // A second result waits a while for a worker of another kernel family.
                 Some(r)
                     if super::steer::Steer::may_wait(&r)
-                        && made.get_or_insert_with(steer).waits(&r) =>
+                        && made.get_or_insert_with(steer).holds(run, &key, &r) =>
                 {
                     held.push(key)
                 }

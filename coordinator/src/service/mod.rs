@@ -235,14 +235,17 @@ struct State {
     max_attempts: u32,
     /// [`Config::family_wait`].
     family_wait: Duration,
+    /// The secret of this incarnation's draws of who may give a verified job its second result
+    /// ([`steer::Steer::admits`]).
+    draw_secret: [u8; 16],
 }
 
-/// A random key for the spot checks' draws.
-fn spot_key() -> Result<[u8; 16]> {
+/// A random key for the draws of `what` (the spot checks, who confirms a result).
+fn random_key(what: &str) -> Result<[u8; 16]> {
     let mut key = [0u8; 16];
     getrandom::fill(&mut key).map_err(|e| {
         Error::io(
-            "no randomness for the spot checks",
+            format!("no randomness for {what}"),
             std::io::Error::other(e),
         )
     })?;
@@ -357,7 +360,7 @@ impl Coordinator {
             load_ms = (started.elapsed() - audited).as_millis() as u64,
             "store opened"
         );
-        let mut spot = spot::SpotChecks::new(spot_key()?);
+        let mut spot = spot::SpotChecks::new(random_key("the spot checks")?);
         match store.spot_passes() {
             Ok(passed) => spot.restore(passed),
             // A cost, never a count: every identity is checked at the new-identity rate again.
@@ -391,6 +394,7 @@ impl Coordinator {
                     spot,
                     max_attempts: config.max_attempts.max(1),
                     family_wait: config.family_wait,
+                    draw_secret: random_key("the draws of who confirms a result")?,
                 }),
                 store,
                 committer,

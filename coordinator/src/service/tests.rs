@@ -31,6 +31,19 @@ fn coordinator() -> Coordinator {
     Coordinator::open(Store::temporary().unwrap(), config).unwrap()
 }
 
+/// A coordinator whose draw of who gives a verified job its second result admits every identity (a
+/// wait of zero: `steer::Steer::admits`): for tests of other rules, whose many identities stop asking
+/// while staying live and whose time (the results' wall clock) never reaches a period's end.
+fn coordinator_admitting_all() -> Coordinator {
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        max_attempts: 3,
+        family_wait: Duration::ZERO,
+        ..Config::default()
+    };
+    Coordinator::open(Store::temporary().unwrap(), config).unwrap()
+}
+
 /// A run of N = 13, split two rows deep (hundreds of jobs), nothing verified.
 async fn run_of_13(c: &Coordinator) -> RunView {
     c.create_run(13, Strategy::D4, Some(2), Some(0.0), 0, false)
@@ -1828,7 +1841,7 @@ async fn the_operators_workers_get_no_spot_checks() {
 /// whatever its bound, and nearly every such lie stood.
 #[tokio::test(start_paused = true)]
 async fn a_liar_that_lies_only_on_fresh_jobs_stays_within_the_stated_bound() {
-    let c = coordinator();
+    let c = coordinator_admitting_all();
     let trials = 300;
     let mut standing = 0u128;
     for t in 0..trials {
@@ -1941,7 +1954,7 @@ async fn a_finished_run_lends_no_spot_checks() {
 /// pool of checks stays full as in a run with workers beside the liars.
 #[tokio::test(start_paused = true)]
 async fn liars_meet_spot_checks_at_a_new_identitys_rate() {
-    let c = coordinator();
+    let c = coordinator_admitting_all();
     let confirmed = confirmed_run(&c).await;
     let open = urgent_run_of_13(&c).await;
     let mut caught = 0;
@@ -4543,6 +4556,48 @@ async fn a_credential_cannot_tell_counted_from_taken_back_under_its_own_lease() 
         format!("{counted:?}"),
         "the answer tells a count taken back from one standing"
     );
+}
+
+/// Two colluding credentials cannot pick who gives a job its second result: the first result's
+/// sender reports, and its partner asks at once for all it may hold, among 40 identities that serve.
+/// It gets the jobs the draw admits it to, about a tenth. Before, the job went to the next lease call
+/// from the front of the retry queue: the partner took every one and could confirm a lie on any job
+/// its sender chose (found by a review, 2026-12-01).
+#[tokio::test(start_paused = true)]
+async fn a_partner_asking_at_once_gets_few_of_the_jobs_whose_first_result_waits() {
+    let c = coordinator();
+    let run = c
+        .create_run(13, Strategy::D4, Some(2), Some(1.0), 0, false)
+        .await
+        .unwrap()
+        .id();
+    for i in 0..40 {
+        assert_eq!(lease_credential(&c, &format!("h{i}"), 1).await.len(), 1);
+    }
+    let mine = lease_credential(&c, "a", 64).await;
+    assert_eq!(mine.len(), 64);
+    let outcomes = c
+        .report_as("a", "a", true, mine.iter().map(report).collect())
+        .await
+        .unwrap();
+    assert!(outcomes.iter().all(|o| *o == Outcome::Pending));
+    let theirs = lease_credential(&c, "b", 4096).await;
+    let got = theirs
+        .iter()
+        .filter(|g| mine.iter().any(|m| m.key == g.key))
+        .count();
+    assert!(got < 16, "{got} of 64 second results went to the partner");
+    // The honest identities the draw admits get them.
+    let mut checked = 0;
+    for i in 0..40 {
+        let more = lease_credential(&c, &format!("h{i}"), 4096).await;
+        checked += more
+            .iter()
+            .filter(|g| mine.iter().any(|m| m.key == g.key))
+            .count();
+    }
+    assert!(checked + got > 32, "{checked} checked by the others");
+    assert!(!total(&c, &run).1);
 }
 
 /// A tag kept from a lease handed back, its job since confirmed by two others and forgotten by the

@@ -342,7 +342,8 @@ impl Workers {
     }
 
     /// The kernel families of the workers seen within `timeout` of `now` and not leaving: those of the
-    /// identity `name`, and every other identity's (by name; those with none stated left out). A row
+    /// identity `name`, and every other identity's (by name; those with none stated have an empty
+    /// set: they serve, and count among those a verified job's second result is drawn from). A row
     /// that never leased has no name, and counts as nobody: a report from a second worker id must not
     /// make one credential two identities (found by a review, 2026-11-29).
     pub fn families(
@@ -362,7 +363,7 @@ impl Workers {
             }
             if w.name == name {
                 own = own.union(w.families);
-            } else if !w.families.is_empty() {
+            } else {
                 let f = others.entry(w.name.clone()).or_default();
                 *f = f.union(w.families);
             }
