@@ -546,7 +546,8 @@ impl Coordinator {
                 }
                 own_back += back as u64;
                 wake_others |= returned;
-                // A job held for another family is this worker's once the wait ends: never idle.
+                // A job held for another family or a drawn identity is this worker's once the wait
+                // ends (at most a few periods): never idle.
                 if held > 0 {
                     beyond_reach = false;
                 }

@@ -115,7 +115,8 @@ pub struct Asking<'a> {
     pub name: &'a str,
     /// Whether it may decide a dispute (it has a record).
     pub may_decide: bool,
-    /// Which second results wait for another kernel family: made at the first job that could wait.
+    /// Which second results wait for another kernel family or a drawn identity: made at the first job
+    /// that could wait.
     pub steer: &'a dyn Fn() -> super::steer::Steer,
 }
 
@@ -128,7 +129,8 @@ pub struct Settled {
     pub requeued: usize,
     /// Whether a key went back that another lease call waiting may now find (held keys aside).
     pub returned: bool,
-    /// Keys held for a worker of another kernel family (the asking worker may take them later).
+    /// Keys held for a worker of another kernel family or a drawn identity (the asking worker may take
+    /// them later).
     pub held: usize,
 }
 
@@ -247,7 +249,7 @@ impl LiveRun {
     /// the worker named `name`, never a job that is done, failed or leased, nor a verified job this
     /// worker has already computed (those wait in the retry queue for another worker; candidates
     /// beyond `want` go back where they came from, and second results `steer` holds for another kernel
-    /// family go back to the retry queue): see [`Settled`]. Keys back in the retry queue count as
+    /// family or a drawn identity go back to the retry queue): see [`Settled`]. Keys back in the retry queue count as
     /// [requeued](LiveRun::requeued): a concurrent lease call that looked at the queue while they were
     /// out does not take the run for dry.
     pub fn settle(
@@ -270,7 +272,7 @@ impl LiveRun {
         let from_retry = candidates.retry.len();
         let mut chosen: Vec<JobKey> = Vec::new();
         let (mut retry_back, mut ahead_back, mut computed) = (Vec::new(), Vec::new(), Vec::new());
-        // Second results held for a worker of another kernel family.
+        // Second results held for a worker of another kernel family, or an identity drawn.
         let mut held = Vec::new();
         let mut made: Option<super::steer::Steer> = None;
         let keys = candidates.retry.into_iter().chain(candidates.list);
@@ -286,7 +288,8 @@ impl LiveRun {
                 }
                 // A dispute waits for a worker with a record of confirmed results.
                 Some(r) if r.state == JobState::Disputed && !may_decide => computed.push(key),
-                // A second result waits a while for a worker of another kernel family.
+                // A second result waits a while for a worker of another kernel family, or an
+                // identity the draw admits ([`super::steer::Steer::holds`]).
                 Some(r)
                     if super::steer::Steer::may_wait(&r)
                         && made.get_or_insert_with(steer).holds(run, &key, &r) =>
@@ -305,7 +308,8 @@ impl LiveRun {
             };
         }
         retry_back.extend(computed);
-        // Held keys go back too, but wake no other call: they wait for a family, not for a lease.
+        // Held keys go back too, but wake no other call: they wait for a family or a drawn identity,
+        // not for a lease.
         let returned = !retry_back.is_empty() || !ahead_back.is_empty();
         let held_back = held.len();
         retry_back.extend(held);

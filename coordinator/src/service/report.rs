@@ -582,7 +582,7 @@ impl Coordinator {
                     if credential && (!tag_holds || handed_back) {
                         return Err(refused);
                     }
-                    if !self.compared_without_lease(run, &key, name, r.lease)? {
+                    if !self.compared_without_lease(run, &key, name)? {
                         return Err(refused);
                     }
                 }
@@ -607,27 +607,17 @@ impl Coordinator {
 }
 
 impl Coordinator {
-    /// Whether a result of the identity `name` under lease `lease`, whose check failed, is compared
-    /// (never counted): its job is done or failed, or holds a result `name` stands behind or one
-    /// under that lease (the commit compares it with that one). Else it is refused.
-    fn compared_without_lease(
-        &self,
-        run: u64,
-        key: &JobKey,
-        name: &str,
-        lease: u64,
-    ) -> Result<bool> {
+    /// Whether a result of the identity `name` whose lease check failed is compared (never counted):
+    /// its job is done or failed, or holds a result `name` stands behind (the commit compares it with
+    /// that one). Else it is refused.
+    fn compared_without_lease(&self, run: u64, key: &JobKey, name: &str) -> Result<bool> {
         let job = self
             .shared
             .store
             .job(run, key)
             .inspect_err(|e| self.note_damage(e))?;
         Ok(job.is_some_and(|job| {
-            !job.state.is_open()
-                || job
-                    .candidates
-                    .iter()
-                    .any(|c| c.stands_behind(name) || c.lease == lease)
+            !job.state.is_open() || job.candidates.iter().any(|c| c.stands_behind(name))
         }))
     }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use nqueens_common::{FamilySet, JobKey};
 
-use crate::durable::store::{JobRecord, JobState, ResultRecord};
+use crate::durable::store::{JobRecord, JobState};
 
 /// How many of the serving identities the draw admits to give a job its second result in the first
 /// period after its first result; twice as many each later period. Where no more serve, it holds
@@ -92,27 +92,29 @@ impl Steer {
     /// than the asking one: for another family ([`Steer::waits`]), or for one the draw admits
     /// ([`Steer::admits`]).
     pub fn holds(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
-        let (true, [first]) = (Steer::may_wait(record), record.candidates.as_slice()) else {
-            return false;
-        };
-        self.waits(record) || !self.admits(run, key, first)
+        Steer::may_wait(record) && (self.waits(record) || !self.admits(run, key, record))
     }
 
-    /// Whether the draw admits the asking identity to give job `key` of run `run` its second result
-    /// (`first` the first): always where at most [`DRAWN`] identities could (the asking one and the
-    /// others serving, the first result's left out), else with a chance of [`DRAWN`] over their
-    /// number, doubled for each period of the wait since the first result (one stamped later than
-    /// now, a clock stepped back, admits everyone). Drawn by a keyed hash of the job, the first
-    /// result's lease and the identity: the same answer for each call, and none a worker can foresee.
-    pub fn admits(&self, run: u64, key: &JobKey, first: &ResultRecord) -> bool {
+    /// Whether the draw admits the asking identity to give job `key` of run `run` its one result's
+    /// second: always where at most [`DRAWN`] identities could (the asking one and the others serving,
+    /// the first result's left out, and while the job is steered to another family, those of its
+    /// first result's family alone), else with a chance of [`DRAWN`] over their number, doubled for
+    /// each period of the wait since the first result (one stamped later than now, a clock stepped
+    /// back, admits everyone). Drawn by a keyed hash of the job, the first result's lease and the
+    /// identity: the same answer for each call, and none a worker can foresee.
+    pub fn admits(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
+        let [first] = record.candidates.as_slice() else {
+            return true;
+        };
         let Some(age) = self.now_unix.checked_sub(first.at_unix) else {
             return true;
         };
         let periods = age.checked_div(self.wait.as_secs()).unwrap_or(u64::MAX);
+        let steered = self.steered_from(record);
         let could = 1 + self
             .others
             .iter()
-            .filter(|(name, _)| *name != first.worker)
+            .filter(|(name, f)| *name != first.worker && steered.is_none_or(|s| f.other_than(s)))
             .count();
         let admitted = match periods {
             p @ 0..32 => DRAWN << p,
@@ -132,30 +134,33 @@ impl Steer {
         u128::from(h.finish()) * (could as u128) < (admitted as u128) << 64
     }
 
-    /// Whether the job of `record` waits for a worker of another family than the asking one: it is a
-    /// verified job with one result, of a stated family that is the asking identity's only one, at
-    /// least [`QUORUM`] serving identities other than the first result's compute another family, and the
-    /// result is younger than the wait (one stamped later than now, a clock stepped back, waits for
-    /// nobody).
+    /// Whether the job of `record` waits for a worker of another family than the asking one: it is
+    /// steered away from its first result's family ([`Steer::steered_from`]), the asking identity's
+    /// only one.
     pub fn waits(&self, record: &JobRecord) -> bool {
+        self.steered_from(record)
+            .is_some_and(|family| self.own.only(family))
+    }
+
+    /// The family a job is steered away from: its first result's, where it is a verified job with one
+    /// result of a stated family, at least [`QUORUM`] serving identities other than the first result's
+    /// compute another family, and the result is younger than the wait (one stamped later than now, a
+    /// clock stepped back, is steered nowhere).
+    fn steered_from(&self, record: &JobRecord) -> Option<nqueens_common::Family> {
         let (true, [first]) = (Steer::may_wait(record), record.candidates.as_slice()) else {
-            return false;
+            return None;
         };
-        let Some(family) = first.family() else {
-            return false;
-        };
+        let family = first.family()?;
         let young = self
             .now_unix
             .checked_sub(first.at_unix)
             .is_some_and(|age| age < self.wait.as_secs());
-        self.own.only(family)
-            && young
-            && self
-                .others
-                .iter()
-                .filter(|(name, f)| *name != first.worker && f.other_than(family))
-                .count()
-                >= QUORUM
+        let others = self
+            .others
+            .iter()
+            .filter(|(name, f)| *name != first.worker && f.other_than(family))
+            .count();
+        (young && others >= QUORUM).then_some(family)
     }
 }
 
@@ -285,7 +290,7 @@ mod tests {
                             .collect(),
                         ..steer.clone()
                     };
-                    asking.admits(7, &key(i), &job.candidates[0])
+                    asking.admits(7, &key(i), &job)
                 })
                 .collect()
         };
@@ -313,11 +318,11 @@ mod tests {
                 name: format!("w{n}"),
                 ..few.clone()
             };
-            assert!(asking.admits(7, &key(1), &job.candidates[0]));
+            assert!(asking.admits(7, &key(1), &job));
         }
         let one_more = serving(DRAWN);
         let held = (0..200u8)
-            .filter(|&i| !one_more.admits(7, &key(i), &job.candidates[0]))
+            .filter(|&i| !one_more.admits(7, &key(i), &job))
             .count();
         assert!((10..=90).contains(&held), "{held} of 200 held back");
         // `holds`: a job with one result, not a dispute.
@@ -330,5 +335,30 @@ mod tests {
         let mut disputed = job.clone();
         disputed.state = JobState::Disputed;
         assert!((0..50u8).all(|i| !alone.holds(7, &key(i), &disputed)));
+        // While the job is steered to another family, the draw counts that family's identities
+        // alone: of two others on lists beside a hundred on GPUs, a third on lists is always admitted
+        // to a GPU result's check, and one on GPUs waits.
+        let set = |f: Family| [f].into_iter().collect::<FamilySet>();
+        let gpu = waiting(Some(Family::Gpu), 900);
+        let mut others: Vec<(String, FamilySet)> = (0..100)
+            .map(|i| (format!("g{i}"), set(Family::Gpu)))
+            .collect();
+        others.extend(
+            [("l2", Family::CpuLists), ("l3", Family::CpuLists)]
+                .map(|(n, f)| (n.to_string(), set(f))),
+        );
+        let lists = Steer {
+            own: set(Family::CpuLists),
+            others,
+            name: "l1".into(),
+            ..fleet.clone()
+        };
+        assert!((0..50u8).all(|i| !lists.holds(7, &key(i), &gpu)));
+        let on_gpu = Steer {
+            own: set(Family::Gpu),
+            name: "g100".into(),
+            ..lists.clone()
+        };
+        assert!((0..50u8).all(|i| on_gpu.holds(7, &key(i), &gpu)));
     }
 }

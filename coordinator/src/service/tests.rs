@@ -38,10 +38,18 @@ fn coordinator_admitting_all() -> Coordinator {
     let config = Config {
         lease_timeout: TIMEOUT,
         max_attempts: 3,
-        family_wait: Duration::ZERO,
-        ..Config::default()
+        ..admitting_all()
     };
     Coordinator::open(Store::temporary().unwrap(), config).unwrap()
+}
+
+/// The default configuration, but for a draw that admits every identity (see
+/// [`coordinator_admitting_all`]): for tests that hand a verified job to a named identity.
+fn admitting_all() -> Config {
+    Config {
+        family_wait: Duration::ZERO,
+        ..Config::default()
+    }
 }
 
 /// A run of N = 13, split two rows deep (hundreds of jobs), nothing verified.
@@ -2143,7 +2151,7 @@ async fn take(c: &Coordinator, name: &str, key: &nqueens_common::JobKey) -> Gran
 #[tokio::test]
 async fn a_quarantine_whose_deciders_are_all_disproved_is_lifted() {
     let dir = tempfile::tempdir().unwrap();
-    let c = reopened(dir.path()).await;
+    let c = reopened_with(dir.path(), admitting_all()).await;
     let run = verified_run_of_8(&c).await;
     let keys: Vec<nqueens_common::JobKey> = {
         let all = lease(&c, "probe", 4096).await;
@@ -2208,7 +2216,7 @@ async fn a_quarantine_whose_deciders_are_all_disproved_is_lifted() {
     assert_eq!(stored, ["a", "f"]);
     drop(c);
     // A restart (the ledger reconciled with the store) agrees; h leases and the run ends exact.
-    let c = reopened(dir.path()).await;
+    let c = reopened_with(dir.path(), admitting_all()).await;
     assert_eq!(quarantines(&c), ["a", "f"]);
     for _ in 0..10 {
         for name in ["h", "v", "w"] {
@@ -4586,7 +4594,8 @@ async fn a_partner_asking_at_once_gets_few_of_the_jobs_whose_first_result_waits(
         .iter()
         .filter(|g| mine.iter().any(|m| m.key == g.key))
         .count();
-    assert!(got < 16, "{got} of 64 second results went to the partner");
+    // (About 4 in 41 of them: 6 on average; 24 or more about once in 360 million.)
+    assert!(got < 24, "{got} of 64 second results went to the partner");
     // The honest identities the draw admits get them.
     let mut checked = 0;
     for i in 0..40 {
