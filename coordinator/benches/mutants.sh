@@ -11,7 +11,7 @@ GROUPS_WANTED=${*:-common proto coordinator worker}
 
 declare -A FILES PACKAGE
 PACKAGE[common]=nqueens-common
-FILES[common]="common/src/family.rs common/src/names.rs common/src/key.rs common/src/job.rs common/src/tally.rs common/src/jsonl.rs common/src/symmetry.rs common/src/checksum.rs common/src/certificate.rs common/src/partition/mod.rs"
+FILES[common]="common/src/family.rs common/src/names.rs common/src/key.rs common/src/job.rs common/src/tally.rs common/src/jsonl.rs common/src/symmetry.rs common/src/checksum.rs common/src/certificate.rs common/src/partition/mod.rs common/src/partition/d4.rs"
 PACKAGE[proto]=nqueens-proto
 FILES[proto]="proto/src/codec.rs proto/src/bounds.rs"
 PACKAGE[coordinator]=nqueens-coordinator
