@@ -122,6 +122,19 @@ fn lying(g: &Granted) -> Report {
     lie
 }
 
+/// Reports every lease of `held` honestly as the worker credential `name`, each result held for a
+/// check (`Pending`).
+async fn reported_for_a_check(c: &Coordinator, name: &str, held: &[Granted]) {
+    let outcomes = c
+        .report_as(name, name, true, held.iter().map(report).collect())
+        .await
+        .unwrap();
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Pending),
+        "{outcomes:?}"
+    );
+}
+
 /// Reports every lease honestly as `worker`; returns the outcomes.
 async fn report_all(c: &Coordinator, worker: &str, leases: &[Granted]) -> Vec<Outcome> {
     c.report(worker, worker, leases.iter().map(report).collect())
@@ -4829,14 +4842,7 @@ async fn a_credential_cannot_tell_held_from_counted_under_a_made_up_lease() {
     let c = coordinator();
     let run = verified_run_of_8(&c).await;
     let mine = lease_credential(&c, "a", 4096).await;
-    let outcomes = c
-        .report_as("a", "a", true, mine.iter().map(report).collect())
-        .await
-        .unwrap();
-    assert!(
-        outcomes.iter().all(|o| *o == Outcome::Pending),
-        "{outcomes:?}"
-    );
+    reported_for_a_check(&c, "a", &mine).await;
     let made_up = |g: &Granted| Report {
         lease: 999_999,
         tag: 0,
@@ -4899,14 +4905,7 @@ async fn a_credential_cannot_tell_held_from_counted_under_a_lease_it_handed_back
         mine.extend(got);
     }
     assert_eq!(mine.len(), first.len(), "every job leased to it again");
-    let outcomes = c
-        .report_as("a", "a", true, mine.iter().map(report).collect())
-        .await
-        .unwrap();
-    assert!(
-        outcomes.iter().all(|o| *o == Outcome::Pending),
-        "{outcomes:?}"
-    );
+    reported_for_a_check(&c, "a", &mine).await;
     // Its own result again, a different one, and a different one followed by a result under a
     // made-up lease: each answer, as the wire words it.
     let made_up = Report {
