@@ -97,8 +97,8 @@ impl Steer {
 
     /// Whether the draw admits the asking identity to give job `key` of run `run` its one result's
     /// second: always where at most [`DRAWN`] identities could (the asking one and the others serving,
-    /// the first result's left out, and while the job is steered to another family, those of its
-    /// first result's family alone), else with a chance of [`DRAWN`] over their number, doubled for
+    /// the first result's left out, and while the job is steered to another family, those of another
+    /// family than its first result's alone), else with a chance of [`DRAWN`] over their number, doubled for
     /// each period of the wait since the first result (one stamped later than now, a clock stepped
     /// back, admits everyone). Drawn by a keyed hash of the job, the first result's lease and the
     /// identity: the same answer for each call, and none a worker can foresee.

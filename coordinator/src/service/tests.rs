@@ -296,27 +296,25 @@ async fn leased_again(
     second: &str,
     capacity: u32,
 ) -> (Vec<Granted>, Vec<Granted>) {
-    let held = lease(c, first, capacity).await;
-    tokio::time::advance(TIMEOUT * 2).await;
-    c.expire_leases().await;
-    (held, lease(c, second, capacity).await)
+    leased_again_by(c, lease, first, second, capacity).await
 }
 
-/// [`leased_again`] through `take` (worker credentials: [`lease_credential`]), all each may hold.
+/// [`leased_again`] through `take` (worker credentials: [`lease_credential`]).
 async fn leased_again_by<'a, F, Fut>(
     c: &'a Coordinator,
     take: F,
     first: &'a str,
     second: &'a str,
+    capacity: u32,
 ) -> (Vec<Granted>, Vec<Granted>)
 where
     F: Fn(&'a Coordinator, &'a str, u32) -> Fut,
     Fut: std::future::Future<Output = Vec<Granted>>,
 {
-    let held = take(c, first, 4096).await;
+    let held = take(c, first, capacity).await;
     tokio::time::advance(TIMEOUT * 2).await;
     c.expire_leases().await;
-    (held, take(c, second, 4096).await)
+    (held, take(c, second, capacity).await)
 }
 
 #[tokio::test(start_paused = true)]
@@ -4567,7 +4565,7 @@ async fn after_a_restart_an_earlier_lease_takes_back_one_confirmed_count() {
 async fn a_credential_cannot_tell_counted_from_taken_back_under_its_own_lease() {
     let c = coordinator();
     let run = run_of_8(&c).await;
-    let (first, second) = leased_again_by(&c, lease_credential, "late", "fresh").await;
+    let (first, second) = leased_again_by(&c, lease_credential, "late", "fresh", 4096).await;
     assert_eq!(second.len(), first.len());
     let sent = || vec![report(&first[0])];
     let outcomes = c.report_as("late", "late", true, sent()).await.unwrap();
