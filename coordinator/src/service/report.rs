@@ -97,13 +97,29 @@ impl Coordinator {
             .acquire_owned()
             .await
             .map_err(|_| Error::ShuttingDown)?;
-        let batch = self.validate(worker, name, credential, &reports)?;
-        if batch.is_empty() {
-            return Ok(Vec::new());
-        }
+        // Validated off the runtime's threads (each job is rebuilt from its key; the store may be read),
+        // then committed; once started, to the end, whether or not the caller waits.
         let this = self.clone();
         let (worker, name) = (worker.to_string(), name.to_string());
-        to_the_end(async move { this.commit(&worker, &name, reports, batch, place).await }).await
+        to_the_end(async move {
+            let validating = this.clone();
+            let (reports, batch, worker, name) = match tokio::task::spawn_blocking(move || {
+                let batch = validating.validate(&worker, &name, credential, &reports);
+                (reports, batch, worker, name)
+            })
+            .await
+            {
+                Ok(validated) => validated,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(_) => return Err(Error::ShuttingDown),
+            };
+            let batch = batch?;
+            if batch.is_empty() {
+                return Ok(Vec::new());
+            }
+            this.commit(&worker, &name, reports, batch, place).await
+        })
+        .await
     }
 
     /// Commits a validated batch durably, then applies it to the in-memory state; one outcome per
