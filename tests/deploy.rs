@@ -118,7 +118,7 @@ fn kubernetes_manifests() -> Result<(), Failed> {
     for resource in [
         "service/nqueens-coordinator",
         "statefulset/nqueens-coordinator",
-        "deployment/nqueens-worker",
+        "statefulset/nqueens-worker",
         "secret/nqueens-token",
     ] {
         assert!(
@@ -127,6 +127,24 @@ fn kubernetes_manifests() -> Result<(), Failed> {
         );
     }
     assert!(!out.contains("ERROR") && !out.contains("WARN"), "{out}");
+    // Each worker pod presents a credential of its own, named after the pod: under one shared token
+    // all would be one identity, and a run's checks would wait for a second one for ever.
+    let worker = std::fs::read_to_string(dir.join("worker.yaml"))?;
+    assert!(
+        worker.contains("- --token-file=/etc/nqueens/credentials/$(POD_NAME)")
+            && worker.contains("secretName: nqueens-worker-credentials")
+            && !worker.contains("NQUEENS_TOKEN")
+            && !worker.contains("worker-token"),
+        "worker.yaml must give each pod its own credential"
+    );
+    // The store is a directory the coordinator makes (0700) on its volume, not the volume's root,
+    // whose mode its user may not change.
+    let coordinator = std::fs::read_to_string(dir.join("coordinator.yaml"))?;
+    assert!(
+        coordinator.contains("- --data=/var/lib/nqueens/store")
+            && coordinator.contains("mountPath: /var/lib/nqueens\n"),
+        "coordinator.yaml must keep its store below its volume's root"
+    );
     Ok(())
 }
 

@@ -56,12 +56,28 @@ pub fn private_files() {
 
 /// Creates the data directory `dir` if needed, and makes it its owner's alone (0700), whatever an
 /// earlier build left it.
+/// An error names the directory, and a directory this user may not change (not its owner: the root of
+/// a volume mounted for it, say) says to name one it owns or may create.
 pub fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+    let named = |what: &str, e: std::io::Error| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::PermissionDenied => {
+                "; give --data a directory this user owns or may create (a subdirectory of a mounted \
+                 volume works)"
+            }
+            _ => "",
+        };
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot {what} {}: {e}{hint}", dir.display()),
+        )
+    };
+    std::fs::create_dir_all(dir).map_err(|e| named("create the data directory", e))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| named("make its owner's alone (mode 0700) the data directory", e))?;
     }
     Ok(())
 }
@@ -107,5 +123,30 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_data_directory_that_cannot_be_made_private_is_named_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let under_a_file = file.join("data");
+        let e = private_dir(&under_a_file).unwrap_err().to_string();
+        assert!(e.contains(&under_a_file.display().to_string()), "{e}");
+        // A directory whose mode nobody may change (a process's, in procfs; as a volume's root owned
+        // by another user is to the coordinator's user): named, with the way out.
+        #[cfg(target_os = "linux")]
+        {
+            let e = private_dir(std::path::Path::new("/proc/self"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("/proc/self") && e.contains("give --data"), "{e}");
+        }
+        private_dir(&dir.path().join("fine")).unwrap();
     }
 }
