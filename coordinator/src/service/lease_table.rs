@@ -8,7 +8,7 @@
 //! an earlier incarnation must also repeat that lease's tag, which only this store's coordinators can
 //! have computed. Nothing is accepted because it cannot be checked.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 use std::hash::Hasher;
@@ -61,6 +61,11 @@ struct Ended {
 /// Ended leases of one job still recognised for a late report: the most recent ones.
 pub const PAST_PER_JOB: usize = 16;
 
+/// Leases of one identity kept past their jobs' counts ([`Leases::settle_counted`]): the most recent
+/// ones. Each may carry one result that disputes an unconfirmed count; an identity that lets its leases
+/// expire by the thousand keeps no more than these.
+pub const OUTLIVED_PER_IDENTITY: usize = 1024;
+
 /// Every lease of this incarnation whose job is not done yet.
 #[derive(Debug)]
 pub struct Leases {
@@ -83,6 +88,8 @@ pub struct Leases {
     /// another lease (a different result under one disputes the count: see [`Leases::settle_counted`]).
     past: HashMap<u64, Ended>,
     past_by_job: HashMap<JobId, Vec<u64>>,
+    /// The outlived leases among `past`, per identity, oldest first (ids grow with their issue).
+    outlived_by_name: HashMap<String, BTreeSet<u64>>,
     /// Leases of this incarnation ended because their run was cancelled: heartbeats name them, so that
     /// their workers drop the jobs.
     cancelled: HashSet<u64>,
@@ -109,6 +116,7 @@ impl Leases {
             by_name: HashMap::new(),
             past: HashMap::new(),
             past_by_job: HashMap::new(),
+            outlived_by_name: HashMap::new(),
             cancelled: HashSet::new(),
             began: HashMap::new(),
             checks: HashSet::new(),
@@ -469,7 +477,7 @@ impl Leases {
             return;
         }
         let job = e.job.clone();
-        self.past.remove(&id);
+        self.forget_past(id);
         if let Some(ids) = self.past_by_job.get_mut(&job) {
             ids.retain(|x| *x != id);
             if ids.is_empty() {
@@ -532,7 +540,7 @@ impl Leases {
             let least = ids.iter().map(rank).min().unwrap_or(2);
             let at = ids.iter().position(|id| rank(id) == least).unwrap_or(0);
             let old = ids.remove(at);
-            self.past.remove(&old);
+            forget_past(&mut self.past, &mut self.outlived_by_name, old);
         }
         Some(lease)
     }
@@ -588,7 +596,15 @@ impl Leases {
                 self.by_job.remove(&(lease.run, lease.key));
             }
         }
-        self.past.retain(|_, e| e.job.0 != run);
+        let ids: Vec<u64> = self
+            .past
+            .iter()
+            .filter(|(_, e)| e.job.0 == run)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.forget_past(id);
+        }
         self.past_by_job.retain(|(r, _), _| *r != run);
         self.cancelled.extend(&active);
         active.len()
@@ -607,7 +623,7 @@ impl Leases {
         let job = (run, key.clone());
         self.barred.remove(&job);
         for id in self.past_by_job.remove(&job).unwrap_or_default() {
-            self.past.remove(&id);
+            self.forget_past(id);
         }
         let id = self.by_job.remove(&job)?;
         self.take(id)
@@ -643,24 +659,74 @@ impl Leases {
         let Some(ids) = self.past_by_job.get_mut(&job) else {
             return live;
         };
-        let past = &mut self.past;
+        let (past, by_name) = (&mut self.past, &mut self.outlived_by_name);
+        let mut newly = Vec::new();
         ids.retain(|id| {
             let kept = match past.get_mut(id) {
                 Some(e) if *id != counted && !e.handed_back && !e.delivered => {
-                    e.outlived = true;
+                    if !e.outlived {
+                        e.outlived = true;
+                        newly.push((e.name.clone(), *id));
+                    }
                     true
                 }
                 _ => false,
             };
             if !kept {
-                past.remove(id);
+                forget_past(past, by_name, *id);
             }
             kept
         });
         if ids.is_empty() {
             self.past_by_job.remove(&job);
         }
+        // An identity keeps its most recent outlived leases only: the oldest beyond the bound are
+        // forgotten (a result under one is then compared, never counted, as under no lease).
+        for (name, id) in newly {
+            let kept = self.outlived_by_name.entry(name.clone()).or_default();
+            kept.insert(id);
+            while kept.len() > OUTLIVED_PER_IDENTITY {
+                let Some(oldest) = kept.pop_first() else {
+                    break;
+                };
+                if let Some(e) = self.past.remove(&oldest) {
+                    if let Some(ids) = self.past_by_job.get_mut(&e.job) {
+                        ids.retain(|x| *x != oldest);
+                        if ids.is_empty() {
+                            self.past_by_job.remove(&e.job);
+                        }
+                    }
+                }
+            }
+            if kept.is_empty() {
+                self.outlived_by_name.remove(&name);
+            }
+        }
         live
+    }
+
+    /// Forgets the ended lease `id` (not its job's list of ended leases: the caller's).
+    fn forget_past(&mut self, id: u64) {
+        forget_past(&mut self.past, &mut self.outlived_by_name, id);
+    }
+}
+
+/// Forgets the ended lease `id` of `past`, and from its identity's outlived leases if it was one.
+fn forget_past(
+    past: &mut HashMap<u64, Ended>,
+    outlived_by_name: &mut HashMap<String, BTreeSet<u64>>,
+    id: u64,
+) {
+    let Some(e) = past.remove(&id) else {
+        return;
+    };
+    if e.outlived {
+        if let Some(kept) = outlived_by_name.get_mut(&e.name) {
+            kept.remove(&id);
+            if kept.is_empty() {
+                outlived_by_name.remove(&e.name);
+            }
+        }
     }
 }
 
@@ -1273,5 +1339,52 @@ mod tests {
         t.close(closed);
         assert!(!t.deliver(closed, 1, &key("1.6"), "a"), "delivered its own");
         assert!(!t.deliver(999, 1, &key("1.6"), "a"), "never issued");
+    }
+
+    /// An identity keeps at most [`OUTLIVED_PER_IDENTITY`] leases past their jobs' counts, the most
+    /// recent: one that lets its leases expire by the thousand, honest workers counting the jobs, keeps
+    /// no more, so its different results can take back no more counts at once, and the table does not
+    /// grow with its expiries. Before, every one was kept until it delivered (found by a review,
+    /// 2026-11-30). Another identity's are untouched.
+    #[tokio::test(start_paused = true)]
+    async fn an_identity_keeps_a_bounded_number_of_leases_past_their_jobs_counts() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        let mut t = Leases::new(2, SECRET, s(10));
+        let honest = t.issue(1, key("1"), "h", "h", now);
+        let extra = 5;
+        let leases: Vec<(u64, JobKey)> = (0..OUTLIVED_PER_IDENTITY + extra)
+            .map(|k| {
+                let job = key(&format!("0.{}.{}", k / 200, k % 200));
+                (t.issue(1, job.clone(), "l", "l", now), job)
+            })
+            .collect();
+        assert_eq!(t.expire(now + s(11)).len(), leases.len() + 1);
+        let jobs = leases.iter().map(|(_, job)| job.clone()).chain([key("1")]);
+        for job in jobs {
+            let counted = t.issue(1, job.clone(), "c", "c", now + s(11));
+            assert!(t.deliver(counted, 1, &job, "c"));
+            t.settle_counted(1, &job, counted);
+        }
+        let kept = leases.iter().filter(|(id, _)| t.outlived(*id)).count();
+        assert_eq!(kept, OUTLIVED_PER_IDENTITY);
+        for (id, job) in &leases[..extra] {
+            assert!(!t.outlived(*id), "the oldest go first");
+            assert!(t
+                .check_report(*id, t.tag(*id, 1, job, "l"), 1, job, "l")
+                .is_err());
+        }
+        let (last, job) = leases.last().unwrap();
+        assert!(t
+            .check_report(*last, t.tag(*last, 1, job, "l"), 1, job, "l")
+            .is_ok());
+        assert!(t.outlived(honest), "another identity's stays");
+        assert_eq!(t.outlived_by_name["l"].len(), OUTLIVED_PER_IDENTITY);
+        assert_eq!(t.past.len(), OUTLIVED_PER_IDENTITY + 1);
+        // Delivering forgets one, from its identity's count too.
+        assert!(t.deliver(*last, 1, job, "l"));
+        assert_eq!(t.outlived_by_name["l"].len(), OUTLIVED_PER_IDENTITY - 1);
+        assert!(t.deliver(honest, 1, &key("1"), "h"));
+        assert!(!t.outlived_by_name.contains_key("h"));
     }
 }

@@ -223,9 +223,10 @@ struct State {
     strikes: Strikes,
     /// Leases each identity handed back lately ([`hand_backs`]).
     hand_backs: hand_backs::HandBacks,
-    /// Results counted per worker name (identity, where it holds a credential), in the store or in
-    /// this incarnation: only the expired leases of a worker with one can make a job fail, and a
-    /// credential holds more leases the more it has.
+    /// Results per worker name (identity, where it holds a credential): counted in the store, or
+    /// proving work in this incarnation (counted, held for a check, disputing, a spot check answered:
+    /// a credential cannot tell these apart, so neither may its room). Only the expired leases of a
+    /// worker with one can make a job fail, and a credential holds more leases the more it has.
     counted: HashMap<String, u64>,
     /// Identities with a result a second identity confirmed (in the store, or in this incarnation): a
     /// worker credential decides a dispute only once it has one, or has passed a spot check.

@@ -171,6 +171,20 @@ impl Coordinator {
                     .credit_once(inc.lease)
                     .then_some(inc.result.nodes),
             });
+            // A result that proves work grows its identity's lease limit and clears its strikes,
+            // whatever became of it: counted, held for a check, disputing, or a spot check's answer
+            // alike (a worker credential sees them all as accepted; the room it gets next must not
+            // tell them apart). Not a copy sent again, nor one the store proves wrong.
+            if credited.last().is_some_and(Option::is_some) {
+                *state.counted.entry(name.to_string()).or_insert(0) += 1;
+                if state.strikes.clear(name) {
+                    tracing::info!(
+                        worker,
+                        name,
+                        "worker's strikes cleared: it reported a result"
+                    );
+                }
+            }
             match outcome {
                 Outcome::Accepted => {
                     let run = state.runs.get_mut(&inc.run);
@@ -193,19 +207,6 @@ impl Coordinator {
                         {
                             state.spot.ended(live);
                         }
-                    }
-                    match state.counted.get_mut(name) {
-                        Some(n) => *n += 1,
-                        None => {
-                            state.counted.insert(name.to_string(), 1);
-                        }
-                    }
-                    if state.strikes.clear(name) {
-                        tracing::info!(
-                            worker,
-                            name,
-                            "worker's strikes cleared: it reported a result"
-                        );
                     }
                 }
                 Outcome::JobFailed => {

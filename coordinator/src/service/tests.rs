@@ -4962,3 +4962,35 @@ async fn a_credential_cannot_tell_held_from_counted_under_a_lease_it_handed_back
     assert_eq!(total(&c, &run), (Q8, true));
     assert!(c.state().quarantined.is_empty());
 }
+
+/// The room a credential gets after a report does not tell a result held for a check from one counted:
+/// both grow its lease limit. Before, only a counted result did (4 leases more): a credential holding
+/// its limit reported one result and leased again in the same call, and got 5 jobs where it was
+/// counted, 1 where it was held (found by a review, 2026-11-30).
+#[tokio::test(start_paused = true)]
+async fn the_room_after_a_report_does_not_tell_held_from_counted() {
+    let mut regranted = Vec::new();
+    for fraction in [0.0, 1.0] {
+        let c = coordinator();
+        c.create_run(13, Strategy::D4, Some(2), Some(fraction), 0, false)
+            .await
+            .unwrap();
+        let mine = lease_credential(&c, "a", 4096).await;
+        assert_eq!(mine.len() as u64, super::lease::lease_limit(0));
+        let outcomes = c
+            .report_as("a", "a", true, vec![report(&mine[0])])
+            .await
+            .unwrap();
+        let expected = if fraction == 0.0 {
+            Outcome::Accepted
+        } else {
+            Outcome::Pending
+        };
+        assert_eq!(outcomes, vec![expected]);
+        regranted.push(lease_credential(&c, "a", 4096).await.len());
+    }
+    assert_eq!(
+        regranted[0], regranted[1],
+        "room after a counted result, after a held one"
+    );
+}
