@@ -172,12 +172,26 @@ pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
     }
     let mut results = 0u64;
     for meta in view.runs.values() {
+        // Of a run the store holds already, a count the store took back since the file was written
+        // (its open record lists it beside a different result, or its worker is quarantined) is not
+        // restored: the store's side stands, as at a start ([`ledger::compare`]'s `superseded`).
+        let superseded: std::collections::HashSet<JobKey> = match store.run(meta.id)? {
+            Some(_) => ledger::compare(store, meta, view)?
+                .superseded
+                .into_iter()
+                .collect(),
+            None => Default::default(),
+        };
+        if !superseded.is_empty() {
+            tracing::warn!(run = meta.id, results = superseded.len(), "counts of the file that the store took back since it was written (disputed, or of a worker quarantined): not restored, the store's side kept");
+        }
         store.restore_run(meta)?;
         let batch: Vec<(JobKey, ResultRecord)> = view
             .results
             .get(&meta.id)
             .into_iter()
             .flatten()
+            .filter(|(k, _)| !superseded.contains(*k))
             .map(|(k, r)| (k.clone(), r.clone()))
             .collect();
         results += store.restore_all_results(meta.id, &batch)?;
@@ -631,5 +645,66 @@ mod tests {
         assert_eq!(restore(&restored, &view).unwrap(), 0, "again: nothing new");
         assert_eq!(contents(&restored), whole);
         drop(target);
+    }
+
+    /// An export imported into the directory it came from, after a later result disputed one of its
+    /// counts: the store's dispute stands, the export's count is not restored, and nobody is
+    /// quarantined. Before, the import counted the disputed result again (a wrong total, for good) and
+    /// quarantined the worker whose different result had disputed it (found by a review, 2026-11-30).
+    /// The same for a count whose worker the store has quarantined since.
+    #[test]
+    fn an_import_does_not_restore_a_count_the_store_took_back_since_its_export() {
+        use crate::durable::store::tests::{by, incoming_from};
+        use crate::durable::store::Outcome;
+        use nqueens_common::{Plan, Strategy};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let job = incoming_from(run.id, &plan, 0, "x");
+        store.commit(&[by(&plan, "x", job.clone(), 8)]).unwrap();
+        let old = exported(&store, dir.path());
+        assert_eq!(
+            store.commit(&[by(&plan, "y", job, 0)]).unwrap().outcomes,
+            vec![Outcome::Disputed]
+        );
+        store.flush().unwrap();
+        ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
+        check(&store, dir.path()).unwrap();
+        assert_eq!(restore(&store, &old).unwrap(), 0);
+        assert!(store.quarantined().unwrap().is_empty());
+        assert_eq!(store.tally(run.id).unwrap().jobs, 0);
+        check(&store, dir.path()).unwrap();
+        // Its worker quarantined since (the job pending again, no record of it): x's count is
+        // restored, then taken back by the quarantine's revocation, which every import completes.
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let job = incoming_from(run.id, &plan, 0, "x");
+        store.commit(&[by(&plan, "x", job.clone(), 8)]).unwrap();
+        let old = exported(&store, dir.path());
+        store
+            .restore_quarantine(&crate::durable::store::Quarantine {
+                worker: "x".into(),
+                reason: "disproved elsewhere".into(),
+                at_unix: 1,
+                by: vec!["z".into()],
+                held: false,
+            })
+            .unwrap();
+        store.revoke("x").unwrap();
+        store.flush().unwrap();
+        ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
+        check(&store, dir.path()).unwrap();
+        restore(&store, &old).unwrap();
+        assert_eq!(store.tally(run.id).unwrap().jobs, 0);
+        let names: Vec<String> = store
+            .quarantined()
+            .unwrap()
+            .into_iter()
+            .map(|q| q.worker)
+            .collect();
+        assert_eq!(names, ["x"]);
+        check(&store, dir.path()).unwrap();
     }
 }
