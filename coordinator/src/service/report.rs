@@ -440,11 +440,14 @@ impl Coordinator {
             .collect::<Result<Vec<_>>>()?;
         // Each group of sides built once for the batch, however its keys are ordered.
         let jobs = nqueens_common::job::jobs_of(&named)?;
+        // (Each group of sides built once again for the results with no node, which need theirs.)
+        let results: Vec<nqueens_common::JobResult> = reports.iter().map(|r| r.result).collect();
+        let plausible = nqueens_common::job::check_each(&jobs, &results);
         let keys = reports
             .iter()
             .zip(&runs)
-            .zip(named.into_iter().zip(jobs))
-            .map(|((r, &(id, _, strategy, _, fingerprint)), ((_, key), job))| {
+            .zip(named.into_iter().zip(plausible))
+            .map(|((r, &(id, _, strategy, _, fingerprint)), ((_, key), plausible))| {
                 if let Some(why) = r.result.shape_error(strategy) {
                     return Err(Error::Invalid(format!(
                         "result for job {} of run {id}: {why}",
@@ -466,7 +469,7 @@ impl Coordinator {
                 }
                 // Counts that contradict each other, sealed (a fault before the worker sealed them, a
                 // faulty device's sums, a forged or broken worker): refused, never compared or counted.
-                if let Err(why) = job.check(&r.result) {
+                if let Err(why) = plausible {
                     self.shared.metrics.result("implausible");
                     tracing::error!(worker, name, run = id, job = %key, lease = r.lease, reason = %why, "a reported result that no search of its job can produce: refused; the job is computed again");
                     // Its lease is left to expire (the worker drops the result): the expiry charges
