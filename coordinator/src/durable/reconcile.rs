@@ -221,6 +221,25 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
                 .iter()
                 .map(|k| (k.clone(), logged[k].clone()))
                 .partition(|(k, _)| !view.unchecked_jobs.contains(&(meta.id, k.clone())));
+            // With damaged lines (`--repair`), a damaged line may have been the revocation that took
+            // a result back (the store then shows no trace of it, its worker released since): a
+            // result of an identity ever quarantined, by the ledger's intact lines or the store, is
+            // not restored; its job is computed again.
+            let (batch, suspect): (Vec<_>, Vec<_>) = match view.damaged.is_empty() {
+                true => (batch, Vec::new()),
+                false => {
+                    let mut named = view.ever_quarantined.clone();
+                    named.extend(store.quarantined()?.into_iter().map(|q| q.worker));
+                    named.extend(store.lifted()?.into_iter().map(|q| q.worker));
+                    batch
+                        .into_iter()
+                        .partition(|(_, r)| r.identities().all(|name| !named.contains(&name)))
+                }
+            };
+            if !suspect.is_empty() {
+                tracing::warn!(run = meta.id, results = suspect.len(), first = %suspect[0].0, "results only the ledger holds, of identities ever quarantined, beside damaged ledger lines (one may have taken them back): not restored; their jobs are computed again");
+                rewrite = true;
+            }
             if !unverifiable.is_empty() {
                 // `--repair`: their jobs are computed again, and the ledger rewritten without them.
                 tracing::warn!(run = meta.id, results = unverifiable.len(), "results the ledger holds only without a seal, in lines of the format before checksums: not restored; their jobs are computed again");
@@ -1041,6 +1060,32 @@ mod tests {
         assert!(tally.unique8.is_some(), "the run's unique check holds");
         let (_, again, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(again, Repairs::default(), "healed");
+    }
+
+    /// A revocation line damaged, its worker released since: `--repair` does not count the result it
+    /// took back again (the store shows no trace of it; nothing shows whether the store lost it or the
+    /// damaged line took it back): a ledger-only result of an identity the ledger or the store ever
+    /// names in a quarantine is computed again, not restored. Before, it was restored and counted: a
+    /// liar's count, for good (found by a review, 2026-11-30).
+    #[test]
+    fn a_repair_does_not_restore_a_count_whose_revocation_line_is_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run, _, key) = a_revocation_then_a_release(dir.path(), &[]);
+        let path = dir.path().join(LEDGER_FILE);
+        // The revocation line: the third of the four lines appended last; a byte in its middle.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let ends: Vec<usize> = (0..bytes.len()).filter(|&i| bytes[i] == b'\n').collect();
+        let (start, end) = (ends[ends.len() - 3] + 1, ends[ends.len() - 2]);
+        let at = (start + end) / 2;
+        bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+        std::fs::write(&path, bytes).unwrap();
+        assert!(
+            reconcile(&store, &path, false).is_err(),
+            "refused without --repair"
+        );
+        let (_, repairs, _) = reconcile(&store, &path, true).unwrap();
+        assert_eq!(repairs.results_restored, 0);
+        assert!(!store.is_settled(run, &key).unwrap());
     }
 
     /// A quarantine's revocation applied from the ledger after the worker's release (the store behind

@@ -43,6 +43,8 @@ pub struct LedgerView {
     /// The workers quarantined as of the file's end (quarantine lines, less those released after), by
     /// name.
     pub quarantines: BTreeMap<String, Quarantine>,
+    /// Every worker an intact quarantine or release line names, released since or not.
+    pub ever_quarantined: std::collections::BTreeSet<String>,
     /// For an export of format 2 on (a file with the header line): whether its end line was found,
     /// counting exactly what precedes it. `Some(false)`: the export was cut short. `None`: not such an
     /// export (a ledger, or an export of an earlier version).
@@ -240,7 +242,13 @@ impl LedgerView {
                 }
             }
             line @ (Entry::Quarantine(_) | Entry::Released { .. }) => {
+                let name = match &line {
+                    Entry::Quarantine(q) => q.worker.clone(),
+                    Entry::Released { worker, .. } => worker.clone(),
+                    _ => unreachable!("matched above"),
+                };
                 quarantine_line(&mut self.quarantines, line)?;
+                self.ever_quarantined.insert(name);
             }
             Entry::Export { version } => {
                 if version != EXPORT_FORMAT {
