@@ -52,6 +52,13 @@ impl Store {
             None if format == FORMAT_VERSION => return Ok(()),
             None => format,
         };
+        // Formats before 5 read every run's record to carry its results over (its plan checks them):
+        // one that cannot be read refuses the store before anything is written, so that the build
+        // before still opens it as it was (before, the mark was written first, and neither build
+        // opened the store again; found by a review, 2026-11-30).
+        if from < 5 {
+            self.check_runs_readable(from)?;
+        }
         let mut mark = sled::Batch::default();
         mark.insert(FORMAT, &FORMAT_VERSION.to_be_bytes());
         mark.insert(UPGRADE, &from.to_be_bytes());
@@ -268,6 +275,30 @@ impl Store {
             damaged_jobs.len() as u64,
             damaged_quarantines.len() as u64,
         ))
+    }
+
+    /// Whether every run record decodes (plain JSON, or checked by a migration cut short) with a plan
+    /// this build makes: the migration from format `from` needs them all.
+    fn check_runs_readable(&self, from: u64) -> Result<()> {
+        for kv in self.runs.iter() {
+            let (k, v) = kv?;
+            let read = match is_checked(&v) {
+                true => decode::<RunMeta>("run", &v),
+                false => decode_plain::<RunMeta>("run", &v),
+            };
+            if let Err(e) = read.and_then(|meta| meta.plan().map(|_| ())) {
+                let run = k
+                    .get(..8)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_be_bytes)
+                    .map_or_else(|| format!("{k:?}"), |id| id.to_string());
+                return Err(Error::Corrupt(format!(
+                    "run {run}: its record cannot be read ({e}), and bringing this store from format {from} to {FORMAT_VERSION} needs it (its results are checked against its plan); nothing was changed. Import the ledger into a new directory (`nqueens import --data NEW DIR/{}`), or restore the directory from a backup",
+                    crate::durable::ledger::LEDGER_FILE
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// 5 -> 6: puts a checksum before every plain JSON record of the run, job, totals and quarantine

@@ -3233,3 +3233,68 @@ fn a_disputed_job_is_decided_only_by_an_identity_that_may_decide() {
     let truth = plan.job(&job.key).unwrap().run();
     assert_eq!(store.tally(run.id).unwrap().total, u128::from(truth.total));
 }
+
+/// A store of format 1 or 4 whose run record is damaged is refused before anything is written: the
+/// format and the results of the earlier format stay as they were (the build before still opens it),
+/// and the refusal names the way out, an import of the ledger into a new directory, which counts
+/// every result. Before, the migration wrote its mark first and stopped at the record: neither this
+/// build nor the one before opened the store again (found by a review, 2026-11-30).
+#[test]
+fn a_store_of_an_early_format_with_a_damaged_run_record_is_refused_unchanged() {
+    let plan = Plan::new(9, Strategy::D4).unwrap();
+    for format in [1, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(crate::durable::ledger::LEDGER_FILE);
+        let total = {
+            let store = Store::open(dir.path()).unwrap();
+            let run = store.create_run(plan, 0.0).unwrap();
+            for i in 0..5 {
+                store.commit(&[incoming(run.id, &plan, i)]).unwrap();
+            }
+            let total = store.audit().unwrap()[0].tally.total;
+            crate::durable::ledger::rewrite(&path, &store).unwrap();
+            as_format_3(&store, run.id, &plan, 0..5);
+            at_format(&store, format);
+            store
+                .runs
+                .insert(super::records::run_key(run.id), &b"{\"id\":"[..])
+                .unwrap();
+            store.flush().unwrap();
+            total
+        };
+        for _ in 0..2 {
+            let refused = Store::open_when_free(dir.path(), std::time::Duration::from_secs(30));
+            let Err(Error::Corrupt(why)) = refused else {
+                panic!("format {format}: not refused");
+            };
+            assert!(
+                why.contains("nqueens import --data NEW") && why.contains("nothing was changed"),
+                "{why}"
+            );
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let db = loop {
+            match sled::open(dir.path()) {
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                opened => break opened.unwrap(),
+            }
+        };
+        let meta = db.open_tree("meta").unwrap();
+        assert_eq!(
+            meta.get(super::FORMAT).unwrap().unwrap().as_ref(),
+            format.to_be_bytes()
+        );
+        assert!(meta.get(super::UPGRADE).unwrap().is_none());
+        assert_eq!(db.open_tree(super::LEGACY_RESULTS).unwrap().len(), 5);
+        drop((meta, db));
+        // The way out: the ledger imported into a new directory.
+        let new = tempfile::tempdir().unwrap();
+        let imported = Store::open(new.path()).unwrap();
+        let view = crate::durable::ledger::LedgerView::read(&path).unwrap();
+        crate::durable::offline::restore(&imported, &view).unwrap();
+        let audit = imported.audit().unwrap();
+        assert_eq!((audit[0].tally.jobs, audit[0].tally.total), (5, total));
+    }
+}
