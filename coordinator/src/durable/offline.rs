@@ -165,6 +165,20 @@ fn compare_in_full(store: &Store, path: &Path) -> Result<Checked> {
 /// results were new.
 pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
     vet(store, view)?;
+    // Of a run the store holds already, a count the store took back since the file was written (its
+    // open record lists it beside a different result, or its worker is quarantined in the store) is
+    // not restored: the store's side stands, as at a start ([`ledger::compare`]'s `superseded`). Found
+    // before the file's quarantines join the store's: those are the file's past, not the store's.
+    let mut superseded: HashMap<u64, std::collections::HashSet<JobKey>> = HashMap::new();
+    for meta in view.runs.values() {
+        if store.run(meta.id)?.is_some() {
+            let diff = ledger::compare(store, meta, view)?;
+            if !diff.superseded.is_empty() {
+                tracing::warn!(run = meta.id, results = diff.superseded.len(), first = %diff.superseded[0], "counts of the file that the store took back since it was written (disputed, or of a worker quarantined): not restored, the store's side kept");
+            }
+            superseded.insert(meta.id, diff.superseded.into_iter().collect());
+        }
+    }
     // Quarantines first (each restore keeps one already stored): a restore cut short leaves no
     // disproved worker free to lease.
     for q in view.quarantines.values() {
@@ -172,26 +186,14 @@ pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
     }
     let mut results = 0u64;
     for meta in view.runs.values() {
-        // Of a run the store holds already, a count the store took back since the file was written
-        // (its open record lists it beside a different result, or its worker is quarantined) is not
-        // restored: the store's side stands, as at a start ([`ledger::compare`]'s `superseded`).
-        let superseded: std::collections::HashSet<JobKey> = match store.run(meta.id)? {
-            Some(_) => ledger::compare(store, meta, view)?
-                .superseded
-                .into_iter()
-                .collect(),
-            None => Default::default(),
-        };
-        if !superseded.is_empty() {
-            tracing::warn!(run = meta.id, results = superseded.len(), "counts of the file that the store took back since it was written (disputed, or of a worker quarantined): not restored, the store's side kept");
-        }
+        let skipped = superseded.remove(&meta.id).unwrap_or_default();
         store.restore_run(meta)?;
         let batch: Vec<(JobKey, ResultRecord)> = view
             .results
             .get(&meta.id)
             .into_iter()
             .flatten()
-            .filter(|(k, _)| !superseded.contains(*k))
+            .filter(|(k, _)| !skipped.contains(*k))
             .map(|(k, r)| (k.clone(), r.clone()))
             .collect();
         results += store.restore_all_results(meta.id, &batch)?;
@@ -706,5 +708,75 @@ mod tests {
             .collect();
         assert_eq!(names, ["x"]);
         check(&store, dir.path()).unwrap();
+    }
+
+    /// The file's own quarantines are its past, not the store's: an import into a directory behind
+    /// the file (y's result held there for a check; in the file, x's result confirmed it, counted as
+    /// x's, then x quarantined, the confirmed count kept) restores the confirmed count. Before, the file's quarantine was
+    /// joined first and made the store's open record look like a count the store took back: the job
+    /// was computed again (found by a review, 2026-11-30).
+    #[test]
+    fn an_import_judges_what_the_store_took_back_by_the_stores_own_quarantines() {
+        use crate::durable::store::tests::{by, incoming_from};
+        use crate::durable::store::Outcome;
+        use nqueens_common::{Plan, Strategy};
+        let (behind, ahead) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let (run, job) = {
+            let store = Store::open(ahead.path()).unwrap();
+            let run = store.create_run(plan, 1.0).unwrap();
+            let job = incoming_from(run.id, &plan, 0, "y");
+            let held = store.commit(&[by(&plan, "y", job.clone(), 0)]).unwrap();
+            assert_eq!(held.outcomes, vec![Outcome::Pending]);
+            store.flush().unwrap();
+            (run.id, job)
+        };
+        let copy = |from: &Path, to: &Path| {
+            for entry in walk(from) {
+                let rel = entry.strip_prefix(from).unwrap();
+                let dest = to.join(rel);
+                if entry.is_dir() {
+                    std::fs::create_dir_all(&dest).unwrap();
+                } else {
+                    std::fs::copy(&entry, &dest).unwrap();
+                }
+            }
+        };
+        copy(ahead.path(), behind.path());
+        let store =
+            Store::open_when_free(ahead.path(), std::time::Duration::from_secs(30)).unwrap();
+        let confirmed = store.commit(&[by(&plan, "x", job.clone(), 0)]).unwrap();
+        assert_eq!(confirmed.outcomes, vec![Outcome::Accepted]);
+        assert_eq!(store.result(run, &job.key).unwrap().unwrap().worker, "x");
+        store
+            .restore_quarantine(&crate::durable::store::Quarantine {
+                worker: "x".into(),
+                reason: "disproved elsewhere".into(),
+                at_unix: 1,
+                by: vec!["z".into()],
+                held: false,
+            })
+            .unwrap();
+        store.revoke("x").unwrap();
+        assert_eq!(store.tally(run).unwrap().jobs, 1, "confirmed by y: kept");
+        let file = exported(&store, ahead.path());
+        let older =
+            Store::open_when_free(behind.path(), std::time::Duration::from_secs(30)).unwrap();
+        assert_eq!(older.tally(run).unwrap().jobs, 0);
+        restore(&older, &file).unwrap();
+        assert_eq!(older.tally(run).unwrap().jobs, 1);
+    }
+
+    /// Every path under `dir`, parents before children.
+    fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            out.push(path.clone());
+            if path.is_dir() {
+                out.extend(walk(&path));
+            }
+        }
+        out
     }
 }

@@ -80,6 +80,17 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
             view.damaged_lines
         ))
     };
+    // A run the two sides hold as two different runs refuses the start before anything is written
+    // (the same check below covers records mended from the ledger, equal to its lines).
+    for stored in store.readable_runs()? {
+        if let Some(logged) = view.runs.get(&stored.id) {
+            if !same_run(&stored, logged) {
+                return Err(Error::Corrupt(ledger::different_runs(
+                    &stored, logged, path,
+                )));
+            }
+        }
+    }
     // Records the store alone checks, damaged: mended first (everything below reads them), or the
     // start refused with the store as it was.
     (
@@ -1613,6 +1624,37 @@ mod tests {
         let refused = refused_on_both_paths(&store, &path);
         assert!(refused.contains("different runs"), "{refused}");
         assert!(refused.contains(&format!("created {created}")), "{refused}");
+    }
+
+    /// A start refused because the store and the ledger hold two different runs of one id changes
+    /// nothing before it refuses: here run 1's damaged record is left as it was (not written again from
+    /// the ledger). Before, records were mended, runs restored and revocations applied first, and
+    /// sled's flush kept them (found by a review, 2026-11-30).
+    #[test]
+    fn a_start_refused_for_different_runs_changes_nothing_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, first, plan) = one_run(dir.path(), 0.0);
+        let second = store.create_run(plan, 0.0).unwrap().id;
+        ledger::rewrite(&path, &store).unwrap();
+        store.damage_record(
+            "runs",
+            &crate::durable::store::records::run_key(first),
+            |r| r.replace("\"n\":8", "\"n\":9"),
+        );
+        let created = store.run(second).unwrap().unwrap().created_unix;
+        store.rewrite_run_record(second, |r| {
+            r.replace(
+                &format!("\"created_unix\":{created}"),
+                &format!("\"created_unix\":{}", created + 5),
+            )
+        });
+        let refused = reconcile(&store, &path, false).err().expect("refused");
+        assert!(refused.to_string().contains("different runs"), "{refused}");
+        assert!(
+            store.run(first).is_err(),
+            "run 1's damaged record left as it was"
+        );
     }
 
     /// Records the store alone checks (run, job, quarantine) found damaged at a start: the run's

@@ -865,7 +865,7 @@ impl Coordinator {
             };
             // A worker that never had a result counted cannot make a job fail: fresh identities that
             // take jobs and walk away only delay them.
-            if !state.counted.contains_key(name) {
+            if !state.accepted.contains(name) {
                 tracing::info!(worker = %lease.worker, name, run = lease.run, job = %lease.key, lease = lease.id, "lease expired (a worker with no counted result: not an attempt)");
                 run.requeue(lease.key.clone());
                 continue;

@@ -150,6 +150,9 @@ pub fn plan_of(n: u32, strategy: Strategy, depth: Option<u32>) -> Result<Plan> {
 /// Plans enumerated at once for CreateRun (seconds of a core each at N = 28); more callers wait.
 pub const MAX_PLANNING: usize = 2;
 
+/// Report batches validated at once, each on a thread of the blocking pool (512 threads at most).
+pub const VALIDATING: usize = 16;
+
 /// Default of [`Config::max_in_flight`].
 pub const MAX_IN_FLIGHT: usize = 512;
 
@@ -189,6 +192,9 @@ struct Shared {
     stopping: Arc<std::sync::atomic::AtomicBool>,
     /// Places for report batches between validation and the committer's answer.
     in_flight: Arc<tokio::sync::Semaphore>,
+    /// Batches validated at once on the blocking pool ([`VALIDATING`]): a flood of reports takes a
+    /// few of its threads, never all (the store's probe, credential calls and certificates use it).
+    validating: Arc<tokio::sync::Semaphore>,
     /// Places for plan enumerations ([`MAX_PLANNING`]), each held until its thread ends.
     planning: Arc<tokio::sync::Semaphore>,
     /// Held by an operator's control of a run from its store write to its application in memory.
@@ -225,9 +231,13 @@ struct State {
     hand_backs: hand_backs::HandBacks,
     /// Results per worker name (identity, where it holds a credential): counted in the store, or
     /// proving work in this incarnation (counted, held for a check, disputing, a spot check answered:
-    /// a credential cannot tell these apart, so neither may its room). Only the expired leases of a
-    /// worker with one can make a job fail, and a credential holds more leases the more it has.
+    /// a credential cannot tell these apart, so neither may its room): a credential holds more leases
+    /// the more it has.
     counted: HashMap<String, u64>,
+    /// Worker names with a result counted (in the store, or accepted in this incarnation): only the
+    /// expired leases of one of these can make a job fail (a result held for a check, which costs a
+    /// liar nothing, does not qualify).
+    accepted: HashSet<String>,
     /// Identities with a result a second identity confirmed (in the store, or in this incarnation): a
     /// worker credential decides a dispute only once it has one, or has passed a spot check.
     confirmed: HashSet<String>,
@@ -390,6 +400,7 @@ impl Coordinator {
                     quarantine_seq: HashMap::new(),
                     strikes: Strikes::default(),
                     hand_backs: hand_backs::HandBacks::default(),
+                    accepted: counted.keys().cloned().collect(),
                     counted,
                     confirmed,
                     spot,
@@ -404,6 +415,7 @@ impl Coordinator {
                 health,
                 stopping: Arc::default(),
                 in_flight: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1))),
+                validating: Arc::new(tokio::sync::Semaphore::new(VALIDATING)),
                 planning: Arc::new(tokio::sync::Semaphore::new(MAX_PLANNING)),
                 control: tokio::sync::Mutex::new(()),
                 reusing: Arc::default(),

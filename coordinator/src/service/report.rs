@@ -103,7 +103,15 @@ impl Coordinator {
         let (worker, name) = (worker.to_string(), name.to_string());
         to_the_end(async move {
             let validating = this.clone();
+            let turn = this
+                .shared
+                .validating
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| Error::ShuttingDown)?;
             let (reports, batch, worker, name) = match tokio::task::spawn_blocking(move || {
+                let _turn = turn;
                 let batch = validating.validate(&worker, &name, credential, &reports);
                 (reports, batch, worker, name)
             })
@@ -154,10 +162,16 @@ impl Coordinator {
                 // back once, even after a lift. A result for a failed job passed validation under
                 // any lease id: only a lease of its own sender and job ends, so that no identity
                 // ends another's, kept for its late result.)
-                Outcome::Mismatch { .. } | Outcome::NotKept | Outcome::JobFailed => {
+                Outcome::Mismatch { .. } | Outcome::JobFailed => {
                     state.leases.deliver(inc.lease, inc.run, &inc.key, name);
                     None
                 }
+                // (Not kept, but computed under its lease: credited as a result taken is, since a
+                // credential sees it as accepted.)
+                Outcome::NotKept => state
+                    .leases
+                    .deliver(inc.lease, inc.run, &inc.key, name)
+                    .then_some(inc.result.nodes),
                 // (Ends the lease if it is active: it has delivered, and must not expire and charge
                 // an honest worker.)
                 Outcome::Duplicate => state
@@ -187,6 +201,9 @@ impl Coordinator {
             }
             match outcome {
                 Outcome::Accepted => {
+                    if !state.accepted.contains(name) {
+                        state.accepted.insert(name.to_string());
+                    }
                     let run = state.runs.get_mut(&inc.run);
                     if run
                         .as_ref()

@@ -1705,6 +1705,28 @@ async fn walk_away_waves_of_fresh_identities_fail_no_job() {
     assert_eq!(total(&c, &run), (Q8, true));
 }
 
+/// Identities whose only results are held for a check (a liar's made-up counts cost nothing) fail no
+/// job by letting their leases expire: only a result counted makes an identity's expiries attempts.
+/// (A review of 2026-11-30 found that the first form of the room fix, which grows a credential's
+/// lease limit for a held result too, let such a result make its expiries count.)
+#[tokio::test(start_paused = true)]
+async fn identities_with_results_only_held_fail_no_job() {
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    // Each leases a job before either reports: two first results, both held.
+    let (a, b) = (lease(&c, "a", 1).await, lease(&c, "b", 1).await);
+    assert_ne!(a[0].key, b[0].key);
+    assert_eq!(report_all(&c, "a", &a).await, vec![Outcome::Pending]);
+    assert_eq!(report_all(&c, "b", &b).await, vec![Outcome::Pending]);
+    for round in 0..12 {
+        let name = if round % 2 == 0 { "a" } else { "b" };
+        lease(&c, name, 4096).await;
+        tokio::time::advance(TIMEOUT * 2).await;
+        c.expire_leases().await;
+    }
+    assert_eq!(c.run(&run).unwrap().jobs_failed, 0);
+}
+
 /// A job that kills every credible worker that takes it still fails (two workers with results counted
 /// let its leases expire, again and again), and the operator puts it back while serving: the stalled
 /// run runs again and ends exact.

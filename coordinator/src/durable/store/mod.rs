@@ -415,6 +415,21 @@ impl Store {
             .collect()
     }
 
+    /// The runs whose records can be read, each under its own id; one damaged on disk is passed by
+    /// (the start's mending, [`Store::mend_records`], deals with it).
+    pub fn readable_runs(&self) -> Result<Vec<RunMeta>> {
+        let mut runs = Vec::new();
+        for kv in self.runs.iter() {
+            let (k, v) = kv?;
+            if let Ok(meta) = decode::<RunMeta>("run", &v) {
+                if k.as_ref() == run_key(meta.id) {
+                    runs.push(meta);
+                }
+            }
+        }
+        Ok(runs)
+    }
+
     /// One run, if it exists.
     pub fn run(&self, id: u64) -> Result<Option<RunMeta>> {
         self.runs

@@ -52,12 +52,14 @@ impl Store {
             None if format == FORMAT_VERSION => return Ok(()),
             None => format,
         };
-        // Formats before 5 read every run's record to carry its results over (its plan checks them):
-        // one that cannot be read refuses the store before anything is written, so that the build
-        // before still opens it as it was (before, the mark was written first, and neither build
-        // opened the store again; found by a review, 2026-11-30).
+        // Formats before 5 read the record of every run with results to carry over (its plan checks
+        // them; before format 2, every run's, to seal its results): one that cannot be read refuses
+        // the store before anything is written, so that the build before still opens it as it was
+        // (before, the mark was written first, and neither build opened the store again; found by a
+        // review, 2026-11-30).
         if from < 5 {
-            self.check_runs_readable(from)?;
+            let marked = super::read_u64(&self.meta, UPGRADE)?.is_some();
+            self.check_runs_readable(from, marked)?;
         }
         let mut mark = sled::Batch::default();
         mark.insert(FORMAT, &FORMAT_VERSION.to_be_bytes());
@@ -277,23 +279,53 @@ impl Store {
         ))
     }
 
-    /// Whether every run record decodes (plain JSON, or checked by a migration cut short) with a plan
-    /// this build makes: the migration from format `from` needs them all.
-    fn check_runs_readable(&self, from: u64) -> Result<()> {
+    /// Whether the run records the migration from format `from` reads decode (plain JSON, or checked
+    /// by a migration cut short, `marked`): each run's with results of the earlier format, with a plan
+    /// this build makes; before format 2, every run's, with its fingerprint.
+    fn check_runs_readable(&self, from: u64, marked: bool) -> Result<()> {
+        // (Opened only where it exists: this check writes nothing, not even a new empty tree.)
+        let has_legacy = self
+            .db
+            .tree_names()
+            .iter()
+            .any(|n| n.as_ref() == LEGACY_RESULTS.as_bytes());
+        let legacy = match has_legacy {
+            true => Some(self.db.open_tree(LEGACY_RESULTS)?),
+            false => None,
+        };
         for kv in self.runs.iter() {
             let (k, v) = kv?;
+            let carried = legacy
+                .as_ref()
+                .is_some_and(|l| l.scan_prefix(&k).next().is_some());
+            if from >= 2 && !carried {
+                continue;
+            }
             let read = match is_checked(&v) {
                 true => decode::<RunMeta>("run", &v),
                 false => decode_plain::<RunMeta>("run", &v),
             };
-            if let Err(e) = read.and_then(|meta| meta.plan().map(|_| ())) {
+            let usable = read.and_then(|meta| {
+                if from < 2 {
+                    meta.fingerprint_value()?;
+                }
+                if carried {
+                    meta.plan()?;
+                }
+                Ok(())
+            });
+            if let Err(e) = usable {
                 let run = k
                     .get(..8)
                     .and_then(|b| b.try_into().ok())
                     .map(u64::from_be_bytes)
                     .map_or_else(|| format!("{k:?}"), |id| id.to_string());
+                let state = match marked {
+                    false => "nothing was changed",
+                    true => "the store stays as the migration cut short left it",
+                };
                 return Err(Error::Corrupt(format!(
-                    "run {run}: its record cannot be read ({e}), and bringing this store from format {from} to {FORMAT_VERSION} needs it (its results are checked against its plan); nothing was changed. Import the ledger into a new directory (`nqueens import --data NEW DIR/{}`), or restore the directory from a backup",
+                    "run {run}: its record cannot be read ({e}), and bringing this store from format {from} to {FORMAT_VERSION} needs it (its results are checked against its plan); {state}. Import the ledger into a new directory (`nqueens import --data NEW DIR/{}`), or restore the directory from a backup",
                     crate::durable::ledger::LEDGER_FILE
                 )));
             }

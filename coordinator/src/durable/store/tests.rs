@@ -3298,3 +3298,35 @@ fn a_store_of_an_early_format_with_a_damaged_run_record_is_refused_unchanged() {
         assert_eq!((audit[0].tally.jobs, audit[0].tally.total), (5, total));
     }
 }
+
+/// The check before a migration reads only what the migration needs: a format 4 store with a run
+/// that has no results to carry over and a plan this build cannot make (a cancelled run of an
+/// earlier build's planner, say) migrates, its results all carried (a review of the fix above found
+/// it refused such a store).
+#[test]
+fn a_run_without_results_to_carry_needs_no_plan_to_migrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::new(9, Strategy::D4).unwrap();
+    let (id, other) = {
+        let store = Store::open(dir.path()).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let other = store
+            .create_run(Plan::new(8, Strategy::D4).unwrap(), 0.0)
+            .unwrap();
+        as_format_3(&store, run.id, &plan, 0..5);
+        at_format(&store, 4);
+        let k = super::records::run_key(other.id);
+        let raw = store.runs.get(k).unwrap().unwrap();
+        let text = std::str::from_utf8(&raw)
+            .unwrap()
+            .replace("\"n\":8", "\"n\":40");
+        assert!(text.contains("\"n\":40"), "{text}");
+        store.runs.insert(k, text.as_bytes()).unwrap();
+        store.flush().unwrap();
+        (run.id, other.id)
+    };
+    let store = reopen(dir.path());
+    assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
+    assert_eq!(tally_as_stored(&store, id).jobs, 5);
+    assert!(store.run(other).unwrap().unwrap().plan().is_err());
+}
