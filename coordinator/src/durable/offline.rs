@@ -685,16 +685,7 @@ mod tests {
         let job = incoming_from(run.id, &plan, 0, "x");
         store.commit(&[by(&plan, "x", job.clone(), 8)]).unwrap();
         let old = exported(&store, dir.path());
-        store
-            .restore_quarantine(&crate::durable::store::Quarantine {
-                worker: "x".into(),
-                reason: "disproved elsewhere".into(),
-                at_unix: 1,
-                by: vec!["z".into()],
-                held: false,
-            })
-            .unwrap();
-        store.revoke("x").unwrap();
+        quarantined_and_revoked(&store, "x");
         store.flush().unwrap();
         ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
         check(&store, dir.path()).unwrap();
@@ -748,16 +739,7 @@ mod tests {
         let confirmed = store.commit(&[by(&plan, "x", job.clone(), 0)]).unwrap();
         assert_eq!(confirmed.outcomes, vec![Outcome::Accepted]);
         assert_eq!(store.result(run, &job.key).unwrap().unwrap().worker, "x");
-        store
-            .restore_quarantine(&crate::durable::store::Quarantine {
-                worker: "x".into(),
-                reason: "disproved elsewhere".into(),
-                at_unix: 1,
-                by: vec!["z".into()],
-                held: false,
-            })
-            .unwrap();
-        store.revoke("x").unwrap();
+        quarantined_and_revoked(&store, "x");
         assert_eq!(store.tally(run).unwrap().jobs, 1, "confirmed by y: kept");
         let file = exported(&store, ahead.path());
         let older =
@@ -765,6 +747,20 @@ mod tests {
         assert_eq!(older.tally(run).unwrap().jobs, 0);
         restore(&older, &file).unwrap();
         assert_eq!(older.tally(run).unwrap().jobs, 1);
+    }
+
+    /// Quarantines `worker` in `store` (shown wrong elsewhere) and takes its unconfirmed counts back.
+    fn quarantined_and_revoked(store: &Store, worker: &str) {
+        store
+            .restore_quarantine(&crate::durable::store::Quarantine {
+                worker: worker.into(),
+                reason: "disproved elsewhere".into(),
+                at_unix: 1,
+                by: vec!["z".into()],
+                held: false,
+            })
+            .unwrap();
+        store.revoke(worker).unwrap();
     }
 
     /// Every path under `dir`, parents before children.

@@ -16,6 +16,20 @@ fn reopen(dir: &std::path::Path) -> Store {
     Store::open_when_free(dir, std::time::Duration::from_secs(30)).unwrap()
 }
 
+/// The sled database in `dir` opened as it is (no migration), once a store refused there has let go of
+/// it (sled's threads hold its lock a moment after it is dropped).
+fn sled_when_free(dir: &std::path::Path) -> sled::Db {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match sled::open(dir) {
+            Err(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            opened => break opened.unwrap(),
+        }
+    }
+}
+
 /// A temporary store with one run of N = `n` under `strategy`, `verify` of its jobs verified.
 fn one_run(n: u32, strategy: Strategy, verify: f64) -> (Store, Plan, super::RunMeta) {
     let store = Store::temporary().unwrap();
@@ -2175,15 +2189,7 @@ fn issue_16_an_unreadable_run_record_refuses_a_format_4_store_and_drops_none_of_
     let refused = Store::open_when_free(dir.path(), std::time::Duration::from_secs(30));
     assert!(matches!(refused, Err(Error::Corrupt(_))), "refused");
     // sled's threads let go of the refused store's lock a moment after it is dropped.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let db = loop {
-        match sled::open(dir.path()) {
-            Err(_) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(10))
-            }
-            opened => break opened.unwrap(),
-        }
-    };
+    let db = sled_when_free(dir.path());
     let legacy = db.open_tree(super::LEGACY_RESULTS).unwrap();
     assert_eq!(legacy.len(), 5, "nothing dropped");
 }
@@ -3272,15 +3278,7 @@ fn a_store_of_an_early_format_with_a_damaged_run_record_is_refused_unchanged() {
                 "{why}"
             );
         }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let db = loop {
-            match sled::open(dir.path()) {
-                Err(_) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(std::time::Duration::from_millis(10))
-                }
-                opened => break opened.unwrap(),
-            }
-        };
+        let db = sled_when_free(dir.path());
         let meta = db.open_tree("meta").unwrap();
         assert_eq!(
             meta.get(super::FORMAT).unwrap().unwrap().as_ref(),
