@@ -568,6 +568,11 @@ mod mutants_found {
             assert_eq!(c.is_ok(), job.check(r).is_ok(), "{} {r:?}", job.key());
         }
         assert!(checked.iter().any(|c| c.is_err()) && checked.iter().any(|c| c.is_ok()));
+        let alone: Vec<bool> = check_each(&jobs, &results)
+            .iter()
+            .map(Result::is_ok)
+            .collect();
+        assert_eq!(alone, checked.iter().map(Result::is_ok).collect::<Vec<_>>());
     }
 
     /// In a `d4` plan split within 5 rows of N, each ring that may complete on its split queen adds 8

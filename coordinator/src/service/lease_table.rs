@@ -1370,6 +1370,10 @@ mod tests {
         assert_eq!(kept, OUTLIVED_PER_IDENTITY);
         for (id, job) in &leases[..extra] {
             assert!(!t.outlived(*id), "the oldest go first");
+            assert!(
+                !t.past_by_job.contains_key(&(1, job.clone())),
+                "gone from its job's history too"
+            );
             assert!(t
                 .check_report(*id, t.tag(*id, 1, job, "l"), 1, job, "l")
                 .is_err());

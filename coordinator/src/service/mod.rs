@@ -776,8 +776,14 @@ fn percent(f: f64) -> String {
 async fn to_the_end<T: Send + 'static>(
     work: impl std::future::Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
-    match tokio::spawn(work).await {
-        Ok(done) => done,
+    joined(tokio::spawn(work).await)?
+}
+
+/// What a task's handle gave: its value; its panic, resumed here; or, cancelled (the runtime shutting
+/// down), [`Error::ShuttingDown`].
+fn joined<T>(joined: std::result::Result<T, tokio::task::JoinError>) -> Result<T> {
+    match joined {
+        Ok(done) => Ok(done),
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(_) => Err(Error::ShuttingDown),
     }

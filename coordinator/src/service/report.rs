@@ -110,17 +110,14 @@ impl Coordinator {
                 .acquire_owned()
                 .await
                 .map_err(|_| Error::ShuttingDown)?;
-            let (reports, batch, worker, name) = match tokio::task::spawn_blocking(move || {
-                let _turn = turn;
-                let batch = validating.validate(&worker, &name, credential, &reports);
-                (reports, batch, worker, name)
-            })
-            .await
-            {
-                Ok(validated) => validated,
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(_) => return Err(Error::ShuttingDown),
-            };
+            let (reports, batch, worker, name) = super::joined(
+                tokio::task::spawn_blocking(move || {
+                    let _turn = turn;
+                    let batch = validating.validate(&worker, &name, credential, &reports);
+                    (reports, batch, worker, name)
+                })
+                .await,
+            )?;
             let batch = batch?;
             if batch.is_empty() {
                 return Ok(Vec::new());

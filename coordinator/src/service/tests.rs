@@ -5016,3 +5016,22 @@ async fn the_room_after_a_report_does_not_tell_held_from_counted() {
         "room after a counted result, after a held one"
     );
 }
+
+/// A task's panic is resumed where its handle is awaited (a report's validation, a commit run to the
+/// end), never turned into an error that hides it; a task cancelled (the runtime shutting down) is
+/// `ShuttingDown`.
+#[tokio::test]
+async fn a_tasks_panic_is_resumed_and_a_cancelled_task_is_shutting_down() {
+    let panicked = tokio::task::spawn_blocking(|| -> u32 { panic!("in validation") }).await;
+    let resumed =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| super::joined(panicked)));
+    let payload = resumed.expect_err("the panic is resumed");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"in validation"));
+    let waiting = tokio::spawn(std::future::pending::<u32>());
+    waiting.abort();
+    assert!(matches!(
+        super::joined(waiting.await),
+        Err(Error::ShuttingDown)
+    ));
+    assert_eq!(super::joined(tokio::spawn(async { 7 }).await).unwrap(), 7);
+}
