@@ -3328,3 +3328,61 @@ fn a_run_without_results_to_carry_needs_no_plan_to_migrate() {
     assert_eq!(tally_as_stored(&store, id).jobs, 5);
     assert!(store.run(other).unwrap().unwrap().plan().is_err());
 }
+
+/// What the check before a migration reads, by the format it starts from: before format 2 every run's
+/// record, with its fingerprint (the first step seals every run's results); from format 2 only the
+/// records of runs with results to carry; from format 5 none. A run with no results whose record does
+/// not decode, or names a fingerprint that is not one, refuses a format 1 store unchanged, and is
+/// left by the migration of a format 2 or 5 store (for the start's mending).
+#[test]
+fn the_check_before_a_migration_reads_what_the_migration_from_its_format_reads() {
+    let plan = Plan::new(9, Strategy::D4).unwrap();
+    for damage in ["undecodable", "fingerprint"] {
+        for format in [1, 2, 5] {
+            let dir = tempfile::tempdir().unwrap();
+            {
+                let store = Store::open(dir.path()).unwrap();
+                let run = store.create_run(plan, 0.0).unwrap();
+                let other = store
+                    .create_run(Plan::new(8, Strategy::D4).unwrap(), 0.0)
+                    .unwrap();
+                as_format_3(&store, run.id, &plan, 0..3);
+                at_format(&store, format);
+                let k = super::records::run_key(other.id);
+                let text = match damage {
+                    "undecodable" => "{\"id\":".to_string(),
+                    _ => {
+                        let raw = store.runs.get(k).unwrap().unwrap();
+                        let meta: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+                        let fingerprint = meta["fingerprint"].as_str().unwrap().to_string();
+                        std::str::from_utf8(&raw)
+                            .unwrap()
+                            .replace(&fingerprint, "not-hex")
+                    }
+                };
+                store.runs.insert(k, text.as_bytes()).unwrap();
+                store.flush().unwrap();
+            }
+            let opened = Store::open_when_free(dir.path(), std::time::Duration::from_secs(30));
+            match format {
+                1 => {
+                    let Err(Error::Corrupt(why)) = opened else {
+                        panic!("{damage}, format 1: not refused");
+                    };
+                    assert!(why.contains("nothing was changed"), "{why}");
+                    drop(why);
+                    let db = sled_when_free(dir.path());
+                    let meta = db.open_tree("meta").unwrap();
+                    assert_eq!(
+                        meta.get(super::FORMAT).unwrap().unwrap().as_ref(),
+                        1u64.to_be_bytes()
+                    );
+                }
+                _ => {
+                    let store = opened.unwrap_or_else(|e| panic!("{damage}, format {format}: {e}"));
+                    assert!(store.meta.get(super::UPGRADE).unwrap().is_none());
+                }
+            }
+        }
+    }
+}
