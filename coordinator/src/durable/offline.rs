@@ -298,12 +298,7 @@ mod tests {
         store.flush().unwrap();
         let (_target, restored, results) = restored_from_an_export(&store, dir.path());
         assert_eq!(results, 2);
-        let names: Vec<String> = restored
-            .quarantined()
-            .unwrap()
-            .into_iter()
-            .map(|q| q.worker)
-            .collect();
+        let names: Vec<String> = restored.quarantined_names();
         assert_eq!(names, ["liar"]);
         assert_eq!(
             restored.quarantined().unwrap(),
@@ -691,12 +686,7 @@ mod tests {
         check(&store, dir.path()).unwrap();
         restore(&store, &old).unwrap();
         assert_eq!(store.tally(run.id).unwrap().jobs, 0);
-        let names: Vec<String> = store
-            .quarantined()
-            .unwrap()
-            .into_iter()
-            .map(|q| q.worker)
-            .collect();
+        let names: Vec<String> = store.quarantined_names();
         assert_eq!(names, ["x"]);
         check(&store, dir.path()).unwrap();
     }

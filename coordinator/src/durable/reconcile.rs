@@ -699,12 +699,7 @@ mod tests {
             decided.outcomes,
             vec![crate::durable::store::Outcome::Accepted]
         );
-        let names: Vec<String> = store
-            .quarantined()
-            .unwrap()
-            .into_iter()
-            .map(|q| q.worker)
-            .collect();
+        let names: Vec<String> = store.quarantined_names();
         assert_eq!(names, vec!["x".to_string()]);
     }
 
@@ -963,12 +958,7 @@ mod tests {
         let (_, repairs, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
         assert_eq!(repairs.results_restored, 0);
         assert_eq!(store.tally(run).unwrap().jobs, 0);
-        let names: Vec<String> = store
-            .quarantined()
-            .unwrap()
-            .into_iter()
-            .map(|q| q.worker)
-            .collect();
+        let names: Vec<String> = store.quarantined_names();
         assert_eq!(names, vec!["x".to_string()], "y is not disproved");
     }
 

@@ -2255,14 +2255,7 @@ async fn a_quarantine_whose_deciders_are_all_disproved_is_lifted() {
     lie(&c, "a", 4).await;
     honest(&c, "w", 4).await;
     assert_eq!(quarantines(&c), ["a", "f"]);
-    let stored: Vec<String> = c
-        .shared
-        .store
-        .quarantined()
-        .unwrap()
-        .into_iter()
-        .map(|q| q.worker)
-        .collect();
+    let stored: Vec<String> = c.shared.store.quarantined_names();
     assert_eq!(stored, ["a", "f"]);
     drop(c);
     // A restart (the ledger reconciled with the store) agrees; h leases and the run ends exact.
@@ -2319,14 +2312,7 @@ async fn a_lift_whose_ledger_line_was_lost_is_made_at_the_start() {
     );
     let c = reopened(dir.path()).await;
     assert_eq!(names(&c), ["liar"]);
-    let stored: Vec<String> = c
-        .shared
-        .store
-        .quarantined()
-        .unwrap()
-        .into_iter()
-        .map(|q| q.worker)
-        .collect();
+    let stored: Vec<String> = c.shared.store.quarantined_names();
     assert_eq!(stored, ["liar"]);
     let lifted: Vec<String> = c
         .shared

@@ -1768,6 +1768,15 @@ impl Store {
 
     /// Rewrites the JSON of the stored record of `key` in `tree` by `edit`, its checksum left as it
     /// was: a record damaged on disk.
+    /// The names of the quarantined workers, in order.
+    pub(crate) fn quarantined_names(&self) -> Vec<String> {
+        self.quarantined()
+            .unwrap()
+            .into_iter()
+            .map(|q| q.worker)
+            .collect()
+    }
+
     pub(crate) fn damage_record(&self, tree: &str, key: &[u8], edit: impl Fn(&str) -> String) {
         let tree = self.db.open_tree(tree).unwrap();
         let raw = tree.get(key).unwrap().unwrap();
@@ -2604,12 +2613,7 @@ fn a_quarantine_is_lifted_only_when_its_deciders_stay_disproved() {
         .map(|q| q.worker)
         .collect();
     assert_eq!(lifted, ["framed"]);
-    let left: Vec<String> = store
-        .quarantined()
-        .unwrap()
-        .into_iter()
-        .map(|q| q.worker)
-        .collect();
+    let left: Vec<String> = store.quarantined_names();
     assert_eq!(
         left,
         ["chained", "half", "liar-1", "liar-2", "self", "x", "y"]
