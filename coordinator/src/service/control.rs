@@ -188,20 +188,15 @@ impl Coordinator {
         // At most MAX_LISTINGS walks of the job records at once (each reads every open or failed
         // job's record of the runs asked); more wait their turn. A walk goes on after its caller has
         // gone, its place held to its end.
-        let place = self
-            .shared
-            .listing
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| Error::ShuttingDown)?;
+        let place = super::place_in(&self.shared.listing).await?;
         let store = self.shared.store.clone();
-        tokio::task::spawn_blocking(move || {
-            let _place = place;
-            store.jobs_in_state(&runs, state, limit as usize, MAX_LISTING_BYTES)
-        })
-        .await
-        .map_err(|_| Error::ShuttingDown)?
+        super::joined(
+            tokio::task::spawn_blocking(move || {
+                let _place = place;
+                store.jobs_in_state(&runs, state, limit as usize, MAX_LISTING_BYTES)
+            })
+            .await,
+        )?
         .inspect_err(|e| self.note_damage(e))
     }
 }

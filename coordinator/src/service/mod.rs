@@ -657,21 +657,16 @@ impl Coordinator {
         // The plan is enumerated here (seconds at N = 28), [`MAX_PLANNING`] at a time: a caller that
         // goes away meanwhile creates nothing, and its enumeration ends (as all do at shutdown). From
         // the write on, the run is created whatever becomes of the caller.
-        let place = self
-            .shared
-            .planning
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| Error::ShuttingDown)?;
+        let place = place_in(&self.shared.planning).await?;
         let abandoned = CancelOnDrop::default();
         let flags = [abandoned.0.clone(), self.shared.stopping.clone()];
-        let (jobs_total, fingerprint) = tokio::task::spawn_blocking(move || {
-            let _place = place;
-            plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, flags)
-        })
-        .await
-        .map_err(|_| Error::ShuttingDown)??;
+        let (jobs_total, fingerprint) = joined(
+            tokio::task::spawn_blocking(move || {
+                let _place = place;
+                plan.fingerprint_cancellable(nqueens_common::partition::MAX_JOBS, flags)
+            })
+            .await,
+        )??;
         drop(abandoned);
         let this = self.clone();
         let create = Write::CreateRun {
@@ -777,6 +772,17 @@ async fn to_the_end<T: Send + 'static>(
     work: impl std::future::Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
     joined(tokio::spawn(work).await)?
+}
+
+/// A place of `places`, held until dropped; waits its turn (the semaphore closed: shutting down).
+async fn place_in(
+    places: &Arc<tokio::sync::Semaphore>,
+) -> Result<tokio::sync::OwnedSemaphorePermit> {
+    places
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| Error::ShuttingDown)
 }
 
 /// What a task's handle gave: its value; its panic, resumed here; or, cancelled (the runtime shutting

@@ -90,26 +90,14 @@ impl Coordinator {
         }
         // A bounded number of batches are validated and committed at once; the rest wait here, holding
         // nothing (validation may read the store for each result whose lease fails its check).
-        let place = self
-            .shared
-            .in_flight
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| Error::ShuttingDown)?;
+        let place = super::place_in(&self.shared.in_flight).await?;
         // Validated off the runtime's threads (each job is rebuilt from its key; the store may be read),
         // then committed; once started, to the end, whether or not the caller waits.
         let this = self.clone();
         let (worker, name) = (worker.to_string(), name.to_string());
         to_the_end(async move {
             let validating = this.clone();
-            let turn = this
-                .shared
-                .validating
-                .clone()
-                .acquire_owned()
-                .await
-                .map_err(|_| Error::ShuttingDown)?;
+            let turn = super::place_in(&this.shared.validating).await?;
             let (reports, batch, worker, name) = super::joined(
                 tokio::task::spawn_blocking(move || {
                     let _turn = turn;
