@@ -17,7 +17,7 @@ mod view;
 mod write;
 
 pub use crate::durable::store::{same_run, taken_back};
-pub use compare::{compare, Difference};
+pub use compare::{compare, compare_by, Difference};
 pub use entry::{Entry, EXPORT_FORMAT};
 #[cfg(test)]
 pub(crate) use packed::newer_line;

@@ -13,6 +13,7 @@ use crate::durable::digest::{LedgerDigest, RunDigest};
 use crate::durable::ledger::{self, same_controls, same_run, Ledger, LedgerView};
 use crate::durable::store::{AuditLine, Quarantine, RunMeta, Store, Survey};
 use crate::error::{Error, Result};
+use nqueens_common::JobKey;
 
 /// What reconciliation repaired (all zero: store and ledger agreed).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -91,6 +92,8 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
             }
         }
     }
+    // Counts the two sides hold different, both sealed: the start refused before anything is written.
+    no_conflicts(store, &view)?;
     // Records the store alone checks, damaged: mended first (everything below reads them), or the
     // start refused with the store as it was.
     (
@@ -154,13 +157,9 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
     let mut compared = Vec::new();
     for meta in store.runs()? {
         let diff = ledger::compare(store, &meta, &view)?;
-        if let Some(key) = diff.conflicting.first() {
-            return Err(Error::Corrupt(format!(
-                "run {} job {key}: the store and the ledger hold different results, both sealed ({} such jobs); restore the data directory from a backup",
-                meta.id,
-                diff.conflicting.len()
-            )));
-        }
+        // Checked before anything was written (`no_conflicts`), on the state the repairs above made:
+        // kept here as the last word.
+        conflicts(meta.id, &diff.conflicting)?;
         if !diff.ledger_only.is_empty() && !trusted {
             return Err(refuse(format!(
                 "the store lacks {} results of run {} that the ledger holds",
@@ -293,6 +292,48 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
         tracing::warn!(?repairs, "store and ledger reconciled: repairs made");
     }
     Ok((ledger, repairs, None))
+}
+
+/// Refuses a start where the store and the ledger hold different sealed counts of a job, before
+/// anything is written. Judged on the state the repairs before the comparison leave: a run whose
+/// stored record is damaged as the ledger's line has it, every worker the store names quarantined
+/// (a damaged record is mended, its worker kept out), and a count a revocation line takes back gone
+/// from the store (where the ledger is not trusted, the revocation refuses the start, naming
+/// `--repair`, before anything is written).
+fn no_conflicts(store: &Store, view: &LedgerView) -> Result<()> {
+    let names = store.quarantine_keys()?;
+    let mut runs: BTreeMap<u64, RunMeta> = view.runs.clone();
+    runs.extend(store.readable_runs()?.into_iter().map(|m| (m.id, m)));
+    for meta in runs.values() {
+        let diff = ledger::compare_by(store, meta, view, &mut |w| Ok(names.contains(w)))?;
+        let revoked = |key: &JobKey| {
+            view.revocations
+                .iter()
+                .filter(|l| l.run == meta.id && &l.key == key)
+                .any(|l| match store.result(meta.id, key) {
+                    Ok(Some(r)) => ledger::taken_back(&r, &l.worker, l.record.as_ref()),
+                    Ok(None) | Err(_) => false,
+                })
+        };
+        let held: Vec<JobKey> = diff
+            .conflicting
+            .into_iter()
+            .filter(|k| !revoked(k))
+            .collect();
+        conflicts(meta.id, &held)?;
+    }
+    Ok(())
+}
+
+/// Refuses when run `run` has jobs whose counts the store and the ledger hold different, both sealed.
+fn conflicts(run: u64, conflicting: &[JobKey]) -> Result<()> {
+    match conflicting.first() {
+        Some(key) => Err(Error::Corrupt(format!(
+            "run {run} job {key}: the store and the ledger hold different results, both sealed ({} such jobs); restore the data directory from a backup",
+            conflicting.len()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Says that the ledger at `path` ends in a torn line, cut off after its first `len` bytes when it is
@@ -1644,6 +1685,77 @@ mod tests {
         assert!(
             store.run(first).is_err(),
             "run 1's damaged record left as it was"
+        );
+    }
+
+    /// The store and the ledger hold different sealed counts of one job (x's count of job 0 in the
+    /// ledger, a count 8 higher in the store): the start is refused naming the job, and nothing is
+    /// written first: here the second run's damaged record is left as it was (not written again from
+    /// the ledger). Before, records were mended, runs restored and revocations applied before the
+    /// comparison that refused (found by a review, 2026-11-30; no test held the refusal at all).
+    #[test]
+    fn a_start_refused_for_different_counts_changes_nothing_first() {
+        use crate::durable::store::tests::by;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan) = one_run(dir.path(), 0.0);
+        let second = store.create_run(plan, 0.0).unwrap().id;
+        let right = incoming_from(run, &plan, 0, "x");
+        store.commit(&[by(&plan, "x", right.clone(), 0)]).unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        store
+            .remove_results(run, std::slice::from_ref(&right.key))
+            .unwrap();
+        let wrong = store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
+        assert_eq!(
+            wrong.outcomes,
+            vec![crate::durable::store::Outcome::Accepted]
+        );
+        store.damage_record(
+            "runs",
+            &crate::durable::store::records::run_key(second),
+            |r| r.replace("\"n\":8", "\"n\":9"),
+        );
+        let refused = reconcile(&store, &path, false).err().expect("refused");
+        let why = refused.to_string();
+        assert!(why.contains("different results"), "{why}");
+        assert!(why.contains(&format!("job {}", right.key)), "{why}");
+        assert!(store.run(second).is_err(), "run 2's record left as it was");
+        assert_eq!(
+            store.result(run, &right.key).unwrap().unwrap().result.total,
+            right.result.total + 8,
+            "the store's count left as it was"
+        );
+    }
+
+    /// The store holds x's count that the ledger took back, and the ledger then counted z's different
+    /// count of the job (the store's flush of both rounds lost in a crash): not a conflict, since the
+    /// revocation is applied first. x's count goes and z's is restored. The check for conflicts, made
+    /// before anything is written, sees the revocation ahead (found while moving that check,
+    /// 2026-11-30).
+    #[test]
+    fn a_count_the_ledger_took_back_and_replaced_is_not_a_conflict() {
+        use crate::durable::store::tests::by;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, plan, right) = a_revocation_the_store_missed(dir.path());
+        let z = by(&plan, "z", right.clone(), 0);
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 3).unwrap();
+        ledger
+            .append(&[Entry::Result {
+                run,
+                job: right.key.to_string(),
+                record: z.record(),
+            }])
+            .unwrap();
+        let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+        assert_eq!(repairs.results_revoked, 1);
+        assert_eq!(repairs.results_restored, 1);
+        let counted = store.result(run, &right.key).unwrap().unwrap();
+        assert_eq!(counted.worker, "z");
+        assert_eq!(
+            store.tally(run).unwrap().total,
+            u128::from(right.result.total)
         );
     }
 

@@ -1,6 +1,6 @@
 //! One run's results in the store against the ledger's ([`compare`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use nqueens_common::JobKey;
 
@@ -42,20 +42,29 @@ impl Difference {
 
 /// Compares one run's results in the store with the ledger's.
 pub fn compare(store: &Store, meta: &RunMeta, view: &LedgerView) -> Result<Difference> {
-    let fingerprint = meta.fingerprint_value()?;
-    let empty = BTreeMap::new();
-    let logged = view.results.get(&meta.id).unwrap_or(&empty);
-    let mut seen: HashMap<&JobKey, ()> = HashMap::with_capacity(logged.len());
-    let mut diff = Difference::default();
     // The store's quarantines, read once and only where a conflict asks.
-    let mut names: Option<std::collections::HashSet<String>> = None;
-    let mut quarantined = |worker: &str| -> Result<bool> {
+    let mut names: Option<HashSet<String>> = None;
+    compare_by(store, meta, view, &mut |worker| {
         if names.is_none() {
             let q = store.quarantined()?;
             names = Some(q.into_iter().map(|q| q.worker).collect());
         }
         Ok(names.as_ref().is_some_and(|n| n.contains(worker)))
-    };
+    })
+}
+
+/// [`compare`], a worker judged quarantined in the store by `quarantined`.
+pub fn compare_by(
+    store: &Store,
+    meta: &RunMeta,
+    view: &LedgerView,
+    quarantined: &mut dyn FnMut(&str) -> Result<bool>,
+) -> Result<Difference> {
+    let fingerprint = meta.fingerprint_value()?;
+    let empty = BTreeMap::new();
+    let logged = view.results.get(&meta.id).unwrap_or(&empty);
+    let mut seen: HashMap<&JobKey, ()> = HashMap::with_capacity(logged.len());
+    let mut diff = Difference::default();
     for item in store.results_raw(meta.id) {
         let (key, record) = item?;
         // Sealed, and with a unique count exactly where its run's strategy has one (a d4 result

@@ -534,6 +534,16 @@ impl Store {
             .collect()
     }
 
+    /// The names of the quarantined workers, their records readable or not (a start mends a damaged
+    /// record and keeps its worker quarantined).
+    pub fn quarantine_keys(&self) -> Result<std::collections::HashSet<String>> {
+        self.quarantine
+            .iter()
+            .keys()
+            .map(|k| Ok(String::from_utf8_lossy(&k?).into_owned()))
+            .collect()
+    }
+
     /// Lets a quarantined worker lease again; returns whether it was quarantined. Durable on return.
     /// An operator's release is final: the worker's record goes, and the rule never puts it back.
     pub fn release_quarantine(&self, name: &str) -> Result<bool> {
