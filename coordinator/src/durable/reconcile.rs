@@ -1716,6 +1716,19 @@ mod tests {
             &crate::durable::store::records::run_key(second),
             |r| r.replace("\"n\":8", "\"n\":9"),
         );
+        // A line taking back x's counts of another job (a line of the format before it named the
+        // result) is no revocation of this one.
+        let other = plan.jobs().nth(1).unwrap();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 2).unwrap();
+        ledger
+            .append(&[Entry::Revoked {
+                run,
+                job: other.to_string(),
+                worker: "x".into(),
+                record: None,
+            }])
+            .unwrap();
+        drop(ledger);
         let refused = reconcile(&store, &path, false).err().expect("refused");
         let why = refused.to_string();
         assert!(why.contains("different results"), "{why}");

@@ -293,6 +293,14 @@ fn check_ids(ids: &[u64]) -> Result<()> {
     Ok(())
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests: run by a lease call between its take of candidates and their settling (another call's
+    /// look meanwhile).
+    pub(super) static MEANWHILE: std::cell::RefCell<Option<Box<dyn FnMut()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// One attempt at a lease.
 struct Attempt {
     grant: Grant,
@@ -477,6 +485,8 @@ impl Coordinator {
                     run.take_candidates(&state.leases, name, want, batch, &mut retry_left)
                 };
                 first_round = false;
+                #[cfg(test)]
+                MEANWHILE.with_borrow_mut(|f| f.as_mut().map_or((), |f| f()));
                 let read: Result<Vec<_>> = candidates
                     .keys()
                     .map(|key| match self.shared.store.job(id, key) {

@@ -35,6 +35,8 @@ const MIN_PRUNE: usize = 64;
 pub struct Candidates {
     pub retry: Vec<JobKey>,
     pub list: Vec<JobKey>,
+    /// The run's count of looks when these were taken (see [`LiveRun::settle`]).
+    pub look: u64,
 }
 
 impl Candidates {
@@ -65,6 +67,9 @@ pub struct LiveRun {
     in_flight: usize,
     /// Jobs that came back to the retry queue (handed back, expired, waiting for verification) so far.
     requeued: u64,
+    /// Lease calls' takes of candidates so far: a call that hands keys back announces them only where
+    /// another call looked while they were out of the queues (any other call looks at them itself).
+    looks: u64,
     /// Jobs per state, as stored (pending jobs are not counted). Signed: the moves of two commits
     /// applied out of order add up the same (a move out of a state may come before the move into it).
     states: HashMap<JobState, i64>,
@@ -127,7 +132,9 @@ pub struct Settled {
     pub chosen: Vec<JobKey>,
     /// Keys that went back to the retry queue.
     pub requeued: usize,
-    /// Whether a key went back that another lease call waiting may now find (held keys aside).
+    /// Whether a key went back that another lease call waiting may now find (held keys aside): only
+    /// where another call looked at the run's queues while it was out of them. A call that looked
+    /// before saw it; one that looks after finds it.
     pub returned: bool,
     /// Keys held for a worker of another kernel family or a drawn identity (the asking worker may take
     /// them later).
@@ -162,6 +169,7 @@ impl LiveRun {
             ahead: VecDeque::new(),
             in_flight: 0,
             requeued: 0,
+            looks: 0,
             states: states
                 .into_iter()
                 .map(|(state, n)| (state, i64::try_from(n).unwrap_or(i64::MAX)))
@@ -236,7 +244,12 @@ impl LiveRun {
             }
         }
         self.in_flight += retry.len() + list.len();
-        Candidates { retry, list }
+        self.looks += 1;
+        Candidates {
+            retry,
+            list,
+            look: self.looks,
+        }
     }
 
     /// Jobs in the retry queue now.
@@ -270,6 +283,9 @@ impl LiveRun {
             .in_flight
             .saturating_sub(candidates.retry.len() + candidates.list.len());
         let from_retry = candidates.retry.len();
+        // Whether another call looked at the queues while these keys were out of them (and so may
+        // wait without having seen them).
+        let missed = candidates.look != self.looks;
         let mut chosen: Vec<JobKey> = Vec::new();
         let (mut retry_back, mut ahead_back, mut computed) = (Vec::new(), Vec::new(), Vec::new());
         // Second results held for a worker of another kernel family, or an identity drawn.
@@ -310,7 +326,7 @@ impl LiveRun {
         retry_back.extend(computed);
         // Held keys go back too, but wake no other call: they wait for a family or a drawn identity,
         // not for a lease.
-        let returned = !retry_back.is_empty() || !ahead_back.is_empty();
+        let returned = missed && (!retry_back.is_empty() || !ahead_back.is_empty());
         let held_back = held.len();
         retry_back.extend(held);
         let requeued = retry_back.len();
@@ -783,6 +799,35 @@ mod tests {
         live.reported_by("y", 1, false, true, last, timeout);
         assert_eq!(live.reporters.len(), 12);
         assert_eq!(live.workers([], |_| false, last, timeout), 1);
+    }
+
+    /// Keys a lease call hands back wake the other calls only where one of them looked at the run's
+    /// queues while the keys were out: a call that looked before saw them, one that looks after finds
+    /// them (found by a review, 2026-11-30: every hand-back woke every waiting call, and two waiting
+    /// calls that could take nothing woke each other round after round).
+    #[test]
+    fn keys_handed_back_are_news_only_to_a_call_that_looked_while_they_were_out() {
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let leases = Leases::new(1, [0; 16], Duration::from_secs(60));
+        let asking = Asking {
+            name: "a",
+            may_decide: true,
+            steer: &|| unreachable!("no record asks for a steer"),
+        };
+        // Alone: 2 of 4 keys of the list chosen, 2 back ahead of the list, no news.
+        let mut left = 0;
+        let alone = live.take_candidates(&leases, "a", 2, 4, &mut left);
+        let settled = live.settle(&leases, &asking, alone, vec![None; 4], 2);
+        assert_eq!((settled.chosen.len(), settled.returned), (2, false));
+        // Another call looks while the keys are out: news.
+        let first = live.take_candidates(&leases, "a", 2, 4, &mut left);
+        let second = live.take_candidates(&leases, "b", 1, 1, &mut left);
+        let settled = live.settle(&leases, &asking, first, vec![None; 4], 2);
+        assert_eq!((settled.chosen.len(), settled.returned), (2, true));
+        // The later look's own hand-back: nobody looked since it took its keys.
+        let settled = live.settle(&leases, &asking, second, vec![None; 1], 0);
+        assert_eq!((settled.chosen.len(), settled.returned), (0, false));
+        assert!(!live.candidates_in_flight());
     }
 
     /// The expiries of a job's leases are forgotten once it is counted: the table does not grow with

@@ -3225,14 +3225,15 @@ async fn a_hand_back_is_a_change() {
     assert!(changes.has_changed().unwrap());
 }
 
-/// A look that hands back a key another call may take announces it, though it leases nothing: here a
-/// new credential, which may not decide a dispute, passes the disputed job by. A call that waits does
-/// not wake itself with its own announcement and look again at once (issue 42: `wake_others |=
-/// returned` → `&=` survived the unit tests; `==` → `!=` in the guard would spin here).
+/// A look that hands back a key another call looked for meanwhile announces it, though it leases
+/// nothing: here a new credential, which may not decide a dispute, passes the disputed job by. With
+/// no other look meanwhile it announces nothing (a call that looked before saw the job). A call that
+/// waits does not wake itself with its own announcement and look again at once (issue 42: `wake_others
+/// |= returned` → `&=` survived the unit tests; `==` → `!=` in the guard would spin here).
 #[tokio::test]
 async fn a_look_that_hands_a_disputed_job_back_announces_it_and_waits() {
     let c = coordinator();
-    verified_run_of_8(&c).await;
+    let run = verified_run_of_8(&c).await;
     let all = lease(&c, "a", 4096).await;
     report_all(&c, "a", &all).await;
     let checks = lease(&c, "b", 4096).await;
@@ -3247,6 +3248,25 @@ async fn a_look_that_hands_a_disputed_job_back_announces_it_and_waits() {
     let before = *changes.borrow();
     let grant = c.lease(&newcomer, Duration::ZERO).await.unwrap();
     assert!(grant.leases.is_empty() && !grant.idle, "{grant:?}");
+    assert_eq!(
+        changes.borrow().wrapping_sub(before),
+        0,
+        "no look meanwhile"
+    );
+    // Another call looks at the run while the newcomer holds the disputed job.
+    let other = c.clone();
+    let id = c.run(&run).unwrap().meta.id;
+    super::lease::MEANWHILE.set(Some(Box::new(move || {
+        let mut guard = other.state();
+        let state = &mut *guard;
+        let live = state.runs.get_mut(&id).unwrap();
+        let looked = live.take_candidates(&state.leases, "other", 1, 1, &mut 0);
+        live.put_back(looked);
+    })));
+    let before = *changes.borrow();
+    let grant = c.lease(&newcomer, Duration::ZERO).await.unwrap();
+    super::lease::MEANWHILE.set(None);
+    assert!(grant.leases.is_empty() && !grant.idle, "{grant:?}");
     assert_eq!(changes.borrow().wrapping_sub(before), 1, "handed back");
     let before = *changes.borrow();
     let grant = c
@@ -3260,6 +3280,48 @@ async fn a_look_that_hands_a_disputed_job_back_announces_it_and_waits() {
         "{announced} changes announced while it waited"
     );
     // A worker with a record decides it.
+    let decider = lease(&c, "z", 1).await;
+    assert_eq!(decider[0].key, checks[0].key);
+}
+
+/// Two new credentials wait at once where the only job left is a dispute neither may decide (and a
+/// lease still out): each look hands the disputed job back. A look announces that only when another
+/// call looked at the run while the job was out of the queue; else the two woke each other, looked,
+/// handed back and announced again, round after round, until their waits ended (found by a review,
+/// 2026-11-30: thousands of rounds in 300 ms, each a store read under the state lock, for every pair
+/// of such waiting calls).
+#[tokio::test]
+async fn two_waiting_calls_that_may_not_decide_a_dispute_do_not_wake_each_other() {
+    let c = coordinator();
+    verified_run_of_8(&c).await;
+    let all = lease(&c, "a", 4096).await;
+    report_all(&c, "a", &all).await;
+    let checks = lease(&c, "b", 4096).await;
+    assert_eq!(checks.len(), all.len());
+    let outcomes = c.report("b", "b", vec![lying(&checks[0])]).await.unwrap();
+    assert_eq!(outcomes, vec![Outcome::Disputed]);
+    let changes = c.subscribe();
+    let before = *changes.borrow();
+    let wait = Duration::from_millis(300);
+    let (n1, n2) = (
+        Ask {
+            credential: true,
+            ..ask("n1", 4)
+        },
+        Ask {
+            credential: true,
+            ..ask("n2", 4)
+        },
+    );
+    let (one, two) = tokio::join!(c.lease(&n1, wait), c.lease(&n2, wait));
+    for grant in [one.unwrap(), two.unwrap()] {
+        assert!(grant.leases.is_empty() && !grant.idle, "{grant:?}");
+    }
+    let announced = changes.borrow().wrapping_sub(before);
+    assert!(
+        announced <= 4,
+        "{announced} changes announced while two calls waited"
+    );
     let decider = lease(&c, "z", 1).await;
     assert_eq!(decider[0].key, checks[0].key);
 }
