@@ -264,6 +264,7 @@ impl Coordinator {
         }
         // Spot checks answered by their own job's result: passed, or failed (the commit quarantined the
         // worker).
+        let mut spot_answered = false;
         for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
             // Only under its lease, checked for this identity: another's result under the check's id
             // (a partner told it) answers nothing. Before, it ended the check, unowed, and a stored
@@ -274,6 +275,7 @@ impl Coordinator {
             let Some(out) = state.spot.answered(inc.lease, inc.run, &inc.key) else {
                 continue;
             };
+            spot_answered = true;
             super::lease::end_spot_check(state, inc.lease, &out);
             match outcome {
                 Outcome::Duplicate => {
@@ -285,6 +287,21 @@ impl Coordinator {
                 }
             }
         }
+        // News for waiting lease calls and progress streams: not a batch of copies of counted results
+        // sent again (their leases long delivered) or of different results under no lease issued for
+        // their jobs, which change nothing (a credential could send one in a loop to wake every
+        // waiting call each time).
+        let news = committed.has_effects()
+            || credited.iter().any(Option::is_some)
+            || spot_answered
+            || batch
+                .iter()
+                .zip(&committed.outcomes)
+                .any(|(inc, o)| match o {
+                    Outcome::Duplicate => false,
+                    Outcome::Mismatch { .. } => inc.lease_issued,
+                    _ => true,
+                });
         changes::note_confirmed(state, &committed);
         if state.workers.seen(worker, now) == Contact::Returned {
             tracing::info!(worker = %worker, name = %name, "worker returned");
@@ -381,7 +398,9 @@ impl Coordinator {
         for meta in finished {
             self.certify(meta);
         }
-        self.changed();
+        if news {
+            self.changed();
+        }
         Ok(committed.outcomes)
     }
 

@@ -3326,6 +3326,38 @@ async fn two_waiting_calls_that_may_not_decide_a_dispute_do_not_wake_each_other(
     assert_eq!(decider[0].key, checks[0].key);
 }
 
+/// A copy of a counted result sent again changes nothing, and announces nothing: before, every commit
+/// announced a change, so a credential that sent one counted result again in a loop woke every waiting
+/// lease call (and progress stream) of every identity at each copy, each call a look at the queues
+/// under the state lock (found by a review, 2026-11-30). The first delivery announces, and so does a
+/// late copy that its lease delivers for the first time (its worker's work is credited).
+#[tokio::test(start_paused = true)]
+async fn a_result_sent_again_wakes_no_waiting_call() {
+    let c = coordinator();
+    run_of_8(&c).await;
+    let held = lease(&c, "a", 2).await;
+    let changes = c.subscribe();
+    let before = *changes.borrow();
+    report_all(&c, "a", &held[..1]).await;
+    assert_eq!(changes.borrow().wrapping_sub(before), 1, "counted");
+    for _ in 0..3 {
+        let before = *changes.borrow();
+        let again = c.report("a", "a", vec![report(&held[0])]).await.unwrap();
+        assert_eq!(again, vec![Outcome::Duplicate]);
+        assert_eq!(changes.borrow().wrapping_sub(before), 0, "sent again");
+    }
+    // a's lease of job 1 expires, b counts the job, and a's copy comes late: credited once.
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    let other = lease(&c, "b", 64).await;
+    let second = other.iter().find(|g| g.key == held[1].key).unwrap();
+    report_all(&c, "b", std::slice::from_ref(second)).await;
+    let before = *changes.borrow();
+    let late = c.report("a", "a", vec![report(&held[1])]).await.unwrap();
+    assert_eq!(late, vec![Outcome::Duplicate]);
+    assert_eq!(changes.borrow().wrapping_sub(before), 1, "credited");
+}
+
 /// After a restart the coordinator knows which jobs a worker computed only from their records: a
 /// worker whose every job left is its own verified result looks once, hands them all back, and is
 /// told it is idle, its own hand-backs not taken for jobs come back meanwhile (issue 42: `own_back +=
