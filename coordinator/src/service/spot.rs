@@ -32,6 +32,9 @@ pub fn check_max_error(max_error: f64) -> crate::error::Result<()> {
 pub const POOL_PER_RUN: usize = 4096;
 /// Identities whose passed checks are remembered (the fewest-checked are forgotten first beyond it).
 const MAX_IDENTITIES: usize = 65_536;
+/// Most checks one identity may owe at once (more than it holds out at its rate, whatever its limit of
+/// leases: beyond, the newest are not kept).
+const OWED_PER_IDENTITY: usize = 1024;
 
 /// The share of an identity's leases that are spot checks, after it passed `passed` of them:
 /// [`NEW_RATE`] at first, halved for every ten passed, never below [`MIN_RATE`].
@@ -68,8 +71,9 @@ pub struct SpotChecks {
     draws: u64,
     /// Whether `passed` changed since the last [`SpotChecks::unsaved`].
     changed: bool,
-    /// Checks handed back or expired, by identity: its next lease call gets the check again first.
-    owed: HashMap<String, Out>,
+    /// Checks handed back or expired, by identity, oldest first: its next lease calls get them again
+    /// first. At most [`OWED_PER_IDENTITY`] each, for at most [`MAX_IDENTITIES`] identities.
+    owed: HashMap<String, VecDeque<Out>>,
 }
 
 impl SpotChecks {
@@ -88,24 +92,45 @@ impl SpotChecks {
     }
 
     /// Notes that identity `name` owes check `out` (it handed the check back, or let it expire): a liar
-    /// that tells checks from fresh jobs must not dodge them for free. One owed check per identity, at
-    /// most [`MAX_IDENTITIES`] identities.
+    /// that tells checks from fresh jobs must not dodge them for free. Every check it dodged, up to
+    /// [`OWED_PER_IDENTITY`], for at most [`MAX_IDENTITIES`] identities.
     pub fn owe(&mut self, name: &str, out: Out) {
-        if self.owed.len() < MAX_IDENTITIES || self.owed.contains_key(name) {
-            self.owed.insert(name.to_string(), out);
+        if self.owed.len() >= MAX_IDENTITIES && !self.owed.contains_key(name) {
+            return;
+        }
+        let owed = self.owed.entry(name.to_string()).or_default();
+        if owed.len() < OWED_PER_IDENTITY && !owed.contains(&out) {
+            owed.push_back(out);
         }
     }
 
-    /// The check identity `name` owes, if its job is still a check (pooled, and not out) of one of
-    /// `runs`; taken off the books (leased again, it is owed again only if dodged again).
-    fn take_owed(&mut self, name: &str, runs: &[u64]) -> Option<Out> {
-        let out = self.owed.remove(name)?;
-        let pooled = self
-            .pool
-            .get(&out.run)
-            .is_some_and(|p| p.iter().any(|c| c.key == out.key));
-        let free = !self.out_jobs.contains(&(out.run, out.key.clone()));
-        (runs.contains(&out.run) && pooled && free).then_some(out)
+    /// Up to `most` of the checks identity `name` owes, oldest first, among those of `runs` (the runs it
+    /// may lease from in this call) with no check of their job out: taken off the books (leased again,
+    /// each is owed again only if dodged again). The others stay owed for a later call; a check whose
+    /// job left the pool (its result taken back) is owed no more.
+    fn take_owed(&mut self, name: &str, runs: &[u64], most: usize) -> Vec<Out> {
+        let Some(mut owed) = self.owed.remove(name) else {
+            return Vec::new();
+        };
+        owed.retain(|out| {
+            self.pool
+                .get(&out.run)
+                .is_some_and(|p| p.iter().any(|c| c.key == out.key))
+        });
+        let mut taken = Vec::new();
+        owed.retain(|out| {
+            let due = taken.len() < most
+                && runs.contains(&out.run)
+                && !self.out_jobs.contains(&(out.run, out.key.clone()));
+            if due {
+                taken.push(out.clone());
+            }
+            !due
+        });
+        if !owed.is_empty() {
+            self.owed.insert(name.to_string(), owed);
+        }
+        taken
     }
 
     /// Takes up the checks passed as saved (a start), at most [`MAX_IDENTITIES`] of them, the most
@@ -153,7 +178,10 @@ impl SpotChecks {
         // Its checks out ended with its leases.
         self.out.retain(|_, o| o.run != run);
         self.out_jobs.retain(|(r, _)| *r != run);
-        self.owed.retain(|_, o| o.run != run);
+        for owed in self.owed.values_mut() {
+            owed.retain(|o| o.run != run);
+        }
+        self.owed.retain(|_, owed| !owed.is_empty());
     }
 
     /// Forgets the jobs `taken` (their results taken back), each pool walked once whatever their
@@ -304,19 +332,19 @@ pub(super) fn lease(
     if capacity == 0 {
         return Vec::new();
     }
-    // A check it owes first (handed back, or expired), then those drawn.
-    let owed = state.spot.take_owed(name, runs);
-    let wanted = match owed {
-        Some(_) => state.spot.how_many(name, capacity - 1, floor) + 1,
-        None => state.spot.how_many(name, capacity, floor),
-    };
+    // The checks it owes first (handed back, or expired), then those drawn.
+    let mut owed = state
+        .spot
+        .take_owed(name, runs, capacity as usize)
+        .into_iter();
+    let due = owed.len() as u32;
+    let wanted = state.spot.how_many(name, capacity - due, floor) + due;
     if wanted == 0 {
         return Vec::new();
     }
     let mut spots = Vec::new();
-    let mut owed = owed;
     for _ in 0..wanted {
-        let Some(out) = owed.take().or_else(|| state.spot.pick(runs, name)) else {
+        let Some(out) = owed.next().or_else(|| state.spot.pick(runs, name)) else {
             break;
         };
         let Some(run) = state.runs.get(&out.run) else {
@@ -489,55 +517,77 @@ mod tests {
     }
 
     /// An owed check comes back only while it is still a check: of a run the identity may lease from
-    /// now, its job still pooled (not taken back), and no check of it out; each condition alone keeps
-    /// it back. Taken, it is owed no more.
+    /// in this call, and no check of it out (else it stays owed, for a later call), its job still
+    /// pooled (else it is owed no more). Taken, it is owed no more.
     #[test]
     fn an_owed_check_comes_back_only_while_it_is_still_a_check() {
         let key = |k: &str| -> JobKey { k.parse().unwrap() };
+        let out = |k: &str| Out {
+            run: 1,
+            key: key(k),
+        };
         let fresh = || {
             let mut s = SpotChecks::new([1; 16]);
             s.confirmed(1, key("1.2"), vec![]);
             s.confirmed(1, key("1.3"), vec![]);
-            s.owe(
-                "l",
-                Out {
-                    run: 1,
-                    key: key("1.2"),
-                },
-            );
+            s.owe("l", out("1.2"));
             s
         };
         let mut s = fresh();
-        assert_eq!(s.take_owed("x", &[1]), None, "owed by another");
+        assert_eq!(s.take_owed("x", &[1], 4), vec![], "owed by another");
+        assert_eq!(s.take_owed("l", &[1], 4), vec![out("1.2")]);
+        assert_eq!(s.take_owed("l", &[1], 4), vec![], "paid");
+        assert!(s.owed.is_empty());
+        let mut s = fresh();
         assert_eq!(
-            s.take_owed("l", &[1]),
-            Some(Out {
-                run: 1,
-                key: key("1.2")
-            })
+            s.take_owed("l", &[2], 4),
+            vec![],
+            "a run it may not lease from in this call"
         );
-        assert_eq!(s.take_owed("l", &[1]), None, "paid");
-        assert_eq!(
-            fresh().take_owed("l", &[2]),
-            None,
-            "a run it may not lease from"
-        );
+        assert_eq!(s.take_owed("l", &[1], 4), vec![out("1.2")], "still owed");
         let mut s = fresh();
         s.forget([(1, &key("1.2"))]);
         assert_eq!(
-            s.take_owed("l", &[1]),
-            None,
+            s.take_owed("l", &[1], 4),
+            vec![],
             "taken back (1.3 is pooled still)"
         );
+        assert!(s.owed.is_empty(), "owed no more");
         let mut s = fresh();
-        s.leased(
-            7,
-            Out {
-                run: 1,
-                key: key("1.2"),
-            },
-        );
-        assert_eq!(s.take_owed("l", &[1]), None, "a check of it out");
+        s.leased(7, out("1.2"));
+        assert_eq!(s.take_owed("l", &[1], 4), vec![], "a check of it out");
+        s.ended(7);
+        assert_eq!(s.take_owed("l", &[1], 4), vec![out("1.2")], "still owed");
+    }
+
+    /// An identity owes every check it dodged, oldest first, each once, up to `OWED_PER_IDENTITY`; a
+    /// call takes as many as it has room for, and the rest stay owed (found by a review, 2026-11-30:
+    /// one check per identity was owed, so of two handed back at once only the last came back).
+    #[test]
+    fn every_check_dodged_is_owed_up_to_a_bound() {
+        let key = |k: &str| -> JobKey { k.parse().unwrap() };
+        let out = |k: &str| Out {
+            run: 1,
+            key: key(k),
+        };
+        let mut s = SpotChecks::new([1; 16]);
+        for k in ["1.1", "1.2", "1.3"] {
+            s.confirmed(1, key(k), vec![]);
+            s.owe("l", out(k));
+        }
+        s.owe("l", out("1.2"));
+        assert_eq!(s.take_owed("l", &[1], 2), vec![out("1.1"), out("1.2")]);
+        assert_eq!(s.take_owed("l", &[1], 2), vec![out("1.3")]);
+        assert!(s.owed.is_empty());
+        let many = |i: usize| Out {
+            run: 1,
+            key: key(&format!("{}.{}", 10 + i / 100, i % 100)),
+        };
+        for i in 0..OWED_PER_IDENTITY + 5 {
+            s.owe("l", many(i));
+        }
+        assert_eq!(s.owed["l"].len(), OWED_PER_IDENTITY);
+        assert_eq!(s.owed["l"][0], many(0), "the oldest kept");
     }
 
     /// Owed checks are kept for at most `MAX_IDENTITIES` identities; one already owing may owe another.
@@ -555,7 +605,7 @@ mod tests {
         assert_eq!(s.owed.len(), MAX_IDENTITIES);
         assert!(!s.owed.contains_key("late"));
         s.owe("w0", out("1.3"));
-        assert_eq!(s.owed["w0"], out("1.3"));
+        assert_eq!(s.owed["w0"], [out("1.2"), out("1.3")]);
     }
 
     /// Picks are drawn over the whole pool (not its first job), and a job taken back is never picked.

@@ -3796,6 +3796,63 @@ async fn a_spot_check_handed_back_is_owed() {
     assert_eq!(c.state().spot.passed_by("dodger"), 1);
 }
 
+/// An owed check is not dropped by a lease call for another run (the check's run is not among the
+/// runs it leases from there): it stays owed, and the next call that may lease from its run gets it.
+/// Two checks handed back at once are both owed. Before, a call with `run` set to any other run took
+/// the owed check off the books unleased, and only the last of two handed back together was owed
+/// (found by a review, 2026-11-30).
+#[tokio::test(start_paused = true)]
+async fn an_owed_check_survives_a_call_for_another_run_and_every_one_is_owed() {
+    let (c, open) = confirmed_and_open().await;
+    let check = first_check(&c, "dodger").await;
+    assert_eq!(c.release("dodger", &[check.id], false).unwrap(), 1);
+    let elsewhere = c
+        .lease(
+            &Ask {
+                only: Some(&open),
+                ..as_credential("dodger")
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap()
+        .leases;
+    assert!(elsewhere.iter().all(|g| g.plan.n() == 13), "{elsewhere:?}");
+    for g in &elsewhere {
+        c.report("dodger", "dodger", vec![report(g)]).await.unwrap();
+    }
+    let again = c
+        .lease(&as_credential("dodger"), Duration::ZERO)
+        .await
+        .unwrap()
+        .leases;
+    assert_eq!((again[0].run, &again[0].key), (check.run, &check.key));
+    // Two checks out, handed back together: both come back.
+    let second = first_check(&c, "dodger").await;
+    assert_ne!(second.key, check.key);
+    assert_eq!(
+        c.release("dodger", &[again[0].id, second.id], false)
+            .unwrap(),
+        2
+    );
+    let both = c
+        .lease(
+            &Ask {
+                capacity: 2,
+                ..as_credential("dodger")
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap()
+        .leases;
+    let mut got: Vec<_> = both.iter().map(|g| g.key.clone()).collect();
+    got.sort();
+    let mut owed = vec![check.key.clone(), second.key.clone()];
+    owed.sort();
+    assert_eq!(got, owed);
+}
+
 /// Only a live lease's different result takes a confirmed count back. A liar that answered a spot check
 /// honestly keeps the lease's tag, valid for good; reporting a different result under it later, the
 /// check long over, gets it quarantined, and the confirmed count stays. Before, such kept tags let one
