@@ -253,6 +253,70 @@ async fn a_credential_that_heartbeats_and_never_reports_loses_its_leases_at_the_
     assert_eq!(total(&c, &run), (Q8, true));
 }
 
+/// A worker credential that holds its leases past half the longest hold, then hands them back (or
+/// falls silent so that they expire), is barred from their jobs for a hold, as when they run out the
+/// hold: it cannot hand them back just before the hold ends and lease them again at once for another.
+/// One that hands back early (a worker stopped and started again) gets them back. Before, only a lease
+/// that ran out its whole hold barred its identity (found by a review, 2026-11-30: a hoarder kept its
+/// jobs hold after hold whenever no other worker asked at the moment it handed them back).
+#[tokio::test(start_paused = true)]
+async fn a_credential_that_hands_back_late_in_its_hold_is_barred_from_those_jobs() {
+    for silent in [false, true] {
+        let config = Config {
+            lease_timeout: TIMEOUT,
+            max_lease_hold: TIMEOUT * 10,
+            ..Config::default()
+        };
+        let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+        let run = run_of_8(&c).await;
+        let hoarder = "hoarder";
+        // Early: handed back, and leased again at once.
+        let held = lease_credential(&c, hoarder, 4096).await;
+        let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
+        tokio::time::advance(TIMEOUT / 2).await;
+        assert_eq!(
+            c.release_as(hoarder, &ids, false, true).unwrap() as usize,
+            ids.len()
+        );
+        let held = lease_credential(&c, hoarder, 4096).await;
+        assert_eq!(held.len(), ids.len(), "an early hand-back is not barred");
+        let ids: Vec<u64> = held.iter().map(|g| g.id).collect();
+        // Late: past half the hold (five timeouts), heartbeats until then.
+        for _ in 0..11 {
+            tokio::time::advance(TIMEOUT / 2).await;
+            assert!(c.heartbeat(hoarder, &ids).unwrap().0.is_empty());
+            c.expire_leases().await;
+        }
+        match silent {
+            false => {
+                assert_eq!(
+                    c.release_as(hoarder, &ids, false, true).unwrap() as usize,
+                    ids.len()
+                )
+            }
+            true => {
+                // The last heartbeat at 5.5 timeouts since the issue: it expires at 6.5.
+                tokio::time::advance(TIMEOUT).await;
+                c.expire_leases().await;
+                assert_eq!(
+                    c.heartbeat(hoarder, &ids).unwrap().0.len(),
+                    ids.len(),
+                    "expired"
+                );
+            }
+        }
+        let back = lease_credential(&c, hoarder, 4096).await;
+        assert!(
+            back.iter().all(|b| held.iter().all(|g| g.key != b.key)),
+            "silent {silent}: {back:?}"
+        );
+        let again = lease(&c, "other", 4096).await;
+        assert_eq!(again.len(), held.len(), "every job is leased again");
+        report_all(&c, "other", &again).await;
+        assert_eq!(total(&c, &run), (Q8, true));
+    }
+}
+
 /// A fleet of one name whose lease ran out its hold gets the job back: the shared workers' token
 /// (one identity, every one of its workers) and a lone worker under the operator's token. Only an
 /// issued credential's hold bars it (found by a review, 2026-11-29: the first bar held every
