@@ -169,16 +169,19 @@ impl Committed {
     /// Whether the commit changed anything beside its outcomes: totals, job states, quarantines,
     /// counts, revocations, disputes, runs finished or reopened, lifts, or damage.
     pub fn has_effects(&self) -> bool {
-        !self.tallies.is_empty()
-            || !self.finished.is_empty()
-            || !self.moved.is_empty()
-            || !self.quarantined.is_empty()
-            || !self.counted.is_empty()
-            || !self.revoked.is_empty()
-            || !self.disputed.is_empty()
-            || !self.reopened.is_empty()
-            || !self.lifted.is_empty()
-            || self.incomplete.is_some()
+        let untouched = [
+            self.tallies.is_empty(),
+            self.finished.is_empty(),
+            self.moved.is_empty(),
+            self.quarantined.is_empty(),
+            self.counted.is_empty(),
+            self.revoked.is_empty(),
+            self.disputed.is_empty(),
+            self.reopened.is_empty(),
+            self.lifted.is_empty(),
+            self.incomplete.is_none(),
+        ];
+        untouched.contains(&false)
     }
 
     /// Splits the effect of one commit of several batches (of `lengths` results each, in order) into one
