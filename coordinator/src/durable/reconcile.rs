@@ -976,6 +976,51 @@ mod tests {
         assert_eq!(again, Repairs::default(), "the rewritten ledger agrees");
     }
 
+    /// The same, x's count in the ledger 8 too high: y's different count replaced it after x's
+    /// quarantine (in the store), so it stands and is no conflict, also where x's quarantine record is
+    /// damaged on disk (the start mends it and keeps x quarantined: the check for conflicts, made
+    /// before that mend, counts the record's name as quarantined).
+    #[test]
+    fn a_different_count_that_replaced_a_quarantined_workers_count_stands() {
+        use crate::durable::store::tests::by;
+        for damaged in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(LEDGER_FILE);
+            let (store, run, plan) = one_run(dir.path(), 0.0);
+            let right = incoming_from(run, &plan, 0, "x");
+            store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
+            ledger::rewrite(&path, &store).unwrap();
+            store
+                .restore_quarantine(&crate::durable::store::Quarantine {
+                    worker: "x".into(),
+                    reason: "shown wrong on another job".into(),
+                    at_unix: 2,
+                    by: Vec::new(),
+                    held: false,
+                })
+                .unwrap();
+            store.revoke("x").unwrap();
+            let y = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
+            assert_eq!(y.outcomes, vec![crate::durable::store::Outcome::Accepted]);
+            if damaged {
+                store.damage_record("quarantine", b"x", |r| {
+                    r.replace("\"at_unix\":2", "\"at_unix\":3")
+                });
+                assert!(store.quarantined().is_err());
+            }
+            let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
+            assert_eq!(repairs.results_restored, 0, "{repairs:?}");
+            assert_eq!(repairs.quarantines_mended, u64::from(damaged));
+            let held = store.result(run, &right.key).unwrap().expect("y's count");
+            assert_eq!(held.worker, "y");
+            assert_eq!(
+                store.tally(run).unwrap().total,
+                u128::from(right.result.total)
+            );
+            assert_eq!(store.quarantined_names(), vec!["x".to_string()]);
+        }
+    }
+
     /// The same dispute, then x quarantined in the store on another job, which took x's candidate
     /// out of the disputed job's record (its revocation): x's count is still not restored, and y is
     /// not quarantined as "disproved" by it (found by a review of the fix, 2026-11-24, a later
@@ -1702,6 +1747,8 @@ mod tests {
         let second = store.create_run(plan, 0.0).unwrap().id;
         let right = incoming_from(run, &plan, 0, "x");
         store.commit(&[by(&plan, "x", right.clone(), 0)]).unwrap();
+        let other = incoming_from(run, &plan, 1, "x");
+        store.commit(&[by(&plan, "x", other.clone(), 0)]).unwrap();
         ledger::rewrite(&path, &store).unwrap();
         store
             .remove_results(run, std::slice::from_ref(&right.key))
@@ -1716,14 +1763,13 @@ mod tests {
             &crate::durable::store::records::run_key(second),
             |r| r.replace("\"n\":8", "\"n\":9"),
         );
-        // A line taking back x's counts of another job (a line of the format before it named the
-        // result) is no revocation of this one.
-        let other = plan.jobs().nth(1).unwrap();
+        // A line taking back x's count of another job (a line of the format before it named the
+        // result: any count of x's for that job) is no revocation of this one.
         let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 2).unwrap();
         ledger
             .append(&[Entry::Revoked {
                 run,
-                job: other.to_string(),
+                job: other.key.to_string(),
                 worker: "x".into(),
                 record: None,
             }])
