@@ -28,6 +28,11 @@ const MAX_BATCH_OF_CANDIDATES: usize = 4096;
 /// waiting for another worker name) is not told it is idle while the queue holds more.
 const MAX_RETRY_LOOK: usize = 4 * MAX_BATCH_OF_CANDIDATES;
 
+/// Shortest time between two looks of one waiting lease call, whatever wakes it: calls whose looks
+/// overlap (on several threads) announce their hand-backs to one another, and must not wake one
+/// another round after round.
+pub const MIN_LOOK_GAP: Duration = Duration::from_millis(250);
+
 /// Most jobs one lease request may ask for.
 pub const MAX_CAPACITY: u32 = nqueens_proto::MAX_LEASE_CAPACITY;
 /// Most lease ids one heartbeat or release may name.
@@ -329,6 +334,7 @@ impl Coordinator {
         let mut place = None;
         loop {
             let seen = *changes.borrow_and_update();
+            let looked_at = Instant::now();
             let Attempt {
                 grant,
                 notified,
@@ -357,6 +363,7 @@ impl Coordinator {
                 _ = changes.changed() => {}
                 _ = tokio::time::sleep_until(deadline) => {}
             }
+            tokio::time::sleep_until((looked_at + MIN_LOOK_GAP).min(deadline)).await;
         }
     }
 
@@ -450,6 +457,8 @@ impl Coordinator {
         for (_, id) in order {
             let mut run_dry = false;
             let mut first_round = true;
+            // Whether this call began a pass over the run (ended after its last round).
+            let mut in_pass = false;
             // Jobs come back to the retry queue so far, when this call first looked at it.
             let mut requeued_at_look = None;
             // Of the jobs come back to the retry queue since, those this call handed back itself.
@@ -477,6 +486,8 @@ impl Coordinator {
                     // The retry queue (each key at most once per call), then the list, until both
                     // run out or enough is found.
                     if first_round {
+                        run.begin_pass();
+                        in_pass = true;
                         requeued_at_look = Some(run.requeued());
                         retry_left = run.retry_len().min(MAX_RETRY_LOOK);
                         retry_beyond_look = run.retry_len() > MAX_RETRY_LOOK;
@@ -509,10 +520,12 @@ impl Coordinator {
                 let Some(run) = state.runs.get_mut(&id) else {
                     break;
                 };
+                let look = candidates.look;
                 let records = match read {
                     Ok(records) => records,
                     Err(e) => {
                         run.put_back(candidates);
+                        run.end_pass();
                         return Err(e);
                     }
                 };
@@ -551,6 +564,7 @@ impl Coordinator {
                     let room = usize::try_from(room).unwrap_or(usize::MAX);
                     if chosen.len() > room {
                         run.put_back_chosen(chosen.split_off(room));
+                        wake_others |= run.news_since(look);
                         full = true;
                     }
                 }
@@ -592,7 +606,10 @@ impl Coordinator {
                     break;
                 }
             }
-            let state = self.state();
+            let mut state = self.state();
+            if let Some(run) = state.runs.get_mut(&id).filter(|_| in_pass) {
+                run.end_pass();
+            }
             // Nothing of the list left, nothing in other calls' hands, the whole retry queue looked at,
             // and no job come back to it since this call first looked.
             let exhausted = state.runs.get(&id).is_none_or(|run| {

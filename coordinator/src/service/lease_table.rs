@@ -97,7 +97,8 @@ pub struct Leases {
     began: HashMap<u64, Instant>,
     /// Active leases that are spot checks ([`Leases::issue_check`]): ended, they are forgotten.
     checks: HashSet<u64>,
-    /// Jobs whose lease ran out its hold, and the identity it barred from them until when.
+    /// Jobs whose lease ended past half its hold (ran out the hold, was handed back or fell silent
+    /// then), and the identity it barred from them until when.
     barred: HashMap<JobId, (String, Instant)>,
 }
 
@@ -184,8 +185,8 @@ impl Leases {
             .is_some_and(|hold| end > lease.issued + hold / 2)
     }
 
-    /// Marks active lease `id` as one whose running out its hold bars its identity from its job for
-    /// a hold: an issued credential's (not the shared token's, every one of its workers; not the
+    /// Marks active lease `id` as one whose end past half its hold (running out the hold, or handed
+    /// back or silent then) bars its identity from its job for a hold: an issued credential's (not the shared token's, every one of its workers; not the
     /// operator's, trusted). Else a hoarder that asks at the deadline takes the job back for another
     /// hold, and the run never ends (found by a review, 2026-11-29).
     pub fn bar_at_hold(&mut self, id: u64) {
@@ -194,8 +195,8 @@ impl Leases {
         }
     }
 
-    /// Whether the identity `name` is barred from job `key` of `run` now: a lease of it ran out its
-    /// hold less than a hold ago.
+    /// Whether the identity `name` is barred from job `key` of `run` now: a lease of it ended past half
+    /// its hold ([`Leases::held_past_half`]) less than a hold ago.
     pub fn barred(&self, run: u64, key: &JobKey, name: &str) -> bool {
         self.barred
             .get(&(run, key.clone()))

@@ -67,9 +67,12 @@ pub struct LiveRun {
     in_flight: usize,
     /// Jobs that came back to the retry queue (handed back, expired, waiting for verification) so far.
     requeued: u64,
-    /// Lease calls' takes of candidates so far: a call that hands keys back announces them only where
-    /// another call looked while they were out of the queues (any other call looks at them itself).
+    /// Lease calls' takes of candidates so far, and the calls in the middle of a pass over the run (of
+    /// one round or more): a call that hands keys back announces them only where another call looked
+    /// while they were out of the queues, or is in the middle of its pass (its later rounds look at
+    /// the queue as it was when it began); any other call looks at them itself.
     looks: u64,
+    passes: usize,
     /// Jobs per state, as stored (pending jobs are not counted). Signed: the moves of two commits
     /// applied out of order add up the same (a move out of a state may come before the move into it).
     states: HashMap<JobState, i64>,
@@ -170,6 +173,7 @@ impl LiveRun {
             in_flight: 0,
             requeued: 0,
             looks: 0,
+            passes: 0,
             states: states
                 .into_iter()
                 .map(|(state, n)| (state, i64::try_from(n).unwrap_or(i64::MAX)))
@@ -211,7 +215,7 @@ impl LiveRun {
             };
             looked += 1;
             *retry_left -= 1;
-            // (Or barred from it for a while: a lease of it ran out its hold.)
+            // (Or barred from it for a while: a lease of it ended past half its hold.)
             let computed = self
                 .computed_by
                 .get(&key)
@@ -283,9 +287,8 @@ impl LiveRun {
             .in_flight
             .saturating_sub(candidates.retry.len() + candidates.list.len());
         let from_retry = candidates.retry.len();
-        // Whether another call looked at the queues while these keys were out of them (and so may
-        // wait without having seen them).
-        let missed = candidates.look != self.looks;
+        // Whether another call may have missed these keys, and may wait without having seen them.
+        let missed = self.news_since(candidates.look);
         let mut chosen: Vec<JobKey> = Vec::new();
         let (mut retry_back, mut ahead_back, mut computed) = (Vec::new(), Vec::new(), Vec::new());
         // Second results held for a worker of another kernel family, or an identity drawn.
@@ -344,8 +347,30 @@ impl LiveRun {
         }
     }
 
+    /// A lease call begins a pass over the run (its first round).
+    pub fn begin_pass(&mut self) {
+        self.passes += 1;
+    }
+
+    /// A lease call ends its pass over the run.
+    pub fn end_pass(&mut self) {
+        self.passes = self.passes.saturating_sub(1);
+    }
+
+    /// Whether keys taken at look `look` (see [`Candidates::look`]) and handed back now are news to
+    /// another lease call: one looked at the run's queues since, or is in the middle of its pass.
+    pub fn news_since(&self, look: u64) -> bool {
+        self.looks != look || self.passes > 1
+    }
+
+    /// Lease calls' looks at the run so far.
+    #[cfg(test)]
+    pub fn looks(&self) -> u64 {
+        self.looks
+    }
+
     /// Hands back keys [`LiveRun::settle`] chose but that were not leased (the run stopped running
-    /// meanwhile).
+    /// meanwhile, or the caller's room was full).
     pub fn put_back_chosen(&mut self, chosen: Vec<JobKey>) {
         if !self.meta.is_done() && !self.meta.is_cancelled() {
             for key in chosen.into_iter().rev() {

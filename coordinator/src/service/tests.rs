@@ -3332,6 +3332,18 @@ async fn a_look_that_hands_a_disputed_job_back_announces_it_and_waits() {
     super::lease::MEANWHILE.set(None);
     assert!(grant.leases.is_empty() && !grant.idle, "{grant:?}");
     assert_eq!(changes.borrow().wrapping_sub(before), 1, "handed back");
+    // Another call in the middle of its pass over the run (between two rounds) meanwhile: news too,
+    // since its later rounds look at the queue as it was when it began.
+    let other = c.clone();
+    super::lease::MEANWHILE.set(Some(Box::new(move || {
+        other.state().runs.get_mut(&id).unwrap().begin_pass();
+    })));
+    let before = *changes.borrow();
+    let grant = c.lease(&newcomer, Duration::ZERO).await.unwrap();
+    super::lease::MEANWHILE.set(None);
+    c.state().runs.get_mut(&id).unwrap().end_pass();
+    assert!(grant.leases.is_empty() && !grant.idle, "{grant:?}");
+    assert_eq!(changes.borrow().wrapping_sub(before), 1, "a pass under way");
     let before = *changes.borrow();
     let grant = c
         .lease(&newcomer, Duration::from_millis(300))
@@ -3388,6 +3400,78 @@ async fn two_waiting_calls_that_may_not_decide_a_dispute_do_not_wake_each_other(
     );
     let decider = lease(&c, "z", 1).await;
     assert_eq!(decider[0].key, checks[0].key);
+}
+
+/// A waiting lease call looks again at most once every `MIN_LOOK_GAP`, however often it is woken:
+/// here a hundred changes in one second wake a call that can take nothing (a new credential beside a
+/// dispute), and it looks about four times.
+#[tokio::test(start_paused = true)]
+async fn a_waiting_call_looks_again_at_most_once_a_gap() {
+    use super::lease::MIN_LOOK_GAP;
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    let all = lease(&c, "a", 4096).await;
+    report_all(&c, "a", &all).await;
+    let checks = lease(&c, "b", 4096).await;
+    let outcomes = c.report("b", "b", vec![lying(&checks[0])]).await.unwrap();
+    assert_eq!(outcomes, vec![Outcome::Disputed]);
+    let id = c.run(&run).unwrap().meta.id;
+    let looks = || c.state().runs[&id].looks();
+    let before = looks();
+    let wait = Duration::from_secs(1);
+    let newcomer = Ask {
+        credential: true,
+        ..ask("n", 4)
+    };
+    let waiting = c.lease(&newcomer, wait);
+    let waking = async {
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            c.changed();
+        }
+    };
+    let (grant, ()) = tokio::join!(waiting, waking);
+    assert!(grant.unwrap().leases.is_empty());
+    let most = 2 + (wait.as_millis() / MIN_LOOK_GAP.as_millis()) as u64;
+    let looked = looks() - before;
+    assert!(looked <= most, "{looked} looks in {wait:?}");
+}
+
+/// Keys chosen for a credential but cut by its room (other calls of it took leases meanwhile) go back
+/// to the queue, and are news to a call that looked meanwhile.
+#[tokio::test]
+async fn chosen_keys_cut_by_room_are_news_to_a_look_meanwhile() {
+    use super::lease::NEW_IDENTITY_LEASES;
+    let c = coordinator();
+    let id = run_of_13(&c).await.meta.id;
+    let other = c.clone();
+    super::lease::MEANWHILE.set(Some(Box::new(move || {
+        let mut guard = other.state();
+        let state = &mut *guard;
+        let live = state.runs.get_mut(&id).unwrap();
+        let keys: Vec<JobKey> = live.plan.jobs().collect();
+        let now = tokio::time::Instant::now();
+        for key in keys.iter().rev().take(NEW_IDENTITY_LEASES as usize) {
+            state.leases.issue(id, key.clone(), "n/2", "n", now);
+        }
+        let looked = live.take_candidates(&state.leases, "other", 1, 1, &mut 0);
+        live.put_back(looked);
+    })));
+    let changes = c.subscribe();
+    let before = *changes.borrow();
+    let grant = c
+        .lease(
+            &Ask {
+                credential: true,
+                ..ask("n", 4)
+            },
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    super::lease::MEANWHILE.set(None);
+    assert!(grant.leases.is_empty(), "{grant:?}");
+    assert_eq!(changes.borrow().wrapping_sub(before), 1, "handed back");
 }
 
 /// A copy of a counted result sent again changes nothing, and announces nothing: before, every commit
