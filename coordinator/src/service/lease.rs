@@ -496,6 +496,11 @@ impl Coordinator {
                     run.take_candidates(&state.leases, name, want, batch, &mut retry_left)
                 };
                 first_round = false;
+                // A job this identity is barred from for a while is its own again once the bar
+                // lapses: never idle.
+                if candidates.barred {
+                    beyond_reach = false;
+                }
                 #[cfg(test)]
                 MEANWHILE.with_borrow_mut(|f| f.as_mut().map_or((), |f| f()));
                 let read: Result<Vec<_>> = candidates

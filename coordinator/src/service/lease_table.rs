@@ -35,7 +35,10 @@ pub struct Lease {
     pub issued: Instant,
     /// When its last heartbeat came (its issue, before any).
     pub beat: Instant,
-    /// Run out its hold, it bars its identity from its job for a hold ([`Leases::bar_at_hold`]).
+    /// When its hold counts from: its issue, or for a barrable one the issue of an earlier lease of
+    /// the job to the same identity less than a hold before ([`Leases::bar_at_hold`]).
+    pub hold_from: Instant,
+    /// Ended past half its hold, it bars its identity from its job for a hold ([`Leases::bar_at_hold`]).
     pub barrable: bool,
 }
 
@@ -56,6 +59,8 @@ struct Ended {
     outlived: bool,
     /// When it was issued (a late result's rate is still its nodes over the time since).
     issued: Instant,
+    /// When its hold counted from ([`Lease::hold_from`]).
+    hold_from: Instant,
 }
 
 /// Ended leases of one job still recognised for a late report: the most recent ones.
@@ -171,7 +176,7 @@ impl Leases {
     /// whose worker fell silent earlier ends for want of a heartbeat, as it would have anyway.
     pub fn held_longest(&self, lease: &Lease) -> bool {
         self.max_hold
-            .is_some_and(|hold| lease.beat + self.timeout > lease.issued + hold)
+            .is_some_and(|hold| lease.beat + self.timeout > lease.hold_from + hold)
     }
 
     /// Whether `lease`, ending at `end` (handed back then, or expired with its deadline then), was held
@@ -182,16 +187,42 @@ impl Leases {
     /// a lease gets its jobs back.
     pub fn held_past_half(&self, lease: &Lease, end: Instant) -> bool {
         self.max_hold
-            .is_some_and(|hold| end > lease.issued + hold / 2)
+            .is_some_and(|hold| end > lease.hold_from + hold / 2)
     }
 
     /// Marks active lease `id` as one whose end past half its hold (running out the hold, or handed
     /// back or silent then) bars its identity from its job for a hold: an issued credential's (not the shared token's, every one of its workers; not the
     /// operator's, trusted). Else a hoarder that asks at the deadline takes the job back for another
     /// hold, and the run never ends (found by a review, 2026-11-29).
+    ///
+    /// Its hold counts from the issue of an earlier lease of the job to the same identity, if that was
+    /// less than a hold ago: a hoarder that hands its leases back (or falls silent) before half its
+    /// hold and leases the jobs again at once keeps the hold it began with, not a new one (found by a
+    /// review, 2026-11-30). A worker that stops and starts again gets its jobs back with the hold it
+    /// has left.
     pub fn bar_at_hold(&mut self, id: u64) {
+        let Some(l) = self.active.get(&id) else {
+            return;
+        };
+        let (job, name, now) = ((l.run, l.key.clone()), l.name.clone(), l.issued);
+        let earlier = match self.max_hold {
+            Some(hold) => self
+                .past_by_job
+                .get(&job)
+                .into_iter()
+                .flatten()
+                .filter_map(|past| self.past.get(past))
+                .filter(|e| e.name == name && e.hold_from + hold > now)
+                .map(|e| e.hold_from)
+                .min(),
+            None => None,
+        };
         if let Some(l) = self.active.get_mut(&id) {
             l.barrable = true;
+            if let (Some(from), Some(hold)) = (earlier, self.max_hold) {
+                l.hold_from = l.hold_from.min(from);
+                l.deadline = l.deadline.min(l.hold_from + hold);
+            }
         }
     }
 
@@ -226,6 +257,7 @@ impl Leases {
                 deadline: self.deadline(now, now),
                 issued: now,
                 beat: now,
+                hold_from: now,
                 barrable: false,
             },
         );
@@ -378,7 +410,7 @@ impl Leases {
         let mut lost = Vec::new();
         for id in ids {
             let deadline = match self.active.get(id) {
-                Some(l) if l.worker == worker => self.deadline(l.issued, now),
+                Some(l) if l.worker == worker => self.deadline(l.hold_from, now),
                 _ => {
                     lost.push(*id);
                     continue;
@@ -545,6 +577,7 @@ impl Leases {
             delivered,
             outlived: false,
             issued: lease.issued,
+            hold_from: lease.hold_from,
         };
         self.past.insert(id, ended);
         let ids = self.past_by_job.entry(job).or_default();

@@ -37,6 +37,9 @@ pub struct Candidates {
     pub list: Vec<JobKey>,
     /// The run's count of looks when these were taken (see [`LiveRun::settle`]).
     pub look: u64,
+    /// Whether keys were passed by that the asking identity is barred from for a while (a lease of
+    /// theirs ended past half its hold): they are its again once the bar lapses, so it is not idle.
+    pub barred: bool,
 }
 
 impl Candidates {
@@ -207,6 +210,7 @@ impl LiveRun {
         let run = self.meta.id;
         let mut retry = Vec::new();
         let mut passed = Vec::new();
+        let mut barred = false;
         let mut looked = 0;
         while looked < want.max(batch) && *retry_left > 0 {
             let Some(key) = self.retry.pop_front() else {
@@ -215,13 +219,14 @@ impl LiveRun {
             };
             looked += 1;
             *retry_left -= 1;
-            // (Or barred from it for a while: a lease of it ended past half its hold.)
             let computed = self
                 .computed_by
                 .get(&key)
-                .is_some_and(|names| names.iter().any(|n| n == name))
-                || leases.barred(run, &key, name);
-            if computed {
+                .is_some_and(|names| names.iter().any(|n| n == name));
+            // (Or barred from it for a while: a lease of it ended past half its hold.)
+            let bar = !computed && leases.barred(run, &key, name);
+            barred |= bar;
+            if computed || bar {
                 passed.push(key);
             } else if !leases.is_leased(run, &key) {
                 retry.push(key);
@@ -253,6 +258,7 @@ impl LiveRun {
             retry,
             list,
             look: self.looks,
+            barred,
         }
     }
 
