@@ -33,8 +33,11 @@ pub const POOL_PER_RUN: usize = 4096;
 /// Identities whose passed checks are remembered (the fewest-checked are forgotten first beyond it).
 const MAX_IDENTITIES: usize = 65_536;
 /// Most checks one identity may owe at once (more than it holds out at its rate, whatever its limit of
-/// leases: beyond, the newest are not kept).
+/// leases): beyond, its oldest are dropped for the newest.
 const OWED_PER_IDENTITY: usize = 1024;
+/// Most checks owed at once, all identities together: beyond, an identity that owes none owes no new
+/// one (one that owes some drops its oldest).
+const MAX_OWED: usize = 65_536;
 
 /// The share of an identity's leases that are spot checks, after it passed `passed` of them:
 /// [`NEW_RATE`] at first, halved for every ten passed, never below [`MIN_RATE`].
@@ -72,8 +75,10 @@ pub struct SpotChecks {
     /// Whether `passed` changed since the last [`SpotChecks::unsaved`].
     changed: bool,
     /// Checks handed back or expired, by identity, oldest first: its next lease calls get them again
-    /// first. At most [`OWED_PER_IDENTITY`] each, for at most [`MAX_IDENTITIES`] identities.
+    /// first. At most [`OWED_PER_IDENTITY`] each, [`MAX_OWED`] in all (`owed_total`), for at most
+    /// [`MAX_IDENTITIES`] identities.
     owed: HashMap<String, VecDeque<Out>>,
+    owed_total: usize,
 }
 
 impl SpotChecks {
@@ -88,35 +93,39 @@ impl SpotChecks {
             draws: 0,
             changed: false,
             owed: HashMap::new(),
+            owed_total: 0,
         }
     }
 
     /// Notes that identity `name` owes check `out` (it handed the check back, or let it expire): a liar
-    /// that tells checks from fresh jobs must not dodge them for free. Every check it dodged, up to
-    /// [`OWED_PER_IDENTITY`], for at most [`MAX_IDENTITIES`] identities.
+    /// that tells checks from fresh jobs must not dodge them for free. Every check it dodged, each
+    /// once, until it is leased again, its run cancelled or its count taken back; at most
+    /// [`OWED_PER_IDENTITY`] (the oldest dropped for the newest) and [`MAX_OWED`] in all, for at most
+    /// [`MAX_IDENTITIES`] identities.
     pub fn owe(&mut self, name: &str, out: Out) {
-        if self.owed.len() >= MAX_IDENTITIES && !self.owed.contains_key(name) {
+        let owes = self.owed.get(name).map_or(0, VecDeque::len);
+        if owes == 0 && (self.owed.len() >= MAX_IDENTITIES || self.owed_total >= MAX_OWED) {
             return;
         }
         let owed = self.owed.entry(name.to_string()).or_default();
-        if owed.len() < OWED_PER_IDENTITY && !owed.contains(&out) {
-            owed.push_back(out);
+        if owed.contains(&out) {
+            return;
         }
+        if owed.len() >= OWED_PER_IDENTITY || self.owed_total >= MAX_OWED {
+            owed.pop_front();
+            self.owed_total -= 1;
+        }
+        owed.push_back(out);
+        self.owed_total += 1;
     }
 
     /// Up to `most` of the checks identity `name` owes, oldest first, among those of `runs` (the runs it
     /// may lease from in this call) with no check of their job out: taken off the books (leased again,
-    /// each is owed again only if dodged again). The others stay owed for a later call; a check whose
-    /// job left the pool (its result taken back) is owed no more.
+    /// each is owed again only if dodged again). The others stay owed for a later call.
     fn take_owed(&mut self, name: &str, runs: &[u64], most: usize) -> Vec<Out> {
         let Some(mut owed) = self.owed.remove(name) else {
             return Vec::new();
         };
-        owed.retain(|out| {
-            self.pool
-                .get(&out.run)
-                .is_some_and(|p| p.iter().any(|c| c.key == out.key))
-        });
         let mut taken = Vec::new();
         owed.retain(|out| {
             let due = taken.len() < most
@@ -127,10 +136,20 @@ impl SpotChecks {
             }
             !due
         });
+        self.owed_total -= taken.len();
         if !owed.is_empty() {
             self.owed.insert(name.to_string(), owed);
         }
         taken
+    }
+
+    /// Drops the owed checks that `keep` refuses, keeping the count of them.
+    fn drop_owed(&mut self, keep: impl Fn(&Out) -> bool) {
+        for owed in self.owed.values_mut() {
+            owed.retain(|o| keep(o));
+        }
+        self.owed.retain(|_, owed| !owed.is_empty());
+        self.owed_total = self.owed.values().map(VecDeque::len).sum();
     }
 
     /// Takes up the checks passed as saved (a start), at most [`MAX_IDENTITIES`] of them, the most
@@ -178,27 +197,33 @@ impl SpotChecks {
         // Its checks out ended with its leases.
         self.out.retain(|_, o| o.run != run);
         self.out_jobs.retain(|(r, _)| *r != run);
-        for owed in self.owed.values_mut() {
-            owed.retain(|o| o.run != run);
-        }
-        self.owed.retain(|_, owed| !owed.is_empty());
+        self.drop_owed(|o| o.run != run);
     }
 
-    /// Forgets the jobs `taken` (their results taken back), each pool walked once whatever their
-    /// number: a quarantine takes back every unconfirmed result of its worker, a million at N = 28,
-    /// and a walk of the pool per result held the state lock for seconds (found by a review,
-    /// 2026-11-29).
+    /// Forgets the jobs `taken` (their results taken back), and the checks owed of them: each pool, and
+    /// the owed checks, walked once whatever their number. A quarantine takes back every unconfirmed
+    /// result of its worker, a million at N = 28, and a walk of the pool per result held the state
+    /// lock for seconds (found by a review, 2026-11-29).
     pub fn forget<'a>(&mut self, taken: impl IntoIterator<Item = (u64, &'a JobKey)>) {
+        // The runs that hold a pool or owed checks: only their keys are kept for the walk.
+        let owed_runs: HashSet<u64> = self.owed.values().flatten().map(|o| o.run).collect();
         let mut by_run: HashMap<u64, HashSet<&JobKey>> = HashMap::new();
         for (run, key) in taken {
-            if self.pool.contains_key(&run) {
+            if self.pool.contains_key(&run) || owed_runs.contains(&run) {
                 by_run.entry(run).or_default().insert(key);
             }
         }
-        for (run, keys) in by_run {
-            if let Some(pool) = self.pool.get_mut(&run) {
+        if by_run.is_empty() {
+            return;
+        }
+        for (run, keys) in &by_run {
+            if let Some(pool) = self.pool.get_mut(run) {
                 pool.retain(|c| !keys.contains(&c.key));
             }
+        }
+        // An owed check whose count was taken back is no check any more.
+        if !owed_runs.is_empty() {
+            self.drop_owed(|o| !by_run.get(&o.run).is_some_and(|keys| keys.contains(&o.key)));
         }
     }
 
@@ -560,8 +585,9 @@ mod tests {
         assert_eq!(s.take_owed("l", &[1], 4), vec![out("1.2")], "still owed");
     }
 
-    /// An identity owes every check it dodged, oldest first, each once, up to `OWED_PER_IDENTITY`; a
-    /// call takes as many as it has room for, and the rest stay owed (found by a review, 2026-11-30:
+    /// An identity owes every check it dodged, oldest first, each once, up to `OWED_PER_IDENTITY` (the
+    /// oldest dropped for the newest: a run that finished keeps its owed checks from being taken, and
+    /// must not keep new ones out); a call takes as many as it has room for, and the rest stay owed (found by a review, 2026-11-30:
     /// one check per identity was owed, so of two handed back at once only the last came back).
     #[test]
     fn every_check_dodged_is_owed_up_to_a_bound() {
@@ -587,10 +613,26 @@ mod tests {
             s.owe("l", many(i));
         }
         assert_eq!(s.owed["l"].len(), OWED_PER_IDENTITY);
-        assert_eq!(s.owed["l"][0], many(0), "the oldest kept");
+        assert_eq!(s.owed["l"][0], many(5), "the oldest dropped for the newest");
+        assert_eq!(s.owed_total, OWED_PER_IDENTITY);
+        // A check owed stays owed when its job leaves the pool of recent confirmed jobs (it is still
+        // confirmed), and goes only when its count is taken back.
+        let mut s = SpotChecks::new([1; 16]);
+        s.confirmed(1, key("1.1"), vec![]);
+        s.owe("l", out("1.1"));
+        s.owe("l", out("1.2"));
+        for i in 0..POOL_PER_RUN {
+            s.confirmed(1, many(i).key, vec![]);
+        }
+        assert!(s.pooled(1).iter().all(|k| *k != key("1.1")), "rotated out");
+        assert_eq!(s.take_owed("l", &[1], 1), vec![out("1.1")]);
+        s.forget([(1, &key("1.2"))]);
+        assert_eq!(s.take_owed("l", &[1], 1), vec![], "taken back");
+        assert!(s.owed.is_empty() && s.owed_total == 0);
     }
 
-    /// Owed checks are kept for at most `MAX_IDENTITIES` identities; one already owing may owe another.
+    /// Owed checks are kept for at most `MAX_IDENTITIES` identities and `MAX_OWED` in all; one already
+    /// owing may owe another.
     #[test]
     fn owed_checks_are_kept_for_a_bounded_number_of_identities() {
         let mut s = SpotChecks::new([1; 16]);
@@ -604,8 +646,11 @@ mod tests {
         s.owe("late", out("1.2"));
         assert_eq!(s.owed.len(), MAX_IDENTITIES);
         assert!(!s.owed.contains_key("late"));
+        assert_eq!(s.owed_total, MAX_OWED);
+        // At the cap in all, one that owes some drops its oldest for the newest.
         s.owe("w0", out("1.3"));
-        assert_eq!(s.owed["w0"], [out("1.2"), out("1.3")]);
+        assert_eq!(s.owed["w0"], [out("1.3")]);
+        assert_eq!(s.owed_total, MAX_OWED);
     }
 
     /// Picks are drawn over the whole pool (not its first job), and a job taken back is never picked.
