@@ -836,6 +836,47 @@ mod tests {
         assert!(t.check_report(id, tag, 1, &key("0.1"), "w").is_err());
     }
 
+    /// A barrable lease of a job keeps the hold of an earlier lease of it to the same identity issued
+    /// less than a hold before, and only that: not another identity's, nor one issued a whole hold
+    /// ago. The bounds are strict: a lease whose last heartbeat would keep it exactly to its hold has
+    /// not held longest, and one that ends exactly at half its hold has not held past half.
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_keeps_only_its_own_identitys_hold_of_less_than_a_hold_ago() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        let mut t = Leases::new(3, SECRET, s(10)).holding_at_most(s(30));
+        let job = key("0.1");
+        let first = t.issue(1, job.clone(), "o/1", "o", now);
+        t.bar_at_hold(first);
+        t.release("o/1", &[first]);
+        // Another identity, 5 s later: a hold of its own.
+        let other = t.issue(1, job.clone(), "h/1", "h", now + s(5));
+        t.bar_at_hold(other);
+        let l = t.active[&other].clone();
+        assert_eq!((l.hold_from, l.deadline), (now + s(5), now + s(15)));
+        t.release("h/1", &[other]);
+        // h again, exactly a hold after its first issue: a hold of its own.
+        let again = t.issue(1, job.clone(), "h/1", "h", now + s(35));
+        t.bar_at_hold(again);
+        let l = t.active[&again].clone();
+        assert_eq!((l.hold_from, l.deadline), (now + s(35), now + s(45)));
+        t.release("h/1", &[again]);
+        // h once more, 28 s after that: the hold it began 28 s ago, 2 s left.
+        let late = t.issue(1, job.clone(), "h/1", "h", now + s(63));
+        t.bar_at_hold(late);
+        let l = t.active[&late].clone();
+        assert_eq!((l.hold_from, l.deadline), (now + s(35), now + s(65)));
+        // The strict bounds.
+        let at = |beat| Lease { beat, ..l.clone() };
+        assert!(
+            !t.held_longest(&at(now + s(55))),
+            "kept exactly to its hold"
+        );
+        assert!(t.held_longest(&at(now + s(55) + Duration::from_nanos(1))));
+        assert!(!t.held_past_half(&l, now + s(50)), "ends exactly at half");
+        assert!(t.held_past_half(&l, now + s(50) + Duration::from_nanos(1)));
+    }
+
     /// A barrable lease that runs out its hold bars its identity from its job for a hold, then no
     /// more; a count of the job lifts the bar at once. So does one that expires past half its hold (its
     /// worker silent from a heartbeat whose deadline lay past it). A lease that is not barrable bars

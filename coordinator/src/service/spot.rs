@@ -651,6 +651,15 @@ mod tests {
         s.owe("w0", out("1.3"));
         assert_eq!(s.owed["w0"], [out("1.3")]);
         assert_eq!(s.owed_total, MAX_OWED);
+        // The cap in all holds with fewer identities too: 64 owing 1,024 each.
+        let mut s = SpotChecks::new([1; 16]);
+        for i in 0..MAX_OWED {
+            let key = format!("{}.{}", 10 + (i % OWED_PER_IDENTITY) / 100, i % 100);
+            s.owe(&format!("w{}", i / OWED_PER_IDENTITY), out(&key));
+        }
+        assert_eq!((s.owed.len(), s.owed_total), (64, MAX_OWED));
+        s.owe("late", out("1.2"));
+        assert!(!s.owed.contains_key("late"));
     }
 
     /// Picks are drawn over the whole pool (not its first job), and a job taken back is never picked.

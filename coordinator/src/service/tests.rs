@@ -3539,7 +3539,7 @@ async fn chosen_keys_cut_by_room_are_news_to_a_look_meanwhile() {
 #[tokio::test(start_paused = true)]
 async fn a_result_sent_again_wakes_no_waiting_call() {
     let c = coordinator();
-    run_of_8(&c).await;
+    let run = run_of_8(&c).await;
     let held = lease(&c, "a", 2).await;
     let changes = c.subscribe();
     let before = *changes.borrow();
@@ -3554,13 +3554,36 @@ async fn a_result_sent_again_wakes_no_waiting_call() {
     // a's lease of job 1 expires, b counts the job, and a's copy comes late: credited once.
     tokio::time::advance(TIMEOUT * 2).await;
     c.expire_leases().await;
-    let other = lease(&c, "b", 64).await;
-    let second = other.iter().find(|g| g.key == held[1].key).unwrap();
+    let of_b = lease(&c, "b", 64).await;
+    let second = of_b.iter().find(|g| g.key == held[1].key).unwrap();
     report_all(&c, "b", std::slice::from_ref(second)).await;
     let before = *changes.borrow();
     let late = c.report("a", "a", vec![report(&held[1])]).await.unwrap();
     assert_eq!(late, vec![Outcome::Duplicate]);
     assert_eq!(changes.borrow().wrapping_sub(before), 1, "credited");
+    // A different count of a done job under no lease issued to its sender (a's lease, its tag
+    // wrong): only compared, no news.
+    let mut other = report(&held[0]);
+    other.tag ^= 1;
+    other.result.nodes += 1;
+    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+    other.seal = Some(seal(plan.fingerprint().1, &held[0].key, &other.result));
+    let before = *changes.borrow();
+    let compared = c.report("m", "m", vec![other]).await.unwrap();
+    assert!(
+        matches!(compared[..], [Outcome::Mismatch { .. }]),
+        "{compared:?}"
+    );
+    assert_eq!(changes.borrow().wrapping_sub(before), 0, "only compared");
+    // A result for a job that failed meanwhile, under its sender's live lease: the lease ends (news,
+    // though nothing is counted or credited).
+    let failing = of_b.iter().find(|g| g.key != held[1].key).unwrap();
+    let id = c.run(&run).unwrap().meta.id;
+    c.shared.store.fail_job(id, &failing.key, "test").unwrap();
+    let before = *changes.borrow();
+    let failed = c.report("b", "b", vec![report(failing)]).await.unwrap();
+    assert_eq!(failed, vec![Outcome::JobFailed]);
+    assert_eq!(changes.borrow().wrapping_sub(before), 1, "its lease ended");
 }
 
 /// After a restart the coordinator knows which jobs a worker computed only from their records: a
