@@ -939,20 +939,17 @@ mod tests {
         assert_eq!(store.tally(run).unwrap().jobs, 0);
     }
 
-    /// A ledger cut after x's count (the lines of x's quarantine, its revocation and y's equal count
-    /// of the job lost): the store holds y's count, the same counts credited to another worker. x is
-    /// quarantined in the store, so y's count replaced x's: it stands, never removed as damaged (found
-    /// by a review, 2026-11-25: y's acknowledged count was removed as "damaged on disk", x's restored,
-    /// then taken back by x's quarantine, and the job computed again).
-    #[test]
-    fn a_count_that_replaced_a_quarantined_workers_equal_count_stands() {
+    /// A store where x's count of job 0 (`wrong` too high) was counted and is in the ledger; then, in
+    /// the store alone, x was quarantined, its count taken back, and y's right count counted (the
+    /// ledger lines of that lost). Returns the store, the run and y's result.
+    fn x_replaced_by_y(dir: &Path, wrong: u64) -> (Store, u64, crate::durable::store::Incoming) {
         use crate::durable::store::tests::by;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(LEDGER_FILE);
-        let (store, run, plan) = one_run(dir.path(), 0.0);
+        let (store, run, plan) = one_run(dir, 0.0);
         let right = incoming_from(run, &plan, 0, "x");
-        store.commit(&[by(&plan, "x", right.clone(), 0)]).unwrap();
-        ledger::rewrite(&path, &store).unwrap();
+        store
+            .commit(&[by(&plan, "x", right.clone(), wrong)])
+            .unwrap();
+        ledger::rewrite(&dir.join(LEDGER_FILE), &store).unwrap();
         store
             .restore_quarantine(&crate::durable::store::Quarantine {
                 worker: "x".into(),
@@ -966,6 +963,19 @@ mod tests {
         assert_eq!(store.tally(run).unwrap().jobs, 0);
         let y = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
         assert_eq!(y.outcomes, vec![crate::durable::store::Outcome::Accepted]);
+        (store, run, right)
+    }
+
+    /// A ledger cut after x's count (the lines of x's quarantine, its revocation and y's equal count
+    /// of the job lost): the store holds y's count, the same counts credited to another worker. x is
+    /// quarantined in the store, so y's count replaced x's: it stands, never removed as damaged (found
+    /// by a review, 2026-11-25: y's acknowledged count was removed as "damaged on disk", x's restored,
+    /// then taken back by x's quarantine, and the job computed again).
+    #[test]
+    fn a_count_that_replaced_a_quarantined_workers_equal_count_stands() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (store, run, right) = x_replaced_by_y(dir.path(), 0);
         let (_, repairs, _) = reconcile(&store, &path, false).unwrap();
         assert_eq!(repairs.results_damaged, 0, "{repairs:?}");
         assert!(repairs.ledger_rewritten);
@@ -982,26 +992,10 @@ mod tests {
     /// before that mend, counts the record's name as quarantined).
     #[test]
     fn a_different_count_that_replaced_a_quarantined_workers_count_stands() {
-        use crate::durable::store::tests::by;
         for damaged in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join(LEDGER_FILE);
-            let (store, run, plan) = one_run(dir.path(), 0.0);
-            let right = incoming_from(run, &plan, 0, "x");
-            store.commit(&[by(&plan, "x", right.clone(), 8)]).unwrap();
-            ledger::rewrite(&path, &store).unwrap();
-            store
-                .restore_quarantine(&crate::durable::store::Quarantine {
-                    worker: "x".into(),
-                    reason: "shown wrong on another job".into(),
-                    at_unix: 2,
-                    by: Vec::new(),
-                    held: false,
-                })
-                .unwrap();
-            store.revoke("x").unwrap();
-            let y = store.commit(&[by(&plan, "y", right.clone(), 0)]).unwrap();
-            assert_eq!(y.outcomes, vec![crate::durable::store::Outcome::Accepted]);
+            let (store, run, right) = x_replaced_by_y(dir.path(), 8);
             if damaged {
                 store.damage_record("quarantine", b"x", |r| {
                     r.replace("\"at_unix\":2", "\"at_unix\":3")

@@ -139,8 +139,9 @@ pub struct Settled {
     /// Keys that went back to the retry queue.
     pub requeued: usize,
     /// Whether a key went back that another lease call waiting may now find (held keys aside): only
-    /// where another call looked at the run's queues while it was out of them. A call that looked
-    /// before saw it; one that looks after finds it.
+    /// where another call looked at the run's queues while it was out of them, or is in the middle of
+    /// its pass ([`LiveRun::news_since`]). A call that looked before saw it; one that looks after
+    /// finds it.
     pub returned: bool,
     /// Keys held for a worker of another kernel family or a drawn identity (the asking worker may take
     /// them later).

@@ -207,18 +207,23 @@ async fn a_slow_worker_that_heartbeats_keeps_its_leases_past_the_timeout() {
     assert_eq!(total(&c, &run), (Q8, true));
 }
 
+/// A coordinator in memory whose leases live at most ten lease timeouts (`TIMEOUT`) from their issue.
+fn holding_ten_timeouts() -> Coordinator {
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        max_lease_hold: TIMEOUT * 10,
+        ..Config::default()
+    };
+    Coordinator::open(Store::temporary().unwrap(), config).unwrap()
+}
+
 /// A worker credential that heartbeats its leases and never reports loses them at the longest hold
 /// (`serve --max-lease-hold`): its jobs go to another worker and the run ends exact. Before, it held
 /// them for as long as it liked, and the run never finished (found by a review, 2026-11-29). Its
 /// late results, the same, change nothing.
 #[tokio::test(start_paused = true)]
 async fn a_credential_that_heartbeats_and_never_reports_loses_its_leases_at_the_longest_hold() {
-    let config = Config {
-        lease_timeout: TIMEOUT,
-        max_lease_hold: TIMEOUT * 10,
-        ..Config::default()
-    };
-    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+    let c = holding_ten_timeouts();
     let run = run_of_8(&c).await;
     let held = lease_credential(&c, "hoarder", 4096).await;
     assert!(!held.is_empty());
@@ -262,12 +267,7 @@ async fn a_credential_that_heartbeats_and_never_reports_loses_its_leases_at_the_
 #[tokio::test(start_paused = true)]
 async fn a_credential_that_hands_back_late_in_its_hold_is_barred_from_those_jobs() {
     for silent in [false, true] {
-        let config = Config {
-            lease_timeout: TIMEOUT,
-            max_lease_hold: TIMEOUT * 10,
-            ..Config::default()
-        };
-        let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+        let c = holding_ten_timeouts();
         let run = run_of_8(&c).await;
         let hoarder = "hoarder";
         // Early: handed back, and leased again at once.
@@ -338,12 +338,7 @@ async fn a_credential_that_hands_back_late_in_its_hold_is_barred_from_those_jobs
 /// asked at that moment (found by a review of the half-hold bar, 2026-11-30).
 #[tokio::test(start_paused = true)]
 async fn a_hoarder_that_hands_back_early_and_leases_again_keeps_its_first_hold() {
-    let config = Config {
-        lease_timeout: TIMEOUT,
-        max_lease_hold: TIMEOUT * 10,
-        ..Config::default()
-    };
-    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+    let c = holding_ten_timeouts();
     let run = run_of_8(&c).await;
     let hoarder = "hoarder";
     let mut held = lease_credential(&c, hoarder, 4096).await;
