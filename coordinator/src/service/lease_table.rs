@@ -204,7 +204,7 @@ impl Leases {
         let Some(l) = self.active.get(&id) else {
             return;
         };
-        let (job, name, now) = ((l.run, l.key.clone()), l.name.clone(), l.issued);
+        let (job, name, issued) = ((l.run, l.key.clone()), l.name.clone(), l.issued);
         let earlier = match self.max_hold {
             Some(hold) => self
                 .past_by_job
@@ -212,7 +212,7 @@ impl Leases {
                 .into_iter()
                 .flatten()
                 .filter_map(|past| self.past.get(past))
-                .filter(|e| e.name == name && e.hold_from + hold > now)
+                .filter(|e| e.name == name && e.hold_from + hold > issued)
                 .map(|e| e.hold_from)
                 .min(),
             None => None,

@@ -217,6 +217,15 @@ fn holding_ten_timeouts() -> Coordinator {
     Coordinator::open(Store::temporary().unwrap(), config).unwrap()
 }
 
+/// Another worker leases the `jobs` jobs left of `run` (N = 8), every one, and reports them: the total
+/// is exact.
+async fn another_finishes(c: &Coordinator, run: &str, jobs: usize) {
+    let again = lease(c, "other", 4096).await;
+    assert_eq!(again.len(), jobs, "every job is leased again");
+    report_all(c, "other", &again).await;
+    assert_eq!(total(c, run), (Q8, true));
+}
+
 /// A worker credential that heartbeats its leases and never reports loses them at the longest hold
 /// (`serve --max-lease-hold`): its jobs go to another worker and the run ends exact. Before, it held
 /// them for as long as it liked, and the run never finished (found by a review, 2026-11-29). Its
@@ -249,10 +258,7 @@ async fn a_credential_that_heartbeats_and_never_reports_loses_its_leases_at_the_
         back.iter().all(|b| held.iter().all(|g| g.key != b.key)),
         "{back:?}"
     );
-    let again = lease(&c, "other", 4096).await;
-    assert_eq!(again.len(), held.len(), "every job is leased again");
-    report_all(&c, "other", &again).await;
-    assert_eq!(total(&c, &run), (Q8, true));
+    another_finishes(&c, &run, held.len()).await;
     let late = report_all(&c, hoarder, &held).await;
     assert!(late.iter().all(|o| *o == Outcome::Duplicate), "{late:?}");
     assert_eq!(total(&c, &run), (Q8, true));
@@ -324,10 +330,7 @@ async fn a_credential_that_hands_back_late_in_its_hold_is_barred_from_those_jobs
         // Barred for a hold, not for good: not idle (a worker told idle may exit, and a fleet of one
         // credential would leave the jobs to nobody).
         assert!(!back.idle, "silent {silent}: {back:?}");
-        let again = lease(&c, "other", 4096).await;
-        assert_eq!(again.len(), held.len(), "every job is leased again");
-        report_all(&c, "other", &again).await;
-        assert_eq!(total(&c, &run), (Q8, true));
+        another_finishes(&c, &run, held.len()).await;
     }
 }
 
@@ -363,10 +366,7 @@ async fn a_hoarder_that_hands_back_early_and_leases_again_keeps_its_first_hold()
             ),
         }
     }
-    let again = lease(&c, "other", 4096).await;
-    assert_eq!(again.len(), jobs);
-    report_all(&c, "other", &again).await;
-    assert_eq!(total(&c, &run), (Q8, true));
+    another_finishes(&c, &run, jobs).await;
 }
 
 /// A fleet of one name whose lease ran out its hold gets the job back: the shared workers' token
