@@ -67,6 +67,15 @@ pub struct LoadgenArgs {
     /// load fills the same run further: see coordinator/benches/store-at-scale.sh).
     #[arg(long)]
     pub reuse: bool,
+    /// Workers (beyond --workers, each on its own connection) whose lease calls wait meanwhile on a
+    /// second run none of whose jobs is free, as a fleet's do at the end of a run: what their looks
+    /// cost the load.
+    #[arg(long, default_value_t = 0)]
+    pub waiters: usize,
+    /// What keeps the waiters' run from them: its jobs leased, or verified jobs each waiting for a
+    /// second result from an identity drawn for it.
+    #[arg(long, value_enum, default_value_t = loadgen::Tail::Leased)]
+    pub tail: loadgen::Tail,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -96,6 +105,8 @@ pub fn run(args: &LoadgenArgs) -> anyhow::Result<()> {
         verify_fraction: args.verify_fraction,
         reuse: args.reuse,
         worker_token: args.worker_token_file.clone(),
+        waiters: args.waiters,
+        tail: args.tail,
     };
     load.check()
         .map_err(|e| nqueens_common::Error::InvalidSetting(e.to_string()))?;
@@ -211,6 +222,20 @@ fn print_text(o: &Output) {
         "check: the run holds exactly the {} jobs acknowledged as done (total {})",
         r.jobs_done, r.total
     );
+    if let Some(w) = &r.waited {
+        println!(
+            "waiting: {} workers waited on a run of {} jobs ({}): {} calls answered, {} jobs leased, {} errors",
+            w.waiters,
+            w.jobs,
+            match w.tail {
+                Some(loadgen::Tail::Verifying) => "each waiting for a second result",
+                _ => "all leased",
+            },
+            w.calls,
+            w.leased,
+            w.errors
+        );
+    }
     if let Some(bytes) = o.store_bytes {
         println!(
             "store: {:.1} MiB on disk, {:.0} bytes per done job",

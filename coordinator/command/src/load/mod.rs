@@ -3,6 +3,7 @@
 //! measures the results the coordinator acknowledged per second and the lease and report latencies, then
 //! checks that the run holds exactly the results acknowledged as done (none lost, none counted twice).
 
+mod tail;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use nqueens_proto::Connection;
 use serde::Serialize;
 use tokio::time::Instant;
 
+pub use tail::{Tail, Waited};
 use worker::{latency_histogram, simulate, Role};
 
 /// Most simulated workers in one process: each holds a connection, and with the load generator's own
@@ -46,6 +48,10 @@ pub struct Load {
     /// The token of the simulated workers (a worker credential, say), where it is not the one that
     /// creates the run.
     pub worker_token: Option<String>,
+    /// Workers, each on its own connection, whose lease calls wait meanwhile on a second run none of
+    /// whose jobs is free (the tail of a run), and what holds its jobs.
+    pub waiters: usize,
+    pub tail: Tail,
 }
 
 /// Latency percentiles of one kind of call, in milliseconds.
@@ -99,6 +105,8 @@ pub struct LoadReport {
     pub total: String,
     /// The run's job list: the full plan of N.
     pub jobs_total: u64,
+    /// What the waiting workers saw (absent without them).
+    pub waited: Option<Waited>,
 }
 
 /// Why a load run failed.
@@ -125,6 +133,11 @@ impl Load {
         let bad = |s: String| Err(LoadError::Invalid(s));
         if !(1..=MAX_WORKERS).contains(&self.workers) {
             return bad(format!("workers must be 1 to {MAX_WORKERS}"));
+        }
+        if self.workers + self.waiters > MAX_WORKERS {
+            return bad(format!(
+                "workers and waiters together must be at most {MAX_WORKERS}"
+            ));
         }
         // A smaller rate's period between two results is past what a clock can add.
         if self.rate.is_some_and(|r| !(1e-3..=1e9).contains(&r)) {
@@ -211,6 +224,39 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
         };
         tasks.push(tokio::spawn(simulate(connect(&workers_connection)?, role)));
     }
+    let tail = match load.waiters {
+        0 => None,
+        waiters => {
+            let mut tail_client = connect(&workers_connection)?;
+            let prepared = tail::prepare(&mut tail_client, load.tail).await?;
+            let mut calls = Vec::with_capacity(waiters);
+            for i in 0..waiters {
+                calls.push(tokio::spawn(tail::wait(
+                    connect(&workers_connection)?,
+                    format!("wait-{i:05}"),
+                    prepared.run.clone(),
+                    until,
+                )));
+            }
+            let held = tail::hold(tail_client, &prepared, until).await;
+            let mut waited = Waited {
+                waiters,
+                tail: Some(load.tail),
+                jobs: prepared.jobs,
+                ..Waited::default()
+            };
+            for call in calls {
+                let w = call
+                    .await
+                    .map_err(|e| LoadError::Invalid(format!("a waiting worker panicked: {e}")))?;
+                waited.calls += w.calls;
+                waited.leased += w.leased;
+                waited.errors += w.errors;
+            }
+            held?;
+            Some(waited)
+        }
+    };
     let mut lease = latency_histogram();
     let mut report = latency_histogram();
     let (mut committed, mut errors, mut first_error) = (0, 0, None);
@@ -275,6 +321,7 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
         jobs_done: stored.jobs_done,
         total: stored.total,
         jobs_total: stored.jobs_total,
+        waited: tail,
     })
 }
 

@@ -98,21 +98,21 @@ pub fn synthetic(job: &str) -> (u64, u64, u64) {
 /// The result a simulated worker reports for `lease`: [`synthetic`], or nothing at all for a job
 /// that no sub-problem fits (a `d4` job whose every ring clashes with its prefix), as its search
 /// would give.
-fn synthetic_result(lease: &proto::JobLease, role: &Role) -> nqueens_common::JobResult {
+fn synthetic_result(lease: &proto::JobLease, n: u32, d4: bool) -> nqueens_common::JobResult {
     let (total, unique8, nodes) = synthetic(&lease.job);
-    let strategy = if role.d4 {
+    let strategy = if d4 {
         nqueens_common::Strategy::D4
     } else {
         nqueens_common::Strategy::Mirror
     };
     let result = nqueens_common::JobResult {
         total,
-        unique8: role.d4.then_some(unique8),
+        unique8: d4.then_some(unique8),
         nodes,
     };
     let fits = u8::try_from(lease.depth)
         .ok()
-        .and_then(|depth| nqueens_common::Plan::with_depth(role.n, strategy, depth).ok())
+        .and_then(|depth| nqueens_common::Plan::with_depth(n, strategy, depth).ok())
         .zip(lease.job.parse().ok())
         .and_then(|(plan, key)| plan.job(&key).ok())
         .is_some_and(|job| job.check(&result).is_ok());
@@ -121,7 +121,7 @@ fn synthetic_result(lease: &proto::JobLease, role: &Role) -> nqueens_common::Job
     } else {
         nqueens_common::JobResult {
             total: 0,
-            unique8: role.d4.then_some(0),
+            unique8: d4.then_some(0),
             nodes: 0,
         }
     }
@@ -183,14 +183,14 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
                                 t.committed += u64::from(in_window);
                                 t.done.insert(
                                     lease.job.clone(),
-                                    synthetic_result(&lease, &role).total,
+                                    synthetic_result(&lease, role.n, role.d4).total,
                                 );
                             }
                             Ok(proto::Outcome::Pending) => t.committed += u64::from(in_window),
                             Ok(proto::Outcome::Duplicate) => {
                                 t.done.insert(
                                     lease.job.clone(),
-                                    synthetic_result(&lease, &role).total,
+                                    synthetic_result(&lease, role.n, role.d4).total,
                                 );
                             }
                             _ => {}
@@ -201,8 +201,10 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
                     // Kept, and reported again next cycle (idempotent). Until an answer comes, the
                     // store may or may not hold them.
                     for lease in &held {
-                        t.unanswered
-                            .insert(lease.job.clone(), synthetic_result(lease, &role).total);
+                        t.unanswered.insert(
+                            lease.job.clone(),
+                            synthetic_result(lease, role.n, role.d4).total,
+                        );
                     }
                     t.failed(&s);
                     tokio::time::sleep(ERROR_PAUSE).await;
@@ -255,7 +257,12 @@ pub async fn simulate(mut client: Client, role: Role) -> Tallies {
 }
 
 fn result_of(lease: &proto::JobLease, role: &Role) -> proto::JobResult {
-    let result = synthetic_result(lease, role);
+    result_of_job(lease, role.n, role.d4)
+}
+
+/// The synthetic result of `lease`'s job of N = `n`, sealed, as a worker reports it.
+pub fn result_of_job(lease: &proto::JobLease, n: u32, d4: bool) -> proto::JobResult {
+    let result = synthetic_result(lease, n, d4);
     let seal = lease
         .job
         .parse()
@@ -264,7 +271,7 @@ fn result_of(lease: &proto::JobLease, role: &Role) -> proto::JobResult {
     proto::JobResult {
         lease_id: lease.lease_id,
         run: lease.run.clone(),
-        n: role.n,
+        n,
         job: lease.job.clone(),
         total: result.total,
         unique8: result.unique8,
