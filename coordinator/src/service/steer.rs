@@ -89,20 +89,28 @@ impl Steer {
     }
 
     /// Whether job `key` of run `run`, whose one result is `record`'s, waits for another identity
-    /// than the asking one: for another family ([`Steer::waits`]), or for one the draw admits
-    /// ([`Steer::admits`]).
+    /// than the asking one: for one the draw admits ([`Steer::admits`]), or, among those, for one of
+    /// another family ([`Steer::waits`]).
     pub fn holds(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
-        Steer::may_wait(record) && (self.waits(record) || !self.admits(run, key, record))
+        Steer::may_wait(record) && (!self.admits(run, key, record) || self.waits(run, key, record))
     }
 
     /// Whether the draw admits the asking identity to give job `key` of run `run` its one result's
-    /// second: always where at most [`DRAWN`] identities could (the asking one and the others serving,
-    /// the first result's left out, and while the job is steered to another family, those of another
-    /// family than its first result's alone), else with a chance of [`DRAWN`] over their number, doubled for
-    /// each period of the wait since the first result (one stamped later than now, a clock stepped
-    /// back, admits everyone). Drawn by a keyed hash of the job, the first result's lease and the
-    /// identity: the same answer for each call, and none a worker can foresee.
+    /// second: see [`Steer::admits_name`].
     pub fn admits(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
+        self.admits_name(run, key, record, &self.name)
+    }
+
+    /// Whether the draw admits identity `name` to give job `key` of run `run` its one result's
+    /// second: always where at most [`DRAWN`] identities could (the asking one and the others
+    /// serving, the first result's left out, whatever their families), else with a chance of
+    /// [`DRAWN`] over their number, doubled for each period of the wait since the first result (one
+    /// stamped later than now, a clock stepped back, admits everyone). Drawn by a keyed hash of the
+    /// job, the first result's lease and the identity: the same answer for each call, and none a
+    /// worker can foresee. Families play no part: before, while a job was steered to another family,
+    /// only that family's identities were counted, so that a partner claiming a family few others
+    /// compute was admitted for certain (found by a review, 2026-12-01).
+    pub fn admits_name(&self, run: u64, key: &JobKey, record: &JobRecord, name: &str) -> bool {
         let [first] = record.candidates.as_slice() else {
             return true;
         };
@@ -110,11 +118,10 @@ impl Steer {
             return true;
         };
         let periods = age.checked_div(self.wait.as_secs()).unwrap_or(u64::MAX);
-        let steered = self.steered_from(record);
         let could = 1 + self
             .others
             .iter()
-            .filter(|(name, f)| *name != first.worker && steered.is_none_or(|s| f.other_than(s)))
+            .filter(|(other, _)| *other != first.worker)
             .count();
         let admitted = match periods {
             p @ 0..32 => DRAWN << p,
@@ -128,25 +135,31 @@ impl Steer {
         h.write_usize(key.0.len());
         h.write(&key.0);
         h.write_u64(first.lease);
-        h.write_usize(self.name.len());
-        h.write(self.name.as_bytes());
+        h.write_usize(name.len());
+        h.write(name.as_bytes());
         // A share `admitted / could` of the hashes, in 128 bits.
         u128::from(h.finish()) * (could as u128) < (admitted as u128) << 64
     }
 
-    /// Whether the job of `record` waits for a worker of another family than the asking one: it is
-    /// steered away from its first result's family ([`Steer::steered_from`]), the asking identity's
-    /// only one.
-    pub fn waits(&self, record: &JobRecord) -> bool {
-        self.steered_from(record)
+    /// Whether job `key` of run `run` (whose one result is `record`'s) waits for a worker of another
+    /// family than the asking one: it is steered away from its first result's family
+    /// ([`Steer::steered_from`]), the asking identity's only one.
+    pub fn waits(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
+        self.steered_from(run, key, record)
             .is_some_and(|family| self.own.only(family))
     }
 
     /// The family a job is steered away from: its first result's, where it is a verified job with one
-    /// result of a stated family, at least [`QUORUM`] serving identities other than the first result's
-    /// compute another family, and the result is younger than the wait (one stamped later than now, a
-    /// clock stepped back, is steered nowhere).
-    fn steered_from(&self, record: &JobRecord) -> Option<nqueens_common::Family> {
+    /// result of a stated family, at least [`QUORUM`] identities the draw admits to it, other than the
+    /// first result's and the asking one, compute another family, and the result is younger than the
+    /// wait (one stamped later than now, a clock stepped back, is steered nowhere). The draw is
+    /// tried only for identities of another family, and only once the asking one is admitted.
+    fn steered_from(
+        &self,
+        run: u64,
+        key: &JobKey,
+        record: &JobRecord,
+    ) -> Option<nqueens_common::Family> {
         let (true, [first]) = (Steer::may_wait(record), record.candidates.as_slice()) else {
             return None;
         };
@@ -155,12 +168,20 @@ impl Steer {
             .now_unix
             .checked_sub(first.at_unix)
             .is_some_and(|age| age < self.wait.as_secs());
+        if !young {
+            return None;
+        }
         let others = self
             .others
             .iter()
-            .filter(|(name, f)| *name != first.worker && f.other_than(family))
+            .filter(|(name, f)| {
+                *name != first.worker
+                    && f.other_than(family)
+                    && self.admits_name(run, key, record, name)
+            })
+            .take(QUORUM)
             .count();
-        (young && others >= QUORUM).then_some(family)
+        (others >= QUORUM).then_some(family)
     }
 }
 
@@ -212,23 +233,23 @@ mod tests {
             secret: [9; 16],
         };
         let job = waiting(Some(Gpu), 900);
-        assert!(steer.waits(&job));
+        assert!(steer.waits(7, &JobKey(vec![1]), &job));
         // Its wait is over.
-        assert!(!steer.waits(&waiting(Some(Gpu), 700)));
-        assert!(steer.waits(&waiting(Some(Gpu), 701)));
+        assert!(!steer.waits(7, &JobKey(vec![1]), &waiting(Some(Gpu), 700)));
+        assert!(steer.waits(7, &JobKey(vec![1]), &waiting(Some(Gpu), 701)));
         // The first result of another family, or of none stated.
-        assert!(!steer.waits(&waiting(Some(CpuLists), 900)));
-        assert!(!steer.waits(&waiting(None, 900)));
+        assert!(!steer.waits(7, &JobKey(vec![1]), &waiting(Some(CpuLists), 900)));
+        assert!(!steer.waits(7, &JobKey(vec![1]), &waiting(None, 900)));
         // A result stamped later than now (a clock stepped back) waits for nobody.
-        assert!(!steer.waits(&waiting(Some(Gpu), 1_001)));
-        assert!(steer.waits(&waiting(Some(Gpu), 1_000)));
+        assert!(!steer.waits(7, &JobKey(vec![1]), &waiting(Some(Gpu), 1_001)));
+        assert!(steer.waits(7, &JobKey(vec![1]), &waiting(Some(Gpu), 1_000)));
         // The asking identity computes two families, or none yet.
         for own in [set(&[Gpu, CpuStack]), set(&[])] {
             assert!(!Steer {
                 own,
                 ..steer.clone()
             }
-            .waits(&job));
+            .waits(7, &JobKey(vec![1]), &job));
         }
         // No other family serves; only the first result's own identity ("a") computes one beside a
         // second; or a single identity does, which would get every check held for it (a colluder
@@ -245,16 +266,83 @@ mod tests {
                 others,
                 ..steer.clone()
             }
-            .waits(&job));
+            .waits(7, &JobKey(vec![1]), &job));
         }
         // A dispute, or a job with two results, is never held back.
         let mut disputed = job.clone();
         disputed.state = JobState::Disputed;
-        assert!(!steer.waits(&disputed));
+        assert!(!steer.waits(7, &JobKey(vec![1]), &disputed));
         let mut two = job.clone();
         two.candidates.push(two.candidates[0].clone());
-        assert!(!steer.waits(&two));
-        assert!(!Steer::none().waits(&job));
+        assert!(!steer.waits(7, &JobKey(vec![1]), &two));
+        assert!(!Steer::none().waits(7, &JobKey(vec![1]), &job));
+    }
+
+    /// A partner that claims a family few others compute is admitted to a check no more often than
+    /// any other identity: the draw is over every identity that serves, and the family only orders
+    /// those it admitted. Before, while a job was steered to another family, the draw counted that
+    /// family's identities alone: beside a hundred on GPUs, two honest identities on lists and a
+    /// partner claiming lists were three, within [`DRAWN`], so the partner was admitted to every check
+    /// of its liar's GPU results (found by a review, 2026-12-01).
+    #[test]
+    fn a_partner_claiming_a_rare_family_is_drawn_as_rarely_as_anyone() {
+        let set = |f: Family| [f].into_iter().collect::<FamilySet>();
+        let mut others: Vec<(String, FamilySet)> = (0..100)
+            .map(|i| (format!("g{i}"), set(Family::Gpu)))
+            .collect();
+        others.extend(["l2", "l3"].map(|n| (n.to_string(), set(Family::CpuLists))));
+        let partner = Steer {
+            own: set(Family::CpuLists),
+            others,
+            wait: Duration::from_secs(300),
+            now_unix: 1_000,
+            name: "b".into(),
+            secret: [9; 16],
+        };
+        // The liar "a" computes on GPUs and reports 400 first results.
+        let lie = waiting(Some(Family::Gpu), 900);
+        let key = |i: u16| JobKey(i.to_le_bytes().to_vec());
+        let taken = (0..400u16)
+            .filter(|&i| !partner.holds(7, &key(i), &lie))
+            .count();
+        // About 4 in 103.
+        assert!(
+            (3..=40).contains(&taken),
+            "the partner may take {taken} of 400"
+        );
+        // Once a job's draw has admitted it, the family orders: an identity on GPUs the draw admitted
+        // waits where two admitted identities compute lists, else it takes the job.
+        let admitted_lists = |i: u16| {
+            ["l2", "l3", "b"]
+                .iter()
+                .filter(|n| partner.admits_name(7, &key(i), &lie, n))
+                .count()
+        };
+        for name in ["g0", "g1", "g2"] {
+            let on_gpu = Steer {
+                own: set(Family::Gpu),
+                name: name.into(),
+                others: partner
+                    .others
+                    .iter()
+                    .filter(|(n, _)| n != name)
+                    .cloned()
+                    .chain([("b".to_string(), set(Family::CpuLists))])
+                    .collect(),
+                ..partner.clone()
+            };
+            for i in 0..400u16 {
+                if on_gpu.admits(7, &key(i), &lie) {
+                    assert_eq!(
+                        on_gpu.holds(7, &key(i), &lie),
+                        admitted_lists(i) >= QUORUM,
+                        "job {i}"
+                    );
+                } else {
+                    assert!(on_gpu.holds(7, &key(i), &lie));
+                }
+            }
+        }
     }
 
     /// The draw of who may give a job its second result: with `could` identities serving beside the
@@ -335,18 +423,19 @@ mod tests {
         let mut disputed = job.clone();
         disputed.state = JobState::Disputed;
         assert!((0..50u8).all(|i| !alone.holds(7, &key(i), &disputed)));
-        // While the job is steered to another family, the draw counts that family's identities
-        // alone: of two others on lists beside a hundred on GPUs, a third on lists is always admitted
-        // to a GPU result's check, and one on GPUs waits.
+        // Where the draw admits everyone (four identities serve beside the first result's), a GPU
+        // result's check waits for the two on lists: one on lists takes it, one on GPUs waits. (The
+        // draw among many: `a_partner_claiming_a_rare_family_is_drawn_as_rarely_as_anyone`.)
         let set = |f: Family| [f].into_iter().collect::<FamilySet>();
         let gpu = waiting(Some(Family::Gpu), 900);
-        let mut others: Vec<(String, FamilySet)> = (0..100)
-            .map(|i| (format!("g{i}"), set(Family::Gpu)))
-            .collect();
-        others.extend(
-            [("l2", Family::CpuLists), ("l3", Family::CpuLists)]
-                .map(|(n, f)| (n.to_string(), set(f))),
-        );
+        let others: Vec<(String, FamilySet)> = [
+            ("g1", Family::Gpu),
+            ("l2", Family::CpuLists),
+            ("l3", Family::CpuLists),
+            ("a", Family::Gpu),
+        ]
+        .map(|(n, f)| (n.to_string(), set(f)))
+        .into();
         let lists = Steer {
             own: set(Family::CpuLists),
             others,
@@ -356,7 +445,7 @@ mod tests {
         assert!((0..50u8).all(|i| !lists.holds(7, &key(i), &gpu)));
         let on_gpu = Steer {
             own: set(Family::Gpu),
-            name: "g100".into(),
+            name: "g2".into(),
             ..lists.clone()
         };
         assert!((0..50u8).all(|i| on_gpu.holds(7, &key(i), &gpu)));
