@@ -66,6 +66,25 @@ struct Ended {
 /// Ended leases of one job still recognised for a late report: the most recent ones.
 pub const PAST_PER_JOB: usize = 16;
 
+/// Identities barred from one job at once: past them, the bar that ends first goes.
+pub const BARS_PER_JOB: usize = 64;
+
+/// The bars of one job: each identity barred from it until when, and how many bars the job has had
+/// since it was last counted in this incarnation. Each bar lasts twice the one before, so that
+/// colluders taking turns at holding a job are all barred at once after a few turns.
+#[derive(Debug, Default)]
+struct Bars {
+    who: Vec<(String, Instant)>,
+    issued: u32,
+}
+
+impl Bars {
+    /// How long the next bar lasts: a hold for the first, twice the last for each after.
+    fn next(&self, hold: Duration) -> Duration {
+        hold.saturating_mul(1 << self.issued.min(16))
+    }
+}
+
 /// Leases of one identity kept past their jobs' counts ([`Leases::settle_counted`]): the most recent
 /// ones. Each may carry one result that disputes an unconfirmed count; an identity that lets its leases
 /// expire by the thousand keeps no more than these.
@@ -103,8 +122,9 @@ pub struct Leases {
     /// Active leases that are spot checks ([`Leases::issue_check`]): ended, they are forgotten.
     checks: HashSet<u64>,
     /// Jobs whose lease ended past half its hold (ran out the hold, was handed back or fell silent
-    /// then), and the identity it barred from them until when.
-    barred: HashMap<JobId, (String, Instant)>,
+    /// then), and the identities they barred from them until when. Kept until the job is counted or
+    /// its run cancelled: the count of bars makes each last longer.
+    barred: HashMap<JobId, Bars>,
 }
 
 impl Leases {
@@ -227,11 +247,33 @@ impl Leases {
     }
 
     /// Whether the identity `name` is barred from job `key` of `run` now: a lease of it ended past half
-    /// its hold ([`Leases::held_past_half`]) less than a hold ago.
+    /// its hold ([`Leases::held_past_half`]), less than its bar ago ([`Leases::bar`]).
     pub fn barred(&self, run: u64, key: &JobKey, name: &str) -> bool {
-        self.barred
-            .get(&(run, key.clone()))
-            .is_some_and(|(who, until)| who == name && Instant::now() < *until)
+        let now = Instant::now();
+        self.barred.get(&(run, key.clone())).is_some_and(|bars| {
+            bars.who
+                .iter()
+                .any(|(who, until)| who == name && now < *until)
+        })
+    }
+
+    /// Bars identity `name` from `job` from `now`: for a hold, if it is the job's first bar since its
+    /// last count, else for twice the job's last bar. Bars of other identities stay. Before, one bar
+    /// per job, for a hold, replaced the one before: two colluding credentials taking turns at holding
+    /// a job (each handing it back or letting it run out past half its hold, the other leasing it at
+    /// once) held it for good, the run never ending (found by a review, 2026-12-01). Now each turn's
+    /// bar outlasts the turns before, and after a few turns every colluder is barred at once.
+    fn bar(&mut self, job: JobId, name: String, now: Instant, hold: Duration) {
+        let bars = self.barred.entry(job).or_default();
+        let until = now.checked_add(bars.next(hold)).unwrap_or(now + hold);
+        bars.issued = bars.issued.saturating_add(1);
+        bars.who.retain(|(who, _)| *who != name);
+        bars.who.push((name, until));
+        if bars.who.len() > BARS_PER_JOB {
+            if let Some(first) = (0..bars.who.len()).min_by_key(|&i| bars.who[i].1) {
+                bars.who.swap_remove(first);
+            }
+        }
     }
 
     /// Leases a job to a worker until `now + timeout`.
@@ -433,7 +475,9 @@ impl Leases {
             .map(|l| l.id)
             .collect();
         let ended: Vec<Lease> = ids.into_iter().filter_map(|id| self.end(id)).collect();
-        self.barred.retain(|_, (_, until)| *until > now);
+        for bars in self.barred.values_mut() {
+            bars.who.retain(|(_, until)| *until > now);
+        }
         if let Some(hold) = self.max_hold {
             let bars: Vec<(JobId, String)> = ended
                 .iter()
@@ -441,7 +485,7 @@ impl Leases {
                 .map(|l| ((l.run, l.key.clone()), l.name.clone()))
                 .collect();
             for (job, name) in bars {
-                self.barred.insert(job, (name, now + hold));
+                self.bar(job, name, now, hold);
             }
         }
         ended
@@ -463,8 +507,7 @@ impl Leases {
         if let Some(hold) = self.max_hold {
             for l in &ended {
                 if l.barrable && self.held_past_half(l, now) {
-                    self.barred
-                        .insert((l.run, l.key.clone()), (l.name.clone(), now + hold));
+                    self.bar((l.run, l.key.clone()), l.name.clone(), now, hold);
                 }
             }
         }
@@ -663,6 +706,7 @@ impl Leases {
             self.forget_past(id);
         }
         self.past_by_job.retain(|(r, _), _| *r != run);
+        self.barred.retain(|(r, _), _| *r != run);
         self.cancelled.extend(&active);
         active.len()
     }
@@ -936,6 +980,62 @@ mod tests {
         assert!(t.barred(1, &key("0.4"), "h"));
         t.settle_counted(1, &key("0.4"), 1);
         assert!(!t.barred(1, &key("0.4"), "h"));
+    }
+
+    /// Two colluding credentials that take turns at holding a job, each leasing it the moment the
+    /// other's lease runs out its hold, are both barred from it after three turns: each bar lasts
+    /// twice the one before, and one identity's bar leaves the other's. An honest identity may take
+    /// it then. Before, one bar per job, for a hold, replaced the last: the pair held the job for good
+    /// (found by a review, 2026-12-01).
+    #[tokio::test(start_paused = true)]
+    async fn colluders_taking_turns_at_a_job_are_all_barred_after_a_few_turns() {
+        let s = Duration::from_secs;
+        let job = key("0.1");
+        let mut t = Leases::new(3, SECRET, s(10)).holding_at_most(s(30));
+        // A turn of `name` from `at`: leased, heartbeats to its hold, expires.
+        let mut at = Instant::now();
+        let run = |t: &mut Leases, name: &str, at: &mut Instant| {
+            let id = t.issue(1, job.clone(), name, name, *at);
+            t.bar_at_hold(id);
+            for k in 1..3 {
+                assert!(t.heartbeat(name, &[id], *at + s(10 * k)).is_empty());
+            }
+            *at += s(30);
+            let gone = t.expire(*at);
+            assert_eq!(gone.iter().map(|l| l.id).collect::<Vec<_>>(), [id]);
+        };
+        run(&mut t, "a", &mut at);
+        tokio::time::advance(s(30)).await;
+        assert!(t.barred(1, &job, "a"));
+        assert!(!t.barred(1, &job, "b"));
+        run(&mut t, "b", &mut at);
+        tokio::time::advance(s(30)).await;
+        // a's first bar (a hold) has lapsed; b's (two holds) stands.
+        assert!(!t.barred(1, &job, "a"));
+        assert!(t.barred(1, &job, "b"));
+        run(&mut t, "a", &mut at);
+        tokio::time::advance(s(30)).await;
+        assert!(t.barred(1, &job, "a"), "a's second bar: four holds");
+        assert!(t.barred(1, &job, "b"), "b's bar stays beside a's");
+        assert!(!t.barred(1, &job, "honest"));
+        // b's bar ends two holds after its turn, a's four holds after its own.
+        tokio::time::advance(s(29)).await;
+        assert!(t.barred(1, &job, "b"));
+        tokio::time::advance(s(1)).await;
+        assert!(!t.barred(1, &job, "b"));
+        tokio::time::advance(s(89)).await;
+        assert!(t.barred(1, &job, "a"));
+        tokio::time::advance(s(1)).await;
+        assert!(!t.barred(1, &job, "a"));
+        // Counted, the job forgets its bars and their count: the next bar lasts a hold.
+        t.settle(1, &job);
+        assert!(!t.barred.contains_key(&(1, job.clone())));
+        at = Instant::now();
+        run(&mut t, "a", &mut at);
+        tokio::time::advance(s(30)).await;
+        assert!(t.barred(1, &job, "a"));
+        tokio::time::advance(s(30)).await;
+        assert!(!t.barred(1, &job, "a"));
     }
 
     /// A spot check that ends (here: expires) takes no place in its job's history of ended leases:
