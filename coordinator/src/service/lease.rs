@@ -329,7 +329,7 @@ impl Coordinator {
             )));
         }
         let deadline = Instant::now() + wait.min(MAX_WAIT);
-        let mut changes = self.subscribe();
+        let mut changes = self.subscribe_lease_news();
         // This call's place among its identity's waiting calls, taken when it first waits.
         let mut place = None;
         loop {
@@ -638,9 +638,12 @@ impl Coordinator {
         if !leases.is_empty() {
             tracing::debug!(worker, jobs = leases.len(), "leased");
         }
-        let notified = !leases.is_empty() || wake_others;
+        // Keys handed back are news to waiting calls; leases issued, to status watchers alone.
+        let notified = wake_others;
         if notified {
             self.changed();
+        } else if !leases.is_empty() {
+            self.progressed();
         }
         let retry_after = match benched {
             // A benched worker comes back when its bench ends (within the worker's own cap).

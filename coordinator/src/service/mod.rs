@@ -185,6 +185,11 @@ struct Shared {
     state: Mutex<State>,
     /// Bumped after every change a status watcher may want to see.
     changes: watch::Sender<u64>,
+    /// Bumped after every change that may let a waiting lease call lease a job, or tell it idle: a
+    /// job back in a queue, a run created, resumed, finished or reopened, a quarantine or a lift. Not
+    /// after a result that only counts its job: at the tail of a run, where thousands of calls wait,
+    /// each would look at the queues again at every count.
+    lease_news: watch::Sender<u64>,
     metrics: Arc<Metrics>,
     /// Whether the store takes writes.
     health: Arc<StorageHealth>,
@@ -411,6 +416,7 @@ impl Coordinator {
                 store,
                 committer,
                 changes: watch::channel(0).0,
+                lease_news: watch::channel(0).0,
                 metrics: Arc::default(),
                 health,
                 stopping: Arc::default(),
@@ -462,13 +468,29 @@ impl Coordinator {
         self.shared.metrics.render(&self.runs(), &self.workers())
     }
 
+    /// Announces a change to status watchers and waiting lease calls.
     fn changed(&self) {
+        self.shared
+            .lease_news
+            .send_modify(|v| *v = v.wrapping_add(1));
+        self.progressed();
+    }
+
+    /// Announces a change to status watchers alone: one that frees no job (a result that only counts
+    /// its job, a lease issued).
+    fn progressed(&self) {
         self.shared.changes.send_modify(|v| *v = v.wrapping_add(1));
     }
 
     /// A receiver that wakes up after every change of any run's progress.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.shared.changes.subscribe()
+    }
+
+    /// A receiver that wakes up after every change that may let a waiting lease call lease a job
+    /// (see `Shared::lease_news`).
+    pub(super) fn subscribe_lease_news(&self) -> watch::Receiver<u64> {
+        self.shared.lease_news.subscribe()
     }
 
     /// Damage met while serving (a record that cannot be read): storage is marked degraded, as after a

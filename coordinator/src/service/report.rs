@@ -12,7 +12,7 @@ use super::changes;
 use super::lease::{check_device, check_worker};
 use super::workers::{Contact, Reported};
 use super::{lookup, to_the_end, truncate, Coordinator};
-use crate::durable::store::{HandBack, Incoming, Outcome};
+use crate::durable::store::{HandBack, Incoming, JobState, Outcome};
 use crate::error::{Error, Result};
 
 /// Most results in one report (the wire's bound, checked again here for callers of the service).
@@ -302,7 +302,26 @@ impl Coordinator {
                     Outcome::Mismatch { .. } => inc.lease_issued,
                     _ => true,
                 });
+        let records_before = state.confirmed.len();
         changes::note_confirmed(state, &committed);
+        // News for waiting lease calls too: whatever may put a job back in a queue (a first result
+        // of a verified job, a dispute, a count taken back), end or reopen a run, or change who may
+        // lease or decide. A result that only counts its job is news to status watchers alone.
+        let lease_news = news
+            && (!committed.finished.is_empty()
+                || !committed.reopened.is_empty()
+                || !committed.quarantined.is_empty()
+                || !committed.lifted.is_empty()
+                || !committed.revoked.is_empty()
+                || !committed.disputed.is_empty()
+                || committed.incomplete.is_some()
+                || committed.moved.iter().any(|m| m.to != Some(JobState::Done))
+                || committed
+                    .outcomes
+                    .iter()
+                    .any(|o| !matches!(o, Outcome::Accepted | Outcome::Duplicate))
+                || spot_answered
+                || state.confirmed.len() != records_before);
         if state.workers.seen(worker, now) == Contact::Returned {
             tracing::info!(worker = %worker, name = %name, "worker returned");
         }
@@ -398,8 +417,10 @@ impl Coordinator {
         for meta in finished {
             self.certify(meta);
         }
-        if news {
+        if lease_news {
             self.changed();
+        } else if news {
+            self.progressed();
         }
         Ok(committed.outcomes)
     }

@@ -5395,3 +5395,56 @@ async fn a_tasks_panic_is_resumed_and_a_cancelled_task_is_shutting_down() {
     ));
     assert_eq!(super::joined(tokio::spawn(async { 7 }).await).unwrap(), 7);
 }
+
+/// A result that only counts its job is news to status watchers, not to waiting lease calls: at the
+/// tail of a run thousands of calls wait, and each looked at the queues again at every count
+/// (measured with `loadgen --waiters`: 1,000 waiting calls halved what the coordinator committed).
+/// The run's last count (it finishes) wakes them, and so does a verified job's first result, whose
+/// job waits in the queue for a second. (Real time: a paused clock would run out the wait while a
+/// commit is written.)
+#[tokio::test]
+async fn a_result_that_only_counts_its_job_wakes_no_waiting_call() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let id = c.run(&run).unwrap().meta.id;
+    let held = lease(&c, "a", 4096).await;
+    assert!(held.len() > 4, "{}", held.len());
+    let looks = |c: &Coordinator| c.state().runs[&id].looks();
+    let waiting = {
+        let c = c.clone();
+        tokio::spawn(async move { c.lease(&ask("b", 1), Duration::from_secs(10)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (news, progress) = (c.subscribe_lease_news(), c.subscribe());
+    let (n0, p0, l0) = (*news.borrow(), *progress.borrow(), looks(&c));
+    assert_eq!(l0, 2, "a's look, then the waiting call's");
+    // Three counts, each past the gap between two looks of a waiting call, then all but the last.
+    let last = held.len() - 1;
+    for g in held[..3].chunks(1).chain([&held[3..last]]) {
+        report_all(&c, "a", g).await;
+        tokio::time::sleep(super::lease::MIN_LOOK_GAP + Duration::from_millis(20)).await;
+    }
+    assert_eq!(news.borrow().wrapping_sub(n0), 0, "only counted");
+    assert_eq!(
+        progress.borrow().wrapping_sub(p0),
+        4,
+        "each count is progress"
+    );
+    assert_eq!(looks(&c), l0, "the waiting call did not look again");
+    assert!(!waiting.is_finished());
+    // The last count finishes the run: the waiting call is told at once.
+    report_all(&c, "a", &held[last..]).await;
+    assert_eq!(news.borrow().wrapping_sub(n0), 1, "finished");
+    let grant = tokio::time::timeout(Duration::from_secs(2), waiting)
+        .await
+        .expect("woken")
+        .unwrap()
+        .unwrap();
+    assert!(grant.leases.is_empty() && grant.idle, "{grant:?}");
+    // A verified job's first result puts it back for a second: news.
+    verified_run_of_8(&c).await;
+    let first = lease(&c, "a", 1).await;
+    let n1 = *news.borrow();
+    assert_eq!(report_all(&c, "a", &first).await, vec![Outcome::Pending]);
+    assert_eq!(news.borrow().wrapping_sub(n1), 1, "waits for a second");
+}
