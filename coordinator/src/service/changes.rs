@@ -77,6 +77,9 @@ pub(super) fn apply_quarantines(state: &mut super::State, committed: &Committed)
         .iter()
         .filter(|q| newer(&q.worker))
         .collect();
+    if !quarantined.is_empty() || !lifted.is_empty() {
+        state.workers.forget_fleet();
+    }
     for q in quarantined {
         let revoked = committed
             .revoked

@@ -31,8 +31,9 @@ pub const QUORUM: usize = 2;
 pub struct Steer {
     /// The families of the asking identity's live workers' results.
     pub own: FamilySet,
-    /// Every other identity that serves (live, not quarantined), with its live workers' families.
-    pub others: Vec<(String, FamilySet)>,
+    /// Every identity that serves (live, not quarantined), with its live workers' families: the
+    /// asking one may be among them, and counts as none of the others.
+    pub others: super::workers::Fleet,
     /// How long a job waits for another family, from its first result.
     pub wait: Duration,
     /// Now, in seconds since the Unix epoch (the clock of the results' `at_unix`).
@@ -45,8 +46,9 @@ pub struct Steer {
 
 impl Steer {
     /// What the lease call of identity `name` at `now` knows: its live workers' families, and every
-    /// other live identity's that is not quarantined. A pass over the worker table: made only when a
-    /// job could wait ([`Steer::may_wait`]), never for a lease of fresh jobs.
+    /// other live identity's that is not quarantined: the worker table's snapshot
+    /// ([`super::workers::Workers::fleet`]), made at most once a second. Made only when a job could
+    /// wait ([`Steer::may_wait`]), never for a lease of fresh jobs.
     pub fn of(
         workers: &super::workers::Workers,
         quarantined: &HashMap<String, String>,
@@ -55,13 +57,10 @@ impl Steer {
         timeout: Duration,
         (wait, secret): (Duration, [u8; 16]),
     ) -> Steer {
-        let (own, others) = workers.families(name, now, timeout);
+        let others = workers.fleet(now, timeout, |n| quarantined.contains_key(n));
         Steer {
-            own,
-            others: others
-                .into_iter()
-                .filter(|(n, _)| !quarantined.contains_key(n))
-                .collect(),
+            own: others.get(name).copied().unwrap_or_default(),
+            others,
             wait,
             now_unix: crate::durable::store::now_unix(),
             name: name.to_string(),
@@ -80,7 +79,7 @@ impl Steer {
     pub fn none() -> Steer {
         Steer {
             own: FamilySet::default(),
-            others: Vec::new(),
+            others: super::workers::Fleet::default(),
             wait: Duration::ZERO,
             now_unix: 0,
             name: String::new(),
@@ -118,11 +117,11 @@ impl Steer {
             return true;
         };
         let periods = age.checked_div(self.wait.as_secs()).unwrap_or(u64::MAX);
-        let could = 1 + self
-            .others
-            .iter()
-            .filter(|(other, _)| *other != first.worker)
-            .count();
+        // The asking identity, and the others serving but the first result's: counted, not walked.
+        let among = |who: &str| self.others.contains_key(who);
+        let could = 1 + self.others.len()
+            - usize::from(among(&self.name))
+            - usize::from(first.worker != self.name && among(&first.worker));
         let admitted = match periods {
             p @ 0..32 => DRAWN << p,
             _ => usize::MAX,
@@ -175,7 +174,8 @@ impl Steer {
             .others
             .iter()
             .filter(|(name, f)| {
-                *name != first.worker
+                **name != first.worker
+                    && **name != self.name
                     && f.other_than(family)
                     && self.admits_name(run, key, record, name)
             })
@@ -191,6 +191,13 @@ mod tests {
 
     use super::*;
     use crate::durable::store::ResultRecord;
+
+    /// The identities serving, for a [`Steer`].
+    fn serving_as(
+        identities: impl IntoIterator<Item = (String, FamilySet)>,
+    ) -> super::super::workers::Fleet {
+        std::sync::Arc::new(identities.into_iter().collect())
+    }
 
     fn waiting(family: Option<Family>, at_unix: u64) -> JobRecord {
         JobRecord {
@@ -222,11 +229,11 @@ mod tests {
         let set = |f: &[Family]| f.iter().copied().collect::<FamilySet>();
         let steer = Steer {
             own: set(&[Gpu]),
-            others: vec![
+            others: serving_as([
                 ("b".into(), set(&[Gpu])),
                 ("c".into(), set(&[CpuLists])),
                 ("d".into(), set(&[CpuStack, Gpu])),
-            ],
+            ]),
             wait: Duration::from_secs(300),
             now_unix: 1_000,
             name: "x".into(),
@@ -263,7 +270,7 @@ mod tests {
             vec![("b".into(), set(&[Gpu])), ("c".into(), set(&[CpuLists]))],
         ] {
             assert!(!Steer {
-                others,
+                others: serving_as(others),
                 ..steer.clone()
             }
             .waits(7, &JobKey(vec![1]), &job));
@@ -293,7 +300,7 @@ mod tests {
         others.extend(["l2", "l3"].map(|n| (n.to_string(), set(Family::CpuLists))));
         let partner = Steer {
             own: set(Family::CpuLists),
-            others,
+            others: serving_as(others),
             wait: Duration::from_secs(300),
             now_unix: 1_000,
             name: "b".into(),
@@ -322,13 +329,14 @@ mod tests {
             let on_gpu = Steer {
                 own: set(Family::Gpu),
                 name: name.into(),
-                others: partner
-                    .others
-                    .iter()
-                    .filter(|(n, _)| n != name)
-                    .cloned()
-                    .chain([("b".to_string(), set(Family::CpuLists))])
-                    .collect(),
+                // (Itself among them, counted once.)
+                others: serving_as(
+                    partner
+                        .others
+                        .iter()
+                        .map(|(n, f)| (n.clone(), *f))
+                        .chain([("b".to_string(), set(Family::CpuLists))]),
+                ),
                 ..partner.clone()
             };
             for i in 0..400u16 {
@@ -354,10 +362,11 @@ mod tests {
         let key = |i: u8| JobKey(vec![0, 1, i]);
         let serving = |count: usize| Steer {
             own: FamilySet::default(),
-            others: (0..count)
-                .map(|i| (format!("w{i}"), FamilySet::default()))
-                .chain([("a".to_string(), FamilySet::default())])
-                .collect(),
+            others: serving_as(
+                (0..count)
+                    .map(|i| (format!("w{i}"), FamilySet::default()))
+                    .chain([("a".to_string(), FamilySet::default())]),
+            ),
             wait: Duration::from_secs(300),
             now_unix: 1_000,
             name: String::new(),
@@ -368,14 +377,9 @@ mod tests {
             let job = waiting(None, at_unix);
             (0..1000)
                 .filter(|&n| {
+                    // (Itself among those serving, counted once.)
                     let asking = Steer {
                         name: format!("w{n}"),
-                        others: steer
-                            .others
-                            .iter()
-                            .filter(|(o, _)| *o != format!("w{n}"))
-                            .cloned()
-                            .collect(),
                         ..steer.clone()
                     };
                     asking.admits(7, &key(i), &job)
@@ -438,7 +442,7 @@ mod tests {
         .into();
         let lists = Steer {
             own: set(Family::CpuLists),
-            others,
+            others: serving_as(others),
             name: "l1".into(),
             ..fleet.clone()
         };

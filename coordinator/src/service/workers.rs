@@ -3,12 +3,21 @@
 //! starts from the results the store holds of it (so it survives a coordinator restart); a worker is active while it
 //! was seen within one lease timeout, and lost (logged once) when it falls silent for longer.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nqueens_common::names::{distinct_gpu_kernels, MAX_GPU_SHAPES};
 use nqueens_common::FamilySet;
 use tokio::time::Instant;
+
+/// Longest a snapshot of the serving identities' families serves lease calls ([`Workers::fleet`]),
+/// unless the table or the quarantines change first.
+pub const FLEET_REFRESH: Duration = Duration::from_secs(1);
+
+/// Every identity that serves (live, not quarantined), with its live workers' kernel families.
+pub type Fleet = Arc<HashMap<String, FamilySet>>;
 
 /// How long a worker that left or fell silent stays in the table.
 pub const FORGET_AFTER: Duration = Duration::from_secs(3600);
@@ -100,6 +109,9 @@ pub struct Workers {
     /// (taken into its counts when it is first seen: a worker that outlives a coordinator restart
     /// keeps its `jobs done`).
     earlier: HashMap<String, u64>,
+    /// The last snapshot of the serving identities, and when it was made ([`Workers::fleet`]):
+    /// forgotten at every change of a row's identity, families or liveness, and of the quarantines.
+    fleet: RefCell<Option<(Instant, Fleet)>>,
 }
 
 /// The identity a worker id belongs to: a credential's ids are scoped `IDENTITY/ID`
@@ -163,6 +175,7 @@ impl Workers {
             seen: HashMap::new(),
             rows_of: HashMap::new(),
             earlier,
+            fleet: RefCell::default(),
         }
     }
 
@@ -172,6 +185,7 @@ impl Workers {
             Some(w) => {
                 w.last_seen = now;
                 if std::mem::take(&mut w.lost) {
+                    self.fleet.take();
                     Contact::Returned
                 } else {
                     Contact::Known
@@ -193,6 +207,7 @@ impl Workers {
                 }
                 *self.rows_of.entry(who.to_string()).or_default() += 1;
                 let earlier = self.earlier.remove(id).unwrap_or(0);
+                self.fleet.take();
                 self.seen.insert(
                     id.to_string(),
                     WorkerInfo {
@@ -249,6 +264,7 @@ impl Workers {
             self.seen.remove(&id);
             forgotten(&mut self.rows_of, &id);
         }
+        self.fleet.take();
     }
 
     /// Records what a worker says of itself (in its lease requests), and its identity.
@@ -264,6 +280,7 @@ impl Workers {
         if let Some(w) = self.seen.get_mut(id) {
             if w.name != name {
                 w.name = name.to_string();
+                self.fleet.take();
             }
             if w.label != label {
                 w.label = label.to_string();
@@ -286,7 +303,11 @@ impl Workers {
             w.nodes = w.nodes.saturating_add(batch.nodes);
             w.gpus.jobs += batch.gpu_jobs;
             w.gpus.nodes = w.gpus.nodes.saturating_add(batch.gpu_nodes);
-            w.families = w.families.union(batch.families);
+            let families = w.families.union(batch.families);
+            if families != w.families {
+                w.families = families;
+                self.fleet.take();
+            }
             w.samples.push_back((now, w.nodes));
             while w.samples.len() > MAX_SAMPLES
                 || (w.samples.len() > 2
@@ -299,9 +320,14 @@ impl Workers {
 
     /// Marks a worker as shutting down; true the first time.
     pub fn leaving(&mut self, id: &str) -> bool {
-        self.seen
+        let first = self
+            .seen
             .get_mut(id)
-            .is_some_and(|w| !std::mem::replace(&mut w.leaving, true))
+            .is_some_and(|w| !std::mem::replace(&mut w.leaving, true));
+        if first {
+            self.fleet.take();
+        }
+        first
     }
 
     /// Marks the workers silent for longer than `timeout` as lost, and forgets those gone (lost or
@@ -341,34 +367,57 @@ impl Workers {
         }
     }
 
-    /// The kernel families of the workers seen within `timeout` of `now` and not leaving: those of the
-    /// identity `name`, and every other identity's (by name; those with none stated have an empty
-    /// set: they serve, and count among those a verified job's second result is drawn from). A row
-    /// that never leased has no name, and counts as nobody: a report from a second worker id must not
-    /// make one credential two identities (found by a review, 2026-11-29).
-    pub fn families(
+    /// Every identity that serves at `now` (a live worker, not leaving, seen within `timeout`, with
+    /// a name; not `quarantined`), with its live workers' families (empty for those with none stated:
+    /// they serve, and count among those a verified job's second result is drawn from): a pass over
+    /// the table. A row that never leased has no name, and counts as nobody: a report from a second
+    /// worker id must not make one credential two identities (found by a review, 2026-11-29).
+    fn serving(
         &self,
-        name: &str,
         now: Instant,
         timeout: Duration,
-    ) -> (FamilySet, HashMap<String, FamilySet>) {
-        let mut own = FamilySet::default();
-        let mut others: HashMap<String, FamilySet> = HashMap::new();
+        quarantined: impl Fn(&str) -> bool,
+    ) -> HashMap<String, FamilySet> {
+        let mut all: HashMap<String, FamilySet> = HashMap::new();
         for w in self.seen.values() {
             if w.lost || w.leaving || now.saturating_duration_since(w.last_seen) > timeout {
                 continue;
             }
-            if w.name.is_empty() {
+            if w.name.is_empty() || quarantined(&w.name) {
                 continue;
             }
-            if w.name == name {
-                own = own.union(w.families);
-            } else {
-                let f = others.entry(w.name.clone()).or_default();
-                *f = f.union(w.families);
+            let f = all.entry(w.name.clone()).or_default();
+            *f = f.union(w.families);
+        }
+        all
+    }
+
+    /// [`Workers::serving`], made at most once per [`FLEET_REFRESH`] and shared by the lease calls
+    /// meanwhile, unless a row's identity, families or liveness change, or the quarantines
+    /// ([`Workers::forget_fleet`]). Before, each lease call that met a verified job waiting for its
+    /// second result made its own pass over the table: with 1,000 identities at 5,000 results a
+    /// second, those passes (and the draw's count of identities, per job) cut what the coordinator
+    /// committed to 2,000 a second (`loadgen --workers 1000`, BENCHMARKS.md).
+    pub fn fleet(
+        &self,
+        now: Instant,
+        timeout: Duration,
+        quarantined: impl Fn(&str) -> bool,
+    ) -> Fleet {
+        let mut kept = self.fleet.borrow_mut();
+        if let Some((at, fleet)) = kept.as_ref() {
+            if now >= *at && now.saturating_duration_since(*at) < FLEET_REFRESH {
+                return fleet.clone();
             }
         }
-        (own, others)
+        let fleet = Arc::new(self.serving(now, timeout, quarantined));
+        *kept = Some((now, fleet.clone()));
+        fleet
+    }
+
+    /// Forgets the snapshot of [`Workers::fleet`] (the quarantines changed).
+    pub fn forget_fleet(&self) {
+        self.fleet.take();
     }
 
     /// How many rows identity `who` holds, as counted.
@@ -688,5 +737,61 @@ mod tests {
         assert_eq!(info.nodes_per_second(t0 + Duration::from_secs(1)), 700.0);
         w.seen("b-1", t0);
         assert_eq!(w.all().find(|(id, _)| *id == "b-1").unwrap().1.jobs, 0);
+    }
+
+    /// The serving identities are walked at most once a second, their snapshot shared meanwhile, and
+    /// again at once after a change of what it holds: a row joined or named, new families, a worker
+    /// leaving or back from lost, the quarantines. A report that adds no family keeps it.
+    #[test]
+    fn the_fleet_is_walked_at_most_once_a_second_and_again_at_each_change() {
+        use nqueens_common::Family;
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let timeout = Duration::from_secs(60);
+        let mut w = Workers::default();
+        let join = |w: &mut Workers, id: &str, name: &str, at: Instant| {
+            w.seen(id, at);
+            w.describe(id, name, name, 1, 0, &[]);
+        };
+        join(&mut w, "a/1", "a", t0);
+        let none = |_: &str| false;
+        let first = w.fleet(t0, timeout, none);
+        assert_eq!(first.len(), 1);
+        assert!(Arc::ptr_eq(&first, &w.fleet(t0 + ms(999), timeout, none)));
+        // Made anew after a second: a row silent past the timeout is gone.
+        let later = t0 + timeout + ms(1);
+        join(&mut w, "b/1", "b", later);
+        let b = w.fleet(later, timeout, none);
+        assert_eq!(b.keys().collect::<Vec<_>>(), ["b"]);
+        // A contact of a known row changes nothing; one back from lost does.
+        w.seen("b/1", later + ms(1));
+        assert!(Arc::ptr_eq(&b, &w.fleet(later + ms(2), timeout, none)));
+        w.seen_lost("a/1");
+        w.seen("a/1", later + ms(3));
+        let back = w.fleet(later + ms(4), timeout, none);
+        assert_eq!(back.len(), 2);
+        // New families, and only new ones.
+        let gpu = Reported {
+            families: [Family::Gpu].into_iter().collect(),
+            ..Reported::default()
+        };
+        w.reported("b/1", gpu, later + ms(5));
+        let on_gpu = w.fleet(later + ms(6), timeout, none);
+        assert_eq!(on_gpu["b"], gpu.families);
+        w.reported("b/1", gpu, later + ms(7));
+        assert!(Arc::ptr_eq(&on_gpu, &w.fleet(later + ms(8), timeout, none)));
+        // A new name for a row; a worker leaving.
+        w.describe("b/1", "c", "c", 1, 0, &[]);
+        assert!(w.fleet(later + ms(9), timeout, none).contains_key("c"));
+        assert!(w.leaving("a/1"));
+        let left = w.fleet(later + ms(10), timeout, none);
+        assert_eq!(left.keys().collect::<Vec<_>>(), ["c"]);
+        // The quarantines changed: forgotten, and walked anew with them.
+        assert!(Arc::ptr_eq(
+            &left,
+            &w.fleet(later + ms(11), timeout, |n| n == "c")
+        ));
+        w.forget_fleet();
+        assert!(w.fleet(later + ms(12), timeout, |n| n == "c").is_empty());
     }
 }
