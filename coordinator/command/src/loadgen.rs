@@ -235,6 +235,9 @@ fn print_text(o: &Output) {
             w.leased,
             w.errors
         );
+        if let Some(e) = &w.first_error {
+            println!("waiting: first error: {e}");
+        }
     }
     if let Some(bytes) = o.store_bytes {
         println!(

@@ -67,7 +67,8 @@ impl Coordinator {
             );
             live.root = Some(root);
             drop(state);
-            this.changed();
+            // (News to status watchers: a root frees no job.)
+            this.progressed();
         });
     }
 

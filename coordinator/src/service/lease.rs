@@ -33,6 +33,13 @@ const MAX_RETRY_LOOK: usize = 4 * MAX_BATCH_OF_CANDIDATES;
 /// another round after round.
 pub const MIN_LOOK_GAP: Duration = Duration::from_millis(250);
 
+/// Longest time between two looks of one waiting lease call: its gap doubles from [`MIN_LOOK_GAP`]
+/// after each look that found nothing. At the tail of a verified run, each first result is news to
+/// every waiting call and a job for a few of them (those the draw admits): a thousand calls looking
+/// four times a second cut what the coordinator committed by a third (`loadgen --waiters`,
+/// BENCHMARKS.md). A job that comes free waits at most this long for a call that has waited long.
+pub const MAX_LOOK_GAP: Duration = Duration::from_secs(2);
+
 /// Most jobs one lease request may ask for.
 pub const MAX_CAPACITY: u32 = nqueens_proto::MAX_LEASE_CAPACITY;
 /// Most lease ids one heartbeat or release may name.
@@ -332,6 +339,8 @@ impl Coordinator {
         let mut changes = self.subscribe_lease_news();
         // This call's place among its identity's waiting calls, taken when it first waits.
         let mut place = None;
+        // Its time between two looks, doubled after each that found nothing.
+        let mut gap = MIN_LOOK_GAP;
         loop {
             let seen = *changes.borrow_and_update();
             let looked_at = Instant::now();
@@ -363,7 +372,8 @@ impl Coordinator {
                 _ = changes.changed() => {}
                 _ = tokio::time::sleep_until(deadline) => {}
             }
-            tokio::time::sleep_until((looked_at + MIN_LOOK_GAP).min(deadline)).await;
+            tokio::time::sleep_until((looked_at + gap).min(deadline)).await;
+            gap = (gap * 2).min(MAX_LOOK_GAP);
         }
     }
 

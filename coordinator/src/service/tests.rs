@@ -3489,6 +3489,43 @@ async fn a_waiting_call_looks_again_at_most_once_a_gap() {
     assert!(looked <= most, "{looked} looks in {wait:?}");
 }
 
+/// A waiting call's gap between two looks doubles after each look that found nothing, up to
+/// `MAX_LOOK_GAP`: woken a hundred times a second through its 10 s wait, a call that can take nothing
+/// looks about nine times (at 0, 0.25, 0.75, 1.75, 3.75, 5.75, 7.75 and 9.75 s, and at its end), not
+/// forty. Before, each of a thousand waiting calls at the tail of a verified run looked four times a
+/// second, and the coordinator committed a third less (`loadgen --waiters`).
+#[tokio::test(start_paused = true)]
+async fn a_waiting_calls_gap_doubles_after_each_look_that_found_nothing() {
+    use super::lease::{MAX_LOOK_GAP, MIN_LOOK_GAP};
+    assert!(MAX_LOOK_GAP > MIN_LOOK_GAP);
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    let all = lease(&c, "a", 4096).await;
+    report_all(&c, "a", &all).await;
+    let checks = lease(&c, "b", 4096).await;
+    let outcomes = c.report("b", "b", vec![lying(&checks[0])]).await.unwrap();
+    assert_eq!(outcomes, vec![Outcome::Disputed]);
+    let id = c.run(&run).unwrap().meta.id;
+    let looks = || c.state().runs[&id].looks();
+    let before = looks();
+    let wait = Duration::from_secs(10);
+    let newcomer = Ask {
+        credential: true,
+        ..ask("n", 4)
+    };
+    let waiting = c.lease(&newcomer, wait);
+    let waking = async {
+        for _ in 0..1000 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            c.changed();
+        }
+    };
+    let (grant, ()) = tokio::join!(waiting, waking);
+    assert!(grant.unwrap().leases.is_empty());
+    let looked = looks() - before;
+    assert!((8..=10).contains(&looked), "{looked} looks in {wait:?}");
+}
+
 /// Keys chosen for a credential but cut by its room (other calls of it took leases meanwhile) go back
 /// to the queue, and are news to a call that looked meanwhile.
 #[tokio::test]

@@ -167,6 +167,26 @@ pub enum Contact {
     Known,
 }
 
+/// A live row of identity `name` computes `families`: the snapshot `fleet` of [`Workers::fleet`] is
+/// forgotten unless it holds them already. So only what the snapshot lacks (a new identity, a new
+/// family) makes the next lease call walk the table: a credential that makes up a worker id per
+/// call adds nothing to it. What leaves (a worker leaving, silent, forgotten) stays in it until it
+/// is a second old: a draw that counts one identity too many for a second, or a job that waits for
+/// a family a second longer, costs nothing.
+fn serves(fleet: &RefCell<Option<(Instant, Fleet)>>, name: &str, families: FamilySet) {
+    if name.is_empty() {
+        return;
+    }
+    let held = fleet
+        .borrow()
+        .as_ref()
+        .and_then(|(_, kept)| kept.get(name).copied())
+        .is_some_and(|known| known.union(families) == known);
+    if !held {
+        fleet.take();
+    }
+}
+
 impl Workers {
     /// An empty registry that knows how many stored results each worker process (by id) computed
     /// before this incarnation.
@@ -185,7 +205,8 @@ impl Workers {
             Some(w) => {
                 w.last_seen = now;
                 if std::mem::take(&mut w.lost) {
-                    self.fleet.take();
+                    let (name, families) = (w.name.clone(), w.families);
+                    serves(&self.fleet, &name, families);
                     Contact::Returned
                 } else {
                     Contact::Known
@@ -207,7 +228,6 @@ impl Workers {
                 }
                 *self.rows_of.entry(who.to_string()).or_default() += 1;
                 let earlier = self.earlier.remove(id).unwrap_or(0);
-                self.fleet.take();
                 self.seen.insert(
                     id.to_string(),
                     WorkerInfo {
@@ -264,7 +284,6 @@ impl Workers {
             self.seen.remove(&id);
             forgotten(&mut self.rows_of, &id);
         }
-        self.fleet.take();
     }
 
     /// Records what a worker says of itself (in its lease requests), and its identity.
@@ -280,7 +299,8 @@ impl Workers {
         if let Some(w) = self.seen.get_mut(id) {
             if w.name != name {
                 w.name = name.to_string();
-                self.fleet.take();
+                let families = w.families;
+                serves(&self.fleet, name, families);
             }
             if w.label != label {
                 w.label = label.to_string();
@@ -306,7 +326,8 @@ impl Workers {
             let families = w.families.union(batch.families);
             if families != w.families {
                 w.families = families;
-                self.fleet.take();
+                let name = w.name.clone();
+                serves(&self.fleet, &name, families);
             }
             w.samples.push_back((now, w.nodes));
             while w.samples.len() > MAX_SAMPLES
@@ -320,14 +341,9 @@ impl Workers {
 
     /// Marks a worker as shutting down; true the first time.
     pub fn leaving(&mut self, id: &str) -> bool {
-        let first = self
-            .seen
+        self.seen
             .get_mut(id)
-            .is_some_and(|w| !std::mem::replace(&mut w.leaving, true));
-        if first {
-            self.fleet.take();
-        }
-        first
+            .is_some_and(|w| !std::mem::replace(&mut w.leaving, true))
     }
 
     /// Marks the workers silent for longer than `timeout` as lost, and forgets those gone (lost or
@@ -740,8 +756,9 @@ mod tests {
     }
 
     /// The serving identities are walked at most once a second, their snapshot shared meanwhile, and
-    /// again at once after a change of what it holds: a row joined or named, new families, a worker
-    /// leaving or back from lost, the quarantines. A report that adds no family keeps it.
+    /// again at once when it lacks what a row now says (a new identity, a new family, an identity
+    /// back from lost) or the quarantines change. A new row of an identity it holds, a report that
+    /// adds no family, a worker leaving: kept until it is a second old.
     #[test]
     fn the_fleet_is_walked_at_most_once_a_second_and_again_at_each_change() {
         use nqueens_common::Family;
@@ -780,18 +797,33 @@ mod tests {
         assert_eq!(on_gpu["b"], gpu.families);
         w.reported("b/1", gpu, later + ms(7));
         assert!(Arc::ptr_eq(&on_gpu, &w.fleet(later + ms(8), timeout, none)));
-        // A new name for a row; a worker leaving.
+        // A new row of an identity it holds, with no new family, changes nothing (a credential
+        // making up a worker id per call); a new name for a row does.
+        join(&mut w, "b/2", "b", later + ms(9));
+        assert!(Arc::ptr_eq(&on_gpu, &w.fleet(later + ms(9), timeout, none)));
         w.describe("b/1", "c", "c", 1, 0, &[]);
-        assert!(w.fleet(later + ms(9), timeout, none).contains_key("c"));
+        let renamed = w.fleet(later + ms(9), timeout, none);
+        assert!(renamed.contains_key("c"));
+        // A worker leaving stays until the snapshot is a second old.
         assert!(w.leaving("a/1"));
-        let left = w.fleet(later + ms(10), timeout, none);
-        assert_eq!(left.keys().collect::<Vec<_>>(), ["c"]);
+        assert!(Arc::ptr_eq(
+            &renamed,
+            &w.fleet(later + ms(10), timeout, none)
+        ));
+        let names = |f: &Fleet| {
+            let mut names: Vec<String> = f.keys().cloned().collect();
+            names.sort();
+            names
+        };
+        let left = w.fleet(later + ms(1009), timeout, none);
+        assert_eq!(names(&left), ["b", "c"]);
         // The quarantines changed: forgotten, and walked anew with them.
+        let c_out = |n: &str| n == "c";
         assert!(Arc::ptr_eq(
             &left,
-            &w.fleet(later + ms(11), timeout, |n| n == "c")
+            &w.fleet(later + ms(1010), timeout, c_out)
         ));
         w.forget_fleet();
-        assert!(w.fleet(later + ms(12), timeout, |n| n == "c").is_empty());
+        assert_eq!(names(&w.fleet(later + ms(1011), timeout, c_out)), ["b"]);
     }
 }

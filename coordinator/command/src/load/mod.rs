@@ -252,6 +252,7 @@ pub async fn run(connection: &Connection, load: &Load) -> Result<LoadReport, Loa
                 waited.calls += w.calls;
                 waited.leased += w.leased;
                 waited.errors += w.errors;
+                waited.first_error = waited.first_error.or(w.first_error);
             }
             held?;
             Some(waited)

@@ -58,8 +58,9 @@ pub struct Waited {
     pub calls: u64,
     /// Jobs they were leased (a verified job's second result, by an identity drawn for it).
     pub leased: u64,
-    /// Failed calls.
+    /// Failed calls, and the first one's error.
     pub errors: u64,
+    pub first_error: Option<String>,
 }
 
 /// Creates the tail's run and takes all its jobs out of reach: leased by the holder, and for
@@ -205,8 +206,10 @@ pub async fn wait(mut client: Client, name: String, run: String, until: Instant)
                         .await;
                 }
             }
-            Err(_) => {
+            Err(s) => {
                 w.errors += 1;
+                w.first_error
+                    .get_or_insert_with(|| format!("{:?}: {}", s.code(), s.message()));
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
