@@ -195,41 +195,71 @@ impl Drop for Serve {
 }
 
 /// `nqueens serve` on a loopback port over a store in `tmpfs`, with its probe port (`--health-listen`):
-/// its data directory, address, log file, process and probe address.
+/// its data directory, address, log file, process and probe address. The main port is chosen here
+/// (a store reopened after the disk was full listens on it again), the probe's by the server (read
+/// from its log). A port taken meanwhile by another process is chosen again. Before, both ports were
+/// chosen here, each from a listener dropped at once, and the server waited for was given 10 s: under
+/// CI the coordinator once did not answer in time, its log unread (2026-11-30).
 fn serve_on(tmpfs: &Tmpfs) -> (PathBuf, String, tempfile::NamedTempFile, Serve, String) {
     let data = tmpfs.path().join("data");
     std::fs::create_dir(&data).unwrap();
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
-            .port()
-    };
-    let (port, probe) = (free(), free());
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let server = Serve(
-        Command::new(env!("CARGO_BIN_EXE_nqueens"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--health-listen", &format!("127.0.0.1:{probe}")])
-            .arg("--data")
-            .arg(&data)
-            .stdout(Stdio::null())
-            .stderr(log.reopen().unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    (
-        data,
-        format!("http://127.0.0.1:{port}"),
-        log,
-        server,
-        format!("http://127.0.0.1:{probe}"),
-    )
+            .port();
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let mut server = Serve(
+            Command::new(env!("CARGO_BIN_EXE_nqueens"))
+                .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+                .args(["--health-listen", "127.0.0.1:0"])
+                .arg("--data")
+                .arg(&data)
+                .stdout(Stdio::null())
+                .stderr(log.reopen().unwrap())
+                .spawn()
+                .unwrap(),
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+            if let Some(line) = text.lines().find(|l| l.contains("coordinator listening")) {
+                let probe = field(line, "health").expect("the probe's address in the log");
+                return (
+                    data,
+                    format!("http://127.0.0.1:{port}"),
+                    log,
+                    server,
+                    format!("http://{probe}"),
+                );
+            }
+            if let Some(status) = server.0.try_wait().unwrap() {
+                assert!(
+                    text.contains("cannot listen"),
+                    "the coordinator ended ({status:?}):\n{text}"
+                );
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the coordinator did not listen within 60 s:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    panic!("no free port for the coordinator in five tries");
+}
+
+/// The value of `name` in a log line (`name=value`).
+fn field(line: &str, name: &str) -> Option<String> {
+    let value = line.split(&format!(" {name}=")).nth(1)?;
+    Some(value.split(' ').next()?.trim_matches('"').to_string())
 }
 
 async fn connect(address: &str) -> nqueens_proto::Client {
-    for _ in 0..200 {
+    // It listens already: only the first calls may find it busy with its start.
+    for _ in 0..600 {
         if let Ok(mut c) = nqueens_proto::connect(&nqueens_proto::Connection::new(address)) {
             if c.list_runs(proto::ListRunsRequest::default()).await.is_ok() {
                 return c;
