@@ -37,7 +37,9 @@ pub const MIN_LOOK_GAP: Duration = Duration::from_millis(250);
 /// after each look that found nothing. At the tail of a verified run, each first result is news to
 /// every waiting call and a job for a few of them (those the draw admits): a thousand calls looking
 /// four times a second cut what the coordinator committed by a third (`loadgen --waiters`,
-/// BENCHMARKS.md). A job that comes free waits at most this long for a call that has waited long.
+/// BENCHMARKS.md). A job freed by news (`Shared::lease_news`) waits at most this long for a call that
+/// has waited long; one freed by time alone (a bar lapsing, the draw's period doubling, the family wait
+/// ending) waits for the end of the call's wait, 10 s at most.
 pub const MAX_LOOK_GAP: Duration = Duration::from_secs(2);
 
 /// Most jobs one lease request may ask for.

@@ -66,22 +66,25 @@ struct Ended {
 /// Ended leases of one job still recognised for a late report: the most recent ones.
 pub const PAST_PER_JOB: usize = 16;
 
-/// Identities barred from one job at once: past them, the bar that ends first goes.
+/// Identities whose bars from one job are kept: past them, the bar that ends first goes (a lapsed
+/// one, if any).
 pub const BARS_PER_JOB: usize = 64;
 
-/// The bars of one job: each identity barred from it until when, and how many bars the job has had
-/// since it was last counted in this incarnation. Each bar lasts twice the one before, so that
-/// colluders taking turns at holding a job are all barred at once after a few turns.
-#[derive(Debug, Default)]
-struct Bars {
-    who: Vec<(String, Instant)>,
-    issued: u32,
+/// One identity's bar from one job: until when, and how many times it was barred from the job
+/// since the job was last counted in this incarnation. Its first bar lasts a hold, each later one
+/// twice the one before, so that colluders taking turns at holding a job are all barred at once after
+/// a few turns each, while an honest identity's first bar is a hold whatever others did.
+#[derive(Debug)]
+struct Bar {
+    name: String,
+    until: Instant,
+    times: u32,
 }
 
-impl Bars {
-    /// How long the next bar lasts: a hold for the first, twice the last for each after.
-    fn next(&self, hold: Duration) -> Duration {
-        hold.saturating_mul(1 << self.issued.min(16))
+impl Bar {
+    /// How long its `times`-th bar lasts: a hold, doubled for each bar before.
+    fn length(hold: Duration, times: u32) -> Duration {
+        hold.saturating_mul(1 << times.saturating_sub(1).min(16))
     }
 }
 
@@ -122,9 +125,10 @@ pub struct Leases {
     /// Active leases that are spot checks ([`Leases::issue_check`]): ended, they are forgotten.
     checks: HashSet<u64>,
     /// Jobs whose lease ended past half its hold (ran out the hold, was handed back or fell silent
-    /// then), and the identities they barred from them until when. Kept until the job is counted or
-    /// its run cancelled: the count of bars makes each last longer.
-    barred: HashMap<JobId, Bars>,
+    /// then), and the identities they barred from them. Kept, lapsed bars too, until the job is
+    /// counted or its run cancelled: an identity's count of bars makes each of its later ones last
+    /// longer.
+    barred: HashMap<JobId, Vec<Bar>>,
 }
 
 impl Leases {
@@ -250,28 +254,37 @@ impl Leases {
     /// its hold ([`Leases::held_past_half`]), less than its bar ago ([`Leases::bar`]).
     pub fn barred(&self, run: u64, key: &JobKey, name: &str) -> bool {
         let now = Instant::now();
-        self.barred.get(&(run, key.clone())).is_some_and(|bars| {
-            bars.who
-                .iter()
-                .any(|(who, until)| who == name && now < *until)
-        })
+        self.barred
+            .get(&(run, key.clone()))
+            .is_some_and(|bars| bars.iter().any(|b| b.name == name && now < b.until))
     }
 
-    /// Bars identity `name` from `job` from `now`: for a hold, if it is the job's first bar since its
-    /// last count, else for twice the job's last bar. Bars of other identities stay. Before, one bar
-    /// per job, for a hold, replaced the one before: two colluding credentials taking turns at holding
-    /// a job (each handing it back or letting it run out past half its hold, the other leasing it at
-    /// once) held it for good, the run never ending (found by a review, 2026-12-01). Now each turn's
-    /// bar outlasts the turns before, and after a few turns every colluder is barred at once.
+    /// Bars identity `name` from `job` from `now`: for a hold if it is its first bar from the job
+    /// since the job's last count, else for twice its last ([`Bar`]). Other identities' bars stay.
+    /// Before, one bar per job, for a hold, replaced the one before: two colluding credentials taking
+    /// turns at holding a job (each handing it back or letting it run out past half its hold, the
+    /// other leasing it at once) held it for good, the run never ending (found by a review,
+    /// 2026-12-01). Now two colluders are both barred from their fourth turn on. (A first fix counted
+    /// the job's bars, whoever's: an honest identity's first bar after the colluders' lasted as long
+    /// as their last, up to 65,536 holds; found by the review of that fix.)
     fn bar(&mut self, job: JobId, name: String, now: Instant, hold: Duration) {
         let bars = self.barred.entry(job).or_default();
-        let until = now.checked_add(bars.next(hold)).unwrap_or(now + hold);
-        bars.issued = bars.issued.saturating_add(1);
-        bars.who.retain(|(who, _)| *who != name);
-        bars.who.push((name, until));
-        if bars.who.len() > BARS_PER_JOB {
-            if let Some(first) = (0..bars.who.len()).min_by_key(|&i| bars.who[i].1) {
-                bars.who.swap_remove(first);
+        let at = bars.iter().position(|b| b.name == name).unwrap_or_else(|| {
+            bars.push(Bar {
+                name,
+                until: now,
+                times: 0,
+            });
+            bars.len() - 1
+        });
+        let bar = &mut bars[at];
+        bar.times = bar.times.saturating_add(1);
+        bar.until = now
+            .checked_add(Bar::length(hold, bar.times))
+            .unwrap_or(now + hold);
+        if bars.len() > BARS_PER_JOB {
+            if let Some(first) = (0..bars.len()).min_by_key(|&i| bars[i].until) {
+                bars.swap_remove(first);
             }
         }
     }
@@ -475,9 +488,6 @@ impl Leases {
             .map(|l| l.id)
             .collect();
         let ended: Vec<Lease> = ids.into_iter().filter_map(|id| self.end(id)).collect();
-        for bars in self.barred.values_mut() {
-            bars.who.retain(|(_, until)| *until > now);
-        }
         if let Some(hold) = self.max_hold {
             let bars: Vec<(JobId, String)> = ended
                 .iter()
@@ -983,59 +993,73 @@ mod tests {
     }
 
     /// Two colluding credentials that take turns at holding a job, each leasing it the moment the
-    /// other's lease runs out its hold, are both barred from it after three turns: each bar lasts
-    /// twice the one before, and one identity's bar leaves the other's. An honest identity may take
-    /// it then. Before, one bar per job, for a hold, replaced the last: the pair held the job for good
-    /// (found by a review, 2026-12-01).
+    /// other's lease runs out its hold, are both barred from it after four turns: each identity's
+    /// bar lasts twice its last, and one identity's bar leaves the other's. An honest identity takes
+    /// the job then, and its own first bar lasts a hold, whatever the colluders' were. Before, one bar
+    /// per job, for a hold, replaced the last: the pair held the job for good (found by a review,
+    /// 2026-12-01).
     #[tokio::test(start_paused = true)]
     async fn colluders_taking_turns_at_a_job_are_all_barred_after_a_few_turns() {
         let s = Duration::from_secs;
         let job = key("0.1");
         let mut t = Leases::new(3, SECRET, s(10)).holding_at_most(s(30));
-        // A turn of `name` from `at`: leased, heartbeats to its hold, expires.
-        let mut at = Instant::now();
-        let run = |t: &mut Leases, name: &str, at: &mut Instant| {
-            let id = t.issue(1, job.clone(), name, name, *at);
+        // A turn of `name`: leased now, heartbeats to its hold, expires; the clock moves with it.
+        async fn turn(t: &mut Leases, job: &JobKey, name: &str) {
+            let at = Instant::now();
+            let id = t.issue(1, job.clone(), name, name, at);
             t.bar_at_hold(id);
             for k in 1..3 {
-                assert!(t.heartbeat(name, &[id], *at + s(10 * k)).is_empty());
+                assert!(t
+                    .heartbeat(name, &[id], at + Duration::from_secs(10 * k))
+                    .is_empty());
             }
-            *at += s(30);
-            let gone = t.expire(*at);
+            tokio::time::advance(Duration::from_secs(30)).await;
+            let gone = t.expire(Instant::now());
             assert_eq!(gone.iter().map(|l| l.id).collect::<Vec<_>>(), [id]);
-        };
-        run(&mut t, "a", &mut at);
-        tokio::time::advance(s(30)).await;
-        assert!(t.barred(1, &job, "a"));
-        assert!(!t.barred(1, &job, "b"));
-        run(&mut t, "b", &mut at);
-        tokio::time::advance(s(30)).await;
-        // a's first bar (a hold) has lapsed; b's (two holds) stands.
-        assert!(!t.barred(1, &job, "a"));
-        assert!(t.barred(1, &job, "b"));
-        run(&mut t, "a", &mut at);
-        tokio::time::advance(s(30)).await;
-        assert!(t.barred(1, &job, "a"), "a's second bar: four holds");
-        assert!(t.barred(1, &job, "b"), "b's bar stays beside a's");
-        assert!(!t.barred(1, &job, "honest"));
-        // b's bar ends two holds after its turn, a's four holds after its own.
+        }
+        let barred = |t: &Leases, name: &str| t.barred(1, &job, name);
+        turn(&mut t, &job, "a").await; // 30 s: a barred a hold
+        assert!(barred(&t, "a") && !barred(&t, "b"));
+        turn(&mut t, &job, "b").await; // 60 s: a's bar lapsed, b barred a hold
+        assert!(!barred(&t, "a") && barred(&t, "b"));
+        turn(&mut t, &job, "a").await; // 90 s: a barred two holds, b's lapsed
+        assert!(barred(&t, "a") && !barred(&t, "b"));
+        turn(&mut t, &job, "b").await; // 120 s: b barred two holds, a's stands (to 150 s)
+        assert!(barred(&t, "a"), "a's second bar: two holds");
+        assert!(barred(&t, "b"), "b's bar beside a's");
+        assert!(!barred(&t, "honest"));
+        // An honest identity that ran out its hold too is barred for one hold, not four.
+        turn(&mut t, &job, "honest").await; // 150 s
+        assert!(barred(&t, "honest") && barred(&t, "b") && !barred(&t, "a"));
         tokio::time::advance(s(29)).await;
-        assert!(t.barred(1, &job, "b"));
-        tokio::time::advance(s(1)).await;
-        assert!(!t.barred(1, &job, "b"));
-        tokio::time::advance(s(89)).await;
-        assert!(t.barred(1, &job, "a"));
-        tokio::time::advance(s(1)).await;
-        assert!(!t.barred(1, &job, "a"));
-        // Counted, the job forgets its bars and their count: the next bar lasts a hold.
+        assert!(barred(&t, "honest") && barred(&t, "b"));
+        tokio::time::advance(s(1)).await; // 180 s
+        assert!(!barred(&t, "honest") && !barred(&t, "b"));
+        // Counted, the job forgets its bars and their counts: a's next bar lasts a hold.
         t.settle(1, &job);
         assert!(!t.barred.contains_key(&(1, job.clone())));
-        at = Instant::now();
-        run(&mut t, "a", &mut at);
+        turn(&mut t, &job, "a").await;
+        assert!(barred(&t, "a"));
         tokio::time::advance(s(30)).await;
-        assert!(t.barred(1, &job, "a"));
-        tokio::time::advance(s(30)).await;
-        assert!(!t.barred(1, &job, "a"));
+        assert!(!barred(&t, "a"));
+    }
+
+    /// The bars kept of one job are bounded: past [`BARS_PER_JOB`] identities, the bar that ends first
+    /// goes, a lapsed one before any that stands.
+    #[tokio::test(start_paused = true)]
+    async fn a_jobs_bars_are_bounded_and_the_first_to_end_goes() {
+        let s = Duration::from_secs;
+        let job = (1, key("0.1"));
+        let mut t = Leases::new(3, SECRET, s(10)).holding_at_most(s(30));
+        let now = Instant::now();
+        t.bar(job.clone(), "lapsed".into(), now - s(60), s(30));
+        for i in 0..BARS_PER_JOB {
+            t.bar(job.clone(), format!("w{i}"), now, s(30));
+        }
+        let bars = &t.barred[&job];
+        assert_eq!(bars.len(), BARS_PER_JOB);
+        assert!(bars.iter().all(|b| b.name != "lapsed"));
+        assert!((0..BARS_PER_JOB).all(|i| t.barred(1, &job.1, &format!("w{i}"))));
     }
 
     /// A spot check that ends (here: expires) takes no place in its job's history of ended leases:

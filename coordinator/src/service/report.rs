@@ -131,6 +131,16 @@ impl Coordinator {
         let now = Instant::now();
         let mut guard = self.state();
         let state = &mut *guard;
+        // Each run of the batch, as it stood before: its phase and its active leases (a run stalled,
+        // or its last lease ended, may tell a waiting call it is idle).
+        let runs: std::collections::BTreeSet<u64> = batch.iter().map(|inc| inc.run).collect();
+        let stood: Vec<(u64, Option<crate::durable::store::Phase>, u64)> = runs
+            .into_iter()
+            .map(|id| {
+                let phase = state.runs.get(&id).map(|r| r.phase());
+                (id, phase, state.leases.count(id))
+            })
+            .collect();
         // Results that differ from a done job's under no lease issued for it: how many, and the first.
         let mut unleased: Option<(usize, u64, JobKey)> = None;
         // Each result's nodes (and its job) are credited when it proves work: one the run took (counted,
@@ -307,7 +317,7 @@ impl Coordinator {
         // News for waiting lease calls too: whatever may put a job back in a queue (a first result
         // of a verified job, a dispute, a count taken back), end or reopen a run, or change who may
         // lease or decide. A result that only counts its job is news to status watchers alone.
-        let lease_news = news
+        let mut lease_news = news
             && (!committed.finished.is_empty()
                 || !committed.reopened.is_empty()
                 || !committed.quarantined.is_empty()
@@ -410,6 +420,12 @@ impl Coordinator {
                 finished.push(live.meta.clone());
             }
         }
+        // A run whose phase changed (stalled, say), or whose last lease ended.
+        lease_news |= news
+            && stood.iter().any(|&(id, phase, leases)| {
+                let now_leased = state.leases.count(id);
+                state.runs.get(&id).map(|r| r.phase()) != phase || (leases > 0 && now_leased == 0)
+            });
         drop(guard);
         if let Some((results, run, first)) = unleased {
             tracing::warn!(worker, name, results, run, job = %first, "results that differ from done jobs' stored results, under no lease issued for their jobs: only compared, the stored ones kept (the first named here)");

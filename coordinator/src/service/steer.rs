@@ -1,11 +1,11 @@
-//! Who gives a verified job its second result. Where the fleet has a live worker of another kernel
-//! family than the first result's, the job waits for it a while (a bug of one family cannot confirm
-//! itself). And for a while after the first result, only a few of the identities that serve may give
-//! it, drawn for that job with a secret of this incarnation ([`DRAWN`]): before, the next lease call
-//! took it, so the first result's sender could have a partner ask at once and confirm its lie (found
-//! by a review, 2026-12-01). Soft rules: they only order work, never decide a count; the family wait
-//! ends after [`crate::service::Config::family_wait`], and the draw admits twice as many identities
-//! each such period.
+//! Who gives a verified job its second result. For a while after the first result, only a few of the
+//! identities that serve may give it, drawn for that job with a secret of this incarnation
+//! ([`DRAWN`]): before, the next lease call took it, so the first result's sender could have a
+//! partner ask at once and confirm its lie (found by a review, 2026-12-01). Among those the draw
+//! admits, where two or more compute another kernel family than the first result's, those of its
+//! family alone wait a while (a bug of one family cannot confirm itself). Soft rules: they only order
+//! work, never decide a count; the family wait ends after [`crate::service::Config::family_wait`],
+//! and the draw admits twice as many identities each such period.
 
 use std::collections::HashMap;
 use std::hash::Hasher;
@@ -45,8 +45,8 @@ pub struct Steer {
 }
 
 impl Steer {
-    /// What the lease call of identity `name` at `now` knows: its live workers' families, and every
-    /// other live identity's that is not quarantined: the worker table's snapshot
+    /// What the lease call of identity `name` at `now` knows: every live identity that is not
+    /// quarantined, with its live workers' families (its own among them): the worker table's snapshot
     /// ([`super::workers::Workers::fleet`]), made at most once a second. Made only when a job could
     /// wait ([`Steer::may_wait`]), never for a lease of fresh jobs.
     pub fn of(
@@ -144,8 +144,12 @@ impl Steer {
     /// family than the asking one: it is steered away from its first result's family
     /// ([`Steer::steered_from`]), the asking identity's only one.
     pub fn waits(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
-        self.steered_from(run, key, record)
-            .is_some_and(|family| self.own.only(family))
+        // The asking identity's own families first: the draws of others only where they matter.
+        let first = record.candidates.first().and_then(|c| c.family());
+        first.is_some_and(|family| self.own.only(family))
+            && self
+                .steered_from(run, key, record)
+                .is_some_and(|family| self.own.only(family))
     }
 
     /// The family a job is steered away from: its first result's, where it is a verified job with one

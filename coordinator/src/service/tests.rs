@@ -5451,7 +5451,13 @@ async fn a_result_that_only_counts_its_job_wakes_no_waiting_call() {
         let c = c.clone();
         tokio::spawn(async move { c.lease(&ask("b", 1), Duration::from_secs(10)).await })
     };
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // a's look, then the waiting call's.
+    for _ in 0..200 {
+        if looks(&c) >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let (news, progress) = (c.subscribe_lease_news(), c.subscribe());
     let (n0, p0, l0) = (*news.borrow(), *progress.borrow(), looks(&c));
     assert_eq!(l0, 2, "a's look, then the waiting call's");
@@ -5484,4 +5490,43 @@ async fn a_result_that_only_counts_its_job_wakes_no_waiting_call() {
     let n1 = *news.borrow();
     assert_eq!(report_all(&c, "a", &first).await, vec![Outcome::Pending]);
     assert_eq!(news.borrow().wrapping_sub(n1), 1, "waits for a second");
+}
+
+/// A count that leaves a run stalled (its other jobs failed) is news to a waiting call: the run leases
+/// nothing more, and the call is told idle at once. (Found by a review of the rule that a result that
+/// only counts its job wakes no waiting call, 2026-12-01: it waited out its 10 s.)
+#[tokio::test]
+async fn a_count_that_stalls_a_run_wakes_a_waiting_call() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let id = c.run(&run).unwrap().meta.id;
+    let held = lease(&c, "a", 4096).await;
+    // One job failed meanwhile (its leases expired under workers enough), as the store and the live
+    // run record it.
+    let failed = &held[0];
+    c.shared.store.fail_job(id, &failed.key, "test").unwrap();
+    c.state().runs.get_mut(&id).unwrap().moved_by(
+        &failed.key,
+        None,
+        Some(crate::durable::store::JobState::Failed),
+        u64::MAX,
+    );
+    report_all(&c, "a", &held[1..held.len() - 1]).await;
+    let waiting = {
+        let c = c.clone();
+        tokio::spawn(async move { c.lease(&ask("b", 1), Duration::from_secs(10)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!waiting.is_finished());
+    report_all(&c, "a", &held[held.len() - 1..]).await;
+    assert_eq!(
+        c.run(&run).unwrap().phase,
+        crate::durable::store::Phase::Stalled
+    );
+    let grant = tokio::time::timeout(Duration::from_secs(2), waiting)
+        .await
+        .expect("woken")
+        .unwrap()
+        .unwrap();
+    assert!(grant.leases.is_empty() && grant.idle, "{grant:?}");
 }

@@ -110,7 +110,7 @@ pub struct Workers {
     /// keeps its `jobs done`).
     earlier: HashMap<String, u64>,
     /// The last snapshot of the serving identities, and when it was made ([`Workers::fleet`]):
-    /// forgotten at every change of a row's identity, families or liveness, and of the quarantines.
+    /// forgotten when a row says what it lacks ([`serves`]), and when the quarantines change.
     fleet: RefCell<Option<(Instant, Fleet)>>,
 }
 
@@ -409,8 +409,8 @@ impl Workers {
     }
 
     /// [`Workers::serving`], made at most once per [`FLEET_REFRESH`] and shared by the lease calls
-    /// meanwhile, unless a row's identity, families or liveness change, or the quarantines
-    /// ([`Workers::forget_fleet`]). Before, each lease call that met a verified job waiting for its
+    /// meanwhile, unless a row says what it lacks (a new identity, a new family, an identity back
+    /// from lost: [`serves`]) or the quarantines change ([`Workers::forget_fleet`]). Before, each lease call that met a verified job waiting for its
     /// second result made its own pass over the table: with 1,000 identities at 5,000 results a
     /// second, those passes (and the draw's count of identities, per job) cut what the coordinator
     /// committed to 2,000 a second (`loadgen --workers 1000`, BENCHMARKS.md).
@@ -422,7 +422,8 @@ impl Workers {
     ) -> Fleet {
         let mut kept = self.fleet.borrow_mut();
         if let Some((at, fleet)) = kept.as_ref() {
-            if now >= *at && now.saturating_duration_since(*at) < FLEET_REFRESH {
+            // (A call that read its clock before the snapshot was made uses it too.)
+            if now.saturating_duration_since(*at) < FLEET_REFRESH {
                 return fleet.clone();
             }
         }
