@@ -551,6 +551,7 @@ impl Coordinator {
                     requeued: back,
                     returned,
                     held,
+                    after_first,
                 } = run.settle(
                     &state.leases,
                     &super::live::Asking {
@@ -609,6 +610,9 @@ impl Coordinator {
                         .issue(run.meta.id, key.clone(), worker, name, now);
                     if credential && name != SHARED_IDENTITY {
                         state.leases.bar_at_hold(lease);
+                    }
+                    if after_first.contains(&key) {
+                        state.leases.mark_after_first(lease);
                     }
                     leases.push(Granted {
                         id: lease,

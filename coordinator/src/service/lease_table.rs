@@ -40,6 +40,8 @@ pub struct Lease {
     pub hold_from: Instant,
     /// Ended past half its hold, it bars its identity from its job for a hold ([`Leases::bar_at_hold`]).
     pub barrable: bool,
+    /// Issued while its job held a result already ([`Leases::mark_after_first`]).
+    pub after_first: bool,
 }
 
 type JobId = (u64, JobKey);
@@ -61,6 +63,8 @@ struct Ended {
     issued: Instant,
     /// When its hold counted from ([`Lease::hold_from`]).
     hold_from: Instant,
+    /// [`Lease::after_first`].
+    after_first: bool,
 }
 
 /// Ended leases of one job still recognised for a late report: the most recent ones.
@@ -314,9 +318,31 @@ impl Leases {
                 beat: now,
                 hold_from: now,
                 barrable: false,
+                after_first: false,
             },
         );
         id
+    }
+
+    /// Marks active lease `id` as issued while its job held a result already (a verified job's first,
+    /// or a dispute's): one the draw of confirmers or the dispute rule let its identity take. Only a
+    /// result under such a lease confirms or seconds another identity's ([`Leases::after_first`]).
+    pub fn mark_after_first(&mut self, id: u64) {
+        if let Some(l) = self.active.get_mut(&id) {
+            l.after_first = true;
+        }
+    }
+
+    /// Whether lease `id` of this incarnation (active, or ended and still remembered) was issued while
+    /// its job held a result already. A lease issued before (one that expired, or was kept by a
+    /// partner across the first result) was taken without the draw of confirmers: a result under it
+    /// that agrees with the first confirms nothing (found by a review, 2026-12-01). Nor does one under
+    /// a lease of an earlier incarnation, nor under one forgotten.
+    pub fn after_first(&self, id: u64) -> bool {
+        match self.active.get(&id) {
+            Some(l) => l.after_first,
+            None => self.past.get(&id).is_some_and(|e| e.after_first),
+        }
     }
 
     /// Leases a spot check of a done job, as [`Leases::issue`]. However it ends, it is forgotten: it
@@ -333,6 +359,9 @@ impl Leases {
     ) -> u64 {
         let id = self.issue(run, key, worker, name, now);
         self.checks.insert(id);
+        // Issued for a counted job, drawn in secret: should the count be taken back while it is out,
+        // its answer may decide as a lease of the job holding a result does.
+        self.mark_after_first(id);
         id
     }
 
@@ -631,6 +660,7 @@ impl Leases {
             outlived: false,
             issued: lease.issued,
             hold_from: lease.hold_from,
+            after_first: lease.after_first,
         };
         self.past.insert(id, ended);
         let ids = self.past_by_job.entry(job).or_default();

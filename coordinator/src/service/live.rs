@@ -146,6 +146,9 @@ pub struct Settled {
     /// Keys held for a worker of another kernel family or a drawn identity (the asking worker may take
     /// them later).
     pub held: usize,
+    /// Of the keys to lease, those whose job holds a result already (a verified job's first, or a
+    /// dispute's): their leases may confirm or second ([`super::lease_table::Leases::after_first`]).
+    pub after_first: Vec<JobKey>,
 }
 
 impl LiveRun {
@@ -297,6 +300,7 @@ impl LiveRun {
         // Whether another call may have missed these keys, and may wait without having seen them.
         let missed = self.news_since(candidates.look);
         let mut chosen: Vec<JobKey> = Vec::new();
+        let mut after_first = Vec::new();
         let (mut retry_back, mut ahead_back, mut computed) = (Vec::new(), Vec::new(), Vec::new());
         // Second results held for a worker of another kernel family, or an identity drawn.
         let mut held = Vec::new();
@@ -306,6 +310,9 @@ impl LiveRun {
             if leases.is_leased(run, &key) || chosen.contains(&key) {
                 continue;
             }
+            let holds_result = record
+                .as_ref()
+                .is_some_and(|r| r.state.is_open() && !r.candidates.is_empty());
             match record {
                 Some(r) if !r.state.is_open() => {}
                 Some(r) if r.computed_by(name) => {
@@ -322,7 +329,12 @@ impl LiveRun {
                 {
                     held.push(key)
                 }
-                _ if chosen.len() < want => chosen.push(key),
+                _ if chosen.len() < want => {
+                    if holds_result {
+                        after_first.push(key.clone());
+                    }
+                    chosen.push(key)
+                }
                 _ if i < from_retry => retry_back.push(key),
                 _ => ahead_back.push(key),
             }
@@ -330,6 +342,7 @@ impl LiveRun {
         if self.meta.is_done() || self.meta.is_cancelled() {
             return Settled {
                 chosen,
+                after_first,
                 ..Settled::default()
             };
         }
@@ -351,6 +364,7 @@ impl LiveRun {
             requeued,
             returned,
             held: held_back,
+            after_first,
         }
     }
 

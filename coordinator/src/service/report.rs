@@ -567,6 +567,7 @@ impl Coordinator {
                             earlier: false,
                             handed_back: false,
                             forgotten: false,
+                            after_first: false,
                         };
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
@@ -591,6 +592,7 @@ impl Coordinator {
                     // handed back is read from the store, with the state lock released.
                     let forgotten = tag_holds && state.leases.issued_to(r.lease).is_none();
                     let earlier = check.is_ok() && forgotten;
+                    let after_first = check.is_ok() && state.leases.after_first(r.lease);
                     LeaseCheck {
                         check,
                         tag_holds,
@@ -600,6 +602,7 @@ impl Coordinator {
                         earlier,
                         handed_back: state.leases.handed_back(r.lease),
                         forgotten,
+                        after_first,
                     }
                 })
                 .collect();
@@ -620,6 +623,7 @@ impl Coordinator {
                     earlier,
                     handed_back: handed_back_here,
                     forgotten,
+                    after_first,
                 } = lc;
                 // A lease handed back by its worker is over: its tag proves no lease for its job. The
                 // table knows the hand-backs of the leases it remembers; the store, those of an
@@ -678,6 +682,7 @@ impl Coordinator {
                     may_decide,
                     check: too_fast,
                     family: r.family,
+                    after_first,
                 })
             })
             .collect()
@@ -740,4 +745,6 @@ struct LeaseCheck {
     /// Its tag holds, and the table knows it not (of an earlier incarnation, or forgotten once its
     /// job was counted): whether it was handed back is in the store.
     forgotten: bool,
+    /// Checked, and issued while its job held a result already ([`Incoming::after_first`]).
+    after_first: bool,
 }

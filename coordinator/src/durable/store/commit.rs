@@ -80,6 +80,11 @@ pub struct Incoming {
     /// The kernel family that computed it, as its worker states it (not sealed, never trusted for a
     /// count: it steers and is shown).
     pub family: Option<nqueens_common::Family>,
+    /// Whether the lease it names was issued while its job held a result already (this incarnation's,
+    /// remembered): only then may it confirm or second another identity's result. Under a lease
+    /// issued before the first result (one that expired, or of an earlier incarnation), a partner's
+    /// copy of a lie would count without the draw of confirmers (found by a review, 2026-12-01).
+    pub after_first: bool,
 }
 
 impl Incoming {
@@ -405,6 +410,17 @@ impl Store {
                 // A disputed job is decided only by an identity that may decide: any other's result
                 // for it (under a lease that expired, say) is not kept.
                 if from == Some(JobState::Disputed) && !inc.may_decide {
+                    out.outcomes.push(Outcome::NotKept);
+                    continue;
+                }
+                // Nor does a result that agrees with another identity's confirm or second it, unless
+                // its lease was issued while the job held a result already: a lease taken before the
+                // first result (expired since, or of an earlier incarnation) never met the draw of
+                // confirmers, and a partner could keep one to confirm a lie at will (found by a
+                // review, 2026-12-01). Not kept: the job waits as it was, for an identity the draw
+                // admits. (A result that disagrees still disputes: an honest worker's late result
+                // takes a lie back.)
+                if !agreeing.is_empty() && !inc.after_first {
                     out.outcomes.push(Outcome::NotKept);
                     continue;
                 }
