@@ -85,10 +85,14 @@ struct Bar {
     times: u32,
 }
 
+/// The longest bar: for good, as far as a run goes (and an instant that far ahead never overflows).
+const MAX_BAR: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 impl Bar {
-    /// How long its `times`-th bar lasts: a hold, doubled for each bar before.
+    /// How long its `times`-th bar lasts: a hold, doubled for each bar before, at most [`MAX_BAR`].
     fn length(hold: Duration, times: u32) -> Duration {
         hold.saturating_mul(1 << times.saturating_sub(1).min(16))
+            .min(MAX_BAR)
     }
 }
 
@@ -283,9 +287,7 @@ impl Leases {
         });
         let bar = &mut bars[at];
         bar.times = bar.times.saturating_add(1);
-        bar.until = now
-            .checked_add(Bar::length(hold, bar.times))
-            .unwrap_or(now + hold);
+        bar.until = now + Bar::length(hold, bar.times);
         if bars.len() > BARS_PER_JOB {
             if let Some(first) = (0..bars.len()).min_by_key(|&i| bars[i].until) {
                 bars.swap_remove(first);
@@ -1072,6 +1074,25 @@ mod tests {
         assert!(barred(&t, "a"));
         tokio::time::advance(s(30)).await;
         assert!(!barred(&t, "a"));
+    }
+
+    /// An identity's bar doubles with each of its bars from the job, from a hold, up to [`MAX_BAR`]:
+    /// a bar with the longest hold the flags allow, or a huge one, never overflows an instant.
+    #[test]
+    fn a_bars_length_doubles_and_is_bounded() {
+        let s = Duration::from_secs;
+        assert_eq!(Bar::length(s(30), 1), s(30));
+        assert_eq!(Bar::length(s(30), 2), s(60));
+        assert_eq!(Bar::length(s(30), 3), s(120));
+        assert_eq!(Bar::length(s(30), 17), s(30 << 16));
+        assert_eq!(Bar::length(s(30), 1000), s(30 << 16));
+        assert_eq!(Bar::length(s(365 * 86_400), 17), MAX_BAR);
+        assert_eq!(Bar::length(Duration::MAX, 1), MAX_BAR);
+        let mut t = Leases::new(3, SECRET, s(10)).holding_at_most(Duration::MAX);
+        for _ in 0..3 {
+            t.bar((1, key("0.1")), "a".into(), Instant::now(), Duration::MAX);
+        }
+        assert!(t.barred(1, &key("0.1"), "a"));
     }
 
     /// The bars kept of one job are bounded: past [`BARS_PER_JOB`] identities, the bar that ends first
