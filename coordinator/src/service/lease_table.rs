@@ -1076,6 +1076,19 @@ mod tests {
         assert!(!barred(&t, "a"));
     }
 
+    /// A cancelled run's bars go with it; another run's stay.
+    #[test]
+    fn a_cancelled_runs_bars_go_and_anothers_stay() {
+        let s = Duration::from_secs;
+        let mut t = Leases::new(3, SECRET, s(10)).holding_at_most(s(30));
+        for run in [1, 2] {
+            t.bar((run, key("0.1")), "a".into(), Instant::now(), s(30));
+        }
+        t.cancel_run(1);
+        assert!(!t.barred.contains_key(&(1, key("0.1"))));
+        assert!(t.barred(2, &key("0.1"), "a"));
+    }
+
     /// An identity's bar doubles with each of its bars from the job, from a hold, up to [`MAX_BAR`]:
     /// a bar with the longest hold the flags allow, or a huge one, never overflows an instant.
     #[test]

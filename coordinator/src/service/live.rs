@@ -876,6 +876,52 @@ mod tests {
         assert!(!live.candidates_in_flight());
     }
 
+    /// Of the keys chosen, those whose job holds a result (a verified job's first, a dispute's) are
+    /// leased after the first: their leases may confirm. A pending job's is not, nor an open job's
+    /// with no result (a record mended from damage): its lease computes the first result, and kept
+    /// past another's first, it would confirm it without the draw.
+    #[test]
+    fn only_a_key_whose_job_holds_a_result_is_leased_after_the_first() {
+        use crate::durable::store::ResultRecord;
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let leases = Leases::new(1, [0; 16], Duration::from_secs(60));
+        let asking = Asking {
+            name: "a",
+            may_decide: true,
+            steer: &super::super::steer::Steer::none,
+        };
+        let mut left = 0;
+        let taken = live.take_candidates(&leases, "a", 3, 3, &mut left);
+        let keys: Vec<JobKey> = taken.keys().cloned().collect();
+        let first = JobRecord {
+            state: JobState::Verifying,
+            candidates: vec![ResultRecord {
+                result: nqueens_common::JobResult {
+                    total: 8,
+                    unique8: Some(8),
+                    nodes: 9,
+                },
+                worker: "b".into(),
+                worker_id: "b-1".into(),
+                lease: 1,
+                at_unix: 0,
+                confirmed_by: Vec::new(),
+                seal: Some(1),
+                families: ResultRecord::families_of([None]),
+            }],
+            reason: None,
+        };
+        let mended = JobRecord {
+            state: JobState::Verifying,
+            candidates: Vec::new(),
+            reason: Some(crate::durable::store::records::MENDED.into()),
+        };
+        let records = vec![None, Some(first), Some(mended)];
+        let settled = live.settle(&leases, &asking, taken, records, 3);
+        assert_eq!(settled.chosen, keys);
+        assert_eq!(settled.after_first, [keys[1].clone()]);
+    }
+
     /// The expiries of a job's leases are forgotten once it is counted: the table does not grow with
     /// every job that ever had one (found by a review, 2026-11-24, a later session).
     #[test]
