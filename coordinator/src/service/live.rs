@@ -340,9 +340,9 @@ impl LiveRun {
             }
         }
         if self.meta.is_done() || self.meta.is_cancelled() {
+            // (Never leased: the lease call puts back what a run no longer running chose.)
             return Settled {
                 chosen,
-                after_first,
                 ..Settled::default()
             };
         }

@@ -421,6 +421,22 @@ mod tests {
             .filter(|&i| !one_more.admits(7, &key(i), &job))
             .count();
         assert!((10..=90).contains(&held), "{held} of 200 held back");
+        // The same where the first result's identity serves no more: it is not counted twice out.
+        let gone = Steer {
+            others: serving_as(
+                one_more
+                    .others
+                    .iter()
+                    .filter(|(n, _)| *n != "a")
+                    .map(|(n, f)| (n.clone(), *f)),
+            ),
+            ..one_more.clone()
+        };
+        assert_eq!(gone.others.len(), DRAWN);
+        let held = (0..200u8)
+            .filter(|&i| !gone.admits(7, &key(i), &job))
+            .count();
+        assert!((10..=90).contains(&held), "{held} of 200 held back");
         // `holds`: a job with one result, not a dispute.
         let alone = Steer {
             name: "nobody".into(),
