@@ -572,6 +572,9 @@ impl Coordinator {
                     records,
                     want,
                 );
+                // (A set: a call may lease 4,096 second results at once, each looked up.)
+                let after_first: std::collections::HashSet<JobKey> =
+                    after_first.into_iter().collect();
                 // A credential's room measured again as the leases are issued: calls made at once
                 // each measured it before the store reads, with the lock released.
                 let mut chosen = chosen;
