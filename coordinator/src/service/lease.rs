@@ -313,6 +313,8 @@ thread_local! {
     /// look meanwhile).
     pub(super) static MEANWHILE: std::cell::RefCell<Option<Box<dyn FnMut()>>> =
         const { std::cell::RefCell::new(None) };
+    /// Tests: the job records lease calls read from the store so far.
+    pub(super) static READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// One attempt at a lease.
@@ -323,6 +325,38 @@ struct Attempt {
     /// Whether a job come free could be leased to the caller: not when it is benched, or holds all the
     /// leases it may (it asks again after `retry_after`).
     may_wait: bool,
+}
+
+/// The parts of the state a lease call's [`super::steer::Steer`] is made of, borrowed apart from its
+/// runs (which the call holds mutably meanwhile).
+macro_rules! state_parts {
+    ($state:ident) => {
+        (
+            &$state.workers,
+            &$state.quarantined,
+            $state.leases.timeout(),
+            ($state.family_wait, $state.draw_secret),
+        )
+    };
+}
+
+/// [`state_parts`]: the worker table, the quarantined identities, the lease timeout, and the family
+/// wait with the draw's secret.
+type StateParts<'a> = (
+    &'a super::workers::Workers,
+    &'a std::collections::HashMap<String, String>,
+    Duration,
+    (Duration, [u8; 16]),
+);
+
+/// What the lease call of identity `name` at `now` knows of the identities around it, made at the
+/// first job that could wait for another ([`super::steer::Steer::of`]).
+fn steer_of<'a>(
+    (workers, quarantined, timeout, draw): StateParts<'a>,
+    name: &'a str,
+    now: Instant,
+) -> impl Fn() -> super::steer::Steer + 'a {
+    move || super::steer::Steer::of(workers, quarantined, name, now, timeout, draw)
 }
 
 impl Coordinator {
@@ -505,16 +539,24 @@ impl Coordinator {
                         retry_beyond_look = run.retry_len() > MAX_RETRY_LOOK;
                     }
                     batch = batch.max(want);
-                    run.take_candidates(&state.leases, name, want, batch, &mut retry_left)
+                    let steer = steer_of(state_parts!(state), name, now);
+                    let asking = super::live::Asking {
+                        name,
+                        may_decide,
+                        steer: &steer,
+                    };
+                    run.take_candidates(&state.leases, &asking, want, batch, &mut retry_left)
                 };
                 first_round = false;
                 // A job this identity is barred from for a while is its own again once the bar
-                // lapses: never idle.
-                if candidates.barred {
+                // lapses, and one held from it once the draw admits it: never idle.
+                if candidates.barred || candidates.held > 0 {
                     beyond_reach = false;
                 }
                 #[cfg(test)]
                 MEANWHILE.with_borrow_mut(|f| f.as_mut().map_or((), |f| f()));
+                #[cfg(test)]
+                READS.set(READS.get() + candidates.keys().count() as u64);
                 let read: Result<Vec<_>> = candidates
                     .keys()
                     .map(|key| match self.shared.store.job(id, key) {
@@ -557,16 +599,7 @@ impl Coordinator {
                     &super::live::Asking {
                         name,
                         may_decide,
-                        steer: &|| {
-                            super::steer::Steer::of(
-                                &state.workers,
-                                &state.quarantined,
-                                name,
-                                now,
-                                state.leases.timeout(),
-                                (state.family_wait, state.draw_secret),
-                            )
-                        },
+                        steer: &steer_of(state_parts!(state), name, now),
                     },
                     candidates,
                     records,

@@ -150,8 +150,11 @@ impl Coordinator {
         // purpose, in one batch or many: it would inflate its worker's rate and the run's GPU share).
         // Decided here, in order, under the state lock, where leases end as their results come.
         let mut credited: Vec<Option<u64>> = Vec::with_capacity(batch.len());
+        // Whether a job went back in line because a copy (or a result not kept) ended its lease.
+        let mut put_back = false;
         for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
             self.shared.metrics.result(outcome.name());
+            let leased = state.leases.is_leased(inc.run, &inc.key);
             credited.push(match outcome {
                 // (Its lease has delivered, though: one kept past its job's count takes a count
                 // back once, even after a lift. A result for a failed job passed validation under
@@ -180,6 +183,24 @@ impl Coordinator {
                     .credit_once(inc.lease)
                     .then_some(inc.result.nodes),
             });
+            // A lease call passes a leased job by and drops it from the retry queue, counting on the
+            // lease's end to put it back: a copy, a mismatch or a result not kept that ended the job's
+            // lease puts it back here (a done job is dropped at the next look). Before, nothing did:
+            // a credential that sent a copy under its second lease of a job waiting for its second
+            // result left the job open in no queue, and the run could not end before a restart
+            // (found by a review, 2026-12-01). (Pending and disputed results put theirs back below;
+            // a failed job is not leased again.)
+            if matches!(
+                outcome,
+                Outcome::Mismatch { .. } | Outcome::NotKept | Outcome::Duplicate
+            ) && leased
+                && !state.leases.is_leased(inc.run, &inc.key)
+            {
+                if let Some(run) = state.runs.get_mut(&inc.run) {
+                    run.requeue(inc.key.clone());
+                    put_back = true;
+                }
+            }
             // A result that proves work grows its identity's lease limit and clears its strikes,
             // whatever became of it: counted, held for a check, disputing, or a spot check's answer
             // alike (a worker credential sees them all as accepted; the room it gets next must not
@@ -205,10 +226,18 @@ impl Coordinator {
                         .is_some_and(|r| r.reopened_after(&inc.key, committed.seq))
                     {
                         // A later commit, applied first, took the result back and the job may be
-                        // leased again since: only this worker's lease ends.
+                        // leased again since: only this worker's lease ends. A call that passed the
+                        // job by while it was leased dropped it: it goes back in line.
+                        let leased = state.leases.is_leased(inc.run, &inc.key);
                         state
                             .leases
                             .close_delivered(inc.lease, inc.run, &inc.key, worker);
+                        if leased && !state.leases.is_leased(inc.run, &inc.key) {
+                            if let Some(run) = run {
+                                run.requeue(inc.key.clone());
+                                put_back = true;
+                            }
+                        }
                     } else {
                         if let Some(run) = run {
                             run.counted(&inc.key, committed.seq);
@@ -331,7 +360,8 @@ impl Coordinator {
                     .iter()
                     .any(|o| !matches!(o, Outcome::Accepted | Outcome::Duplicate))
                 || spot_answered
-                || state.confirmed.len() != records_before);
+                || state.confirmed.len() != records_before)
+            || put_back;
         if state.workers.seen(worker, now) == Contact::Returned {
             tracing::info!(worker = %worker, name = %name, "worker returned");
         }
