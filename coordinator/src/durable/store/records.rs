@@ -423,6 +423,23 @@ impl ResultRecord {
         }
     }
 
+    /// Puts its first confirmer in its worker's place (its worker quarantined), if it has one: the
+    /// result stays, behind those who confirmed it. Returns whether it had one.
+    pub fn handed_to_confirmer(&mut self) -> bool {
+        if self.confirmed_by.is_empty() {
+            return false;
+        }
+        self.worker = self.confirmed_by.remove(0);
+        // (Its process id is not known: a confirmer's is not kept.)
+        self.worker_id = String::new();
+        let mut families = std::mem::take(&mut self.families);
+        if !families.is_empty() {
+            families.remove(0);
+        }
+        self.families = ResultRecord::families_of(families);
+        true
+    }
+
     /// The identities that stand behind this result: its worker, then its confirmers.
     pub fn identities(&self) -> impl Iterator<Item = String> + '_ {
         std::iter::once(self.worker.clone()).chain(self.confirmed_by.iter().cloned())

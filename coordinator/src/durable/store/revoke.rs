@@ -45,6 +45,7 @@ impl Store {
             recorded,
             incomplete,
             hold_ended,
+            record_runs,
         } = self.revocable(worker)?;
         // Its record says so too, first (a revocation cut short then leaves it whole: the safe side).
         if hold_ended {
@@ -89,6 +90,16 @@ impl Store {
                 };
                 let from = Some(record.state);
                 let before = record.candidates.clone();
+                // In a record run's dispute, a side it computed stays behind those who confirmed it,
+                // to be decided: dropped whole, it took their part with it, the dispute that held an
+                // honest checker shrank to the checker's result, and its quarantine was made whole,
+                // its record counts gone, with nothing left to disprove its confirmer and lift it
+                // (found by a review, 2026-12-01).
+                if record.state == JobState::Disputed && record_runs.contains(&run) {
+                    for c in record.candidates.iter_mut().filter(|c| c.worker == worker) {
+                        c.handed_to_confirmer();
+                    }
+                }
                 // Its own candidates go; where it confirmed one (a count taken back), its part goes.
                 record.candidates.retain(|c| c.worker != worker);
                 for c in &mut record.candidates {
@@ -240,6 +251,7 @@ impl Store {
             recorded,
             incomplete,
             hold_ended: held_stored && !held,
+            record_runs,
         })
     }
 
@@ -269,4 +281,6 @@ struct Revocable {
     incomplete: bool,
     /// The worker's quarantine is stored held, but no dispute holds it any more: taken for whole.
     hold_ended: bool,
+    /// Record runs that may still decide a dispute (not cancelled).
+    record_runs: std::collections::HashSet<u64>,
 }

@@ -618,6 +618,98 @@ fn a_held_worker_whose_dispute_failed_is_taken_for_whole() {
     assert_eq!((q.worker.as_str(), q.held), ("h", false));
 }
 
+/// A colluder that quarantines itself does not take its side of a record run's dispute with it: the
+/// side stays, behind its confirmer, and the dispute that holds the honest checker is decided as
+/// before. Before, the revocation dropped the side whole (its confirmer's part with it): the dispute
+/// shrank to the checker's result, nothing held it any more, its quarantine was made whole and its
+/// record counts went, and its confirmer was never disproved, so that nothing lifted it. Two
+/// colluders framed an honest checker where the docs say it takes three (found by a review,
+/// 2026-12-01).
+#[test]
+fn a_colluder_quarantined_leaves_its_side_of_a_dispute_behind_its_confirmer() {
+    let (store, plan, run) = one_record_run();
+    let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
+    let (other, job, check) =
+        a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
+    assert_eq!(check.quarantined[0].by, ["b", "a"]);
+    assert!(store.revoke("h").unwrap().revoked.is_empty());
+    // b contradicts itself elsewhere: a quarantine of its own, whole, naming no decider.
+    store.put_quarantine(&quarantined_by("b", &[])).unwrap();
+    let revocation = store.revoke("b").unwrap();
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(record.state, JobState::Disputed, "{revocation:?}");
+    let sides: Vec<Vec<String>> = record
+        .candidates
+        .iter()
+        .map(|c| c.identities().collect())
+        .collect();
+    assert!(sides.contains(&vec!["a".to_string()]), "{sides:?}");
+    assert!(sides.contains(&vec!["h".to_string()]), "{sides:?}");
+    // The checker is still held: its record count stands.
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    assert!(store.revoke("h").unwrap().revoked.is_empty());
+    assert!(store.result(run.id, &other.key).unwrap().is_some());
+    assert!(store
+        .quarantined()
+        .unwrap()
+        .iter()
+        .any(|q| q.worker == "h" && q.held));
+    // Two deciders: a is disproved, and the rule lifts the checker.
+    in_turn(
+        &store,
+        &plan,
+        &job,
+        &[("d", 0, Outcome::Disputed), ("e", 0, Outcome::Accepted)],
+    );
+    assert!(store
+        .quarantined()
+        .unwrap()
+        .iter()
+        .any(|q| q.worker == "a" && !q.held));
+    let lifted = store.apply_quarantine_rule().unwrap().lifted;
+    assert_eq!(lifted.len(), 1);
+    assert_eq!(lifted[0].worker, "h");
+    store.revoke("a").unwrap();
+    assert_eq!(store.tally(run.id).unwrap().total, truth(3) + truth(1));
+    store.audit().unwrap();
+}
+
+/// A result handed to its first confirmer keeps its count and seal, and the families of those left
+/// beside their names; one with no confirmer is not handed on.
+#[test]
+fn a_result_handed_to_its_confirmer_keeps_the_families_beside_the_names() {
+    use nqueens_common::Family;
+    let mut r = ResultRecord {
+        result: nqueens_common::JobResult {
+            total: 8,
+            unique8: Some(1),
+            nodes: 9,
+        },
+        worker: "b".into(),
+        worker_id: "b-1".into(),
+        lease: 7,
+        at_unix: 3,
+        confirmed_by: vec!["a".into(), "c".into()],
+        seal: Some(5),
+        families: vec![Some(Family::Gpu), None, Some(Family::CpuLists)],
+    };
+    assert!(r.handed_to_confirmer());
+    assert_eq!((r.worker.as_str(), r.worker_id.as_str()), ("a", ""));
+    assert_eq!(r.confirmed_by, ["c"]);
+    assert_eq!(r.families, [None, Some(Family::CpuLists)]);
+    assert_eq!(
+        (r.result.total, r.seal, r.lease, r.at_unix),
+        (8, Some(5), 7, 3)
+    );
+    assert!(r.handed_to_confirmer());
+    assert_eq!(
+        (r.worker.as_str(), r.families.as_slice()),
+        ("c", &[Some(Family::CpuLists)][..])
+    );
+    assert!(!r.handed_to_confirmer(), "nobody left behind it");
+    assert_eq!(r.worker, "c");
+}
+
 /// Making one worker's quarantine whole touches that worker's record alone.
 #[test]
 fn making_a_quarantine_whole_touches_its_worker_alone() {
@@ -707,9 +799,11 @@ fn a_revocation_trusts_a_held_worker_only_in_record_runs() {
     assert_eq!(store.revoke("b").unwrap().revoked.len(), 1);
 }
 
-/// A revocation that drops a candidate of a dispute, with the identity that seconded it, and leaves
-/// the job disputed says so (a move in the same state), so that the live run stops passing the
-/// seconder by for that job.
+/// A revocation that changes a candidate of a dispute and leaves the job disputed says so (a move in
+/// the same state), so that the live run reads who computed the job again. In a record run the
+/// candidate stays behind the identity that seconded it (see
+/// `a_colluder_quarantined_leaves_its_side_of_a_dispute_behind_its_confirmer`); before 2026-12-01 it
+/// was dropped with the seconder's part.
 #[test]
 fn a_revocation_that_shrinks_a_dispute_reports_the_job() {
     let (store, plan, run) = one_record_run();
@@ -733,7 +827,8 @@ fn a_revocation_that_shrinks_a_dispute_reports_the_job() {
         (Some(JobState::Disputed), Some(JobState::Disputed))
     );
     let record = store.job(run.id, &job.key).unwrap().unwrap();
-    assert!(!record.computed_by("s") && record.computed_by("h"));
+    assert!(!record.computed_by("l") && record.computed_by("s") && record.computed_by("h"));
+    assert_eq!(record.candidates.len(), 3);
 }
 
 /// A seconder's kernel family is kept beside its name, and the count it helped decide names both.
