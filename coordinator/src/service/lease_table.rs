@@ -367,6 +367,11 @@ impl Leases {
         id
     }
 
+    /// Whether lease `id` is a spot check's.
+    pub fn is_check(&self, id: u64) -> bool {
+        self.checks.contains(&id)
+    }
+
     /// When the active lease `id` was issued (`None` for one ended, or of an earlier incarnation).
     pub fn issued_at(&self, id: u64) -> Option<Instant> {
         self.active.get(&id).map(|l| l.issued)
@@ -895,6 +900,16 @@ mod tests {
         let b = second.issue(1, key("0.1"), "w", "w", now);
         assert_eq!((a >> SEQ_BITS, b >> SEQ_BITS), (3, 4));
         assert_ne!(a, b);
+    }
+
+    /// A spot check's lease says so; another does not.
+    #[tokio::test(start_paused = true)]
+    async fn a_check_is_known_as_one() {
+        let now = Instant::now();
+        let mut t = Leases::new(3, SECRET, Duration::from_secs(10));
+        let lease = t.issue(1, key("0.1"), "w", "w", now);
+        let check = t.issue_check(1, key("0.2"), "w", "w", now);
+        assert!(!t.is_check(lease) && t.is_check(check));
     }
 
     #[tokio::test(start_paused = true)]

@@ -99,9 +99,11 @@ pub struct LiveRun {
     /// time there (measured, 2026-12-01). A record is dropped at any move of its job; one read while
     /// its job moved is never kept (see `out`).
     held_records: HashMap<JobKey, JobRecord>,
-    /// Candidates out with a lease call, read with the lock released, and whether their job moved
-    /// meanwhile (its record read may be older than the move: not kept in `held_records`).
-    out: HashMap<JobKey, bool>,
+    /// Candidates out with lease calls, read with the lock released: how many calls hold each (a key
+    /// may be twice in the retry queue), and whether its job moved meanwhile (a record read may be
+    /// older than the move: not kept in `held_records`). Before, one flag per key: a second call's
+    /// take cleared the first's move (found by a review, 2026-12-01).
+    out: HashMap<JobKey, Out>,
     /// `(when, jobs done, total)` samples, oldest first; empty until a worker first takes a job of the
     /// run in this incarnation (the rate window starts there).
     samples: VecDeque<(Instant, u64, u128)>,
@@ -130,6 +132,15 @@ pub struct LiveRun {
     /// The Merkle root of the run's certificate (`nqueens certificate`), once computed after it
     /// finished; cleared when it reopens.
     pub root: Option<String>,
+}
+
+/// A candidate out with lease calls ([`LiveRun::take_candidates`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Out {
+    /// The calls holding it.
+    calls: u32,
+    /// Whether its job moved since the first of them took it.
+    moved: bool,
 }
 
 /// Who asks [`LiveRun::settle`] for jobs, and what it may be leased.
@@ -264,13 +275,25 @@ impl LiveRun {
                 passed.push(key);
             } else if leases.is_leased(run, &key) {
                 // (Its lease's end puts it back.)
-            } else if self.held_records.get(&key).is_some_and(|record| {
-                made.get_or_insert_with(asking.steer)
-                    .holds(run, &key, record)
+            } else if let Some((own, holds)) = self.held_records.get(&key).map(|record| {
+                let own = record.computed_by(name);
+                let holds = !own
+                    && made
+                        .get_or_insert_with(asking.steer)
+                        .holds(run, &key, record);
+                (own, holds)
             }) {
-                // Still held from this identity, by the record a call read: passed by unread.
-                held += 1;
-                passed.push(key);
+                // Held for another identity, by the record a call read: decided from it, unread.
+                if own {
+                    // Its own result: it waits for another, as a read would say.
+                    self.computed(&key, name);
+                    passed.push(key);
+                } else if holds {
+                    held += 1;
+                    passed.push(key);
+                } else {
+                    retry.push(key);
+                }
             } else {
                 retry.push(key);
             }
@@ -297,7 +320,7 @@ impl LiveRun {
         }
         self.in_flight += retry.len() + list.len();
         for key in retry.iter().chain(&list) {
-            self.out.insert(key.clone(), false);
+            self.out.entry(key.clone()).or_default().calls += 1;
         }
         self.looks += 1;
         Candidates {
@@ -307,6 +330,20 @@ impl LiveRun {
             barred,
             held,
         }
+    }
+
+    /// A call is done with candidate `key`: whether its job moved since it was taken (or is not
+    /// known out: taken as moved).
+    fn settled_out(&mut self, key: &JobKey) -> bool {
+        let Some(out) = self.out.get_mut(key) else {
+            return true;
+        };
+        let moved = out.moved;
+        out.calls = out.calls.saturating_sub(1);
+        if out.calls == 0 {
+            self.out.remove(key);
+        }
+        moved
     }
 
     /// Jobs in the retry queue now.
@@ -354,7 +391,9 @@ impl LiveRun {
         let keys = candidates.retry.into_iter().chain(candidates.list);
         for (i, (key, record)) in keys.zip(records).enumerate() {
             // Whether the job moved since its record was read: the record may be older than the move.
-            let moved = self.out.remove(&key).unwrap_or(true);
+            let moved = self.settled_out(&key);
+            // The record kept, if any, is older than this read: this read decides what is kept.
+            self.held_records.remove(&key);
             if leases.is_leased(run, &key) || chosen_keys.contains(&key) {
                 continue;
             }
@@ -458,7 +497,7 @@ impl LiveRun {
             .in_flight
             .saturating_sub(candidates.retry.len() + candidates.list.len());
         for key in candidates.keys() {
-            self.out.remove(key);
+            self.settled_out(key);
         }
         for key in candidates.list.into_iter().rev() {
             self.ahead.push_front(key);
@@ -504,8 +543,8 @@ impl LiveRun {
         // Any move changes its record: the one kept of a held job is read again, and one being read
         // now is not kept.
         self.held_records.remove(key);
-        if let Some(moved) = self.out.get_mut(key) {
-            *moved = true;
+        if let Some(out) = self.out.get_mut(key) {
+            out.moved = true;
         }
         let shrank = from == Some(JobState::Disputed) && to == Some(JobState::Verifying);
         if !to.is_some_and(JobState::is_open) || from == to || shrank {
@@ -630,6 +669,9 @@ impl LiveRun {
             self.cursor = None;
             self.ahead.clear();
             self.retry.clear();
+            // (Never leased again: what was kept for its jobs goes with them.)
+            self.held_records.clear();
+            self.computed_by.clear();
         }
     }
 
@@ -984,16 +1026,11 @@ mod tests {
         assert_eq!(settled.after_first, [keys[1].clone()]);
     }
 
-    /// A verified job held from an identity is read once: later looks decide from the record kept and
-    /// pass it by unread, until the job moves. A record read while its job moved is not kept. Before,
-    /// every look read every held job's record: a run verifying every job among 1,000 identities spent
-    /// two fifths of the coordinator's time there (measured, 2026-12-01).
-    #[test]
-    fn a_held_job_is_read_once_until_it_moves() {
+    /// A run, a job `[1, 2]` of it whose one result is "b"'s (at 1,000 s), and a lease table.
+    fn held_fixture() -> (Leases, LiveRun, JobKey, JobRecord) {
         use crate::durable::store::ResultRecord;
-        use nqueens_common::FamilySet;
         let leases = Leases::new(1, [0; 16], Duration::from_secs(60));
-        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
         let key = JobKey(vec![1, 2]);
         let first = JobRecord {
             state: JobState::Verifying,
@@ -1013,8 +1050,14 @@ mod tests {
             }],
             reason: None,
         };
-        // 1,000 identities serve: the draw admits about 4 of them in the first period.
-        let steer = || super::super::steer::Steer {
+        (leases, live, key, first)
+    }
+
+    /// What 1,000 identities serving tell a lease call of "z" at 1,000 s: the draw admits about 4
+    /// of them in the first period.
+    fn held_steer() -> super::super::steer::Steer {
+        use nqueens_common::FamilySet;
+        super::super::steer::Steer {
             own: FamilySet::default(),
             others: std::sync::Arc::new(
                 (0..1_000)
@@ -1025,7 +1068,17 @@ mod tests {
             now_unix: 1_000,
             name: "z".into(),
             secret: [3; 16],
-        };
+        }
+    }
+
+    /// A verified job held from an identity is read once: later looks decide from the record kept and
+    /// pass it by unread, until the job moves. A record read while its job moved is not kept. Before,
+    /// every look read every held job's record: a run verifying every job among 1,000 identities spent
+    /// two fifths of the coordinator's time there (measured, 2026-12-01).
+    #[test]
+    fn a_held_job_is_read_once_until_it_moves() {
+        let (leases, mut live, key, first) = held_fixture();
+        let steer = held_steer;
         assert!(steer().holds(1, &key, &first), "held from z");
         let asking = Asking {
             name: "z",
@@ -1072,6 +1125,70 @@ mod tests {
         assert_eq!(look(&mut live), (1, 0), "read again");
         assert_eq!(look(&mut live), (0, 1));
         assert!(live.out.is_empty(), "nothing left out");
+    }
+
+    /// A record read by one of two calls holding the same key (twice in the retry queue) while its job
+    /// moved is not kept, whichever call took the key later; a record kept is dropped at a fresh read
+    /// that does not keep it. Before, the second call's take cleared the first's move: the first kept
+    /// its record, older than the move, for good (found by a review, 2026-12-01).
+    #[test]
+    fn a_move_while_two_calls_hold_a_key_keeps_no_record() {
+        let (leases, mut live, key, first) = held_fixture();
+        let steer = held_steer;
+        let asking = Asking {
+            name: "z",
+            may_decide: true,
+            steer: &steer,
+        };
+        live.requeue(key.clone());
+        live.requeue(key.clone());
+        let take = |live: &mut LiveRun| {
+            let mut left = 1;
+            live.take_candidates(&leases, &asking, 1, 1, &mut left)
+        };
+        let a = take(&mut live);
+        assert_eq!(a.retry, std::slice::from_ref(&key));
+        live.moved(&key, Some(JobState::Verifying), Some(JobState::Done));
+        let b = take(&mut live);
+        assert_eq!(b.retry, std::slice::from_ref(&key));
+        live.settle(&leases, &asking, a, vec![Some(first.clone())], 1);
+        live.settle(&leases, &asking, b, vec![Some(JobRecord::done())], 1);
+        assert!(live.held_records.is_empty() && live.out.is_empty());
+        // A kept record that no longer holds the job from the asker: read, and the fresh read
+        // decides what is kept (nothing: done).
+        live.requeue(key.clone());
+        live.held_records.insert(key.clone(), JobRecord::done());
+        let c = take(&mut live);
+        assert_eq!(c.retry, std::slice::from_ref(&key));
+        live.settle(&leases, &asking, c, vec![Some(JobRecord::done())], 1);
+        assert!(live.held_records.is_empty());
+    }
+
+    /// The first result's own identity, meeting a record another call kept, passes the job by as its
+    /// own (a read would say so), not as held from it: held, it was never idle (found by a review,
+    /// 2026-12-01). A cancelled run forgets what it kept.
+    #[test]
+    fn a_kept_record_of_the_askers_own_result_is_its_own() {
+        let (leases, mut live, key, first) = held_fixture();
+        let steer = held_steer;
+        let by = |name| Asking {
+            name,
+            may_decide: true,
+            steer: &steer,
+        };
+        live.requeue(key.clone());
+        let mut left = 1;
+        let z = live.take_candidates(&leases, &by("z"), 1, 1, &mut left);
+        live.settle(&leases, &by("z"), z, vec![Some(first.clone())], 1);
+        assert_eq!(live.held_records.len(), 1);
+        let mut left = 1;
+        let b = live.take_candidates(&leases, &by("b"), 1, 1, &mut left);
+        assert_eq!((b.retry.len(), b.held), (0, 0));
+        assert!(live.computed_by[&key].iter().any(|n| n == "b"));
+        let mut cancelled = live.meta.clone();
+        cancelled.cancelled_unix = Some(1);
+        live.control(&cancelled);
+        assert!(live.held_records.is_empty() && live.computed_by.is_empty());
     }
 
     /// The expiries of a job's leases are forgotten once it is counted: the table does not grow with

@@ -154,7 +154,9 @@ impl Coordinator {
         let mut put_back = false;
         for (inc, outcome) in batch.iter().zip(&committed.outcomes) {
             self.shared.metrics.result(outcome.name());
-            let leased = state.leases.is_leased(inc.run, &inc.key);
+            // (A spot check's job goes back in line when the check ends, below.)
+            let leased =
+                state.leases.is_leased(inc.run, &inc.key) && !state.leases.is_check(inc.lease);
             credited.push(match outcome {
                 // (Its lease has delivered, though: one kept past its job's count takes a count
                 // back once, even after a lift. A result for a failed job passed validation under

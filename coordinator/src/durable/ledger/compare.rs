@@ -136,9 +136,65 @@ pub fn compare_by(
 
 /// Whether the store's record `job` lists the ledger's counted result `l` as a candidate beside a
 /// different one: a later result disputed it. (A record listing it alone is a verified job whose
-/// confirmation the store lost: restored.)
+/// confirmation the store lost: restored.) The candidate is `l` by its lease and result, under its
+/// worker or one of its confirmers: in a record run's dispute a quarantined worker's side stays
+/// behind its first confirmer (`ResultRecord::handed_to_confirmer`).
 fn disputed(job: &JobRecord, l: &ResultRecord) -> bool {
-    let listed =
-        |c: &&ResultRecord| (&c.worker, c.lease, &c.result) == (&l.worker, l.lease, &l.result);
+    let listed = |c: &&ResultRecord| {
+        (c.lease, &c.result) == (l.lease, &l.result) && l.identities().any(|n| n == c.worker)
+    };
     job.candidates.iter().any(|c| listed(&c)) && job.candidates.iter().any(|c| c.result != l.result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::durable::store::JobState;
+
+    fn result(worker: &str, lease: u64, total: u64, confirmed_by: &[&str]) -> ResultRecord {
+        ResultRecord {
+            result: nqueens_common::JobResult {
+                total,
+                unique8: Some(1),
+                nodes: 9,
+            },
+            worker: worker.into(),
+            worker_id: String::new(),
+            lease,
+            at_unix: 1,
+            confirmed_by: confirmed_by.iter().map(|c| c.to_string()).collect(),
+            seal: None,
+            families: Vec::new(),
+        }
+    }
+
+    /// A count disputed in the store is listed by its lease and result, under its worker or, handed
+    /// on, its confirmer; not under another identity, nor another lease, nor alone.
+    #[test]
+    fn a_disputed_count_is_found_under_its_worker_or_its_confirmer() {
+        let counted = result("b", 7, 8, &["a"]);
+        let job = |side: ResultRecord| JobRecord {
+            state: JobState::Disputed,
+            candidates: vec![side, result("h", 9, 16, &[])],
+            reason: None,
+        };
+        assert!(disputed(&job(result("b", 7, 8, &["a"])), &counted));
+        assert!(
+            disputed(&job(result("a", 7, 8, &[])), &counted),
+            "handed on"
+        );
+        assert!(
+            !disputed(&job(result("x", 7, 8, &[])), &counted),
+            "another identity"
+        );
+        assert!(
+            !disputed(&job(result("a", 6, 8, &[])), &counted),
+            "another lease"
+        );
+        let alone = JobRecord {
+            candidates: vec![result("b", 7, 8, &["a"])],
+            ..job(result("b", 7, 8, &[]))
+        };
+        assert!(!disputed(&alone, &counted), "alone");
+    }
 }

@@ -95,7 +95,11 @@ impl Store {
                 // honest checker shrank to the checker's result, and its quarantine was made whole,
                 // its record counts gone, with nothing left to disprove its confirmer and lift it
                 // (found by a review, 2026-12-01).
-                if record.state == JobState::Disputed && record_runs.contains(&run) {
+                // Only where another side stays: a side left alone would be a verified job's first
+                // result, as old as the dispute, and the draw of who confirms it (keyed on its age)
+                // would admit every identity at once (found by a review of the change).
+                let others = record.candidates.iter().any(|c| c.worker != worker);
+                if record.state == JobState::Disputed && record_runs.contains(&run) && others {
                     for c in record.candidates.iter_mut().filter(|c| c.worker == worker) {
                         c.handed_to_confirmer();
                     }

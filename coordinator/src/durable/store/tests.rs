@@ -674,6 +674,29 @@ fn a_colluder_quarantined_leaves_its_side_of_a_dispute_behind_its_confirmer() {
     store.audit().unwrap();
 }
 
+/// A side left alone in a record run's dispute (a count a later result disputed, restored from the
+/// ledger) is not handed to its confirmer when its worker is quarantined: it would be a verified
+/// job's first result as old as the dispute, whose draw of confirmers admits everyone at once. The
+/// job is pending again, as before.
+#[test]
+fn a_lone_side_of_a_dispute_goes_with_its_worker() {
+    let (store, plan, run) = one_record_run();
+    let job = incoming(run.id, &plan, 1);
+    counted_by_two(&store, &plan, &job, ["a", "b"], 8);
+    let worker = store.result(run.id, &job.key).unwrap().unwrap().worker;
+    assert!(store
+        .restore_revocation(run.id, &job.key, &worker, None, true)
+        .unwrap());
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(
+        (record.state, record.candidates.len()),
+        (JobState::Disputed, 1)
+    );
+    store.put_quarantine(&quarantined_by(&worker, &[])).unwrap();
+    store.revoke(&worker).unwrap();
+    assert_eq!(store.job(run.id, &job.key).unwrap(), None, "pending");
+}
+
 /// A result handed to its first confirmer keeps its count and seal, and the families of those left
 /// beside their names; one with no confirmer is not handed on.
 #[test]
