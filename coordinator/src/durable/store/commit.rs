@@ -310,8 +310,12 @@ impl Store {
                             // and counts nothing more, but its record counts stand meanwhile (each
                             // has a second identity behind it), and its result stands in the
                             // dispute. Before, the checker of a lie two colluders confirmed lost
-                            // every record count at once, until three deciders lifted it.
-                            held: takes_back && meta.record,
+                            // every record count at once, until three deciders lifted it. So is a
+                            // later contradiction of the same commit under a live lease, which takes
+                            // nothing back: its count goes once its confirmers are disproved. Before,
+                            // it was whole, and made the checker's quarantine whole (found by a
+                            // review, 2026-12-01: two colluders framed a checker that way).
+                            held: !own && inc.lease_active && meta.record,
                         });
                         if takes_back {
                             // Two that agreed may have agreed on a lie (two colluding credentials):

@@ -591,6 +591,51 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
 }
 
+/// A checker whose one batch contradicts two lies the same colluders confirmed, under live leases,
+/// stays held: the first count is taken back and disputed, the second stands until its confirmers
+/// are disproved. Before, the second contradiction (shown wrong already in the commit: no take-back)
+/// was whole, the merge made the quarantine whole, and the checker lost its record counts and its
+/// side of the dispute at once: two colluders framed it, and in a cluster of five the dispute could
+/// never be decided (found by a review, 2026-12-01).
+#[test]
+fn a_checker_contradicting_two_confirmed_lies_in_one_batch_stays_held() {
+    let (store, plan, run) = one_record_run();
+    let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
+    let mine = incoming(run.id, &plan, 3);
+    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
+    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
+    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
+    counted_by_two(&store, &plan, &j2, ["a", "b"], 8);
+    let check = store
+        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
+        .unwrap();
+    assert_eq!(check.disputed.len(), 1, "one count taken back");
+    let h = store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .find(|q| q.worker == "h")
+        .unwrap();
+    assert!(h.held, "{h:?}");
+    assert!(store.revoke("h").unwrap().revoked.is_empty());
+    assert!(store.result(run.id, &mine.key).unwrap().is_some());
+    // Two deciders: a and b are disproved, h is lifted, and j2's lie goes with its confirmers.
+    in_turn(
+        &store,
+        &plan,
+        &j1,
+        &[("d", 0, Outcome::Disputed), ("e", 0, Outcome::Accepted)],
+    );
+    let lifted = store.apply_quarantine_rule().unwrap().lifted;
+    assert_eq!(lifted.len(), 1);
+    assert_eq!(lifted[0].worker, "h");
+    store.revoke("a").unwrap();
+    store.revoke("b").unwrap();
+    assert_eq!(store.result(run.id, &j2.key).unwrap(), None, "j2 pending again");
+    assert_eq!(store.tally(run.id).unwrap().total, truth(3) + truth(1));
+    store.audit().unwrap();
+}
+
 /// A held worker whose dispute can no longer be decided (its job failed: too many different results,
 /// or too many expired leases) is taken for whole: its record counts no longer stand. The store
 /// names it among the quarantines not yet revoked (`export` and `audit` refuse it), and the next
