@@ -554,7 +554,7 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
         // again (a lifted worker that should be back in quarantine must not serve on).
         match store.apply_quarantine_rule() {
             Ok(lifts) => {
-                committed.lifted = lifts.lifted;
+                committed.lifted.extend(lifts.lifted);
                 for q in lifts.restored {
                     revoke_into(store, &mut committed, &q);
                     committed.quarantined.push(q);

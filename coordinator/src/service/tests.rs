@@ -5147,6 +5147,76 @@ async fn a_job_whose_lease_a_copy_ended_is_leased_again() {
     assert_eq!(total(&c, &run), (Q8, true));
 }
 
+/// A job put back by a copy that ended its lease is news to a waiting call: it is woken and leased
+/// the job, not left to wait out its 10 s. (In real time: the commit thread is a thread of its own,
+/// and paused time would run to the call's end while a report commits.)
+#[tokio::test]
+async fn a_job_a_copy_puts_back_wakes_a_waiting_call() {
+    let timeout = Duration::from_millis(200);
+    let config = Config {
+        lease_timeout: timeout,
+        ..Config::default()
+    };
+    let c = Coordinator::open(Store::temporary().unwrap(), config).unwrap();
+    verified_run_of_8(&c).await;
+    let first = lease_credential(&c, "a", 4096).await;
+    tokio::time::sleep(timeout * 2).await;
+    c.expire_leases().await;
+    let second = lease_credential(&c, "a", 4096).await;
+    c.report_as("a", "a", true, first.iter().map(report).collect())
+        .await
+        .unwrap();
+    let waiting = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            c.lease(
+                &Ask {
+                    capacity: 1,
+                    ..as_credential("x")
+                },
+                Duration::from_secs(10),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!waiting.is_finished(), "every job leased");
+    // (One lease kept: the run's last lease ending is news of its own.)
+    let copies = second[1..].iter().map(report).collect();
+    c.report_as("a", "a", true, copies).await.unwrap();
+    let grant = tokio::time::timeout(Duration::from_secs(2), waiting)
+        .await
+        .expect("woken")
+        .unwrap()
+        .unwrap();
+    assert_eq!(grant.leases.len(), 1, "{grant:?}");
+}
+
+/// An accepted result whose job a later commit took back (applied first) ends its lease, and the
+/// job goes back in line: a call that met it while leased dropped it.
+#[tokio::test]
+async fn a_job_taken_back_before_its_lease_delivered_goes_back_in_line() {
+    let c = coordinator();
+    let run = run_of_8(&c).await;
+    let id = c.run(&run).unwrap().meta.id;
+    let held = lease(&c, "a", 4096).await;
+    let job = &held[0];
+    // A later commit took the job's count back, applied before this one's: the job is put back.
+    c.state().runs.get_mut(&id).unwrap().moved_by(
+        &job.key,
+        Some(crate::durable::store::JobState::Done),
+        None,
+        u64::MAX,
+    );
+    // Another call meets it, leased, and drops it.
+    assert!(lease(&c, "b", 4096).await.is_empty());
+    assert_eq!(c.state().runs[&id].retry_len(), 0);
+    let outcomes = c.report("a", "a", vec![report(job)]).await.unwrap();
+    assert_eq!(outcomes, [Outcome::Accepted]);
+    assert!(!c.state().leases.is_leased(id, &job.key));
+    assert_eq!(c.state().runs[&id].retry_len(), 1, "back in line");
+}
+
 /// A job whose lease a result not kept ended goes back in line. One credential's late first results
 /// (under leases it let run out) came while an honest identity held the jobs; other calls passed the
 /// jobs by, leased; the honest results, under leases issued before the first, confirmed nothing

@@ -160,8 +160,9 @@ pub struct Committed {
     pub disputed: Vec<Revoked>,
     /// Runs that were done and are running again (they lost revoked results).
     pub reopened: Vec<RunMeta>,
-    /// Quarantines lifted because every identity that decided them is quarantined now (set by the
-    /// commit thread: [`Store::apply_quarantine_rule`]).
+    /// Quarantines lifted: held ones whose record run's dispute a majority decided for them (by the
+    /// commit), and those every identity that decided them is quarantined now (by the commit thread:
+    /// [`Store::apply_quarantine_rule`]).
     pub lifted: Vec<Quarantine>,
     /// The commit thread's sequence number: tallies of a later commit supersede earlier ones.
     pub seq: u64,
@@ -497,6 +498,39 @@ impl Store {
                     out.outcomes.push(outcome);
                     continue;
                 }
+                // A record run's dispute decided by a majority: an identity held by it on this side
+                // (the checker whose contradiction opened it) is shown right, and released. Before, it
+                // waited for the rule to lift it once its deciders were quarantined, and the rule
+                // keeps two quarantines that name each other: a colluder quarantined whole elsewhere
+                // by the checker and its partner kept the checker quarantined for good (found by a
+                // review, 2026-12-01).
+                // Only a quarantine this dispute holds: every identity that disproved it stands
+                // behind a side this result shows wrong, or is quarantined already (a checker held by
+                // another dispute waits for that one).
+                if meta.record && from == Some(JobState::Disputed) {
+                    let losing: Vec<String> = candidates
+                        .iter()
+                        .filter(|c| c.result != inc.result)
+                        .flat_map(ResultRecord::identities)
+                        .collect();
+                    for name in &agreeing {
+                        let Some(raw) = quarantine.get(name.as_bytes())? else {
+                            continue;
+                        };
+                        let Ok(q) = decode::<Quarantine>("quarantine", &raw) else {
+                            continue;
+                        };
+                        let mut shown_wrong = true;
+                        for by in &q.by {
+                            shown_wrong &= losing.contains(by)
+                                || quarantine.get(by.as_bytes())?.is_some();
+                        }
+                        if q.held && !q.by.is_empty() && shown_wrong {
+                            quarantine.remove(name.as_bytes())?;
+                            out.lifted.push(q);
+                        }
+                    }
+                }
                 // Counted: a plain job, or a verified job that a second worker confirmed. Every
                 // identity behind a different candidate is shown wrong (both of a count taken back).
                 let wrongs = candidates
@@ -556,6 +590,9 @@ impl Store {
             for q in contradicted {
                 put_quarantine(quarantine, &mut out, q)?;
             }
+            // (One released, then quarantined again by a later result of the commit, stays.)
+            let again: Vec<String> = out.quarantined.iter().map(|q| q.worker.clone()).collect();
+            out.lifted.retain(|l| !again.contains(&l.worker));
             for (run, tally) in &out.tallies {
                 totals.insert(&run_key(*run), encode(tally))?;
                 let meta = &metas[run];

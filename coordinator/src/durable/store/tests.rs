@@ -561,9 +561,9 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
         .collect();
     out.sort_unstable();
     assert_eq!(out, [("a".into(), false), ("b".into(), false)]);
-    let lifted = store.apply_quarantine_rule().unwrap().lifted;
-    assert_eq!(lifted.len(), 1);
-    assert_eq!(lifted[0].worker, "h");
+    // (Released by the decision, since 2026-12-01; the rule, before.)
+    assert!(store.apply_quarantine_rule().unwrap().lifted.is_empty());
+    assert!(!store.quarantined().unwrap().iter().any(|q| q.worker == "h"));
     assert_eq!(store.tally(run.id).unwrap().total, truth(3) + truth(1));
     store.revoke("a").unwrap();
     store.revoke("b").unwrap();
@@ -626,14 +626,98 @@ fn a_checker_contradicting_two_confirmed_lies_in_one_batch_stays_held() {
         &j1,
         &[("d", 0, Outcome::Disputed), ("e", 0, Outcome::Accepted)],
     );
-    let lifted = store.apply_quarantine_rule().unwrap().lifted;
-    assert_eq!(lifted.len(), 1);
-    assert_eq!(lifted[0].worker, "h");
+    // (Released by the decision, since 2026-12-01; the rule, before.)
+    assert!(store.apply_quarantine_rule().unwrap().lifted.is_empty());
+    assert!(!store.quarantined().unwrap().iter().any(|q| q.worker == "h"));
     store.revoke("a").unwrap();
     store.revoke("b").unwrap();
-    assert_eq!(store.result(run.id, &j2.key).unwrap(), None, "j2 pending again");
+    assert_eq!(
+        store.result(run.id, &j2.key).unwrap(),
+        None,
+        "j2 pending again"
+    );
     assert_eq!(store.tally(run.id).unwrap().total, truth(3) + truth(1));
     store.audit().unwrap();
+}
+
+/// A held checker whose dispute a majority decides for it is released by that decision, whatever
+/// became of its disproof's deciders. Before, it waited for the rule to lift it, and the rule keeps
+/// two quarantines that name each other: a colluder quarantined whole by the checker and its partner
+/// elsewhere (a contradiction under an expired lease of a count the two confirmed) left the rule a
+/// pair it could not clear, and the checker stayed quarantined for good (found by a review,
+/// 2026-12-01).
+#[test]
+fn a_held_checker_a_majority_decides_for_is_released() {
+    let (store, plan, run) = one_record_run();
+    let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
+    let (other, job, check) =
+        a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
+    assert!(check.quarantined[0].held);
+    store.revoke("h").unwrap();
+    // a shown wrong elsewhere by b and h: whole, naming them; its part of the lie goes.
+    store
+        .put_quarantine(&quarantined_by("a", &["b", "h"]))
+        .unwrap();
+    store.revoke("a").unwrap();
+    in_turn(&store, &plan, &job, &[("d", 0, Outcome::Disputed)]);
+    let decided = store.commit(&[by(&plan, "e", job.clone(), 0)]).unwrap();
+    assert_eq!(decided.outcomes, [Outcome::Accepted]);
+    let released: Vec<&str> = decided.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(released, ["h"]);
+    let quarantined = |store: &Store| -> Vec<String> {
+        let mut names: Vec<String> = store
+            .quarantined()
+            .unwrap()
+            .into_iter()
+            .map(|q| q.worker)
+            .collect();
+        names.sort_unstable();
+        names
+    };
+    assert_eq!(quarantined(&store), ["a", "b"]);
+    store.apply_quarantine_rule().unwrap();
+    assert_eq!(quarantined(&store), ["a", "b"], "the rule keeps h out");
+    store.revoke("b").unwrap();
+    assert!(
+        store.result(run.id, &other.key).unwrap().is_some(),
+        "h's count stands"
+    );
+    assert_eq!(store.tally(run.id).unwrap().total, truth(3) + truth(1));
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    store.audit().unwrap();
+}
+
+/// A held checker on the right side of another dispute is not released by it: its own dispute
+/// decides. (Released by any, a liar held for contradicting an honest count would serve again while
+/// its dispute waits.)
+#[test]
+fn a_held_checker_waits_for_its_own_dispute() {
+    let (store, plan, run) = one_record_run();
+    // h's first result of job 5, disputed by x's lie.
+    let other = incoming(run.id, &plan, 5);
+    in_turn(
+        &store,
+        &plan,
+        &other,
+        &[("h", 0, Outcome::Pending), ("x", 8, Outcome::Disputed)],
+    );
+    let (_, job, check) =
+        a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
+    assert!(check.quarantined[0].held);
+    store.revoke("h").unwrap();
+    in_turn(&store, &plan, &other, &[("d", 0, Outcome::Disputed)]);
+    let decided = store.commit(&[by(&plan, "e", other.clone(), 0)]).unwrap();
+    assert_eq!(decided.outcomes, [Outcome::Accepted]);
+    assert!(decided.lifted.is_empty(), "{decided:?}");
+    assert!(store
+        .quarantined()
+        .unwrap()
+        .iter()
+        .any(|q| q.worker == "h" && q.held));
+    in_turn(&store, &plan, &job, &[("d", 0, Outcome::Disputed)]);
+    let decided = store.commit(&[by(&plan, "e", job.clone(), 0)]).unwrap();
+    let released: Vec<&str> = decided.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(released, ["h"]);
 }
 
 /// A held worker whose dispute can no longer be decided (its job failed: too many different results,
@@ -711,9 +795,9 @@ fn a_colluder_quarantined_leaves_its_side_of_a_dispute_behind_its_confirmer() {
         .unwrap()
         .iter()
         .any(|q| q.worker == "a" && !q.held));
-    let lifted = store.apply_quarantine_rule().unwrap().lifted;
-    assert_eq!(lifted.len(), 1);
-    assert_eq!(lifted[0].worker, "h");
+    // (Released by the decision, since 2026-12-01; the rule, before.)
+    assert!(store.apply_quarantine_rule().unwrap().lifted.is_empty());
+    assert!(!store.quarantined().unwrap().iter().any(|q| q.worker == "h"));
     store.revoke("a").unwrap();
     assert_eq!(store.tally(run.id).unwrap().total, truth(3) + truth(1));
     store.audit().unwrap();
