@@ -555,6 +555,10 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
         match store.apply_quarantine_rule() {
             Ok(lifts) => {
                 committed.lifted.extend(lifts.lifted);
+                // (One the commit released and the rule put back stays quarantined.)
+                committed
+                    .lifted
+                    .retain(|l| !lifts.restored.iter().any(|r| r.worker == l.worker));
                 for q in lifts.restored {
                     revoke_into(store, &mut committed, &q);
                     committed.quarantined.push(q);

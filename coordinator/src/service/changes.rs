@@ -90,7 +90,7 @@ pub(super) fn apply_quarantines(state: &mut super::State, committed: &Committed)
         state.quarantined.insert(q.worker.clone(), q.shown_reason());
     }
     for q in lifted {
-        tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted: every identity that disproved the worker is quarantined now; its results taken back are computed again, and it earns its record again");
+        tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted: every identity that disproved the worker is quarantined now, or a majority decided its dispute for it; its results taken back are computed again, and it earns its record again");
         state.quarantined.remove(&q.worker);
         // Its record goes: it decides no dispute until it earns one again.
         state.confirmed.remove(&q.worker);

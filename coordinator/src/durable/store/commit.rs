@@ -504,9 +504,11 @@ impl Store {
                 // keeps two quarantines that name each other: a colluder quarantined whole elsewhere
                 // by the checker and its partner kept the checker quarantined for good (found by a
                 // review, 2026-12-01).
-                // Only a quarantine this dispute holds: every identity that disproved it stands
-                // behind a side this result shows wrong, or is quarantined already (a checker held by
-                // another dispute waits for that one).
+                // Only a quarantine this dispute holds: an identity that disproved it stands behind a
+                // side this result shows wrong, and each other one is quarantined whole already (a
+                // checker held by another dispute waits for that one; a held decider may be an honest
+                // checker released later, and a release is never undone: found by a review of the
+                // change).
                 if meta.record && from == Some(JobState::Disputed) {
                     let losing: Vec<String> = candidates
                         .iter()
@@ -520,12 +522,17 @@ impl Store {
                         let Ok(q) = decode::<Quarantine>("quarantine", &raw) else {
                             continue;
                         };
+                        let tied = q.by.iter().any(|by| losing.contains(by));
                         let mut shown_wrong = true;
-                        for by in &q.by {
-                            shown_wrong &= losing.contains(by)
-                                || quarantine.get(by.as_bytes())?.is_some();
+                        for by in q.by.iter().filter(|by| !losing.contains(by)) {
+                            let whole = match quarantine.get(by.as_bytes())? {
+                                Some(raw) => decode::<Quarantine>("quarantine", &raw)
+                                    .is_ok_and(|d| !d.held),
+                                None => false,
+                            };
+                            shown_wrong &= whole;
                         }
-                        if q.held && !q.by.is_empty() && shown_wrong {
+                        if q.held && tied && shown_wrong {
                             quarantine.remove(name.as_bytes())?;
                             out.lifted.push(q);
                         }

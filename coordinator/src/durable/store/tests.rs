@@ -720,6 +720,41 @@ fn a_held_checker_waits_for_its_own_dispute() {
     assert_eq!(released, ["h"]);
 }
 
+/// Nor by a dispute none of whose losers disproved it, even with its deciders quarantined, held:
+/// held deciders may be honest checkers released later, and a release is never undone (found by a
+/// review, 2026-12-01).
+#[test]
+fn a_held_checker_is_not_released_by_a_dispute_its_deciders_are_not_in() {
+    let (store, plan, run) = one_record_run();
+    let other = incoming(run.id, &plan, 5);
+    in_turn(
+        &store,
+        &plan,
+        &other,
+        &[("h", 0, Outcome::Pending), ("x", 8, Outcome::Disputed)],
+    );
+    let (_, _, check) =
+        a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
+    assert!(check.quarantined[0].held);
+    store.revoke("h").unwrap();
+    for name in ["a", "b"] {
+        let held = super::Quarantine {
+            held: true,
+            ..quarantined_by(name, &["p"])
+        };
+        store.put_quarantine(&held).unwrap();
+    }
+    in_turn(&store, &plan, &other, &[("d", 0, Outcome::Disputed)]);
+    let decided = store.commit(&[by(&plan, "e", other.clone(), 0)]).unwrap();
+    assert_eq!(decided.outcomes, [Outcome::Accepted]);
+    assert!(decided.lifted.is_empty(), "{decided:?}");
+    assert!(store
+        .quarantined()
+        .unwrap()
+        .iter()
+        .any(|q| q.worker == "h" && q.held));
+}
+
 /// A held worker whose dispute can no longer be decided (its job failed: too many different results,
 /// or too many expired leases) is taken for whole: its record counts no longer stand. The store
 /// names it among the quarantines not yet revoked (`export` and `audit` refuse it), and the next
