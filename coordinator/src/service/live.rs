@@ -1154,6 +1154,16 @@ mod tests {
         live.settle(&leases, &asking, a, vec![Some(first.clone())], 1);
         live.settle(&leases, &asking, b, vec![Some(JobRecord::done())], 1);
         assert!(live.held_records.is_empty() && live.out.is_empty());
+        // Two calls hold the key and nothing moves: the later settle's record is kept.
+        live.requeue(key.clone());
+        live.requeue(key.clone());
+        let (a, b) = (take(&mut live), take(&mut live));
+        live.settle(&leases, &asking, a, vec![Some(first.clone())], 1);
+        live.held_records.clear();
+        live.settle(&leases, &asking, b, vec![Some(first.clone())], 1);
+        assert_eq!(live.held_records.len(), 1, "kept");
+        live.held_records.clear();
+        live.retry.clear();
         // A kept record that no longer holds the job from the asker: read, and the fresh read
         // decides what is kept (nothing: done).
         live.requeue(key.clone());
