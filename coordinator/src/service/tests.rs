@@ -5021,39 +5021,55 @@ async fn a_credential_cannot_tell_counted_from_taken_back_under_its_own_lease() 
 #[tokio::test(start_paused = true)]
 async fn a_partner_asking_at_once_gets_few_of_the_jobs_whose_first_result_waits() {
     let c = coordinator();
+    let (run, mine) = first_results_among_forty(&c).await;
+    let theirs = lease_credential(&c, "b", 4096).await;
+    let got = of_jobs(&theirs, &mine);
+    // (About 4 in 41 of them: 6 on average; 24 or more about once in 360 million.)
+    assert!(got < 24, "{got} of 64 second results went to the partner");
+    // The honest identities the draw admits get them.
+    let checked = checked_by_the_forty(&c, &mine).await;
+    assert!(checked + got > 32, "{checked} checked by the others");
+    assert!(!total(&c, &run).1);
+}
+
+/// A verified run of N = 13 (hundreds of jobs), 40 identities "h0".."h39" serving (each holding one
+/// job), and "a"'s first results of 64 jobs, waiting for a second: the run and a's leases.
+async fn first_results_among_forty(c: &Coordinator) -> (String, Vec<Granted>) {
     let run = c
         .create_run(13, Strategy::D4, Some(2), Some(1.0), 0, false)
         .await
         .unwrap()
         .id();
     for i in 0..40 {
-        assert_eq!(lease_credential(&c, &format!("h{i}"), 1).await.len(), 1);
+        assert_eq!(lease_credential(c, &format!("h{i}"), 1).await.len(), 1);
     }
-    let mine = lease_credential(&c, "a", 64).await;
+    let mine = lease_credential(c, "a", 64).await;
     assert_eq!(mine.len(), 64);
     let outcomes = c
         .report_as("a", "a", true, mine.iter().map(report).collect())
         .await
         .unwrap();
     assert!(outcomes.iter().all(|o| *o == Outcome::Pending));
-    let theirs = lease_credential(&c, "b", 4096).await;
-    let got = theirs
+    (run, mine)
+}
+
+/// How many of `granted` are leases of the jobs of `of`.
+fn of_jobs(granted: &[Granted], of: &[Granted]) -> usize {
+    granted
         .iter()
-        .filter(|g| mine.iter().any(|m| m.key == g.key))
-        .count();
-    // (About 4 in 41 of them: 6 on average; 24 or more about once in 360 million.)
-    assert!(got < 24, "{got} of 64 second results went to the partner");
-    // The honest identities the draw admits get them.
+        .filter(|g| of.iter().any(|m| m.key == g.key))
+        .count()
+}
+
+/// How many of the jobs of `mine` the 40 identities of [`first_results_among_forty`] are leased
+/// when each asks for all it may hold.
+async fn checked_by_the_forty(c: &Coordinator, mine: &[Granted]) -> usize {
     let mut checked = 0;
     for i in 0..40 {
-        let more = lease_credential(&c, &format!("h{i}"), 4096).await;
-        checked += more
-            .iter()
-            .filter(|g| mine.iter().any(|m| m.key == g.key))
-            .count();
+        let more = lease_credential(c, &format!("h{i}"), 4096).await;
+        checked += of_jobs(&more, mine);
     }
-    assert!(checked + got > 32, "{checked} checked by the others");
-    assert!(!total(&c, &run).1);
+    checked
 }
 
 /// A lease call of an identity the draw does not admit reads the records of the jobs held from it
@@ -5064,40 +5080,16 @@ async fn a_partner_asking_at_once_gets_few_of_the_jobs_whose_first_result_waits(
 async fn a_call_reads_the_jobs_held_from_it_once() {
     use super::lease::READS;
     let c = coordinator();
-    let run = c
-        .create_run(13, Strategy::D4, Some(2), Some(1.0), 0, false)
-        .await
-        .unwrap()
-        .id();
-    for i in 0..40 {
-        assert_eq!(lease_credential(&c, &format!("h{i}"), 1).await.len(), 1);
-    }
-    let mine = lease_credential(&c, "a", 64).await;
-    let outcomes = c
-        .report_as("a", "a", true, mine.iter().map(report).collect())
-        .await
-        .unwrap();
-    assert!(outcomes.iter().all(|o| *o == Outcome::Pending));
+    let (run, mine) = first_results_among_forty(&c).await;
     // b takes the rest of the list and the jobs the draw admits it to: the others are held from it.
-    let theirs = lease(&c, "b", 4096).await;
-    let got = theirs
-        .iter()
-        .filter(|g| mine.iter().any(|m| m.key == g.key))
-        .count();
+    let got = of_jobs(&lease(&c, "b", 4096).await, &mine);
     assert!(got < 24, "{got} of 64");
     READS.set(0);
     let again = c.lease(&ask("b", 4096), Duration::ZERO).await.unwrap();
     assert!(again.leases.is_empty() && !again.idle, "{again:?}");
     assert_eq!(READS.get(), 0, "the held jobs were read again");
     // The honest identities the draw admits still get them, read once more.
-    let mut checked = 0;
-    for i in 0..40 {
-        let more = lease_credential(&c, &format!("h{i}"), 4096).await;
-        checked += more
-            .iter()
-            .filter(|g| mine.iter().any(|m| m.key == g.key))
-            .count();
-    }
+    let checked = checked_by_the_forty(&c, &mine).await;
     assert!(checked + got > 32, "{checked} checked by the others");
     assert!(!total(&c, &run).1);
 }
@@ -5136,15 +5128,7 @@ async fn a_job_whose_lease_a_copy_ended_is_leased_again() {
         "{copies:?}"
     );
     // Every job can be leased for its second result, and the run ends.
-    for _ in 0..20 {
-        for name in ["x", "y", "z"] {
-            let got = lease_credential(&c, name, 4096).await;
-            c.report_as(name, name, true, got.iter().map(report).collect())
-                .await
-                .unwrap();
-        }
-    }
-    assert_eq!(total(&c, &run), (Q8, true));
+    finished_by_three(&c, &run).await;
 }
 
 /// A job put back by a copy that ended its lease is news to a waiting call: it is woken and leased
@@ -5217,6 +5201,20 @@ async fn a_job_taken_back_before_its_lease_delivered_goes_back_in_line() {
     assert_eq!(c.state().runs[&id].retry_len(), 1, "back in line");
 }
 
+/// Three fresh credentials, "x", "y" and "z", lease and report honestly, round after round, until
+/// the run of N = 8 ends with its published total.
+async fn finished_by_three(c: &Coordinator, run: &str) {
+    for _ in 0..20 {
+        for name in ["x", "y", "z"] {
+            let got = lease_credential(c, name, 4096).await;
+            c.report_as(name, name, true, got.iter().map(report).collect())
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(total(c, run), (Q8, true));
+}
+
 /// A job whose lease a result not kept ended goes back in line. One credential's late first results
 /// (under leases it let run out) came while an honest identity held the jobs; other calls passed the
 /// jobs by, leased; the honest results, under leases issued before the first, confirmed nothing
@@ -5248,15 +5246,7 @@ async fn a_job_whose_lease_a_result_not_kept_ended_is_leased_again() {
         not_kept.iter().all(|o| *o == Outcome::NotKept),
         "{not_kept:?}"
     );
-    for _ in 0..20 {
-        for name in ["x", "y", "z"] {
-            let got = lease_credential(&c, name, 4096).await;
-            c.report_as(name, name, true, got.iter().map(report).collect())
-                .await
-                .unwrap();
-        }
-    }
-    assert_eq!(total(&c, &run), (Q8, true));
+    finished_by_three(&c, &run).await;
 }
 
 /// A tag kept from a lease handed back, its job since confirmed by two others and forgotten by the

@@ -687,13 +687,10 @@ fn a_held_checker_a_majority_decides_for_is_released() {
     store.audit().unwrap();
 }
 
-/// A held checker on the right side of another dispute is not released by it: its own dispute
-/// decides. (Released by any, a liar held for contradicting an honest count would serve again while
-/// its dispute waits.)
-#[test]
-fn a_held_checker_waits_for_its_own_dispute() {
+/// A record run where h's first result of job 5 is disputed by x's lie, and h is held by its check
+/// of a lie a and b confirmed on job 1 (revoked as held): the store, the plan, job 5 and job 1.
+fn a_checker_held_beside_another_dispute() -> (Store, Plan, Incoming, Incoming) {
     let (store, plan, run) = one_record_run();
-    // h's first result of job 5, disputed by x's lie.
     let other = incoming(run.id, &plan, 5);
     in_turn(
         &store,
@@ -705,6 +702,15 @@ fn a_held_checker_waits_for_its_own_dispute() {
         a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
     assert!(check.quarantined[0].held);
     store.revoke("h").unwrap();
+    (store, plan, other, job)
+}
+
+/// A held checker on the right side of another dispute is not released by it: its own dispute
+/// decides. (Released by any, a liar held for contradicting an honest count would serve again while
+/// its dispute waits.)
+#[test]
+fn a_held_checker_waits_for_its_own_dispute() {
+    let (store, plan, other, job) = a_checker_held_beside_another_dispute();
     in_turn(&store, &plan, &other, &[("d", 0, Outcome::Disputed)]);
     let decided = store.commit(&[by(&plan, "e", other.clone(), 0)]).unwrap();
     assert_eq!(decided.outcomes, [Outcome::Accepted]);
@@ -725,18 +731,7 @@ fn a_held_checker_waits_for_its_own_dispute() {
 /// review, 2026-12-01).
 #[test]
 fn a_held_checker_is_not_released_by_a_dispute_its_deciders_are_not_in() {
-    let (store, plan, run) = one_record_run();
-    let other = incoming(run.id, &plan, 5);
-    in_turn(
-        &store,
-        &plan,
-        &other,
-        &[("h", 0, Outcome::Pending), ("x", 8, Outcome::Disputed)],
-    );
-    let (_, _, check) =
-        a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
-    assert!(check.quarantined[0].held);
-    store.revoke("h").unwrap();
+    let (store, plan, other, _) = a_checker_held_beside_another_dispute();
     for name in ["a", "b"] {
         let held = super::Quarantine {
             held: true,
