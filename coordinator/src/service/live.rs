@@ -986,7 +986,6 @@ mod tests {
     /// past another's first, it would confirm it without the draw.
     #[test]
     fn only_a_key_whose_job_holds_a_result_is_leased_after_the_first() {
-        use crate::durable::store::ResultRecord;
         let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
         let leases = Leases::new(1, [0; 16], Duration::from_secs(60));
         let asking = Asking {
@@ -997,24 +996,7 @@ mod tests {
         let mut left = 0;
         let taken = live.take_candidates(&leases, &Asking::plain("a"), 3, 3, &mut left);
         let keys: Vec<JobKey> = taken.keys().cloned().collect();
-        let first = JobRecord {
-            state: JobState::Verifying,
-            candidates: vec![ResultRecord {
-                result: nqueens_common::JobResult {
-                    total: 8,
-                    unique8: Some(8),
-                    nodes: 9,
-                },
-                worker: "b".into(),
-                worker_id: "b-1".into(),
-                lease: 1,
-                at_unix: 0,
-                confirmed_by: Vec::new(),
-                seal: Some(1),
-                families: ResultRecord::families_of([None]),
-            }],
-            reason: None,
-        };
+        let (_, _, _, first) = held_fixture();
         let mended = JobRecord {
             state: JobState::Verifying,
             candidates: Vec::new(),
