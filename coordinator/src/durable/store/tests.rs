@@ -659,9 +659,7 @@ fn a_held_checker_a_majority_decides_for_is_released() {
         .put_quarantine(&quarantined_by("a", &["b", "h"]))
         .unwrap();
     store.revoke("a").unwrap();
-    in_turn(&store, &plan, &job, &[("d", 0, Outcome::Disputed)]);
-    let decided = store.commit(&[by(&plan, "e", job.clone(), 0)]).unwrap();
-    assert_eq!(decided.outcomes, [Outcome::Accepted]);
+    let decided = decided_by_two(&store, &plan, &job);
     let released: Vec<&str> = decided.lifted.iter().map(|q| q.worker.as_str()).collect();
     assert_eq!(released, ["h"]);
     let quarantined = |store: &Store| -> Vec<String> {
@@ -685,6 +683,15 @@ fn a_held_checker_a_majority_decides_for_is_released() {
     assert_eq!(store.tally(run.id).unwrap().total, truth(3) + truth(1));
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
     store.audit().unwrap();
+}
+
+/// Disputed `job` decided for the true result by two more identities: "d" seconds it, "e" decides;
+/// the deciding commit.
+fn decided_by_two(store: &Store, plan: &Plan, job: &Incoming) -> super::Committed {
+    in_turn(store, plan, job, &[("d", 0, Outcome::Disputed)]);
+    let decided = store.commit(&[by(plan, "e", job.clone(), 0)]).unwrap();
+    assert_eq!(decided.outcomes, [Outcome::Accepted]);
+    decided
 }
 
 /// A record run where h's first result of job 5 is disputed by x's lie, and h is held by its check
@@ -711,17 +718,14 @@ fn a_checker_held_beside_another_dispute() -> (Store, Plan, Incoming, Incoming) 
 #[test]
 fn a_held_checker_waits_for_its_own_dispute() {
     let (store, plan, other, job) = a_checker_held_beside_another_dispute();
-    in_turn(&store, &plan, &other, &[("d", 0, Outcome::Disputed)]);
-    let decided = store.commit(&[by(&plan, "e", other.clone(), 0)]).unwrap();
-    assert_eq!(decided.outcomes, [Outcome::Accepted]);
+    let decided = decided_by_two(&store, &plan, &other);
     assert!(decided.lifted.is_empty(), "{decided:?}");
     assert!(store
         .quarantined()
         .unwrap()
         .iter()
         .any(|q| q.worker == "h" && q.held));
-    in_turn(&store, &plan, &job, &[("d", 0, Outcome::Disputed)]);
-    let decided = store.commit(&[by(&plan, "e", job.clone(), 0)]).unwrap();
+    let decided = decided_by_two(&store, &plan, &job);
     let released: Vec<&str> = decided.lifted.iter().map(|q| q.worker.as_str()).collect();
     assert_eq!(released, ["h"]);
 }
@@ -739,9 +743,7 @@ fn a_held_checker_is_not_released_by_a_dispute_its_deciders_are_not_in() {
         };
         store.put_quarantine(&held).unwrap();
     }
-    in_turn(&store, &plan, &other, &[("d", 0, Outcome::Disputed)]);
-    let decided = store.commit(&[by(&plan, "e", other.clone(), 0)]).unwrap();
-    assert_eq!(decided.outcomes, [Outcome::Accepted]);
+    let decided = decided_by_two(&store, &plan, &other);
     assert!(decided.lifted.is_empty(), "{decided:?}");
     assert!(store
         .quarantined()
