@@ -101,7 +101,12 @@ impl Store {
         for q in self.lifted()? {
             match all.get_mut(&q.worker) {
                 Some((active, _, in_lifted)) => {
+                    // A lifted record's disproof is void while it stays lifted: it does not make a
+                    // held quarantine whole. Before, the join did, with no revocation until the next
+                    // start (found by a review, 2026-12-01).
+                    let held = active.held;
                     *active = active.clone().merged(q);
+                    active.held = held;
                     *in_lifted = true;
                 }
                 None => {

@@ -752,6 +752,34 @@ fn a_held_checker_is_not_released_by_a_dispute_its_deciders_are_not_in() {
         .any(|q| q.worker == "h" && q.held));
 }
 
+/// A checker the rule lifted once and a check holds again stays held when the rule runs: the lifted
+/// record's disproof is void while it stays lifted. Before, the join made the quarantine whole with
+/// no revocation until the next start (found by a review, 2026-12-01).
+#[test]
+fn a_checker_lifted_once_and_held_again_stays_held() {
+    let (store, plan, run) = one_record_run();
+    store
+        .lifted
+        .insert(b"h", encode(&quarantined_by("h", &["z"])))
+        .unwrap();
+    let (_, job, check) =
+        a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
+    assert!(check.quarantined[0].held);
+    store.apply_quarantine_rule().unwrap();
+    let h = store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .find(|q| q.worker == "h")
+        .unwrap();
+    assert!(h.held, "{h:?}");
+    assert!(store.revoke("h").unwrap().revoked.is_empty());
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    // (Its old deciders joined it: z, never disproved, keeps the decision from releasing it. Known.)
+    let decided = decided_by_two(&store, &plan, &job);
+    assert!(decided.lifted.is_empty());
+}
+
 /// A held worker whose dispute can no longer be decided (its job failed: too many different results,
 /// or too many expired leases) is taken for whole: its record counts no longer stand. The store
 /// names it among the quarantines not yet revoked (`export` and `audit` refuse it), and the next
