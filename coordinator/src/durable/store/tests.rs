@@ -610,13 +610,7 @@ fn a_checker_contradicting_two_confirmed_lies_in_one_batch_stays_held() {
         .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
         .unwrap();
     assert_eq!(check.disputed.len(), 1, "one count taken back");
-    let h = store
-        .quarantined()
-        .unwrap()
-        .into_iter()
-        .find(|q| q.worker == "h")
-        .unwrap();
-    assert!(h.held, "{h:?}");
+    assert!(is_held(&store, "h"));
     assert!(store.revoke("h").unwrap().revoked.is_empty());
     assert!(store.result(run.id, &mine.key).unwrap().is_some());
     // Two deciders: a and b are disproved, h is lifted, and j2's lie goes with its confirmers.
@@ -685,6 +679,15 @@ fn a_held_checker_a_majority_decides_for_is_released() {
     store.audit().unwrap();
 }
 
+/// Whether `name`'s quarantine is stored held.
+fn is_held(store: &Store, name: &str) -> bool {
+    store
+        .quarantined()
+        .unwrap()
+        .iter()
+        .any(|q| q.worker == name && q.held)
+}
+
 /// Disputed `job` decided for the true result by two more identities: "d" seconds it, "e" decides;
 /// the deciding commit.
 fn decided_by_two(store: &Store, plan: &Plan, job: &Incoming) -> super::Committed {
@@ -720,11 +723,7 @@ fn a_held_checker_waits_for_its_own_dispute() {
     let (store, plan, other, job) = a_checker_held_beside_another_dispute();
     let decided = decided_by_two(&store, &plan, &other);
     assert!(decided.lifted.is_empty(), "{decided:?}");
-    assert!(store
-        .quarantined()
-        .unwrap()
-        .iter()
-        .any(|q| q.worker == "h" && q.held));
+    assert!(is_held(&store, "h"));
     let decided = decided_by_two(&store, &plan, &job);
     let released: Vec<&str> = decided.lifted.iter().map(|q| q.worker.as_str()).collect();
     assert_eq!(released, ["h"]);
@@ -745,11 +744,7 @@ fn a_held_checker_is_not_released_by_a_dispute_its_deciders_are_not_in() {
     }
     let decided = decided_by_two(&store, &plan, &other);
     assert!(decided.lifted.is_empty(), "{decided:?}");
-    assert!(store
-        .quarantined()
-        .unwrap()
-        .iter()
-        .any(|q| q.worker == "h" && q.held));
+    assert!(is_held(&store, "h"));
 }
 
 /// A checker the rule lifted once and a check holds again stays held when the rule runs: the lifted
@@ -766,13 +761,7 @@ fn a_checker_lifted_once_and_held_again_stays_held() {
         a_check_of_a_confirmed_lie(&store, &plan, run.id, ["h", "p", "a", "b"], [3, 1]);
     assert!(check.quarantined[0].held);
     store.apply_quarantine_rule().unwrap();
-    let h = store
-        .quarantined()
-        .unwrap()
-        .into_iter()
-        .find(|q| q.worker == "h")
-        .unwrap();
-    assert!(h.held, "{h:?}");
+    assert!(is_held(&store, "h"));
     assert!(store.revoke("h").unwrap().revoked.is_empty());
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
     // (Its old deciders joined it: z, never disproved, keeps the decision from releasing it. Known.)
@@ -838,11 +827,7 @@ fn a_colluder_quarantined_leaves_its_side_of_a_dispute_behind_its_confirmer() {
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
     assert!(store.revoke("h").unwrap().revoked.is_empty());
     assert!(store.result(run.id, &other.key).unwrap().is_some());
-    assert!(store
-        .quarantined()
-        .unwrap()
-        .iter()
-        .any(|q| q.worker == "h" && q.held));
+    assert!(is_held(&store, "h"));
     // Two deciders: a is disproved, and the rule lifts the checker.
     in_turn(
         &store,
