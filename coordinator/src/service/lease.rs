@@ -641,6 +641,7 @@ impl Coordinator {
                 run_dry = !full && chosen.len() < want && run.list_exhausted() && retry_left == 0;
                 for key in chosen {
                     run.working(now);
+                    run.leased(&key);
                     let lease = state
                         .leases
                         .issue(run.meta.id, key.clone(), worker, name, now);
@@ -899,6 +900,18 @@ impl Coordinator {
         let mut guard = self.state();
         let state = &mut *guard;
         let now = Instant::now();
+        // Jobs whose lease ended on a path that did not put them back: in line again. Before the
+        // leases due end, so that a job whose last expiry fails it waits for its failure's write.
+        for run in state.runs.values_mut() {
+            let strays = run.strays(&state.leases, now);
+            if strays > 0 {
+                tracing::warn!(
+                    run = run.meta.id,
+                    jobs = strays,
+                    "jobs whose lease ended without putting them back are in line again"
+                );
+            }
+        }
         for (id, w) in state.workers.sweep(now, state.leases.timeout()) {
             if !w.leaving {
                 tracing::warn!(worker = %id, name = %w.name, silent_s = (now - w.last_seen).as_secs(), "worker lost: silent for longer than the lease timeout");

@@ -104,6 +104,15 @@ pub struct LiveRun {
     /// older than the move: not kept in `held_records`). Before, one flag per key: a second call's
     /// take cleared the first's move (found by a review, 2026-12-01).
     out: HashMap<JobKey, Out>,
+    /// Keys out of the queues for a lease: leased by this incarnation's calls, or passed by (dropped
+    /// from the queues) while a lease held them. Each leaves at its requeue, its count, or its job's
+    /// end; [`LiveRun::strays`] puts back any whose job no lease holds any more. Before, each path
+    /// that ends a lease had to put its job back itself, and three did not (a copy, a mismatch, a
+    /// result not kept: found by a review, 2026-12-01, each mended where it ends the lease); a
+    /// job so missed sat open in no queue until a restart.
+    away: HashSet<JobKey>,
+    /// When [`LiveRun::strays`] last looked (it looks once per lease timeout at most).
+    strays_at: Option<Instant>,
     /// `(when, jobs done, total)` samples, oldest first; empty until a worker first takes a job of the
     /// run in this incarnation (the rate window starts there).
     samples: VecDeque<(Instant, u64, u128)>,
@@ -226,6 +235,8 @@ impl LiveRun {
             computed_by: HashMap::new(),
             held_records: HashMap::new(),
             out: HashMap::new(),
+            away: HashSet::new(),
+            strays_at: None,
             seq: 0,
             meta_seq: 0,
         })
@@ -275,6 +286,7 @@ impl LiveRun {
                 passed.push(key);
             } else if leases.is_leased(run, &key) {
                 // (Its lease's end puts it back.)
+                self.away.insert(key);
             } else if let Some((own, holds)) = self.held_records.get(&key).map(|record| {
                 let own = record.computed_by(name);
                 let holds = !own
@@ -394,7 +406,12 @@ impl LiveRun {
             let moved = self.settled_out(&key);
             // The record kept, if any, is older than this read: this read decides what is kept.
             self.held_records.remove(&key);
-            if leases.is_leased(run, &key) || chosen_keys.contains(&key) {
+            if leases.is_leased(run, &key) {
+                // (Its lease's end puts it back.)
+                self.away.insert(key);
+                continue;
+            }
+            if chosen_keys.contains(&key) {
                 continue;
             }
             let holds_result = record
@@ -550,6 +567,10 @@ impl LiveRun {
         if !to.is_some_and(JobState::is_open) || from == to || shrank {
             self.computed_by.remove(key);
         }
+        if !to.is_none_or(JobState::is_open) {
+            // (Done or failed: never leased again.)
+            self.away.remove(key);
+        }
         if let Some(from) = from {
             *self.states.entry(from).or_insert(0) -= 1;
         }
@@ -630,6 +651,7 @@ impl LiveRun {
     /// expiries of its leases (the table keeps only jobs not done yet; a job reopened later starts its
     /// attempts anew).
     pub fn counted(&mut self, key: &JobKey, seq: u64) {
+        self.away.remove(key);
         self.attempts.remove(key);
         self.computed_by.remove(key);
         self.held_records.remove(key);
@@ -671,6 +693,7 @@ impl LiveRun {
             self.retry.clear();
             // (Never leased again: what was kept for its jobs goes with them.)
             self.held_records.clear();
+            self.away.clear();
             self.computed_by.clear();
         }
     }
@@ -689,10 +712,45 @@ impl LiveRun {
 
     /// Puts a job whose lease ended back in line.
     pub fn requeue(&mut self, key: JobKey) {
+        self.away.remove(&key);
         if !self.meta.is_done() && !self.meta.is_cancelled() {
             self.retry.push_back(key);
             self.requeued += 1;
         }
+    }
+
+    /// Key `key` is leased now: out of the queues until its lease's end puts it back (or its count, or
+    /// [`LiveRun::strays`]).
+    pub fn leased(&mut self, key: &JobKey) {
+        self.away.insert(key.clone());
+    }
+
+    /// Puts back in line every job out of the queues for a lease ([`LiveRun::leased`], or passed by
+    /// while leased) that no lease holds now: a lease ended on a path that did not put its job back.
+    /// Returns how many. The lease sweep calls it before it ends the leases due, so that a job whose
+    /// last expiry fails it is not put back while its failure is written. A job done meanwhile is
+    /// dropped by the next lease call that reads its record. It looks once per lease timeout at most
+    /// (a look checks every lease out, under the state lock): a job missed waits about as long as
+    /// one whose lease expired.
+    pub fn strays(&mut self, leases: &Leases, now: Instant) -> usize {
+        if self
+            .strays_at
+            .is_some_and(|at| now.saturating_duration_since(at) < leases.timeout())
+        {
+            return 0;
+        }
+        self.strays_at = Some(now);
+        let run = self.meta.id;
+        let stray: Vec<JobKey> = self
+            .away
+            .iter()
+            .filter(|key| !leases.is_leased(run, key))
+            .cloned()
+            .collect();
+        for key in &stray {
+            self.requeue(key.clone());
+        }
+        stray.len()
     }
 
     /// How many jobs have come back to the retry queue so far (a lease call compares it before and
@@ -1194,6 +1252,36 @@ mod tests {
         live.counted(&key, 1);
         assert!(live.attempts.is_empty());
         assert_eq!(live.attempt_failed(&key, "a").count, 1, "anew");
+    }
+
+    /// A job out for a lease that no lease holds any more is put back by the sweep once, at most once
+    /// per lease timeout; one counted, failed, or put back by its lease's end is not.
+    #[tokio::test(start_paused = true)]
+    async fn a_job_out_for_a_lease_no_lease_holds_is_put_back() {
+        let timeout = Duration::from_secs(60);
+        let mut leases = Leases::new(1, [0; 16], timeout);
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let keys: Vec<JobKey> = live.plan.jobs().take(5).collect();
+        let now = Instant::now();
+        let mut ids = Vec::new();
+        for key in &keys {
+            live.leased(key);
+            ids.push(leases.issue(1, key.clone(), "w", "w", now));
+        }
+        assert_eq!(live.strays(&leases, now), 0, "every one leased");
+        for id in &ids {
+            leases.close(*id);
+        }
+        live.counted(&keys[0], 1);
+        live.moved(&keys[1], None, Some(JobState::Failed));
+        live.requeue(keys[2].clone());
+        let requeued = live.requeued();
+        assert_eq!(live.strays(&leases, now), 0, "looked a moment ago");
+        let later = now + timeout;
+        assert_eq!(live.strays(&leases, later), 2);
+        assert_eq!(live.requeued(), requeued + 2);
+        assert_eq!(live.retry_len(), 3);
+        assert_eq!(live.strays(&leases, later + timeout), 0, "each once");
     }
 
     /// A lease call takes from the retry queue what it wants (at least its batch), not the whole

@@ -191,7 +191,8 @@ impl Coordinator {
             // a credential that sent a copy under its second lease of a job waiting for its second
             // result left the job open in no queue, and the run could not end before a restart
             // (found by a review, 2026-12-01). (Pending and disputed results put theirs back below;
-            // a failed job is not leased again.)
+            // a failed job is not leased again. A path missed here is caught by the lease sweep
+            // within a lease timeout: `LiveRun::strays`.)
             if matches!(
                 outcome,
                 Outcome::Mismatch { .. } | Outcome::NotKept | Outcome::Duplicate

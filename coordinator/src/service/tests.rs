@@ -5131,6 +5131,47 @@ async fn a_job_whose_lease_a_copy_ended_is_leased_again() {
     finished_by_three(&c, &run).await;
 }
 
+/// A lease ended on a path that does not put its job back (none does now; any future one): the
+/// lease sweep finds the job out of every queue with no lease holding it and puts it back, both a
+/// job its lease took out of the queues and one a call passed by while leased. Before, such a job
+/// sat open in no queue until a restart, and the run never ended.
+#[tokio::test(start_paused = true)]
+async fn a_job_whose_lease_ended_without_putting_it_back_is_leased_again() {
+    let c = coordinator_admitting_all();
+    let run = verified_run_of_8(&c).await;
+    let first = lease_credential(&c, "a", 4096).await;
+    assert!(!first.is_empty());
+    // Half are passed by while leased: their first results wait for a second, and other calls drop
+    // them from the retry queue.
+    let (passed, taken) = first.split_at(first.len() / 2);
+    reported_for_a_check(&c, "a", passed).await;
+    let again = lease_credential(&c, "b", 4096).await;
+    assert_eq!(again.len(), passed.len());
+    assert!(
+        lease_credential(&c, "x", 4096).await.is_empty(),
+        "all leased"
+    );
+    // Every lease ends on no path that puts its job back.
+    {
+        let mut state = c.state();
+        for g in taken.iter().chain(&again) {
+            assert!(state.leases.close(g.id).is_some());
+        }
+    }
+    assert!(
+        lease_credential(&c, "x", 4096).await.is_empty(),
+        "in no queue"
+    );
+    tokio::time::advance(TIMEOUT).await;
+    c.expire_leases().await;
+    let back = lease_credential(&c, "x", 4096).await;
+    assert_eq!(back.len(), first.len(), "every one in line again");
+    c.report_as("x", "x", true, back.iter().map(report).collect())
+        .await
+        .unwrap();
+    finished_by_three(&c, &run).await;
+}
+
 /// A job put back by a copy that ended its lease is news to a waiting call: it is woken and leased
 /// the job, not left to wait out its 10 s. (In real time: the commit thread is a thread of its own,
 /// and paused time would run to the call's end while a report commits.)
