@@ -5424,6 +5424,57 @@ async fn a_held_checker(dir: &std::path::Path, config: Config) -> (Coordinator, 
     (c, kept, disputed)
 }
 
+/// A held checker whose one batch contradicted the lies of two colluding pairs, the first dispute
+/// decided for it: across a restart it stays held, its record counts standing, and the second lie's
+/// dispute is leased and decided through the service, which releases it. Before, the second lie stood
+/// and the restart made the checker whole (found by a review, 2026-12-01).
+#[tokio::test(start_paused = true)]
+async fn a_checker_of_two_pairs_lies_is_released_once_both_are_decided() {
+    use crate::durable::store::tests::{by, counted_by_two, decided_by_two, incoming_from};
+    let dir = tempfile::tempdir().unwrap();
+    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+    let (run, j2) = {
+        let store = Store::open(dir.path()).unwrap();
+        let run = crate::durable::store::tests::another_record_run(&store, plan).id;
+        let job = |i: usize| incoming_from(run, &plan, i, "h");
+        counted_by_two(&store, &plan, &job(3), ["h", "p"], 0);
+        counted_by_two(&store, &plan, &job(4), ["q", "r"], 0);
+        counted_by_two(&store, &plan, &job(1), ["a", "b"], 8);
+        counted_by_two(&store, &plan, &job(2), ["x", "y"], 8);
+        let check = store
+            .commit(&[by(&plan, "h", job(1), 0), by(&plan, "h", job(2), 0)])
+            .unwrap();
+        assert_eq!(check.disputed.len(), 1);
+        let decided = decided_by_two(&store, &plan, &job(1));
+        assert_eq!(decided.disputed.len(), 1, "the second lie disputed");
+        store.flush().unwrap();
+        crate::durable::ledger::rewrite(
+            &dir.path().join(crate::durable::ledger::LEDGER_FILE),
+            &store,
+        )
+        .unwrap();
+        (run.to_string(), job(2).key)
+    };
+    let c = reopened(dir.path()).await;
+    assert!(c.state().quarantined["h"].contains("held"), "still held");
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 3, "h's count stands");
+    for (name, want) in [("p", Outcome::Disputed), ("q", Outcome::Accepted)] {
+        let got = lease_credential(&c, name, 4096).await;
+        let mine: Vec<&Granted> = got.iter().filter(|g| g.key == j2).collect();
+        assert_eq!(mine.len(), 1, "{name}");
+        let outcomes = c
+            .report_as(name, name, true, vec![report(mine[0])])
+            .await
+            .unwrap();
+        assert_eq!(outcomes, [want], "{name}");
+        let ids: Vec<u64> = got.iter().filter(|g| g.key != j2).map(|g| g.id).collect();
+        c.release(name, &ids, false).unwrap();
+    }
+    assert!(!c.state().quarantined.contains_key("h"), "released");
+    assert!(c.state().quarantined.contains_key("x"));
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 4);
+}
+
 /// A cancel of the record run whose dispute holds a worker takes that worker's record counts in other
 /// runs back at once, in the live runs as in the store, and shows its quarantine whole. Before, they
 /// stood until the next start (`audit` and `export` refused the store meanwhile).

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use nqueens_common::{JobKey, JobResult, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
+use super::challenges;
 use super::changed::{Moved, Revoked};
 use super::records::{
     decode, encode, job_key, now_unix, run_key, JobRecord, JobState, Quarantine, ResultRecord,
@@ -228,8 +229,10 @@ impl Store {
             &self.workers,
             &self.totals,
             &self.quarantine,
+            &self.challenges,
         );
-        let committed = trees.transaction(|(runs, jobs, groups, workers, totals, quarantine)| {
+        let committed = trees.transaction(
+            |(runs, jobs, groups, workers, totals, quarantine, kept)| {
             let results = groups::Tx { groups, workers };
             let mut out = Committed::default();
             let mut metas: BTreeMap<u64, RunMeta> = BTreeMap::new();
@@ -238,6 +241,9 @@ impl Store {
             let mut contradicted: Vec<Quarantine> = Vec::new();
             // Runs with a count disputed in this commit.
             let mut disputed_runs = std::collections::BTreeSet::new();
+            // Held checkers a decision showed right but did not release: each takes up its next
+            // kept contradiction once the batch is through ([`challenges`]).
+            let mut take_up: Vec<String> = Vec::new();
             for inc in batch {
                 if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(inc.run) {
                     let Some(raw) = runs.get(run_key(inc.run))? else {
@@ -323,8 +329,28 @@ impl Store {
                             // the count is taken back too, and further identities decide. Shown
                             // wrong, both are quarantined and this worker is lifted (its deciders
                             // disproved); shown right, it stays quarantined.
-                            take_back(results, jobs, totals, &mut out, inc, counted)?;
+                            take_back(
+                                results,
+                                jobs,
+                                totals,
+                                &mut out,
+                                (inc.run, &inc.key),
+                                counted,
+                                inc.record(),
+                            )?;
                             disputed_runs.insert(inc.run);
+                        } else if !own && inc.lease_active && meta.record {
+                            // Held, but its one take-back of the commit is spent: kept, and taken
+                            // up once a decision shows it right ([`challenges`]).
+                            challenges::txn_add(
+                                kept,
+                                &inc.name,
+                                challenges::Challenge {
+                                    run: inc.run,
+                                    key: inc.key.clone(),
+                                    record: inc.record(),
+                                },
+                            )?;
                         }
                         out.outcomes.push(Outcome::Mismatch { stored });
                         continue;
@@ -337,7 +363,15 @@ impl Store {
                         continue;
                     }
                     // Disputed, a further worker decides.
-                    take_back(results, jobs, totals, &mut out, inc, counted)?;
+                    take_back(
+                        results,
+                        jobs,
+                        totals,
+                        &mut out,
+                        (inc.run, &inc.key),
+                        counted,
+                        inc.record(),
+                    )?;
                     out.outcomes.push(Outcome::Disputed);
                     disputed_runs.insert(inc.run);
                     continue;
@@ -534,7 +568,12 @@ impl Store {
                         }
                         if q.held && tied && shown_wrong {
                             quarantine.remove(name.as_bytes())?;
+                            challenges::txn_take(kept, name)?;
                             out.lifted.push(q);
+                        } else if q.held && tied && !take_up.contains(name) {
+                            // Shown right here, but another identity it contradicted stands: its
+                            // next kept contradiction is disputed.
+                            take_up.push(name.clone());
                         }
                     }
                 }
@@ -596,6 +635,54 @@ impl Store {
             }
             for q in contradicted {
                 put_quarantine(quarantine, &mut out, q)?;
+            }
+            for name in &take_up {
+                // (Quarantined whole by a later result of the commit: nothing taken up.)
+                let held = match quarantine.get(name.as_bytes())? {
+                    Some(raw) => decode::<Quarantine>("quarantine", &raw).is_ok_and(|q| q.held),
+                    None => false,
+                };
+                if !held {
+                    continue;
+                }
+                let mut list = challenges::txn_take(kept, name)?;
+                while !list.is_empty() {
+                    let c = list.remove(0);
+                    if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(c.run) {
+                        let Some(raw) = runs.get(run_key(c.run))? else {
+                            continue;
+                        };
+                        slot.insert(decode("run", &raw).or_else(abort)?);
+                    }
+                    if metas[&c.run].is_cancelled() {
+                        continue;
+                    }
+                    // Taken back meanwhile, or counted as the checker said: nothing to dispute.
+                    let Some(stored) = groups::txn_counts(results.groups, c.run, &c.key)? else {
+                        continue;
+                    };
+                    if stored == c.record.result {
+                        continue;
+                    }
+                    let Some(counted) = groups::txn_get(results, c.run, &c.key)? else {
+                        return abort(Error::Corrupt(format!(
+                            "run {} job {}: counts without a result",
+                            c.run, c.key
+                        )));
+                    };
+                    take_back(
+                        results,
+                        jobs,
+                        totals,
+                        &mut out,
+                        (c.run, &c.key),
+                        counted,
+                        c.record,
+                    )?;
+                    disputed_runs.insert(c.run);
+                    break;
+                }
+                challenges::txn_put(kept, name, &list)?;
             }
             // (One released, then quarantined again by a later result of the commit, stays.)
             let again: Vec<String> = out.quarantined.iter().map(|q| q.worker.clone()).collect();
@@ -701,47 +788,48 @@ fn put_quarantine(
     Ok(())
 }
 
-/// Takes `counted`, job `inc.key`'s result, back and makes the job disputed between it and `inc` (the
-/// job stays verified while open; a further worker decides, as for any dispute), inside a commit's
-/// transaction, noting the effects in `out` (all but the outcome, which is the caller's).
+/// Takes `counted`, the result of job `key` of run `run`, back and makes the job disputed between it
+/// and `disputing` (the job stays verified while open; a further worker decides, as for any dispute),
+/// inside a commit's transaction, noting the effects in `out` (all but the outcome, which is the
+/// caller's).
 fn take_back(
     results: groups::Tx,
     jobs: &sled::transaction::TransactionalTree,
     totals: &sled::transaction::TransactionalTree,
     out: &mut Committed,
-    inc: &Incoming,
+    (run, key): (u64, &JobKey),
     counted: ResultRecord,
+    disputing: ResultRecord,
 ) -> super::txn::TxResult<()> {
-    groups::txn_take(results, inc.run, &inc.key)?;
-    let mut tally = match out.tallies.get(&inc.run) {
+    groups::txn_take(results, run, key)?;
+    let mut tally = match out.tallies.get(&run) {
         Some(t) => *t,
-        None => stored_tally(totals, inc.run)?,
+        None => stored_tally(totals, run)?,
     };
     tally
         .remove(&counted.result)
         .map_err(|e| Abort::Abort(e.into()))?;
-    out.tallies.insert(inc.run, tally);
+    out.tallies.insert(run, tally);
     let record = JobRecord {
         state: JobState::Disputed,
-        candidates: vec![counted.clone(), inc.record()],
+        candidates: vec![counted.clone(), disputing],
         reason: None,
     };
-    jobs.insert(job_key(inc.run, &inc.key), encode(&record))?;
+    jobs.insert(job_key(run, key), encode(&record))?;
     out.moved.push(Moved {
-        run: inc.run,
-        key: inc.key.clone(),
+        run,
+        key: key.clone(),
         from: Some(JobState::Done),
         to: Some(JobState::Disputed),
     });
     // A count of this very commit never reaches the ledger; an earlier one is taken back there
     // (before this commit's counts, one of which may decide the job).
     let before = out.counted.len();
-    out.counted
-        .retain(|(run, key, _)| !(*run == inc.run && *key == inc.key));
+    out.counted.retain(|(r, k, _)| !(*r == run && k == key));
     if out.counted.len() == before {
         out.disputed.push(Revoked {
-            run: inc.run,
-            key: inc.key.clone(),
+            run,
+            key: key.clone(),
             record: counted,
         });
     }

@@ -9,7 +9,8 @@
 //!   workers ([`workers`]);
 //! - `quarantine`: worker name -> [`Quarantine`] (workers that reported a result others disproved);
 //!   `lifted`: the same, for quarantines the rule lifted because their deciders were disproved
-//!   ([`lifts`]);
+//!   ([`lifts`]); `challenges`: a held checker's further contradictions of confirmed counts, disputed
+//!   one at a time ([`challenges`]);
 //! - `meta`: the next run id, the coordinator's epoch (drawn at random for a new store, then
 //!   incremented at every open, so that lease ids of an earlier incarnation, or of a store this one
 //!   replaced, are recognisable), the store's format version (and, while a migration is
@@ -26,6 +27,7 @@
 //! [`Store::commit`] in one transaction over all four trees; callers flush before acknowledging.
 
 mod audit;
+mod challenges;
 mod changed;
 mod commit;
 mod control;
@@ -125,6 +127,8 @@ pub struct Store {
     quarantine: sled::Tree,
     /// Quarantines the rule lifted ([`lifts`]).
     lifted: sled::Tree,
+    /// Held checkers' further contradictions ([`challenges`]).
+    challenges: sled::Tree,
     /// Leases handed back, a bit each ([`handbacks`]).
     handed_back_bits: sled::Tree,
     meta: sled::Tree,
@@ -253,6 +257,7 @@ impl Store {
             totals: db.open_tree("totals")?,
             quarantine: db.open_tree("quarantine")?,
             lifted: db.open_tree(lifts::LIFTED)?,
+            challenges: db.open_tree(challenges::CHALLENGES)?,
             handed_back_bits: db.open_tree(handbacks::HANDED_BACK_BITS)?,
             meta,
             db,
@@ -545,9 +550,11 @@ impl Store {
     }
 
     /// Lets a quarantined worker lease again; returns whether it was quarantined. Durable on return.
-    /// An operator's release is final: the worker's record goes, and the rule never puts it back.
+    /// An operator's release is final: the worker's record goes, and the rule never puts it back; so
+    /// do the contradictions kept for it ([`challenges`]).
     pub fn release_quarantine(&self, name: &str) -> Result<bool> {
         self.lifted.remove(name.as_bytes())?;
+        self.challenges.remove(name.as_bytes())?;
         let released = self.quarantine.remove(name.as_bytes())?.is_some();
         self.flush()?;
         Ok(released)

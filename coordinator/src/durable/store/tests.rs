@@ -634,6 +634,136 @@ fn a_checker_contradicting_two_confirmed_lies_in_one_batch_stays_held() {
     store.audit().unwrap();
 }
 
+/// A checker whose one batch contradicts the lies of two colluding pairs, under live leases, disputes
+/// the second once a decision of the first shows it right, and is released once the second is
+/// decided for it too. Before, the second contradiction lived in its quarantine's reason alone: the
+/// checker stayed held with no dispute open (the next start made it whole, its record counts taken
+/// back), and the second lie stood (found by a review, 2026-12-01).
+#[test]
+fn a_checker_contradicting_lies_of_two_pairs_in_one_batch_disputes_both_in_turn() {
+    let (store, plan, run) = one_record_run();
+    let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
+    let mine = incoming(run.id, &plan, 3);
+    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
+    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
+    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
+    counted_by_two(&store, &plan, &j2, ["x", "y"], 8);
+    let check = store
+        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
+        .unwrap();
+    assert_eq!(check.disputed.len(), 1, "one count taken back");
+    assert!(is_held(&store, "h"));
+    // j1 decided for h: a and b are disproved, x and y stand, and j2's count is disputed now.
+    let decided = decided_by_two(&store, &plan, &j1);
+    assert!(decided.lifted.is_empty(), "x and y stand");
+    let disputed: Vec<&nqueens_common::JobKey> = decided.disputed.iter().map(|r| &r.key).collect();
+    assert_eq!(disputed, [&j2.key]);
+    assert_eq!(store.result(run.id, &j2.key).unwrap(), None);
+    let record = store.job(run.id, &j2.key).unwrap().unwrap();
+    assert_eq!(record.state, JobState::Disputed);
+    assert!(record.computed_by("h"));
+    assert!(is_held(&store, "h"));
+    assert!(
+        store.revoke("h").unwrap().revoked.is_empty(),
+        "its counts stand"
+    );
+    // j2 decided for h too: it is released.
+    in_turn(&store, &plan, &j2, &[("f", 0, Outcome::Disputed)]);
+    let second = store.commit(&[by(&plan, "g", j2.clone(), 0)]).unwrap();
+    assert_eq!(second.outcomes, [Outcome::Accepted]);
+    let released: Vec<&str> = second.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(released, ["h"]);
+    for name in ["a", "b", "x", "y"] {
+        store.revoke(name).unwrap();
+    }
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    assert!(
+        store.result(run.id, &mine.key).unwrap().is_some(),
+        "h's count stands"
+    );
+    assert_eq!(
+        store.tally(run.id).unwrap().total,
+        truth(3) + truth(1) + truth(2)
+    );
+    store.audit().unwrap();
+}
+
+/// A liar's batch contradicting two honest confirmed counts under live leases: the first is
+/// disputed, the second kept. Decided against it, the liar is quarantined whole, and what it kept is
+/// never taken up: the second count stands.
+#[test]
+fn a_liars_kept_contradiction_is_never_taken_up() {
+    let (store, plan, run) = one_record_run();
+    let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
+    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
+    counted_by_two(&store, &plan, &j1, ["a", "b"], 0);
+    counted_by_two(&store, &plan, &j2, ["x", "y"], 0);
+    let lies = store
+        .commit(&[by(&plan, "l", j1.clone(), 8), by(&plan, "l", j2.clone(), 8)])
+        .unwrap();
+    assert_eq!(lies.disputed.len(), 1);
+    // d and e agree with a and b: l is shown wrong.
+    in_turn(&store, &plan, &j1, &[("d", 0, Outcome::Accepted)]);
+    assert!(!is_held(&store, "l"));
+    assert!(store.quarantined().unwrap().iter().any(|q| q.worker == "l"));
+    let more = store.commit(&[by(&plan, "e", j2.clone(), 0)]).unwrap();
+    assert_eq!(more.outcomes, [Outcome::Duplicate]);
+    assert!(more.disputed.is_empty());
+    store.revoke("l").unwrap();
+    assert!(store.result(run.id, &j2.key).unwrap().is_some());
+    assert_eq!(store.tally(run.id).unwrap().total, truth(1) + truth(2));
+    store.audit().unwrap();
+}
+
+/// A kept contradiction whose count was taken back meanwhile is passed over, and the next one is
+/// taken up; one damaged on disk is dropped and the commit goes through.
+#[test]
+fn a_kept_contradiction_whose_count_went_is_passed_over() {
+    let (store, plan, run) = one_record_run();
+    let mine = incoming(run.id, &plan, 3);
+    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
+    let jobs: Vec<Incoming> = [1, 2, 4]
+        .iter()
+        .map(|&i| incoming(run.id, &plan, i))
+        .collect();
+    counted_by_two(&store, &plan, &jobs[0], ["a", "b"], 8);
+    counted_by_two(&store, &plan, &jobs[1], ["x", "y"], 8);
+    counted_by_two(&store, &plan, &jobs[2], ["u", "v"], 8);
+    let batch: Vec<Incoming> = jobs.iter().map(|j| by(&plan, "h", j.clone(), 0)).collect();
+    assert_eq!(store.commit(&batch).unwrap().disputed.len(), 1);
+    // x is shown wrong elsewhere: its count of the second job goes.
+    store.put_quarantine(&quarantined_by("x", &["w"])).unwrap();
+    store.revoke("x").unwrap();
+    assert_eq!(store.result(run.id, &jobs[1].key).unwrap(), None);
+    let decided = decided_by_two(&store, &plan, &jobs[0]);
+    let disputed: Vec<&nqueens_common::JobKey> = decided.disputed.iter().map(|r| &r.key).collect();
+    assert_eq!(
+        disputed,
+        [&jobs[2].key],
+        "the third, the second passed over"
+    );
+    // A damaged list: dropped, and the decision goes through.
+    let (store, plan, run) = one_record_run();
+    let mine = incoming(run.id, &plan, 3);
+    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
+    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
+    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
+    counted_by_two(&store, &plan, &j2, ["x", "y"], 8);
+    store
+        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
+        .unwrap();
+    assert!(store.challenges.get(b"h").unwrap().is_some(), "kept");
+    store.challenges.insert(b"h", &b"{\"not\":1}"[..]).unwrap();
+    let decided = decided_by_two(&store, &plan, &j1);
+    assert!(decided.disputed.is_empty());
+    assert!(store.result(run.id, &j2.key).unwrap().is_some());
+    assert!(store.challenges.get(b"h").unwrap().is_none(), "dropped");
+    // An operator's release drops what was kept.
+    store.challenges.insert(b"h", &b"x"[..]).unwrap();
+    assert!(store.release_quarantine("h").unwrap());
+    assert!(store.challenges.get(b"h").unwrap().is_none());
+}
+
 /// A held checker whose dispute a majority decides for it is released by that decision, whatever
 /// became of its disproof's deciders. Before, it waited for the rule to lift it, and the rule keeps
 /// two quarantines that name each other: a colluder quarantined whole by the checker and its partner
@@ -690,7 +820,7 @@ fn is_held(store: &Store, name: &str) -> bool {
 
 /// Disputed `job` decided for the true result by two more identities: "d" seconds it, "e" decides;
 /// the deciding commit.
-fn decided_by_two(store: &Store, plan: &Plan, job: &Incoming) -> super::Committed {
+pub(crate) fn decided_by_two(store: &Store, plan: &Plan, job: &Incoming) -> super::Committed {
     in_turn(store, plan, job, &[("d", 0, Outcome::Disputed)]);
     let decided = store.commit(&[by(plan, "e", job.clone(), 0)]).unwrap();
     assert_eq!(decided.outcomes, [Outcome::Accepted]);

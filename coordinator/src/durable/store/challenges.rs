@@ -1,0 +1,137 @@
+//! A held checker's further contradictions of confirmed counts, kept until a decision for it takes
+//! the next one up (the `challenges` tree, by worker name).
+//!
+//! In a record run an identity takes back at most one confirmed count per commit. A checker whose
+//! one batch contradicts two confirmed counts under live leases disputes the first; before, the
+//! second lived only in its quarantine's reason. A decision for the checker released it only once
+//! every identity it had contradicted was quarantined whole, so with a second colluding pair behind
+//! the second count it stayed held with no dispute open: the next start made it whole (its record
+//! counts taken back) and the second lie stood (found by a review, 2026-12-01). Now the second
+//! contradiction is kept here, and each decision for the checker that does not release it takes the
+//! next one up: that count is taken back and disputed between it and the checker's result, one
+//! dispute at a time, as the first was.
+
+use nqueens_common::JobKey;
+use serde::{Deserialize, Serialize};
+
+use super::records::{decode, encode, ResultRecord};
+use super::txn::TxResult;
+
+/// The tree of the contradictions kept, by worker name (checked JSON lists of [`Challenge`]s).
+pub(super) const CHALLENGES: &str = "challenges";
+
+/// The most contradictions kept for one worker: one batch holds at most this many more (the rest
+/// are dropped, logged; the checker stays held, as before they were kept).
+pub(super) const MAX_CHALLENGES: usize = 64;
+
+/// A confirmed count a held checker contradicted under a live lease, not taken back then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Challenge {
+    pub run: u64,
+    pub key: JobKey,
+    /// The checker's result, as it would have stood in the dispute.
+    pub record: ResultRecord,
+}
+
+/// The contradictions kept for `worker`, taken out of the tree. A list that fails its check (damaged
+/// on disk) reads as none, logged: the checker stays held, as it did before they were kept.
+pub(super) fn txn_take(
+    tree: &sled::transaction::TransactionalTree,
+    worker: &str,
+) -> TxResult<Vec<Challenge>> {
+    let Some(raw) = tree.remove(worker.as_bytes())? else {
+        return Ok(Vec::new());
+    };
+    Ok(decode::<Vec<Challenge>>("challenges", &raw).unwrap_or_else(|e| {
+        tracing::error!(worker, error = %e, place = "store", "a held checker's kept contradictions fail their check (damaged on disk): dropped");
+        Vec::new()
+    }))
+}
+
+/// Stores `list` as the contradictions kept for `worker` (none: the entry goes).
+pub(super) fn txn_put(
+    tree: &sled::transaction::TransactionalTree,
+    worker: &str,
+    list: &[Challenge],
+) -> TxResult<()> {
+    if list.is_empty() {
+        tree.remove(worker.as_bytes())?;
+    } else {
+        tree.insert(worker.as_bytes(), encode(&list))?;
+    }
+    Ok(())
+}
+
+/// Keeps `challenge` for `worker`, after those kept already (none of the same job twice; at most
+/// [`MAX_CHALLENGES`]).
+pub(super) fn txn_add(
+    tree: &sled::transaction::TransactionalTree,
+    worker: &str,
+    challenge: Challenge,
+) -> TxResult<()> {
+    let mut list = txn_take(tree, worker)?;
+    if list
+        .iter()
+        .any(|c| c.run == challenge.run && c.key == challenge.key)
+    {
+    } else if list.len() < MAX_CHALLENGES {
+        list.push(challenge);
+    } else {
+        tracing::warn!(worker, run = challenge.run, job = %challenge.key, "a held checker's contradiction not kept: it has the most kept already");
+    }
+    txn_put(tree, worker, &list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn challenge(run: u64, job: u8) -> Challenge {
+        Challenge {
+            run,
+            key: JobKey(vec![job]),
+            record: ResultRecord {
+                result: nqueens_common::JobResult::default(),
+                worker: "h".into(),
+                worker_id: "h-1".into(),
+                lease: 1,
+                at_unix: 1,
+                confirmed_by: Vec::new(),
+                seal: Some(1),
+                families: Vec::new(),
+            },
+        }
+    }
+
+    fn add(tree: &sled::Tree, c: Challenge) {
+        tree.transaction(|t| txn_add(t, "h", c.clone())).unwrap();
+    }
+
+    fn kept(tree: &sled::Tree) -> Vec<Challenge> {
+        tree.transaction(|t| {
+            let list = txn_take(t, "h")?;
+            txn_put(t, "h", &list)?;
+            Ok(list)
+        })
+        .unwrap()
+    }
+
+    /// Kept in order, each job once, at most [`MAX_CHALLENGES`]; an empty list leaves no entry.
+    #[test]
+    fn contradictions_are_kept_in_order_once_each_and_bounded() {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let tree = db.open_tree(CHALLENGES).unwrap();
+        add(&tree, challenge(1, 1));
+        add(&tree, challenge(2, 1));
+        add(&tree, challenge(1, 1));
+        assert_eq!(kept(&tree), [challenge(1, 1), challenge(2, 1)]);
+        for job in 2..200 {
+            add(&tree, challenge(1, job));
+        }
+        let list = kept(&tree);
+        assert_eq!(list.len(), MAX_CHALLENGES);
+        assert_eq!(list.last(), Some(&challenge(1, MAX_CHALLENGES as u8 - 1)));
+        tree.transaction(|t| txn_put(t, "h", &[])).unwrap();
+        assert!(tree.is_empty());
+    }
+}
