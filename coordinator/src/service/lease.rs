@@ -905,6 +905,7 @@ impl Coordinator {
         for run in state.runs.values_mut() {
             let strays = run.strays(&state.leases, now);
             if strays > 0 {
+                self.shared.metrics.jobs_returned.inc_by(strays as u64);
                 tracing::warn!(
                     run = run.meta.id,
                     jobs = strays,

@@ -1284,6 +1284,38 @@ mod tests {
         assert_eq!(live.strays(&leases, later + timeout), 0, "each once");
     }
 
+    /// A key a lease call passes by because another lease holds it, as it takes candidates or as it
+    /// settles them, is out for that lease: the sweep puts it back once no lease holds it.
+    #[tokio::test(start_paused = true)]
+    async fn a_key_passed_by_while_leased_is_put_back_once_no_lease_holds_it() {
+        let timeout = Duration::from_secs(60);
+        let mut leases = Leases::new(1, [0; 16], timeout);
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let now = Instant::now();
+        // Taken from the retry queue while leased.
+        let key = JobKey(vec![1, 2]);
+        live.requeue(key.clone());
+        let id = leases.issue(1, key.clone(), "w", "w", now);
+        let mut left = 1;
+        let taken = live.take_candidates(&leases, &Asking::plain("a"), 1, 1, &mut left);
+        assert!(!taken.retry.contains(&key), "passed by");
+        live.put_back(taken);
+        leases.close(id);
+        assert_eq!(live.strays(&leases, now), 1);
+        assert_eq!(live.retry_len(), 1);
+        // Leased while its record was read.
+        let mut left = 1;
+        let taken = live.take_candidates(&leases, &Asking::plain("a"), 1, 1, &mut left);
+        assert_eq!(taken.retry.as_slice(), std::slice::from_ref(&key));
+        let id = leases.issue(1, key.clone(), "w", "w", now);
+        let settled = live.settle(&leases, &Asking::plain("a"), taken, vec![None], 1);
+        assert!(settled.chosen.is_empty());
+        assert_eq!(live.retry_len(), 0);
+        leases.close(id);
+        assert_eq!(live.strays(&leases, now + timeout), 1);
+        assert_eq!(live.retry_len(), 1);
+    }
+
     /// A lease call takes from the retry queue what it wants (at least its batch), not the whole
     /// queue: each candidate costs a store read, and a queue of a million jobs (a quarantined worker's
     /// results revoked) read whole by every call would make leasing quadratic in the queue.

@@ -61,6 +61,8 @@ pub struct Metrics {
     corrupt: Family<PlaceLabel, Counter>,
     pub leases_issued: Counter,
     pub leases_expired: Counter,
+    /// Jobs the lease sweep put back because their lease ended on a path that did not.
+    pub jobs_returned: Counter,
     pub rpc: RpcMetrics,
     jobs: Family<JobsLabel, Gauge>,
     jobs_total: Family<RunLabel, Gauge>,
@@ -97,6 +99,11 @@ impl Default for Metrics {
                 &mut r,
                 "leases_expired",
                 "Leases that expired without a result",
+            ),
+            jobs_returned: registered(
+                &mut r,
+                "jobs_returned",
+                "Jobs whose lease ended on a path that did not put them back, put back by the lease sweep (0 unless a path misses)",
             ),
             rpc: RpcMetrics::register(&mut r, "calls served"),
             jobs: registered(&mut r, "jobs", "Jobs of a run, by state"),

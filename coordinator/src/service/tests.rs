@@ -5166,6 +5166,7 @@ async fn a_job_whose_lease_ended_without_putting_it_back_is_leased_again() {
     c.expire_leases().await;
     let back = lease_credential(&c, "x", 4096).await;
     assert_eq!(back.len(), first.len(), "every one in line again");
+    assert_eq!(c.shared.metrics.jobs_returned.get(), first.len() as u64);
     c.report_as("x", "x", true, back.iter().map(report).collect())
         .await
         .unwrap();

@@ -22,7 +22,7 @@ pub(super) const CHALLENGES: &str = "challenges";
 
 /// The most contradictions kept for one worker: one batch holds at most this many more (the rest
 /// are dropped, logged; the checker stays held, as before they were kept).
-pub(super) const MAX_CHALLENGES: usize = 64;
+pub(super) const MAX_CHALLENGES: usize = 16;
 
 /// A confirmed count a held checker contradicted under a live lease, not taken back then.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,33 +31,56 @@ pub struct Challenge {
     pub key: JobKey,
     /// The checker's result, as it would have stood in the dispute.
     pub record: ResultRecord,
+    /// The identities behind the count contradicted (its worker and confirmers).
+    #[serde(default)]
+    pub against: Vec<String>,
 }
 
-/// The contradictions kept for `worker`, taken out of the tree. A list that fails its check (damaged
-/// on disk) reads as none, logged: the checker stays held, as it did before they were kept.
-pub(super) fn txn_take(
-    tree: &sled::transaction::TransactionalTree,
-    worker: &str,
-) -> TxResult<Vec<Challenge>> {
-    let Some(raw) = tree.remove(worker.as_bytes())? else {
-        return Ok(Vec::new());
+/// What is kept for one held checker.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    /// Its contradictions not disputed yet, in order.
+    pub challenges: Vec<Challenge>,
+    /// The identities behind the counts of contradictions passed over (their counts went, or now
+    /// agree with the checker): no dispute can show them wrong any more, so they keep it held no
+    /// longer.
+    #[serde(default)]
+    pub moot: Vec<String>,
+}
+
+impl Kept {
+    /// `challenge`'s identities are moot now.
+    pub fn passed_over(&mut self, challenge: Challenge) {
+        for name in challenge.against {
+            if !self.moot.contains(&name) {
+                self.moot.push(name);
+            }
+        }
+    }
+}
+
+/// What is kept for `worker`. A record that fails its check (damaged on disk) reads as nothing kept,
+/// logged: the checker stays held, as it did before contradictions were kept.
+pub(super) fn txn_get(tree: &sled::transaction::TransactionalTree, worker: &str) -> TxResult<Kept> {
+    let Some(raw) = tree.get(worker.as_bytes())? else {
+        return Ok(Kept::default());
     };
-    Ok(decode::<Vec<Challenge>>("challenges", &raw).unwrap_or_else(|e| {
+    Ok(decode::<Kept>("challenges", &raw).unwrap_or_else(|e| {
         tracing::error!(worker, error = %e, place = "store", "a held checker's kept contradictions fail their check (damaged on disk): dropped");
-        Vec::new()
+        Kept::default()
     }))
 }
 
-/// Stores `list` as the contradictions kept for `worker` (none: the entry goes).
+/// Stores `kept` for `worker` (nothing kept: the entry goes).
 pub(super) fn txn_put(
     tree: &sled::transaction::TransactionalTree,
     worker: &str,
-    list: &[Challenge],
+    kept: &Kept,
 ) -> TxResult<()> {
-    if list.is_empty() {
+    if kept.challenges.is_empty() && kept.moot.is_empty() {
         tree.remove(worker.as_bytes())?;
     } else {
-        tree.insert(worker.as_bytes(), encode(&list))?;
+        tree.insert(worker.as_bytes(), encode(kept))?;
     }
     Ok(())
 }
@@ -69,7 +92,8 @@ pub(super) fn txn_add(
     worker: &str,
     challenge: Challenge,
 ) -> TxResult<()> {
-    let mut list = txn_take(tree, worker)?;
+    let mut kept = txn_get(tree, worker)?;
+    let list = &mut kept.challenges;
     if list
         .iter()
         .any(|c| c.run == challenge.run && c.key == challenge.key)
@@ -79,7 +103,7 @@ pub(super) fn txn_add(
     } else {
         tracing::warn!(worker, run = challenge.run, job = %challenge.key, "a held checker's contradiction not kept: it has the most kept already");
     }
-    txn_put(tree, worker, &list)
+    txn_put(tree, worker, &kept)
 }
 
 #[cfg(test)]
@@ -100,6 +124,7 @@ mod tests {
                 seal: Some(1),
                 families: Vec::new(),
             },
+            against: vec!["a".into(), "b".into()],
         }
     }
 
@@ -108,15 +133,10 @@ mod tests {
     }
 
     fn kept(tree: &sled::Tree) -> Vec<Challenge> {
-        tree.transaction(|t| {
-            let list = txn_take(t, "h")?;
-            txn_put(t, "h", &list)?;
-            Ok(list)
-        })
-        .unwrap()
+        tree.transaction(|t| txn_get(t, "h")).unwrap().challenges
     }
 
-    /// Kept in order, each job once, at most [`MAX_CHALLENGES`]; an empty list leaves no entry.
+    /// Kept in order, each job once, at most [`MAX_CHALLENGES`]; nothing kept leaves no entry.
     #[test]
     fn contradictions_are_kept_in_order_once_each_and_bounded() {
         let db = sled::Config::new().temporary(true).open().unwrap();
@@ -131,7 +151,14 @@ mod tests {
         let list = kept(&tree);
         assert_eq!(list.len(), MAX_CHALLENGES);
         assert_eq!(list.last(), Some(&challenge(1, MAX_CHALLENGES as u8 - 1)));
-        tree.transaction(|t| txn_put(t, "h", &[])).unwrap();
+        let mut none = Kept::default();
+        tree.transaction(|t| txn_put(t, "h", &none)).unwrap();
         assert!(tree.is_empty());
+        // Moot names are kept once each, and keep the entry.
+        none.passed_over(challenge(1, 1));
+        none.passed_over(challenge(2, 1));
+        assert_eq!(none.moot, ["a", "b"]);
+        tree.transaction(|t| txn_put(t, "h", &none)).unwrap();
+        assert_eq!(tree.transaction(|t| txn_get(t, "h")).unwrap(), none);
     }
 }

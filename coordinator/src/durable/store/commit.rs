@@ -243,7 +243,8 @@ impl Store {
             let mut disputed_runs = std::collections::BTreeSet::new();
             // Held checkers a decision showed right but did not release: each takes up its next
             // kept contradiction once the batch is through ([`challenges`]).
-            let mut take_up: Vec<String> = Vec::new();
+            // (Each with the identities behind the losing side of the dispute decided for it.)
+            let mut take_up: Vec<(String, Vec<String>)> = Vec::new();
             for inc in batch {
                 if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(inc.run) {
                     let Some(raw) = runs.get(run_key(inc.run))? else {
@@ -349,6 +350,7 @@ impl Store {
                                     run: inc.run,
                                     key: inc.key.clone(),
                                     record: inc.record(),
+                                    against: counted.identities().collect(),
                                 },
                             )?;
                         }
@@ -559,21 +561,16 @@ impl Store {
                         let tied = q.by.iter().any(|by| losing.contains(by));
                         let mut shown_wrong = true;
                         for by in q.by.iter().filter(|by| !losing.contains(by)) {
-                            let whole = match quarantine.get(by.as_bytes())? {
-                                Some(raw) => decode::<Quarantine>("quarantine", &raw)
-                                    .is_ok_and(|d| !d.held),
-                                None => false,
-                            };
-                            shown_wrong &= whole;
+                            shown_wrong &= quarantined_whole(quarantine, by)?;
                         }
                         if q.held && tied && shown_wrong {
                             quarantine.remove(name.as_bytes())?;
-                            challenges::txn_take(kept, name)?;
+                            kept.remove(name.as_bytes())?;
                             out.lifted.push(q);
-                        } else if q.held && tied && !take_up.contains(name) {
+                        } else if q.held && tied && !take_up.iter().any(|(n, _)| n == name) {
                             // Shown right here, but another identity it contradicted stands: its
                             // next kept contradiction is disputed.
-                            take_up.push(name.clone());
+                            take_up.push((name.clone(), losing.clone()));
                         }
                     }
                 }
@@ -636,32 +633,34 @@ impl Store {
             for q in contradicted {
                 put_quarantine(quarantine, &mut out, q)?;
             }
-            for name in &take_up {
+            for (name, losing) in &take_up {
                 // (Quarantined whole by a later result of the commit: nothing taken up.)
-                let held = match quarantine.get(name.as_bytes())? {
-                    Some(raw) => decode::<Quarantine>("quarantine", &raw).is_ok_and(|q| q.held),
-                    None => false,
-                };
-                if !held {
+                let Some(q) = quarantine
+                    .get(name.as_bytes())?
+                    .and_then(|raw| decode::<Quarantine>("quarantine", &raw).ok())
+                    .filter(|q| q.held)
+                else {
                     continue;
-                }
-                let mut list = challenges::txn_take(kept, name)?;
-                while !list.is_empty() {
-                    let c = list.remove(0);
+                };
+                let mut held = challenges::txn_get(kept, name)?;
+                let mut disputed = false;
+                while !held.challenges.is_empty() {
+                    let c = held.challenges.remove(0);
                     if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(c.run) {
                         let Some(raw) = runs.get(run_key(c.run))? else {
+                            held.passed_over(c);
                             continue;
                         };
                         slot.insert(decode("run", &raw).or_else(abort)?);
                     }
-                    if metas[&c.run].is_cancelled() {
-                        continue;
-                    }
-                    // Taken back meanwhile, or counted as the checker said: nothing to dispute.
-                    let Some(stored) = groups::txn_counts(results.groups, c.run, &c.key)? else {
-                        continue;
+                    // Taken back meanwhile (its run cancelled, or one of its identities
+                    // quarantined), or counted as the checker said: nothing to dispute.
+                    let stored = match metas[&c.run].is_cancelled() {
+                        true => None,
+                        false => groups::txn_counts(results.groups, c.run, &c.key)?,
                     };
-                    if stored == c.record.result {
+                    if stored.is_none_or(|s| s == c.record.result) {
+                        held.passed_over(c);
                         continue;
                     }
                     let Some(counted) = groups::txn_get(results, c.run, &c.key)? else {
@@ -680,9 +679,31 @@ impl Store {
                         c.record,
                     )?;
                     disputed_runs.insert(c.run);
+                    disputed = true;
                     break;
                 }
-                challenges::txn_put(kept, name, &list)?;
+                challenges::txn_put(kept, name, &held)?;
+                if disputed {
+                    continue;
+                }
+                // Nothing left to dispute: released if every identity it contradicted is on the
+                // losing side, behind a count passed over, or quarantined whole. Before, a
+                // contradiction passed over left it held with no dispute open, and the next start
+                // made it whole (found by a review, 2026-12-01: a colluder quarantining itself
+                // took its pair's count back before the decision).
+                let mut shown_wrong = true;
+                for by in q
+                    .by
+                    .iter()
+                    .filter(|by| !losing.contains(by) && !held.moot.contains(by))
+                {
+                    shown_wrong &= quarantined_whole(quarantine, by)?;
+                }
+                if shown_wrong {
+                    quarantine.remove(name.as_bytes())?;
+                    kept.remove(name.as_bytes())?;
+                    out.lifted.push(q);
+                }
             }
             // (One released, then quarantined again by a later result of the commit, stays.)
             let again: Vec<String> = out.quarantined.iter().map(|q| q.worker.clone()).collect();
@@ -759,6 +780,18 @@ impl Store {
         })?;
         Ok(moved)
     }
+}
+
+/// Whether `name` is quarantined, and not held (inside a commit's transaction). A record that does
+/// not decode is taken for held (the safe side: nothing is released on it).
+fn quarantined_whole(
+    tree: &sled::transaction::TransactionalTree,
+    name: &str,
+) -> super::txn::TxResult<bool> {
+    Ok(match tree.get(name.as_bytes())? {
+        Some(raw) => decode::<Quarantine>("quarantine", &raw).is_ok_and(|d| !d.held),
+        None => false,
+    })
 }
 
 /// Stores quarantine `q` inside a commit's transaction, joined with the worker's quarantine stored

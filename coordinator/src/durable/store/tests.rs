@@ -688,6 +688,33 @@ fn a_checker_contradicting_lies_of_two_pairs_in_one_batch_disputes_both_in_turn(
     store.audit().unwrap();
 }
 
+/// A held checker whose only kept contradiction was passed over (a colluder of the second pair
+/// contradicted its own count, quarantined whole, and took its pair's count back) is released by the
+/// decision of its first dispute. Before, it stayed held with no dispute open, and the next start
+/// made it whole for good (found by a review, 2026-12-01).
+#[test]
+fn a_checker_whose_kept_contradiction_went_is_released_by_its_decision() {
+    let (store, plan, run) = one_record_run();
+    let mine = incoming(run.id, &plan, 3);
+    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
+    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
+    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
+    counted_by_two(&store, &plan, &j2, ["x", "y"], 8);
+    store
+        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
+        .unwrap();
+    let own = store.commit(&[by(&plan, "x", j2.clone(), 16)]).unwrap();
+    assert!(matches!(own.outcomes[0], Outcome::Mismatch { .. }));
+    store.revoke("x").unwrap();
+    assert_eq!(store.result(run.id, &j2.key).unwrap(), None);
+    let decided = decided_by_two(&store, &plan, &j1);
+    assert!(decided.disputed.is_empty());
+    let released: Vec<&str> = decided.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(released, ["h"]);
+    assert!(store.challenges.get(b"h").unwrap().is_none());
+    assert!(store.quarantined().unwrap().iter().all(|q| q.worker != "h"));
+}
+
 /// A liar's batch contradicting two honest confirmed counts under live leases: the first is
 /// disputed, the second kept. Decided against it, the liar is quarantined whole, and what it kept is
 /// never taken up: the second count stands.
@@ -742,6 +769,13 @@ fn a_kept_contradiction_whose_count_went_is_passed_over() {
         [&jobs[2].key],
         "the third, the second passed over"
     );
+    assert!(decided.lifted.is_empty(), "u and v stand");
+    // The third decided for h too: y, behind the count passed over, was never shown wrong, yet h is
+    // released: no dispute can show y wrong any more.
+    in_turn(&store, &plan, &jobs[2], &[("f", 0, Outcome::Disputed)]);
+    let last = store.commit(&[by(&plan, "g", jobs[2].clone(), 0)]).unwrap();
+    let released: Vec<&str> = last.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(released, ["h"]);
     // A damaged list: dropped, and the decision goes through.
     let (store, plan, run) = one_record_run();
     let mine = incoming(run.id, &plan, 3);
