@@ -10,6 +10,7 @@ use std::time::Duration;
 use nqueens_common::JobKey;
 use tokio::time::Instant;
 
+use super::contacts::Line;
 use super::grant::{Grant, Granted};
 use super::strikes::Charge;
 use super::workers::Contact;
@@ -451,14 +452,19 @@ impl Coordinator {
             }
             false => capacity,
         };
-        match state.workers.seen(worker, now) {
-            Contact::Joined => {
+        let contact = state.workers.seen(worker, now);
+        let line = match contact {
+            Contact::Known => Line::Quiet,
+            _ => state.contacts.line(worker, now),
+        };
+        match (contact, line) {
+            (Contact::Joined, Line::Log) => {
                 tracing::info!(worker = %worker, name = %name, threads, "worker joined")
             }
-            Contact::Returned => {
+            (Contact::Returned, Line::Log) => {
                 tracing::info!(worker = %worker, name = %name, threads, "worker returned")
             }
-            Contact::Known => {}
+            _ => super::contacts::logs_stop(line, name),
         }
         state
             .workers
@@ -728,7 +734,10 @@ impl Coordinator {
         let mut guard = self.state();
         let state = &mut *guard;
         if state.workers.seen(worker, now) == Contact::Returned {
-            tracing::info!(worker = %worker, "worker returned");
+            match state.contacts.line(worker, now) {
+                Line::Log => tracing::info!(worker = %worker, "worker returned"),
+                line => super::contacts::logs_stop(line, state.workers.name_of(worker)),
+            }
         }
         // By its name as its lease calls gave it, or, where the worker table forgot it (or never
         // heard it), by its id, which workers make as NAME-PID-STARTHEX.
@@ -776,9 +785,15 @@ impl Coordinator {
         check_ids(ids)?;
         let mut guard = self.state();
         let state = &mut *guard;
-        state.workers.seen(worker, Instant::now());
+        let now = Instant::now();
+        state.workers.seen(worker, now);
         if leaving && state.workers.leaving(worker) {
-            tracing::info!(worker = %worker, handed_back = ids.len(), "worker left");
+            match state.contacts.line(worker, now) {
+                Line::Log => {
+                    tracing::info!(worker = %worker, handed_back = ids.len(), "worker left")
+                }
+                line => super::contacts::logs_stop(line, state.workers.name_of(worker)),
+            }
         }
         // (A worker credential's beyond its allowance stay its own: see `hand_backs`.)
         let ids = match credential {

@@ -6,6 +6,7 @@
 
 mod certify;
 mod changes;
+mod contacts;
 mod control;
 mod grant;
 mod hand_backs;
@@ -225,6 +226,8 @@ struct State {
     runs: BTreeMap<u64, LiveRun>,
     leases: Leases,
     workers: Workers,
+    /// The lines each identity's workers joining, leaving and returning logged lately.
+    contacts: contacts::ContactLog,
     /// Quarantined workers by name, with the reason (as stored).
     quarantined: HashMap<String, String>,
     /// The commit that last changed each worker's entry in `quarantined` (see
@@ -401,6 +404,7 @@ impl Coordinator {
                         .holding_at_most(config.max_lease_hold)
                         .with_epoch_starts(&epoch_starts, crate::durable::store::now_unix()),
                     workers: Workers::with_earlier_results(earlier_results),
+                    contacts: contacts::ContactLog::default(),
                     quarantined,
                     quarantine_seq: HashMap::new(),
                     strikes: Strikes::default(),

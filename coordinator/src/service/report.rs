@@ -366,7 +366,12 @@ impl Coordinator {
                 || state.confirmed.len() != records_before)
             || put_back;
         if state.workers.seen(worker, now) == Contact::Returned {
-            tracing::info!(worker = %worker, name = %name, "worker returned");
+            match state.contacts.line(worker, now) {
+                super::contacts::Line::Log => {
+                    tracing::info!(worker = %worker, name = %name, "worker returned")
+                }
+                line => super::contacts::logs_stop(line, name),
+            }
         }
         let accepted = committed
             .outcomes

@@ -4277,6 +4277,51 @@ async fn differing_results_under_no_lease_are_logged_once_per_batch() {
     assert_eq!(total(&c, &run), (92, true), "nothing changed");
 }
 
+/// Info-level lines logged while installed on this thread.
+#[derive(Clone, Default)]
+struct Lines(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Lines {
+    fn on_event(&self, e: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if *e.metadata().level() <= tracing::Level::INFO {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// One credential making up a worker id per call, saying it leaves, then leasing under it, logs a
+/// bounded number of lines a minute: before, each call wrote its line ("worker left", "worker
+/// joined"), about a megabyte a second at full rate (found by a review, 2026-12-01).
+#[tokio::test(start_paused = true)]
+async fn made_up_worker_ids_log_a_bounded_number_of_lines() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let c = coordinator();
+    verified_run_of_8(&c).await;
+    let lines = Lines::default();
+    let logged = tracing_subscriber::registry().with(lines.clone());
+    {
+        let _installed = tracing::subscriber::set_default(logged);
+        for k in 0..500 {
+            let id = format!("m/x{k}");
+            c.release_as(&id, &[], true, true).unwrap();
+            c.lease(
+                &Ask {
+                    worker: &id,
+                    ..as_credential("m")
+                },
+                Duration::ZERO,
+            )
+            .await
+            .unwrap();
+        }
+    }
+    let n = lines.0.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        n <= 2 * super::contacts::LINES_PER_MINUTE as usize + 4,
+        "{n} lines"
+    );
+}
+
 /// A run's workers are those that hold its leases or delivered results it took: the same result sent
 /// again under a thousand made-up worker ids adds none. Before, each id was a worker of the run for a
 /// lease timeout, up to 65,536 per run, each walked by every view of it (found by a review,

@@ -118,7 +118,7 @@ pub struct Workers {
 /// ([`super::scoped_id`]; identities have no `/`). The ids that the operator's workers state are not
 /// scoped: those without a `/` share the empty one. (One whose name holds a `/` counts under the text
 /// before it: a trusted worker, held to a credential's share of the table.)
-fn owner(id: &str) -> &str {
+pub(super) fn owner(id: &str) -> &str {
     id.split_once('/').map_or("", |(identity, _)| identity)
 }
 
@@ -172,7 +172,10 @@ pub enum Contact {
 /// family) makes the next lease call walk the table: a credential that makes up a worker id per
 /// call adds nothing to it. What leaves (a worker leaving, silent, forgotten) stays in it until it
 /// is a second old: a draw that counts one identity too many for a second, or a job that waits for
-/// a family a second longer, costs nothing.
+/// a family a second longer, costs nothing. A row leaving never serves, so it never forgets the
+/// snapshot: before, a credential that made up a worker id, said it was leaving, then leased under
+/// it (named at last, never in the snapshot) made the next lease call walk the table, each time
+/// (found by a review, 2026-12-01).
 fn serves(fleet: &RefCell<Option<(Instant, Fleet)>>, name: &str, families: FamilySet) {
     if name.is_empty() {
         return;
@@ -205,8 +208,10 @@ impl Workers {
             Some(w) => {
                 w.last_seen = now;
                 if std::mem::take(&mut w.lost) {
-                    let (name, families) = (w.name.clone(), w.families);
-                    serves(&self.fleet, &name, families);
+                    if !w.leaving {
+                        let (name, families) = (w.name.clone(), w.families);
+                        serves(&self.fleet, &name, families);
+                    }
                     Contact::Returned
                 } else {
                     Contact::Known
@@ -299,8 +304,10 @@ impl Workers {
         if let Some(w) = self.seen.get_mut(id) {
             if w.name != name {
                 w.name = name.to_string();
-                let families = w.families;
-                serves(&self.fleet, name, families);
+                if !w.leaving {
+                    let families = w.families;
+                    serves(&self.fleet, name, families);
+                }
             }
             if w.label != label {
                 w.label = label.to_string();
@@ -326,8 +333,10 @@ impl Workers {
             let families = w.families.union(batch.families);
             if families != w.families {
                 w.families = families;
-                let name = w.name.clone();
-                serves(&self.fleet, &name, families);
+                if !w.leaving {
+                    let name = w.name.clone();
+                    serves(&self.fleet, &name, families);
+                }
             }
             w.samples.push_back((now, w.nodes));
             while w.samples.len() > MAX_SAMPLES
@@ -826,5 +835,39 @@ mod tests {
         ));
         w.forget_fleet();
         assert_eq!(names(&w.fleet(later + ms(1011), timeout, c_out)), ["b"]);
+    }
+
+    /// Rows that say they are leaving before they lease (a credential's made-up worker ids), or
+    /// that report or come back from lost while leaving, never make the table walked again: they
+    /// never serve. Before, each such row forgot the snapshot, and one credential made every lease
+    /// call walk the table (found by a review, 2026-12-01).
+    #[test]
+    fn rows_leaving_never_forget_the_fleet() {
+        use nqueens_common::Family;
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let timeout = Duration::from_secs(60);
+        let mut w = Workers::default();
+        w.seen("a/1", t0);
+        w.describe("a/1", "a", "a", 1, 0, &[]);
+        let none = |_: &str| false;
+        let first = w.fleet(t0, timeout, none);
+        for i in 0..100 {
+            let id = format!("m/{i}");
+            w.seen(&id, t0);
+            assert!(w.leaving(&id));
+            w.describe(&id, "m", "m", 1, 0, &[]);
+            let gpu = Reported {
+                families: [Family::Gpu].into_iter().collect(),
+                ..Reported::default()
+            };
+            w.reported(&id, gpu, t0);
+            w.seen_lost(&id);
+            w.seen(&id, t0);
+            assert!(
+                Arc::ptr_eq(&first, &w.fleet(t0 + ms(1), timeout, none)),
+                "{i}"
+            );
+        }
     }
 }

@@ -46,6 +46,12 @@ pub struct Kept {
     /// longer.
     #[serde(default)]
     pub moot: Vec<String>,
+    /// The disputes its contradictions opened, `(run, job)`: its first, then each one taken up. Only
+    /// the decision of one of these takes up the next (a dispute it merely stands in, decided against
+    /// an identity it also contradicted, does not), and it is released on this path only once none
+    /// is open.
+    #[serde(default)]
+    pub open: Vec<(u64, JobKey)>,
 }
 
 impl Kept {
@@ -77,12 +83,26 @@ pub(super) fn txn_put(
     worker: &str,
     kept: &Kept,
 ) -> TxResult<()> {
-    if kept.challenges.is_empty() && kept.moot.is_empty() {
+    if kept.challenges.is_empty() && kept.moot.is_empty() && kept.open.is_empty() {
         tree.remove(worker.as_bytes())?;
     } else {
         tree.insert(worker.as_bytes(), encode(kept))?;
     }
     Ok(())
+}
+
+/// Notes that `worker`'s contradiction opened the dispute of job `key` of run `run`.
+pub(super) fn txn_opened(
+    tree: &sled::transaction::TransactionalTree,
+    worker: &str,
+    run: u64,
+    key: &JobKey,
+) -> TxResult<()> {
+    let mut kept = txn_get(tree, worker)?;
+    if !kept.open.iter().any(|(r, k)| *r == run && k == key) {
+        kept.open.push((run, key.clone()));
+    }
+    txn_put(tree, worker, &kept)
 }
 
 /// Keeps `challenge` for `worker`, after those kept already (none of the same job twice; at most

@@ -340,6 +340,10 @@ impl Store {
                                 inc.record(),
                             )?;
                             disputed_runs.insert(inc.run);
+                            if meta.record {
+                                // (Held: its kept contradictions wait for this dispute.)
+                                challenges::txn_opened(kept, &inc.name, inc.run, &inc.key)?;
+                            }
                         } else if !own && inc.lease_active && meta.record {
                             // Held, but its one take-back of the commit is spent: kept, and taken
                             // up once a decision shows it right ([`challenges`]).
@@ -567,9 +571,17 @@ impl Store {
                             quarantine.remove(name.as_bytes())?;
                             kept.remove(name.as_bytes())?;
                             out.lifted.push(q);
-                        } else if q.held && tied && !take_up.iter().any(|(n, _)| n == name) {
-                            // Shown right here, but another identity it contradicted stands: its
-                            // next kept contradiction is disputed.
+                        } else if q.held
+                            && tied
+                            && !take_up.iter().any(|(n, _)| n == name)
+                            && challenges::txn_get(kept, name)?
+                                .open
+                                .iter()
+                                .any(|(r, k)| *r == inc.run && *k == inc.key)
+                        {
+                            // Shown right in a dispute its contradiction opened, but another
+                            // identity it contradicted stands: its next kept contradiction is
+                            // disputed.
                             take_up.push((name.clone(), losing.clone()));
                         }
                     }
@@ -601,6 +613,8 @@ impl Store {
                         // Decided: a held one is made whole by the join.
                         held: false,
                     };
+                    // (Whole: what was kept for it while held goes.)
+                    kept.remove(q.worker.as_bytes())?;
                     put_quarantine(quarantine, &mut out, q)?;
                 }
                 let mut tally = match out.tallies.get(&inc.run) {
@@ -643,6 +657,22 @@ impl Store {
                     continue;
                 };
                 let mut held = challenges::txn_get(kept, name)?;
+                // The disputes it opened that are still open (not the one decided now): while one
+                // is, it waits for that one.
+                let mut open = Vec::new();
+                for (run, key) in std::mem::take(&mut held.open) {
+                    let standing = job_record(jobs, &job_key(run, &key))?.is_some_and(|r| {
+                        r.state == JobState::Disputed && r.computed_by(name)
+                    });
+                    if standing {
+                        open.push((run, key));
+                    }
+                }
+                held.open = open;
+                if !held.open.is_empty() {
+                    challenges::txn_put(kept, name, &held)?;
+                    continue;
+                }
                 let mut disputed = false;
                 while !held.challenges.is_empty() {
                     let c = held.challenges.remove(0);
@@ -679,6 +709,7 @@ impl Store {
                         c.record,
                     )?;
                     disputed_runs.insert(c.run);
+                    held.open.push((c.run, c.key));
                     disputed = true;
                     break;
                 }

@@ -715,6 +715,49 @@ fn a_checker_whose_kept_contradiction_went_is_released_by_its_decision() {
     assert!(store.quarantined().unwrap().iter().all(|q| q.worker != "h"));
 }
 
+/// A held liar is not released by the decision of a dispute it merely stands in. Its batch held a
+/// right result disputing z's wrong one, and lies contradicting the honest counts of z and a (taken
+/// back: its own dispute) and of a and x (kept); x then contradicted its own count, taking that count
+/// back. z's dispute decided for the liar (z is behind the count it lied about) took up nothing and
+/// released it, its own dispute still open (found by a review, 2026-12-01).
+#[test]
+fn a_held_liar_is_not_released_by_a_dispute_it_did_not_open() {
+    let (store, plan, run) = one_record_run();
+    let (j1, j3, j9) = (
+        incoming(run.id, &plan, 1),
+        incoming(run.id, &plan, 3),
+        incoming(run.id, &plan, 9),
+    );
+    counted_by_two(&store, &plan, &j1, ["z", "a"], 0);
+    counted_by_two(&store, &plan, &j3, ["a", "x"], 0);
+    in_turn(&store, &plan, &j9, &[("z", 8, Outcome::Pending)]);
+    let batch = store
+        .commit(&[
+            by(&plan, "l", j9.clone(), 0),
+            by(&plan, "l", j1.clone(), 8),
+            by(&plan, "l", j3.clone(), 8),
+        ])
+        .unwrap();
+    assert_eq!(batch.outcomes[0], Outcome::Disputed);
+    assert!(is_held(&store, "l"));
+    let own = store.commit(&[by(&plan, "x", j3.clone(), 16)]).unwrap();
+    assert!(matches!(own.outcomes[0], Outcome::Mismatch { .. }));
+    store.revoke("x").unwrap();
+    assert_eq!(store.result(run.id, &j3.key).unwrap(), None);
+    let decided = decided_by_two(&store, &plan, &j9);
+    assert!(decided.lifted.is_empty(), "{:?}", decided.lifted);
+    assert!(decided.disputed.is_empty());
+    assert!(is_held(&store, "l"));
+    // Its own dispute decided against it: whole, and nothing kept for it stays.
+    in_turn(&store, &plan, &j1, &[("f", 0, Outcome::Accepted)]);
+    assert!(store
+        .quarantined()
+        .unwrap()
+        .iter()
+        .any(|q| q.worker == "l" && !q.held));
+    assert!(store.challenges.get(b"l").unwrap().is_none());
+}
+
 /// A liar's batch contradicting two honest confirmed counts under live leases: the first is
 /// disputed, the second kept. Decided against it, the liar is quarantined whole, and what it kept is
 /// never taken up: the second count stands.
@@ -791,7 +834,10 @@ fn a_kept_contradiction_whose_count_went_is_passed_over() {
     let decided = decided_by_two(&store, &plan, &j1);
     assert!(decided.disputed.is_empty());
     assert!(store.result(run.id, &j2.key).unwrap().is_some());
-    assert!(store.challenges.get(b"h").unwrap().is_none(), "dropped");
+    assert!(
+        is_held(&store, "h"),
+        "held, as before contradictions were kept"
+    );
     // An operator's release drops what was kept.
     store.challenges.insert(b"h", &b"x"[..]).unwrap();
     assert!(store.release_quarantine("h").unwrap());

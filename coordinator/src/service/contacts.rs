@@ -1,0 +1,98 @@
+//! The log lines of workers joining, leaving and coming back, at most [`LINES_PER_MINUTE`] per
+//! identity a minute: worker ids cost a credential nothing, and each new one was a line (a review,
+//! 2026-12-01: one credential's made-up ids wrote a line per call, about a megabyte a second).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Lines per identity a minute.
+pub const LINES_PER_MINUTE: u32 = 16;
+
+/// The window of [`LINES_PER_MINUTE`].
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// Identities whose windows are kept: beyond it, windows a minute old go (identities are issued
+/// credentials, the shared token's and the operator's: few).
+const MAX_IDENTITIES: usize = 4096;
+
+/// Whether to log a contact's line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line {
+    /// Log it.
+    Log,
+    /// Log that the identity's lines stop until its minute ends.
+    Last,
+    /// Log nothing.
+    Quiet,
+}
+
+/// The lines each identity logged in its current minute.
+#[derive(Debug, Default)]
+pub struct ContactLog {
+    windows: HashMap<String, (Instant, u32)>,
+}
+
+impl ContactLog {
+    /// Whether a line about worker `id` (scoped `identity/worker`, or the operator's, unscoped) may
+    /// be logged at `now`.
+    pub fn line(&mut self, id: &str, now: Instant) -> Line {
+        let who = super::workers::owner(id);
+        if self.windows.len() >= MAX_IDENTITIES && !self.windows.contains_key(who) {
+            self.windows
+                .retain(|_, (at, _)| now.saturating_duration_since(*at) < MINUTE);
+            if self.windows.len() >= MAX_IDENTITIES {
+                self.windows.clear();
+            }
+        }
+        let (at, lines) = self.windows.entry(who.to_string()).or_insert((now, 0));
+        if now.saturating_duration_since(*at) >= MINUTE {
+            (*at, *lines) = (now, 0);
+        }
+        *lines = lines.saturating_add(1);
+        match *lines {
+            n if n <= LINES_PER_MINUTE => Line::Log,
+            n if n == LINES_PER_MINUTE + 1 => Line::Last,
+            _ => Line::Quiet,
+        }
+    }
+}
+
+/// Logs, as `line` allows, that identity `name` logs no more contacts until its minute ends.
+pub fn logs_stop(line: Line, name: &str) {
+    if line == Line::Last {
+        tracing::info!(name, lines = LINES_PER_MINUTE, "this identity's workers joining, leaving and returning are not logged until its minute ends");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each identity logs at most [`LINES_PER_MINUTE`] lines a minute, then one that says so, then
+    /// nothing until its minute ends; another identity's lines are its own.
+    #[tokio::test(start_paused = true)]
+    async fn an_identity_logs_a_bounded_number_of_contacts_a_minute() {
+        let mut log = ContactLog::default();
+        let t0 = Instant::now();
+        for i in 0..LINES_PER_MINUTE {
+            assert_eq!(log.line(&format!("m/{i}"), t0), Line::Log);
+        }
+        assert_eq!(log.line("m/x", t0), Line::Last);
+        assert_eq!(log.line("m/y", t0), Line::Quiet);
+        assert_eq!(log.line("h/1", t0), Line::Log, "another identity");
+        assert_eq!(
+            log.line("m/z", t0 + MINUTE - Duration::from_millis(1)),
+            Line::Quiet
+        );
+        assert_eq!(log.line("m/z", t0 + MINUTE), Line::Log, "a new minute");
+        // Bounded: identities a minute old make room.
+        for i in 0..MAX_IDENTITIES {
+            log.line(&format!("i{i}/1"), t0 + MINUTE);
+        }
+        assert!(log.windows.len() <= MAX_IDENTITIES);
+        assert_eq!(log.line("new/1", t0 + MINUTE * 2), Line::Log);
+        assert!(log.windows.len() <= MAX_IDENTITIES);
+    }
+}
