@@ -46,10 +46,10 @@ pub struct Kept {
     /// longer.
     #[serde(default)]
     pub moot: Vec<String>,
-    /// The disputes its contradictions opened, `(run, job)`: its first, then each one taken up. Only
-    /// the decision of one of these takes up the next (a dispute it merely stands in, decided against
-    /// an identity it also contradicted, does not), and it is released on this path only once none
-    /// is open.
+    /// The disputes its contradictions opened, `(run, job)`: its first, then each one taken up. While
+    /// one is open, nothing more is taken up and it is not released on that path (a dispute it
+    /// merely stands in, decided against an identity it also contradicted, released it before: a
+    /// review, 2026-12-01).
     #[serde(default)]
     pub open: Vec<(u64, JobKey)>,
 }

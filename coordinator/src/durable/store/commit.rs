@@ -574,14 +574,10 @@ impl Store {
                         } else if q.held
                             && tied
                             && !take_up.iter().any(|(n, _)| n == name)
-                            && challenges::txn_get(kept, name)?
-                                .open
-                                .iter()
-                                .any(|(r, k)| *r == inc.run && *k == inc.key)
-                        {
-                            // Shown right in a dispute its contradiction opened, but another
-                            // identity it contradicted stands: its next kept contradiction is
-                            // disputed.
+                            {
+                            // Shown right, but another identity it contradicted stands: once no
+                            // dispute its contradictions opened is open, its next kept
+                            // contradiction is disputed.
                             take_up.push((name.clone(), losing.clone()));
                         }
                     }
