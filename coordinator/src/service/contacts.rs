@@ -87,12 +87,27 @@ mod tests {
             Line::Quiet
         );
         assert_eq!(log.line("m/z", t0 + MINUTE), Line::Log, "a new minute");
-        // Bounded: identities a minute old make room.
-        for i in 0..MAX_IDENTITIES {
-            log.line(&format!("i{i}/1"), t0 + MINUTE);
+    }
+
+    /// Bounded: a full map makes room by the windows a minute old, keeping the others as they are
+    /// (an identity at its limit stays quiet); a known identity never makes room.
+    #[tokio::test(start_paused = true)]
+    async fn a_full_log_forgets_only_windows_a_minute_old() {
+        let mut log = ContactLog::default();
+        let t0 = Instant::now();
+        for i in 0..MAX_IDENTITIES - 1 {
+            log.line(&format!("i{i}/1"), t0);
         }
-        assert!(log.windows.len() <= MAX_IDENTITIES);
-        assert_eq!(log.line("new/1", t0 + MINUTE * 2), Line::Log);
-        assert!(log.windows.len() <= MAX_IDENTITIES);
+        let t1 = t0 + MINUTE - Duration::from_secs(1);
+        let mut last = Line::Log;
+        for _ in 0..LINES_PER_MINUTE + 2 {
+            last = log.line("m/1", t1);
+        }
+        assert_eq!(last, Line::Quiet, "full, and m's window kept");
+        assert_eq!(log.windows.len(), MAX_IDENTITIES);
+        let t2 = t0 + MINUTE;
+        assert_eq!(log.line("new/1", t2), Line::Log);
+        assert_eq!(log.windows.len(), 2, "the old windows went");
+        assert_eq!(log.line("m/2", t2), Line::Quiet, "m's kept");
     }
 }

@@ -52,9 +52,24 @@ pub struct Kept {
     /// review, 2026-12-01).
     #[serde(default)]
     pub open: Vec<(u64, JobKey)>,
+    /// The identities behind the counts of those disputes and of the contradictions kept: a further
+    /// contradiction of a count only they stand behind is not kept (their quarantine, if the checker
+    /// is shown right, takes every count they stand behind back), so that a batch of many
+    /// contradictions of one pair leaves room for another pair's.
+    #[serde(default)]
+    pub covered: Vec<String>,
 }
 
 impl Kept {
+    /// `names` are behind a count it disputes or keeps.
+    fn cover(&mut self, names: &[String]) {
+        for name in names {
+            if !self.covered.contains(name) {
+                self.covered.push(name.clone());
+            }
+        }
+    }
+
     /// `challenge`'s identities are moot now.
     pub fn passed_over(&mut self, challenge: Challenge) {
         for name in challenge.against {
@@ -83,7 +98,11 @@ pub(super) fn txn_put(
     worker: &str,
     kept: &Kept,
 ) -> TxResult<()> {
-    if kept.challenges.is_empty() && kept.moot.is_empty() && kept.open.is_empty() {
+    if kept.challenges.is_empty()
+        && kept.moot.is_empty()
+        && kept.open.is_empty()
+        && kept.covered.is_empty()
+    {
         tree.remove(worker.as_bytes())?;
     } else {
         tree.insert(worker.as_bytes(), encode(kept))?;
@@ -91,17 +110,19 @@ pub(super) fn txn_put(
     Ok(())
 }
 
-/// Notes that `worker`'s contradiction opened the dispute of job `key` of run `run`.
+/// Notes that `worker`'s contradiction opened the dispute of job `key` of run `run`, whose count
+/// `against` stood behind.
 pub(super) fn txn_opened(
     tree: &sled::transaction::TransactionalTree,
     worker: &str,
-    run: u64,
-    key: &JobKey,
+    (run, key): (u64, &JobKey),
+    against: &[String],
 ) -> TxResult<()> {
     let mut kept = txn_get(tree, worker)?;
     if !kept.open.iter().any(|(r, k)| *r == run && k == key) {
         kept.open.push((run, key.clone()));
     }
+    kept.cover(against);
     txn_put(tree, worker, &kept)
 }
 
@@ -113,13 +134,20 @@ pub(super) fn txn_add(
     challenge: Challenge,
 ) -> TxResult<()> {
     let mut kept = txn_get(tree, worker)?;
-    let list = &mut kept.challenges;
-    if list
+    let covered = challenge
+        .against
         .iter()
-        .any(|c| c.run == challenge.run && c.key == challenge.key)
+        .all(|name| kept.covered.contains(name));
+    if covered
+        || kept
+            .challenges
+            .iter()
+            .any(|c| c.run == challenge.run && c.key == challenge.key)
     {
-    } else if list.len() < MAX_CHALLENGES {
-        list.push(challenge);
+    } else if kept.challenges.len() < MAX_CHALLENGES {
+        let names = challenge.against.clone();
+        kept.challenges.push(challenge);
+        kept.cover(&names);
     } else {
         tracing::warn!(worker, run = challenge.run, job = %challenge.key, "a held checker's contradiction not kept: it has the most kept already");
     }
@@ -144,7 +172,7 @@ mod tests {
                 seal: Some(1),
                 families: Vec::new(),
             },
-            against: vec!["a".into(), "b".into()],
+            against: vec![format!("a{job}"), format!("b{run}")],
         }
     }
 
@@ -176,9 +204,37 @@ mod tests {
         assert!(tree.is_empty());
         // Moot names are kept once each, and keep the entry.
         none.passed_over(challenge(1, 1));
-        none.passed_over(challenge(2, 1));
-        assert_eq!(none.moot, ["a", "b"]);
+        none.passed_over(challenge(1, 1));
+        assert_eq!(none.moot, ["a1", "b1"]);
         tree.transaction(|t| txn_put(t, "h", &none)).unwrap();
         assert_eq!(tree.transaction(|t| txn_get(t, "h")).unwrap(), none);
+    }
+
+    /// A contradiction of a count only identities already covered stand behind (the dispute it
+    /// opened, or another kept) is not kept, and takes no room.
+    #[test]
+    fn a_contradiction_of_identities_covered_already_is_not_kept() {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let tree = db.open_tree(CHALLENGES).unwrap();
+        let key = JobKey(vec![9]);
+        let pair = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+        tree.transaction(|t| txn_opened(t, "h", (1, &key), &pair("a", "b")))
+            .unwrap();
+        let of = |job: u8, against: Vec<String>| Challenge {
+            against,
+            ..challenge(1, job)
+        };
+        for job in 0..40 {
+            add(&tree, of(job, pair("a", "b")));
+        }
+        assert!(kept(&tree).is_empty(), "a and b are covered");
+        add(&tree, of(40, pair("a", "x")));
+        add(&tree, of(41, pair("x", "b")));
+        add(&tree, of(42, pair("y", "z")));
+        let jobs: Vec<u8> = kept(&tree).iter().map(|c| c.key.0[0]).collect();
+        assert_eq!(jobs, [40, 42]);
+        let all = tree.transaction(|t| txn_get(t, "h")).unwrap();
+        assert_eq!(all.open, [(1, key)]);
+        assert_eq!(all.covered, ["a", "b", "x", "y", "z"]);
     }
 }

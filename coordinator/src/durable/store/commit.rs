@@ -330,6 +330,7 @@ impl Store {
                             // the count is taken back too, and further identities decide. Shown
                             // wrong, both are quarantined and this worker is lifted (its deciders
                             // disproved); shown right, it stays quarantined.
+                            let against: Vec<String> = counted.identities().collect();
                             take_back(
                                 results,
                                 jobs,
@@ -342,7 +343,12 @@ impl Store {
                             disputed_runs.insert(inc.run);
                             if meta.record {
                                 // (Held: its kept contradictions wait for this dispute.)
-                                challenges::txn_opened(kept, &inc.name, inc.run, &inc.key)?;
+                                challenges::txn_opened(
+                                    kept,
+                                    &inc.name,
+                                    (inc.run, &inc.key),
+                                    &against,
+                                )?;
                             }
                         } else if !own && inc.lease_active && meta.record {
                             // Held, but its one take-back of the commit is spent: kept, and taken
@@ -669,7 +675,7 @@ impl Store {
                     challenges::txn_put(kept, name, &held)?;
                     continue;
                 }
-                let mut disputed = false;
+                let (mut disputed, mut waiting) = (false, false);
                 while !held.challenges.is_empty() {
                     let c = held.challenges.remove(0);
                     if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(c.run) {
@@ -685,6 +691,18 @@ impl Store {
                         true => None,
                         false => groups::txn_counts(results.groups, c.run, &c.key)?,
                     };
+                    // (Taken back by another dispute, open: the checker waits for it. Before, its
+                    // identities were moot at once, and a liar whose kept lie a colluder had put
+                    // in dispute was released: found by a review, 2026-12-01.)
+                    if stored.is_none()
+                        && !metas[&c.run].is_cancelled()
+                        && job_record(jobs, &job_key(c.run, &c.key))?
+                            .is_some_and(|r| r.state == JobState::Disputed)
+                    {
+                        held.challenges.insert(0, c);
+                        waiting = true;
+                        break;
+                    }
                     if stored.is_none_or(|s| s == c.record.result) {
                         held.passed_over(c);
                         continue;
@@ -710,7 +728,7 @@ impl Store {
                     break;
                 }
                 challenges::txn_put(kept, name, &held)?;
-                if disputed {
+                if disputed || waiting {
                     continue;
                 }
                 // Nothing left to dispute: released if every identity it contradicted is on the

@@ -758,6 +758,27 @@ fn a_held_liar_is_not_released_by_a_dispute_it_did_not_open() {
     assert!(store.challenges.get(b"l").unwrap().is_none());
 }
 
+/// A held liar whose kept lie a colluder put in dispute waits for that dispute: the decision of its
+/// own first dispute for it (a lie of two colluders it was right about) releases nothing. Before,
+/// the count taken back read as gone, its honest identities moot, and the liar was released, its
+/// lie never disputed (found by a review, 2026-12-01).
+#[test]
+fn a_kept_contradiction_in_another_dispute_makes_the_checker_wait() {
+    let (store, plan, run) = one_record_run();
+    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
+    counted_by_two(&store, &plan, &j1, ["c1", "c2"], 8);
+    counted_by_two(&store, &plan, &j2, ["h3", "h4"], 0);
+    store
+        .commit(&[by(&plan, "l", j1.clone(), 0), by(&plan, "l", j2.clone(), 8)])
+        .unwrap();
+    let other = store.commit(&[by(&plan, "c3", j2.clone(), 16)]).unwrap();
+    assert_eq!(other.disputed.len(), 1, "j2 in c3's dispute");
+    let decided = decided_by_two(&store, &plan, &j1);
+    assert!(decided.lifted.is_empty(), "{:?}", decided.lifted);
+    assert!(is_held(&store, "l"));
+    assert!(store.challenges.get(b"l").unwrap().is_some(), "still kept");
+}
+
 /// A liar's batch contradicting two honest confirmed counts under live leases: the first is
 /// disputed, the second kept. Decided against it, the liar is quarantined whole, and what it kept is
 /// never taken up: the second count stands.
