@@ -4277,16 +4277,46 @@ async fn differing_results_under_no_lease_are_logged_once_per_batch() {
     assert_eq!(total(&c, &run), (92, true), "nothing changed");
 }
 
-/// Info-level lines logged while installed on this thread.
+/// The lines of workers joining, leaving and returning logged while installed on this thread (and
+/// the line that says an identity's stop).
 #[derive(Clone, Default)]
 struct Lines(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Lines {
     fn on_event(&self, e: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        if *e.metadata().level() <= tracing::Level::INFO {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut message = Message(String::new());
+        e.record(&mut message);
+        let contact = ["worker joined", "worker left", "worker returned"].contains(&&*message.0)
+            || message.0.starts_with("this identity's workers");
+        if contact {
             self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
     }
+}
+
+/// The lease sweep that finds no job to put back logs nothing.
+#[tokio::test(start_paused = true)]
+async fn a_sweep_with_nothing_to_put_back_says_nothing() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let c = coordinator();
+    run_of_8(&c).await;
+    assert!(!lease(&c, "a", 4).await.is_empty());
+    let loud = Loud::default();
+    let logged = tracing_subscriber::registry().with(loud.clone());
+    {
+        let _installed = tracing::subscriber::set_default(logged);
+        c.expire_leases().await;
+    }
+    assert_eq!(loud.0.lock().unwrap().0, 0);
+    assert_eq!(c.shared.metrics.jobs_returned.get(), 0);
 }
 
 /// One credential making up a worker id per call, saying it leaves, then leasing under it, logs a
@@ -4315,11 +4345,86 @@ async fn made_up_worker_ids_log_a_bounded_number_of_lines() {
             .unwrap();
         }
     }
-    let n = lines.0.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(
-        n <= 2 * super::contacts::LINES_PER_MINUTE as usize + 4,
-        "{n} lines"
+    let limit = super::contacts::LINES_PER_MINUTE as usize;
+    let n = lines.0.swap(0, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        n,
+        limit + 1,
+        "each leave until the limit, then the line that says so"
     );
+    let logged = tracing_subscriber::registry().with(lines.clone());
+    let _installed = tracing::subscriber::set_default(logged);
+    let count = || lines.0.swap(0, std::sync::atomic::Ordering::Relaxed);
+    // Another identity's joins: its own budget.
+    for k in 0..100 {
+        let id = format!("j/x{k}");
+        let ask = Ask {
+            worker: &id,
+            ..as_credential("j")
+        };
+        c.lease(&ask, Duration::ZERO).await.unwrap();
+    }
+    assert_eq!(count(), limit + 1, "joins");
+    // A release that does not leave logs nothing and leaves its worker serving.
+    c.release_as("n/1", &[], false, true).unwrap();
+    assert!(!c.state().workers.gone("n/1"));
+    assert_eq!(count(), 0);
+    // Returns: by a lease call and by a heartbeat, each logged once; a known worker's heartbeat is
+    // not a return.
+    let r = Ask {
+        worker: "r/1",
+        ..as_credential("r")
+    };
+    c.lease(&r, Duration::ZERO).await.unwrap();
+    assert_eq!(count(), 1, "joined");
+    c.heartbeat("r/1", &[]).unwrap();
+    assert_eq!(count(), 0, "known");
+    for returned_by_lease in [true, false] {
+        tokio::time::advance(TIMEOUT * 2).await;
+        c.expire_leases().await;
+        count();
+        match returned_by_lease {
+            true => {
+                c.lease(&r, Duration::ZERO).await.unwrap();
+            }
+            false => {
+                c.heartbeat("r/1", &[]).unwrap();
+            }
+        }
+        assert_eq!(count(), 1, "returned, by a lease call: {returned_by_lease}");
+    }
+    // By a report: a worker lost while it computed, then reporting.
+    let plain = run_of_8(&c).await;
+    let w = Ask {
+        worker: "w/1",
+        capacity: 4,
+        only: Some(&plain),
+        ..as_credential("w")
+    };
+    let held: Vec<Granted> = c
+        .lease(&w, Duration::ZERO)
+        .await
+        .unwrap()
+        .leases
+        .into_iter()
+        .filter(|g| g.run.to_string() == plain)
+        .collect();
+    assert!(!held.is_empty());
+    c.report_as("w/1", "w", true, vec![report(&held[0])])
+        .await
+        .unwrap();
+    count();
+    c.report_as("w/1", "w", true, vec![report(&held[0])])
+        .await
+        .unwrap();
+    assert_eq!(count(), 0, "known");
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    count();
+    c.report_as("w/1", "w", true, vec![report(&held[0])])
+        .await
+        .unwrap();
+    assert_eq!(count(), 1, "returned, by a report");
 }
 
 /// A run's workers are those that hold its leases or delivered results it took: the same result sent

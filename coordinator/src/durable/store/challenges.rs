@@ -119,9 +119,8 @@ pub(super) fn txn_opened(
     against: &[String],
 ) -> TxResult<()> {
     let mut kept = txn_get(tree, worker)?;
-    if !kept.open.iter().any(|(r, k)| *r == run && k == key) {
-        kept.open.push((run, key.clone()));
-    }
+    // (Once: a held checker commits nothing more.)
+    kept.open.push((run, key.clone()));
     kept.cover(against);
     txn_put(tree, worker, &kept)
 }

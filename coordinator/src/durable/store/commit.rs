@@ -241,10 +241,11 @@ impl Store {
             let mut contradicted: Vec<Quarantine> = Vec::new();
             // Runs with a count disputed in this commit.
             let mut disputed_runs = std::collections::BTreeSet::new();
-            // Held checkers a decision showed right but did not release: each takes up its next
-            // kept contradiction once the batch is through ([`challenges`]).
-            // (Each with the identities behind the losing side of the dispute decided for it.)
-            let mut take_up: Vec<(String, Vec<String>)> = Vec::new();
+            // Quarantined identities a decision showed right, with the identities behind the side
+            // it showed wrong: once the batch is through, each one held is released if every
+            // identity it contradicted is shown wrong, or takes up its next kept contradiction
+            // ([`challenges`]).
+            let mut take_up: BTreeMap<String, Vec<String>> = BTreeMap::new();
             for inc in batch {
                 if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(inc.run) {
                     let Some(raw) = runs.get(run_key(inc.run))? else {
@@ -568,23 +569,12 @@ impl Store {
                         let Ok(q) = decode::<Quarantine>("quarantine", &raw) else {
                             continue;
                         };
+                        // Shown right where one it contradicted is shown wrong: released once
+                        // every other is too, after the batch (or its next kept contradiction
+                        // is disputed).
                         let tied = q.by.iter().any(|by| losing.contains(by));
-                        let mut shown_wrong = true;
-                        for by in q.by.iter().filter(|by| !losing.contains(by)) {
-                            shown_wrong &= quarantined_whole(quarantine, by)?;
-                        }
-                        if q.held && tied && shown_wrong {
-                            quarantine.remove(name.as_bytes())?;
-                            kept.remove(name.as_bytes())?;
-                            out.lifted.push(q);
-                        } else if q.held
-                            && tied
-                            && !take_up.iter().any(|(n, _)| n == name)
-                            {
-                            // Shown right, but another identity it contradicted stands: once no
-                            // dispute its contradictions opened is open, its next kept
-                            // contradiction is disputed.
-                            take_up.push((name.clone(), losing.clone()));
+                        if tied {
+                            take_up.entry(name.clone()).or_insert_with(|| losing.clone());
                         }
                     }
                 }
@@ -675,7 +665,7 @@ impl Store {
                     challenges::txn_put(kept, name, &held)?;
                     continue;
                 }
-                let (mut disputed, mut waiting) = (false, false);
+                let mut disputed = false;
                 while !held.challenges.is_empty() {
                     let c = held.challenges.remove(0);
                     if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(c.run) {
@@ -700,7 +690,6 @@ impl Store {
                             .is_some_and(|r| r.state == JobState::Disputed)
                     {
                         held.challenges.insert(0, c);
-                        waiting = true;
                         break;
                     }
                     if stored.is_none_or(|s| s == c.record.result) {
@@ -728,11 +717,12 @@ impl Store {
                     break;
                 }
                 challenges::txn_put(kept, name, &held)?;
-                if disputed || waiting {
+                if disputed {
                     continue;
                 }
-                // Nothing left to dispute: released if every identity it contradicted is on the
-                // losing side, behind a count passed over, or quarantined whole. Before, a
+                // Nothing disputed now: released if every identity it contradicted is on the
+                // losing side, behind a count passed over, or quarantined whole (those behind a
+                // count in another dispute are none of these, unless quarantined whole). Before, a
                 // contradiction passed over left it held with no dispute open, and the next start
                 // made it whole (found by a review, 2026-12-01: a colluder quarantining itself
                 // took its pair's count back before the decision).

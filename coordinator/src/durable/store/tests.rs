@@ -591,6 +591,27 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
 }
 
+/// A record run where "h" and "p" counted job 3, pair `first` a lie on job 1 and pair `second` one
+/// on job 2, and h's one batch contradicted both under live leases (the first count taken back and
+/// disputed, h held): the store, the plan, the run, and jobs 3, 1 and 2.
+fn a_check_of_two_lies(
+    first: [&str; 2],
+    second: [&str; 2],
+) -> (Store, Plan, super::RunMeta, Incoming, Incoming, Incoming) {
+    let (store, plan, run) = one_record_run();
+    let mine = incoming(run.id, &plan, 3);
+    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
+    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
+    counted_by_two(&store, &plan, &j1, first, 8);
+    counted_by_two(&store, &plan, &j2, second, 8);
+    let check = store
+        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
+        .unwrap();
+    assert_eq!(check.disputed.len(), 1, "one count taken back");
+    assert!(is_held(&store, "h"));
+    (store, plan, run, mine, j1, j2)
+}
+
 /// A checker whose one batch contradicts two lies the same colluders confirmed, under live leases,
 /// stays held: the first count is taken back and disputed, the second stands until its confirmers
 /// are disproved. Before, the second contradiction (shown wrong already in the commit: no take-back)
@@ -599,18 +620,8 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
 /// never be decided (found by a review, 2026-12-01).
 #[test]
 fn a_checker_contradicting_two_confirmed_lies_in_one_batch_stays_held() {
-    let (store, plan, run) = one_record_run();
+    let (store, plan, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["a", "b"]);
     let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
-    let mine = incoming(run.id, &plan, 3);
-    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
-    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
-    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
-    counted_by_two(&store, &plan, &j2, ["a", "b"], 8);
-    let check = store
-        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
-        .unwrap();
-    assert_eq!(check.disputed.len(), 1, "one count taken back");
-    assert!(is_held(&store, "h"));
     assert!(store.revoke("h").unwrap().revoked.is_empty());
     assert!(store.result(run.id, &mine.key).unwrap().is_some());
     // Two deciders: a and b are disproved, h is lifted, and j2's lie goes with its confirmers.
@@ -641,18 +652,8 @@ fn a_checker_contradicting_two_confirmed_lies_in_one_batch_stays_held() {
 /// back), and the second lie stood (found by a review, 2026-12-01).
 #[test]
 fn a_checker_contradicting_lies_of_two_pairs_in_one_batch_disputes_both_in_turn() {
-    let (store, plan, run) = one_record_run();
+    let (store, plan, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
     let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
-    let mine = incoming(run.id, &plan, 3);
-    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
-    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
-    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
-    counted_by_two(&store, &plan, &j2, ["x", "y"], 8);
-    let check = store
-        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
-        .unwrap();
-    assert_eq!(check.disputed.len(), 1, "one count taken back");
-    assert!(is_held(&store, "h"));
     // j1 decided for h: a and b are disproved, x and y stand, and j2's count is disputed now.
     let decided = decided_by_two(&store, &plan, &j1);
     assert!(decided.lifted.is_empty(), "x and y stand");
@@ -694,15 +695,7 @@ fn a_checker_contradicting_lies_of_two_pairs_in_one_batch_disputes_both_in_turn(
 /// made it whole for good (found by a review, 2026-12-01).
 #[test]
 fn a_checker_whose_kept_contradiction_went_is_released_by_its_decision() {
-    let (store, plan, run) = one_record_run();
-    let mine = incoming(run.id, &plan, 3);
-    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
-    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
-    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
-    counted_by_two(&store, &plan, &j2, ["x", "y"], 8);
-    store
-        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
-        .unwrap();
+    let (store, plan, run, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
     let own = store.commit(&[by(&plan, "x", j2.clone(), 16)]).unwrap();
     assert!(matches!(own.outcomes[0], Outcome::Mismatch { .. }));
     store.revoke("x").unwrap();
@@ -779,6 +772,21 @@ fn a_kept_contradiction_in_another_dispute_makes_the_checker_wait() {
     assert!(store.challenges.get(b"l").unwrap().is_some(), "still kept");
 }
 
+/// Only a record run's checker keeps contradictions: in a run that verifies every job but is not a
+/// record run, a batch contradicting two confirmed counts keeps nothing (the checker is whole).
+#[test]
+fn outside_record_runs_nothing_is_kept() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
+    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
+    counted_by_two(&store, &plan, &j2, ["x", "y"], 8);
+    store
+        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
+        .unwrap();
+    assert!(!is_held(&store, "h"));
+    assert!(store.challenges.is_empty());
+}
+
 /// A liar's batch contradicting two honest confirmed counts under live leases: the first is
 /// disputed, the second kept. Decided against it, the liar is quarantined whole, and what it kept is
 /// never taken up: the second count stands.
@@ -841,15 +849,7 @@ fn a_kept_contradiction_whose_count_went_is_passed_over() {
     let released: Vec<&str> = last.lifted.iter().map(|q| q.worker.as_str()).collect();
     assert_eq!(released, ["h"]);
     // A damaged list: dropped, and the decision goes through.
-    let (store, plan, run) = one_record_run();
-    let mine = incoming(run.id, &plan, 3);
-    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
-    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
-    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
-    counted_by_two(&store, &plan, &j2, ["x", "y"], 8);
-    store
-        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
-        .unwrap();
+    let (store, plan, run, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
     assert!(store.challenges.get(b"h").unwrap().is_some(), "kept");
     store.challenges.insert(b"h", &b"{\"not\":1}"[..]).unwrap();
     let decided = decided_by_two(&store, &plan, &j1);
