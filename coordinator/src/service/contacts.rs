@@ -19,7 +19,7 @@ const MAX_IDENTITIES: usize = 4096;
 
 /// Whether to log a contact's line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Line {
+enum Line {
     /// Log it.
     Log,
     /// Log that the identity's lines stop until its minute ends.
@@ -36,8 +36,20 @@ pub struct ContactLog {
 
 impl ContactLog {
     /// Whether a line about worker `id` (scoped `identity/worker`, or the operator's, unscoped) may
-    /// be logged at `now`.
-    pub fn line(&mut self, id: &str, now: Instant) -> Line {
+    /// be logged at `now`. The first refused in a minute logs that the identity's lines stop.
+    pub fn logs(&mut self, id: &str, now: Instant) -> bool {
+        match self.line(id, now) {
+            Line::Log => true,
+            Line::Last => {
+                let who = super::workers::owner(id);
+                tracing::info!(identity = who, lines = LINES_PER_MINUTE, "this identity's workers joining, leaving and returning are not logged until its minute ends");
+                false
+            }
+            Line::Quiet => false,
+        }
+    }
+
+    fn line(&mut self, id: &str, now: Instant) -> Line {
         let who = super::workers::owner(id);
         if self.windows.len() >= MAX_IDENTITIES && !self.windows.contains_key(who) {
             self.windows
@@ -56,13 +68,6 @@ impl ContactLog {
             n if n == LINES_PER_MINUTE + 1 => Line::Last,
             _ => Line::Quiet,
         }
-    }
-}
-
-/// Logs, as `line` allows, that identity `name` logs no more contacts until its minute ends.
-pub fn logs_stop(line: Line, name: &str) {
-    if line == Line::Last {
-        tracing::info!(name, lines = LINES_PER_MINUTE, "this identity's workers joining, leaving and returning are not logged until its minute ends");
     }
 }
 

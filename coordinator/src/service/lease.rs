@@ -10,7 +10,6 @@ use std::time::Duration;
 use nqueens_common::JobKey;
 use tokio::time::Instant;
 
-use super::contacts::Line;
 use super::grant::{Grant, Granted};
 use super::strikes::Charge;
 use super::workers::Contact;
@@ -452,19 +451,14 @@ impl Coordinator {
             }
             false => capacity,
         };
-        let contact = state.workers.seen(worker, now);
-        let line = match contact {
-            Contact::Known => Line::Quiet,
-            _ => state.contacts.line(worker, now),
-        };
-        match (contact, line) {
-            (Contact::Joined, Line::Log) => {
+        match state.workers.seen(worker, now) {
+            Contact::Joined if state.contacts.logs(worker, now) => {
                 tracing::info!(worker = %worker, name = %name, threads, "worker joined")
             }
-            (Contact::Returned, Line::Log) => {
+            Contact::Returned if state.contacts.logs(worker, now) => {
                 tracing::info!(worker = %worker, name = %name, threads, "worker returned")
             }
-            _ => super::contacts::logs_stop(line, name),
+            _ => {}
         }
         state
             .workers
@@ -733,11 +727,9 @@ impl Coordinator {
         let now = Instant::now();
         let mut guard = self.state();
         let state = &mut *guard;
-        if state.workers.seen(worker, now) == Contact::Returned {
-            match state.contacts.line(worker, now) {
-                Line::Log => tracing::info!(worker = %worker, "worker returned"),
-                line => super::contacts::logs_stop(line, state.workers.name_of(worker)),
-            }
+        if state.workers.seen(worker, now) == Contact::Returned && state.contacts.logs(worker, now)
+        {
+            tracing::info!(worker = %worker, "worker returned");
         }
         // By its name as its lease calls gave it, or, where the worker table forgot it (or never
         // heard it), by its id, which workers make as NAME-PID-STARTHEX.
@@ -787,13 +779,8 @@ impl Coordinator {
         let state = &mut *guard;
         let now = Instant::now();
         state.workers.seen(worker, now);
-        if leaving && state.workers.leaving(worker) {
-            match state.contacts.line(worker, now) {
-                Line::Log => {
-                    tracing::info!(worker = %worker, handed_back = ids.len(), "worker left")
-                }
-                line => super::contacts::logs_stop(line, state.workers.name_of(worker)),
-            }
+        if leaving && state.workers.leaving(worker) && state.contacts.logs(worker, now) {
+            tracing::info!(worker = %worker, handed_back = ids.len(), "worker left");
         }
         // (A worker credential's beyond its allowance stay its own: see `hand_backs`.)
         let ids = match credential {

@@ -365,13 +365,9 @@ impl Coordinator {
                 || spot_answered
                 || state.confirmed.len() != records_before)
             || put_back;
-        if state.workers.seen(worker, now) == Contact::Returned {
-            match state.contacts.line(worker, now) {
-                super::contacts::Line::Log => {
-                    tracing::info!(worker = %worker, name = %name, "worker returned")
-                }
-                line => super::contacts::logs_stop(line, name),
-            }
+        if state.workers.seen(worker, now) == Contact::Returned && state.contacts.logs(worker, now)
+        {
+            tracing::info!(worker = %worker, name = %name, "worker returned");
         }
         let accepted = committed
             .outcomes
