@@ -135,14 +135,15 @@ impl Applied {
         self.entries
             .extend(c.quarantined.iter().cloned().map(Entry::Quarantine));
         // Counts of earlier commits this one disputed, before this one's counts (one may decide the job).
-        self.entries.extend(c.disputed.iter().map(revoked_line));
+        self.entries
+            .extend(c.disputed.iter().map(Entry::taken_back));
         self.entries
             .extend(c.counted.iter().map(|(run, key, record)| Entry::Result {
                 run: *run,
                 job: key.to_string(),
                 record: record.clone(),
             }));
-        self.entries.extend(c.revoked.iter().map(revoked_line));
+        self.entries.extend(c.revoked.iter().map(Entry::taken_back));
         // Quarantines lifted, after the quarantines that disproved their deciders.
         self.entries
             .extend(c.lifted.iter().map(|q| Entry::Released {
@@ -454,11 +455,34 @@ fn taken_back(store: &Store, seq: &mut u64, ended: &Ended) -> Option<Committed> 
         ..Committed::default()
     };
     end_holds(store, &mut committed, ended);
-    let nothing = committed.quarantined.is_empty()
-        && committed.revoked.is_empty()
-        && committed.moved.is_empty()
-        && committed.incomplete.is_none();
-    (!nothing).then_some(committed)
+    wake_into(store, &mut committed);
+    committed.has_effects().then_some(committed)
+}
+
+/// Takes up, into `committed`, the next kept contradiction of each held checker whose wait for
+/// another dispute has ended ([`Store::take_up_waiting`]): after a commit or a write that ended a
+/// record run's dispute. A failure moves no record; it counts as damage, so that the store is
+/// reopened and the start takes them up.
+fn wake_into(store: &Store, committed: &mut Committed) {
+    match store.take_up_waiting() {
+        Ok(woken) => {
+            committed.tallies.extend(woken.tallies);
+            committed.moved.extend(woken.moved);
+            committed.disputed.extend(woken.disputed);
+            committed.lifted.extend(woken.lifted);
+            committed.reopened.extend(woken.reopened);
+            committed
+                .finished
+                .retain(|f| !committed.reopened.iter().any(|o| o.id == f.id));
+            committed.finished.extend(woken.finished);
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot take up the kept contradictions of held checkers whose wait ended; the store is reopened to take them up");
+            committed
+                .incomplete
+                .get_or_insert(format!("kept contradictions could not be taken up ({e})"));
+        }
+    }
 }
 
 /// After a write or a commit that `ended` disputes: revokes, into `committed`, the held quarantines
@@ -517,16 +541,6 @@ fn end_holds(store: &Store, committed: &mut Committed, ended: &Ended) {
     }
 }
 
-/// The ledger line of a result taken back.
-fn revoked_line(r: &crate::durable::store::Revoked) -> Entry {
-    Entry::Revoked {
-        run: r.run,
-        job: r.key.to_string(),
-        worker: r.record.worker.clone(),
-        record: Some(r.record.clone()),
-    }
-}
-
 /// Commits one batch and, for every worker it quarantined, revokes that worker's unconfirmed results;
 /// then runs the quarantine rule ([`Store::apply_quarantine_rule`]): lifts and, for every lift it
 /// takes back, the worker quarantined again and its unconfirmed results revoked.
@@ -545,6 +559,15 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
         .collect();
     if !failed.is_empty() {
         end_holds(store, &mut committed, &Ended::Jobs(failed));
+    }
+    // A record run's dispute that ended (decided, failed, or emptied by a revocation) may have been
+    // what a held checker's next kept contradiction waited for.
+    if committed
+        .moved
+        .iter()
+        .any(|m| m.from == Some(JobState::Disputed) && m.to != Some(JobState::Disputed))
+    {
+        wake_into(store, &mut committed);
     }
     if !committed.quarantined.is_empty() && committed.incomplete.is_none() {
         // (Not while a revocation is incomplete: the start completes revocations of quarantined
@@ -791,6 +814,25 @@ mod tests {
         assert!(c.tallies.contains_key(&run.id), "{c:?}");
         assert!(c.seq > 0);
         assert!(store.unrevoked_quarantines().unwrap().is_empty());
+        assert!(store.quarantined().unwrap().iter().all(|q| !q.held));
+        assert!(health.degraded().is_none());
+    }
+
+    /// A held checker waiting for another checker's dispute (its next kept contradiction's count is
+    /// in it) is taken up in the round of the commit that decides that dispute: released there, the
+    /// identities it contradicted all shown wrong. Before, nothing woke it.
+    #[tokio::test]
+    async fn the_commit_that_ends_a_dispute_wakes_the_checker_waiting_for_it() {
+        use crate::durable::store::tests::{a_check_of_two_lies, decided_by_two, in_turn};
+        let (store, plan, _, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+        store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
+        decided_by_two(&store, &plan, &j1);
+        in_turn(&store, &plan, &j2, &[("f", 0, Outcome::Disputed)]);
+        let (committer, health) = started(&store);
+        let c = committer.commit(vec![by(&plan, "g", j2, 0)]).await.unwrap();
+        let mut released: Vec<&str> = c.lifted.iter().map(|q| q.worker.as_str()).collect();
+        released.sort_unstable();
+        assert_eq!(released, ["c", "h"]);
         assert!(store.quarantined().unwrap().iter().all(|q| !q.held));
         assert!(health.degraded().is_none());
     }

@@ -18,7 +18,9 @@ pub(super) fn settle_at_start(
     mut ledger: Option<&mut Ledger>,
     config: &Config,
 ) -> Result<bool> {
-    let mut revoked = false;
+    // Held checkers whose wait for another dispute ended before a crash take up their next kept
+    // contradiction first: the revocations below would find nothing holding them.
+    let mut revoked = take_up_waiting(store, ledger.as_deref_mut())?;
     // A quarantine whose revocation did not complete (a write that failed after the quarantine was
     // committed) is completed now, store and ledger alike, before anything is audited or served.
     revoked |= revoke_quarantined(store, ledger.as_deref_mut())?;
@@ -60,12 +62,7 @@ pub(super) fn revoke_quarantined(store: &Store, ledger: Option<&mut Ledger>) -> 
         if !revocation.revoked.is_empty() {
             tracing::warn!(worker = %q.worker, results = revocation.revoked.len(), "a quarantined worker's unconfirmed results were still counted (its revocation had not completed): taken back now");
         }
-        entries.extend(revocation.revoked.iter().map(|r| Entry::Revoked {
-            run: r.run,
-            job: r.key.to_string(),
-            worker: r.record.worker.clone(),
-            record: Some(r.record.clone()),
-        }));
+        entries.extend(revocation.revoked.iter().map(Entry::taken_back));
     }
     if entries.is_empty() {
         return Ok(false);
@@ -75,6 +72,37 @@ pub(super) fn revoke_quarantined(store: &Store, ledger: Option<&mut Ledger>) -> 
         ledger.append(&entries)?;
     }
     Ok(true)
+}
+
+/// Takes up the next kept contradiction of every held checker whose wait for another dispute ended
+/// ([`Store::take_up_waiting`]): the store first (flushed), then the ledger's lines (counts taken
+/// back, releases), as a commit's. Returns whether a count was taken back.
+fn take_up_waiting(store: &Store, ledger: Option<&mut Ledger>) -> Result<bool> {
+    let woken = store.take_up_waiting()?;
+    if !woken.has_effects() {
+        return Ok(false);
+    }
+    store.flush()?;
+    for r in &woken.disputed {
+        tracing::warn!(run = r.run, job = %r.key, worker = %r.record.worker, "a held checker's kept contradiction taken up at the start: the count is disputed");
+    }
+    for q in &woken.lifted {
+        tracing::warn!(worker = %q.worker, "a held checker released at the start: its last kept contradiction was passed over");
+    }
+    if let Some(ledger) = ledger {
+        let at_unix = now_unix();
+        let lines: Vec<_> = woken
+            .disputed
+            .iter()
+            .map(Entry::taken_back)
+            .chain(woken.lifted.iter().map(|q| Entry::Released {
+                worker: q.worker.clone(),
+                at_unix,
+            }))
+            .collect();
+        ledger.append(&lines)?;
+    }
+    Ok(!woken.disputed.is_empty())
 }
 
 /// Runs the quarantine rule at the start ([`Store::apply_quarantine_rule`]): a lift the commit thread
@@ -194,4 +222,36 @@ fn distrust(store: &Store, mut ledger: Option<&mut Ledger>, names: &[String]) ->
         tracing::warn!(worker = %name, "worker quarantined by the operator: its unconfirmed results are taken back and computed again");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::durable::store::tests::{a_check_of_two_lies, by, decided_by_two, in_turn};
+    use crate::durable::store::Outcome;
+
+    /// A held checker whose wait for another dispute ended before a crash (the commit that decided
+    /// that dispute stored, its take-up not) is taken up at the next start: released, every identity
+    /// it contradicted shown wrong. Without the step it stayed held, nothing left to wake it.
+    #[test]
+    fn a_start_takes_up_a_checker_whose_wait_ended_before_a_crash() {
+        let (store, plan, _, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+        store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
+        decided_by_two(&store, &plan, &j1);
+        in_turn(
+            &store,
+            &plan,
+            &j2,
+            &[("f", 0, Outcome::Disputed), ("g", 0, Outcome::Accepted)],
+        );
+        assert!(store.quarantined().unwrap().iter().any(|q| q.worker == "h"));
+        settle_at_start(&store, None, &Config::default()).unwrap();
+        let names: Vec<String> = store
+            .quarantined()
+            .unwrap()
+            .into_iter()
+            .map(|q| q.worker)
+            .collect();
+        assert!(!names.contains(&"h".to_string()), "{names:?}");
+    }
 }

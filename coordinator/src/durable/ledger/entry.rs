@@ -4,7 +4,7 @@
 use nqueens_common::JobResult;
 use serde::{Deserialize, Serialize};
 
-use crate::durable::store::{Quarantine, ResultRecord, RunMeta};
+use crate::durable::store::{Quarantine, ResultRecord, Revoked, RunMeta};
 
 /// One line of the ledger (and of an export).
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +39,18 @@ pub enum Entry {
         results: u64,
         quarantines: u64,
     },
+}
+
+impl Entry {
+    /// The line of a counted result taken back (its worker quarantined, or its count disputed).
+    pub fn taken_back(r: &Revoked) -> Entry {
+        Entry::Revoked {
+            run: r.run,
+            job: r.key.to_string(),
+            worker: r.record.worker.clone(),
+            record: Some(r.record.clone()),
+        }
+    }
 }
 
 /// The export format [`Entry::Export`] names.

@@ -16,12 +16,12 @@ use std::collections::BTreeMap;
 use nqueens_common::{JobKey, JobResult, Tally};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
-use super::challenges;
 use super::changed::{Moved, Revoked};
 use super::records::{
     decode, encode, job_key, now_unix, run_key, JobRecord, JobState, Quarantine, ResultRecord,
 };
 use super::txn::{abort, job_record, stored_tally};
+use super::{challenges, take_up};
 use super::{groups, RunMeta, Store};
 use crate::error::{Error, Result};
 
@@ -572,7 +572,14 @@ impl Store {
                         // Shown right where one it contradicted is shown wrong: released once
                         // every other is too, after the batch (or its next kept contradiction
                         // is disputed).
-                        let tied = q.by.iter().any(|by| losing.contains(by));
+                        // (Or its own dispute, whatever its other side became: identities
+                        // quarantined whole leave it with the checker's result alone.)
+                        let tied = q.by.iter().any(|by| losing.contains(by))
+                            || (q.held
+                                && challenges::txn_get(kept, name)?
+                                    .open
+                                    .iter()
+                                    .any(|(run, key)| *run == inc.run && *key == inc.key));
                         if tied {
                             take_up.entry(name.clone()).or_insert_with(|| losing.clone());
                         }
@@ -639,139 +646,26 @@ impl Store {
             for q in contradicted {
                 put_quarantine(quarantine, &mut out, q)?;
             }
+            let t = take_up::Trees {
+                runs,
+                jobs,
+                results,
+                totals,
+                quarantine,
+                kept,
+            };
+            let mut e = take_up::Effects {
+                out: &mut out,
+                metas: &mut metas,
+                disputed_runs: &mut disputed_runs,
+            };
             for (name, losing) in &take_up {
-                // (Quarantined whole by a later result of the commit: nothing taken up.)
-                let Some(q) = quarantine
-                    .get(name.as_bytes())?
-                    .and_then(|raw| decode::<Quarantine>("quarantine", &raw).ok())
-                    .filter(|q| q.held)
-                else {
-                    continue;
-                };
-                let mut held = challenges::txn_get(kept, name)?;
-                // The disputes it opened that are still open (not the one decided now): while one
-                // is, it waits for that one.
-                let mut open = Vec::new();
-                for (run, key) in std::mem::take(&mut held.open) {
-                    let standing = job_record(jobs, &job_key(run, &key))?.is_some_and(|r| {
-                        r.state == JobState::Disputed && r.computed_by(name)
-                    });
-                    if standing {
-                        open.push((run, key));
-                    }
-                }
-                held.open = open;
-                if !held.open.is_empty() {
-                    challenges::txn_put(kept, name, &held)?;
-                    continue;
-                }
-                let mut disputed = false;
-                while !held.challenges.is_empty() {
-                    let c = held.challenges.remove(0);
-                    if let std::collections::btree_map::Entry::Vacant(slot) = metas.entry(c.run) {
-                        let Some(raw) = runs.get(run_key(c.run))? else {
-                            held.passed_over(c);
-                            continue;
-                        };
-                        slot.insert(decode("run", &raw).or_else(abort)?);
-                    }
-                    // Taken back meanwhile (its run cancelled, or one of its identities
-                    // quarantined), or counted as the checker said: nothing to dispute.
-                    let stored = match metas[&c.run].is_cancelled() {
-                        true => None,
-                        false => groups::txn_counts(results.groups, c.run, &c.key)?,
-                    };
-                    // (Taken back by another dispute, open: the checker waits for it. Before, its
-                    // identities were moot at once, and a liar whose kept lie a colluder had put
-                    // in dispute was released: found by a review, 2026-12-01.)
-                    if stored.is_none()
-                        && !metas[&c.run].is_cancelled()
-                        && job_record(jobs, &job_key(c.run, &c.key))?
-                            .is_some_and(|r| r.state == JobState::Disputed)
-                    {
-                        held.challenges.insert(0, c);
-                        break;
-                    }
-                    if stored.is_none_or(|s| s == c.record.result) {
-                        held.passed_over(c);
-                        continue;
-                    }
-                    let Some(counted) = groups::txn_get(results, c.run, &c.key)? else {
-                        return abort(Error::Corrupt(format!(
-                            "run {} job {}: counts without a result",
-                            c.run, c.key
-                        )));
-                    };
-                    take_back(
-                        results,
-                        jobs,
-                        totals,
-                        &mut out,
-                        (c.run, &c.key),
-                        counted,
-                        c.record,
-                    )?;
-                    disputed_runs.insert(c.run);
-                    held.open.push((c.run, c.key));
-                    disputed = true;
-                    break;
-                }
-                challenges::txn_put(kept, name, &held)?;
-                if disputed {
-                    continue;
-                }
-                // Nothing disputed now: released if every identity it contradicted is on the
-                // losing side, behind a count passed over, or quarantined whole (those behind a
-                // count in another dispute are none of these, unless quarantined whole). Before, a
-                // contradiction passed over left it held with no dispute open, and the next start
-                // made it whole (found by a review, 2026-12-01: a colluder quarantining itself
-                // took its pair's count back before the decision).
-                let mut shown_wrong = true;
-                for by in q
-                    .by
-                    .iter()
-                    .filter(|by| !losing.contains(by) && !held.moot.contains(by))
-                {
-                    shown_wrong &= quarantined_whole(quarantine, by)?;
-                }
-                if shown_wrong {
-                    quarantine.remove(name.as_bytes())?;
-                    kept.remove(name.as_bytes())?;
-                    out.lifted.push(q);
-                }
+                take_up::txn_take_up(&t, &mut e, name, losing)?;
             }
             // (One released, then quarantined again by a later result of the commit, stays.)
-            let again: Vec<String> = out.quarantined.iter().map(|q| q.worker.clone()).collect();
-            out.lifted.retain(|l| !again.contains(&l.worker));
-            for (run, tally) in &out.tallies {
-                totals.insert(&run_key(*run), encode(tally))?;
-                let meta = &metas[run];
-                if tally.jobs > meta.jobs_total {
-                    return abort(Error::Corrupt(format!(
-                        "run {run} would have {} results for {} jobs",
-                        tally.jobs, meta.jobs_total
-                    )));
-                }
-                // A done run whose count was disputed and decided again in this commit is finished anew.
-                if tally.jobs == meta.jobs_total
-                    && (!meta.is_done() || disputed_runs.contains(run))
-                {
-                    let done = RunMeta {
-                        finished_unix: Some(now_unix()),
-                        ..meta.clone()
-                    };
-                    runs.insert(&run_key(*run), encode(&done))?;
-                    out.finished.push(done);
-                } else if tally.jobs < meta.jobs_total && meta.is_done() {
-                    // A counted result disputed: the run is running again.
-                    let open = RunMeta {
-                        finished_unix: None,
-                        ..meta.clone()
-                    };
-                    runs.insert(&run_key(*run), encode(&open))?;
-                    out.reopened.push(open);
-                }
-            }
+            let again: Vec<String> = e.out.quarantined.iter().map(|q| q.worker.clone()).collect();
+            e.out.lifted.retain(|l| !again.contains(&l.worker));
+            take_up::txn_settle(runs, totals, &mut e)?;
             Ok(out)
         })?;
         Ok(committed)
@@ -819,7 +713,7 @@ impl Store {
 
 /// Whether `name` is quarantined, and not held (inside a commit's transaction). A record that does
 /// not decode is taken for held (the safe side: nothing is released on it).
-fn quarantined_whole(
+pub(super) fn quarantined_whole(
     tree: &sled::transaction::TransactionalTree,
     name: &str,
 ) -> super::txn::TxResult<bool> {
@@ -860,7 +754,7 @@ fn put_quarantine(
 /// and `disputing` (the job stays verified while open; a further worker decides, as for any dispute),
 /// inside a commit's transaction, noting the effects in `out` (all but the outcome, which is the
 /// caller's).
-fn take_back(
+pub(super) fn take_back(
     results: groups::Tx,
     jobs: &sled::transaction::TransactionalTree,
     totals: &sled::transaction::TransactionalTree,

@@ -37,6 +37,7 @@ mod handbacks;
 mod lifts;
 mod passes;
 mod roots;
+mod take_up;
 pub use roots::StoredRoot;
 pub(crate) mod records;
 mod repair;

@@ -47,6 +47,8 @@ impl Store {
             let whole = Quarantine { held: false, ..q };
             self.quarantine.insert(worker.as_bytes(), encode(&whole))?;
         }
+        // Whole, it takes nothing up: what was kept for it while held goes.
+        self.challenges.remove(worker.as_bytes())?;
         Ok(())
     }
 

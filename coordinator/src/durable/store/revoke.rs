@@ -95,11 +95,13 @@ impl Store {
                 // honest checker shrank to the checker's result, and its quarantine was made whole,
                 // its record counts gone, with nothing left to disprove its confirmer and lift it
                 // (found by a review, 2026-12-01).
-                // Only where another side stays: a side left alone would be a verified job's first
-                // result, as old as the dispute, and the draw of who confirms it (keyed on its age)
-                // would admit every identity at once (found by a review of the change).
+                // Only where another side stays: a side left alone goes with its worker, and the job
+                // is computed anew (handed on then, it became a verified job's first result as old
+                // as the dispute, whose draw of confirmers admitted every identity at once: found
+                // by a review of the change).
                 let others = record.candidates.iter().any(|c| c.worker != worker);
-                if record.state == JobState::Disputed && record_runs.contains(&run) && others {
+                let dispute = record.state == JobState::Disputed && record_runs.contains(&run);
+                if dispute && others {
                     for c in record.candidates.iter_mut().filter(|c| c.worker == worker) {
                         c.handed_to_confirmer();
                     }
@@ -109,9 +111,16 @@ impl Store {
                 for c in &mut record.candidates {
                     c.drop_confirmer(worker);
                 }
+                // A record run's dispute left with one side stays a dispute: a majority of three
+                // decides it, and a checker whose result it holds stays held until then. As a
+                // verified job's first result (as old as the dispute, so that the draw of
+                // confirmers admitted everyone at once) one partner confirmed a liar's lone
+                // result, and an honest checker's hold ended with nothing decided: the next start
+                // made it whole, and the contradictions it kept were never taken up (found by a
+                // review, 2026-12-01).
                 let to = match record.candidates.len() {
                     0 => None,
-                    1 => Some(JobState::Verifying),
+                    1 if !dispute => Some(JobState::Verifying),
                     _ => Some(JobState::Disputed),
                 };
                 match to {
@@ -182,6 +191,14 @@ impl Store {
                         }
                     }
                 }
+            }
+        }
+        // So does one that waits to take up its next kept contradiction (its dispute decided for it,
+        // that contradiction's count in another dispute meanwhile): before, nothing held it, and the
+        // next start made it whole while that dispute was still open.
+        for q in stored.iter().filter(|q| q.held) {
+            if !in_dispute.contains(&q.worker) && self.waits(&q.worker)? {
+                in_dispute.insert(q.worker.clone());
             }
         }
         let held_stored = stored.iter().any(|q| q.worker == worker && q.held);

@@ -594,7 +594,7 @@ fn a_record_runs_checker_of_a_confirmed_count_is_held_and_keeps_its_counts_until
 /// A record run where "h" and "p" counted job 3, pair `first` a lie on job 1 and pair `second` one
 /// on job 2, and h's one batch contradicted both under live leases (the first count taken back and
 /// disputed, h held): the store, the plan, the run, and jobs 3, 1 and 2.
-fn a_check_of_two_lies(
+pub(crate) fn a_check_of_two_lies(
     first: [&str; 2],
     second: [&str; 2],
 ) -> (Store, Plan, super::RunMeta, Incoming, Incoming, Incoming) {
@@ -708,6 +708,77 @@ fn a_checker_whose_kept_contradiction_went_is_released_by_its_decision() {
     assert!(store.quarantined().unwrap().iter().all(|q| q.worker != "h"));
 }
 
+/// Both colluders behind the count a held checker disputes quarantine themselves (each contradicts
+/// its own count elsewhere): the dispute stays open with the checker's result alone, the checker
+/// stays held with its record counts, and a majority of three decides it as any record dispute.
+/// Decided for it, the checker takes up its kept contradiction of the second pair's lie, then is
+/// released. Before, the dispute shrank to a verified job's first result (as old as the dispute,
+/// so that the draw of confirmers admitted everyone at once), nothing held the checker any more,
+/// the next start made it whole, and the second pair's lie stood (four colluders, two spent).
+#[test]
+fn a_checkers_dispute_whose_other_side_quarantined_itself_is_decided_and_takes_up_the_next() {
+    let (store, plan, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
+    for name in ["a", "b"] {
+        store.put_quarantine(&quarantined_by(name, &[])).unwrap();
+        store.revoke(name).unwrap();
+    }
+    let record = store.job(run.id, &j1.key).unwrap().unwrap();
+    assert_eq!(
+        (record.state, record.candidates.len()),
+        (JobState::Disputed, 1)
+    );
+    assert!(record.computed_by("h"));
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    assert!(store.revoke("h").unwrap().revoked.is_empty());
+    assert!(is_held(&store, "h"));
+    assert!(store.result(run.id, &mine.key).unwrap().is_some());
+    // One decider beside h is no majority of three.
+    in_turn(&store, &plan, &j1, &[("d", 0, Outcome::Disputed)]);
+    let decided = store.commit(&[by(&plan, "e", j1.clone(), 0)]).unwrap();
+    assert_eq!(decided.outcomes, [Outcome::Accepted]);
+    assert!(decided.lifted.is_empty(), "x and y stand");
+    let disputed: Vec<&nqueens_common::JobKey> = decided.disputed.iter().map(|r| &r.key).collect();
+    assert_eq!(disputed, [&j2.key]);
+    in_turn(&store, &plan, &j2, &[("f", 0, Outcome::Disputed)]);
+    let second = store.commit(&[by(&plan, "g", j2.clone(), 0)]).unwrap();
+    let released: Vec<&str> = second.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(released, ["h"]);
+    for name in ["x", "y"] {
+        store.revoke(name).unwrap();
+    }
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    assert_eq!(
+        store.tally(run.id).unwrap().total,
+        truth(3) + truth(1) + truth(2)
+    );
+    store.audit().unwrap();
+}
+
+/// A liar's lone result left in a record run's dispute (the honest side's identities quarantined
+/// whole) is not confirmed by one partner: it stays a dispute, and takes a majority of three.
+/// Before, it became a verified job's first result as old as the dispute, which the draw of
+/// confirmers opened to every identity at once.
+#[test]
+fn a_lone_result_left_in_a_record_dispute_needs_a_majority_of_three() {
+    let (store, plan, run) = one_record_run();
+    let job = incoming(run.id, &plan, 1);
+    counted_by_two(&store, &plan, &job, ["a", "b"], 0);
+    let lie = store.commit(&[by(&plan, "l", job.clone(), 8)]).unwrap();
+    assert_eq!(lie.disputed.len(), 1);
+    for name in ["a", "b"] {
+        store.put_quarantine(&quarantined_by(name, &[])).unwrap();
+        store.revoke(name).unwrap();
+    }
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(
+        (record.state, record.candidates.len()),
+        (JobState::Disputed, 1)
+    );
+    in_turn(&store, &plan, &job, &[("l2", 8, Outcome::Disputed)]);
+    assert_eq!(store.result(run.id, &job.key).unwrap(), None);
+}
+
 /// A held liar is not released by the decision of a dispute it merely stands in. Its batch held a
 /// right result disputing z's wrong one, and lies contradicting the honest counts of z and a (taken
 /// back: its own dispute) and of a and x (kept); x then contradicted its own count, taking that count
@@ -770,6 +841,83 @@ fn a_kept_contradiction_in_another_dispute_makes_the_checker_wait() {
     assert!(decided.lifted.is_empty(), "{:?}", decided.lifted);
     assert!(is_held(&store, "l"));
     assert!(store.challenges.get(b"l").unwrap().is_some(), "still kept");
+}
+
+/// An honest checker whose next kept contradiction's count is in another checker's dispute stays
+/// held while it waits: a revocation (the next start's) takes nothing of it back. Once that dispute
+/// is decided the way it said, its wait ends: the contradiction is passed over and, every identity it
+/// contradicted shown wrong, it is released. Before, nothing held it while it waited: the next start
+/// made it whole and took its record counts back, and nothing woke it.
+#[test]
+fn a_checker_waiting_for_another_dispute_stays_held_and_is_taken_up_when_it_ends() {
+    let (store, plan, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
+    // c, another checker, disputes x and y's count of j2 under a live lease of its own.
+    let other = store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
+    assert_eq!(other.disputed.len(), 1, "j2 in c's dispute");
+    let decided = decided_by_two(&store, &plan, &j1);
+    assert!(decided.lifted.is_empty() && decided.disputed.is_empty());
+    assert!(is_held(&store, "h"));
+    assert!(store.revoke("h").unwrap().revoked.is_empty(), "it waits");
+    assert!(is_held(&store, "h"));
+    assert!(store.result(run.id, &mine.key).unwrap().is_some());
+    assert_eq!(store.unrevoked_quarantines().unwrap(), []);
+    // Nothing to take up while j2 is disputed.
+    let early = store.take_up_waiting().unwrap();
+    assert!(!early.has_effects(), "{early:?}");
+    // j2 decided for c: x and y are shown wrong, and h's wait ends.
+    in_turn(&store, &plan, &j2, &[("f", 0, Outcome::Disputed)]);
+    let second = store.commit(&[by(&plan, "g", j2.clone(), 0)]).unwrap();
+    let released: Vec<&str> = second.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(released, ["c"]);
+    assert!(is_held(&store, "h"));
+    let woken = store.take_up_waiting().unwrap();
+    let released: Vec<&str> = woken.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(released, ["h"]);
+    assert!(woken.disputed.is_empty());
+    assert!(store.challenges.get(b"h").unwrap().is_none());
+    assert!(!store.take_up_waiting().unwrap().has_effects(), "once");
+    for name in ["a", "b", "x", "y"] {
+        store.revoke(name).unwrap();
+    }
+    assert_eq!(
+        store.tally(run.id).unwrap().total,
+        truth(3) + truth(1) + truth(2)
+    );
+    store.audit().unwrap();
+}
+
+/// A liar waiting for another dispute to end, where that dispute is decided against the count it
+/// contradicted the other way (a third result), takes that count up when the wait ends: the count is
+/// taken back and disputed between it and the liar, who is shown wrong there.
+#[test]
+fn a_waiting_liar_takes_up_the_count_decided_without_it() {
+    let (store, plan, run) = one_record_run();
+    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
+    counted_by_two(&store, &plan, &j1, ["c1", "c2"], 8);
+    counted_by_two(&store, &plan, &j2, ["h3", "h4"], 0);
+    store
+        .commit(&[by(&plan, "l", j1.clone(), 0), by(&plan, "l", j2.clone(), 8)])
+        .unwrap();
+    store.commit(&[by(&plan, "c3", j2.clone(), 16)]).unwrap();
+    decided_by_two(&store, &plan, &j1);
+    assert!(is_held(&store, "l"));
+    // j2 decided for h3 and h4 (three with f), against c3.
+    in_turn(&store, &plan, &j2, &[("f", 0, Outcome::Accepted)]);
+    let woken = store.take_up_waiting().unwrap();
+    let disputed: Vec<&nqueens_common::JobKey> = woken.disputed.iter().map(|r| &r.key).collect();
+    assert_eq!(disputed, [&j2.key]);
+    assert!(woken.lifted.is_empty());
+    let record = store.job(run.id, &j2.key).unwrap().unwrap();
+    assert_eq!(record.state, JobState::Disputed);
+    assert!(record.computed_by("l"));
+    in_turn(&store, &plan, &j2, &[("k", 0, Outcome::Accepted)]);
+    assert!(store
+        .quarantined()
+        .unwrap()
+        .iter()
+        .any(|q| q.worker == "l" && !q.held));
+    assert!(store.challenges.get(b"l").unwrap().is_none());
 }
 
 /// Only a record run's checker keeps contradictions: in a run that verifies every job but is not a
