@@ -468,7 +468,17 @@ fn wake_into(store: &Store, committed: &mut Committed) {
         Ok(woken) => {
             committed.tallies.extend(woken.tallies);
             committed.moved.extend(woken.moved);
-            committed.disputed.extend(woken.disputed);
+            // A count of this very round taken back never reaches the ledger (as within a commit):
+            // logged, its take-back would come before it.
+            for r in woken.disputed {
+                let before = committed.counted.len();
+                committed
+                    .counted
+                    .retain(|(run, key, _)| !(*run == r.run && *key == r.key));
+                if committed.counted.len() == before {
+                    committed.disputed.push(r);
+                }
+            }
             committed.lifted.extend(woken.lifted);
             committed.reopened.extend(woken.reopened);
             committed
@@ -560,15 +570,11 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
     if !failed.is_empty() {
         end_holds(store, &mut committed, &Ended::Jobs(failed));
     }
-    // A record run's dispute that ended (decided, failed, or emptied by a revocation) may have been
-    // what a held checker's next kept contradiction waited for.
-    if committed
-        .moved
-        .iter()
-        .any(|m| m.from == Some(JobState::Disputed) && m.to != Some(JobState::Disputed))
-    {
-        wake_into(store, &mut committed);
-    }
+    // A record run's dispute that ended (decided, failed, emptied by a revocation, here or on any
+    // other path since the last commit) may have been what a held checker's next kept
+    // contradiction waited for. After every commit (a look at a tree that is empty but while
+    // checkers are held), before the rule, which then sees whom it released.
+    wake_into(store, &mut committed);
     if !committed.quarantined.is_empty() && committed.incomplete.is_none() {
         // (Not while a revocation is incomplete: the start completes revocations of quarantined
         // workers only.) A worker shown wrong only by identities now shown wrong themselves serves
@@ -818,22 +824,67 @@ mod tests {
         assert!(health.degraded().is_none());
     }
 
-    /// A held checker waiting for another checker's dispute (its next kept contradiction's count is
-    /// in it) is taken up in the round of the commit that decides that dispute: released there, the
-    /// identities it contradicted all shown wrong. Before, nothing woke it.
+    /// A held liar waiting for another dispute (its next kept contradiction's count is in it) takes
+    /// that count up in the round of the commit that decides the dispute against the contradiction:
+    /// the count is taken back and disputed between it and the liar. (Not by the quarantine rule:
+    /// the honest identities it contradicted are not quarantined.) Before, nothing woke it; and
+    /// once it did, the count's take-back reached the ledger before the count (found by a review).
     #[tokio::test]
     async fn the_commit_that_ends_a_dispute_wakes_the_checker_waiting_for_it() {
-        use crate::durable::store::tests::{a_check_of_two_lies, decided_by_two, in_turn};
-        let (store, plan, _, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+        use crate::durable::store::tests::decided_by_two;
+        let (store, plan, run) = one_record_run();
+        let (j1, j2) = (
+            incoming(run.id, &plan, 1, "x"),
+            incoming(run.id, &plan, 2, "x"),
+        );
+        counted_by_two(&store, &plan, &j1, ["c1", "c2"], 8);
+        counted_by_two(&store, &plan, &j2, ["h3", "h4"], 0);
+        store
+            .commit(&[by(&plan, "l", j1.clone(), 0), by(&plan, "l", j2.clone(), 8)])
+            .unwrap();
+        store.commit(&[by(&plan, "c3", j2.clone(), 16)]).unwrap();
+        decided_by_two(&store, &plan, &j1);
+        let (committer, health) = started(&store);
+        let c = committer
+            .commit(vec![by(&plan, "f", j2.clone(), 0)])
+            .await
+            .unwrap();
+        assert_eq!(c.outcomes, [Outcome::Accepted]);
+        // f's count, taken back in its own round, reaches the ledger neither as a count nor as a
+        // take-back (its take-back's line came first, and the ledger read the count as damage).
+        assert!(c.counted.iter().all(|(_, key, _)| *key != j2.key), "{c:?}");
+        assert!(c.disputed.iter().all(|r| r.key != j2.key), "{c:?}");
+        let mut round = Applied::default();
+        round.log(&c);
+        assert!(
+            round
+                .entries
+                .iter()
+                .all(|e| !matches!(e, Entry::Result { .. } | Entry::Revoked { .. })),
+            "{:?}",
+            round.entries
+        );
+        let record = store.job(run.id, &j2.key).unwrap().unwrap();
+        assert!(record.computed_by("l"));
+        assert!(health.degraded().is_none());
+    }
+
+    /// So does a write that fails that dispute: an honest checker waiting for it passes its
+    /// contradiction over and, every identity it contradicted shown wrong or moot, is released in
+    /// that write's round.
+    #[tokio::test]
+    async fn a_write_that_fails_a_dispute_wakes_the_checker_waiting_for_it() {
+        use crate::durable::store::tests::{a_check_of_two_lies, decided_by_two};
+        let (store, plan, run, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
         store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
         decided_by_two(&store, &plan, &j1);
-        in_turn(&store, &plan, &j2, &[("f", 0, Outcome::Disputed)]);
         let (committer, health) = started(&store);
-        let c = committer.commit(vec![by(&plan, "g", j2, 0)]).await.unwrap();
-        let mut released: Vec<&str> = c.lifted.iter().map(|q| q.worker.as_str()).collect();
-        released.sort_unstable();
-        assert_eq!(released, ["c", "h"]);
-        assert!(store.quarantined().unwrap().iter().all(|q| !q.held));
+        let fail = Write::Fail(vec![(run.id, j2.key.clone(), "5 leases expired".into())]);
+        let wrote = committer.write(fail).await.unwrap();
+        let c = wrote.taken_back.expect("c made whole, h taken up");
+        let released: Vec<&str> = c.lifted.iter().map(|q| q.worker.as_str()).collect();
+        assert_eq!(released, ["h"]);
+        assert!(store.quarantined().unwrap().iter().all(|q| q.worker != "h"));
         assert!(health.degraded().is_none());
     }
 

@@ -18,12 +18,9 @@ pub(super) fn settle_at_start(
     mut ledger: Option<&mut Ledger>,
     config: &Config,
 ) -> Result<bool> {
-    // Held checkers whose wait for another dispute ended before a crash take up their next kept
-    // contradiction first: the revocations below would find nothing holding them.
-    let mut revoked = take_up_waiting(store, ledger.as_deref_mut())?;
     // A quarantine whose revocation did not complete (a write that failed after the quarantine was
     // committed) is completed now, store and ledger alike, before anything is audited or served.
-    revoked |= revoke_quarantined(store, ledger.as_deref_mut())?;
+    let mut revoked = revoke_quarantined(store, ledger.as_deref_mut())?;
     // The operator's releases before the rule: a lift whose decider is released loses its basis.
     if let Some(name) = config.distrust.iter().find(|n| config.release.contains(n)) {
         return Err(Error::Invalid(format!(
@@ -39,6 +36,14 @@ pub(super) fn settle_at_start(
     distrust(store, ledger.as_deref_mut(), &config.distrust)?;
     revoked |= revoke_quarantined(store, ledger.as_deref_mut())?;
     if apply_quarantine_rule(store, ledger.as_deref_mut())? {
+        revoked |= revoke_quarantined(store, ledger.as_deref_mut())?;
+    }
+    // Held checkers whose wait for another dispute ended (before a crash, or by a step above) take
+    // up their next kept contradiction, last: while one waits, nothing above makes it whole. One
+    // released may take a lift's basis away: the rule runs again.
+    let (disputed, released) = take_up_waiting(store, ledger.as_deref_mut())?;
+    revoked |= disputed;
+    if released && apply_quarantine_rule(store, ledger.as_deref_mut())? {
         revoked |= revoke_quarantined(store, ledger)?;
     }
     Ok(revoked)
@@ -76,11 +81,12 @@ pub(super) fn revoke_quarantined(store: &Store, ledger: Option<&mut Ledger>) -> 
 
 /// Takes up the next kept contradiction of every held checker whose wait for another dispute ended
 /// ([`Store::take_up_waiting`]): the store first (flushed), then the ledger's lines (counts taken
-/// back, releases), as a commit's. Returns whether a count was taken back.
-fn take_up_waiting(store: &Store, ledger: Option<&mut Ledger>) -> Result<bool> {
+/// back, releases), as a commit's. Returns whether a count was taken back, and whether a checker
+/// was released.
+fn take_up_waiting(store: &Store, ledger: Option<&mut Ledger>) -> Result<(bool, bool)> {
     let woken = store.take_up_waiting()?;
     if !woken.has_effects() {
-        return Ok(false);
+        return Ok((false, false));
     }
     store.flush()?;
     for r in &woken.disputed {
@@ -102,7 +108,7 @@ fn take_up_waiting(store: &Store, ledger: Option<&mut Ledger>) -> Result<bool> {
             .collect();
         ledger.append(&lines)?;
     }
-    Ok(!woken.disputed.is_empty())
+    Ok((!woken.disputed.is_empty(), !woken.lifted.is_empty()))
 }
 
 /// Runs the quarantine rule at the start ([`Store::apply_quarantine_rule`]): a lift the commit thread

@@ -646,6 +646,11 @@ impl Store {
             for q in contradicted {
                 put_quarantine(quarantine, &mut out, q)?;
             }
+            // One whole after all (a contradiction of its own beside one kept): nothing it kept is
+            // taken up.
+            for q in out.quarantined.iter().filter(|q| !q.held) {
+                kept.remove(q.worker.as_bytes())?;
+            }
             let t = take_up::Trees {
                 runs,
                 jobs,

@@ -567,6 +567,10 @@ impl Store {
     pub fn put_quarantine(&self, q: &Quarantine) -> Result<()> {
         records::check_quarantine(q)?;
         self.lifted.remove(q.worker.as_bytes())?;
+        if !q.held {
+            // Whole, it takes nothing up ([`challenges`]).
+            self.challenges.remove(q.worker.as_bytes())?;
+        }
         self.quarantine.insert(q.worker.as_bytes(), encode(q))?;
         self.flush()
     }

@@ -211,9 +211,12 @@ impl Store {
             let Some(next) = kept.challenges.first().filter(|_| waits(&kept)) else {
                 continue;
             };
-            let open = self
-                .job(next.run, &next.key)?
-                .is_some_and(|r| r.state == JobState::Disputed);
+            // (Its run cancelled or gone: no dispute of it is decided any more.)
+            let live = self.run(next.run)?.is_some_and(|m| !m.is_cancelled());
+            let open = live
+                && self
+                    .job(next.run, &next.key)?
+                    .is_some_and(|r| r.state == JobState::Disputed);
             if !open {
                 names.push(String::from_utf8_lossy(&name).into_owned());
             }
@@ -253,6 +256,10 @@ impl Store {
                 txn_settle(runs, totals, &mut e)?;
                 Ok(out)
             })?;
+        // A run running again has another root when it finishes (as for a revocation).
+        for run in &committed.reopened {
+            self.forget_certificate_root(run.id)?;
+        }
         Ok(committed)
     }
 }

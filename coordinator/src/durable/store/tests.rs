@@ -887,6 +887,66 @@ fn a_checker_waiting_for_another_dispute_stays_held_and_is_taken_up_when_it_ends
     store.audit().unwrap();
 }
 
+/// A checker waiting for a dispute of a run that is then cancelled passes that contradiction over
+/// when taken up, and is released. Before, the cancelled run's job still read as disputed: the
+/// checker waited, held, for good.
+#[test]
+fn a_checker_waiting_for_a_dispute_of_a_cancelled_run_is_released() {
+    let (store, plan, run) = one_record_run();
+    let other = another_record_run(&store, plan);
+    let mine = incoming(run.id, &plan, 3);
+    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
+    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(other.id, &plan, 2));
+    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
+    counted_by_two(&store, &plan, &j2, ["x", "y"], 8);
+    store
+        .commit(&[by(&plan, "h", j1.clone(), 0), by(&plan, "h", j2.clone(), 0)])
+        .unwrap();
+    store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
+    decided_by_two(&store, &plan, &j1);
+    assert!(is_held(&store, "h"));
+    store
+        .apply_control(other.id, super::Control::Cancel)
+        .unwrap();
+    let woken = store.take_up_waiting().unwrap();
+    let released: Vec<&str> = woken.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(released, ["h"]);
+    assert!(store.result(run.id, &mine.key).unwrap().is_some());
+}
+
+/// An operator's quarantine of a held checker (whole) drops what was kept for it.
+#[test]
+fn an_operators_quarantine_drops_what_was_kept() {
+    let (store, _, _, _, _, _) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    assert!(store.challenges.get(b"h").unwrap().is_some());
+    store.put_quarantine(&quarantined_by("h", &[])).unwrap();
+    assert!(store.challenges.get(b"h").unwrap().is_none());
+}
+
+/// A checker whose batch contradicts its own count beside two confirmed counts of others is whole:
+/// nothing is kept for it.
+#[test]
+fn a_checker_whole_by_its_own_batch_keeps_nothing() {
+    let (store, plan, run) = one_record_run();
+    let (j1, j2, j3) = (
+        incoming(run.id, &plan, 1),
+        incoming(run.id, &plan, 2),
+        incoming(run.id, &plan, 3),
+    );
+    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
+    counted_by_two(&store, &plan, &j2, ["x", "y"], 8);
+    counted_by_two(&store, &plan, &j3, ["h", "p"], 0);
+    store
+        .commit(&[
+            by(&plan, "h", j1.clone(), 0),
+            by(&plan, "h", j2.clone(), 0),
+            by(&plan, "h", j3.clone(), 16),
+        ])
+        .unwrap();
+    assert!(!is_held(&store, "h"));
+    assert!(store.challenges.get(b"h").unwrap().is_none());
+}
+
 /// A liar waiting for another dispute to end, where that dispute is decided against the count it
 /// contradicted the other way (a third result), takes that count up when the wait ends: the count is
 /// taken back and disputed between it and the liar, who is shown wrong there.
