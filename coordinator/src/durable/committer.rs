@@ -456,6 +456,7 @@ fn taken_back(store: &Store, seq: &mut u64, ended: &Ended) -> Option<Committed> 
     };
     end_holds(store, &mut committed, ended);
     wake_into(store, &mut committed);
+    rule_into(store, &mut committed);
     committed.has_effects().then_some(committed)
 }
 
@@ -575,30 +576,7 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
     // contradiction waited for. After every commit (a look at a tree that is empty but while
     // checkers are held), before the rule, which then sees whom it released.
     wake_into(store, &mut committed);
-    if !committed.quarantined.is_empty() && committed.incomplete.is_none() {
-        // (Not while a revocation is incomplete: the start completes revocations of quarantined
-        // workers only.) A worker shown wrong only by identities now shown wrong themselves serves
-        // again, and one whose lift lost its basis is quarantined again. A failure here moves no
-        // record; it counts as damage, so that the store is reopened and the start runs the rule
-        // again (a lifted worker that should be back in quarantine must not serve on).
-        match store.apply_quarantine_rule() {
-            Ok(lifts) => {
-                committed.lifted.extend(lifts.lifted);
-                // (One the commit released and the rule put back stays quarantined.)
-                committed
-                    .lifted
-                    .retain(|l| !lifts.restored.iter().any(|r| r.worker == l.worker));
-                for q in lifts.restored {
-                    revoke_into(store, &mut committed, &q);
-                    committed.quarantined.push(q);
-                }
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot run the quarantine rule (lifts decided by disproved workers); the store is reopened to run it again");
-                committed.incomplete = Some(format!("the quarantine rule could not run ({e})"));
-            }
-        }
-    }
+    rule_into(store, &mut committed);
     // A run that lost a counted result finishes again with another root: the kept one goes (within
     // this round's flush). A failure leaves it, guarded by its finish time and total.
     for run in &committed.reopened {
@@ -611,6 +589,41 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
         committed.finished.clear();
     }
     Ok(committed)
+}
+
+/// Runs the quarantine rule ([`Store::apply_quarantine_rule`]) after a round that quarantined or
+/// released a worker, into `committed`: lifts and, for every lift it takes back, the worker
+/// quarantined again and its unconfirmed results revoked. (A release by a take-up, or a quarantine
+/// a write made whole, reaches the rule in its own round: before, a write's never did, and a worker
+/// whose lift lost its basis served until the next start.)
+fn rule_into(store: &Store, committed: &mut Committed) {
+    // (Not while a revocation is incomplete: the start completes revocations of quarantined workers
+    // only.) A worker shown wrong only by identities now shown wrong themselves serves again, and one
+    // whose lift lost its basis is quarantined again. A failure here moves no record; it counts as
+    // damage, so that the store is reopened and the start runs the rule again (a lifted worker that
+    // should be back in quarantine must not serve on).
+    if (committed.quarantined.is_empty() && committed.lifted.is_empty())
+        || committed.incomplete.is_some()
+    {
+        return;
+    }
+    match store.apply_quarantine_rule() {
+        Ok(lifts) => {
+            committed.lifted.extend(lifts.lifted);
+            // (One the round released and the rule put back stays quarantined.)
+            committed
+                .lifted
+                .retain(|l| !lifts.restored.iter().any(|r| r.worker == l.worker));
+            for q in lifts.restored {
+                revoke_into(store, committed, &q);
+                committed.quarantined.push(q);
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot run the quarantine rule (lifts decided by disproved workers); the store is reopened to run it again");
+            committed.incomplete = Some(format!("the quarantine rule could not run ({e})"));
+        }
+    }
 }
 
 /// Revokes the unconfirmed results of the quarantined worker `q` into `committed`. The batch is
@@ -885,6 +898,28 @@ mod tests {
         let released: Vec<&str> = c.lifted.iter().map(|q| q.worker.as_str()).collect();
         assert_eq!(released, ["h"]);
         assert!(store.quarantined().unwrap().iter().all(|q| q.worker != "h"));
+        assert!(health.degraded().is_none());
+    }
+
+    /// A checker released by a take-up in a write's round reaches the quarantine rule in that
+    /// round: a worker lifted because this checker (its one decider) was quarantined is quarantined
+    /// again. Before, a write's round never ran the rule, and that worker served until the next
+    /// start (found by a review, 2026-12-01).
+    #[tokio::test]
+    async fn a_release_in_a_writes_round_reaches_the_rule() {
+        use crate::durable::store::tests::{a_check_of_two_lies, decided_by_two};
+        let (store, plan, run, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+        store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
+        decided_by_two(&store, &plan, &j1);
+        store.put_quarantine(&quarantined_by("w", &["h"])).unwrap();
+        let lifts = store.apply_quarantine_rule().unwrap();
+        assert_eq!(lifts.lifted.len(), 1, "w: its one decider is quarantined");
+        let (committer, health) = started(&store);
+        let fail = Write::Fail(vec![(run.id, j2.key.clone(), "5 leases expired".into())]);
+        let c = committer.write(fail).await.unwrap().taken_back.unwrap();
+        assert!(c.lifted.iter().any(|q| q.worker == "h"), "{c:?}");
+        assert!(c.quarantined.iter().any(|q| q.worker == "w"), "{c:?}");
+        assert!(store.quarantined().unwrap().iter().any(|q| q.worker == "w"));
         assert!(health.degraded().is_none());
     }
 

@@ -233,31 +233,30 @@ fn distrust(store: &Store, mut ledger: Option<&mut Ledger>, names: &[String]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::durable::store::tests::{a_check_of_two_lies, by, decided_by_two, in_turn};
-    use crate::durable::store::Outcome;
+    use crate::durable::store::tests::{a_check_of_two_lies, by, decided_by_two};
 
-    /// A held checker whose wait for another dispute ended before a crash (the commit that decided
-    /// that dispute stored, its take-up not) is taken up at the next start: released, every identity
-    /// it contradicted shown wrong. Without the step it stayed held, nothing left to wake it.
+    /// A held checker whose wait for another dispute ended before a crash (the write that failed
+    /// that dispute stored, its take-up not) is taken up at the next start: its contradiction is
+    /// passed over and, every identity it contradicted shown wrong or moot, it is released (not
+    /// lifted by the rule: two of those identities were never quarantined). Without the step it
+    /// stayed held, nothing left to wake it.
     #[test]
     fn a_start_takes_up_a_checker_whose_wait_ended_before_a_crash() {
-        let (store, plan, _, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+        let (store, plan, run, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
         store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
         decided_by_two(&store, &plan, &j1);
-        in_turn(
-            &store,
-            &plan,
-            &j2,
-            &[("f", 0, Outcome::Disputed), ("g", 0, Outcome::Accepted)],
-        );
-        assert!(store.quarantined().unwrap().iter().any(|q| q.worker == "h"));
-        settle_at_start(&store, None, &Config::default()).unwrap();
-        let names: Vec<String> = store
+        store.fail_job(run.id, &j2.key, "5 leases expired").unwrap();
+        assert!(store
             .quarantined()
             .unwrap()
-            .into_iter()
-            .map(|q| q.worker)
-            .collect();
-        assert!(!names.contains(&"h".to_string()), "{names:?}");
+            .iter()
+            .any(|q| q.worker == "h" && q.held));
+        settle_at_start(&store, None, &Config::default()).unwrap();
+        let names =
+            |qs: Vec<Quarantine>| -> Vec<String> { qs.into_iter().map(|q| q.worker).collect() };
+        let quarantined = names(store.quarantined().unwrap());
+        assert!(!quarantined.contains(&"h".to_string()), "{quarantined:?}");
+        assert!(!names(store.lifted().unwrap()).contains(&"h".to_string()));
+        assert!(quarantined.contains(&"c".to_string()), "c's dispute failed");
     }
 }

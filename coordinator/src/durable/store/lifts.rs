@@ -138,8 +138,8 @@ impl Store {
         if moves.is_empty() {
             return Ok(out);
         }
-        (&self.quarantine, &self.lifted)
-            .transaction(|(quarantine, lifted)| {
+        (&self.quarantine, &self.lifted, &self.challenges)
+            .transaction(|(quarantine, lifted, kept)| {
                 for (name, bytes, lift) in &moves {
                     let (to, from) = match lift {
                         true => (lifted, quarantine),
@@ -147,6 +147,11 @@ impl Store {
                     };
                     from.remove(name.as_bytes())?;
                     to.insert(name.as_bytes(), bytes.as_slice())?;
+                    // Lifted, or put back whole: no longer held, it takes nothing up, and a hold
+                    // later starts afresh (found by a review, 2026-12-01: the rule lifted a held
+                    // checker and left what it kept, which later wakes read, and a new hold
+                    // appended to).
+                    kept.remove(name.as_bytes())?;
                 }
                 Ok::<(), sled::transaction::ConflictableTransactionError<()>>(())
             })

@@ -50,6 +50,8 @@ pub(super) fn txn_take_up(
         .and_then(|raw| decode::<Quarantine>("quarantine", &raw).ok())
         .filter(|q| q.held)
     else {
+        // Not held (whole, lifted, released): what was kept for it goes.
+        t.kept.remove(name.as_bytes())?;
         return Ok(());
     };
     let mut held = challenges::txn_get(t.kept, name)?;
@@ -186,6 +188,15 @@ pub(super) fn waits(kept: &Kept) -> bool {
 }
 
 impl Store {
+    /// Whether `name`'s quarantine is stored held. A record that fails its check reads as held (the
+    /// start mends it; nothing kept is dropped on it meanwhile).
+    fn held(&self, name: &str) -> Result<bool> {
+        Ok(match self.quarantine.get(name.as_bytes())? {
+            Some(raw) => decode::<Quarantine>("quarantine", &raw).map_or(true, |q| q.held),
+            None => false,
+        })
+    }
+
     /// Whether held checker `name` waits to take up a kept contradiction ([`waits`]). Kept
     /// contradictions that fail their check read as none.
     pub(super) fn waits(&self, name: &str) -> Result<bool> {
@@ -208,6 +219,12 @@ impl Store {
             let Ok(kept) = decode::<Kept>("challenges", &raw) else {
                 continue;
             };
+            let name = String::from_utf8_lossy(&name).into_owned();
+            // (Not held any more: stale, dropped by the take-up.)
+            if !self.held(&name)? {
+                names.push(name);
+                continue;
+            }
             let Some(next) = kept.challenges.first().filter(|_| waits(&kept)) else {
                 continue;
             };
@@ -218,7 +235,7 @@ impl Store {
                     .job(next.run, &next.key)?
                     .is_some_and(|r| r.state == JobState::Disputed);
             if !open {
-                names.push(String::from_utf8_lossy(&name).into_owned());
+                names.push(name);
             }
         }
         if names.is_empty() {

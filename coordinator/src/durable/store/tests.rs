@@ -914,6 +914,32 @@ fn a_checker_waiting_for_a_dispute_of_a_cancelled_run_is_released() {
     assert!(store.result(run.id, &mine.key).unwrap().is_some());
 }
 
+/// The rule lifting a held checker (every identity it contradicted quarantined) drops what was kept
+/// for it: a hold later starts afresh, and no wake reads it again.
+#[test]
+fn a_lift_by_the_rule_drops_what_was_kept() {
+    let (store, _, _, _, _, _) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    for name in ["a", "b", "x", "y"] {
+        store.put_quarantine(&quarantined_by(name, &[])).unwrap();
+    }
+    let lifts = store.apply_quarantine_rule().unwrap();
+    let lifted: Vec<&str> = lifts.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(lifted, ["h"]);
+    assert!(store.challenges.get(b"h").unwrap().is_none());
+}
+
+/// What was kept for a checker no longer held (left by an older build, say) goes at the next wake.
+#[test]
+fn a_wake_drops_what_was_kept_for_a_checker_no_longer_held() {
+    let (store, _, _, _, _, _) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    let kept = store.challenges.get(b"h").unwrap().unwrap();
+    store.release_quarantine("h").unwrap();
+    store.challenges.insert(b"h", kept).unwrap();
+    let woken = store.take_up_waiting().unwrap();
+    assert!(!woken.has_effects());
+    assert!(store.challenges.get(b"h").unwrap().is_none());
+}
+
 /// An operator's quarantine of a held checker (whole) drops what was kept for it.
 #[test]
 fn an_operators_quarantine_drops_what_was_kept() {
