@@ -844,18 +844,8 @@ mod tests {
     /// once it did, the count's take-back reached the ledger before the count (found by a review).
     #[tokio::test]
     async fn the_commit_that_ends_a_dispute_wakes_the_checker_waiting_for_it() {
-        use crate::durable::store::tests::decided_by_two;
-        let (store, plan, run) = one_record_run();
-        let (j1, j2) = (
-            incoming(run.id, &plan, 1, "x"),
-            incoming(run.id, &plan, 2, "x"),
-        );
-        counted_by_two(&store, &plan, &j1, ["c1", "c2"], 8);
-        counted_by_two(&store, &plan, &j2, ["h3", "h4"], 0);
-        store
-            .commit(&[by(&plan, "l", j1.clone(), 0), by(&plan, "l", j2.clone(), 8)])
-            .unwrap();
-        store.commit(&[by(&plan, "c3", j2.clone(), 16)]).unwrap();
+        use crate::durable::store::tests::{a_liar_and_another_dispute, decided_by_two};
+        let (store, plan, run, j1, j2) = a_liar_and_another_dispute();
         decided_by_two(&store, &plan, &j1);
         let (committer, health) = started(&store);
         let c = committer
@@ -882,15 +872,49 @@ mod tests {
         assert!(health.degraded().is_none());
     }
 
+    /// A round that finishes a run, then takes a count of that run back by a take-up, announces it
+    /// running again, not finished; the other counts of the round reach the ledger.
+    #[tokio::test]
+    async fn a_run_a_round_finishes_and_a_take_up_reopens_is_not_announced_finished() {
+        use crate::durable::store::tests::{a_liar_and_another_dispute, decided_by_two, in_turn};
+        let (store, plan, run, j1, j2) = a_liar_and_another_dispute();
+        decided_by_two(&store, &plan, &j1);
+        // Every other job counted but job 3, which waits for its second result.
+        let j3 = incoming(run.id, &plan, 3, "p1");
+        for i in (0..plan.jobs().count()).filter(|i| ![1, 2, 3].contains(i)) {
+            counted_by_two(
+                &store,
+                &plan,
+                &incoming(run.id, &plan, i, "p1"),
+                ["p1", "p2"],
+                0,
+            );
+        }
+        in_turn(&store, &plan, &j3, &[("p1", 0, Outcome::Pending)]);
+        let (committer, _) = started(&store);
+        let c = committer
+            .commit(vec![
+                by(&plan, "f", j2.clone(), 0),
+                by(&plan, "p2", j3.clone(), 0),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(c.outcomes, [Outcome::Accepted, Outcome::Accepted]);
+        let counted: Vec<&JobKey> = c.counted.iter().map(|(_, key, _)| key).collect();
+        assert_eq!(counted, [&j3.key]);
+        assert!(c.finished.is_empty(), "{:?}", c.finished);
+        let reopened: Vec<u64> = c.reopened.iter().map(|m| m.id).collect();
+        assert_eq!(reopened, [run.id]);
+        assert!(!store.run(run.id).unwrap().unwrap().is_done());
+    }
+
     /// So does a write that fails that dispute: an honest checker waiting for it passes its
     /// contradiction over and, every identity it contradicted shown wrong or moot, is released in
     /// that write's round.
     #[tokio::test]
     async fn a_write_that_fails_a_dispute_wakes_the_checker_waiting_for_it() {
-        use crate::durable::store::tests::{a_check_of_two_lies, decided_by_two};
-        let (store, plan, run, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
-        store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
-        decided_by_two(&store, &plan, &j1);
+        use crate::durable::store::tests::a_checker_waiting;
+        let (store, _, run, _, _, j2) = a_checker_waiting();
         let (committer, health) = started(&store);
         let fail = Write::Fail(vec![(run.id, j2.key.clone(), "5 leases expired".into())]);
         let wrote = committer.write(fail).await.unwrap();
@@ -907,10 +931,8 @@ mod tests {
     /// start (found by a review, 2026-12-01).
     #[tokio::test]
     async fn a_release_in_a_writes_round_reaches_the_rule() {
-        use crate::durable::store::tests::{a_check_of_two_lies, decided_by_two};
-        let (store, plan, run, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
-        store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
-        decided_by_two(&store, &plan, &j1);
+        use crate::durable::store::tests::a_checker_waiting;
+        let (store, _, run, _, _, j2) = a_checker_waiting();
         store.put_quarantine(&quarantined_by("w", &["h"])).unwrap();
         let lifts = store.apply_quarantine_rule().unwrap();
         assert_eq!(lifts.lifted.len(), 1, "w: its one decider is quarantined");

@@ -40,10 +40,10 @@ pub(super) fn settle_at_start(
     }
     // Held checkers whose wait for another dispute ended (before a crash, or by a step above) take
     // up their next kept contradiction, last: while one waits, nothing above makes it whole. One
-    // released may take a lift's basis away: the rule runs again.
-    let (disputed, released) = take_up_waiting(store, ledger.as_deref_mut())?;
-    revoked |= disputed;
-    if released && apply_quarantine_rule(store, ledger.as_deref_mut())? {
+    // released may take a lift's basis away: the rule runs again (a rule with nothing to change
+    // changes nothing).
+    revoked |= take_up_waiting(store, ledger.as_deref_mut())?;
+    if apply_quarantine_rule(store, ledger.as_deref_mut())? {
         revoked |= revoke_quarantined(store, ledger)?;
     }
     Ok(revoked)
@@ -81,12 +81,11 @@ pub(super) fn revoke_quarantined(store: &Store, ledger: Option<&mut Ledger>) -> 
 
 /// Takes up the next kept contradiction of every held checker whose wait for another dispute ended
 /// ([`Store::take_up_waiting`]): the store first (flushed), then the ledger's lines (counts taken
-/// back, releases), as a commit's. Returns whether a count was taken back, and whether a checker
-/// was released.
-fn take_up_waiting(store: &Store, ledger: Option<&mut Ledger>) -> Result<(bool, bool)> {
+/// back, releases), as a commit's. Returns whether a count was taken back.
+fn take_up_waiting(store: &Store, ledger: Option<&mut Ledger>) -> Result<bool> {
     let woken = store.take_up_waiting()?;
     if !woken.has_effects() {
-        return Ok((false, false));
+        return Ok(false);
     }
     store.flush()?;
     for r in &woken.disputed {
@@ -108,7 +107,7 @@ fn take_up_waiting(store: &Store, ledger: Option<&mut Ledger>) -> Result<(bool, 
             .collect();
         ledger.append(&lines)?;
     }
-    Ok((!woken.disputed.is_empty(), !woken.lifted.is_empty()))
+    Ok(!woken.disputed.is_empty())
 }
 
 /// Runs the quarantine rule at the start ([`Store::apply_quarantine_rule`]): a lift the commit thread
@@ -233,7 +232,10 @@ fn distrust(store: &Store, mut ledger: Option<&mut Ledger>, names: &[String]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::durable::store::tests::{a_check_of_two_lies, by, decided_by_two};
+    use crate::durable::store::tests::{
+        a_checker_waiting, a_liar_and_another_dispute, decided_by_two, in_turn,
+    };
+    use crate::durable::store::Outcome;
 
     /// A held checker whose wait for another dispute ended before a crash (the write that failed
     /// that dispute stored, its take-up not) is taken up at the next start: its contradiction is
@@ -242,9 +244,7 @@ mod tests {
     /// stayed held, nothing left to wake it.
     #[test]
     fn a_start_takes_up_a_checker_whose_wait_ended_before_a_crash() {
-        let (store, plan, run, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
-        store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
-        decided_by_two(&store, &plan, &j1);
+        let (store, _, run, _, _, j2) = a_checker_waiting();
         store.fail_job(run.id, &j2.key, "5 leases expired").unwrap();
         assert!(store
             .quarantined()
@@ -258,5 +258,30 @@ mod tests {
         assert!(!quarantined.contains(&"h".to_string()), "{quarantined:?}");
         assert!(!names(store.lifted().unwrap()).contains(&"h".to_string()));
         assert!(quarantined.contains(&"c".to_string()), "c's dispute failed");
+    }
+
+    /// A held liar whose wait ended before a crash (the dispute it waited for decided against its
+    /// contradiction, stored, its take-up not) takes the count up at the next start: the count is
+    /// taken back in the store and, by a line, in the ledger, and the start says results were taken
+    /// back (the audit made before is out of date).
+    #[test]
+    fn a_start_takes_up_a_waiting_liars_count_in_the_store_and_the_ledger() {
+        let (store, plan, run, j1, j2) = a_liar_and_another_dispute();
+        decided_by_two(&store, &plan, &j1);
+        in_turn(&store, &plan, &j2, &[("f", 0, Outcome::Accepted)]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(crate::durable::ledger::LEDGER_FILE);
+        let mut ledger = crate::durable::ledger::rewrite(&path, &store).unwrap();
+        let read = |path: &std::path::Path| crate::durable::ledger::LedgerView::read(path).unwrap();
+        assert!(read(&path).results[&run.id].contains_key(&j2.key));
+        let revoked = settle_at_start(&store, Some(&mut ledger), &Config::default()).unwrap();
+        assert!(revoked, "a count taken back");
+        assert_eq!(store.result(run.id, &j2.key).unwrap(), None);
+        drop(ledger);
+        let view = read(&path);
+        assert!(view.damaged.is_empty(), "{:?}", view.damaged);
+        assert!(!view.results[&run.id].contains_key(&j2.key));
+        // Nothing more at the next start.
+        assert!(!settle_at_start(&store, None, &Config::default()).unwrap());
     }
 }

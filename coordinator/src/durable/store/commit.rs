@@ -222,15 +222,7 @@ impl Store {
     /// Applies a batch of results in one transaction. Not flushed: the caller flushes (once for a group
     /// of batches) before acknowledging any of them.
     pub fn commit(&self, batch: &[Incoming]) -> Result<Committed> {
-        let trees = (
-            &self.runs,
-            &self.jobs,
-            &self.results,
-            &self.workers,
-            &self.totals,
-            &self.quarantine,
-            &self.challenges,
-        );
+        let trees = self.commit_trees();
         let committed = trees.transaction(
             |(runs, jobs, groups, workers, totals, quarantine, kept)| {
             let results = groups::Tx { groups, workers };
@@ -575,11 +567,9 @@ impl Store {
                         // (Or its own dispute, whatever its other side became: identities
                         // quarantined whole leave it with the checker's result alone.)
                         let tied = q.by.iter().any(|by| losing.contains(by))
-                            || (q.held
-                                && challenges::txn_get(kept, name)?
-                                    .open
-                                    .iter()
-                                    .any(|(run, key)| *run == inc.run && *key == inc.key));
+                            || challenges::txn_get(kept, name)?
+                                .open
+                                .contains(&(inc.run, inc.key.clone()));
                         if tied {
                             take_up.entry(name.clone()).or_insert_with(|| losing.clone());
                         }

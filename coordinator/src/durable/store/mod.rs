@@ -288,6 +288,32 @@ impl Store {
         )
     }
 
+    /// The trees a commit touches, for one transaction: those of [`Store::result_trees`], then the
+    /// quarantines and the kept contradictions.
+    #[allow(clippy::type_complexity)]
+    fn commit_trees(
+        &self,
+    ) -> (
+        &sled::Tree,
+        &sled::Tree,
+        &sled::Tree,
+        &sled::Tree,
+        &sled::Tree,
+        &sled::Tree,
+        &sled::Tree,
+    ) {
+        let (runs, jobs, results, workers, totals) = self.result_trees();
+        (
+            runs,
+            jobs,
+            results,
+            workers,
+            totals,
+            &self.quarantine,
+            &self.challenges,
+        )
+    }
+
     /// Makes the next run id greater than every run's (it may have been lost or damaged: a run created
     /// with an id in use would overwrite one); run at every open, before any run is created.
     fn repair_next_run(&self) -> Result<()> {

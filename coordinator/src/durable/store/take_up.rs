@@ -122,12 +122,12 @@ pub(super) fn txn_take_up(
         break;
     }
     challenges::txn_put(t.kept, name, &held)?;
-    if disputed || !held.challenges.is_empty() {
+    if disputed {
         return Ok(());
     }
-    // Nothing disputed now, nothing waiting: released if every identity it contradicted is on the
-    // losing side, behind a count passed over, or quarantined whole (those behind a count in
-    // another dispute are none of these, unless quarantined whole). Before, a contradiction passed
+    // Nothing disputed now: released if every identity it contradicted is on the losing side,
+    // behind a count passed over, or quarantined whole (those behind a count it waits for are none
+    // of these, unless quarantined whole: then nothing is left to show, and it waits no more). Before, a contradiction passed
     // over left it held with no dispute open, and the next start made it whole (found by a review,
     // 2026-12-01: a colluder quarantining itself took its pair's count back before the decision).
     let mut shown_wrong = true;
@@ -241,15 +241,7 @@ impl Store {
         if names.is_empty() {
             return Ok(Committed::default());
         }
-        let trees = (
-            &self.runs,
-            &self.jobs,
-            &self.results,
-            &self.workers,
-            &self.totals,
-            &self.quarantine,
-            &self.challenges,
-        );
+        let trees = self.commit_trees();
         let committed =
             trees.transaction(|(runs, jobs, groups, workers, totals, quarantine, kept)| {
                 let t = Trees {

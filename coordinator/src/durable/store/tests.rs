@@ -822,12 +822,10 @@ fn a_held_liar_is_not_released_by_a_dispute_it_did_not_open() {
     assert!(store.challenges.get(b"l").unwrap().is_none());
 }
 
-/// A held liar whose kept lie a colluder put in dispute waits for that dispute: the decision of its
-/// own first dispute for it (a lie of two colluders it was right about) releases nothing. Before,
-/// the count taken back read as gone, its honest identities moot, and the liar was released, its
-/// lie never disputed (found by a review, 2026-12-01).
-#[test]
-fn a_kept_contradiction_in_another_dispute_makes_the_checker_wait() {
+/// A record run where c1 and c2 counted a lie on job 1 and the honest h3 and h4 job 2; the liar l's
+/// one batch contradicted both (right about job 1, disputed; a lie about job 2, kept), then c3
+/// disputed job 2 with a lie of its own: the store, the plan, the run, jobs 1 and 2.
+pub(crate) fn a_liar_and_another_dispute() -> (Store, Plan, super::RunMeta, Incoming, Incoming) {
     let (store, plan, run) = one_record_run();
     let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
     counted_by_two(&store, &plan, &j1, ["c1", "c2"], 8);
@@ -837,10 +835,33 @@ fn a_kept_contradiction_in_another_dispute_makes_the_checker_wait() {
         .unwrap();
     let other = store.commit(&[by(&plan, "c3", j2.clone(), 16)]).unwrap();
     assert_eq!(other.disputed.len(), 1, "j2 in c3's dispute");
+    (store, plan, run, j1, j2)
+}
+
+/// A held liar whose kept lie a colluder put in dispute waits for that dispute: the decision of its
+/// own first dispute for it (a lie of two colluders it was right about) releases nothing. Before,
+/// the count taken back read as gone, its honest identities moot, and the liar was released, its
+/// lie never disputed (found by a review, 2026-12-01).
+#[test]
+fn a_kept_contradiction_in_another_dispute_makes_the_checker_wait() {
+    let (store, plan, _, j1, _) = a_liar_and_another_dispute();
     let decided = decided_by_two(&store, &plan, &j1);
     assert!(decided.lifted.is_empty(), "{:?}", decided.lifted);
     assert!(is_held(&store, "l"));
     assert!(store.challenges.get(b"l").unwrap().is_some(), "still kept");
+}
+
+/// [`a_check_of_two_lies`] of pairs a, b and x, y, then c, another checker, disputed x and y's count
+/// of job 2 under a live lease of its own, and job 1 was decided for h: h waits for c's dispute. The
+/// store, the plan, the run, h's count, jobs 1 and 2.
+pub(crate) fn a_checker_waiting() -> (Store, Plan, super::RunMeta, Incoming, Incoming, Incoming) {
+    let (store, plan, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    let other = store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
+    assert_eq!(other.disputed.len(), 1, "j2 in c's dispute");
+    let decided = decided_by_two(&store, &plan, &j1);
+    assert!(decided.lifted.is_empty() && decided.disputed.is_empty());
+    assert!(is_held(&store, "h"));
+    (store, plan, run, mine, j1, j2)
 }
 
 /// An honest checker whose next kept contradiction's count is in another checker's dispute stays
@@ -850,14 +871,8 @@ fn a_kept_contradiction_in_another_dispute_makes_the_checker_wait() {
 /// made it whole and took its record counts back, and nothing woke it.
 #[test]
 fn a_checker_waiting_for_another_dispute_stays_held_and_is_taken_up_when_it_ends() {
-    let (store, plan, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    let (store, plan, run, mine, _, j2) = a_checker_waiting();
     let truth = |i: usize| u128::from(incoming(run.id, &plan, i).result.total);
-    // c, another checker, disputes x and y's count of j2 under a live lease of its own.
-    let other = store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
-    assert_eq!(other.disputed.len(), 1, "j2 in c's dispute");
-    let decided = decided_by_two(&store, &plan, &j1);
-    assert!(decided.lifted.is_empty() && decided.disputed.is_empty());
-    assert!(is_held(&store, "h"));
     assert!(store.revoke("h").unwrap().revoked.is_empty(), "it waits");
     assert!(is_held(&store, "h"));
     assert!(store.result(run.id, &mine.key).unwrap().is_some());
@@ -885,6 +900,56 @@ fn a_checker_waiting_for_another_dispute_stays_held_and_is_taken_up_when_it_ends
         truth(3) + truth(1) + truth(2)
     );
     store.audit().unwrap();
+}
+
+/// A checker whose next kept contradiction's count is in another dispute, every identity behind
+/// that count quarantined whole already, waits for nothing: the decision for it releases it.
+#[test]
+fn a_checker_whose_kept_count_is_behind_identities_shown_wrong_is_released_without_waiting() {
+    let (store, plan, _, _, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
+    for name in ["x", "y"] {
+        store.put_quarantine(&quarantined_by(name, &[])).unwrap();
+        store.revoke(name).unwrap();
+    }
+    let decided = decided_by_two(&store, &plan, &j1);
+    let released: Vec<&str> = decided.lifted.iter().map(|q| q.worker.as_str()).collect();
+    assert_eq!(released, ["h"]);
+    assert!(store.challenges.get(b"h").unwrap().is_none());
+}
+
+/// A held checker with no dispute open and nothing left to take up (its one kept contradiction
+/// passed over, but an identity it contradicted beyond what is kept still stands) is not held by
+/// what it kept: the next revocation makes it whole, as for any hold with no dispute.
+#[test]
+fn a_checker_with_nothing_left_to_take_up_is_made_whole_by_a_revocation() {
+    let (store, plan, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    // z stands behind a contradiction not kept (beyond the most kept).
+    let mut q = store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .find(|q| q.worker == "h")
+        .unwrap();
+    q.by.push("z".into());
+    store
+        .quarantine
+        .insert(b"h", super::records::encode(&q))
+        .unwrap();
+    // x contradicts itself: j2's count goes, and j2 is passed over.
+    store.put_quarantine(&quarantined_by("x", &[])).unwrap();
+    store.revoke("x").unwrap();
+    assert_eq!(store.result(run.id, &j2.key).unwrap(), None);
+    let decided = decided_by_two(&store, &plan, &j1);
+    assert!(decided.lifted.is_empty(), "z stands");
+    assert!(
+        store.challenges.get(b"h").unwrap().is_some(),
+        "moot names kept"
+    );
+    assert!(is_held(&store, "h"));
+    assert_eq!(store.revoke("h").unwrap().revoked.len(), 1, "its count");
+    assert!(!is_held(&store, "h"));
+    assert_eq!(store.result(run.id, &mine.key).unwrap(), None);
 }
 
 /// A checker waiting for a dispute of a run that is then cancelled passes that contradiction over
@@ -978,14 +1043,7 @@ fn a_checker_whole_by_its_own_batch_keeps_nothing() {
 /// taken back and disputed between it and the liar, who is shown wrong there.
 #[test]
 fn a_waiting_liar_takes_up_the_count_decided_without_it() {
-    let (store, plan, run) = one_record_run();
-    let (j1, j2) = (incoming(run.id, &plan, 1), incoming(run.id, &plan, 2));
-    counted_by_two(&store, &plan, &j1, ["c1", "c2"], 8);
-    counted_by_two(&store, &plan, &j2, ["h3", "h4"], 0);
-    store
-        .commit(&[by(&plan, "l", j1.clone(), 0), by(&plan, "l", j2.clone(), 8)])
-        .unwrap();
-    store.commit(&[by(&plan, "c3", j2.clone(), 16)]).unwrap();
+    let (store, plan, run, j1, j2) = a_liar_and_another_dispute();
     decided_by_two(&store, &plan, &j1);
     assert!(is_held(&store, "l"));
     // j2 decided for h3 and h4 (three with f), against c3.
