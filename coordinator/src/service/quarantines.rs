@@ -284,4 +284,27 @@ mod tests {
         // Nothing more at the next start.
         assert!(!settle_at_start(&store, None, &Config::default()).unwrap());
     }
+
+    /// A lift whose basis a start's release took away puts the worker back, takes its count back,
+    /// and the start says results were taken back (the audit made before is out of date).
+    #[test]
+    fn a_start_whose_rule_puts_a_worker_back_says_results_were_taken_back() {
+        use crate::durable::store::tests::{by, incoming_from, quarantined_by};
+        let store = Store::temporary().unwrap();
+        let plan = nqueens_common::Plan::new(8, nqueens_common::Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let counted = store
+            .commit(&[by(&plan, "w", incoming_from(run.id, &plan, 0, "w"), 0)])
+            .unwrap();
+        assert_eq!(counted.outcomes, [Outcome::Accepted]);
+        store.put_quarantine(&quarantined_by("w", &["h"])).unwrap();
+        store.put_quarantine(&quarantined_by("h", &["z"])).unwrap();
+        assert_eq!(store.apply_quarantine_rule().unwrap().lifted.len(), 1);
+        let config = Config {
+            release: vec!["h".into()],
+            ..Config::default()
+        };
+        assert!(settle_at_start(&store, None, &config).unwrap());
+        assert_eq!(store.tally(run.id).unwrap().jobs, 0);
+    }
 }

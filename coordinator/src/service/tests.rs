@@ -6039,3 +6039,131 @@ async fn a_copy_of_a_lie_under_a_lease_from_before_the_first_result_confirms_not
         .unwrap();
     assert_eq!(outcomes, vec![Outcome::Disputed]);
 }
+
+/// A lease issued while its job held a result, then let lapse, confirms nothing once the job's
+/// results are gone: the job failed, the operator retried it, and the copy of the liar's new first
+/// result came under the old lease. Before, the lease kept its mark across the retry, and two
+/// colluders counted a lie without the draw of confirmers (found by a review, 2026-12-01).
+#[tokio::test(start_paused = true)]
+async fn a_lease_from_before_a_retry_confirms_nothing_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        ..Config::default()
+    };
+    let c = reopened_with(dir.path(), config).await;
+    let run = verified_run_of_8(&c).await;
+    let id = c.run(&run).unwrap().meta.id;
+    let of_h = lease_credential(&c, "h", 4096).await;
+    let job = of_h[0].clone();
+    let first = c
+        .report_as("h", "h", true, vec![report(&job)])
+        .await
+        .unwrap();
+    assert_eq!(first, vec![Outcome::Pending]);
+    // b leases it for its second result (the draw admits everyone in a cluster this small), and lets
+    // the lease lapse.
+    let of_b = lease_credential(&c, "b", 4096).await;
+    let old = of_b
+        .iter()
+        .find(|g| g.key == job.key)
+        .expect("b leased the job")
+        .clone();
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    // The job fails (its leases expired under workers enough, say), and the operator retries it.
+    c.shared.store.fail_job(id, &job.key, "test").unwrap();
+    c.state().runs.get_mut(&id).unwrap().moved_by(
+        &job.key,
+        Some(crate::durable::store::JobState::Verifying),
+        Some(crate::durable::store::JobState::Failed),
+        u64::MAX,
+    );
+    let (retried, _) = c.retry_failed(&run).await.unwrap();
+    assert_eq!(retried, 1);
+    // a leases it anew: its lie is the job's first result now.
+    let of_a = lease_credential(&c, "a", 4096).await;
+    let fresh = of_a
+        .iter()
+        .find(|g| g.key == job.key)
+        .expect("a leased the job");
+    let lie = c
+        .report_as("a", "a", true, vec![lying(fresh)])
+        .await
+        .unwrap();
+    assert_eq!(lie, vec![Outcome::Pending]);
+    // b's copy under its lease of before the retry confirms nothing.
+    let copy = c.report_as("b", "b", true, vec![lying(&old)]).await;
+    assert!(
+        !matches!(copy.as_deref(), Ok([Outcome::Accepted])),
+        "{copy:?}"
+    );
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 0);
+    let record = c.shared.store.job(id, &job.key).unwrap().unwrap();
+    assert_eq!(record.candidates.len(), 1, "{record:?}");
+}
+
+/// So does a lease of a job whose one result was taken back with its worker's quarantine (the job
+/// pending again): the copy of a liar's new first result under it counts nothing.
+#[tokio::test(start_paused = true)]
+async fn a_lease_from_before_a_revocation_confirms_nothing_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        ..Config::default()
+    };
+    let c = reopened_with(dir.path(), config).await;
+    let run = verified_run_of_8(&c).await;
+    let id = c.run(&run).unwrap().meta.id;
+    let of_q = lease_credential(&c, "q", 4096).await;
+    let (job, other) = (of_q[0].clone(), of_q[1].clone());
+    let firsts = c
+        .report_as("q", "q", true, vec![report(&job), report(&other)])
+        .await
+        .unwrap();
+    assert_eq!(firsts, vec![Outcome::Pending; 2]);
+    // b leases both for their second results, and lets the leases lapse.
+    let of_b = lease_credential(&c, "b", 4096).await;
+    let old = of_b
+        .iter()
+        .find(|g| g.key == job.key)
+        .expect("b leased the job")
+        .clone();
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    // h confirms q's other result; then q contradicts it: q is quarantined, and its one result of
+    // the job is taken back (pending again).
+    let of_h = lease_credential(&c, "h", 4096).await;
+    let second = of_h.iter().find(|g| g.key == other.key).unwrap();
+    let confirmed = c
+        .report_as("h", "h", true, vec![report(second)])
+        .await
+        .unwrap();
+    assert_eq!(confirmed, vec![Outcome::Accepted]);
+    let own = c
+        .report_as("q", "q", true, vec![lying(&other)])
+        .await
+        .unwrap();
+    assert!(matches!(own[..], [Outcome::Mismatch { .. }]), "{own:?}");
+    assert_eq!(c.shared.store.job(id, &job.key).unwrap(), None, "pending");
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    // a leases it anew: its lie is the job's first result now; b's copy under its old lease
+    // confirms nothing.
+    let of_a = lease_credential(&c, "a", 4096).await;
+    let fresh = of_a
+        .iter()
+        .find(|g| g.key == job.key)
+        .expect("a leased the job");
+    let lie = c
+        .report_as("a", "a", true, vec![lying(fresh)])
+        .await
+        .unwrap();
+    assert_eq!(lie, vec![Outcome::Pending]);
+    let copy = c.report_as("b", "b", true, vec![lying(&old)]).await;
+    assert!(
+        !matches!(copy.as_deref(), Ok([Outcome::Accepted])),
+        "{copy:?}"
+    );
+    assert_eq!(c.run(&run).unwrap().tally.jobs, 1, "the other job alone");
+}
