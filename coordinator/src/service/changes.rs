@@ -26,13 +26,10 @@ pub(super) fn apply(state: &mut super::State, committed: &Committed) {
                 tracing::error!(run = moved.run, job = %moved.key, "job failed: its workers gave different results");
             }
         }
-        // Pending again (its results taken back): it starts afresh, and no lease of before counts
-        // for it (a lease issued while it held a result would confirm a new first result without
-        // the draw of confirmers).
+        // Pending again (its results taken back): no lease of before confirms anything for it (one
+        // issued while it held a result would confirm a new first result with no draw).
         if moved.to.is_none() {
-            if let Some(live) = state.leases.settle(moved.run, &moved.key) {
-                state.spot.ended(live.id);
-            }
+            state.leases.unmark_job(moved.run, &moved.key);
         }
     }
     apply_quarantines(state, committed);

@@ -58,14 +58,11 @@ impl Coordinator {
         };
         let view = {
             let mut state = self.state();
-            // The jobs start afresh: no lease of before counts for them. Before, a lease issued
-            // while a job held a result kept that mark across its failure and retry, and confirmed
-            // a partner's new first result without the draw of confirmers (found by a review,
-            // 2026-12-01).
+            // The jobs start afresh: no lease of before confirms anything for them (a lease issued
+            // while a job held a result kept that mark across its failure and retry, and confirmed a
+            // partner's new first result with no draw: found by a review, 2026-12-01).
             for key in &keys {
-                if let Some(live) = state.leases.settle(run, key) {
-                    state.spot.ended(live.id);
-                }
+                state.leases.unmark_job(run, key);
             }
             let live = state
                 .runs

@@ -335,6 +335,23 @@ impl Leases {
         }
     }
 
+    /// Takes the mark of [`Leases::mark_after_first`] off every lease of job `key` of run `run`,
+    /// active or ended: the job is back to pending (retried, or its results taken back), and the
+    /// results they were issued against are gone. Before, such a lease confirmed a partner's new first
+    /// result with no draw of confirmers (found by a review, 2026-12-01). The leases themselves run
+    /// on: a result under one is the job's first result, as any.
+    pub fn unmark_job(&mut self, run: u64, key: &JobKey) {
+        let job = (run, key.clone());
+        if let Some(l) = self.by_job.get(&job).and_then(|id| self.active.get_mut(id)) {
+            l.after_first = false;
+        }
+        for id in self.past_by_job.get(&job).into_iter().flatten() {
+            if let Some(e) = self.past.get_mut(id) {
+                e.after_first = false;
+            }
+        }
+    }
+
     /// Whether lease `id` of this incarnation (active, or ended and still remembered) was issued while
     /// its job held a result already. A lease issued before (one that expired, or was kept by a
     /// partner across the first result) was taken without the draw of confirmers: a result under it

@@ -6040,6 +6040,19 @@ async fn a_copy_of_a_lie_under_a_lease_from_before_the_first_result_confirms_not
     assert_eq!(outcomes, vec![Outcome::Disputed]);
 }
 
+/// A coordinator over `dir` whose leases time out after [`TIMEOUT`], with a run of N = 8 that
+/// verifies every job: the coordinator, the run's name and its id.
+async fn verified_with_timeout(dir: &std::path::Path) -> (Coordinator, String, u64) {
+    let config = Config {
+        lease_timeout: TIMEOUT,
+        ..Config::default()
+    };
+    let c = reopened_with(dir, config).await;
+    let run = verified_run_of_8(&c).await;
+    let id = c.run(&run).unwrap().meta.id;
+    (c, run, id)
+}
+
 /// A lease issued while its job held a result, then let lapse, confirms nothing once the job's
 /// results are gone: the job failed, the operator retried it, and the copy of the liar's new first
 /// result came under the old lease. Before, the lease kept its mark across the retry, and two
@@ -6047,13 +6060,7 @@ async fn a_copy_of_a_lie_under_a_lease_from_before_the_first_result_confirms_not
 #[tokio::test(start_paused = true)]
 async fn a_lease_from_before_a_retry_confirms_nothing_after_it() {
     let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        lease_timeout: TIMEOUT,
-        ..Config::default()
-    };
-    let c = reopened_with(dir.path(), config).await;
-    let run = verified_run_of_8(&c).await;
-    let id = c.run(&run).unwrap().meta.id;
+    let (c, run, id) = verified_with_timeout(dir.path()).await;
     let of_h = lease_credential(&c, "h", 4096).await;
     let job = of_h[0].clone();
     let first = c
@@ -6108,13 +6115,7 @@ async fn a_lease_from_before_a_retry_confirms_nothing_after_it() {
 #[tokio::test(start_paused = true)]
 async fn a_lease_from_before_a_revocation_confirms_nothing_after_it() {
     let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        lease_timeout: TIMEOUT,
-        ..Config::default()
-    };
-    let c = reopened_with(dir.path(), config).await;
-    let run = verified_run_of_8(&c).await;
-    let id = c.run(&run).unwrap().meta.id;
+    let (c, run, id) = verified_with_timeout(dir.path()).await;
     let of_q = lease_credential(&c, "q", 4096).await;
     let (job, other) = (of_q[0].clone(), of_q[1].clone());
     let firsts = c
