@@ -13,13 +13,14 @@
 
 use std::collections::BTreeMap;
 
-use nqueens_common::{JobKey, JobResult, Tally};
+use nqueens_common::{JobKey, JobResult};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
-use super::changed::{Moved, Revoked};
+use super::changed::{Committed, Moved, Outcome};
 use super::records::{
     decode, encode, job_key, now_unix, run_key, JobRecord, JobState, Quarantine, ResultRecord,
 };
+use super::take_back::take_back;
 use super::txn::{abort, job_record, stored_tally};
 use super::{challenges, take_up};
 use super::{groups, RunMeta, Store};
@@ -101,120 +102,6 @@ impl Incoming {
             seal: Some(self.seal),
             families: ResultRecord::families_of([self.family]),
         }
-    }
-}
-
-/// What happened to one incoming result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Counted (for a verified job: confirmed by a worker of another name, then counted).
-    Accepted,
-    /// Recorded for a verified job; counted once a worker of another name agrees.
-    Pending,
-    /// Recorded, but it disagrees with the job's other results: a further worker decides.
-    Disputed,
-    /// The job was done already (or this worker had reported it), with the same result.
-    Duplicate,
-    /// The job was done already (or this worker had reported it), with a different result (kept: `stored`).
-    Mismatch { stored: JobResult },
-    /// The job has failed; the result was not recorded.
-    JobFailed,
-    /// The job is disputed and its sender may not decide it (a worker credential with no record, under
-    /// a lease other than one the coordinator gave it to decide): not recorded, not credited.
-    NotKept,
-}
-
-impl Outcome {
-    /// Its name in logs and metrics.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Outcome::Accepted => "accepted",
-            Outcome::Pending => "pending",
-            Outcome::Disputed => "disputed",
-            Outcome::Duplicate => "duplicate",
-            Outcome::Mismatch { .. } => "mismatch",
-            Outcome::JobFailed => "job_failed",
-            Outcome::NotKept => "not_kept",
-        }
-    }
-}
-
-/// The effect of one commit.
-#[derive(Debug, Clone, Default)]
-pub struct Committed {
-    /// One per incoming result, in order.
-    pub outcomes: Vec<Outcome>,
-    /// The new totals of every run that accepted a result.
-    pub tallies: BTreeMap<u64, Tally>,
-    /// Runs whose last job this commit accepted.
-    pub finished: Vec<RunMeta>,
-    /// Jobs whose state changed.
-    pub moved: Vec<Moved>,
-    /// Workers this commit quarantined.
-    pub quarantined: Vec<Quarantine>,
-    /// The results this commit counted, as stored.
-    pub counted: Vec<(u64, JobKey, ResultRecord)>,
-    /// Results taken back because this commit quarantined their worker.
-    pub revoked: Vec<Revoked>,
-    /// Results counted by earlier commits that a different result under a lease of their job disputed
-    /// in this one (taken back; their jobs are disputed).
-    pub disputed: Vec<Revoked>,
-    /// Runs that were done and are running again (they lost revoked results).
-    pub reopened: Vec<RunMeta>,
-    /// Quarantines lifted: held ones whose record run's dispute a majority decided for them (by the
-    /// commit), and those every identity that decided them is quarantined now (by the commit thread:
-    /// [`Store::apply_quarantine_rule`]).
-    pub lifted: Vec<Quarantine>,
-    /// The commit thread's sequence number: tallies of a later commit supersede earlier ones.
-    pub seq: u64,
-    /// Why a revocation this commit's quarantine started could not take back every result (set by the
-    /// commit thread): the store is damaged until it is reopened and repaired.
-    pub incomplete: Option<String>,
-}
-
-impl Committed {
-    /// Whether the commit changed anything beside its outcomes: totals, job states, quarantines,
-    /// counts, revocations, disputes, runs finished or reopened, lifts, or damage.
-    pub fn has_effects(&self) -> bool {
-        let untouched = [
-            self.tallies.is_empty(),
-            self.finished.is_empty(),
-            self.moved.is_empty(),
-            self.quarantined.is_empty(),
-            self.counted.is_empty(),
-            self.revoked.is_empty(),
-            self.disputed.is_empty(),
-            self.reopened.is_empty(),
-            self.lifted.is_empty(),
-            self.incomplete.is_none(),
-        ];
-        untouched.contains(&false)
-    }
-
-    /// Splits the effect of one commit of several batches (of `lengths` results each, in order) into one
-    /// per batch: each gets its own outcomes and the new totals; the first also gets every other effect, so
-    /// that whoever applies the parts applies each effect once.
-    pub fn split(mut self, lengths: &[usize]) -> Vec<Committed> {
-        let outcomes = std::mem::take(&mut self.outcomes);
-        let mut rest = outcomes.as_slice();
-        let mut parts: Vec<Committed> = lengths
-            .iter()
-            .map(|&n| {
-                let (mine, after) = rest.split_at(n.min(rest.len()));
-                rest = after;
-                Committed {
-                    outcomes: mine.to_vec(),
-                    tallies: self.tallies.clone(),
-                    seq: self.seq,
-                    ..Committed::default()
-                }
-            })
-            .collect();
-        if let Some(first) = parts.first_mut() {
-            self.outcomes = std::mem::take(&mut first.outcomes);
-            *first = self;
-        }
-        parts
     }
 }
 
@@ -706,18 +593,6 @@ impl Store {
     }
 }
 
-/// Whether `name` is quarantined, and not held (inside a commit's transaction). A record that does
-/// not decode is taken for held (the safe side: nothing is released on it).
-pub(super) fn quarantined_whole(
-    tree: &sled::transaction::TransactionalTree,
-    name: &str,
-) -> super::txn::TxResult<bool> {
-    Ok(match tree.get(name.as_bytes())? {
-        Some(raw) => decode::<Quarantine>("quarantine", &raw).is_ok_and(|d| !d.held),
-        None => false,
-    })
-}
-
 /// Stores quarantine `q` inside a commit's transaction, joined with the worker's quarantine stored
 /// before (by an earlier commit, or earlier in this one: [`Quarantine::merged`]), so that a second
 /// disproof adds its deciders instead of replacing the first's. A stored record that does not decode
@@ -742,54 +617,6 @@ fn put_quarantine(
     tree.insert(q.worker.as_bytes(), encode(&q))?;
     out.quarantined.retain(|o| o.worker != q.worker);
     out.quarantined.push(q);
-    Ok(())
-}
-
-/// Takes `counted`, the result of job `key` of run `run`, back and makes the job disputed between it
-/// and `disputing` (the job stays verified while open; a further worker decides, as for any dispute),
-/// inside a commit's transaction, noting the effects in `out` (all but the outcome, which is the
-/// caller's).
-pub(super) fn take_back(
-    results: groups::Tx,
-    jobs: &sled::transaction::TransactionalTree,
-    totals: &sled::transaction::TransactionalTree,
-    out: &mut Committed,
-    (run, key): (u64, &JobKey),
-    counted: ResultRecord,
-    disputing: ResultRecord,
-) -> super::txn::TxResult<()> {
-    groups::txn_take(results, run, key)?;
-    let mut tally = match out.tallies.get(&run) {
-        Some(t) => *t,
-        None => stored_tally(totals, run)?,
-    };
-    tally
-        .remove(&counted.result)
-        .map_err(|e| Abort::Abort(e.into()))?;
-    out.tallies.insert(run, tally);
-    let record = JobRecord {
-        state: JobState::Disputed,
-        candidates: vec![counted.clone(), disputing],
-        reason: None,
-    };
-    jobs.insert(job_key(run, key), encode(&record))?;
-    out.moved.push(Moved {
-        run,
-        key: key.clone(),
-        from: Some(JobState::Done),
-        to: Some(JobState::Disputed),
-    });
-    // A count of this very commit never reaches the ledger; an earlier one is taken back there
-    // (before this commit's counts, one of which may decide the job).
-    let before = out.counted.len();
-    out.counted.retain(|(r, k, _)| !(*r == run && k == key));
-    if out.counted.len() == before {
-        out.disputed.push(Revoked {
-            run,
-            key: key.clone(),
-            record: counted,
-        });
-    }
     Ok(())
 }
 

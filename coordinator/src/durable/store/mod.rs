@@ -37,6 +37,7 @@ mod handbacks;
 mod lifts;
 mod passes;
 mod roots;
+mod take_back;
 mod take_up;
 pub use roots::StoredRoot;
 pub(crate) mod records;
@@ -47,8 +48,8 @@ mod txn;
 mod workers;
 
 pub use audit::{AuditLine, Survey};
-pub use changed::{Moved, Revoked};
-pub use commit::{Committed, Incoming, Outcome, MAX_CANDIDATES};
+pub use changed::{Committed, Moved, Outcome, Revoked};
+pub use commit::{Incoming, MAX_CANDIDATES};
 pub use control::{Control, JobListing, ListedJob};
 pub use handbacks::HandBack;
 pub use lifts::Lifts;

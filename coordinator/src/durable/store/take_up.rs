@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use sled::transaction::{Transactional, TransactionalTree};
 
 use super::challenges::{self, Kept};
-use super::commit::{quarantined_whole, take_back, Committed};
+use super::changed::Committed;
 use super::records::{decode, encode, job_key, now_unix, run_key, JobState, Quarantine};
+use super::take_back::take_back;
 use super::txn::{abort, job_record, TxResult};
 use super::{groups, RunMeta, Store};
 use crate::error::{Error, Result};
@@ -271,4 +272,16 @@ impl Store {
         }
         Ok(committed)
     }
+}
+
+/// Whether `name` is quarantined, and not held (inside a commit's transaction). A record that does
+/// not decode is taken for held (the safe side: nothing is released on it).
+fn quarantined_whole(
+    tree: &sled::transaction::TransactionalTree,
+    name: &str,
+) -> super::txn::TxResult<bool> {
+    Ok(match tree.get(name.as_bytes())? {
+        Some(raw) => decode::<Quarantine>("quarantine", &raw).is_ok_and(|d| !d.held),
+        None => false,
+    })
 }
