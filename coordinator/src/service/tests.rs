@@ -6040,6 +6040,30 @@ async fn a_copy_of_a_lie_under_a_lease_from_before_the_first_result_confirms_not
     assert_eq!(outcomes, vec![Outcome::Disputed]);
 }
 
+/// a leases `job` anew and reports a lie, the job's first result; b's copy under its lease `old`,
+/// of before the job went back to pending, confirms nothing.
+async fn a_lie_copied_under_an_old_lease_confirms_nothing(
+    c: &Coordinator,
+    job: &Granted,
+    old: &Granted,
+) {
+    let of_a = lease_credential(c, "a", 4096).await;
+    let fresh = of_a
+        .iter()
+        .find(|g| g.key == job.key)
+        .expect("a leased the job");
+    let lie = c
+        .report_as("a", "a", true, vec![lying(fresh)])
+        .await
+        .unwrap();
+    assert_eq!(lie, vec![Outcome::Pending]);
+    let copy = c.report_as("b", "b", true, vec![lying(old)]).await;
+    assert!(
+        !matches!(copy.as_deref(), Ok([Outcome::Accepted])),
+        "{copy:?}"
+    );
+}
+
 /// A coordinator over `dir` whose leases time out after [`TIMEOUT`], with a run of N = 8 that
 /// verifies every job: the coordinator, the run's name and its id.
 async fn verified_with_timeout(dir: &std::path::Path) -> (Coordinator, String, u64) {
@@ -6089,22 +6113,8 @@ async fn a_lease_from_before_a_retry_confirms_nothing_after_it() {
     let (retried, _) = c.retry_failed(&run).await.unwrap();
     assert_eq!(retried, 1);
     // a leases it anew: its lie is the job's first result now.
-    let of_a = lease_credential(&c, "a", 4096).await;
-    let fresh = of_a
-        .iter()
-        .find(|g| g.key == job.key)
-        .expect("a leased the job");
-    let lie = c
-        .report_as("a", "a", true, vec![lying(fresh)])
-        .await
-        .unwrap();
-    assert_eq!(lie, vec![Outcome::Pending]);
     // b's copy under its lease of before the retry confirms nothing.
-    let copy = c.report_as("b", "b", true, vec![lying(&old)]).await;
-    assert!(
-        !matches!(copy.as_deref(), Ok([Outcome::Accepted])),
-        "{copy:?}"
-    );
+    a_lie_copied_under_an_old_lease_confirms_nothing(&c, &job, &old).await;
     assert_eq!(c.run(&run).unwrap().tally.jobs, 0);
     let record = c.shared.store.job(id, &job.key).unwrap().unwrap();
     assert_eq!(record.candidates.len(), 1, "{record:?}");
@@ -6151,20 +6161,6 @@ async fn a_lease_from_before_a_revocation_confirms_nothing_after_it() {
     c.expire_leases().await;
     // a leases it anew: its lie is the job's first result now; b's copy under its old lease
     // confirms nothing.
-    let of_a = lease_credential(&c, "a", 4096).await;
-    let fresh = of_a
-        .iter()
-        .find(|g| g.key == job.key)
-        .expect("a leased the job");
-    let lie = c
-        .report_as("a", "a", true, vec![lying(fresh)])
-        .await
-        .unwrap();
-    assert_eq!(lie, vec![Outcome::Pending]);
-    let copy = c.report_as("b", "b", true, vec![lying(&old)]).await;
-    assert!(
-        !matches!(copy.as_deref(), Ok([Outcome::Accepted])),
-        "{copy:?}"
-    );
+    a_lie_copied_under_an_old_lease_confirms_nothing(&c, &job, &old).await;
     assert_eq!(c.run(&run).unwrap().tally.jobs, 1, "the other job alone");
 }
