@@ -308,6 +308,27 @@ mod tests {
         assert_eq!(restored.audit().unwrap()[0].tally.jobs, 2);
     }
 
+    /// An export of a store whose checker is held (its dispute open, a second pair's lie kept)
+    /// imports with the checker made whole and, beside its record counts, the counts only the
+    /// identities it contradicted stand behind taken back: the export holds neither the dispute nor
+    /// what was kept. Before, the lie of the second pair was counted in the new store.
+    #[test]
+    fn an_import_takes_back_what_a_held_checker_contradicted() {
+        let (store, _, run, _, _, j2) =
+            crate::durable::store::tests::a_check_of_two_lies(["a", "b"], ["x", "y"]);
+        let dir = tempfile::tempdir().unwrap();
+        let (_target, restored, _) = restored_from_an_export(&store, dir.path());
+        assert!(restored.result(run.id, &j2.key).unwrap().is_none());
+        let h = restored
+            .quarantined()
+            .unwrap()
+            .into_iter()
+            .find(|q| q.worker == "h");
+        assert!(h.is_some_and(|q| !q.held));
+        assert!(restored.unrevoked_quarantines().unwrap().is_empty());
+        assert_eq!(restored.audit().unwrap()[0].tally.jobs, 0);
+    }
+
     /// A run line with an id no store hands out (0, or the largest, whose next id would overflow) is
     /// damage when the file is read: `import` refuses the whole file before restoring anything (it
     /// restored the runs before it, then failed).

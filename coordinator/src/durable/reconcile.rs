@@ -476,7 +476,7 @@ fn join_quarantines(
             None => {
                 store.restore_quarantine(q)?;
                 repairs.quarantines_restored += 1;
-                tracing::warn!(worker = %q.worker, reason = %q.reason, "the store lacked a quarantine the ledger holds: restored from the ledger (whole)");
+                tracing::warn!(worker = %q.worker, reason = %q.reason, held = q.held, "the store lacked a quarantine the ledger holds: restored from the ledger (a held one is made whole by the start's revocation)");
             }
             // Held in the store, whole in the ledger: the decision against it reached the ledger
             // alone.
@@ -1626,8 +1626,9 @@ mod tests {
         let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
         assert_eq!(repairs.quarantines_restored, 1);
         assert_eq!(store.quarantined().unwrap(), std::slice::from_ref(&whole));
-        // Held in the ledger, lacking in the store: restored whole (no file holds the dispute that
-        // would decide it).
+        // Held in the ledger, lacking in the store: restored held, and the next revocation (the
+        // start's) makes it whole (no file holds the dispute that would decide it), taking back what
+        // only those it contradicted stand behind.
         assert!(store.release_quarantine("liar").unwrap());
         let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
         ledger
@@ -1640,6 +1641,8 @@ mod tests {
         assert!(LedgerView::read(&path).unwrap().quarantines["liar"].held);
         let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
         assert_eq!(repairs.quarantines_restored, 1);
+        assert!(store.quarantined().unwrap()[0].held);
+        store.revoke("liar").unwrap();
         assert_eq!(store.quarantined().unwrap(), [whole]);
     }
 

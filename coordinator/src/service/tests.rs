@@ -5626,6 +5626,46 @@ async fn a_checker_of_two_pairs_lies_is_released_once_both_are_decided() {
     assert_eq!(c.run(&run).unwrap().tally.jobs, 4);
 }
 
+/// A store rebuilt from the ledger alone while a checker was held, its first dispute open and a
+/// second pair's lie kept: the ledger holds neither, so the start makes the checker whole and takes
+/// back, with its record counts, every count only identities it contradicted stand behind. Before,
+/// the quarantine was restored whole with nothing else, and the second pair's lie was counted in a
+/// run that could end done with it (the last stop's known limit).
+#[tokio::test]
+async fn a_store_rebuilt_from_the_ledger_takes_back_what_a_held_checker_contradicted() {
+    use crate::durable::store::tests::{by, counted_by_two, incoming_from};
+    let dir = tempfile::tempdir().unwrap();
+    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+    let truth = |run: u64, i: usize| incoming_from(run, &plan, i, "t").result.total;
+    let run = {
+        let store = Store::open(dir.path()).unwrap();
+        let run = crate::durable::store::tests::another_record_run(&store, plan).id;
+        let job = |i: usize| incoming_from(run, &plan, i, "h");
+        counted_by_two(&store, &plan, &job(3), ["h", "p"], 0);
+        counted_by_two(&store, &plan, &job(4), ["q", "r"], 0);
+        counted_by_two(&store, &plan, &job(1), ["a", "b"], 8);
+        counted_by_two(&store, &plan, &job(2), ["x", "y"], 8);
+        let check = store
+            .commit(&[by(&plan, "h", job(1), 0), by(&plan, "h", job(2), 0)])
+            .unwrap();
+        assert_eq!(check.disputed.len(), 1);
+        store.flush().unwrap();
+        crate::durable::ledger::rewrite(
+            &dir.path().join(crate::durable::ledger::LEDGER_FILE),
+            &store,
+        )
+        .unwrap();
+        run
+    };
+    let rebuilt = ledger_alone(dir.path());
+    let c = reopened(rebuilt.path()).await;
+    let tally = c.run(&run.to_string()).unwrap().tally;
+    assert_eq!(tally.jobs, 1, "q and r's count alone");
+    assert_eq!(tally.total, u128::from(truth(run, 4)));
+    assert!(!c.state().quarantined["h"].contains("held"));
+    assert!(c.shared.store.unrevoked_quarantines().unwrap().is_empty());
+}
+
 /// A cancel of the record run whose dispute holds a worker takes that worker's record counts in other
 /// runs back at once, in the live runs as in the store, and shows its quarantine whole. Before, they
 /// stood until the next start (`audit` and `export` refused the store meanwhile).

@@ -17,21 +17,16 @@ pub const RESTORE_BATCH: usize = 4096;
 
 impl Store {
     /// Restores a quarantine (from an export, or a ledger ahead of the store): the worker stays out of
-    /// service. One already stored is kept as it is. A held one is restored whole: a file holds no
-    /// open job's results, so the dispute that would decide it is not restored with it, and nothing
-    /// would ever make it whole (its record counts then stood for good).
+    /// service. One already stored is kept as it is. A held one is restored held: a file holds no
+    /// open job's results, so no dispute holds it, and the next revocation of it (the start's, or
+    /// the import's) makes it whole. That revocation takes back its record counts, and every count
+    /// of a record run that only identities it contradicted stand behind, since a file holds none
+    /// of what it kept ([`Store::revoke`]). Before, it was restored whole, and a lie of a second
+    /// pair it had contradicted stood.
     pub fn restore_quarantine(&self, q: &Quarantine) -> Result<()> {
         super::records::check_quarantine(q)?;
-        let whole = Quarantine {
-            held: false,
-            ..q.clone()
-        };
         self.quarantine
-            .compare_and_swap(
-                q.worker.as_bytes(),
-                None as Option<&[u8]>,
-                Some(encode(&whole)),
-            )?
+            .compare_and_swap(q.worker.as_bytes(), None as Option<&[u8]>, Some(encode(q)))?
             .ok();
         Ok(())
     }

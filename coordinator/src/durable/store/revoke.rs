@@ -7,7 +7,8 @@
 //! a run it had finished is running again. One transaction; the caller flushes. A worker held for an
 //! undecided dispute ([`super::Quarantine::held`]) keeps its counts and its sides of disputes in record
 //! runs: there it counts as trusted, in its own revocation and in others', until a decision makes its
-//! quarantine whole.
+//! quarantine whole. One whose hold ended undecided is made whole by its revocation, which also takes
+//! back every count of a record run that only the identities it contradicted stand behind.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +16,9 @@ use nqueens_common::Tally;
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
 use super::changed::{Moved, Revoked};
-use super::records::{decode, encode, job_key, run_key, split_job_key, JobRecord, JobState};
+use super::records::{
+    decode, encode, job_key, run_key, split_job_key, JobRecord, JobState, Quarantine,
+};
 use super::txn::{abort, job_record, stored_tally};
 use super::{groups, RunMeta, Store};
 use crate::error::{Error, Result};
@@ -47,20 +50,27 @@ impl Store {
             hold_ended,
             record_runs,
         } = self.revocable(worker)?;
-        // Its record says so too, first (a revocation cut short then leaves it whole: the safe side).
-        if hold_ended {
-            self.make_quarantine_whole(worker)?;
-        }
-        if counted.is_empty() && recorded.is_empty() {
+        if !hold_ended && counted.is_empty() && recorded.is_empty() {
             return Ok(Revocation {
                 incomplete,
                 ..Revocation::default()
             });
         }
-        let trees = self.result_trees();
-        let revocation = trees.transaction(|(runs, jobs, groups, workers, totals)| {
+        let trees = self.commit_trees();
+        let revocation = trees.transaction(|tx| {
+            let (runs, jobs, groups, workers, totals, quarantine, kept) = tx;
             let results = groups::Tx { groups, workers };
             let mut out = Revocation::default();
+            // Its record says so too, with the counts taken back: whole, it takes nothing up, and
+            // what was kept for it goes (its counts are among `counted`).
+            if hold_ended {
+                if let Some(raw) = quarantine.get(worker.as_bytes())? {
+                    let q: Quarantine = decode("quarantine", &raw).or_else(abort)?;
+                    let whole = Quarantine { held: false, ..q };
+                    quarantine.insert(worker.as_bytes(), encode(&whole))?;
+                }
+                kept.remove(worker.as_bytes())?;
+            }
             for k in &counted {
                 let (run, key) = split_job_key(k).or_else(abort)?;
                 let Some(record) = groups::txn_take(results, run, &key)? else {
@@ -202,6 +212,11 @@ impl Store {
             }
         }
         let held_stored = stored.iter().any(|q| q.worker == worker && q.held);
+        let accused: Vec<String> = stored
+            .iter()
+            .find(|q| q.worker == worker && q.held)
+            .map(|q| q.by.clone())
+            .unwrap_or_default();
         // Each quarantined worker, and whether it is held (see [`super::Quarantine::held`]).
         let quarantined: std::collections::HashMap<String, bool> = stored
             .into_iter()
@@ -217,6 +232,7 @@ impl Store {
             Some(&h) => !(record && h),
             None => false,
         };
+        let ended = held_stored && !held;
         let mut counted = Vec::new();
         let mut incomplete = false;
         for meta in runs {
@@ -248,7 +264,19 @@ impl Store {
                 trusted.sort_unstable();
                 trusted.dedup();
                 let needed = if meta.record { 2 } else { 1 };
-                if involved && trusted.len() < needed {
+                // Its hold ended undecided (its dispute's job failed, its run was cancelled, or a
+                // store rebuilt from a file holds no dispute): nothing shows whether the counts it
+                // contradicted are wrong. Each count of a record run that only the identities it
+                // contradicted stand behind (beside identities not trusted) is taken back too, to
+                // be computed anew: those it contradicted are among them, kept or not. Before, what
+                // it kept went with its hold, and a lie a second pair confirmed stood (a colluder
+                // stalling the first dispute until its job failed ended the run done with the lie),
+                // as it did in a store rebuilt from the ledger (found by a review, 2026-12-01).
+                let accused_only = ended
+                    && meta.record
+                    && trusted.iter().all(|name| accused.iter().any(|a| a == name))
+                    && record.identities().any(|name| accused.contains(&name));
+                if (involved && trusted.len() < needed) || accused_only {
                     counted.push(job_key(run, &key));
                 }
             }
@@ -271,7 +299,7 @@ impl Store {
             counted,
             recorded,
             incomplete,
-            hold_ended: held_stored && !held,
+            hold_ended: ended,
             record_runs,
         })
     }

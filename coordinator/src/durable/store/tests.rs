@@ -1319,6 +1319,131 @@ fn a_held_worker_whose_dispute_failed_is_taken_for_whole() {
     assert_eq!((q.worker.as_str(), q.held), ("h", false));
 }
 
+/// A held checker whose own dispute can no longer be decided (its job failed: expired leases a
+/// colluder can cause) is made whole, and each count it kept a contradiction of is taken back with
+/// its own record counts, to be computed anew. Before, what it kept went with its hold, and the
+/// second pair's lie stood: four colluders, one of them stalling the first dispute, ended a record
+/// run done with a lie in its total (found by a review, 2026-12-01).
+#[test]
+fn a_checker_whose_dispute_failed_takes_back_the_counts_it_kept() {
+    let (store, _, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    store.fail_job(run.id, &j1.key, "test").unwrap();
+    assert_eq!(
+        store.unrevoked_quarantines().unwrap(),
+        [("h".to_string(), 2)],
+        "its count and the kept one"
+    );
+    let mut revoked: Vec<_> = store
+        .revoke("h")
+        .unwrap()
+        .revoked
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    revoked.sort();
+    let mut want = vec![mine.key.clone(), j2.key.clone()];
+    want.sort();
+    assert_eq!(revoked, want);
+    assert_eq!(
+        store.result(run.id, &j2.key).unwrap(),
+        None,
+        "the kept lie went"
+    );
+    assert!(store.job(run.id, &j2.key).unwrap().is_none(), "pending");
+    assert!(store.challenges.get(b"h").unwrap().is_none());
+    assert!(!is_held(&store, "h"));
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    assert_eq!(store.tally(run.id).unwrap().total, 0);
+    store.audit().unwrap();
+}
+
+/// So is a count it contradicted in the same batch that was not kept (the identities behind it were
+/// covered already by its dispute's), and a count those identities alone stand behind elsewhere; a
+/// count one of them made that two others confirmed stays.
+#[test]
+fn a_checker_whose_dispute_failed_takes_back_what_only_those_it_contradicted_stand_behind() {
+    let (store, plan, run) = one_record_run();
+    let job = |i: usize| incoming(run.id, &plan, i);
+    counted_by_two(&store, &plan, &job(3), ["h", "p"], 0);
+    counted_by_two(&store, &plan, &job(1), ["a", "b"], 8);
+    counted_by_two(&store, &plan, &job(5), ["a", "b"], 8);
+    counted_by_two(&store, &plan, &job(6), ["b", "a"], 0);
+    in_turn(
+        &store,
+        &plan,
+        &job(7),
+        &[("a", 0, Outcome::Pending), ("s", 0, Outcome::Accepted)],
+    );
+    let check = store
+        .commit(&[by(&plan, "h", job(1), 0), by(&plan, "h", job(5), 0)])
+        .unwrap();
+    assert_eq!(check.disputed.len(), 1);
+    let raw = store.challenges.get(b"h").unwrap().unwrap();
+    let kept: super::challenges::Kept = super::records::decode("challenges", &raw).unwrap();
+    assert!(kept.challenges.is_empty(), "covered");
+    store.fail_job(run.id, &job(1).key, "test").unwrap();
+    let mut revoked: Vec<_> = store
+        .revoke("h")
+        .unwrap()
+        .revoked
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    revoked.sort();
+    let mut want = vec![job(3).key, job(5).key, job(6).key];
+    want.sort();
+    assert_eq!(revoked, want);
+    assert!(
+        store.result(run.id, &job(7).key).unwrap().is_some(),
+        "a and s"
+    );
+    store.audit().unwrap();
+}
+
+/// So does a checker whose dispute's run is cancelled, where the count it kept is in another run;
+/// a kept count that agrees with the checker by then (computed anew meanwhile) stays.
+#[test]
+fn a_checker_whose_disputes_run_is_cancelled_takes_back_the_other_runs_kept_count() {
+    let (store, plan, run) = one_record_run();
+    let other = another_record_run(&store, plan);
+    let mine = incoming(other.id, &plan, 3);
+    counted_by_two(&store, &plan, &mine, ["h", "p"], 0);
+    let (j1, j2, j4) = (
+        incoming(run.id, &plan, 1),
+        incoming(other.id, &plan, 2),
+        incoming(other.id, &plan, 4),
+    );
+    counted_by_two(&store, &plan, &j1, ["a", "b"], 8);
+    counted_by_two(&store, &plan, &j2, ["x", "y"], 8);
+    counted_by_two(&store, &plan, &j4, ["v", "w"], 8);
+    store
+        .commit(&[
+            by(&plan, "h", j1.clone(), 0),
+            by(&plan, "h", j2.clone(), 0),
+            by(&plan, "h", j4.clone(), 0),
+        ])
+        .unwrap();
+    assert!(is_held(&store, "h"));
+    // j4's count is replaced by the true one meanwhile: v contradicts its own count.
+    store.commit(&[by(&plan, "v", j4.clone(), 16)]).unwrap();
+    assert_eq!(store.revoke("v").unwrap().revoked.len(), 1);
+    counted_by_two(&store, &plan, &j4, ["s", "t"], 0);
+    store.apply_control(run.id, super::Control::Cancel).unwrap();
+    let revoked: Vec<_> = store
+        .revoke("h")
+        .unwrap()
+        .revoked
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    assert!(revoked.contains(&j2.key), "the kept lie went");
+    assert!(!revoked.contains(&j4.key), "the count that agrees stays");
+    assert_eq!(store.result(other.id, &j2.key).unwrap(), None);
+    assert!(store.result(other.id, &j4.key).unwrap().is_some());
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    store.audit().unwrap();
+}
+
 /// A colluder that quarantines itself does not take its side of a record run's dispute with it: the
 /// side stays, behind its confirmer, and the dispute that holds the honest checker is decided as
 /// before. Before, the revocation dropped the side whole (its confirmer's part with it): the dispute
