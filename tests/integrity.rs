@@ -524,6 +524,7 @@ fn an_import_into_a_directory_whose_store_and_ledger_disagree_is_refused() {
             at_unix: 1,
             by: Vec::new(),
             held: false,
+            contradicted: Vec::new(),
         }))
     };
     let mut ahead = std::fs::read(ledger(&existing)).unwrap();

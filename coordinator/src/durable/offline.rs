@@ -769,6 +769,7 @@ mod tests {
                 at_unix: 1,
                 by: vec!["z".into()],
                 held: false,
+                contradicted: Vec::new(),
             })
             .unwrap();
         store.revoke(worker).unwrap();

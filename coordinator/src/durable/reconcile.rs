@@ -485,6 +485,16 @@ fn join_quarantines(
                 repairs.quarantines_restored += 1;
                 tracing::warn!(worker = %q.worker, "the store held a quarantine the ledger holds whole: made whole");
             }
+            // Whole in the store, held in the ledger: the hold ended in the store, and a crash lost
+            // the ledger's lines (the whole record, the counts taken back), so the ledger may have
+            // restored a count only those it contradicted stand behind. Held again, the start's
+            // revocation ends the hold once more and takes it back (found by a review,
+            // 2026-12-01).
+            Some(s) if !s.held && q.held => {
+                store.hold_again(q)?;
+                repairs.quarantines_restored += 1;
+                tracing::warn!(worker = %q.worker, "the store held whole a quarantine the ledger holds held: held again, for the start's revocation to end the hold once more");
+            }
             Some(_) => {}
         }
     }
@@ -653,6 +663,7 @@ mod tests {
                 at_unix: 1,
                 by: Vec::new(),
                 held: false,
+                contradicted: Vec::new(),
             }),
             Entry::Result {
                 run,
@@ -834,6 +845,7 @@ mod tests {
                 at_unix: 2,
                 by: Vec::new(),
                 held: false,
+                contradicted: Vec::new(),
             })
             .unwrap();
         let job = crate::durable::store::records::job_key(run, &right.key);
@@ -957,6 +969,7 @@ mod tests {
                 at_unix: 2,
                 by: Vec::new(),
                 held: false,
+                contradicted: Vec::new(),
             })
             .unwrap();
         store.revoke("x").unwrap();
@@ -1030,6 +1043,7 @@ mod tests {
                 at_unix: 2,
                 by: Vec::new(),
                 held: false,
+                contradicted: Vec::new(),
             })
             .unwrap();
         store.revoke("x").unwrap();
@@ -1217,6 +1231,7 @@ mod tests {
                     at_unix: 2,
                     by: Vec::new(),
                     held: false,
+                    contradicted: Vec::new(),
                 }),
                 Entry::Revoked {
                     run,

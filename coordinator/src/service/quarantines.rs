@@ -67,6 +67,12 @@ pub(super) fn revoke_quarantined(store: &Store, ledger: Option<&mut Ledger>) -> 
         if !revocation.revoked.is_empty() {
             tracing::warn!(worker = %q.worker, results = revocation.revoked.len(), "a quarantined worker's unconfirmed results were still counted (its revocation had not completed): taken back now");
         }
+        // A hold that ended undecided: the whole record first, so that a store rebuilt from the
+        // ledger does not take back again what is taken back now (it restores the record held).
+        if let Some(whole) = revocation.whole {
+            tracing::warn!(worker = %whole.worker, "a held worker's dispute ended undecided: its quarantine is whole, its record counts and the counts only those it contradicted stand behind are taken back");
+            entries.push(Entry::Quarantine(whole));
+        }
         entries.extend(revocation.revoked.iter().map(Entry::taken_back));
     }
     if entries.is_empty() {
@@ -211,6 +217,7 @@ fn distrust(store: &Store, mut ledger: Option<&mut Ledger>, names: &[String]) ->
             at_unix: now_unix(),
             by: Vec::new(),
             held: false,
+            contradicted: Vec::new(),
         };
         let q = match quarantined.iter().find(|q| q.worker == name) {
             Some(q) if q.by.is_empty() => {

@@ -5633,23 +5633,13 @@ async fn a_checker_of_two_pairs_lies_is_released_once_both_are_decided() {
 /// run that could end done with it (the last stop's known limit).
 #[tokio::test]
 async fn a_store_rebuilt_from_the_ledger_takes_back_what_a_held_checker_contradicted() {
-    use crate::durable::store::tests::{by, counted_by_two, incoming_from};
+    use crate::durable::store::tests::{a_check_of_two_lies_in, incoming_from};
     let dir = tempfile::tempdir().unwrap();
     let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
     let truth = |run: u64, i: usize| incoming_from(run, &plan, i, "t").result.total;
     let run = {
         let store = Store::open(dir.path()).unwrap();
-        let run = crate::durable::store::tests::another_record_run(&store, plan).id;
-        let job = |i: usize| incoming_from(run, &plan, i, "h");
-        counted_by_two(&store, &plan, &job(3), ["h", "p"], 0);
-        counted_by_two(&store, &plan, &job(4), ["q", "r"], 0);
-        counted_by_two(&store, &plan, &job(1), ["a", "b"], 8);
-        counted_by_two(&store, &plan, &job(2), ["x", "y"], 8);
-        let check = store
-            .commit(&[by(&plan, "h", job(1), 0), by(&plan, "h", job(2), 0)])
-            .unwrap();
-        assert_eq!(check.disputed.len(), 1);
-        store.flush().unwrap();
+        let (run, _, _) = a_check_of_two_lies_in(&store, plan);
         crate::durable::ledger::rewrite(
             &dir.path().join(crate::durable::ledger::LEDGER_FILE),
             &store,
@@ -5664,6 +5654,42 @@ async fn a_store_rebuilt_from_the_ledger_takes_back_what_a_held_checker_contradi
     assert_eq!(tally.total, u128::from(truth(run, 4)));
     assert!(!c.state().quarantined["h"].contains("held"));
     assert!(c.shared.store.unrevoked_quarantines().unwrap().is_empty());
+    // The ledger holds it whole now: a store rebuilt from it again takes nothing more back.
+    let path = rebuilt.path().join(crate::durable::ledger::LEDGER_FILE);
+    let view = crate::durable::ledger::LedgerView::read(&path).unwrap();
+    assert!(!view.quarantines["h"].held);
+}
+
+/// A hold that ended in the store (the second pair's lie taken back), its ledger lines lost in a
+/// crash: the ledger holds the checker held and the lie counted. The start restores the count from
+/// the ledger, holds the checker again, and its revocation takes the lie back once more. Before (a
+/// review of the change, 2026-12-01), the ledger's count came back and stood for good: the store's
+/// whole record never ended a hold again.
+#[tokio::test]
+async fn a_hold_ended_in_the_store_alone_takes_back_again_what_the_ledger_restores() {
+    use crate::durable::store::tests::{a_check_of_two_lies_in, incoming_from};
+    let dir = tempfile::tempdir().unwrap();
+    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+    let run = {
+        let store = Store::open(dir.path()).unwrap();
+        let (run, j1, j2) = a_check_of_two_lies_in(&store, plan);
+        crate::durable::ledger::rewrite(
+            &dir.path().join(crate::durable::ledger::LEDGER_FILE),
+            &store,
+        )
+        .unwrap();
+        store.fail_job(run, &j1.key, "test").unwrap();
+        let revoked = store.revoke("h").unwrap().revoked;
+        assert!(revoked.iter().any(|r| r.key == j2.key));
+        store.flush().unwrap();
+        run
+    };
+    let c = reopened(dir.path()).await;
+    let tally = c.run(&run.to_string()).unwrap().tally;
+    assert_eq!(tally.jobs, 1, "q and r's count alone");
+    let truth = incoming_from(run, &plan, 4, "t").result.total;
+    assert_eq!(tally.total, u128::from(truth));
+    assert!(!c.state().quarantined["h"].contains("held"));
 }
 
 /// A cancel of the record run whose dispute holds a worker takes that worker's record counts in other

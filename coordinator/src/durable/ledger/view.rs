@@ -296,8 +296,10 @@ pub fn quarantine_line(
 ) -> std::result::Result<(), String> {
     match line {
         Entry::Quarantine(q) => {
-            crate::durable::store::check_quarantine(&q)
-                .map_err(|_| format!("a quarantine of a bad worker name {:?}", q.worker))?;
+            crate::durable::store::check_quarantine(&q).map_err(|e| match e {
+                Error::Invalid(why) => why,
+                other => other.to_string(),
+            })?;
             quarantined.insert(q.worker.clone(), q);
         }
         Entry::Released { worker, .. } => {

@@ -204,6 +204,11 @@ impl Store {
                             // it was whole, and made the checker's quarantine whole (found by a
                             // review, 2026-12-01: two colluders framed a checker that way).
                             held: !own && inc.lease_active && meta.record,
+                            // (Taken back with its record counts should its hold end undecided.)
+                            contradicted: match !own && inc.lease_active && meta.record {
+                                true => vec![(inc.run, inc.key.clone())],
+                                false => Vec::new(),
+                            },
                         });
                         if takes_back {
                             // Two that agreed may have agreed on a lie (two colluding credentials):
@@ -488,6 +493,7 @@ impl Store {
                             .collect(),
                         // Decided: a held one is made whole by the join.
                         held: false,
+                        contradicted: Vec::new(),
                     };
                     // (Whole: what was kept for it while held goes.)
                     kept.remove(q.worker.as_bytes())?;

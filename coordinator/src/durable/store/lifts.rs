@@ -80,6 +80,7 @@ impl Store {
                         at_unix: super::now_unix(),
                         by: Vec::new(),
                         held: false,
+                        contradicted: Vec::new(),
                     }
                 }
             });

@@ -474,10 +474,24 @@ pub struct Quarantine {
     /// not cancelled (its job failed, or was put back): the store then lists it among the quarantines
     /// not yet revoked, and the next revocation of it (at the latest, the next start) takes its record
     /// counts back. A quarantine restored from a file (an export, a ledger ahead of the store) is
-    /// whole: the file holds no open job's results. Absent from records that are not held.
+    /// restored held, and taken for whole by the revocation that follows: the file holds no open
+    /// job's results. Absent from records that are not held.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held: bool,
+    /// While held (since 2026-12-01): the jobs whose confirmed counts it contradicted under live
+    /// leases, `(run, job)`, its dispute's first, kept or not. Should its hold end undecided (its
+    /// dispute's job failed, its run cancelled, or a store rebuilt from a file holds no dispute),
+    /// each of these counts that only the identities of `by` stand behind (beside identities not
+    /// trusted) is taken back with its record counts ([`super::Store::revoke`]): nothing showed
+    /// which side was wrong. At most [`MAX_CONTRADICTED`]. Absent from records that are not held,
+    /// and from records of builds before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contradicted: Vec<(u64, JobKey)>,
 }
+
+/// The most jobs a quarantine lists as contradicted: one report's results (a held checker commits
+/// nothing more), twice over.
+pub const MAX_CONTRADICTED: usize = 8192;
 
 impl Quarantine {
     /// Why the worker is quarantined, as status and logs show it: the reason, and whether it is held.
@@ -498,6 +512,19 @@ impl Quarantine {
     pub fn merged(mut self, later: Quarantine) -> Quarantine {
         // Held while every disproof of it is only a contradiction waiting for its dispute.
         self.held = self.held && later.held;
+        // (Whole, nothing it contradicted is taken back for it: the list goes.)
+        match self.held {
+            true => {
+                for job in later.contradicted {
+                    if !self.contradicted.contains(&job)
+                        && self.contradicted.len() < MAX_CONTRADICTED
+                    {
+                        self.contradicted.push(job);
+                    }
+                }
+            }
+            false => self.contradicted.clear(),
+        }
         if self.by.is_empty() || later.by.is_empty() {
             self.by.clear();
             return self;
@@ -685,6 +712,13 @@ pub fn check_quarantine(q: &Quarantine) -> Result<()> {
         return Err(Error::Invalid(format!(
             "a quarantine of a bad worker name {:?}",
             q.worker
+        )));
+    }
+    if q.contradicted.len() > MAX_CONTRADICTED {
+        return Err(Error::Invalid(format!(
+            "a quarantine of {:?} listing {} jobs contradicted, more than {MAX_CONTRADICTED}",
+            q.worker,
+            q.contradicted.len()
         )));
     }
     Ok(())

@@ -268,6 +268,7 @@ impl Store {
                 at_unix: super::now_unix(),
                 by: Vec::new(),
                 held: false,
+                contradicted: Vec::new(),
             });
             self.quarantine.insert(k, encode(&kept))?;
             tracing::error!(worker = %worker, damage = %e, place = "store", "a stored quarantine record is damaged: written again, the worker stays quarantined");

@@ -31,6 +31,15 @@ impl Store {
         Ok(())
     }
 
+    /// Puts back held the ledger's record `q` of a worker the store holds whole (a hold that ended in
+    /// the store, its ledger lines lost in a crash): the next revocation of it ends the hold again and
+    /// takes back again what the ledger may have restored ([`Store::revoke`]).
+    pub fn hold_again(&self, q: &Quarantine) -> Result<()> {
+        super::records::check_quarantine(q)?;
+        self.quarantine.insert(q.worker.as_bytes(), encode(q))?;
+        Ok(())
+    }
+
     /// Makes the stored quarantine of `worker` whole if it is held (a ledger ahead of the store holds
     /// the decision against it, or its dispute ended undecided).
     pub fn make_quarantine_whole(&self, worker: &str) -> Result<()> {
@@ -291,6 +300,7 @@ impl Store {
                             .chain(record.confirmed_by.iter().cloned())
                             .collect(),
                         held: false,
+                        contradicted: Vec::new(),
                     }),
             );
         }

@@ -38,6 +38,9 @@ pub struct Revocation {
     /// Stored results were left out because they cannot be read: the revocation is complete only once
     /// the store is repaired (reopened: see `service::quarantines::revoke_quarantined`).
     pub incomplete: bool,
+    /// Its quarantine, made whole by this revocation (its hold had ended undecided): for the ledger,
+    /// so that a store rebuilt from it does not take back again what was taken back now.
+    pub whole: Option<Quarantine>,
 }
 
 impl Store {
@@ -66,8 +69,13 @@ impl Store {
             if hold_ended {
                 if let Some(raw) = quarantine.get(worker.as_bytes())? {
                     let q: Quarantine = decode("quarantine", &raw).or_else(abort)?;
-                    let whole = Quarantine { held: false, ..q };
+                    let whole = Quarantine {
+                        held: false,
+                        contradicted: Vec::new(),
+                        ..q
+                    };
                     quarantine.insert(worker.as_bytes(), encode(&whole))?;
+                    out.whole = Some(whole);
                 }
                 kept.remove(worker.as_bytes())?;
             }
@@ -212,10 +220,18 @@ impl Store {
             }
         }
         let held_stored = stored.iter().any(|q| q.worker == worker && q.held);
-        let accused: Vec<String> = stored
+        // (Held: the identities and jobs it contradicted.)
+        let (accused, contradicted) = stored
             .iter()
             .find(|q| q.worker == worker && q.held)
-            .map(|q| q.by.clone())
+            .map(|q| {
+                let jobs: std::collections::HashSet<Vec<u8>> = q
+                    .contradicted
+                    .iter()
+                    .map(|(run, key)| job_key(*run, key))
+                    .collect();
+                (q.by.clone(), jobs)
+            })
             .unwrap_or_default();
         // Each quarantined worker, and whether it is held (see [`super::Quarantine::held`]).
         let quarantined: std::collections::HashMap<String, bool> = stored
@@ -266,18 +282,20 @@ impl Store {
                 let needed = if meta.record { 2 } else { 1 };
                 // Its hold ended undecided (its dispute's job failed, its run was cancelled, or a
                 // store rebuilt from a file holds no dispute): nothing shows whether the counts it
-                // contradicted are wrong. Each count of a record run that only the identities it
-                // contradicted stand behind (beside identities not trusted) is taken back too, to
-                // be computed anew: those it contradicted are among them, kept or not. Before, what
-                // it kept went with its hold, and a lie a second pair confirmed stood (a colluder
-                // stalling the first dispute until its job failed ended the run done with the lie),
-                // as it did in a store rebuilt from the ledger (found by a review, 2026-12-01).
+                // contradicted are wrong. Each one that only the identities it contradicted stand
+                // behind (beside identities not trusted) is taken back too, to be computed anew,
+                // kept or not. Before, what it kept went with its hold, and a lie a second pair
+                // confirmed stood (a colluder stalling the first dispute until its job failed ended
+                // the run done with the lie), as it did in a store rebuilt from the ledger. Only the
+                // jobs it contradicted: keyed on the identities alone, one batch contradicting many
+                // honest counts took back every count of theirs (found by a review, 2026-12-01).
+                let k = job_key(run, &key);
                 let accused_only = ended
                     && meta.record
-                    && trusted.iter().all(|name| accused.iter().any(|a| a == name))
-                    && record.identities().any(|name| accused.contains(&name));
+                    && contradicted.contains(&k)
+                    && trusted.iter().all(|name| accused.iter().any(|a| a == name));
                 if (involved && trusted.len() < needed) || accused_only {
-                    counted.push(job_key(run, &key));
+                    counted.push(k);
                 }
             }
         }
