@@ -419,6 +419,8 @@ enum Ended {
     Jobs(Vec<(u64, JobKey)>),
     /// Anybody's: a record run was cancelled (only a record run's disputes hold a worker).
     Any,
+    /// These workers': a decision left them nothing to hold them.
+    Workers(Vec<String>),
 }
 
 /// What a write ended: the disputed jobs among `failing` that it failed, or, for a `cancel` of a
@@ -518,6 +520,7 @@ fn end_holds(store: &Store, committed: &mut Committed, ended: &Ended) {
         let stood = match ended {
             Ended::Nothing => false,
             Ended::Any => true,
+            Ended::Workers(names) => names.contains(&q.worker),
             // (A job that cannot be read: as if it stood there, the safe side.)
             Ended::Jobs(jobs) => jobs.iter().any(|(run, key)| {
                 store
@@ -576,6 +579,11 @@ fn commit(store: &Store, batch: &[Incoming], seq: u64) -> Result<Committed> {
     // contradiction waited for. After every commit (a look at a tree that is empty but while
     // checkers are held), before the rule, which then sees whom it released.
     wake_into(store, &mut committed);
+    // Held checkers the commit's decision left with nothing to hold them.
+    let ended = std::mem::take(&mut committed.hold_ended);
+    if !ended.is_empty() {
+        end_holds(store, &mut committed, &Ended::Workers(ended));
+    }
     rule_into(store, &mut committed);
     // A run that lost a counted result finishes again with another root: the kept one goes (within
     // this round's flush). A failure leaves it, guarded by its finish time and total.
@@ -834,6 +842,36 @@ mod tests {
         assert!(c.seq > 0);
         assert!(store.unrevoked_quarantines().unwrap().is_empty());
         assert!(store.quarantined().unwrap().iter().all(|q| !q.held));
+        assert!(health.degraded().is_none());
+    }
+
+    /// The commit that decides a dispute for a checker it does not release (an old decider of the
+    /// checker's stands), leaving nothing to hold it, ends its hold in the same round: whole, its
+    /// record counts and the second pair's lie it contradicted taken back, for the ledger too.
+    /// Before, it stayed held with no dispute until the next start, the lie counted meanwhile
+    /// (found by a review, 2026-12-01).
+    #[tokio::test]
+    async fn a_decision_that_leaves_a_checker_nothing_to_hold_it_ends_its_hold_in_the_round() {
+        use crate::durable::store::tests::a_checker_lifted_once_held_by_two_lies;
+        let (store, plan, run, mine, j1, j2) = a_checker_lifted_once_held_by_two_lies();
+        let (committer, health) = started(&store);
+        for (name, want) in [("d", Outcome::Disputed), ("e", Outcome::Accepted)] {
+            let c = committer
+                .commit(vec![by(&plan, name, j1.clone(), 0)])
+                .await
+                .unwrap();
+            assert_eq!(c.outcomes, [want]);
+            if name == "e" {
+                let mut revoked: Vec<_> = c.revoked.iter().map(|r| r.key.clone()).collect();
+                revoked.sort();
+                let mut want = vec![mine.key.clone(), j2.key.clone()];
+                want.sort();
+                assert_eq!(revoked, want);
+                assert!(c.quarantined.iter().any(|q| q.worker == "h" && !q.held));
+            }
+        }
+        assert_eq!(store.result(run.id, &j2.key).unwrap(), None);
+        assert!(store.unrevoked_quarantines().unwrap().is_empty());
         assert!(health.degraded().is_none());
     }
 

@@ -87,6 +87,11 @@ pub struct Committed {
     /// commit), and those every identity that decided them is quarantined now (by the commit thread:
     /// [`super::Store::apply_quarantine_rule`]).
     pub lifted: Vec<Quarantine>,
+    /// Held checkers a decision for them left with nothing to hold them: not released (an identity
+    /// they contradicted stands), no dispute of theirs open, nothing kept. Their holds have ended:
+    /// the commit thread ends them in the same round (their revocation makes them whole and takes
+    /// back what they contradicted that only those identities stand behind).
+    pub hold_ended: Vec<String>,
     /// The commit thread's sequence number: tallies of a later commit supersede earlier ones.
     pub seq: u64,
     /// Why a revocation this commit's quarantine started could not take back every result (set by the
@@ -108,6 +113,7 @@ impl Committed {
             self.disputed.is_empty(),
             self.reopened.is_empty(),
             self.lifted.is_empty(),
+            self.hold_ended.is_empty(),
             self.incomplete.is_none(),
         ];
         untouched.contains(&false)

@@ -105,9 +105,12 @@ impl Store {
                     // A lifted record's disproof is void while it stays lifted: it does not make a
                     // held quarantine whole. Before, the join did, with no revocation until the next
                     // start (found by a review, 2026-12-01).
-                    let held = active.held;
+                    // (Nor does it drop the jobs a held one contradicted: found by a review,
+                    // 2026-12-01.)
+                    let (held, contradicted) = (active.held, active.contradicted.clone());
                     *active = active.clone().merged(q);
                     active.held = held;
+                    active.contradicted = contradicted;
                     *in_lifted = true;
                 }
                 None => {

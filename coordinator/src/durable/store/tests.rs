@@ -1339,6 +1339,53 @@ fn a_checker_lifted_once_and_held_again_stays_held() {
     assert!(decided.lifted.is_empty());
 }
 
+/// A checker the rule lifted once, then held by one batch contradicting the lies of two pairs (the
+/// first disputed, the second kept), then joined by the rule with its lifted record (its old decider
+/// z joins it, and what it kept goes): the store, the plan, the run, and jobs 3 (its count), 1 and 2.
+pub(crate) fn a_checker_lifted_once_held_by_two_lies(
+) -> (Store, Plan, super::RunMeta, Incoming, Incoming, Incoming) {
+    let (store, plan, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    store
+        .lifted
+        .insert(b"h", encode(&quarantined_by("h", &["z"])))
+        .unwrap();
+    store.apply_quarantine_rule().unwrap();
+    assert!(is_held(&store, "h"));
+    (store, plan, run, mine, j1, j2)
+}
+
+/// Such a checker keeps the jobs it contradicted through the rule's join. A decision for it does
+/// not release it (z stands) and leaves nothing to hold it: the decision names it, and its
+/// revocation takes back its count and the second pair's lie. Before, the join dropped the jobs,
+/// and the checker stayed held with no dispute until the next start, the lie counted meanwhile
+/// (found by a review, 2026-12-01).
+#[test]
+fn a_decision_that_leaves_a_checker_lifted_once_nothing_to_hold_it_names_it() {
+    let (store, plan, run, mine, j1, j2) = a_checker_lifted_once_held_by_two_lies();
+    let q = store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .find(|q| q.worker == "h");
+    assert_eq!(q.unwrap().contradicted.len(), 2);
+    let decided = decided_by_two(&store, &plan, &j1);
+    assert!(decided.lifted.is_empty(), "z stands");
+    assert_eq!(decided.hold_ended, ["h"]);
+    let mut revoked: Vec<_> = store
+        .revoke("h")
+        .unwrap()
+        .revoked
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    revoked.sort();
+    let mut want = vec![mine.key, j2.key.clone()];
+    want.sort();
+    assert_eq!(revoked, want);
+    assert_eq!(store.result(run.id, &j2.key).unwrap(), None);
+    assert!(store.unrevoked_quarantines().unwrap().is_empty());
+}
+
 /// A held worker whose dispute can no longer be decided (its job failed: too many different results,
 /// or too many expired leases) is taken for whole: its record counts no longer stand. The store
 /// names it among the quarantines not yet revoked (`export` and `audit` refuse it), and the next
