@@ -132,8 +132,13 @@ impl Applied {
     /// (and a result restored from the ledger alone quarantines the workers its job's candidates
     /// disprove: `Store::restore_results`).
     fn log(&mut self, c: &Committed) {
+        // (The whole records of holds ended in the round come last: see below.)
+        let (late, first): (Vec<&Quarantine>, Vec<&Quarantine>) = c
+            .quarantined
+            .iter()
+            .partition(|q| c.made_whole.contains(&q.worker));
         self.entries
-            .extend(c.quarantined.iter().cloned().map(Entry::Quarantine));
+            .extend(first.into_iter().cloned().map(Entry::Quarantine));
         // Counts of earlier commits this one disputed, before this one's counts (one may decide the job).
         self.entries
             .extend(c.disputed.iter().map(Entry::taken_back));
@@ -144,6 +149,12 @@ impl Applied {
                 record: record.clone(),
             }));
         self.entries.extend(c.revoked.iter().map(Entry::taken_back));
+        // Holds ended, after what their ends took back: cut short before, the ledger holds them
+        // held, and the start holds them again to take back anew what the ledger restores (whole
+        // first, a count it took back came back at the start and stood: found by a review,
+        // 2026-12-01).
+        self.entries
+            .extend(late.into_iter().cloned().map(Entry::Quarantine));
         // Quarantines lifted, after the quarantines that disproved their deciders.
         self.entries
             .extend(c.lifted.iter().map(|q| Entry::Released {
@@ -544,6 +555,7 @@ fn end_holds(store: &Store, committed: &mut Committed, ended: &Ended) {
             {
                 tracing::warn!(worker = %q.worker, "a held worker's dispute ended undecided: its quarantine is whole, its record counts are taken back");
                 committed.quarantined.retain(|o| o.worker != q.worker);
+                committed.made_whole.push(q.worker.clone());
                 committed.quarantined.push(q);
             }
         }
@@ -703,6 +715,39 @@ mod tests {
         let health = Arc::new(StorageHealth::default());
         let committer = Committer::start(store.clone(), None, health.clone()).unwrap();
         (committer, health)
+    }
+
+    /// The whole record of a hold ended in the round goes to the ledger after the counts taken
+    /// back; another quarantine of the round, before them. Before (found by a review, 2026-12-01),
+    /// it came first: an append cut short kept the whole record without the take-backs, the start
+    /// restored a count the end of the hold had taken back, and nothing took it back again.
+    #[test]
+    fn a_hold_ended_in_the_round_is_logged_after_its_take_backs() {
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let inc = incoming(1, &plan, 2, "x");
+        let revoked = crate::durable::store::Revoked {
+            run: 1,
+            key: inc.key.clone(),
+            record: inc.record(),
+        };
+        let c = Committed {
+            quarantined: vec![quarantined_by("h", &[]), quarantined_by("z", &["y"])],
+            made_whole: vec!["h".into()],
+            revoked: vec![revoked],
+            ..Committed::default()
+        };
+        let mut applied = Applied::default();
+        applied.log(&c);
+        let lines: Vec<String> = applied
+            .entries
+            .iter()
+            .map(|e| match e {
+                Entry::Quarantine(q) => q.worker.clone(),
+                Entry::Revoked { .. } => "revoked".into(),
+                _ => "other".into(),
+            })
+            .collect();
+        assert_eq!(lines, ["z", "revoked", "h"]);
     }
 
     /// A sync round takes in every batch applied while the last round synced: each one's ledger
@@ -868,6 +913,7 @@ mod tests {
                 want.sort();
                 assert_eq!(revoked, want);
                 assert!(c.quarantined.iter().any(|q| q.worker == "h" && !q.held));
+                assert_eq!(c.made_whole, ["h"], "logged after the take-backs");
             }
         }
         assert_eq!(store.result(run.id, &j2.key).unwrap(), None);

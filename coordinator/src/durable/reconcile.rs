@@ -1661,6 +1661,38 @@ mod tests {
         assert_eq!(store.quarantined().unwrap(), [whole]);
     }
 
+    /// Whole in the store, held in the ledger (a hold ended in the store, the ledger's lines lost
+    /// in a crash): held again on the quick path, with the jobs the ledger's record lists and the
+    /// store's own deciders (overwritten by the ledger's, the deciders a decision had joined went).
+    #[test]
+    fn a_hold_ended_in_the_store_alone_is_held_again_with_the_stores_deciders() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let store = crate::durable::store::tests::a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        store.flush().unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        let whole = store.quarantined().unwrap().remove(0);
+        assert_eq!(whole.by.len(), 2);
+        let jobs = vec![(1, JobKey(vec![1]))];
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
+        ledger
+            .append(&[Entry::Quarantine(Quarantine {
+                held: true,
+                by: whole.by[..1].to_vec(),
+                contradicted: jobs.clone(),
+                ..whole.clone()
+            })])
+            .unwrap();
+        drop(ledger);
+        let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
+        assert_eq!(repairs.quarantines_restored, 1);
+        let q = store.quarantined().unwrap().remove(0);
+        assert!(q.held);
+        assert_eq!(q.by, whole.by);
+        assert_eq!(q.contradicted, jobs);
+    }
+
     /// The refusal of a start that the quick path does not take either.
     fn refused_on_both_paths(store: &Store, path: &Path) -> String {
         assert!(quick(store, path).unwrap().is_none(), "not the quick path");

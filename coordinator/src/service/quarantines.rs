@@ -67,13 +67,15 @@ pub(super) fn revoke_quarantined(store: &Store, ledger: Option<&mut Ledger>) -> 
         if !revocation.revoked.is_empty() {
             tracing::warn!(worker = %q.worker, results = revocation.revoked.len(), "a quarantined worker's unconfirmed results were still counted (its revocation had not completed): taken back now");
         }
-        // A hold that ended undecided: the whole record first, so that a store rebuilt from the
-        // ledger does not take back again what is taken back now (it restores the record held).
+        entries.extend(revocation.revoked.iter().map(Entry::taken_back));
+        // A hold that ended undecided: the whole record, so that a store rebuilt from the ledger
+        // does not take back again what is taken back now (it restores the record held). After
+        // the take-backs: an append cut short then leaves it held in the ledger, and the next start
+        // holds it again to take back anew what the ledger restores.
         if let Some(whole) = revocation.whole {
             tracing::warn!(worker = %whole.worker, "a held worker's dispute ended undecided: its quarantine is whole, its record counts and the counts only those it contradicted stand behind are taken back");
             entries.push(Entry::Quarantine(whole));
         }
-        entries.extend(revocation.revoked.iter().map(Entry::taken_back));
     }
     if entries.is_empty() {
         return Ok(false);

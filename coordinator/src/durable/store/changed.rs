@@ -92,6 +92,10 @@ pub struct Committed {
     /// the commit thread ends them in the same round (their revocation makes them whole and takes
     /// back what they contradicted that only those identities stand behind).
     pub hold_ended: Vec<String>,
+    /// Held workers whose holds this round ended (set by the commit thread): their whole records,
+    /// in `quarantined`, go to the ledger after the counts taken back, so that an append cut short
+    /// leaves them held there, and the next start ends the holds again.
+    pub made_whole: Vec<String>,
     /// The commit thread's sequence number: tallies of a later commit supersede earlier ones.
     pub seq: u64,
     /// Why a revocation this commit's quarantine started could not take back every result (set by the

@@ -31,12 +31,24 @@ impl Store {
         Ok(())
     }
 
-    /// Puts back held the ledger's record `q` of a worker the store holds whole (a hold that ended in
-    /// the store, its ledger lines lost in a crash): the next revocation of it ends the hold again and
-    /// takes back again what the ledger may have restored ([`Store::revoke`]).
+    /// Holds again the stored whole quarantine of the worker of the ledger's held record `q` (a hold
+    /// that ended in the store, its ledger lines lost in a crash), with the jobs `q` lists: the next
+    /// revocation of it ends the hold again and takes back again what the ledger may have restored
+    /// ([`Store::revoke`]). The store's record is kept otherwise: its deciders, joined by a decision
+    /// the ledger lost, stay (overwritten by the ledger's, they went, and the rule could lift it on
+    /// fewer disproofs: found by a review, 2026-12-01).
     pub fn hold_again(&self, q: &Quarantine) -> Result<()> {
         super::records::check_quarantine(q)?;
-        self.quarantine.insert(q.worker.as_bytes(), encode(q))?;
+        let Some(raw) = self.quarantine.get(q.worker.as_bytes())? else {
+            return Ok(());
+        };
+        let stored: Quarantine = decode("quarantine", &raw)?;
+        let held = Quarantine {
+            held: true,
+            contradicted: q.contradicted.clone(),
+            ..stored
+        };
+        self.quarantine.insert(q.worker.as_bytes(), encode(&held))?;
         Ok(())
     }
 

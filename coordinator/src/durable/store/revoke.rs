@@ -249,6 +249,19 @@ impl Store {
             None => false,
         };
         let ended = held_stored && !held;
+        // A held record of a build before the jobs were listed: what was kept for it names them
+        // (its dispute's, and its kept contradictions'), so that an upgrade mid-dispute keeps the
+        // rule.
+        let mut contradicted = contradicted;
+        if ended && contradicted.is_empty() {
+            if let Some(raw) = self.challenges.get(worker.as_bytes())? {
+                if let Ok(kept) = decode::<super::challenges::Kept>("challenges", &raw) {
+                    let jobs = kept.open.iter().map(|(run, key)| (*run, key));
+                    let jobs = jobs.chain(kept.challenges.iter().map(|c| (c.run, &c.key)));
+                    contradicted.extend(jobs.map(|(run, key)| job_key(run, key)));
+                }
+            }
+        }
         let mut counted = Vec::new();
         let mut incomplete = false;
         for meta in runs {

@@ -1499,8 +1499,32 @@ fn a_checker_whose_dispute_failed_takes_back_each_count_it_contradicted_and_no_o
     store.audit().unwrap();
 }
 
+/// A held record of the build before (no jobs listed) whose hold ends undecided takes back, from
+/// what was kept for it, its kept contradictions' counts and its dispute's: an upgrade mid-dispute
+/// keeps the rule. (Covered contradictions were never recorded then: those stand, as before.)
+#[test]
+fn a_held_record_of_the_build_before_takes_back_what_was_kept_for_it() {
+    let (store, _, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    let mut q = store.quarantined().unwrap().remove(0);
+    assert_eq!(q.worker, "h");
+    q.contradicted.clear();
+    store.quarantine.insert(b"h", encode(&q)).unwrap();
+    store.fail_job(run.id, &j1.key, "test").unwrap();
+    let mut revoked: Vec<_> = store
+        .revoke("h")
+        .unwrap()
+        .revoked
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    revoked.sort();
+    let mut want = vec![mine.key.clone(), j2.key.clone()];
+    want.sort();
+    assert_eq!(revoked, want);
+}
+
 /// So does a checker whose dispute's run is cancelled, where the count it kept is in another run;
-/// a kept count that agrees with the checker by then (computed anew meanwhile) stays.
+/// a kept count computed anew meanwhile by identities it did not contradict stays.
 #[test]
 fn a_checker_whose_disputes_run_is_cancelled_takes_back_the_other_runs_kept_count() {
     let (store, plan, run) = one_record_run();
