@@ -491,7 +491,9 @@ fn join_quarantines(
             // revocation ends the hold once more and takes it back (found by a review,
             // 2026-12-01).
             Some(s) if !s.held && q.held => {
-                store.hold_again(q)?;
+                if !store.hold_again(q)? {
+                    continue;
+                }
                 repairs.quarantines_restored += 1;
                 tracing::warn!(worker = %q.worker, "the store held whole a quarantine the ledger holds held: held again, for the start's revocation to end the hold once more");
             }
@@ -1592,6 +1594,17 @@ mod tests {
         assert_eq!(store.audit().unwrap()[0].tally.jobs, 1);
     }
 
+    /// A store in `dir` whose worker "liar" is quarantined and its results taken back, and its
+    /// ledger written from it: the store and the ledger's path.
+    fn a_liar_revoked_and_logged(dir: &Path) -> (Store, std::path::PathBuf) {
+        let path = dir.join(LEDGER_FILE);
+        let store = crate::durable::store::tests::a_quarantine_not_revoked(dir);
+        store.revoke("liar").unwrap();
+        store.flush().unwrap();
+        ledger::rewrite(&path, &store).unwrap();
+        (store, path)
+    }
+
     /// Quarantine lines (ledger format 4) go by the quick path, agreeing or not: a difference is joined
     /// there (a worker either side quarantines is quarantined in both), so that an upgrade from a
     /// ledger without quarantine lines, or a crash between a quarantine's two writes, never sends a
@@ -1599,11 +1612,7 @@ mod tests {
     #[test]
     fn quarantines_are_joined_both_ways_on_the_quick_path() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(LEDGER_FILE);
-        let store = crate::durable::store::tests::a_quarantine_not_revoked(dir.path());
-        store.revoke("liar").unwrap();
-        store.flush().unwrap();
-        ledger::rewrite(&path, &store).unwrap();
+        let (store, path) = a_liar_revoked_and_logged(dir.path());
         assert_eq!(LedgerView::read(&path).unwrap().quarantines.len(), 1);
         let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
         assert_eq!(repairs, Repairs::default());
@@ -1661,29 +1670,34 @@ mod tests {
         assert_eq!(store.quarantined().unwrap(), [whole]);
     }
 
-    /// Whole in the store, held in the ledger (a hold ended in the store, the ledger's lines lost
-    /// in a crash): held again on the quick path, with the jobs the ledger's record lists and the
-    /// store's own deciders (overwritten by the ledger's, the deciders a decision had joined went).
+    /// Whole in the store, held in the ledger with the same deciders (a hold ended in the store, the
+    /// ledger's lines lost in a crash): held again on the quick path, with the jobs the ledger's
+    /// record lists. Whole with other deciders (a decision against it joined its deciders, and the
+    /// ledger lost its lines): left whole, so that the decided count stands.
     #[test]
-    fn a_hold_ended_in_the_store_alone_is_held_again_with_the_stores_deciders() {
+    fn a_hold_ended_in_the_store_alone_is_held_again_and_a_decided_one_is_not() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(LEDGER_FILE);
-        let store = crate::durable::store::tests::a_quarantine_not_revoked(dir.path());
-        store.revoke("liar").unwrap();
-        store.flush().unwrap();
-        ledger::rewrite(&path, &store).unwrap();
+        let (store, path) = a_liar_revoked_and_logged(dir.path());
         let whole = store.quarantined().unwrap().remove(0);
         assert_eq!(whole.by.len(), 2);
         let jobs = vec![(1, JobKey(vec![1]))];
-        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
-        ledger
-            .append(&[Entry::Quarantine(Quarantine {
+        let held = |by: &[String]| {
+            Entry::Quarantine(Quarantine {
                 held: true,
-                by: whole.by[..1].to_vec(),
+                by: by.to_vec(),
                 contradicted: jobs.clone(),
                 ..whole.clone()
-            })])
-            .unwrap();
+            })
+        };
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
+        ledger.append(&[held(&whole.by[..1])]).unwrap();
+        drop(ledger);
+        let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
+        assert_eq!(repairs.quarantines_restored, 0);
+        assert_eq!(store.quarantined().unwrap(), [whole.clone()], "decided");
+        let reversed: Vec<String> = whole.by.iter().rev().cloned().collect();
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
+        ledger.append(&[held(&reversed)]).unwrap();
         drop(ledger);
         let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
         assert_eq!(repairs.quarantines_restored, 1);

@@ -94,6 +94,13 @@ pub(super) fn apply_quarantines(state: &mut super::State, committed: &Committed)
         tracing::warn!(worker = %q.worker, reason = %q.reason, revoked, held = q.held, "worker quarantined; its unconfirmed results are revoked and their jobs computed again (held: those of record runs stand until its dispute is decided)");
         state.quarantined.insert(q.worker.clone(), q.shown_reason());
     }
+    // Holds ended in the round: shown whole.
+    for q in &committed.made_whole {
+        if newer(&q.worker) {
+            tracing::warn!(worker = %q.worker, "a held worker's hold ended undecided: its quarantine is whole");
+            state.quarantined.insert(q.worker.clone(), q.shown_reason());
+        }
+    }
     for q in lifted {
         tracing::warn!(worker = %q.worker, deciders = ?q.by, "quarantine lifted: every identity that disproved the worker is quarantined now, or a majority decided its dispute for it; its results taken back are computed again, and it earns its record again");
         state.quarantined.remove(&q.worker);

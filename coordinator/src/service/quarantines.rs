@@ -90,11 +90,14 @@ pub(super) fn revoke_quarantined(store: &Store, ledger: Option<&mut Ledger>) -> 
 /// Takes up the next kept contradiction of every held checker whose wait for another dispute ended
 /// ([`Store::take_up_waiting`]): the store first (flushed), then the ledger's lines (counts taken
 /// back, releases), as a commit's. Returns whether a count was taken back.
-fn take_up_waiting(store: &Store, ledger: Option<&mut Ledger>) -> Result<bool> {
+fn take_up_waiting(store: &Store, mut ledger: Option<&mut Ledger>) -> Result<bool> {
     let woken = store.take_up_waiting()?;
     if !woken.has_effects() {
         return Ok(false);
     }
+    // A take-up that left a checker nothing to hold it: its hold ends now (below), as in a
+    // commit's round (found by a review, 2026-12-01: it waited for the next start).
+    let ended = !woken.hold_ended.is_empty();
     store.flush()?;
     for r in &woken.disputed {
         tracing::warn!(run = r.run, job = %r.key, worker = %r.record.worker, "a held checker's kept contradiction taken up at the start: the count is disputed");
@@ -102,7 +105,7 @@ fn take_up_waiting(store: &Store, ledger: Option<&mut Ledger>) -> Result<bool> {
     for q in &woken.lifted {
         tracing::warn!(worker = %q.worker, "a held checker released at the start: its last kept contradiction was passed over");
     }
-    if let Some(ledger) = ledger {
+    if let Some(ledger) = ledger.as_deref_mut() {
         let at_unix = now_unix();
         let lines: Vec<_> = woken
             .disputed
@@ -115,7 +118,8 @@ fn take_up_waiting(store: &Store, ledger: Option<&mut Ledger>) -> Result<bool> {
             .collect();
         ledger.append(&lines)?;
     }
-    Ok(!woken.disputed.is_empty())
+    let ended = ended && revoke_quarantined(store, ledger)?;
+    Ok(!woken.disputed.is_empty() || ended)
 }
 
 /// Runs the quarantine rule at the start ([`Store::apply_quarantine_rule`]): a lift the commit thread

@@ -5660,6 +5660,32 @@ async fn a_store_rebuilt_from_the_ledger_takes_back_what_a_held_checker_contradi
     assert!(!view.quarantines["h"].held);
 }
 
+/// A waiting checker whose kept count's dispute failed before a stop (here in the store, directly):
+/// the start's take-up passes it over, nothing holds the checker any more (z, an identity it
+/// contradicted, stands), and the same start ends its hold: whole, its record count taken back.
+/// Before, it stayed held with no dispute for the whole session (found by a review, 2026-12-01).
+#[tokio::test]
+async fn a_start_whose_take_up_leaves_a_checker_nothing_to_hold_it_ends_its_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, mine) = {
+        let store = Store::open(dir.path()).unwrap();
+        let fixture = crate::durable::store::tests::a_checker_waiting_on_z_in(&store);
+        let (run, mine, j2) = fixture;
+        store.fail_job(run, &j2.key, "test").unwrap();
+        store.flush().unwrap();
+        crate::durable::ledger::rewrite(
+            &dir.path().join(crate::durable::ledger::LEDGER_FILE),
+            &store,
+        )
+        .unwrap();
+        (run, mine)
+    };
+    let c = reopened(dir.path()).await;
+    assert!(!c.state().quarantined["h"].contains("held"));
+    assert!(c.shared.store.result(run, &mine.key).unwrap().is_none());
+    assert!(c.shared.store.unrevoked_quarantines().unwrap().is_empty());
+}
+
 /// A hold that ended in the store (the second pair's lie taken back), its ledger lines lost in a
 /// crash: the ledger holds the checker held and the lie counted. The start restores the count from
 /// the ledger, holds the checker again, and its revocation takes the lie back once more. Before (a

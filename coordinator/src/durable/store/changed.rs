@@ -92,10 +92,11 @@ pub struct Committed {
     /// the commit thread ends them in the same round (their revocation makes them whole and takes
     /// back what they contradicted that only those identities stand behind).
     pub hold_ended: Vec<String>,
-    /// Held workers whose holds this round ended (set by the commit thread): their whole records,
-    /// in `quarantined`, go to the ledger after the counts taken back, so that an append cut short
-    /// leaves them held there, and the next start ends the holds again.
-    pub made_whole: Vec<String>,
+    /// The whole records of held workers whose holds this round ended (set by the commit thread):
+    /// they go to the ledger after the counts taken back, so that an append cut short leaves them
+    /// held there, and the next start ends the holds again; a held record of the round itself stays
+    /// in `quarantined`, before the take-backs. The live state shows them whole.
+    pub made_whole: Vec<Quarantine>,
     /// The commit thread's sequence number: tallies of a later commit supersede earlier ones.
     pub seq: u64,
     /// Why a revocation this commit's quarantine started could not take back every result (set by the
@@ -118,6 +119,7 @@ impl Committed {
             self.reopened.is_empty(),
             self.lifted.is_empty(),
             self.hold_ended.is_empty(),
+            self.made_whole.is_empty(),
             self.incomplete.is_none(),
         ];
         untouched.contains(&false)

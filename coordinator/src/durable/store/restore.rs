@@ -32,24 +32,32 @@ impl Store {
     }
 
     /// Holds again the stored whole quarantine of the worker of the ledger's held record `q` (a hold
-    /// that ended in the store, its ledger lines lost in a crash), with the jobs `q` lists: the next
-    /// revocation of it ends the hold again and takes back again what the ledger may have restored
-    /// ([`Store::revoke`]). The store's record is kept otherwise: its deciders, joined by a decision
-    /// the ledger lost, stay (overwritten by the ledger's, they went, and the rule could lift it on
-    /// fewer disproofs: found by a review, 2026-12-01).
-    pub fn hold_again(&self, q: &Quarantine) -> Result<()> {
+    /// that ended in the store, its ledger lines lost in a crash), with the jobs `q` lists, and says
+    /// whether it did: the next revocation of it ends the hold again and takes back again what the
+    /// ledger may have restored ([`Store::revoke`]). Only where the store's deciders are the ledger's: a record whole with
+    /// more (a decision against it, whose lines the ledger lost) or none (put back by the rule) was
+    /// not made whole by a hold's end, and is left as it is.
+    pub fn hold_again(&self, q: &Quarantine) -> Result<bool> {
         super::records::check_quarantine(q)?;
         let Some(raw) = self.quarantine.get(q.worker.as_bytes())? else {
-            return Ok(());
+            return Ok(false);
         };
         let stored: Quarantine = decode("quarantine", &raw)?;
+        // Whole with other deciders (a decision against it joined them, or the rule put it back
+        // with none): not a hold's end, and what it contradicted stands (found by a review,
+        // 2026-12-01: held again, a decided count was taken back).
+        let same =
+            |a: &[String], b: &[String]| a.len() == b.len() && a.iter().all(|n| b.contains(n));
+        if !same(&stored.by, &q.by) {
+            return Ok(false);
+        }
         let held = Quarantine {
             held: true,
             contradicted: q.contradicted.clone(),
             ..stored
         };
         self.quarantine.insert(q.worker.as_bytes(), encode(&held))?;
-        Ok(())
+        Ok(true)
     }
 
     /// Makes the stored quarantine of `worker` whole if it is held (a ledger ahead of the store holds

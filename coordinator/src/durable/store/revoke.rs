@@ -253,7 +253,7 @@ impl Store {
         // (its dispute's, and its kept contradictions'), so that an upgrade mid-dispute keeps the
         // rule.
         let mut contradicted = contradicted;
-        if ended && contradicted.is_empty() {
+        if contradicted.is_empty() {
             if let Some(raw) = self.challenges.get(worker.as_bytes())? {
                 if let Ok(kept) = decode::<super::challenges::Kept>("challenges", &raw) {
                     let jobs = kept.open.iter().map(|(run, key)| (*run, key));

@@ -907,8 +907,43 @@ pub(crate) fn a_checker_waiting() -> (Store, Plan, super::RunMeta, Incoming, Inc
     assert_eq!(other.disputed.len(), 1, "j2 in c's dispute");
     let decided = decided_by_two(&store, &plan, &j1);
     assert!(decided.lifted.is_empty() && decided.disputed.is_empty());
+    assert!(decided.hold_ended.is_empty(), "it waits");
     assert!(is_held(&store, "h"));
     (store, plan, run, mine, j1, j2)
+}
+
+/// [`a_checker_waiting`], with "z" added by hand to the identities h contradicted: z stands, so
+/// nothing but a dispute or a wait holds h.
+pub(crate) fn a_checker_waiting_on_z() -> (Store, Plan, super::RunMeta, Incoming, Incoming, Incoming)
+{
+    let (store, plan, run, mine, j1, j2) = a_checker_waiting();
+    z_stands_behind_h(&store);
+    (store, plan, run, mine, j1, j2)
+}
+
+/// Adds "z" to the identities held checker h contradicted.
+fn z_stands_behind_h(store: &Store) {
+    let q = store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .find(|q| q.worker == "h");
+    let mut q = q.unwrap();
+    assert!(q.held);
+    q.by.push("z".into());
+    store.quarantine.insert(b"h", encode(&q)).unwrap();
+}
+
+/// The same in `store`, over [`a_check_of_two_lies_in`] (N = 8 d4): the run's id, job 3 (h's
+/// count) and job 2 (the kept count, in c's dispute). Flushed.
+pub(crate) fn a_checker_waiting_on_z_in(store: &Store) -> (u64, Incoming, Incoming) {
+    let plan = Plan::new(8, Strategy::D4).unwrap();
+    let (run, j1, j2) = a_check_of_two_lies_in(store, plan);
+    store.commit(&[by(&plan, "c", j2.clone(), 0)]).unwrap();
+    decided_by_two(store, &plan, &j1);
+    z_stands_behind_h(store);
+    store.flush().unwrap();
+    (run, incoming(run, &plan, 3), j2)
 }
 
 /// An honest checker whose next kept contradiction's count is in another checker's dispute stays
@@ -1420,7 +1455,12 @@ fn a_held_worker_whose_dispute_failed_is_taken_for_whole() {
 /// run done with a lie in its total (found by a review, 2026-12-01).
 #[test]
 fn a_checker_whose_dispute_failed_takes_back_the_counts_it_kept() {
-    let (store, _, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    let (store, plan, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
+    // Another checker held meanwhile, by its own list: not h's.
+    let j4 = incoming(run.id, &plan, 4);
+    counted_by_two(&store, &plan, &j4, ["v", "w"], 8);
+    store.commit(&[by(&plan, "c", j4.clone(), 0)]).unwrap();
+    assert!(is_held(&store, "c"));
     store.fail_job(run.id, &j1.key, "test").unwrap();
     assert_eq!(
         store.unrevoked_quarantines().unwrap(),
@@ -1446,7 +1486,17 @@ fn a_checker_whose_dispute_failed_takes_back_the_counts_it_kept() {
     assert!(store.job(run.id, &j2.key).unwrap().is_none(), "pending");
     assert!(store.challenges.get(b"h").unwrap().is_none());
     assert!(!is_held(&store, "h"));
+    let h = store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .find(|q| q.worker == "h");
+    assert!(h.unwrap().contradicted.is_empty(), "whole: no jobs listed");
     assert!(store.unrevoked_quarantines().unwrap().is_empty());
+    assert!(
+        store.result(run.id, &j4.key).unwrap().is_none(),
+        "in c's dispute"
+    );
     assert_eq!(store.tally(run.id).unwrap().total, 0);
     store.audit().unwrap();
 }
@@ -1550,6 +1600,12 @@ fn a_checker_whose_disputes_run_is_cancelled_takes_back_the_other_runs_kept_coun
     // j4's count is replaced by the true one meanwhile: v contradicts its own count.
     store.commit(&[by(&plan, "v", j4.clone(), 16)]).unwrap();
     assert_eq!(store.revoke("v").unwrap().revoked.len(), 1);
+    let v = store
+        .quarantined()
+        .unwrap()
+        .into_iter()
+        .find(|q| q.worker == "v");
+    assert!(v.unwrap().contradicted.is_empty(), "its own count: whole");
     counted_by_two(&store, &plan, &j4, ["s", "t"], 0);
     store.apply_control(run.id, super::Control::Cancel).unwrap();
     let revoked: Vec<_> = store
