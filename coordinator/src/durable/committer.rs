@@ -955,7 +955,11 @@ mod tests {
             .iter()
             .map(|q| (&q.worker[..], q.held))
             .collect();
-        assert_eq!(whole, [("c", false), ("h", false)], "c's dispute failed too");
+        assert_eq!(
+            whole,
+            [("c", false), ("h", false)],
+            "c's dispute failed too"
+        );
         assert!(c.revoked.iter().any(|r| r.key == mine.key));
         assert!(store.unrevoked_quarantines().unwrap().is_empty());
         assert!(health.degraded().is_none());

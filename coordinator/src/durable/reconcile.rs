@@ -1694,7 +1694,11 @@ mod tests {
         drop(ledger);
         let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
         assert_eq!(repairs.quarantines_restored, 0);
-        assert_eq!(store.quarantined().unwrap(), [whole.clone()], "decided");
+        assert_eq!(
+            store.quarantined().unwrap(),
+            std::slice::from_ref(&whole),
+            "decided"
+        );
         let reversed: Vec<String> = whole.by.iter().rev().cloned().collect();
         let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
         ledger.append(&[held(&reversed)]).unwrap();
