@@ -508,9 +508,11 @@ fn wake_into(store: &Store, committed: &mut Committed) {
 
 /// After a write or a commit that `ended` disputes: revokes, into `committed`, the held quarantines
 /// they may have freed (every held one for a cancel; for failed jobs, those of workers that stood in
-/// one of them), as the next start would. One whose dispute no longer holds it is made whole (its
-/// record says so, and it joins `committed.quarantined`, for the ledger and the live state) and its
-/// record counts are taken back; one still held loses nothing. Before, that waited for the next
+/// one of them; the workers named, for a decision that left them nothing to hold them), as the next
+/// start would. One whose dispute no longer holds it is made whole (its record says so, and it joins
+/// `committed.made_whole`, for the ledger after the take-backs and for the live state) and its
+/// record counts, and the listed counts only those it contradicted stand behind, are taken back;
+/// one still held loses nothing. Before, that waited for the next
 /// start, and meanwhile its record counts stood (`audit` and `export` refused the store). A read that
 /// fails leaves the revocation incomplete (the store is reopened, and its start completes it).
 fn end_holds(store: &Store, committed: &mut Committed, ended: &Ended) {

@@ -1709,6 +1709,21 @@ mod tests {
         assert!(q.held);
         assert_eq!(q.by, whole.by);
         assert_eq!(q.contradicted, jobs);
+        // Put back by the rule with no deciders (an operator's quarantine joins the same way): left
+        // whole.
+        store.revoke("liar").unwrap();
+        let none = Quarantine {
+            by: Vec::new(),
+            ..whole.clone()
+        };
+        store.put_quarantine(&none).unwrap();
+        assert!(store.quarantined().unwrap()[0].by.is_empty());
+        let mut ledger = Ledger::open(&path, std::fs::metadata(&path).unwrap().len(), 9).unwrap();
+        ledger.append(&[held(&whole.by)]).unwrap();
+        drop(ledger);
+        let (_, repairs, _) = quick(&store, &path).unwrap().expect("the quick path");
+        assert_eq!(repairs.quarantines_restored, 0);
+        assert!(!store.quarantined().unwrap()[0].held);
     }
 
     /// The refusal of a start that the quick path does not take either.
