@@ -19,10 +19,10 @@ impl Store {
     /// Restores a quarantine (from an export, or a ledger ahead of the store): the worker stays out of
     /// service. One already stored is kept as it is. A held one is restored held: a file holds no
     /// open job's results, so no dispute holds it, and the next revocation of it (the start's, or
-    /// the import's) makes it whole. That revocation takes back its record counts, and every count
-    /// of a record run that only identities it contradicted stand behind, since a file holds none
-    /// of what it kept ([`Store::revoke`]). Before, it was restored whole, and a lie of a second
-    /// pair it had contradicted stood.
+    /// the import's) makes it whole. That revocation takes back its record counts, and each count
+    /// of the jobs it lists as contradicted that only the identities it contradicted stand behind,
+    /// since a file holds none of what it kept ([`Store::revoke`]). Before, it was restored whole,
+    /// and a lie of a second pair it had contradicted stood.
     pub fn restore_quarantine(&self, q: &Quarantine) -> Result<()> {
         super::records::check_quarantine(q)?;
         self.quarantine
@@ -34,9 +34,9 @@ impl Store {
     /// Holds again the stored whole quarantine of the worker of the ledger's held record `q` (a hold
     /// that ended in the store, its ledger lines lost in a crash), with the jobs `q` lists, and says
     /// whether it did: the next revocation of it ends the hold again and takes back again what the
-    /// ledger may have restored ([`Store::revoke`]). Only where the store's deciders are the ledger's: a record whole with
-    /// more (a decision against it, whose lines the ledger lost) or none (put back by the rule) was
-    /// not made whole by a hold's end, and is left as it is.
+    /// ledger may have restored ([`Store::revoke`]). Only where the store's deciders are the
+    /// ledger's: a record whole with more (a decision against it, whose lines the ledger lost) or
+    /// none (put back by the rule) was not made whole by a hold's end, and is left as it is.
     pub fn hold_again(&self, q: &Quarantine) -> Result<bool> {
         super::records::check_quarantine(q)?;
         let Some(raw) = self.quarantine.get(q.worker.as_bytes())? else {

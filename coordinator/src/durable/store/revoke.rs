@@ -8,7 +8,8 @@
 //! undecided dispute ([`super::Quarantine::held`]) keeps its counts and its sides of disputes in record
 //! runs: there it counts as trusted, in its own revocation and in others', until a decision makes its
 //! quarantine whole. One whose hold ended undecided is made whole by its revocation, which also takes
-//! back every count of a record run that only the identities it contradicted stand behind.
+//! back each count of the jobs it contradicted that only the identities it contradicted stand
+//! behind.
 
 use std::collections::BTreeMap;
 

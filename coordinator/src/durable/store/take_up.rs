@@ -144,7 +144,8 @@ pub(super) fn txn_take_up(
         e.out.lifted.push(q);
     } else if held.open.is_empty() && held.challenges.is_empty() {
         // Nothing left to hold it (an identity it contradicted stands: an old decider of a lifted
-        // record joined it): its hold has ended, and the commit thread ends it in this round.
+        // record joined it): its hold has ended, and the commit thread (or the start) ends it in
+        // this round.
         // Before, it stayed held with no dispute until the next start (found by a review,
         // 2026-12-01).
         e.out.hold_ended.push(name.to_string());
