@@ -5628,31 +5628,16 @@ async fn a_checker_of_two_pairs_lies_is_released_once_both_are_decided() {
 
 /// A store rebuilt from the ledger alone while a checker was held, its first dispute open and a
 /// second pair's lie kept: the ledger holds neither, so the start makes the checker whole and takes
-/// back, with its record counts, every count only identities it contradicted stand behind. Before,
+/// back, with its record counts, each listed count only identities it contradicted stand behind. Before,
 /// the quarantine was restored whole with nothing else, and the second pair's lie was counted in a
 /// run that could end done with it (the last stop's known limit).
 #[tokio::test]
 async fn a_store_rebuilt_from_the_ledger_takes_back_what_a_held_checker_contradicted() {
-    use crate::durable::store::tests::{a_check_of_two_lies_in, incoming_from};
     let dir = tempfile::tempdir().unwrap();
-    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
-    let truth = |run: u64, i: usize| incoming_from(run, &plan, i, "t").result.total;
-    let run = {
-        let store = Store::open(dir.path()).unwrap();
-        let (run, _, _) = a_check_of_two_lies_in(&store, plan);
-        crate::durable::ledger::rewrite(
-            &dir.path().join(crate::durable::ledger::LEDGER_FILE),
-            &store,
-        )
-        .unwrap();
-        run
-    };
+    let (_, run, _, _) = two_lies_logged(dir.path());
     let rebuilt = ledger_alone(dir.path());
     let c = reopened(rebuilt.path()).await;
-    let tally = c.run(&run.to_string()).unwrap().tally;
-    assert_eq!(tally.jobs, 1, "q and r's count alone");
-    assert_eq!(tally.total, u128::from(truth(run, 4)));
-    assert!(!c.state().quarantined["h"].contains("held"));
+    q_and_r_alone_h_whole(&c, run);
     assert!(c.shared.store.unrevoked_quarantines().unwrap().is_empty());
     // The ledger holds it whole now: a store rebuilt from it again takes nothing more back.
     let path = rebuilt.path().join(crate::durable::ledger::LEDGER_FILE);
@@ -5693,17 +5678,9 @@ async fn a_start_whose_take_up_leaves_a_checker_nothing_to_hold_it_ends_its_hold
 /// whole record never ended a hold again.
 #[tokio::test]
 async fn a_hold_ended_in_the_store_alone_takes_back_again_what_the_ledger_restores() {
-    use crate::durable::store::tests::{a_check_of_two_lies_in, incoming_from};
     let dir = tempfile::tempdir().unwrap();
-    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
     let run = {
-        let store = Store::open(dir.path()).unwrap();
-        let (run, j1, j2) = a_check_of_two_lies_in(&store, plan);
-        crate::durable::ledger::rewrite(
-            &dir.path().join(crate::durable::ledger::LEDGER_FILE),
-            &store,
-        )
-        .unwrap();
+        let (store, run, j1, j2) = two_lies_logged(dir.path());
         store.fail_job(run, &j1.key, "test").unwrap();
         let revoked = store.revoke("h").unwrap().revoked;
         assert!(revoked.iter().any(|r| r.key == j2.key));
@@ -5711,9 +5688,35 @@ async fn a_hold_ended_in_the_store_alone_takes_back_again_what_the_ledger_restor
         run
     };
     let c = reopened(dir.path()).await;
+    q_and_r_alone_h_whole(&c, run);
+}
+
+/// In `dir`, the store of [`crate::durable::store::tests::a_check_of_two_lies_in`] (h held, x and
+/// y's lie on job 2 kept), its ledger written from it: the store, the run's id, jobs 1 and 2.
+fn two_lies_logged(
+    dir: &std::path::Path,
+) -> (
+    Store,
+    u64,
+    crate::durable::store::Incoming,
+    crate::durable::store::Incoming,
+) {
+    let store = Store::open(dir).unwrap();
+    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+    let (run, j1, j2) = crate::durable::store::tests::a_check_of_two_lies_in(&store, plan);
+    crate::durable::ledger::rewrite(&dir.join(crate::durable::ledger::LEDGER_FILE), &store)
+        .unwrap();
+    (store, run, j1, j2)
+}
+
+/// Run `run` of [`two_lies_logged`] counts q and r's job 4 alone, and h is whole.
+fn q_and_r_alone_h_whole(c: &Coordinator, run: u64) {
+    let plan = nqueens_common::Plan::new(8, Strategy::D4).unwrap();
+    let truth = crate::durable::store::tests::incoming_from(run, &plan, 4, "t")
+        .result
+        .total;
     let tally = c.run(&run.to_string()).unwrap().tally;
     assert_eq!(tally.jobs, 1, "q and r's count alone");
-    let truth = incoming_from(run, &plan, 4, "t").result.total;
     assert_eq!(tally.total, u128::from(truth));
     assert!(!c.state().quarantined["h"].contains("held"));
 }
