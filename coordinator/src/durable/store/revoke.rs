@@ -220,11 +220,10 @@ impl Store {
                 in_dispute.insert(q.worker.clone());
             }
         }
-        let held_stored = stored.iter().any(|q| q.worker == worker && q.held);
+        let held_record = stored.iter().find(|q| q.worker == worker && q.held);
+        let held_stored = held_record.is_some();
         // (Held: the identities and jobs it contradicted.)
-        let (accused, contradicted) = stored
-            .iter()
-            .find(|q| q.worker == worker && q.held)
+        let (accused, contradicted) = held_record
             .map(|q| {
                 let jobs: std::collections::HashSet<Vec<u8>> = q
                     .contradicted

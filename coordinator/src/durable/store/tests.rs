@@ -1555,10 +1555,14 @@ fn a_checker_whose_dispute_failed_takes_back_each_count_it_contradicted_and_no_o
 #[test]
 fn a_held_record_of_the_build_before_takes_back_what_was_kept_for_it() {
     let (store, _, run, mine, j1, j2) = a_check_of_two_lies(["a", "b"], ["x", "y"]);
-    let mut q = store.quarantined().unwrap().remove(0);
-    assert_eq!(q.worker, "h");
-    q.contradicted.clear();
-    store.quarantine.insert(b"h", encode(&q)).unwrap();
+    let q = store.quarantined().unwrap().remove(0);
+    assert_eq!((q.worker.as_str(), q.contradicted.len()), ("h", 2));
+    // The record as the build before wrote it: no `contradicted` field.
+    let mut old = serde_json::to_value(&q).unwrap();
+    old.as_object_mut().unwrap().remove("contradicted");
+    let old: super::Quarantine = serde_json::from_value(old).unwrap();
+    assert!(old.contradicted.is_empty() && old.held);
+    store.quarantine.insert(b"h", encode(&old)).unwrap();
     store.fail_job(run.id, &j1.key, "test").unwrap();
     let mut revoked: Vec<_> = store
         .revoke("h")
