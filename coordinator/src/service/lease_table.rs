@@ -341,9 +341,30 @@ impl Leases {
     /// result with no draw of confirmers (found by a review, 2026-12-01). The leases themselves run
     /// on: a result under one is the job's first result, as any.
     pub fn unmark_job(&mut self, run: u64, key: &JobKey) {
+        self.unmark(run, key, false);
+    }
+
+    /// Takes the mark of [`Leases::mark_after_first`] off the leases of job `key` of run `run` as it
+    /// becomes disputed, but a spot check's (drawn in secret): those issued before were drawn as
+    /// confirmers, not as deciders, and a result under one seconds no side. Only a lease the draw of
+    /// deciders let its identity take does ([`super::steer::Steer::admits_decider`]). Before, a
+    /// partner admitted to check a job, that leased it and let the lease expire, seconded the lie of
+    /// its dispute with no draw of deciders (found by a review, 2026-12-01).
+    pub fn unmark_at_dispute(&mut self, run: u64, key: &JobKey) {
+        self.unmark(run, key, true);
+    }
+
+    /// [`Leases::unmark_job`], or [`Leases::unmark_at_dispute`] where `keep_checks`.
+    fn unmark(&mut self, run: u64, key: &JobKey, keep_checks: bool) {
         let job = (run, key.clone());
-        if let Some(l) = self.by_job.get(&job).and_then(|id| self.active.get_mut(id)) {
-            l.after_first = false;
+        if let Some((id, l)) = self
+            .by_job
+            .get(&job)
+            .and_then(|id| self.active.get_mut(id).map(|l| (*id, l)))
+        {
+            if !(keep_checks && self.checks.contains(&id)) {
+                l.after_first = false;
+            }
         }
         for id in self.past_by_job.get(&job).into_iter().flatten() {
             if let Some(e) = self.past.get_mut(id) {

@@ -426,9 +426,10 @@ impl LiveRun {
                 // A dispute waits for a worker with a record of confirmed results.
                 Some(r) if r.state == JobState::Disputed && !may_decide => computed.push(key),
                 // A second result waits a while for a worker of another kernel family, or an
-                // identity the draw admits ([`super::steer::Steer::holds`]).
+                // identity the draw admits; a dispute, for a decider its draw admits
+                // ([`super::steer::Steer::holds`]).
                 Some(r)
-                    if super::steer::Steer::may_wait(&r)
+                    if super::steer::Steer::may_hold(&r)
                         && made.get_or_insert_with(steer).holds(run, &key, &r) =>
                 {
                     if !moved && !self.meta.is_done() && !self.meta.is_cancelled() {

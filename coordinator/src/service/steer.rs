@@ -5,7 +5,8 @@
 //! admits, where two or more compute another kernel family than the first result's, those of its
 //! family alone wait a while (a bug of one family cannot confirm itself). Soft rules: they only order
 //! work, never decide a count; the family wait ends after [`crate::service::Config::family_wait`],
-//! and the draw admits twice as many identities each such period.
+//! and the draw admits twice as many identities each such period. A dispute's deciders are drawn
+//! alike, by a draw of their own ([`Steer::admits_decider`]).
 
 use std::collections::HashMap;
 use std::hash::Hasher;
@@ -19,6 +20,11 @@ use crate::durable::store::{JobRecord, JobState};
 /// period after its first result; twice as many each later period. Where no more serve, it holds
 /// nothing back.
 pub const DRAWN: usize = 4;
+
+/// The first bytes hashed by the draw of a dispute's deciders ([`Steer::admits_decider`]): a draw
+/// apart from that of confirmers, so that an identity admitted to check a job is not for that the one
+/// admitted to decide its dispute.
+const DISPUTE_DRAW: &[u8; 8] = b"dispute\0";
 
 /// Identities of another family that must serve before a job waits for one: with a single one, the
 /// second result of every job held for it would go to that identity, which a colluder claiming a rare
@@ -87,11 +93,65 @@ impl Steer {
         }
     }
 
-    /// Whether job `key` of run `run`, whose one result is `record`'s, waits for another identity
-    /// than the asking one: for one the draw admits ([`Steer::admits`]), or, among those, for one of
-    /// another family ([`Steer::waits`]).
+    /// Whether the job of `record` could be held from an identity: one that could wait
+    /// ([`Steer::may_wait`]), or a dispute (its deciders are drawn: [`Steer::admits_decider`]).
+    pub fn may_hold(record: &JobRecord) -> bool {
+        Steer::may_wait(record) || record.state == JobState::Disputed
+    }
+
+    /// Whether job `key` of run `run`, of `record`, waits for another identity than the asking one: a
+    /// dispute, for one its draw admits ([`Steer::admits_decider`]); a job with one result, for one
+    /// the draw admits ([`Steer::admits`]), or, among those, for one of another family
+    /// ([`Steer::waits`]).
     pub fn holds(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
+        if record.state == JobState::Disputed {
+            return !self.admits_decider(run, key, record);
+        }
         Steer::may_wait(record) && (!self.admits(run, key, record) || self.waits(run, key, record))
+    }
+
+    /// Whether the draw admits the asking identity to decide the dispute of job `key` of run `run`,
+    /// of `record`: always where at most [`DRAWN`] identities could (the asking one and the others
+    /// serving, those behind a side left out), else with a chance of [`DRAWN`] over their number,
+    /// doubled for each period of the wait since the dispute's latest result (one stamped later than
+    /// now admits everyone). A draw of its own (keyed by the job and the identity, apart from the draw
+    /// of confirmers): the same for every call, and none a worker can foresee. Before, a dispute went
+    /// to the first identity with a record that asked: three colluding credentials that asked at once
+    /// decided a record run's dispute (found by a review, 2026-12-01).
+    pub fn admits_decider(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
+        let Some(latest) = record.candidates.iter().map(|c| c.at_unix).max() else {
+            return true;
+        };
+        let Some(age) = self.now_unix.checked_sub(latest) else {
+            return true;
+        };
+        let periods = age.checked_div(self.wait.as_secs()).unwrap_or(u64::MAX);
+        // The identities behind a side that serve, the asking one aside: they decide nothing.
+        let mut behind: Vec<String> = Vec::new();
+        for who in record.candidates.iter().flat_map(|c| c.identities()) {
+            if who != self.name && self.others.contains_key(&who) && !behind.contains(&who) {
+                behind.push(who);
+            }
+        }
+        let could = 1 + self.others.len()
+            - usize::from(self.others.contains_key(&self.name))
+            - behind.len();
+        let admitted = match periods {
+            p @ 0..32 => DRAWN << p,
+            _ => usize::MAX,
+        };
+        if could <= admitted {
+            return true;
+        }
+        let mut h = siphasher::sip::SipHasher24::new_with_key(&self.secret);
+        // (Apart from the draw of confirmers, whose hash begins with the run.)
+        h.write(DISPUTE_DRAW);
+        h.write_u64(run);
+        h.write_usize(key.0.len());
+        h.write(&key.0);
+        h.write_usize(self.name.len());
+        h.write(self.name.as_bytes());
+        u128::from(h.finish()) * (could as u128) < (admitted as u128) << 64
     }
 
     /// Whether the draw admits the asking identity to give job `key` of run `run` its one result's
@@ -437,16 +497,13 @@ mod tests {
             .filter(|&i| !gone.admits(7, &key(i), &job))
             .count();
         assert!((10..=90).contains(&held), "{held} of 200 held back");
-        // `holds`: a job with one result, not a dispute.
+        // `holds`: a job with one result (a dispute: by its own draw, below).
         let alone = Steer {
             name: "nobody".into(),
             ..fleet.clone()
         };
         let kept = (0..50u8).filter(|&i| alone.holds(7, &key(i), &job)).count();
         assert!(kept >= 40, "{kept} of 50");
-        let mut disputed = job.clone();
-        disputed.state = JobState::Disputed;
-        assert!((0..50u8).all(|i| !alone.holds(7, &key(i), &disputed)));
         // Where the draw admits everyone (four identities serve beside the first result's), a GPU
         // result's check waits for the two on lists: one on lists takes it, one on GPUs waits. (The
         // draw among many: `a_partner_claiming_a_rare_family_is_drawn_as_rarely_as_anyone`.)
@@ -473,5 +530,110 @@ mod tests {
             ..lists.clone()
         };
         assert!((0..50u8).all(|i| on_gpu.holds(7, &key(i), &gpu)));
+    }
+
+    /// A dispute of `job` (a's result, at `a_at`) by b's different result at `b_at`.
+    fn disputed(a_at: u64, b_at: u64) -> JobRecord {
+        let mut record = waiting(None, a_at);
+        let mut other = record.candidates[0].clone();
+        other.result.total += 1;
+        (other.worker, other.lease, other.at_unix) = ("b".into(), 2, b_at);
+        record.candidates.push(other);
+        record.state = JobState::Disputed;
+        record
+    }
+
+    /// The draw of a dispute's deciders: with `could` identities serving beside those behind a side,
+    /// about [`DRAWN`] of them are admitted in the first period after its latest result, twice as many
+    /// each period after; each job its own, a draw apart from the draw of confirmers; all where at
+    /// most [`DRAWN`] could; a clock stepped back admits all. Before, every identity with a record
+    /// was: three colluders asking at once decided a record run's dispute (found by a review,
+    /// 2026-12-01).
+    #[test]
+    fn a_few_drawn_identities_may_decide_a_dispute_then_twice_as_many_each_period() {
+        let key = |i: u8| JobKey(vec![0, 1, i]);
+        let serving = |count: usize| Steer {
+            own: FamilySet::default(),
+            others: serving_as(
+                (0..count)
+                    .map(|i| (format!("w{i}"), FamilySet::default()))
+                    .chain(["a", "b"].map(|n| (n.to_string(), FamilySet::default()))),
+            ),
+            wait: Duration::from_secs(300),
+            now_unix: 1_000,
+            name: String::new(),
+            secret: [9; 16],
+        };
+        let asking = |steer: &Steer, n: usize| Steer {
+            name: format!("w{n}"),
+            ..steer.clone()
+        };
+        // Which of 1,000 identities the draw admits to decide job `i`'s dispute.
+        let admitted = |steer: &Steer, i: u8, record: &JobRecord| -> Vec<usize> {
+            (0..1000)
+                .filter(|&n| asking(steer, n).admits_decider(7, &key(i), record))
+                .collect()
+        };
+        let fleet = serving(1000);
+        let dispute = disputed(800, 900);
+        let first = admitted(&fleet, 1, &dispute);
+        assert!((1..=12).contains(&first.len()), "{first:?}");
+        assert_eq!(
+            admitted(&fleet, 1, &dispute),
+            first,
+            "the same for each call"
+        );
+        assert_ne!(admitted(&fleet, 2, &dispute), first, "each job its own");
+        let other = Steer {
+            secret: [8; 16],
+            ..fleet.clone()
+        };
+        assert_ne!(
+            admitted(&other, 1, &dispute),
+            first,
+            "another secret, others"
+        );
+        // Not those the draw of confirmers admits to check the job's first result.
+        let confirmers: Vec<usize> = (0..1000)
+            .filter(|&n| asking(&fleet, n).admits(7, &key(1), &waiting(None, 900)))
+            .collect();
+        assert_ne!(confirmers, first, "a draw apart");
+        // Periods count from the latest result: one later, about twice as many; two later, four
+        // times; a clock stepped back admits all.
+        assert_eq!(admitted(&fleet, 1, &disputed(300, 900)), first);
+        let later = admitted(&fleet, 1, &disputed(300, 600)).len();
+        assert!((3..=20).contains(&later), "{later}");
+        assert!((10..=40).contains(&admitted(&fleet, 1, &disputed(300, 300)).len()));
+        assert_eq!(admitted(&fleet, 1, &disputed(800, 1_001)).len(), 1000);
+        // Where at most DRAWN could (those behind a side, a and b, not counted), all may; one more,
+        // and some jobs are held from each.
+        let few = serving(DRAWN);
+        assert!(
+            (0..DRAWN).all(|n| (0..50u8).all(|i| asking(&few, n).admits_decider(
+                7,
+                &key(i),
+                &dispute
+            )))
+        );
+        let one_more = serving(DRAWN + 1);
+        let held = (0..200u8)
+            .filter(|&i| !asking(&one_more, 0).admits_decider(7, &key(i), &dispute))
+            .count();
+        assert!((10..=90).contains(&held), "{held} of 200 held back");
+        // A seconder behind a side is not counted either.
+        let mut seconded = dispute.clone();
+        seconded.candidates[1].second("w4", None);
+        assert!((0..50u8).all(|i| asking(&one_more, 0).admits_decider(7, &key(i), &seconded)));
+        // `holds`: a dispute, for an identity the draw does not admit.
+        let alone = Steer {
+            name: "nobody".into(),
+            ..fleet.clone()
+        };
+        let kept = (0..50u8)
+            .filter(|&i| alone.holds(7, &key(i), &dispute))
+            .count();
+        assert!(kept >= 40, "{kept} of 50");
+        assert!(Steer::may_hold(&dispute) && !Steer::may_wait(&dispute));
+        assert!(!Steer::may_hold(&JobRecord::done()));
     }
 }

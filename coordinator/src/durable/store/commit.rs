@@ -355,7 +355,9 @@ impl Store {
                 // confirmers, and a partner could keep one to confirm a lie at will (found by a
                 // review, 2026-12-01). Not kept: the job waits as it was, for an identity the draw
                 // admits. (A result that disagrees still disputes: an honest worker's late result
-                // takes a lie back.)
+                // takes a lie back.) For a dispute, only a lease issued while it was disputed holds
+                // the mark: the live state takes it off the others as the job becomes disputed
+                // (`Leases::unmark_at_dispute`), so that a lease drawn to confirm seconds no side.
                 if !agreeing.is_empty() && !inc.after_first {
                     out.outcomes.push(Outcome::NotKept);
                     continue;
