@@ -31,10 +31,6 @@ pub(super) fn apply(state: &mut super::State, committed: &Committed) {
         if moved.to.is_none() {
             state.leases.unmark_job(moved.run, &moved.key);
         }
-        // Disputed now: a lease of before was drawn to confirm, not to decide.
-        if moved.to == Some(JobState::Disputed) && moved.from != Some(JobState::Disputed) {
-            state.leases.unmark_at_dispute(moved.run, &moved.key);
-        }
     }
     apply_quarantines(state, committed);
     for r in &committed.revoked {

@@ -594,6 +594,7 @@ impl Coordinator {
                     returned,
                     held,
                     after_first,
+                    for_dispute,
                 } = run.settle(
                     &state.leases,
                     &super::live::Asking {
@@ -608,6 +609,8 @@ impl Coordinator {
                 // (A set: a call may lease 4,096 second results at once, each looked up.)
                 let after_first: std::collections::HashSet<JobKey> =
                     after_first.into_iter().collect();
+                let for_dispute: std::collections::HashSet<JobKey> =
+                    for_dispute.into_iter().collect();
                 // A credential's room measured again as the leases are issued: calls made at once
                 // each measured it before the store reads, with the lock released.
                 let mut chosen = chosen;
@@ -650,6 +653,9 @@ impl Coordinator {
                     }
                     if after_first.contains(&key) {
                         state.leases.mark_after_first(lease);
+                    }
+                    if for_dispute.contains(&key) {
+                        state.leases.mark_for_dispute(lease);
                     }
                     leases.push(Granted {
                         id: lease,

@@ -42,6 +42,8 @@ pub struct Lease {
     pub barrable: bool,
     /// Issued while its job held a result already ([`Leases::mark_after_first`]).
     pub after_first: bool,
+    /// Issued for its job's dispute ([`Leases::mark_for_dispute`]).
+    pub for_dispute: bool,
 }
 
 type JobId = (u64, JobKey);
@@ -65,6 +67,8 @@ struct Ended {
     hold_from: Instant,
     /// [`Lease::after_first`].
     after_first: bool,
+    /// [`Lease::for_dispute`].
+    for_dispute: bool,
 }
 
 /// Ended leases of one job still recognised for a late report: the most recent ones.
@@ -321,6 +325,7 @@ impl Leases {
                 hold_from: now,
                 barrable: false,
                 after_first: false,
+                for_dispute: false,
             },
         );
         id
@@ -335,40 +340,29 @@ impl Leases {
         }
     }
 
-    /// Takes the mark of [`Leases::mark_after_first`] off every lease of job `key` of run `run`,
+    /// Marks active lease `id` as issued for its job's dispute: one the draw of deciders let its
+    /// identity take ([`super::steer::Steer::admits_decider`]). Only a result under such a lease
+    /// seconds a side of a dispute ([`Leases::for_dispute`]).
+    pub fn mark_for_dispute(&mut self, id: u64) {
+        if let Some(l) = self.active.get_mut(&id) {
+            l.for_dispute = true;
+        }
+    }
+
+    /// Takes the marks of [`Leases::mark_after_first`] and [`Leases::mark_for_dispute`] off every
+    /// lease of job `key` of run `run`,
     /// active or ended: the job is back to pending (retried, or its results taken back), and the
     /// results they were issued against are gone. Before, such a lease confirmed a partner's new first
     /// result with no draw of confirmers (found by a review, 2026-12-01). The leases themselves run
     /// on: a result under one is the job's first result, as any.
     pub fn unmark_job(&mut self, run: u64, key: &JobKey) {
-        self.unmark(run, key, false);
-    }
-
-    /// Takes the mark of [`Leases::mark_after_first`] off the leases of job `key` of run `run` as it
-    /// becomes disputed, but a spot check's (drawn in secret): those issued before were drawn as
-    /// confirmers, not as deciders, and a result under one seconds no side. Only a lease the draw of
-    /// deciders let its identity take does ([`super::steer::Steer::admits_decider`]). Before, a
-    /// partner admitted to check a job, that leased it and let the lease expire, seconded the lie of
-    /// its dispute with no draw of deciders (found by a review, 2026-12-01).
-    pub fn unmark_at_dispute(&mut self, run: u64, key: &JobKey) {
-        self.unmark(run, key, true);
-    }
-
-    /// [`Leases::unmark_job`], or [`Leases::unmark_at_dispute`] where `keep_checks`.
-    fn unmark(&mut self, run: u64, key: &JobKey, keep_checks: bool) {
         let job = (run, key.clone());
-        if let Some((id, l)) = self
-            .by_job
-            .get(&job)
-            .and_then(|id| self.active.get_mut(id).map(|l| (*id, l)))
-        {
-            if !(keep_checks && self.checks.contains(&id)) {
-                l.after_first = false;
-            }
+        if let Some(l) = self.by_job.get(&job).and_then(|id| self.active.get_mut(id)) {
+            (l.after_first, l.for_dispute) = (false, false);
         }
         for id in self.past_by_job.get(&job).into_iter().flatten() {
             if let Some(e) = self.past.get_mut(id) {
-                e.after_first = false;
+                (e.after_first, e.for_dispute) = (false, false);
             }
         }
     }
@@ -382,6 +376,18 @@ impl Leases {
         match self.active.get(&id) {
             Some(l) => l.after_first,
             None => self.past.get(&id).is_some_and(|e| e.after_first),
+        }
+    }
+
+    /// Whether lease `id` of this incarnation (active, or ended and still remembered) was issued for
+    /// its job's dispute, or a spot check's (drawn in secret). A lease issued before the dispute (drawn
+    /// to confirm, or one that expired before it) was not drawn to decide: a result under it that
+    /// agrees with a side seconds nothing. Before, a partner drawn to check a job, its lease lapsed, seconded the lie of the
+    /// dispute an honest check opened, with no draw of deciders (found by a review, 2026-12-01).
+    pub fn for_dispute(&self, id: u64) -> bool {
+        match self.active.get(&id) {
+            Some(l) => l.for_dispute,
+            None => self.past.get(&id).is_some_and(|e| e.for_dispute),
         }
     }
 
@@ -400,8 +406,10 @@ impl Leases {
         let id = self.issue(run, key, worker, name, now);
         self.checks.insert(id);
         // Issued for a counted job, drawn in secret: should the count be taken back while it is out,
-        // its answer may decide as a lease of the job holding a result does.
+        // its answer may decide as a lease of the job holding a result does, or one the draw of
+        // deciders gave (none can be issued while it holds the job).
         self.mark_after_first(id);
+        self.mark_for_dispute(id);
         id
     }
 
@@ -706,6 +714,7 @@ impl Leases {
             issued: lease.issued,
             hold_from: lease.hold_from,
             after_first: lease.after_first,
+            for_dispute: lease.for_dispute,
         };
         self.past.insert(id, ended);
         let ids = self.past_by_job.entry(job).or_default();

@@ -99,6 +99,17 @@ pub struct LiveRun {
     /// time there (measured, 2026-12-01). A record is dropped at any move of its job; one read while
     /// its job moved is never kept (see `out`).
     held_records: HashMap<JobKey, JobRecord>,
+    /// Disputed jobs, with when (seconds since the Unix epoch) each last moved or its last lease
+    /// ended: the draw of deciders counts its periods from then, or from the run's load
+    /// (`opened_unix`) for one not known here ([`super::steer::Steer::holds_at`]). Before, it counted
+    /// from the dispute's latest different result: a seconder, a lease held long, a kept
+    /// contradiction taken up late or a restart left periods spent, and the draw admitted everyone
+    /// (found by a review, 2026-12-01). Dropped as each job leaves its dispute.
+    dispute_since: HashMap<JobKey, u64>,
+    /// When this run was loaded, in seconds since the Unix epoch.
+    opened_unix: u64,
+    /// The wall clock of `dispute_since` (the results' `at_unix`): seconds since the Unix epoch.
+    clock: fn() -> u64,
     /// Candidates out with lease calls, read with the lock released: how many calls hold each (a key
     /// may be twice in the retry queue), and whether its job moved meanwhile (a record read may be
     /// older than the move: not kept in `held_records`). Before, one flag per key: a second call's
@@ -194,6 +205,9 @@ pub struct Settled {
     /// Of the keys to lease, those whose job holds a result already (a verified job's first, or a
     /// dispute's): their leases may confirm or second ([`super::lease_table::Leases::after_first`]).
     pub after_first: Vec<JobKey>,
+    /// Of those, the disputed ones: their leases may second a side
+    /// ([`super::lease_table::Leases::for_dispute`]).
+    pub for_dispute: Vec<JobKey>,
 }
 
 impl LiveRun {
@@ -234,6 +248,9 @@ impl LiveRun {
             attempts: HashMap::new(),
             computed_by: HashMap::new(),
             held_records: HashMap::new(),
+            dispute_since: HashMap::new(),
+            opened_unix: crate::durable::store::now_unix(),
+            clock: crate::durable::store::now_unix,
             out: HashMap::new(),
             away: HashSet::new(),
             strays_at: None,
@@ -288,17 +305,26 @@ impl LiveRun {
                 // (Its lease's end puts it back.)
                 self.away.insert(key);
             } else if let Some((own, holds)) = self.held_records.get(&key).map(|record| {
-                let own = record.computed_by(name);
+                // (A dispute is as good as its own to one that may not decide it: passed by, and
+                // no reason to wait. Before, it was counted held from it: never told idle.)
+                let own = record.computed_by(name)
+                    || (record.state == JobState::Disputed && !asking.may_decide);
+                let since = self.dispute_since.get(&key).copied();
                 let holds = !own
-                    && made
-                        .get_or_insert_with(asking.steer)
-                        .holds(run, &key, record);
+                    && made.get_or_insert_with(asking.steer).holds_at(
+                        run,
+                        &key,
+                        record,
+                        since.unwrap_or(self.opened_unix),
+                    );
                 (own, holds)
             }) {
                 // Held for another identity, by the record a call read: decided from it, unread.
                 if own {
                     // Its own result: it waits for another, as a read would say.
-                    self.computed(&key, name);
+                    if self.held_records[&key].computed_by(name) {
+                        self.computed(&key, name);
+                    }
                     passed.push(key);
                 } else if holds {
                     held += 1;
@@ -395,7 +421,7 @@ impl LiveRun {
         // (A set beside: a call may choose 4,096 of 8,192 candidates, each looked up. A scan of the
         // list was 25 million comparisons under the state lock: found by a review, 2026-12-01.)
         let mut chosen_keys: HashSet<JobKey> = HashSet::new();
-        let mut after_first = Vec::new();
+        let (mut after_first, mut for_dispute) = (Vec::new(), Vec::new());
         let (mut retry_back, mut ahead_back, mut computed) = (Vec::new(), Vec::new(), Vec::new());
         // Second results held for a worker of another kernel family, or an identity drawn.
         let mut held = Vec::new();
@@ -430,17 +456,44 @@ impl LiveRun {
                 // ([`super::steer::Steer::holds`]).
                 Some(r)
                     if super::steer::Steer::may_hold(&r)
-                        && made.get_or_insert_with(steer).holds(run, &key, &r) =>
+                        && made.get_or_insert_with(steer).holds_at(
+                            run,
+                            &key,
+                            &r,
+                            self.dispute_since
+                                .get(&key)
+                                .copied()
+                                .unwrap_or(self.opened_unix),
+                        ) =>
                 {
                     if !moved && !self.meta.is_done() && !self.meta.is_cancelled() {
                         self.held_records.insert(key.clone(), r);
                     }
                     held.push(key)
                 }
-                _ if chosen.len() < want => {
+                // A job holding a result that moved since it was read (disputed since, say, or
+                // taken back) is read again: its lease's marks would be of the record before.
+                // Before, a lease drawn from a job's first result was issued with its mark after
+                // the job became disputed (found by a review, 2026-12-01).
+                _ if moved && holds_result => match i < from_retry {
+                    true => retry_back.push(key),
+                    false => ahead_back.push(key),
+                },
+                Some(r) if chosen.len() < want => {
                     if holds_result {
                         after_first.push(key.clone());
                     }
+                    if r.state == JobState::Disputed {
+                        // (Its lease's end counts its draw's periods afresh.)
+                        self.dispute_since
+                            .entry(key.clone())
+                            .or_insert(self.opened_unix);
+                        for_dispute.push(key.clone());
+                    }
+                    chosen_keys.insert(key.clone());
+                    chosen.push(key)
+                }
+                None if chosen.len() < want => {
                     chosen_keys.insert(key.clone());
                     chosen.push(key)
                 }
@@ -474,6 +527,7 @@ impl LiveRun {
             returned,
             held: held_back,
             after_first,
+            for_dispute,
         }
     }
 
@@ -563,6 +617,13 @@ impl LiveRun {
         self.held_records.remove(key);
         if let Some(out) = self.out.get_mut(key) {
             out.moved = true;
+        }
+        // A dispute's draw counts its periods from its latest move (a new result, a seconder, its
+        // candidates changed, or a kept contradiction taken up).
+        if to == Some(JobState::Disputed) {
+            self.dispute_since.insert(key.clone(), (self.clock)());
+        } else {
+            self.dispute_since.remove(key);
         }
         let shrank = from == Some(JobState::Disputed) && to == Some(JobState::Verifying);
         if !to.is_some_and(JobState::is_open) || from == to || shrank {
@@ -694,6 +755,7 @@ impl LiveRun {
             self.retry.clear();
             // (Never leased again: what was kept for its jobs goes with them.)
             self.held_records.clear();
+            self.dispute_since.clear();
             self.away.clear();
             self.computed_by.clear();
         }
@@ -714,6 +776,11 @@ impl LiveRun {
     /// Puts a job whose lease ended back in line.
     pub fn requeue(&mut self, key: JobKey) {
         self.away.remove(&key);
+        // A disputed job's lease ended: its draw counts its periods afresh, so that one held long
+        // (or let lapse) leaves no periods spent.
+        if let Some(since) = self.dispute_since.get_mut(&key) {
+            *since = (self.clock)();
+        }
         if !self.meta.is_done() && !self.meta.is_cancelled() {
             self.retry.push_back(key);
             self.requeued += 1;
@@ -1110,6 +1177,151 @@ mod tests {
             name: "z".into(),
             secret: [3; 16],
         }
+    }
+
+    /// A dispute of the job of [`held_fixture`]: b's result and c's, both committed at 0 s.
+    fn dispute_fixture(first: &JobRecord) -> JobRecord {
+        let mut record = first.clone();
+        let mut other = record.candidates[0].clone();
+        other.result.total += 8;
+        (other.worker, other.lease) = ("c".into(), 2);
+        record.candidates.push(other);
+        for c in &mut record.candidates {
+            c.at_unix = 0;
+        }
+        record.state = JobState::Disputed;
+        record
+    }
+
+    /// One look of `asking` at the run (every key in the retry queue), `record` read for `key` and
+    /// every other job done: the keys chosen, those marked for a dispute, and how many were held.
+    fn look_at(
+        live: &mut LiveRun,
+        leases: &Leases,
+        asking: &Asking,
+        key: &JobKey,
+        record: &JobRecord,
+    ) -> (Vec<JobKey>, Vec<JobKey>, usize) {
+        let mut left = live.retry_len();
+        let taken = live.take_candidates(leases, asking, 1, 1, &mut left);
+        let held_unread = taken.held;
+        let records = taken
+            .keys()
+            .map(|k| {
+                Some(if k == key {
+                    record.clone()
+                } else {
+                    JobRecord::done()
+                })
+            })
+            .collect();
+        let settled = live.settle(leases, asking, taken, records, 1);
+        (
+            settled.chosen,
+            settled.for_dispute,
+            held_unread + settled.held,
+        )
+    }
+
+    /// The draw of a dispute's deciders counts its periods from the job's latest move or lease end
+    /// (the run's load, for one not known), not from its latest result: a dispute whose results are
+    /// old, seconded, taken up late, or held long by a lease is drawn afresh. Before, its periods were
+    /// spent and it went to whoever asked (found by a review, 2026-12-01).
+    #[test]
+    fn a_disputes_draw_counts_from_its_latest_move_or_lease_end() {
+        let (leases, mut live, key, first) = held_fixture();
+        let dispute = dispute_fixture(&first);
+        // 1,000 identities serve; it is 10,000 s: the results are 33 periods old.
+        let steer = || super::super::steer::Steer {
+            now_unix: 10_000,
+            ..held_steer()
+        };
+        assert!(
+            steer().holds_at(1, &key, &dispute, 10_000),
+            "z is not drawn"
+        );
+        let asking = Asking {
+            name: "z",
+            may_decide: true,
+            steer: &steer,
+        };
+        live.clock = || 10_000;
+        // Loaded long ago: every identity may take it, and its lease is marked for the dispute.
+        live.opened_unix = 0;
+        live.requeue(key.clone());
+        let (chosen, marked, _) = look_at(&mut live, &leases, &asking, &key, &dispute);
+        assert_eq!((&chosen, &marked), (&vec![key.clone()], &vec![key.clone()]));
+        // Its lease ends now: drawn afresh, held from z.
+        live.requeue(key.clone());
+        let (chosen, _, held) = look_at(&mut live, &leases, &asking, &key, &dispute);
+        assert!(chosen.is_empty() && held == 1, "{chosen:?} {held}");
+        // A move long ago (a seconder): z may take it; one now, and it is held again.
+        live.dispute_since.insert(key.clone(), 0);
+        let (chosen, ..) = look_at(&mut live, &leases, &asking, &key, &dispute);
+        assert_eq!(chosen, std::slice::from_ref(&key));
+        live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
+        live.requeue(key.clone());
+        let (chosen, _, held) = look_at(&mut live, &leases, &asking, &key, &dispute);
+        assert!(chosen.is_empty() && held == 1);
+        assert_eq!(look_at(&mut live, &leases, &asking, &key, &dispute).2, 1);
+        // Loaded now (a restart), its results old: held.
+        live.dispute_since.clear();
+        live.opened_unix = 10_000;
+        live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
+        live.dispute_since.clear();
+        let (chosen, _, held) = look_at(&mut live, &leases, &asking, &key, &dispute);
+        assert!(chosen.is_empty() && held == 1);
+        // Out of its dispute, forgotten.
+        live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
+        assert!(live.dispute_since.contains_key(&key));
+        live.moved(&key, Some(JobState::Disputed), Some(JobState::Done));
+        assert!(live.dispute_since.is_empty());
+    }
+
+    /// A job holding a result that moved while a call read it is read again, not leased from the
+    /// record before the move: a lease drawn from a first result must not be issued after the job
+    /// became disputed (found by a review, 2026-12-01). And a dispute held from every identity is
+    /// passed by, not held, for one that may not decide it (never told idle, before).
+    #[test]
+    fn a_job_that_moved_while_read_is_read_again_and_a_dispute_holds_no_one_who_may_not_decide() {
+        let (leases, mut live, key, first) = held_fixture();
+        let dispute = dispute_fixture(&first);
+        let all = super::super::steer::Steer::none;
+        let asking = Asking {
+            name: "z",
+            may_decide: true,
+            steer: &all,
+        };
+        live.requeue(key.clone());
+        let mut left = live.retry_len();
+        let taken = live.take_candidates(&leases, &asking, 1, 1, &mut left);
+        live.moved(&key, Some(JobState::Verifying), Some(JobState::Disputed));
+        let settled = live.settle(&leases, &asking, taken, vec![Some(first.clone())], 1);
+        assert!(settled.chosen.is_empty(), "read again");
+        let (chosen, marked, _) = look_at(&mut live, &leases, &asking, &key, &dispute);
+        assert_eq!((&chosen, &marked), (&vec![key.clone()], &vec![key.clone()]));
+        // A dispute held from z (1,000 identities serve, it moved now); kept, then passed by unread.
+        let steer = || super::super::steer::Steer {
+            now_unix: 10_000,
+            ..held_steer()
+        };
+        live.clock = || 10_000;
+        live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
+        live.requeue(key.clone());
+        let decider = Asking {
+            name: "z",
+            may_decide: true,
+            steer: &steer,
+        };
+        assert_eq!(look_at(&mut live, &leases, &decider, &key, &dispute).2, 1);
+        assert_eq!(live.held_records.len(), 1, "kept");
+        let new = Asking {
+            name: "z",
+            may_decide: false,
+            steer: &steer,
+        };
+        assert_eq!(look_at(&mut live, &leases, &new, &key, &dispute).2, 0);
+        assert_eq!(look_at(&mut live, &leases, &decider, &key, &dispute).2, 1);
     }
 
     /// A verified job held from an identity is read once: later looks decide from the record kept and

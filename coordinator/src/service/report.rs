@@ -602,6 +602,7 @@ impl Coordinator {
                             handed_back: false,
                             forgotten: false,
                             after_first: false,
+                            for_dispute: false,
                         };
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
@@ -627,6 +628,7 @@ impl Coordinator {
                     let forgotten = tag_holds && state.leases.issued_to(r.lease).is_none();
                     let earlier = check.is_ok() && forgotten;
                     let after_first = check.is_ok() && state.leases.after_first(r.lease);
+                    let for_dispute = check.is_ok() && state.leases.for_dispute(r.lease);
                     LeaseCheck {
                         check,
                         tag_holds,
@@ -637,6 +639,7 @@ impl Coordinator {
                         handed_back: state.leases.handed_back(r.lease),
                         forgotten,
                         after_first,
+                        for_dispute,
                     }
                 })
                 .collect();
@@ -658,6 +661,7 @@ impl Coordinator {
                     handed_back: handed_back_here,
                     forgotten,
                     after_first,
+                    for_dispute,
                 } = lc;
                 // A lease handed back by its worker is over: its tag proves no lease for its job. The
                 // table knows the hand-backs of the leases it remembers; the store, those of an
@@ -717,6 +721,7 @@ impl Coordinator {
                     check: too_fast,
                     family: r.family,
                     after_first,
+                    for_dispute,
                 })
             })
             .collect()
@@ -781,4 +786,6 @@ struct LeaseCheck {
     forgotten: bool,
     /// Checked, and issued while its job held a result already ([`Incoming::after_first`]).
     after_first: bool,
+    /// Checked, and issued for its job's dispute ([`Incoming::for_dispute`]).
+    for_dispute: bool,
 }

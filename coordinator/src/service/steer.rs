@@ -99,13 +99,19 @@ impl Steer {
         Steer::may_wait(record) || record.state == JobState::Disputed
     }
 
-    /// Whether job `key` of run `run`, of `record`, waits for another identity than the asking one: a
-    /// dispute, for one its draw admits ([`Steer::admits_decider`]); a job with one result, for one
-    /// the draw admits ([`Steer::admits`]), or, among those, for one of another family
-    /// ([`Steer::waits`]).
+    /// [`Steer::holds_at`] for a dispute whose draw counts its periods from its latest result.
+    #[cfg(test)]
     pub fn holds(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
+        self.holds_at(run, key, record, 0)
+    }
+
+    /// Whether job `key` of run `run`, of `record`, waits for another identity than the asking one: a
+    /// dispute, for one its draw admits, counting periods from `since` or its latest result, whichever
+    /// is later ([`Steer::admits_decider`]); a job with one result, for one the draw admits
+    /// ([`Steer::admits`]), or, among those, for one of another family ([`Steer::waits`]).
+    pub fn holds_at(&self, run: u64, key: &JobKey, record: &JobRecord, since: u64) -> bool {
         if record.state == JobState::Disputed {
-            return !self.admits_decider(run, key, record);
+            return !self.admits_decider(run, key, record, since);
         }
         Steer::may_wait(record) && (!self.admits(run, key, record) || self.waits(run, key, record))
     }
@@ -113,15 +119,18 @@ impl Steer {
     /// Whether the draw admits the asking identity to decide the dispute of job `key` of run `run`,
     /// of `record`: always where at most [`DRAWN`] identities could (the asking one and the others
     /// serving, those behind a side left out), else with a chance of [`DRAWN`] over their number,
-    /// doubled for each period of the wait since the dispute's latest result (one stamped later than
-    /// now admits everyone). A draw of its own (keyed by the job and the identity, apart from the draw
+    /// doubled for each period of the wait since `since` or the dispute's latest result, whichever is
+    /// later (the live run's clock: the job's latest move or lease end; one later than now admits
+    /// everyone). The hash is the same for every result of the dispute: while the fleet stays, those
+    /// admitted to decide it first stay admitted, more with each period. A draw of its own (keyed by the job and the identity, apart from the draw
     /// of confirmers): the same for every call, and none a worker can foresee. Before, a dispute went
     /// to the first identity with a record that asked: three colluding credentials that asked at once
     /// decided a record run's dispute (found by a review, 2026-12-01).
-    pub fn admits_decider(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
+    pub fn admits_decider(&self, run: u64, key: &JobKey, record: &JobRecord, since: u64) -> bool {
         let Some(latest) = record.candidates.iter().map(|c| c.at_unix).max() else {
             return true;
         };
+        let latest = latest.max(since);
         let Some(age) = self.now_unix.checked_sub(latest) else {
             return true;
         };
@@ -571,7 +580,7 @@ mod tests {
         // Which of 1,000 identities the draw admits to decide job `i`'s dispute.
         let admitted = |steer: &Steer, i: u8, record: &JobRecord| -> Vec<usize> {
             (0..1000)
-                .filter(|&n| asking(steer, n).admits_decider(7, &key(i), record))
+                .filter(|&n| asking(steer, n).admits_decider(7, &key(i), record, 0))
                 .collect()
         };
         let fleet = serving(1000);
@@ -605,6 +614,30 @@ mod tests {
         assert!((3..=20).contains(&later), "{later}");
         assert!((10..=40).contains(&admitted(&fleet, 1, &disputed(300, 300)).len()));
         assert_eq!(admitted(&fleet, 1, &disputed(800, 1_001)).len(), 1000);
+        // Or from the live run's clock, where later (the dispute's latest move or lease end): a
+        // seconder, a lease held long or a dispute taken up late leaves no periods spent.
+        let since = |since: u64| -> usize {
+            (0..1000)
+                .filter(|&n| {
+                    asking(&fleet, n).admits_decider(7, &key(1), &disputed(300, 300), since)
+                })
+                .count()
+        };
+        assert_eq!(since(900), first.len());
+        assert_eq!(since(600), later);
+        assert_eq!(since(0), admitted(&fleet, 1, &disputed(300, 300)).len());
+        assert_eq!(since(1_001), 1000, "a clock stepped back");
+        let clocked = Steer {
+            name: format!("w{}", first[0]),
+            ..fleet.clone()
+        };
+        assert!(!clocked.holds_at(7, &key(1), &disputed(300, 300), 900));
+        let not_first = (0..1000).find(|n| !first.contains(n)).unwrap();
+        let unclocked = Steer {
+            name: format!("w{not_first}"),
+            ..fleet.clone()
+        };
+        assert!(unclocked.holds_at(7, &key(1), &disputed(300, 300), 900));
         // Where at most DRAWN could (those behind a side, a and b, not counted), all may; one more,
         // and some jobs are held from each.
         let few = serving(DRAWN);
@@ -612,18 +645,19 @@ mod tests {
             (0..DRAWN).all(|n| (0..50u8).all(|i| asking(&few, n).admits_decider(
                 7,
                 &key(i),
-                &dispute
+                &dispute,
+                0
             )))
         );
         let one_more = serving(DRAWN + 1);
         let held = (0..200u8)
-            .filter(|&i| !asking(&one_more, 0).admits_decider(7, &key(i), &dispute))
+            .filter(|&i| !asking(&one_more, 0).admits_decider(7, &key(i), &dispute, 0))
             .count();
         assert!((10..=90).contains(&held), "{held} of 200 held back");
         // A seconder behind a side is not counted either.
         let mut seconded = dispute.clone();
         seconded.candidates[1].second("w4", None);
-        assert!((0..50u8).all(|i| asking(&one_more, 0).admits_decider(7, &key(i), &seconded)));
+        assert!((0..50u8).all(|i| asking(&one_more, 0).admits_decider(7, &key(i), &seconded, 0)));
         // `holds`: a dispute, for an identity the draw does not admit.
         let alone = Steer {
             name: "nobody".into(),

@@ -5271,6 +5271,49 @@ async fn a_late_result_drawn_to_confirm_seconds_no_side_of_a_dispute() {
     assert!(!c.state().quarantined.contains_key("h"));
 }
 
+/// A lease drawn for a dispute still decides it once the dispute has moved on. "d1" leases a's and
+/// h's dispute and lets the lease lapse; "d2" adds a third result; d1's late result, agreeing with h,
+/// decides it. (Its lease was issued for the dispute: a seconder or a third result changes nothing
+/// of that.)
+#[tokio::test(start_paused = true)]
+async fn a_late_result_drawn_for_a_dispute_decides_it_after_a_third_result() {
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    let first = lease_credential(&c, "a", 1).await;
+    c.report_as("a", "a", true, vec![lying(&first[0])])
+        .await
+        .unwrap();
+    let key = &first[0].key;
+    let check = take(&c, "h", key).await;
+    let outcomes = c
+        .report_as("h", "h", true, vec![report(&check)])
+        .await
+        .unwrap();
+    assert_eq!(outcomes, [Outcome::Disputed]);
+    for name in ["d1", "d2"] {
+        c.state().spot.passed(name);
+    }
+    let late = take(&c, "d1", key).await;
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    let third = take(&c, "d2", key).await;
+    let mut other = lying(&third);
+    other.result.total += 8;
+    other.result.unique8 = other.result.unique8.map(|u| u + 8);
+    other.seal = Some(seal(third.fingerprint, key, &other.result));
+    let outcomes = c.report_as("d2", "d2", true, vec![other]).await.unwrap();
+    assert_eq!(outcomes, [Outcome::Disputed]);
+    let outcomes = c
+        .report_as("d1", "d1", true, vec![report(&late)])
+        .await
+        .unwrap();
+    assert_eq!(outcomes, [Outcome::Accepted]);
+    assert_eq!(c.run(&run).unwrap().jobs_disputed, 0);
+    assert!(c.state().quarantined.contains_key("a"));
+    assert!(c.state().quarantined.contains_key("d2"));
+    assert!(!c.state().quarantined.contains_key("h"));
+}
+
 /// A verified run of N = 13 (hundreds of jobs), 40 identities "h0".."h39" serving (each holding one
 /// job), and "a"'s lies on 64 jobs, each a first result waiting for a second: the run and a's leases.
 async fn lies_among_forty(c: &Coordinator) -> (String, Vec<Granted>) {

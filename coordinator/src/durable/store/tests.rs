@@ -77,9 +77,10 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         may_decide: true,
         check: false,
         family: None,
-        // (Leased for a second result where the job holds a first: the store's tests are of what
-        // counts once results arrive under leases the service let stand.)
+        // (Leased for a second result where the job holds a first, or for a dispute: the store's
+        // tests are of what counts once results arrive under leases the service let stand.)
         after_first: true,
+        for_dispute: true,
     }
 }
 
