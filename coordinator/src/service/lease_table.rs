@@ -380,9 +380,9 @@ impl Leases {
     }
 
     /// Whether lease `id` of this incarnation (active, or ended and still remembered) was issued for
-    /// its job's dispute, or a spot check's (drawn in secret). A lease issued before the dispute (drawn
-    /// to confirm, or one that expired before it) was not drawn to decide: a result under it that
-    /// agrees with a side seconds nothing. Before, a partner drawn to check a job, its lease lapsed, seconded the lie of the
+    /// its job's dispute. A lease issued before the dispute (drawn to confirm, a spot check's, or one
+    /// that expired before it) was not drawn to decide: a result under it that agrees with a side
+    /// seconds nothing. Before, a partner drawn to check a job, its lease lapsed, seconded the lie of the
     /// dispute an honest check opened, with no draw of deciders (found by a review, 2026-12-01).
     pub fn for_dispute(&self, id: u64) -> bool {
         match self.active.get(&id) {
@@ -405,12 +405,19 @@ impl Leases {
     ) -> u64 {
         let id = self.issue(run, key, worker, name, now);
         self.checks.insert(id);
-        // Issued for a counted job, drawn in secret: should the count be taken back while it is out,
-        // its answer may decide as a lease of the job holding a result does, or one the draw of
-        // deciders gave (none can be issued while it holds the job).
+        // Issued for a counted job, drawn in secret: should the count be taken back while it is out
+        // (by a revocation, which ends it at once, or a take-back, likewise), its answer may confirm
+        // as a lease of the job holding a result does. It decides no dispute: it was drawn to check,
+        // not to decide (an owed check issued again once its job was disputed decided it: found by a
+        // review, 2026-12-01).
         self.mark_after_first(id);
-        self.mark_for_dispute(id);
         id
+    }
+
+    /// The spot check of job `key` of run `run` out now, if its active lease is one.
+    pub fn check_of(&self, run: u64, key: &JobKey) -> Option<u64> {
+        let id = *self.by_job.get(&(run, key.clone()))?;
+        self.checks.contains(&id).then_some(id)
     }
 
     /// Whether lease `id` is a spot check's.

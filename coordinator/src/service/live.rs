@@ -425,6 +425,7 @@ impl LiveRun {
         let (mut retry_back, mut ahead_back, mut computed) = (Vec::new(), Vec::new(), Vec::new());
         // Second results held for a worker of another kernel family, or an identity drawn.
         let mut held = Vec::new();
+        let mut reread = 0;
         let mut made: Option<super::steer::Steer> = None;
         let keys = candidates.retry.into_iter().chain(candidates.list);
         for (i, (key, record)) in keys.zip(records).enumerate() {
@@ -475,19 +476,26 @@ impl LiveRun {
                 // taken back) is read again: its lease's marks would be of the record before.
                 // Before, a lease drawn from a job's first result was issued with its mark after
                 // the job became disputed (found by a review, 2026-12-01).
-                _ if moved && holds_result => match i < from_retry {
-                    true => retry_back.push(key),
-                    false => ahead_back.push(key),
-                },
+                // (Counted as held: the asking worker may take it at its next look, so it is not
+                // told idle meanwhile.)
+                _ if moved && holds_result => {
+                    reread += 1;
+                    match i < from_retry {
+                        true => retry_back.push(key),
+                        false => ahead_back.push(key),
+                    }
+                }
                 Some(r) if chosen.len() < want => {
                     if holds_result {
                         after_first.push(key.clone());
                     }
                     if r.state == JobState::Disputed {
                         // (Its lease's end counts its draw's periods afresh.)
-                        self.dispute_since
-                            .entry(key.clone())
-                            .or_insert(self.opened_unix);
+                        if !self.meta.is_done() && !self.meta.is_cancelled() {
+                            self.dispute_since
+                                .entry(key.clone())
+                                .or_insert(self.opened_unix);
+                        }
                         for_dispute.push(key.clone());
                     }
                     chosen_keys.insert(key.clone());
@@ -525,7 +533,7 @@ impl LiveRun {
             chosen,
             requeued,
             returned,
-            held: held_back,
+            held: held_back + reread,
             after_first,
             for_dispute,
         }
@@ -620,7 +628,7 @@ impl LiveRun {
         }
         // A dispute's draw counts its periods from its latest move (a new result, a seconder, its
         // candidates changed, or a kept contradiction taken up).
-        if to == Some(JobState::Disputed) {
+        if to == Some(JobState::Disputed) && !self.meta.is_cancelled() {
             self.dispute_since.insert(key.clone(), (self.clock)());
         } else {
             self.dispute_since.remove(key);
@@ -746,6 +754,16 @@ impl LiveRun {
 
     /// Takes the operator's controls of `meta` (as just stored); a cancelled run drops its job list.
     pub fn control(&mut self, meta: &RunMeta) {
+        // Resumed: its disputes' draws count their periods afresh, as does one not known here. Before,
+        // a pause spent them, and every identity could take its disputes once it resumed (found by a
+        // review, 2026-12-01).
+        if self.meta.paused && !meta.paused {
+            let now = (self.clock)();
+            self.opened_unix = now;
+            for since in self.dispute_since.values_mut() {
+                *since = now;
+            }
+        }
         self.meta.paused = meta.paused;
         self.meta.cancelled_unix = meta.cancelled_unix;
         self.meta.priority = meta.priority;
@@ -1259,16 +1277,32 @@ mod tests {
         live.dispute_since.insert(key.clone(), 0);
         let (chosen, ..) = look_at(&mut live, &leases, &asking, &key, &dispute);
         assert_eq!(chosen, std::slice::from_ref(&key));
-        live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
         live.requeue(key.clone());
+        live.dispute_since.insert(key.clone(), 0);
+        live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
         let (chosen, _, held) = look_at(&mut live, &leases, &asking, &key, &dispute);
         assert!(chosen.is_empty() && held == 1);
         assert_eq!(look_at(&mut live, &leases, &asking, &key, &dispute).2, 1);
-        // Loaded now (a restart), its results old: held.
-        live.dispute_since.clear();
+        // Loaded now (a restart), its results old: held, read or kept; loaded long ago, taken.
         live.opened_unix = 10_000;
         live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
         live.dispute_since.clear();
+        let (chosen, _, held) = look_at(&mut live, &leases, &asking, &key, &dispute);
+        assert!(chosen.is_empty() && held == 1);
+        assert_eq!(live.held_records.len(), 1);
+        assert_eq!(look_at(&mut live, &leases, &asking, &key, &dispute).2, 1);
+        live.opened_unix = 0;
+        let (chosen, ..) = look_at(&mut live, &leases, &asking, &key, &dispute);
+        assert_eq!(chosen, std::slice::from_ref(&key), "kept, then taken");
+        // Paused long, then resumed: drawn afresh, as is one not known.
+        live.requeue(key.clone());
+        live.dispute_since.insert(key.clone(), 0);
+        let mut meta = live.meta.clone();
+        meta.paused = true;
+        live.control(&meta);
+        meta.paused = false;
+        live.control(&meta);
+        assert_eq!(live.opened_unix, 10_000);
         let (chosen, _, held) = look_at(&mut live, &leases, &asking, &key, &dispute);
         assert!(chosen.is_empty() && held == 1);
         // Out of its dispute, forgotten.
@@ -1298,6 +1332,7 @@ mod tests {
         live.moved(&key, Some(JobState::Verifying), Some(JobState::Disputed));
         let settled = live.settle(&leases, &asking, taken, vec![Some(first.clone())], 1);
         assert!(settled.chosen.is_empty(), "read again");
+        assert_eq!(settled.held, 1, "not idle meanwhile");
         let (chosen, marked, _) = look_at(&mut live, &leases, &asking, &key, &dispute);
         assert_eq!((&chosen, &marked), (&vec![key.clone()], &vec![key.clone()]));
         // A dispute held from z (1,000 identities serve, it moved now); kept, then passed by unread.

@@ -88,9 +88,8 @@ pub struct Incoming {
     /// copy of a lie would count without the draw of confirmers (found by a review, 2026-12-01).
     pub after_first: bool,
     /// Whether the lease it names was issued for its job's dispute (this incarnation's, remembered):
-    /// only then (or as a spot check's, drawn in secret) may it second or decide a side of a dispute.
-    /// A lease issued before the dispute (drawn to confirm) was never drawn to decide it (found by a
-    /// review, 2026-12-01).
+    /// only then may it second or decide a side of a dispute. A lease issued before the dispute (drawn
+    /// to confirm, or a spot check's) was never drawn to decide it (found by a review, 2026-12-01).
     pub for_dispute: bool,
 }
 
@@ -361,8 +360,8 @@ impl Store {
                 // review, 2026-12-01). Not kept: the job waits as it was, for an identity the draw
                 // admits. (A result that disagrees still disputes: an honest worker's late result
                 // takes a lie back.) Nor, in a dispute, unless its lease was issued for the dispute,
-                // by the draw of deciders (or a spot check's): a lease drawn to confirm (its holder a
-                // partner that let it lapse) seconds no side (found by a review, 2026-12-01).
+                // by the draw of deciders: a lease drawn to confirm (its holder a partner that let it
+                // lapse), or a spot check's, seconds no side (found by a review, 2026-12-01).
                 let undrawn = from == Some(JobState::Disputed) && !inc.for_dispute;
                 if !agreeing.is_empty() && (!inc.after_first || undrawn) {
                     out.outcomes.push(Outcome::NotKept);
