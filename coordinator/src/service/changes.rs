@@ -39,17 +39,6 @@ pub(super) fn apply(state: &mut super::State, committed: &Committed) {
             state.spot.ended(live.id);
         }
     }
-    // A count taken back into a dispute ends the spot check of its job out meanwhile, owed to nobody:
-    // no check is out, nor issued again, while its job is open. Before, a check handed back or let
-    // lapse was owed and issued again for the disputed job, marked to decide it, and held the job
-    // from every drawn decider while out (found by a review, 2026-12-01).
-    for r in &committed.disputed {
-        // (Its job is back in line already: the move put it back.)
-        if let Some(id) = state.leases.check_of(r.run, &r.key) {
-            state.spot.ended(id);
-            state.leases.end_check(id);
-        }
-    }
 }
 
 /// Applies a commit's new totals to their live runs (a later commit's supersede an earlier one's).

@@ -196,9 +196,11 @@ fn hand_back(state: &mut super::State, worker: &str, ids: &[u64]) -> Vec<(u64, u
     for lease in &released {
         // A spot check ends alone; its job goes back in line in case a count was taken back while
         // it was out (a job done is dropped there); the identity owes the check.
-        if let Some(out) = state.spot.ended(lease.id) {
+        if let Some((out, owed)) = state.spot.ended_owing(lease.id) {
             end_spot_check(state, lease.id, &out);
-            state.spot.owe(&lease.name, out);
+            if owed {
+                state.spot.owe(&lease.name, out);
+            }
             continue;
         }
         if let Some(run) = state.runs.get_mut(&lease.run) {
@@ -959,11 +961,12 @@ impl Coordinator {
         for lease in &expired {
             // A spot check's expiry charged the worker (above), the job nothing; the identity owes
             // the check.
-            if let Some(out) = state.spot.ended(lease.id) {
+            if let Some((out, owed)) = state.spot.ended_owing(lease.id) {
                 end_spot_check(state, lease.id, &out);
                 // (Not one that ran out its hold: owed, it would go to its holder again first, for
-                // another hold, and nobody else could check the job; found by a review.)
-                if !state.leases.held_longest(lease) {
+                // another hold, and nobody else could check the job; found by a review. Nor one
+                // whose count was taken back meanwhile.)
+                if owed && !state.leases.held_longest(lease) {
                     state.spot.owe(&lease.name, out);
                 }
                 continue;

@@ -405,19 +405,12 @@ impl Leases {
     ) -> u64 {
         let id = self.issue(run, key, worker, name, now);
         self.checks.insert(id);
-        // Issued for a counted job, drawn in secret: should the count be taken back while it is out
-        // (by a revocation, which ends it at once, or a take-back, likewise), its answer may confirm
-        // as a lease of the job holding a result does. It decides no dispute: it was drawn to check,
-        // not to decide (an owed check issued again once its job was disputed decided it: found by a
-        // review, 2026-12-01).
+        // Issued for a counted job, drawn in secret: should the count be taken back while it is out,
+        // its answer may confirm as a lease of the job holding a result does. It decides no dispute:
+        // it was drawn to check, not to decide (a check owed after a hand-back, issued again for the
+        // disputed job, decided it: found by a review, 2026-12-01).
         self.mark_after_first(id);
         id
-    }
-
-    /// The spot check of job `key` of run `run` out now, if its active lease is one.
-    pub fn check_of(&self, run: u64, key: &JobKey) -> Option<u64> {
-        let id = *self.by_job.get(&(run, key.clone()))?;
-        self.checks.contains(&id).then_some(id)
     }
 
     /// Whether lease `id` is a spot check's.

@@ -99,16 +99,18 @@ pub struct LiveRun {
     /// time there (measured, 2026-12-01). A record is dropped at any move of its job; one read while
     /// its job moved is never kept (see `out`).
     held_records: HashMap<JobKey, JobRecord>,
-    /// Disputed jobs, with when (seconds since the Unix epoch) each last moved or its last lease
-    /// ended: the draw of deciders counts its periods from then, or from the run's load
-    /// (`opened_unix`) for one not known here ([`super::steer::Steer::holds_at`]). Before, it counted
-    /// from the dispute's latest different result: a seconder, a lease held long, a kept
-    /// contradiction taken up late or a restart left periods spent, and the draw admitted everyone
-    /// (found by a review, 2026-12-01). Dropped as each job leaves its dispute.
-    dispute_since: HashMap<JobKey, u64>,
-    /// When this run was loaded, in seconds since the Unix epoch.
+    /// Jobs drawn for (disputed, or waiting for a second result), with when (seconds since the Unix
+    /// epoch) each last moved or its last lease ended: the draw counts its periods from then, from
+    /// the results where later, or from the run's load or resumption (`opened_unix`) for one not
+    /// known here ([`super::steer::Steer::holds_at`]). Before, it counted from the results alone: a
+    /// seconder, a lease held long, a kept contradiction taken up late, a pause or a restart left
+    /// periods spent, and the draw admitted everyone (found by reviews, 2026-12-01). Kept only for
+    /// jobs leased or moved back while drawn for (a first result's own time counts for it), and
+    /// dropped as each job leaves them.
+    draw_since: HashMap<JobKey, u64>,
+    /// When this run was loaded or last resumed, in seconds since the Unix epoch.
     opened_unix: u64,
-    /// The wall clock of `dispute_since` (the results' `at_unix`): seconds since the Unix epoch.
+    /// The wall clock of `draw_since` (the results' `at_unix`): seconds since the Unix epoch.
     clock: fn() -> u64,
     /// Candidates out with lease calls, read with the lock released: how many calls hold each (a key
     /// may be twice in the retry queue), and whether its job moved meanwhile (a record read may be
@@ -248,7 +250,7 @@ impl LiveRun {
             attempts: HashMap::new(),
             computed_by: HashMap::new(),
             held_records: HashMap::new(),
-            dispute_since: HashMap::new(),
+            draw_since: HashMap::new(),
             opened_unix: crate::durable::store::now_unix(),
             clock: crate::durable::store::now_unix,
             out: HashMap::new(),
@@ -309,7 +311,7 @@ impl LiveRun {
                 // no reason to wait. Before, it was counted held from it: never told idle.)
                 let own = record.computed_by(name)
                     || (record.state == JobState::Disputed && !asking.may_decide);
-                let since = self.dispute_since.get(&key).copied();
+                let since = self.draw_since.get(&key).copied();
                 let holds = !own
                     && made.get_or_insert_with(asking.steer).holds_at(
                         run,
@@ -461,7 +463,7 @@ impl LiveRun {
                             run,
                             &key,
                             &r,
-                            self.dispute_since
+                            self.draw_since
                                 .get(&key)
                                 .copied()
                                 .unwrap_or(self.opened_unix),
@@ -488,14 +490,14 @@ impl LiveRun {
                 Some(r) if chosen.len() < want => {
                     if holds_result {
                         after_first.push(key.clone());
-                    }
-                    if r.state == JobState::Disputed {
                         // (Its lease's end counts its draw's periods afresh.)
                         if !self.meta.is_done() && !self.meta.is_cancelled() {
-                            self.dispute_since
+                            self.draw_since
                                 .entry(key.clone())
                                 .or_insert(self.opened_unix);
                         }
+                    }
+                    if r.state == JobState::Disputed {
                         for_dispute.push(key.clone());
                     }
                     chosen_keys.insert(key.clone());
@@ -627,11 +629,15 @@ impl LiveRun {
             out.moved = true;
         }
         // A dispute's draw counts its periods from its latest move (a new result, a seconder, its
-        // candidates changed, or a kept contradiction taken up).
-        if to == Some(JobState::Disputed) && !self.meta.is_cancelled() {
-            self.dispute_since.insert(key.clone(), (self.clock)());
+        // candidates changed, or a kept contradiction taken up); so does that of a job back to one
+        // result (a side dropped, a count taken back): its result is old. A first result's own time
+        // counts for it.
+        let drawn_anew =
+            to == Some(JobState::Disputed) || (to == Some(JobState::Verifying) && from.is_some());
+        if drawn_anew && !self.meta.is_cancelled() {
+            self.draw_since.insert(key.clone(), (self.clock)());
         } else {
-            self.dispute_since.remove(key);
+            self.draw_since.remove(key);
         }
         let shrank = from == Some(JobState::Disputed) && to == Some(JobState::Verifying);
         if !to.is_some_and(JobState::is_open) || from == to || shrank {
@@ -754,13 +760,13 @@ impl LiveRun {
 
     /// Takes the operator's controls of `meta` (as just stored); a cancelled run drops its job list.
     pub fn control(&mut self, meta: &RunMeta) {
-        // Resumed: its disputes' draws count their periods afresh, as does one not known here. Before,
-        // a pause spent them, and every identity could take its disputes once it resumed (found by a
-        // review, 2026-12-01).
+        // Resumed: its draws count their periods afresh, known here or not. Before, a pause spent
+        // them, and every identity could take its disputes and checks once it resumed (found by
+        // reviews, 2026-12-01).
         if self.meta.paused && !meta.paused {
             let now = (self.clock)();
             self.opened_unix = now;
-            for since in self.dispute_since.values_mut() {
+            for since in self.draw_since.values_mut() {
                 *since = now;
             }
         }
@@ -773,7 +779,7 @@ impl LiveRun {
             self.retry.clear();
             // (Never leased again: what was kept for its jobs goes with them.)
             self.held_records.clear();
-            self.dispute_since.clear();
+            self.draw_since.clear();
             self.away.clear();
             self.computed_by.clear();
         }
@@ -794,9 +800,9 @@ impl LiveRun {
     /// Puts a job whose lease ended back in line.
     pub fn requeue(&mut self, key: JobKey) {
         self.away.remove(&key);
-        // A disputed job's lease ended: its draw counts its periods afresh, so that one held long
+        // A drawn-for job's lease ended: its draw counts its periods afresh, so that one held long
         // (or let lapse) leaves no periods spent.
-        if let Some(since) = self.dispute_since.get_mut(&key) {
+        if let Some(since) = self.draw_since.get_mut(&key) {
             *since = (self.clock)();
         }
         if !self.meta.is_done() && !self.meta.is_cancelled() {
@@ -1156,7 +1162,9 @@ mod tests {
     fn held_fixture() -> (Leases, LiveRun, JobKey, JobRecord) {
         use crate::durable::store::ResultRecord;
         let leases = Leases::new(1, [0; 16], Duration::from_secs(60));
-        let live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        let mut live = LiveRun::new(run(100), tally(0, 0), HashMap::new()).unwrap();
+        // (The clock of `held_steer`.)
+        (live.opened_unix, live.clock) = (0, || 1_000);
         let key = JobKey(vec![1, 2]);
         let first = JobRecord {
             state: JobState::Verifying,
@@ -1274,11 +1282,11 @@ mod tests {
         let (chosen, _, held) = look_at(&mut live, &leases, &asking, &key, &dispute);
         assert!(chosen.is_empty() && held == 1, "{chosen:?} {held}");
         // A move long ago (a seconder): z may take it; one now, and it is held again.
-        live.dispute_since.insert(key.clone(), 0);
+        live.draw_since.insert(key.clone(), 0);
         let (chosen, ..) = look_at(&mut live, &leases, &asking, &key, &dispute);
         assert_eq!(chosen, std::slice::from_ref(&key));
         live.requeue(key.clone());
-        live.dispute_since.insert(key.clone(), 0);
+        live.draw_since.insert(key.clone(), 0);
         live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
         let (chosen, _, held) = look_at(&mut live, &leases, &asking, &key, &dispute);
         assert!(chosen.is_empty() && held == 1);
@@ -1286,7 +1294,7 @@ mod tests {
         // Loaded now (a restart), its results old: held, read or kept; loaded long ago, taken.
         live.opened_unix = 10_000;
         live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
-        live.dispute_since.clear();
+        live.draw_since.clear();
         let (chosen, _, held) = look_at(&mut live, &leases, &asking, &key, &dispute);
         assert!(chosen.is_empty() && held == 1);
         assert_eq!(live.held_records.len(), 1);
@@ -1296,7 +1304,7 @@ mod tests {
         assert_eq!(chosen, std::slice::from_ref(&key), "kept, then taken");
         // Paused long, then resumed: drawn afresh, as is one not known.
         live.requeue(key.clone());
-        live.dispute_since.insert(key.clone(), 0);
+        live.draw_since.insert(key.clone(), 0);
         let mut meta = live.meta.clone();
         meta.paused = true;
         live.control(&meta);
@@ -1307,9 +1315,53 @@ mod tests {
         assert!(chosen.is_empty() && held == 1);
         // Out of its dispute, forgotten.
         live.moved(&key, Some(JobState::Disputed), Some(JobState::Disputed));
-        assert!(live.dispute_since.contains_key(&key));
+        assert!(live.draw_since.contains_key(&key));
         live.moved(&key, Some(JobState::Disputed), Some(JobState::Done));
-        assert!(live.dispute_since.is_empty());
+        assert!(live.draw_since.is_empty());
+    }
+
+    /// The draw of who gives a job its second result counts its periods from the job's latest lease
+    /// end, a move back to one result, or the run's load or resumption, where later than the first
+    /// result. Before, from the first result alone: a lease held long, a pause or a restart spent
+    /// them, and a partner asking just after confirmed a lie (found by a review, 2026-12-01).
+    #[test]
+    fn a_checks_draw_counts_from_its_latest_lease_end_or_the_runs_resumption() {
+        let (leases, mut live, key, mut first) = held_fixture();
+        first.candidates[0].at_unix = 0;
+        let steer = || super::super::steer::Steer {
+            now_unix: 10_000,
+            ..held_steer()
+        };
+        assert!(steer().holds_at(1, &key, &first, 10_000), "z is not drawn");
+        let asking = Asking {
+            name: "z",
+            may_decide: true,
+            steer: &steer,
+        };
+        live.clock = || 10_000;
+        // Loaded long ago, its result old: z may take it.
+        live.requeue(key.clone());
+        let (chosen, marked, _) = look_at(&mut live, &leases, &asking, &key, &first);
+        assert_eq!(chosen, std::slice::from_ref(&key));
+        assert!(marked.is_empty(), "no dispute");
+        // Its lease ends now: drawn afresh, held from z.
+        live.requeue(key.clone());
+        assert_eq!(look_at(&mut live, &leases, &asking, &key, &first).2, 1);
+        // A first result forgets the clock (its own time counts); a count taken back sets it.
+        live.moved(&key, None, Some(JobState::Verifying));
+        assert!(live.draw_since.is_empty());
+        live.moved(&key, Some(JobState::Done), Some(JobState::Verifying));
+        assert_eq!(live.draw_since.get(&key), Some(&10_000));
+        live.draw_since.clear();
+        // Paused long, then resumed: drawn afresh.
+        let mut meta = live.meta.clone();
+        meta.paused = true;
+        live.control(&meta);
+        meta.paused = false;
+        live.opened_unix = 0;
+        live.control(&meta);
+        live.requeue(key.clone());
+        assert_eq!(look_at(&mut live, &leases, &asking, &key, &first).2, 1);
     }
 
     /// A job holding a result that moved while a call read it is read again, not leased from the

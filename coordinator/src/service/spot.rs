@@ -79,6 +79,11 @@ pub struct SpotChecks {
     /// [`MAX_IDENTITIES`] identities.
     owed: HashMap<String, VecDeque<Out>>,
     owed_total: usize,
+    /// Checks out whose job's count was taken back meanwhile ([`SpotChecks::forget`]): no check any
+    /// more, owed to nobody once handed back or expired. Before, such a check was owed and issued
+    /// again for the disputed job: its holder held the job from every drawn decider while out, as
+    /// often as it liked (found by a review, 2026-12-01).
+    void: HashSet<u64>,
 }
 
 impl SpotChecks {
@@ -94,6 +99,7 @@ impl SpotChecks {
             changed: false,
             owed: HashMap::new(),
             owed_total: 0,
+            void: HashSet::new(),
         }
     }
 
@@ -197,6 +203,8 @@ impl SpotChecks {
         // Its checks out ended with its leases.
         self.out.retain(|_, o| o.run != run);
         self.out_jobs.retain(|(r, _)| *r != run);
+        let out = &self.out;
+        self.void.retain(|id| out.contains_key(id));
         self.drop_owed(|o| o.run != run);
     }
 
@@ -205,11 +213,12 @@ impl SpotChecks {
     /// result of its worker, a million at N = 28, and a walk of the pool per result held the state
     /// lock for seconds (found by a review, 2026-11-29).
     pub fn forget<'a>(&mut self, taken: impl IntoIterator<Item = (u64, &'a JobKey)>) {
-        // The runs that hold a pool or owed checks: only their keys are kept for the walk.
+        // The runs that hold a pool, owed checks or checks out: only their keys are kept for the walk.
         let owed_runs: HashSet<u64> = self.owed.values().flatten().map(|o| o.run).collect();
+        let out_runs: HashSet<u64> = self.out.values().map(|o| o.run).collect();
         let mut by_run: HashMap<u64, HashSet<&JobKey>> = HashMap::new();
         for (run, key) in taken {
-            if self.pool.contains_key(&run) || owed_runs.contains(&run) {
+            if self.pool.contains_key(&run) || owed_runs.contains(&run) || out_runs.contains(&run) {
                 by_run.entry(run).or_default().insert(key);
             }
         }
@@ -221,7 +230,13 @@ impl SpotChecks {
                 pool.retain(|c| !keys.contains(&c.key));
             }
         }
-        // An owed check whose count was taken back is no check any more.
+        // A check out whose count was taken back is no check any more, owed to nobody once it ends.
+        for (id, o) in &self.out {
+            if by_run.get(&o.run).is_some_and(|keys| keys.contains(&o.key)) {
+                self.void.insert(*id);
+            }
+        }
+        // Nor is an owed one.
         if !owed_runs.is_empty() {
             self.drop_owed(|o| !by_run.get(&o.run).is_some_and(|keys| keys.contains(&o.key)));
         }
@@ -268,9 +283,16 @@ impl SpotChecks {
 
     /// Ends spot check `id` (answered, expired or handed back); returns what it checked.
     pub fn ended(&mut self, id: u64) -> Option<Out> {
+        self.ended_owing(id).map(|(out, _)| out)
+    }
+
+    /// [`SpotChecks::ended`], and whether its identity owes the check if it did not answer it: not
+    /// where its job's count was taken back while it was out (no check any more).
+    pub fn ended_owing(&mut self, id: u64) -> Option<(Out, bool)> {
+        let void = self.void.remove(&id);
         let out = self.out.remove(&id)?;
         self.out_jobs.remove(&(out.run, out.key.clone()));
-        Some(out)
+        Some((out, !void))
     }
 
     /// Ends spot check `id` if it checks job `key` of `run`, as a report under it answers it; returns

@@ -99,21 +99,24 @@ impl Steer {
         Steer::may_wait(record) || record.state == JobState::Disputed
     }
 
-    /// [`Steer::holds_at`] for a dispute whose draw counts its periods from its latest result.
+    /// [`Steer::holds_at`], the periods counted from the results.
     #[cfg(test)]
     pub fn holds(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
         self.holds_at(run, key, record, 0)
     }
 
     /// Whether job `key` of run `run`, of `record`, waits for another identity than the asking one: a
-    /// dispute, for one its draw admits, counting periods from `since` or its latest result, whichever
-    /// is later ([`Steer::admits_decider`]); a job with one result, for one the draw admits
-    /// ([`Steer::admits`]), or, among those, for one of another family ([`Steer::waits`]).
+    /// dispute, for one its draw admits ([`Steer::admits_decider`]); a job with one result, for one
+    /// the draw admits ([`Steer::admits_name_at`]), or, among those, for one of another family
+    /// ([`Steer::waits`]). Either draw counts its periods from `since` or the results, whichever is
+    /// later.
     pub fn holds_at(&self, run: u64, key: &JobKey, record: &JobRecord, since: u64) -> bool {
         if record.state == JobState::Disputed {
             return !self.admits_decider(run, key, record, since);
         }
-        Steer::may_wait(record) && (!self.admits(run, key, record) || self.waits(run, key, record))
+        Steer::may_wait(record)
+            && (!self.admits_name_at(run, key, record, &self.name, since)
+                || self.waits(run, key, record))
     }
 
     /// Whether the draw admits the asking identity to decide the dispute of job `key` of run `run`,
@@ -165,6 +168,7 @@ impl Steer {
 
     /// Whether the draw admits the asking identity to give job `key` of run `run` its one result's
     /// second: see [`Steer::admits_name`].
+    #[cfg(test)]
     pub fn admits(&self, run: u64, key: &JobKey, record: &JobRecord) -> bool {
         self.admits_name(run, key, record, &self.name)
     }
@@ -179,10 +183,26 @@ impl Steer {
     /// only that family's identities were counted, so that a partner claiming a family few others
     /// compute was admitted for certain (found by a review, 2026-12-01).
     pub fn admits_name(&self, run: u64, key: &JobKey, record: &JobRecord, name: &str) -> bool {
+        self.admits_name_at(run, key, record, name, 0)
+    }
+
+    /// [`Steer::admits_name`], the periods counted from `since` where it is later than the first
+    /// result (the live run's clock: the job's latest lease end, a move back to one result, the
+    /// run's resumption or the coordinator's start). Before, they counted from the first result
+    /// alone: a lease held long, a pause or a restart spent them, and a partner asking just after
+    /// was admitted (found by a review, 2026-12-01).
+    pub fn admits_name_at(
+        &self,
+        run: u64,
+        key: &JobKey,
+        record: &JobRecord,
+        name: &str,
+        since: u64,
+    ) -> bool {
         let [first] = record.candidates.as_slice() else {
             return true;
         };
-        let Some(age) = self.now_unix.checked_sub(first.at_unix) else {
+        let Some(age) = self.now_unix.checked_sub(first.at_unix.max(since)) else {
             return true;
         };
         let periods = age.checked_div(self.wait.as_secs()).unwrap_or(u64::MAX);

@@ -4888,52 +4888,61 @@ async fn another_identitys_result_under_a_checks_id_answers_nothing() {
     assert_eq!(c.state().spot.passed_by("holder"), 1);
 }
 
-/// A spot check whose count is taken back meanwhile ends with the take-back: it is off the books,
-/// owed to nobody, its answer decides nothing, and the dispute is decided by a drawn decider. Before,
-/// the check stayed out (held back and owed, it was issued again for the disputed job) and decided
-/// the dispute with no draw of deciders (found by a review, 2026-12-01).
+/// A spot check whose count is taken back meanwhile stays out for its holder (its heartbeats tell it
+/// nothing), decides no dispute, and, handed back or let lapse, is owed to nobody: a drawn decider
+/// decides. Before, its answer decided the dispute with no draw of deciders, and a check handed back
+/// was owed and issued again for the disputed job: its holder held the job from every decider as
+/// often as it liked (found by a review, 2026-12-01).
 #[tokio::test(start_paused = true)]
-async fn a_spot_check_whose_count_is_taken_back_meanwhile_ends_with_the_take_back() {
-    let c = coordinator();
-    let (run, slow, _) = outlived_by_lies_of(&c, &["slow", "slow-2"]).await;
-    let check = a_check_for(&c, "holder").await;
-    let g = &check;
-    // "slow" takes the liars' count back (quarantined, its result goes).
-    let of = |held: &[Granted]| held.iter().find(|s| s.key == g.key).unwrap().clone();
-    let outcomes = report_all(&c, "slow", &[of(&slow[0])]).await;
-    assert!(
-        matches!(outcomes[0], Outcome::Mismatch { .. }),
-        "{outcomes:?}"
-    );
-    assert!(!c.state().spot.is_out(g.id), "the check ended with it");
-    assert!(!c.state().leases.is_leased(g.run, &g.key));
-    // Not owed: the holder's next call gets no check of the job.
-    c.state().spot.passed("holder");
-    let next = lease_credential(&c, "holder", 4096).await;
-    assert!(
-        next.iter()
-            .all(|l| l.key != g.key || !c.state().spot.is_out(l.id)),
-        "{next:?}"
-    );
-    let ids: Vec<u64> = next.iter().map(|l| l.id).collect();
-    c.release("holder", &ids, false).unwrap();
-    // Its answer decides nothing.
-    let answer = c.report_as("holder", "holder", true, vec![report(g)]).await;
-    assert!(
-        !matches!(answer.as_deref(), Ok([Outcome::Accepted])),
-        "{answer:?}"
-    );
-    assert!(!c.run(&run).unwrap().is_done());
-    // "slow-2", with a record, disputes the liars' candidate under its late lease; a drawn decider
-    // decides.
-    c.state().spot.passed("slow-2");
-    let outcomes = report_all(&c, "slow-2", &[of(&slow[1])]).await;
-    assert_eq!(outcomes, [Outcome::Disputed]);
-    c.state().spot.passed("decider");
-    let decide = take(&c, "decider", &g.key).await;
-    let outcomes = report_all(&c, "decider", &[decide]).await;
-    assert_eq!(outcomes, [Outcome::Accepted]);
-    assert_eq!(c.run(&run).unwrap().jobs_disputed, 0);
+async fn a_spot_check_whose_count_is_taken_back_decides_nothing_and_is_owed_to_nobody() {
+    for end in ["answered", "handed back", "lapsed"] {
+        let c = coordinator();
+        let (run, slow, _) = outlived_by_lies_of(&c, &["slow", "slow-2"]).await;
+        let g = a_check_for(&c, "holder").await;
+        let of = |held: &[Granted]| held.iter().find(|s| s.key == g.key).unwrap().clone();
+        // "slow" takes the liars' count back (quarantined, its result goes); "slow-2", with a
+        // record, disputes the liars' candidate under its late lease.
+        let outcomes = report_all(&c, "slow", &[of(&slow[0])]).await;
+        assert!(
+            matches!(outcomes[0], Outcome::Mismatch { .. }),
+            "{outcomes:?}"
+        );
+        c.state().spot.passed("slow-2");
+        let outcomes = report_all(&c, "slow-2", &[of(&slow[1])]).await;
+        assert_eq!(outcomes, [Outcome::Disputed]);
+        assert!(
+            c.state().spot.is_out(g.id),
+            "{end}: still out for its holder"
+        );
+        let (_, lost) = c.heartbeat("holder", &[g.id]).unwrap();
+        assert!(lost.is_empty(), "{end}: its heartbeat tells nothing");
+        c.state().spot.passed("holder");
+        match end {
+            "answered" => {
+                let outcomes = report_all(&c, "holder", std::slice::from_ref(&g)).await;
+                assert_eq!(
+                    outcomes,
+                    [Outcome::NotKept],
+                    "drawn to check, not to decide"
+                );
+            }
+            "handed back" => {
+                c.release("holder", &[g.id], false).unwrap();
+            }
+            _ => {
+                tokio::time::advance(TIMEOUT * 2).await;
+                c.expire_leases().await;
+            }
+        }
+        assert!(!c.state().spot.is_out(g.id), "{end}");
+        assert!(!c.state().spot.owes("holder"), "{end}: owed to nobody");
+        assert_eq!(c.run(&run).unwrap().jobs_disputed, 1, "{end}");
+        c.state().spot.passed("decider");
+        let decide = take(&c, "decider", &g.key).await;
+        let outcomes = report_all(&c, "decider", &[decide]).await;
+        assert_eq!(outcomes, [Outcome::Accepted], "{end}");
+        assert_eq!(c.run(&run).unwrap().jobs_disputed, 0);
+    }
 }
 
 /// A spot check leased to the credential `name`, one lease call at a time: the other leases it gets
@@ -4970,13 +4979,12 @@ async fn a_cancelled_run_ends_its_spot_checks_and_no_other_runs() {
     assert!(!c.state().spot.is_out(out.id));
 }
 
-/// A spot check out while its job's count is taken back leaves the job leasable: the check ends with
-/// the take-back (since 2026-12-01), and the job is offered to the next call. Before, a lease call
-/// that met the job while the check was out dropped it (leased), and the check's end put nothing
-/// back: the job sat disputed in no queue, and the run never finished until a restart (found by a
-/// review, 2026-11-29: one credential, sacrificed, could strand a job so).
+/// A spot check out while its job's count is taken back leaves the job leasable once the check ends.
+/// Before, a lease call that met the job while the check was out dropped it (leased), and the check's
+/// end put nothing back: the job sat disputed in no queue, and the run never finished until a
+/// restart (found by a review, 2026-11-29: one credential, sacrificed, could strand a job so).
 #[tokio::test(start_paused = true)]
-async fn a_job_taken_back_while_its_spot_check_is_out_is_leased_at_once() {
+async fn a_job_taken_back_while_its_spot_check_is_out_is_leased_once_the_check_ends() {
     let c = coordinator();
     let (run, slow, _) = outlived_by_lies(&c).await;
     // Another credential holds a check; "slow" (honest, late) takes that job's count back.
@@ -4988,16 +4996,18 @@ async fn a_job_taken_back_while_its_spot_check_is_out_is_leased_at_once() {
         "{outcomes:?}"
     );
     assert!(!c.run(&run).unwrap().is_done());
-    // A judge's lease call meets the job: the check ended, it is offered.
+    // Meanwhile a judge's lease call meets the job, leased (the check): it is not offered.
+    let meanwhile = lease(&c, "judge", 4096).await;
+    assert!(meanwhile.iter().all(|g| g.key != check.key));
+    report_all(&c, "judge", &meanwhile).await;
+    // The check expires.
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
     let later = lease(&c, "judge", 4096).await;
     assert!(
         later.iter().any(|g| g.key == check.key),
-        "the job is offered once its check ended: {later:?}"
+        "the disputed job is offered once its check ended: {later:?}"
     );
-    // The check's expiry puts nothing back twice, and strands nothing.
-    tokio::time::advance(TIMEOUT * 2).await;
-    c.expire_leases().await;
-    assert!(!c.state().spot.is_out(check.id));
 }
 
 /// After a restart, a tag kept from a lease handed back in the earlier incarnation proves no lease: a
