@@ -261,7 +261,7 @@ impl Coordinator {
                 Outcome::NotKept => {
                     // (Its lease ended above: the job stays where it is, for an identity that may
                     // decide.)
-                    tracing::warn!(worker, name, run = inc.run, job = %inc.key, "a result for a disputed job from an identity with no record: not kept; an identity with a record decides");
+                    tracing::warn!(worker, name, run = inc.run, job = %inc.key, "a result for a disputed job not kept: its identity has no record, or its lease was not drawn for the dispute; a drawn identity with a record decides");
                 }
                 Outcome::Pending | Outcome::Disputed => {
                     // This worker is done with the job; another must compute it.
@@ -323,6 +323,10 @@ impl Coordinator {
                 Outcome::Duplicate => {
                     state.spot.passed(name);
                     tracing::debug!(worker, name, run = out.run, job = %out.key, "spot check passed");
+                }
+                // (Its count was taken back while it was out: nothing to pass or fail.)
+                Outcome::NotKept | Outcome::Pending | Outcome::Disputed => {
+                    tracing::debug!(worker, name, run = out.run, job = %out.key, outcome = outcome.name(), "spot check answered after its count was taken back")
                 }
                 _ => {
                     tracing::warn!(worker, name, run = out.run, job = %out.key, outcome = outcome.name(), "spot check failed: the result contradicts a confirmed one")

@@ -213,6 +213,11 @@ impl SpotChecks {
     /// result of its worker, a million at N = 28, and a walk of the pool per result held the state
     /// lock for seconds (found by a review, 2026-11-29).
     pub fn forget<'a>(&mut self, taken: impl IntoIterator<Item = (u64, &'a JobKey)>) {
+        // (Most commits take nothing back: no walk then.)
+        let mut taken = taken.into_iter().peekable();
+        if taken.peek().is_none() {
+            return;
+        }
         // The runs that hold a pool, owed checks or checks out: only their keys are kept for the walk.
         let owed_runs: HashSet<u64> = self.owed.values().flatten().map(|o| o.run).collect();
         let out_runs: HashSet<u64> = self.out.values().map(|o| o.run).collect();
