@@ -1364,6 +1364,39 @@ mod tests {
         assert_eq!(look_at(&mut live, &leases, &asking, &key, &first).2, 1);
     }
 
+    /// A call chooses at most what it wants of jobs holding a result too, and a key put back to be
+    /// read again goes back to the queue it came from (found by mutation testing of the change that
+    /// split the choice by the record, 2026-12-01).
+    #[test]
+    fn jobs_holding_a_result_are_chosen_up_to_the_want_and_a_reread_key_keeps_its_queue() {
+        let (leases, mut live, key, first) = held_fixture();
+        let all = super::super::steer::Steer::none;
+        let asking = Asking {
+            name: "z",
+            may_decide: true,
+            steer: &all,
+        };
+        let other = JobKey(vec![1, 3]);
+        live.requeue(key.clone());
+        live.requeue(other.clone());
+        let mut left = live.retry_len();
+        let taken = live.take_candidates(&leases, &asking, 2, 2, &mut left);
+        assert_eq!(taken.retry.len(), 2);
+        let records = vec![Some(first.clone()), Some(first.clone())];
+        let settled = live.settle(&leases, &asking, taken, records, 1);
+        assert_eq!(settled.chosen, std::slice::from_ref(&key), "one wanted");
+        assert_eq!(live.retry_len(), 1, "the other back in line");
+        // The other, moved while read, goes back to the retry queue, not ahead of the list.
+        let mut left = live.retry_len();
+        let taken = live.take_candidates(&leases, &asking, 1, 1, &mut left);
+        assert_eq!(taken.retry, std::slice::from_ref(&other));
+        live.moved(&other, Some(JobState::Verifying), Some(JobState::Verifying));
+        let settled = live.settle(&leases, &asking, taken, vec![Some(first.clone())], 1);
+        assert!(settled.chosen.is_empty());
+        assert_eq!(live.retry_len(), 1, "back in the retry queue");
+        assert!(live.ahead.is_empty());
+    }
+
     /// A job holding a result that moved while a call read it is read again, not leased from the
     /// record before the move: a lease drawn from a first result must not be issued after the job
     /// became disputed (found by a review, 2026-12-01). And a dispute held from every identity is

@@ -133,11 +133,6 @@ impl Steer {
         let Some(latest) = record.candidates.iter().map(|c| c.at_unix).max() else {
             return true;
         };
-        let latest = latest.max(since);
-        let Some(age) = self.now_unix.checked_sub(latest) else {
-            return true;
-        };
-        let periods = age.checked_div(self.wait.as_secs()).unwrap_or(u64::MAX);
         // The identities behind a side that serve, the asking one aside: they decide nothing.
         let mut behind: Vec<String> = Vec::new();
         for who in record.candidates.iter().flat_map(|c| c.identities()) {
@@ -148,6 +143,31 @@ impl Steer {
         let could = 1 + self.others.len()
             - usize::from(self.others.contains_key(&self.name))
             - behind.len();
+        self.drawn(latest.max(since), could, |h| {
+            // (Apart from the draw of confirmers, whose hash begins with the run.)
+            h.write(DISPUTE_DRAW);
+            h.write_u64(run);
+            h.write_usize(key.0.len());
+            h.write(&key.0);
+            h.write_usize(self.name.len());
+            h.write(self.name.as_bytes());
+        })
+    }
+
+    /// The draw of [`Steer::admits_name_at`] and [`Steer::admits_decider`]: whether the keyed hash of
+    /// what `input` writes falls in a share of [`DRAWN`] over `could`, doubled for each period of
+    /// the wait since `from` (all where at most that many could; all where `from` is later than now,
+    /// a clock stepped back).
+    fn drawn(
+        &self,
+        from: u64,
+        could: usize,
+        input: impl FnOnce(&mut siphasher::sip::SipHasher24),
+    ) -> bool {
+        let Some(age) = self.now_unix.checked_sub(from) else {
+            return true;
+        };
+        let periods = age.checked_div(self.wait.as_secs()).unwrap_or(u64::MAX);
         let admitted = match periods {
             p @ 0..32 => DRAWN << p,
             _ => usize::MAX,
@@ -156,13 +176,8 @@ impl Steer {
             return true;
         }
         let mut h = siphasher::sip::SipHasher24::new_with_key(&self.secret);
-        // (Apart from the draw of confirmers, whose hash begins with the run.)
-        h.write(DISPUTE_DRAW);
-        h.write_u64(run);
-        h.write_usize(key.0.len());
-        h.write(&key.0);
-        h.write_usize(self.name.len());
-        h.write(self.name.as_bytes());
+        input(&mut h);
+        // A share `admitted / could` of the hashes, in 128 bits.
         u128::from(h.finish()) * (could as u128) < (admitted as u128) << 64
     }
 
@@ -202,31 +217,19 @@ impl Steer {
         let [first] = record.candidates.as_slice() else {
             return true;
         };
-        let Some(age) = self.now_unix.checked_sub(first.at_unix.max(since)) else {
-            return true;
-        };
-        let periods = age.checked_div(self.wait.as_secs()).unwrap_or(u64::MAX);
         // The asking identity, and the others serving but the first result's: counted, not walked.
         let among = |who: &str| self.others.contains_key(who);
         let could = 1 + self.others.len()
             - usize::from(among(&self.name))
             - usize::from(first.worker != self.name && among(&first.worker));
-        let admitted = match periods {
-            p @ 0..32 => DRAWN << p,
-            _ => usize::MAX,
-        };
-        if could <= admitted {
-            return true;
-        }
-        let mut h = siphasher::sip::SipHasher24::new_with_key(&self.secret);
-        h.write_u64(run);
-        h.write_usize(key.0.len());
-        h.write(&key.0);
-        h.write_u64(first.lease);
-        h.write_usize(name.len());
-        h.write(name.as_bytes());
-        // A share `admitted / could` of the hashes, in 128 bits.
-        u128::from(h.finish()) * (could as u128) < (admitted as u128) << 64
+        self.drawn(first.at_unix.max(since), could, |h| {
+            h.write_u64(run);
+            h.write_usize(key.0.len());
+            h.write(&key.0);
+            h.write_u64(first.lease);
+            h.write_usize(name.len());
+            h.write(name.as_bytes());
+        })
     }
 
     /// Whether job `key` of run `run` (whose one result is `record`'s) waits for a worker of another
