@@ -1362,6 +1362,14 @@ mod tests {
         live.control(&meta);
         live.requeue(key.clone());
         assert_eq!(look_at(&mut live, &leases, &asking, &key, &first).2, 1);
+        // A control that resumes nothing (a priority changed) resets nothing.
+        live.opened_unix = 0;
+        meta.priority += 1;
+        live.control(&meta);
+        assert_eq!(live.opened_unix, 0);
+        meta.paused = true;
+        live.control(&meta);
+        assert_eq!(live.opened_unix, 0, "paused: nothing reset");
     }
 
     /// A call chooses at most what it wants of jobs holding a result too, and a key put back to be
@@ -1395,6 +1403,38 @@ mod tests {
         assert!(settled.chosen.is_empty());
         assert_eq!(live.retry_len(), 1, "back in the retry queue");
         assert!(live.ahead.is_empty());
+        // One of the list (ahead of it), moved while read, goes back ahead of the list.
+        let mut left = live.retry_len();
+        let _ = live.take_candidates(&leases, &asking, 1, 1, &mut left);
+        live.ahead.push_front(other.clone());
+        let mut left = 0;
+        let taken = live.take_candidates(&leases, &asking, 1, 1, &mut left);
+        assert_eq!(taken.list, std::slice::from_ref(&other));
+        live.moved(&other, Some(JobState::Verifying), Some(JobState::Verifying));
+        live.settle(&leases, &asking, taken, vec![Some(first.clone())], 1);
+        assert_eq!(live.ahead.front(), Some(&other), "back ahead of the list");
+        // A cancelled run keeps no clock for what it chose.
+        let mut meta = live.meta.clone();
+        meta.cancelled_unix = Some(1);
+        live.control(&meta);
+        live.draw_since.clear();
+        // (Out with this call, unmoved.)
+        live.out.insert(
+            key.clone(),
+            Out {
+                calls: 1,
+                moved: false,
+            },
+        );
+        let taken = Candidates {
+            retry: vec![key.clone()],
+            list: Vec::new(),
+            look: live.looks,
+            barred: false,
+            held: 0,
+        };
+        live.settle(&leases, &asking, taken, vec![Some(first.clone())], 1);
+        assert!(live.draw_since.is_empty());
     }
 
     /// A job holding a result that moved while a call read it is read again, not leased from the
