@@ -218,12 +218,12 @@ impl SpotChecks {
         if taken.peek().is_none() {
             return;
         }
-        // The runs that hold a pool, owed checks or checks out: only their keys are kept for the walk.
+        // The runs that hold a pool or owed checks: only their keys are kept for the walk. (A check
+        // out was drawn from its run's pool, which goes only with the run and its checks.)
         let owed_runs: HashSet<u64> = self.owed.values().flatten().map(|o| o.run).collect();
-        let out_runs: HashSet<u64> = self.out.values().map(|o| o.run).collect();
         let mut by_run: HashMap<u64, HashSet<&JobKey>> = HashMap::new();
         for (run, key) in taken {
-            if self.pool.contains_key(&run) || owed_runs.contains(&run) || out_runs.contains(&run) {
+            if self.pool.contains_key(&run) || owed_runs.contains(&run) {
                 by_run.entry(run).or_default().insert(key);
             }
         }
