@@ -92,7 +92,7 @@ pub struct LiveRun {
     /// them by without reading the store, or taking them out of the queue (which other waiting calls
     /// would then have to be woken for).
     computed_by: HashMap<JobKey, Vec<String>>,
-    /// Verified jobs held back for another identity ([`super::steer::Steer::holds`]), with their
+    /// Verified jobs held back for another identity ([`super::steer::Steer::holds_at`]), with their
     /// records as a lease call read them: later calls decide from these whether the job is still held
     /// from them, and pass it by unread. Before, every look read every held job's record from the
     /// store: a run verifying every job among 1,000 identities spent two fifths of the coordinator's
@@ -456,7 +456,7 @@ impl LiveRun {
                 Some(r) if r.state == JobState::Disputed && !may_decide => computed.push(key),
                 // A second result waits a while for a worker of another kernel family, or an
                 // identity the draw admits; a dispute, for a decider its draw admits
-                // ([`super::steer::Steer::holds`]).
+                // ([`super::steer::Steer::holds_at`]).
                 Some(r)
                     if super::steer::Steer::may_hold(&r)
                         && made.get_or_insert_with(steer).holds_at(
