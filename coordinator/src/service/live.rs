@@ -448,7 +448,10 @@ impl LiveRun {
                 .is_some_and(|r| r.state.is_open() && !r.candidates.is_empty());
             match record {
                 Some(r) if !r.state.is_open() => {}
-                Some(r) if r.computed_by(name) => {
+                // (Not from a record older than a move: it is read again below. Before, a stale
+                // record marked an identity whose result had gone, and the job was passed by for it
+                // until it moved again: found by a review, 2026-12-01.)
+                Some(r) if r.computed_by(name) && !moved => {
                     self.computed(&key, name);
                     computed.push(key)
                 }
@@ -1482,6 +1485,39 @@ mod tests {
         };
         assert_eq!(look_at(&mut live, &leases, &new, &key, &dispute).2, 0);
         assert_eq!(look_at(&mut live, &leases, &decider, &key, &dispute).2, 1);
+    }
+
+    /// A record that says the asking identity computed the job, read while the job moved (a revocation
+    /// dropped that result, say), marks nothing: the job is read again, and the next look, reading the
+    /// record as it is now, offers it. Before, the stale record marked the identity as having computed
+    /// the job, and the job was passed by for it until the job moved again (found by a review,
+    /// 2026-12-01).
+    #[test]
+    fn a_record_read_while_its_job_moved_marks_no_one_as_having_computed_it() {
+        let (leases, mut live, key, first) = held_fixture();
+        let all = super::super::steer::Steer::none;
+        let asking = Asking {
+            name: "b",
+            may_decide: true,
+            steer: &all,
+        };
+        live.requeue(key.clone());
+        let mut left = live.retry_len();
+        let taken = live.take_candidates(&leases, &asking, 1, 1, &mut left);
+        // b's side of the dispute goes meanwhile: the job is back to c's result alone.
+        let read = dispute_fixture(&first);
+        let mut now = read.clone();
+        now.candidates.remove(0);
+        now.state = JobState::Verifying;
+        live.moved(&key, Some(JobState::Disputed), Some(JobState::Verifying));
+        let settled = live.settle(&leases, &asking, taken, vec![Some(read)], 1);
+        assert!(settled.chosen.is_empty(), "read again");
+        assert!(
+            !live.computed_by.contains_key(&key),
+            "marked from a stale record"
+        );
+        let (chosen, _, _) = look_at(&mut live, &leases, &asking, &key, &now);
+        assert_eq!(chosen, [key]);
     }
 
     /// A verified job held from an identity is read once: later looks decide from the record kept and
