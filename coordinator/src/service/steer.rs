@@ -449,6 +449,23 @@ mod tests {
         }
     }
 
+    /// A lease call at 1,000 s among `count` identities "w0".. serving, beside those of `behind` (the
+    /// results' identities), with no families and a wait of 5 minutes.
+    fn serving_beside(count: usize, behind: &[&str]) -> Steer {
+        Steer {
+            own: FamilySet::default(),
+            others: serving_as(
+                (0..count)
+                    .map(|i| (format!("w{i}"), FamilySet::default()))
+                    .chain(behind.iter().map(|n| (n.to_string(), FamilySet::default()))),
+            ),
+            wait: Duration::from_secs(300),
+            now_unix: 1_000,
+            name: String::new(),
+            secret: [9; 16],
+        }
+    }
+
     /// The draw of who may give a job its second result: with `could` identities serving beside the
     /// first result's, about [`DRAWN`] of them are admitted in the first period, twice as many each
     /// period after, each job its own; none of them held back where at most [`DRAWN`] could. A clock
@@ -456,18 +473,7 @@ mod tests {
     #[test]
     fn a_few_drawn_identities_may_give_a_second_result_then_twice_as_many_each_period() {
         let key = |i: u8| JobKey(vec![0, 1, i]);
-        let serving = |count: usize| Steer {
-            own: FamilySet::default(),
-            others: serving_as(
-                (0..count)
-                    .map(|i| (format!("w{i}"), FamilySet::default()))
-                    .chain([("a".to_string(), FamilySet::default())]),
-            ),
-            wait: Duration::from_secs(300),
-            now_unix: 1_000,
-            name: String::new(),
-            secret: [9; 16],
-        };
+        let serving = |count: usize| serving_beside(count, &["a"]);
         // Which of 1,000 identities (the asking one among them) the draw admits for job `i`.
         let admitted = |steer: &Steer, i: u8, at_unix: u64| -> Vec<usize> {
             let job = waiting(None, at_unix);
@@ -584,18 +590,7 @@ mod tests {
     #[test]
     fn a_few_drawn_identities_may_decide_a_dispute_then_twice_as_many_each_period() {
         let key = |i: u8| JobKey(vec![0, 1, i]);
-        let serving = |count: usize| Steer {
-            own: FamilySet::default(),
-            others: serving_as(
-                (0..count)
-                    .map(|i| (format!("w{i}"), FamilySet::default()))
-                    .chain(["a", "b"].map(|n| (n.to_string(), FamilySet::default()))),
-            ),
-            wait: Duration::from_secs(300),
-            now_unix: 1_000,
-            name: String::new(),
-            secret: [9; 16],
-        };
+        let serving = |count: usize| serving_beside(count, &["a", "b"]);
         let asking = |steer: &Steer, n: usize| Steer {
             name: format!("w{n}"),
             ..steer.clone()
