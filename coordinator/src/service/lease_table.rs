@@ -42,9 +42,13 @@ pub struct Lease {
     pub barrable: bool,
     /// Issued while its job held a result already ([`Leases::mark_after_first`]).
     pub after_first: bool,
-    /// Issued for its job's dispute ([`Leases::mark_for_dispute`]).
-    pub for_dispute: bool,
+    /// Issued for its job's dispute: the sides it stood between, by their leases
+    /// ([`Leases::mark_for_dispute`]).
+    pub for_dispute: Option<Sides>,
 }
+
+/// The sides of a dispute a lease was drawn for: the leases their results came under (one each).
+pub type Sides = Box<[u64]>;
 
 type JobId = (u64, JobKey);
 
@@ -68,7 +72,7 @@ struct Ended {
     /// [`Lease::after_first`].
     after_first: bool,
     /// [`Lease::for_dispute`].
-    for_dispute: bool,
+    for_dispute: Option<Sides>,
 }
 
 /// Ended leases of one job still recognised for a late report: the most recent ones.
@@ -325,7 +329,7 @@ impl Leases {
                 hold_from: now,
                 barrable: false,
                 after_first: false,
-                for_dispute: false,
+                for_dispute: None,
             },
         );
         id
@@ -342,10 +346,12 @@ impl Leases {
 
     /// Marks active lease `id` as issued for its job's dispute: one the draw of deciders let its
     /// identity take ([`super::steer::Steer::admits_decider`]). Only a result under such a lease
-    /// seconds a side of a dispute ([`Leases::for_dispute`]).
-    pub fn mark_for_dispute(&mut self, id: u64) {
+    /// seconds a side of a dispute ([`Leases::for_dispute`]), and only of the dispute between `sides`
+    /// (the leases of its results when the lease was issued): once one of them is gone, the job has
+    /// left that dispute.
+    pub fn mark_for_dispute(&mut self, id: u64, sides: Sides) {
         if let Some(l) = self.active.get_mut(&id) {
-            l.for_dispute = true;
+            l.for_dispute = Some(sides);
         }
     }
 
@@ -360,11 +366,11 @@ impl Leases {
     pub fn unmark_job(&mut self, run: u64, key: &JobKey) {
         let job = (run, key.clone());
         if let Some(l) = self.by_job.get(&job).and_then(|id| self.active.get_mut(id)) {
-            (l.after_first, l.for_dispute) = (false, false);
+            (l.after_first, l.for_dispute) = (false, None);
         }
         for id in self.past_by_job.get(&job).into_iter().flatten() {
             if let Some(e) = self.past.get_mut(id) {
-                (e.after_first, e.for_dispute) = (false, false);
+                (e.after_first, e.for_dispute) = (false, None);
             }
         }
     }
@@ -386,10 +392,11 @@ impl Leases {
     /// that expired before it) was not drawn to decide: a result under it that agrees with a side
     /// seconds nothing. Before, a partner drawn to check a job, its lease lapsed, seconded the lie of the
     /// dispute an honest check opened, with no draw of deciders (found by a review, 2026-12-01).
-    pub fn for_dispute(&self, id: u64) -> bool {
+    /// Returns the dispute's sides, as [`Leases::mark_for_dispute`] took them, or `None`.
+    pub fn for_dispute(&self, id: u64) -> Option<Sides> {
         match self.active.get(&id) {
-            Some(l) => l.for_dispute,
-            None => self.past.get(&id).is_some_and(|e| e.for_dispute),
+            Some(l) => l.for_dispute.clone(),
+            None => self.past.get(&id).and_then(|e| e.for_dispute.clone()),
         }
     }
 
@@ -716,7 +723,7 @@ impl Leases {
             issued: lease.issued,
             hold_from: lease.hold_from,
             after_first: lease.after_first,
-            for_dispute: lease.for_dispute,
+            for_dispute: lease.for_dispute.clone(),
         };
         self.past.insert(id, ended);
         let ids = self.past_by_job.entry(job).or_default();

@@ -207,9 +207,9 @@ pub struct Settled {
     /// Of the keys to lease, those whose job holds a result already (a verified job's first, or a
     /// dispute's): their leases may confirm or second ([`super::lease_table::Leases::after_first`]).
     pub after_first: Vec<JobKey>,
-    /// Of those, the disputed ones: their leases may second a side
-    /// ([`super::lease_table::Leases::for_dispute`]).
-    pub for_dispute: Vec<JobKey>,
+    /// Of those, the disputed ones, with the leases of their sides as read: their leases may second
+    /// a side of that dispute ([`super::lease_table::Leases::for_dispute`]).
+    pub for_dispute: Vec<(JobKey, super::lease_table::Sides)>,
 }
 
 impl LiveRun {
@@ -501,7 +501,8 @@ impl LiveRun {
                         }
                     }
                     if r.state == JobState::Disputed {
-                        for_dispute.push(key.clone());
+                        let sides = r.candidates.iter().map(|c| c.lease).collect();
+                        for_dispute.push((key.clone(), sides));
                     }
                     chosen_keys.insert(key.clone());
                     chosen.push(key)
@@ -1247,7 +1248,7 @@ mod tests {
         let settled = live.settle(leases, asking, taken, records, 1);
         (
             settled.chosen,
-            settled.for_dispute,
+            settled.for_dispute.into_iter().map(|(k, _)| k).collect(),
             held_unread + settled.held,
         )
     }

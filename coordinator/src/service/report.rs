@@ -606,7 +606,7 @@ impl Coordinator {
                             handed_back: false,
                             forgotten: false,
                             after_first: false,
-                            for_dispute: false,
+                            for_dispute: None,
                         };
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
@@ -632,7 +632,10 @@ impl Coordinator {
                     let forgotten = tag_holds && state.leases.issued_to(r.lease).is_none();
                     let earlier = check.is_ok() && forgotten;
                     let after_first = check.is_ok() && state.leases.after_first(r.lease);
-                    let for_dispute = check.is_ok() && state.leases.for_dispute(r.lease);
+                    let for_dispute = match check.is_ok() {
+                        true => state.leases.for_dispute(r.lease),
+                        false => None,
+                    };
                     LeaseCheck {
                         check,
                         tag_holds,
@@ -790,6 +793,6 @@ struct LeaseCheck {
     forgotten: bool,
     /// Checked, and issued while its job held a result already ([`Incoming::after_first`]).
     after_first: bool,
-    /// Checked, and issued for its job's dispute ([`Incoming::for_dispute`]).
-    for_dispute: bool,
+    /// Checked, and issued for its job's dispute, with that dispute's sides ([`Incoming::for_dispute`]).
+    for_dispute: Option<Box<[u64]>>,
 }

@@ -87,10 +87,12 @@ pub struct Incoming {
     /// issued before the first result (one that expired, or of an earlier incarnation), a partner's
     /// copy of a lie would count without the draw of confirmers (found by a review, 2026-12-01).
     pub after_first: bool,
-    /// Whether the lease it names was issued for its job's dispute (this incarnation's, remembered):
-    /// only then may it second or decide a side of a dispute. A lease issued before the dispute (drawn
-    /// to confirm, or a spot check's) was never drawn to decide it (found by a review, 2026-12-01).
-    pub for_dispute: bool,
+    /// Whether the lease it names was issued for its job's dispute (this incarnation's, remembered),
+    /// with the leases of that dispute's sides then: only then may it second or decide a side, and
+    /// only while each of those sides stands (the same dispute). A lease issued before the dispute
+    /// (drawn to confirm, or a spot check's) was never drawn to decide it (found by a review,
+    /// 2026-12-01); nor was one drawn for an earlier dispute of the job (known until 2026-12-01).
+    pub for_dispute: Option<Box<[u64]>>,
 }
 
 impl Incoming {
@@ -362,7 +364,16 @@ impl Store {
                 // takes a lie back.) Nor, in a dispute, unless its lease was issued for the dispute,
                 // by the draw of deciders: a lease drawn to confirm (its holder a partner that let it
                 // lapse), or a spot check's, seconds no side (found by a review, 2026-12-01).
-                let undrawn = from == Some(JobState::Disputed) && !inc.for_dispute;
+                // (The dispute it was drawn for is this one while each of its sides stands: one
+                // dropped, and the job left that dispute, whatever it holds now. Read here, from the
+                // record: a lease's marks read by the service before the job left a dispute, committed
+                // after the next one opened, seconded that one.)
+                let drawn_for_this = inc.for_dispute.as_ref().is_some_and(|sides| {
+                    sides
+                        .iter()
+                        .all(|lease| candidates.iter().any(|c| c.lease == *lease))
+                });
+                let undrawn = from == Some(JobState::Disputed) && !drawn_for_this;
                 if !agreeing.is_empty() && (!inc.after_first || undrawn) {
                     out.outcomes.push(Outcome::NotKept);
                     continue;

@@ -80,7 +80,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         // (Leased for a second result where the job holds a first, or for a dispute: the store's
         // tests are of what counts once results arrive under leases the service let stand.)
         after_first: true,
-        for_dispute: true,
+        for_dispute: Some(Box::new([])),
     }
 }
 
@@ -4517,4 +4517,41 @@ fn the_check_before_a_migration_reads_what_the_migration_from_its_format_reads()
             }
         }
     }
+}
+
+/// A result seconds a side of a dispute only under a lease drawn for that dispute: one drawn for an
+/// earlier dispute of the job (a side it stood between gone since) is not kept, whatever the service
+/// read of its marks. Before (known until 2026-12-01), the mark was one bit: a lease drawn for one
+/// dispute, let lapse, seconded the lie of a later one, and a report whose marks were read before the
+/// job left a dispute still did once the service took marks off at the move.
+#[test]
+fn a_result_seconds_only_the_dispute_its_lease_was_drawn_for() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    let opened = store.commit(&[by(&plan, "l2", job.clone(), 8)]).unwrap();
+    assert_eq!(opened.outcomes, vec![Outcome::Disputed]);
+    // Drawn when the dispute was h's and l1's (l1's side gone since): not this one.
+    let mut earlier = by(&plan, "d1", job.clone(), 8);
+    earlier.for_dispute = Some(Box::new([lease_of("h"), lease_of("l1")]));
+    let out = store.commit(&[earlier]).unwrap();
+    assert_eq!(out.outcomes, vec![Outcome::NotKept]);
+    assert!(out.quarantined.is_empty() && out.counted.is_empty());
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(record.state, JobState::Disputed);
+    assert!(!record.computed_by("d1"), "not kept");
+    // Nor one drawn for no dispute.
+    let mut none = by(&plan, "d2", job.clone(), 8);
+    none.for_dispute = None;
+    assert_eq!(
+        store.commit(&[none]).unwrap().outcomes,
+        vec![Outcome::NotKept]
+    );
+    // Drawn for this one: it decides.
+    let mut this = by(&plan, "d3", job.clone(), 0);
+    this.for_dispute = Some(Box::new([lease_of("l2"), lease_of("h")]));
+    let decided = store.commit(&[this]).unwrap();
+    assert_eq!(decided.outcomes, vec![Outcome::Accepted]);
+    let truth = plan.job(&job.key).unwrap().run();
+    assert_eq!(store.tally(run.id).unwrap().total, u128::from(truth.total));
 }
