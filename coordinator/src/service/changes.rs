@@ -28,13 +28,11 @@ pub(super) fn apply(state: &mut super::State, committed: &Committed) {
         }
         // Pending again (its results taken back): no lease of before confirms anything for it (one
         // issued while it held a result would confirm a new first result with no draw).
-        // Nor, once it leaves a dispute (decided, or back to one side), does one issued before: a
-        // lease drawn for one dispute seconded a side of a later one of the same job, with no draw
-        // for it (known since 2026-12-01, shown by
-        // `a_lease_drawn_for_one_dispute_seconds_no_side_of_a_later_one`).
-        let left_dispute =
-            moved.from == Some(JobState::Disputed) && moved.to != Some(JobState::Disputed);
-        if moved.to.is_none() || left_dispute {
+        // (A job that leaves a dispute keeps its leases' marks: the store lets a lease drawn for a
+        // dispute second only in that dispute, and confirm nothing, `Incoming::for_dispute`. Taken
+        // off here, once the move was applied, they also took those of a lease a call issued
+        // between the commit and this, from the new record: found by a review, 2026-12-01.)
+        if moved.to.is_none() {
             state.leases.unmark_job(moved.run, &moved.key);
         }
     }

@@ -359,10 +359,8 @@ impl Leases {
     /// lease of job `key` of run `run`,
     /// active or ended: the job is back to pending (retried, or its results taken back), and the
     /// results they were issued against are gone. Before, such a lease confirmed a partner's new first
-    /// result with no draw of confirmers (found by a review, 2026-12-01). Or the job left a dispute
-    /// (decided, or back to one side): the draw was for that dispute, and a later one draws anew.
-    /// The leases themselves run on: a result under one is a first result, a check of a count, or a
-    /// result not kept, as any.
+    /// result with no draw of confirmers (found by a review, 2026-12-01). The leases themselves run
+    /// on: a result under one is the job's first result, as any.
     pub fn unmark_job(&mut self, run: u64, key: &JobKey) {
         let job = (run, key.clone());
         if let Some(l) = self.by_job.get(&job).and_then(|id| self.active.get_mut(id)) {

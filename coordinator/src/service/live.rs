@@ -500,7 +500,8 @@ impl LiveRun {
                                 .or_insert(self.opened_unix);
                         }
                     }
-                    if r.state == JobState::Disputed {
+                    // (Never with no sides: the store would take that for any dispute's.)
+                    if r.state == JobState::Disputed && !r.candidates.is_empty() {
                         let sides = r.candidates.iter().map(|c| c.lease).collect();
                         for_dispute.push((key.clone(), sides));
                     }

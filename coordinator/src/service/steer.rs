@@ -125,8 +125,10 @@ impl Steer {
     /// doubled for each period of the wait since `since` or the dispute's latest result, whichever is
     /// later (the live run's clock: the job's latest move or lease end; one later than now admits
     /// everyone). The hash is the same for every result of the dispute: while the fleet stays, those
-    /// admitted to decide it first stay admitted, more with each period. A draw of its own (keyed by the job and the identity, apart from the draw
-    /// of confirmers): the same for every call, and none a worker can foresee. Before, a dispute went
+    /// admitted to decide it first stay admitted, more with each period. A draw of its own (keyed by
+    /// the job, the dispute's first two sides and the identity, apart from the draw of confirmers):
+    /// the same for every call, none a worker can foresee, and another for a later dispute of the
+    /// job. Before, a dispute went
     /// to the first identity with a record that asked: three colluding credentials that asked at once
     /// decided a record run's dispute (found by a review, 2026-12-01).
     pub fn admits_decider(&self, run: u64, key: &JobKey, record: &JobRecord, since: u64) -> bool {
@@ -151,6 +153,13 @@ impl Steer {
             h.write(&key.0);
             h.write_usize(self.name.len());
             h.write(self.name.as_bytes());
+            // Each dispute its own: its first two sides, which a side added later leaves as they
+            // are (added last) and a side dropped changes. Before, the draw was the job's: an
+            // identity drawn for one dispute was drawn for every later one of the job, and could
+            // learn it early, from one offer (found by a review, 2026-12-01).
+            for side in record.candidates.iter().take(2) {
+                h.write_u64(side.lease);
+            }
         })
     }
 
@@ -620,6 +629,16 @@ mod tests {
             first,
             "another secret, others"
         );
+        // Each dispute its own: one whose second side is another's draws others; a side added
+        // later keeps the draw. (Before, an identity drawn for one dispute of a job was drawn for
+        // every later one: found by a review, 2026-12-01.)
+        let mut another = dispute.clone();
+        (another.candidates[1].worker, another.candidates[1].lease) = ("c".into(), 3);
+        assert_ne!(admitted(&fleet, 1, &another), first, "each dispute its own");
+        let mut added = dispute.clone();
+        added.candidates.push(another.candidates[1].clone());
+        added.candidates[2].result.total += 1;
+        assert_eq!(admitted(&fleet, 1, &added), first, "a side added");
         // Not those the draw of confirmers admits to check the job's first result.
         let confirmers: Vec<usize> = (0..1000)
             .filter(|&n| asking(&fleet, n).admits(7, &key(1), &waiting(None, 900)))

@@ -28,9 +28,11 @@ use crate::error::{Error, Result};
 
 /// Most disagreeing results a verified job collects before it fails. Any two honest results agree and
 /// decide the job (three, in a record run's dispute), so failing it takes this many less one lying
-/// identities, each (after the second) with a record, winning every dispute's lease before a second
-/// honest one: with 3, a pair of liars
-/// failed any job, and again after each retry, at no cost (found by a review, 2026-11-29).
+/// identities, each (after the second) with a record and a checked lease of the job, before a second
+/// honest result: with 3, a pair of liars failed any job, and again after each retry, at no cost
+/// (found by a review, 2026-11-29). (A disagreeing result needs no lease drawn for the dispute: a
+/// lapsed one, or one of an earlier incarnation, adds a side. So five credentials, four with a
+/// record and each holding a lease of the job, can fail it again after each retry: known.)
 pub const MAX_CANDIDATES: usize = 6;
 
 /// Identities that must stand behind a disputed job's count in a record run, and more than behind any
@@ -289,6 +291,11 @@ impl Store {
                 // is dropped here, loudly: it must neither count nor get an honest worker quarantined.
                 let fingerprint = meta.fingerprint_value().or_else(abort)?;
                 let mut candidates = record.map(|r| r.candidates).unwrap_or_default();
+                // (The leases of every side stored, a damaged one among them: a side damaged on disk
+                // still stands for the dispute a decider's lease was drawn for, and its decision drops
+                // it. Checked against the intact ones alone, no decider's result was kept, and the
+                // dispute stalled for good: found by a review, 2026-12-01.)
+                let stored_sides: Vec<u64> = candidates.iter().map(|c| c.lease).collect();
                 candidates.retain(|c| {
                     let intact = c.sealed(fingerprint, &inc.key);
                     if !intact {
@@ -367,14 +374,21 @@ impl Store {
                 // (The dispute it was drawn for is this one while each of its sides stands: one
                 // dropped, and the job left that dispute, whatever it holds now. Read here, from the
                 // record: a lease's marks read by the service before the job left a dispute, committed
-                // after the next one opened, seconded that one.)
+                // after the next one opened, seconded that one. No sides: drawn for whatever dispute
+                // the job holds, and free to confirm. The service marks no lease so,
+                // `LiveRun::settle`: the store's tests mark theirs so, to be kept as the service's
+                // checks let results be.)
                 let drawn_for_this = inc.for_dispute.as_ref().is_some_and(|sides| {
-                    sides
-                        .iter()
-                        .all(|lease| candidates.iter().any(|c| c.lease == *lease))
+                    sides.iter().all(|lease| stored_sides.contains(lease))
                 });
                 let undrawn = from == Some(JobState::Disputed) && !drawn_for_this;
-                if !agreeing.is_empty() && (!inc.after_first || undrawn) {
+                // Nor, out of a dispute, does one drawn for a dispute (the job left it: decided, or
+                // back to one side) confirm the side left: it was drawn to decide, not to confirm.
+                // (Before, the service took its marks off once the move was applied, and a report
+                // checked before that confirmed all the same: found by a review, 2026-12-01.)
+                let left = from != Some(JobState::Disputed)
+                    && inc.for_dispute.as_ref().is_some_and(|sides| !sides.is_empty());
+                if !agreeing.is_empty() && (!inc.after_first || undrawn || left) {
                     out.outcomes.push(Outcome::NotKept);
                     continue;
                 }

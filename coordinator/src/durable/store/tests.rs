@@ -4555,3 +4555,46 @@ fn a_result_seconds_only_the_dispute_its_lease_was_drawn_for() {
     let truth = plan.job(&job.key).unwrap().run();
     assert_eq!(store.tally(run.id).unwrap().total, u128::from(truth.total));
 }
+
+/// A result under a lease drawn for a dispute confirms nothing once the job has left it (back to one
+/// side): it was drawn to decide, not to confirm. Under a lease drawn to confirm, the same result
+/// confirms. Before, a report checked while the job was disputed, committed once it was back to one
+/// side, confirmed that side: the service took the marks off only once the move was applied (found
+/// by a review, 2026-12-01).
+#[test]
+fn a_lease_drawn_for_a_dispute_confirms_nothing_once_the_job_left_it() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    let first = store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    assert_eq!(first.outcomes, vec![Outcome::Pending]);
+    // Drawn when the dispute was h's and l's (l's side gone since: the job holds h's result alone).
+    let mut drawn = by(&plan, "d", job.clone(), 0);
+    drawn.for_dispute = Some(Box::new([lease_of("h"), lease_of("l")]));
+    let out = store.commit(&[drawn]).unwrap();
+    assert_eq!(out.outcomes, vec![Outcome::NotKept]);
+    assert!(out.counted.is_empty());
+    let mut confirmer = by(&plan, "c", job.clone(), 0);
+    confirmer.for_dispute = None;
+    let out = store.commit(&[confirmer]).unwrap();
+    assert_eq!(out.outcomes, vec![Outcome::Accepted]);
+}
+
+/// A side damaged on disk still stands for the dispute a decider's lease was drawn for: the
+/// decider's result decides, and the damaged side goes. Before, the sides were checked against the
+/// intact candidates alone, no decider's result was kept, and the dispute stalled for good (found by
+/// a review, 2026-12-01).
+#[test]
+fn a_side_damaged_on_disk_still_stands_for_its_disputes_deciders() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    let opened = store.commit(&[by(&plan, "l", job.clone(), 8)]).unwrap();
+    assert_eq!(opened.outcomes, vec![Outcome::Disputed]);
+    store.damage_candidate(run.id, &job.key, "l");
+    let mut decider = by(&plan, "d", job.clone(), 0);
+    decider.for_dispute = Some(Box::new([lease_of("h"), lease_of("l")]));
+    let out = store.commit(&[decider]).unwrap();
+    assert_eq!(out.outcomes, vec![Outcome::Accepted]);
+    let truth = plan.job(&job.key).unwrap().run();
+    assert_eq!(store.tally(run.id).unwrap().total, u128::from(truth.total));
+}
