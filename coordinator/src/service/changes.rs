@@ -28,10 +28,11 @@ pub(super) fn apply(state: &mut super::State, committed: &Committed) {
         }
         // Pending again (its results taken back): no lease of before confirms anything for it (one
         // issued while it held a result would confirm a new first result with no draw).
-        // (A job that leaves a dispute keeps its leases' marks: the store lets a lease drawn for a
-        // dispute second only in that dispute, and confirm nothing, `Incoming::for_dispute`. Taken
-        // off here, once the move was applied, they also took those of a lease a call issued
-        // between the commit and this, from the new record: found by a review, 2026-12-01.)
+        // (A job that leaves a dispute keeps its leases' marks: each names the results the job held
+        // when it was issued, and the store lets a result under it confirm only one of those, and
+        // second only in that dispute, `Incoming::after_first`, `for_dispute`. Taken off here, once
+        // the move was applied, they also took those of a lease a call issued between the commit
+        // and this, from the new record: found by a review, 2026-12-01.)
         if moved.to.is_none() {
             state.leases.unmark_job(moved.run, &moved.key);
         }

@@ -609,7 +609,7 @@ impl Coordinator {
                     want,
                 );
                 // (A set: a call may lease 4,096 second results at once, each looked up.)
-                let after_first: std::collections::HashSet<JobKey> =
+                let mut after_first: std::collections::HashMap<JobKey, super::lease_table::Sides> =
                     after_first.into_iter().collect();
                 let mut for_dispute: std::collections::HashMap<JobKey, super::lease_table::Sides> =
                     for_dispute.into_iter().collect();
@@ -653,8 +653,8 @@ impl Coordinator {
                     if credential && name != SHARED_IDENTITY {
                         state.leases.bar_at_hold(lease);
                     }
-                    if after_first.contains(&key) {
-                        state.leases.mark_after_first(lease);
+                    if let Some(held) = after_first.remove(&key) {
+                        state.leases.mark_after_first(lease, held);
                     }
                     if let Some(sides) = for_dispute.remove(&key) {
                         state.leases.mark_for_dispute(lease, sides);

@@ -40,8 +40,9 @@ pub struct Lease {
     pub hold_from: Instant,
     /// Ended past half its hold, it bars its identity from its job for a hold ([`Leases::bar_at_hold`]).
     pub barrable: bool,
-    /// Issued while its job held a result already ([`Leases::mark_after_first`]).
-    pub after_first: bool,
+    /// Issued while its job held a result already: the leases of the results it held then
+    /// ([`Leases::mark_after_first`]).
+    pub after_first: Option<Sides>,
     /// Issued for its job's dispute: the sides it stood between, by their leases
     /// ([`Leases::mark_for_dispute`]).
     pub for_dispute: Option<Sides>,
@@ -70,7 +71,7 @@ struct Ended {
     /// When its hold counted from ([`Lease::hold_from`]).
     hold_from: Instant,
     /// [`Lease::after_first`].
-    after_first: bool,
+    after_first: Option<Sides>,
     /// [`Lease::for_dispute`].
     for_dispute: Option<Sides>,
 }
@@ -328,7 +329,7 @@ impl Leases {
                 beat: now,
                 hold_from: now,
                 barrable: false,
-                after_first: false,
+                after_first: None,
                 for_dispute: None,
             },
         );
@@ -337,10 +338,12 @@ impl Leases {
 
     /// Marks active lease `id` as issued while its job held a result already (a verified job's first,
     /// or a dispute's): one the draw of confirmers or the dispute rule let its identity take. Only a
-    /// result under such a lease confirms or seconds another identity's ([`Leases::after_first`]).
-    pub fn mark_after_first(&mut self, id: u64) {
+    /// result under such a lease confirms or seconds another identity's ([`Leases::after_first`]),
+    /// and only one of `held` (the leases of the results the job held): a result the job came to
+    /// hold later met no draw for this lease.
+    pub fn mark_after_first(&mut self, id: u64, held: Sides) {
         if let Some(l) = self.active.get_mut(&id) {
-            l.after_first = true;
+            l.after_first = Some(held);
         }
     }
 
@@ -364,11 +367,11 @@ impl Leases {
     pub fn unmark_job(&mut self, run: u64, key: &JobKey) {
         let job = (run, key.clone());
         if let Some(l) = self.by_job.get(&job).and_then(|id| self.active.get_mut(id)) {
-            (l.after_first, l.for_dispute) = (false, None);
+            (l.after_first, l.for_dispute) = (None, None);
         }
         for id in self.past_by_job.get(&job).into_iter().flatten() {
             if let Some(e) = self.past.get_mut(id) {
-                (e.after_first, e.for_dispute) = (false, None);
+                (e.after_first, e.for_dispute) = (None, None);
             }
         }
     }
@@ -377,11 +380,12 @@ impl Leases {
     /// its job held a result already. A lease issued before (one that expired, or was kept by a
     /// partner across the first result) was taken without the draw of confirmers: a result under it
     /// that agrees with the first confirms nothing (found by a review, 2026-12-01). Nor does one under
-    /// a lease of an earlier incarnation, nor under one forgotten.
-    pub fn after_first(&self, id: u64) -> bool {
+    /// a lease of an earlier incarnation, nor under one forgotten. Returns the leases of the results
+    /// the job held when it was issued, or `None`.
+    pub fn after_first(&self, id: u64) -> Option<Sides> {
         match self.active.get(&id) {
-            Some(l) => l.after_first,
-            None => self.past.get(&id).is_some_and(|e| e.after_first),
+            Some(l) => l.after_first.clone(),
+            None => self.past.get(&id).and_then(|e| e.after_first.clone()),
         }
     }
 
@@ -412,11 +416,11 @@ impl Leases {
     ) -> u64 {
         let id = self.issue(run, key, worker, name, now);
         self.checks.insert(id);
-        // Issued for a counted job, drawn in secret: should the count be taken back while it is out,
-        // its answer may confirm as a lease of the job holding a result does. It decides no dispute:
-        // it was drawn to check, not to decide (a check owed after a hand-back, issued again for the
-        // disputed job, decided it: found by a review, 2026-12-01).
-        self.mark_after_first(id);
+        // Issued for a counted job: should the count be taken back while it is out, its answer
+        // confirms nothing and decides no dispute. It was drawn to check, not to decide (a check owed
+        // after a hand-back, issued again for the disputed job, decided it: found by a review,
+        // 2026-12-01), nor to confirm a result the job came to hold later (a side left alone once
+        // the other's worker was quarantined: found by a review, 2026-12-01).
         id
     }
 
@@ -720,7 +724,7 @@ impl Leases {
             outlived: false,
             issued: lease.issued,
             hold_from: lease.hold_from,
-            after_first: lease.after_first,
+            after_first: lease.after_first.clone(),
             for_dispute: lease.for_dispute.clone(),
         };
         self.past.insert(id, ended);

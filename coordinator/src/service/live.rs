@@ -206,7 +206,8 @@ pub struct Settled {
     pub held: usize,
     /// Of the keys to lease, those whose job holds a result already (a verified job's first, or a
     /// dispute's): their leases may confirm or second ([`super::lease_table::Leases::after_first`]).
-    pub after_first: Vec<JobKey>,
+    /// With the leases of the results each held as read.
+    pub after_first: Vec<(JobKey, super::lease_table::Sides)>,
     /// Of those, the disputed ones, with the leases of their sides as read: their leases may second
     /// a side of that dispute ([`super::lease_table::Leases::for_dispute`]).
     pub for_dispute: Vec<(JobKey, super::lease_table::Sides)>,
@@ -492,7 +493,8 @@ impl LiveRun {
                 }
                 Some(r) if chosen.len() < want => {
                     if holds_result {
-                        after_first.push(key.clone());
+                        let held = r.candidates.iter().map(|c| c.lease).collect();
+                        after_first.push((key.clone(), held));
                         // (Its lease's end counts its draw's periods afresh.)
                         if !self.meta.is_done() && !self.meta.is_cancelled() {
                             self.draw_since
@@ -1160,7 +1162,8 @@ mod tests {
         let records = vec![None, Some(first), Some(mended)];
         let settled = live.settle(&leases, &asking, taken, records, 3);
         assert_eq!(settled.chosen, keys);
-        assert_eq!(settled.after_first, [keys[1].clone()]);
+        assert_eq!(settled.after_first.len(), 1);
+        assert_eq!(settled.after_first[0].0, keys[1]);
     }
 
     /// A run, a job `[1, 2]` of it whose one result is "b"'s (at 1,000 s), and a lease table.

@@ -605,7 +605,7 @@ impl Coordinator {
                             earlier: false,
                             handed_back: false,
                             forgotten: false,
-                            after_first: false,
+                            after_first: None,
                             for_dispute: None,
                         };
                     }
@@ -631,7 +631,10 @@ impl Coordinator {
                     // handed back is read from the store, with the state lock released.
                     let forgotten = tag_holds && state.leases.issued_to(r.lease).is_none();
                     let earlier = check.is_ok() && forgotten;
-                    let after_first = check.is_ok() && state.leases.after_first(r.lease);
+                    let after_first = match check.is_ok() {
+                        true => state.leases.after_first(r.lease),
+                        false => None,
+                    };
                     let for_dispute = match check.is_ok() {
                         true => state.leases.for_dispute(r.lease),
                         false => None,
@@ -791,8 +794,9 @@ struct LeaseCheck {
     /// Its tag holds, and the table knows it not (of an earlier incarnation, or forgotten once its
     /// job was counted): whether it was handed back is in the store.
     forgotten: bool,
-    /// Checked, and issued while its job held a result already ([`Incoming::after_first`]).
-    after_first: bool,
+    /// Checked, and issued while its job held a result already, with those results' leases
+    /// ([`Incoming::after_first`]).
+    after_first: Option<Box<[u64]>>,
     /// Checked, and issued for its job's dispute, with that dispute's sides ([`Incoming::for_dispute`]).
     for_dispute: Option<Box<[u64]>>,
 }

@@ -635,6 +635,12 @@ mod tests {
         let mut another = dispute.clone();
         (another.candidates[1].worker, another.candidates[1].lease) = ("c".into(), 3);
         assert_ne!(admitted(&fleet, 1, &another), first, "each dispute its own");
+        // (Either of the first two sides: the fleet the same.)
+        for side in 0..2 {
+            let mut other = dispute.clone();
+            other.candidates[side].lease = 5;
+            assert_ne!(admitted(&fleet, 1, &other), first, "side {side}");
+        }
         let mut added = dispute.clone();
         added.candidates.push(another.candidates[1].clone());
         added.candidates[2].result.total += 1;

@@ -5456,6 +5456,48 @@ async fn a_late_result_drawn_for_a_dispute_decides_it_after_a_third_result() {
     assert!(!c.state().quarantined.contains_key("h"));
 }
 
+/// A lease drawn to confirm a job's first result confirms no other result the job comes to hold. "a"
+/// lets a lease of a job lapse; "c" gives the job its true first result; "b", drawn to confirm it,
+/// holds its lease; a disputes c's result with a lie under its lapsed lease; c is caught lying on
+/// another job and quarantined, and its side goes (the job back to a's lie alone); b's lie, agreeing
+/// with a, is not kept. Before, b's lease confirmed the lie it was never drawn for: counted, nobody
+/// quarantined, for one sacrificed credential (found by a review, 2026-12-01).
+#[tokio::test(start_paused = true)]
+async fn a_lease_drawn_to_confirm_one_result_confirms_no_later_one() {
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    let lapsed = lease_credential(&c, "a", 1).await.remove(0);
+    let key = lapsed.key.clone();
+    tokio::time::advance(TIMEOUT * 2).await;
+    c.expire_leases().await;
+    let first = take(&c, "c", &key).await;
+    assert_eq!(report_all(&c, "c", &[first]).await, [Outcome::Pending]);
+    let confirm = take(&c, "b", &key).await;
+    let outcomes = c
+        .report_as("a", "a", true, vec![lying(&lapsed)])
+        .await
+        .unwrap();
+    assert_eq!(outcomes, [Outcome::Disputed]);
+    // c lies first on another job; h disputes it; d decides against c.
+    let other = lease_credential(&c, "c", 1).await.remove(0);
+    c.report_as("c", "c", true, vec![lying(&other)])
+        .await
+        .unwrap();
+    let check = take(&c, "h", &other.key).await;
+    assert_eq!(report_all(&c, "h", &[check]).await, [Outcome::Disputed]);
+    c.state().spot.passed("d");
+    let decide = take(&c, "d", &other.key).await;
+    assert_eq!(report_all(&c, "d", &[decide]).await, [Outcome::Accepted]);
+    assert!(c.state().quarantined.contains_key("c"));
+    assert_eq!(c.run(&run).unwrap().jobs_disputed, 0, "a's lie alone");
+    let outcomes = c
+        .report_as("b", "b", true, vec![lying(&confirm)])
+        .await
+        .unwrap();
+    assert_eq!(outcomes, [Outcome::NotKept], "drawn to confirm c's result");
+    assert_eq!(c.run(&run).unwrap().jobs_confirmed, 1, "d's count alone");
+}
+
 /// A lease drawn for one dispute of a job seconds no side of a later dispute of it. "d1", drawn for a's
 /// and h's dispute of a job, lets its lease lapse; a is caught on another job, and its side goes (the
 /// job back to h's result alone); "a2" disputes h's result with a lie; d1's late result, agreeing

@@ -88,7 +88,10 @@ pub struct Incoming {
     /// remembered): only then may it confirm or second another identity's result. Under a lease
     /// issued before the first result (one that expired, or of an earlier incarnation), a partner's
     /// copy of a lie would count without the draw of confirmers (found by a review, 2026-12-01).
-    pub after_first: bool,
+    /// With the leases of the results the job held then: it confirms only one of those. A result
+    /// the job came to hold later (a side left alone once the other's worker was quarantined) met no
+    /// draw for it (found by a review, 2026-12-01). No leases: any result (the store's tests).
+    pub after_first: Option<Box<[u64]>>,
     /// Whether the lease it names was issued for its job's dispute (this incarnation's, remembered),
     /// with the leases of that dispute's sides then: only then may it second or decide a side, and
     /// only while each of those sides stands (the same dispute). A lease issued before the dispute
@@ -388,7 +391,14 @@ impl Store {
                 // checked before that confirmed all the same: found by a review, 2026-12-01.)
                 let left = from != Some(JobState::Disputed)
                     && inc.for_dispute.as_ref().is_some_and(|sides| !sides.is_empty());
-                if !agreeing.is_empty() && (!inc.after_first || undrawn || left) {
+                let drawn_to_confirm = inc.after_first.as_ref().is_some_and(|held| {
+                    held.is_empty()
+                        || candidates
+                            .iter()
+                            .filter(trusted)
+                            .any(|c| held.contains(&c.lease))
+                });
+                if !agreeing.is_empty() && (!drawn_to_confirm || undrawn || left) {
                     out.outcomes.push(Outcome::NotKept);
                     continue;
                 }

@@ -79,7 +79,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         family: None,
         // (Leased for a second result where the job holds a first, or for a dispute: the store's
         // tests are of what counts once results arrive under leases the service let stand.)
-        after_first: true,
+        after_first: Some(Box::new([])),
         for_dispute: Some(Box::new([])),
     }
 }
@@ -4597,4 +4597,27 @@ fn a_side_damaged_on_disk_still_stands_for_its_disputes_deciders() {
     assert_eq!(out.outcomes, vec![Outcome::Accepted]);
     let truth = plan.job(&job.key).unwrap().run();
     assert_eq!(store.tally(run.id).unwrap().total, u128::from(truth.total));
+}
+
+/// A result under a lease drawn to confirm confirms only a result the job held when the lease was
+/// issued: one the job came to hold later (the first one's side gone since) met no draw for it.
+/// Before, any result agreeing with one the job held at commit was confirmed (found by a review,
+/// 2026-12-01).
+#[test]
+fn a_lease_drawn_to_confirm_confirms_only_a_result_held_at_its_issue() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "a", job.clone(), 0)]).unwrap();
+    // Drawn when the job held c's result alone (gone since).
+    let mut drawn = by(&plan, "b", job.clone(), 0);
+    drawn.after_first = Some(Box::new([lease_of("c")]));
+    drawn.for_dispute = None;
+    let out = store.commit(&[drawn]).unwrap();
+    assert_eq!(out.outcomes, vec![Outcome::NotKept]);
+    assert!(out.counted.is_empty());
+    let mut held = by(&plan, "e", job.clone(), 0);
+    held.after_first = Some(Box::new([lease_of("a")]));
+    held.for_dispute = None;
+    let out = store.commit(&[held]).unwrap();
+    assert_eq!(out.outcomes, vec![Outcome::Accepted]);
 }
