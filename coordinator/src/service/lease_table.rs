@@ -341,8 +341,10 @@ impl Leases {
     /// result under such a lease confirms or seconds another identity's ([`Leases::after_first`]),
     /// and only one of `held` (the leases of the results the job held): a result the job came to
     /// hold later met no draw for this lease.
+    /// (No results, no mark: the store takes a lease that names none for one that may confirm any,
+    /// as its tests' are.)
     pub fn mark_after_first(&mut self, id: u64, held: Sides) {
-        if let Some(l) = self.active.get_mut(&id) {
+        if let Some(l) = self.active.get_mut(&id).filter(|_| !held.is_empty()) {
             l.after_first = Some(held);
         }
     }
@@ -353,7 +355,7 @@ impl Leases {
     /// (the leases of its results when the lease was issued): once one of them is gone, the job has
     /// left that dispute.
     pub fn mark_for_dispute(&mut self, id: u64, sides: Sides) {
-        if let Some(l) = self.active.get_mut(&id) {
+        if let Some(l) = self.active.get_mut(&id).filter(|_| !sides.is_empty()) {
             l.for_dispute = Some(sides);
         }
     }
@@ -944,6 +946,23 @@ mod tests {
 
     fn key(s: &str) -> JobKey {
         s.parse().unwrap()
+    }
+
+    /// A lease marked with no results, or with a dispute of no sides, is not marked: the store takes
+    /// such a mark for one that may confirm or second any result (its tests' leases), so the service
+    /// can make none. Marked with results, it keeps them.
+    #[test]
+    fn a_lease_marked_with_no_results_is_not_marked() {
+        let mut t = Leases::new(3, SECRET, Duration::from_secs(10));
+        let id = t.issue(1, key("0.1"), "w-1", "w", Instant::now());
+        t.mark_after_first(id, Box::new([]));
+        t.mark_for_dispute(id, Box::new([]));
+        assert_eq!((t.after_first(id), t.for_dispute(id)), (None, None));
+        let held: Box<[u64]> = Box::new([5, 6]);
+        t.mark_after_first(id, held.clone());
+        t.mark_for_dispute(id, held.clone());
+        assert_eq!(t.after_first(id), Some(held.clone()));
+        assert_eq!(t.for_dispute(id), Some(held));
     }
 
     /// A lease id carries its incarnation's epoch above its sequence number: two incarnations never

@@ -1162,8 +1162,8 @@ mod tests {
         let records = vec![None, Some(first), Some(mended)];
         let settled = live.settle(&leases, &asking, taken, records, 3);
         assert_eq!(settled.chosen, keys);
-        assert_eq!(settled.after_first.len(), 1);
-        assert_eq!(settled.after_first[0].0, keys[1]);
+        let held: Box<[u64]> = Box::new([1]);
+        assert_eq!(settled.after_first, [(keys[1].clone(), held)]);
     }
 
     /// A run, a job `[1, 2]` of it whose one result is "b"'s (at 1,000 s), and a lease table.

@@ -261,7 +261,7 @@ impl Coordinator {
                 Outcome::NotKept => {
                     // (Its lease ended above: the job stays where it is, for an identity that may
                     // decide.)
-                    tracing::warn!(worker, name, run = inc.run, job = %inc.key, "a result for a disputed job not kept: its identity has no record, or its lease was not drawn for the dispute; a drawn identity with a record decides");
+                    tracing::warn!(worker, name, run = inc.run, job = %inc.key, "a result not kept: its job is disputed and its identity has no record, or its lease was not drawn for that result or dispute; a drawn identity decides");
                 }
                 Outcome::Pending | Outcome::Disputed => {
                     // This worker is done with the job; another must compute it.

@@ -4621,3 +4621,27 @@ fn a_lease_drawn_to_confirm_confirms_only_a_result_held_at_its_issue() {
     let out = store.commit(&[held]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::Accepted]);
 }
+
+/// A decider's result seconds only a side its lease was issued with: one agreeing with a side added
+/// since is not kept, though the sides it was drawn between still stand. (The agreeing side's lease
+/// is the one looked up, not any side's: found by a review, 2026-12-01.)
+#[test]
+fn a_decider_seconds_only_a_side_its_lease_was_issued_with() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 1.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+    for (name, wrong) in [("l", 8), ("x", 16)] {
+        let out = store
+            .commit(&[by(&plan, name, job.clone(), wrong)])
+            .unwrap();
+        assert_eq!(out.outcomes, vec![Outcome::Disputed], "{name}");
+    }
+    let sides: Box<[u64]> = Box::new([lease_of("h"), lease_of("l")]);
+    let mut late = by(&plan, "d", job.clone(), 16);
+    (late.after_first, late.for_dispute) = (Some(sides.clone()), Some(sides));
+    let out = store.commit(&[late]).unwrap();
+    assert_eq!(out.outcomes, vec![Outcome::NotKept]);
+    let record = store.job(run.id, &job.key).unwrap().unwrap();
+    assert_eq!(record.state, JobState::Disputed);
+    assert!(!record.computed_by("d"));
+}
