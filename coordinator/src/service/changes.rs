@@ -27,7 +27,8 @@ pub(super) fn apply(state: &mut super::State, committed: &Committed) {
             }
         }
         // Pending again (its results taken back): no lease of before confirms anything for it (one
-        // issued while it held a result would confirm a new first result with no draw).
+        // issued while it held a result would confirm a new first result with no draw). A second
+        // guard: the store lets a lease confirm only a result its job held at its issue.
         // (A job that leaves a dispute keeps its leases' marks: each names the results the job held
         // when it was issued, and the store lets a result under it confirm only one of those, and
         // second only in that dispute, `Incoming::after_first`, `for_dispute`. Taken off here, once
