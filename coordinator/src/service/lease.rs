@@ -611,7 +611,7 @@ impl Coordinator {
                 // (A set: a call may lease 4,096 second results at once, each looked up.)
                 let mut after_first: std::collections::HashMap<JobKey, super::lease_table::Sides> =
                     after_first.into_iter().collect();
-                let mut for_dispute: std::collections::HashMap<JobKey, super::lease_table::Sides> =
+                let for_dispute: std::collections::HashSet<JobKey> =
                     for_dispute.into_iter().collect();
                 // A credential's room measured again as the leases are issued: calls made at once
                 // each measured it before the store reads, with the lock released.
@@ -656,8 +656,8 @@ impl Coordinator {
                     if let Some(held) = after_first.remove(&key) {
                         state.leases.mark_after_first(lease, held);
                     }
-                    if let Some(sides) = for_dispute.remove(&key) {
-                        state.leases.mark_for_dispute(lease, sides);
+                    if for_dispute.contains(&key) {
+                        state.leases.mark_for_dispute(lease);
                     }
                     leases.push(Granted {
                         id: lease,

@@ -43,9 +43,9 @@ pub struct Lease {
     /// Issued while its job held a result already: the leases of the results it held then
     /// ([`Leases::mark_after_first`]).
     pub after_first: Option<Sides>,
-    /// Issued for its job's dispute: the sides it stood between, by their leases
+    /// Issued for its job's dispute, between the results of `after_first`
     /// ([`Leases::mark_for_dispute`]).
-    pub for_dispute: Option<Sides>,
+    pub for_dispute: bool,
 }
 
 /// The sides of a dispute a lease was drawn for: the leases their results came under (one each).
@@ -73,7 +73,7 @@ struct Ended {
     /// [`Lease::after_first`].
     after_first: Option<Sides>,
     /// [`Lease::for_dispute`].
-    for_dispute: Option<Sides>,
+    for_dispute: bool,
 }
 
 /// Ended leases of one job still recognised for a late report: the most recent ones.
@@ -330,7 +330,7 @@ impl Leases {
                 hold_from: now,
                 barrable: false,
                 after_first: None,
-                for_dispute: None,
+                for_dispute: false,
             },
         );
         id
@@ -351,12 +351,12 @@ impl Leases {
 
     /// Marks active lease `id` as issued for its job's dispute: one the draw of deciders let its
     /// identity take ([`super::steer::Steer::admits_decider`]). Only a result under such a lease
-    /// seconds a side of a dispute ([`Leases::for_dispute`]), and only of the dispute between `sides`
-    /// (the leases of its results when the lease was issued): once one of them is gone, the job has
-    /// left that dispute.
-    pub fn mark_for_dispute(&mut self, id: u64, sides: Sides) {
-        if let Some(l) = self.active.get_mut(&id).filter(|_| !sides.is_empty()) {
-            l.for_dispute = Some(sides);
+    /// seconds a side of a dispute ([`Leases::for_dispute`]), and only of the dispute between the
+    /// results its [`Leases::mark_after_first`] names: once one of them is gone, the job has left
+    /// that dispute. (Not one marked with no results.)
+    pub fn mark_for_dispute(&mut self, id: u64) {
+        if let Some(l) = self.active.get_mut(&id).filter(|l| l.after_first.is_some()) {
+            l.for_dispute = true;
         }
     }
 
@@ -369,11 +369,11 @@ impl Leases {
     pub fn unmark_job(&mut self, run: u64, key: &JobKey) {
         let job = (run, key.clone());
         if let Some(l) = self.by_job.get(&job).and_then(|id| self.active.get_mut(id)) {
-            (l.after_first, l.for_dispute) = (None, None);
+            (l.after_first, l.for_dispute) = (None, false);
         }
         for id in self.past_by_job.get(&job).into_iter().flatten() {
             if let Some(e) = self.past.get_mut(id) {
-                (e.after_first, e.for_dispute) = (None, None);
+                (e.after_first, e.for_dispute) = (None, false);
             }
         }
     }
@@ -396,11 +396,11 @@ impl Leases {
     /// that expired before it) was not drawn to decide: a result under it that agrees with a side
     /// seconds nothing. Before, a partner drawn to check a job, its lease lapsed, seconded the lie of the
     /// dispute an honest check opened, with no draw of deciders (found by a review, 2026-12-01).
-    /// Returns the dispute's sides, as [`Leases::mark_for_dispute`] took them, or `None`.
-    pub fn for_dispute(&self, id: u64) -> Option<Sides> {
+    /// (The dispute's sides are those [`Leases::after_first`] returns.)
+    pub fn for_dispute(&self, id: u64) -> bool {
         match self.active.get(&id) {
-            Some(l) => l.for_dispute.clone(),
-            None => self.past.get(&id).and_then(|e| e.for_dispute.clone()),
+            Some(l) => l.for_dispute,
+            None => self.past.get(&id).is_some_and(|e| e.for_dispute),
         }
     }
 
@@ -727,7 +727,7 @@ impl Leases {
             issued: lease.issued,
             hold_from: lease.hold_from,
             after_first: lease.after_first.clone(),
-            for_dispute: lease.for_dispute.clone(),
+            for_dispute: lease.for_dispute,
         };
         self.past.insert(id, ended);
         let ids = self.past_by_job.entry(job).or_default();
@@ -956,13 +956,12 @@ mod tests {
         let mut t = Leases::new(3, SECRET, Duration::from_secs(10));
         let id = t.issue(1, key("0.1"), "w-1", "w", Instant::now());
         t.mark_after_first(id, Box::new([]));
-        t.mark_for_dispute(id, Box::new([]));
-        assert_eq!((t.after_first(id), t.for_dispute(id)), (None, None));
+        t.mark_for_dispute(id);
+        assert_eq!((t.after_first(id), t.for_dispute(id)), (None, false));
         let held: Box<[u64]> = Box::new([5, 6]);
         t.mark_after_first(id, held.clone());
-        t.mark_for_dispute(id, held.clone());
-        assert_eq!(t.after_first(id), Some(held.clone()));
-        assert_eq!(t.for_dispute(id), Some(held));
+        t.mark_for_dispute(id);
+        assert_eq!((t.after_first(id), t.for_dispute(id)), (Some(held), true));
     }
 
     /// A lease id carries its incarnation's epoch above its sequence number: two incarnations never

@@ -208,9 +208,9 @@ pub struct Settled {
     /// dispute's): their leases may confirm or second ([`super::lease_table::Leases::after_first`]).
     /// With the leases of the results each held as read.
     pub after_first: Vec<(JobKey, super::lease_table::Sides)>,
-    /// Of those, the disputed ones, with the leases of their sides as read: their leases may second
-    /// a side of that dispute ([`super::lease_table::Leases::for_dispute`]).
-    pub for_dispute: Vec<(JobKey, super::lease_table::Sides)>,
+    /// Of those, the disputed ones: their leases may second a side of that dispute, between the
+    /// results of `after_first` ([`super::lease_table::Leases::for_dispute`]).
+    pub for_dispute: Vec<JobKey>,
 }
 
 impl LiveRun {
@@ -502,10 +502,9 @@ impl LiveRun {
                                 .or_insert(self.opened_unix);
                         }
                     }
-                    // (Never with no sides: the store would take that for any dispute's.)
-                    if r.state == JobState::Disputed && !r.candidates.is_empty() {
-                        let sides = r.candidates.iter().map(|c| c.lease).collect();
-                        for_dispute.push((key.clone(), sides));
+                    // (Its sides are the results of `after_first`.)
+                    if r.state == JobState::Disputed && holds_result {
+                        for_dispute.push(key.clone());
                     }
                     chosen_keys.insert(key.clone());
                     chosen.push(key)
@@ -1252,7 +1251,7 @@ mod tests {
         let settled = live.settle(leases, asking, taken, records, 1);
         (
             settled.chosen,
-            settled.for_dispute.into_iter().map(|(k, _)| k).collect(),
+            settled.for_dispute,
             held_unread + settled.held,
         )
     }

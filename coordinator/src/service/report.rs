@@ -606,7 +606,7 @@ impl Coordinator {
                             handed_back: false,
                             forgotten: false,
                             after_first: None,
-                            for_dispute: None,
+                            for_dispute: false,
                         };
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
@@ -635,10 +635,7 @@ impl Coordinator {
                         true => state.leases.after_first(r.lease),
                         false => None,
                     };
-                    let for_dispute = match check.is_ok() {
-                        true => state.leases.for_dispute(r.lease),
-                        false => None,
-                    };
+                    let for_dispute = check.is_ok() && state.leases.for_dispute(r.lease);
                     LeaseCheck {
                         check,
                         tag_holds,
@@ -798,5 +795,5 @@ struct LeaseCheck {
     /// ([`Incoming::after_first`]).
     after_first: Option<Box<[u64]>>,
     /// Checked, and issued for its job's dispute, with that dispute's sides ([`Incoming::for_dispute`]).
-    for_dispute: Option<Box<[u64]>>,
+    for_dispute: bool,
 }

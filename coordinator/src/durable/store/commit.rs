@@ -93,11 +93,11 @@ pub struct Incoming {
     /// draw for it (found by a review, 2026-12-01). No leases: any result (the store's tests).
     pub after_first: Option<Box<[u64]>>,
     /// Whether the lease it names was issued for its job's dispute (this incarnation's, remembered),
-    /// with the leases of that dispute's sides then: only then may it second or decide a side, and
-    /// only while each of those sides stands (the same dispute). A lease issued before the dispute
+    /// between the results of `after_first`: only then may it second or decide a side, and only
+    /// while each of those sides stands (the same dispute). A lease issued before the dispute
     /// (drawn to confirm, or a spot check's) was never drawn to decide it (found by a review,
     /// 2026-12-01); nor was one drawn for an earlier dispute of the job (known until 2026-12-01).
-    pub for_dispute: Option<Box<[u64]>>,
+    pub for_dispute: bool,
 }
 
 impl Incoming {
@@ -381,16 +381,16 @@ impl Store {
                 // the job holds, and free to confirm. The service marks no lease so,
                 // `LiveRun::settle`: the store's tests mark theirs so, to be kept as the service's
                 // checks let results be.)
-                let drawn_for_this = inc.for_dispute.as_ref().is_some_and(|sides| {
-                    sides.iter().all(|lease| stored_sides.contains(lease))
-                });
+                let sides = inc.after_first.as_deref().unwrap_or_default();
+                let drawn_for_this = inc.for_dispute
+                    && inc.after_first.is_some()
+                    && sides.iter().all(|lease| stored_sides.contains(lease));
                 let undrawn = from == Some(JobState::Disputed) && !drawn_for_this;
                 // Nor, out of a dispute, does one drawn for a dispute (the job left it: decided, or
                 // back to one side) confirm the side left: it was drawn to decide, not to confirm.
                 // (Before, the service took its marks off once the move was applied, and a report
                 // checked before that confirmed all the same: found by a review, 2026-12-01.)
-                let left = from != Some(JobState::Disputed)
-                    && inc.for_dispute.as_ref().is_some_and(|sides| !sides.is_empty());
+                let left = from != Some(JobState::Disputed) && inc.for_dispute && !sides.is_empty();
                 let drawn_to_confirm = inc.after_first.as_ref().is_some_and(|held| {
                     held.is_empty()
                         || candidates

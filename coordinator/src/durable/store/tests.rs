@@ -80,7 +80,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         // (Leased for a second result where the job holds a first, or for a dispute: the store's
         // tests are of what counts once results arrive under leases the service let stand.)
         after_first: Some(Box::new([])),
-        for_dispute: Some(Box::new([])),
+        for_dispute: true,
     }
 }
 
@@ -4531,9 +4531,12 @@ fn a_result_seconds_only_the_dispute_its_lease_was_drawn_for() {
     store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
     let opened = store.commit(&[by(&plan, "l2", job.clone(), 8)]).unwrap();
     assert_eq!(opened.outcomes, vec![Outcome::Disputed]);
-    // Drawn when the dispute was h's and l1's (l1's side gone since): not this one.
-    let mut earlier = by(&plan, "d1", job.clone(), 8);
-    earlier.for_dispute = Some(Box::new([lease_of("h"), lease_of("l1")]));
+    // Drawn when the dispute was h's and l1's (l1's side gone since): not this one, though it agrees
+    // with h, a side it was drawn between. (Agreeing with l2 it would be refused anyway: a lease
+    // seconds only a result its job held at its issue.)
+    let mut earlier = by(&plan, "d1", job.clone(), 0);
+    earlier.after_first = Some(Box::new([lease_of("h"), lease_of("l1")]));
+    earlier.for_dispute = true;
     let out = store.commit(&[earlier]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::NotKept]);
     assert!(out.quarantined.is_empty() && out.counted.is_empty());
@@ -4542,14 +4545,15 @@ fn a_result_seconds_only_the_dispute_its_lease_was_drawn_for() {
     assert!(!record.computed_by("d1"), "not kept");
     // Nor one drawn for no dispute.
     let mut none = by(&plan, "d2", job.clone(), 8);
-    none.for_dispute = None;
+    none.for_dispute = false;
     assert_eq!(
         store.commit(&[none]).unwrap().outcomes,
         vec![Outcome::NotKept]
     );
     // Drawn for this one: it decides.
     let mut this = by(&plan, "d3", job.clone(), 0);
-    this.for_dispute = Some(Box::new([lease_of("l2"), lease_of("h")]));
+    this.after_first = Some(Box::new([lease_of("l2"), lease_of("h")]));
+    this.for_dispute = true;
     let decided = store.commit(&[this]).unwrap();
     assert_eq!(decided.outcomes, vec![Outcome::Accepted]);
     let truth = plan.job(&job.key).unwrap().run();
@@ -4569,12 +4573,13 @@ fn a_lease_drawn_for_a_dispute_confirms_nothing_once_the_job_left_it() {
     assert_eq!(first.outcomes, vec![Outcome::Pending]);
     // Drawn when the dispute was h's and l's (l's side gone since: the job holds h's result alone).
     let mut drawn = by(&plan, "d", job.clone(), 0);
-    drawn.for_dispute = Some(Box::new([lease_of("h"), lease_of("l")]));
+    drawn.after_first = Some(Box::new([lease_of("h"), lease_of("l")]));
+    drawn.for_dispute = true;
     let out = store.commit(&[drawn]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::NotKept]);
     assert!(out.counted.is_empty());
     let mut confirmer = by(&plan, "c", job.clone(), 0);
-    confirmer.for_dispute = None;
+    confirmer.for_dispute = false;
     let out = store.commit(&[confirmer]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::Accepted]);
 }
@@ -4592,7 +4597,8 @@ fn a_side_damaged_on_disk_still_stands_for_its_disputes_deciders() {
     assert_eq!(opened.outcomes, vec![Outcome::Disputed]);
     store.damage_candidate(run.id, &job.key, "l");
     let mut decider = by(&plan, "d", job.clone(), 0);
-    decider.for_dispute = Some(Box::new([lease_of("h"), lease_of("l")]));
+    decider.after_first = Some(Box::new([lease_of("h"), lease_of("l")]));
+    decider.for_dispute = true;
     let out = store.commit(&[decider]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::Accepted]);
     let truth = plan.job(&job.key).unwrap().run();
@@ -4611,13 +4617,13 @@ fn a_lease_drawn_to_confirm_confirms_only_a_result_held_at_its_issue() {
     // Drawn when the job held c's result alone (gone since).
     let mut drawn = by(&plan, "b", job.clone(), 0);
     drawn.after_first = Some(Box::new([lease_of("c")]));
-    drawn.for_dispute = None;
+    drawn.for_dispute = false;
     let out = store.commit(&[drawn]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::NotKept]);
     assert!(out.counted.is_empty());
     let mut held = by(&plan, "e", job.clone(), 0);
     held.after_first = Some(Box::new([lease_of("a")]));
-    held.for_dispute = None;
+    held.for_dispute = false;
     let out = store.commit(&[held]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::Accepted]);
 }
@@ -4638,7 +4644,7 @@ fn a_decider_seconds_only_a_side_its_lease_was_issued_with() {
     }
     let sides: Box<[u64]> = Box::new([lease_of("h"), lease_of("l")]);
     let mut late = by(&plan, "d", job.clone(), 16);
-    (late.after_first, late.for_dispute) = (Some(sides.clone()), Some(sides));
+    (late.after_first, late.for_dispute) = (Some(sides), true);
     let out = store.commit(&[late]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::NotKept]);
     let record = store.job(run.id, &job.key).unwrap().unwrap();
