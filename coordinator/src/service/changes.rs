@@ -31,7 +31,7 @@ pub(super) fn apply(state: &mut super::State, committed: &Committed) {
         // guard: the store lets a lease confirm only a result its job held at its issue.
         // (A job that leaves a dispute keeps its leases' marks: each names the results the job held
         // when it was issued, and the store lets a result under it confirm only one of those, and
-        // second only in that dispute, `Incoming::after_first`, `for_dispute`. Taken off here, once
+        // second only in that dispute, `Incoming::drawn`. Taken off here, once
         // the move was applied, they also took those of a lease a call issued between the commit
         // and this, from the new record: found by a review, 2026-12-01.)
         if moved.to.is_none() {

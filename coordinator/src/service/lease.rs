@@ -609,8 +609,10 @@ impl Coordinator {
                     want,
                 );
                 // (A set: a call may lease 4,096 second results at once, each looked up.)
-                let mut after_first: std::collections::HashMap<JobKey, super::lease_table::Sides> =
-                    after_first.into_iter().collect();
+                let mut after_first: std::collections::HashMap<
+                    JobKey,
+                    crate::durable::store::Sides,
+                > = after_first.into_iter().collect();
                 let for_dispute: std::collections::HashSet<JobKey> =
                     for_dispute.into_iter().collect();
                 // A credential's room measured again as the leases are issued: calls made at once

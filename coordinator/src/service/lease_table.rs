@@ -17,6 +17,7 @@ use nqueens_common::JobKey;
 use siphasher::sip::SipHasher24;
 use tokio::time::Instant;
 
+use crate::durable::store::{Drawn, Sides};
 use crate::error::{Error, Result};
 
 const SEQ_BITS: u32 = 40;
@@ -40,16 +41,10 @@ pub struct Lease {
     pub hold_from: Instant,
     /// Ended past half its hold, it bars its identity from its job for a hold ([`Leases::bar_at_hold`]).
     pub barrable: bool,
-    /// Issued while its job held a result already: the leases of the results it held then
-    /// ([`Leases::mark_after_first`]).
-    pub after_first: Option<Sides>,
-    /// Issued for its job's dispute, between the results of `after_first`
-    /// ([`Leases::mark_for_dispute`]).
-    pub for_dispute: bool,
+    /// What it was drawn for: to confirm one of its job's results, or to decide their dispute
+    /// ([`Leases::mark_after_first`], [`Leases::mark_for_dispute`]).
+    pub drawn: Drawn,
 }
-
-/// The sides of a dispute a lease was drawn for: the leases their results came under (one each).
-pub type Sides = Box<[u64]>;
 
 type JobId = (u64, JobKey);
 
@@ -70,10 +65,8 @@ struct Ended {
     issued: Instant,
     /// When its hold counted from ([`Lease::hold_from`]).
     hold_from: Instant,
-    /// [`Lease::after_first`].
-    after_first: Option<Sides>,
-    /// [`Lease::for_dispute`].
-    for_dispute: bool,
+    /// [`Lease::drawn`].
+    drawn: Drawn,
 }
 
 /// Ended leases of one job still recognised for a late report: the most recent ones.
@@ -329,8 +322,7 @@ impl Leases {
                 beat: now,
                 hold_from: now,
                 barrable: false,
-                after_first: None,
-                for_dispute: false,
+                drawn: Drawn::Nothing,
             },
         );
         id
@@ -338,25 +330,23 @@ impl Leases {
 
     /// Marks active lease `id` as issued while its job held a result already (a verified job's first,
     /// or a dispute's): one the draw of confirmers or the dispute rule let its identity take. Only a
-    /// result under such a lease confirms or seconds another identity's ([`Leases::after_first`]),
-    /// and only one of `held` (the leases of the results the job held): a result the job came to
-    /// hold later met no draw for this lease.
-    /// (No results, no mark: the store takes a lease that names none for one that may confirm any,
-    /// as its tests' are.)
+    /// result under such a lease confirms or seconds another identity's ([`Leases::drawn`]), and only
+    /// one of `held` (the leases of the results the job held): a result the job came to hold later
+    /// met no draw for this lease. (No results, no mark: [`Drawn::to_confirm`].)
     pub fn mark_after_first(&mut self, id: u64, held: Sides) {
-        if let Some(l) = self.active.get_mut(&id).filter(|_| !held.is_empty()) {
-            l.after_first = Some(held);
+        if let Some(l) = self.active.get_mut(&id) {
+            l.drawn = Drawn::to_confirm(held);
         }
     }
 
     /// Marks active lease `id` as issued for its job's dispute: one the draw of deciders let its
     /// identity take ([`super::steer::Steer::admits_decider`]). Only a result under such a lease
-    /// seconds a side of a dispute ([`Leases::for_dispute`]), and only of the dispute between the
-    /// results its [`Leases::mark_after_first`] names: once one of them is gone, the job has left
-    /// that dispute. (Not one marked with no results.)
+    /// seconds a side of a dispute ([`Leases::drawn`]), and only of the dispute between the results
+    /// its [`Leases::mark_after_first`] names: once one of them is gone, the job has left that
+    /// dispute. (Not one marked with no results: [`Drawn::for_dispute`].)
     pub fn mark_for_dispute(&mut self, id: u64) {
-        if let Some(l) = self.active.get_mut(&id).filter(|l| l.after_first.is_some()) {
-            l.for_dispute = true;
+        if let Some(l) = self.active.get_mut(&id) {
+            l.drawn = std::mem::take(&mut l.drawn).for_dispute();
         }
     }
 
@@ -369,38 +359,32 @@ impl Leases {
     pub fn unmark_job(&mut self, run: u64, key: &JobKey) {
         let job = (run, key.clone());
         if let Some(l) = self.by_job.get(&job).and_then(|id| self.active.get_mut(id)) {
-            (l.after_first, l.for_dispute) = (None, false);
+            l.drawn = Drawn::Nothing;
         }
         for id in self.past_by_job.get(&job).into_iter().flatten() {
             if let Some(e) = self.past.get_mut(id) {
-                (e.after_first, e.for_dispute) = (None, false);
+                e.drawn = Drawn::Nothing;
             }
         }
     }
 
-    /// Whether lease `id` of this incarnation (active, or ended and still remembered) was issued while
-    /// its job held a result already. A lease issued before (one that expired, or was kept by a
-    /// partner across the first result) was taken without the draw of confirmers: a result under it
-    /// that agrees with the first confirms nothing (found by a review, 2026-12-01). Nor does one under
-    /// a lease of an earlier incarnation, nor under one forgotten. Returns the leases of the results
-    /// the job held when it was issued, or `None`.
-    pub fn after_first(&self, id: u64) -> Option<Sides> {
+    /// What lease `id` of this incarnation (active, or ended and still remembered) was drawn for.
+    /// A lease issued before its job held a result (one that expired, or was kept by a partner
+    /// across the first result) was taken without the draw of confirmers: a result under it that
+    /// agrees with the first confirms nothing (found by a review, 2026-12-01). Nor does one under a
+    /// lease of an earlier incarnation, nor under one forgotten ([`Drawn::Nothing`]). A lease issued
+    /// before the dispute (drawn to confirm, a spot check's, or one that expired before it) was not
+    /// drawn to decide: a result under it that agrees with a side seconds nothing. Before, a partner
+    /// drawn to check a job, its lease lapsed, seconded the lie of the dispute an honest check
+    /// opened, with no draw of deciders (found by a review, 2026-12-01).
+    pub fn drawn(&self, id: u64) -> Drawn {
         match self.active.get(&id) {
-            Some(l) => l.after_first.clone(),
-            None => self.past.get(&id).and_then(|e| e.after_first.clone()),
-        }
-    }
-
-    /// Whether lease `id` of this incarnation (active, or ended and still remembered) was issued for
-    /// its job's dispute. A lease issued before the dispute (drawn to confirm, a spot check's, or one
-    /// that expired before it) was not drawn to decide: a result under it that agrees with a side
-    /// seconds nothing. Before, a partner drawn to check a job, its lease lapsed, seconded the lie of the
-    /// dispute an honest check opened, with no draw of deciders (found by a review, 2026-12-01).
-    /// (The dispute's sides are those [`Leases::after_first`] returns.)
-    pub fn for_dispute(&self, id: u64) -> bool {
-        match self.active.get(&id) {
-            Some(l) => l.for_dispute,
-            None => self.past.get(&id).is_some_and(|e| e.for_dispute),
+            Some(l) => l.drawn.clone(),
+            None => self
+                .past
+                .get(&id)
+                .map(|e| e.drawn.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -726,8 +710,7 @@ impl Leases {
             outlived: false,
             issued: lease.issued,
             hold_from: lease.hold_from,
-            after_first: lease.after_first.clone(),
-            for_dispute: lease.for_dispute,
+            drawn: lease.drawn.clone(),
         };
         self.past.insert(id, ended);
         let ids = self.past_by_job.entry(job).or_default();
@@ -948,20 +931,26 @@ mod tests {
         s.parse().unwrap()
     }
 
-    /// A lease marked with no results, or with a dispute of no sides, is not marked: the store takes
-    /// such a mark for one that may confirm or second any result (its tests' leases), so the service
-    /// can make none. Marked with results, it keeps them.
+    /// A lease marked with no results, or for a dispute of no sides, is not marked: it confirms and
+    /// seconds nothing. Marked with results, it keeps them, drawn to confirm and then for their
+    /// dispute; an ended lease keeps its mark, and a job back to pending takes them off.
     #[test]
     fn a_lease_marked_with_no_results_is_not_marked() {
         let mut t = Leases::new(3, SECRET, Duration::from_secs(10));
         let id = t.issue(1, key("0.1"), "w-1", "w", Instant::now());
         t.mark_after_first(id, Box::new([]));
         t.mark_for_dispute(id);
-        assert_eq!((t.after_first(id), t.for_dispute(id)), (None, false));
+        assert_eq!(t.drawn(id), Drawn::Nothing);
         let held: Box<[u64]> = Box::new([5, 6]);
         t.mark_after_first(id, held.clone());
+        assert_eq!(t.drawn(id), Drawn::ToConfirm(held.clone()));
         t.mark_for_dispute(id);
-        assert_eq!((t.after_first(id), t.for_dispute(id)), (Some(held), true));
+        assert_eq!(t.drawn(id), Drawn::ForDispute(held.clone()));
+        assert!(t.close(id).is_some());
+        assert_eq!(t.drawn(id), Drawn::ForDispute(held));
+        t.unmark_job(1, &key("0.1"));
+        assert_eq!(t.drawn(id), Drawn::Nothing);
+        assert_eq!(t.drawn(id + 1), Drawn::Nothing);
     }
 
     /// A lease id carries its incarnation's epoch above its sequence number: two incarnations never

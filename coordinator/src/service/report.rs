@@ -12,7 +12,7 @@ use super::changes;
 use super::lease::{check_device, check_worker};
 use super::workers::{Contact, Reported};
 use super::{lookup, to_the_end, truncate, Coordinator};
-use crate::durable::store::{HandBack, Incoming, JobState, Outcome};
+use crate::durable::store::{Drawn, HandBack, Incoming, JobState, Outcome};
 use crate::error::{Error, Result};
 
 /// Most results in one report (the wire's bound, checked again here for callers of the service).
@@ -605,8 +605,7 @@ impl Coordinator {
                             earlier: false,
                             handed_back: false,
                             forgotten: false,
-                            after_first: None,
-                            for_dispute: false,
+                            drawn: Drawn::Nothing,
                         };
                     }
                     // (A lease handed back proves none: it can be had for the asking.)
@@ -631,11 +630,10 @@ impl Coordinator {
                     // handed back is read from the store, with the state lock released.
                     let forgotten = tag_holds && state.leases.issued_to(r.lease).is_none();
                     let earlier = check.is_ok() && forgotten;
-                    let after_first = match check.is_ok() {
-                        true => state.leases.after_first(r.lease),
-                        false => None,
+                    let drawn = match check.is_ok() {
+                        true => state.leases.drawn(r.lease),
+                        false => Drawn::Nothing,
                     };
-                    let for_dispute = check.is_ok() && state.leases.for_dispute(r.lease);
                     LeaseCheck {
                         check,
                         tag_holds,
@@ -645,8 +643,7 @@ impl Coordinator {
                         earlier,
                         handed_back: state.leases.handed_back(r.lease),
                         forgotten,
-                        after_first,
-                        for_dispute,
+                        drawn,
                     }
                 })
                 .collect();
@@ -667,8 +664,7 @@ impl Coordinator {
                     earlier,
                     handed_back: handed_back_here,
                     forgotten,
-                    after_first,
-                    for_dispute,
+                    drawn,
                 } = lc;
                 // A lease handed back by its worker is over: its tag proves no lease for its job. The
                 // table knows the hand-backs of the leases it remembers; the store, those of an
@@ -727,8 +723,7 @@ impl Coordinator {
                     may_decide,
                     check: too_fast,
                     family: r.family,
-                    after_first,
-                    for_dispute,
+                    drawn,
                 })
             })
             .collect()
@@ -791,9 +786,6 @@ struct LeaseCheck {
     /// Its tag holds, and the table knows it not (of an earlier incarnation, or forgotten once its
     /// job was counted): whether it was handed back is in the store.
     forgotten: bool,
-    /// Checked, and issued while its job held a result already, with those results' leases
-    /// ([`Incoming::after_first`]).
-    after_first: Option<Box<[u64]>>,
-    /// Checked, and issued for its job's dispute, with that dispute's sides ([`Incoming::for_dispute`]).
-    for_dispute: bool,
+    /// Checked, and what it was drawn for ([`Incoming::drawn`]); else [`Drawn::Nothing`].
+    drawn: Drawn,
 }

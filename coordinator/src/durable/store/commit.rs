@@ -17,6 +17,7 @@ use nqueens_common::{JobKey, JobResult};
 use sled::transaction::{ConflictableTransactionError as Abort, Transactional};
 
 use super::changed::{Committed, Moved, Outcome};
+use super::drawn::Drawn;
 use super::records::{
     decode, encode, job_key, now_unix, run_key, JobRecord, JobState, Quarantine, ResultRecord,
 };
@@ -84,20 +85,17 @@ pub struct Incoming {
     /// The kernel family that computed it, as its worker states it (not sealed, never trusted for a
     /// count: it steers and is shown).
     pub family: Option<nqueens_common::Family>,
-    /// Whether the lease it names was issued while its job held a result already (this incarnation's,
-    /// remembered): only then may it confirm or second another identity's result. Under a lease
-    /// issued before the first result (one that expired, or of an earlier incarnation), a partner's
-    /// copy of a lie would count without the draw of confirmers (found by a review, 2026-12-01).
-    /// With the leases of the results the job held then: it confirms only one of those. A result
-    /// the job came to hold later (a side left alone once the other's worker was quarantined) met no
-    /// draw for it (found by a review, 2026-12-01). No leases: any result (the store's tests).
-    pub after_first: Option<Box<[u64]>>,
-    /// Whether the lease it names was issued for its job's dispute (this incarnation's, remembered),
-    /// between the results of `after_first`: only then may it second or decide a side, and only
-    /// while each of those sides stands (the same dispute). A lease issued before the dispute
-    /// (drawn to confirm, or a spot check's) was never drawn to decide it (found by a review,
-    /// 2026-12-01); nor was one drawn for an earlier dispute of the job (known until 2026-12-01).
-    pub for_dispute: bool,
+    /// What the lease it names was drawn for (this incarnation's, remembered). Only under a lease
+    /// issued while its job held results may it confirm or second another identity's result, and only
+    /// one of those: under a lease issued before the first result (one that expired, or of an earlier
+    /// incarnation), a partner's copy of a lie would count without the draw of confirmers (found by a
+    /// review, 2026-12-01); a result the job came to hold later (a side left alone once the other's
+    /// worker was quarantined) met no draw for it (found by a review, 2026-12-01). In a dispute, only
+    /// under a lease drawn for it ([`Drawn::ForDispute`]), and only while each of its sides stands
+    /// (the same dispute): a lease issued before the dispute (drawn to confirm, or a spot check's)
+    /// was never drawn to decide it (found by a review, 2026-12-01); nor was one drawn for an earlier
+    /// dispute of the job (known until 2026-12-01).
+    pub drawn: Drawn,
 }
 
 impl Incoming {
@@ -377,27 +375,19 @@ impl Store {
                 // (The dispute it was drawn for is this one while each of its sides stands: one
                 // dropped, and the job left that dispute, whatever it holds now. Read here, from the
                 // record: a lease's marks read by the service before the job left a dispute, committed
-                // after the next one opened, seconded that one. No sides: drawn for whatever dispute
-                // the job holds, and free to confirm. The service marks no lease so,
-                // `LiveRun::settle`: the store's tests mark theirs so, to be kept as the service's
-                // checks let results be.)
-                let sides = inc.after_first.as_deref().unwrap_or_default();
-                let drawn_for_this = inc.for_dispute
-                    && inc.after_first.is_some()
-                    && sides.iter().all(|lease| stored_sides.contains(lease));
+                // after the next one opened, seconded that one. A mark of no sides is no mark,
+                // `Drawn::to_confirm`.)
+                let drawn_for_this = inc.drawn.decides(|lease| stored_sides.contains(&lease));
                 let undrawn = from == Some(JobState::Disputed) && !drawn_for_this;
                 // Nor, out of a dispute, does one drawn for a dispute (the job left it: decided, or
                 // back to one side) confirm the side left: it was drawn to decide, not to confirm.
                 // (Before, the service took its marks off once the move was applied, and a report
                 // checked before that confirmed all the same: found by a review, 2026-12-01.)
-                let left = from != Some(JobState::Disputed) && inc.for_dispute && !sides.is_empty();
-                let drawn_to_confirm = inc.after_first.as_ref().is_some_and(|held| {
-                    held.is_empty()
-                        || candidates
-                            .iter()
-                            .filter(trusted)
-                            .any(|c| held.contains(&c.lease))
-                });
+                let left = from != Some(JobState::Disputed) && inc.drawn.is_for_dispute();
+                let drawn_to_confirm = candidates
+                    .iter()
+                    .filter(trusted)
+                    .any(|c| inc.drawn.names(c.lease));
                 if !agreeing.is_empty() && (!drawn_to_confirm || undrawn || left) {
                     out.outcomes.push(Outcome::NotKept);
                     continue;

@@ -31,6 +31,7 @@ mod challenges;
 mod changed;
 mod commit;
 mod control;
+mod drawn;
 mod epochs;
 mod groups;
 mod handbacks;
@@ -51,6 +52,7 @@ pub use audit::{AuditLine, Survey};
 pub use changed::{Committed, Moved, Outcome, Revoked};
 pub use commit::{Incoming, MAX_CANDIDATES};
 pub use control::{Control, JobListing, ListedJob};
+pub use drawn::{Drawn, Sides};
 pub use handbacks::HandBack;
 pub use lifts::Lifts;
 pub use records::{

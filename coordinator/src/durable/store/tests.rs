@@ -6,7 +6,7 @@ use nqueens_common::checksum::seal;
 use nqueens_common::{JobResult, Plan, Strategy, Tally};
 
 use super::records::{encode, run_key};
-use super::{Incoming, JobState, Outcome, ResultRecord, Store, MAX_CANDIDATES};
+use super::{Drawn, Incoming, JobState, Outcome, ResultRecord, Store, MAX_CANDIDATES};
 use crate::error::Error;
 use sled::transaction::Transactional;
 
@@ -79,8 +79,7 @@ pub(crate) fn incoming_from(run: u64, plan: &Plan, i: usize, name: &str) -> Inco
         family: None,
         // (Leased for a second result where the job holds a first, or for a dispute: the store's
         // tests are of what counts once results arrive under leases the service let stand.)
-        after_first: Some(Box::new([])),
-        for_dispute: true,
+        drawn: Drawn::Any,
     }
 }
 
@@ -4535,8 +4534,7 @@ fn a_result_seconds_only_the_dispute_its_lease_was_drawn_for() {
     // with h, a side it was drawn between. (Agreeing with l2 it would be refused anyway: a lease
     // seconds only a result its job held at its issue.)
     let mut earlier = by(&plan, "d1", job.clone(), 0);
-    earlier.after_first = Some(Box::new([lease_of("h"), lease_of("l1")]));
-    earlier.for_dispute = true;
+    earlier.drawn = Drawn::ForDispute(Box::new([lease_of("h"), lease_of("l1")]));
     let out = store.commit(&[earlier]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::NotKept]);
     assert!(out.quarantined.is_empty() && out.counted.is_empty());
@@ -4545,15 +4543,14 @@ fn a_result_seconds_only_the_dispute_its_lease_was_drawn_for() {
     assert!(!record.computed_by("d1"), "not kept");
     // Nor one drawn for no dispute.
     let mut none = by(&plan, "d2", job.clone(), 8);
-    none.for_dispute = false;
+    none.drawn = Drawn::ToConfirm(Box::new([lease_of("h"), lease_of("l2")]));
     assert_eq!(
         store.commit(&[none]).unwrap().outcomes,
         vec![Outcome::NotKept]
     );
     // Drawn for this one: it decides.
     let mut this = by(&plan, "d3", job.clone(), 0);
-    this.after_first = Some(Box::new([lease_of("l2"), lease_of("h")]));
-    this.for_dispute = true;
+    this.drawn = Drawn::ForDispute(Box::new([lease_of("l2"), lease_of("h")]));
     let decided = store.commit(&[this]).unwrap();
     assert_eq!(decided.outcomes, vec![Outcome::Accepted]);
     let truth = plan.job(&job.key).unwrap().run();
@@ -4573,13 +4570,12 @@ fn a_lease_drawn_for_a_dispute_confirms_nothing_once_the_job_left_it() {
     assert_eq!(first.outcomes, vec![Outcome::Pending]);
     // Drawn when the dispute was h's and l's (l's side gone since: the job holds h's result alone).
     let mut drawn = by(&plan, "d", job.clone(), 0);
-    drawn.after_first = Some(Box::new([lease_of("h"), lease_of("l")]));
-    drawn.for_dispute = true;
+    drawn.drawn = Drawn::ForDispute(Box::new([lease_of("h"), lease_of("l")]));
     let out = store.commit(&[drawn]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::NotKept]);
     assert!(out.counted.is_empty());
     let mut confirmer = by(&plan, "c", job.clone(), 0);
-    confirmer.for_dispute = false;
+    confirmer.drawn = Drawn::ToConfirm(Box::new([lease_of("h")]));
     let out = store.commit(&[confirmer]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::Accepted]);
 }
@@ -4597,8 +4593,7 @@ fn a_side_damaged_on_disk_still_stands_for_its_disputes_deciders() {
     assert_eq!(opened.outcomes, vec![Outcome::Disputed]);
     store.damage_candidate(run.id, &job.key, "l");
     let mut decider = by(&plan, "d", job.clone(), 0);
-    decider.after_first = Some(Box::new([lease_of("h"), lease_of("l")]));
-    decider.for_dispute = true;
+    decider.drawn = Drawn::ForDispute(Box::new([lease_of("h"), lease_of("l")]));
     let out = store.commit(&[decider]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::Accepted]);
     let truth = plan.job(&job.key).unwrap().run();
@@ -4616,14 +4611,12 @@ fn a_lease_drawn_to_confirm_confirms_only_a_result_held_at_its_issue() {
     store.commit(&[by(&plan, "a", job.clone(), 0)]).unwrap();
     // Drawn when the job held c's result alone (gone since).
     let mut drawn = by(&plan, "b", job.clone(), 0);
-    drawn.after_first = Some(Box::new([lease_of("c")]));
-    drawn.for_dispute = false;
+    drawn.drawn = Drawn::ToConfirm(Box::new([lease_of("c")]));
     let out = store.commit(&[drawn]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::NotKept]);
     assert!(out.counted.is_empty());
     let mut held = by(&plan, "e", job.clone(), 0);
-    held.after_first = Some(Box::new([lease_of("a")]));
-    held.for_dispute = false;
+    held.drawn = Drawn::ToConfirm(Box::new([lease_of("a")]));
     let out = store.commit(&[held]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::Accepted]);
 }
@@ -4644,7 +4637,7 @@ fn a_decider_seconds_only_a_side_its_lease_was_issued_with() {
     }
     let sides: Box<[u64]> = Box::new([lease_of("h"), lease_of("l")]);
     let mut late = by(&plan, "d", job.clone(), 16);
-    (late.after_first, late.for_dispute) = (Some(sides), true);
+    late.drawn = Drawn::ForDispute(sides);
     let out = store.commit(&[late]).unwrap();
     assert_eq!(out.outcomes, vec![Outcome::NotKept]);
     let record = store.job(run.id, &job.key).unwrap().unwrap();
