@@ -414,7 +414,8 @@ mod tests {
     }
 
     /// A ledger that disagrees with the store (here it still holds the liar's results the store gave
-    /// back) fails the check, as does a directory without a ledger.
+    /// back: counts the store took back since, by the revocation's notes) fails the check, as does a
+    /// directory without a ledger.
     #[test]
     fn a_ledger_that_disagrees_with_the_store_or_none_fails_the_check() {
         let dir = tempfile::tempdir().unwrap();
@@ -424,7 +425,8 @@ mod tests {
         match check(&store, dir.path()) {
             Err(Error::Corrupt(why)) => {
                 assert!(
-                    why.contains("disagree") && why.contains("2 only in the ledger"),
+                    why.contains("disagree")
+                        && why.contains("2 in the ledger that the store took back since"),
                     "{why}"
                 )
             }
@@ -693,8 +695,9 @@ mod tests {
         assert!(store.quarantined().unwrap().is_empty());
         assert_eq!(store.tally(run.id).unwrap().jobs, 0);
         check(&store, dir.path()).unwrap();
-        // Its worker quarantined since (the job pending again, no record of it): x's count is
-        // restored, then taken back by the quarantine's revocation, which every import completes.
+        // Its worker quarantined since (the job pending again, no record of it): x's count is not
+        // restored, the revocation having noted it (before, it was restored, then taken back again
+        // by the quarantine's revocation, which every import completes).
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let run = store.create_run(plan, 0.0).unwrap();
@@ -705,10 +708,90 @@ mod tests {
         store.flush().unwrap();
         ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
         check(&store, dir.path()).unwrap();
-        restore(&store, &old).unwrap();
+        assert_eq!(restore(&store, &old).unwrap(), 0);
         assert_eq!(store.tally(run.id).unwrap().jobs, 0);
         let names: Vec<String> = store.quarantined_names();
         assert_eq!(names, ["x"]);
+        check(&store, dir.path()).unwrap();
+    }
+
+    /// An export imported into the directory it came from, after the store took one of its record
+    /// counts back (z's, confirmed by y; y quarantined: one trusted identity left behind it) and another
+    /// worker's different result came for the job: the store's side stands, the export's count is not
+    /// restored, and the later worker is not quarantined by it. Before, the count was restored (the
+    /// job's record did not list it, and its own worker was not quarantined), its restore quarantined
+    /// x for disagreeing, and the final revocation took it back again: x, honest or not, quarantined
+    /// for good by an old file (found by a review, 2026-12-01).
+    #[test]
+    fn an_import_does_not_restore_a_record_count_taken_back_for_its_confirmer() {
+        use crate::durable::store::tests::{another_record_run, by, incoming_from};
+        use crate::durable::store::{JobState, Outcome};
+        use nqueens_common::{Plan, Strategy};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = another_record_run(&store, plan);
+        let job = incoming_from(run.id, &plan, 0, "y");
+        let first = store.commit(&[by(&plan, "y", job.clone(), 8)]).unwrap();
+        assert_eq!(first.outcomes, vec![Outcome::Pending]);
+        let second = store.commit(&[by(&plan, "z", job.clone(), 8)]).unwrap();
+        assert_eq!(second.outcomes, vec![Outcome::Accepted]);
+        let old = exported(&store, dir.path());
+        let counted = store.result(run.id, &job.key).unwrap().unwrap();
+        assert_eq!(
+            (counted.worker.as_str(), &counted.confirmed_by[..]),
+            ("z", &["y".to_string()][..])
+        );
+        quarantined_and_revoked(&store, "y");
+        assert_eq!(store.tally(run.id).unwrap().jobs, 0, "one identity left");
+        let later = store.commit(&[by(&plan, "x", job.clone(), 0)]).unwrap();
+        assert_eq!(later.outcomes, vec![Outcome::Pending]);
+        store.flush().unwrap();
+        ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
+        check(&store, dir.path()).unwrap();
+        assert_eq!(restore(&store, &old).unwrap(), 0);
+        let names: Vec<String> = store.quarantined_names();
+        assert_eq!(names, ["y"], "x is not quarantined by the old count");
+        assert_eq!(store.tally(run.id).unwrap().jobs, 0);
+        let record = store.job(run.id, &job.key).unwrap().unwrap();
+        assert_eq!(record.state, JobState::Verifying);
+        assert!(record.computed_by("x"));
+        check(&store, dir.path()).unwrap();
+    }
+
+    /// An export imported into the directory it came from, after a held checker's undecided end took
+    /// back a lie it had contradicted (the checker made whole, the lie's job pending: no record of
+    /// it): the lie is not restored. Before, nothing in the store showed the job had held it, the
+    /// import counted it again, and the final revocation (of a whole checker, listing nothing) left
+    /// it counted: the record run's lie stood, for good (found by a review, 2026-12-01). Nor is the
+    /// checker's own record count, which its quarantine took back.
+    #[test]
+    fn an_import_does_not_restore_a_lie_a_held_checkers_undecided_end_took_back() {
+        use crate::durable::store::tests::a_check_of_two_lies_in;
+        use nqueens_common::{Plan, Strategy};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let (run, j1, j2) = a_check_of_two_lies_in(&store, plan);
+        let old = exported(&store, dir.path());
+        assert!(
+            old.results[&run].contains_key(&j2.key),
+            "the kept lie, counted"
+        );
+        store.fail_job(run, &j1.key, "test").unwrap();
+        store.revoke("h").unwrap();
+        assert!(store.result(run, &j2.key).unwrap().is_none());
+        assert!(store.job(run, &j2.key).unwrap().is_none(), "pending");
+        store.flush().unwrap();
+        ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
+        check(&store, dir.path()).unwrap();
+        let jobs = store.tally(run).unwrap().jobs;
+        assert_eq!(restore(&store, &old).unwrap(), 0);
+        assert!(
+            store.result(run, &j2.key).unwrap().is_none(),
+            "the lie is not restored"
+        );
+        assert_eq!(store.tally(run).unwrap().jobs, jobs);
         check(&store, dir.path()).unwrap();
     }
 

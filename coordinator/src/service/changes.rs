@@ -135,7 +135,13 @@ pub(super) fn note_confirmed(state: &mut super::State, committed: &Committed) {
                 }
             }
         }
-        if !record.confirmed_by.is_empty() && record.result.nodes > 0 {
+        // (Not one a later commit, applied first, took back: its `forget` is past. It counts above
+        // all the same, that commit having taken it off: found by a review, 2026-12-01.)
+        let taken_later = state
+            .runs
+            .get(run)
+            .is_some_and(|r| r.reopened_after(key, committed.seq));
+        if !record.confirmed_by.is_empty() && record.result.nodes > 0 && !taken_later {
             let mut by = record.confirmed_by.clone();
             by.push(record.worker.clone());
             state.spot.confirmed(*run, key.clone(), by);

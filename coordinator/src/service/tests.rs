@@ -3785,6 +3785,77 @@ async fn confirmed_counts_and_the_pool_follow_what_a_commit_counted_and_took_bac
     assert_eq!(state(&c), (1, 0, vec![]));
 }
 
+/// A confirmed count that a later commit took back, that commit applied first (a round whose merged
+/// transaction failed commits its batches one by one, and their tasks take the state lock in any
+/// order), joins no spot checks' pool: a check of it would be leased beside the job's own lease, to
+/// an identity never drawn for its dispute. It still counts among the run's confirmed jobs, the
+/// later commit having taken it off. Before, it joined the pool (found by a review, 2026-12-01).
+#[tokio::test]
+async fn a_count_a_later_commit_took_back_first_joins_no_pool() {
+    use crate::durable::store::{Committed, JobState, Moved, ResultRecord, Revoked};
+    let c = coordinator();
+    let run = verified_run_of_8(&c).await;
+    let id = c.run(&run).unwrap().meta.id;
+    let held = lease(&c, "a", 3).await;
+    let record = |g: &Granted| ResultRecord {
+        result: report(g).result,
+        worker: "a".into(),
+        worker_id: "a".into(),
+        lease: g.id,
+        at_unix: 1,
+        confirmed_by: vec!["b".into()],
+        seal: None,
+        families: Vec::new(),
+    };
+    let (taken, kept, before) = (record(&held[0]), record(&held[1]), record(&held[2]));
+    assert!(taken.result.nodes > 0 && kept.result.nodes > 0);
+    let (k0, k1, k2) = (
+        held[0].key.clone(),
+        held[1].key.clone(),
+        held[2].key.clone(),
+    );
+    {
+        let mut state = c.state();
+        // (A count confirmed before: the take-back's tally of confirmed jobs is taken off it.)
+        super::changes::note_confirmed(
+            &mut state,
+            &Committed {
+                counted: vec![(id, k2.clone(), before)],
+                ..Committed::default()
+            },
+        );
+        let later = Committed {
+            seq: 2,
+            moved: vec![Moved {
+                run: id,
+                key: k0.clone(),
+                from: Some(JobState::Done),
+                to: Some(JobState::Disputed),
+            }],
+            disputed: vec![Revoked {
+                run: id,
+                key: k0.clone(),
+                record: taken.clone(),
+            }],
+            ..Committed::default()
+        };
+        super::changes::apply(&mut state, &later);
+        super::changes::note_confirmed(&mut state, &later);
+        let earlier = Committed {
+            seq: 1,
+            counted: vec![(id, k0.clone(), taken), (id, k1.clone(), kept)],
+            ..Committed::default()
+        };
+        super::changes::note_confirmed(&mut state, &earlier);
+        let mut want = vec![k1, k2];
+        want.sort();
+        let mut pooled = state.spot.pooled(id);
+        pooled.sort();
+        assert_eq!(pooled, want);
+    }
+    assert_eq!(c.run(&run).unwrap().jobs_confirmed, 2);
+}
+
 /// Leases to the credential `name` one job at a time, computing each honestly, until it is given a
 /// spot check (a job of `confirmed_and_open`'s confirmed run, N = 8); returns that lease.
 async fn first_check(c: &Coordinator, name: &str) -> Granted {

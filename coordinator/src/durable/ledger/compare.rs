@@ -22,7 +22,8 @@ pub struct Difference {
     pub damaged: Vec<JobKey>,
     /// Results of the ledger that the store shows it took back later, the ledger's line that took
     /// them back lost (the store is written first, and sled writes on its own: a crash can keep the
-    /// store's part of a round and lose the ledger's): a count a later result disputed (the store's
+    /// store's part of a round and lose the ledger's): a count a revocation of the store took back
+    /// (`Store::was_taken_back`), a count a later result disputed (the store's
     /// open record of the job lists it beside a different candidate), or a count of a worker the
     /// store has quarantined where the store holds another worker's result (different or equal
     /// counts). The store's side stands.
@@ -65,6 +66,9 @@ pub fn compare_by(
     let logged = view.results.get(&meta.id).unwrap_or(&empty);
     let mut seen: HashMap<&JobKey, ()> = HashMap::with_capacity(logged.len());
     let mut diff = Difference::default();
+    // Whether a revocation of the store took the ledger's count back (its job then pending, or
+    // counted anew under another lease): `Store::was_taken_back`.
+    let revoked = |key: &JobKey, l: &ResultRecord| store.was_taken_back(meta.id, key, l.lease);
     for item in store.results_raw(meta.id) {
         let (key, record) = item?;
         // Sealed, and with a unique count exactly where its run's strategy has one (a d4 result
@@ -85,16 +89,18 @@ pub fn compare_by(
             (true, None) => diff.store_only.push(key),
             (true, Some((_, l))) => match record {
                 Ok(r)
-                    if r.result != l.result && r.worker != l.worker && quarantined(&l.worker)? =>
+                    if r.result != l.result
+                        && r.worker != l.worker
+                        && (quarantined(&l.worker)? || revoked(&key, l)?) =>
                 {
                     diff.superseded.push(key)
                 }
                 Ok(r) if r.result != l.result => diff.conflicting.push(key),
-                // The same counts credited to another worker, the ledger's quarantined in the store:
-                // the store's count replaced it after its revocation (whose ledger lines, and the
-                // replacement's, were lost). The store's side stands; restoring the ledger's would
-                // only have it taken back again by the quarantine.
-                Ok(r) if r.worker != l.worker && quarantined(&l.worker)? => {
+                // The same counts credited to another worker, the ledger's quarantined in the store
+                // (or taken back by a revocation of it): the store's count replaced it after its
+                // revocation (whose ledger lines, and the replacement's, were lost). The store's side
+                // stands; restoring the ledger's would only have it taken back again.
+                Ok(r) if r.worker != l.worker && (quarantined(&l.worker)? || revoked(&key, l)?) => {
                     diff.superseded.push(key)
                 }
                 // The same counts credited to another worker: the ledger's lines are checked, so the
@@ -116,15 +122,22 @@ pub fn compare_by(
         // its worker is quarantined in the store (the quarantine's revocation; a dispute's loser's
         // candidate is removed by it too). A damaged record is not evidence: the count is restored
         // (the record was mended first: removed, or open and marked `MENDED`).
-        let later = match store.job(meta.id, key) {
-            Ok(Some(job))
-                if job.state != JobState::Done
-                    && job.reason.as_deref() != Some(crate::durable::store::records::MENDED) =>
-            {
-                disputed(&job, l) || quarantined(&l.worker)?
-            }
-            _ => false,
-        };
+        // And whatever the record, a count a revocation of the store took back, which leaves no
+        // record: before, such a count was restored, nothing in the store showing that its job ever
+        // held it; a count taken back for a record run's quarantined confirmer quarantined the worker
+        // of the job's later first result, and a lie a held checker's undecided end took back was
+        // counted again for good (found by a review, 2026-12-01).
+        let later = revoked(key, l)?
+            || match store.job(meta.id, key) {
+                Ok(Some(job))
+                    if job.state != JobState::Done
+                        && job.reason.as_deref()
+                            != Some(crate::durable::store::records::MENDED) =>
+                {
+                    disputed(&job, l) || quarantined(&l.worker)?
+                }
+                _ => false,
+            };
         if later {
             diff.superseded.push(key.clone());
         } else {

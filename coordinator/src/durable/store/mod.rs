@@ -45,6 +45,7 @@ pub(crate) mod records;
 mod repair;
 mod restore;
 mod revoke;
+mod revoked;
 mod txn;
 mod workers;
 
@@ -135,6 +136,8 @@ pub struct Store {
     challenges: sled::Tree,
     /// Leases handed back, a bit each ([`handbacks`]).
     handed_back_bits: sled::Tree,
+    /// Counts a revocation took back ([`revoked`]).
+    revoked_counts: sled::Tree,
     meta: sled::Tree,
     epoch: u64,
     lease_secret: [u8; 16],
@@ -263,6 +266,7 @@ impl Store {
             lifted: db.open_tree(lifts::LIFTED)?,
             challenges: db.open_tree(challenges::CHALLENGES)?,
             handed_back_bits: db.open_tree(handbacks::HANDED_BACK_BITS)?,
+            revoked_counts: db.open_tree(revoked::TAKEN_BACK)?,
             meta,
             db,
             epoch,

@@ -355,8 +355,9 @@ impl Store {
             return Ok(false);
         }
         let k = job_key(run, key);
-        let trees = self.result_trees();
-        let removed = trees.transaction(|(runs, jobs, groups, workers, totals)| {
+        let (runs, jobs, groups, workers, totals) = self.result_trees();
+        let trees = (runs, jobs, groups, workers, totals, &self.revoked_counts);
+        let removed = trees.transaction(|(runs, jobs, groups, workers, totals, taken)| {
             let results = groups::Tx { groups, workers };
             let Some(record) = groups::txn_get(results, run, key)? else {
                 return Ok(false);
@@ -382,6 +383,8 @@ impl Store {
                 jobs.insert(k.as_slice(), encode(&open))?;
             } else {
                 jobs.remove(k.as_slice())?;
+                // (As the revocation it replays: [`super::revoked`].)
+                super::revoked::txn_note(taken, run, key, record.lease)?;
             }
             match tally {
                 Some(tally) => totals.insert(&run_key(run), encode(&tally))?,

@@ -60,9 +60,19 @@ impl Store {
                 ..Revocation::default()
             });
         }
-        let trees = self.commit_trees();
+        let (runs, jobs, groups, workers, totals, quarantine, kept) = self.commit_trees();
+        let trees = (
+            runs,
+            jobs,
+            groups,
+            workers,
+            totals,
+            quarantine,
+            kept,
+            &self.revoked_counts,
+        );
         let revocation = trees.transaction(|tx| {
-            let (runs, jobs, groups, workers, totals, quarantine, kept) = tx;
+            let (runs, jobs, groups, workers, totals, quarantine, kept, taken) = tx;
             let results = groups::Tx { groups, workers };
             let mut out = Revocation::default();
             // Its record says so too, with the counts taken back: whole, it takes nothing up, and
@@ -93,6 +103,8 @@ impl Store {
                     .remove(&record.result)
                     .map_err(|e| Abort::Abort(e.into()))?;
                 jobs.remove(k.as_slice())?;
+                // (Noted: nothing else shows that its job, pending now, ever held it.)
+                super::revoked::txn_note(taken, run, &key, record.lease)?;
                 out.tallies.insert(run, tally);
                 out.moved.push(Moved {
                     run,
