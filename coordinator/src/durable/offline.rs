@@ -639,6 +639,63 @@ mod tests {
         assert!(restored.quarantined().unwrap().is_empty());
     }
 
+    /// A file's result that no report could have been (a total past the bounds of its nodes, an
+    /// identity with a control character) or, in a record run, a count one identity stands behind,
+    /// each sealed anew (a seal is a CRC anyone computes), is refused before anything is written.
+    /// Before, a file's result was held to its seal and shape alone: the import counted it (found by
+    /// a review, 2026-12-01).
+    #[test]
+    fn a_forged_result_is_refused_before_any_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = a_quarantine_not_revoked(dir.path());
+        store.revoke("liar").unwrap();
+        let fingerprint = exported(&store, dir.path()).runs[&1]
+            .fingerprint_value()
+            .unwrap();
+        let forged = |change: &dyn Fn(&mut LedgerView, &mut ResultRecord)| {
+            let mut view = exported(&store, dir.path());
+            let (key, mut record) = view.results[&1]
+                .iter()
+                .next()
+                .map(|(k, r)| (k.clone(), r.clone()))
+                .unwrap();
+            change(&mut view, &mut record);
+            record.seal = Some(nqueens_common::checksum::seal(
+                fingerprint,
+                &key,
+                &record.result,
+            ));
+            view.results.get_mut(&1).unwrap().insert(key, record);
+            let target = tempfile::tempdir().unwrap();
+            let restored = Store::open(target.path()).unwrap();
+            let refused = restore(&restored, &view);
+            assert!(restored.runs().unwrap().is_empty());
+            assert!(restored.quarantined().unwrap().is_empty());
+            match refused {
+                Err(Error::Corrupt(why)) => why,
+                other => panic!("{other:?}"),
+            }
+        };
+        let why = forged(&|_, r| r.result.total += 1_000_000_000);
+        assert!(
+            why.contains("not restored") && why.contains("nodes"),
+            "{why}"
+        );
+        let why = forged(&|_, r| r.worker = "a\u{7}b".into());
+        assert!(why.contains("never takes"), "{why}");
+        let why = forged(&|_, r| r.confirmed_by = vec!["c\nd".into()]);
+        assert!(why.contains("never takes"), "{why}");
+        let why = forged(&|v, r| {
+            v.runs.get_mut(&1).unwrap().record = true;
+            r.confirmed_by.clear();
+        });
+        assert!(why.contains("second identity"), "{why}");
+        // Unforged, it imports.
+        let target = tempfile::tempdir().unwrap();
+        let view = exported(&store, dir.path());
+        restore(&Store::open(target.path()).unwrap(), &view).unwrap();
+    }
+
     /// A restore cut short (a crash, a full disk) is completed by the same restore again: a run the store
     /// already holds as the file has it is kept, and its results already there are skipped. Before, the
     /// second import was refused ("run 1 exists already"), and the half-restored run could not be
@@ -757,6 +814,16 @@ mod tests {
         assert_eq!(record.state, JobState::Verifying);
         assert!(record.computed_by("x"));
         check(&store, dir.path()).unwrap();
+        // Counted since by x and w, differently: the store's count stands, the import skips the
+        // file's. (Before, it was refused whole, "two different results".)
+        let counted = store.commit(&[by(&plan, "w", job.clone(), 0)]).unwrap();
+        assert_eq!(counted.outcomes, vec![Outcome::Accepted]);
+        store.flush().unwrap();
+        ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
+        assert_eq!(restore(&store, &old).unwrap(), 0);
+        assert_eq!(store.result(run.id, &job.key).unwrap().unwrap().worker, "w");
+        assert_eq!(store.quarantined_names(), ["y"]);
+        check(&store, dir.path()).unwrap();
     }
 
     /// An export imported into the directory it came from, after a held checker's undecided end took
@@ -792,6 +859,46 @@ mod tests {
             "the lie is not restored"
         );
         assert_eq!(store.tally(run).unwrap().jobs, jobs);
+        check(&store, dir.path()).unwrap();
+    }
+
+    /// An export imported into the directory it came from, after one of its record counts (x's lie,
+    /// y's confirmation) was taken back into a dispute by h's different result (h held), the job
+    /// failed (its leases left to expire; h made whole) and the operator retried it (pending, no
+    /// record): the lie is not restored. Before, a dispute's take-back left no note, the retry dropped
+    /// its record, and the import counted the lie again, for good (found by a review, 2026-12-01).
+    #[test]
+    fn an_import_does_not_restore_a_count_whose_dispute_failed_and_was_retried() {
+        use crate::durable::store::tests::{another_record_run, by, incoming_from};
+        use crate::durable::store::Outcome;
+        use nqueens_common::{Plan, Strategy};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = another_record_run(&store, plan);
+        let job = incoming_from(run.id, &plan, 0, "x");
+        for (name, want) in [("x", Outcome::Pending), ("y", Outcome::Accepted)] {
+            let out = store.commit(&[by(&plan, name, job.clone(), 8)]).unwrap();
+            assert_eq!(out.outcomes, vec![want], "{name}");
+        }
+        let old = exported(&store, dir.path());
+        let disputed = store.commit(&[by(&plan, "h", job.clone(), 0)]).unwrap();
+        assert_eq!(disputed.disputed.len(), 1, "the count taken back");
+        store.fail_job(run.id, &job.key, "test").unwrap();
+        store.revoke("h").unwrap();
+        assert_eq!(
+            store.retry_failed_of(run.id).unwrap(),
+            vec![job.key.clone()]
+        );
+        assert!(store.job(run.id, &job.key).unwrap().is_none(), "pending");
+        store.flush().unwrap();
+        ledger::rewrite(&dir.path().join(LEDGER_FILE), &store).unwrap();
+        check(&store, dir.path()).unwrap();
+        assert_eq!(restore(&store, &old).unwrap(), 0);
+        assert!(
+            store.result(run.id, &job.key).unwrap().is_none(),
+            "the lie is not restored"
+        );
         check(&store, dir.path()).unwrap();
     }
 

@@ -120,7 +120,7 @@ impl Store {
     pub fn commit(&self, batch: &[Incoming]) -> Result<Committed> {
         let trees = self.commit_trees();
         let committed = trees.transaction(
-            |(runs, jobs, groups, workers, totals, quarantine, kept)| {
+            |(runs, jobs, groups, workers, totals, quarantine, kept, taken)| {
             let results = groups::Tx { groups, workers };
             let mut out = Committed::default();
             let mut metas: BTreeMap<u64, RunMeta> = BTreeMap::new();
@@ -227,8 +227,7 @@ impl Store {
                             let against: Vec<String> = counted.identities().collect();
                             take_back(
                                 results,
-                                jobs,
-                                totals,
+                                (jobs, totals, taken),
                                 &mut out,
                                 (inc.run, &inc.key),
                                 counted,
@@ -271,8 +270,7 @@ impl Store {
                     // Disputed, a further worker decides.
                     take_back(
                         results,
-                        jobs,
-                        totals,
+                        (jobs, totals, taken),
                         &mut out,
                         (inc.run, &inc.key),
                         counted,
@@ -573,6 +571,7 @@ impl Store {
                 totals,
                 quarantine,
                 kept,
+                taken,
             };
             let mut e = take_up::Effects {
                 out: &mut out,

@@ -296,11 +296,12 @@ impl Store {
     }
 
     /// The trees a commit touches, for one transaction: those of [`Store::result_trees`], then the
-    /// quarantines and the kept contradictions.
+    /// quarantines, the kept contradictions and the notes of counts taken back ([`revoked`]).
     #[allow(clippy::type_complexity)]
     fn commit_trees(
         &self,
     ) -> (
+        &sled::Tree,
         &sled::Tree,
         &sled::Tree,
         &sled::Tree,
@@ -318,6 +319,7 @@ impl Store {
             totals,
             &self.quarantine,
             &self.challenges,
+            &self.revoked_counts,
         )
     }
 

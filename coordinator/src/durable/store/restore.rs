@@ -136,7 +136,12 @@ impl Store {
     }
 
     /// Whether counted results of the run `meta` can be restored: each names a job of the run's plan,
-    /// passes its seal, and is the result this store holds for its job, if it holds one.
+    /// passes its seal and the bounds of a result (`Job::check`), names identities the coordinator
+    /// may hold (two of them in a record run), and is the result this store holds for its job, if it
+    /// holds one. (A seal is a CRC anyone can compute: whoever hands over a file controls its counts
+    /// and names. Before, a file's result was held to its seal and shape alone, so an import counted
+    /// what no report could have been, and a record run's count on one identity: found by a review,
+    /// 2026-12-01.)
     pub fn check_restore_results<'a>(
         &self,
         meta: &RunMeta,
@@ -147,7 +152,7 @@ impl Store {
         let fingerprint = meta.fingerprint_value()?;
         let held = self.run(run)?.is_some();
         for (key, record) in results {
-            plan.job(key)?;
+            let job = plan.job(key)?;
             if !record.sealed(fingerprint, key) {
                 return Err(Error::Corrupt(format!(
                     "run {run} job {key}: the result fails its seal; not restored"
@@ -160,9 +165,33 @@ impl Store {
                     "run {run} job {key}: {why}; not restored"
                 )));
             }
+            // What a report's validation refuses, a file's line is refused for too.
+            if let Err(why) = job.check(&record.result) {
+                return Err(Error::Corrupt(format!(
+                    "run {run} job {key}: {why}; not restored"
+                )));
+            }
+            let names: std::collections::BTreeSet<String> = record.identities().collect();
+            if let Some(bad) = names
+                .iter()
+                .find(|n| !nqueens_common::names::valid_worker_id(n))
+            {
+                return Err(Error::Corrupt(format!(
+                    "run {run} job {key}: an identity the coordinator never takes ({bad:?}); not restored"
+                )));
+            }
+            if meta.record && names.len() < 2 {
+                return Err(Error::Corrupt(format!(
+                    "run {run} job {key}: a record run's count that a second identity did not confirm; not restored"
+                )));
+            }
             if held {
                 if let Some(stored) = self.result(run, key)? {
-                    if stored.result != record.result {
+                    // (Unless the store took the file's count back and another identity's count
+                    // stands since: the store's side, which the restore keeps, `ledger::compare`.)
+                    let superseded = stored.worker != record.worker
+                        && self.was_taken_back(run, key, record.lease)?;
+                    if stored.result != record.result && !superseded {
                         return Err(Error::Invalid(format!(
                             "run {run} job {key}: two different results ({:?} and {:?})",
                             stored.result, record.result
@@ -383,9 +412,9 @@ impl Store {
                 jobs.insert(k.as_slice(), encode(&open))?;
             } else {
                 jobs.remove(k.as_slice())?;
-                // (As the revocation it replays: [`super::revoked`].)
-                super::revoked::txn_note(taken, run, key, record.lease)?;
             }
+            // (As the take-back it replays, a revocation's or a dispute's: [`super::revoked`].)
+            super::revoked::txn_note(taken, run, key, record.lease)?;
             match tally {
                 Some(tally) => totals.insert(&run_key(run), encode(&tally))?,
                 None => totals.remove(&run_key(run))?,

@@ -60,17 +60,7 @@ impl Store {
                 ..Revocation::default()
             });
         }
-        let (runs, jobs, groups, workers, totals, quarantine, kept) = self.commit_trees();
-        let trees = (
-            runs,
-            jobs,
-            groups,
-            workers,
-            totals,
-            quarantine,
-            kept,
-            &self.revoked_counts,
-        );
+        let trees = self.commit_trees();
         let revocation = trees.transaction(|tx| {
             let (runs, jobs, groups, workers, totals, quarantine, kept, taken) = tx;
             let results = groups::Tx { groups, workers };

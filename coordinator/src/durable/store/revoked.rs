@@ -1,18 +1,24 @@
-//! The counts a revocation took back, by run, lease and job: an older copy of one (an export, a
-//! ledger ahead of the store) is never restored over the store's decision (`ledger::compare`).
+//! The counts taken back, by run, lease and job: an older copy of one (an export, a ledger ahead of
+//! the store) is never restored over the store's decision (`ledger::compare`).
 //!
-//! A revocation takes a count back and leaves its job pending: without this record nothing in the
-//! store shows that the job ever held it. An export written before, imported into the same directory,
-//! then restored it: a count its confirmer's quarantine had taken back in a record run (and a later
-//! worker's different result disproved by it, that worker quarantined), or one that a held checker's
-//! undecided end had taken back (the lie the end was meant to take out counted again, for good: found
-//! by a review, 2026-12-01).
+//! A revocation takes a count back and leaves its job pending; a dispute's take-back leaves a record
+//! that a failed job's retry drops: without this note nothing in the store shows that the job ever
+//! held the count. An export written before, imported into the same directory, then restored it: a
+//! count its confirmer's quarantine had taken back in a record run (and a later worker's different
+//! result disproved by it, that worker quarantined), one that a held checker's undecided end had
+//! taken back, or one a dispute took back before its job failed and was retried (a lie counted again,
+//! for good: found by a review, 2026-12-01). Noted by a revocation (`revoke.rs`), a dispute's
+//! take-back (`take_back.rs`), and a take-back replayed from the ledger (`restore.rs`). A dispute
+//! decided for the count counts it again under the decider's lease, which no note names.
 //!
 //! The tree `taken_back`: run id (8 bytes, big-endian) ++ lease id (8 bytes, big-endian) ++ job key →
 //! the byte [`VERSION`]. Any value reads as taken back (a damaged one too: the safe side is a
-//! recomputation). One entry per count a revocation takes back, never pruned: revocations are rare,
-//! and each takes back a count that was computed once. Written within store format 8: an older build
-//! ignores the tree, and restores such a count as it did.
+//! recomputation). One entry per count taken back, never pruned: each takes back a count that was
+//! committed once, so the notes grow as the results do, at a few dozen bytes each. Written within
+//! store format 8: an older build ignores the tree, and restores such a count as it did. Neither an
+//! export nor the ledger carries the notes (the ledger's take-back lines are noted again when a store
+//! is rebuilt from it): a store imported into a new directory holds none of the take-backs before
+//! its export.
 
 use nqueens_common::JobKey;
 use sled::transaction::TransactionalTree;

@@ -16,14 +16,21 @@ use super::txn::stored_tally;
 /// caller's).
 pub(super) fn take_back(
     results: groups::Tx,
-    jobs: &sled::transaction::TransactionalTree,
-    totals: &sled::transaction::TransactionalTree,
+    (jobs, totals, taken): (
+        &sled::transaction::TransactionalTree,
+        &sled::transaction::TransactionalTree,
+        &sled::transaction::TransactionalTree,
+    ),
     out: &mut Committed,
     (run, key): (u64, &JobKey),
     counted: ResultRecord,
     disputing: ResultRecord,
 ) -> super::txn::TxResult<()> {
     groups::txn_take(results, run, key)?;
+    // Noted, as a revocation's take-back is: should the job fail and be retried, nothing else would
+    // show it held the count (an older copy of it was then restored, a lie counted again: found by a
+    // review, 2026-12-01). A decision for it counts it again under the decider's lease.
+    super::revoked::txn_note(taken, run, key, counted.lease)?;
     let mut tally = match out.tallies.get(&run) {
         Some(t) => *t,
         None => stored_tally(totals, run)?,

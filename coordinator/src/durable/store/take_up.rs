@@ -22,6 +22,8 @@ pub(super) struct Trees<'a> {
     pub totals: &'a TransactionalTree,
     pub quarantine: &'a TransactionalTree,
     pub kept: &'a TransactionalTree,
+    /// The notes of counts taken back ([`super::revoked`]).
+    pub taken: &'a TransactionalTree,
 }
 
 /// What one transaction changed so far: its effects, the runs read, and the runs with a count
@@ -110,8 +112,7 @@ pub(super) fn txn_take_up(
         };
         take_back(
             t.results,
-            t.jobs,
-            t.totals,
+            (t.jobs, t.totals, t.taken),
             e.out,
             (c.run, &c.key),
             counted,
@@ -250,8 +251,8 @@ impl Store {
             return Ok(Committed::default());
         }
         let trees = self.commit_trees();
-        let committed =
-            trees.transaction(|(runs, jobs, groups, workers, totals, quarantine, kept)| {
+        let committed = trees.transaction(
+            |(runs, jobs, groups, workers, totals, quarantine, kept, taken)| {
                 let t = Trees {
                     runs,
                     jobs,
@@ -259,6 +260,7 @@ impl Store {
                     totals,
                     quarantine,
                     kept,
+                    taken,
                 };
                 let mut out = Committed::default();
                 let (mut metas, mut disputed_runs) = (BTreeMap::new(), BTreeSet::new());
@@ -272,7 +274,8 @@ impl Store {
                 }
                 txn_settle(runs, totals, &mut e)?;
                 Ok(out)
-            })?;
+            },
+        )?;
         // A run running again has another root when it finishes (as for a revocation).
         for run in &committed.reopened {
             self.forget_certificate_root(run.id)?;

@@ -268,12 +268,16 @@ fn a_reopened_store_keeps_runs_and_results_and_counts_epochs() {
 }
 
 /// `inc` as reported by the worker named `name`, `wrong` off in its total (and sealed: a lying worker
-/// seals its lie; seals guard against damage, verification against liars).
+/// seals its lie; seals guard against damage, verification against liars). A unique count is off by
+/// as much: a lie within the bounds of a result (`Job::check`), as a liar sends to be counted.
 pub(crate) fn by(plan: &Plan, name: &str, mut inc: Incoming, wrong: u64) -> Incoming {
     inc.name = name.into();
     inc.worker = format!("{name}-1");
     inc.lease = lease_of(name);
     inc.result.total += wrong;
+    if let Some(unique8) = inc.result.unique8.as_mut() {
+        *unique8 += wrong;
+    }
     inc.seal = seal(plan.fingerprint().1, &inc.key, &inc.result);
     inc
 }
@@ -3792,7 +3796,8 @@ fn a_run_restored_alone_is_not_finished() {
 
 /// A revocation taken from the ledger (`restore_revocation`) of a finished run's count runs the run
 /// again: no finish time, one job short (killed the mutant that kept the finish time; the start's
-/// recount would mend the run's state too, so this is checked on the store itself).
+/// recount would mend the run's state too, so this is checked on the store itself). The count is
+/// noted taken back, as the revocation it replays noted it (`Store::was_taken_back`).
 #[test]
 fn a_revocation_restored_from_the_ledger_runs_a_finished_run_again() {
     let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
@@ -3809,6 +3814,12 @@ fn a_revocation_restored_from_the_ledger_runs_a_finished_run_again() {
     let meta = store.runs().unwrap().remove(0);
     assert_eq!(meta.finished_unix, None);
     assert_eq!(store.tally(run.id).unwrap().jobs, all.len() as u64 - 1);
+    assert!(store
+        .was_taken_back(run.id, &all[1].key, counted.lease)
+        .unwrap());
+    assert!(!store
+        .was_taken_back(run.id, &all[2].key, counted.lease)
+        .unwrap());
 }
 
 /// A quarantined worker's recorded results of verified jobs are dropped: a job it alone computed is
