@@ -479,11 +479,13 @@ fn an_import_of_unverifiable_lines_is_refused_unless_accepted() {
     assert_eq!(run["kind"], "run");
     let first = lines.next().unwrap()["entry"].clone();
     let job = first[2].as_str().unwrap().to_string();
-    // Old-format lines: no checksum, and a result without a seal (its total one off; its unique count
-    // as the run's strategy has one: a d4 result without one is refused even unchecked).
+    // Old-format lines: no checksum, and a result without a seal (its total eight off, within the
+    // bounds of a result, as an import holds every result to them; its unique count as the run's
+    // strategy has one: a d4 result without one is refused even unchecked).
+    let off = |i: usize, by: u64| first[i].as_u64().unwrap() + by;
     let result = serde_json::json!({
         "kind": "result", "run": run["id"], "job": job,
-        "result": {"total": first[3].as_u64().unwrap() + 1, "unique8": first[4], "nodes": 1},
+        "result": {"total": off(3, 8), "unique8": off(4, 8), "nodes": off(5, 1)},
         "worker": "old", "lease": 1, "at_unix": 0
     });
     let file = dir.path().join("old.jsonl");

@@ -179,6 +179,11 @@ pub fn restore(store: &Store, view: &LedgerView) -> Result<u64> {
             superseded.insert(meta.id, diff.superseded.into_iter().collect());
         }
     }
+    // The file's take-backs are noted (a ledger's lines; exports carry none): a still older file
+    // imported into this store later brings none of those counts back.
+    for (run, key, lease) in view.taken_back() {
+        store.note_taken_back(*run, key, *lease)?;
+    }
     // Quarantines first (each restore keeps one already stored): a restore cut short leaves no
     // disproved worker free to lease.
     for q in view.quarantines.values() {
@@ -225,7 +230,9 @@ pub fn vet(store: &Store, view: &LedgerView) -> Result<()> {
     }
     for meta in view.runs.values() {
         store.check_restore_run(meta)?;
-        store.check_restore_results(meta, view.results.get(&meta.id).into_iter().flatten())?;
+        let results = || view.results.get(&meta.id).into_iter().flatten();
+        store.check_restore_results(meta, results())?;
+        store.check_as_reported(meta, results())?;
     }
     if let Some(run) = view.results.keys().find(|r| !view.runs.contains_key(r)) {
         return Err(Error::Invalid(format!(
@@ -678,7 +685,7 @@ mod tests {
         };
         let why = forged(&|_, r| r.result.total += 1_000_000_000);
         assert!(
-            why.contains("not restored") && why.contains("nodes"),
+            why.contains("not imported") && why.contains("nodes"),
             "{why}"
         );
         let why = forged(&|_, r| r.worker = "a\u{7}b".into());

@@ -127,6 +127,11 @@ pub fn reconcile(store: &Store, path: &Path, repair: bool) -> Result<Reconciled>
     // from the store, which would count the quarantined worker's results again. Only the ledger's
     // intact lines are trusted for it.
     if trusted {
+        // (Each noted, whether or not the store still holds its count: a store rebuilt from the
+        // ledger holds none of them, and an older file imported into it must not bring them back.)
+        for (run, key, lease) in view.taken_back() {
+            store.note_taken_back(*run, key, *lease)?;
+        }
         for line in &view.revocations {
             let (run, key, worker) = (line.run, &line.key, &line.worker);
             if store.restore_revocation(run, key, worker, line.record.as_ref(), line.disputed)? {
@@ -707,6 +712,11 @@ mod tests {
         assert_eq!(repairs.results_revoked, 0);
         assert!(store.is_settled(run, &key).unwrap(), "the new result stays");
         assert_eq!(store.tally(run).unwrap().jobs, 1);
+        // The line's count is noted taken back all the same (no older file brings it back), and
+        // the new one is not.
+        assert!(store.was_taken_back(run, &key, 7).unwrap());
+        let new_lease = store.result(run, &key).unwrap().unwrap().lease;
+        assert!(!store.was_taken_back(run, &key, new_lease).unwrap());
     }
 
     /// A store where worker "x" had a wrong count of job 0 counted, which the ledger holds, and "y"'s
@@ -733,11 +743,22 @@ mod tests {
     /// back): the job stays disputed, the worker that disputed it is not quarantined, and a third
     /// worker decides (found by a review, 2026-11-24, a later session: the start restored x's count
     /// from the ledger, quarantined y as disproved by it, and a run could end done with x's wrong total).
+    /// By the note of the take-back, and without it (a store of a build before the notes), by the
+    /// record that lists the count beside y's.
     #[test]
     fn a_count_the_store_disputed_is_not_restored_from_the_ledger() {
+        for notes in [true, false] {
+            a_count_the_store_disputed_is_not_restored_from_the_ledger_with(notes);
+        }
+    }
+
+    fn a_count_the_store_disputed_is_not_restored_from_the_ledger_with(notes: bool) {
         use crate::durable::store::tests::by;
         let dir = tempfile::tempdir().unwrap();
         let (store, run, plan, right) = a_dispute_the_ledger_missed(dir.path());
+        if !notes {
+            store.forget_taken_back().unwrap();
+        }
         let (_, repairs, _) = reconcile(&store, &dir.path().join(LEDGER_FILE), false).unwrap();
         assert_eq!(repairs.results_restored, 0);
         assert!(repairs.ledger_rewritten, "the ledger follows the store");
@@ -1034,10 +1055,20 @@ mod tests {
     /// out of the disputed job's record (its revocation): x's count is still not restored, and y is
     /// not quarantined as "disproved" by it (found by a review of the fix, 2026-11-24, a later
     /// session: the record no longer listed x's count, so it was restored, and y quarantined).
+    /// (With the take-back's note, and without it.)
     #[test]
     fn a_disputed_count_whose_worker_was_quarantined_since_is_not_restored() {
+        for notes in [true, false] {
+            a_disputed_count_whose_worker_was_quarantined_since_is_not_restored_with(notes);
+        }
+    }
+
+    fn a_disputed_count_whose_worker_was_quarantined_since_is_not_restored_with(notes: bool) {
         let dir = tempfile::tempdir().unwrap();
         let (store, run, _plan, right) = a_dispute_the_ledger_missed(dir.path());
+        if !notes {
+            store.forget_taken_back().unwrap();
+        }
         store
             .restore_quarantine(&crate::durable::store::Quarantine {
                 worker: "x".into(),

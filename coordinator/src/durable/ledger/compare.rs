@@ -81,6 +81,12 @@ pub fn compare_by(
             seen.insert(k, ());
         }
         match (intact, theirs) {
+            // (Damaged, a count the store took back is not restored in its place: the job is
+            // computed anew.)
+            (false, Some((_, l))) if revoked(&key, l)? => {
+                diff.damaged.push(key.clone());
+                diff.superseded.push(key);
+            }
             (false, Some(_)) => {
                 diff.damaged.push(key.clone());
                 diff.ledger_only.push(key);

@@ -67,6 +67,12 @@ pub struct RevokedLine {
 }
 
 impl LedgerView {
+    /// Every take-back line's run, job and lease (where the line carries its result), in no order:
+    /// counts the file took back, which no older copy may bring back (`Store::note_taken_back`).
+    pub fn taken_back(&self) -> impl Iterator<Item = &(u64, JobKey, u64)> {
+        self.revoked_leases.iter()
+    }
+
     /// Reads a ledger or an export; `path` names it in errors and logs. Every line's checksum and every
     /// result's seal is checked; what fails is listed in `damaged`, never used. Lines of the format
     /// before checksums (a ledger of the previous version) cannot be checked: their results are sealed

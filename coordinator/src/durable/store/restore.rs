@@ -136,12 +136,9 @@ impl Store {
     }
 
     /// Whether counted results of the run `meta` can be restored: each names a job of the run's plan,
-    /// passes its seal and the bounds of a result (`Job::check`), names identities the coordinator
-    /// may hold (two of them in a record run), and is the result this store holds for its job, if it
-    /// holds one. (A seal is a CRC anyone can compute: whoever hands over a file controls its counts
-    /// and names. Before, a file's result was held to its seal and shape alone, so an import counted
-    /// what no report could have been, and a record run's count on one identity: found by a review,
-    /// 2026-12-01.)
+    /// passes its seal, and is the result this store holds for its job, if it holds one (or one the
+    /// store took back, where another identity's count stands since: the store's side, which a
+    /// restore keeps, `ledger::compare`).
     pub fn check_restore_results<'a>(
         &self,
         meta: &RunMeta,
@@ -152,7 +149,7 @@ impl Store {
         let fingerprint = meta.fingerprint_value()?;
         let held = self.run(run)?.is_some();
         for (key, record) in results {
-            let job = plan.job(key)?;
+            plan.job(key)?;
             if !record.sealed(fingerprint, key) {
                 return Err(Error::Corrupt(format!(
                     "run {run} job {key}: the result fails its seal; not restored"
@@ -165,30 +162,10 @@ impl Store {
                     "run {run} job {key}: {why}; not restored"
                 )));
             }
-            // What a report's validation refuses, a file's line is refused for too.
-            if let Err(why) = job.check(&record.result) {
-                return Err(Error::Corrupt(format!(
-                    "run {run} job {key}: {why}; not restored"
-                )));
-            }
-            let names: std::collections::BTreeSet<String> = record.identities().collect();
-            if let Some(bad) = names
-                .iter()
-                .find(|n| !nqueens_common::names::valid_worker_id(n))
-            {
-                return Err(Error::Corrupt(format!(
-                    "run {run} job {key}: an identity the coordinator never takes ({bad:?}); not restored"
-                )));
-            }
-            if meta.record && names.len() < 2 {
-                return Err(Error::Corrupt(format!(
-                    "run {run} job {key}: a record run's count that a second identity did not confirm; not restored"
-                )));
-            }
             if held {
                 if let Some(stored) = self.result(run, key)? {
                     // (Unless the store took the file's count back and another identity's count
-                    // stands since: the store's side, which the restore keeps, `ledger::compare`.)
+                    // stands since.)
                     let superseded = stored.worker != record.worker
                         && self.was_taken_back(run, key, record.lease)?;
                     if stored.result != record.result && !superseded {
@@ -198,6 +175,46 @@ impl Store {
                         )));
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the counted results of the run `meta` that a file hands over could each have been
+    /// reported: within the bounds of a result (`Job::check`), under identities the coordinator
+    /// takes, two of them in a record run. What a report's validation refuses, an import refuses
+    /// too. (Seals and checksums are CRCs anyone computes: whoever hands over a file controls its
+    /// counts and names, so this catches damage and careless edits, not a forger who keeps within
+    /// the bounds. Before, a file's result was held to its seal and shape alone: an import counted a
+    /// total past its nodes, and a record run's count on one identity. Found by a review,
+    /// 2026-12-01.) Not asked of a store's own ledger at a start: a build before the bounds wrote
+    /// what they refuse now, and a start must not be refused for it.
+    pub fn check_as_reported<'a>(
+        &self,
+        meta: &RunMeta,
+        results: impl IntoIterator<Item = (&'a JobKey, &'a ResultRecord)>,
+    ) -> Result<()> {
+        let run = meta.id;
+        let plan = meta.plan()?;
+        for (key, record) in results {
+            if let Err(why) = plan.job(key)?.check(&record.result) {
+                return Err(Error::Corrupt(format!(
+                    "run {run}: {why} (a result no report could be); not imported"
+                )));
+            }
+            let names: std::collections::BTreeSet<String> = record.identities().collect();
+            if let Some(bad) = names
+                .iter()
+                .find(|n| !nqueens_common::names::valid_worker_id(n))
+            {
+                return Err(Error::Corrupt(format!(
+                    "run {run} job {key}: an identity the coordinator never takes ({bad:?}); not imported"
+                )));
+            }
+            if meta.record && names.len() < 2 {
+                return Err(Error::Corrupt(format!(
+                    "run {run} job {key}: a record run's count that a second identity did not confirm; not imported"
+                )));
             }
         }
         Ok(())

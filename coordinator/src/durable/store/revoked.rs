@@ -15,10 +15,9 @@
 //! the byte [`VERSION`]. Any value reads as taken back (a damaged one too: the safe side is a
 //! recomputation). One entry per count taken back, never pruned: each takes back a count that was
 //! committed once, so the notes grow as the results do, at a few dozen bytes each. Written within
-//! store format 8: an older build ignores the tree, and restores such a count as it did. Neither an
-//! export nor the ledger carries the notes (the ledger's take-back lines are noted again when a store
-//! is rebuilt from it): a store imported into a new directory holds none of the take-backs before
-//! its export.
+//! store format 8: an older build ignores the tree, and restores such a count as it did. The ledger's
+//! take-back lines are noted when a store is rebuilt from it, at a start or by an import of it; an
+//! export carries none: a store imported from an export holds no note of the take-backs before it.
 
 use nqueens_common::JobKey;
 use sled::transaction::TransactionalTree;
@@ -56,8 +55,25 @@ pub(super) fn txn_note(
 }
 
 impl Store {
-    /// Whether a revocation of this store took back the count of job `key` of run `run` under lease
-    /// `lease`.
+    /// Notes that the count of job `key` of run `run` under lease `lease` was taken back (a take-back
+    /// line of a file: a ledger, or an export of a build that writes them). Durable with the next
+    /// flush.
+    pub fn note_taken_back(&self, run: u64, key: &JobKey, lease: u64) -> Result<()> {
+        let k = entry_key(run, lease, key);
+        if !self.revoked_counts.contains_key(&k)? {
+            self.revoked_counts.insert(k, &[VERSION])?;
+        }
+        Ok(())
+    }
+
+    /// Forgets every note (a store of a build before them, for tests of the other evidence).
+    #[cfg(test)]
+    pub(crate) fn forget_taken_back(&self) -> Result<()> {
+        Ok(self.revoked_counts.clear()?)
+    }
+
+    /// Whether this store took back the count of job `key` of run `run` under lease `lease` (or a
+    /// file restored into it said so).
     pub fn was_taken_back(&self, run: u64, key: &JobKey, lease: u64) -> Result<bool> {
         Ok(self
             .revoked_counts

@@ -269,7 +269,8 @@ fn a_reopened_store_keeps_runs_and_results_and_counts_epochs() {
 
 /// `inc` as reported by the worker named `name`, `wrong` off in its total (and sealed: a lying worker
 /// seals its lie; seals guard against damage, verification against liars). A unique count is off by
-/// as much: a lie within the bounds of a result (`Job::check`), as a liar sends to be counted.
+/// as much: a lie off by a multiple of 8 is then within the bounds of a result (`Job::check`) on
+/// most jobs, as a liar sends to be counted (an import holds a file's results to those bounds).
 pub(crate) fn by(plan: &Plan, name: &str, mut inc: Incoming, wrong: u64) -> Incoming {
     inc.name = name.into();
     inc.worker = format!("{name}-1");
@@ -1693,9 +1694,14 @@ fn a_lone_side_of_a_dispute_goes_with_its_worker() {
     let job = incoming(run.id, &plan, 1);
     counted_by_two(&store, &plan, &job, ["a", "b"], 8);
     let worker = store.result(run.id, &job.key).unwrap().unwrap().worker;
+    let lease = store.result(run.id, &job.key).unwrap().unwrap().lease;
     assert!(store
         .restore_revocation(run.id, &job.key, &worker, None, true)
         .unwrap());
+    assert!(
+        store.was_taken_back(run.id, &job.key, lease).unwrap(),
+        "noted"
+    );
     let record = store.job(run.id, &job.key).unwrap().unwrap();
     assert_eq!(
         (record.state, record.candidates.len()),
