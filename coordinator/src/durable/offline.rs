@@ -909,6 +909,46 @@ mod tests {
         check(&store, dir.path()).unwrap();
     }
 
+    /// An import of a ledger notes its take-back lines: an older export imported after it brings
+    /// none of those counts back. (Exports carry none.)
+    #[test]
+    fn an_import_of_a_ledger_notes_its_take_backs() {
+        use crate::durable::ledger::{Entry, Ledger};
+        use crate::durable::store::tests::{by, incoming_from};
+        use nqueens_common::{Plan, Strategy};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let plan = Plan::new(8, Strategy::D4).unwrap();
+        let run = store.create_run(plan, 0.0).unwrap();
+        let job = incoming_from(run.id, &plan, 0, "x");
+        store.commit(&[by(&plan, "x", job.clone(), 8)]).unwrap();
+        let old = exported(&store, dir.path());
+        let path = dir.path().join(LEDGER_FILE);
+        ledger::rewrite(&path, &store).unwrap();
+        let record = store.result(run.id, &job.key).unwrap().unwrap();
+        let view = LedgerView::read(&path).unwrap();
+        let mut appended = Ledger::open(&path, view.len, view.next_worker).unwrap();
+        appended
+            .append(&[Entry::Revoked {
+                run: run.id,
+                job: job.key.to_string(),
+                worker: "x".into(),
+                record: Some(record.clone()),
+            }])
+            .unwrap();
+        drop(appended);
+        let view = LedgerView::read(&path).unwrap();
+        assert!(view.damaged.is_empty(), "{:?}", view.damaged);
+        let target = tempfile::tempdir().unwrap();
+        let fresh = Store::open(target.path()).unwrap();
+        restore(&fresh, &view).unwrap();
+        assert!(fresh
+            .was_taken_back(run.id, &job.key, record.lease)
+            .unwrap());
+        assert_eq!(restore(&fresh, &old).unwrap(), 0);
+        assert!(fresh.result(run.id, &job.key).unwrap().is_none());
+    }
+
     /// The file's own quarantines are its past, not the store's: an import into a directory behind
     /// the file (y's result held there for a check; in the file, x's result confirmed it, counted as
     /// x's, then x quarantined, the confirmed count kept) restores the confirmed count. Before, the file's quarantine was

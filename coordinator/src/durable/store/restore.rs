@@ -430,8 +430,12 @@ impl Store {
             } else {
                 jobs.remove(k.as_slice())?;
             }
-            // (As the take-back it replays, a revocation's or a dispute's: [`super::revoked`].)
-            super::revoked::txn_note(taken, run, key, record.lease)?;
+            // (As the take-back it replays, a revocation's or a dispute's: [`super::revoked`]. Only
+            // where the line names the count: a line of ledger format 1 names its worker alone, and
+            // may have taken back a later count of that worker's, which no note must keep out.)
+            if revoked.is_some() {
+                super::revoked::txn_note(taken, run, key, record.lease)?;
+            }
             match tally {
                 Some(tally) => totals.insert(&run_key(run), encode(&tally))?,
                 None => totals.remove(&run_key(run))?,

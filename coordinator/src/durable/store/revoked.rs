@@ -15,9 +15,10 @@
 //! the byte [`VERSION`]. Any value reads as taken back (a damaged one too: the safe side is a
 //! recomputation). One entry per count taken back, never pruned: each takes back a count that was
 //! committed once, so the notes grow as the results do, at a few dozen bytes each. Written within
-//! store format 8: an older build ignores the tree, and restores such a count as it did. The ledger's
-//! take-back lines are noted when a store is rebuilt from it, at a start or by an import of it; an
-//! export carries none: a store imported from an export holds no note of the take-backs before it.
+//! store format 8: an older build ignores the tree, and restores such a count as it did; a store it
+//! served holds no note of the take-backs it made. The ledger's take-back lines that name their count
+//! are noted when a store is rebuilt from it, at a start or by an import of it; an export carries
+//! none: a store imported from an export holds no note of the take-backs before it.
 
 use nqueens_common::JobKey;
 use sled::transaction::TransactionalTree;

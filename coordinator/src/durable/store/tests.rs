@@ -1694,12 +1694,14 @@ fn a_lone_side_of_a_dispute_goes_with_its_worker() {
     let job = incoming(run.id, &plan, 1);
     counted_by_two(&store, &plan, &job, ["a", "b"], 8);
     let worker = store.result(run.id, &job.key).unwrap().unwrap().worker;
-    let lease = store.result(run.id, &job.key).unwrap().unwrap().lease;
+    let counted = store.result(run.id, &job.key).unwrap().unwrap();
     assert!(store
-        .restore_revocation(run.id, &job.key, &worker, None, true)
+        .restore_revocation(run.id, &job.key, &worker, Some(&counted), true)
         .unwrap());
     assert!(
-        store.was_taken_back(run.id, &job.key, lease).unwrap(),
+        store
+            .was_taken_back(run.id, &job.key, counted.lease)
+            .unwrap(),
         "noted"
     );
     let record = store.job(run.id, &job.key).unwrap().unwrap();
@@ -3825,6 +3827,15 @@ fn a_revocation_restored_from_the_ledger_runs_a_finished_run_again() {
         .unwrap());
     assert!(!store
         .was_taken_back(run.id, &all[2].key, counted.lease)
+        .unwrap());
+    // A line of ledger format 1 names its worker alone: taken back, not noted (it may have taken
+    // back a later count of that worker's).
+    let other = store.result(run.id, &all[2].key).unwrap().unwrap();
+    assert!(store
+        .restore_revocation(run.id, &all[2].key, &other.worker, None, false)
+        .unwrap());
+    assert!(!store
+        .was_taken_back(run.id, &all[2].key, other.lease)
         .unwrap());
 }
 
