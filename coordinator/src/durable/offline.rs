@@ -909,6 +909,55 @@ mod tests {
         check(&store, dir.path()).unwrap();
     }
 
+    /// Against the store's notes, an older file's count (x's, taken back since) is superseded
+    /// whatever the store holds for its job now: a different count of x's own (x released and
+    /// counting anew), the same count of another's, or a count damaged on disk. Before the notes,
+    /// the first was a conflict (the start and the import refused), the second took the store's copy
+    /// for damaged, and the third restored x's count in the damaged one's place.
+    #[test]
+    fn an_older_files_count_the_store_took_back_is_superseded_whatever_stands_now() {
+        use crate::durable::store::tests::{by, incoming_from};
+        use nqueens_common::{Plan, Strategy};
+        let taken_back = |now: &dyn Fn(&Store, &Plan, &crate::durable::store::Incoming)| {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path()).unwrap();
+            let plan = Plan::new(8, Strategy::D4).unwrap();
+            let run = store.create_run(plan, 0.0).unwrap();
+            let job = incoming_from(run.id, &plan, 0, "x");
+            store.commit(&[by(&plan, "x", job.clone(), 8)]).unwrap();
+            let old = exported(&store, dir.path());
+            quarantined_and_revoked(&store, "x");
+            now(&store, &plan, &job);
+            let meta = store.run(run.id).unwrap().unwrap();
+            let diff = ledger::compare(&store, &meta, &old).unwrap();
+            assert_eq!(diff.superseded, std::slice::from_ref(&job.key), "{diff:?}");
+            assert!(
+                diff.conflicting.is_empty() && diff.ledger_only.is_empty(),
+                "{diff:?}"
+            );
+            diff
+        };
+        let anew = |store: &Store, plan: &Plan, job: &crate::durable::store::Incoming| {
+            assert!(store.release_quarantine("x").unwrap());
+            let mut again = by(plan, "x", job.clone(), 0);
+            again.lease += 1;
+            store.commit(&[again]).unwrap();
+        };
+        assert!(taken_back(&anew).damaged.is_empty());
+        let another = |store: &Store, plan: &Plan, job: &crate::durable::store::Incoming| {
+            assert!(store.release_quarantine("x").unwrap());
+            store.commit(&[by(plan, "y", job.clone(), 8)]).unwrap();
+        };
+        assert!(taken_back(&another).damaged.is_empty());
+        let damaged = |store: &Store, plan: &Plan, job: &crate::durable::store::Incoming| {
+            store.commit(&[by(plan, "y", job.clone(), 0)]).unwrap();
+            let mut record = store.result(job.run, &job.key).unwrap().unwrap();
+            record.result.total += 1;
+            store.damage_result(job.run, &job.key, &record);
+        };
+        assert_eq!(taken_back(&damaged).damaged.len(), 1);
+    }
+
     /// An import of a ledger notes its take-back lines: an older export imported after it brings
     /// none of those counts back. (Exports carry none.)
     #[test]

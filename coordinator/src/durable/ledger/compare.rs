@@ -94,10 +94,13 @@ pub fn compare_by(
             (false, None) => diff.damaged.push(key),
             (true, None) => diff.store_only.push(key),
             (true, Some((_, l))) => match record {
+                // A different count, where the ledger's was its worker's, quarantined in the store
+                // since, or a count the store took back (another's since, or its own worker's anew,
+                // released: under another lease either way).
                 Ok(r)
                     if r.result != l.result
-                        && r.worker != l.worker
-                        && (quarantined(&l.worker)? || revoked(&key, l)?) =>
+                        && ((r.worker != l.worker && quarantined(&l.worker)?)
+                            || (r.lease != l.lease && revoked(&key, l)?)) =>
                 {
                     diff.superseded.push(key)
                 }

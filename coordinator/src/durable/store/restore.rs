@@ -166,7 +166,7 @@ impl Store {
                 if let Some(stored) = self.result(run, key)? {
                     // (Unless the store took the file's count back and another identity's count
                     // stands since.)
-                    let superseded = stored.worker != record.worker
+                    let superseded = stored.lease != record.lease
                         && self.was_taken_back(run, key, record.lease)?;
                     if stored.result != record.result && !superseded {
                         return Err(Error::Invalid(format!(

@@ -3802,6 +3802,44 @@ fn a_run_restored_alone_is_not_finished() {
     assert!(!restored.is_done());
 }
 
+/// A result to restore is refused where it fails its seal, or differs from the count the store holds
+/// for its job (another worker's, under another lease, not taken back), and taken where it is the
+/// stored count itself, or one the store took back where another count stands since (the store's
+/// side kept, the restore skips it). (Killed the mutants that made the check, or its refusal of a
+/// different count, pass everything: the import's other checks hid them.)
+#[test]
+fn a_restore_refuses_a_broken_or_different_result_and_takes_one_taken_back() {
+    let (store, plan, run) = one_run(8, Strategy::D4, 0.0);
+    let job = incoming(run.id, &plan, 0);
+    store.commit(&[by(&plan, "y", job.clone(), 0)]).unwrap();
+    let meta = store.run(run.id).unwrap().unwrap();
+    let stored = store.result(run.id, &job.key).unwrap().unwrap();
+    store
+        .check_restore_results(&meta, [(&job.key, &stored)])
+        .unwrap();
+    let mut broken = stored.clone();
+    broken.result.total += 8;
+    assert!(matches!(
+        store.check_restore_results(&meta, [(&job.key, &broken)]),
+        Err(Error::Corrupt(_))
+    ));
+    let mut other = broken.clone();
+    other.worker = "x".into();
+    other.lease = lease_of("x");
+    other.seal = Some(seal(plan.fingerprint().1, &job.key, &other.result));
+    assert!(matches!(
+        store.check_restore_results(&meta, [(&job.key, &other)]),
+        Err(Error::Invalid(_))
+    ));
+    store
+        .revoked_counts
+        .transaction(|t| super::revoked::txn_note(t, run.id, &job.key, other.lease))
+        .unwrap();
+    store
+        .check_restore_results(&meta, [(&job.key, &other)])
+        .unwrap();
+}
+
 /// A revocation taken from the ledger (`restore_revocation`) of a finished run's count runs the run
 /// again: no finish time, one job short (killed the mutant that kept the finish time; the start's
 /// recount would mend the run's state too, so this is checked on the store itself). The count is
