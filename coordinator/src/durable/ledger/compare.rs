@@ -22,7 +22,7 @@ pub struct Difference {
     pub damaged: Vec<JobKey>,
     /// Results of the ledger that the store shows it took back later, the ledger's line that took
     /// them back lost (the store is written first, and sled writes on its own: a crash can keep the
-    /// store's part of a round and lose the ledger's): a count a revocation of the store took back
+    /// store's part of a round and lose the ledger's): a count the store noted it took back
     /// (`Store::was_taken_back`), a count a later result disputed (the store's
     /// open record of the job lists it beside a different candidate), or a count of a worker the
     /// store has quarantined where the store holds another worker's result (different or equal
@@ -66,8 +66,8 @@ pub fn compare_by(
     let logged = view.results.get(&meta.id).unwrap_or(&empty);
     let mut seen: HashMap<&JobKey, ()> = HashMap::with_capacity(logged.len());
     let mut diff = Difference::default();
-    // Whether a revocation of the store took the ledger's count back (its job then pending, or
-    // counted anew under another lease): `Store::was_taken_back`.
+    // Whether the store took the ledger's count back, by a revocation or a dispute (its job then
+    // pending, open, or counted anew under another lease): `Store::was_taken_back`.
     let revoked = |key: &JobKey, l: &ResultRecord| store.was_taken_back(meta.id, key, l.lease);
     for item in store.results_raw(meta.id) {
         let (key, record) = item?;
@@ -131,8 +131,8 @@ pub fn compare_by(
         // its worker is quarantined in the store (the quarantine's revocation; a dispute's loser's
         // candidate is removed by it too). A damaged record is not evidence: the count is restored
         // (the record was mended first: removed, or open and marked `MENDED`).
-        // And whatever the record, a count a revocation of the store took back, which leaves no
-        // record: before, such a count was restored, nothing in the store showing that its job ever
+        // And whatever the record, a count the store noted it took back (a revocation leaves no
+        // record, nor does a failed dispute's retry): before, such a count was restored, nothing in the store showing that its job ever
         // held it; a count taken back for a record run's quarantined confirmer quarantined the worker
         // of the job's later first result, and a lie a held checker's undecided end took back was
         // counted again for good (found by a review, 2026-12-01).

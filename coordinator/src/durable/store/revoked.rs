@@ -43,8 +43,8 @@ fn entry_key(run: u64, lease: u64, key: &JobKey) -> Vec<u8> {
     k
 }
 
-/// Notes, inside a revocation's transaction, that the count of job `key` of run `run` under lease
-/// `lease` was taken back.
+/// Notes, inside a take-back's transaction (a revocation's, a dispute's, a replayed line's), that
+/// the count of job `key` of run `run` under lease `lease` was taken back.
 pub(super) fn txn_note(
     tree: &TransactionalTree,
     run: u64,
