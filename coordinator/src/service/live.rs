@@ -205,11 +205,11 @@ pub struct Settled {
     /// them later).
     pub held: usize,
     /// Of the keys to lease, those whose job holds a result already (a verified job's first, or a
-    /// dispute's): their leases may confirm or second ([`super::lease_table::Leases::after_first`]).
+    /// dispute's): their leases may confirm or second ([`super::lease_table::Leases::mark_after_first`]).
     /// With the leases of the results each held as read.
     pub after_first: Vec<(JobKey, crate::durable::store::Sides)>,
     /// Of those, the disputed ones: their leases may second a side of that dispute, between the
-    /// results of `after_first` ([`super::lease_table::Leases::for_dispute`]).
+    /// results of `after_first` ([`super::lease_table::Leases::mark_for_dispute`]).
     pub for_dispute: Vec<JobKey>,
 }
 
